@@ -1,0 +1,390 @@
+//! Shared linear memory: one allocation with a `VkBuffer` view and a CUDA pointer view.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::Arc;
+
+use ash::vk;
+
+use crate::context::Context;
+use crate::cuda::external::ExternalMemory;
+use crate::cuda::vmm::VmmAllocation;
+use crate::error::{Error, Result};
+use crate::fd;
+use crate::vulkan::memory::{self, BufferMemory};
+
+/// Which side allocated the memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// Exportable `VkDeviceMemory`, imported into CUDA.
+    Vulkan,
+    /// `cuMemCreate`, imported into Vulkan.
+    Cuda,
+}
+
+/// Buffer usages the library accepts: those that need no extra memory allocate
+/// flags or features.
+pub const ALLOWED_USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
+    vk::BufferUsageFlags::TRANSFER_SRC.as_raw()
+        | vk::BufferUsageFlags::TRANSFER_DST.as_raw()
+        | vk::BufferUsageFlags::UNIFORM_TEXEL_BUFFER.as_raw()
+        | vk::BufferUsageFlags::STORAGE_TEXEL_BUFFER.as_raw()
+        | vk::BufferUsageFlags::UNIFORM_BUFFER.as_raw()
+        | vk::BufferUsageFlags::STORAGE_BUFFER.as_raw()
+        | vk::BufferUsageFlags::INDEX_BUFFER.as_raw()
+        | vk::BufferUsageFlags::VERTEX_BUFFER.as_raw()
+        | vk::BufferUsageFlags::INDIRECT_BUFFER.as_raw(),
+);
+
+/// The usage when the caller passes 0.
+pub const DEFAULT_USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
+    vk::BufferUsageFlags::TRANSFER_SRC.as_raw()
+        | vk::BufferUsageFlags::TRANSFER_DST.as_raw()
+        | vk::BufferUsageFlags::STORAGE_BUFFER.as_raw(),
+);
+
+pub fn check_usage(usage: vk::BufferUsageFlags) -> Result<vk::BufferUsageFlags> {
+    if usage.is_empty() {
+        return Ok(DEFAULT_USAGE);
+    }
+    let unknown = usage & !ALLOWED_USAGE;
+    if unknown == vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS {
+        return Err(Error::unsupported(
+            "VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT is not supported for shared buffers yet \
+             (it needs VkMemoryAllocateFlagsInfo on the shared allocation)",
+        ));
+    }
+    if !unknown.is_empty() {
+        return Err(Error::invalid(format!(
+            "usage {:#x} has bits {:#x} that are not buffer usages the library accepts \
+             (transfer, uniform/storage (texel), index, vertex, indirect)",
+            usage.as_raw(),
+            unknown.as_raw()
+        )));
+    }
+    Ok(usage)
+}
+
+enum VulkanView {
+    /// Created or imported by the library; destroyed with the buffer.
+    Owned(BufferMemory),
+    /// The engine's buffer and memory; never destroyed here.
+    Borrowed {
+        buffer: vk::Buffer,
+        memory: vk::DeviceMemory,
+    },
+}
+
+/// The CUDA side; held for its `Drop`, which releases it before the Vulkan side.
+#[allow(dead_code)]
+enum CudaView {
+    None,
+    Imported(ExternalMemory),
+    Vmm(VmmAllocation),
+}
+
+/// The description a receiver needs to import an exported buffer fd.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub origin: Origin,
+    pub allocation_size: u64,
+    pub offset: u64,
+    pub size: u64,
+    pub dedicated: bool,
+}
+
+pub struct Buffer {
+    ctx: Arc<Context>,
+    vulkan: VulkanView,
+    cuda: CudaView,
+    cuda_ptr: u64,
+    layout: Layout,
+    usage: vk::BufferUsageFlags,
+}
+
+fn check_size(size: u64) -> Result<()> {
+    if size == 0 {
+        return Err(Error::invalid("size must not be 0"));
+    }
+    if size > i64::MAX as u64 {
+        return Err(Error::invalid(format!(
+            "size {size} is absurd (more than 2^63)"
+        )));
+    }
+    Ok(())
+}
+
+impl Buffer {
+    /// Allocates `size` bytes on the `origin` side and makes the other side's view.
+    pub fn create(
+        ctx: &Arc<Context>,
+        size: u64,
+        usage: vk::BufferUsageFlags,
+        origin: Origin,
+    ) -> Result<Buffer> {
+        check_size(size)?;
+        let usage = check_usage(usage)?;
+        match origin {
+            Origin::Vulkan => Self::create_vulkan(ctx, size, usage),
+            Origin::Cuda => Self::create_cuda(ctx, size, usage),
+        }
+    }
+
+    fn create_vulkan(ctx: &Arc<Context>, size: u64, usage: vk::BufferUsageFlags) -> Result<Buffer> {
+        let bm = memory::create_exportable_buffer(&ctx.vk, size, usage)?;
+        let mut buf = Buffer {
+            ctx: ctx.clone(),
+            vulkan: VulkanView::Owned(bm),
+            cuda: CudaView::None,
+            cuda_ptr: 0,
+            layout: Layout {
+                origin: Origin::Vulkan,
+                allocation_size: bm.allocation_size,
+                offset: 0,
+                size,
+                dedicated: bm.dedicated,
+            },
+            usage,
+        };
+        // On error `buf` drops and releases what was made so far.
+        if let Some(cuda) = &ctx.cuda {
+            let handle = memory::export_memory_fd(&ctx.vk, bm.memory)?;
+            let mut ext = ExternalMemory::import_opaque_fd(
+                cuda.clone(),
+                handle,
+                bm.allocation_size,
+                bm.dedicated,
+            )?;
+            let ptr = ext.map_buffer(0, size);
+            buf.cuda = CudaView::Imported(ext);
+            buf.cuda_ptr = ptr?;
+        }
+        Ok(buf)
+    }
+
+    fn create_cuda(ctx: &Arc<Context>, size: u64, usage: vk::BufferUsageFlags) -> Result<Buffer> {
+        let cuda = ctx.cuda()?;
+        // Fail on the Vulkan side's missing extension before allocating.
+        ctx.vk.memory_fd()?;
+        let vmm = VmmAllocation::new(cuda.clone(), size)?;
+        let handle = vmm.export_fd()?;
+        let bm = memory::import_buffer(&ctx.vk, handle, size, 0, vmm.size(), usage, false)?;
+        Ok(Buffer {
+            ctx: ctx.clone(),
+            vulkan: VulkanView::Owned(bm),
+            cuda_ptr: vmm.ptr(),
+            layout: Layout {
+                origin: Origin::Cuda,
+                allocation_size: vmm.size(),
+                offset: 0,
+                size,
+                dedicated: bm.dedicated,
+            },
+            cuda: CudaView::Vmm(vmm),
+            usage,
+        })
+    }
+
+    /// Makes a CUDA view of memory the engine allocated exportable itself. The engine
+    /// keeps owning `buffer` and `memory` and must destroy them after this object.
+    pub fn wrap(
+        ctx: &Arc<Context>,
+        buffer: vk::Buffer,
+        memory: vk::DeviceMemory,
+        allocation_size: u64,
+        offset: u64,
+        size: u64,
+        dedicated: bool,
+    ) -> Result<Buffer> {
+        if buffer == vk::Buffer::null() {
+            return Err(Error::null("buffer"));
+        }
+        if memory == vk::DeviceMemory::null() {
+            return Err(Error::null("memory"));
+        }
+        check_size(size)?;
+        if allocation_size == 0 {
+            return Err(Error::invalid("allocation_size must not be 0"));
+        }
+        let end = offset
+            .checked_add(size)
+            .ok_or_else(|| Error::invalid("offset + size overflows"))?;
+        if end > allocation_size {
+            return Err(Error::invalid(format!(
+                "offset {offset} + size {size} = {end} is past the end of the allocation ({allocation_size} bytes)"
+            )));
+        }
+        let cuda = ctx.cuda()?;
+        let req = unsafe { ctx.vk.device.get_buffer_memory_requirements(buffer) };
+        if req.alignment > 1 && offset % req.alignment != 0 {
+            return Err(Error::invalid(format!(
+                "offset {offset} is not a multiple of the buffer's required alignment {}",
+                req.alignment
+            )));
+        }
+        if size > req.size {
+            return Err(Error::invalid(format!(
+                "size {size} is larger than the VkBuffer's memory requirement ({} bytes)",
+                req.size
+            )));
+        }
+        let handle = memory::export_memory_fd(&ctx.vk, memory).map_err(|e| {
+            e.context(
+                "the wrapped memory must be allocated with VkExportMemoryAllocateInfo (OPAQUE_FD)",
+            )
+        })?;
+        if let Some(real) = fd::known_size(&handle) {
+            if allocation_size > real {
+                return Err(Error::invalid(format!(
+                    "allocation_size {allocation_size} is larger than the memory object's real size {real}"
+                )));
+            }
+        }
+        let mut ext =
+            ExternalMemory::import_opaque_fd(cuda.clone(), handle, allocation_size, dedicated)?;
+        let ptr = ext.map_buffer(offset, size)?;
+        Ok(Buffer {
+            ctx: ctx.clone(),
+            vulkan: VulkanView::Borrowed { buffer, memory },
+            cuda: CudaView::Imported(ext),
+            cuda_ptr: ptr,
+            layout: Layout {
+                origin: Origin::Vulkan,
+                allocation_size,
+                offset,
+                size,
+                dedicated,
+            },
+            usage: vk::BufferUsageFlags::empty(),
+        })
+    }
+
+    /// Imports an fd exported by [`export_fd`](Self::export_fd) (here or in another
+    /// process) as both views. `handle` stays the caller's: the drivers get duplicates.
+    pub fn import_fd(
+        ctx: &Arc<Context>,
+        handle: &OwnedFd,
+        layout: Layout,
+        usage: vk::BufferUsageFlags,
+    ) -> Result<Buffer> {
+        check_size(layout.size)?;
+        let usage = check_usage(usage)?;
+        let end = layout
+            .offset
+            .checked_add(layout.size)
+            .ok_or_else(|| Error::invalid("offset + size overflows"))?;
+        if end > layout.allocation_size {
+            return Err(Error::invalid(format!(
+                "offset {} + size {} is past the end of the allocation ({} bytes)",
+                layout.offset, layout.size, layout.allocation_size
+            )));
+        }
+        if let Some(real) = fd::known_size(handle) {
+            if layout.allocation_size > real {
+                return Err(Error::invalid(format!(
+                    "allocation_size {} is larger than the memory object's real size {real}",
+                    layout.allocation_size
+                )));
+            }
+        }
+        let raw = handle.as_raw_fd();
+        let bm = memory::import_buffer(
+            &ctx.vk,
+            fd::dup_borrowed(raw)?,
+            layout.size,
+            layout.offset,
+            layout.allocation_size,
+            usage,
+            layout.dedicated,
+        )?;
+        let mut buf = Buffer {
+            ctx: ctx.clone(),
+            vulkan: VulkanView::Owned(bm),
+            cuda: CudaView::None,
+            cuda_ptr: 0,
+            layout,
+            usage,
+        };
+        if let Some(cuda) = &ctx.cuda {
+            match layout.origin {
+                Origin::Vulkan => {
+                    let dup = fd::dup_borrowed(raw)?;
+                    let mut ext = ExternalMemory::import_opaque_fd(
+                        cuda.clone(),
+                        dup,
+                        layout.allocation_size,
+                        layout.dedicated,
+                    )?;
+                    let ptr = ext.map_buffer(layout.offset, layout.size);
+                    buf.cuda = CudaView::Imported(ext);
+                    buf.cuda_ptr = ptr?;
+                }
+                Origin::Cuda => {
+                    let vmm =
+                        VmmAllocation::import_fd(cuda.clone(), handle, layout.allocation_size)?;
+                    buf.cuda_ptr = vmm.ptr() + layout.offset;
+                    buf.cuda = CudaView::Vmm(vmm);
+                }
+            }
+        }
+        Ok(buf)
+    }
+
+    /// A new fd for the memory; the caller owns it (close it, or import it).
+    pub fn export_fd(&self) -> Result<OwnedFd> {
+        match (&self.cuda, &self.vulkan) {
+            (CudaView::Vmm(v), _) => v.export_fd(),
+            (_, VulkanView::Owned(bm)) => memory::export_memory_fd(&self.ctx.vk, bm.memory),
+            (_, VulkanView::Borrowed { memory, .. }) => {
+                memory::export_memory_fd(&self.ctx.vk, *memory)
+            }
+        }
+    }
+
+    pub fn vk_buffer(&self) -> vk::Buffer {
+        match &self.vulkan {
+            VulkanView::Owned(bm) => bm.buffer,
+            VulkanView::Borrowed { buffer, .. } => *buffer,
+        }
+    }
+
+    pub fn vk_memory(&self) -> vk::DeviceMemory {
+        match &self.vulkan {
+            VulkanView::Owned(bm) => bm.memory,
+            VulkanView::Borrowed { memory, .. } => *memory,
+        }
+    }
+
+    /// The CUDA device pointer, or CUDA_UNAVAILABLE in a Vulkan-only context.
+    pub fn cuda_ptr(&self) -> Result<u64> {
+        if self.cuda_ptr == 0 {
+            self.ctx.cuda()?;
+        }
+        Ok(self.cuda_ptr)
+    }
+
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    pub fn usage(&self) -> vk::BufferUsageFlags {
+        self.usage
+    }
+
+    pub fn is_wrapped(&self) -> bool {
+        matches!(self.vulkan, VulkanView::Borrowed { .. })
+    }
+
+    pub fn context(&self) -> &Arc<Context> {
+        &self.ctx
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        // CUDA's view first (mapping, then the import or allocation), then Vulkan's.
+        self.cuda = CudaView::None;
+        if let VulkanView::Owned(bm) = &self.vulkan {
+            bm.destroy(&self.ctx.vk);
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! The context: one `VkDevice` paired with one CUDA device, matched by UUID.
+
+use std::sync::Arc;
+
+use cudarc::driver::sys;
+
+use crate::cuda::{self, CudaContext, DeviceInfo};
+use crate::error::{Error, ErrorKind, Result};
+use crate::vulkan::{standalone, EngineHandles, VulkanDevice};
+
+/// How the CUDA side of a context is chosen.
+pub enum CudaChoice {
+    /// The primary context of the CUDA device whose UUID equals the Vulkan device's.
+    Primary,
+    /// A context the caller created (checked to be on the matching device).
+    Borrowed(sys::CUcontext),
+    /// No CUDA at all: only the Vulkan half works; CUDA calls report CUDA_UNAVAILABLE.
+    None,
+}
+
+pub struct Context {
+    pub vk: VulkanDevice,
+    pub cuda: Option<Arc<CudaContext>>,
+}
+
+impl Context {
+    /// Pairs the engine's device with CUDA.
+    pub fn from_engine(handles: &EngineHandles, choice: CudaChoice) -> Result<Arc<Context>> {
+        let vk = VulkanDevice::from_engine(handles)?;
+        let cuda = pair(&vk, choice)?;
+        Ok(Arc::new(Context { vk, cuda }))
+    }
+
+    /// Creates a Vulkan instance and device, then pairs them with CUDA.
+    pub fn standalone(index: Option<usize>, choice: CudaChoice) -> Result<Arc<Context>> {
+        // Find the CUDA devices first so the Vulkan device can be picked to match.
+        let cuda_devices = match choice {
+            CudaChoice::None => None,
+            _ => Some(cuda::devices()?),
+        };
+        let matcher = |uuid: &[u8; 16]| {
+            cuda_devices
+                .as_ref()
+                .map(|list| list.iter().any(|d| &d.uuid == uuid))
+                .unwrap_or(false)
+        };
+        let pick = standalone::Choice {
+            index,
+            cuda_match: cuda_devices
+                .as_ref()
+                .map(|_| &matcher as &dyn Fn(&[u8; 16]) -> bool),
+        };
+        let vk = standalone::create(&pick)?;
+        let cuda = pair(&vk, choice)?;
+        Ok(Arc::new(Context { vk, cuda }))
+    }
+
+    /// The CUDA context, or CUDA_UNAVAILABLE for a Vulkan-only context.
+    pub fn cuda(&self) -> Result<&Arc<CudaContext>> {
+        self.cuda.as_ref().ok_or_else(|| {
+            Error::new(
+                ErrorKind::CudaUnavailable,
+                "this context was created with VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT and has no CUDA side",
+            )
+        })
+    }
+}
+
+fn pair(vk: &VulkanDevice, choice: CudaChoice) -> Result<Option<Arc<CudaContext>>> {
+    let uuid = vk.props.uuid;
+    match choice {
+        CudaChoice::None => Ok(None),
+        CudaChoice::Primary => {
+            let info = match_device(&vk.props.name, &uuid, &cuda::devices()?)?;
+            Ok(Some(Arc::new(CudaContext::primary(info)?)))
+        }
+        CudaChoice::Borrowed(ctx) => {
+            let c = CudaContext::borrowed(ctx)?;
+            if c.device().uuid != uuid {
+                return Err(
+                    mismatch(&vk.props.name, &uuid, std::slice::from_ref(c.device()))
+                        .context("the CUcontext passed in belongs to another device"),
+                );
+            }
+            Ok(Some(Arc::new(c)))
+        }
+    }
+}
+
+/// The CUDA device with the Vulkan device's UUID, or DEVICE_MISMATCH naming both sides.
+pub fn match_device(vk_name: &str, uuid: &[u8; 16], devices: &[DeviceInfo]) -> Result<DeviceInfo> {
+    devices
+        .iter()
+        .find(|d| &d.uuid == uuid)
+        .cloned()
+        .ok_or_else(|| mismatch(vk_name, uuid, devices))
+}
+
+fn mismatch(vk_name: &str, uuid: &[u8; 16], devices: &[DeviceInfo]) -> Error {
+    let list: Vec<String> = devices
+        .iter()
+        .map(|d| format!("{} '{}' {}", d.ordinal, d.name, cuda::format_uuid(&d.uuid)))
+        .collect();
+    let seen = if list.is_empty() {
+        "no CUDA devices".to_string()
+    } else {
+        format!("CUDA devices: {}", list.join(", "))
+    };
+    Error::new(
+        ErrorKind::DeviceMismatch,
+        format!(
+            "no CUDA device has the UUID {} of Vulkan device '{vk_name}' ({seen}): pick the VkPhysicalDevice \
+             whose deviceUUID matches a CUDA device (vkcuda_query_physical_device reports it)",
+            cuda::format_uuid(uuid)
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mismatch_names_both_uuids() {
+        let lavapipe = *b"mesa22.3.6\0\0\0\0\0\0";
+        let h200 = DeviceInfo {
+            ordinal: 0,
+            device: 0,
+            uuid: [0xab; 16],
+            name: "NVIDIA H200".into(),
+        };
+        let e = match_device("llvmpipe", &lavapipe, std::slice::from_ref(&h200)).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::DeviceMismatch);
+        assert!(
+            e.message.contains("6d657361-3232-2e33-2e36-000000000000"),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.message.contains("abababab-abab-abab-abab-abababababab"),
+            "{}",
+            e.message
+        );
+        let ok = match_device("H200", &[0xab; 16], std::slice::from_ref(&h200)).unwrap();
+        assert_eq!(ok.ordinal, 0);
+    }
+}

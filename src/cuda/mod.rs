@@ -1,0 +1,192 @@
+//! The CUDA driver side, through `cudarc::driver::sys` loaded at run time.
+//!
+//! Nothing here links `libcuda`: [`driver`] finds and initialises it once and turns
+//! "no driver" into [`ErrorKind::CudaUnavailable`], before any other call can panic
+//! in the loader.
+
+pub mod context;
+pub mod external;
+pub mod vmm;
+
+use std::ffi::{c_char, CStr};
+use std::sync::OnceLock;
+
+use cudarc::driver::sys;
+
+use crate::error::{cu_check, Error, ErrorKind, Result};
+
+pub use context::{CudaContext, CurrentGuard};
+
+/// Every driver symbol the library calls; all must resolve before the first call.
+const REQUIRED_SYMBOLS: &[&str] = &[
+    "cuInit",
+    "cuDriverGetVersion",
+    "cuDeviceGetCount",
+    "cuDeviceGet",
+    "cuDeviceGetName",
+    "cuDeviceGetUuid_v2",
+    "cuDevicePrimaryCtxRetain",
+    "cuDevicePrimaryCtxRelease_v2",
+    "cuCtxPushCurrent_v2",
+    "cuCtxPopCurrent_v2",
+    "cuCtxGetDevice",
+    "cuStreamGetCtx",
+    "cuMemGetAllocationGranularity",
+    "cuMemCreate",
+    "cuMemRelease",
+    "cuMemAddressReserve",
+    "cuMemAddressFree",
+    "cuMemMap",
+    "cuMemUnmap",
+    "cuMemSetAccess",
+    "cuMemExportToShareableHandle",
+    "cuMemImportFromShareableHandle",
+    "cuImportExternalMemory",
+    "cuExternalMemoryGetMappedBuffer",
+    "cuDestroyExternalMemory",
+    "cuMemFree_v2",
+    "cuImportExternalSemaphore",
+    "cuSignalExternalSemaphoresAsync",
+    "cuWaitExternalSemaphoresAsync",
+    "cuDestroyExternalSemaphore",
+];
+
+/// Set to any value to behave as if no CUDA driver were installed (tests the
+/// CUDA-less paths on a machine that has one).
+pub const DISABLE_ENV: &str = "VKCUDA_DISABLE_CUDA";
+
+/// Loads and initialises the CUDA driver once; later calls return the same answer.
+pub fn driver() -> Result<()> {
+    static STATE: OnceLock<Result<()>> = OnceLock::new();
+    STATE.get_or_init(load_driver).clone()
+}
+
+fn load_driver() -> Result<()> {
+    if std::env::var_os(DISABLE_ENV).is_some() {
+        return Err(Error::new(
+            ErrorKind::CudaUnavailable,
+            format!("the CUDA driver is disabled by the {DISABLE_ENV} environment variable"),
+        ));
+    }
+    // SAFETY: only tries dlopen on the candidate names; nothing is called.
+    if !unsafe { sys::is_culib_present() } {
+        return Err(Error::new(
+            ErrorKind::CudaUnavailable,
+            "the CUDA driver library libcuda.so.1 was not found: install the NVIDIA driver, \
+             or create the context with VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT for Vulkan-only use",
+        ));
+    }
+    // SAFETY: the library is present, so culib() does not panic; get() only looks up names.
+    let lib = unsafe { sys::culib() };
+    for name in REQUIRED_SYMBOLS {
+        let found = unsafe { lib.get::<*const std::ffi::c_void>(name.as_bytes()) }.is_ok();
+        if !found {
+            return Err(Error::new(
+                ErrorKind::CudaUnavailable,
+                format!(
+                    "the CUDA driver is too old: it has no {name}; install NVIDIA driver 525 or newer"
+                ),
+            ));
+        }
+    }
+    // SAFETY: every symbol used below was checked above.
+    cu_check("cuInit", unsafe { sys::cuInit(0) })
+        .map_err(|e| Error::new(ErrorKind::CudaUnavailable, e.message))
+}
+
+/// The driver's CUDA version as `major * 1000 + minor * 10` (13000 for 13.0).
+pub fn driver_version() -> Result<i32> {
+    driver()?;
+    let mut v = 0;
+    cu_check("cuDriverGetVersion", unsafe {
+        sys::cuDriverGetVersion(&mut v)
+    })?;
+    Ok(v)
+}
+
+/// One CUDA device as seen by the driver.
+#[derive(Clone, Debug)]
+pub struct DeviceInfo {
+    pub ordinal: i32,
+    pub device: sys::CUdevice,
+    pub uuid: [u8; 16],
+    pub name: String,
+}
+
+/// Lists the CUDA devices with their UUIDs.
+pub fn devices() -> Result<Vec<DeviceInfo>> {
+    driver()?;
+    let mut count = 0;
+    cu_check("cuDeviceGetCount", unsafe {
+        sys::cuDeviceGetCount(&mut count)
+    })?;
+    let mut out = Vec::new();
+    for ordinal in 0..count {
+        let mut device = 0;
+        cu_check("cuDeviceGet", unsafe {
+            sys::cuDeviceGet(&mut device, ordinal)
+        })?;
+        out.push(device_info(ordinal, device)?);
+    }
+    Ok(out)
+}
+
+fn device_info(ordinal: i32, device: sys::CUdevice) -> Result<DeviceInfo> {
+    let mut uuid = sys::CUuuid { bytes: [0; 16] };
+    cu_check("cuDeviceGetUuid_v2", unsafe {
+        sys::cuDeviceGetUuid_v2(&mut uuid, device)
+    })?;
+    let mut name = [0 as c_char; 256];
+    cu_check("cuDeviceGetName", unsafe {
+        sys::cuDeviceGetName(name.as_mut_ptr(), name.len() as i32, device)
+    })?;
+    // SAFETY: the driver writes a NUL-terminated string into the buffer.
+    let name = unsafe { CStr::from_ptr(name.as_ptr()) }
+        .to_string_lossy()
+        .into_owned();
+    Ok(DeviceInfo {
+        ordinal,
+        device,
+        uuid: uuid.bytes.map(|b| b as u8),
+        name,
+    })
+}
+
+/// The CUDA device whose UUID is `uuid`, if any.
+pub fn device_by_uuid(uuid: &[u8; 16]) -> Result<Option<DeviceInfo>> {
+    Ok(devices()?.into_iter().find(|d| &d.uuid == uuid))
+}
+
+/// A device's info from its handle (for a caller-supplied context).
+pub fn device_from_handle(device: sys::CUdevice) -> Result<DeviceInfo> {
+    let all = devices()?;
+    all.into_iter()
+        .find(|d| d.device == device)
+        .ok_or_else(|| Error::invalid(format!("CUDA device handle {device} is not a device")))
+}
+
+/// Formats a UUID the way `nvidia-smi` and `vulkaninfo` print it.
+pub fn format_uuid(u: &[u8; 16]) -> String {
+    let h: Vec<String> = u.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        h[0..4].concat(),
+        h[4..6].concat(),
+        h[6..8].concat(),
+        h[8..10].concat(),
+        h[10..16].concat()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuid_format() {
+        let u = [
+            0x6d, 0x65, 0x73, 0x61, 0x32, 0x32, 0x2e, 0x33, 0x2e, 0x36, 0, 0, 0, 0, 0, 0,
+        ];
+        assert_eq!(format_uuid(&u), "6d657361-3232-2e33-2e36-000000000000");
+    }
+}

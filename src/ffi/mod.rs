@@ -1,0 +1,261 @@
+//! The C boundary: argument checks, handle casts, the panic boundary, result codes
+//! and the thread-local last-error message. Nothing below this module knows C.
+//!
+//! Names here are the C names (`vkcuda_*`), so cbindgen emits them as they are.
+#![allow(non_camel_case_types)]
+#![allow(clippy::missing_safety_doc)]
+
+pub mod buffer;
+pub mod context;
+pub mod semaphore;
+pub mod types;
+
+use std::cell::RefCell;
+use std::ffi::{c_char, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// Result codes. Every fallible function returns one; 0 is success, each failure
+/// class has its own negative value. `vkcuda_last_error_message` says more.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum vkcuda_result {
+    /// The call succeeded.
+    VKCUDA_SUCCESS = 0,
+    /// An argument is out of range, inconsistent or unknown (sizes, offsets, flags, enums).
+    VKCUDA_ERROR_INVALID_ARGUMENT = -1,
+    /// A required pointer argument is NULL.
+    VKCUDA_ERROR_NULL_POINTER = -2,
+    /// Host or device memory ran out (VK_ERROR_OUT_OF_*_MEMORY, CUDA_ERROR_OUT_OF_MEMORY).
+    VKCUDA_ERROR_OUT_OF_MEMORY = -3,
+    /// The CUDA driver (libcuda.so.1) is missing, too old, or has no device.
+    VKCUDA_ERROR_CUDA_UNAVAILABLE = -4,
+    /// The Vulkan loader (libvulkan.so.1) is missing (standalone context and queries only).
+    VKCUDA_ERROR_VULKAN_UNAVAILABLE = -5,
+    /// A Vulkan call failed; the message names the call and the VkResult.
+    VKCUDA_ERROR_VULKAN = -6,
+    /// A CUDA driver call failed; the message names the call and the CUresult.
+    VKCUDA_ERROR_CUDA = -7,
+    /// A device extension the operation needs is not enabled on the VkDevice.
+    VKCUDA_ERROR_EXTENSION_NOT_PRESENT = -8,
+    /// The Vulkan and CUDA sides are different devices (UUIDs differ), or a CUDA
+    /// stream/context belongs to another context.
+    VKCUDA_ERROR_DEVICE_MISMATCH = -9,
+    /// The device or the library does not support what was asked (format, handle type, usage).
+    VKCUDA_ERROR_UNSUPPORTED = -10,
+    /// A wait did not complete within its timeout.
+    VKCUDA_ERROR_TIMEOUT = -11,
+    /// An internal error was caught at the C boundary; the library stays usable.
+    VKCUDA_ERROR_PANIC = -12,
+    /// The call is not valid in the object's current state (a binary semaphore
+    /// waited twice, a timeline chain too far ahead).
+    VKCUDA_ERROR_INVALID_STATE = -13,
+    /// Keeps the enum 32 bits wide; never returned.
+    VKCUDA_RESULT_MAX_ENUM = 0x7FFF_FFFF,
+}
+
+use vkcuda_result::*;
+
+impl From<ErrorKind> for vkcuda_result {
+    fn from(k: ErrorKind) -> Self {
+        match k {
+            ErrorKind::InvalidArgument => VKCUDA_ERROR_INVALID_ARGUMENT,
+            ErrorKind::NullPointer => VKCUDA_ERROR_NULL_POINTER,
+            ErrorKind::OutOfMemory => VKCUDA_ERROR_OUT_OF_MEMORY,
+            ErrorKind::CudaUnavailable => VKCUDA_ERROR_CUDA_UNAVAILABLE,
+            ErrorKind::VulkanUnavailable => VKCUDA_ERROR_VULKAN_UNAVAILABLE,
+            ErrorKind::Vulkan => VKCUDA_ERROR_VULKAN,
+            ErrorKind::Cuda => VKCUDA_ERROR_CUDA,
+            ErrorKind::ExtensionNotPresent => VKCUDA_ERROR_EXTENSION_NOT_PRESENT,
+            ErrorKind::DeviceMismatch => VKCUDA_ERROR_DEVICE_MISMATCH,
+            ErrorKind::Unsupported => VKCUDA_ERROR_UNSUPPORTED,
+            ErrorKind::Timeout => VKCUDA_ERROR_TIMEOUT,
+            ErrorKind::Panic => VKCUDA_ERROR_PANIC,
+            ErrorKind::InvalidState => VKCUDA_ERROR_INVALID_STATE,
+        }
+    }
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+fn set_last_error(message: &str) {
+    let c = CString::new(message.replace('\0', " ")).unwrap_or_default();
+    LAST_ERROR.with(|l| *l.borrow_mut() = c);
+}
+
+/// Runs `f` behind the panic boundary: an `Err` becomes its result code and the
+/// thread's last-error message ("name: what went wrong"); a panic becomes
+/// `VKCUDA_ERROR_PANIC`. Success clears the message.
+pub(crate) fn boundary(name: &str, f: impl FnOnce() -> Result<()>) -> vkcuda_result {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => {
+            set_last_error("");
+            VKCUDA_SUCCESS
+        }
+        Ok(Err(e)) => {
+            set_last_error(&format!("{name}: {}", e.message));
+            e.kind.into()
+        }
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            set_last_error(&format!(
+                "{name}: internal error caught at the C boundary: {what}"
+            ));
+            VKCUDA_ERROR_PANIC
+        }
+    }
+}
+
+/// Runs a function that cannot fail (getters, destroy) behind the panic boundary.
+pub(crate) fn quiet<T>(fallback: T, f: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(fallback)
+}
+
+/// A required input pointer.
+pub(crate) unsafe fn arg<'a, T>(p: *const T, what: &str) -> Result<&'a T> {
+    p.as_ref().ok_or_else(|| Error::null(what))
+}
+
+/// A required output pointer.
+pub(crate) fn out<T>(p: *mut T, what: &str) -> Result<*mut T> {
+    if p.is_null() {
+        Err(Error::null(what))
+    } else {
+        Ok(p)
+    }
+}
+
+/// Writes a new handle to `*p` on success and NULL on failure (when `p` is not NULL).
+pub(crate) unsafe fn write_handle<T>(p: *mut *mut T, made: Result<Box<T>>) -> Result<()> {
+    match made {
+        Ok(b) => {
+            *p = Box::into_raw(b);
+            Ok(())
+        }
+        Err(e) => {
+            if !p.is_null() {
+                *p = std::ptr::null_mut();
+            }
+            Err(e)
+        }
+    }
+}
+
+/// Checks a `flags` field: no bits outside `known`.
+pub(crate) fn check_flags(flags: u32, known: u32, what: &str) -> Result<()> {
+    if flags & !known != 0 {
+        return Err(Error::invalid(format!(
+            "{what} has unknown bits {:#x} (known: {known:#x})",
+            flags & !known
+        )));
+    }
+    Ok(())
+}
+
+/// A `VkBool32` from C: only 0 and 1 are valid.
+pub(crate) fn check_bool(v: u32, what: &str) -> Result<bool> {
+    match v {
+        0 => Ok(false),
+        1 => Ok(true),
+        _ => Err(Error::invalid(format!(
+            "{what} is {v}; a VkBool32 must be VK_FALSE or VK_TRUE"
+        ))),
+    }
+}
+
+/// The library version packed as `(major << 22) | (minor << 12) | patch`, the
+/// value of `VKCUDA_VERSION` in the header the program was built with.
+#[no_mangle]
+pub extern "C" fn vkcuda_version() -> u32 {
+    pack_version(
+        env!("CARGO_PKG_VERSION_MAJOR").parse().unwrap_or(0),
+        env!("CARGO_PKG_VERSION_MINOR").parse().unwrap_or(0),
+        env!("CARGO_PKG_VERSION_PATCH").parse().unwrap_or(0),
+    )
+}
+
+pub const fn pack_version(major: u32, minor: u32, patch: u32) -> u32 {
+    (major << 22) | (minor << 12) | patch
+}
+
+/// The library version as a string ("0.1.0"); static, never freed.
+#[no_mangle]
+pub extern "C" fn vkcuda_version_string() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+/// The name of a result code ("VKCUDA_ERROR_TIMEOUT"), or "VKCUDA_UNKNOWN_RESULT"
+/// for a value that is not one. Static, never freed.
+#[no_mangle]
+pub extern "C" fn vkcuda_result_to_string(result: types::vkcuda_result_raw) -> *const c_char {
+    let s: &'static str = match result.0 {
+        0 => "VKCUDA_SUCCESS\0",
+        -1 => "VKCUDA_ERROR_INVALID_ARGUMENT\0",
+        -2 => "VKCUDA_ERROR_NULL_POINTER\0",
+        -3 => "VKCUDA_ERROR_OUT_OF_MEMORY\0",
+        -4 => "VKCUDA_ERROR_CUDA_UNAVAILABLE\0",
+        -5 => "VKCUDA_ERROR_VULKAN_UNAVAILABLE\0",
+        -6 => "VKCUDA_ERROR_VULKAN\0",
+        -7 => "VKCUDA_ERROR_CUDA\0",
+        -8 => "VKCUDA_ERROR_EXTENSION_NOT_PRESENT\0",
+        -9 => "VKCUDA_ERROR_DEVICE_MISMATCH\0",
+        -10 => "VKCUDA_ERROR_UNSUPPORTED\0",
+        -11 => "VKCUDA_ERROR_TIMEOUT\0",
+        -12 => "VKCUDA_ERROR_PANIC\0",
+        -13 => "VKCUDA_ERROR_INVALID_STATE\0",
+        _ => "VKCUDA_UNKNOWN_RESULT\0",
+    };
+    s.as_ptr().cast()
+}
+
+/// What the last failed call on this thread said, naming the function, the native
+/// call and its VkResult/CUresult; "" after a successful call. The string belongs to
+/// the library and stays valid until the next vkcuda call on the same thread.
+///
+/// Thread-safety: each thread has its own message.
+#[no_mangle]
+pub extern "C" fn vkcuda_last_error_message() -> *const c_char {
+    LAST_ERROR.with(|l| l.borrow().as_ptr())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn boundary_catches_panics_and_sets_messages() {
+        let r = boundary("vkcuda_test", || panic!("boom"));
+        assert_eq!(r, VKCUDA_ERROR_PANIC);
+        let msg = unsafe { std::ffi::CStr::from_ptr(vkcuda_last_error_message()) };
+        assert!(msg.to_str().unwrap().contains("boom"));
+        let r = boundary("vkcuda_test", || Err(Error::invalid("bad size")));
+        assert_eq!(r, VKCUDA_ERROR_INVALID_ARGUMENT);
+        let msg = unsafe { std::ffi::CStr::from_ptr(vkcuda_last_error_message()) };
+        assert_eq!(msg.to_str().unwrap(), "vkcuda_test: bad size");
+        assert_eq!(boundary("vkcuda_test", || Ok(())), VKCUDA_SUCCESS);
+        let msg = unsafe { std::ffi::CStr::from_ptr(vkcuda_last_error_message()) };
+        assert_eq!(msg.to_str().unwrap(), "");
+    }
+
+    #[test]
+    fn every_code_has_a_name() {
+        for code in -13..=0 {
+            let s = unsafe {
+                std::ffi::CStr::from_ptr(vkcuda_result_to_string(types::vkcuda_result_raw(code)))
+            };
+            assert!(s.to_str().unwrap().starts_with("VKCUDA_"));
+            assert_ne!(s.to_str().unwrap(), "VKCUDA_UNKNOWN_RESULT");
+        }
+        let s = unsafe {
+            std::ffi::CStr::from_ptr(vkcuda_result_to_string(types::vkcuda_result_raw(-99)))
+        };
+        assert_eq!(s.to_str().unwrap(), "VKCUDA_UNKNOWN_RESULT");
+    }
+}

@@ -1,0 +1,110 @@
+//! Types that cross the C boundary: the Vulkan handles (declared by
+//! `vulkan/vulkan_core.h`, so not emitted), CUDA's opaque structs (forward
+//! declarations, no `cuda.h` needed), and enums.
+//!
+//! Enums that C passes in are read as integers (`*_raw`, which cbindgen renames to
+//! the enum's C name) and checked, so an unknown value is rejected instead of
+//! becoming an invalid Rust enum.
+
+use ash::vk;
+
+use crate::error::{Error, Result};
+
+pub type VkBool32 = u32;
+pub type VkInstance = vk::Instance;
+pub type VkPhysicalDevice = vk::PhysicalDevice;
+pub type VkDevice = vk::Device;
+pub type VkQueue = vk::Queue;
+pub type VkCommandBuffer = vk::CommandBuffer;
+pub type VkBuffer = vk::Buffer;
+pub type VkDeviceMemory = vk::DeviceMemory;
+pub type VkSemaphore = vk::Semaphore;
+pub type VkBufferUsageFlags = u32;
+pub type VkPipelineStageFlags = u32;
+pub type VkAccessFlags = u32;
+pub type PFN_vkGetInstanceProcAddr = Option<vk::PFN_vkGetInstanceProcAddr>;
+pub type PFN_vkGetDeviceProcAddr = Option<vk::PFN_vkGetDeviceProcAddr>;
+
+/// CUDA's context struct; `CUcontext` from cuda.h is `struct CUctx_st *`.
+pub struct CUctx_st {
+    _opaque: [u8; 0],
+}
+
+/// CUDA's stream struct; `CUstream` (and the runtime's `cudaStream_t`) is
+/// `struct CUstream_st *`. NULL is the legacy default stream.
+pub struct CUstream_st {
+    _opaque: [u8; 0],
+}
+
+/// Which side allocates a shared buffer's memory.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum vkcuda_allocator {
+    /// Vulkan allocates exportable memory; CUDA imports it (the default).
+    VKCUDA_ALLOCATOR_VULKAN = 0,
+    /// CUDA allocates with cuMemCreate (rounded to the allocation granularity);
+    /// Vulkan imports it.
+    VKCUDA_ALLOCATOR_CUDA = 1,
+    /// Keeps the enum 32 bits wide.
+    VKCUDA_ALLOCATOR_MAX_ENUM = 0x7FFF_FFFF,
+}
+
+/// The kind of a shared semaphore.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum vkcuda_semaphore_type {
+    /// A timeline semaphore (the default).
+    VKCUDA_SEMAPHORE_TYPE_TIMELINE = 0,
+    /// A binary semaphore: one wait per signal.
+    VKCUDA_SEMAPHORE_TYPE_BINARY = 1,
+    /// Keeps the enum 32 bits wide.
+    VKCUDA_SEMAPHORE_TYPE_MAX_ENUM = 0x7FFF_FFFF,
+}
+
+/// A `vkcuda_allocator` as C passed it.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug)]
+pub struct vkcuda_allocator_raw(pub i32);
+
+/// A `vkcuda_semaphore_type` as C passed it.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug)]
+pub struct vkcuda_semaphore_type_raw(pub i32);
+
+/// A `vkcuda_result` as C passed it.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug)]
+pub struct vkcuda_result_raw(pub i32);
+
+impl vkcuda_allocator_raw {
+    pub fn get(self, what: &str) -> Result<crate::buffer::Origin> {
+        match self.0 {
+            0 => Ok(crate::buffer::Origin::Vulkan),
+            1 => Ok(crate::buffer::Origin::Cuda),
+            v => Err(Error::invalid(format!(
+                "{what} is {v}, not a vkcuda_allocator (VKCUDA_ALLOCATOR_VULKAN or VKCUDA_ALLOCATOR_CUDA)"
+            ))),
+        }
+    }
+}
+
+impl vkcuda_semaphore_type_raw {
+    pub fn get(self, what: &str) -> Result<crate::semaphore::Kind> {
+        match self.0 {
+            0 => Ok(crate::semaphore::Kind::Timeline),
+            1 => Ok(crate::semaphore::Kind::Binary),
+            v => Err(Error::invalid(format!(
+                "{what} is {v}, not a vkcuda_semaphore_type (TIMELINE or BINARY)"
+            ))),
+        }
+    }
+}
+
+impl From<crate::buffer::Origin> for vkcuda_allocator {
+    fn from(o: crate::buffer::Origin) -> Self {
+        match o {
+            crate::buffer::Origin::Vulkan => vkcuda_allocator::VKCUDA_ALLOCATOR_VULKAN,
+            crate::buffer::Origin::Cuda => vkcuda_allocator::VKCUDA_ALLOCATOR_CUDA,
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! vkcuda: share GPU memory and semaphores between a Vulkan engine and CUDA, zero-copy.
+//!
+//! The C API lives in [`ffi`] and is what `include/vkcuda.h` declares. The modules
+//! beside it are safe Rust wrappers that own the native objects and know nothing of C.
+
+pub mod buffer;
+pub mod context;
+pub mod cuda;
+pub mod error;
+pub mod fd;
+pub mod ffi;
+pub mod semaphore;
+pub mod vulkan;
+
+pub use error::{Error, ErrorKind, Result};

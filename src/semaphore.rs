@@ -1,0 +1,490 @@
+//! Shared semaphores: an exportable `VkSemaphore` imported into CUDA.
+//!
+//! Timeline values are a contract the library enforces for what goes through it:
+//! a signal must be greater than every value signalled through the library before
+//! and than the current value, within `maxTimelineSemaphoreValueDifference`.
+
+use std::os::fd::OwnedFd;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use ash::vk;
+use cudarc::driver::sys::CUstream;
+
+use crate::context::Context;
+use crate::cuda::external::ExternalSemaphore;
+use crate::error::{vk_check, Error, ErrorKind, Result};
+use crate::fd;
+
+const HANDLE_TYPE: vk::ExternalSemaphoreHandleTypeFlags =
+    vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD;
+
+/// How long the host wait spins on the counter before it starts sleeping between
+/// polls, unless the create info says otherwise.
+pub const DEFAULT_SPIN: Duration = Duration::from_micros(1000);
+
+/// The sleep between polls once the spin phase is over (bounded CPU use).
+const POLL_SLEEP: Duration = Duration::from_micros(50);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Timeline,
+    Binary,
+}
+
+/// One step of a frame: wait for `wait`, then signal `signal` when done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stage {
+    pub wait: u64,
+    pub signal: u64,
+}
+
+/// The library's book-keeping of the values it handed out and signalled.
+#[derive(Clone, Debug, Default)]
+pub struct Book {
+    /// The highest value signalled through the library.
+    last_signal: u64,
+    /// The highest value handed out by `next_stage`.
+    reserved: u64,
+    /// Stage values handed out that have not been signalled through the library.
+    outstanding: Vec<u64>,
+    /// Binary only: a signal was enqueued and not yet waited for.
+    binary_pending: bool,
+}
+
+impl Book {
+    pub fn new(initial: u64) -> Self {
+        Book {
+            last_signal: initial,
+            reserved: initial,
+            outstanding: Vec::new(),
+            binary_pending: false,
+        }
+    }
+
+    /// Hands out the next stage of the chain: it waits for the previous stage's
+    /// signal and signals the value after it.
+    pub fn next_stage(&mut self, current: u64, max_difference: u64) -> Result<Stage> {
+        let wait = self.reserved;
+        let signal = wait.checked_add(1).ok_or_else(|| {
+            Error::new(ErrorKind::InvalidState, "the timeline reached UINT64_MAX")
+        })?;
+        if signal - current.min(signal) > max_difference {
+            return Err(Error::new(
+                ErrorKind::InvalidState,
+                format!(
+                    "the next value {signal} would be more than maxTimelineSemaphoreValueDifference \
+                     ({max_difference}) ahead of the current value {current}: wait for earlier stages first"
+                ),
+            ));
+        }
+        self.reserved = signal;
+        self.outstanding.retain(|&v| v > current);
+        self.outstanding.push(signal);
+        Ok(Stage { wait, signal })
+    }
+
+    /// Checks a signal of `value` against the contract and records it.
+    pub fn signal(&mut self, value: u64, current: u64, max_difference: u64) -> Result<()> {
+        if value <= self.last_signal {
+            return Err(Error::invalid(format!(
+                "signal value {value} is not greater than {}, the last value signalled through the library: \
+                 timeline values must strictly increase",
+                self.last_signal
+            )));
+        }
+        if value <= current {
+            return Err(Error::invalid(format!(
+                "signal value {value} is not greater than the semaphore's current value {current}: \
+                 timeline values must strictly increase"
+            )));
+        }
+        if value - current > max_difference {
+            return Err(Error::invalid(format!(
+                "signal value {value} is more than maxTimelineSemaphoreValueDifference ({max_difference}) \
+                 ahead of the current value {current}"
+            )));
+        }
+        if value <= self.reserved && !self.outstanding.contains(&value) {
+            return Err(Error::invalid(format!(
+                "signal value {value} was handed out by vkcuda_semaphore_next_stage and already signalled"
+            )));
+        }
+        self.outstanding.retain(|&v| v != value);
+        self.last_signal = value;
+        if value > self.reserved {
+            self.reserved = value;
+        }
+        Ok(())
+    }
+
+    /// Binary: records a signal; one may be pending at a time.
+    pub fn binary_signal(&mut self) -> Result<()> {
+        if self.binary_pending {
+            return Err(Error::new(
+                ErrorKind::InvalidState,
+                "the binary semaphore is already signalled and not yet waited on: each signal needs one wait first",
+            ));
+        }
+        self.binary_pending = true;
+        Ok(())
+    }
+
+    /// Binary: records a wait; it needs a pending signal.
+    pub fn binary_wait(&mut self) -> Result<()> {
+        if !self.binary_pending {
+            return Err(Error::new(
+                ErrorKind::InvalidState,
+                "the binary semaphore has no pending signal: it was waited on already (one wait per signal) \
+                 or never signalled",
+            ));
+        }
+        self.binary_pending = false;
+        Ok(())
+    }
+}
+
+pub struct Semaphore {
+    ctx: Arc<Context>,
+    sem: vk::Semaphore,
+    kind: Kind,
+    cuda: Option<ExternalSemaphore>,
+    book: Mutex<Book>,
+    spin: Duration,
+}
+
+fn external_properties(
+    ctx: &Context,
+    kind: Kind,
+    initial: u64,
+) -> vk::ExternalSemaphoreProperties<'static> {
+    let mut ty = vk::SemaphoreTypeCreateInfo::default()
+        .semaphore_type(match kind {
+            Kind::Timeline => vk::SemaphoreType::TIMELINE,
+            Kind::Binary => vk::SemaphoreType::BINARY,
+        })
+        .initial_value(initial);
+    let info = vk::PhysicalDeviceExternalSemaphoreInfo::default()
+        .handle_type(HANDLE_TYPE)
+        .push_next(&mut ty);
+    let mut out = vk::ExternalSemaphoreProperties::default();
+    unsafe {
+        ctx.vk
+            .instance
+            .get_physical_device_external_semaphore_properties(ctx.vk.physical, &info, &mut out)
+    };
+    out
+}
+
+impl Semaphore {
+    pub fn create(
+        ctx: &Arc<Context>,
+        kind: Kind,
+        initial: u64,
+        spin: Option<Duration>,
+    ) -> Result<Semaphore> {
+        let sem_fd = ctx.vk.semaphore_fd()?;
+        if kind == Kind::Binary && initial != 0 {
+            return Err(Error::invalid(
+                "a binary semaphore's initial_value must be 0",
+            ));
+        }
+        let props = external_properties(ctx, kind, initial);
+        if !props
+            .external_semaphore_features
+            .contains(vk::ExternalSemaphoreFeatureFlags::EXPORTABLE)
+        {
+            return Err(Error::unsupported(format!(
+                "the device cannot export {kind:?} semaphores as OPAQUE_FD"
+            )));
+        }
+        let mut export = vk::ExportSemaphoreCreateInfo::default().handle_types(HANDLE_TYPE);
+        let mut ty = vk::SemaphoreTypeCreateInfo::default()
+            .semaphore_type(match kind {
+                Kind::Timeline => vk::SemaphoreType::TIMELINE,
+                Kind::Binary => vk::SemaphoreType::BINARY,
+            })
+            .initial_value(initial);
+        let info = vk::SemaphoreCreateInfo::default()
+            .push_next(&mut export)
+            .push_next(&mut ty);
+        let sem = unsafe { ctx.vk.device.create_semaphore(&info, None) }
+            .map_err(|r| Error::vk("vkCreateSemaphore", r))?;
+        let mut out = Semaphore {
+            ctx: ctx.clone(),
+            sem,
+            kind,
+            cuda: None,
+            book: Mutex::new(Book::new(initial)),
+            spin: spin.unwrap_or(DEFAULT_SPIN),
+        };
+        let _ = sem_fd;
+        if let Some(cuda) = &ctx.cuda {
+            let handle = out.export_fd()?;
+            out.cuda = Some(ExternalSemaphore::import_fd(
+                cuda.clone(),
+                handle,
+                kind == Kind::Timeline,
+            )?);
+        }
+        Ok(out)
+    }
+
+    /// A new fd for the semaphore's payload; the caller owns it.
+    pub fn export_fd(&self) -> Result<OwnedFd> {
+        let f = self.ctx.vk.semaphore_fd()?;
+        let info = vk::SemaphoreGetFdInfoKHR::default()
+            .semaphore(self.sem)
+            .handle_type(HANDLE_TYPE);
+        let mut raw = -1;
+        vk_check("vkGetSemaphoreFdKHR", unsafe {
+            (f.get_semaphore_fd_khr)(self.ctx.vk.device.handle(), &info, &mut raw)
+        })?;
+        // SAFETY: each call creates a new descriptor owned by the caller.
+        Ok(unsafe { fd::adopt(raw) })
+    }
+
+    pub fn vk_semaphore(&self) -> vk::Semaphore {
+        self.sem
+    }
+
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    fn book(&self) -> MutexGuard<'_, Book> {
+        self.book.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn cuda(&self) -> Result<&ExternalSemaphore> {
+        match &self.cuda {
+            Some(c) => Ok(c),
+            None => Err(self
+                .ctx
+                .cuda()
+                .err()
+                .unwrap_or_else(|| Error::invalid("no CUDA view"))),
+        }
+    }
+
+    fn timeline_only(&self, what: &str) -> Result<()> {
+        if self.kind != Kind::Timeline {
+            return Err(Error::invalid(format!(
+                "{what} needs a timeline semaphore; this one is binary"
+            )));
+        }
+        Ok(())
+    }
+
+    fn max_difference(&self) -> u64 {
+        match self.ctx.vk.props.max_timeline_difference {
+            0 => u64::MAX,
+            d => d,
+        }
+    }
+
+    /// The semaphore's current value (`vkGetSemaphoreCounterValue`).
+    pub fn value(&self) -> Result<u64> {
+        self.timeline_only("reading the value")?;
+        unsafe { self.ctx.vk.device.get_semaphore_counter_value(self.sem) }
+            .map_err(|r| Error::vk("vkGetSemaphoreCounterValue", r))
+    }
+
+    /// Enqueues a CUDA signal on `stream` (timeline: of `value`; binary: `value` must be 0).
+    pub fn cuda_signal(&self, value: u64, stream: CUstream) -> Result<()> {
+        let cuda = self.cuda()?;
+        match self.kind {
+            Kind::Timeline => {
+                let current = self.value()?;
+                let mut book = self.book();
+                let saved = book.clone();
+                book.signal(value, current, self.max_difference())?;
+                // Not enqueued: forget it so the caller can retry with the same value.
+                cuda.signal(value, stream).inspect_err(|_| *book = saved)
+            }
+            Kind::Binary => {
+                if value != 0 {
+                    return Err(Error::invalid(
+                        "a binary semaphore is signalled with value 0",
+                    ));
+                }
+                let mut book = self.book();
+                book.binary_signal()?;
+                cuda.signal(0, stream)
+                    .inspect_err(|_| book.binary_pending = false)
+            }
+        }
+    }
+
+    /// Enqueues a CUDA wait on `stream` (timeline: for `value`; binary: `value` must be 0).
+    pub fn cuda_wait(&self, value: u64, stream: CUstream) -> Result<()> {
+        let cuda = self.cuda()?;
+        match self.kind {
+            Kind::Timeline => cuda.wait(value, stream),
+            Kind::Binary => {
+                if value != 0 {
+                    return Err(Error::invalid(
+                        "a binary semaphore is waited on with value 0",
+                    ));
+                }
+                let mut book = self.book();
+                book.binary_wait()?;
+                cuda.wait(0, stream)
+                    .inspect_err(|_| book.binary_pending = true)
+            }
+        }
+    }
+
+    /// Binary: tells the library the engine put the semaphore in a submit's signal list.
+    pub fn note_vulkan_signal(&self) -> Result<()> {
+        if self.kind != Kind::Binary {
+            return Err(Error::invalid(
+                "vulkan signal notes are for binary semaphores",
+            ));
+        }
+        self.book().binary_signal()
+    }
+
+    /// Binary: tells the library the engine put the semaphore in a submit's wait list.
+    pub fn note_vulkan_wait(&self) -> Result<()> {
+        if self.kind != Kind::Binary {
+            return Err(Error::invalid(
+                "vulkan wait notes are for binary semaphores",
+            ));
+        }
+        self.book().binary_wait()
+    }
+
+    /// Signals `value` from the host (`vkSignalSemaphore`).
+    pub fn host_signal(&self, value: u64) -> Result<()> {
+        self.timeline_only("a host signal")?;
+        let current = self.value()?;
+        let mut book = self.book();
+        let saved = book.clone();
+        book.signal(value, current, self.max_difference())?;
+        let info = vk::SemaphoreSignalInfo::default()
+            .semaphore(self.sem)
+            .value(value);
+        unsafe { self.ctx.vk.device.signal_semaphore(&info) }.map_err(|r| {
+            *book = saved;
+            Error::vk("vkSignalSemaphore", r)
+        })
+    }
+
+    /// Hands out the next stage of the chain (see [`Book::next_stage`]).
+    pub fn next_stage(&self) -> Result<Stage> {
+        self.timeline_only("the frame-pacing helper")?;
+        let current = self.value()?;
+        self.book().next_stage(current, self.max_difference())
+    }
+
+    /// Waits on the host until the value reaches `value`, at most `timeout`:
+    /// spins on the counter for the spin time, then polls with short sleeps.
+    /// `timeout` zero polls once.
+    pub fn host_wait(&self, value: u64, timeout: Duration) -> Result<()> {
+        self.timeline_only("a host wait")?;
+        let start = Instant::now();
+        let deadline = start.checked_add(timeout);
+        let spin_end = start + self.spin.min(timeout);
+        loop {
+            if self.value()? >= value {
+                return Ok(());
+            }
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return Err(Error::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "the semaphore did not reach {value} within {} ns (it is at {})",
+                        timeout.as_nanos(),
+                        self.value()?
+                    ),
+                ));
+            }
+            if now < spin_end {
+                std::hint::spin_loop();
+            } else {
+                let left = deadline.map(|d| d - now).unwrap_or(POLL_SLEEP);
+                std::thread::sleep(POLL_SLEEP.min(left));
+            }
+        }
+    }
+
+    pub fn context(&self) -> &Arc<Context> {
+        &self.ctx
+    }
+}
+
+impl Drop for Semaphore {
+    fn drop(&mut self) {
+        self.cuda = None;
+        unsafe { self.ctx.vk.device.destroy_semaphore(self.sem, None) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signals_must_increase() {
+        let mut b = Book::new(5);
+        assert!(b.signal(5, 5, u64::MAX).is_err());
+        assert!(b.signal(4, 0, u64::MAX).is_err());
+        b.signal(6, 5, u64::MAX).unwrap();
+        let e = b.signal(6, 5, u64::MAX).unwrap_err();
+        assert!(e.message.contains("strictly increase"), "{}", e.message);
+        // The counter may be ahead of what the library saw (the engine signalled).
+        assert!(b.signal(8, 9, u64::MAX).is_err());
+        b.signal(10, 9, u64::MAX).unwrap();
+        // Too far ahead of the current value.
+        let e = b.signal(1000, 10, 100).unwrap_err();
+        assert!(
+            e.message.contains("maxTimelineSemaphoreValueDifference"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn stages_chain_and_are_not_signalled_twice() {
+        let mut b = Book::new(0);
+        let v = b.next_stage(0, u64::MAX).unwrap();
+        assert_eq!(v, Stage { wait: 0, signal: 1 });
+        let c = b.next_stage(0, u64::MAX).unwrap();
+        assert_eq!(c, Stage { wait: 1, signal: 2 });
+        // CUDA signals its stage's value; the Vulkan stage's value 1 is the engine's.
+        b.signal(2, 0, u64::MAX).unwrap();
+        assert!(b.signal(2, 1, u64::MAX).is_err());
+        let n = b.next_stage(2, u64::MAX).unwrap();
+        assert_eq!(n, Stage { wait: 2, signal: 3 });
+        // A direct signal past the reservations is fine and moves the chain on.
+        b.signal(10, 2, u64::MAX).unwrap();
+        assert_eq!(
+            b.next_stage(10, u64::MAX).unwrap(),
+            Stage {
+                wait: 10,
+                signal: 11
+            }
+        );
+        // The chain may not run more than the allowed difference ahead.
+        let mut b = Book::new(0);
+        b.next_stage(0, 2).unwrap();
+        b.next_stage(0, 2).unwrap();
+        assert_eq!(
+            b.next_stage(0, 2).unwrap_err().kind,
+            ErrorKind::InvalidState
+        );
+    }
+
+    #[test]
+    fn binary_one_wait_per_signal() {
+        let mut b = Book::new(0);
+        assert_eq!(b.binary_wait().unwrap_err().kind, ErrorKind::InvalidState);
+        b.binary_signal().unwrap();
+        assert_eq!(b.binary_signal().unwrap_err().kind, ErrorKind::InvalidState);
+        b.binary_wait().unwrap();
+        let e = b.binary_wait().unwrap_err();
+        assert!(e.message.contains("one wait per signal"), "{}", e.message);
+    }
+}

@@ -1,0 +1,281 @@
+//! Exportable and imported `VkDeviceMemory` for buffers, and fd export.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use ash::vk;
+
+use super::support::find_memory_type;
+use super::VulkanDevice;
+use crate::error::{vk_check, Error, ErrorKind, Result};
+use crate::fd;
+
+pub const HANDLE_TYPE: vk::ExternalMemoryHandleTypeFlags =
+    vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD;
+
+/// A `VkBuffer` bound at offset 0 of its own `VkDeviceMemory`.
+#[derive(Clone, Copy, Debug)]
+pub struct BufferMemory {
+    pub buffer: vk::Buffer,
+    pub memory: vk::DeviceMemory,
+    pub allocation_size: u64,
+    pub dedicated: bool,
+}
+
+impl BufferMemory {
+    /// Destroys the buffer, then frees the memory.
+    pub fn destroy(&self, dev: &VulkanDevice) {
+        // SAFETY: both were created on this device and the caller no longer uses them.
+        unsafe {
+            dev.device.destroy_buffer(self.buffer, None);
+            dev.device.free_memory(self.memory, None);
+        }
+    }
+}
+
+/// Destroys what an unfinished creation made when it returns early.
+struct Partial<'a> {
+    dev: &'a VulkanDevice,
+    buffer: vk::Buffer,
+    memory: vk::DeviceMemory,
+}
+
+impl Partial<'_> {
+    fn finish(mut self, allocation_size: u64, dedicated: bool) -> BufferMemory {
+        let out = BufferMemory {
+            buffer: self.buffer,
+            memory: self.memory,
+            allocation_size,
+            dedicated,
+        };
+        self.buffer = vk::Buffer::null();
+        self.memory = vk::DeviceMemory::null();
+        out
+    }
+}
+
+impl Drop for Partial<'_> {
+    fn drop(&mut self) {
+        unsafe {
+            if self.buffer != vk::Buffer::null() {
+                self.dev.device.destroy_buffer(self.buffer, None);
+            }
+            if self.memory != vk::DeviceMemory::null() {
+                self.dev.device.free_memory(self.memory, None);
+            }
+        }
+    }
+}
+
+/// What the driver says about sharing buffers of `usage` as `OPAQUE_FD`.
+pub fn external_buffer_properties(
+    dev: &VulkanDevice,
+    usage: vk::BufferUsageFlags,
+) -> vk::ExternalMemoryProperties {
+    let info = vk::PhysicalDeviceExternalBufferInfo::default()
+        .usage(usage)
+        .handle_type(HANDLE_TYPE);
+    let mut out = vk::ExternalBufferProperties::default();
+    // SAFETY: valid physical device; structs owned here.
+    unsafe {
+        dev.instance
+            .get_physical_device_external_buffer_properties(dev.physical, &info, &mut out)
+    };
+    out.external_memory_properties
+}
+
+fn check_size(dev: &VulkanDevice, size: u64) -> Result<()> {
+    let max = dev.props.max_allocation_size;
+    if max != 0 && size > max {
+        return Err(Error::invalid(format!(
+            "size {size} is larger than the device's maxMemoryAllocationSize {max}"
+        )));
+    }
+    let largest_heap = dev.props.memory.memory_heaps[..dev.props.memory.memory_heap_count as usize]
+        .iter()
+        .map(|h| h.size)
+        .max()
+        .unwrap_or(0);
+    if size > largest_heap {
+        return Err(Error::invalid(format!(
+            "size {size} is larger than the device's largest memory heap ({largest_heap} bytes)"
+        )));
+    }
+    Ok(())
+}
+
+fn create_external_buffer<'a>(
+    dev: &'a VulkanDevice,
+    size: u64,
+    usage: vk::BufferUsageFlags,
+) -> Result<Partial<'a>> {
+    let mut ext = vk::ExternalMemoryBufferCreateInfo::default().handle_types(HANDLE_TYPE);
+    let info = vk::BufferCreateInfo::default()
+        .size(size)
+        .usage(usage)
+        .sharing_mode(vk::SharingMode::EXCLUSIVE)
+        .push_next(&mut ext);
+    let buffer = unsafe { dev.device.create_buffer(&info, None) }
+        .map_err(|r| Error::vk("vkCreateBuffer", r))?;
+    Ok(Partial {
+        dev,
+        buffer,
+        memory: vk::DeviceMemory::null(),
+    })
+}
+
+fn requirements(dev: &VulkanDevice, buffer: vk::Buffer) -> (vk::MemoryRequirements, bool) {
+    let info = vk::BufferMemoryRequirementsInfo2::default().buffer(buffer);
+    let mut ded = vk::MemoryDedicatedRequirements::default();
+    let mut req = vk::MemoryRequirements2::default().push_next(&mut ded);
+    unsafe { dev.device.get_buffer_memory_requirements2(&info, &mut req) };
+    let reqs = req.memory_requirements;
+    let dedicated = ded.requires_dedicated_allocation == vk::TRUE
+        || ded.prefers_dedicated_allocation == vk::TRUE;
+    (reqs, dedicated)
+}
+
+fn device_local_type(dev: &VulkanDevice, bits: u32) -> Result<u32> {
+    find_memory_type(
+        &dev.props.memory,
+        bits,
+        vk::MemoryPropertyFlags::DEVICE_LOCAL,
+        vk::MemoryPropertyFlags::empty(),
+    )
+    .ok_or_else(|| {
+        Error::unsupported(format!(
+            "no DEVICE_LOCAL memory type is allowed for an exportable buffer (memoryTypeBits {bits:#x})"
+        ))
+    })
+}
+
+/// A `VkBuffer` with exportable memory of its own (dedicated when the driver
+/// requires or prefers it).
+pub fn create_exportable_buffer(
+    dev: &VulkanDevice,
+    size: u64,
+    usage: vk::BufferUsageFlags,
+) -> Result<BufferMemory> {
+    dev.memory_fd()?;
+    check_size(dev, size)?;
+    let props = external_buffer_properties(dev, usage);
+    if !props
+        .external_memory_features
+        .contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE)
+    {
+        return Err(Error::unsupported(format!(
+            "the device cannot export OPAQUE_FD memory for buffers with usage {usage:?}"
+        )));
+    }
+    let dedicated_only = props
+        .external_memory_features
+        .contains(vk::ExternalMemoryFeatureFlags::DEDICATED_ONLY);
+    let mut partial = create_external_buffer(dev, size, usage)?;
+    let (req, prefers_dedicated) = requirements(dev, partial.buffer);
+    let dedicated = dedicated_only || prefers_dedicated;
+    let type_index = device_local_type(dev, req.memory_type_bits)?;
+    let mut export = vk::ExportMemoryAllocateInfo::default().handle_types(HANDLE_TYPE);
+    let mut ded = vk::MemoryDedicatedAllocateInfo::default().buffer(partial.buffer);
+    let mut alloc = vk::MemoryAllocateInfo::default()
+        .allocation_size(req.size)
+        .memory_type_index(type_index)
+        .push_next(&mut export);
+    if dedicated {
+        alloc = alloc.push_next(&mut ded);
+    }
+    partial.memory = unsafe { dev.device.allocate_memory(&alloc, None) }
+        .map_err(|r| Error::vk("vkAllocateMemory", r))?;
+    unsafe {
+        dev.device
+            .bind_buffer_memory(partial.buffer, partial.memory, 0)
+    }
+    .map_err(|r| Error::vk("vkBindBufferMemory", r))?;
+    Ok(partial.finish(req.size, dedicated))
+}
+
+/// A `VkBuffer` of `size` bytes bound at `offset` to memory imported from `handle`,
+/// an `OPAQUE_FD` of `allocation_size` bytes. The fd is consumed on success and
+/// closed on failure.
+pub fn import_buffer(
+    dev: &VulkanDevice,
+    handle: OwnedFd,
+    size: u64,
+    offset: u64,
+    allocation_size: u64,
+    usage: vk::BufferUsageFlags,
+    dedicated: bool,
+) -> Result<BufferMemory> {
+    dev.memory_fd()?;
+    check_size(dev, allocation_size)?;
+    let props = external_buffer_properties(dev, usage);
+    if !props
+        .external_memory_features
+        .contains(vk::ExternalMemoryFeatureFlags::IMPORTABLE)
+    {
+        return Err(Error::unsupported(format!(
+            "the device cannot import OPAQUE_FD memory for buffers with usage {usage:?}"
+        )));
+    }
+    let dedicated = dedicated
+        || props
+            .external_memory_features
+            .contains(vk::ExternalMemoryFeatureFlags::DEDICATED_ONLY);
+    let mut partial = create_external_buffer(dev, size, usage)?;
+    let (req, _) = requirements(dev, partial.buffer);
+    if offset % req.alignment.max(1) != 0 {
+        return Err(Error::invalid(format!(
+            "offset {offset} is not a multiple of the buffer's required alignment {}",
+            req.alignment
+        )));
+    }
+    if offset
+        .checked_add(req.size)
+        .map_or(true, |end| end > allocation_size)
+    {
+        return Err(Error::invalid(format!(
+            "a buffer of {size} bytes at offset {offset} needs {} bytes of memory, past the allocation size {allocation_size}",
+            req.size
+        )));
+    }
+    let type_index = device_local_type(dev, req.memory_type_bits)?;
+    let mut import = vk::ImportMemoryFdInfoKHR::default()
+        .handle_type(HANDLE_TYPE)
+        .fd(handle.as_raw_fd());
+    let mut ded = vk::MemoryDedicatedAllocateInfo::default().buffer(partial.buffer);
+    let mut alloc = vk::MemoryAllocateInfo::default()
+        .allocation_size(allocation_size)
+        .memory_type_index(type_index)
+        .push_next(&mut import);
+    if dedicated {
+        alloc = alloc.push_next(&mut ded);
+    }
+    partial.memory = unsafe { dev.device.allocate_memory(&alloc, None) }
+        .map_err(|r| Error::vk("vkAllocateMemory (importing an OPAQUE_FD)", r))?;
+    // Vulkan owns the descriptor from the successful import on.
+    fd::release_to_driver(handle);
+    unsafe {
+        dev.device
+            .bind_buffer_memory(partial.buffer, partial.memory, offset)
+    }
+    .map_err(|r| Error::vk("vkBindBufferMemory", r))?;
+    Ok(partial.finish(allocation_size, dedicated))
+}
+
+/// A new `OPAQUE_FD` for `memory` (which must have been allocated exportable).
+pub fn export_memory_fd(dev: &VulkanDevice, memory: vk::DeviceMemory) -> Result<OwnedFd> {
+    let f = dev.memory_fd()?;
+    let info = vk::MemoryGetFdInfoKHR::default()
+        .memory(memory)
+        .handle_type(HANDLE_TYPE);
+    let mut raw = -1;
+    vk_check("vkGetMemoryFdKHR", unsafe {
+        (f.get_memory_fd_khr)(dev.device.handle(), &info, &mut raw)
+    })?;
+    if raw < 0 {
+        return Err(Error::new(
+            ErrorKind::Vulkan,
+            "vkGetMemoryFdKHR returned no descriptor",
+        ));
+    }
+    // SAFETY: each vkGetMemoryFdKHR call creates a new descriptor owned by the caller.
+    Ok(unsafe { fd::adopt(raw) })
+}

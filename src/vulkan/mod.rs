@@ -1,0 +1,162 @@
+//! The Vulkan side, through `ash` function tables loaded from the caller's
+//! `vkGetInstanceProcAddr` (the library never links `libvulkan` for this path).
+
+pub mod memory;
+pub mod standalone;
+pub mod support;
+
+use std::ffi::{c_char, c_void, CStr};
+
+use ash::vk;
+
+use crate::error::{Error, ErrorKind, Result};
+
+pub use support::{DeviceProps, Support};
+
+/// The device extensions the library uses, in the order it reports them.
+pub const DEVICE_EXTENSIONS: [&CStr; 2] = [
+    ash::khr::external_memory_fd::NAME,
+    ash::khr::external_semaphore_fd::NAME,
+];
+
+/// The lowest Vulkan version the library works with (timeline semaphores are core).
+pub const MIN_API_VERSION: u32 = vk::API_VERSION_1_2;
+
+/// A `VkDevice` with the function tables the library needs. Borrowed from the
+/// engine (`owned` is `None`) or created by the standalone constructor.
+pub struct VulkanDevice {
+    /// The entry point every function was loaded from.
+    pub get_instance_proc_addr: vk::PFN_vkGetInstanceProcAddr,
+    pub instance: ash::Instance,
+    pub physical: vk::PhysicalDevice,
+    pub device: ash::Device,
+    pub memory_fd: Option<ash::khr::external_memory_fd::DeviceFn>,
+    pub semaphore_fd: Option<ash::khr::external_semaphore_fd::DeviceFn>,
+    pub props: DeviceProps,
+    /// For a standalone context: the queue it created, and the entry to keep the
+    /// loader loaded. Its device and instance are destroyed with this value.
+    pub owned: Option<standalone::Owned>,
+}
+
+// SAFETY: Vulkan handles and function pointers may be used from any thread; the
+// objects that need external synchronisation say so in the C header.
+unsafe impl Send for VulkanDevice {}
+unsafe impl Sync for VulkanDevice {}
+
+/// The caller's entry points.
+pub struct EngineHandles {
+    pub instance: vk::Instance,
+    pub physical: vk::PhysicalDevice,
+    pub device: vk::Device,
+    pub get_instance_proc_addr: vk::PFN_vkGetInstanceProcAddr,
+    pub get_device_proc_addr: Option<vk::PFN_vkGetDeviceProcAddr>,
+}
+
+/// Loads the instance table from the caller's `vkGetInstanceProcAddr`.
+pub fn load_instance(
+    gipa: vk::PFN_vkGetInstanceProcAddr,
+    instance: vk::Instance,
+) -> Result<ash::Instance> {
+    let name = c"vkGetPhysicalDeviceProperties2";
+    // SAFETY: gipa is the caller's loader entry point and instance its instance.
+    let probe = unsafe { gipa(instance, name.as_ptr()) };
+    if probe.is_none() {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            "vkGetInstanceProcAddr returned NULL for vkGetPhysicalDeviceProperties2: the instance \
+             must be a valid VkInstance created with apiVersion VK_API_VERSION_1_2 or later",
+        ));
+    }
+    let static_fn = ash::StaticFn {
+        get_instance_proc_addr: gipa,
+    };
+    // SAFETY: as above.
+    Ok(unsafe { ash::Instance::load(&static_fn, instance) })
+}
+
+impl VulkanDevice {
+    /// Wraps the engine's device. Functions of extensions the engine did not enable
+    /// resolve to NULL and leave the matching `Option` empty.
+    pub fn from_engine(h: &EngineHandles) -> Result<Self> {
+        if h.physical == vk::PhysicalDevice::null() {
+            return Err(Error::null("physical_device"));
+        }
+        if h.device == vk::Device::null() {
+            return Err(Error::null("device"));
+        }
+        let instance = load_instance(h.get_instance_proc_addr, h.instance)?;
+        let props = support::device_props(&instance, h.physical)?;
+        let gdpa: vk::PFN_vkGetDeviceProcAddr = match h.get_device_proc_addr {
+            Some(f) => f,
+            None => instance.fp_v1_0().get_device_proc_addr,
+        };
+        // SAFETY: the loader closures only resolve names on the caller's device.
+        let load = |name: &CStr| -> *const c_void {
+            unsafe {
+                std::mem::transmute::<vk::PFN_vkVoidFunction, *const c_void>(gdpa(
+                    h.device,
+                    name.as_ptr(),
+                ))
+            }
+        };
+        if load(c"vkCreateBuffer").is_null() {
+            return Err(Error::invalid(
+                "vkGetDeviceProcAddr returned NULL for vkCreateBuffer: the device is not a valid VkDevice \
+                 of this instance",
+            ));
+        }
+        let device = unsafe { ash::Device::load_with(load, h.device) };
+        let memory_fd = (!load(c"vkGetMemoryFdKHR").is_null())
+            .then(|| ash::khr::external_memory_fd::DeviceFn::load(load));
+        let semaphore_fd = (!load(c"vkGetSemaphoreFdKHR").is_null())
+            .then(|| ash::khr::external_semaphore_fd::DeviceFn::load(load));
+        Ok(VulkanDevice {
+            get_instance_proc_addr: h.get_instance_proc_addr,
+            instance,
+            physical: h.physical,
+            device,
+            memory_fd,
+            semaphore_fd,
+            props,
+            owned: None,
+        })
+    }
+
+    pub fn memory_fd(&self) -> Result<&ash::khr::external_memory_fd::DeviceFn> {
+        self.memory_fd
+            .as_ref()
+            .ok_or_else(|| missing_extension(ash::khr::external_memory_fd::NAME))
+    }
+
+    pub fn semaphore_fd(&self) -> Result<&ash::khr::external_semaphore_fd::DeviceFn> {
+        self.semaphore_fd
+            .as_ref()
+            .ok_or_else(|| missing_extension(ash::khr::external_semaphore_fd::NAME))
+    }
+}
+
+/// The error for an extension whose functions resolved to NULL.
+pub fn missing_extension(name: &CStr) -> Error {
+    Error::new(
+        ErrorKind::ExtensionNotPresent,
+        format!(
+            "{} is not enabled on the VkDevice (its functions resolve to NULL): add it to \
+             VkDeviceCreateInfo::ppEnabledExtensionNames (vkcuda_enumerate_device_extensions lists what to enable; \
+             vkcuda_query_physical_device says whether the device has it)",
+            name.to_string_lossy()
+        ),
+    )
+}
+
+/// A static C string list for the C API (names live for the whole program).
+pub fn extension_name_ptrs() -> [*const c_char; 2] {
+    DEVICE_EXTENSIONS.map(|n| n.as_ptr())
+}
+
+impl Drop for VulkanDevice {
+    fn drop(&mut self) {
+        if let Some(owned) = self.owned.take() {
+            owned.destroy(&self.instance, &self.device);
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! A Vulkan instance and device created by the library itself, for tools, tests,
+//! examples and users without an engine.
+
+use std::ffi::c_char;
+
+use ash::vk;
+
+use super::support::{query, Support};
+use super::{VulkanDevice, MIN_API_VERSION};
+use crate::error::{Error, ErrorKind, Result};
+
+/// What the standalone context created and destroys.
+pub struct Owned {
+    pub entry: ash::Entry,
+    pub queue_family_index: u32,
+    pub queue: vk::Queue,
+}
+
+impl Owned {
+    pub fn destroy(self, instance: &ash::Instance, device: &ash::Device) {
+        // SAFETY: the device and instance were created by `create`; every object made
+        // from them holds the context alive, so none is left when this runs.
+        unsafe {
+            let _ = device.device_wait_idle();
+            device.destroy_device(None);
+            instance.destroy_instance(None);
+        }
+        drop(self.entry);
+    }
+}
+
+/// Loads the system's Vulkan loader.
+pub fn load_entry() -> Result<ash::Entry> {
+    // SAFETY: loading libvulkan runs its initialisers only.
+    unsafe { ash::Entry::load() }.map_err(|e| {
+        Error::new(
+            ErrorKind::VulkanUnavailable,
+            format!(
+                "the Vulkan loader libvulkan.so.1 could not be loaded ({e}): install it \
+                 (Debian/Ubuntu: apt install libvulkan1, plus a driver such as the NVIDIA driver or mesa-vulkan-drivers)"
+            ),
+        )
+    })
+}
+
+/// Creates an instance for queries and the standalone device.
+pub fn create_instance(entry: &ash::Entry) -> Result<ash::Instance> {
+    let version = unsafe { entry.try_enumerate_instance_version() }
+        .map_err(|r| Error::vk("vkEnumerateInstanceVersion", r))?
+        .unwrap_or(vk::API_VERSION_1_0);
+    if version < MIN_API_VERSION {
+        return Err(Error::unsupported(format!(
+            "the Vulkan loader supports instance version {}.{}, the library needs 1.2",
+            vk::api_version_major(version),
+            vk::api_version_minor(version)
+        )));
+    }
+    let app = vk::ApplicationInfo::default()
+        .application_name(c"vkcuda")
+        .engine_name(c"vkcuda")
+        .api_version(vk::API_VERSION_1_3.min(version));
+    let info = vk::InstanceCreateInfo::default().application_info(&app);
+    unsafe { entry.create_instance(&info, None) }.map_err(|r| Error::vk("vkCreateInstance", r))
+}
+
+/// The physical devices of `instance` with what each supports.
+pub fn physical_devices(
+    instance: &ash::Instance,
+) -> Result<Vec<(vk::PhysicalDevice, Result<Support>)>> {
+    let list = unsafe { instance.enumerate_physical_devices() }
+        .map_err(|r| Error::vk("vkEnumeratePhysicalDevices", r))?;
+    Ok(list.into_iter().map(|p| (p, query(instance, p))).collect())
+}
+
+/// Says whether a Vulkan device UUID matches a CUDA device.
+pub type UuidMatcher<'a> = &'a dyn Fn(&[u8; 16]) -> bool;
+
+/// How the standalone constructor picks its device.
+pub struct Choice<'a> {
+    /// Index into vkEnumeratePhysicalDevices, or None for the first acceptable one.
+    pub index: Option<usize>,
+    /// Says whether a device's UUID matches a CUDA device (None: no CUDA wanted).
+    pub cuda_match: Option<UuidMatcher<'a>>,
+}
+
+/// Creates an instance and a device with every interop extension the device has and
+/// timeline semaphores enabled, plus one queue with compute and transfer.
+pub fn create(choice: &Choice) -> Result<VulkanDevice> {
+    let entry = load_entry()?;
+    let instance = create_instance(&entry)?;
+    match create_device(&instance, choice) {
+        Ok((physical, support, device, family)) => {
+            let load = |name: &std::ffi::CStr| unsafe {
+                std::mem::transmute::<vk::PFN_vkVoidFunction, *const std::ffi::c_void>(
+                    instance.get_device_proc_addr(device.handle(), name.as_ptr()),
+                )
+            };
+            let memory_fd = support
+                .external_memory_fd
+                .then(|| ash::khr::external_memory_fd::DeviceFn::load(load));
+            let semaphore_fd = support
+                .external_semaphore_fd
+                .then(|| ash::khr::external_semaphore_fd::DeviceFn::load(load));
+            let queue = unsafe { device.get_device_queue(family, 0) };
+            Ok(VulkanDevice {
+                get_instance_proc_addr: entry.static_fn().get_instance_proc_addr,
+                instance,
+                physical,
+                device,
+                memory_fd,
+                semaphore_fd,
+                props: support.props,
+                owned: Some(Owned {
+                    entry,
+                    queue_family_index: family,
+                    queue,
+                }),
+            })
+        }
+        Err(e) => {
+            unsafe { instance.destroy_instance(None) };
+            Err(e)
+        }
+    }
+}
+
+fn create_device(
+    instance: &ash::Instance,
+    choice: &Choice,
+) -> Result<(vk::PhysicalDevice, Support, ash::Device, u32)> {
+    let devices = physical_devices(instance)?;
+    if devices.is_empty() {
+        return Err(Error::unsupported(
+            "the Vulkan loader reports no physical device",
+        ));
+    }
+    let acceptable = |s: &Support| s.external_memory_fd && s.timeline_semaphore;
+    let picked = match choice.index {
+        Some(i) => {
+            let (p, s) = devices.into_iter().nth(i).ok_or_else(|| {
+                Error::invalid(format!("physical device index {i} is out of range"))
+            })?;
+            (p, s?)
+        }
+        None => {
+            let mut usable: Vec<(vk::PhysicalDevice, Support)> = devices
+                .into_iter()
+                .filter_map(|(p, s)| s.ok().map(|s| (p, s)))
+                .filter(|(_, s)| acceptable(s))
+                .collect();
+            if usable.is_empty() {
+                return Err(Error::new(
+                    ErrorKind::ExtensionNotPresent,
+                    "no Vulkan device has VK_KHR_external_memory_fd and timeline semaphores",
+                ));
+            }
+            let pos = match choice.cuda_match {
+                Some(m) => usable
+                    .iter()
+                    .position(|(_, s)| m(&s.props.uuid))
+                    .unwrap_or(0),
+                None => 0,
+            };
+            usable.swap_remove(pos)
+        }
+    };
+    let (physical, support) = picked;
+    if !acceptable(&support) {
+        return Err(Error::new(
+            ErrorKind::ExtensionNotPresent,
+            format!(
+                "Vulkan device '{}' lacks VK_KHR_external_memory_fd or timeline semaphores",
+                support.props.name
+            ),
+        ));
+    }
+    let families = unsafe { instance.get_physical_device_queue_family_properties(physical) };
+    let wanted = vk::QueueFlags::COMPUTE;
+    let family = families
+        .iter()
+        .position(|f| f.queue_flags.contains(wanted | vk::QueueFlags::GRAPHICS))
+        .or_else(|| families.iter().position(|f| f.queue_flags.contains(wanted)))
+        .ok_or_else(|| Error::unsupported("the device has no compute queue"))?
+        as u32;
+    let mut exts: Vec<*const c_char> = Vec::new();
+    if support.external_memory_fd {
+        exts.push(ash::khr::external_memory_fd::NAME.as_ptr());
+    }
+    if support.external_semaphore_fd {
+        exts.push(ash::khr::external_semaphore_fd::NAME.as_ptr());
+    }
+    let priorities = [1.0f32];
+    let queues = [vk::DeviceQueueCreateInfo::default()
+        .queue_family_index(family)
+        .queue_priorities(&priorities)];
+    let mut v12 = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
+    let info = vk::DeviceCreateInfo::default()
+        .queue_create_infos(&queues)
+        .enabled_extension_names(&exts)
+        .push_next(&mut v12);
+    let device = unsafe { instance.create_device(physical, &info, None) }
+        .map_err(|r| Error::vk("vkCreateDevice", r))?;
+    Ok((physical, support, device, family))
+}

@@ -1,0 +1,113 @@
+//! What a physical device offers for interop, read before or after the engine
+//! creates its `VkDevice`.
+
+use std::ffi::CStr;
+
+use ash::vk;
+
+use crate::error::{Error, Result};
+
+/// Properties the library reads once per device.
+#[derive(Clone, Debug)]
+pub struct DeviceProps {
+    pub uuid: [u8; 16],
+    pub name: String,
+    pub api_version: u32,
+    pub max_allocation_size: u64,
+    pub max_timeline_difference: u64,
+    pub memory: vk::PhysicalDeviceMemoryProperties,
+    pub limits: vk::PhysicalDeviceLimits,
+}
+
+/// What the device supports, for `vkcuda_query_physical_device`.
+#[derive(Clone, Debug)]
+pub struct Support {
+    pub props: DeviceProps,
+    pub external_memory_fd: bool,
+    pub external_semaphore_fd: bool,
+    pub timeline_semaphore: bool,
+}
+
+pub fn device_props(instance: &ash::Instance, physical: vk::PhysicalDevice) -> Result<DeviceProps> {
+    let mut id = vk::PhysicalDeviceIDProperties::default();
+    let mut maint3 = vk::PhysicalDeviceMaintenance3Properties::default();
+    let mut timeline = vk::PhysicalDeviceTimelineSemaphoreProperties::default();
+    let mut p2 = vk::PhysicalDeviceProperties2::default()
+        .push_next(&mut id)
+        .push_next(&mut maint3)
+        .push_next(&mut timeline);
+    // SAFETY: valid handles from the caller, structs owned here.
+    unsafe { instance.get_physical_device_properties2(physical, &mut p2) };
+    let props = p2.properties;
+    if props.api_version < super::MIN_API_VERSION {
+        return Err(Error::unsupported(format!(
+            "the device supports Vulkan {}.{}, the library needs 1.2 or later",
+            vk::api_version_major(props.api_version),
+            vk::api_version_minor(props.api_version)
+        )));
+    }
+    let memory = unsafe { instance.get_physical_device_memory_properties(physical) };
+    // SAFETY: the driver writes a NUL-terminated name.
+    let name = unsafe { CStr::from_ptr(props.device_name.as_ptr()) }
+        .to_string_lossy()
+        .into_owned();
+    Ok(DeviceProps {
+        uuid: id.device_uuid,
+        name,
+        api_version: props.api_version,
+        max_allocation_size: maint3.max_memory_allocation_size,
+        max_timeline_difference: timeline.max_timeline_semaphore_value_difference,
+        memory,
+        limits: props.limits,
+    })
+}
+
+pub fn query(instance: &ash::Instance, physical: vk::PhysicalDevice) -> Result<Support> {
+    if physical == vk::PhysicalDevice::null() {
+        return Err(Error::null("physical_device"));
+    }
+    let props = device_props(instance, physical)?;
+    let exts = unsafe { instance.enumerate_device_extension_properties(physical) }
+        .map_err(|r| Error::vk("vkEnumerateDeviceExtensionProperties", r))?;
+    let has = |want: &CStr| {
+        exts.iter().any(|e| {
+            e.extension_name_as_c_str()
+                .map(|n| n == want)
+                .unwrap_or(false)
+        })
+    };
+    let mut tl = vk::PhysicalDeviceTimelineSemaphoreFeatures::default();
+    let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut tl);
+    unsafe { instance.get_physical_device_features2(physical, &mut f2) };
+    Ok(Support {
+        props,
+        external_memory_fd: has(ash::khr::external_memory_fd::NAME),
+        external_semaphore_fd: has(ash::khr::external_semaphore_fd::NAME),
+        timeline_semaphore: tl.timeline_semaphore == vk::TRUE,
+    })
+}
+
+/// The first memory type in `type_bits` with all of `required`, preferring the ones
+/// that also have `preferred`.
+pub fn find_memory_type(
+    memory: &vk::PhysicalDeviceMemoryProperties,
+    type_bits: u32,
+    required: vk::MemoryPropertyFlags,
+    preferred: vk::MemoryPropertyFlags,
+) -> Option<u32> {
+    let candidates = || {
+        (0..memory.memory_type_count).filter(move |&i| {
+            type_bits & (1 << i) != 0
+                && memory.memory_types[i as usize]
+                    .property_flags
+                    .contains(required)
+        })
+    };
+    candidates()
+        .find(|&i| {
+            memory.memory_types[i as usize]
+                .property_flags
+                .contains(preferred)
+        })
+        .or_else(|| candidates().next())
+}
