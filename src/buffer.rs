@@ -213,7 +213,6 @@ impl Buffer {
                 "offset {offset} + size {size} = {end} is past the end of the allocation ({allocation_size} bytes)"
             )));
         }
-        let cuda = ctx.cuda()?;
         let req = unsafe { ctx.vk.device.get_buffer_memory_requirements(buffer) };
         if req.alignment > 1 && offset % req.alignment != 0 {
             return Err(Error::invalid(format!(
@@ -239,6 +238,8 @@ impl Buffer {
                 )));
             }
         }
+        // Everything that can be checked without CUDA is checked; now the CUDA view.
+        let cuda = ctx.cuda()?;
         let mut ext =
             ExternalMemory::import_opaque_fd(cuda.clone(), handle, allocation_size, dedicated)?;
         let ptr = ext.map_buffer(offset, size)?;

@@ -10,6 +10,11 @@ pub mod context;
 pub mod semaphore;
 pub mod types;
 
+pub use buffer::*;
+pub use context::*;
+pub use semaphore::*;
+pub use types::*;
+
 use std::cell::RefCell;
 use std::ffi::{c_char, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};

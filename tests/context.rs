@@ -1,0 +1,333 @@
+//! Device pairing and the context, on whatever Vulkan this machine has (lavapipe in
+//! CI). CUDA-less behaviour is tested for real where no CUDA driver exists.
+
+mod common;
+use common::*;
+
+use std::ffi::CStr;
+use std::ptr;
+
+use ash::vk;
+
+fn cuda_present() -> bool {
+    let mut v = 0;
+    unsafe { vkcuda_cuda_driver_version(&mut v) == VKCUDA_SUCCESS }
+}
+
+#[test]
+fn device_extension_list() {
+    let mut count = 0u32;
+    fails(
+        unsafe { vkcuda_enumerate_device_extensions(ptr::null_mut(), ptr::null_mut()) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    ok(unsafe { vkcuda_enumerate_device_extensions(&mut count, ptr::null_mut()) });
+    assert_eq!(count, 2);
+    let mut names = [ptr::null(); 2];
+    ok(unsafe { vkcuda_enumerate_device_extensions(&mut count, names.as_mut_ptr()) });
+    let names: Vec<&str> = names
+        .iter()
+        .map(|&p| unsafe { CStr::from_ptr(p) }.to_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["VK_KHR_external_memory_fd", "VK_KHR_external_semaphore_fd"]
+    );
+    let mut one = 1u32;
+    let mut first = [ptr::null(); 1];
+    fails(
+        unsafe { vkcuda_enumerate_device_extensions(&mut one, first.as_mut_ptr()) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert_eq!(one, 1);
+    assert!(!first[0].is_null());
+}
+
+#[test]
+fn physical_devices_are_listed_with_support() {
+    let mut count = 0u32;
+    ok(unsafe { vkcuda_enumerate_physical_devices(&mut count, ptr::null_mut()) });
+    assert!(
+        count >= 1,
+        "this machine has a Vulkan device (lavapipe in CI)"
+    );
+    let mut list: Vec<vkcuda_physical_device_support> =
+        (0..count).map(|_| unsafe { std::mem::zeroed() }).collect();
+    ok(unsafe { vkcuda_enumerate_physical_devices(&mut count, list.as_mut_ptr()) });
+    for s in &list {
+        let name = unsafe { CStr::from_ptr(s.device_name.as_ptr()) }
+            .to_str()
+            .unwrap();
+        assert!(!name.is_empty());
+        assert!(s.api_version >= vk::API_VERSION_1_2, "{name}");
+        assert_eq!(s.cuda_available == 1, cuda_present());
+        if s.cuda_device_found == 0 {
+            assert_eq!(s.cuda_device_ordinal, -1);
+            assert_eq!(s.supported, 0);
+        }
+        if name.contains("llvmpipe") {
+            assert_eq!(s.external_memory_fd, 1);
+            assert_eq!(
+                s.external_semaphore_fd, 0,
+                "lavapipe has no VK_KHR_external_semaphore_fd"
+            );
+            assert_eq!(s.timeline_semaphore, 1);
+            assert_eq!(s.cuda_device_found, 0);
+        }
+    }
+}
+
+#[test]
+fn query_from_engine_handles_and_bad_arguments() {
+    let e = EngineDevice::new(&[], |_, _| true);
+    let gipa = Some(e.entry.static_fn().get_instance_proc_addr);
+    let mut s: vkcuda_physical_device_support = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_query_physical_device(e.instance.handle(), e.physical, gipa, &mut s) });
+    let mut id = vk::PhysicalDeviceIDProperties::default();
+    let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut id);
+    unsafe {
+        e.instance
+            .get_physical_device_properties2(e.physical, &mut p2)
+    };
+    assert_eq!(s.device_uuid, id.device_uuid);
+    fails(
+        unsafe { vkcuda_query_physical_device(e.instance.handle(), e.physical, None, &mut s) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    fails(
+        unsafe { vkcuda_query_physical_device(vk::Instance::null(), e.physical, gipa, &mut s) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    fails(
+        unsafe {
+            vkcuda_query_physical_device(
+                e.instance.handle(),
+                vk::PhysicalDevice::null(),
+                gipa,
+                &mut s,
+            )
+        },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    fails(
+        unsafe {
+            vkcuda_query_physical_device(e.instance.handle(), e.physical, gipa, ptr::null_mut())
+        },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+}
+
+#[test]
+fn missing_cuda_driver_is_a_clear_error() {
+    if cuda_present() {
+        eprintln!("SKIPPED missing_cuda_driver_is_a_clear_error: this machine has a CUDA driver");
+        return;
+    }
+    let mut v = 7;
+    let msg = fails(
+        unsafe { vkcuda_cuda_driver_version(&mut v) },
+        VKCUDA_ERROR_CUDA_UNAVAILABLE,
+    );
+    assert!(msg.contains("libcuda.so.1"), "{msg}");
+    assert_eq!(v, 7, "outputs are written only on success");
+    // The standalone context asks for CUDA by default.
+    let mut ctx = 1usize as *mut vkcuda_context;
+    let msg = fails(
+        unsafe { vkcuda_context_create_standalone(ptr::null(), &mut ctx) },
+        VKCUDA_ERROR_CUDA_UNAVAILABLE,
+    );
+    assert!(ctx.is_null(), "the handle is set to NULL on failure");
+    assert!(
+        msg.contains("VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT"),
+        "says what to do: {msg}"
+    );
+    // So does the engine path, on a real engine device.
+    let e = EngineDevice::new(&[ash::khr::external_memory_fd::NAME], |_, _| true);
+    let info = e.create_info(0);
+    let mut ctx = 1usize as *mut vkcuda_context;
+    fails(
+        unsafe { vkcuda_context_create(&info, &mut ctx) },
+        VKCUDA_ERROR_CUDA_UNAVAILABLE,
+    );
+    assert!(ctx.is_null());
+    // The Vulkan-only queries keep working.
+    let mut count = 0;
+    ok(unsafe { vkcuda_enumerate_physical_devices(&mut count, ptr::null_mut()) });
+}
+
+#[test]
+fn vulkan_only_standalone_context() {
+    let ctx = vulkan_only_context();
+    let mut h: vkcuda_vulkan_handles = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_context_get_vulkan(ctx, &mut h) });
+    assert_ne!(h.instance, vk::Instance::null());
+    assert_ne!(h.device, vk::Device::null());
+    assert_ne!(h.queue, vk::Queue::null());
+    assert!(h.get_instance_proc_addr.is_some());
+    let mut c: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
+    let msg = fails(
+        unsafe { vkcuda_context_get_cuda(ctx, &mut c) },
+        VKCUDA_ERROR_CUDA_UNAVAILABLE,
+    );
+    assert!(msg.contains("VULKAN_ONLY"), "{msg}");
+    fails(
+        unsafe { vkcuda_context_get_vulkan(ctx, ptr::null_mut()) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    fails(
+        unsafe { vkcuda_context_get_vulkan(ptr::null(), &mut h) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    fails(
+        unsafe { vkcuda_context_get_cuda(ptr::null(), &mut c) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    unsafe { vkcuda_context_destroy(ctx) };
+    unsafe { vkcuda_context_destroy(ptr::null_mut()) };
+}
+
+#[test]
+fn context_create_checks_its_arguments() {
+    let e = EngineDevice::new(&[ash::khr::external_memory_fd::NAME], |_, _| true);
+    let mut ctx = ptr::null_mut();
+    fails(
+        unsafe { vkcuda_context_create(ptr::null(), &mut ctx) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    let info = e.create_info(VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT);
+    fails(
+        unsafe { vkcuda_context_create(&info, ptr::null_mut()) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    for (field, mutate) in [
+        (
+            "instance",
+            Box::new(|i: &mut vkcuda_context_create_info| i.instance = vk::Instance::null())
+                as Box<dyn Fn(&mut _)>,
+        ),
+        (
+            "physical_device",
+            Box::new(|i: &mut vkcuda_context_create_info| {
+                i.physical_device = vk::PhysicalDevice::null()
+            }),
+        ),
+        (
+            "device",
+            Box::new(|i: &mut vkcuda_context_create_info| i.device = vk::Device::null()),
+        ),
+        (
+            "get_instance_proc_addr",
+            Box::new(|i: &mut vkcuda_context_create_info| i.get_instance_proc_addr = None),
+        ),
+    ] {
+        let mut bad = e.create_info(VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT);
+        mutate(&mut bad);
+        let mut ctx = 1usize as *mut vkcuda_context;
+        let msg = fails(
+            unsafe { vkcuda_context_create(&bad, &mut ctx) },
+            VKCUDA_ERROR_NULL_POINTER,
+        );
+        assert!(msg.contains(field), "{field}: {msg}");
+        assert!(ctx.is_null());
+    }
+    let mut bad = e.create_info(0x80);
+    let msg = fails(
+        unsafe { vkcuda_context_create(&bad, &mut ctx) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(msg.contains("flags"), "{msg}");
+    bad = e.create_info(VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT);
+    bad.cuda_context = 0x1000 as *mut CUctx_st;
+    fails(
+        unsafe { vkcuda_context_create(&bad, &mut ctx) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    // The standalone options are checked too.
+    let opts = vkcuda_standalone_create_info {
+        flags: 0x100,
+        physical_device_index: 0,
+    };
+    fails(
+        unsafe { vkcuda_context_create_standalone(&opts, &mut ctx) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    let opts = vkcuda_standalone_create_info {
+        flags: VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT
+            | VKCUDA_CONTEXT_CREATE_PHYSICAL_DEVICE_INDEX_BIT,
+        physical_device_index: 999,
+    };
+    let msg = fails(
+        unsafe { vkcuda_context_create_standalone(&opts, &mut ctx) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(msg.contains("999"), "{msg}");
+    fails(
+        unsafe { vkcuda_context_create_standalone(ptr::null(), ptr::null_mut()) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+}
+
+#[test]
+fn engine_device_without_the_extensions() {
+    // An engine that forgot VK_KHR_external_memory_fd: its functions resolve to NULL.
+    let e = EngineDevice::new(&[], |_, _| true);
+    let info = e.create_info(VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT);
+    let mut ctx = ptr::null_mut();
+    ok(unsafe { vkcuda_context_create(&info, &mut ctx) });
+    let bi = vkcuda_buffer_create_info {
+        flags: 0,
+        allocator: vkcuda_allocator_raw(0),
+        size: 4096,
+        usage: 0,
+    };
+    let mut b = 1usize as *mut vkcuda_buffer;
+    let msg = fails(
+        unsafe { vkcuda_buffer_create(ctx, &bi, &mut b) },
+        VKCUDA_ERROR_EXTENSION_NOT_PRESENT,
+    );
+    assert!(
+        msg.contains("VK_KHR_external_memory_fd"),
+        "names the extension: {msg}"
+    );
+    assert!(b.is_null());
+    let si: vkcuda_semaphore_create_info = unsafe { std::mem::zeroed() };
+    let mut s = ptr::null_mut();
+    let msg = fails(
+        unsafe { vkcuda_semaphore_create(ctx, &si, &mut s) },
+        VKCUDA_ERROR_EXTENSION_NOT_PRESENT,
+    );
+    assert!(msg.contains("VK_KHR_external_semaphore_fd"), "{msg}");
+    let mut h: vkcuda_vulkan_handles = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_context_get_vulkan(ctx, &mut h) });
+    assert_eq!(h.device, e.device.handle());
+    assert_eq!(
+        h.queue,
+        vk::Queue::null(),
+        "engine contexts hand out no queue"
+    );
+    assert_eq!(h.queue_family_index, u32::MAX);
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
+#[test]
+fn engine_device_with_the_extension_shares_buffers() {
+    let e = EngineDevice::new(&[ash::khr::external_memory_fd::NAME], |i, p| {
+        let exts = unsafe { i.enumerate_device_extension_properties(p) }.unwrap();
+        exts.iter()
+            .any(|x| x.extension_name_as_c_str().unwrap() == ash::khr::external_memory_fd::NAME)
+    });
+    let mut info = e.create_info(VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT);
+    info.get_device_proc_addr = Some(e.instance.fp_v1_0().get_device_proc_addr);
+    let mut ctx = ptr::null_mut();
+    ok(unsafe { vkcuda_context_create(&info, &mut ctx) });
+    let b = create_buffer(ctx, 1 << 20, 0);
+    let bi = buffer_info(b);
+    assert_ne!(bi.buffer, vk::Buffer::null());
+    assert!(bi.allocation_size >= 1 << 20);
+    let mut fd = -1;
+    ok(unsafe { vkcuda_buffer_export_fd(b, &mut fd) });
+    assert!(fd_is_open(fd));
+    unsafe { libc::close(fd) };
+    unsafe { vkcuda_buffer_destroy(b) };
+    unsafe { vkcuda_context_destroy(ctx) };
+}
