@@ -35,10 +35,53 @@ pub fn dup_borrowed(fd: RawFd) -> Result<OwnedFd> {
     Ok(unsafe { adopt(new) })
 }
 
-/// Hands ownership of the descriptor to a driver that takes it on success.
-/// Call only after the driver reported success.
-pub fn release_to_driver(fd: OwnedFd) -> RawFd {
-    fd.into_raw_fd()
+fn identity(fd: RawFd) -> Option<(u64, u64)> {
+    // SAFETY: fstat writes into a zeroed struct we own.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    (unsafe { libc::fstat(fd, &mut st) } == 0).then_some((st.st_dev, st.st_ino))
+}
+
+/// A descriptor handed to a driver import that takes ownership on success.
+///
+/// On success the driver owns it. On failure the spec says it is still ours, but
+/// some drivers close it anyway (Mesa's lavapipe 22.3 does for a bad OPAQUE_FD), so
+/// it is closed only if it is still open and still the same file; otherwise it is
+/// forgotten. Either way it is never closed twice.
+pub struct Handoff {
+    fd: Option<OwnedFd>,
+    id: Option<(u64, u64)>,
+}
+
+impl Handoff {
+    pub fn new(fd: OwnedFd) -> Self {
+        let id = identity(fd.as_raw_fd());
+        Handoff { fd: Some(fd), id }
+    }
+
+    pub fn raw(&self) -> RawFd {
+        self.fd.as_ref().map_or(-1, |f| f.as_raw_fd())
+    }
+
+    /// The driver reported success: it owns the descriptor now.
+    pub fn taken(mut self) {
+        if let Some(fd) = self.fd.take() {
+            let _ = fd.into_raw_fd();
+        }
+    }
+}
+
+impl Drop for Handoff {
+    /// The import failed (or never ran): close the descriptor if it is still ours.
+    fn drop(&mut self) {
+        if let Some(fd) = self.fd.take() {
+            let raw = fd.into_raw_fd();
+            let still_ours = self.id.is_some() && identity(raw) == self.id;
+            if still_ours {
+                // SAFETY: the descriptor is open and refers to the file we handed over.
+                unsafe { libc::close(raw) };
+            }
+        }
+    }
 }
 
 /// The size of what `fd` refers to when the kernel knows it (memfd, dma-buf, file),

@@ -1,7 +1,7 @@
 //! Vulkan memory and semaphores imported into CUDA (`cuImportExternalMemory`,
 //! `cuImportExternalSemaphore`).
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
 use cudarc::driver::sys;
@@ -31,11 +31,12 @@ impl ExternalMemory {
         allocation_size: u64,
         dedicated: bool,
     ) -> Result<Self> {
+        let handle = fd::Handoff::new(handle);
         let _g = ctx.enter()?;
         // SAFETY: all-zero is a valid descriptor; the fields that matter are set below.
         let mut desc: sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC = unsafe { std::mem::zeroed() };
         desc.type_ = sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
-        desc.handle.fd = handle.as_raw_fd();
+        desc.handle.fd = handle.raw();
         desc.size = allocation_size;
         desc.flags = if dedicated {
             sys::CUDA_EXTERNAL_MEMORY_DEDICATED
@@ -47,7 +48,7 @@ impl ExternalMemory {
             sys::cuImportExternalMemory(&mut ext, &desc)
         })?;
         // Success: the driver owns the descriptor now.
-        fd::release_to_driver(handle);
+        handle.taken();
         Ok(ExternalMemory {
             ctx,
             ext,
@@ -109,6 +110,7 @@ unsafe impl Sync for ExternalSemaphore {}
 impl ExternalSemaphore {
     /// Imports a semaphore fd; consumed on success, closed on failure.
     pub fn import_fd(ctx: Arc<CudaContext>, handle: OwnedFd, timeline: bool) -> Result<Self> {
+        let handle = fd::Handoff::new(handle);
         let _g = ctx.enter()?;
         // SAFETY: all-zero is a valid descriptor.
         let mut desc: sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC = unsafe { std::mem::zeroed() };
@@ -117,12 +119,12 @@ impl ExternalSemaphore {
         } else {
             sys::CUexternalSemaphoreHandleType::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD
         };
-        desc.handle.fd = handle.as_raw_fd();
+        desc.handle.fd = handle.raw();
         let mut sem = std::ptr::null_mut();
         cu_check("cuImportExternalSemaphore", unsafe {
             sys::cuImportExternalSemaphore(&mut sem, &desc)
         })?;
-        fd::release_to_driver(handle);
+        handle.taken();
         Ok(ExternalSemaphore { ctx, sem, timeline })
     }
 

@@ -1,6 +1,6 @@
 //! Exportable and imported `VkDeviceMemory` for buffers, and fd export.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 
 use ash::vk;
 
@@ -237,9 +237,10 @@ pub fn import_buffer(
         )));
     }
     let type_index = device_local_type(dev, req.memory_type_bits)?;
+    let handle = fd::Handoff::new(handle);
     let mut import = vk::ImportMemoryFdInfoKHR::default()
         .handle_type(HANDLE_TYPE)
-        .fd(handle.as_raw_fd());
+        .fd(handle.raw());
     let mut ded = vk::MemoryDedicatedAllocateInfo::default().buffer(partial.buffer);
     let mut alloc = vk::MemoryAllocateInfo::default()
         .allocation_size(allocation_size)
@@ -251,7 +252,7 @@ pub fn import_buffer(
     partial.memory = unsafe { dev.device.allocate_memory(&alloc, None) }
         .map_err(|r| Error::vk("vkAllocateMemory (importing an OPAQUE_FD)", r))?;
     // Vulkan owns the descriptor from the successful import on.
-    fd::release_to_driver(handle);
+    handle.taken();
     unsafe {
         dev.device
             .bind_buffer_memory(partial.buffer, partial.memory, offset)

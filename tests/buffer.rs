@@ -1,0 +1,482 @@
+//! Shared buffers on the CPU: the Vulkan half for real on lavapipe (export an fd
+//! from one VkDevice, import it into a second, data written through one view and
+//! read through the other), and every argument check.
+
+mod common;
+use common::*;
+
+use std::ptr;
+
+fn create_info(size: u64, allocator: i32, usage: u32) -> vkcuda_buffer_create_info {
+    vkcuda_buffer_create_info {
+        flags: 0,
+        allocator: vkcuda_allocator_raw(allocator),
+        size,
+        usage,
+    }
+}
+
+fn import_info(i: &vkcuda_buffer_info) -> vkcuda_buffer_import_info {
+    vkcuda_buffer_import_info {
+        flags: 0,
+        origin: vkcuda_allocator_raw(i.allocator as i32),
+        allocation_size: i.allocation_size,
+        offset: i.offset,
+        size: i.size,
+        dedicated: i.dedicated,
+        usage: 0,
+    }
+}
+
+/// Writes a pattern into a buffer of `a` via a staging copy, exports it, imports
+/// the fd into `b`, copies it out there and compares every byte.
+fn roundtrip(size: u64, seed: u32) {
+    let a = vulkan_only_context();
+    let b = vulkan_only_context();
+    let (va, vb) = (Vk::new(a), Vk::new(b));
+    let buf = create_buffer(a, size, 0);
+    let info = buffer_info(buf);
+    assert_eq!(info.size, size);
+    assert!(info.allocation_size >= size);
+    assert_eq!(info.cuda_pointer, 0, "Vulkan-only context: no CUDA view");
+    let stage = va.host_buffer(size);
+    for (i, x) in stage.bytes().iter_mut().enumerate() {
+        *x = pattern(i, seed);
+    }
+    va.copy(stage.buffer, info.buffer, size);
+
+    let mut fd = -1;
+    ok(unsafe { vkcuda_buffer_export_fd(buf, &mut fd) });
+    let mut imported = ptr::null_mut();
+    ok(unsafe { vkcuda_buffer_import_fd(b, &import_info(&info), fd, &mut imported) });
+    let iinfo = buffer_info(imported);
+    assert_eq!(iinfo.size, size);
+    assert_eq!(iinfo.allocation_size, info.allocation_size);
+    let out = vb.host_buffer(size);
+    out.bytes().fill(0);
+    vb.copy(iinfo.buffer, out.buffer, size);
+    let bad = out
+        .bytes()
+        .iter()
+        .enumerate()
+        .filter(|(i, &x)| x != pattern(*i, seed))
+        .count();
+    assert_eq!(
+        bad, 0,
+        "{bad} of {size} bytes differ after the fd round trip"
+    );
+
+    // And back: device b writes, device a sees it.
+    for (i, x) in out.bytes().iter_mut().enumerate() {
+        *x = pattern(i, seed + 1);
+    }
+    vb.copy(out.buffer, iinfo.buffer, size);
+    stage.bytes().fill(0);
+    va.copy(info.buffer, stage.buffer, size);
+    assert!(stage
+        .bytes()
+        .iter()
+        .enumerate()
+        .all(|(i, &x)| x == pattern(i, seed + 1)));
+
+    va.destroy_host_buffer(stage);
+    vb.destroy_host_buffer(out);
+    drop((va, vb));
+    unsafe {
+        vkcuda_buffer_destroy(imported);
+        vkcuda_buffer_destroy(buf);
+        vkcuda_context_destroy(b);
+        vkcuda_context_destroy(a);
+    }
+}
+
+#[test]
+fn fd_roundtrip_between_two_devices_4_bytes() {
+    roundtrip(4, 1);
+}
+
+#[test]
+fn fd_roundtrip_between_two_devices_1mib_plus_1() {
+    roundtrip((1 << 20) + 1, 2);
+}
+
+#[test]
+fn fd_roundtrip_between_two_devices_16mib() {
+    roundtrip(16 << 20, 3);
+}
+
+#[test]
+fn import_takes_the_fd_only_on_success() {
+    let a = vulkan_only_context();
+    let buf = create_buffer(a, 65536, 0);
+    let info = buffer_info(buf);
+    let mut fd = -1;
+    ok(unsafe { vkcuda_buffer_export_fd(buf, &mut fd) });
+
+    // Failures leave the fd open and the caller's.
+    let mut out = 1usize as *mut vkcuda_buffer;
+    let mut bad = import_info(&info);
+    bad.offset = 3;
+    bad.size = info.size - 3;
+    let msg = fails(
+        unsafe { vkcuda_buffer_import_fd(a, &bad, fd, &mut out) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(msg.contains("alignment"), "{msg}");
+    assert!(out.is_null());
+    assert!(fd_is_open(fd));
+    let mut bad = import_info(&info);
+    bad.size = info.allocation_size + 1;
+    fails(
+        unsafe { vkcuda_buffer_import_fd(a, &bad, fd, &mut out) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    let mut bad = import_info(&info);
+    bad.allocation_size = info.allocation_size * 2;
+    bad.size = info.allocation_size * 2;
+    let msg = fails(
+        unsafe { vkcuda_buffer_import_fd(a, &bad, fd, &mut out) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(
+        msg.contains("real size"),
+        "lavapipe's fds know their size: {msg}"
+    );
+    let mut bad = import_info(&info);
+    bad.dedicated = 2;
+    fails(
+        unsafe { vkcuda_buffer_import_fd(a, &bad, fd, &mut out) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    let mut bad = import_info(&info);
+    bad.origin = vkcuda_allocator_raw(7);
+    fails(
+        unsafe { vkcuda_buffer_import_fd(a, &bad, fd, &mut out) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    let mut bad = import_info(&info);
+    bad.flags = 1;
+    fails(
+        unsafe { vkcuda_buffer_import_fd(a, &bad, fd, &mut out) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    let mut bad = import_info(&info);
+    bad.size = 0;
+    fails(
+        unsafe { vkcuda_buffer_import_fd(a, &bad, fd, &mut out) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    fails(
+        unsafe { vkcuda_buffer_import_fd(a, &import_info(&info), -1, &mut out) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    fails(
+        unsafe { vkcuda_buffer_import_fd(a, ptr::null(), fd, &mut out) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    fails(
+        unsafe { vkcuda_buffer_import_fd(ptr::null(), &import_info(&info), fd, &mut out) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    fails(
+        unsafe { vkcuda_buffer_import_fd(a, &import_info(&info), fd, ptr::null_mut()) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    // An fd that is not GPU memory.
+    let not_memory = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY) };
+    let r = unsafe { vkcuda_buffer_import_fd(a, &import_info(&info), not_memory, &mut out) };
+    assert_ne!(r, VKCUDA_SUCCESS);
+    assert!(fd_is_open(not_memory));
+    unsafe { libc::close(not_memory) };
+    assert!(fd_is_open(fd), "every failure left the fd alone");
+
+    // Success takes it.
+    ok(unsafe { vkcuda_buffer_import_fd(a, &import_info(&info), fd, &mut out) });
+    assert!(!out.is_null());
+    assert!(!fd_is_open(fd), "the library took the fd on success");
+    unsafe {
+        vkcuda_buffer_destroy(out);
+        vkcuda_buffer_destroy(buf);
+        vkcuda_context_destroy(a);
+    }
+}
+
+#[test]
+fn create_checks_its_arguments() {
+    let ctx = vulkan_only_context();
+    let mut b = 1usize as *mut vkcuda_buffer;
+    let msg = fails(
+        unsafe { vkcuda_buffer_create(ctx, &create_info(0, 0, 0), &mut b) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(msg.contains("size"), "{msg}");
+    assert!(b.is_null());
+    let msg = fails(
+        unsafe { vkcuda_buffer_create(ctx, &create_info(1 << 40, 0, 0), &mut b) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(
+        msg.contains("maxMemoryAllocationSize") || msg.contains("heap"),
+        "{msg}"
+    );
+    fails(
+        unsafe { vkcuda_buffer_create(ctx, &create_info(u64::MAX, 0, 0), &mut b) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    let msg = fails(
+        unsafe { vkcuda_buffer_create(ctx, &create_info(64, 5, 0), &mut b) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(msg.contains("vkcuda_allocator"), "{msg}");
+    fails(
+        unsafe { vkcuda_buffer_create(ctx, &create_info(64, -1, 0), &mut b) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    let msg = fails(
+        unsafe { vkcuda_buffer_create(ctx, &create_info(64, 0, 0x8000_0000), &mut b) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(msg.contains("usage"), "{msg}");
+    fails(
+        unsafe { vkcuda_buffer_create(ctx, &create_info(64, 0, 0x0002_0000), &mut b) },
+        VKCUDA_ERROR_UNSUPPORTED,
+    );
+    let mut flagged = create_info(64, 0, 0);
+    flagged.flags = 4;
+    fails(
+        unsafe { vkcuda_buffer_create(ctx, &flagged, &mut b) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    fails(
+        unsafe { vkcuda_buffer_create(ctx, ptr::null(), &mut b) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    fails(
+        unsafe { vkcuda_buffer_create(ptr::null(), &create_info(64, 0, 0), &mut b) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    fails(
+        unsafe { vkcuda_buffer_create(ctx, &create_info(64, 0, 0), ptr::null_mut()) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    // CUDA allocations need CUDA.
+    let msg = fails(
+        unsafe { vkcuda_buffer_create(ctx, &create_info(64, 1, 0), &mut b) },
+        VKCUDA_ERROR_CUDA_UNAVAILABLE,
+    );
+    assert!(msg.contains("VULKAN_ONLY"), "{msg}");
+    assert!(b.is_null());
+
+    // Getters on a valid buffer, and on NULL.
+    let buf = create_buffer(ctx, 100, 0);
+    let mut p = 5u64;
+    fails(
+        unsafe { vkcuda_buffer_get_cuda_pointer(buf, &mut p) },
+        VKCUDA_ERROR_CUDA_UNAVAILABLE,
+    );
+    assert_eq!(p, 5, "outputs are written only on success");
+    fails(
+        unsafe { vkcuda_buffer_get_cuda_pointer(ptr::null(), &mut p) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    fails(
+        unsafe { vkcuda_buffer_get_cuda_pointer(buf, ptr::null_mut()) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    let mut info: vkcuda_buffer_info = unsafe { std::mem::zeroed() };
+    fails(
+        unsafe { vkcuda_buffer_get_info(ptr::null(), &mut info) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    fails(
+        unsafe { vkcuda_buffer_get_info(buf, ptr::null_mut()) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    let mut fd = -1;
+    fails(
+        unsafe { vkcuda_buffer_export_fd(ptr::null(), &mut fd) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    fails(
+        unsafe { vkcuda_buffer_export_fd(buf, ptr::null_mut()) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    assert_eq!(
+        unsafe { vkcuda_buffer_get_vk_buffer(ptr::null()) },
+        ash::vk::Buffer::null()
+    );
+    assert_eq!(
+        unsafe { vkcuda_buffer_get_vk_buffer(buf) },
+        buffer_info(buf).buffer
+    );
+    unsafe {
+        vkcuda_buffer_destroy(buf);
+        vkcuda_buffer_destroy(ptr::null_mut());
+        vkcuda_context_destroy(ctx);
+    }
+}
+
+#[test]
+fn wrap_checks_sizes_before_anything_else() {
+    use ash::vk;
+    let ctx = vulkan_only_context();
+    let v = Vk::new(ctx);
+    // The engine's own exportable memory: 64 KiB, a buffer of 16 KiB at offset 0.
+    let mut ext = vk::ExternalMemoryBufferCreateInfo::default()
+        .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+    let buffer = unsafe {
+        v.device.create_buffer(
+            &vk::BufferCreateInfo::default()
+                .size(16384)
+                .usage(vk::BufferUsageFlags::STORAGE_BUFFER)
+                .push_next(&mut ext),
+            None,
+        )
+    }
+    .unwrap();
+    let req = unsafe { v.device.get_buffer_memory_requirements(buffer) };
+    let mut export = vk::ExportMemoryAllocateInfo::default()
+        .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+    let memory = unsafe {
+        v.device.allocate_memory(
+            &vk::MemoryAllocateInfo::default()
+                .allocation_size(65536)
+                .memory_type_index(req.memory_type_bits.trailing_zeros())
+                .push_next(&mut export),
+            None,
+        )
+    }
+    .unwrap();
+    unsafe { v.device.bind_buffer_memory(buffer, memory, 0) }.unwrap();
+    let wrap = |allocation_size: u64, offset: u64, size: u64, dedicated: u32| {
+        let info = vkcuda_buffer_wrap_info {
+            flags: 0,
+            buffer,
+            memory,
+            allocation_size,
+            offset,
+            size,
+            dedicated,
+        };
+        let mut out = 1usize as *mut vkcuda_buffer;
+        let r = unsafe { vkcuda_buffer_wrap(ctx, &info, &mut out) };
+        assert!(out.is_null());
+        r
+    };
+    let before = fd_count();
+    let msg = fails(wrap(65536, 0, 0, 0), VKCUDA_ERROR_INVALID_ARGUMENT);
+    assert!(msg.contains("size"), "{msg}");
+    let msg = fails(
+        wrap(65536, 65536 - 100, 16384, 0),
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(msg.contains("past the end"), "{msg}");
+    let msg = fails(wrap(65536, 4, 1000, 0), VKCUDA_ERROR_INVALID_ARGUMENT);
+    assert!(msg.contains("alignment"), "{msg}");
+    let msg = fails(wrap(65536, 0, 32768, 0), VKCUDA_ERROR_INVALID_ARGUMENT);
+    assert!(msg.contains("memory requirement"), "{msg}");
+    let msg = fails(wrap(1 << 20, 0, 16384, 0), VKCUDA_ERROR_INVALID_ARGUMENT);
+    assert!(
+        msg.contains("real size"),
+        "memory smaller than claimed: {msg}"
+    );
+    fails(wrap(65536, 0, 16384, 9), VKCUDA_ERROR_INVALID_ARGUMENT);
+    fails(wrap(0, 0, 16384, 0), VKCUDA_ERROR_INVALID_ARGUMENT);
+    // All checks pass; a Vulkan-only context then has no CUDA to map into.
+    fails(wrap(65536, 0, 16384, 0), VKCUDA_ERROR_CUDA_UNAVAILABLE);
+    assert_eq!(fd_count(), before, "no fd leaked on any of the failures");
+    let info = vkcuda_buffer_wrap_info {
+        flags: 0,
+        buffer: vk::Buffer::null(),
+        memory,
+        allocation_size: 65536,
+        offset: 0,
+        size: 16,
+        dedicated: 0,
+    };
+    let mut out = ptr::null_mut();
+    fails(
+        unsafe { vkcuda_buffer_wrap(ctx, &info, &mut out) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    fails(
+        unsafe { vkcuda_buffer_wrap(ctx, ptr::null(), &mut out) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    unsafe {
+        v.device.destroy_buffer(buffer, None);
+        v.device.free_memory(memory, None);
+    }
+    drop(v);
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
+#[test]
+fn thousand_cycles_leak_no_fds() {
+    let a = vulkan_only_context();
+    let b = vulkan_only_context();
+    // Warm up once so lazily opened driver files are not counted.
+    let warm = create_buffer(a, 4096, 0);
+    unsafe { vkcuda_buffer_destroy(warm) };
+    let before = fd_count();
+    for i in 0..1000u64 {
+        let buf = create_buffer(a, 4096 + i, 0);
+        let info = buffer_info(buf);
+        let mut fd = -1;
+        ok(unsafe { vkcuda_buffer_export_fd(buf, &mut fd) });
+        let mut imported = ptr::null_mut();
+        ok(unsafe { vkcuda_buffer_import_fd(b, &import_info(&info), fd, &mut imported) });
+        unsafe {
+            vkcuda_buffer_destroy(imported);
+            vkcuda_buffer_destroy(buf);
+        }
+    }
+    assert_eq!(
+        fd_count(),
+        before,
+        "open fds after 1000 export/import/destroy cycles"
+    );
+    unsafe {
+        vkcuda_context_destroy(b);
+        vkcuda_context_destroy(a);
+    }
+}
+
+#[test]
+fn barriers_record_into_a_command_buffer() {
+    let ctx = vulkan_only_context();
+    let v = Vk::new(ctx);
+    let buf = create_buffer(ctx, 4096, 0);
+    let info = vkcuda_handoff_info {
+        flags: 0,
+        queue_family_index: v.family,
+        stage_mask: 0,
+        access_mask: 0,
+    };
+    v.run(|cmd| {
+        ok(unsafe { vkcuda_buffer_cmd_release_to_cuda(buf, cmd, &info) });
+        ok(unsafe { vkcuda_buffer_cmd_acquire_from_cuda(buf, cmd, &info) });
+        fails(
+            unsafe { vkcuda_buffer_cmd_release_to_cuda(ptr::null(), cmd, &info) },
+            VKCUDA_ERROR_NULL_POINTER,
+        );
+        fails(
+            unsafe { vkcuda_buffer_cmd_release_to_cuda(buf, cmd, ptr::null()) },
+            VKCUDA_ERROR_NULL_POINTER,
+        );
+        let bad = vkcuda_handoff_info { flags: 3, ..info };
+        fails(
+            unsafe { vkcuda_buffer_cmd_acquire_from_cuda(buf, cmd, &bad) },
+            VKCUDA_ERROR_INVALID_ARGUMENT,
+        );
+    });
+    fails(
+        unsafe { vkcuda_buffer_cmd_release_to_cuda(buf, ash::vk::CommandBuffer::null(), &info) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    unsafe {
+        vkcuda_buffer_destroy(buf);
+    }
+    drop(v);
+    unsafe { vkcuda_context_destroy(ctx) };
+}
