@@ -229,6 +229,8 @@ pub struct HostBuffer {
 }
 
 impl HostBuffer {
+    // The mapping is the GPU's memory, not Rust's: a shared view is handed out mutably.
+    #[allow(clippy::mut_from_ref)]
     pub fn bytes(&self) -> &mut [u8] {
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.size as usize) }
     }
