@@ -521,6 +521,21 @@ typedef struct vkcuda_cuda_info {
 } vkcuda_cuda_info;
 
 /**
+ * How many native objects the library holds right now, in the whole process (for
+ * leak checks: after destroying everything, all are 0).
+ */
+typedef struct vkcuda_live_objects {
+  int64_t contexts;
+  int64_t vk_buffers;
+  int64_t vk_memories;
+  int64_t vk_images;
+  int64_t vk_semaphores;
+  int64_t cuda_allocations;
+  int64_t cuda_external_memories;
+  int64_t cuda_external_semaphores;
+} vkcuda_live_objects;
+
+/**
  * How to make a shared semaphore; all zero gives a timeline starting at 0.
  */
 typedef struct vkcuda_semaphore_create_info {
@@ -822,6 +837,16 @@ VKCUDA_API VKCUDA_NODISCARD enum vkcuda_result vkcuda_cuda_driver_version(int32_
  * Thread-safety: the context must not be in use by another thread during this call.
  */
 VKCUDA_API void vkcuda_context_destroy(struct vkcuda_context *context);
+
+/**
+ * Fills `*counts` with the number of native objects the library holds now.
+ *
+ * Thread-safety: may be called from any thread; counts from other threads'
+ * concurrent calls may or may not be included.
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_get_live_objects(struct vkcuda_live_objects *counts);
 
 /**
  * Creates an exportable `VkSemaphore` (timeline or binary, OPAQUE_FD) and imports

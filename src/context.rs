@@ -23,12 +23,25 @@ pub struct Context {
     pub cuda: Option<Arc<CudaContext>>,
 }
 
+impl Drop for Context {
+    fn drop(&mut self) {
+        // The CUDA side goes first; `vk` (a standalone device) drops after this.
+        self.cuda = None;
+        crate::stats::CONTEXTS.sub();
+    }
+}
+
+fn made(vk: VulkanDevice, cuda: Option<Arc<CudaContext>>) -> Arc<Context> {
+    crate::stats::CONTEXTS.add();
+    Arc::new(Context { vk, cuda })
+}
+
 impl Context {
     /// Pairs the engine's device with CUDA.
     pub fn from_engine(handles: &EngineHandles, choice: CudaChoice) -> Result<Arc<Context>> {
         let vk = VulkanDevice::from_engine(handles)?;
         let cuda = pair(&vk, choice)?;
-        Ok(Arc::new(Context { vk, cuda }))
+        Ok(made(vk, cuda))
     }
 
     /// Creates a Vulkan instance and device, then pairs them with CUDA.
@@ -52,7 +65,7 @@ impl Context {
         };
         let vk = standalone::create(&pick)?;
         let cuda = pair(&vk, choice)?;
-        Ok(Arc::new(Context { vk, cuda }))
+        Ok(made(vk, cuda))
     }
 
     /// The CUDA context, or CUDA_UNAVAILABLE for a Vulkan-only context.

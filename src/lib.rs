@@ -10,6 +10,7 @@ pub mod error;
 pub mod fd;
 pub mod ffi;
 pub mod semaphore;
+pub mod stats;
 pub mod vulkan;
 
 pub use error::{Error, ErrorKind, Result};

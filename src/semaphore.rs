@@ -15,6 +15,7 @@ use crate::context::Context;
 use crate::cuda::external::ExternalSemaphore;
 use crate::error::{vk_check, Error, ErrorKind, Result};
 use crate::fd;
+use crate::stats;
 
 const HANDLE_TYPE: vk::ExternalSemaphoreHandleTypeFlags =
     vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD;
@@ -210,6 +211,7 @@ impl Semaphore {
             .push_next(&mut ty);
         let sem = unsafe { ctx.vk.device.create_semaphore(&info, None) }
             .map_err(|r| Error::vk("vkCreateSemaphore", r))?;
+        stats::VK_SEMAPHORES.add();
         let mut out = Semaphore {
             ctx: ctx.clone(),
             sem,
@@ -419,6 +421,7 @@ impl Drop for Semaphore {
     fn drop(&mut self) {
         self.cuda = None;
         unsafe { self.ctx.vk.device.destroy_semaphore(self.sem, None) };
+        stats::VK_SEMAPHORES.sub();
     }
 }
 

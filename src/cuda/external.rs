@@ -9,6 +9,7 @@ use cudarc::driver::sys;
 use super::CudaContext;
 use crate::error::{cu_check, Error, Result};
 use crate::fd;
+use crate::stats;
 
 /// An imported memory object, with at most one mapped buffer.
 pub struct ExternalMemory {
@@ -49,6 +50,7 @@ impl ExternalMemory {
         })?;
         // Success: the driver owns the descriptor now.
         handle.taken();
+        stats::CUDA_EXTERNAL_MEMORIES.add();
         Ok(ExternalMemory {
             ctx,
             ext,
@@ -93,6 +95,7 @@ impl Drop for ExternalMemory {
             }
             sys::cuDestroyExternalMemory(self.ext);
         }
+        stats::CUDA_EXTERNAL_MEMORIES.sub();
     }
 }
 
@@ -125,6 +128,7 @@ impl ExternalSemaphore {
             sys::cuImportExternalSemaphore(&mut sem, &desc)
         })?;
         handle.taken();
+        stats::CUDA_EXTERNAL_SEMAPHORES.add();
         Ok(ExternalSemaphore { ctx, sem, timeline })
     }
 
@@ -165,5 +169,6 @@ impl Drop for ExternalSemaphore {
         let _g = self.ctx.enter();
         // SAFETY: destroys the import made in `import_fd`.
         unsafe { sys::cuDestroyExternalSemaphore(self.sem) };
+        stats::CUDA_EXTERNAL_SEMAPHORES.sub();
     }
 }

@@ -9,6 +9,7 @@ use cudarc::driver::sys;
 use super::CudaContext;
 use crate::error::{cu_check, Error, Result};
 use crate::fd;
+use crate::stats;
 
 fn prop(ordinal: i32) -> sys::CUmemAllocationProp {
     // SAFETY: an all-zero CUmemAllocationProp is valid (every field is plain data).
@@ -57,6 +58,7 @@ impl VmmAllocation {
             sys::cuMemCreate(&mut handle, rounded as usize, &p, 0)
         })?;
         // From here on `alloc` releases whatever was set up if a later step fails.
+        stats::CUDA_ALLOCATIONS.add();
         let mut alloc = VmmAllocation {
             ctx: ctx.clone(),
             handle,
@@ -127,6 +129,7 @@ impl VmmAllocation {
                 sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
             )
         })?;
+        stats::CUDA_ALLOCATIONS.add();
         let mut alloc = VmmAllocation {
             ctx: ctx.clone(),
             handle,
@@ -170,5 +173,6 @@ impl Drop for VmmAllocation {
             }
             sys::cuMemRelease(self.handle);
         }
+        stats::CUDA_ALLOCATIONS.sub();
     }
 }

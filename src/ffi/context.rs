@@ -430,3 +430,43 @@ pub unsafe extern "C" fn vkcuda_context_destroy(context: *mut vkcuda_context) {
         }
     })
 }
+
+/// How many native objects the library holds right now, in the whole process (for
+/// leak checks: after destroying everything, all are 0).
+#[repr(C)]
+pub struct vkcuda_live_objects {
+    pub contexts: i64,
+    pub vk_buffers: i64,
+    pub vk_memories: i64,
+    pub vk_images: i64,
+    pub vk_semaphores: i64,
+    pub cuda_allocations: i64,
+    pub cuda_external_memories: i64,
+    pub cuda_external_semaphores: i64,
+}
+
+/// Fills `*counts` with the number of native objects the library holds now.
+///
+/// Thread-safety: may be called from any thread; counts from other threads'
+/// concurrent calls may or may not be included.
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_get_live_objects(
+    counts: *mut vkcuda_live_objects,
+) -> vkcuda_result {
+    boundary("vkcuda_get_live_objects", || {
+        use crate::stats::*;
+        let counts = out(counts, "counts")?;
+        *counts = vkcuda_live_objects {
+            contexts: CONTEXTS.get(),
+            vk_buffers: VK_BUFFERS.get(),
+            vk_memories: VK_MEMORIES.get(),
+            vk_images: VK_IMAGES.get(),
+            vk_semaphores: VK_SEMAPHORES.get(),
+            cuda_allocations: CUDA_ALLOCATIONS.get(),
+            cuda_external_memories: CUDA_EXTERNAL_MEMORIES.get(),
+            cuda_external_semaphores: CUDA_EXTERNAL_SEMAPHORES.get(),
+        };
+        Ok(())
+    })
+}

@@ -8,6 +8,7 @@ use super::support::find_memory_type;
 use super::VulkanDevice;
 use crate::error::{vk_check, Error, ErrorKind, Result};
 use crate::fd;
+use crate::stats;
 
 pub const HANDLE_TYPE: vk::ExternalMemoryHandleTypeFlags =
     vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD;
@@ -29,6 +30,8 @@ impl BufferMemory {
             dev.device.destroy_buffer(self.buffer, None);
             dev.device.free_memory(self.memory, None);
         }
+        stats::VK_BUFFERS.sub();
+        stats::VK_MEMORIES.sub();
     }
 }
 
@@ -41,6 +44,8 @@ struct Partial<'a> {
 
 impl Partial<'_> {
     fn finish(mut self, allocation_size: u64, dedicated: bool) -> BufferMemory {
+        stats::VK_BUFFERS.add();
+        stats::VK_MEMORIES.add();
         let out = BufferMemory {
             buffer: self.buffer,
             memory: self.memory,
