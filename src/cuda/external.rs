@@ -11,6 +11,54 @@ use crate::error::{cu_check, Error, Result};
 use crate::fd;
 use crate::stats;
 
+// The descriptors are built field by field: their handle-type enums have no zero
+// value, so `mem::zeroed()` would make an invalid Rust value (and panics).
+
+fn memory_desc(
+    fd: i32,
+    allocation_size: u64,
+    dedicated: bool,
+) -> sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC {
+    sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC {
+        type_: sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD,
+        handle: sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1 { fd },
+        size: allocation_size,
+        flags: if dedicated {
+            sys::CUDA_EXTERNAL_MEMORY_DEDICATED
+        } else {
+            0
+        },
+        reserved: [0; 16],
+    }
+}
+
+fn semaphore_desc(fd: i32, timeline: bool) -> sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC {
+    sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC {
+        type_: if timeline {
+            sys::CUexternalSemaphoreHandleType::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD
+        } else {
+            sys::CUexternalSemaphoreHandleType::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD
+        },
+        handle: sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1 { fd },
+        flags: 0,
+        reserved: [0; 16],
+    }
+}
+
+fn signal_params(value: u64) -> sys::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS {
+    // SAFETY: every field is an integer, a pointer or a union of them: zero is valid.
+    let mut p: sys::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS = unsafe { std::mem::zeroed() };
+    p.params.fence.value = value;
+    p
+}
+
+fn wait_params(value: u64) -> sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS {
+    // SAFETY: as for the signal parameters.
+    let mut p: sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS = unsafe { std::mem::zeroed() };
+    p.params.fence.value = value;
+    p
+}
+
 /// An imported memory object, with at most one mapped buffer.
 pub struct ExternalMemory {
     ctx: Arc<CudaContext>,
@@ -34,16 +82,7 @@ impl ExternalMemory {
     ) -> Result<Self> {
         let handle = fd::Handoff::new(handle);
         let _g = ctx.enter()?;
-        // SAFETY: all-zero is a valid descriptor; the fields that matter are set below.
-        let mut desc: sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC = unsafe { std::mem::zeroed() };
-        desc.type_ = sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
-        desc.handle.fd = handle.raw();
-        desc.size = allocation_size;
-        desc.flags = if dedicated {
-            sys::CUDA_EXTERNAL_MEMORY_DEDICATED
-        } else {
-            0
-        };
+        let desc = memory_desc(handle.raw(), allocation_size, dedicated);
         let mut ext = std::ptr::null_mut();
         cu_check("cuImportExternalMemory", unsafe {
             sys::cuImportExternalMemory(&mut ext, &desc)
@@ -64,10 +103,12 @@ impl ExternalMemory {
             return Err(Error::invalid("the external memory is already mapped"));
         }
         let _g = self.ctx.enter()?;
-        // SAFETY: all-zero is valid; offset and size are set below.
-        let mut desc: sys::CUDA_EXTERNAL_MEMORY_BUFFER_DESC = unsafe { std::mem::zeroed() };
-        desc.offset = offset;
-        desc.size = size;
+        let desc = sys::CUDA_EXTERNAL_MEMORY_BUFFER_DESC {
+            offset,
+            size,
+            flags: 0,
+            reserved: [0; 16],
+        };
         let mut ptr = 0;
         cu_check("cuExternalMemoryGetMappedBuffer", unsafe {
             sys::cuExternalMemoryGetMappedBuffer(&mut ptr, self.ext, &desc)
@@ -115,14 +156,7 @@ impl ExternalSemaphore {
     pub fn import_fd(ctx: Arc<CudaContext>, handle: OwnedFd, timeline: bool) -> Result<Self> {
         let handle = fd::Handoff::new(handle);
         let _g = ctx.enter()?;
-        // SAFETY: all-zero is a valid descriptor.
-        let mut desc: sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC = unsafe { std::mem::zeroed() };
-        desc.type_ = if timeline {
-            sys::CUexternalSemaphoreHandleType::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD
-        } else {
-            sys::CUexternalSemaphoreHandleType::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD
-        };
-        desc.handle.fd = handle.raw();
+        let desc = semaphore_desc(handle.raw(), timeline);
         let mut sem = std::ptr::null_mut();
         cu_check("cuImportExternalSemaphore", unsafe {
             sys::cuImportExternalSemaphore(&mut sem, &desc)
@@ -138,11 +172,7 @@ impl ExternalSemaphore {
     pub fn signal(&self, value: u64, stream: sys::CUstream) -> Result<()> {
         let _g = self.ctx.enter()?;
         self.ctx.check_stream(stream)?;
-        // SAFETY: all-zero is valid.
-        let mut p: sys::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS = unsafe { std::mem::zeroed() };
-        if self.timeline {
-            p.params.fence.value = value;
-        }
+        let p = signal_params(if self.timeline { value } else { 0 });
         cu_check("cuSignalExternalSemaphoresAsync", unsafe {
             sys::cuSignalExternalSemaphoresAsync(&self.sem, &p, 1, stream)
         })
@@ -153,11 +183,7 @@ impl ExternalSemaphore {
     pub fn wait(&self, value: u64, stream: sys::CUstream) -> Result<()> {
         let _g = self.ctx.enter()?;
         self.ctx.check_stream(stream)?;
-        // SAFETY: all-zero is valid.
-        let mut p: sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS = unsafe { std::mem::zeroed() };
-        if self.timeline {
-            p.params.fence.value = value;
-        }
+        let p = wait_params(if self.timeline { value } else { 0 });
         cu_check("cuWaitExternalSemaphoresAsync", unsafe {
             sys::cuWaitExternalSemaphoresAsync(&self.sem, &p, 1, stream)
         })
@@ -170,5 +196,27 @@ impl Drop for ExternalSemaphore {
         // SAFETY: destroys the import made in `import_fd`.
         unsafe { sys::cuDestroyExternalSemaphore(self.sem) };
         stats::CUDA_EXTERNAL_SEMAPHORES.sub();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The descriptors are valid Rust values (building one with a zeroed enum
+    /// panicked on the GPU machine before they were built field by field).
+    #[test]
+    fn descriptors_build_without_a_driver() {
+        let m = memory_desc(7, 1 << 20, true);
+        assert_eq!(m.size, 1 << 20);
+        assert_eq!(m.flags, sys::CUDA_EXTERNAL_MEMORY_DEDICATED);
+        assert_eq!(unsafe { m.handle.fd }, 7);
+        let s = semaphore_desc(9, true);
+        assert_eq!(
+            s.type_,
+            sys::CUexternalSemaphoreHandleType::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD
+        );
+        assert_eq!(unsafe { signal_params(5).params.fence.value }, 5);
+        assert_eq!(unsafe { wait_params(6).params.fence.value }, 6);
     }
 }

@@ -12,7 +12,8 @@ use crate::fd;
 use crate::stats;
 
 fn prop(ordinal: i32) -> sys::CUmemAllocationProp {
-    // SAFETY: an all-zero CUmemAllocationProp is valid (every field is plain data).
+    // SAFETY: zero is valid for every field (the enums here have a 0 = INVALID
+    // value; `allocation_prop_is_valid_when_zeroed` checks this builds).
     let mut p: sys::CUmemAllocationProp = unsafe { std::mem::zeroed() };
     p.type_ = sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;
     p.requestedHandleTypes =
@@ -174,5 +175,14 @@ impl Drop for VmmAllocation {
             sys::cuMemRelease(self.handle);
         }
         stats::CUDA_ALLOCATIONS.sub();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn allocation_prop_is_valid_when_zeroed() {
+        let p = super::prop(3);
+        assert_eq!(p.location.id, 3);
     }
 }
