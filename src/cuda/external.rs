@@ -216,7 +216,7 @@ mod tests {
             s.type_,
             sys::CUexternalSemaphoreHandleType::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD
         );
-        assert_eq!(unsafe { signal_params(5).params.fence.value }, 5);
-        assert_eq!(unsafe { wait_params(6).params.fence.value }, 6);
+        assert_eq!(signal_params(5).params.fence.value, 5);
+        assert_eq!(wait_params(6).params.fence.value, 6);
     }
 }
