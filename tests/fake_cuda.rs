@@ -1,0 +1,176 @@
+//! The CUDA paths against a stand-in driver (tests/fake_cuda/libcuda.c) whose one
+//! device matches no Vulkan device: pairing must fail with DEVICE_MISMATCH naming
+//! both UUIDs, a driver without cuMemCreate or whose cuInit fails must give
+//! CUDA_UNAVAILABLE, and nothing may leak. Each case runs in a child process (the
+//! driver is loaded once per process) that runs one of the ignored tests below.
+
+mod common;
+use common::*;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::ptr;
+
+fn build_fake(name: &str, extra: &[&str]) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fake_cuda/libcuda.c");
+    let status = Command::new("cc")
+        .args([
+            "-shared", "-fPIC", "-O1", "-Wall", "-Wextra", "-Werror", "-o",
+        ])
+        .arg(dir.join("libcuda.so"))
+        .arg(&src)
+        .args(extra)
+        .status()
+        .expect("a C compiler (cc) to build the fake libcuda");
+    assert!(status.success());
+    dir
+}
+
+fn run_child(case: &str, lib_dir: &PathBuf, env: &[(&str, &str)]) {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            case,
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("LD_LIBRARY_PATH", lib_dir)
+        .envs(env.iter().copied())
+        .env_remove(vkcuda::cuda::DISABLE_ENV)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{text}");
+    assert!(out.status.success(), "child {case} failed");
+    assert!(
+        text.contains("1 passed"),
+        "child {case} ran its test: {text}"
+    );
+}
+
+#[test]
+fn fake_driver_device_mismatch() {
+    run_child(
+        "child_device_mismatch",
+        &build_fake("fake-cuda-full", &[]),
+        &[],
+    );
+}
+
+#[test]
+fn fake_driver_too_old() {
+    run_child(
+        "child_driver_too_old",
+        &build_fake("fake-cuda-old", &["-DOMIT_MEM_CREATE"]),
+        &[],
+    );
+}
+
+#[test]
+fn fake_driver_init_fails() {
+    run_child(
+        "child_init_fails",
+        &build_fake("fake-cuda-full", &[]),
+        &[("FAKE_CUDA_INIT_FAILS", "1")],
+    );
+}
+
+fn live_contexts() -> i64 {
+    let mut l: vkcuda_live_objects = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_get_live_objects(&mut l) });
+    l.contexts
+}
+
+#[test]
+#[ignore = "runs in a child process of fake_driver_device_mismatch"]
+fn child_device_mismatch() {
+    let mut v = 0;
+    ok(unsafe { vkcuda_cuda_driver_version(&mut v) });
+    assert_eq!(v, 12080, "the fake driver is the one loaded");
+    let fds = fd_count();
+    let mut ctx = 1usize as *mut vkcuda_context;
+    let msg = fails(
+        unsafe { vkcuda_context_create_standalone(ptr::null(), &mut ctx) },
+        VKCUDA_ERROR_DEVICE_MISMATCH,
+    );
+    println!("standalone: {msg}");
+    assert!(ctx.is_null());
+    assert!(
+        msg.contains("abababab-abab-abab-abab-abababababab"),
+        "names the CUDA UUID: {msg}"
+    );
+    assert!(msg.contains("vkcuda fake GPU"), "{msg}");
+    assert!(msg.contains("UUID"), "{msg}");
+
+    let e = EngineDevice::new(&[ash::khr::external_memory_fd::NAME], |_, _| true);
+    let mut s: vkcuda_physical_device_support = unsafe { std::mem::zeroed() };
+    ok(unsafe {
+        vkcuda_query_physical_device(
+            e.instance.handle(),
+            e.physical,
+            Some(e.entry.static_fn().get_instance_proc_addr),
+            &mut s,
+        )
+    });
+    assert_eq!(s.cuda_available, 1);
+    assert_eq!(s.cuda_device_found, 0);
+    assert_eq!(s.cuda_device_ordinal, -1);
+    let vk_uuid = vkcuda::cuda::format_uuid(&s.device_uuid);
+    let info = e.create_info(0);
+    let msg = fails(
+        unsafe { vkcuda_context_create(&info, &mut ctx) },
+        VKCUDA_ERROR_DEVICE_MISMATCH,
+    );
+    println!("engine: {msg}");
+    assert!(
+        msg.contains(&vk_uuid),
+        "names the Vulkan UUID {vk_uuid}: {msg}"
+    );
+    assert!(ctx.is_null());
+    assert_eq!(live_contexts(), 0, "nothing left behind");
+    drop(e);
+    assert_eq!(fd_count(), fds, "no fd left behind");
+}
+
+#[test]
+#[ignore = "runs in a child process of fake_driver_too_old"]
+fn child_driver_too_old() {
+    let mut v = 0;
+    let msg = fails(
+        unsafe { vkcuda_cuda_driver_version(&mut v) },
+        VKCUDA_ERROR_CUDA_UNAVAILABLE,
+    );
+    assert!(
+        msg.contains("too old") && msg.contains("cuMemCreate"),
+        "{msg}"
+    );
+    let mut ctx = ptr::null_mut();
+    fails(
+        unsafe { vkcuda_context_create_standalone(ptr::null(), &mut ctx) },
+        VKCUDA_ERROR_CUDA_UNAVAILABLE,
+    );
+    // Vulkan-only use is unaffected.
+    let ctx = vulkan_only_context();
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
+#[test]
+#[ignore = "runs in a child process of fake_driver_init_fails"]
+fn child_init_fails() {
+    let mut v = 0;
+    let msg = fails(
+        unsafe { vkcuda_cuda_driver_version(&mut v) },
+        VKCUDA_ERROR_CUDA_UNAVAILABLE,
+    );
+    assert!(
+        msg.contains("cuInit") && msg.contains("CUDA_ERROR_NO_DEVICE"),
+        "{msg}"
+    );
+}
