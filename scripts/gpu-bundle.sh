@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Prepares, on this (Rust) machine, everything scripts/gpu-test.sh needs on the GPU
+# machine, which has no Rust, no Vulkan loader and no Vulkan headers:
+#   .dev/gpu/libvkcuda.so        the release library (debug info stripped)
+#   .dev/gpu/tests/<kind>-<name> every Rust test executable (lib unit tests and each
+#                                integration test), built with --release, stripped
+#   .dev/gpu/include/            /usr/include/vulkan (the C headers; the *.hpp C++
+#                                bindings are left out for size) and /usr/include/vk_video
+#   .dev/gpu/MANIFEST            commit, build directory, files with sizes and sha256
+#   .gl/*.deb                    the Vulkan loader and the validation layer packages
+#                                (/work/shared/gpu/prepare-loader.sh --validation)
+# .dev/ and .gl/ are git-ignored; the GPU run carries them (64 MiB at most in all).
+#
+#   scripts/gpu-bundle.sh        then, there: scripts/gpu-test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+top=$PWD
+limit_mib=64
+out=.dev/gpu
+prepare_loader=${VKCUDA_PREPARE_LOADER:-}
+if [ -z "$prepare_loader" ]; then
+    for c in "$top/../shared/gpu/prepare-loader.sh" /work/shared/gpu/prepare-loader.sh; do
+        if [ -x "$c" ]; then prepare_loader=$c; break; fi
+    done
+fi
+[ -n "$prepare_loader" ] || { echo "gpu-bundle: prepare-loader.sh not found (set VKCUDA_PREPARE_LOADER)" >&2; exit 1; }
+for h in /usr/include/vulkan/vulkan_core.h /usr/include/vk_video; do
+    [ -e "$h" ] || { echo "gpu-bundle: $h is missing: apt-get install libvulkan-dev" >&2; exit 1; }
+done
+
+echo "== cargo build --release"
+cargo build --release
+
+echo "== cargo test --release --no-run"
+json=target/gpu-bundle-tests.json
+cargo test --release --no-run --message-format=json > "$json"
+
+rm -rf "$out"
+mkdir -p "$out/tests" "$out/include"
+cp target/release/libvkcuda.so "$out/libvkcuda.so"
+strip --strip-debug "$out/libvkcuda.so"
+
+# Each test executable as "<kind>-<name>": lib-vkcuda (unit tests), test-gpu, ...
+python3 - "$json" "$out/tests" <<'EOF'
+import json, shutil, sys, os
+src, dst = sys.argv[1], sys.argv[2]
+seen = 0
+for line in open(src):
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") != "compiler-artifact" or not m.get("executable"):
+        continue
+    if not m.get("profile", {}).get("test"):
+        continue
+    kind = m["target"]["kind"][0]
+    kind = {"cdylib": "lib", "staticlib": "lib", "rlib": "lib"}.get(kind, kind)
+    name = "%s-%s" % (kind, m["target"]["name"])
+    shutil.copy2(m["executable"], os.path.join(dst, name))
+    print("  test executable %-30s <- %s" % (name, os.path.relpath(m["executable"])))
+    seen += 1
+if seen == 0:
+    sys.exit("gpu-bundle: cargo reported no test executables")
+EOF
+strip --strip-debug "$out"/tests/*
+
+# The C headers only: the C++ bindings (*.hpp, about 11 MB) are not needed for C.
+mkdir -p "$out/include/vulkan"
+find /usr/include/vulkan -maxdepth 1 -type f ! -name '*.hpp' -exec cp {} "$out/include/vulkan/" \;
+cp -r /usr/include/vk_video "$out/include/"
+
+echo "== $prepare_loader --validation"
+"$prepare_loader" --validation
+
+{
+    echo "commit: $(git rev-parse HEAD)$(git diff --quiet HEAD -- src Cargo.toml Cargo.lock tests || echo ' (with uncommitted changes in src/tests)')"
+    echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -n), $(rustc --version)"
+    echo "build_dir: $top"
+    echo "files:"
+    (cd "$out" && find . -type f ! -name MANIFEST ! -path './include/*' | sort | while read -r f; do
+        printf '  %10d  %s  %s\n' "$(stat -c %s "$f")" "$(sha256sum "$f" | cut -c1-16)" "$f"
+    done)
+} > "$out/MANIFEST"
+cat "$out/MANIFEST"
+
+echo "== sizes"
+du -sh .dev/gpu/libvkcuda.so .dev/gpu/tests .dev/gpu/include .gl
+total_kib=$(du -sk .dev .gl | awk '{ s += $1 } END { print s }')
+echo "total .dev + .gl: $((total_kib / 1024)) MiB ($total_kib KiB; limit $limit_mib MiB)"
+if [ "$total_kib" -gt $((limit_mib * 1024)) ]; then
+    echo "gpu-bundle: FAIL: .dev + .gl is over $limit_mib MiB: the GPU run cannot carry it" >&2
+    exit 1
+fi
+echo "gpu-bundle: done. On the GPU machine, from the repository root: scripts/gpu-test.sh"
