@@ -1,0 +1,1118 @@
+//! Benchmarks: the library against the same thing written with raw Vulkan (ash) and
+//! CUDA driver calls, in one run, on the same VkDevice, queue, CUcontext and stream.
+//!
+//! `cargo bench --bench interop` (on a GPU machine: the bundle's `interop` binary).
+//! `--quick` runs a few iterations of what works without a GPU (the smoke test CI
+//! runs on lavapipe). `--csv FILE` also writes every figure as CSV.
+//!
+//! Timing: host clocks around GPU work whose completion is observed through
+//! semaphore values (spinning on vkGetSemaphoreCounterValue) or fences; every
+//! figure is a median over many repetitions, with the 99th percentile beside it.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::ffi::c_void;
+use std::fmt::Write as _;
+use std::ptr;
+use std::time::{Duration, Instant};
+
+use ash::vk;
+use common::*;
+use cudarc::driver::sys as cu;
+
+const TINY_PTX: &str = "
+.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry tiny(.param .u64 p)
+{
+    .reg .u64 %rd<3>;
+    .reg .u32 %r<3>;
+    ld.param.u64 %rd1, [p];
+    cvta.to.global.u64 %rd2, %rd1;
+    ld.global.u32 %r1, [%rd2];
+    add.u32 %r2, %r1, 1;
+    st.global.u32 [%rd2], %r2;
+    ret;
+}
+\0";
+
+#[track_caller]
+fn cuok(r: cu::CUresult) {
+    assert_eq!(r, cu::CUresult::CUDA_SUCCESS);
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+fn p99(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[((v.len() as f64 * 0.99) as usize).min(v.len() - 1)]
+}
+
+/// Collected results: (section, name, median µs, p99 µs, note).
+#[derive(Default)]
+struct Report {
+    rows: Vec<(String, String, f64, f64, String)>,
+}
+
+impl Report {
+    fn add(&mut self, section: &str, name: &str, samples_us: &mut [f64], note: &str) -> f64 {
+        let (m, p) = (median(samples_us), p99(samples_us));
+        println!("  {section:<12} {name:<44} median {m:>10.2} us   p99 {p:>10.2} us  {note}");
+        self.rows
+            .push((section.into(), name.into(), m, p, note.into()));
+        m
+    }
+    fn get(&self, section: &str, name: &str) -> f64 {
+        self.rows
+            .iter()
+            .find(|r| r.0 == section && r.1 == name)
+            .map(|r| r.2)
+            .unwrap_or(f64::NAN)
+    }
+}
+
+/// What a benchmark needs: the library's context, and raw handles to the same
+/// device, queue and CUDA context.
+struct Env {
+    ctx: *mut vkcuda_context,
+    v: Vk,
+    stream: cu::CUstream,
+    tiny: cu::CUfunction,
+    word: u64,
+    sem_fd: ash::khr::external_semaphore_fd::Device,
+    mem_fd: ash::khr::external_memory_fd::Device,
+    empty: vk::CommandBuffer,
+}
+
+impl Env {
+    fn new(ctx: *mut vkcuda_context) -> Env {
+        let v = Vk::new(ctx);
+        let mut info: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
+        ok(unsafe { vkcuda_context_get_cuda(ctx, &mut info) });
+        let cuctx: cu::CUcontext = info.cuda_context.cast();
+        cuok(unsafe { cu::cuCtxPushCurrent_v2(cuctx) });
+        let mut stream = ptr::null_mut();
+        cuok(unsafe { cu::cuStreamCreate(&mut stream, 1) });
+        let mut module = ptr::null_mut();
+        cuok(unsafe { cu::cuModuleLoadData(&mut module, TINY_PTX.as_ptr().cast()) });
+        let mut tiny = ptr::null_mut();
+        cuok(unsafe { cu::cuModuleGetFunction(&mut tiny, module, c"tiny".as_ptr()) });
+        let mut word = 0;
+        cuok(unsafe { cu::cuMemAlloc_v2(&mut word, 256) });
+        let sem_fd = ash::khr::external_semaphore_fd::Device::new(&v.instance, &v.device);
+        let mem_fd = ash::khr::external_memory_fd::Device::new(&v.instance, &v.device);
+        let empty = unsafe {
+            v.device.allocate_command_buffers(
+                &vk::CommandBufferAllocateInfo::default()
+                    .command_pool(v.pool)
+                    .command_buffer_count(1),
+            )
+        }
+        .unwrap()[0];
+        unsafe {
+            v.device
+                .begin_command_buffer(empty, &vk::CommandBufferBeginInfo::default())
+                .unwrap();
+            v.device.end_command_buffer(empty).unwrap();
+        }
+        Env {
+            ctx,
+            v,
+            stream,
+            tiny,
+            word,
+            sem_fd,
+            mem_fd,
+            empty,
+        }
+    }
+
+    fn launch_tiny(&self) {
+        let mut p = self.word;
+        let mut args = [&mut p as *mut u64 as *mut c_void];
+        cuok(unsafe {
+            cu::cuLaunchKernel(
+                self.tiny,
+                1,
+                1,
+                1,
+                32,
+                1,
+                1,
+                0,
+                self.stream,
+                args.as_mut_ptr(),
+                ptr::null_mut(),
+            )
+        });
+    }
+
+    /// An empty submit that waits and/or signals timeline values.
+    fn submit(
+        &self,
+        waits: &[(vk::Semaphore, u64)],
+        signals: &[(vk::Semaphore, u64)],
+        cmd: vk::CommandBuffer,
+        fence: vk::Fence,
+    ) {
+        let ws: Vec<_> = waits.iter().map(|w| w.0).collect();
+        let wv: Vec<_> = waits.iter().map(|w| w.1).collect();
+        let ss: Vec<_> = signals.iter().map(|s| s.0).collect();
+        let sv: Vec<_> = signals.iter().map(|s| s.1).collect();
+        let stages = vec![vk::PipelineStageFlags::ALL_COMMANDS; ws.len()];
+        let mut tl = vk::TimelineSemaphoreSubmitInfo::default()
+            .wait_semaphore_values(&wv)
+            .signal_semaphore_values(&sv);
+        let cmds = [cmd];
+        let info = vk::SubmitInfo::default()
+            .command_buffers(&cmds)
+            .wait_semaphores(&ws)
+            .wait_dst_stage_mask(&stages)
+            .signal_semaphores(&ss)
+            .push_next(&mut tl);
+        unsafe { self.v.device.queue_submit(self.v.queue, &[info], fence) }.unwrap();
+    }
+
+    fn counter(&self, s: vk::Semaphore) -> u64 {
+        unsafe { self.v.device.get_semaphore_counter_value(s) }.unwrap()
+    }
+
+    fn spin_until(&self, s: vk::Semaphore, value: u64) {
+        let t = Instant::now();
+        while self.counter(s) < value {
+            std::hint::spin_loop();
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "timeline stuck below {value}"
+            );
+        }
+    }
+
+    fn idle(&self) {
+        unsafe { self.v.device.queue_wait_idle(self.v.queue) }.unwrap();
+        cuok(unsafe { cu::cuStreamSynchronize(self.stream) });
+    }
+}
+
+/// A timeline shared with CUDA, driven either through the library or raw calls.
+trait Timeline {
+    fn vk(&self) -> vk::Semaphore;
+    fn cuda_wait(&self, env: &Env, value: u64);
+    fn cuda_signal(&self, env: &Env, value: u64);
+}
+
+struct LibTimeline(*mut vkcuda_semaphore, vk::Semaphore);
+
+impl LibTimeline {
+    fn new(env: &Env) -> Self {
+        let info = vkcuda_semaphore_create_info {
+            flags: 0,
+            semaphore_type: vkcuda_semaphore_type_raw(0),
+            initial_value: 0,
+            host_wait_spin_ns: 0,
+        };
+        let mut s = ptr::null_mut();
+        ok(unsafe { vkcuda_semaphore_create(env.ctx, &info, &mut s) });
+        let mut vs = vk::Semaphore::null();
+        ok(unsafe { vkcuda_semaphore_get_vk_semaphore(s, &mut vs) });
+        LibTimeline(s, vs)
+    }
+}
+
+impl Timeline for LibTimeline {
+    fn vk(&self) -> vk::Semaphore {
+        self.1
+    }
+    fn cuda_wait(&self, env: &Env, value: u64) {
+        ok(unsafe { vkcuda_semaphore_cuda_wait(self.0, value, env.stream.cast()) });
+    }
+    fn cuda_signal(&self, env: &Env, value: u64) {
+        ok(unsafe { vkcuda_semaphore_cuda_signal(self.0, value, env.stream.cast()) });
+    }
+}
+
+impl Drop for LibTimeline {
+    fn drop(&mut self) {
+        unsafe { vkcuda_semaphore_destroy(self.0) };
+    }
+}
+
+struct RawTimeline {
+    sem: vk::Semaphore,
+    ext: cu::CUexternalSemaphore,
+    device: ash::Device,
+}
+
+impl RawTimeline {
+    fn new(env: &Env) -> Self {
+        let mut export = vk::ExportSemaphoreCreateInfo::default()
+            .handle_types(vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD);
+        let mut ty =
+            vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE);
+        let sem = unsafe {
+            env.v.device.create_semaphore(
+                &vk::SemaphoreCreateInfo::default()
+                    .push_next(&mut export)
+                    .push_next(&mut ty),
+                None,
+            )
+        }
+        .unwrap();
+        let fd = unsafe {
+            env.sem_fd.get_semaphore_fd(
+                &vk::SemaphoreGetFdInfoKHR::default()
+                    .semaphore(sem)
+                    .handle_type(vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD),
+            )
+        }
+        .unwrap();
+        let desc = cu::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC {
+            type_: cu::CUexternalSemaphoreHandleType::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD,
+            handle: cu::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1 { fd },
+            flags: 0,
+            reserved: [0; 16],
+        };
+        let mut ext = ptr::null_mut();
+        cuok(unsafe { cu::cuImportExternalSemaphore(&mut ext, &desc) });
+        RawTimeline {
+            sem,
+            ext,
+            device: env.v.device.clone(),
+        }
+    }
+}
+
+impl Timeline for RawTimeline {
+    fn vk(&self) -> vk::Semaphore {
+        self.sem
+    }
+    fn cuda_wait(&self, env: &Env, value: u64) {
+        let mut p: cu::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS = unsafe { std::mem::zeroed() };
+        p.params.fence.value = value;
+        cuok(unsafe { cu::cuWaitExternalSemaphoresAsync(&self.ext, &p, 1, env.stream) });
+    }
+    fn cuda_signal(&self, env: &Env, value: u64) {
+        let mut p: cu::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS = unsafe { std::mem::zeroed() };
+        p.params.fence.value = value;
+        cuok(unsafe { cu::cuSignalExternalSemaphoresAsync(&self.ext, &p, 1, env.stream) });
+    }
+}
+
+impl Drop for RawTimeline {
+    fn drop(&mut self) {
+        unsafe {
+            cu::cuDestroyExternalSemaphore(self.ext);
+            self.device.destroy_semaphore(self.sem, None);
+        }
+    }
+}
+
+/// Strict ping-pong: Vulkan waits CUDA's value and signals; CUDA waits Vulkan's,
+/// runs a tiny kernel and signals. Two rounds in flight at most; the host observes
+/// each round's end by spinning on the counter. Returns per-round times in µs.
+fn pingpong(env: &Env, t: &dyn Timeline, rounds: usize) -> Vec<f64> {
+    let s = t.vk();
+    let base = env.counter(s);
+    let mut times = Vec::with_capacity(rounds);
+    let mut last = Instant::now();
+    for r in 0..rounds as u64 {
+        let v = base + 2 * r;
+        env.submit(&[(s, v)], &[(s, v + 1)], env.empty, vk::Fence::null());
+        t.cuda_wait(env, v + 1);
+        env.launch_tiny();
+        t.cuda_signal(env, v + 2);
+        if r >= 1 {
+            env.spin_until(s, v);
+            let now = Instant::now();
+            times.push((now - last).as_secs_f64() * 1e6);
+            last = now;
+        }
+    }
+    env.spin_until(s, base + 2 * rounds as u64);
+    env.idle();
+    times.drain(..times.len().min(20));
+    times
+}
+
+/// The floor: the same alternation with no interop at all: a CUDA kernel and a
+/// stream sync, then an empty Vulkan submit and a fence wait.
+fn no_interop_floor(env: &Env, rounds: usize) -> Vec<f64> {
+    let fence = unsafe {
+        env.v
+            .device
+            .create_fence(&vk::FenceCreateInfo::default(), None)
+    }
+    .unwrap();
+    let mut times = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let t0 = Instant::now();
+        env.launch_tiny();
+        cuok(unsafe { cu::cuStreamSynchronize(env.stream) });
+        env.submit(&[], &[], env.empty, fence);
+        unsafe {
+            env.v
+                .device
+                .wait_for_fences(&[fence], true, u64::MAX)
+                .unwrap();
+            env.v.device.reset_fences(&[fence]).unwrap();
+        }
+        times.push(t0.elapsed().as_secs_f64() * 1e6);
+    }
+    unsafe { env.v.device.destroy_fence(fence, None) };
+    times.drain(..20);
+    times
+}
+
+/// Pipelined one-way handoff, `frames` frames with `in_flight` in flight; returns
+/// per-frame times (µs) over batches of 100 frames. `done` is a second timeline
+/// the receiving side signals, for the host to bound frames in flight.
+fn one_way(
+    env: &Env,
+    t: &dyn Timeline,
+    done: &RawTimeline,
+    vulkan_to_cuda: bool,
+    frames: usize,
+    in_flight: u64,
+) -> Vec<f64> {
+    let s = t.vk();
+    let (b0, d0) = (env.counter(s), env.counter(done.vk()));
+    let mut batch = Vec::new();
+    let mut t0 = Instant::now();
+    for k in 1..=frames as u64 {
+        if k > in_flight {
+            env.spin_until(done.vk(), d0 + k - in_flight);
+        }
+        if vulkan_to_cuda {
+            env.submit(&[], &[(s, b0 + k)], env.empty, vk::Fence::null());
+            t.cuda_wait(env, b0 + k);
+            env.launch_tiny();
+            done.cuda_signal(env, d0 + k);
+        } else {
+            env.launch_tiny();
+            t.cuda_signal(env, b0 + k);
+            env.submit(
+                &[(s, b0 + k)],
+                &[(done.vk(), d0 + k)],
+                env.empty,
+                vk::Fence::null(),
+            );
+        }
+        if k % 100 == 0 {
+            let now = Instant::now();
+            batch.push((now - t0).as_secs_f64() * 1e6 / 100.0);
+            t0 = now;
+        }
+    }
+    env.spin_until(done.vk(), d0 + frames as u64);
+    env.idle();
+    batch.drain(..1);
+    batch
+}
+
+/// Host waits in the alternating pattern: Vulkan work, then CUDA work that waits
+/// for it and signals; the host waits for CUDA's value by `how`. Per-round µs.
+fn host_wait(env: &Env, lib: &LibTimeline, how: &str, rounds: usize) -> Vec<f64> {
+    let s = lib.vk();
+    let base = env.counter(s);
+    let mut times = Vec::with_capacity(rounds);
+    for r in 0..rounds as u64 {
+        let v = base + 2 * r;
+        let t0 = Instant::now();
+        env.submit(&[], &[(s, v + 1)], env.empty, vk::Fence::null());
+        lib.cuda_wait(env, v + 1);
+        env.launch_tiny();
+        lib.cuda_signal(env, v + 2);
+        match how {
+            "library" => ok(unsafe { vkcuda_semaphore_host_wait(lib.0, v + 2, 5_000_000_000) }),
+            "vkWaitSemaphores" => {
+                let sems = [s];
+                let vals = [v + 2];
+                unsafe {
+                    env.v.device.wait_semaphores(
+                        &vk::SemaphoreWaitInfo::default()
+                            .semaphores(&sems)
+                            .values(&vals),
+                        5_000_000_000,
+                    )
+                }
+                .unwrap();
+            }
+            _ => env.spin_until(s, v + 2),
+        }
+        times.push(t0.elapsed().as_secs_f64() * 1e6);
+    }
+    env.idle();
+    times.drain(..times.len().min(10));
+    times
+}
+
+fn zero_copy_handoff(
+    env: &Env,
+    t: &dyn Timeline,
+    buffer: *mut vkcuda_buffer,
+    rounds: usize,
+) -> Vec<f64> {
+    // CUDA finished writing (its stream is idle); time until Vulkan has the frame:
+    // CUDA signal, Vulkan submit that waits and acquires the buffer, host sees it.
+    let s = t.vk();
+    let base = env.counter(s);
+    let h = vkcuda_handoff_info {
+        flags: 0,
+        queue_family_index: env.v.family,
+        stage_mask: 0,
+        access_mask: 0,
+    };
+    let cmd = unsafe {
+        env.v.device.allocate_command_buffers(
+            &vk::CommandBufferAllocateInfo::default()
+                .command_pool(env.v.pool)
+                .command_buffer_count(1),
+        )
+    }
+    .unwrap()[0];
+    unsafe {
+        env.v
+            .device
+            .begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())
+            .unwrap();
+        ok(vkcuda_buffer_cmd_acquire_from_cuda(buffer, cmd, &h));
+        env.v.device.end_command_buffer(cmd).unwrap();
+    }
+    let mut times = Vec::new();
+    for r in 0..rounds as u64 {
+        let v = base + 2 * r;
+        let t0 = Instant::now();
+        t.cuda_signal(env, v + 1);
+        env.submit(&[(s, v + 1)], &[(s, v + 2)], cmd, vk::Fence::null());
+        env.spin_until(s, v + 2);
+        times.push(t0.elapsed().as_secs_f64() * 1e6);
+    }
+    env.idle();
+    unsafe { env.v.device.free_command_buffers(env.v.pool, &[cmd]) };
+    times.drain(..times.len().min(5));
+    times
+}
+
+/// The copy path: CUDA → pinned host (cuMemcpyDtoHAsync) → Vulkan staging
+/// (memcpy) → device-local VkBuffer (vkCmdCopyBuffer), until Vulkan has it.
+fn staging_handoff(env: &Env, src: u64, size: u64, dst: vk::Buffer, rounds: usize) -> Vec<f64> {
+    let mut pinned = ptr::null_mut();
+    cuok(unsafe { cu::cuMemAllocHost_v2(&mut pinned, size as usize) });
+    let staging = env.v.host_buffer(size);
+    let fence = unsafe {
+        env.v
+            .device
+            .create_fence(&vk::FenceCreateInfo::default(), None)
+    }
+    .unwrap();
+    let cmd = unsafe {
+        env.v.device.allocate_command_buffers(
+            &vk::CommandBufferAllocateInfo::default()
+                .command_pool(env.v.pool)
+                .command_buffer_count(1),
+        )
+    }
+    .unwrap()[0];
+    unsafe {
+        env.v
+            .device
+            .begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())
+            .unwrap();
+        env.v.device.cmd_copy_buffer(
+            cmd,
+            staging.buffer,
+            dst,
+            &[vk::BufferCopy::default().size(size)],
+        );
+        env.v.device.end_command_buffer(cmd).unwrap();
+    }
+    let mut times = Vec::new();
+    for _ in 0..rounds {
+        let t0 = Instant::now();
+        cuok(unsafe { cu::cuMemcpyDtoHAsync_v2(pinned, src, size as usize, env.stream) });
+        cuok(unsafe { cu::cuStreamSynchronize(env.stream) });
+        unsafe { ptr::copy_nonoverlapping(pinned as *const u8, staging.ptr, size as usize) };
+        env.submit(&[], &[], cmd, fence);
+        unsafe {
+            env.v
+                .device
+                .wait_for_fences(&[fence], true, u64::MAX)
+                .unwrap();
+            env.v.device.reset_fences(&[fence]).unwrap();
+        }
+        times.push(t0.elapsed().as_secs_f64() * 1e6);
+    }
+    unsafe {
+        env.v.device.free_command_buffers(env.v.pool, &[cmd]);
+        env.v.device.destroy_fence(fence, None);
+        cu::cuMemFreeHost(pinned);
+    }
+    env.v.destroy_host_buffer(staging);
+    times.drain(..times.len().min(2));
+    times
+}
+
+/// Raw Vulkan-allocated shared buffer: exportable dedicated memory, fd, CUDA import
+/// of the whole allocation, mapped; then released in the library's order.
+fn raw_vulkan_buffer(env: &Env, size: u64) {
+    let d = &env.v.device;
+    let mut ext = vk::ExternalMemoryBufferCreateInfo::default()
+        .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+    let buffer = unsafe {
+        d.create_buffer(
+            &vk::BufferCreateInfo::default()
+                .size(size)
+                .usage(
+                    vk::BufferUsageFlags::TRANSFER_SRC
+                        | vk::BufferUsageFlags::TRANSFER_DST
+                        | vk::BufferUsageFlags::STORAGE_BUFFER,
+                )
+                .push_next(&mut ext),
+            None,
+        )
+    }
+    .unwrap();
+    let mut ded = vk::MemoryDedicatedRequirements::default();
+    let mut req2 = vk::MemoryRequirements2::default().push_next(&mut ded);
+    unsafe {
+        d.get_buffer_memory_requirements2(
+            &vk::BufferMemoryRequirementsInfo2::default().buffer(buffer),
+            &mut req2,
+        )
+    };
+    let req = req2.memory_requirements;
+    let dedicated = ded.prefers_dedicated_allocation == vk::TRUE
+        || ded.requires_dedicated_allocation == vk::TRUE;
+    let props = unsafe {
+        env.v
+            .instance
+            .get_physical_device_memory_properties(env.v.physical)
+    };
+    let index = (0..props.memory_type_count)
+        .find(|&i| {
+            req.memory_type_bits & (1 << i) != 0
+                && props.memory_types[i as usize]
+                    .property_flags
+                    .contains(vk::MemoryPropertyFlags::DEVICE_LOCAL)
+        })
+        .unwrap();
+    let mut export = vk::ExportMemoryAllocateInfo::default()
+        .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+    let mut dinfo = vk::MemoryDedicatedAllocateInfo::default().buffer(buffer);
+    let mut alloc = vk::MemoryAllocateInfo::default()
+        .allocation_size(req.size)
+        .memory_type_index(index)
+        .push_next(&mut export);
+    if dedicated {
+        alloc = alloc.push_next(&mut dinfo);
+    }
+    let memory = unsafe { d.allocate_memory(&alloc, None) }.unwrap();
+    unsafe { d.bind_buffer_memory(buffer, memory, 0) }.unwrap();
+    let fd = unsafe {
+        env.mem_fd.get_memory_fd(
+            &vk::MemoryGetFdInfoKHR::default()
+                .memory(memory)
+                .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD),
+        )
+    }
+    .unwrap();
+    let desc = cu::CUDA_EXTERNAL_MEMORY_HANDLE_DESC {
+        type_: cu::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD,
+        handle: cu::CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1 { fd },
+        size: req.size,
+        flags: if dedicated {
+            cu::CUDA_EXTERNAL_MEMORY_DEDICATED
+        } else {
+            0
+        },
+        reserved: [0; 16],
+    };
+    let mut extm = ptr::null_mut();
+    cuok(unsafe { cu::cuImportExternalMemory(&mut extm, &desc) });
+    let bdesc = cu::CUDA_EXTERNAL_MEMORY_BUFFER_DESC {
+        offset: 0,
+        size,
+        flags: 0,
+        reserved: [0; 16],
+    };
+    let mut dptr = 0;
+    cuok(unsafe { cu::cuExternalMemoryGetMappedBuffer(&mut dptr, extm, &bdesc) });
+    unsafe {
+        cu::cuMemFree_v2(dptr);
+        cu::cuDestroyExternalMemory(extm);
+        d.destroy_buffer(buffer, None);
+        d.free_memory(memory, None);
+    }
+}
+
+/// Raw CUDA-allocated shared buffer: cuMemCreate (POSIX fd), reserve, map, access,
+/// export, Vulkan import into a VkBuffer; then released.
+fn raw_cuda_buffer(env: &Env, size: u64) {
+    let mut prop: cu::CUmemAllocationProp = unsafe { std::mem::zeroed() };
+    prop.type_ = cu::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.requestedHandleTypes =
+        cu::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    prop.location.type_ = cu::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    let mut gran = 0usize;
+    cuok(unsafe {
+        cu::cuMemGetAllocationGranularity(
+            &mut gran,
+            &prop,
+            cu::CUmemAllocationGranularity_flags::CU_MEM_ALLOC_GRANULARITY_RECOMMENDED,
+        )
+    });
+    let rounded = (size as usize).next_multiple_of(gran);
+    let mut handle = 0;
+    cuok(unsafe { cu::cuMemCreate(&mut handle, rounded, &prop, 0) });
+    let mut dptr = 0;
+    cuok(unsafe { cu::cuMemAddressReserve(&mut dptr, rounded, gran, 0, 0) });
+    cuok(unsafe { cu::cuMemMap(dptr, rounded, 0, handle, 0) });
+    let access = cu::CUmemAccessDesc {
+        location: prop.location,
+        flags: cu::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+    };
+    cuok(unsafe { cu::cuMemSetAccess(dptr, rounded, &access, 1) });
+    let mut fd: i32 = -1;
+    cuok(unsafe {
+        cu::cuMemExportToShareableHandle(
+            (&mut fd as *mut i32).cast(),
+            handle,
+            cu::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+            0,
+        )
+    });
+    let d = &env.v.device;
+    let mut ext = vk::ExternalMemoryBufferCreateInfo::default()
+        .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+    let buffer = unsafe {
+        d.create_buffer(
+            &vk::BufferCreateInfo::default()
+                .size(size)
+                .usage(
+                    vk::BufferUsageFlags::TRANSFER_SRC
+                        | vk::BufferUsageFlags::TRANSFER_DST
+                        | vk::BufferUsageFlags::STORAGE_BUFFER,
+                )
+                .push_next(&mut ext),
+            None,
+        )
+    }
+    .unwrap();
+    let req = unsafe { d.get_buffer_memory_requirements(buffer) };
+    let props = unsafe {
+        env.v
+            .instance
+            .get_physical_device_memory_properties(env.v.physical)
+    };
+    let index = (0..props.memory_type_count)
+        .find(|&i| {
+            req.memory_type_bits & (1 << i) != 0
+                && props.memory_types[i as usize]
+                    .property_flags
+                    .contains(vk::MemoryPropertyFlags::DEVICE_LOCAL)
+        })
+        .unwrap();
+    let mut import = vk::ImportMemoryFdInfoKHR::default()
+        .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD)
+        .fd(fd);
+    let memory = unsafe {
+        d.allocate_memory(
+            &vk::MemoryAllocateInfo::default()
+                .allocation_size(rounded as u64)
+                .memory_type_index(index)
+                .push_next(&mut import),
+            None,
+        )
+    }
+    .unwrap();
+    unsafe { d.bind_buffer_memory(buffer, memory, 0) }.unwrap();
+    unsafe {
+        cu::cuMemUnmap(dptr, rounded);
+        cu::cuMemAddressFree(dptr, rounded);
+        cu::cuMemRelease(handle);
+        d.destroy_buffer(buffer, None);
+        d.free_memory(memory, None);
+    }
+}
+
+fn time_each(iters: usize, mut f: impl FnMut()) -> Vec<f64> {
+    f();
+    (0..iters)
+        .map(|_| {
+            let t0 = Instant::now();
+            f();
+            t0.elapsed().as_secs_f64() * 1e6
+        })
+        .collect()
+}
+
+fn creation(env: &Env, rep: &mut Report, quick: bool) {
+    println!("\n[create/destroy] library vs raw, each a full create + destroy");
+    let iters = if quick { 5 } else { 40 };
+    for (label, size) in [("1MiB", 1u64 << 20), ("64MiB", 64 << 20), ("1GiB", 1 << 30)] {
+        for (alloc, name) in [(0, "vulkan"), (1, "cuda")] {
+            let mut lib = time_each(iters, || unsafe {
+                vkcuda_buffer_destroy(create_buffer(env.ctx, size, alloc))
+            });
+            let mut raw = time_each(iters, || {
+                if alloc == 0 {
+                    raw_vulkan_buffer(env, size)
+                } else {
+                    raw_cuda_buffer(env, size)
+                }
+            });
+            let l = rep.add(
+                "create",
+                &format!("buffer {name} {label} library"),
+                &mut lib,
+                "",
+            );
+            let r = rep.add(
+                "create",
+                &format!("buffer {name} {label} raw"),
+                &mut raw,
+                "",
+            );
+            rep.add(
+                "create",
+                &format!("buffer {name} {label} ratio"),
+                &mut [l / r],
+                "library/raw",
+            );
+        }
+    }
+    let mut lib = time_each(iters, || drop(LibTimeline::new(env)));
+    let mut raw = time_each(iters, || drop(RawTimeline::new(env)));
+    let l = rep.add("create", "timeline semaphore library", &mut lib, "");
+    let r = rep.add("create", "timeline semaphore raw", &mut raw, "");
+    rep.add(
+        "create",
+        "timeline semaphore ratio",
+        &mut [l / r],
+        "library/raw",
+    );
+}
+
+fn gpu(quick: bool, rep: &mut Report) {
+    let Some(ctx) = cuda_context_or_skip("bench interop") else {
+        return;
+    };
+    let env = Env::new(ctx);
+    let n = |full: usize| if quick { full / 20 + 30 } else { full };
+    let lib = LibTimeline::new(&env);
+    let raw = RawTimeline::new(&env);
+
+    println!("\n[ping-pong] strict alternation, work on both sides, device-side waits only");
+    let mut l = pingpong(&env, &lib, n(2000));
+    let mut r = pingpong(&env, &raw, n(2000));
+    let mut f = no_interop_floor(&env, n(2000));
+    let lm = rep.add("pingpong", "library", &mut l, "per round");
+    let rm = rep.add("pingpong", "raw", &mut r, "per round");
+    let fm = rep.add(
+        "pingpong",
+        "no-interop floor",
+        &mut f,
+        "kernel+sync, empty submit+fence",
+    );
+    rep.add("pingpong", "library/raw", &mut [lm / rm], "target <= 1.02");
+    rep.add(
+        "pingpong",
+        "library/floor",
+        &mut [lm / fm],
+        "target <= 1.05",
+    );
+
+    println!("\n[one-way] pipelined handoff, 3 frames in flight, per frame");
+    for (dir, v2c) in [("vulkan->cuda", true), ("cuda->vulkan", false)] {
+        let mut res = Vec::new();
+        for (name, t) in [
+            ("library", &lib as &dyn Timeline),
+            ("raw", &raw as &dyn Timeline),
+        ] {
+            // CUDA's completion timeline (vulkan->cuda) or Vulkan's (cuda->vulkan).
+            let done = RawTimeline::new(&env);
+            let mut s = one_way(&env, t, &done, v2c, n(5000), 3);
+            res.push(rep.add(
+                "one-way",
+                &format!("{dir} {name}"),
+                &mut s,
+                "per frame, target <= 15 us",
+            ));
+        }
+        rep.add(
+            "one-way",
+            &format!("{dir} library/raw"),
+            &mut [res[0] / res[1]],
+            "target <= 1.02",
+        );
+    }
+
+    println!("\n[host wait] CUDA-signalled value, Vulkan and CUDA work alternating, per round");
+    let mut spin = host_wait(&env, &lib, "spin", n(2000));
+    let mut libw = host_wait(&env, &lib, "library", n(2000));
+    let mut vkw = host_wait(&env, &lib, "vkWaitSemaphores", n(300));
+    let sm = rep.add(
+        "host-wait",
+        "spin on vkGetSemaphoreCounterValue",
+        &mut spin,
+        "reference",
+    );
+    let lw = rep.add("host-wait", "vkcuda_semaphore_host_wait", &mut libw, "");
+    let vw = rep.add("host-wait", "vkWaitSemaphores", &mut vkw, "");
+    rep.add(
+        "host-wait",
+        "library - spin",
+        &mut [lw - sm],
+        "us over the spin, target <= 20",
+    );
+    rep.add(
+        "host-wait",
+        "vkWaitSemaphores - spin",
+        &mut [vw - sm],
+        "us over the spin",
+    );
+
+    println!("\n[zero-copy vs staging] handoff of one frame CUDA -> Vulkan");
+    let sizes: Vec<(String, u64)> = [
+        ("1080p RGBA", 1920 * 1080 * 4),
+        ("4K RGBA", 3840 * 2160 * 4),
+        ("8K RGBA", 7680 * 4320 * 4),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), *b))
+    .chain(
+        [1u64 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20, 1 << 30]
+            .iter()
+            .map(|&s| (format!("{} MiB", s >> 20), s)),
+    )
+    .collect();
+    for (label, size) in sizes {
+        if quick && size > 64 << 20 {
+            continue;
+        }
+        let buf = create_buffer(env.ctx, size, 1);
+        let info = buffer_info(buf);
+        let dst = create_buffer(env.ctx, size, 0);
+        let mut z = zero_copy_handoff(&env, &lib, buf, n(300));
+        let mut s = staging_handoff(
+            &env,
+            info.cuda_pointer,
+            size,
+            buffer_info(dst).buffer,
+            if size >= 256 << 20 { 7 } else { n(40) },
+        );
+        let zm = rep.add("handoff", &format!("{label} zero-copy"), &mut z, "");
+        let gbps = size as f64 / 1e3 / median(&mut s.clone());
+        let sm = rep.add(
+            "handoff",
+            &format!("{label} staging copy"),
+            &mut s,
+            &format!("{gbps:.1} GB/s"),
+        );
+        rep.add(
+            "handoff",
+            &format!("{label} staging/zero-copy"),
+            &mut [sm / zm],
+            "x faster, target >= 50 at 4K",
+        );
+        unsafe {
+            vkcuda_buffer_destroy(dst);
+            vkcuda_buffer_destroy(buf);
+        }
+    }
+
+    creation(&env, rep, quick);
+    drop(lib);
+    drop(raw);
+    cuok(unsafe { cu::cuStreamDestroy_v2(env.stream) });
+    let ctx = env.ctx;
+    drop(env);
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
+/// What runs without CUDA (lavapipe in CI): Vulkan-only buffer create/destroy
+/// through the library against the raw Vulkan calls it makes.
+fn vulkan_only(quick: bool, rep: &mut Report) {
+    println!("\n[vulkan-only] exportable buffer create + export fd + destroy");
+    let ctx = vulkan_only_context();
+    let v = Vk::new(ctx);
+    let mem_fd = ash::khr::external_memory_fd::Device::new(&v.instance, &v.device);
+    let iters = if quick { 20 } else { 200 };
+    let mut lib = time_each(iters, || {
+        let b = create_buffer(ctx, 1 << 20, 0);
+        let mut fd = -1;
+        ok(unsafe { vkcuda_buffer_export_fd(b, &mut fd) });
+        unsafe {
+            libc::close(fd);
+            vkcuda_buffer_destroy(b);
+        }
+    });
+    let mut raw = time_each(iters, || {
+        let mut ext = vk::ExternalMemoryBufferCreateInfo::default()
+            .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+        let buffer = unsafe {
+            v.device.create_buffer(
+                &vk::BufferCreateInfo::default()
+                    .size(1 << 20)
+                    .usage(
+                        vk::BufferUsageFlags::TRANSFER_SRC
+                            | vk::BufferUsageFlags::TRANSFER_DST
+                            | vk::BufferUsageFlags::STORAGE_BUFFER,
+                    )
+                    .push_next(&mut ext),
+                None,
+            )
+        }
+        .unwrap();
+        let req = unsafe { v.device.get_buffer_memory_requirements(buffer) };
+        let mut export = vk::ExportMemoryAllocateInfo::default()
+            .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+        let memory = unsafe {
+            v.device.allocate_memory(
+                &vk::MemoryAllocateInfo::default()
+                    .allocation_size(req.size)
+                    .memory_type_index(req.memory_type_bits.trailing_zeros())
+                    .push_next(&mut export),
+                None,
+            )
+        }
+        .unwrap();
+        unsafe { v.device.bind_buffer_memory(buffer, memory, 0) }.unwrap();
+        let fd = unsafe {
+            mem_fd.get_memory_fd(
+                &vk::MemoryGetFdInfoKHR::default()
+                    .memory(memory)
+                    .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD),
+            )
+        }
+        .unwrap();
+        unsafe {
+            libc::close(fd);
+            v.device.destroy_buffer(buffer, None);
+            v.device.free_memory(memory, None);
+        }
+    });
+    let l = rep.add("vulkan-only", "buffer 1MiB library", &mut lib, "");
+    let r = rep.add("vulkan-only", "buffer 1MiB raw", &mut raw, "");
+    rep.add(
+        "vulkan-only",
+        "buffer 1MiB ratio",
+        &mut [l / r],
+        "library/raw",
+    );
+    drop(v);
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let csv = args
+        .iter()
+        .position(|a| a == "--csv")
+        .and_then(|i| args.get(i + 1).cloned());
+    let mut rep = Report::default();
+    println!(
+        "vkcuda benchmarks ({}), library vs raw API in the same run",
+        if quick { "quick" } else { "full" }
+    );
+    vulkan_only(quick, &mut rep);
+    gpu(quick, &mut rep);
+
+    println!("\nSummary (medians)");
+    let rows = [
+        ("pingpong", "library/raw", "strict ping-pong, library/raw"),
+        (
+            "pingpong",
+            "library/floor",
+            "strict ping-pong, library/no-interop floor",
+        ),
+        ("pingpong", "library", "strict ping-pong per round (us)"),
+        (
+            "one-way",
+            "vulkan->cuda library",
+            "one-way Vulkan->CUDA per frame (us)",
+        ),
+        (
+            "one-way",
+            "cuda->vulkan library",
+            "one-way CUDA->Vulkan per frame (us)",
+        ),
+        (
+            "one-way",
+            "vulkan->cuda library/raw",
+            "one-way Vulkan->CUDA, library/raw",
+        ),
+        (
+            "one-way",
+            "cuda->vulkan library/raw",
+            "one-way CUDA->Vulkan, library/raw",
+        ),
+        (
+            "host-wait",
+            "library - spin",
+            "host wait, library over spin (us)",
+        ),
+        (
+            "host-wait",
+            "vkWaitSemaphores - spin",
+            "host wait, vkWaitSemaphores over spin (us)",
+        ),
+        (
+            "handoff",
+            "4K RGBA staging/zero-copy",
+            "4K frame: staging copy / zero-copy",
+        ),
+        (
+            "handoff",
+            "4K RGBA zero-copy",
+            "4K frame zero-copy handoff (us)",
+        ),
+        (
+            "handoff",
+            "1024 MiB zero-copy",
+            "1 GiB zero-copy handoff (us)",
+        ),
+        (
+            "create",
+            "buffer vulkan 64MiB ratio",
+            "create 64 MiB Vulkan-allocated, library/raw",
+        ),
+        (
+            "create",
+            "buffer cuda 64MiB ratio",
+            "create 64 MiB CUDA-allocated, library/raw",
+        ),
+        (
+            "create",
+            "timeline semaphore ratio",
+            "create timeline semaphore, library/raw",
+        ),
+        (
+            "vulkan-only",
+            "buffer 1MiB ratio",
+            "Vulkan-only create 1 MiB, library/raw",
+        ),
+    ];
+    for (sec, name, label) in rows {
+        let v = rep.get(sec, name);
+        if !v.is_nan() {
+            println!("  {label:<52} {v:>10.3}");
+        }
+    }
+    if let Some(path) = csv {
+        let mut s = String::from("section,name,median_us,p99_us,note\n");
+        for (a, b, m, p, n) in &rep.rows {
+            let _ = writeln!(s, "{a},{b},{m:.3},{p:.3},{n}");
+        }
+        std::fs::write(&path, s).unwrap();
+        println!("wrote {path}");
+    }
+    println!("bench: {} figures", rep.rows.len());
+}
