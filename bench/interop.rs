@@ -67,6 +67,14 @@ impl Report {
             .push((section.into(), name.into(), m, p, note.into()));
         m
     }
+
+    /// A derived figure (a ratio or a difference), one value.
+    fn derived(&mut self, section: &str, name: &str, value: f64, note: &str) -> f64 {
+        println!("  {section:<12} {name:<44} {value:>17.3}  {note}");
+        self.rows
+            .push((section.into(), name.into(), value, value, note.into()));
+        value
+    }
     fn get(&self, section: &str, name: &str) -> f64 {
         self.rows
             .iter()
@@ -779,10 +787,10 @@ fn creation(env: &Env, rep: &mut Report, quick: bool) {
                 &mut raw,
                 "",
             );
-            rep.add(
+            rep.derived(
                 "create",
                 &format!("buffer {name} {label} ratio"),
-                &mut [l / r],
+                l / r,
                 "library/raw",
             );
         }
@@ -791,12 +799,7 @@ fn creation(env: &Env, rep: &mut Report, quick: bool) {
     let mut raw = time_each(iters, || drop(RawTimeline::new(env)));
     let l = rep.add("create", "timeline semaphore library", &mut lib, "");
     let r = rep.add("create", "timeline semaphore raw", &mut raw, "");
-    rep.add(
-        "create",
-        "timeline semaphore ratio",
-        &mut [l / r],
-        "library/raw",
-    );
+    rep.derived("create", "timeline semaphore ratio", l / r, "library/raw");
 }
 
 fn gpu(quick: bool, rep: &mut Report) {
@@ -820,13 +823,8 @@ fn gpu(quick: bool, rep: &mut Report) {
         &mut f,
         "kernel+sync, empty submit+fence",
     );
-    rep.add("pingpong", "library/raw", &mut [lm / rm], "target <= 1.02");
-    rep.add(
-        "pingpong",
-        "library/floor",
-        &mut [lm / fm],
-        "target <= 1.05",
-    );
+    rep.derived("pingpong", "library/raw", lm / rm, "target <= 1.02");
+    rep.derived("pingpong", "library/floor", lm / fm, "target <= 1.05");
 
     println!("\n[one-way] pipelined handoff, 3 frames in flight, per frame");
     for (dir, v2c) in [("vulkan->cuda", true), ("cuda->vulkan", false)] {
@@ -865,16 +863,16 @@ fn gpu(quick: bool, rep: &mut Report) {
     );
     let lw = rep.add("host-wait", "vkcuda_semaphore_host_wait", &mut libw, "");
     let vw = rep.add("host-wait", "vkWaitSemaphores", &mut vkw, "");
-    rep.add(
+    rep.derived(
         "host-wait",
         "library - spin",
-        &mut [lw - sm],
+        lw - sm,
         "us over the spin, target <= 20",
     );
-    rep.add(
+    rep.derived(
         "host-wait",
         "vkWaitSemaphores - spin",
-        &mut [vw - sm],
+        vw - sm,
         "us over the spin",
     );
 
@@ -915,10 +913,10 @@ fn gpu(quick: bool, rep: &mut Report) {
             &mut s,
             &format!("{gbps:.1} GB/s"),
         );
-        rep.add(
+        rep.derived(
             "handoff",
             &format!("{label} staging/zero-copy"),
-            &mut [sm / zm],
+            sm / zm,
             "x faster, target >= 50 at 4K",
         );
         unsafe {
@@ -1000,12 +998,7 @@ fn vulkan_only(quick: bool, rep: &mut Report) {
     });
     let l = rep.add("vulkan-only", "buffer 1MiB library", &mut lib, "");
     let r = rep.add("vulkan-only", "buffer 1MiB raw", &mut raw, "");
-    rep.add(
-        "vulkan-only",
-        "buffer 1MiB ratio",
-        &mut [l / r],
-        "library/raw",
-    );
+    rep.derived("vulkan-only", "buffer 1MiB ratio", l / r, "library/raw");
     drop(v);
     unsafe { vkcuda_context_destroy(ctx) };
 }
