@@ -58,6 +58,24 @@
 #define VKCUDA_CONTEXT_CREATE_PHYSICAL_DEVICE_INDEX_BIT 2
 
 /**
+ * The image is cube compatible (`VK_IMAGE_CREATE_CUBE_COMPATIBLE_BIT`): 2D,
+ * square, a multiple of 6 array layers. CUDA maps it as a cubemap
+ * (`CUDA_ARRAY3D_CUBEMAP`, layered when more than 6 layers).
+ */
+#define VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT 1
+
+/**
+ * Texture coordinates run over [0, 1) instead of [0, size).
+ */
+#define VKCUDA_TEXTURE_NORMALIZED_COORDINATES_BIT 1
+
+/**
+ * The texture covers every mip level (mipmapped sampling, `tex2DLod` and
+ * friends) instead of the one level in `level`.
+ */
+#define VKCUDA_TEXTURE_ALL_LEVELS_BIT 2
+
+/**
  * Host waits do not spin first: they poll with short sleeps from the start.
  */
 #define VKCUDA_SEMAPHORE_CREATE_NO_SPIN_BIT 1
@@ -151,6 +169,58 @@ typedef enum vkcuda_allocator {
 } vkcuda_allocator;
 
 /**
+ * How a format's channels are interpreted (output only).
+ */
+typedef enum vkcuda_format_numeric {
+  /**
+   * Unsigned normalized integers (CUDA sees the unsigned integers).
+   */
+  VKCUDA_FORMAT_NUMERIC_UNORM = 0,
+  /**
+   * Signed normalized integers (CUDA sees the signed integers).
+   */
+  VKCUDA_FORMAT_NUMERIC_SNORM = 1,
+  VKCUDA_FORMAT_NUMERIC_UINT = 2,
+  VKCUDA_FORMAT_NUMERIC_SINT = 3,
+  /**
+   * Half or single floats.
+   */
+  VKCUDA_FORMAT_NUMERIC_SFLOAT = 4,
+  /**
+   * sRGB-encoded 8-bit colour: CUDA sees the encoded bytes, with no decode on
+   * reads and no encode on writes.
+   */
+  VKCUDA_FORMAT_NUMERIC_SRGB = 5,
+  /**
+   * Keeps the enum 32 bits wide.
+   */
+  VKCUDA_FORMAT_NUMERIC_MAX_ENUM = 2147483647,
+} vkcuda_format_numeric;
+
+/**
+ * The dimensionality of an image. 0 is 2D, so an all-zero description is 2D.
+ */
+typedef enum vkcuda_image_type {
+  /**
+   * A 2D image, possibly with array layers (the default).
+   */
+  VKCUDA_IMAGE_TYPE_2D = 0,
+  /**
+   * A 1D image, possibly with array layers; height and depth are 1.
+   */
+  VKCUDA_IMAGE_TYPE_1D = 1,
+  /**
+   * A 3D image; one array layer. (The value differs from `VK_IMAGE_TYPE_3D` on
+   * purpose, so a `VkImageType` passed by mistake is refused.)
+   */
+  VKCUDA_IMAGE_TYPE_3D = 3,
+  /**
+   * Keeps the enum 32 bits wide.
+   */
+  VKCUDA_IMAGE_TYPE_MAX_ENUM = 2147483647,
+} vkcuda_image_type;
+
+/**
  * The kind of a shared semaphore.
  */
 typedef enum vkcuda_semaphore_type {
@@ -169,9 +239,85 @@ typedef enum vkcuda_semaphore_type {
 } vkcuda_semaphore_type;
 
 /**
+ * How a texture filters.
+ */
+typedef enum vkcuda_filter {
+  /**
+   * The nearest texel (the default).
+   */
+  VKCUDA_FILTER_POINT = 0,
+  /**
+   * Linear interpolation; needs float results (a float format, or the
+   * normalized-float read mode).
+   */
+  VKCUDA_FILTER_LINEAR = 1,
+  /**
+   * Keeps the enum 32 bits wide.
+   */
+  VKCUDA_FILTER_MAX_ENUM = 2147483647,
+} vkcuda_filter;
+
+/**
+ * What a texture returns outside the image (all three axes).
+ */
+typedef enum vkcuda_address_mode {
+  /**
+   * The nearest edge texel (the default).
+   */
+  VKCUDA_ADDRESS_MODE_CLAMP = 0,
+  /**
+   * Repeats; needs normalized coordinates.
+   */
+  VKCUDA_ADDRESS_MODE_WRAP = 1,
+  /**
+   * Repeats mirrored; needs normalized coordinates.
+   */
+  VKCUDA_ADDRESS_MODE_MIRROR = 2,
+  /**
+   * `border_color`.
+   */
+  VKCUDA_ADDRESS_MODE_BORDER = 3,
+  /**
+   * Keeps the enum 32 bits wide.
+   */
+  VKCUDA_ADDRESS_MODE_MAX_ENUM = 2147483647,
+} vkcuda_address_mode;
+
+/**
+ * What a texture read returns for integer formats.
+ */
+typedef enum vkcuda_read_mode {
+  /**
+   * The stored integers (`cudaReadModeElementType`, the default). Float formats
+   * always return floats.
+   */
+  VKCUDA_READ_MODE_ELEMENT_TYPE = 0,
+  /**
+   * 8- and 16-bit integers as normalized floats (`cudaReadModeNormalizedFloat`):
+   * [0, 1] for unsigned, [-1, 1] for signed. Not for 32-bit integer formats.
+   */
+  VKCUDA_READ_MODE_NORMALIZED_FLOAT = 1,
+  /**
+   * Keeps the enum 32 bits wide.
+   */
+  VKCUDA_READ_MODE_MAX_ENUM = 2147483647,
+} vkcuda_read_mode;
+
+/**
+ * CUDA's array struct; `CUarray` from cuda.h is `struct CUarray_st *`.
+ */
+typedef struct CUarray_st CUarray_st;
+
+/**
  * CUDA's context struct; `CUcontext` from cuda.h is `struct CUctx_st *`.
  */
 typedef struct CUctx_st CUctx_st;
+
+/**
+ * CUDA's mipmapped array struct; `CUmipmappedArray` from cuda.h is
+ * `struct CUmipmappedArray_st *`.
+ */
+typedef struct CUmipmappedArray_st CUmipmappedArray_st;
 
 /**
  * CUDA's stream struct; `CUstream` (and the runtime's `cudaStream_t`) is
@@ -195,6 +341,17 @@ typedef struct vkcuda_buffer vkcuda_buffer;
  * Thread-safety: a context may be used from any number of threads at once.
  */
 typedef struct vkcuda_context vkcuda_context;
+
+/**
+ * A `VkImage` (with its dedicated `VkDeviceMemory`) seen by CUDA as a mipmapped
+ * array. Made by `vkcuda_image_create` or `vkcuda_image_wrap`, released by
+ * `vkcuda_image_destroy`.
+ *
+ * Thread-safety: every function but destroy may be called from any thread at
+ * once (surface and texture creation are locked); destroy must not overlap any
+ * other use.
+ */
+typedef struct vkcuda_image vkcuda_image;
 
 /**
  * A `VkSemaphore` shared with CUDA. Released by `vkcuda_semaphore_destroy`.
@@ -536,6 +693,186 @@ typedef struct vkcuda_live_objects {
 } vkcuda_live_objects;
 
 /**
+ * What CUDA sees of a format.
+ */
+typedef struct vkcuda_format_info {
+  /**
+   * The `CUarray_format` value (`CU_AD_FORMAT_UNSIGNED_INT8` = 0x01, ...,
+   * `CU_AD_FORMAT_HALF` = 0x10, `CU_AD_FORMAT_FLOAT` = 0x20).
+   */
+  uint32_t cuda_format;
+  /**
+   * 1, 2 or 4.
+   */
+  uint32_t channels;
+  /**
+   * Bytes per texel (channels times 1, 2 or 4).
+   */
+  uint32_t bytes_per_texel;
+  /**
+   * How the Vulkan format interprets the channels.
+   */
+  enum vkcuda_format_numeric numeric;
+  /**
+   * VK_TRUE for `B8G8R8A8_*`: CUDA's x channel is blue, z is red.
+   */
+  VkBool32 bgra;
+} vkcuda_format_info;
+
+/**
+ * How to make a shared image. `format` and `extent.width` (and `height` for 2D
+ * and 3D, `depth` for 3D) must be set; every other field may be 0 for its default.
+ *
+ * The image has optimal tiling, exclusive sharing and starts in
+ * `VK_IMAGE_LAYOUT_UNDEFINED`; its memory is one dedicated, exportable
+ * (`OPAQUE_FD`) allocation.
+ */
+typedef struct vkcuda_image_create_info {
+  /**
+   * `VKCUDA_IMAGE_CREATE_*` bits.
+   */
+  uint32_t flags;
+  /**
+   * 2D (the default), 1D or 3D.
+   */
+  vkcuda_image_type image_type;
+  /**
+   * A format of the table (see `vkcuda_format_query`): 1, 2 or 4 channels of
+   * 8/16/32-bit UNORM, SNORM, UINT, SINT, 16/32-bit SFLOAT, 8-bit SRGB, and
+   * `B8G8R8A8_*` (CUDA then sees the channels in memory order: x is blue).
+   * Others are refused with `VKCUDA_ERROR_UNSUPPORTED` and a message naming a
+   * supported neighbour.
+   */
+  VkFormat format;
+  /**
+   * Width (at least 1); height (1D: 0 or 1); depth (1D and 2D: 0 or 1).
+   */
+  VkExtent3D extent;
+  /**
+   * 0 means 1; at most floor(log2(largest dimension)) + 1.
+   */
+  uint32_t mip_levels;
+  /**
+   * 0 means 1; 3D images have 1; cube-compatible images a multiple of 6.
+   */
+  uint32_t array_layers;
+  /**
+   * `VkImageUsageFlags`; 0 means TRANSFER_SRC | TRANSFER_DST plus SAMPLED and
+   * STORAGE where the format and device support them for exportable images
+   * (`vkcuda_image_get_info` says what was chosen). STORAGE is what lets CUDA
+   * make surface objects. Transfer, sampled, storage and attachment usages are
+   * accepted; each is checked against the format's optimal-tiling features.
+   */
+  VkImageUsageFlags usage;
+} vkcuda_image_create_info;
+
+/**
+ * An image the engine created itself, for `vkcuda_image_wrap`.
+ */
+typedef struct vkcuda_image_wrap_info {
+  /**
+   * Reserved; must be 0.
+   */
+  uint32_t flags;
+  /**
+   * The engine's image: optimal tiling, created with
+   * `VkExternalMemoryImageCreateInfo` (OPAQUE_FD) and exactly the description
+   * in `description`. Stays the engine's.
+   */
+  VkImage image;
+  /**
+   * The image's memory: a dedicated allocation (`VkMemoryDedicatedAllocateInfo`
+   * naming `image`) made with `VkExportMemoryAllocateInfo` (OPAQUE_FD), bound at
+   * offset 0. Stays the engine's.
+   */
+  VkDeviceMemory memory;
+  /**
+   * `VkMemoryAllocateInfo::allocationSize` of `memory`; at least the size
+   * `vkGetImageMemoryRequirements` gives for `image`.
+   */
+  uint64_t allocation_size;
+  /**
+   * The image's description as it was created; `usage` must be its real usage
+   * (0 is refused here).
+   */
+  struct vkcuda_image_create_info description;
+} vkcuda_image_wrap_info;
+
+/**
+ * Everything about a shared image.
+ */
+typedef struct vkcuda_image_info {
+  /**
+   * The Vulkan image. Owned by the vkcuda image, except for wrapped images.
+   */
+  VkImage image;
+  /**
+   * Its dedicated memory. Owned like `image`.
+   */
+  VkDeviceMemory memory;
+  /**
+   * The whole allocation's size (what CUDA imported).
+   */
+  uint64_t allocation_size;
+  enum vkcuda_image_type image_type;
+  VkFormat format;
+  /**
+   * The extent with defaults filled in (height and depth at least 1).
+   */
+  VkExtent3D extent;
+  uint32_t mip_levels;
+  uint32_t array_layers;
+  /**
+   * The usage the image has (the default resolved when 0 was passed).
+   */
+  VkImageUsageFlags usage;
+  /**
+   * `VKCUDA_IMAGE_CREATE_*` bits of the image.
+   */
+  uint32_t flags;
+  /**
+   * VK_TRUE when `image` and `memory` are the engine's (`vkcuda_image_wrap`).
+   */
+  VkBool32 wrapped;
+  /**
+   * The CUDA view (`CUmipmappedArray`), or NULL in a Vulkan-only context.
+   */
+  struct CUmipmappedArray_st *cuda_mipmapped_array;
+  /**
+   * The `CUDA_ARRAY3D_*` flags of the CUDA view (LAYERED = 0x1, SURFACE_LDST =
+   * 0x2, CUBEMAP = 0x4).
+   */
+  uint32_t cuda_array_flags;
+  /**
+   * What CUDA sees of the format.
+   */
+  struct vkcuda_format_info format_info;
+} vkcuda_image_info;
+
+/**
+ * A texture sampler description for `vkcuda_image_create_texture_object`. All
+ * zero: level 0, point filtering, clamp, unnormalized coordinates, integers read
+ * as integers.
+ */
+typedef struct vkcuda_texture_info {
+  /**
+   * `VKCUDA_TEXTURE_*` bits.
+   */
+  uint32_t flags;
+  /**
+   * The mip level the texture reads (ignored with `VKCUDA_TEXTURE_ALL_LEVELS_BIT`).
+   */
+  uint32_t level;
+  vkcuda_filter filter;
+  vkcuda_address_mode address_mode;
+  vkcuda_read_mode read_mode;
+  /**
+   * The colour returned outside the image with `VKCUDA_ADDRESS_MODE_BORDER`.
+   */
+  float border_color[4];
+} vkcuda_texture_info;
+
+/**
  * How to make a shared semaphore; all zero gives a timeline starting at 0.
  */
 typedef struct vkcuda_semaphore_create_info {
@@ -847,6 +1184,197 @@ VKCUDA_API void vkcuda_context_destroy(struct vkcuda_context *context);
 VKCUDA_API
 VKCUDA_NODISCARD
 enum vkcuda_result vkcuda_get_live_objects(struct vkcuda_live_objects *counts);
+
+/**
+ * Says what CUDA sees of `format`: its `CUarray_format`, channel count and texel
+ * size. `VKCUDA_ERROR_UNSUPPORTED` for a format CUDA arrays cannot hold (3
+ * channels, packed, 64-bit, scaled, block-compressed, depth/stencil,
+ * multi-planar), with a message naming a supported neighbour;
+ * `VKCUDA_ERROR_INVALID_ARGUMENT` for a value that is not a `VkFormat`. Needs no
+ * context, device or driver.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_format_query(VkFormat format,
+                                       struct vkcuda_format_info *info);
+
+/**
+ * Creates a shared image: a `VkImage` with one dedicated exportable allocation,
+ * after checking with `vkGetPhysicalDeviceImageFormatProperties2` that the device
+ * can export such an image (`VKCUDA_ERROR_UNSUPPORTED` with the reason
+ * otherwise), imported into CUDA whole with the dedicated flag and mapped as a
+ * mipmapped array of the same shape. In a Vulkan-only context only the Vulkan half
+ * is made. `*image` is written on success, set to NULL on failure; nothing is left
+ * allocated on failure.
+ *
+ * The image starts in `VK_IMAGE_LAYOUT_UNDEFINED`: hand it to CUDA with
+ * `vkcuda_image_cmd_release_to_cuda` (old layout UNDEFINED is right only before
+ * anyone wrote it).
+ *
+ * Thread-safety: may be called from any thread.
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_image_create(const struct vkcuda_context *context,
+                                       const struct vkcuda_image_create_info *info,
+                                       struct vkcuda_image **image);
+
+/**
+ * Makes the CUDA view of an image the engine created with dedicated exportable
+ * memory (see `vkcuda_image_wrap_info`), from the description the engine passes.
+ * Checks the description like `vkcuda_image_create`, `allocation_size` against
+ * the image's memory requirements (`VKCUDA_ERROR_INVALID_ARGUMENT`, "memory smaller
+ * than its requirements") and, where the kernel can tell the memory's real size,
+ * against that. The engine keeps owning the image and memory and must destroy them
+ * after `vkcuda_image_destroy`. In a Vulkan-only context the checks run and no
+ * CUDA view is made.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_image_wrap(const struct vkcuda_context *context,
+                                     const struct vkcuda_image_wrap_info *info,
+                                     struct vkcuda_image **image);
+
+/**
+ * Fills `*info` with the image's handles, description (defaults resolved) and
+ * CUDA view.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_image_get_info(const struct vkcuda_image *image,
+                                         struct vkcuda_image_info *info);
+
+/**
+ * The image's `VkImage`, or VK_NULL_HANDLE for a NULL image.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+VKCUDA_API VkImage vkcuda_image_get_vk_image(const struct vkcuda_image *image);
+
+/**
+ * The CUDA mipmapped array (`CUmipmappedArray`) of the image; it belongs to the
+ * image (do not destroy it). `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only
+ * context.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_image_get_cuda_mipmapped_array(const struct vkcuda_image *image,
+                                                         struct CUmipmappedArray_st **array);
+
+/**
+ * The CUDA array (`CUarray`) of mip level `level` (`cuMipmappedArrayGetLevel`); it
+ * belongs to the image (do not destroy it). For layered images it holds every
+ * layer. `VKCUDA_ERROR_INVALID_ARGUMENT` for a level past the last,
+ * `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only context.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_image_get_cuda_array(const struct vkcuda_image *image,
+                                               uint32_t level,
+                                               struct CUarray_st **array);
+
+/**
+ * The CUDA surface object (`CUsurfObject`, for `surf2Dwrite` and friends) of mip
+ * level `level`. Made on the first call for that level; later calls return the
+ * same object. It belongs to the image and is destroyed with it. The image needs
+ * `VK_IMAGE_USAGE_STORAGE_BIT` (`VKCUDA_ERROR_UNSUPPORTED` otherwise).
+ * Surface x coordinates are in bytes (x * `bytes_per_texel`), as in CUDA.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_image_get_surface_object(const struct vkcuda_image *image,
+                                                   uint32_t level,
+                                                   uint64_t *surface);
+
+/**
+ * Makes a CUDA texture object (`CUtexObject`) on one mip level of the image, or
+ * on all of them with `VKCUDA_TEXTURE_ALL_LEVELS_BIT`. Each call makes a new
+ * object; it belongs to the image and is destroyed with it. Refused
+ * (`VKCUDA_ERROR_INVALID_ARGUMENT`): linear filtering of integers read as
+ * integers, the normalized-float read mode on 32-bit integer formats, wrap or
+ * mirror without normalized coordinates, unknown enum values. sRGB formats are not
+ * decoded: reads return the encoded values.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_image_create_texture_object(const struct vkcuda_image *image,
+                                                      const struct vkcuda_texture_info *info,
+                                                      uint64_t *texture);
+
+/**
+ * Exports the image's memory as a new POSIX fd (OPAQUE_FD, vkGetMemoryFdKHR).
+ * Each call makes a new fd and **the caller owns it**: close it, or import it
+ * (`VkImportMemoryFdInfoKHR`, which takes it on success) as a dedicated allocation
+ * of `allocation_size` bytes for an image of the same description.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_image_export_fd(const struct vkcuda_image *image,
+                                          int32_t *fd);
+
+/**
+ * Records into the engine's command buffer the barrier that releases the whole
+ * image (every level and layer) from `info->queue_family_index` to
+ * `VK_QUEUE_FAMILY_EXTERNAL` (CUDA), transitioning it from `old_layout` (the
+ * layout the engine left it in) to `VK_IMAGE_LAYOUT_GENERAL`, the layout CUDA
+ * works on, and making the engine's writes available. Submit it before the
+ * semaphore signal CUDA waits on.
+ *
+ * `old_layout` UNDEFINED discards the contents: use it only for an image nobody
+ * has written yet (a new image) or whose contents do not matter. **Never pass
+ * UNDEFINED after CUDA wrote the image**: the data may be lost.
+ *
+ * Thread-safety: the command buffer is externally synchronised, as in Vulkan.
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_image_cmd_release_to_cuda(const struct vkcuda_image *image,
+                                                    VkCommandBuffer command_buffer,
+                                                    const struct vkcuda_handoff_info *info,
+                                                    VkImageLayout old_layout);
+
+/**
+ * Records the barrier that acquires the whole image back from
+ * `VK_QUEUE_FAMILY_EXTERNAL` into `info->queue_family_index`, transitioning it
+ * from `VK_IMAGE_LAYOUT_GENERAL` (where CUDA left it) to `new_layout`, and making
+ * CUDA's writes visible to the accesses in `info`. Submit it after waiting on the
+ * semaphore CUDA signalled. The transition keeps the contents; a transition from
+ * UNDEFINED instead would not.
+ *
+ * Thread-safety: the command buffer is externally synchronised, as in Vulkan.
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_image_cmd_acquire_from_cuda(const struct vkcuda_image *image,
+                                                      VkCommandBuffer command_buffer,
+                                                      const struct vkcuda_handoff_info *info,
+                                                      VkImageLayout new_layout);
+
+/**
+ * Destroys the image: the CUDA views first (texture and surface objects, the
+ * mipmapped array, the imported memory), then the `VkImage` and its memory (not
+ * for wrapped images, whose Vulkan objects stay the engine's). The caller
+ * guarantees no GPU work still uses it. NULL does nothing.
+ *
+ * Thread-safety: must not overlap any other use of the image.
+ */
+VKCUDA_API void vkcuda_image_destroy(struct vkcuda_image *image);
 
 /**
  * Creates an exportable `VkSemaphore` (timeline or binary, OPAQUE_FD) and imports

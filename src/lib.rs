@@ -9,6 +9,8 @@ pub mod cuda;
 pub mod error;
 pub mod fd;
 pub mod ffi;
+pub mod format;
+pub mod image;
 pub mod semaphore;
 pub mod stats;
 pub mod vulkan;

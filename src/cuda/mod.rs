@@ -4,6 +4,7 @@
 //! "no driver" into [`ErrorKind::CudaUnavailable`], before any other call can panic
 //! in the loader.
 
+pub mod array;
 pub mod context;
 pub mod external;
 pub mod vmm;
@@ -49,6 +50,13 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuSignalExternalSemaphoresAsync",
     "cuWaitExternalSemaphoresAsync",
     "cuDestroyExternalSemaphore",
+    "cuExternalMemoryGetMappedMipmappedArray",
+    "cuMipmappedArrayGetLevel",
+    "cuMipmappedArrayDestroy",
+    "cuSurfObjectCreate",
+    "cuSurfObjectDestroy",
+    "cuTexObjectCreate",
+    "cuTexObjectDestroy",
 ];
 
 /// Set to any value to behave as if no CUDA driver were installed (tests the

@@ -7,6 +7,7 @@
 
 pub mod buffer;
 pub mod context;
+pub mod image;
 pub mod semaphore;
 pub mod types;
 

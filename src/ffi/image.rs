@@ -1,0 +1,841 @@
+//! C API: shared images, the format table query, and the image handoff barriers.
+
+use std::os::fd::IntoRawFd;
+
+use ash::vk;
+use cudarc::driver::sys;
+
+use super::buffer::{barrier_masks, vkcuda_handoff_info};
+use super::context::{ctx_arg, vkcuda_context};
+use super::types::*;
+use super::{arg, boundary, check_flags, out, quiet, vkcuda_result, write_handle};
+use crate::error::{Error, Result};
+use crate::format::{self, FormatInfo, Numeric, Order};
+use crate::image::{Description, Dimension, Image, Sampler};
+
+pub type VkImage = vk::Image;
+/// A `VkFormat` as C passes it (the Vulkan header's enum, 32 bits); checked
+/// against the format table.
+pub type VkFormat = i32;
+/// A `VkImageLayout` as C passes it; checked.
+pub type VkImageLayout = i32;
+pub type VkImageUsageFlags = u32;
+pub type VkExtent3D = vk::Extent3D;
+
+/// CUDA's array struct; `CUarray` from cuda.h is `struct CUarray_st *`.
+pub struct CUarray_st {
+    _opaque: [u8; 0],
+}
+
+/// CUDA's mipmapped array struct; `CUmipmappedArray` from cuda.h is
+/// `struct CUmipmappedArray_st *`.
+pub struct CUmipmappedArray_st {
+    _opaque: [u8; 0],
+}
+
+/// A `VkImage` (with its dedicated `VkDeviceMemory`) seen by CUDA as a mipmapped
+/// array. Made by `vkcuda_image_create` or `vkcuda_image_wrap`, released by
+/// `vkcuda_image_destroy`.
+///
+/// Thread-safety: every function but destroy may be called from any thread at
+/// once (surface and texture creation are locked); destroy must not overlap any
+/// other use.
+pub struct vkcuda_image {
+    pub(crate) inner: Image,
+}
+
+/// The image is cube compatible (`VK_IMAGE_CREATE_CUBE_COMPATIBLE_BIT`): 2D,
+/// square, a multiple of 6 array layers. CUDA maps it as a cubemap
+/// (`CUDA_ARRAY3D_CUBEMAP`, layered when more than 6 layers).
+pub const VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT: u32 = 0x1;
+
+/// Texture coordinates run over [0, 1) instead of [0, size).
+pub const VKCUDA_TEXTURE_NORMALIZED_COORDINATES_BIT: u32 = 0x1;
+/// The texture covers every mip level (mipmapped sampling, `tex2DLod` and
+/// friends) instead of the one level in `level`.
+pub const VKCUDA_TEXTURE_ALL_LEVELS_BIT: u32 = 0x2;
+
+/// The dimensionality of an image. 0 is 2D, so an all-zero description is 2D.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum vkcuda_image_type {
+    /// A 2D image, possibly with array layers (the default).
+    VKCUDA_IMAGE_TYPE_2D = 0,
+    /// A 1D image, possibly with array layers; height and depth are 1.
+    VKCUDA_IMAGE_TYPE_1D = 1,
+    /// A 3D image; one array layer. (The value differs from `VK_IMAGE_TYPE_3D` on
+    /// purpose, so a `VkImageType` passed by mistake is refused.)
+    VKCUDA_IMAGE_TYPE_3D = 3,
+    /// Keeps the enum 32 bits wide.
+    VKCUDA_IMAGE_TYPE_MAX_ENUM = 0x7FFF_FFFF,
+}
+
+/// How a texture filters.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum vkcuda_filter {
+    /// The nearest texel (the default).
+    VKCUDA_FILTER_POINT = 0,
+    /// Linear interpolation; needs float results (a float format, or the
+    /// normalized-float read mode).
+    VKCUDA_FILTER_LINEAR = 1,
+    /// Keeps the enum 32 bits wide.
+    VKCUDA_FILTER_MAX_ENUM = 0x7FFF_FFFF,
+}
+
+/// What a texture returns outside the image (all three axes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum vkcuda_address_mode {
+    /// The nearest edge texel (the default).
+    VKCUDA_ADDRESS_MODE_CLAMP = 0,
+    /// Repeats; needs normalized coordinates.
+    VKCUDA_ADDRESS_MODE_WRAP = 1,
+    /// Repeats mirrored; needs normalized coordinates.
+    VKCUDA_ADDRESS_MODE_MIRROR = 2,
+    /// `border_color`.
+    VKCUDA_ADDRESS_MODE_BORDER = 3,
+    /// Keeps the enum 32 bits wide.
+    VKCUDA_ADDRESS_MODE_MAX_ENUM = 0x7FFF_FFFF,
+}
+
+/// What a texture read returns for integer formats.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum vkcuda_read_mode {
+    /// The stored integers (`cudaReadModeElementType`, the default). Float formats
+    /// always return floats.
+    VKCUDA_READ_MODE_ELEMENT_TYPE = 0,
+    /// 8- and 16-bit integers as normalized floats (`cudaReadModeNormalizedFloat`):
+    /// [0, 1] for unsigned, [-1, 1] for signed. Not for 32-bit integer formats.
+    VKCUDA_READ_MODE_NORMALIZED_FLOAT = 1,
+    /// Keeps the enum 32 bits wide.
+    VKCUDA_READ_MODE_MAX_ENUM = 0x7FFF_FFFF,
+}
+
+/// How a format's channels are interpreted (output only).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum vkcuda_format_numeric {
+    /// Unsigned normalized integers (CUDA sees the unsigned integers).
+    VKCUDA_FORMAT_NUMERIC_UNORM = 0,
+    /// Signed normalized integers (CUDA sees the signed integers).
+    VKCUDA_FORMAT_NUMERIC_SNORM = 1,
+    VKCUDA_FORMAT_NUMERIC_UINT = 2,
+    VKCUDA_FORMAT_NUMERIC_SINT = 3,
+    /// Half or single floats.
+    VKCUDA_FORMAT_NUMERIC_SFLOAT = 4,
+    /// sRGB-encoded 8-bit colour: CUDA sees the encoded bytes, with no decode on
+    /// reads and no encode on writes.
+    VKCUDA_FORMAT_NUMERIC_SRGB = 5,
+    /// Keeps the enum 32 bits wide.
+    VKCUDA_FORMAT_NUMERIC_MAX_ENUM = 0x7FFF_FFFF,
+}
+
+/// A `vkcuda_image_type` as C passed it.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug)]
+pub struct vkcuda_image_type_raw(pub i32);
+
+/// A `vkcuda_filter` as C passed it.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug)]
+pub struct vkcuda_filter_raw(pub i32);
+
+/// A `vkcuda_address_mode` as C passed it.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug)]
+pub struct vkcuda_address_mode_raw(pub i32);
+
+/// A `vkcuda_read_mode` as C passed it.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug)]
+pub struct vkcuda_read_mode_raw(pub i32);
+
+impl vkcuda_image_type_raw {
+    fn get(self, what: &str) -> Result<Dimension> {
+        match self.0 {
+            0 => Ok(Dimension::D2),
+            1 => Ok(Dimension::D1),
+            3 => Ok(Dimension::D3),
+            v => Err(Error::invalid(format!(
+                "{what} is {v}, not a vkcuda_image_type (VKCUDA_IMAGE_TYPE_2D = 0, _1D = 1, _3D = 3)"
+            ))),
+        }
+    }
+}
+
+impl vkcuda_filter_raw {
+    fn get(self, what: &str) -> Result<bool> {
+        match self.0 {
+            0 => Ok(false),
+            1 => Ok(true),
+            v => Err(Error::invalid(format!(
+                "{what} is {v}, not a vkcuda_filter (POINT = 0, LINEAR = 1)"
+            ))),
+        }
+    }
+}
+
+impl vkcuda_address_mode_raw {
+    fn get(self, what: &str) -> Result<sys::CUaddress_mode> {
+        use sys::CUaddress_mode::*;
+        match self.0 {
+            0 => Ok(CU_TR_ADDRESS_MODE_CLAMP),
+            1 => Ok(CU_TR_ADDRESS_MODE_WRAP),
+            2 => Ok(CU_TR_ADDRESS_MODE_MIRROR),
+            3 => Ok(CU_TR_ADDRESS_MODE_BORDER),
+            v => Err(Error::invalid(format!(
+                "{what} is {v}, not a vkcuda_address_mode (CLAMP = 0, WRAP = 1, MIRROR = 2, BORDER = 3)"
+            ))),
+        }
+    }
+}
+
+impl vkcuda_read_mode_raw {
+    fn get(self, what: &str) -> Result<bool> {
+        match self.0 {
+            0 => Ok(false),
+            1 => Ok(true),
+            v => Err(Error::invalid(format!(
+                "{what} is {v}, not a vkcuda_read_mode (ELEMENT_TYPE = 0, NORMALIZED_FLOAT = 1)"
+            ))),
+        }
+    }
+}
+
+/// How to make a shared image. `format` and `extent.width` (and `height` for 2D
+/// and 3D, `depth` for 3D) must be set; every other field may be 0 for its default.
+///
+/// The image has optimal tiling, exclusive sharing and starts in
+/// `VK_IMAGE_LAYOUT_UNDEFINED`; its memory is one dedicated, exportable
+/// (`OPAQUE_FD`) allocation.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct vkcuda_image_create_info {
+    /// `VKCUDA_IMAGE_CREATE_*` bits.
+    pub flags: u32,
+    /// 2D (the default), 1D or 3D.
+    pub image_type: vkcuda_image_type_raw,
+    /// A format of the table (see `vkcuda_format_query`): 1, 2 or 4 channels of
+    /// 8/16/32-bit UNORM, SNORM, UINT, SINT, 16/32-bit SFLOAT, 8-bit SRGB, and
+    /// `B8G8R8A8_*` (CUDA then sees the channels in memory order: x is blue).
+    /// Others are refused with `VKCUDA_ERROR_UNSUPPORTED` and a message naming a
+    /// supported neighbour.
+    pub format: VkFormat,
+    /// Width (at least 1); height (1D: 0 or 1); depth (1D and 2D: 0 or 1).
+    pub extent: VkExtent3D,
+    /// 0 means 1; at most floor(log2(largest dimension)) + 1.
+    pub mip_levels: u32,
+    /// 0 means 1; 3D images have 1; cube-compatible images a multiple of 6.
+    pub array_layers: u32,
+    /// `VkImageUsageFlags`; 0 means TRANSFER_SRC | TRANSFER_DST plus SAMPLED and
+    /// STORAGE where the format and device support them for exportable images
+    /// (`vkcuda_image_get_info` says what was chosen). STORAGE is what lets CUDA
+    /// make surface objects. Transfer, sampled, storage and attachment usages are
+    /// accepted; each is checked against the format's optimal-tiling features.
+    pub usage: VkImageUsageFlags,
+}
+
+/// An image the engine created itself, for `vkcuda_image_wrap`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct vkcuda_image_wrap_info {
+    /// Reserved; must be 0.
+    pub flags: u32,
+    /// The engine's image: optimal tiling, created with
+    /// `VkExternalMemoryImageCreateInfo` (OPAQUE_FD) and exactly the description
+    /// in `description`. Stays the engine's.
+    pub image: VkImage,
+    /// The image's memory: a dedicated allocation (`VkMemoryDedicatedAllocateInfo`
+    /// naming `image`) made with `VkExportMemoryAllocateInfo` (OPAQUE_FD), bound at
+    /// offset 0. Stays the engine's.
+    pub memory: VkDeviceMemory,
+    /// `VkMemoryAllocateInfo::allocationSize` of `memory`; at least the size
+    /// `vkGetImageMemoryRequirements` gives for `image`.
+    pub allocation_size: u64,
+    /// The image's description as it was created; `usage` must be its real usage
+    /// (0 is refused here).
+    pub description: vkcuda_image_create_info,
+}
+
+/// What CUDA sees of a format.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct vkcuda_format_info {
+    /// The `CUarray_format` value (`CU_AD_FORMAT_UNSIGNED_INT8` = 0x01, ...,
+    /// `CU_AD_FORMAT_HALF` = 0x10, `CU_AD_FORMAT_FLOAT` = 0x20).
+    pub cuda_format: u32,
+    /// 1, 2 or 4.
+    pub channels: u32,
+    /// Bytes per texel (channels times 1, 2 or 4).
+    pub bytes_per_texel: u32,
+    /// How the Vulkan format interprets the channels.
+    pub numeric: vkcuda_format_numeric,
+    /// VK_TRUE for `B8G8R8A8_*`: CUDA's x channel is blue, z is red.
+    pub bgra: VkBool32,
+}
+
+/// Everything about a shared image.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct vkcuda_image_info {
+    /// The Vulkan image. Owned by the vkcuda image, except for wrapped images.
+    pub image: VkImage,
+    /// Its dedicated memory. Owned like `image`.
+    pub memory: VkDeviceMemory,
+    /// The whole allocation's size (what CUDA imported).
+    pub allocation_size: u64,
+    pub image_type: vkcuda_image_type,
+    pub format: VkFormat,
+    /// The extent with defaults filled in (height and depth at least 1).
+    pub extent: VkExtent3D,
+    pub mip_levels: u32,
+    pub array_layers: u32,
+    /// The usage the image has (the default resolved when 0 was passed).
+    pub usage: VkImageUsageFlags,
+    /// `VKCUDA_IMAGE_CREATE_*` bits of the image.
+    pub flags: u32,
+    /// VK_TRUE when `image` and `memory` are the engine's (`vkcuda_image_wrap`).
+    pub wrapped: VkBool32,
+    /// The CUDA view (`CUmipmappedArray`), or NULL in a Vulkan-only context.
+    pub cuda_mipmapped_array: *mut CUmipmappedArray_st,
+    /// The `CUDA_ARRAY3D_*` flags of the CUDA view (LAYERED = 0x1, SURFACE_LDST =
+    /// 0x2, CUBEMAP = 0x4).
+    pub cuda_array_flags: u32,
+    /// What CUDA sees of the format.
+    pub format_info: vkcuda_format_info,
+}
+
+/// A texture sampler description for `vkcuda_image_create_texture_object`. All
+/// zero: level 0, point filtering, clamp, unnormalized coordinates, integers read
+/// as integers.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct vkcuda_texture_info {
+    /// `VKCUDA_TEXTURE_*` bits.
+    pub flags: u32,
+    /// The mip level the texture reads (ignored with `VKCUDA_TEXTURE_ALL_LEVELS_BIT`).
+    pub level: u32,
+    pub filter: vkcuda_filter_raw,
+    pub address_mode: vkcuda_address_mode_raw,
+    pub read_mode: vkcuda_read_mode_raw,
+    /// The colour returned outside the image with `VKCUDA_ADDRESS_MODE_BORDER`.
+    pub border_color: [f32; 4],
+}
+
+fn format_to_c(f: &FormatInfo) -> vkcuda_format_info {
+    use vkcuda_format_numeric::*;
+    vkcuda_format_info {
+        cuda_format: f.cuda as u32,
+        channels: f.channels,
+        bytes_per_texel: f.bytes_per_texel(),
+        numeric: match f.numeric {
+            Numeric::Unorm => VKCUDA_FORMAT_NUMERIC_UNORM,
+            Numeric::Snorm => VKCUDA_FORMAT_NUMERIC_SNORM,
+            Numeric::Uint => VKCUDA_FORMAT_NUMERIC_UINT,
+            Numeric::Sint => VKCUDA_FORMAT_NUMERIC_SINT,
+            Numeric::Sfloat => VKCUDA_FORMAT_NUMERIC_SFLOAT,
+            Numeric::Srgb => VKCUDA_FORMAT_NUMERIC_SRGB,
+        },
+        bgra: (f.order == Order::Bgra) as u32,
+    }
+}
+
+fn description(info: &vkcuda_image_create_info, what: &str) -> Result<Description> {
+    check_flags(
+        info.flags,
+        VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT,
+        &format!("{what}flags"),
+    )?;
+    Ok(Description {
+        dimension: info.image_type.get(&format!("{what}image_type"))?,
+        format: vk::Format::from_raw(info.format),
+        width: info.extent.width,
+        height: info.extent.height,
+        depth: info.extent.depth,
+        mip_levels: info.mip_levels,
+        array_layers: info.array_layers,
+        cube: info.flags & VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT != 0,
+        usage: vk::ImageUsageFlags::from_raw(info.usage),
+    })
+}
+
+unsafe fn image_arg<'a>(image: *const vkcuda_image) -> Result<&'a Image> {
+    Ok(&arg(image, "image")?.inner)
+}
+
+/// Says what CUDA sees of `format`: its `CUarray_format`, channel count and texel
+/// size. `VKCUDA_ERROR_UNSUPPORTED` for a format CUDA arrays cannot hold (3
+/// channels, packed, 64-bit, scaled, block-compressed, depth/stencil,
+/// multi-planar), with a message naming a supported neighbour;
+/// `VKCUDA_ERROR_INVALID_ARGUMENT` for a value that is not a `VkFormat`. Needs no
+/// context, device or driver.
+///
+/// Thread-safety: may be called from any thread.
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_format_query(
+    format: VkFormat,
+    info: *mut vkcuda_format_info,
+) -> vkcuda_result {
+    boundary("vkcuda_format_query", || {
+        let info = out(info, "info")?;
+        let f = format::lookup(vk::Format::from_raw(format))?;
+        *info = format_to_c(&f);
+        Ok(())
+    })
+}
+
+/// Creates a shared image: a `VkImage` with one dedicated exportable allocation,
+/// after checking with `vkGetPhysicalDeviceImageFormatProperties2` that the device
+/// can export such an image (`VKCUDA_ERROR_UNSUPPORTED` with the reason
+/// otherwise), imported into CUDA whole with the dedicated flag and mapped as a
+/// mipmapped array of the same shape. In a Vulkan-only context only the Vulkan half
+/// is made. `*image` is written on success, set to NULL on failure; nothing is left
+/// allocated on failure.
+///
+/// The image starts in `VK_IMAGE_LAYOUT_UNDEFINED`: hand it to CUDA with
+/// `vkcuda_image_cmd_release_to_cuda` (old layout UNDEFINED is right only before
+/// anyone wrote it).
+///
+/// Thread-safety: may be called from any thread.
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_create(
+    context: *const vkcuda_context,
+    info: *const vkcuda_image_create_info,
+    image: *mut *mut vkcuda_image,
+) -> vkcuda_result {
+    boundary("vkcuda_image_create", || {
+        let made = (|| {
+            out(image, "image")?;
+            let ctx = ctx_arg(context)?;
+            let info = arg(info, "info")?;
+            let desc = description(info, "info->")?;
+            let inner = Image::create(ctx, &desc)?;
+            Ok(Box::new(vkcuda_image { inner }))
+        })();
+        write_handle(image, made)
+    })
+}
+
+/// Makes the CUDA view of an image the engine created with dedicated exportable
+/// memory (see `vkcuda_image_wrap_info`), from the description the engine passes.
+/// Checks the description like `vkcuda_image_create`, `allocation_size` against
+/// the image's memory requirements (`VKCUDA_ERROR_INVALID_ARGUMENT`, "memory smaller
+/// than its requirements") and, where the kernel can tell the memory's real size,
+/// against that. The engine keeps owning the image and memory and must destroy them
+/// after `vkcuda_image_destroy`. In a Vulkan-only context the checks run and no
+/// CUDA view is made.
+///
+/// Thread-safety: may be called from any thread.
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_wrap(
+    context: *const vkcuda_context,
+    info: *const vkcuda_image_wrap_info,
+    image: *mut *mut vkcuda_image,
+) -> vkcuda_result {
+    boundary("vkcuda_image_wrap", || {
+        let made = (|| {
+            out(image, "image")?;
+            let ctx = ctx_arg(context)?;
+            let info = arg(info, "info")?;
+            check_flags(info.flags, 0, "info->flags")?;
+            let desc = description(&info.description, "info->description.")?;
+            let inner = Image::wrap(ctx, info.image, info.memory, info.allocation_size, &desc)?;
+            Ok(Box::new(vkcuda_image { inner }))
+        })();
+        write_handle(image, made)
+    })
+}
+
+/// Fills `*info` with the image's handles, description (defaults resolved) and
+/// CUDA view.
+///
+/// Thread-safety: may be called from any thread.
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_get_info(
+    image: *const vkcuda_image,
+    info: *mut vkcuda_image_info,
+) -> vkcuda_result {
+    boundary("vkcuda_image_get_info", || {
+        let im = image_arg(image)?;
+        let info = out(info, "info")?;
+        let d = im.description();
+        let mipmap = im.mipmapped_array().unwrap_or(std::ptr::null_mut());
+        *info = vkcuda_image_info {
+            image: im.vk_image(),
+            memory: im.vk_memory(),
+            allocation_size: im.allocation_size(),
+            image_type: match d.dimension {
+                Dimension::D1 => vkcuda_image_type::VKCUDA_IMAGE_TYPE_1D,
+                Dimension::D2 => vkcuda_image_type::VKCUDA_IMAGE_TYPE_2D,
+                Dimension::D3 => vkcuda_image_type::VKCUDA_IMAGE_TYPE_3D,
+            },
+            format: d.format.as_raw(),
+            extent: vk::Extent3D {
+                width: d.width,
+                height: d.height,
+                depth: d.depth,
+            },
+            mip_levels: d.mip_levels,
+            array_layers: d.array_layers,
+            usage: d.usage.as_raw(),
+            flags: if d.cube {
+                VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT
+            } else {
+                0
+            },
+            wrapped: im.is_wrapped() as u32,
+            cuda_mipmapped_array: mipmap.cast(),
+            cuda_array_flags: im.shape().flags,
+            format_info: format_to_c(im.format_info()),
+        };
+        Ok(())
+    })
+}
+
+/// The image's `VkImage`, or VK_NULL_HANDLE for a NULL image.
+///
+/// Thread-safety: may be called from any thread.
+#[no_mangle]
+pub unsafe extern "C" fn vkcuda_image_get_vk_image(image: *const vkcuda_image) -> VkImage {
+    quiet(vk::Image::null(), || match image.as_ref() {
+        Some(i) => i.inner.vk_image(),
+        None => vk::Image::null(),
+    })
+}
+
+/// The CUDA mipmapped array (`CUmipmappedArray`) of the image; it belongs to the
+/// image (do not destroy it). `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only
+/// context.
+///
+/// Thread-safety: may be called from any thread.
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_get_cuda_mipmapped_array(
+    image: *const vkcuda_image,
+    array: *mut *mut CUmipmappedArray_st,
+) -> vkcuda_result {
+    boundary("vkcuda_image_get_cuda_mipmapped_array", || {
+        let im = image_arg(image)?;
+        let array = out(array, "array")?;
+        *array = im.mipmapped_array()?.cast();
+        Ok(())
+    })
+}
+
+/// The CUDA array (`CUarray`) of mip level `level` (`cuMipmappedArrayGetLevel`); it
+/// belongs to the image (do not destroy it). For layered images it holds every
+/// layer. `VKCUDA_ERROR_INVALID_ARGUMENT` for a level past the last,
+/// `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only context.
+///
+/// Thread-safety: may be called from any thread.
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_get_cuda_array(
+    image: *const vkcuda_image,
+    level: u32,
+    array: *mut *mut CUarray_st,
+) -> vkcuda_result {
+    boundary("vkcuda_image_get_cuda_array", || {
+        let im = image_arg(image)?;
+        let array = out(array, "array")?;
+        *array = im.level_array(level)?.cast();
+        Ok(())
+    })
+}
+
+/// The CUDA surface object (`CUsurfObject`, for `surf2Dwrite` and friends) of mip
+/// level `level`. Made on the first call for that level; later calls return the
+/// same object. It belongs to the image and is destroyed with it. The image needs
+/// `VK_IMAGE_USAGE_STORAGE_BIT` (`VKCUDA_ERROR_UNSUPPORTED` otherwise).
+/// Surface x coordinates are in bytes (x * `bytes_per_texel`), as in CUDA.
+///
+/// Thread-safety: may be called from any thread.
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_get_surface_object(
+    image: *const vkcuda_image,
+    level: u32,
+    surface: *mut u64,
+) -> vkcuda_result {
+    boundary("vkcuda_image_get_surface_object", || {
+        let im = image_arg(image)?;
+        let surface = out(surface, "surface")?;
+        *surface = im.surface(level)?;
+        Ok(())
+    })
+}
+
+/// Makes a CUDA texture object (`CUtexObject`) on one mip level of the image, or
+/// on all of them with `VKCUDA_TEXTURE_ALL_LEVELS_BIT`. Each call makes a new
+/// object; it belongs to the image and is destroyed with it. Refused
+/// (`VKCUDA_ERROR_INVALID_ARGUMENT`): linear filtering of integers read as
+/// integers, the normalized-float read mode on 32-bit integer formats, wrap or
+/// mirror without normalized coordinates, unknown enum values. sRGB formats are not
+/// decoded: reads return the encoded values.
+///
+/// Thread-safety: may be called from any thread.
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_create_texture_object(
+    image: *const vkcuda_image,
+    info: *const vkcuda_texture_info,
+    texture: *mut u64,
+) -> vkcuda_result {
+    boundary("vkcuda_image_create_texture_object", || {
+        let im = image_arg(image)?;
+        let info = arg(info, "info")?;
+        let texture = out(texture, "texture")?;
+        check_flags(
+            info.flags,
+            VKCUDA_TEXTURE_NORMALIZED_COORDINATES_BIT | VKCUDA_TEXTURE_ALL_LEVELS_BIT,
+            "info->flags",
+        )?;
+        let all = info.flags & VKCUDA_TEXTURE_ALL_LEVELS_BIT != 0;
+        let sampler = Sampler {
+            level: (!all).then_some(info.level),
+            linear: info.filter.get("info->filter")?,
+            address: info.address_mode.get("info->address_mode")?,
+            normalized_coordinates: info.flags & VKCUDA_TEXTURE_NORMALIZED_COORDINATES_BIT != 0,
+            normalized_float: info.read_mode.get("info->read_mode")?,
+            border_color: info.border_color,
+        };
+        *texture = im.texture(&sampler)?;
+        Ok(())
+    })
+}
+
+/// Exports the image's memory as a new POSIX fd (OPAQUE_FD, vkGetMemoryFdKHR).
+/// Each call makes a new fd and **the caller owns it**: close it, or import it
+/// (`VkImportMemoryFdInfoKHR`, which takes it on success) as a dedicated allocation
+/// of `allocation_size` bytes for an image of the same description.
+///
+/// Thread-safety: may be called from any thread.
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_export_fd(
+    image: *const vkcuda_image,
+    fd: *mut i32,
+) -> vkcuda_result {
+    boundary("vkcuda_image_export_fd", || {
+        let im = image_arg(image)?;
+        let fd = out(fd, "fd")?;
+        *fd = im.export_fd()?.into_raw_fd();
+        Ok(())
+    })
+}
+
+fn layout_name(l: vk::ImageLayout) -> String {
+    let debug = format!("{l:?}");
+    let named = debug.starts_with(|c: char| c.is_ascii_uppercase())
+        && debug
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+    if named {
+        format!("VK_IMAGE_LAYOUT_{debug}")
+    } else {
+        format!("VkImageLayout({})", l.as_raw())
+    }
+}
+
+/// A layout from C for a colour image's handoff; UNDEFINED only as an old layout.
+fn layout_arg(raw: VkImageLayout, what: &str, old: bool) -> Result<vk::ImageLayout> {
+    use vk::ImageLayout as L;
+    let l = L::from_raw(raw);
+    match l {
+        L::UNDEFINED if old => Ok(l),
+        L::UNDEFINED => Err(Error::invalid(format!(
+            "{what} must not be VK_IMAGE_LAYOUT_UNDEFINED (a transition cannot go to it)"
+        ))),
+        L::GENERAL
+        | L::COLOR_ATTACHMENT_OPTIMAL
+        | L::SHADER_READ_ONLY_OPTIMAL
+        | L::TRANSFER_SRC_OPTIMAL
+        | L::TRANSFER_DST_OPTIMAL
+        | L::READ_ONLY_OPTIMAL
+        | L::ATTACHMENT_OPTIMAL => Ok(l),
+        _ => {
+            let name = layout_name(l);
+            if name.starts_with("VK_IMAGE_LAYOUT_") {
+                Err(Error::invalid(format!(
+                    "{what} is {name}, which is not a layout of a colour image with optimal tiling \
+                     shared with CUDA (GENERAL, COLOR_ATTACHMENT_OPTIMAL, SHADER_READ_ONLY_OPTIMAL, \
+                     TRANSFER_SRC/DST_OPTIMAL, READ_ONLY_OPTIMAL, ATTACHMENT_OPTIMAL{})",
+                    if old { ", or UNDEFINED" } else { "" }
+                )))
+            } else {
+                Err(Error::invalid(format!(
+                    "{what} is {raw}, not a VkImageLayout"
+                )))
+            }
+        }
+    }
+}
+
+unsafe fn image_barrier(
+    image: *const vkcuda_image,
+    command_buffer: VkCommandBuffer,
+    info: *const vkcuda_handoff_info,
+    layout: VkImageLayout,
+    release: bool,
+) -> Result<()> {
+    let im = image_arg(image)?;
+    if command_buffer == vk::CommandBuffer::null() {
+        return Err(Error::null("command_buffer"));
+    }
+    let info = arg(info, "info")?;
+    let (stage, access) = barrier_masks(info)?;
+    let d = im.description();
+    let range = vk::ImageSubresourceRange {
+        aspect_mask: vk::ImageAspectFlags::COLOR,
+        base_mip_level: 0,
+        level_count: d.mip_levels,
+        base_array_layer: 0,
+        layer_count: d.array_layers,
+    };
+    let barrier = if release {
+        let old = layout_arg(layout, "old_layout", true)?;
+        vk::ImageMemoryBarrier::default()
+            .src_access_mask(access)
+            .dst_access_mask(vk::AccessFlags::empty())
+            .old_layout(old)
+            .new_layout(vk::ImageLayout::GENERAL)
+            .src_queue_family_index(info.queue_family_index)
+            .dst_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
+    } else {
+        let new = layout_arg(layout, "new_layout", false)?;
+        vk::ImageMemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::empty())
+            .dst_access_mask(access)
+            .old_layout(vk::ImageLayout::GENERAL)
+            .new_layout(new)
+            .src_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
+            .dst_queue_family_index(info.queue_family_index)
+    }
+    .image(im.vk_image())
+    .subresource_range(range);
+    let (src_stage, dst_stage) = if release {
+        (stage, vk::PipelineStageFlags::BOTTOM_OF_PIPE)
+    } else {
+        (vk::PipelineStageFlags::TOP_OF_PIPE, stage)
+    };
+    im.context().vk.device.cmd_pipeline_barrier(
+        command_buffer,
+        src_stage,
+        dst_stage,
+        vk::DependencyFlags::empty(),
+        &[],
+        &[],
+        &[barrier],
+    );
+    Ok(())
+}
+
+/// Records into the engine's command buffer the barrier that releases the whole
+/// image (every level and layer) from `info->queue_family_index` to
+/// `VK_QUEUE_FAMILY_EXTERNAL` (CUDA), transitioning it from `old_layout` (the
+/// layout the engine left it in) to `VK_IMAGE_LAYOUT_GENERAL`, the layout CUDA
+/// works on, and making the engine's writes available. Submit it before the
+/// semaphore signal CUDA waits on.
+///
+/// `old_layout` UNDEFINED discards the contents: use it only for an image nobody
+/// has written yet (a new image) or whose contents do not matter. **Never pass
+/// UNDEFINED after CUDA wrote the image**: the data may be lost.
+///
+/// Thread-safety: the command buffer is externally synchronised, as in Vulkan.
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_cmd_release_to_cuda(
+    image: *const vkcuda_image,
+    command_buffer: VkCommandBuffer,
+    info: *const vkcuda_handoff_info,
+    old_layout: VkImageLayout,
+) -> vkcuda_result {
+    boundary("vkcuda_image_cmd_release_to_cuda", || {
+        image_barrier(image, command_buffer, info, old_layout, true)
+    })
+}
+
+/// Records the barrier that acquires the whole image back from
+/// `VK_QUEUE_FAMILY_EXTERNAL` into `info->queue_family_index`, transitioning it
+/// from `VK_IMAGE_LAYOUT_GENERAL` (where CUDA left it) to `new_layout`, and making
+/// CUDA's writes visible to the accesses in `info`. Submit it after waiting on the
+/// semaphore CUDA signalled. The transition keeps the contents; a transition from
+/// UNDEFINED instead would not.
+///
+/// Thread-safety: the command buffer is externally synchronised, as in Vulkan.
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_cmd_acquire_from_cuda(
+    image: *const vkcuda_image,
+    command_buffer: VkCommandBuffer,
+    info: *const vkcuda_handoff_info,
+    new_layout: VkImageLayout,
+) -> vkcuda_result {
+    boundary("vkcuda_image_cmd_acquire_from_cuda", || {
+        image_barrier(image, command_buffer, info, new_layout, false)
+    })
+}
+
+/// Destroys the image: the CUDA views first (texture and surface objects, the
+/// mipmapped array, the imported memory), then the `VkImage` and its memory (not
+/// for wrapped images, whose Vulkan objects stay the engine's). The caller
+/// guarantees no GPU work still uses it. NULL does nothing.
+///
+/// Thread-safety: must not overlap any other use of the image.
+#[no_mangle]
+pub unsafe extern "C" fn vkcuda_image_destroy(image: *mut vkcuda_image) {
+    quiet((), || {
+        if !image.is_null() {
+            drop(Box::from_raw(image));
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_are_checked() {
+        use vk::ImageLayout as L;
+        assert_eq!(layout_arg(0, "old_layout", true).unwrap(), L::UNDEFINED);
+        assert!(layout_arg(0, "new_layout", false).is_err());
+        assert_eq!(
+            layout_arg(L::TRANSFER_SRC_OPTIMAL.as_raw(), "new_layout", false).unwrap(),
+            L::TRANSFER_SRC_OPTIMAL
+        );
+        let e = layout_arg(
+            L::DEPTH_STENCIL_ATTACHMENT_OPTIMAL.as_raw(),
+            "old_layout",
+            true,
+        )
+        .unwrap_err();
+        assert!(
+            e.message
+                .contains("VK_IMAGE_LAYOUT_DEPTH_STENCIL_ATTACHMENT_OPTIMAL"),
+            "{}",
+            e.message
+        );
+        let e = layout_arg(12345, "old_layout", true).unwrap_err();
+        assert!(
+            e.message.contains("12345, not a VkImageLayout"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn raw_enums_are_checked() {
+        assert!(vkcuda_image_type_raw(2).get("t").is_err());
+        assert_eq!(vkcuda_image_type_raw(3).get("t").unwrap(), Dimension::D3);
+        assert!(vkcuda_filter_raw(2).get("f").is_err());
+        assert!(vkcuda_address_mode_raw(4).get("a").is_err());
+        assert!(vkcuda_read_mode_raw(-1).get("r").is_err());
+    }
+}

@@ -1,0 +1,955 @@
+//! The format table: which `VkFormat`s a CUDA array can hold, as which
+//! `CUarray_format` and channel count, and why the others cannot.
+//!
+//! CUDA arrays hold 1, 2 or 4 channels of 8, 16 or 32 bits each, as unsigned or
+//! signed integers, half or single floats. The table maps every Vulkan format with
+//! that memory layout; normalized formats (UNORM/SNORM) map to the integer format
+//! of their width (a texture with the normalized-float read mode returns them as
+//! floats, a surface reads the raw integers). Two layouts need care:
+//! - **sRGB** formats are accepted: CUDA sees the raw encoded bytes (no sRGB
+//!   decode on reads, no encode on writes), exactly what Vulkan stores.
+//! - **BGRA** formats (`B8G8R8A8_*`) are accepted: CUDA sees the bytes in memory
+//!   order, so its channel x is blue, y green, z red, w alpha.
+//!
+//! Everything else (3 channels, packed, 64-bit, scaled, block-compressed,
+//! depth/stencil, multi-planar/YCbCr) is refused with `Unsupported` and a message
+//! that names the format and a supported neighbour.
+
+use ash::vk;
+use cudarc::driver::sys::CUarray_format;
+
+use crate::error::{Error, Result};
+
+/// How the bits of a channel are read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Numeric {
+    /// Unsigned normalized: integer `n` means `n / (2^bits - 1)`.
+    Unorm,
+    /// Signed normalized: integer `n` means `max(n / (2^(bits-1) - 1), -1)`.
+    Snorm,
+    Uint,
+    Sint,
+    /// IEEE half (16 bits) or single (32 bits) float.
+    Sfloat,
+    /// 8-bit sRGB-encoded colour (alpha linear); CUDA sees the encoded bytes.
+    Srgb,
+}
+
+/// The order of the channels in memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Order {
+    /// R, G, B, A (or fewer).
+    Rgba,
+    /// B, G, R, A: CUDA's x is blue.
+    Bgra,
+}
+
+/// One row of the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FormatInfo {
+    pub format: vk::Format,
+    pub cuda: CUarray_format,
+    /// 1, 2 or 4.
+    pub channels: u32,
+    /// 1, 2 or 4.
+    pub bytes_per_channel: u32,
+    pub numeric: Numeric,
+    pub order: Order,
+}
+
+impl FormatInfo {
+    pub fn bytes_per_texel(&self) -> u32 {
+        self.channels * self.bytes_per_channel
+    }
+
+    /// 8- and 16-bit integer storage (UNORM/SNORM/UINT/SINT/SRGB): the formats a
+    /// texture may return as normalized floats.
+    pub fn is_small_integer(&self) -> bool {
+        self.numeric != Numeric::Sfloat && self.bytes_per_channel <= 2
+    }
+
+    pub fn is_float(&self) -> bool {
+        self.numeric == Numeric::Sfloat
+    }
+}
+
+use CUarray_format::*;
+use Numeric::*;
+use Order::*;
+
+const fn row(
+    format: vk::Format,
+    cuda: CUarray_format,
+    channels: u32,
+    bytes_per_channel: u32,
+    numeric: Numeric,
+    order: Order,
+) -> FormatInfo {
+    FormatInfo {
+        format,
+        cuda,
+        channels,
+        bytes_per_channel,
+        numeric,
+        order,
+    }
+}
+
+/// Every format a CUDA array can hold.
+pub const TABLE: &[FormatInfo] = &[
+    // 8 bits per channel
+    row(
+        vk::Format::R8_UNORM,
+        CU_AD_FORMAT_UNSIGNED_INT8,
+        1,
+        1,
+        Unorm,
+        Rgba,
+    ),
+    row(
+        vk::Format::R8_SNORM,
+        CU_AD_FORMAT_SIGNED_INT8,
+        1,
+        1,
+        Snorm,
+        Rgba,
+    ),
+    row(
+        vk::Format::R8_UINT,
+        CU_AD_FORMAT_UNSIGNED_INT8,
+        1,
+        1,
+        Uint,
+        Rgba,
+    ),
+    row(
+        vk::Format::R8_SINT,
+        CU_AD_FORMAT_SIGNED_INT8,
+        1,
+        1,
+        Sint,
+        Rgba,
+    ),
+    row(
+        vk::Format::R8_SRGB,
+        CU_AD_FORMAT_UNSIGNED_INT8,
+        1,
+        1,
+        Srgb,
+        Rgba,
+    ),
+    row(
+        vk::Format::R8G8_UNORM,
+        CU_AD_FORMAT_UNSIGNED_INT8,
+        2,
+        1,
+        Unorm,
+        Rgba,
+    ),
+    row(
+        vk::Format::R8G8_SNORM,
+        CU_AD_FORMAT_SIGNED_INT8,
+        2,
+        1,
+        Snorm,
+        Rgba,
+    ),
+    row(
+        vk::Format::R8G8_UINT,
+        CU_AD_FORMAT_UNSIGNED_INT8,
+        2,
+        1,
+        Uint,
+        Rgba,
+    ),
+    row(
+        vk::Format::R8G8_SINT,
+        CU_AD_FORMAT_SIGNED_INT8,
+        2,
+        1,
+        Sint,
+        Rgba,
+    ),
+    row(
+        vk::Format::R8G8_SRGB,
+        CU_AD_FORMAT_UNSIGNED_INT8,
+        2,
+        1,
+        Srgb,
+        Rgba,
+    ),
+    row(
+        vk::Format::R8G8B8A8_UNORM,
+        CU_AD_FORMAT_UNSIGNED_INT8,
+        4,
+        1,
+        Unorm,
+        Rgba,
+    ),
+    row(
+        vk::Format::R8G8B8A8_SNORM,
+        CU_AD_FORMAT_SIGNED_INT8,
+        4,
+        1,
+        Snorm,
+        Rgba,
+    ),
+    row(
+        vk::Format::R8G8B8A8_UINT,
+        CU_AD_FORMAT_UNSIGNED_INT8,
+        4,
+        1,
+        Uint,
+        Rgba,
+    ),
+    row(
+        vk::Format::R8G8B8A8_SINT,
+        CU_AD_FORMAT_SIGNED_INT8,
+        4,
+        1,
+        Sint,
+        Rgba,
+    ),
+    row(
+        vk::Format::R8G8B8A8_SRGB,
+        CU_AD_FORMAT_UNSIGNED_INT8,
+        4,
+        1,
+        Srgb,
+        Rgba,
+    ),
+    row(
+        vk::Format::B8G8R8A8_UNORM,
+        CU_AD_FORMAT_UNSIGNED_INT8,
+        4,
+        1,
+        Unorm,
+        Bgra,
+    ),
+    row(
+        vk::Format::B8G8R8A8_SNORM,
+        CU_AD_FORMAT_SIGNED_INT8,
+        4,
+        1,
+        Snorm,
+        Bgra,
+    ),
+    row(
+        vk::Format::B8G8R8A8_UINT,
+        CU_AD_FORMAT_UNSIGNED_INT8,
+        4,
+        1,
+        Uint,
+        Bgra,
+    ),
+    row(
+        vk::Format::B8G8R8A8_SINT,
+        CU_AD_FORMAT_SIGNED_INT8,
+        4,
+        1,
+        Sint,
+        Bgra,
+    ),
+    row(
+        vk::Format::B8G8R8A8_SRGB,
+        CU_AD_FORMAT_UNSIGNED_INT8,
+        4,
+        1,
+        Srgb,
+        Bgra,
+    ),
+    // 16 bits per channel
+    row(
+        vk::Format::R16_UNORM,
+        CU_AD_FORMAT_UNSIGNED_INT16,
+        1,
+        2,
+        Unorm,
+        Rgba,
+    ),
+    row(
+        vk::Format::R16_SNORM,
+        CU_AD_FORMAT_SIGNED_INT16,
+        1,
+        2,
+        Snorm,
+        Rgba,
+    ),
+    row(
+        vk::Format::R16_UINT,
+        CU_AD_FORMAT_UNSIGNED_INT16,
+        1,
+        2,
+        Uint,
+        Rgba,
+    ),
+    row(
+        vk::Format::R16_SINT,
+        CU_AD_FORMAT_SIGNED_INT16,
+        1,
+        2,
+        Sint,
+        Rgba,
+    ),
+    row(
+        vk::Format::R16_SFLOAT,
+        CU_AD_FORMAT_HALF,
+        1,
+        2,
+        Sfloat,
+        Rgba,
+    ),
+    row(
+        vk::Format::R16G16_UNORM,
+        CU_AD_FORMAT_UNSIGNED_INT16,
+        2,
+        2,
+        Unorm,
+        Rgba,
+    ),
+    row(
+        vk::Format::R16G16_SNORM,
+        CU_AD_FORMAT_SIGNED_INT16,
+        2,
+        2,
+        Snorm,
+        Rgba,
+    ),
+    row(
+        vk::Format::R16G16_UINT,
+        CU_AD_FORMAT_UNSIGNED_INT16,
+        2,
+        2,
+        Uint,
+        Rgba,
+    ),
+    row(
+        vk::Format::R16G16_SINT,
+        CU_AD_FORMAT_SIGNED_INT16,
+        2,
+        2,
+        Sint,
+        Rgba,
+    ),
+    row(
+        vk::Format::R16G16_SFLOAT,
+        CU_AD_FORMAT_HALF,
+        2,
+        2,
+        Sfloat,
+        Rgba,
+    ),
+    row(
+        vk::Format::R16G16B16A16_UNORM,
+        CU_AD_FORMAT_UNSIGNED_INT16,
+        4,
+        2,
+        Unorm,
+        Rgba,
+    ),
+    row(
+        vk::Format::R16G16B16A16_SNORM,
+        CU_AD_FORMAT_SIGNED_INT16,
+        4,
+        2,
+        Snorm,
+        Rgba,
+    ),
+    row(
+        vk::Format::R16G16B16A16_UINT,
+        CU_AD_FORMAT_UNSIGNED_INT16,
+        4,
+        2,
+        Uint,
+        Rgba,
+    ),
+    row(
+        vk::Format::R16G16B16A16_SINT,
+        CU_AD_FORMAT_SIGNED_INT16,
+        4,
+        2,
+        Sint,
+        Rgba,
+    ),
+    row(
+        vk::Format::R16G16B16A16_SFLOAT,
+        CU_AD_FORMAT_HALF,
+        4,
+        2,
+        Sfloat,
+        Rgba,
+    ),
+    // 32 bits per channel
+    row(
+        vk::Format::R32_UINT,
+        CU_AD_FORMAT_UNSIGNED_INT32,
+        1,
+        4,
+        Uint,
+        Rgba,
+    ),
+    row(
+        vk::Format::R32_SINT,
+        CU_AD_FORMAT_SIGNED_INT32,
+        1,
+        4,
+        Sint,
+        Rgba,
+    ),
+    row(
+        vk::Format::R32_SFLOAT,
+        CU_AD_FORMAT_FLOAT,
+        1,
+        4,
+        Sfloat,
+        Rgba,
+    ),
+    row(
+        vk::Format::R32G32_UINT,
+        CU_AD_FORMAT_UNSIGNED_INT32,
+        2,
+        4,
+        Uint,
+        Rgba,
+    ),
+    row(
+        vk::Format::R32G32_SINT,
+        CU_AD_FORMAT_SIGNED_INT32,
+        2,
+        4,
+        Sint,
+        Rgba,
+    ),
+    row(
+        vk::Format::R32G32_SFLOAT,
+        CU_AD_FORMAT_FLOAT,
+        2,
+        4,
+        Sfloat,
+        Rgba,
+    ),
+    row(
+        vk::Format::R32G32B32A32_UINT,
+        CU_AD_FORMAT_UNSIGNED_INT32,
+        4,
+        4,
+        Uint,
+        Rgba,
+    ),
+    row(
+        vk::Format::R32G32B32A32_SINT,
+        CU_AD_FORMAT_SIGNED_INT32,
+        4,
+        4,
+        Sint,
+        Rgba,
+    ),
+    row(
+        vk::Format::R32G32B32A32_SFLOAT,
+        CU_AD_FORMAT_FLOAT,
+        4,
+        4,
+        Sfloat,
+        Rgba,
+    ),
+];
+
+/// The format's name as the Vulkan headers spell it (`VK_FORMAT_R8G8B8A8_UNORM`),
+/// or `None` for a value that is no format this library knows.
+pub fn name(format: vk::Format) -> Option<String> {
+    let debug = format!("{format:?}");
+    if !debug.starts_with(|c: char| c.is_ascii_uppercase())
+        || !debug
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+    {
+        return None;
+    }
+    // ash spells ASTC block sizes "4X4"; the headers spell them "4x4".
+    let mut spelled = String::with_capacity(debug.len());
+    let bytes = debug.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        let between_digits = debug.starts_with("ASTC_")
+            && b == b'X'
+            && i > 0
+            && bytes[i - 1].is_ascii_digit()
+            && bytes.get(i + 1).is_some_and(|n| n.is_ascii_digit());
+        spelled.push(if between_digits { 'x' } else { b as char });
+    }
+    Some(format!("VK_FORMAT_{spelled}"))
+}
+
+/// A name for messages: the header spelling, or the number for an unknown value.
+pub fn display(format: vk::Format) -> String {
+    name(format).unwrap_or_else(|| format!("VkFormat({})", format.as_raw()))
+}
+
+/// The table row of a format that CUDA can hold; `Unsupported` with a message
+/// naming a supported neighbour for a known format it cannot, `InvalidArgument`
+/// for a value that is not a `VkFormat`.
+pub fn lookup(format: vk::Format) -> Result<FormatInfo> {
+    if let Some(row) = TABLE.iter().find(|r| r.format == format) {
+        return Ok(*row);
+    }
+    let Some(full) = name(format) else {
+        return Err(Error::invalid(format!(
+            "{} is not a VkFormat",
+            display(format)
+        )));
+    };
+    if format == vk::Format::UNDEFINED {
+        return Err(Error::invalid(
+            "VK_FORMAT_UNDEFINED is not a format; pick one such as VK_FORMAT_R8G8B8A8_UNORM",
+        ));
+    }
+    let short = full.trim_start_matches("VK_FORMAT_");
+    let (why, neighbour, note) = refusal(short);
+    Err(Error::unsupported(format!(
+        "{full} {why}; use VK_FORMAT_{neighbour}{note}"
+    )))
+}
+
+/// The Vulkan format with this CUDA layout, numeric kind and channel order.
+pub fn reverse(
+    cuda: CUarray_format,
+    channels: u32,
+    numeric: Numeric,
+    order: Order,
+) -> Option<vk::Format> {
+    TABLE
+        .iter()
+        .find(|r| {
+            r.cuda == cuda && r.channels == channels && r.numeric == numeric && r.order == order
+        })
+        .map(|r| r.format)
+}
+
+/// Every Vulkan format that CUDA sees as this array format and channel count
+/// (UNORM, UINT and SRGB of one width share a CUDA format, for example).
+pub fn vk_formats_for(cuda: CUarray_format, channels: u32) -> Vec<vk::Format> {
+    TABLE
+        .iter()
+        .filter(|r| r.cuda == cuda && r.channels == channels)
+        .map(|r| r.format)
+        .collect()
+}
+
+/// The numeric suffix of a format name ("UNORM" of "R8G8B8_UNORM").
+fn suffix_numeric(short: &str) -> &'static str {
+    for (pat, n) in [
+        ("_UNORM", "UNORM"),
+        ("_SNORM", "SNORM"),
+        ("_USCALED", "UINT"),
+        ("_SSCALED", "SINT"),
+        ("_UINT", "UINT"),
+        ("_SINT", "SINT"),
+        ("_SRGB", "SRGB"),
+        ("_UFLOAT", "SFLOAT"),
+        ("_SFLOAT", "SFLOAT"),
+    ] {
+        if short.contains(pat) {
+            return n;
+        }
+    }
+    "UNORM"
+}
+
+/// The widest channel size in a format name (8, 16, 32 or 64), from the digits
+/// after each channel letter.
+fn channel_bits(short: &str) -> u32 {
+    let b = short.as_bytes();
+    let mut max = 0;
+    let mut i = 0;
+    while i < b.len() {
+        if matches!(b[i], b'R' | b'G' | b'B' | b'A' | b'D' | b'S' | b'X') {
+            let start = i + 1;
+            let mut end = start;
+            while end < b.len() && b[end].is_ascii_digit() {
+                end += 1;
+            }
+            if end > start {
+                max = max.max(short[start..end].parse().unwrap_or(0));
+            }
+            i = end.max(i + 1);
+        } else {
+            i += 1;
+        }
+    }
+    max
+}
+
+/// The supported format of `bits` per channel, `channels` and `numeric` nearest
+/// to what was asked (wider or plainer when that combination does not exist).
+fn neighbour(bits: u32, channels: u32, numeric: &str) -> String {
+    let bits = match bits {
+        0..=8 => 8,
+        9..=16 => 16,
+        _ => 32,
+    };
+    let numeric = match (bits, numeric) {
+        (32, "UNORM") | (32, "SRGB") => "UINT",
+        (32, "SNORM") => "SINT",
+        (16, "SRGB") => "UNORM",
+        (8, "SFLOAT") => "UNORM",
+        (_, n) => n,
+    };
+    let letters = ["R", "G", "B", "A"];
+    let mut s = String::new();
+    for l in &letters[..fit_channels(channels) as usize] {
+        s.push_str(&format!("{l}{bits}"));
+    }
+    format!("{s}_{numeric}")
+}
+
+/// Why a known format is refused, the supported format to use instead, and a
+/// note on how that neighbour relates to it.
+fn refusal(short: &str) -> (&'static str, String, &'static str) {
+    let numeric = suffix_numeric(short);
+    let bits = channel_bits(short);
+    let channels = channel_count(short);
+    if short.contains("PLANE") || short.contains("_422_") || short.contains("_420_") {
+        let bits = if short.starts_with("G8") || short.starts_with("B8") {
+            8
+        } else {
+            16
+        };
+        return (
+            "is a multi-planar or subsampled (YCbCr) format, which CUDA arrays cannot hold",
+            neighbour(bits, 1, "UNORM"),
+            " (one image per plane)",
+        );
+    }
+    if short.ends_with("_BLOCK") || short.ends_with("_BLOCK_IMG") {
+        let n = if short.contains("FLOAT") {
+            "SFLOAT"
+        } else {
+            numeric
+        };
+        let bits = if n == "SFLOAT" { 16 } else { 8 };
+        return (
+            "is block-compressed, which CUDA arrays of external memory cannot hold",
+            neighbour(bits, 4, n),
+            " (decompressed)",
+        );
+    }
+    let depth_stencil = ["D16", "D24", "D32", "X8_D24", "S8"]
+        .iter()
+        .any(|p| short.starts_with(p));
+    if depth_stencil {
+        let n = if short == "D16_UNORM" {
+            "R16_UNORM"
+        } else if short.starts_with("D32_SFLOAT") {
+            "R32_SFLOAT"
+        } else if short == "S8_UINT" {
+            "R8_UINT"
+        } else {
+            "R32_UINT"
+        };
+        return (
+            "is a depth/stencil format, which CUDA arrays cannot hold",
+            n.into(),
+            " (copy the depth or stencil values into a colour image)",
+        );
+    }
+    if short.contains("SCALED") {
+        return (
+            "is a scaled format (integers read as floats), which CUDA arrays cannot hold",
+            neighbour(bits, fit_channels(channels), numeric),
+            " (the integers)",
+        );
+    }
+    if short.contains("PACK") {
+        if let Some(same) = same_bytes_as_packed(short) {
+            return (
+                "is a packed format, which the format table does not list",
+                same,
+                " (the same bytes in memory)",
+            );
+        }
+        let n = if short.contains("UFLOAT") {
+            "SFLOAT"
+        } else {
+            numeric
+        };
+        let bits = if bits > 8 || n == "SFLOAT" { 16 } else { 8 };
+        return (
+            "is a packed format (several channels in one word), which CUDA arrays cannot hold",
+            neighbour(bits, fit_channels(channels), n),
+            "",
+        );
+    }
+    if bits == 64 {
+        return if channels <= 2 {
+            (
+                "has 64-bit channels, which CUDA arrays cannot hold",
+                neighbour(32, channels * 2, "UINT"),
+                " (the same bytes)",
+            )
+        } else {
+            (
+                "has 64-bit channels, which CUDA arrays cannot hold",
+                neighbour(32, 4, "SFLOAT"),
+                " (at lower precision)",
+            )
+        };
+    }
+    if channels == 3 {
+        let bgra = format!("B{bits}G{bits}R{bits}A{bits}_{numeric}");
+        let four = if short.starts_with('B') && lookup_short(&bgra) {
+            bgra
+        } else {
+            neighbour(bits, 4, numeric)
+        };
+        return ("has 3 channels, which CUDA arrays cannot hold", four, "");
+    }
+    if short.starts_with("A8_") {
+        return (
+            "is an alpha-only format, which the format table does not list",
+            "R8_UNORM".into(),
+            " (the same bytes)",
+        );
+    }
+    if short.starts_with("R16G16_S10_5") || short.starts_with("R16G16_SFIXED5") {
+        return (
+            "is a fixed-point format, which CUDA arrays cannot hold",
+            "R16G16_SINT".into(),
+            " (the same bytes)",
+        );
+    }
+    (
+        "has no CUDA array format",
+        neighbour(bits.max(8), fit_channels(channels), numeric),
+        "",
+    )
+}
+
+fn lookup_short(short: &str) -> bool {
+    TABLE
+        .iter()
+        .any(|r| name(r.format).as_deref() == Some(&format!("VK_FORMAT_{short}")))
+}
+
+fn fit_channels(n: u32) -> u32 {
+    match n {
+        0 | 1 => 1,
+        2 => 2,
+        _ => 4,
+    }
+}
+
+/// The number of colour channels named before the first `_`.
+fn channel_count(short: &str) -> u32 {
+    let head = short.split('_').next().unwrap_or("");
+    head.chars()
+        .filter(|c| matches!(c, 'R' | 'G' | 'B' | 'A'))
+        .count() as u32
+}
+
+/// Packed formats whose bytes in memory (little-endian) equal a table format.
+fn same_bytes_as_packed(short: &str) -> Option<String> {
+    let rest = short.strip_prefix("A8B8G8R8_")?.strip_suffix("_PACK32")?;
+    let candidate = format!("R8G8B8A8_{rest}");
+    lookup_short(&candidate).then_some(candidate)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+
+    /// Every value ash names as a format: the core range and the extension ranges.
+    fn all_known_formats() -> Vec<vk::Format> {
+        let ranges = [
+            0..=300,
+            1_000_054_000..=1_000_054_010,
+            1_000_066_000..=1_000_066_020,
+            1_000_156_000..=1_000_156_040,
+            1_000_288_000..=1_000_288_040,
+            1_000_330_000..=1_000_330_010,
+            1_000_340_000..=1_000_340_010,
+            1_000_464_000..=1_000_464_010,
+            1_000_470_000..=1_000_470_010,
+        ];
+        ranges
+            .into_iter()
+            .flatten()
+            .map(vk::Format::from_raw)
+            .filter(|f| name(*f).is_some())
+            .collect()
+    }
+
+    #[test]
+    fn every_entry_round_trips() {
+        assert_eq!(TABLE.len(), 44);
+        for r in TABLE {
+            let got = lookup(r.format).unwrap();
+            assert_eq!(got, *r);
+            assert_eq!(
+                reverse(r.cuda, r.channels, r.numeric, r.order),
+                Some(r.format)
+            );
+            assert!(vk_formats_for(r.cuda, r.channels).contains(&r.format));
+            assert!(matches!(r.channels, 1 | 2 | 4));
+            let cuda_bytes = match r.cuda {
+                CU_AD_FORMAT_UNSIGNED_INT8 | CU_AD_FORMAT_SIGNED_INT8 => 1,
+                CU_AD_FORMAT_UNSIGNED_INT16 | CU_AD_FORMAT_SIGNED_INT16 | CU_AD_FORMAT_HALF => 2,
+                CU_AD_FORMAT_UNSIGNED_INT32 | CU_AD_FORMAT_SIGNED_INT32 | CU_AD_FORMAT_FLOAT => 4,
+                other => panic!("unexpected CUDA format {other:?}"),
+            };
+            assert_eq!(cuda_bytes, r.bytes_per_channel, "{:?}", r.format);
+            // The name agrees with the row: channel count, width and numeric kind.
+            let short = name(r.format).unwrap();
+            let short = short.trim_start_matches("VK_FORMAT_");
+            assert_eq!(channel_count(short), r.channels, "{short}");
+            assert_eq!(channel_bits(short), r.bytes_per_channel * 8, "{short}");
+            let kind = match r.numeric {
+                Unorm => "_UNORM",
+                Snorm => "_SNORM",
+                Uint => "_UINT",
+                Sint => "_SINT",
+                Sfloat => "_SFLOAT",
+                Srgb => "_SRGB",
+            };
+            assert!(short.ends_with(kind), "{short}");
+            assert_eq!(short.starts_with('B'), r.order == Bgra, "{short}");
+        }
+        // No format appears twice.
+        for (i, a) in TABLE.iter().enumerate() {
+            assert!(TABLE[i + 1..].iter().all(|b| b.format != a.format));
+        }
+    }
+
+    #[test]
+    fn the_table_covers_every_width_kind_and_channel_count() {
+        for bytes in [1, 2, 4] {
+            for channels in [1, 2, 4] {
+                let kinds: &[Numeric] = match bytes {
+                    1 => &[Unorm, Snorm, Uint, Sint, Srgb],
+                    2 => &[Unorm, Snorm, Uint, Sint, Sfloat],
+                    _ => &[Uint, Sint, Sfloat],
+                };
+                for k in kinds {
+                    assert!(
+                        TABLE.iter().any(|r| r.bytes_per_channel == bytes
+                            && r.channels == channels
+                            && r.numeric == *k
+                            && r.order == Rgba),
+                        "missing {bytes} bytes x {channels} {k:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_other_known_format_is_refused_with_a_supported_neighbour() {
+        let formats = all_known_formats();
+        assert!(formats.len() > 200, "only {} formats found", formats.len());
+        let mut refused = 0;
+        for f in formats {
+            if TABLE.iter().any(|r| r.format == f) || f == vk::Format::UNDEFINED {
+                continue;
+            }
+            let e = lookup(f).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Unsupported, "{}", e.message);
+            let full = name(f).unwrap();
+            assert!(e.message.starts_with(&full), "{}", e.message);
+            let (_, tail) = e
+                .message
+                .split_once("; use ")
+                .expect("the message names a neighbour");
+            let suggested = tail.split(' ').next().unwrap();
+            assert!(
+                TABLE
+                    .iter()
+                    .any(|r| name(r.format).as_deref() == Some(suggested)),
+                "{full}: the neighbour {suggested} is not in the table ({})",
+                e.message
+            );
+            refused += 1;
+        }
+        assert!(refused > 150);
+    }
+
+    fn refused(f: vk::Format) -> String {
+        let e = lookup(f).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Unsupported);
+        e.message
+    }
+
+    /// The neighbour a refusal suggests.
+    fn use_of(message: &str) -> &str {
+        let (_, tail) = message.split_once("; use ").expect(message);
+        tail.split(' ').next().unwrap()
+    }
+
+    #[test]
+    fn refusals_say_why() {
+        assert_eq!(
+            refused(vk::Format::R8G8B8_UNORM),
+            "VK_FORMAT_R8G8B8_UNORM has 3 channels, which CUDA arrays cannot hold; use VK_FORMAT_R8G8B8A8_UNORM"
+        );
+        assert!(use_of(&refused(vk::Format::B8G8R8_SRGB)) == "VK_FORMAT_B8G8R8A8_SRGB");
+        assert!(use_of(&refused(vk::Format::R16G16B16_SFLOAT)) == "VK_FORMAT_R16G16B16A16_SFLOAT");
+        assert!(use_of(&refused(vk::Format::R32G32B32_SFLOAT)) == "VK_FORMAT_R32G32B32A32_SFLOAT");
+        let m = refused(vk::Format::A2B10G10R10_UNORM_PACK32);
+        assert!(m.contains("packed"), "{m}");
+        assert!(use_of(&m) == "VK_FORMAT_R16G16B16A16_UNORM", "{m}");
+        assert!(
+            use_of(&refused(vk::Format::B10G11R11_UFLOAT_PACK32))
+                == "VK_FORMAT_R16G16B16A16_SFLOAT"
+        );
+        assert!(use_of(&refused(vk::Format::R5G6B5_UNORM_PACK16)) == "VK_FORMAT_R8G8B8A8_UNORM");
+        assert!(use_of(&refused(vk::Format::A8B8G8R8_SRGB_PACK32)) == "VK_FORMAT_R8G8B8A8_SRGB");
+        let m = refused(vk::Format::BC7_SRGB_BLOCK);
+        assert!(m.contains("block-compressed"), "{m}");
+        assert!(use_of(&m) == "VK_FORMAT_R8G8B8A8_SRGB", "{m}");
+        assert!(use_of(&refused(vk::Format::BC6H_UFLOAT_BLOCK)) == "VK_FORMAT_R16G16B16A16_SFLOAT");
+        let m = refused(vk::Format::ASTC_4X4_UNORM_BLOCK);
+        assert!(m.starts_with("VK_FORMAT_ASTC_4x4_UNORM_BLOCK "), "{m}");
+        let m = refused(vk::Format::D32_SFLOAT);
+        assert!(m.contains("depth/stencil"), "{m}");
+        assert!(use_of(&m) == "VK_FORMAT_R32_SFLOAT", "{m}");
+        assert!(use_of(&refused(vk::Format::D16_UNORM)) == "VK_FORMAT_R16_UNORM");
+        assert!(use_of(&refused(vk::Format::D24_UNORM_S8_UINT)) == "VK_FORMAT_R32_UINT");
+        assert!(use_of(&refused(vk::Format::S8_UINT)) == "VK_FORMAT_R8_UINT");
+        let m = refused(vk::Format::G8_B8R8_2PLANE_420_UNORM);
+        assert!(m.contains("multi-planar"), "{m}");
+        assert!(use_of(&m) == "VK_FORMAT_R8_UNORM", "{m}");
+        assert!(
+            use_of(&refused(vk::Format::G16_B16_R16_3PLANE_444_UNORM)) == "VK_FORMAT_R16_UNORM"
+        );
+        assert!(refused(vk::Format::G8B8G8R8_422_UNORM).contains("multi-planar or subsampled"));
+        let m = refused(vk::Format::R8G8_USCALED);
+        assert!(m.contains("scaled"), "{m}");
+        assert!(use_of(&m) == "VK_FORMAT_R8G8_UINT", "{m}");
+        let m = refused(vk::Format::R64_UINT);
+        assert!(m.contains("64-bit"), "{m}");
+        assert!(use_of(&m) == "VK_FORMAT_R32G32_UINT", "{m}");
+    }
+
+    #[test]
+    fn non_formats_are_invalid() {
+        for raw in [-1, 185_000, 0x7FFF_FFFF] {
+            let e = lookup(vk::Format::from_raw(raw)).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::InvalidArgument, "{}", e.message);
+            assert!(e.message.contains("is not a VkFormat"), "{}", e.message);
+        }
+        let e = lookup(vk::Format::UNDEFINED).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidArgument);
+    }
+
+    #[test]
+    fn names_are_spelled_like_the_headers() {
+        assert_eq!(name(vk::Format::R8_UNORM).unwrap(), "VK_FORMAT_R8_UNORM");
+        assert_eq!(
+            name(vk::Format::ASTC_10X10_SRGB_BLOCK).unwrap(),
+            "VK_FORMAT_ASTC_10x10_SRGB_BLOCK"
+        );
+        assert_eq!(
+            name(vk::Format::R10X6_UNORM_PACK16).unwrap(),
+            "VK_FORMAT_R10X6_UNORM_PACK16"
+        );
+        assert_eq!(display(vk::Format::from_raw(-7)), "VkFormat(-7)");
+    }
+}

@@ -1,0 +1,320 @@
+//! Exportable images: support queries (format features, external image format
+//! properties), `VkImage` creation with dedicated exportable memory, and the
+//! memory requirements of an engine's image.
+
+use ash::vk;
+
+use super::memory::HANDLE_TYPE;
+use super::support::find_memory_type;
+use super::VulkanDevice;
+use crate::error::{Error, Result};
+use crate::format;
+use crate::stats;
+
+/// What `vkCreateImage` gets (tiling is always OPTIMAL, sharing EXCLUSIVE).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImageParams {
+    pub image_type: vk::ImageType,
+    pub format: vk::Format,
+    pub extent: vk::Extent3D,
+    pub mip_levels: u32,
+    pub array_layers: u32,
+    pub flags: vk::ImageCreateFlags,
+    pub usage: vk::ImageUsageFlags,
+}
+
+/// A `VkImage` bound at offset 0 of its own dedicated, exportable memory.
+#[derive(Clone, Copy, Debug)]
+pub struct ImageMemory {
+    pub image: vk::Image,
+    pub memory: vk::DeviceMemory,
+    pub allocation_size: u64,
+}
+
+impl ImageMemory {
+    /// Destroys the image, then frees the memory.
+    pub fn destroy(&self, dev: &VulkanDevice) {
+        // SAFETY: both were created on this device and the caller no longer uses them.
+        unsafe {
+            dev.device.destroy_image(self.image, None);
+            dev.device.free_memory(self.memory, None);
+        }
+        stats::VK_IMAGES.sub();
+        stats::VK_MEMORIES.sub();
+    }
+}
+
+/// The format features each usage needs (optimal tiling).
+pub const USAGE_FEATURES: [(vk::ImageUsageFlags, vk::FormatFeatureFlags, &str); 7] = [
+    (
+        vk::ImageUsageFlags::TRANSFER_SRC,
+        vk::FormatFeatureFlags::TRANSFER_SRC,
+        "VK_IMAGE_USAGE_TRANSFER_SRC_BIT",
+    ),
+    (
+        vk::ImageUsageFlags::TRANSFER_DST,
+        vk::FormatFeatureFlags::TRANSFER_DST,
+        "VK_IMAGE_USAGE_TRANSFER_DST_BIT",
+    ),
+    (
+        vk::ImageUsageFlags::SAMPLED,
+        vk::FormatFeatureFlags::SAMPLED_IMAGE,
+        "VK_IMAGE_USAGE_SAMPLED_BIT",
+    ),
+    (
+        vk::ImageUsageFlags::STORAGE,
+        vk::FormatFeatureFlags::STORAGE_IMAGE,
+        "VK_IMAGE_USAGE_STORAGE_BIT",
+    ),
+    (
+        vk::ImageUsageFlags::COLOR_ATTACHMENT,
+        vk::FormatFeatureFlags::COLOR_ATTACHMENT,
+        "VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT",
+    ),
+    (
+        vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT,
+        vk::FormatFeatureFlags::DEPTH_STENCIL_ATTACHMENT,
+        "VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT",
+    ),
+    (
+        vk::ImageUsageFlags::INPUT_ATTACHMENT,
+        vk::FormatFeatureFlags::COLOR_ATTACHMENT,
+        "VK_IMAGE_USAGE_INPUT_ATTACHMENT_BIT",
+    ),
+];
+
+/// Vulkan flags for messages: their names, or "none".
+fn flags_text<T: std::fmt::Debug + PartialEq + Default>(flags: T) -> String {
+    if flags == T::default() {
+        "none".into()
+    } else {
+        format!("{flags:?}")
+    }
+}
+
+/// The optimal-tiling features of `format` on the device.
+pub fn optimal_features(dev: &VulkanDevice, format: vk::Format) -> vk::FormatFeatureFlags {
+    // SAFETY: valid physical device.
+    unsafe {
+        dev.instance
+            .get_physical_device_format_properties(dev.physical, format)
+    }
+    .optimal_tiling_features
+}
+
+/// Refuses usages the format's optimal-tiling features do not allow, naming the
+/// usage and the missing feature.
+pub fn check_usage_features(
+    dev: &VulkanDevice,
+    format: vk::Format,
+    usage: vk::ImageUsageFlags,
+) -> Result<()> {
+    let features = optimal_features(dev, format);
+    for (u, f, name) in USAGE_FEATURES {
+        if usage.contains(u) && !features.contains(f) {
+            return Err(Error::unsupported(format!(
+                "{} does not support {name} on this device: its optimal-tiling format features \
+                 ({}) lack {f:?}",
+                format::display(format),
+                flags_text(features)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// What the device supports for images of `p` shared as `OPAQUE_FD`, or
+/// `Unsupported` with the reason.
+pub fn external_image_properties(
+    dev: &VulkanDevice,
+    p: &ImageParams,
+) -> Result<(vk::ImageFormatProperties, vk::ExternalMemoryProperties)> {
+    let mut ext_info =
+        vk::PhysicalDeviceExternalImageFormatInfo::default().handle_type(HANDLE_TYPE);
+    let info = vk::PhysicalDeviceImageFormatInfo2::default()
+        .format(p.format)
+        .ty(p.image_type)
+        .tiling(vk::ImageTiling::OPTIMAL)
+        .usage(p.usage)
+        .flags(p.flags)
+        .push_next(&mut ext_info);
+    let mut ext_props = vk::ExternalImageFormatProperties::default();
+    let mut props = vk::ImageFormatProperties2::default().push_next(&mut ext_props);
+    // SAFETY: valid physical device; structs owned here.
+    let r = unsafe {
+        dev.instance
+            .get_physical_device_image_format_properties2(dev.physical, &info, &mut props)
+    };
+    let image_props = props.image_format_properties;
+    match r {
+        Ok(()) => {}
+        Err(vk::Result::ERROR_FORMAT_NOT_SUPPORTED) => {
+            return Err(Error::unsupported(format!(
+                "the device does not support {:?} images of {} with usage {} and flags {} \
+                 (optimal tiling) as exportable OPAQUE_FD memory: \
+                 vkGetPhysicalDeviceImageFormatProperties2 returned VK_ERROR_FORMAT_NOT_SUPPORTED",
+                p.image_type,
+                format::display(p.format),
+                flags_text(p.usage),
+                flags_text(p.flags)
+            )))
+        }
+        Err(r) => return Err(Error::vk("vkGetPhysicalDeviceImageFormatProperties2", r)),
+    }
+    Ok((image_props, ext_props.external_memory_properties))
+}
+
+/// Checks the image against what the device supports for exportable images: the
+/// format/usage/type combination, the extent, mip levels and array layers limits.
+pub fn check_exportable(dev: &VulkanDevice, p: &ImageParams) -> Result<()> {
+    let (limits, ext) = external_image_properties(dev, p)?;
+    if !ext
+        .external_memory_features
+        .contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE)
+    {
+        return Err(Error::unsupported(format!(
+            "the device cannot export OPAQUE_FD memory for {:?} images of {} with usage {} \
+             (external memory features: {})",
+            p.image_type,
+            format::display(p.format),
+            flags_text(p.usage),
+            flags_text(ext.external_memory_features)
+        )));
+    }
+    let e = p.extent;
+    let m = limits.max_extent;
+    if e.width > m.width || e.height > m.height || e.depth > m.depth {
+        return Err(Error::unsupported(format!(
+            "extent {}x{}x{} is larger than the device allows for exportable {:?} images of {} \
+             ({}x{}x{})",
+            e.width,
+            e.height,
+            e.depth,
+            p.image_type,
+            format::display(p.format),
+            m.width,
+            m.height,
+            m.depth
+        )));
+    }
+    if p.mip_levels > limits.max_mip_levels {
+        return Err(Error::unsupported(format!(
+            "{} mip levels are more than the device allows for these images ({})",
+            p.mip_levels, limits.max_mip_levels
+        )));
+    }
+    if p.array_layers > limits.max_array_layers {
+        return Err(Error::unsupported(format!(
+            "{} array layers are more than the device allows for these images ({})",
+            p.array_layers, limits.max_array_layers
+        )));
+    }
+    Ok(())
+}
+
+/// Destroys what an unfinished creation made when it returns early.
+struct Partial<'a> {
+    dev: &'a VulkanDevice,
+    image: vk::Image,
+    memory: vk::DeviceMemory,
+}
+
+impl Partial<'_> {
+    fn finish(mut self, allocation_size: u64) -> ImageMemory {
+        stats::VK_IMAGES.add();
+        stats::VK_MEMORIES.add();
+        let out = ImageMemory {
+            image: self.image,
+            memory: self.memory,
+            allocation_size,
+        };
+        self.image = vk::Image::null();
+        self.memory = vk::DeviceMemory::null();
+        out
+    }
+}
+
+impl Drop for Partial<'_> {
+    fn drop(&mut self) {
+        // SAFETY: each handle was created on this device and is not used by anyone.
+        unsafe {
+            if self.image != vk::Image::null() {
+                self.dev.device.destroy_image(self.image, None);
+            }
+            if self.memory != vk::DeviceMemory::null() {
+                self.dev.device.free_memory(self.memory, None);
+            }
+        }
+    }
+}
+
+/// The memory requirements of an image (any image of this device).
+pub fn requirements(dev: &VulkanDevice, image: vk::Image) -> vk::MemoryRequirements {
+    let info = vk::ImageMemoryRequirementsInfo2::default().image(image);
+    let mut req = vk::MemoryRequirements2::default();
+    // SAFETY: the caller passes an image of this device.
+    unsafe { dev.device.get_image_memory_requirements2(&info, &mut req) };
+    req.memory_requirements
+}
+
+/// A `VkImage` of `p` (optimal tiling, exclusive, initial layout UNDEFINED) with
+/// its own dedicated exportable `OPAQUE_FD` memory. Call [`check_exportable`] first.
+pub fn create_exportable_image(dev: &VulkanDevice, p: &ImageParams) -> Result<ImageMemory> {
+    dev.memory_fd()?;
+    let mut ext = vk::ExternalMemoryImageCreateInfo::default().handle_types(HANDLE_TYPE);
+    let info = vk::ImageCreateInfo::default()
+        .flags(p.flags)
+        .image_type(p.image_type)
+        .format(p.format)
+        .extent(p.extent)
+        .mip_levels(p.mip_levels)
+        .array_layers(p.array_layers)
+        .samples(vk::SampleCountFlags::TYPE_1)
+        .tiling(vk::ImageTiling::OPTIMAL)
+        .usage(p.usage)
+        .sharing_mode(vk::SharingMode::EXCLUSIVE)
+        .initial_layout(vk::ImageLayout::UNDEFINED)
+        .push_next(&mut ext);
+    // SAFETY: valid device; the create info lives for the call.
+    let image = unsafe { dev.device.create_image(&info, None) }
+        .map_err(|r| Error::vk("vkCreateImage", r))?;
+    let mut partial = Partial {
+        dev,
+        image,
+        memory: vk::DeviceMemory::null(),
+    };
+    let req = requirements(dev, image);
+    let max = dev.props.max_allocation_size;
+    if max != 0 && req.size > max {
+        return Err(Error::unsupported(format!(
+            "the image needs {} bytes, more than the device's maxMemoryAllocationSize {max}",
+            req.size
+        )));
+    }
+    let type_index = find_memory_type(
+        &dev.props.memory,
+        req.memory_type_bits,
+        vk::MemoryPropertyFlags::DEVICE_LOCAL,
+        vk::MemoryPropertyFlags::empty(),
+    )
+    .ok_or_else(|| {
+        Error::unsupported(format!(
+            "no DEVICE_LOCAL memory type is allowed for an exportable image (memoryTypeBits {:#x})",
+            req.memory_type_bits
+        ))
+    })?;
+    let mut export = vk::ExportMemoryAllocateInfo::default().handle_types(HANDLE_TYPE);
+    let mut dedicated = vk::MemoryDedicatedAllocateInfo::default().image(image);
+    let alloc = vk::MemoryAllocateInfo::default()
+        .allocation_size(req.size)
+        .memory_type_index(type_index)
+        .push_next(&mut export)
+        .push_next(&mut dedicated);
+    // SAFETY: valid device; the allocate info lives for the call.
+    partial.memory = unsafe { dev.device.allocate_memory(&alloc, None) }
+        .map_err(|r| Error::vk("vkAllocateMemory (dedicated, exportable, for an image)", r))?;
+    // SAFETY: the memory was allocated for this image, offset 0.
+    unsafe { dev.device.bind_image_memory(image, partial.memory, 0) }
+        .map_err(|r| Error::vk("vkBindImageMemory", r))?;
+    Ok(partial.finish(req.size))
+}

@@ -1,0 +1,1517 @@
+//! Shared images through the C ABI.
+//!
+//! On the CPU (lavapipe, Vulkan-only contexts): images of every table format and
+//! of several shapes are created and exported; the fd is imported into a second
+//! VkDevice, wrapped there, and every texel written through one device is read
+//! back through the other, both ways, with the handoff barriers recorded on both
+//! sides. Every argument check is exercised.
+//!
+//! On a GPU (`gpu_*`, skipped without one unless VKCUDA_REQUIRE_GPU=1): for every
+//! table format, Vulkan writes every level and layer and CUDA reads the level
+//! arrays with cuMemcpy3D, then CUDA writes and Vulkan reads; 1D/2D/3D, layers,
+//! cubes, 1x1 and 16384x16384; surface and texture objects are made and kept.
+
+mod common;
+use common::*;
+
+use std::ptr;
+use std::sync::{Mutex, MutexGuard};
+
+use ash::vk;
+use vkcuda::ffi::image::*;
+
+/// The tests of this file run one at a time: the live-object and fd counts are
+/// per process.
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+const TYPE_2D: i32 = 0;
+const TYPE_1D: i32 = 1;
+const TYPE_3D: i32 = 3;
+
+fn desc(ty: i32, format: vk::Format, w: u32, h: u32, d: u32) -> vkcuda_image_create_info {
+    vkcuda_image_create_info {
+        flags: 0,
+        image_type: vkcuda_image_type_raw(ty),
+        format: format.as_raw(),
+        extent: vk::Extent3D {
+            width: w,
+            height: h,
+            depth: d,
+        },
+        mip_levels: 0,
+        array_layers: 0,
+        usage: 0,
+    }
+}
+
+fn d2(format: vk::Format, w: u32, h: u32) -> vkcuda_image_create_info {
+    desc(TYPE_2D, format, w, h, 0)
+}
+
+fn create(ctx: *const vkcuda_context, info: &vkcuda_image_create_info) -> *mut vkcuda_image {
+    let mut im = ptr::null_mut();
+    ok(unsafe { vkcuda_image_create(ctx, info, &mut im) });
+    assert!(!im.is_null());
+    im
+}
+
+/// Creation that must fail with `want`; checks the handle is set to NULL.
+#[track_caller]
+fn create_fails(
+    ctx: *const vkcuda_context,
+    info: &vkcuda_image_create_info,
+    want: vkcuda_result,
+) -> String {
+    let mut im = 0x10 as *mut vkcuda_image;
+    let r = unsafe { vkcuda_image_create(ctx, info, &mut im) };
+    let msg = fails(r, want);
+    assert!(im.is_null(), "the handle is set to NULL on failure");
+    msg
+}
+
+fn image_info(im: *const vkcuda_image) -> vkcuda_image_info {
+    let mut i: vkcuda_image_info = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_image_get_info(im, &mut i) });
+    i
+}
+
+fn live() -> vkcuda_live_objects {
+    let mut l: vkcuda_live_objects = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_get_live_objects(&mut l) });
+    l
+}
+
+fn handoff(v: &Vk) -> vkcuda_handoff_info {
+    vkcuda_handoff_info {
+        flags: 0,
+        queue_family_index: v.family,
+        stage_mask: 0,
+        access_mask: 0,
+    }
+}
+
+/// The shape of every level, and where it sits in a tightly packed buffer.
+#[derive(Clone, Copy, Debug)]
+struct Level {
+    extent: vk::Extent3D,
+    layers: u32,
+    offset: u64,
+    bytes: u64,
+}
+
+fn levels(i: &vkcuda_image_info) -> (Vec<Level>, u64) {
+    let bpt = i.format_info.bytes_per_texel as u64;
+    let mut out = Vec::new();
+    let mut offset = 0u64;
+    for l in 0..i.mip_levels {
+        let e = vk::Extent3D {
+            width: (i.extent.width >> l).max(1),
+            height: (i.extent.height >> l).max(1),
+            depth: (i.extent.depth >> l).max(1),
+        };
+        let bytes = e.width as u64 * e.height as u64 * e.depth as u64 * i.array_layers as u64 * bpt;
+        out.push(Level {
+            extent: e,
+            layers: i.array_layers,
+            offset,
+            bytes,
+        });
+        offset = (offset + bytes).next_multiple_of(16);
+    }
+    (out, offset)
+}
+
+fn regions(i: &vkcuda_image_info) -> Vec<vk::BufferImageCopy> {
+    levels(i)
+        .0
+        .iter()
+        .enumerate()
+        .map(|(l, lv)| {
+            vk::BufferImageCopy::default()
+                .buffer_offset(lv.offset)
+                .image_subresource(vk::ImageSubresourceLayers {
+                    aspect_mask: vk::ImageAspectFlags::COLOR,
+                    mip_level: l as u32,
+                    base_array_layer: 0,
+                    layer_count: lv.layers,
+                })
+                .image_extent(lv.extent)
+        })
+        .collect()
+}
+
+fn range(i: &vkcuda_image_info) -> vk::ImageSubresourceRange {
+    vk::ImageSubresourceRange {
+        aspect_mask: vk::ImageAspectFlags::COLOR,
+        base_mip_level: 0,
+        level_count: i.mip_levels,
+        base_array_layer: 0,
+        layer_count: i.array_layers,
+    }
+}
+
+fn transition(
+    v: &Vk,
+    cmd: vk::CommandBuffer,
+    image: vk::Image,
+    r: vk::ImageSubresourceRange,
+    from: vk::ImageLayout,
+    to: vk::ImageLayout,
+) {
+    let b = vk::ImageMemoryBarrier::default()
+        .src_access_mask(vk::AccessFlags::MEMORY_WRITE)
+        .dst_access_mask(vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE)
+        .old_layout(from)
+        .new_layout(to)
+        .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+        .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+        .image(image)
+        .subresource_range(r);
+    unsafe {
+        v.device.cmd_pipeline_barrier(
+            cmd,
+            vk::PipelineStageFlags::ALL_COMMANDS,
+            vk::PipelineStageFlags::ALL_COMMANDS,
+            vk::DependencyFlags::empty(),
+            &[],
+            &[],
+            &[b],
+        )
+    };
+}
+
+/// Writes `seed`'s pattern into every level and layer of `im` (a vkcuda image
+/// of `v`'s device, in `from` layout) and releases it to the external side.
+fn vulkan_write(v: &Vk, im: *const vkcuda_image, from: vk::ImageLayout, seed: u32) {
+    let i = image_info(im);
+    let (_, total) = levels(&i);
+    let stage = v.host_buffer(total);
+    for (k, x) in stage.bytes().iter_mut().enumerate() {
+        *x = pattern(k, seed);
+    }
+    let regions = regions(&i);
+    v.run(|cmd| {
+        transition(
+            v,
+            cmd,
+            i.image,
+            range(&i),
+            from,
+            vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+        );
+        unsafe {
+            v.device.cmd_copy_buffer_to_image(
+                cmd,
+                stage.buffer,
+                i.image,
+                vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+                &regions,
+            )
+        };
+        ok(unsafe {
+            vkcuda_image_cmd_release_to_cuda(
+                im,
+                cmd,
+                &handoff(v),
+                vk::ImageLayout::TRANSFER_DST_OPTIMAL.as_raw(),
+            )
+        });
+    });
+    v.destroy_host_buffer(stage);
+}
+
+/// Acquires `im` from the external side into TRANSFER_SRC_OPTIMAL and returns
+/// every level's bytes, packed as [`levels`] says.
+fn vulkan_read(v: &Vk, im: *const vkcuda_image) -> Vec<u8> {
+    let i = image_info(im);
+    let (_, total) = levels(&i);
+    let out = v.host_buffer(total);
+    out.bytes().fill(0);
+    let regions = regions(&i);
+    v.run(|cmd| {
+        ok(unsafe {
+            vkcuda_image_cmd_acquire_from_cuda(
+                im,
+                cmd,
+                &handoff(v),
+                vk::ImageLayout::TRANSFER_SRC_OPTIMAL.as_raw(),
+            )
+        });
+        unsafe {
+            v.device.cmd_copy_image_to_buffer(
+                cmd,
+                i.image,
+                vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+                out.buffer,
+                &regions,
+            )
+        };
+    });
+    let data = out.bytes().to_vec();
+    v.destroy_host_buffer(out);
+    data
+}
+
+/// The texels of every level (not the alignment padding) that differ from the pattern.
+fn texel_mismatches(i: &vkcuda_image_info, data: &[u8], seed: u32) -> (u64, u64) {
+    let (lv, _) = levels(i);
+    let mut bad = 0;
+    let mut all = 0;
+    for l in lv {
+        for k in l.offset..l.offset + l.bytes {
+            all += 1;
+            if data[k as usize] != pattern(k as usize, seed) {
+                bad += 1;
+            }
+        }
+    }
+    (bad, all)
+}
+
+/// An image made in a second device on memory imported from an fd.
+struct Imported {
+    image: vk::Image,
+    memory: vk::DeviceMemory,
+}
+
+fn vk_image_type(i: &vkcuda_image_info) -> vk::ImageType {
+    match i.image_type {
+        vkcuda_image_type::VKCUDA_IMAGE_TYPE_1D => vk::ImageType::TYPE_1D,
+        vkcuda_image_type::VKCUDA_IMAGE_TYPE_3D => vk::ImageType::TYPE_3D,
+        _ => vk::ImageType::TYPE_2D,
+    }
+}
+
+fn device_local_type(v: &Vk, bits: u32) -> u32 {
+    let props = unsafe { v.instance.get_physical_device_memory_properties(v.physical) };
+    (0..props.memory_type_count)
+        .find(|&t| {
+            bits & (1 << t) != 0
+                && props.memory_types[t as usize]
+                    .property_flags
+                    .contains(vk::MemoryPropertyFlags::DEVICE_LOCAL)
+        })
+        .expect("a device-local memory type")
+}
+
+/// The engine's way: an exportable image of `i`'s description with its own
+/// dedicated memory, allocated exportable, either new or imported from `fd`.
+fn engine_image(v: &Vk, i: &vkcuda_image_info, fd: Option<i32>) -> (Imported, u64) {
+    let mut ext = vk::ExternalMemoryImageCreateInfo::default()
+        .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+    let flags = if i.flags & VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT != 0 {
+        vk::ImageCreateFlags::CUBE_COMPATIBLE
+    } else {
+        vk::ImageCreateFlags::empty()
+    };
+    let ci = vk::ImageCreateInfo::default()
+        .flags(flags)
+        .image_type(vk_image_type(i))
+        .format(vk::Format::from_raw(i.format))
+        .extent(i.extent)
+        .mip_levels(i.mip_levels)
+        .array_layers(i.array_layers)
+        .samples(vk::SampleCountFlags::TYPE_1)
+        .tiling(vk::ImageTiling::OPTIMAL)
+        .usage(vk::ImageUsageFlags::from_raw(i.usage))
+        .sharing_mode(vk::SharingMode::EXCLUSIVE)
+        .initial_layout(vk::ImageLayout::UNDEFINED)
+        .push_next(&mut ext);
+    let image = unsafe { v.device.create_image(&ci, None) }.unwrap();
+    let req = unsafe { v.device.get_image_memory_requirements(image) };
+    let size = if fd.is_some() {
+        i.allocation_size
+    } else {
+        req.size
+    };
+    let mut export = vk::ExportMemoryAllocateInfo::default()
+        .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+    let mut dedicated = vk::MemoryDedicatedAllocateInfo::default().image(image);
+    let mut import = vk::ImportMemoryFdInfoKHR::default()
+        .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD)
+        .fd(fd.unwrap_or(-1));
+    let mut alloc = vk::MemoryAllocateInfo::default()
+        .allocation_size(size)
+        .memory_type_index(device_local_type(v, req.memory_type_bits))
+        .push_next(&mut export)
+        .push_next(&mut dedicated);
+    if fd.is_some() {
+        alloc = alloc.push_next(&mut import);
+    }
+    let memory = unsafe { v.device.allocate_memory(&alloc, None) }.unwrap();
+    unsafe { v.device.bind_image_memory(image, memory, 0) }.unwrap();
+    (Imported { image, memory }, size)
+}
+
+fn free_engine_image(v: &Vk, e: Imported) {
+    unsafe {
+        v.device.destroy_image(e.image, None);
+        v.device.free_memory(e.memory, None);
+    }
+}
+
+fn wrap_info(e: &Imported, size: u64, i: &vkcuda_image_info) -> vkcuda_image_wrap_info {
+    vkcuda_image_wrap_info {
+        flags: 0,
+        image: e.image,
+        memory: e.memory,
+        allocation_size: size,
+        description: vkcuda_image_create_info {
+            flags: i.flags,
+            image_type: vkcuda_image_type_raw(i.image_type as i32),
+            format: i.format,
+            extent: i.extent,
+            mip_levels: i.mip_levels,
+            array_layers: i.array_layers,
+            usage: i.usage,
+        },
+    }
+}
+
+fn wrap(ctx: *const vkcuda_context, w: &vkcuda_image_wrap_info) -> *mut vkcuda_image {
+    let mut im = ptr::null_mut();
+    ok(unsafe { vkcuda_image_wrap(ctx, w, &mut im) });
+    im
+}
+
+/// Device A creates the image and writes it; its fd goes to device B, which
+/// imports and wraps it, reads every texel, writes a new pattern that A reads.
+fn cross_device(info: &vkcuda_image_create_info) {
+    let a = vulkan_only_context();
+    let b = vulkan_only_context();
+    let (va, vb) = (Vk::new(a), Vk::new(b));
+    let im = create(a, info);
+    let i = image_info(im);
+    vulkan_write(&va, im, vk::ImageLayout::UNDEFINED, 7);
+
+    let mut fd = -1;
+    ok(unsafe { vkcuda_image_export_fd(im, &mut fd) });
+    assert!(fd >= 0 && fd_is_open(fd));
+    let (e, size) = engine_image(&vb, &i, Some(fd));
+    let wrapped = wrap(b, &wrap_info(&e, size, &i));
+    let wi = image_info(wrapped);
+    assert_eq!(wi.wrapped, 1);
+    assert_eq!(wi.image, e.image);
+    assert_eq!(
+        (wi.extent, wi.mip_levels, wi.array_layers),
+        (i.extent, i.mip_levels, i.array_layers)
+    );
+
+    let seen = vulkan_read(&vb, wrapped);
+    let (bad, all) = texel_mismatches(&i, &seen, 7);
+    assert_eq!(bad, 0, "{bad} of {all} bytes differ in device B ({info:?})");
+
+    // And back: B writes (its image is in TRANSFER_SRC_OPTIMAL now), A reads.
+    vulkan_write(&vb, wrapped, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, 8);
+    let back = vulkan_read(&va, im);
+    let (bad, all) = texel_mismatches(&i, &back, 8);
+    assert_eq!(
+        bad, 0,
+        "{bad} of {all} bytes differ back in device A ({info:?})"
+    );
+
+    unsafe { vkcuda_image_destroy(wrapped) };
+    free_engine_image(&vb, e);
+    unsafe { vkcuda_image_destroy(im) };
+    drop((va, vb));
+    unsafe {
+        vkcuda_context_destroy(a);
+        vkcuda_context_destroy(b);
+    }
+}
+
+#[test]
+fn format_query_answers_both_ways() {
+    let _g = serial();
+    for row in vkcuda::format::TABLE {
+        let mut q: vkcuda_format_info = unsafe { std::mem::zeroed() };
+        ok(unsafe { vkcuda_format_query(row.format.as_raw(), &mut q) });
+        assert_eq!(q.cuda_format, row.cuda as u32);
+        assert_eq!(q.channels, row.channels);
+        assert_eq!(q.bytes_per_texel, row.channels * row.bytes_per_channel);
+        assert_eq!(q.bgra == 1, row.order == vkcuda::format::Order::Bgra);
+    }
+    let mut q: vkcuda_format_info = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_format_query(vk::Format::B8G8R8A8_SRGB.as_raw(), &mut q) });
+    assert_eq!(
+        (q.cuda_format, q.channels, q.bytes_per_texel, q.bgra),
+        (0x01, 4, 4, 1)
+    );
+    assert_eq!(q.numeric, vkcuda_format_numeric::VKCUDA_FORMAT_NUMERIC_SRGB);
+    ok(unsafe { vkcuda_format_query(vk::Format::R16G16_SFLOAT.as_raw(), &mut q) });
+    assert_eq!((q.cuda_format, q.channels, q.bytes_per_texel), (0x10, 2, 4));
+    ok(unsafe { vkcuda_format_query(vk::Format::R32G32B32A32_SINT.as_raw(), &mut q) });
+    assert_eq!(
+        (q.cuda_format, q.channels, q.bytes_per_texel),
+        (0x0a, 4, 16)
+    );
+
+    let m = fails(
+        unsafe { vkcuda_format_query(vk::Format::R8G8B8_UNORM.as_raw(), &mut q) },
+        VKCUDA_ERROR_UNSUPPORTED,
+    );
+    assert_eq!(
+        m,
+        "vkcuda_format_query: VK_FORMAT_R8G8B8_UNORM has 3 channels, which CUDA arrays cannot \
+         hold; use VK_FORMAT_R8G8B8A8_UNORM"
+    );
+    for f in [
+        vk::Format::BC1_RGBA_UNORM_BLOCK,
+        vk::Format::D24_UNORM_S8_UINT,
+        vk::Format::G8_B8R8_2PLANE_420_UNORM,
+        vk::Format::A2B10G10R10_UNORM_PACK32,
+        vk::Format::R64_SFLOAT,
+    ] {
+        let m = fails(
+            unsafe { vkcuda_format_query(f.as_raw(), &mut q) },
+            VKCUDA_ERROR_UNSUPPORTED,
+        );
+        assert!(m.contains("; use VK_FORMAT_"), "{m}");
+    }
+    fails(
+        unsafe { vkcuda_format_query(123_456_789, &mut q) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    fails(
+        unsafe { vkcuda_format_query(0, &mut q) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    fails(
+        unsafe { vkcuda_format_query(vk::Format::R8_UNORM.as_raw(), ptr::null_mut()) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+}
+
+#[test]
+fn every_table_format_is_created_where_the_device_can_copy_it() {
+    let _g = serial();
+    let ctx = vulkan_only_context();
+    let v = Vk::new(ctx);
+    let before = live();
+    let fds = fd_count();
+    for row in vkcuda::format::TABLE {
+        let feats = unsafe {
+            v.instance
+                .get_physical_device_format_properties(v.physical, row.format)
+        }
+        .optimal_tiling_features;
+        let info = d2(row.format, 33, 17);
+        let copyable = feats
+            .contains(vk::FormatFeatureFlags::TRANSFER_SRC | vk::FormatFeatureFlags::TRANSFER_DST);
+        if !copyable {
+            let m = create_fails(ctx, &info, VKCUDA_ERROR_UNSUPPORTED);
+            assert!(m.contains(&vkcuda::format::display(row.format)), "{m}");
+            eprintln!("not supported by this device: {m}");
+            continue;
+        }
+        let im = create(ctx, &info);
+        let i = image_info(im);
+        assert_eq!(i.format, row.format.as_raw());
+        assert_eq!(
+            (i.extent.width, i.extent.height, i.extent.depth),
+            (33, 17, 1)
+        );
+        assert_eq!((i.mip_levels, i.array_layers), (1, 1));
+        assert_eq!(i.wrapped, 0);
+        assert!(
+            i.cuda_mipmapped_array.is_null(),
+            "Vulkan-only: no CUDA view"
+        );
+        assert!(i.allocation_size >= 33 * 17 * i.format_info.bytes_per_texel as u64);
+        // The default usage: transfers, plus sampled/storage where the format has them.
+        let usage = vk::ImageUsageFlags::from_raw(i.usage);
+        assert!(
+            usage.contains(vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST)
+        );
+        assert_eq!(
+            usage.contains(vk::ImageUsageFlags::STORAGE),
+            feats.contains(vk::FormatFeatureFlags::STORAGE_IMAGE),
+            "{:?}: default usage {usage:?}, features {feats:?}",
+            row.format
+        );
+        assert_eq!(
+            i.cuda_array_flags & 0x2 != 0,
+            usage.contains(vk::ImageUsageFlags::STORAGE),
+            "SURFACE_LDST follows STORAGE"
+        );
+        assert_eq!(unsafe { vkcuda_image_get_vk_image(im) }, i.image);
+        let mut fd = -1;
+        ok(unsafe { vkcuda_image_export_fd(im, &mut fd) });
+        assert!(fd_is_open(fd));
+        unsafe { libc::close(fd) };
+        unsafe { vkcuda_image_destroy(im) };
+    }
+    let after = live();
+    assert_eq!(after.vk_images, before.vk_images);
+    assert_eq!(after.vk_memories, before.vk_memories);
+    assert_eq!(fd_count(), fds, "no fd leaked");
+    drop(v);
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
+#[test]
+fn shapes_are_described_back() {
+    let _g = serial();
+    let ctx = vulkan_only_context();
+    let mut one = desc(TYPE_1D, vk::Format::R16_SFLOAT, 100, 0, 0);
+    one.mip_levels = 7;
+    one.array_layers = 3;
+    let mut three = desc(TYPE_3D, vk::Format::R32G32B32A32_UINT, 9, 7, 5);
+    three.mip_levels = 4;
+    let mut cube = d2(vk::Format::R32_SFLOAT, 8, 8);
+    cube.flags = VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT;
+    cube.array_layers = 12;
+    cube.mip_levels = 4;
+    let mut layered = d2(vk::Format::R8G8B8A8_UNORM, 37, 19);
+    layered.mip_levels = 6;
+    layered.array_layers = 3;
+    let tiny = d2(vk::Format::R8_UNORM, 1, 1);
+    // (description, type, extent, levels, layers, CUDA_ARRAY3D_* flags)
+    type Case<'a> = (
+        &'a vkcuda_image_create_info,
+        vkcuda_image_type,
+        (u32, u32, u32),
+        u32,
+        u32,
+        u32,
+    );
+    let cases: [Case; 5] = [
+        (
+            &one,
+            vkcuda_image_type::VKCUDA_IMAGE_TYPE_1D,
+            (100, 1, 1),
+            7,
+            3,
+            0x1 | 0x2,
+        ),
+        (
+            &three,
+            vkcuda_image_type::VKCUDA_IMAGE_TYPE_3D,
+            (9, 7, 5),
+            4,
+            1,
+            0x2,
+        ),
+        (
+            &cube,
+            vkcuda_image_type::VKCUDA_IMAGE_TYPE_2D,
+            (8, 8, 1),
+            4,
+            12,
+            0x1 | 0x2 | 0x4,
+        ),
+        (
+            &layered,
+            vkcuda_image_type::VKCUDA_IMAGE_TYPE_2D,
+            (37, 19, 1),
+            6,
+            3,
+            0x1 | 0x2,
+        ),
+        (
+            &tiny,
+            vkcuda_image_type::VKCUDA_IMAGE_TYPE_2D,
+            (1, 1, 1),
+            1,
+            1,
+            0x2,
+        ),
+    ];
+    for (info, ty, (w, h, d), mips, layers, flags) in cases {
+        let im = create(ctx, info);
+        let i = image_info(im);
+        assert_eq!(i.image_type, ty);
+        assert_eq!((i.extent.width, i.extent.height, i.extent.depth), (w, h, d));
+        assert_eq!((i.mip_levels, i.array_layers), (mips, layers));
+        assert_eq!(i.cuda_array_flags, flags, "{info:?}");
+        assert_eq!(i.flags, info.flags);
+        unsafe { vkcuda_image_destroy(im) };
+    }
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
+#[test]
+fn texels_cross_devices_2d_levels_and_layers() {
+    let _g = serial();
+    let mut info = d2(vk::Format::R8G8B8A8_UNORM, 37, 19);
+    info.mip_levels = 6;
+    info.array_layers = 3;
+    cross_device(&info);
+}
+
+#[test]
+fn texels_cross_devices_1d_layered() {
+    let _g = serial();
+    let mut info = desc(TYPE_1D, vk::Format::R16_SFLOAT, 100, 0, 0);
+    info.mip_levels = 7;
+    info.array_layers = 3;
+    cross_device(&info);
+}
+
+#[test]
+fn texels_cross_devices_3d() {
+    let _g = serial();
+    let mut info = desc(TYPE_3D, vk::Format::R32G32B32A32_UINT, 9, 7, 5);
+    info.mip_levels = 4;
+    cross_device(&info);
+}
+
+#[test]
+fn texels_cross_devices_cube_srgb_bgra_and_tiny() {
+    let _g = serial();
+    let mut cube = d2(vk::Format::R32_SFLOAT, 8, 8);
+    cube.flags = VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT;
+    cube.array_layers = 6;
+    cube.mip_levels = 4;
+    cross_device(&cube);
+    cross_device(&d2(vk::Format::B8G8R8A8_SRGB, 64, 3));
+    cross_device(&d2(vk::Format::R16G16_SINT, 300, 200));
+    cross_device(&d2(vk::Format::R8_UNORM, 1, 1));
+}
+
+#[test]
+fn create_checks_its_arguments() {
+    let _g = serial();
+    let ctx = vulkan_only_context();
+    let before = live();
+    let fds = fd_count();
+    let base = d2(vk::Format::R8G8B8A8_UNORM, 64, 32);
+
+    // Zero extent.
+    let m = create_fails(
+        ctx,
+        &d2(vk::Format::R8G8B8A8_UNORM, 0, 32),
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(m.contains("zero extent"), "{m}");
+    let m = create_fails(
+        ctx,
+        &d2(vk::Format::R8G8B8A8_UNORM, 64, 0),
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(m.contains("zero extent"), "{m}");
+    let m = create_fails(
+        ctx,
+        &desc(TYPE_3D, vk::Format::R8G8B8A8_UNORM, 4, 4, 0),
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(m.contains("zero extent"), "{m}");
+    // 1D with a height, 2D with a depth.
+    create_fails(
+        ctx,
+        &desc(TYPE_1D, vk::Format::R8_UNORM, 4, 2, 0),
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    create_fails(
+        ctx,
+        &desc(TYPE_2D, vk::Format::R8_UNORM, 4, 2, 2),
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+
+    // Mip levels past floor(log2(64)) + 1 = 7.
+    let mut i = base;
+    i.mip_levels = 8;
+    let m = create_fails(ctx, &i, VKCUDA_ERROR_INVALID_ARGUMENT);
+    assert!(m.contains("at most floor(log2(64)) + 1 = 7"), "{m}");
+    i.mip_levels = 7;
+    let im = create(ctx, &i);
+    assert_eq!(image_info(im).mip_levels, 7);
+    unsafe { vkcuda_image_destroy(im) };
+    let mut i = desc(TYPE_3D, vk::Format::R8_UNORM, 2, 2, 17);
+    i.mip_levels = 6;
+    create_fails(ctx, &i, VKCUDA_ERROR_INVALID_ARGUMENT);
+    i.mip_levels = 5;
+    let im = create(ctx, &i);
+    unsafe { vkcuda_image_destroy(im) };
+
+    // Formats with no CUDA mapping, and values that are no format.
+    let m = create_fails(
+        ctx,
+        &d2(vk::Format::R8G8B8_UNORM, 4, 4),
+        VKCUDA_ERROR_UNSUPPORTED,
+    );
+    assert_eq!(
+        m,
+        "vkcuda_image_create: VK_FORMAT_R8G8B8_UNORM has 3 channels, which CUDA arrays cannot \
+         hold; use VK_FORMAT_R8G8B8A8_UNORM"
+    );
+    let m = create_fails(
+        ctx,
+        &d2(vk::Format::D32_SFLOAT, 4, 4),
+        VKCUDA_ERROR_UNSUPPORTED,
+    );
+    assert!(
+        m.contains("depth/stencil") && m.contains("VK_FORMAT_R32_SFLOAT"),
+        "{m}"
+    );
+    let m = create_fails(
+        ctx,
+        &d2(vk::Format::BC7_UNORM_BLOCK, 4, 4),
+        VKCUDA_ERROR_UNSUPPORTED,
+    );
+    assert!(m.contains("block-compressed"), "{m}");
+    create_fails(
+        ctx,
+        &d2(vk::Format::UNDEFINED, 4, 4),
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    let m = create_fails(
+        ctx,
+        &d2(vk::Format::from_raw(77_777), 4, 4),
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(m.contains("VkFormat(77777) is not a VkFormat"), "{m}");
+
+    // Usages the format cannot do: lavapipe has no storage for sRGB formats, and
+    // no colour format is a depth/stencil attachment.
+    let mut i = d2(vk::Format::R8G8B8A8_SRGB, 16, 16);
+    i.usage = (vk::ImageUsageFlags::STORAGE | vk::ImageUsageFlags::TRANSFER_DST).as_raw();
+    let v = Vk::new(ctx);
+    let srgb = unsafe {
+        v.instance
+            .get_physical_device_format_properties(v.physical, vk::Format::R8G8B8A8_SRGB)
+    }
+    .optimal_tiling_features;
+    if !srgb.contains(vk::FormatFeatureFlags::STORAGE_IMAGE) {
+        let m = create_fails(ctx, &i, VKCUDA_ERROR_UNSUPPORTED);
+        assert!(
+            m.contains("VK_FORMAT_R8G8B8A8_SRGB does not support VK_IMAGE_USAGE_STORAGE_BIT"),
+            "{m}"
+        );
+    } else {
+        eprintln!("this device has storage images of R8G8B8A8_SRGB; that refusal is not tested");
+    }
+    let mut i = d2(vk::Format::R8_UNORM, 16, 16);
+    i.usage = vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT.as_raw();
+    let m = create_fails(ctx, &i, VKCUDA_ERROR_UNSUPPORTED);
+    assert!(
+        m.contains("VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT"),
+        "{m}"
+    );
+    i.usage = vk::ImageUsageFlags::TRANSIENT_ATTACHMENT.as_raw();
+    create_fails(ctx, &i, VKCUDA_ERROR_UNSUPPORTED);
+    i.usage = 0x4000_0000;
+    create_fails(ctx, &i, VKCUDA_ERROR_INVALID_ARGUMENT);
+    // An explicit usage is kept as given.
+    i.usage = (vk::ImageUsageFlags::TRANSFER_DST | vk::ImageUsageFlags::SAMPLED).as_raw();
+    let im = create(ctx, &i);
+    let ii = image_info(im);
+    assert_eq!(ii.usage, i.usage);
+    assert_eq!(ii.cuda_array_flags, 0, "no SURFACE_LDST without STORAGE");
+    unsafe { vkcuda_image_destroy(im) };
+    // Larger than the device allows.
+    create_fails(
+        ctx,
+        &d2(vk::Format::R8_UNORM, 1 << 20, 1),
+        VKCUDA_ERROR_UNSUPPORTED,
+    );
+
+    // Unknown enum values and flags.
+    let mut i = base;
+    i.image_type = vkcuda_image_type_raw(2); // VK_IMAGE_TYPE_3D by mistake
+    let m = create_fails(ctx, &i, VKCUDA_ERROR_INVALID_ARGUMENT);
+    assert!(
+        m.contains("info->image_type is 2, not a vkcuda_image_type"),
+        "{m}"
+    );
+    i.image_type = vkcuda_image_type_raw(-1);
+    create_fails(ctx, &i, VKCUDA_ERROR_INVALID_ARGUMENT);
+    let mut i = base;
+    i.flags = 0x8;
+    create_fails(ctx, &i, VKCUDA_ERROR_INVALID_ARGUMENT);
+
+    // Cubes: square, 2D, a multiple of 6 layers.
+    let mut c = d2(vk::Format::R8_UNORM, 16, 8);
+    c.flags = VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT;
+    c.array_layers = 6;
+    create_fails(ctx, &c, VKCUDA_ERROR_INVALID_ARGUMENT);
+    c.extent.height = 16;
+    c.array_layers = 5;
+    create_fails(ctx, &c, VKCUDA_ERROR_INVALID_ARGUMENT);
+    let mut c3 = desc(TYPE_3D, vk::Format::R8_UNORM, 4, 4, 4);
+    c3.array_layers = 2;
+    create_fails(ctx, &c3, VKCUDA_ERROR_INVALID_ARGUMENT);
+
+    // NULL pointers.
+    let mut im = ptr::null_mut();
+    fails(
+        unsafe { vkcuda_image_create(ptr::null(), &base, &mut im) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    fails(
+        unsafe { vkcuda_image_create(ctx, ptr::null(), &mut im) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    fails(
+        unsafe { vkcuda_image_create(ctx, &base, ptr::null_mut()) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    unsafe { vkcuda_image_destroy(ptr::null_mut()) };
+
+    let after = live();
+    assert_eq!(
+        (after.vk_images, after.vk_memories),
+        (before.vk_images, before.vk_memories)
+    );
+    assert_eq!(fd_count(), fds, "no fd leaked by the failures");
+    drop(v);
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
+#[test]
+fn getters_check_their_arguments() {
+    let _g = serial();
+    let ctx = vulkan_only_context();
+    let mut info = d2(vk::Format::R8G8B8A8_UNORM, 16, 16);
+    info.mip_levels = 2;
+    let im = create(ctx, &info);
+
+    // The CUDA views need CUDA.
+    let mut mm = ptr::null_mut();
+    fails(
+        unsafe { vkcuda_image_get_cuda_mipmapped_array(im, &mut mm) },
+        VKCUDA_ERROR_CUDA_UNAVAILABLE,
+    );
+    let mut arr = ptr::null_mut();
+    fails(
+        unsafe { vkcuda_image_get_cuda_array(im, 1, &mut arr) },
+        VKCUDA_ERROR_CUDA_UNAVAILABLE,
+    );
+    let m = fails(
+        unsafe { vkcuda_image_get_cuda_array(im, 2, &mut arr) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(m.contains("level 2 is out of range"), "{m}");
+    let mut s = 0u64;
+    fails(
+        unsafe { vkcuda_image_get_surface_object(im, 0, &mut s) },
+        VKCUDA_ERROR_CUDA_UNAVAILABLE,
+    );
+    fails(
+        unsafe { vkcuda_image_get_surface_object(im, 5, &mut s) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    fails(
+        unsafe { vkcuda_image_get_surface_object(im, 0, ptr::null_mut()) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    fails(
+        unsafe { vkcuda_image_get_surface_object(ptr::null(), 0, &mut s) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+
+    // Texture descriptions are checked before CUDA is needed.
+    let tex = |t: vkcuda_texture_info, im: *const vkcuda_image| {
+        let mut o = 0u64;
+        unsafe { vkcuda_image_create_texture_object(im, &t, &mut o) }
+    };
+    let t0 = vkcuda_texture_info {
+        flags: 0,
+        level: 0,
+        filter: vkcuda_filter_raw(0),
+        address_mode: vkcuda_address_mode_raw(0),
+        read_mode: vkcuda_read_mode_raw(0),
+        border_color: [0.0; 4],
+    };
+    fails(tex(t0, im), VKCUDA_ERROR_CUDA_UNAVAILABLE);
+    let mut t = t0;
+    t.filter = vkcuda_filter_raw(2);
+    fails(tex(t, im), VKCUDA_ERROR_INVALID_ARGUMENT);
+    let mut t = t0;
+    t.address_mode = vkcuda_address_mode_raw(9);
+    fails(tex(t, im), VKCUDA_ERROR_INVALID_ARGUMENT);
+    let mut t = t0;
+    t.read_mode = vkcuda_read_mode_raw(2);
+    fails(tex(t, im), VKCUDA_ERROR_INVALID_ARGUMENT);
+    let mut t = t0;
+    t.flags = 0x10;
+    fails(tex(t, im), VKCUDA_ERROR_INVALID_ARGUMENT);
+    let mut t = t0;
+    t.level = 2;
+    fails(tex(t, im), VKCUDA_ERROR_INVALID_ARGUMENT);
+    t.flags = VKCUDA_TEXTURE_ALL_LEVELS_BIT; // the level is ignored then
+    fails(tex(t, im), VKCUDA_ERROR_CUDA_UNAVAILABLE);
+    let mut t = t0;
+    t.filter = vkcuda_filter_raw(1); // linear, integers read as integers
+    let m = fails(tex(t, im), VKCUDA_ERROR_INVALID_ARGUMENT);
+    assert!(m.contains("linear filtering needs float results"), "{m}");
+    t.read_mode = vkcuda_read_mode_raw(1);
+    fails(tex(t, im), VKCUDA_ERROR_CUDA_UNAVAILABLE);
+    let mut t = t0;
+    t.address_mode = vkcuda_address_mode_raw(1); // wrap, unnormalized
+    fails(tex(t, im), VKCUDA_ERROR_INVALID_ARGUMENT);
+    t.flags = VKCUDA_TEXTURE_NORMALIZED_COORDINATES_BIT;
+    fails(tex(t, im), VKCUDA_ERROR_CUDA_UNAVAILABLE);
+    let mut o = 0u64;
+    fails(
+        unsafe { vkcuda_image_create_texture_object(im, ptr::null(), &mut o) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    // 32-bit integers cannot be read as normalized floats.
+    let im32 = create(ctx, &d2(vk::Format::R32_UINT, 4, 4));
+    let mut t = t0;
+    t.read_mode = vkcuda_read_mode_raw(1);
+    let m = fails(tex(t, im32), VKCUDA_ERROR_INVALID_ARGUMENT);
+    assert!(m.contains("32-bit integers"), "{m}");
+    // Surfaces need STORAGE.
+    let mut ns = d2(vk::Format::R8_UNORM, 4, 4);
+    ns.usage = vk::ImageUsageFlags::TRANSFER_DST.as_raw();
+    let nostorage = create(ctx, &ns);
+    let m = fails(
+        unsafe { vkcuda_image_get_surface_object(nostorage, 0, &mut s) },
+        VKCUDA_ERROR_UNSUPPORTED,
+    );
+    assert!(m.contains("VK_IMAGE_USAGE_STORAGE_BIT"), "{m}");
+
+    // Other getters.
+    let mut ii: vkcuda_image_info = unsafe { std::mem::zeroed() };
+    fails(
+        unsafe { vkcuda_image_get_info(ptr::null(), &mut ii) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    fails(
+        unsafe { vkcuda_image_get_info(im, ptr::null_mut()) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    assert_eq!(
+        unsafe { vkcuda_image_get_vk_image(ptr::null()) },
+        vk::Image::null()
+    );
+    let mut fd = -1;
+    fails(
+        unsafe { vkcuda_image_export_fd(im, ptr::null_mut()) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    fails(
+        unsafe { vkcuda_image_export_fd(ptr::null(), &mut fd) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    unsafe {
+        vkcuda_image_destroy(nostorage);
+        vkcuda_image_destroy(im32);
+        vkcuda_image_destroy(im);
+        vkcuda_context_destroy(ctx);
+    }
+}
+
+#[test]
+fn handoff_barriers_check_their_arguments() {
+    let _g = serial();
+    let ctx = vulkan_only_context();
+    let v = Vk::new(ctx);
+    let im = create(ctx, &d2(vk::Format::R8G8B8A8_UNORM, 8, 8));
+    let h = handoff(&v);
+    v.run(|cmd| unsafe {
+        use vk::ImageLayout as L;
+        ok(vkcuda_image_cmd_release_to_cuda(
+            im,
+            cmd,
+            &h,
+            L::UNDEFINED.as_raw(),
+        ));
+        ok(vkcuda_image_cmd_acquire_from_cuda(
+            im,
+            cmd,
+            &h,
+            L::SHADER_READ_ONLY_OPTIMAL.as_raw(),
+        ));
+        ok(vkcuda_image_cmd_release_to_cuda(
+            im,
+            cmd,
+            &h,
+            L::SHADER_READ_ONLY_OPTIMAL.as_raw(),
+        ));
+        ok(vkcuda_image_cmd_acquire_from_cuda(
+            im,
+            cmd,
+            &h,
+            L::GENERAL.as_raw(),
+        ));
+        // A transition to UNDEFINED, depth layouts, non-layouts.
+        let m = fails(
+            vkcuda_image_cmd_acquire_from_cuda(im, cmd, &h, L::UNDEFINED.as_raw()),
+            VKCUDA_ERROR_INVALID_ARGUMENT,
+        );
+        assert!(
+            m.contains("new_layout must not be VK_IMAGE_LAYOUT_UNDEFINED"),
+            "{m}"
+        );
+        fails(
+            vkcuda_image_cmd_release_to_cuda(
+                im,
+                cmd,
+                &h,
+                L::DEPTH_STENCIL_ATTACHMENT_OPTIMAL.as_raw(),
+            ),
+            VKCUDA_ERROR_INVALID_ARGUMENT,
+        );
+        fails(
+            vkcuda_image_cmd_release_to_cuda(im, cmd, &h, 99_999),
+            VKCUDA_ERROR_INVALID_ARGUMENT,
+        );
+        fails(
+            vkcuda_image_cmd_release_to_cuda(im, vk::CommandBuffer::null(), &h, 1),
+            VKCUDA_ERROR_NULL_POINTER,
+        );
+        fails(
+            vkcuda_image_cmd_release_to_cuda(im, cmd, ptr::null(), 1),
+            VKCUDA_ERROR_NULL_POINTER,
+        );
+        fails(
+            vkcuda_image_cmd_acquire_from_cuda(ptr::null(), cmd, &h, 1),
+            VKCUDA_ERROR_NULL_POINTER,
+        );
+        let mut bad = handoff(&v);
+        bad.flags = 1;
+        fails(
+            vkcuda_image_cmd_acquire_from_cuda(im, cmd, &bad, 1),
+            VKCUDA_ERROR_INVALID_ARGUMENT,
+        );
+    });
+    unsafe { vkcuda_image_destroy(im) };
+    drop(v);
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
+#[test]
+fn wrap_checks_the_engine_image() {
+    let _g = serial();
+    let ctx = vulkan_only_context();
+    let v = Vk::new(ctx);
+    // A description as the engine created it (usage given).
+    let mut info = d2(vk::Format::R16G16B16A16_SFLOAT, 40, 30);
+    info.mip_levels = 3;
+    info.usage = (vk::ImageUsageFlags::TRANSFER_SRC
+        | vk::ImageUsageFlags::TRANSFER_DST
+        | vk::ImageUsageFlags::STORAGE)
+        .as_raw();
+    // Make the engine's image from a library one's resolved description.
+    let model = create(ctx, &info);
+    let mi = image_info(model);
+    unsafe { vkcuda_image_destroy(model) };
+    let (e, size) = engine_image(&v, &mi, None);
+    let good = wrap_info(&e, size, &mi);
+    let fds = fd_count();
+
+    let im = wrap(ctx, &good);
+    let i = image_info(im);
+    assert_eq!(i.wrapped, 1);
+    assert_eq!(
+        (i.image, i.memory, i.allocation_size),
+        (e.image, e.memory, size)
+    );
+    assert_eq!(i.usage, info.usage);
+    let mut fd = -1;
+    ok(unsafe { vkcuda_image_export_fd(im, &mut fd) });
+    unsafe { libc::close(fd) };
+    unsafe { vkcuda_image_destroy(im) };
+
+    let try_wrap = |w: &vkcuda_image_wrap_info, want| {
+        let mut im = 0x10 as *mut vkcuda_image;
+        let m = fails(unsafe { vkcuda_image_wrap(ctx, w, &mut im) }, want);
+        assert!(im.is_null());
+        m
+    };
+    // Memory smaller than the image's requirements.
+    let mut w = good;
+    w.allocation_size = size - 1;
+    let m = try_wrap(&w, VKCUDA_ERROR_INVALID_ARGUMENT);
+    assert!(m.contains("memory smaller than its requirements"), "{m}");
+    w.allocation_size = 0;
+    try_wrap(&w, VKCUDA_ERROR_INVALID_ARGUMENT);
+    // Larger than the memory really is (lavapipe's fds are memfds of known size).
+    w.allocation_size = size + (64 << 20);
+    let m = try_wrap(&w, VKCUDA_ERROR_INVALID_ARGUMENT);
+    assert!(m.contains("real size"), "{m}");
+    // The usage must be the image's own.
+    let mut w = good;
+    w.description.usage = 0;
+    let m = try_wrap(&w, VKCUDA_ERROR_INVALID_ARGUMENT);
+    assert!(m.contains("usage is 0"), "{m}");
+    // The description is checked like create's.
+    let mut w = good;
+    w.description.format = vk::Format::R16G16B16_SFLOAT.as_raw();
+    try_wrap(&w, VKCUDA_ERROR_UNSUPPORTED);
+    let mut w = good;
+    w.description.mip_levels = 7;
+    try_wrap(&w, VKCUDA_ERROR_INVALID_ARGUMENT);
+    let mut w = good;
+    w.description.image_type = vkcuda_image_type_raw(5);
+    try_wrap(&w, VKCUDA_ERROR_INVALID_ARGUMENT);
+    let mut w = good;
+    w.flags = 2;
+    try_wrap(&w, VKCUDA_ERROR_INVALID_ARGUMENT);
+    // NULL handles and pointers.
+    let mut w = good;
+    w.image = vk::Image::null();
+    try_wrap(&w, VKCUDA_ERROR_NULL_POINTER);
+    let mut w = good;
+    w.memory = vk::DeviceMemory::null();
+    try_wrap(&w, VKCUDA_ERROR_NULL_POINTER);
+    let mut out = ptr::null_mut();
+    fails(
+        unsafe { vkcuda_image_wrap(ctx, ptr::null(), &mut out) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    fails(
+        unsafe { vkcuda_image_wrap(ptr::null(), &good, &mut out) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    fails(
+        unsafe { vkcuda_image_wrap(ctx, &good, ptr::null_mut()) },
+        VKCUDA_ERROR_NULL_POINTER,
+    );
+    assert_eq!(fd_count(), fds, "no fd leaked");
+    free_engine_image(&v, e);
+    drop(v);
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
+#[test]
+fn thousand_cycles_do_not_grow() {
+    let _g = serial();
+    let ctx = vulkan_only_context();
+    let mut info = d2(vk::Format::R8G8B8A8_UNORM, 64, 64);
+    info.mip_levels = 3;
+    let bad = d2(vk::Format::R8G8B8_UNORM, 64, 64);
+    // Warm up, then count.
+    unsafe { vkcuda_image_destroy(create(ctx, &info)) };
+    let (before, fds) = (live(), fd_count());
+    for _ in 0..1000 {
+        let im = create(ctx, &info);
+        let mut fd = -1;
+        ok(unsafe { vkcuda_image_export_fd(im, &mut fd) });
+        unsafe { libc::close(fd) };
+        unsafe { vkcuda_image_destroy(im) };
+        create_fails(ctx, &bad, VKCUDA_ERROR_UNSUPPORTED);
+    }
+    let after = live();
+    assert_eq!(
+        (after.vk_images, after.vk_memories),
+        (before.vk_images, before.vk_memories)
+    );
+    assert_eq!(fd_count(), fds);
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
+// ---------------------------------------------------------------------------------
+// GPU: CUDA reads and writes the level arrays with cuMemcpy3D.
+
+mod gpu {
+    use super::*;
+    use cudarc::driver::sys as cu;
+
+    #[track_caller]
+    fn check(r: cu::CUresult, what: &str) {
+        assert_eq!(r, cu::CUresult::CUDA_SUCCESS, "{what}");
+    }
+
+    struct Cuda(cu::CUcontext);
+
+    impl Cuda {
+        fn of(ctx: *const vkcuda_context) -> Cuda {
+            let mut info: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
+            ok(unsafe { vkcuda_context_get_cuda(ctx, &mut info) });
+            Cuda(info.cuda_context.cast())
+        }
+        fn enter(&self) {
+            check(unsafe { cu::cuCtxPushCurrent_v2(self.0) }, "push");
+        }
+        fn leave(&self) {
+            let mut c = ptr::null_mut();
+            check(unsafe { cu::cuCtxPopCurrent_v2(&mut c) }, "pop");
+        }
+    }
+
+    /// Copies one level (every layer/slice) between host bytes packed like
+    /// Vulkan's buffer copies and the level's CUDA array.
+    fn memcpy_level(
+        array: *mut CUarray_st,
+        lv: &Level,
+        bpt: u32,
+        host: *mut u8,
+        to_array: bool,
+        layered_1d: bool,
+    ) {
+        let mut p: cu::CUDA_MEMCPY3D = unsafe { std::mem::zeroed() };
+        let row = lv.extent.width as usize * bpt as usize;
+        let (height, depth) = if layered_1d {
+            (1, lv.layers as usize)
+        } else {
+            (
+                lv.extent.height as usize,
+                (lv.extent.depth * lv.layers) as usize,
+            )
+        };
+        if to_array {
+            p.srcMemoryType = cu::CUmemorytype::CU_MEMORYTYPE_HOST;
+            p.srcHost = host.cast();
+            p.srcPitch = row;
+            p.srcHeight = height;
+            p.dstMemoryType = cu::CUmemorytype::CU_MEMORYTYPE_ARRAY;
+            p.dstArray = array.cast();
+        } else {
+            p.srcMemoryType = cu::CUmemorytype::CU_MEMORYTYPE_ARRAY;
+            p.srcArray = array.cast();
+            p.dstMemoryType = cu::CUmemorytype::CU_MEMORYTYPE_HOST;
+            p.dstHost = host.cast();
+            p.dstPitch = row;
+            p.dstHeight = height;
+        }
+        p.WidthInBytes = row;
+        p.Height = height;
+        p.Depth = depth;
+        check(unsafe { cu::cuMemcpy3D_v2(&p) }, "cuMemcpy3D");
+    }
+
+    /// Vulkan writes, CUDA reads every level; CUDA writes, Vulkan reads.
+    fn both_ways(
+        ctx: *mut vkcuda_context,
+        v: &Vk,
+        c: &Cuda,
+        info: &vkcuda_image_create_info,
+    ) -> (u64, u64) {
+        let im = create(ctx, info);
+        let i = image_info(im);
+        assert!(!i.cuda_mipmapped_array.is_null());
+        let mut mm = ptr::null_mut();
+        ok(unsafe { vkcuda_image_get_cuda_mipmapped_array(im, &mut mm) });
+        assert_eq!(mm, i.cuda_mipmapped_array);
+        let (lvs, total) = levels(&i);
+        let bpt = i.format_info.bytes_per_texel;
+        let layered_1d =
+            i.image_type == vkcuda_image_type::VKCUDA_IMAGE_TYPE_1D && i.array_layers > 1;
+
+        vulkan_write(v, im, vk::ImageLayout::UNDEFINED, 11);
+        unsafe { v.device.queue_wait_idle(v.queue) }.unwrap();
+        let mut host = vec![0u8; total as usize];
+        c.enter();
+        for (l, lv) in lvs.iter().enumerate() {
+            let mut arr = ptr::null_mut();
+            ok(unsafe { vkcuda_image_get_cuda_array(im, l as u32, &mut arr) });
+            memcpy_level(
+                arr,
+                lv,
+                bpt,
+                host[lv.offset as usize..].as_mut_ptr(),
+                false,
+                layered_1d,
+            );
+        }
+        let (bad_a, all) = texel_mismatches(&i, &host, 11);
+
+        for (k, x) in host.iter_mut().enumerate() {
+            *x = pattern(k, 12);
+        }
+        for (l, lv) in lvs.iter().enumerate() {
+            let mut arr = ptr::null_mut();
+            ok(unsafe { vkcuda_image_get_cuda_array(im, l as u32, &mut arr) });
+            memcpy_level(
+                arr,
+                lv,
+                bpt,
+                host[lv.offset as usize..].as_mut_ptr(),
+                true,
+                layered_1d,
+            );
+        }
+        check(unsafe { cu::cuCtxSynchronize() }, "sync");
+        c.leave();
+        let back = vulkan_read(v, im);
+        let (bad_b, _) = texel_mismatches(&i, &back, 12);
+
+        // Surface objects (one per level, kept) and a texture object.
+        if i.usage & vk::ImageUsageFlags::STORAGE.as_raw() != 0 {
+            for l in 0..i.mip_levels {
+                let (mut s1, mut s2) = (0u64, 0u64);
+                ok(unsafe { vkcuda_image_get_surface_object(im, l, &mut s1) });
+                ok(unsafe { vkcuda_image_get_surface_object(im, l, &mut s2) });
+                assert!(s1 != 0 && s1 == s2);
+            }
+        }
+        let small_int = i.format_info.numeric
+            != vkcuda_format_numeric::VKCUDA_FORMAT_NUMERIC_SFLOAT
+            && i.format_info.bytes_per_texel / i.format_info.channels <= 2;
+        let t = vkcuda_texture_info {
+            flags: VKCUDA_TEXTURE_ALL_LEVELS_BIT | VKCUDA_TEXTURE_NORMALIZED_COORDINATES_BIT,
+            level: 0,
+            filter: vkcuda_filter_raw(0),
+            address_mode: vkcuda_address_mode_raw(1),
+            read_mode: vkcuda_read_mode_raw(small_int as i32),
+            border_color: [0.0; 4],
+        };
+        let mut tex = 0u64;
+        ok(unsafe { vkcuda_image_create_texture_object(im, &t, &mut tex) });
+        assert_ne!(tex, 0);
+        unsafe { vkcuda_image_destroy(im) };
+        assert_eq!(
+            bad_a, 0,
+            "CUDA read {bad_a} of {all} bytes wrong ({info:?})"
+        );
+        assert_eq!(
+            bad_b, 0,
+            "Vulkan read {bad_b} of {all} bytes wrong after CUDA wrote ({info:?})"
+        );
+        (bad_a + bad_b, all)
+    }
+
+    #[test]
+    fn gpu_every_format_levels_and_layers_both_ways() {
+        let _g = serial();
+        let Some(ctx) = cuda_context_or_skip("gpu_every_format_levels_and_layers_both_ways") else {
+            return;
+        };
+        let v = Vk::new(ctx);
+        let c = Cuda::of(ctx);
+        for row in vkcuda::format::TABLE {
+            let mut info = d2(row.format, 67, 35);
+            info.mip_levels = 3;
+            info.array_layers = 2;
+            let (_, all) = both_ways(ctx, &v, &c, &info);
+            println!(
+                "PASS {:<36} 67x35, 3 levels, 2 layers: {all} bytes each way",
+                vkcuda::format::display(row.format)
+            );
+        }
+        drop(v);
+        unsafe { vkcuda_context_destroy(ctx) };
+    }
+
+    #[test]
+    fn gpu_shapes_both_ways() {
+        let _g = serial();
+        let Some(ctx) = cuda_context_or_skip("gpu_shapes_both_ways") else {
+            return;
+        };
+        let v = Vk::new(ctx);
+        let c = Cuda::of(ctx);
+        let mut one = desc(TYPE_1D, vk::Format::R16_SFLOAT, 1000, 0, 0);
+        one.mip_levels = 10;
+        let mut one_layered = one;
+        one_layered.array_layers = 4;
+        let mut three = desc(TYPE_3D, vk::Format::R32G32B32A32_UINT, 33, 17, 9);
+        three.mip_levels = 6;
+        let mut cube = d2(vk::Format::R8G8B8A8_UNORM, 64, 64);
+        cube.flags = VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT;
+        cube.array_layers = 6;
+        cube.mip_levels = 7;
+        let mut cubes = cube;
+        cubes.array_layers = 12;
+        let mut full = d2(vk::Format::R32_SFLOAT, 1920, 1080);
+        full.mip_levels = 11;
+        let tiny = d2(vk::Format::R8_UNORM, 1, 1);
+        let big = d2(vk::Format::R8_UNORM, 16384, 16384);
+        for (name, info) in [
+            ("1D, 10 levels", one),
+            ("1D, 4 layers", one_layered),
+            ("3D 33x17x9, 6 levels", three),
+            ("cube 64, 7 levels", cube),
+            ("cube array 12 layers", cubes),
+            ("1920x1080 R32F, 11 levels", full),
+            ("1x1", tiny),
+            ("16384x16384 R8", big),
+        ] {
+            let (_, all) = both_ways(ctx, &v, &c, &info);
+            println!("PASS {name}: {all} bytes each way");
+        }
+        drop(v);
+        unsafe { vkcuda_context_destroy(ctx) };
+    }
+
+    #[test]
+    fn gpu_wrap_engine_image() {
+        let _g = serial();
+        let Some(ctx) = cuda_context_or_skip("gpu_wrap_engine_image") else {
+            return;
+        };
+        let v = Vk::new(ctx);
+        let c = Cuda::of(ctx);
+        let mut info = d2(vk::Format::R8G8B8A8_UNORM, 128, 64);
+        info.mip_levels = 4;
+        let model = create(ctx, &info);
+        let mi = image_info(model);
+        unsafe { vkcuda_image_destroy(model) };
+        let (e, size) = engine_image(&v, &mi, None);
+        let mut w = wrap_info(&e, size, &mi);
+        let im = wrap(ctx, &w);
+        let i = image_info(im);
+        assert!(!i.cuda_mipmapped_array.is_null());
+        vulkan_write(&v, im, vk::ImageLayout::UNDEFINED, 21);
+        unsafe { v.device.queue_wait_idle(v.queue) }.unwrap();
+        let (lvs, total) = levels(&i);
+        let mut host = vec![0u8; total as usize];
+        c.enter();
+        for (l, lv) in lvs.iter().enumerate() {
+            let mut arr = ptr::null_mut();
+            ok(unsafe { vkcuda_image_get_cuda_array(im, l as u32, &mut arr) });
+            memcpy_level(
+                arr,
+                lv,
+                4,
+                host[lv.offset as usize..].as_mut_ptr(),
+                false,
+                false,
+            );
+        }
+        c.leave();
+        assert_eq!(texel_mismatches(&i, &host, 21).0, 0);
+        unsafe { vkcuda_image_destroy(im) };
+        w.allocation_size = size - 1;
+        let mut bad = ptr::null_mut();
+        fails(
+            unsafe { vkcuda_image_wrap(ctx, &w, &mut bad) },
+            VKCUDA_ERROR_INVALID_ARGUMENT,
+        );
+        free_engine_image(&v, e);
+        drop(v);
+        unsafe { vkcuda_context_destroy(ctx) };
+    }
+
+    #[test]
+    fn gpu_cycles_do_not_grow() {
+        let _g = serial();
+        let Some(ctx) = cuda_context_or_skip("gpu_cycles_do_not_grow") else {
+            return;
+        };
+        let mut info = d2(vk::Format::R8G8B8A8_UNORM, 256, 256);
+        info.mip_levels = 4;
+        let t = vkcuda_texture_info {
+            flags: 0,
+            level: 1,
+            filter: vkcuda_filter_raw(1),
+            address_mode: vkcuda_address_mode_raw(0),
+            read_mode: vkcuda_read_mode_raw(1),
+            border_color: [0.0; 4],
+        };
+        let cycle = || {
+            let im = create(ctx, &info);
+            let (mut s, mut tex) = (0u64, 0u64);
+            ok(unsafe { vkcuda_image_get_surface_object(im, 0, &mut s) });
+            ok(unsafe { vkcuda_image_create_texture_object(im, &t, &mut tex) });
+            unsafe { vkcuda_image_destroy(im) };
+        };
+        cycle();
+        let (before, fds) = (live(), fd_count());
+        for _ in 0..1000 {
+            cycle();
+        }
+        let after = live();
+        assert_eq!(
+            (
+                after.vk_images,
+                after.vk_memories,
+                after.cuda_external_memories
+            ),
+            (
+                before.vk_images,
+                before.vk_memories,
+                before.cuda_external_memories
+            )
+        );
+        assert_eq!(fd_count(), fds);
+        unsafe { vkcuda_context_destroy(ctx) };
+    }
+}
