@@ -843,10 +843,10 @@ fn gpu(quick: bool, rep: &mut Report) {
                 "per frame, target <= 15 us",
             ));
         }
-        rep.add(
+        rep.derived(
             "one-way",
             &format!("{dir} library/raw"),
-            &mut [res[0] / res[1]],
+            res[0] / res[1],
             "target <= 1.02",
         );
     }
