@@ -40,7 +40,9 @@ int cuda_driver_load(cuda_driver *cu, char *why, size_t why_size) {
     CUDA_DRIVER_FUNCTIONS(CUDA_DRIVER_LOOKUP)
 #undef CUDA_DRIVER_LOOKUP
     {
-        void *p = dlsym(cu->library, "cuCtxCreate_v4");
+        void *p = dlsym(cu->library, "cuCtxCreate_v2");
+        if (p != NULL) memcpy(&cu->cuCtxCreate_v2, &p, sizeof cu->cuCtxCreate_v2);
+        p = dlsym(cu->library, "cuCtxCreate_v4");
         if (p != NULL) memcpy(&cu->cuCtxCreate_v4, &p, sizeof cu->cuCtxCreate_v4);
     }
     return 0;
@@ -62,8 +64,9 @@ const char *cuda_result_text(const cuda_driver *cu, CUresult r) {
 }
 
 CUresult cuda_context_create(const cuda_driver *cu, CUdevice device, CUcontext *ctx) {
+    if (cu->cuCtxCreate_v2 != NULL) return cu->cuCtxCreate_v2(ctx, 0, device);
     if (cu->cuCtxCreate_v4 != NULL) return cu->cuCtxCreate_v4(ctx, NULL, 0, device);
-    return cu->cuCtxCreate_v2(ctx, 0, device);
+    return 500; /* CUDA_ERROR_NOT_FOUND */
 }
 
 static char *read_file(const char *path, char *why, size_t why_size) {

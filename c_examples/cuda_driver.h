@@ -43,7 +43,6 @@ typedef int CUjit_option;
     X(cuGetErrorString, cuGetErrorString, (CUresult error, const char **text))         \
     X(cuCtxPushCurrent, cuCtxPushCurrent_v2, (CUcontext ctx))                          \
     X(cuCtxPopCurrent, cuCtxPopCurrent_v2, (CUcontext * ctx))                          \
-    X(cuCtxCreate_v2, cuCtxCreate_v2, (CUcontext * ctx, unsigned int flags, CUdevice dev)) \
     X(cuCtxDestroy, cuCtxDestroy_v2, (CUcontext ctx))                                  \
     X(cuCtxSynchronize, cuCtxSynchronize, (void))                                      \
     X(cuModuleLoadDataEx, cuModuleLoadDataEx,                                          \
@@ -69,7 +68,9 @@ typedef int CUjit_option;
 typedef struct cuda_driver {
     void *library;
     CUDA_DRIVER_FUNCTIONS(CUDA_DRIVER_MEMBER)
-    /* Optional (CUDA 12.5+; cuda.h 13 maps cuCtxCreate to it); NULL when absent. */
+    /* Optional, NULL when absent: the legacy cuCtxCreate_v2 and the CUDA 12.5+
+     * cuCtxCreate_v4 (what cuda.h 13 maps cuCtxCreate to). */
+    CUresult (*cuCtxCreate_v2)(CUcontext *ctx, unsigned int flags, CUdevice dev);
     CUresult (*cuCtxCreate_v4)(CUcontext *ctx, void *params, unsigned int flags, CUdevice dev);
 } cuda_driver;
 #undef CUDA_DRIVER_MEMBER
@@ -83,8 +84,9 @@ void cuda_driver_unload(cuda_driver *cu);
 /* "CUDA_ERROR_OUT_OF_MEMORY (out of memory)" for `r`, in a static buffer. */
 const char *cuda_result_text(const cuda_driver *cu, CUresult r);
 
-/* A new context on `device` (cuCtxCreate_v4 when present, else _v2); it is made
- * current, as cuCtxCreate does. */
+/* A new context on `device` (cuCtxCreate_v2, else cuCtxCreate_v4 with NULL
+ * params); it is made current, as cuCtxCreate does. CUDA_ERROR_NOT_FOUND (500)
+ * when the driver has neither. */
 CUresult cuda_context_create(const cuda_driver *cu, CUdevice device, CUcontext *ctx);
 
 /* The example kernels, loaded from kernels_ptx.h (or, when the environment

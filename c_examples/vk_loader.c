@@ -22,7 +22,6 @@ static const char *khr_name(const char *name) {
 
 int vk_load(vk_functions *vk, PFN_vkGetInstanceProcAddr gipa, VkInstance instance,
             VkPhysicalDevice physical_device, VkDevice device, char *why, size_t why_size) {
-    uint32_t count = 0, i;
     memset(vk, 0, sizeof *vk);
     vk->instance = instance;
     vk->physical_device = physical_device;
@@ -49,16 +48,6 @@ int vk_load(vk_functions *vk, PFN_vkGetInstanceProcAddr gipa, VkInstance instanc
 #undef VK_LOAD_DEVICE
     vk->vkGetPhysicalDeviceProperties(physical_device, &vk->properties);
     vk->vkGetPhysicalDeviceMemoryProperties(physical_device, &vk->memory);
-    if (vk->vkEnumerateDeviceExtensionProperties(physical_device, NULL, &count, NULL) == VK_SUCCESS &&
-        count > 0) {
-        VkExtensionProperties props[512];
-        if (count > 512) count = 512;
-        if (vk->vkEnumerateDeviceExtensionProperties(physical_device, NULL, &count, props) >= 0) {
-            for (i = 0; i < count; i++)
-                if (strcmp(props[i].extensionName, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME) == 0)
-                    vk->memory_budget = VK_TRUE;
-        }
-    }
     return 0;
 }
 
@@ -181,27 +170,6 @@ VkResult vk_owned_buffer_flush(const vk_functions *vk, const vk_owned_buffer *b)
     VkMappedMemoryRange range = whole_range(b);
     if (b->memory_flags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) return VK_SUCCESS;
     return vk->vkFlushMappedMemoryRanges(vk->device, 1, &range);
-}
-
-int vk_device_local_usage(const vk_functions *vk, VkDeviceSize *usage, VkDeviceSize *budget) {
-    VkPhysicalDeviceMemoryBudgetPropertiesEXT b;
-    VkPhysicalDeviceMemoryProperties2 p;
-    uint32_t i;
-    *usage = *budget = 0;
-    if (!vk->memory_budget) return -1;
-    memset(&b, 0, sizeof b);
-    b.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT;
-    memset(&p, 0, sizeof p);
-    p.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2;
-    p.pNext = &b;
-    vk->vkGetPhysicalDeviceMemoryProperties2(vk->physical_device, &p);
-    for (i = 0; i < p.memoryProperties.memoryHeapCount; i++) {
-        if (p.memoryProperties.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) {
-            *usage += b.heapUsage[i];
-            *budget += b.heapBudget[i];
-        }
-    }
-    return 0;
 }
 
 void vk_cmd_barrier(const vk_functions *vk, VkCommandBuffer cmd, VkPipelineStageFlags src_stage,

@@ -20,10 +20,7 @@
 #define VK_INSTANCE_FUNCTIONS(X)                                                       \
     X(vkGetDeviceProcAddr)                                                             \
     X(vkGetPhysicalDeviceProperties)                                                   \
-    X(vkGetPhysicalDeviceProperties2)                                                  \
-    X(vkGetPhysicalDeviceMemoryProperties)                                             \
-    X(vkGetPhysicalDeviceMemoryProperties2)                                            \
-    X(vkEnumerateDeviceExtensionProperties)
+    X(vkGetPhysicalDeviceMemoryProperties)
 
 /* X(name): device-level functions, from vkGetDeviceProcAddr(device, ...). */
 #define VK_DEVICE_FUNCTIONS(X)                                                         \
@@ -67,7 +64,6 @@ typedef struct vk_functions {
     VkDevice device;
     VkPhysicalDeviceProperties properties;
     VkPhysicalDeviceMemoryProperties memory;
-    VkBool32 memory_budget; /* the device has VK_EXT_memory_budget */
     VK_INSTANCE_FUNCTIONS(VK_LOADER_MEMBER)
     VK_DEVICE_FUNCTIONS(VK_LOADER_MEMBER)
 } vk_functions;
@@ -105,10 +101,6 @@ void vk_owned_buffer_destroy(const vk_functions *vk, vk_owned_buffer *b);
 VkResult vk_owned_buffer_invalidate(const vk_functions *vk, const vk_owned_buffer *b);
 /* Makes host writes visible to the device (no-op on coherent memory). */
 VkResult vk_owned_buffer_flush(const vk_functions *vk, const vk_owned_buffer *b);
-
-/* The device-local heap usage and budget from VK_EXT_memory_budget; 0 and -1 when
- * the device lacks the extension. */
-int vk_device_local_usage(const vk_functions *vk, VkDeviceSize *usage, VkDeviceSize *budget);
 
 /* Full barriers for transfers and host access, recorded into `cmd`. */
 void vk_cmd_barrier(const vk_functions *vk, VkCommandBuffer cmd, VkPipelineStageFlags src_stage,

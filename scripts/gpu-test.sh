@@ -45,6 +45,12 @@ export RUST_BACKTRACE=1
 log() { echo "$*" | tee -a "$log_file"; }
 
 wanted=("$@")
+for w in "${wanted[@]}"; do
+    case ${w%%:*} in
+        setup|ptx|configure|build|build-by-hand|rust|vkcuda_info|buffer_roundtrip|frame_loop|fresh-ptx|vvl) ;;
+        *) echo "gpu-test.sh: unknown step '$w' (see the comment at the top of $0)" >&2; exit 2 ;;
+    esac
+done
 is_wanted() {
     local step=$1 w
     [ ${#wanted[@]} -eq 0 ] && return 0
@@ -89,7 +95,12 @@ run_step() {
         124|137) result=TIMEOUT; note="killed after ${limit}s" ;;
         *) result=FAIL; note="exit status $rc" ;;
     esac
-    if [ -n "${STEP_NOTE_CMD:-}" ]; then note="$note${note:+; }$($STEP_NOTE_CMD "$OUT/steps/${name//[:\/]/_}.log" "$rc")"; fi
+    if [ -n "${STEP_NOTE_CMD:-}" ]; then
+        note="$note${note:+; }$($STEP_NOTE_CMD "$OUT/steps/${name//[:\/]/_}.log" "$rc")"
+    elif [ "$rc" -ne 0 ]; then # say what went wrong: the first error line, else the last line
+        note="$note; $( (grep -m1 -iE 'error|fail|not found|missing' "$OUT/steps/${name//[:\/]/_}.log" ||
+            grep -v '^[[:space:]]*$' "$OUT/steps/${name//[:\/]/_}.log" | tail -1) | cut -c1-100)"
+    fi
     if [ -n "${STEP_VERDICT_CMD:-}" ] && [ "$result" = PASS ] && ! $STEP_VERDICT_CMD "$OUT/steps/${name//[:\/]/_}.log"; then
         result=FAIL
     fi
@@ -100,6 +111,7 @@ run_step() {
 last_line_note() { # the example's last PASS/FAIL/SKIP line, shortened
     grep -E '(PASS|FAIL|SKIP)' "$1" | tail -1 | cut -c1-110
 }
+setup_note() { echo "$(grep -m1 '^GPU 0' "$1" | cut -c1-60); kernel $(uname -r)"; }
 rust_note() { grep -E '^test result:' "$1" | tail -1 | cut -c1-110; }
 vvl_count() { grep -cE 'VUID|Validation Error' "$1" || true; }
 vvl_note() { echo "$(vvl_count "$1") validation messages; $(last_line_note "$1")"; }
@@ -179,10 +191,14 @@ build_by_hand() {
     local d=$build/manual flags="-std=c99 -O2 -g -Wall -Wextra -Wpedantic -Werror"
     mkdir -p "$d"
     echo "building buffer_roundtrip and frame_loop with gcc into $d (CMake did not)"
-    gcc $flags -Iinclude -I"$bundle/include" c_examples/buffer_roundtrip.c c_examples/cuda_driver.c \
-        c_examples/vk_loader.c -L"$bundle" -lvkcuda -ldl -Wl,-rpath,"$bundle" -o "$d/buffer_roundtrip" &&
-    gcc $flags -Iinclude -I"$bundle/include" c_examples/frame_loop.c c_examples/cuda_driver.c \
-        c_examples/vk_loader.c -L"$bundle" -lvkcuda -ldl -lpthread -Wl,-rpath,"$bundle" -o "$d/frame_loop"
+    # The library's soname (libvkcuda.so.0) must resolve at run time: link it there.
+    soname=$(objdump -p "$bundle/libvkcuda.so" 2>/dev/null | awk '/SONAME/ { print $2 }')
+    ln -sf "$bundle/libvkcuda.so" "$d/libvkcuda.so"
+    [ -z "$soname" ] || ln -sf "$bundle/libvkcuda.so" "$d/$soname"
+    gcc $flags -D_POSIX_C_SOURCE=200809L -Iinclude -I"$bundle/include" c_examples/buffer_roundtrip.c \
+        c_examples/cuda_driver.c c_examples/vk_loader.c -L"$d" -lvkcuda -ldl -Wl,-rpath,"$d" -o "$d/buffer_roundtrip" &&
+    gcc $flags -D_POSIX_C_SOURCE=200809L -Iinclude -I"$bundle/include" c_examples/frame_loop.c \
+        c_examples/cuda_driver.c c_examples/vk_loader.c -L"$d" -lvkcuda -ldl -lpthread -Wl,-rpath,"$d" -o "$d/frame_loop"
 }
 
 run_example() { # NAME ARGS...: runs a built example
@@ -216,7 +232,7 @@ log "gpu-test.sh: steps: ${wanted[*]:-all}; log: $log_file"
 
 wanted_saved=("${wanted[@]}")
 wanted=() # setup always runs
-run_step setup 180 setup
+STEP_NOTE_CMD=setup_note run_step setup 180 setup
 wanted=("${wanted_saved[@]}")
 if [ "$step_rc" -ne 0 ]; then
     log "setup failed: nothing else can run"
