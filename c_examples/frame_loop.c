@@ -585,7 +585,12 @@ static void *spinner_main(void *unused) {
     (void)unused;
     while (!__atomic_load_n(&spinner.stop, __ATOMIC_ACQUIRE)) {
         uint64_t target = __atomic_load_n(&spinner.target, __ATOMIC_ACQUIRE), v = 0;
-        if (target == 0 || __atomic_load_n(&spinner.seen_for, __ATOMIC_ACQUIRE) == target) continue;
+        if (target == 0) { /* idle: no driver calls, little CPU */
+            struct timespec ts = {0, 20000};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        if (__atomic_load_n(&spinner.seen_for, __ATOMIC_ACQUIRE) == target) continue;
         if (A.vk.vkGetSemaphoreCounterValue(A.vh.device, spinner.sem, &v) == VK_SUCCESS && v >= target) {
             __atomic_store_n(&spinner.seen_ns, now_ns(), __ATOMIC_RELAXED);
             __atomic_store_n(&spinner.seen_for, target, __ATOMIC_RELEASE);
@@ -655,7 +660,7 @@ static int test_latency(unsigned rounds) {
     const uint64_t size = 64 * 1024;
     pthread_t thread;
     int thread_started = 0, ok = 0, m;
-    unsigned r, warmup = 3, total = rounds + warmup;
+    unsigned r, pass, warmup = 3, total = rounds + warmup;
 
     if (s == NULL) return 0;
     memset(table, 0, sizeof table);
@@ -680,41 +685,51 @@ static int test_latency(unsigned rounds) {
     CHECK(pthread_create(&thread, NULL, spinner_main, NULL) == 0, "pthread_create failed");
     thread_started = 1;
 
+    /* Per method two passes: without the observer thread (reference A, round time:
+     * nothing else touches the semaphore), then with it (reference B). */
     for (m = 0; m < WAIT_METHODS; m++) {
-        for (r = 0; r < total; r++) {
-            vkcuda_timeline_stage st1, st2;
-            VkCommandBuffer cmd = cmds[r % 2];
-            uint64_t t_start = now_ns(), t_seen, deadline;
+        for (pass = 0; pass < 2; pass++) {
+            for (r = 0; r < total; r++) {
+                vkcuda_timeline_stage st1, st2;
+                VkCommandBuffer cmd = cmds[r % 2];
+                uint64_t t_start = now_ns(), t_seen, t_hostfn, deadline;
 
-            /* Vulkan queue work: acquire the buffer back from CUDA, fill it, release it. */
-            CHECK_VKCUDA(vkcuda_semaphore_next_stage(s, &st1));
-            CHECK_VK(begin(cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT));
-            if (m > 0 || r > 0) /* from the second round on, CUDA had it last */
-                CHECK_VKCUDA(vkcuda_buffer_cmd_acquire_from_cuda(buf, cmd, &acquire));
-            A.vk.vkCmdFillBuffer(cmd, vkcuda_buffer_get_vk_buffer(buf), 0, size, r);
-            CHECK_VKCUDA(vkcuda_buffer_cmd_release_to_cuda(buf, cmd, &release));
-            CHECK_VK(A.vk.vkEndCommandBuffer(cmd));
-            CHECK_VKCUDA(vkcuda_semaphore_next_stage(s, &st2));
-            __atomic_store_n(&spinner.target, st2.signal_value, __ATOMIC_RELEASE);
-            __atomic_store_n(&hostfn_ns, 0, __ATOMIC_RELEASE);
-            CHECK_VK(submit_timeline(vs, cmd, st1.wait_value, st1.signal_value));
+                /* Vulkan queue work: acquire the buffer back from CUDA, fill it, release it. */
+                CHECK_VKCUDA(vkcuda_semaphore_next_stage(s, &st1));
+                CHECK_VK(begin(cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT));
+                if (m > 0 || pass > 0 || r > 0) /* from the second round on, CUDA had it last */
+                    CHECK_VKCUDA(vkcuda_buffer_cmd_acquire_from_cuda(buf, cmd, &acquire));
+                A.vk.vkCmdFillBuffer(cmd, vkcuda_buffer_get_vk_buffer(buf), 0, size, r);
+                CHECK_VKCUDA(vkcuda_buffer_cmd_release_to_cuda(buf, cmd, &release));
+                CHECK_VK(A.vk.vkEndCommandBuffer(cmd));
+                CHECK_VKCUDA(vkcuda_semaphore_next_stage(s, &st2));
+                __atomic_store_n(&spinner.target, pass == 1 ? st2.signal_value : 0, __ATOMIC_RELEASE);
+                __atomic_store_n(&hostfn_ns, 0, __ATOMIC_RELEASE);
+                CHECK_VK(submit_timeline(vs, cmd, st1.wait_value, st1.signal_value));
 
-            /* CUDA work, then the signal the host waits for. */
-            CHECK_VKCUDA(vkcuda_semaphore_cuda_wait(s, st2.wait_value, A.stream));
-            CHECK_CU(cuda_transform(&A.cu, &A.kernels, A.stream, ptr, size, 3, 1));
-            CHECK_CU(A.cu.cuLaunchHostFunc(A.stream, hostfn_stamp, &hostfn_ns));
-            CHECK_VKCUDA(vkcuda_semaphore_cuda_signal(s, st2.signal_value, A.stream));
+                /* CUDA work, then the signal the host waits for. */
+                CHECK_VKCUDA(vkcuda_semaphore_cuda_wait(s, st2.wait_value, A.stream));
+                CHECK_CU(cuda_transform(&A.cu, &A.kernels, A.stream, ptr, size, 3, 1));
+                CHECK_CU(A.cu.cuLaunchHostFunc(A.stream, hostfn_stamp, &hostfn_ns));
+                CHECK_VKCUDA(vkcuda_semaphore_cuda_signal(s, st2.signal_value, A.stream));
 
-            if (!wait_by((wait_method)m, s, vs, st2.signal_value)) goto done;
-            t_seen = now_ns();
-            deadline = t_seen + 2000 * MS;
-            while (__atomic_load_n(&spinner.seen_for, __ATOMIC_ACQUIRE) != st2.signal_value)
-                CHECK(now_ns() < deadline, "the spinning observer did not see %" PRIu64, st2.signal_value);
-            CHECK(__atomic_load_n(&hostfn_ns, __ATOMIC_ACQUIRE) != 0, "the CUDA host function did not run");
-            if (r >= warmup) {
-                vs_hostfn[r - warmup] = (int64_t)(t_seen - __atomic_load_n(&hostfn_ns, __ATOMIC_ACQUIRE));
-                vs_spinner[r - warmup] = (int64_t)t_seen - (int64_t)__atomic_load_n(&spinner.seen_ns, __ATOMIC_RELAXED);
-                round_ns[r - warmup] = (int64_t)(t_seen - t_start);
+                if (!wait_by((wait_method)m, s, vs, st2.signal_value)) goto done;
+                t_seen = now_ns();
+                t_hostfn = __atomic_load_n(&hostfn_ns, __ATOMIC_ACQUIRE);
+                CHECK(t_hostfn != 0, "the CUDA host function did not run before the value was seen");
+                if (pass == 1) {
+                    deadline = t_seen + 2000 * MS;
+                    while (__atomic_load_n(&spinner.seen_for, __ATOMIC_ACQUIRE) != st2.signal_value)
+                        CHECK(now_ns() < deadline, "the spinning observer did not see %" PRIu64, st2.signal_value);
+                }
+                if (r < warmup) continue;
+                if (pass == 0) {
+                    vs_hostfn[r - warmup] = (int64_t)(t_seen - t_hostfn);
+                    round_ns[r - warmup] = (int64_t)(t_seen - t_start);
+                } else {
+                    vs_spinner[r - warmup] =
+                        (int64_t)t_seen - (int64_t)__atomic_load_n(&spinner.seen_ns, __ATOMIC_RELAXED);
+                }
             }
         }
         table[m][0] = pct_us(vs_hostfn, rounds, 0.5);
@@ -723,10 +738,13 @@ static int test_latency(unsigned rounds) {
         table[m][3] = pct_us(vs_spinner, rounds, 0.99);
         table[m][4] = pct_us(round_ns, rounds, 0.5);
     }
-    printf("  host wait for a CUDA-signalled value, Vulkan queue work and CUDA work alternating, %u rounds each\n",
-           rounds);
-    printf("  A = a CUDA host function (cuLaunchHostFunc) stamps the time right after the kernel, before the signal\n");
-    printf("  B = a second thread spinning on vkGetSemaphoreCounterValue stamps when it sees the value\n");
+    printf("  host wait for a CUDA-signalled value, Vulkan queue work and CUDA work alternating; %u rounds per\n"
+           "  method and pass (+%u warm-up), the time the waiting thread saw the value minus:\n",
+           rounds, warmup);
+    printf("  A = a CUDA host function's time stamp (cuLaunchHostFunc after the kernel, before the signal: the\n"
+           "      CUDA work is done then; the signal itself is still to run), pass without an observer thread\n");
+    printf("  B = the time a second thread spinning on vkGetSemaphoreCounterValue saw it (pass with that thread;\n"
+           "      negative: the waiter saw it first)\n");
     printf("  | %-31s | seen-A median | seen-A p99 | seen-B median | seen-B p99 | round median |\n", "method");
     printf("  |---------------------------------|---------------|------------|---------------|------------|--------------|\n");
     for (m = 0; m < WAIT_METHODS; m++)
