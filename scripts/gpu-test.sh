@@ -9,8 +9,9 @@
 # "STEP:", e.g. "rust" = every Rust test, "vvl" = every validation-layer run):
 #   setup            unpack the Vulkan loader into /, the validation layer into
 #                    .dev/vvl; print GPU, kernel, driver, nvcc (always runs)
-#   ptx              scripts/gen-ptx.sh --check: kernels_ptx.h is what this nvcc
-#                    makes of kernels.cu (nvcc version line excepted)
+#   ptx              scripts/gen-ptx.sh --check: kernels_ptx.h (and every other
+#                    header gen-ptx.sh made) is what this nvcc makes of its .cu
+#                    (nvcc version line excepted)
 #   configure, build CMake with -DVKCUDA_PREBUILT_LIBRARY=.dev/gpu/libvkcuda.so;
 #                    if CMake fails, the two GPU examples are built with gcc
 #                    directly so that they still run (configure stays FAIL)
@@ -220,12 +221,19 @@ with_vvl() {
     )
 }
 
+ptx_check() { # kernels.cu (its fresh PTX kept for fresh-ptx), then every generated header
+    local rc=0
+    scripts/gen-ptx.sh --check --src c_examples/kernels.cu --ptx-out "$OUT/kernels.fresh.ptx" || rc=1
+    scripts/gen-ptx.sh --check || rc=1
+    return $rc
+}
+
 fresh_ptx() { # the examples with the PTX this nvcc made of kernels.cu
     export VKCUDA_EXAMPLES_PTX=$OUT/kernels.fresh.ptx
     run_example buffer_roundtrip 4 1M+1 64M --cycles 0 && run_example frame_loop --frames 1000 --latency-rounds 0
 }
 
-export -f setup find_example configure build_cmake build_by_hand run_example with_vvl fresh_ptx
+export -f setup ptx_check find_example configure build_cmake build_by_hand run_example with_vvl fresh_ptx
 
 # ---------------------------------------------------------------------------------
 log "gpu-test.sh: steps: ${wanted[*]:-all}; log: $log_file"
@@ -243,7 +251,7 @@ else
     PATH=$PATH:/usr/local/cuda/bin
 
     rm -f "$OUT/kernels.fresh.ptx"
-    run_step ptx 90 scripts/gen-ptx.sh --check --ptx-out "$OUT/kernels.fresh.ptx"
+    run_step ptx 90 ptx_check
 
     need_build=0
     for s in configure build vkcuda_info buffer_roundtrip frame_loop fresh-ptx vvl:vkcuda_info vvl:buffer_roundtrip vvl:frame_loop; do
