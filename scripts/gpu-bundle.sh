@@ -35,8 +35,27 @@ echo "== cargo test --release --no-run"
 json=target/gpu-bundle-tests.json
 cargo test --release --no-run --message-format=json > "$json"
 
+echo "== cargo bench --no-run (bench/interop.rs)"
+bench_json=target/gpu-bundle-bench.json
+cargo bench --no-run --message-format=json > "$bench_json"
+
 rm -rf "$out"
 mkdir -p "$out/tests" "$out/include"
+python3 - "$bench_json" "$out/bench-interop" <<'EOF2'
+import json, shutil, sys
+for line in open(sys.argv[1]):
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "interop":
+        shutil.copy2(m["executable"], sys.argv[2])
+        print("  bench executable bench-interop <- %s" % m["executable"])
+        break
+else:
+    sys.exit("gpu-bundle: cargo built no interop benchmark")
+EOF2
+strip --strip-debug "$out/bench-interop"
 cp target/release/libvkcuda.so "$out/libvkcuda.so"
 strip --strip-debug "$out/libvkcuda.so"
 

@@ -21,6 +21,8 @@
 #                    nvcc made (VKCUDA_EXAMPLES_PTX): same checks, same results
 #   vvl:NAME         each example under VK_LAYER_KHRONOS_validation; any line with
 #                    "VUID" or "Validation Error" fails the step
+#   bench            .dev/gpu/bench-interop --csv $OUT/bench.csv (bench/interop.rs);
+#                    only when named: `scripts/gpu-test.sh bench` (it takes minutes)
 # Everything runs with VKCUDA_REQUIRE_GPU=1. Output goes to $OUT/gpu.log as it
 # comes (and per step to $OUT/steps/STEP.log); a summary table ends it. Exits 1 if
 # any step failed. New steps stop being started after $VKCUDA_GPU_TEST_BUDGET_S
@@ -48,7 +50,7 @@ log() { echo "$*" | tee -a "$log_file"; }
 wanted=("$@")
 for w in "${wanted[@]}"; do
     case ${w%%:*} in
-        setup|ptx|configure|build|build-by-hand|rust|vkcuda_info|buffer_roundtrip|frame_loop|fresh-ptx|vvl) ;;
+        setup|ptx|configure|build|build-by-hand|rust|vkcuda_info|buffer_roundtrip|frame_loop|fresh-ptx|vvl|bench) ;;
         *) echo "gpu-test.sh: unknown step '$w' (see the comment at the top of $0)" >&2; exit 2 ;;
     esac
 done
@@ -279,6 +281,10 @@ else
         STEP_NOTE_CMD=last_line_note run_step fresh-ptx 120 fresh_ptx
     elif is_wanted fresh-ptx; then
         add_summary fresh-ptx SKIP 0 "no fresh PTX (the ptx step did not produce one)"
+    fi
+
+    if [ ${#wanted[@]} -gt 0 ] && is_wanted bench; then
+        STEP_NOTE_CMD=last_line_note run_step bench 500 "$bundle/bench-interop" --csv "$OUT/bench.csv"
     fi
 
     STEP_NOTE_CMD=vvl_note STEP_VERDICT_CMD=vvl_verdict run_step vvl:vkcuda_info 60 with_vvl run_example vkcuda_info
