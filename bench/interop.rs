@@ -384,6 +384,8 @@ fn one_way(
     t: &dyn Timeline,
     done: &RawTimeline,
     vulkan_to_cuda: bool,
+    kernel: bool,
+    cmd: Option<vk::CommandBuffer>,
     frames: usize,
     in_flight: u64,
 ) -> Vec<f64> {
@@ -398,15 +400,19 @@ fn one_way(
         if vulkan_to_cuda {
             env.submit(&[], &[(s, b0 + k)], env.empty, vk::Fence::null());
             t.cuda_wait(env, b0 + k);
-            env.launch_tiny();
+            if kernel {
+                env.launch_tiny();
+            }
             done.cuda_signal(env, d0 + k);
         } else {
-            env.launch_tiny();
+            if kernel {
+                env.launch_tiny();
+            }
             t.cuda_signal(env, b0 + k);
             env.submit(
                 &[(s, b0 + k)],
                 &[(done.vk(), d0 + k)],
-                env.empty,
+                cmd.unwrap_or(env.empty),
                 vk::Fence::null(),
             );
         }
@@ -506,12 +512,56 @@ fn zero_copy_handoff(
     times
 }
 
-/// The copy path: CUDA → pinned host (cuMemcpyDtoHAsync) → Vulkan staging
-/// (memcpy) → device-local VkBuffer (vkCmdCopyBuffer), until Vulkan has it.
-fn staging_handoff(env: &Env, src: u64, size: u64, dst: vk::Buffer, rounds: usize) -> Vec<f64> {
-    let mut pinned = ptr::null_mut();
-    cuok(unsafe { cu::cuMemAllocHost_v2(&mut pinned, size as usize) });
+/// A command buffer holding the acquire-from-CUDA barrier of `buffer`.
+fn acquire_cmd(env: &Env, buffer: *mut vkcuda_buffer) -> vk::CommandBuffer {
+    let h = vkcuda_handoff_info {
+        flags: 0,
+        queue_family_index: env.v.family,
+        stage_mask: 0,
+        access_mask: 0,
+    };
+    let cmd = unsafe {
+        env.v.device.allocate_command_buffers(
+            &vk::CommandBufferAllocateInfo::default()
+                .command_pool(env.v.pool)
+                .command_buffer_count(1),
+        )
+    }
+    .unwrap()[0];
+    unsafe {
+        env.v
+            .device
+            .begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())
+            .unwrap();
+        ok(vkcuda_buffer_cmd_acquire_from_cuda(buffer, cmd, &h));
+        env.v.device.end_command_buffer(cmd).unwrap();
+    }
+    cmd
+}
+
+/// The copy path: CUDA → host → Vulkan device-local VkBuffer, until Vulkan has it.
+/// Best case first: the Vulkan staging buffer's mapping registered with CUDA
+/// (cuMemHostRegister), so one DMA copy lands in it; else pinned memory and a
+/// memcpy. Then vkCmdCopyBuffer into the device-local buffer and a fence wait.
+fn staging_handoff(
+    env: &Env,
+    src: u64,
+    size: u64,
+    dst: vk::Buffer,
+    rounds: usize,
+) -> (Vec<f64>, &'static str) {
     let staging = env.v.host_buffer(size);
+    let registered = unsafe {
+        cu::cuMemHostRegister_v2(
+            staging.ptr.cast(),
+            size as usize,
+            cu::CU_MEMHOSTREGISTER_PORTABLE,
+        )
+    } == cu::CUresult::CUDA_SUCCESS;
+    let mut pinned = ptr::null_mut();
+    if !registered {
+        cuok(unsafe { cu::cuMemAllocHost_v2(&mut pinned, size as usize) });
+    }
     let fence = unsafe {
         env.v
             .device
@@ -542,9 +592,16 @@ fn staging_handoff(env: &Env, src: u64, size: u64, dst: vk::Buffer, rounds: usiz
     let mut times = Vec::new();
     for _ in 0..rounds {
         let t0 = Instant::now();
-        cuok(unsafe { cu::cuMemcpyDtoHAsync_v2(pinned, src, size as usize, env.stream) });
-        cuok(unsafe { cu::cuStreamSynchronize(env.stream) });
-        unsafe { ptr::copy_nonoverlapping(pinned as *const u8, staging.ptr, size as usize) };
+        if registered {
+            cuok(unsafe {
+                cu::cuMemcpyDtoHAsync_v2(staging.ptr.cast(), src, size as usize, env.stream)
+            });
+            cuok(unsafe { cu::cuStreamSynchronize(env.stream) });
+        } else {
+            cuok(unsafe { cu::cuMemcpyDtoHAsync_v2(pinned, src, size as usize, env.stream) });
+            cuok(unsafe { cu::cuStreamSynchronize(env.stream) });
+            unsafe { ptr::copy_nonoverlapping(pinned as *const u8, staging.ptr, size as usize) };
+        }
         env.submit(&[], &[], cmd, fence);
         unsafe {
             env.v
@@ -558,11 +615,20 @@ fn staging_handoff(env: &Env, src: u64, size: u64, dst: vk::Buffer, rounds: usiz
     unsafe {
         env.v.device.free_command_buffers(env.v.pool, &[cmd]);
         env.v.device.destroy_fence(fence, None);
-        cu::cuMemFreeHost(pinned);
+        if registered {
+            cu::cuMemHostUnregister(staging.ptr.cast());
+        } else {
+            cu::cuMemFreeHost(pinned);
+        }
     }
     env.v.destroy_host_buffer(staging);
     times.drain(..times.len().min(2));
-    times
+    let how = if registered {
+        "DtoH into the registered Vulkan staging buffer"
+    } else {
+        "DtoH to pinned memory + memcpy"
+    };
+    (times, how)
 }
 
 /// Raw Vulkan-allocated shared buffer: exportable dedicated memory, fd, CUDA import
@@ -828,27 +894,29 @@ fn gpu(quick: bool, rep: &mut Report) {
 
     println!("\n[one-way] pipelined handoff, 3 frames in flight, per frame");
     for (dir, v2c) in [("vulkan->cuda", true), ("cuda->vulkan", false)] {
-        let mut res = Vec::new();
-        for (name, t) in [
-            ("library", &lib as &dyn Timeline),
-            ("raw", &raw as &dyn Timeline),
-        ] {
-            // CUDA's completion timeline (vulkan->cuda) or Vulkan's (cuda->vulkan).
-            let done = RawTimeline::new(&env);
-            let mut s = one_way(&env, t, &done, v2c, n(5000), 3);
-            res.push(rep.add(
+        for (kernel, suffix) in [(false, ""), (true, " +kernel")] {
+            let mut res = Vec::new();
+            for (name, t) in [
+                ("library", &lib as &dyn Timeline),
+                ("raw", &raw as &dyn Timeline),
+            ] {
+                // CUDA's completion timeline (vulkan->cuda) or Vulkan's (cuda->vulkan).
+                let done = RawTimeline::new(&env);
+                let mut s = one_way(&env, t, &done, v2c, kernel, None, n(5000), 3);
+                let note = if kernel {
+                    "per frame, a tiny CUDA kernel each frame"
+                } else {
+                    "per frame, semaphores only; target <= 15 us"
+                };
+                res.push(rep.add("one-way", &format!("{dir} {name}{suffix}"), &mut s, note));
+            }
+            rep.derived(
                 "one-way",
-                &format!("{dir} {name}"),
-                &mut s,
-                "per frame, target <= 15 us",
-            ));
+                &format!("{dir} library/raw{suffix}"),
+                res[0] / res[1],
+                "target <= 1.02",
+            );
         }
-        rep.derived(
-            "one-way",
-            &format!("{dir} library/raw"),
-            res[0] / res[1],
-            "target <= 1.02",
-        );
     }
 
     println!("\n[host wait] CUDA-signalled value, Vulkan and CUDA work alternating, per round");
@@ -898,20 +966,35 @@ fn gpu(quick: bool, rep: &mut Report) {
         let info = buffer_info(buf);
         let dst = create_buffer(env.ctx, size, 0);
         let mut z = zero_copy_handoff(&env, &lib, buf, n(300));
-        let mut s = staging_handoff(
+        let acquire = acquire_cmd(&env, buf);
+        let done = RawTimeline::new(&env);
+        let mut zp = one_way(&env, &lib, &done, false, false, Some(acquire), n(2000), 3);
+        unsafe { env.v.device.free_command_buffers(env.v.pool, &[acquire]) };
+        let (mut s, how) = staging_handoff(
             &env,
             info.cuda_pointer,
             size,
             buffer_info(dst).buffer,
             if size >= 256 << 20 { 7 } else { n(40) },
         );
-        let zm = rep.add("handoff", &format!("{label} zero-copy"), &mut z, "");
+        rep.add(
+            "handoff",
+            &format!("{label} zero-copy latency"),
+            &mut z,
+            "CUDA signal -> Vulkan acquire -> host sees it, one at a time",
+        );
+        let zm = rep.add(
+            "handoff",
+            &format!("{label} zero-copy"),
+            &mut zp,
+            "per frame, 3 in flight",
+        );
         let gbps = size as f64 / 1e3 / median(&mut s.clone());
         let sm = rep.add(
             "handoff",
             &format!("{label} staging copy"),
             &mut s,
-            &format!("{gbps:.1} GB/s"),
+            &format!("{gbps:.1} GB/s, {how}"),
         );
         rep.derived(
             "handoff",
@@ -1028,6 +1111,11 @@ fn main() {
         ),
         ("pingpong", "library", "strict ping-pong per round (us)"),
         (
+            "pingpong",
+            "no-interop floor",
+            "no-interop floor per round (us)",
+        ),
+        (
             "one-way",
             "vulkan->cuda library",
             "one-way Vulkan->CUDA per frame (us)",
@@ -1048,6 +1136,16 @@ fn main() {
             "one-way CUDA->Vulkan, library/raw",
         ),
         (
+            "one-way",
+            "vulkan->cuda library +kernel",
+            "one-way Vulkan->CUDA + tiny kernel (us)",
+        ),
+        (
+            "one-way",
+            "cuda->vulkan library +kernel",
+            "one-way CUDA->Vulkan + tiny kernel (us)",
+        ),
+        (
             "host-wait",
             "library - spin",
             "host wait, library over spin (us)",
@@ -1065,12 +1163,22 @@ fn main() {
         (
             "handoff",
             "4K RGBA zero-copy",
-            "4K frame zero-copy handoff (us)",
+            "4K frame zero-copy handoff per frame (us)",
+        ),
+        (
+            "handoff",
+            "4K RGBA staging copy",
+            "4K frame staging copy (us)",
+        ),
+        (
+            "handoff",
+            "4K RGBA zero-copy latency",
+            "4K frame zero-copy latency, one at a time (us)",
         ),
         (
             "handoff",
             "1024 MiB zero-copy",
-            "1 GiB zero-copy handoff (us)",
+            "1 GiB zero-copy handoff per frame (us)",
         ),
         (
             "create",
