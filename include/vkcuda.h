@@ -840,7 +840,8 @@ typedef struct vkcuda_image_info {
   struct CUmipmappedArray_st *cuda_mipmapped_array;
   /**
    * The `CUDA_ARRAY3D_*` flags of the CUDA view (LAYERED = 0x1, SURFACE_LDST =
-   * 0x2, CUBEMAP = 0x4).
+   * 0x2 with STORAGE usage, CUBEMAP = 0x4, COLOR_ATTACHMENT = 0x20 with
+   * COLOR_ATTACHMENT usage).
    */
   uint32_t cuda_array_flags;
   /**

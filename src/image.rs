@@ -200,6 +200,10 @@ fn shape_of(d: &Description, f: &FormatInfo) -> ArrayShape {
     if d.usage.contains(vk::ImageUsageFlags::STORAGE) {
         flags |= sys::CUDA_ARRAY3D_SURFACE_LDST;
     }
+    // CUDA must know that the graphics API renders into the memory.
+    if d.usage.contains(vk::ImageUsageFlags::COLOR_ATTACHMENT) {
+        flags |= sys::CUDA_ARRAY3D_COLOR_ATTACHMENT;
+    }
     ArrayShape {
         width: d.width as usize,
         height,
@@ -650,6 +654,12 @@ mod tests {
         assert_eq!(
             shape_of(&c12, &f).flags,
             sys::CUDA_ARRAY3D_CUBEMAP | sys::CUDA_ARRAY3D_LAYERED
+        );
+        let mut att = check_shape(&d2(16, 16)).unwrap();
+        att.usage = vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::STORAGE;
+        assert_eq!(
+            shape_of(&att, &f).flags,
+            sys::CUDA_ARRAY3D_SURFACE_LDST | sys::CUDA_ARRAY3D_COLOR_ATTACHMENT
         );
         let mut one = d2(16, 1);
         one.dimension = Dimension::D1;

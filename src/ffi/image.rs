@@ -301,7 +301,8 @@ pub struct vkcuda_image_info {
     /// The CUDA view (`CUmipmappedArray`), or NULL in a Vulkan-only context.
     pub cuda_mipmapped_array: *mut CUmipmappedArray_st,
     /// The `CUDA_ARRAY3D_*` flags of the CUDA view (LAYERED = 0x1, SURFACE_LDST =
-    /// 0x2, CUBEMAP = 0x4).
+    /// 0x2 with STORAGE usage, CUBEMAP = 0x4, COLOR_ATTACHMENT = 0x20 with
+    /// COLOR_ATTACHMENT usage).
     pub cuda_array_flags: u32,
     /// What CUDA sees of the format.
     pub format_info: vkcuda_format_info,
