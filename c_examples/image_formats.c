@@ -20,8 +20,12 @@
  *                             tex2DLod: UNORM/SNORM/SRGB read as normalized floats
  *                             (sRGB not decoded), UINT/SINT as integers, SFLOAT as
  *                             floats; every channel compared.
+ * Layered images with a partial mip chain are refused by the library in CUDA
+ * contexts (NVIDIA's Vulkan and CUDA disagree on their layer offsets); one case
+ * checks that refusal.
  * Surfaces need VK_IMAGE_USAGE_STORAGE_BIT; a format the device cannot store
- * (NVIDIA: the sRGB ones) gets its surface cases reported as SKIP, its texture case
+ * (on the H200: the sRGB ones and B8G8R8A8 but UNORM) gets its surface cases
+ * reported as SKIP, its texture case
  * still runs. Synchronisation is by fences and cuStreamSynchronize.
  *
  * --vulkan-only: a Vulkan-only context; each case is Vulkan write -> release ->
@@ -848,7 +852,7 @@ static void teardown(void) {
 }
 
 int main(int argc, char **argv) {
-    static const shape per_format = {"2D 67x35, 3 levels, 2 layers", VKCUDA_IMAGE_TYPE_2D, 67, 35, 0, 3, 2, 0};
+    static const shape per_format = {"2D 67x35, 7 levels, 2 layers", VKCUDA_IMAGE_TYPE_2D, 67, 35, 0, 7, 2, 0};
     static const struct {
         VkFormat format;
         const char *format_name;
@@ -859,7 +863,9 @@ int main(int argc, char **argv) {
         {VK_FORMAT_R16_SFLOAT, "VK_FORMAT_R16_SFLOAT",
          {"1D 1000, 10 levels", VKCUDA_IMAGE_TYPE_1D, 1000, 0, 0, 10, 0, 0}},
         {VK_FORMAT_R32_UINT, "VK_FORMAT_R32_UINT",
-         {"1D 1000, 5 levels, 4 layers", VKCUDA_IMAGE_TYPE_1D, 1000, 0, 0, 5, 4, 0}},
+         {"1D 1000, 10 levels, 4 layers", VKCUDA_IMAGE_TYPE_1D, 1000, 0, 0, 10, 4, 0}},
+        {VK_FORMAT_R32G32_SFLOAT, "VK_FORMAT_R32G32_SFLOAT",
+         {"2D 67x35, 1 level, 3 layers", VKCUDA_IMAGE_TYPE_2D, 67, 35, 0, 1, 3, 0}},
         {VK_FORMAT_R32G32B32A32_SFLOAT, "VK_FORMAT_R32G32B32A32_SFLOAT",
          {"3D 33x17x9, 6 levels", VKCUDA_IMAGE_TYPE_3D, 33, 17, 9, 6, 0, 0}},
         {VK_FORMAT_R8_UNORM, "VK_FORMAT_R8_UNORM",
@@ -910,6 +916,23 @@ int main(int argc, char **argv) {
     }
     for (k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
         surface_case(shapes[k].format, shapes[k].format_name, &shapes[k].s, 0x900u + k);
+    /* A layered image with a partial mip chain: CUDA would see other layer offsets
+     * than Vulkan, so the library refuses it. */
+    if (A.cuda && selected("partial mip chain")) {
+        vkcuda_image_create_info ci;
+        vkcuda_image *im = NULL;
+        vkcuda_result r;
+        memset(&ci, 0, sizeof ci);
+        ci.format = VK_FORMAT_R8G8B8A8_UNORM;
+        ci.extent.width = 67;
+        ci.extent.height = 35;
+        ci.mip_levels = 3;
+        ci.array_layers = 2;
+        r = vkcuda_image_create(A.ctx, &ci, &im);
+        report("VK_FORMAT_R8G8B8A8_UNORM 2D 67x35, 3 levels, 2 layers", "partial mip chain refused",
+               r == VKCUDA_ERROR_UNSUPPORTED && im == NULL, 0.0, r == VKCUDA_ERROR_UNSUPPORTED ? "" : vkcuda_result_to_string(r));
+        vkcuda_image_destroy(im);
+    }
     if (!no_big) {
         if (A.vk.properties.limits.maxImageDimension2D >= 16384)
             surface_case(VK_FORMAT_R8G8B8A8_UNORM, "VK_FORMAT_R8G8B8A8_UNORM", &big, 0xb16u);

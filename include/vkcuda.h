@@ -749,7 +749,10 @@ typedef struct vkcuda_image_create_info {
    */
   VkExtent3D extent;
   /**
-   * 0 means 1; at most floor(log2(largest dimension)) + 1.
+   * 0 means 1; at most floor(log2(largest dimension)) + 1. With more than one
+   * array layer and a CUDA side, 1 or that full chain: CUDA places the layers of
+   * a partial chain elsewhere than NVIDIA's Vulkan driver does
+   * (`VKCUDA_ERROR_UNSUPPORTED`).
    */
   uint32_t mip_levels;
   /**

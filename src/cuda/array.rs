@@ -77,19 +77,7 @@ impl MappedImage {
         }
         let ext = ExternalMemory::import_opaque_fd(ctx.clone(), handle, allocation_size, true)?;
         let _g = ctx.enter()?;
-        // SAFETY: all-zero is a valid descriptor; the fields that matter are set below.
-        let mut desc: sys::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC =
-            unsafe { std::mem::zeroed() };
-        desc.offset = 0;
-        desc.arrayDesc = sys::CUDA_ARRAY3D_DESCRIPTOR {
-            Width: shape.width,
-            Height: shape.height,
-            Depth: shape.depth,
-            Format: shape.format,
-            NumChannels: shape.channels,
-            Flags: shape.flags,
-        };
-        desc.numLevels = shape.levels;
+        let desc = mipmapped_array_desc(&shape);
         let mut mipmap = std::ptr::null_mut();
         // On failure `ext` drops and destroys the import.
         cu_check("cuExternalMemoryGetMappedMipmappedArray", unsafe {
@@ -155,10 +143,7 @@ impl MappedImage {
         }
         let array = self.level(level)?;
         let _g = self.ctx.enter()?;
-        // SAFETY: all-zero is valid; the array resource is set below.
-        let mut res: sys::CUDA_RESOURCE_DESC = unsafe { std::mem::zeroed() };
-        res.resType = sys::CUresourcetype::CU_RESOURCE_TYPE_ARRAY;
-        res.res.array.hArray = array;
+        let res = array_resource(array);
         let mut surf = 0;
         cu_check("cuSurfObjectCreate", unsafe {
             sys::cuSurfObjectCreate(&mut surf, &res)
@@ -172,38 +157,11 @@ impl MappedImage {
         if let Some(l) = t.level {
             self.check_level(l)?;
         }
-        // SAFETY: all-zero is valid for both descriptors.
-        let mut res: sys::CUDA_RESOURCE_DESC = unsafe { std::mem::zeroed() };
-        match t.level {
-            Some(l) => {
-                res.resType = sys::CUresourcetype::CU_RESOURCE_TYPE_ARRAY;
-                res.res.array.hArray = self.level(l)?;
-            }
-            None => {
-                res.resType = sys::CUresourcetype::CU_RESOURCE_TYPE_MIPMAPPED_ARRAY;
-                res.res.mipmap.hMipmappedArray = self.mipmap;
-            }
-        }
-        let mut tex: sys::CUDA_TEXTURE_DESC = unsafe { std::mem::zeroed() };
-        tex.addressMode = [t.address; 3];
-        let filter = if t.linear {
-            sys::CUfilter_mode::CU_TR_FILTER_MODE_LINEAR
-        } else {
-            sys::CUfilter_mode::CU_TR_FILTER_MODE_POINT
+        let res = match t.level {
+            Some(l) => array_resource(self.level(l)?),
+            None => mipmapped_resource(self.mipmap),
         };
-        tex.filterMode = filter;
-        tex.flags = 0;
-        if t.normalized_coordinates {
-            tex.flags |= sys::CU_TRSF_NORMALIZED_COORDINATES;
-        }
-        if t.read_as_integer {
-            tex.flags |= sys::CU_TRSF_READ_AS_INTEGER;
-        }
-        if t.level.is_none() {
-            tex.mipmapFilterMode = filter;
-            tex.maxMipmapLevelClamp = (self.shape.levels - 1) as f32;
-        }
-        tex.borderColor = t.border_color;
+        let tex = texture_desc(t, self.shape.levels);
         let mut objects = self.objects.lock().unwrap_or_else(|p| p.into_inner());
         let _g = self.ctx.enter()?;
         let mut obj = 0;
@@ -217,6 +175,92 @@ impl MappedImage {
     /// The import this array maps.
     pub fn external_memory(&self) -> &ExternalMemory {
         &self.ext
+    }
+}
+
+// The descriptors are built field by field: several CUDA enums have no zero value,
+// so `mem::zeroed()` would make invalid Rust values (and panics at run time).
+
+/// What `cuExternalMemoryGetMappedMipmappedArray` is told.
+pub fn mipmapped_array_desc(shape: &ArrayShape) -> sys::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC {
+    sys::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC {
+        offset: 0,
+        arrayDesc: sys::CUDA_ARRAY3D_DESCRIPTOR {
+            Width: shape.width,
+            Height: shape.height,
+            Depth: shape.depth,
+            Format: shape.format,
+            NumChannels: shape.channels,
+            Flags: shape.flags,
+        },
+        numLevels: shape.levels,
+        reserved: [0; 16],
+    }
+}
+
+fn resource(
+    res: sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1,
+    ty: sys::CUresourcetype,
+) -> sys::CUDA_RESOURCE_DESC {
+    sys::CUDA_RESOURCE_DESC {
+        resType: ty,
+        res,
+        flags: 0,
+    }
+}
+
+fn zeroed_union() -> sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1 {
+    sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1 {
+        reserved: sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_5 { reserved: [0; 32] },
+    }
+}
+
+/// A resource description of one CUDA array.
+pub fn array_resource(array: sys::CUarray) -> sys::CUDA_RESOURCE_DESC {
+    let mut u = zeroed_union();
+    u.array = sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_1 { hArray: array };
+    resource(u, sys::CUresourcetype::CU_RESOURCE_TYPE_ARRAY)
+}
+
+/// A resource description of a whole mipmapped array.
+pub fn mipmapped_resource(mipmap: sys::CUmipmappedArray) -> sys::CUDA_RESOURCE_DESC {
+    let mut u = zeroed_union();
+    u.mipmap = sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_2 {
+        hMipmappedArray: mipmap,
+    };
+    resource(u, sys::CUresourcetype::CU_RESOURCE_TYPE_MIPMAPPED_ARRAY)
+}
+
+/// The texture description of a sampler over an array of `levels` levels.
+pub fn texture_desc(t: &TextureDesc, levels: u32) -> sys::CUDA_TEXTURE_DESC {
+    let filter = if t.linear {
+        sys::CUfilter_mode::CU_TR_FILTER_MODE_LINEAR
+    } else {
+        sys::CUfilter_mode::CU_TR_FILTER_MODE_POINT
+    };
+    let mut flags = 0;
+    if t.normalized_coordinates {
+        flags |= sys::CU_TRSF_NORMALIZED_COORDINATES;
+    }
+    if t.read_as_integer {
+        flags |= sys::CU_TRSF_READ_AS_INTEGER;
+    }
+    let all_levels = t.level.is_none();
+    sys::CUDA_TEXTURE_DESC {
+        addressMode: [t.address; 3],
+        filterMode: filter,
+        flags,
+        maxAnisotropy: 0,
+        mipmapFilterMode: filter,
+        mipmapLevelBias: 0.0,
+        minMipmapLevelClamp: 0.0,
+        maxMipmapLevelClamp: if all_levels {
+            levels.saturating_sub(1) as f32
+        } else {
+            0.0
+        },
+        borderColor: t.border_color,
+        reserved: [0; 12],
     }
 }
 
@@ -236,5 +280,62 @@ impl Drop for MappedImage {
             }
             sys::cuMipmappedArrayDestroy(self.mipmap);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Builds every descriptor on the CPU: an invalid value (a zeroed enum without a
+    // zero variant) would panic here, not on the GPU machine.
+    #[test]
+    fn descriptors_are_valid_values() {
+        let shape = ArrayShape {
+            width: 64,
+            height: 32,
+            depth: 6,
+            format: sys::CUarray_format::CU_AD_FORMAT_HALF,
+            channels: 4,
+            flags: sys::CUDA_ARRAY3D_CUBEMAP | sys::CUDA_ARRAY3D_SURFACE_LDST,
+            levels: 3,
+        };
+        let d = mipmapped_array_desc(&shape);
+        assert_eq!(
+            (d.arrayDesc.Width, d.arrayDesc.Height, d.arrayDesc.Depth),
+            (64, 32, 6)
+        );
+        assert_eq!(d.arrayDesc.Format, sys::CUarray_format::CU_AD_FORMAT_HALF);
+        assert_eq!((d.numLevels, d.offset), (3, 0));
+        let a = array_resource(0x1234 as sys::CUarray);
+        assert_eq!(a.resType, sys::CUresourcetype::CU_RESOURCE_TYPE_ARRAY);
+        assert_eq!(unsafe { a.res.array.hArray } as usize, 0x1234);
+        let m = mipmapped_resource(0x5678 as sys::CUmipmappedArray);
+        assert_eq!(
+            m.resType,
+            sys::CUresourcetype::CU_RESOURCE_TYPE_MIPMAPPED_ARRAY
+        );
+        assert_eq!(unsafe { m.res.mipmap.hMipmappedArray } as usize, 0x5678);
+        let mut t = TextureDesc {
+            level: None,
+            linear: true,
+            address: sys::CUaddress_mode::CU_TR_ADDRESS_MODE_BORDER,
+            normalized_coordinates: true,
+            read_as_integer: false,
+            border_color: [1.0, 0.0, 0.0, 1.0],
+        };
+        let d = texture_desc(&t, 3);
+        assert_eq!(d.flags, sys::CU_TRSF_NORMALIZED_COORDINATES);
+        assert_eq!(d.maxMipmapLevelClamp, 2.0);
+        assert_eq!(d.filterMode, sys::CUfilter_mode::CU_TR_FILTER_MODE_LINEAR);
+        t.level = Some(1);
+        t.read_as_integer = true;
+        t.linear = false;
+        let d = texture_desc(&t, 3);
+        assert_eq!(
+            d.flags,
+            sys::CU_TRSF_NORMALIZED_COORDINATES | sys::CU_TRSF_READ_AS_INTEGER
+        );
+        assert_eq!(d.maxMipmapLevelClamp, 0.0);
     }
 }

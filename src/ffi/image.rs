@@ -225,7 +225,10 @@ pub struct vkcuda_image_create_info {
     pub format: VkFormat,
     /// Width (at least 1); height (1D: 0 or 1); depth (1D and 2D: 0 or 1).
     pub extent: VkExtent3D,
-    /// 0 means 1; at most floor(log2(largest dimension)) + 1.
+    /// 0 means 1; at most floor(log2(largest dimension)) + 1. With more than one
+    /// array layer and a CUDA side, 1 or that full chain: CUDA places the layers of
+    /// a partial chain elsewhere than NVIDIA's Vulkan driver does
+    /// (`VKCUDA_ERROR_UNSUPPORTED`).
     pub mip_levels: u32,
     /// 0 means 1; 3D images have 1; cube-compatible images a multiple of 6.
     pub array_layers: u32,
