@@ -379,40 +379,43 @@ fn no_interop_floor(env: &Env, rounds: usize) -> Vec<f64> {
 /// Pipelined one-way handoff, `frames` frames with `in_flight` in flight; returns
 /// per-frame times (µs) over batches of 100 frames. `done` is a second timeline
 /// the receiving side signals, for the host to bound frames in flight.
-fn one_way(
-    env: &Env,
-    t: &dyn Timeline,
-    done: &RawTimeline,
+/// How a one-way run is set up.
+#[derive(Clone, Copy)]
+struct OneWay {
     vulkan_to_cuda: bool,
+    /// A tiny CUDA kernel each frame (else semaphores only).
     kernel: bool,
+    /// The Vulkan side's command buffer (cuda->vulkan; else an empty one).
     cmd: Option<vk::CommandBuffer>,
     frames: usize,
     in_flight: u64,
-) -> Vec<f64> {
+}
+
+fn one_way(env: &Env, t: &dyn Timeline, done: &RawTimeline, o: OneWay) -> Vec<f64> {
     let s = t.vk();
     let (b0, d0) = (env.counter(s), env.counter(done.vk()));
     let mut batch = Vec::new();
     let mut t0 = Instant::now();
-    for k in 1..=frames as u64 {
-        if k > in_flight {
-            env.spin_until(done.vk(), d0 + k - in_flight);
+    for k in 1..=o.frames as u64 {
+        if k > o.in_flight {
+            env.spin_until(done.vk(), d0 + k - o.in_flight);
         }
-        if vulkan_to_cuda {
+        if o.vulkan_to_cuda {
             env.submit(&[], &[(s, b0 + k)], env.empty, vk::Fence::null());
             t.cuda_wait(env, b0 + k);
-            if kernel {
+            if o.kernel {
                 env.launch_tiny();
             }
             done.cuda_signal(env, d0 + k);
         } else {
-            if kernel {
+            if o.kernel {
                 env.launch_tiny();
             }
             t.cuda_signal(env, b0 + k);
             env.submit(
                 &[(s, b0 + k)],
                 &[(done.vk(), d0 + k)],
-                cmd.unwrap_or(env.empty),
+                o.cmd.unwrap_or(env.empty),
                 vk::Fence::null(),
             );
         }
@@ -422,7 +425,7 @@ fn one_way(
             t0 = now;
         }
     }
-    env.spin_until(done.vk(), d0 + frames as u64);
+    env.spin_until(done.vk(), d0 + o.frames as u64);
     env.idle();
     batch.drain(..1);
     batch
@@ -902,7 +905,18 @@ fn gpu(quick: bool, rep: &mut Report) {
             ] {
                 // CUDA's completion timeline (vulkan->cuda) or Vulkan's (cuda->vulkan).
                 let done = RawTimeline::new(&env);
-                let mut s = one_way(&env, t, &done, v2c, kernel, None, n(5000), 3);
+                let mut s = one_way(
+                    &env,
+                    t,
+                    &done,
+                    OneWay {
+                        vulkan_to_cuda: v2c,
+                        kernel,
+                        cmd: None,
+                        frames: n(5000),
+                        in_flight: 3,
+                    },
+                );
                 let note = if kernel {
                     "per frame, a tiny CUDA kernel each frame"
                 } else {
@@ -968,7 +982,18 @@ fn gpu(quick: bool, rep: &mut Report) {
         let mut z = zero_copy_handoff(&env, &lib, buf, n(300));
         let acquire = acquire_cmd(&env, buf);
         let done = RawTimeline::new(&env);
-        let mut zp = one_way(&env, &lib, &done, false, false, Some(acquire), n(2000), 3);
+        let mut zp = one_way(
+            &env,
+            &lib,
+            &done,
+            OneWay {
+                vulkan_to_cuda: false,
+                kernel: false,
+                cmd: Some(acquire),
+                frames: n(2000),
+                in_flight: 3,
+            },
+        );
         unsafe { env.v.device.free_command_buffers(env.v.pool, &[acquire]) };
         let (mut s, how) = staging_handoff(
             &env,
