@@ -76,6 +76,21 @@
 #define VKCUDA_TEXTURE_ALL_LEVELS_BIT 2
 
 /**
+ * The size in bytes of a serialized description (format version 1).
+ */
+#define VKCUDA_SHARE_DESCRIPTION_SIZE 128
+
+/**
+ * The description format version this library writes and reads.
+ */
+#define VKCUDA_SHARE_FORMAT_VERSION 1
+
+/**
+ * The send and receive timeout when `vkcuda_share_options::timeout_ns` is 0 (10 s).
+ */
+#define VKCUDA_SHARE_DEFAULT_TIMEOUT_NS 10000000000
+
+/**
  * Host waits do not spin first: they poll with short sleeps from the start.
  */
 #define VKCUDA_SEMAPHORE_CREATE_NO_SPIN_BIT 1
@@ -140,9 +155,15 @@ typedef enum vkcuda_result {
   VKCUDA_ERROR_PANIC = -12,
   /**
    * The call is not valid in the object's current state (a binary semaphore
-   * waited twice, a timeline chain too far ahead).
+   * waited twice, a timeline chain too far ahead), or a socket's peer closed
+   * or reset the connection.
    */
   VKCUDA_ERROR_INVALID_STATE = -13,
+  /**
+   * The peer on a socket is not allowed: another user than this process's, or
+   * refused by the caller's peer check (`vkcuda_share_options::peer_check`).
+   */
+  VKCUDA_ERROR_PERMISSION_DENIED = -14,
   /**
    * Keeps the enum 32 bits wide; never returned.
    */
@@ -302,6 +323,28 @@ typedef enum vkcuda_read_mode {
    */
   VKCUDA_READ_MODE_MAX_ENUM = 2147483647,
 } vkcuda_read_mode;
+
+/**
+ * What a share description describes.
+ */
+typedef enum vkcuda_share_kind {
+  /**
+   * A `vkcuda_buffer`: `vkcuda_share_description::buffer` is set.
+   */
+  VKCUDA_SHARE_KIND_BUFFER = 1,
+  /**
+   * A `vkcuda_semaphore`: `vkcuda_share_description::semaphore` is set.
+   */
+  VKCUDA_SHARE_KIND_SEMAPHORE = 2,
+  /**
+   * A `vkcuda_image`: `vkcuda_share_description::image` is set.
+   */
+  VKCUDA_SHARE_KIND_IMAGE = 3,
+  /**
+   * Keeps the enum 32 bits wide.
+   */
+  VKCUDA_SHARE_KIND_MAX_ENUM = 2147483647,
+} vkcuda_share_kind;
 
 /**
  * CUDA's array struct; `CUarray` from cuda.h is `struct CUarray_st *`.
@@ -877,6 +920,148 @@ typedef struct vkcuda_texture_info {
 } vkcuda_texture_info;
 
 /**
+ * A shared buffer's memory, as an importer needs it (`vkcuda_buffer_info` of the
+ * exporter).
+ */
+typedef struct vkcuda_share_buffer_description {
+  /**
+   * Which API allocated the memory.
+   */
+  vkcuda_allocator origin;
+  /**
+   * VK_TRUE when the allocation is dedicated.
+   */
+  VkBool32 dedicated;
+  /**
+   * The whole allocation's size (what CUDA and Vulkan import).
+   */
+  uint64_t allocation_size;
+  /**
+   * Where the buffer starts in the allocation.
+   */
+  uint64_t offset;
+  /**
+   * The buffer's size (at least 1; `offset + size <= allocation_size`).
+   */
+  uint64_t size;
+} vkcuda_share_buffer_description;
+
+/**
+ * A shared semaphore.
+ */
+typedef struct vkcuda_share_semaphore_description {
+  /**
+   * Timeline or binary.
+   */
+  vkcuda_semaphore_type semaphore_type;
+  /**
+   * Timeline: the counter value when the description was made (for information:
+   * the imported payload carries the real value). Binary: 0.
+   */
+  uint64_t value;
+} vkcuda_share_semaphore_description;
+
+/**
+ * A shared image.
+ */
+typedef struct vkcuda_share_image_description {
+  /**
+   * The image's description with every default resolved: extent, mip levels and
+   * array layers at least 1, the usage it was created with. Import it as a
+   * `VkImage` of exactly this description (optimal tiling, exclusive sharing,
+   * `VkExternalMemoryImageCreateInfo` OPAQUE_FD).
+   */
+  struct vkcuda_image_create_info description;
+  /**
+   * The size of its dedicated allocation (`VkMemoryAllocateInfo::allocationSize`
+   * of the import, which must be dedicated to the new image).
+   */
+  uint64_t allocation_size;
+} vkcuda_share_image_description;
+
+/**
+ * What a process needs to import an object another process exported: the kind,
+ * the exporter's device and the object's sizes and types. It travels next to the
+ * object's fd; `vkcuda_*_send` and `vkcuda_share_send` serialize it (a fixed
+ * 128-byte little-endian record with a magic, a format version and its size;
+ * `vkcuda_share_description_serialize` writes the same record for other
+ * transports).
+ *
+ * Only the member of `kind` is read; the other two are ignored (the library writes
+ * them as zeros).
+ */
+typedef struct vkcuda_share_description {
+  /**
+   * Reserved; must be 0.
+   */
+  uint32_t flags;
+  /**
+   * Which member below is set.
+   */
+  vkcuda_share_kind kind;
+  /**
+   * `VkPhysicalDeviceIDProperties::deviceUUID` of the exporting context's device.
+   * An import into a context of another device fails with
+   * `VKCUDA_ERROR_DEVICE_MISMATCH`.
+   */
+  uint8_t device_uuid[16];
+  struct vkcuda_share_buffer_description buffer;
+  struct vkcuda_share_semaphore_description semaphore;
+  struct vkcuda_share_image_description image;
+} vkcuda_share_description;
+
+/**
+ * Decides whether the process on the other end of a socket may take part:
+ * return nonzero to accept it, 0 to refuse (`VKCUDA_ERROR_PERMISSION_DENIED`).
+ * `pid`, `uid` and `gid` are the peer's `pid_t`, `uid_t` and `gid_t` as the
+ * kernel recorded them when the connection was made (`SO_PEERCRED`). Called on the
+ * thread of the send or receive, before any fd crosses; it must not throw.
+ */
+typedef int (*vkcuda_peer_check_fn)(int32_t pid, uint32_t uid, uint32_t gid, void *user);
+
+/**
+ * How to send or receive over a socket; a NULL pointer or all zero: a 10 s
+ * timeout and only peers of the same user.
+ *
+ * Security model. A file descriptor is a capability: whoever holds a memory fd
+ * can map, read and write the whole allocation, and whoever holds a semaphore fd
+ * can signal and wait on it, for as long as they keep it. The library never
+ * publishes fds; they only travel over the connected Unix socket the caller
+ * gives it. So the socket decides who can get one: for a socket path, its file
+ * permissions (and its directory's) decide who can connect; and both ends check
+ * the peer's credentials (`SO_PEERCRED`) on every call before any fd crosses:
+ * by default the peer must run as the same effective user as this process;
+ * `peer_check` replaces that rule. The receiver closes every fd of a message it
+ * refuses. See docs/CROSS_PROCESS.md.
+ */
+typedef struct vkcuda_share_options {
+  /**
+   * Reserved; must be 0.
+   */
+  uint32_t flags;
+  /**
+   * How long one send or receive may wait for the peer, in nanoseconds: 0 means
+   * `VKCUDA_SHARE_DEFAULT_TIMEOUT_NS`, UINT64_MAX waits for ever. A receive that
+   * times out fails with `VKCUDA_ERROR_TIMEOUT` and closes whatever fds came.
+   */
+  uint64_t timeout_ns;
+  /**
+   * NULL: accept only peers with this process's effective uid. Otherwise called
+   * with the peer's credentials; nonzero accepts it.
+   */
+  vkcuda_peer_check_fn peer_check;
+  /**
+   * Passed to `peer_check`.
+   */
+  void *peer_check_user;
+  /**
+   * `vkcuda_buffer_receive` only: the `VkBufferUsageFlags` of the imported
+   * `VkBuffer` (0: the default of `vkcuda_buffer_create`).
+   */
+  VkBufferUsageFlags buffer_usage;
+} vkcuda_share_options;
+
+/**
  * How to make a shared semaphore; all zero gives a timeline starting at 0.
  */
 typedef struct vkcuda_semaphore_create_info {
@@ -1379,6 +1564,235 @@ enum vkcuda_result vkcuda_image_cmd_acquire_from_cuda(const struct vkcuda_image 
  * Thread-safety: must not overlap any other use of the image.
  */
 VKCUDA_API void vkcuda_image_destroy(struct vkcuda_image *image);
+
+/**
+ * Fills `*description` with what another process needs to import the buffer:
+ * the device UUID and the buffer's origin, allocation size, offset, size and
+ * dedicated flag.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_buffer_describe(const struct vkcuda_buffer *buffer,
+                                          struct vkcuda_share_description *description);
+
+/**
+ * Fills `*description` with the semaphore's type, its current value (timeline)
+ * and the device UUID.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_describe(const struct vkcuda_semaphore *semaphore,
+                                             struct vkcuda_share_description *description);
+
+/**
+ * Fills `*description` with the image's description (defaults resolved), its
+ * allocation size and the device UUID: what another process needs to make a
+ * `VkImage` of the same description on the memory fd (`vkcuda_image_export_fd`,
+ * or `vkcuda_image_send`).
+ *
+ * Thread-safety: may be called from any thread.
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_image_describe(const struct vkcuda_image *image,
+                                         struct vkcuda_share_description *description);
+
+/**
+ * Writes the description as the library's little-endian record of
+ * `VKCUDA_SHARE_DESCRIPTION_SIZE` bytes (magic, format version, size, kind, device UUID, the
+ * kind's fields, zeros) into `bytes`, which has room for `size` bytes (at least
+ * `VKCUDA_SHARE_DESCRIPTION_SIZE`). For transports other than a Unix socket; the
+ * fd still has to travel by `SCM_RIGHTS` (or be duplicated by a parent). The
+ * description is checked as strictly as `vkcuda_share_description_parse` checks.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_share_description_serialize(const struct vkcuda_share_description *description,
+                                                      uint8_t *bytes,
+                                                      size_t size);
+
+/**
+ * Reads a record written by `vkcuda_share_description_serialize` (or a send):
+ * `size` must be exactly `VKCUDA_SHARE_DESCRIPTION_SIZE`. Strict:
+ * `VKCUDA_ERROR_INVALID_ARGUMENT`, with a message saying which, for a truncated or
+ * longer record, a wrong magic, an unknown format version or kind, a nonzero
+ * reserved byte, or impossible values (a zero or overflowing size, a range past
+ * its allocation, an unknown enum value).
+ *
+ * Thread-safety: may be called from any thread.
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_share_description_parse(const uint8_t *bytes,
+                                                  size_t size,
+                                                  struct vkcuda_share_description *description);
+
+/**
+ * Imports a buffer from another process's description and memory fd into
+ * `context`: a new `VkBuffer` with `usage` (0: the default of create) on the
+ * imported memory and, unless the context is Vulkan-only, a CUDA view. The
+ * description must be of a buffer (`VKCUDA_ERROR_INVALID_ARGUMENT`) from the
+ * context's device (`VKCUDA_ERROR_DEVICE_MISMATCH`). On success the library has
+ * taken `fd`; on failure `fd` is untouched and still the caller's.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_buffer_import_description(const struct vkcuda_context *context,
+                                                    const struct vkcuda_share_description *description,
+                                                    int32_t fd,
+                                                    VkBufferUsageFlags usage,
+                                                    struct vkcuda_buffer **buffer);
+
+/**
+ * Imports a semaphore from another process's description and fd into `context`:
+ * a new `VkSemaphore` of the described type whose payload is the fd's
+ * (`vkImportSemaphoreFdKHR`, permanent) and, unless the context is Vulkan-only, a
+ * CUDA import. Needs `VK_KHR_external_semaphore_fd`
+ * (`VKCUDA_ERROR_EXTENSION_NOT_PRESENT`). The library's value checks start at
+ * the timeline's current value and are this process's own: the exporter's
+ * signals are not known here. On success the library has taken `fd`; on failure
+ * `fd` is untouched and still the caller's.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_import_description(const struct vkcuda_context *context,
+                                                       const struct vkcuda_share_description *description,
+                                                       int32_t fd,
+                                                       struct vkcuda_semaphore **semaphore);
+
+/**
+ * Sends a description and `fd` over `socket_fd`, a connected `AF_UNIX`
+ * `SOCK_STREAM` or `SOCK_SEQPACKET` socket: one record of
+ * `VKCUDA_SHARE_DESCRIPTION_SIZE` bytes with `fd` attached (`SCM_RIGHTS`). `fd` stays the caller's: the
+ * peer gets its own reference to the same object. Before sending, the peer is
+ * checked (see `vkcuda_share_options`; `VKCUDA_ERROR_PERMISSION_DENIED`).
+ * Partial writes and `EINTR` are handled; a closed peer gives
+ * `VKCUDA_ERROR_INVALID_STATE` (never `SIGPIPE`), a peer that does not read within
+ * the timeout `VKCUDA_ERROR_TIMEOUT`. For objects the library has no receive of
+ * its own for (images), or fds made elsewhere.
+ *
+ * Thread-safety: sends and receives on one socket must not overlap.
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_share_send(int32_t socket_fd,
+                                     const struct vkcuda_share_description *description,
+                                     int32_t fd,
+                                     const struct vkcuda_share_options *options);
+
+/**
+ * Receives one description and its fd from `socket_fd` (a connected `AF_UNIX`
+ * `SOCK_STREAM` or `SOCK_SEQPACKET` socket), waiting at most the timeout. Checks
+ * the peer first (see `vkcuda_share_options`), reads exactly one record (never
+ * more: what follows stays in the socket), takes the fds with
+ * `MSG_CMSG_CLOEXEC`, parses the record strictly and checks the fd count. On
+ * success `*description` is written and `*fd` is a new descriptor **the caller
+ * owns**. On any failure every descriptor that arrived is closed and nothing is
+ * written: `VKCUDA_ERROR_TIMEOUT` (a silent peer), `VKCUDA_ERROR_INVALID_STATE` (the
+ * peer closed the connection, before or in the middle of a record),
+ * `VKCUDA_ERROR_INVALID_ARGUMENT` (a bad record, a wrong number of fds, more fds than
+ * fit, not a connected Unix socket), `VKCUDA_ERROR_PERMISSION_DENIED`. After a
+ * failure the connection's framing is unknown: close it.
+ *
+ * Thread-safety: sends and receives on one socket must not overlap.
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_share_receive(int32_t socket_fd,
+                                        const struct vkcuda_share_options *options,
+                                        struct vkcuda_share_description *description,
+                                        int32_t *fd);
+
+/**
+ * Sends the buffer to the peer on `socket_fd`: its description and a new memory
+ * fd (closed here once the kernel has it), as `vkcuda_share_send`. The peer
+ * imports it with `vkcuda_buffer_receive`. The receiver can read and write the
+ * whole allocation from then on, until it destroys its import, independently of
+ * this buffer's lifetime.
+ *
+ * Thread-safety: sends and receives on one socket must not overlap.
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_buffer_send(const struct vkcuda_buffer *buffer,
+                                      int32_t socket_fd,
+                                      const struct vkcuda_share_options *options);
+
+/**
+ * Receives a buffer sent by `vkcuda_buffer_send` (or a buffer description with
+ * `vkcuda_share_send`) and imports it into `context` (the Vulkan view, and the
+ * CUDA view unless the context is Vulkan-only), with `options->buffer_usage`.
+ * Errors as for `vkcuda_share_receive`, then as for
+ * `vkcuda_buffer_import_description` (a description of another kind, another
+ * device, an fd that is not GPU memory). Every received fd is closed or owned by
+ * the new buffer, on every path. `*buffer` is written on success, set to NULL on
+ * failure.
+ *
+ * Thread-safety: sends and receives on one socket must not overlap.
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_buffer_receive(const struct vkcuda_context *context,
+                                         int32_t socket_fd,
+                                         const struct vkcuda_share_options *options,
+                                         struct vkcuda_buffer **buffer);
+
+/**
+ * Sends the semaphore to the peer on `socket_fd`: its description and a new
+ * payload fd (closed here once the kernel has it). The receiver can signal and
+ * wait on it from then on.
+ *
+ * Thread-safety: sends and receives on one socket must not overlap.
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_send(const struct vkcuda_semaphore *semaphore,
+                                         int32_t socket_fd,
+                                         const struct vkcuda_share_options *options);
+
+/**
+ * Receives a semaphore sent by `vkcuda_semaphore_send` and imports it into
+ * `context` as `vkcuda_semaphore_import_description` does. Errors as for
+ * `vkcuda_share_receive`, then as for the import. Every received fd is closed or
+ * owned by the new semaphore, on every path. `*semaphore` is written on success,
+ * set to NULL on failure.
+ *
+ * Thread-safety: sends and receives on one socket must not overlap.
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_receive(const struct vkcuda_context *context,
+                                            int32_t socket_fd,
+                                            const struct vkcuda_share_options *options,
+                                            struct vkcuda_semaphore **semaphore);
+
+/**
+ * Sends the image to the peer on `socket_fd`: its description and a new memory
+ * fd (closed here once the kernel has it). The peer receives it with
+ * `vkcuda_share_receive` and imports it itself: a `VkImage` of
+ * `description.image.description` with `VkExternalMemoryImageCreateInfo`
+ * (OPAQUE_FD), on a dedicated allocation of `description.image.allocation_size`
+ * bytes imported with `VkImportMemoryFdInfoKHR` (also with
+ * `VkExportMemoryAllocateInfo` OPAQUE_FD, so that `vkcuda_image_wrap` can make
+ * its CUDA view). The library has no image receive of its own yet.
+ *
+ * Thread-safety: sends and receives on one socket must not overlap.
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_image_send(const struct vkcuda_image *image,
+                                     int32_t socket_fd,
+                                     const struct vkcuda_share_options *options);
 
 /**
  * Creates an exportable `VkSemaphore` (timeline or binary, OPAQUE_FD) and imports

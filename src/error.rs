@@ -22,6 +22,7 @@ pub enum ErrorKind {
     Timeout,
     Panic,
     InvalidState,
+    PermissionDenied,
 }
 
 /// An error with its class and a message for the thread-local last-error string.

@@ -11,6 +11,7 @@ pub mod fd;
 pub mod ffi;
 pub mod format;
 pub mod image;
+pub mod ipc;
 pub mod semaphore;
 pub mod stats;
 pub mod vulkan;

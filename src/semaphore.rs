@@ -4,7 +4,7 @@
 //! a signal must be greater than every value signalled through the library before
 //! and than the current value, within `maxTimelineSemaphoreValueDifference`.
 
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -244,6 +244,77 @@ impl Semaphore {
         })?;
         // SAFETY: each call creates a new descriptor owned by the caller.
         Ok(unsafe { fd::adopt(raw) })
+    }
+
+    /// Imports a payload exported by [`export_fd`](Self::export_fd), in this process
+    /// or another: a new `VkSemaphore` of `kind` (exportable where the device allows)
+    /// whose payload is permanently replaced by the fd's (`vkImportSemaphoreFdKHR`),
+    /// and, unless the context is Vulkan-only, a CUDA import. `handle` stays the
+    /// caller's: the drivers get duplicates. The value book-keeping starts at the
+    /// imported timeline's current value (binary: no pending signal); it is this
+    /// process's, not shared with the exporter's.
+    pub fn import_fd(
+        ctx: &Arc<Context>,
+        handle: &OwnedFd,
+        kind: Kind,
+        spin: Option<Duration>,
+    ) -> Result<Semaphore> {
+        let f = ctx.vk.semaphore_fd()?;
+        let props = external_properties(ctx, kind, 0);
+        if !props
+            .external_semaphore_features
+            .contains(vk::ExternalSemaphoreFeatureFlags::IMPORTABLE)
+        {
+            return Err(Error::unsupported(format!(
+                "the device cannot import {kind:?} semaphores as OPAQUE_FD"
+            )));
+        }
+        let exportable = props
+            .external_semaphore_features
+            .contains(vk::ExternalSemaphoreFeatureFlags::EXPORTABLE);
+        let mut export = vk::ExportSemaphoreCreateInfo::default().handle_types(HANDLE_TYPE);
+        let mut ty = vk::SemaphoreTypeCreateInfo::default().semaphore_type(match kind {
+            Kind::Timeline => vk::SemaphoreType::TIMELINE,
+            Kind::Binary => vk::SemaphoreType::BINARY,
+        });
+        let mut info = vk::SemaphoreCreateInfo::default().push_next(&mut ty);
+        if exportable {
+            info = info.push_next(&mut export);
+        }
+        let sem = unsafe { ctx.vk.device.create_semaphore(&info, None) }
+            .map_err(|r| Error::vk("vkCreateSemaphore", r))?;
+        stats::VK_SEMAPHORES.add();
+        // From here on `out` drops (and destroys what was made) on any error.
+        let mut out = Semaphore {
+            ctx: ctx.clone(),
+            sem,
+            kind,
+            cuda: None,
+            book: Mutex::new(Book::new(0)),
+            spin: spin.unwrap_or(DEFAULT_SPIN),
+        };
+        let dup = fd::Handoff::new(fd::dup_borrowed(handle.as_raw_fd())?);
+        let import = vk::ImportSemaphoreFdInfoKHR::default()
+            .semaphore(sem)
+            .handle_type(HANDLE_TYPE)
+            .fd(dup.raw());
+        vk_check("vkImportSemaphoreFdKHR", unsafe {
+            (f.import_semaphore_fd_khr)(ctx.vk.device.handle(), &import)
+        })?;
+        // Vulkan owns the descriptor from the successful import on.
+        dup.taken();
+        if kind == Kind::Timeline {
+            let current = out.value()?;
+            *out.book() = Book::new(current);
+        }
+        if let Some(cuda) = &ctx.cuda {
+            out.cuda = Some(ExternalSemaphore::import_fd(
+                cuda.clone(),
+                fd::dup_borrowed(handle.as_raw_fd())?,
+                kind == Kind::Timeline,
+            )?);
+        }
+        Ok(out)
     }
 
     pub fn vk_semaphore(&self) -> vk::Semaphore {

@@ -8,11 +8,13 @@
 pub mod buffer;
 pub mod context;
 pub mod image;
+pub mod ipc;
 pub mod semaphore;
 pub mod types;
 
 pub use buffer::*;
 pub use context::*;
+pub use ipc::*;
 pub use semaphore::*;
 pub use types::*;
 
@@ -55,8 +57,12 @@ pub enum vkcuda_result {
     /// An internal error was caught at the C boundary; the library stays usable.
     VKCUDA_ERROR_PANIC = -12,
     /// The call is not valid in the object's current state (a binary semaphore
-    /// waited twice, a timeline chain too far ahead).
+    /// waited twice, a timeline chain too far ahead), or a socket's peer closed
+    /// or reset the connection.
     VKCUDA_ERROR_INVALID_STATE = -13,
+    /// The peer on a socket is not allowed: another user than this process's, or
+    /// refused by the caller's peer check (`vkcuda_share_options::peer_check`).
+    VKCUDA_ERROR_PERMISSION_DENIED = -14,
     /// Keeps the enum 32 bits wide; never returned.
     VKCUDA_RESULT_MAX_ENUM = 0x7FFF_FFFF,
 }
@@ -79,6 +85,7 @@ impl From<ErrorKind> for vkcuda_result {
             ErrorKind::Timeout => VKCUDA_ERROR_TIMEOUT,
             ErrorKind::Panic => VKCUDA_ERROR_PANIC,
             ErrorKind::InvalidState => VKCUDA_ERROR_INVALID_STATE,
+            ErrorKind::PermissionDenied => VKCUDA_ERROR_PERMISSION_DENIED,
         }
     }
 }
@@ -216,6 +223,7 @@ pub extern "C" fn vkcuda_result_to_string(result: types::vkcuda_result_raw) -> *
         -11 => "VKCUDA_ERROR_TIMEOUT\0",
         -12 => "VKCUDA_ERROR_PANIC\0",
         -13 => "VKCUDA_ERROR_INVALID_STATE\0",
+        -14 => "VKCUDA_ERROR_PERMISSION_DENIED\0",
         _ => "VKCUDA_UNKNOWN_RESULT\0",
     };
     s.as_ptr().cast()
@@ -252,7 +260,7 @@ mod tests {
 
     #[test]
     fn every_code_has_a_name() {
-        for code in -13..=0 {
+        for code in -14..=0 {
             let s = unsafe {
                 std::ffi::CStr::from_ptr(vkcuda_result_to_string(types::vkcuda_result_raw(code)))
             };

@@ -1,0 +1,736 @@
+//! C API: cross-process sharing. Descriptions of buffers, semaphores and images,
+//! their fds sent and received over connected Unix sockets, and imports from a
+//! description and an fd.
+
+use std::ffi::{c_int, c_void};
+use std::os::fd::OwnedFd;
+use std::time::Duration;
+
+use ash::vk;
+
+use super::buffer::vkcuda_buffer;
+use super::context::{ctx_arg, vkcuda_context};
+use super::image::{
+    vkcuda_image, vkcuda_image_create_info, vkcuda_image_type_raw,
+    VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT,
+};
+use super::semaphore::vkcuda_semaphore;
+use super::types::*;
+use super::{arg, boundary, check_bool, check_flags, out, vkcuda_result, write_handle};
+use crate::buffer::Layout;
+use crate::error::{Error, Result};
+use crate::image;
+use crate::ipc::{self, description, Description, Kind, Object, Options, Peer, PeerPolicy};
+
+/// The size in bytes of a serialized description (format version 1).
+pub const VKCUDA_SHARE_DESCRIPTION_SIZE: u32 = 128;
+/// The description format version this library writes and reads.
+pub const VKCUDA_SHARE_FORMAT_VERSION: u32 = 1;
+/// The send and receive timeout when `vkcuda_share_options::timeout_ns` is 0 (10 s).
+pub const VKCUDA_SHARE_DEFAULT_TIMEOUT_NS: u64 = 10_000_000_000;
+
+/// What a share description describes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum vkcuda_share_kind {
+    /// A `vkcuda_buffer`: `vkcuda_share_description::buffer` is set.
+    VKCUDA_SHARE_KIND_BUFFER = 1,
+    /// A `vkcuda_semaphore`: `vkcuda_share_description::semaphore` is set.
+    VKCUDA_SHARE_KIND_SEMAPHORE = 2,
+    /// A `vkcuda_image`: `vkcuda_share_description::image` is set.
+    VKCUDA_SHARE_KIND_IMAGE = 3,
+    /// Keeps the enum 32 bits wide.
+    VKCUDA_SHARE_KIND_MAX_ENUM = 0x7FFF_FFFF,
+}
+
+/// A `vkcuda_share_kind` as C passed it.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug)]
+pub struct vkcuda_share_kind_raw(pub i32);
+
+/// A shared buffer's memory, as an importer needs it (`vkcuda_buffer_info` of the
+/// exporter).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct vkcuda_share_buffer_description {
+    /// Which API allocated the memory.
+    pub origin: vkcuda_allocator_raw,
+    /// VK_TRUE when the allocation is dedicated.
+    pub dedicated: VkBool32,
+    /// The whole allocation's size (what CUDA and Vulkan import).
+    pub allocation_size: u64,
+    /// Where the buffer starts in the allocation.
+    pub offset: u64,
+    /// The buffer's size (at least 1; `offset + size <= allocation_size`).
+    pub size: u64,
+}
+
+/// A shared semaphore.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct vkcuda_share_semaphore_description {
+    /// Timeline or binary.
+    pub semaphore_type: vkcuda_semaphore_type_raw,
+    /// Timeline: the counter value when the description was made (for information:
+    /// the imported payload carries the real value). Binary: 0.
+    pub value: u64,
+}
+
+/// A shared image.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct vkcuda_share_image_description {
+    /// The image's description with every default resolved: extent, mip levels and
+    /// array layers at least 1, the usage it was created with. Import it as a
+    /// `VkImage` of exactly this description (optimal tiling, exclusive sharing,
+    /// `VkExternalMemoryImageCreateInfo` OPAQUE_FD).
+    pub description: vkcuda_image_create_info,
+    /// The size of its dedicated allocation (`VkMemoryAllocateInfo::allocationSize`
+    /// of the import, which must be dedicated to the new image).
+    pub allocation_size: u64,
+}
+
+/// What a process needs to import an object another process exported: the kind,
+/// the exporter's device and the object's sizes and types. It travels next to the
+/// object's fd; `vkcuda_*_send` and `vkcuda_share_send` serialize it (a fixed
+/// 128-byte little-endian record with a magic, a format version and its size;
+/// `vkcuda_share_description_serialize` writes the same record for other
+/// transports).
+///
+/// Only the member of `kind` is read; the other two are ignored (the library writes
+/// them as zeros).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct vkcuda_share_description {
+    /// Reserved; must be 0.
+    pub flags: u32,
+    /// Which member below is set.
+    pub kind: vkcuda_share_kind_raw,
+    /// `VkPhysicalDeviceIDProperties::deviceUUID` of the exporting context's device.
+    /// An import into a context of another device fails with
+    /// `VKCUDA_ERROR_DEVICE_MISMATCH`.
+    pub device_uuid: [u8; 16],
+    pub buffer: vkcuda_share_buffer_description,
+    pub semaphore: vkcuda_share_semaphore_description,
+    pub image: vkcuda_share_image_description,
+}
+
+/// Decides whether the process on the other end of a socket may take part:
+/// return nonzero to accept it, 0 to refuse (`VKCUDA_ERROR_PERMISSION_DENIED`).
+/// `pid`, `uid` and `gid` are the peer's `pid_t`, `uid_t` and `gid_t` as the
+/// kernel recorded them when the connection was made (`SO_PEERCRED`). Called on the
+/// thread of the send or receive, before any fd crosses; it must not throw.
+pub type vkcuda_peer_check_fn =
+    Option<unsafe extern "C" fn(pid: i32, uid: u32, gid: u32, user: *mut c_void) -> c_int>;
+
+/// How to send or receive over a socket; a NULL pointer or all zero: a 10 s
+/// timeout and only peers of the same user.
+///
+/// Security model. A file descriptor is a capability: whoever holds a memory fd
+/// can map, read and write the whole allocation, and whoever holds a semaphore fd
+/// can signal and wait on it, for as long as they keep it. The library never
+/// publishes fds; they only travel over the connected Unix socket the caller
+/// gives it. So the socket decides who can get one: for a socket path, its file
+/// permissions (and its directory's) decide who can connect; and both ends check
+/// the peer's credentials (`SO_PEERCRED`) on every call before any fd crosses:
+/// by default the peer must run as the same effective user as this process;
+/// `peer_check` replaces that rule. The receiver closes every fd of a message it
+/// refuses. See docs/CROSS_PROCESS.md.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct vkcuda_share_options {
+    /// Reserved; must be 0.
+    pub flags: u32,
+    /// How long one send or receive may wait for the peer, in nanoseconds: 0 means
+    /// `VKCUDA_SHARE_DEFAULT_TIMEOUT_NS`, UINT64_MAX waits for ever. A receive that
+    /// times out fails with `VKCUDA_ERROR_TIMEOUT` and closes whatever fds came.
+    pub timeout_ns: u64,
+    /// NULL: accept only peers with this process's effective uid. Otherwise called
+    /// with the peer's credentials; nonzero accepts it.
+    pub peer_check: vkcuda_peer_check_fn,
+    /// Passed to `peer_check`.
+    pub peer_check_user: *mut c_void,
+    /// `vkcuda_buffer_receive` only: the `VkBufferUsageFlags` of the imported
+    /// `VkBuffer` (0: the default of `vkcuda_buffer_create`).
+    pub buffer_usage: VkBufferUsageFlags,
+}
+
+impl vkcuda_share_kind_raw {
+    fn get(self, what: &str) -> Result<Kind> {
+        u32::try_from(self.0)
+            .ok()
+            .and_then(Kind::from_code)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "{what} is {}, not a vkcuda_share_kind (BUFFER = 1, SEMAPHORE = 2, IMAGE = 3)",
+                    self.0
+                ))
+            })
+    }
+}
+
+fn zero_image_info() -> vkcuda_image_create_info {
+    vkcuda_image_create_info {
+        flags: 0,
+        image_type: vkcuda_image_type_raw(0),
+        format: 0,
+        extent: vk::Extent3D::default(),
+        mip_levels: 0,
+        array_layers: 0,
+        usage: 0,
+    }
+}
+
+fn to_c(d: &Description) -> vkcuda_share_description {
+    let mut c = vkcuda_share_description {
+        flags: 0,
+        kind: vkcuda_share_kind_raw(d.kind().code() as i32),
+        device_uuid: d.device_uuid,
+        buffer: vkcuda_share_buffer_description {
+            origin: vkcuda_allocator_raw(0),
+            dedicated: 0,
+            allocation_size: 0,
+            offset: 0,
+            size: 0,
+        },
+        semaphore: vkcuda_share_semaphore_description {
+            semaphore_type: vkcuda_semaphore_type_raw(0),
+            value: 0,
+        },
+        image: vkcuda_share_image_description {
+            description: zero_image_info(),
+            allocation_size: 0,
+        },
+    };
+    match &d.object {
+        Object::Buffer(l) => {
+            c.buffer = vkcuda_share_buffer_description {
+                origin: vkcuda_allocator_raw(description::origin_code(l.origin) as i32),
+                dedicated: l.dedicated as u32,
+                allocation_size: l.allocation_size,
+                offset: l.offset,
+                size: l.size,
+            }
+        }
+        Object::Semaphore { kind, value } => {
+            c.semaphore = vkcuda_share_semaphore_description {
+                semaphore_type: vkcuda_semaphore_type_raw(description::semaphore_code(*kind) as i32),
+                value: *value,
+            }
+        }
+        Object::Image {
+            desc,
+            allocation_size,
+        } => {
+            c.image = vkcuda_share_image_description {
+                description: vkcuda_image_create_info {
+                    flags: if desc.cube {
+                        VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT
+                    } else {
+                        0
+                    },
+                    image_type: vkcuda_image_type_raw(
+                        description::dimension_code(desc.dimension) as i32
+                    ),
+                    format: desc.format.as_raw(),
+                    extent: vk::Extent3D {
+                        width: desc.width,
+                        height: desc.height,
+                        depth: desc.depth,
+                    },
+                    mip_levels: desc.mip_levels,
+                    array_layers: desc.array_layers,
+                    usage: desc.usage.as_raw(),
+                },
+                allocation_size: *allocation_size,
+            }
+        }
+    }
+    c
+}
+
+/// Reads and checks a description from C: flags, enums, booleans, and every value
+/// as strictly as a received record.
+fn from_c(c: &vkcuda_share_description) -> Result<Description> {
+    check_flags(c.flags, 0, "description->flags")?;
+    let object = match c.kind.get("description->kind")? {
+        Kind::Buffer => {
+            let b = &c.buffer;
+            Object::Buffer(Layout {
+                origin: b.origin.get("description->buffer.origin")?,
+                dedicated: check_bool(b.dedicated, "description->buffer.dedicated")?,
+                allocation_size: b.allocation_size,
+                offset: b.offset,
+                size: b.size,
+            })
+        }
+        Kind::Semaphore => Object::Semaphore {
+            kind: c
+                .semaphore
+                .semaphore_type
+                .get("description->semaphore.semaphore_type")?,
+            value: c.semaphore.value,
+        },
+        Kind::Image => {
+            let i = &c.image.description;
+            check_flags(
+                i.flags,
+                VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT,
+                "description->image.description.flags",
+            )?;
+            let dimension = u32::try_from(i.image_type.0)
+                .map_err(|_| {
+                    Error::invalid("description->image.description.image_type is negative")
+                })
+                .and_then(|v| {
+                    description::dimension_from_code(v, "description->image.description.image_type")
+                })?;
+            Object::Image {
+                desc: image::Description {
+                    dimension,
+                    format: vk::Format::from_raw(i.format),
+                    width: i.extent.width,
+                    height: i.extent.height,
+                    depth: i.extent.depth,
+                    mip_levels: i.mip_levels,
+                    array_layers: i.array_layers,
+                    cube: i.flags & VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT != 0,
+                    usage: vk::ImageUsageFlags::from_raw(i.usage),
+                },
+                allocation_size: c.image.allocation_size,
+            }
+        }
+    };
+    let d = Description {
+        device_uuid: c.device_uuid,
+        object,
+    };
+    d.check().map_err(|e| e.context("description"))?;
+    Ok(d)
+}
+
+/// Runs `f` with the options from C (NULL: the defaults) and the buffer usage.
+unsafe fn with_options<T>(
+    options: *const vkcuda_share_options,
+    f: impl FnOnce(&Options, vk::BufferUsageFlags) -> Result<T>,
+) -> Result<T> {
+    let o = options.as_ref();
+    let flags = o.map_or(0, |o| o.flags);
+    check_flags(flags, 0, "options->flags")?;
+    let timeout = match o.map_or(0, |o| o.timeout_ns) {
+        0 => Some(Duration::from_nanos(VKCUDA_SHARE_DEFAULT_TIMEOUT_NS)),
+        u64::MAX => None,
+        t => Some(Duration::from_nanos(t)),
+    };
+    let usage = vk::BufferUsageFlags::from_raw(o.map_or(0, |o| o.buffer_usage));
+    let user = o.map_or(std::ptr::null_mut(), |o| o.peer_check_user);
+    let callback;
+    let peer = match o.and_then(|o| o.peer_check) {
+        Some(check) => {
+            // SAFETY: the caller's function, called as documented.
+            callback = move |p: &Peer| unsafe { check(p.pid, p.uid, p.gid, user) } != 0;
+            PeerPolicy::Check(&callback)
+        }
+        None => PeerPolicy::SameUser,
+    };
+    f(&Options { timeout, peer }, usage)
+}
+
+/// Borrows the caller's fd for an import that duplicates it; closes the caller's
+/// fd only when `import` succeeded.
+unsafe fn import_taking<T>(fd: i32, import: impl FnOnce(&OwnedFd) -> Result<T>) -> Result<T> {
+    let probe = crate::fd::dup_borrowed(fd)?;
+    let made = import(&probe)?;
+    drop(probe);
+    libc::close(fd);
+    Ok(made)
+}
+
+/// Fills `*description` with what another process needs to import the buffer:
+/// the device UUID and the buffer's origin, allocation size, offset, size and
+/// dedicated flag.
+///
+/// Thread-safety: may be called from any thread.
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_buffer_describe(
+    buffer: *const vkcuda_buffer,
+    description: *mut vkcuda_share_description,
+) -> vkcuda_result {
+    boundary("vkcuda_buffer_describe", || {
+        let b = &arg(buffer, "buffer")?.inner;
+        let o = out(description, "description")?;
+        *o = to_c(&ipc::describe_buffer(b));
+        Ok(())
+    })
+}
+
+/// Fills `*description` with the semaphore's type, its current value (timeline)
+/// and the device UUID.
+///
+/// Thread-safety: may be called from any thread.
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_semaphore_describe(
+    semaphore: *const vkcuda_semaphore,
+    description: *mut vkcuda_share_description,
+) -> vkcuda_result {
+    boundary("vkcuda_semaphore_describe", || {
+        let s = &arg(semaphore, "semaphore")?.inner;
+        let o = out(description, "description")?;
+        *o = to_c(&ipc::describe_semaphore(s)?);
+        Ok(())
+    })
+}
+
+/// Fills `*description` with the image's description (defaults resolved), its
+/// allocation size and the device UUID: what another process needs to make a
+/// `VkImage` of the same description on the memory fd (`vkcuda_image_export_fd`,
+/// or `vkcuda_image_send`).
+///
+/// Thread-safety: may be called from any thread.
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_describe(
+    image: *const vkcuda_image,
+    description: *mut vkcuda_share_description,
+) -> vkcuda_result {
+    boundary("vkcuda_image_describe", || {
+        let i = &arg(image, "image")?.inner;
+        let o = out(description, "description")?;
+        *o = to_c(&ipc::describe_image(i));
+        Ok(())
+    })
+}
+
+/// Writes the description as the library's little-endian record of
+/// `VKCUDA_SHARE_DESCRIPTION_SIZE` bytes (magic, format version, size, kind, device UUID, the
+/// kind's fields, zeros) into `bytes`, which has room for `size` bytes (at least
+/// `VKCUDA_SHARE_DESCRIPTION_SIZE`). For transports other than a Unix socket; the
+/// fd still has to travel by `SCM_RIGHTS` (or be duplicated by a parent). The
+/// description is checked as strictly as `vkcuda_share_description_parse` checks.
+///
+/// Thread-safety: may be called from any thread.
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_share_description_serialize(
+    description: *const vkcuda_share_description,
+    bytes: *mut u8,
+    size: libc::size_t,
+) -> vkcuda_result {
+    boundary("vkcuda_share_description_serialize", || {
+        let d = from_c(arg(description, "description")?)?;
+        let bytes = out(bytes, "bytes")?;
+        if size < description::SIZE {
+            return Err(Error::invalid(format!(
+                "size {size} is less than VKCUDA_SHARE_DESCRIPTION_SIZE ({})",
+                description::SIZE
+            )));
+        }
+        let record = d.to_bytes()?;
+        std::ptr::copy_nonoverlapping(record.as_ptr(), bytes, record.len());
+        Ok(())
+    })
+}
+
+/// Reads a record written by `vkcuda_share_description_serialize` (or a send):
+/// `size` must be exactly `VKCUDA_SHARE_DESCRIPTION_SIZE`. Strict:
+/// `VKCUDA_ERROR_INVALID_ARGUMENT`, with a message saying which, for a truncated or
+/// longer record, a wrong magic, an unknown format version or kind, a nonzero
+/// reserved byte, or impossible values (a zero or overflowing size, a range past
+/// its allocation, an unknown enum value).
+///
+/// Thread-safety: may be called from any thread.
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_share_description_parse(
+    bytes: *const u8,
+    size: libc::size_t,
+    description: *mut vkcuda_share_description,
+) -> vkcuda_result {
+    boundary("vkcuda_share_description_parse", || {
+        if bytes.is_null() {
+            return Err(Error::null("bytes"));
+        }
+        let o = out(description, "description")?;
+        let d = Description::parse(std::slice::from_raw_parts(bytes, size))?;
+        *o = to_c(&d);
+        Ok(())
+    })
+}
+
+/// Imports a buffer from another process's description and memory fd into
+/// `context`: a new `VkBuffer` with `usage` (0: the default of create) on the
+/// imported memory and, unless the context is Vulkan-only, a CUDA view. The
+/// description must be of a buffer (`VKCUDA_ERROR_INVALID_ARGUMENT`) from the
+/// context's device (`VKCUDA_ERROR_DEVICE_MISMATCH`). On success the library has
+/// taken `fd`; on failure `fd` is untouched and still the caller's.
+///
+/// Thread-safety: may be called from any thread.
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_buffer_import_description(
+    context: *const vkcuda_context,
+    description: *const vkcuda_share_description,
+    fd: i32,
+    usage: VkBufferUsageFlags,
+    buffer: *mut *mut vkcuda_buffer,
+) -> vkcuda_result {
+    boundary("vkcuda_buffer_import_description", || {
+        let made = (|| {
+            out(buffer, "buffer")?;
+            let ctx = ctx_arg(context)?;
+            let d = from_c(arg(description, "description")?)?;
+            let usage = vk::BufferUsageFlags::from_raw(usage);
+            let inner = import_taking(fd, |h| ipc::import_buffer(ctx, &d, h, usage))?;
+            Ok(Box::new(vkcuda_buffer { inner }))
+        })();
+        write_handle(buffer, made)
+    })
+}
+
+/// Imports a semaphore from another process's description and fd into `context`:
+/// a new `VkSemaphore` of the described type whose payload is the fd's
+/// (`vkImportSemaphoreFdKHR`, permanent) and, unless the context is Vulkan-only, a
+/// CUDA import. Needs `VK_KHR_external_semaphore_fd`
+/// (`VKCUDA_ERROR_EXTENSION_NOT_PRESENT`). The library's value checks start at
+/// the timeline's current value and are this process's own: the exporter's
+/// signals are not known here. On success the library has taken `fd`; on failure
+/// `fd` is untouched and still the caller's.
+///
+/// Thread-safety: may be called from any thread.
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_semaphore_import_description(
+    context: *const vkcuda_context,
+    description: *const vkcuda_share_description,
+    fd: i32,
+    semaphore: *mut *mut vkcuda_semaphore,
+) -> vkcuda_result {
+    boundary("vkcuda_semaphore_import_description", || {
+        let made = (|| {
+            out(semaphore, "semaphore")?;
+            let ctx = ctx_arg(context)?;
+            let d = from_c(arg(description, "description")?)?;
+            let inner = import_taking(fd, |h| ipc::import_semaphore(ctx, &d, h))?;
+            Ok(Box::new(vkcuda_semaphore { inner }))
+        })();
+        write_handle(semaphore, made)
+    })
+}
+
+/// Sends a description and `fd` over `socket_fd`, a connected `AF_UNIX`
+/// `SOCK_STREAM` or `SOCK_SEQPACKET` socket: one record of
+/// `VKCUDA_SHARE_DESCRIPTION_SIZE` bytes with `fd` attached (`SCM_RIGHTS`). `fd` stays the caller's: the
+/// peer gets its own reference to the same object. Before sending, the peer is
+/// checked (see `vkcuda_share_options`; `VKCUDA_ERROR_PERMISSION_DENIED`).
+/// Partial writes and `EINTR` are handled; a closed peer gives
+/// `VKCUDA_ERROR_INVALID_STATE` (never `SIGPIPE`), a peer that does not read within
+/// the timeout `VKCUDA_ERROR_TIMEOUT`. For objects the library has no receive of
+/// its own for (images), or fds made elsewhere.
+///
+/// Thread-safety: sends and receives on one socket must not overlap.
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_share_send(
+    socket_fd: i32,
+    description: *const vkcuda_share_description,
+    fd: i32,
+    options: *const vkcuda_share_options,
+) -> vkcuda_result {
+    boundary("vkcuda_share_send", || {
+        let d = from_c(arg(description, "description")?)?;
+        with_options(options, |o, _| ipc::send(socket_fd, &d, fd, o))
+    })
+}
+
+/// Receives one description and its fd from `socket_fd` (a connected `AF_UNIX`
+/// `SOCK_STREAM` or `SOCK_SEQPACKET` socket), waiting at most the timeout. Checks
+/// the peer first (see `vkcuda_share_options`), reads exactly one record (never
+/// more: what follows stays in the socket), takes the fds with
+/// `MSG_CMSG_CLOEXEC`, parses the record strictly and checks the fd count. On
+/// success `*description` is written and `*fd` is a new descriptor **the caller
+/// owns**. On any failure every descriptor that arrived is closed and nothing is
+/// written: `VKCUDA_ERROR_TIMEOUT` (a silent peer), `VKCUDA_ERROR_INVALID_STATE` (the
+/// peer closed the connection, before or in the middle of a record),
+/// `VKCUDA_ERROR_INVALID_ARGUMENT` (a bad record, a wrong number of fds, more fds than
+/// fit, not a connected Unix socket), `VKCUDA_ERROR_PERMISSION_DENIED`. After a
+/// failure the connection's framing is unknown: close it.
+///
+/// Thread-safety: sends and receives on one socket must not overlap.
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_share_receive(
+    socket_fd: i32,
+    options: *const vkcuda_share_options,
+    description: *mut vkcuda_share_description,
+    fd: *mut i32,
+) -> vkcuda_result {
+    boundary("vkcuda_share_receive", || {
+        let o = out(description, "description")?;
+        let fd_out = out(fd, "fd")?;
+        let (d, handle) = with_options(options, |opts, _| ipc::receive(socket_fd, opts))?;
+        *o = to_c(&d);
+        *fd_out = std::os::fd::IntoRawFd::into_raw_fd(handle);
+        Ok(())
+    })
+}
+
+/// Sends the buffer to the peer on `socket_fd`: its description and a new memory
+/// fd (closed here once the kernel has it), as `vkcuda_share_send`. The peer
+/// imports it with `vkcuda_buffer_receive`. The receiver can read and write the
+/// whole allocation from then on, until it destroys its import, independently of
+/// this buffer's lifetime.
+///
+/// Thread-safety: sends and receives on one socket must not overlap.
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_buffer_send(
+    buffer: *const vkcuda_buffer,
+    socket_fd: i32,
+    options: *const vkcuda_share_options,
+) -> vkcuda_result {
+    boundary("vkcuda_buffer_send", || {
+        let b = &arg(buffer, "buffer")?.inner;
+        with_options(options, |o, _| ipc::send_buffer(b, socket_fd, o))
+    })
+}
+
+/// Receives a buffer sent by `vkcuda_buffer_send` (or a buffer description with
+/// `vkcuda_share_send`) and imports it into `context` (the Vulkan view, and the
+/// CUDA view unless the context is Vulkan-only), with `options->buffer_usage`.
+/// Errors as for `vkcuda_share_receive`, then as for
+/// `vkcuda_buffer_import_description` (a description of another kind, another
+/// device, an fd that is not GPU memory). Every received fd is closed or owned by
+/// the new buffer, on every path. `*buffer` is written on success, set to NULL on
+/// failure.
+///
+/// Thread-safety: sends and receives on one socket must not overlap.
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_buffer_receive(
+    context: *const vkcuda_context,
+    socket_fd: i32,
+    options: *const vkcuda_share_options,
+    buffer: *mut *mut vkcuda_buffer,
+) -> vkcuda_result {
+    boundary("vkcuda_buffer_receive", || {
+        let made = (|| {
+            out(buffer, "buffer")?;
+            let ctx = ctx_arg(context)?;
+            let inner = with_options(options, |o, usage| {
+                ipc::receive_buffer(ctx, socket_fd, o, usage)
+            })?;
+            Ok(Box::new(vkcuda_buffer { inner }))
+        })();
+        write_handle(buffer, made)
+    })
+}
+
+/// Sends the semaphore to the peer on `socket_fd`: its description and a new
+/// payload fd (closed here once the kernel has it). The receiver can signal and
+/// wait on it from then on.
+///
+/// Thread-safety: sends and receives on one socket must not overlap.
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_semaphore_send(
+    semaphore: *const vkcuda_semaphore,
+    socket_fd: i32,
+    options: *const vkcuda_share_options,
+) -> vkcuda_result {
+    boundary("vkcuda_semaphore_send", || {
+        let s = &arg(semaphore, "semaphore")?.inner;
+        with_options(options, |o, _| ipc::send_semaphore(s, socket_fd, o))
+    })
+}
+
+/// Receives a semaphore sent by `vkcuda_semaphore_send` and imports it into
+/// `context` as `vkcuda_semaphore_import_description` does. Errors as for
+/// `vkcuda_share_receive`, then as for the import. Every received fd is closed or
+/// owned by the new semaphore, on every path. `*semaphore` is written on success,
+/// set to NULL on failure.
+///
+/// Thread-safety: sends and receives on one socket must not overlap.
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_semaphore_receive(
+    context: *const vkcuda_context,
+    socket_fd: i32,
+    options: *const vkcuda_share_options,
+    semaphore: *mut *mut vkcuda_semaphore,
+) -> vkcuda_result {
+    boundary("vkcuda_semaphore_receive", || {
+        let made = (|| {
+            out(semaphore, "semaphore")?;
+            let ctx = ctx_arg(context)?;
+            let inner = with_options(options, |o, _| ipc::receive_semaphore(ctx, socket_fd, o))?;
+            Ok(Box::new(vkcuda_semaphore { inner }))
+        })();
+        write_handle(semaphore, made)
+    })
+}
+
+/// Sends the image to the peer on `socket_fd`: its description and a new memory
+/// fd (closed here once the kernel has it). The peer receives it with
+/// `vkcuda_share_receive` and imports it itself: a `VkImage` of
+/// `description.image.description` with `VkExternalMemoryImageCreateInfo`
+/// (OPAQUE_FD), on a dedicated allocation of `description.image.allocation_size`
+/// bytes imported with `VkImportMemoryFdInfoKHR` (also with
+/// `VkExportMemoryAllocateInfo` OPAQUE_FD, so that `vkcuda_image_wrap` can make
+/// its CUDA view). The library has no image receive of its own yet.
+///
+/// Thread-safety: sends and receives on one socket must not overlap.
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_send(
+    image: *const vkcuda_image,
+    socket_fd: i32,
+    options: *const vkcuda_share_options,
+) -> vkcuda_result {
+    boundary("vkcuda_image_send", || {
+        let i = &arg(image, "image")?.inner;
+        with_options(options, |o, _| ipc::send_image(i, socket_fd, o))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_constants_match_the_format() {
+        assert_eq!(VKCUDA_SHARE_DESCRIPTION_SIZE as usize, description::SIZE);
+        assert_eq!(VKCUDA_SHARE_FORMAT_VERSION, description::VERSION as u32);
+    }
+
+    #[test]
+    fn c_descriptions_are_checked_like_records() {
+        let d = Description {
+            device_uuid: [3; 16],
+            object: Object::Semaphore {
+                kind: crate::semaphore::Kind::Timeline,
+                value: 9,
+            },
+        };
+        let c = to_c(&d);
+        assert_eq!(from_c(&c).unwrap(), d);
+        let mut bad = c;
+        bad.kind = vkcuda_share_kind_raw(0);
+        assert!(from_c(&bad)
+            .unwrap_err()
+            .message
+            .contains("vkcuda_share_kind"));
+        let mut bad = c;
+        bad.semaphore.semaphore_type = vkcuda_semaphore_type_raw(5);
+        assert!(from_c(&bad).is_err());
+        let mut bad = c;
+        bad.flags = 1;
+        assert!(from_c(&bad).is_err());
+        let mut bin = c;
+        bin.semaphore.semaphore_type = vkcuda_semaphore_type_raw(1);
+        assert!(from_c(&bin).unwrap_err().message.contains("binary"));
+        bin.semaphore.value = 0;
+        from_c(&bin).unwrap();
+    }
+}

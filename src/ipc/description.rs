@@ -1,0 +1,654 @@
+//! The share description: what a process that receives a buffer, semaphore or
+//! image fd needs to know to import it, as a fixed-size little-endian record.
+//!
+//! Format version 1 is 128 bytes:
+//!
+//! | offset | size | field |
+//! | --- | --- | --- |
+//! | 0 | 8 | magic `VKCUDASH` |
+//! | 8 | 2 | format version (1) |
+//! | 10 | 2 | record size in bytes (128) |
+//! | 12 | 4 | kind: 1 buffer, 2 semaphore, 3 image |
+//! | 16 | 4 | number of fds that travel with it (1) |
+//! | 20 | 4 | reserved, 0 |
+//! | 24 | 16 | device UUID (`VkPhysicalDeviceIDProperties::deviceUUID` of the exporter) |
+//! | 40 | 88 | the kind's fields (below), then zeros |
+//!
+//! Buffer: origin u32 (0 Vulkan, 1 CUDA), dedicated u32 (0/1), allocation_size u64,
+//! offset u64, size u64. Semaphore: type u32 (0 timeline, 1 binary), reserved u32,
+//! value u64. Image: image type u32 (0 2D, 1 1D, 3 3D), VkFormat i32, width,
+//! height, depth, mip levels, array layers, VkImageUsageFlags, flags (1 = cube
+//! compatible), reserved u32 (all u32), allocation_size u64.
+//!
+//! Parsing is strict: every reserved or unused byte must be zero and every value
+//! possible, so a record from a newer library or a corrupted one is refused, not
+//! guessed at.
+
+use ash::vk;
+
+use crate::buffer::{Layout, Origin};
+use crate::error::{Error, Result};
+use crate::format;
+use crate::image::{self, Dimension};
+use crate::semaphore;
+
+/// The size of a format-1 record.
+pub const SIZE: usize = 128;
+/// The format version this library writes and reads.
+pub const VERSION: u16 = 1;
+/// The first eight bytes of every record.
+pub const MAGIC: [u8; 8] = *b"VKCUDASH";
+/// The most fds a record of any kind carries (the receive buffer's room).
+pub const MAX_FDS: usize = 4;
+
+const HEADER: usize = 40;
+
+/// What a description describes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Buffer,
+    Semaphore,
+    Image,
+}
+
+impl Kind {
+    pub fn code(self) -> u32 {
+        match self {
+            Kind::Buffer => 1,
+            Kind::Semaphore => 2,
+            Kind::Image => 3,
+        }
+    }
+
+    pub fn from_code(code: u32) -> Option<Kind> {
+        match code {
+            1 => Some(Kind::Buffer),
+            2 => Some(Kind::Semaphore),
+            3 => Some(Kind::Image),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Buffer => "buffer",
+            Kind::Semaphore => "semaphore",
+            Kind::Image => "image",
+        }
+    }
+}
+
+/// The kind-specific part.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Object {
+    /// A shared buffer: the exporter's [`Layout`].
+    Buffer(Layout),
+    /// A shared semaphore: its type and its value when it was described (timeline;
+    /// 0 for binary). The importer's payload is the real state; the value is for
+    /// information and checks.
+    Semaphore { kind: semaphore::Kind, value: u64 },
+    /// A shared image: its description with every default resolved, and the size
+    /// of its dedicated allocation.
+    Image {
+        desc: image::Description,
+        allocation_size: u64,
+    },
+}
+
+/// A complete description: the exporter's device and the object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Description {
+    pub device_uuid: [u8; 16],
+    pub object: Object,
+}
+
+pub fn origin_code(o: Origin) -> u32 {
+    match o {
+        Origin::Vulkan => 0,
+        Origin::Cuda => 1,
+    }
+}
+
+pub fn semaphore_code(k: semaphore::Kind) -> u32 {
+    match k {
+        semaphore::Kind::Timeline => 0,
+        semaphore::Kind::Binary => 1,
+    }
+}
+
+/// The `vkcuda_image_type` value of a dimension.
+pub fn dimension_code(d: Dimension) -> u32 {
+    match d {
+        Dimension::D2 => 0,
+        Dimension::D1 => 1,
+        Dimension::D3 => 3,
+    }
+}
+
+pub fn dimension_from_code(code: u32, what: &str) -> Result<Dimension> {
+    match code {
+        0 => Ok(Dimension::D2),
+        1 => Ok(Dimension::D1),
+        3 => Ok(Dimension::D3),
+        v => Err(Error::invalid(format!(
+            "{what} is {v}, not a vkcuda_image_type (2D = 0, 1D = 1, 3D = 3)"
+        ))),
+    }
+}
+
+fn check_layout(l: &Layout) -> Result<()> {
+    if l.size == 0 {
+        return Err(Error::invalid("impossible buffer size 0"));
+    }
+    if l.allocation_size > i64::MAX as u64 {
+        return Err(Error::invalid(format!(
+            "impossible allocation size {} (more than 2^63)",
+            l.allocation_size
+        )));
+    }
+    let end = l.offset.checked_add(l.size).ok_or_else(|| {
+        Error::invalid(format!(
+            "impossible buffer range: offset {} + size {} overflows",
+            l.offset, l.size
+        ))
+    })?;
+    if end > l.allocation_size {
+        return Err(Error::invalid(format!(
+            "impossible buffer range: offset {} + size {} = {end} is past the end of the \
+             allocation ({} bytes)",
+            l.offset, l.size, l.allocation_size
+        )));
+    }
+    Ok(())
+}
+
+fn check_image(d: &image::Description, allocation_size: u64) -> Result<()> {
+    format::lookup(d.format)?;
+    if d.width == 0 || d.height == 0 || d.depth == 0 {
+        return Err(Error::invalid(format!(
+            "impossible image extent {}x{}x{}: a described image has every dimension at least 1",
+            d.width, d.height, d.depth
+        )));
+    }
+    match d.dimension {
+        Dimension::D1 if d.height != 1 || d.depth != 1 => {
+            return Err(Error::invalid(format!(
+                "impossible 1D image extent {}x{}x{}",
+                d.width, d.height, d.depth
+            )))
+        }
+        Dimension::D2 if d.depth != 1 => {
+            return Err(Error::invalid(format!(
+                "impossible 2D image depth {}",
+                d.depth
+            )))
+        }
+        Dimension::D3 if d.array_layers != 1 => {
+            return Err(Error::invalid(format!(
+                "impossible 3D image with {} array layers",
+                d.array_layers
+            )))
+        }
+        _ => {}
+    }
+    let max = image::max_mip_levels(d.width, d.height, d.depth);
+    if d.mip_levels == 0 || d.mip_levels > max {
+        return Err(Error::invalid(format!(
+            "impossible mip level count {} for {}x{}x{} (1 to {max})",
+            d.mip_levels, d.width, d.height, d.depth
+        )));
+    }
+    if d.array_layers == 0 {
+        return Err(Error::invalid("impossible array layer count 0"));
+    }
+    if d.cube && (d.dimension != Dimension::D2 || d.width != d.height || d.array_layers % 6 != 0) {
+        return Err(Error::invalid(format!(
+            "impossible cube-compatible image: {:?} {}x{} with {} layers",
+            d.dimension, d.width, d.height, d.array_layers
+        )));
+    }
+    if d.usage.is_empty() || !image::ALLOWED_USAGE.contains(d.usage) {
+        return Err(Error::invalid(format!(
+            "impossible image usage {:#x}",
+            d.usage.as_raw()
+        )));
+    }
+    if allocation_size == 0 || allocation_size > i64::MAX as u64 {
+        return Err(Error::invalid(format!(
+            "impossible image allocation size {allocation_size}"
+        )));
+    }
+    Ok(())
+}
+
+fn put32(b: &mut [u8], at: usize, v: u32) {
+    b[at..at + 4].copy_from_slice(&v.to_le_bytes());
+}
+
+fn put64(b: &mut [u8], at: usize, v: u64) {
+    b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+fn get16(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+
+fn get32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+}
+
+fn get64(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+fn bool_at(b: &[u8], at: usize, what: &str) -> Result<bool> {
+    match get32(b, at) {
+        0 => Ok(false),
+        1 => Ok(true),
+        v => Err(Error::invalid(format!("{what} is {v}, not 0 or 1"))),
+    }
+}
+
+impl Description {
+    pub fn kind(&self) -> Kind {
+        match self.object {
+            Object::Buffer(_) => Kind::Buffer,
+            Object::Semaphore { .. } => Kind::Semaphore,
+            Object::Image { .. } => Kind::Image,
+        }
+    }
+
+    /// How many fds travel with the description.
+    pub fn fd_count(&self) -> usize {
+        1
+    }
+
+    /// Refuses impossible values (the same checks as [`parse`](Self::parse)).
+    pub fn check(&self) -> Result<()> {
+        match &self.object {
+            Object::Buffer(l) => check_layout(l),
+            Object::Semaphore { kind, value } => {
+                if *kind == semaphore::Kind::Binary && *value != 0 {
+                    return Err(Error::invalid(format!(
+                        "impossible value {value} for a binary semaphore (0)"
+                    )));
+                }
+                Ok(())
+            }
+            Object::Image {
+                desc,
+                allocation_size,
+            } => check_image(desc, *allocation_size),
+        }
+    }
+
+    /// The format-1 record, after [`check`](Self::check).
+    pub fn to_bytes(&self) -> Result<[u8; SIZE]> {
+        self.check()?;
+        let mut b = [0u8; SIZE];
+        b[..8].copy_from_slice(&MAGIC);
+        b[8..10].copy_from_slice(&VERSION.to_le_bytes());
+        b[10..12].copy_from_slice(&(SIZE as u16).to_le_bytes());
+        put32(&mut b, 12, self.kind().code());
+        put32(&mut b, 16, self.fd_count() as u32);
+        b[24..40].copy_from_slice(&self.device_uuid);
+        let p = HEADER;
+        match &self.object {
+            Object::Buffer(l) => {
+                put32(&mut b, p, origin_code(l.origin));
+                put32(&mut b, p + 4, l.dedicated as u32);
+                put64(&mut b, p + 8, l.allocation_size);
+                put64(&mut b, p + 16, l.offset);
+                put64(&mut b, p + 24, l.size);
+            }
+            Object::Semaphore { kind, value } => {
+                put32(&mut b, p, semaphore_code(*kind));
+                put64(&mut b, p + 8, *value);
+            }
+            Object::Image {
+                desc,
+                allocation_size,
+            } => {
+                put32(&mut b, p, dimension_code(desc.dimension));
+                put32(&mut b, p + 4, desc.format.as_raw() as u32);
+                put32(&mut b, p + 8, desc.width);
+                put32(&mut b, p + 12, desc.height);
+                put32(&mut b, p + 16, desc.depth);
+                put32(&mut b, p + 20, desc.mip_levels);
+                put32(&mut b, p + 24, desc.array_layers);
+                put32(&mut b, p + 28, desc.usage.as_raw());
+                put32(&mut b, p + 32, desc.cube as u32);
+                put64(&mut b, p + 40, *allocation_size);
+            }
+        }
+        Ok(b)
+    }
+
+    /// Reads a record, strictly: `bytes` must be exactly one format-1 record.
+    pub fn parse(bytes: &[u8]) -> Result<Description> {
+        if bytes.len() < 12 {
+            return Err(Error::invalid(format!(
+                "truncated description: {} bytes, less than the 12-byte header",
+                bytes.len()
+            )));
+        }
+        if bytes[..8] != MAGIC {
+            return Err(Error::invalid(format!(
+                "not a vkcuda share description: the magic is {:02x?}, not \"VKCUDASH\"",
+                &bytes[..8]
+            )));
+        }
+        let version = get16(bytes, 8);
+        if version != VERSION {
+            return Err(Error::invalid(format!(
+                "unknown description format version {version}: this library reads version {VERSION} \
+                 (the two processes use different vkcuda versions)"
+            )));
+        }
+        let size = get16(bytes, 10) as usize;
+        if size != SIZE {
+            return Err(Error::invalid(format!(
+                "impossible description size {size} for format version {VERSION} (it is {SIZE})"
+            )));
+        }
+        if bytes.len() < SIZE {
+            return Err(Error::invalid(format!(
+                "truncated description: {} of {SIZE} bytes",
+                bytes.len()
+            )));
+        }
+        if bytes.len() > SIZE {
+            return Err(Error::invalid(format!(
+                "{} bytes where a description has {SIZE}",
+                bytes.len()
+            )));
+        }
+        let code = get32(bytes, 12);
+        let kind = Kind::from_code(code).ok_or_else(|| {
+            Error::invalid(format!(
+                "unknown description kind {code} (1 buffer, 2 semaphore, 3 image)"
+            ))
+        })?;
+        let fds = get32(bytes, 16);
+        if fds != 1 {
+            return Err(Error::invalid(format!(
+                "impossible fd count {fds} in a {} description (it has 1)",
+                kind.name()
+            )));
+        }
+        if get32(bytes, 20) != 0 {
+            return Err(Error::invalid("reserved header bytes 20..24 are not zero"));
+        }
+        let mut device_uuid = [0u8; 16];
+        device_uuid.copy_from_slice(&bytes[24..40]);
+        let p = HEADER;
+        let (object, used) = match kind {
+            Kind::Buffer => {
+                let origin = match get32(bytes, p) {
+                    0 => Origin::Vulkan,
+                    1 => Origin::Cuda,
+                    v => {
+                        return Err(Error::invalid(format!(
+                            "unknown buffer origin {v} (0 Vulkan, 1 CUDA)"
+                        )))
+                    }
+                };
+                let layout = Layout {
+                    origin,
+                    dedicated: bool_at(bytes, p + 4, "the dedicated flag")?,
+                    allocation_size: get64(bytes, p + 8),
+                    offset: get64(bytes, p + 16),
+                    size: get64(bytes, p + 24),
+                };
+                (Object::Buffer(layout), 32)
+            }
+            Kind::Semaphore => {
+                let kind = match get32(bytes, p) {
+                    0 => semaphore::Kind::Timeline,
+                    1 => semaphore::Kind::Binary,
+                    v => {
+                        return Err(Error::invalid(format!(
+                            "unknown semaphore type {v} (0 timeline, 1 binary)"
+                        )))
+                    }
+                };
+                if get32(bytes, p + 4) != 0 {
+                    return Err(Error::invalid("reserved semaphore bytes are not zero"));
+                }
+                (
+                    Object::Semaphore {
+                        kind,
+                        value: get64(bytes, p + 8),
+                    },
+                    16,
+                )
+            }
+            Kind::Image => {
+                let cube = bool_at(bytes, p + 32, "the image flags (cube compatible)")?;
+                if get32(bytes, p + 36) != 0 {
+                    return Err(Error::invalid("reserved image bytes are not zero"));
+                }
+                let desc = image::Description {
+                    dimension: dimension_from_code(get32(bytes, p), "the image type")?,
+                    format: vk::Format::from_raw(get32(bytes, p + 4) as i32),
+                    width: get32(bytes, p + 8),
+                    height: get32(bytes, p + 12),
+                    depth: get32(bytes, p + 16),
+                    mip_levels: get32(bytes, p + 20),
+                    array_layers: get32(bytes, p + 24),
+                    cube,
+                    usage: vk::ImageUsageFlags::from_raw(get32(bytes, p + 28)),
+                };
+                (
+                    Object::Image {
+                        desc,
+                        allocation_size: get64(bytes, p + 40),
+                    },
+                    48,
+                )
+            }
+        };
+        if let Some(at) = bytes[p + used..].iter().position(|&x| x != 0) {
+            return Err(Error::invalid(format!(
+                "byte {} of a {} description is not zero (unused bytes must be)",
+                p + used + at,
+                kind.name()
+            )));
+        }
+        let d = Description {
+            device_uuid,
+            object,
+        };
+        d.check()?;
+        Ok(d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+
+    fn buffer() -> Description {
+        Description {
+            device_uuid: *b"0123456789abcdef",
+            object: Object::Buffer(Layout {
+                origin: Origin::Cuda,
+                allocation_size: 2 << 20,
+                offset: 256,
+                size: 1000,
+                dedicated: true,
+            }),
+        }
+    }
+
+    fn semaphore(kind: semaphore::Kind, value: u64) -> Description {
+        Description {
+            device_uuid: [7; 16],
+            object: Object::Semaphore { kind, value },
+        }
+    }
+
+    fn image() -> Description {
+        Description {
+            device_uuid: [9; 16],
+            object: Object::Image {
+                desc: image::Description {
+                    dimension: Dimension::D2,
+                    format: vk::Format::R8G8B8A8_UNORM,
+                    width: 64,
+                    height: 64,
+                    depth: 1,
+                    mip_levels: 7,
+                    array_layers: 6,
+                    cube: true,
+                    usage: vk::ImageUsageFlags::SAMPLED | vk::ImageUsageFlags::STORAGE,
+                },
+                allocation_size: 1 << 20,
+            },
+        }
+    }
+
+    #[track_caller]
+    fn refused(bytes: &[u8], words: &str) {
+        let e = Description::parse(bytes).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidArgument, "{}", e.message);
+        assert!(e.message.contains(words), "{}", e.message);
+    }
+
+    #[test]
+    fn every_kind_round_trips() {
+        for d in [
+            buffer(),
+            semaphore(semaphore::Kind::Timeline, 41),
+            semaphore(semaphore::Kind::Binary, 0),
+            image(),
+        ] {
+            let b = d.to_bytes().unwrap();
+            assert_eq!(&b[..8], b"VKCUDASH");
+            assert_eq!(Description::parse(&b).unwrap(), d);
+        }
+    }
+
+    #[test]
+    fn the_layout_is_little_endian_and_fixed() {
+        let b = buffer().to_bytes().unwrap();
+        assert_eq!(&b[8..12], &[1, 0, 128, 0]);
+        assert_eq!(&b[12..24], &[1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(&b[24..40], b"0123456789abcdef");
+        assert_eq!(&b[40..48], &[1, 0, 0, 0, 1, 0, 0, 0]);
+        assert_eq!(&b[48..56], &(2u64 << 20).to_le_bytes());
+        assert_eq!(&b[56..64], &256u64.to_le_bytes());
+        assert_eq!(&b[64..72], &1000u64.to_le_bytes());
+        assert!(b[72..].iter().all(|&x| x == 0));
+        let s = semaphore(semaphore::Kind::Timeline, 0x0102_0304_0506_0708)
+            .to_bytes()
+            .unwrap();
+        assert_eq!(get32(&s, 12), 2);
+        assert_eq!(&s[48..56], &[8, 7, 6, 5, 4, 3, 2, 1]);
+    }
+
+    #[test]
+    fn truncated_and_foreign_records_are_refused() {
+        let b = buffer().to_bytes().unwrap();
+        refused(&b[..0], "truncated");
+        refused(&b[..11], "truncated");
+        refused(&b[..60], "truncated description: 60 of 128");
+        refused(&b[..127], "truncated");
+        let mut long = b.to_vec();
+        long.push(0);
+        refused(&long, "129 bytes");
+        let mut m = b;
+        m[0] = b'X';
+        refused(&m, "magic");
+        refused(&[0u8; 128], "magic");
+    }
+
+    #[test]
+    fn unknown_versions_kinds_and_sizes_are_refused() {
+        let b = buffer().to_bytes().unwrap();
+        let mut v = b;
+        v[8] = 2;
+        refused(&v, "unknown description format version 2");
+        let mut v = b;
+        v[8] = 0;
+        refused(&v, "version 0");
+        let mut s = b;
+        s[10] = 127;
+        refused(&s, "impossible description size 127");
+        let mut k = b;
+        k[12] = 4;
+        refused(&k, "unknown description kind 4");
+        let mut k = b;
+        k[12] = 0;
+        refused(&k, "kind 0");
+        let mut f = b;
+        f[16] = 2;
+        refused(&f, "impossible fd count 2");
+        let mut r = b;
+        r[21] = 1;
+        refused(&r, "reserved");
+        let mut z = b;
+        z[100] = 1;
+        refused(&z, "byte 100");
+    }
+
+    #[test]
+    fn impossible_values_are_refused() {
+        let b = buffer().to_bytes().unwrap();
+        let mut o = b;
+        o[40] = 2;
+        refused(&o, "unknown buffer origin 2");
+        let mut d = b;
+        d[44] = 2;
+        refused(&d, "dedicated");
+        // size 0
+        let mut z = b;
+        z[64..72].copy_from_slice(&0u64.to_le_bytes());
+        refused(&z, "size 0");
+        // offset + size past the allocation
+        let mut p = b;
+        p[56..64].copy_from_slice(&(2u64 << 20).to_le_bytes());
+        refused(&p, "past the end");
+        // offset + size overflows
+        let mut w = b;
+        w[56..64].copy_from_slice(&u64::MAX.to_le_bytes());
+        refused(&w, "overflows");
+        let mut a = b;
+        a[48..56].copy_from_slice(&u64::MAX.to_le_bytes());
+        refused(&a, "more than 2^63");
+
+        let s = semaphore(semaphore::Kind::Binary, 0).to_bytes().unwrap();
+        let mut t = s;
+        t[40] = 2;
+        refused(&t, "unknown semaphore type 2");
+        let mut v = s;
+        v[48] = 1;
+        refused(&v, "binary semaphore");
+        assert!(semaphore(semaphore::Kind::Binary, 3).to_bytes().is_err());
+
+        let i = image().to_bytes().unwrap();
+        let mut t = i;
+        t[40] = 2;
+        refused(&t, "vkcuda_image_type");
+        let mut m = i;
+        m[60] = 8; // 8 mip levels for 64x64
+        refused(&m, "mip level count 8");
+        let mut l = i;
+        l[64] = 4; // 4 layers, cube
+        refused(&l, "cube");
+        let mut u = i;
+        u[68..72].copy_from_slice(&0u32.to_le_bytes());
+        refused(&u, "usage");
+        let mut h = i;
+        h[52] = 0; // height 0
+        refused(&h, "extent");
+        let mut f = i;
+        f[44..48].copy_from_slice(&12345u32.to_le_bytes());
+        let e = Description::parse(&f).unwrap_err();
+        assert!(e.message.contains("not a VkFormat"), "{}", e.message);
+        let mut s = i;
+        s[80..88].copy_from_slice(&0u64.to_le_bytes());
+        refused(&s, "allocation size 0");
+    }
+}

@@ -1,0 +1,265 @@
+//! Cross-process sharing: describe a buffer, semaphore or image, send the
+//! description and its fd over a connected Unix socket, and import them into
+//! another process's context.
+//!
+//! Security model: an fd is a capability. Whoever holds a memory fd can map, read
+//! and write the memory; whoever holds a semaphore fd can signal and wait on it.
+//! The socket decides who can get one: the permissions of a socket path decide
+//! who can connect, and both ends check the peer's credentials (`SO_PEERCRED`,
+//! same user by default) before any fd crosses. See docs/CROSS_PROCESS.md.
+
+pub mod description;
+pub mod socket;
+
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
+
+use ash::vk;
+
+use crate::buffer::Buffer;
+use crate::context::Context;
+use crate::cuda;
+use crate::error::{Error, ErrorKind, Result};
+use crate::image::Image;
+use crate::semaphore::{self, Semaphore};
+
+pub use description::{Description, Kind, Object};
+pub use socket::{Options, Peer, PeerPolicy};
+
+/// The description of a shared buffer.
+pub fn describe_buffer(b: &Buffer) -> Description {
+    Description {
+        device_uuid: b.context().vk.props.uuid,
+        object: Object::Buffer(b.layout()),
+    }
+}
+
+/// The description of a shared semaphore, with its current value (timeline).
+pub fn describe_semaphore(s: &Semaphore) -> Result<Description> {
+    let value = match s.kind() {
+        semaphore::Kind::Timeline => s.value()?,
+        semaphore::Kind::Binary => 0,
+    };
+    Ok(Description {
+        device_uuid: s.context().vk.props.uuid,
+        object: Object::Semaphore {
+            kind: s.kind(),
+            value,
+        },
+    })
+}
+
+/// The description of a shared image (defaults resolved).
+pub fn describe_image(i: &Image) -> Description {
+    Description {
+        device_uuid: i.context().vk.props.uuid,
+        object: Object::Image {
+            desc: *i.description(),
+            allocation_size: i.allocation_size(),
+        },
+    }
+}
+
+/// DEVICE_MISMATCH unless the description comes from the context's device.
+pub fn check_device(ctx: &Context, d: &Description) -> Result<()> {
+    let mine = ctx.vk.props.uuid;
+    if d.device_uuid != mine {
+        return Err(Error::new(
+            ErrorKind::DeviceMismatch,
+            format!(
+                "the {} was exported from the device with UUID {}, but this context's device '{}' has \
+                 UUID {}: import it into a context on the same GPU",
+                d.kind().name(),
+                cuda::format_uuid(&d.device_uuid),
+                ctx.vk.props.name,
+                cuda::format_uuid(&mine)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn expect_kind(d: &Description, want: Kind) -> Result<()> {
+    if d.kind() != want {
+        return Err(Error::invalid(format!(
+            "the description is of a {}, not a {}",
+            d.kind().name(),
+            want.name()
+        )));
+    }
+    Ok(())
+}
+
+/// Imports a buffer from its description and fd (borrowed: the drivers get
+/// duplicates).
+pub fn import_buffer(
+    ctx: &Arc<Context>,
+    d: &Description,
+    handle: &OwnedFd,
+    usage: vk::BufferUsageFlags,
+) -> Result<Buffer> {
+    expect_kind(d, Kind::Buffer)?;
+    d.check()?;
+    check_device(ctx, d)?;
+    let Object::Buffer(layout) = d.object else {
+        unreachable!("checked above")
+    };
+    check_handle(d, handle)?;
+    Buffer::import_fd(ctx, handle, layout, usage)
+}
+
+/// Imports a semaphore from its description and fd (borrowed).
+pub fn import_semaphore(
+    ctx: &Arc<Context>,
+    d: &Description,
+    handle: &OwnedFd,
+) -> Result<Semaphore> {
+    expect_kind(d, Kind::Semaphore)?;
+    d.check()?;
+    check_device(ctx, d)?;
+    let Object::Semaphore { kind, .. } = d.object else {
+        unreachable!("checked above")
+    };
+    check_handle(d, handle)?;
+    Semaphore::import_fd(ctx, handle, kind, None)
+}
+
+/// Sends a description and its fd (borrowed; the peer gets its own reference).
+pub fn send(socket: RawFd, d: &Description, handle: RawFd, opts: &Options) -> Result<()> {
+    let bytes = d.to_bytes()?;
+    // SAFETY: fcntl only reads the descriptor number.
+    if handle < 0 || unsafe { libc::fcntl(handle, libc::F_GETFD) } < 0 {
+        return Err(Error::invalid(format!(
+            "fd {handle} is not an open file descriptor"
+        )));
+    }
+    socket::send(socket, &bytes, &[handle], opts)
+}
+
+/// Sends an object's description with a new fd of it, after the socket and peer
+/// checks (so no fd is exported for nothing).
+fn send_object(
+    socket: RawFd,
+    opts: &Options,
+    describe: impl FnOnce() -> Result<Description>,
+    export: impl FnOnce() -> Result<OwnedFd>,
+) -> Result<()> {
+    socket::check_socket(socket)?;
+    socket::authorize(socket, &opts.peer)?;
+    let bytes = describe()?.to_bytes()?;
+    let fd = export()?;
+    socket::transmit(socket, &bytes, &[fd.as_raw_fd()], opts.timeout)
+}
+
+/// What an fd is, when it is certainly not a GPU memory or semaphore handle:
+/// pipes, sockets, directories, terminals and the event-like anonymous inodes.
+/// Some drivers read() a handle on import (Mesa's lavapipe reads a header from
+/// its memfds), which blocks for ever on those: a peer could hang the receiver.
+fn certainly_foreign(fd: &OwnedFd) -> Option<String> {
+    let raw = fd.as_raw_fd();
+    // SAFETY: fstat writes into a zeroed struct we own; the descriptor is open.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(raw, &mut st) } != 0 {
+        return Some("a descriptor fstat cannot read".into());
+    }
+    let what = match st.st_mode & libc::S_IFMT {
+        libc::S_IFIFO => Some("a pipe or FIFO"),
+        libc::S_IFSOCK => Some("a socket"),
+        libc::S_IFDIR => Some("a directory"),
+        // SAFETY: isatty only reads the descriptor number.
+        _ if unsafe { libc::isatty(raw) } == 1 => Some("a terminal"),
+        _ => None,
+    };
+    if let Some(w) = what {
+        return Some(w.to_string());
+    }
+    let target = std::fs::read_link(format!("/proc/self/fd/{raw}")).ok()?;
+    let name = target.to_string_lossy();
+    const EVENTS: [&str; 9] = [
+        "[eventfd]",
+        "[timerfd]",
+        "[signalfd]",
+        "[eventpoll]",
+        "inotify",
+        "[pidfd]",
+        "[userfaultfd]",
+        "[io_uring]",
+        "[fanotify]",
+    ];
+    (name.starts_with("anon_inode:") && EVENTS.iter().any(|e| name.ends_with(e)))
+        .then(|| format!("an event descriptor ({name})"))
+}
+
+fn check_handle(d: &Description, fd: &OwnedFd) -> Result<()> {
+    match certainly_foreign(fd) {
+        Some(what) => Err(Error::invalid(format!(
+            "the fd for the {} is {what}, not a GPU handle: refused before the import",
+            d.kind().name()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Receives one description and its fd, checked: strict parsing, and exactly the
+/// number of fds the description says (every received fd is closed otherwise).
+pub fn receive(socket: RawFd, opts: &Options) -> Result<(Description, OwnedFd)> {
+    let (bytes, mut fds) = socket::receive(socket, description::SIZE, description::MAX_FDS, opts)?;
+    let d = Description::parse(&bytes).map_err(|e| {
+        if fds.is_empty() {
+            e
+        } else {
+            e.context(&format!(
+                "the received description is not valid (the {} file descriptor(s) that came with it were closed)",
+                fds.len()
+            ))
+        }
+    })?;
+    if fds.len() != d.fd_count() {
+        return Err(Error::invalid(format!(
+            "the peer sent {} file descriptor(s) with a {} description, which carries {}: {}",
+            fds.len(),
+            d.kind().name(),
+            d.fd_count(),
+            if fds.is_empty() {
+                "nothing to import".to_string()
+            } else {
+                "all were closed".to_string()
+            }
+        )));
+    }
+    let fd = fds.pop().expect("one fd");
+    Ok((d, fd))
+}
+
+/// Sends a buffer: its description and a new fd (closed here once sent).
+pub fn send_buffer(b: &Buffer, socket: RawFd, opts: &Options) -> Result<()> {
+    send_object(socket, opts, || Ok(describe_buffer(b)), || b.export_fd())
+}
+
+/// Receives a buffer and imports it into `ctx`.
+pub fn receive_buffer(
+    ctx: &Arc<Context>,
+    socket: RawFd,
+    opts: &Options,
+    usage: vk::BufferUsageFlags,
+) -> Result<Buffer> {
+    crate::buffer::check_usage(usage)?;
+    let (d, fd) = receive(socket, opts)?;
+    import_buffer(ctx, &d, &fd, usage)
+}
+
+/// Sends a semaphore: its description and a new fd (closed here once sent).
+pub fn send_semaphore(s: &Semaphore, socket: RawFd, opts: &Options) -> Result<()> {
+    send_object(socket, opts, || describe_semaphore(s), || s.export_fd())
+}
+
+/// Receives a semaphore and imports it into `ctx`.
+pub fn receive_semaphore(ctx: &Arc<Context>, socket: RawFd, opts: &Options) -> Result<Semaphore> {
+    let (d, fd) = receive(socket, opts)?;
+    import_semaphore(ctx, &d, &fd)
+}
+
+/// Sends an image: its description and a new fd (closed here once sent).
+pub fn send_image(i: &Image, socket: RawFd, opts: &Options) -> Result<()> {
+    send_object(socket, opts, || Ok(describe_image(i)), || i.export_fd())
+}
