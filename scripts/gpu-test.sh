@@ -16,7 +16,8 @@
 #                    if CMake fails, the two GPU examples are built with gcc
 #                    directly so that they still run (configure stays FAIL)
 #   rust:NAME        each Rust test executable in .dev/gpu/tests, --test-threads=1
-#   vkcuda_info, buffer_roundtrip, frame_loop    the examples
+#   vkcuda_info, buffer_roundtrip, frame_loop, image_formats, image_fractal (PNG to
+#                    $OUT/fractal.png), ipc_demo (two processes)    the examples
 #   fresh-ptx        buffer_roundtrip and frame_loop once more with the PTX this
 #                    nvcc made (VKCUDA_EXAMPLES_PTX): same checks, same results
 #   vvl:NAME         each example under VK_LAYER_KHRONOS_validation; any line with
@@ -50,7 +51,7 @@ log() { echo "$*" | tee -a "$log_file"; }
 wanted=("$@")
 for w in "${wanted[@]}"; do
     case ${w%%:*} in
-        setup|ptx|configure|build|build-by-hand|rust|vkcuda_info|buffer_roundtrip|frame_loop|fresh-ptx|vvl|bench) ;;
+        setup|ptx|configure|build|build-by-hand|rust|vkcuda_info|buffer_roundtrip|frame_loop|image_formats|image_fractal|ipc_demo|fresh-ptx|vvl|bench) ;;
         *) echo "gpu-test.sh: unknown step '$w' (see the comment at the top of $0)" >&2; exit 2 ;;
     esac
 done
@@ -256,7 +257,7 @@ else
     run_step ptx 90 ptx_check
 
     need_build=0
-    for s in configure build vkcuda_info buffer_roundtrip frame_loop fresh-ptx vvl:vkcuda_info vvl:buffer_roundtrip vvl:frame_loop; do
+    for s in configure build vkcuda_info buffer_roundtrip frame_loop image_formats image_fractal ipc_demo fresh-ptx vvl:vkcuda_info vvl:buffer_roundtrip vvl:frame_loop vvl:image_formats; do
         is_wanted "$s" && need_build=1
     done
     if [ $need_build = 1 ]; then
@@ -276,6 +277,9 @@ else
     STEP_NOTE_CMD=last_line_note run_step vkcuda_info 60 run_example vkcuda_info
     STEP_NOTE_CMD=last_line_note run_step buffer_roundtrip 200 run_example buffer_roundtrip
     STEP_NOTE_CMD=last_line_note run_step frame_loop 180 run_example frame_loop
+    STEP_NOTE_CMD=last_line_note run_step image_formats 180 run_example image_formats
+    STEP_NOTE_CMD=last_line_note run_step image_fractal 120 run_example image_fractal --out "$OUT/fractal.png"
+    STEP_NOTE_CMD=last_line_note run_step ipc_demo 180 c_examples/ipc_demo.sh --bin "$build/cmake/c_examples"
 
     if [ -s "$OUT/kernels.fresh.ptx" ]; then
         STEP_NOTE_CMD=last_line_note run_step fresh-ptx 120 fresh_ptx
@@ -290,6 +294,8 @@ else
     STEP_NOTE_CMD=vvl_note STEP_VERDICT_CMD=vvl_verdict run_step vvl:vkcuda_info 60 with_vvl run_example vkcuda_info
     STEP_NOTE_CMD=vvl_note STEP_VERDICT_CMD=vvl_verdict run_step vvl:buffer_roundtrip 150 \
         with_vvl run_example buffer_roundtrip 4 1M+1 64M --cycles 50
+    STEP_NOTE_CMD=vvl_note STEP_VERDICT_CMD=vvl_verdict run_step vvl:image_formats 150 \
+        with_vvl run_example image_formats
     STEP_NOTE_CMD=vvl_note STEP_VERDICT_CMD=vvl_verdict run_step vvl:frame_loop 150 \
         with_vvl run_example frame_loop --frames 1000 --latency-rounds 20
 fi
