@@ -1002,6 +1002,28 @@ fn gpu(quick: bool, rep: &mut Report) {
             buffer_info(dst).buffer,
             if size >= 256 << 20 { 7 } else { n(40) },
         );
+        if label == "4K RGBA" {
+            // Throughput is latency / frames in flight until the host's submits limit it.
+            for depth in [1u64, 8, 16, 32] {
+                let done = RawTimeline::new(&env);
+                let acquire = acquire_cmd(&env, buf);
+                let o = OneWay {
+                    vulkan_to_cuda: false,
+                    kernel: false,
+                    cmd: Some(acquire),
+                    frames: n(2000),
+                    in_flight: depth,
+                };
+                let mut d = one_way(&env, &lib, &done, o);
+                unsafe { env.v.device.free_command_buffers(env.v.pool, &[acquire]) };
+                rep.add(
+                    "handoff",
+                    &format!("{label} zero-copy, {depth} in flight"),
+                    &mut d,
+                    "per frame",
+                );
+            }
+        }
         rep.add(
             "handoff",
             &format!("{label} zero-copy latency"),
@@ -1199,6 +1221,16 @@ fn main() {
             "handoff",
             "4K RGBA zero-copy latency",
             "4K frame zero-copy latency, one at a time (us)",
+        ),
+        (
+            "handoff",
+            "4K RGBA zero-copy, 16 in flight",
+            "4K zero-copy, 16 in flight (us)",
+        ),
+        (
+            "handoff",
+            "4K RGBA zero-copy, 32 in flight",
+            "4K zero-copy, 32 in flight (us)",
         ),
         (
             "handoff",

@@ -734,3 +734,73 @@ fn gpu_semaphore_cycles_do_not_grow() {
     );
     unsafe { vkcuda_context_destroy(ctx) };
 }
+
+/// A failed import (an allocation size larger than the memory object) must leave
+/// the library, the device and the exported memory usable.
+#[test]
+fn gpu_failed_imports_leave_the_library_usable() {
+    let Some(ctx) = cuda_context_or_skip("gpu_failed_imports_leave_the_library_usable") else {
+        return;
+    };
+    let b = create_buffer(ctx, 65536, 0);
+    let info = buffer_info(b);
+    let import = |fd: i32, allocation_size: u64| {
+        let ii = vkcuda_buffer_import_info {
+            flags: 0,
+            origin: vkcuda_allocator_raw(0),
+            allocation_size,
+            offset: 0,
+            size: info.size,
+            dedicated: info.dedicated,
+            usage: 0,
+        };
+        let mut out = ptr::null_mut();
+        let r = unsafe { vkcuda_buffer_import_fd(ctx, &ii, fd, &mut out) };
+        println!(
+            "  import of fd {fd} with allocation_size {allocation_size}: {r:?} {}",
+            last_error()
+        );
+        if r == VKCUDA_SUCCESS {
+            unsafe { vkcuda_buffer_destroy(out) };
+        }
+        r
+    };
+    let mut fd = -1;
+    ok(unsafe { vkcuda_buffer_export_fd(b, &mut fd) });
+    let r1 = import(fd, info.allocation_size * 2);
+    let mut fresh = ptr::null_mut();
+    let bi = vkcuda_buffer_create_info {
+        flags: 0,
+        allocator: vkcuda_allocator_raw(0),
+        size: 65536,
+        usage: 0,
+    };
+    let r2 = unsafe { vkcuda_buffer_create(ctx, &bi, &mut fresh) };
+    println!(
+        "  a new buffer after the failed import: {r2:?} {}",
+        last_error()
+    );
+    let mut fd2 = -1;
+    ok(unsafe { vkcuda_buffer_export_fd(b, &mut fd2) });
+    let r3 = import(fd2, info.allocation_size);
+    let r4 = import(fd, info.allocation_size);
+    let other = cuda_context_or_skip("second context").unwrap();
+    let mut in_other = ptr::null_mut();
+    let r5 = unsafe { vkcuda_buffer_create(other, &bi, &mut in_other) };
+    println!("  a buffer in a new context: {r5:?} {}", last_error());
+    println!("failed import: {r1:?}; afterwards: new buffer {r2:?}, import of a new fd {r3:?}, of the same fd {r4:?}, new context {r5:?}");
+    unsafe {
+        if r4 != VKCUDA_SUCCESS {
+            libc::close(fd);
+        }
+        vkcuda_buffer_destroy(fresh);
+        vkcuda_buffer_destroy(in_other);
+        vkcuda_buffer_destroy(b);
+        vkcuda_context_destroy(other);
+        vkcuda_context_destroy(ctx);
+    }
+    assert_ne!(r1, VKCUDA_SUCCESS);
+    assert_eq!(r2, VKCUDA_SUCCESS, "a new buffer after a failed import");
+    assert_eq!(r3, VKCUDA_SUCCESS, "importing a new fd of the same memory");
+    assert_eq!(r5, VKCUDA_SUCCESS, "a buffer in a new context");
+}
