@@ -1164,7 +1164,9 @@ enum vkcuda_result vkcuda_buffer_wrap(const struct vkcuda_context *context,
  * into `context`: a new `VkBuffer` on imported memory and, unless the context is
  * Vulkan-only, a CUDA view. On success the library has taken `fd` (it is closed
  * or owned by the drivers; do not use or close it); on failure `fd` is untouched
- * and still the caller's.
+ * and still the caller's. NVIDIA's driver: after a failed import that fd's open
+ * file description may not import again (the drivers get duplicates, which share
+ * it): close it and export a new fd to retry.
  *
  * Thread-safety: may be called from any thread.
  */

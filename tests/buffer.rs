@@ -215,7 +215,17 @@ fn import_takes_the_fd_only_on_success() {
     unsafe { libc::close(not_memory) };
     assert!(fd_is_open(fd), "every failure left the fd alone");
 
-    // Success takes it.
+    // Success takes it. NVIDIA's driver: after a failed import the same open file
+    // description no longer imports (a duplicate shares it), so a new fd is exported
+    // for the successful import there; the failed fd is still the caller's to close.
+    let fd = if fd_knows_size(fd) {
+        fd
+    } else {
+        unsafe { libc::close(fd) };
+        let mut fresh = -1;
+        ok(unsafe { vkcuda_buffer_export_fd(buf, &mut fresh) });
+        fresh
+    };
     ok(unsafe { vkcuda_buffer_import_fd(a, &import_info(&info), fd, &mut out) });
     assert!(!out.is_null());
     assert!(!fd_is_open(fd), "the library took the fd on success");

@@ -196,7 +196,9 @@ pub unsafe extern "C" fn vkcuda_buffer_wrap(
 /// into `context`: a new `VkBuffer` on imported memory and, unless the context is
 /// Vulkan-only, a CUDA view. On success the library has taken `fd` (it is closed
 /// or owned by the drivers; do not use or close it); on failure `fd` is untouched
-/// and still the caller's.
+/// and still the caller's. NVIDIA's driver: after a failed import that fd's open
+/// file description may not import again (the drivers get duplicates, which share
+/// it): close it and export a new fd to retry.
 ///
 /// Thread-safety: may be called from any thread.
 #[no_mangle]

@@ -151,6 +151,13 @@ fn send_object(
     socket::transmit(socket, &bytes, &[fd.as_raw_fd()], opts.timeout)
 }
 
+fn is_regular_file(fd: &OwnedFd) -> bool {
+    // SAFETY: fstat writes into a zeroed struct we own; the descriptor is open.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } == 0;
+    ok && st.st_mode & libc::S_IFMT == libc::S_IFREG
+}
+
 /// What an fd is, when it is certainly not a GPU memory or semaphore handle:
 /// pipes, sockets, directories, terminals and the event-like anonymous inodes.
 /// Some drivers read() a handle on import (Mesa's lavapipe reads a header from
@@ -191,6 +198,14 @@ fn certainly_foreign(fd: &OwnedFd) -> Option<String> {
 }
 
 fn check_handle(d: &Description, fd: &OwnedFd) -> Result<()> {
+    // No driver's semaphore payload is a regular file. On the H200, after NVIDIA's
+    // vkImportSemaphoreFdKHR was handed a memfd (VK_ERROR_INITIALIZATION_FAILED),
+    // every later vkAllocateMemory of that test process failed: refuse it here.
+    if d.kind() == Kind::Semaphore && is_regular_file(fd) {
+        return Err(Error::invalid(
+            "the fd for the semaphore is a regular file (a memfd or file), not a semaphore handle: refused before the import",
+        ));
+    }
     match certainly_foreign(fd) {
         Some(what) => Err(Error::invalid(format!(
             "the fd for the {} is {what}, not a GPU handle: refused before the import",
