@@ -1018,7 +1018,7 @@ fn gpu(quick: bool, rep: &mut Report) {
                 unsafe { env.v.device.free_command_buffers(env.v.pool, &[acquire]) };
                 rep.add(
                     "handoff",
-                    &format!("{label} zero-copy, {depth} in flight"),
+                    &format!("{label} zero-copy {depth} in flight"),
                     &mut d,
                     "per frame",
                 );
