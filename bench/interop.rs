@@ -1224,12 +1224,12 @@ fn main() {
         ),
         (
             "handoff",
-            "4K RGBA zero-copy, 16 in flight",
+            "4K RGBA zero-copy 16 in flight",
             "4K zero-copy, 16 in flight (us)",
         ),
         (
             "handoff",
-            "4K RGBA zero-copy, 32 in flight",
+            "4K RGBA zero-copy 32 in flight",
             "4K zero-copy, 32 in flight (us)",
         ),
         (
