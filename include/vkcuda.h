@@ -1781,12 +1781,8 @@ enum vkcuda_result vkcuda_semaphore_receive(const struct vkcuda_context *context
 /**
  * Sends the image to the peer on `socket_fd`: its description and a new memory
  * fd (closed here once the kernel has it). The peer receives it with
- * `vkcuda_share_receive` and imports it itself: a `VkImage` of
- * `description.image.description` with `VkExternalMemoryImageCreateInfo`
- * (OPAQUE_FD), on a dedicated allocation of `description.image.allocation_size`
- * bytes imported with `VkImportMemoryFdInfoKHR` (also with
- * `VkExportMemoryAllocateInfo` OPAQUE_FD, so that `vkcuda_image_wrap` can make
- * its CUDA view). The library has no image receive of its own yet.
+ * `vkcuda_image_receive` (or `vkcuda_share_receive` and
+ * `vkcuda_image_import_description`).
  *
  * Thread-safety: sends and receives on one socket must not overlap.
  */
@@ -1795,6 +1791,39 @@ VKCUDA_NODISCARD
 enum vkcuda_result vkcuda_image_send(const struct vkcuda_image *image,
                                      int32_t socket_fd,
                                      const struct vkcuda_share_options *options);
+
+/**
+ * Imports an image from another process's description and memory fd into
+ * `context`: a new `VkImage` of `description->image.description` on a dedicated
+ * allocation of `description->image.allocation_size` bytes imported from `fd` and,
+ * unless the context is Vulkan-only, its CUDA mipmapped array. The description
+ * must be of an image (`VKCUDA_ERROR_INVALID_ARGUMENT`) from the context's device
+ * (`VKCUDA_ERROR_DEVICE_MISMATCH`). On success the library has taken `fd`; on
+ * failure `fd` is untouched and still the caller's.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_image_import_description(const struct vkcuda_context *context,
+                                                   const struct vkcuda_share_description *description,
+                                                   int32_t fd,
+                                                   struct vkcuda_image **image);
+
+/**
+ * Receives an image from the peer on `socket_fd` (`vkcuda_image_send`), checks
+ * the peer, the description and the fd count, and imports it into `context` as
+ * `vkcuda_image_import_description` does. Every received fd is closed or owned by
+ * the new image, on every path.
+ *
+ * Thread-safety: sends and receives on one socket must not overlap.
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_image_receive(const struct vkcuda_context *context,
+                                        int32_t socket_fd,
+                                        const struct vkcuda_share_options *options,
+                                        struct vkcuda_image **image);
 
 /**
  * Creates an exportable `VkSemaphore` (timeline or binary, OPAQUE_FD) and imports

@@ -4,7 +4,7 @@
 //! CUDA cannot export arrays, so the memory always comes from Vulkan: the library
 //! allocates it ([`Image::create`]) or the engine did ([`Image::wrap`]).
 
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 
 use ash::vk;
@@ -376,6 +376,57 @@ impl Image {
                 cuda.clone(),
                 handle,
                 im.allocation_size,
+                resolved.shape,
+            )?);
+        }
+        Ok(image)
+    }
+
+    /// Imports an image exported by [`export_fd`](Self::export_fd) (here or in
+    /// another process): a new `VkImage` of `desc` on the imported dedicated memory
+    /// of `allocation_size` bytes and, unless the context is Vulkan-only, its CUDA
+    /// mipmapped array. `handle` stays the caller's: the drivers get duplicates.
+    pub fn import_fd(
+        ctx: &Arc<Context>,
+        handle: &OwnedFd,
+        desc: &Description,
+        allocation_size: u64,
+    ) -> Result<Image> {
+        ctx.vk.memory_fd()?;
+        if allocation_size == 0 {
+            return Err(Error::invalid("allocation_size must not be 0"));
+        }
+        let resolved = resolve(ctx, desc, true)?;
+        if ctx.cuda.is_some() {
+            check_layers_agree(&resolved.desc)?;
+        }
+        if let Some(real) = fd::known_size(handle) {
+            if allocation_size > real {
+                return Err(Error::invalid(format!(
+                    "allocation_size {allocation_size} is larger than the memory object's real size {real}"
+                )));
+            }
+        }
+        let raw = handle.as_raw_fd();
+        let im = vkimage::import_image(
+            &ctx.vk,
+            &resolved.params,
+            fd::dup_borrowed(raw)?,
+            allocation_size,
+        )?;
+        let mut image = Image {
+            ctx: ctx.clone(),
+            resolved,
+            vulkan: VulkanView::Owned(im),
+            allocation_size,
+            cuda: None,
+        };
+        // On error `image` drops and releases the Vulkan objects.
+        if let Some(cuda) = &ctx.cuda {
+            image.cuda = Some(MappedImage::import(
+                cuda.clone(),
+                fd::dup_borrowed(raw)?,
+                allocation_size,
                 resolved.shape,
             )?);
         }

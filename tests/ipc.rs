@@ -1472,7 +1472,7 @@ fn level0_copy(w: u32, h: u32) -> vk::BufferImageCopy {
 }
 
 #[test]
-fn images_are_described_sent_and_imported_by_the_engine() {
+fn images_are_described_sent_and_imported() {
     let _s = serial();
     let (a, b) = (vulkan_only_context(), vulkan_only_context());
     let (va, vb) = (Vk::new(a), Vk::new(b));
@@ -1555,60 +1555,24 @@ fn images_are_described_sent_and_imported_by_the_engine() {
     ok(unsafe { vkcuda_image_describe(im, &mut mine) });
     assert_eq!(record(&mine), record(&d));
 
-    // Device B, the engine's way: a VkImage of exactly the description on the fd,
-    // imported as its dedicated memory; then the library wraps it.
-    let mut ext = vk::ExternalMemoryImageCreateInfo::default()
-        .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
-    let ci = vk::ImageCreateInfo::default()
-        .image_type(vk::ImageType::TYPE_2D)
-        .format(vk::Format::from_raw(di.format))
-        .extent(di.extent)
-        .mip_levels(di.mip_levels)
-        .array_layers(di.array_layers)
-        .samples(vk::SampleCountFlags::TYPE_1)
-        .tiling(vk::ImageTiling::OPTIMAL)
-        .usage(vk::ImageUsageFlags::from_raw(di.usage))
-        .sharing_mode(vk::SharingMode::EXCLUSIVE)
-        .initial_layout(vk::ImageLayout::UNDEFINED)
-        .push_next(&mut ext);
-    let image = unsafe { vb.device.create_image(&ci, None) }.unwrap();
-    let req = unsafe { vb.device.get_image_memory_requirements(image) };
-    let props = unsafe {
-        vb.instance
-            .get_physical_device_memory_properties(vb.physical)
-    };
-    let type_index = (0..props.memory_type_count)
-        .find(|&t| {
-            req.memory_type_bits & (1 << t) != 0
-                && props.memory_types[t as usize]
-                    .property_flags
-                    .contains(vk::MemoryPropertyFlags::DEVICE_LOCAL)
-        })
-        .unwrap();
-    let mut dedicated = vk::MemoryDedicatedAllocateInfo::default().image(image);
-    // Exportable too: vkcuda_image_wrap exports it again for CUDA.
-    let mut export = vk::ExportMemoryAllocateInfo::default()
-        .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
-    let mut import = vk::ImportMemoryFdInfoKHR::default()
-        .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD)
-        .fd(fd);
-    let alloc = vk::MemoryAllocateInfo::default()
-        .allocation_size(d.image.allocation_size)
-        .memory_type_index(type_index)
-        .push_next(&mut dedicated)
-        .push_next(&mut export)
-        .push_next(&mut import);
-    let memory = unsafe { vb.device.allocate_memory(&alloc, None) }.unwrap();
-    unsafe { vb.device.bind_image_memory(image, memory, 0) }.unwrap();
-    let wi = vkcuda_image_wrap_info {
-        flags: 0,
-        image,
-        memory,
-        allocation_size: d.image.allocation_size,
-        description: di,
-    };
-    let mut wrapped = ptr::null_mut();
-    ok(unsafe { vkcuda_image_wrap(b, &wi, &mut wrapped) });
+    // Device B imports it from the description: a new VkImage on the fd's memory.
+    let mut imported = ptr::null_mut();
+    let mut bad = d;
+    bad.device_uuid[0] ^= 1;
+    fails(
+        unsafe { vkcuda_image_import_description(b, &bad, fd, &mut imported) },
+        VKCUDA_ERROR_DEVICE_MISMATCH,
+    );
+    assert!(
+        imported.is_null() && fd_is_open(fd),
+        "a refused import leaves the fd alone"
+    );
+    ok(unsafe { vkcuda_image_import_description(b, &d, fd, &mut imported) });
+    assert!(!fd_is_open(fd), "the import took the fd");
+    let mut bi: vkcuda_image_info = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_image_get_info(imported, &mut bi) });
+    let image = bi.image;
+    assert_eq!(bi.allocation_size, ii.allocation_size);
 
     let out = vb.host_buffer(bytes);
     out.bytes().fill(0);
@@ -1639,12 +1603,17 @@ fn images_are_described_sent_and_imported_by_the_engine() {
         "{bad} of {bytes} bytes differ in the engine's import"
     );
     vb.destroy_host_buffer(out);
-    unsafe {
-        vkcuda_image_destroy(wrapped);
-        vb.device.destroy_image(image, None);
-        vb.device.free_memory(memory, None);
-    }
+    unsafe { vkcuda_image_destroy(imported) };
     assert_eq!(fd_count(), base, "the received fd went with the memory");
+    // And over the socket in one call.
+    ok(unsafe { vkcuda_image_send(im, s0.as_raw_fd(), ptr::null()) });
+    let mut received = ptr::null_mut();
+    ok(unsafe { vkcuda_image_receive(b, s1.as_raw_fd(), ptr::null(), &mut received) });
+    let mut ri: vkcuda_image_info = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_image_get_info(received, &mut ri) });
+    assert_eq!((ri.format, ri.extent), (ii.format, ii.extent));
+    unsafe { vkcuda_image_destroy(received) };
+    assert_eq!(fd_count(), base);
     unsafe { vkcuda_image_destroy(im) };
     drop((va, vb));
     unsafe {

@@ -673,12 +673,8 @@ pub unsafe extern "C" fn vkcuda_semaphore_receive(
 
 /// Sends the image to the peer on `socket_fd`: its description and a new memory
 /// fd (closed here once the kernel has it). The peer receives it with
-/// `vkcuda_share_receive` and imports it itself: a `VkImage` of
-/// `description.image.description` with `VkExternalMemoryImageCreateInfo`
-/// (OPAQUE_FD), on a dedicated allocation of `description.image.allocation_size`
-/// bytes imported with `VkImportMemoryFdInfoKHR` (also with
-/// `VkExportMemoryAllocateInfo` OPAQUE_FD, so that `vkcuda_image_wrap` can make
-/// its CUDA view). The library has no image receive of its own yet.
+/// `vkcuda_image_receive` (or `vkcuda_share_receive` and
+/// `vkcuda_image_import_description`).
 ///
 /// Thread-safety: sends and receives on one socket must not overlap.
 #[no_mangle]
@@ -691,6 +687,60 @@ pub unsafe extern "C" fn vkcuda_image_send(
     boundary("vkcuda_image_send", || {
         let i = &arg(image, "image")?.inner;
         with_options(options, |o, _| ipc::send_image(i, socket_fd, o))
+    })
+}
+
+/// Imports an image from another process's description and memory fd into
+/// `context`: a new `VkImage` of `description->image.description` on a dedicated
+/// allocation of `description->image.allocation_size` bytes imported from `fd` and,
+/// unless the context is Vulkan-only, its CUDA mipmapped array. The description
+/// must be of an image (`VKCUDA_ERROR_INVALID_ARGUMENT`) from the context's device
+/// (`VKCUDA_ERROR_DEVICE_MISMATCH`). On success the library has taken `fd`; on
+/// failure `fd` is untouched and still the caller's.
+///
+/// Thread-safety: may be called from any thread.
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_import_description(
+    context: *const vkcuda_context,
+    description: *const vkcuda_share_description,
+    fd: i32,
+    image: *mut *mut vkcuda_image,
+) -> vkcuda_result {
+    boundary("vkcuda_image_import_description", || {
+        let made = (|| {
+            out(image, "image")?;
+            let ctx = ctx_arg(context)?;
+            let d = from_c(arg(description, "description")?)?;
+            let inner = import_taking(fd, |h| ipc::import_image(ctx, &d, h))?;
+            Ok(Box::new(vkcuda_image { inner }))
+        })();
+        write_handle(image, made)
+    })
+}
+
+/// Receives an image from the peer on `socket_fd` (`vkcuda_image_send`), checks
+/// the peer, the description and the fd count, and imports it into `context` as
+/// `vkcuda_image_import_description` does. Every received fd is closed or owned by
+/// the new image, on every path.
+///
+/// Thread-safety: sends and receives on one socket must not overlap.
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_receive(
+    context: *const vkcuda_context,
+    socket_fd: i32,
+    options: *const vkcuda_share_options,
+    image: *mut *mut vkcuda_image,
+) -> vkcuda_result {
+    boundary("vkcuda_image_receive", || {
+        let made = (|| {
+            out(image, "image")?;
+            let ctx = ctx_arg(context)?;
+            let inner = with_options(options, |o, _| ipc::receive_image(ctx, socket_fd, o))?;
+            Ok(Box::new(vkcuda_image { inner }))
+        })();
+        write_handle(image, made)
     })
 }
 

@@ -124,6 +124,28 @@ pub fn import_semaphore(
     Semaphore::import_fd(ctx, handle, kind, None)
 }
 
+/// Imports an image from its description and memory fd (borrowed).
+pub fn import_image(ctx: &Arc<Context>, d: &Description, handle: &OwnedFd) -> Result<Image> {
+    expect_kind(d, Kind::Image)?;
+    d.check()?;
+    check_device(ctx, d)?;
+    let Object::Image {
+        desc,
+        allocation_size,
+    } = d.object
+    else {
+        unreachable!("checked above")
+    };
+    check_handle(d, handle)?;
+    Image::import_fd(ctx, handle, &desc, allocation_size)
+}
+
+/// Receives an image and imports it into `ctx`.
+pub fn receive_image(ctx: &Arc<Context>, socket: RawFd, opts: &Options) -> Result<Image> {
+    let (d, fd) = receive(socket, opts)?;
+    import_image(ctx, &d, &fd)
+}
+
 /// Sends a description and its fd (borrowed; the peer gets its own reference).
 pub fn send(socket: RawFd, d: &Description, handle: RawFd, opts: &Options) -> Result<()> {
     let bytes = d.to_bytes()?;

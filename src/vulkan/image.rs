@@ -257,9 +257,9 @@ pub fn requirements(dev: &VulkanDevice, image: vk::Image) -> vk::MemoryRequireme
     req.memory_requirements
 }
 
-/// A `VkImage` of `p` (optimal tiling, exclusive, initial layout UNDEFINED) with
-/// its own dedicated exportable `OPAQUE_FD` memory. Call [`check_exportable`] first.
-pub fn create_exportable_image(dev: &VulkanDevice, p: &ImageParams) -> Result<ImageMemory> {
+/// A `VkImage` of `p` created for `OPAQUE_FD` external memory (optimal tiling,
+/// exclusive, initial layout UNDEFINED), not yet bound.
+fn create_external_image<'a>(dev: &'a VulkanDevice, p: &ImageParams) -> Result<Partial<'a>> {
     dev.memory_fd()?;
     let mut ext = vk::ExternalMemoryImageCreateInfo::default().handle_types(HANDLE_TYPE);
     let info = vk::ImageCreateInfo::default()
@@ -278,11 +278,66 @@ pub fn create_exportable_image(dev: &VulkanDevice, p: &ImageParams) -> Result<Im
     // SAFETY: valid device; the create info lives for the call.
     let image = unsafe { dev.device.create_image(&info, None) }
         .map_err(|r| Error::vk("vkCreateImage", r))?;
-    let mut partial = Partial {
+    Ok(Partial {
         dev,
         image,
         memory: vk::DeviceMemory::null(),
-    };
+    })
+}
+
+/// A `VkImage` of `p` bound to a dedicated allocation imported from `handle`, an
+/// `OPAQUE_FD` of `allocation_size` bytes exported by another device or process.
+/// The fd is consumed on success and closed on failure (it is the caller's
+/// duplicate).
+pub fn import_image(
+    dev: &VulkanDevice,
+    p: &ImageParams,
+    handle: std::os::fd::OwnedFd,
+    allocation_size: u64,
+) -> Result<ImageMemory> {
+    let mut partial = create_external_image(dev, p)?;
+    let image = partial.image;
+    let req = requirements(dev, image);
+    if allocation_size < req.size {
+        return Err(Error::invalid(format!(
+            "allocation_size {allocation_size} is less than the {} bytes this image needs",
+            req.size
+        )));
+    }
+    let type_index = find_memory_type(
+        &dev.props.memory,
+        req.memory_type_bits,
+        vk::MemoryPropertyFlags::DEVICE_LOCAL,
+        vk::MemoryPropertyFlags::empty(),
+    )
+    .ok_or_else(|| {
+        Error::unsupported("no DEVICE_LOCAL memory type is allowed for the imported image")
+    })?;
+    let handle = crate::fd::Handoff::new(handle);
+    let mut import = vk::ImportMemoryFdInfoKHR::default()
+        .handle_type(HANDLE_TYPE)
+        .fd(handle.raw());
+    let mut dedicated = vk::MemoryDedicatedAllocateInfo::default().image(image);
+    let alloc = vk::MemoryAllocateInfo::default()
+        .allocation_size(allocation_size)
+        .memory_type_index(type_index)
+        .push_next(&mut import)
+        .push_next(&mut dedicated);
+    // SAFETY: valid device; the allocate info lives for the call.
+    partial.memory = unsafe { dev.device.allocate_memory(&alloc, None) }
+        .map_err(|r| Error::vk("vkAllocateMemory (importing an image's OPAQUE_FD)", r))?;
+    handle.taken();
+    // SAFETY: the memory was imported for this image, offset 0.
+    unsafe { dev.device.bind_image_memory(image, partial.memory, 0) }
+        .map_err(|r| Error::vk("vkBindImageMemory", r))?;
+    Ok(partial.finish(allocation_size))
+}
+
+/// A `VkImage` of `p` (optimal tiling, exclusive, initial layout UNDEFINED) with
+/// its own dedicated exportable `OPAQUE_FD` memory. Call [`check_exportable`] first.
+pub fn create_exportable_image(dev: &VulkanDevice, p: &ImageParams) -> Result<ImageMemory> {
+    let mut partial = create_external_image(dev, p)?;
+    let image = partial.image;
     let req = requirements(dev, image);
     let max = dev.props.max_allocation_size;
     if max != 0 && req.size > max {
