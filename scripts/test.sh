@@ -122,9 +122,14 @@ fi
 if ! command -v cargo >/dev/null 2>&1; then
   echo "cargo not found: see the install-deps output above"
 fi
+run_bench_smoke() { # the benchmark's parts that run without a GPU, a few iterations each
+  x cargo bench "${locked[@]}" --bench interop -- --quick
+}
+
 step fmt "" run_fmt
 step clippy "" run_clippy
 step cargo-test "" run_cargo_test
+step bench-smoke "" run_bench_smoke
 step cmake-configure "" run_configure
 step cmake-build "cmake-configure" run_build
 step ctest "cmake-build" run_ctest
