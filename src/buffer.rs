@@ -287,6 +287,9 @@ impl Buffer {
                 )));
             }
         }
+        if layout.origin == Origin::Vulkan {
+            memory::check_importable(&ctx.vk, handle)?;
+        }
         let raw = handle.as_raw_fd();
         let bm = memory::import_buffer(
             &ctx.vk,

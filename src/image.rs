@@ -407,6 +407,7 @@ impl Image {
                 )));
             }
         }
+        memory::check_importable(&ctx.vk, handle)?;
         let raw = handle.as_raw_fd();
         let im = vkimage::import_image(
             &ctx.vk,

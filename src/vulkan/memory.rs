@@ -1,6 +1,6 @@
 //! Exportable and imported `VkDeviceMemory` for buffers, and fd export.
 
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 
 use ash::vk;
 
@@ -264,6 +264,79 @@ pub fn import_buffer(
     }
     .map_err(|r| Error::vk("vkBindBufferMemory", r))?;
     Ok(partial.finish(allocation_size, dedicated))
+}
+
+/// The kind of file an fd refers to: its file type and, for device files, the
+/// device's major number (NVIDIA's opaque fds are character devices of major 195;
+/// lavapipe's are memfds, regular files).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FdKind {
+    file_type: u32,
+    rdev_major: u32,
+}
+
+impl FdKind {
+    pub fn of(fd: std::os::fd::RawFd) -> Option<FdKind> {
+        // SAFETY: fstat writes into a zeroed struct we own.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        if unsafe { libc::fstat(fd, &mut st) } != 0 {
+            return None;
+        }
+        let file_type = st.st_mode & libc::S_IFMT;
+        let is_device = file_type == libc::S_IFCHR || file_type == libc::S_IFBLK;
+        Some(FdKind {
+            file_type,
+            rdev_major: if is_device {
+                libc::major(st.st_rdev)
+            } else {
+                0
+            },
+        })
+    }
+
+    fn describe(&self) -> String {
+        match self.file_type {
+            libc::S_IFCHR => format!("a character device of major {}", self.rdev_major),
+            libc::S_IFBLK => format!("a block device of major {}", self.rdev_major),
+            libc::S_IFREG => "a regular file (memfd)".into(),
+            libc::S_IFIFO => "a pipe".into(),
+            libc::S_IFSOCK => "a socket".into(),
+            libc::S_IFDIR => "a directory".into(),
+            t => format!("a file of type {t:#o}"),
+        }
+    }
+}
+
+/// The kind of this device's exported memory fds, found once by exporting a small
+/// probe allocation; None if that is impossible (no check is then made).
+fn export_kind(dev: &VulkanDevice) -> Option<FdKind> {
+    *dev.export_kind.get_or_init(|| {
+        let usage = vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST;
+        let probe = create_exportable_buffer(dev, 4096, usage).ok()?;
+        let kind = export_memory_fd(dev, probe.memory)
+            .ok()
+            .and_then(|fd| FdKind::of(fd.as_raw_fd()));
+        probe.destroy(dev);
+        kind
+    })
+}
+
+/// Refuses an fd that is not the kind of file this driver exports, before the
+/// driver sees it: on the H200, after NVIDIA's vkAllocateMemory was handed
+/// /dev/null as an OPAQUE_FD, later imports of the process failed with
+/// VK_ERROR_OUT_OF_DEVICE_MEMORY.
+pub fn check_importable(dev: &VulkanDevice, fd: &OwnedFd) -> Result<()> {
+    let Some(want) = export_kind(dev) else {
+        return Ok(());
+    };
+    match FdKind::of(fd.as_raw_fd()) {
+        Some(got) if got == want => Ok(()),
+        got => Err(Error::invalid(format!(
+            "the fd is {}, not a memory handle of this Vulkan driver (its OPAQUE_FDs are {}): refused before the import",
+            got.map_or("unreadable".to_string(), |g| g.describe()),
+            want.describe()
+        ))),
+    }
 }
 
 /// A new `OPAQUE_FD` for `memory` (which must have been allocated exportable).

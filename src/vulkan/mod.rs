@@ -37,6 +37,8 @@ pub struct VulkanDevice {
     /// For a standalone context: the queue it created, and the entry to keep the
     /// loader loaded. Its device and instance are destroyed with this value.
     pub owned: Option<standalone::Owned>,
+    /// What kind of file this device's exported memory fds are (learned once).
+    pub export_kind: std::sync::OnceLock<Option<memory::FdKind>>,
 }
 
 // SAFETY: Vulkan handles and function pointers may be used from any thread; the
@@ -120,6 +122,7 @@ impl VulkanDevice {
             semaphore_fd,
             props,
             owned: None,
+            export_kind: std::sync::OnceLock::new(),
         })
     }
 
