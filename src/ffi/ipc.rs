@@ -453,6 +453,13 @@ pub unsafe extern "C" fn vkcuda_share_description_parse(
             return Err(Error::null("bytes"));
         }
         let o = out(description, "description")?;
+        // A record is never longer: refuse before making a slice of a size C made up.
+        if size > description::SIZE {
+            return Err(Error::invalid(format!(
+                "{size} bytes where a description has {}",
+                description::SIZE
+            )));
+        }
         let d = Description::parse(std::slice::from_raw_parts(bytes, size))?;
         *o = to_c(&d);
         Ok(())
@@ -752,6 +759,27 @@ mod tests {
     fn the_constants_match_the_format() {
         assert_eq!(VKCUDA_SHARE_DESCRIPTION_SIZE as usize, description::SIZE);
         assert_eq!(VKCUDA_SHARE_FORMAT_VERSION, description::VERSION as u32);
+    }
+
+    #[test]
+    fn parse_refuses_sizes_past_a_record_without_reading_them() {
+        let d = Description {
+            device_uuid: [3; 16],
+            object: Object::Semaphore {
+                kind: crate::semaphore::Kind::Timeline,
+                value: 9,
+            },
+        };
+        let mut bytes = [0u8; 2 * description::SIZE];
+        bytes[..description::SIZE].copy_from_slice(&d.to_bytes().unwrap());
+        let mut c = to_c(&d);
+        for size in [description::SIZE + 1, isize::MAX as usize, usize::MAX] {
+            let r = unsafe { vkcuda_share_description_parse(bytes.as_ptr(), size, &mut c) };
+            assert_eq!(r, vkcuda_result::VKCUDA_ERROR_INVALID_ARGUMENT, "{size}");
+        }
+        let r =
+            unsafe { vkcuda_share_description_parse(bytes.as_ptr(), description::SIZE, &mut c) };
+        assert_eq!(r, vkcuda_result::VKCUDA_SUCCESS);
     }
 
     #[test]
