@@ -18,6 +18,8 @@
 #   rust:NAME        each Rust test executable in .dev/gpu/tests, --test-threads=1
 #   vkcuda_info, buffer_roundtrip, frame_loop, image_formats, image_fractal (PNG to
 #                    $OUT/fractal.png), ipc_demo (two processes)    the examples
+#   engine_postfx    the C++ engine-style example (examples/cpp): 1000 frames, every
+#                    pixel checked; PNG to $OUT/engine_postfx.png
 #   fresh-ptx        buffer_roundtrip and frame_loop once more with the PTX this
 #                    nvcc made (VKCUDA_EXAMPLES_PTX): same checks, same results
 #   vvl:NAME         each example under VK_LAYER_KHRONOS_validation; any line with
@@ -51,7 +53,7 @@ log() { echo "$*" | tee -a "$log_file"; }
 wanted=("$@")
 for w in "${wanted[@]}"; do
     case ${w%%:*} in
-        setup|ptx|configure|build|build-by-hand|rust|vkcuda_info|buffer_roundtrip|frame_loop|image_formats|image_fractal|ipc_demo|fresh-ptx|vvl|bench) ;;
+        setup|ptx|configure|build|build-by-hand|rust|vkcuda_info|buffer_roundtrip|frame_loop|image_formats|image_fractal|ipc_demo|engine_postfx|fresh-ptx|vvl|bench) ;;
         *) echo "gpu-test.sh: unknown step '$w' (see the comment at the top of $0)" >&2; exit 2 ;;
     esac
 done
@@ -257,7 +259,7 @@ else
     run_step ptx 90 ptx_check
 
     need_build=0
-    for s in configure build vkcuda_info buffer_roundtrip frame_loop image_formats image_fractal ipc_demo fresh-ptx vvl:vkcuda_info vvl:buffer_roundtrip vvl:frame_loop vvl:image_formats; do
+    for s in configure build vkcuda_info buffer_roundtrip frame_loop image_formats image_fractal ipc_demo engine_postfx fresh-ptx vvl:vkcuda_info vvl:buffer_roundtrip vvl:frame_loop vvl:image_formats; do
         is_wanted "$s" && need_build=1
     done
     if [ $need_build = 1 ]; then
@@ -280,6 +282,7 @@ else
     STEP_NOTE_CMD=last_line_note run_step image_formats 180 run_example image_formats
     STEP_NOTE_CMD=last_line_note run_step image_fractal 120 run_example image_fractal --out "$OUT/fractal.png"
     STEP_NOTE_CMD=last_line_note run_step ipc_demo 180 c_examples/ipc_demo.sh --bin "$build/cmake/c_examples"
+    STEP_NOTE_CMD=last_line_note run_step engine_postfx 180 run_example engine_postfx --out "$OUT/engine_postfx.png"
 
     if [ -s "$OUT/kernels.fresh.ptx" ]; then
         STEP_NOTE_CMD=last_line_note run_step fresh-ptx 120 fresh_ptx
