@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs what building and testing vkcuda needs on Debian 12 / Ubuntu, only what
 # is missing, without questions: the Vulkan loader, headers and Mesa's CPU driver
-# (lavapipe), CMake, pkg-config, GCC, valgrind, glslang. `apt-get update` runs only
-# when a package is missing. With rustup, adds the clippy and rustfmt components
-# when they are missing.
+# (lavapipe), CMake, pkg-config, GCC, Clang, valgrind, glslang, Doxygen.
+# `apt-get update` runs only when a package is missing. With rustup, adds the clippy
+# and rustfmt components when they are missing.
 #
 #   scripts/install-deps.sh [--no-rust]
 #
@@ -35,6 +35,8 @@ packages=(
   pkg-config
   gcc
   g++
+  clang               # the vkcuda.hpp compiler matrix (tests/cpp/run.sh)
+  doxygen             # the HTML docs of the headers (scripts/docs.sh)
   libc6-dev
   binutils            # readelf, for the soname check
   valgrind

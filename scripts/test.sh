@@ -6,7 +6,8 @@
 #   Rust tests, the header staleness test too; on lavapipe, GPU tests skip without a
 #   GPU), the CMake build of the library, examples and C tests, ctest, vkcuda_info in
 #   an empty environment, cmake --install into a temporary prefix, and the consumer
-#   checks against it (tests/consumer/run.sh).
+#   checks against it (tests/consumer/run.sh), then the C++ checks (tests/cpp/run.sh:
+#   the vkcuda.hpp compiler matrix, the C++ consumers, Doxygen).
 # Every step runs even when an earlier independent one failed; steps that need a
 # failed one are skipped. Ends with a summary; exits non-zero on any failure.
 #
@@ -112,6 +113,9 @@ run_info() {
 
 run_install() { x cmake --install "$build" --prefix "$tmp/prefix"; }
 run_consumer() { x "$root/tests/consumer/run.sh" "$tmp/prefix" "$tmp/consumer"; }
+# vkcuda.hpp: the GCC/Clang x C++17/20 x exceptions/-fno-exceptions matrix of its unit
+# tests, the C++ install-tree and add_subdirectory consumers, Doxygen (tests/cpp/run.sh).
+run_cpp() { x "$root/tests/cpp/run.sh" "$build" "$tmp/prefix" "$tmp/cpp"; }
 
 echo "vkcuda test.sh: $root (build: $build, $jobs jobs, CI=${CI:-})"
 if [ "${VKCUDA_SKIP_DEPS:-0}" = 1 ]; then
@@ -136,6 +140,7 @@ step ctest "cmake-build" run_ctest
 step vkcuda_info "cmake-build" run_info
 step cmake-install "cmake-build" run_install
 step consumer "cmake-install" run_consumer
+step cpp "cmake-install" run_cpp
 
 total=$((SECONDS - start_all))
 failed=()
