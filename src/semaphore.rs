@@ -184,7 +184,8 @@ impl Semaphore {
         initial: u64,
         spin: Option<Duration>,
     ) -> Result<Semaphore> {
-        let sem_fd = ctx.vk.semaphore_fd()?;
+        // The extension first: without it nothing below can work.
+        ctx.vk.semaphore_fd()?;
         if kind == Kind::Binary && initial != 0 {
             return Err(Error::invalid(
                 "a binary semaphore's initial_value must be 0",
@@ -220,7 +221,6 @@ impl Semaphore {
             book: Mutex::new(Book::new(initial)),
             spin: spin.unwrap_or(DEFAULT_SPIN),
         };
-        let _ = sem_fd;
         if let Some(cuda) = &ctx.cuda {
             let handle = out.export_fd()?;
             out.cuda = Some(ExternalSemaphore::import_fd(
