@@ -435,13 +435,21 @@ pub unsafe extern "C" fn vkcuda_context_destroy(context: *mut vkcuda_context) {
 /// leak checks: after destroying everything, all are 0).
 #[repr(C)]
 pub struct vkcuda_live_objects {
+    /// Contexts (kept alive by their objects too).
     pub contexts: i64,
+    /// `VkBuffer`s the library created.
     pub vk_buffers: i64,
+    /// `VkDeviceMemory` objects the library allocated or imported.
     pub vk_memories: i64,
+    /// `VkImage`s the library created.
     pub vk_images: i64,
+    /// `VkSemaphore`s the library created.
     pub vk_semaphores: i64,
+    /// `cuMemCreate` allocations (and imported ones).
     pub cuda_allocations: i64,
+    /// `cuImportExternalMemory` imports.
     pub cuda_external_memories: i64,
+    /// `cuImportExternalSemaphore` imports.
     pub cuda_external_semaphores: i64,
 }
 
