@@ -4,9 +4,11 @@
 # Installs what is missing (scripts/install-deps.sh), then runs, in order:
 #   cargo fmt --check, cargo clippy --all-targets -- -D warnings, cargo test (all
 #   Rust tests, the header staleness test too; on lavapipe, GPU tests skip without a
-#   GPU), the CMake build of the library, examples and C tests, ctest, vkcuda_info in
-#   an empty environment, cmake --install into a temporary prefix, and the consumer
-#   checks against it (tests/consumer/run.sh), then the C++ checks (tests/cpp/run.sh:
+#   GPU), a one-minute fuzz run (scripts/fuzz.sh --time 10: six cargo-fuzz targets,
+#   10 s each; the first run also builds them, a few minutes), the CMake build of
+#   the library, examples and C tests, ctest, vkcuda_info in an empty environment,
+#   cmake --install into a temporary prefix, and the consumer checks against it
+#   (tests/consumer/run.sh), then the C++ checks (tests/cpp/run.sh:
 #   the vkcuda.hpp compiler matrix, the C++ consumers, Doxygen).
 # Every step runs even when an earlier independent one failed; steps that need a
 # failed one are skipped. Ends with a summary; exits non-zero on any failure.
@@ -83,6 +85,7 @@ have_tool() { # have_tool <cargo subcommand>
 run_fmt() { have_tool fmt && x cargo fmt --all --check; }
 run_clippy() { have_tool clippy && x cargo clippy "${locked[@]}" --all-targets -- -D warnings; }
 run_cargo_test() { x cargo test "${locked[@]}"; }
+run_fuzz() { VKCUDA_FUZZ_OUT="$logs/fuzz" x "$root/scripts/fuzz.sh" --time 10; }
 
 run_configure() {
   x cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
@@ -133,6 +136,7 @@ run_bench_smoke() { # the benchmark's parts that run without a GPU, a few iterat
 step fmt "" run_fmt
 step clippy "" run_clippy
 step cargo-test "" run_cargo_test
+step fuzz "" run_fuzz
 step bench-smoke "" run_bench_smoke
 step cmake-configure "" run_configure
 step cmake-build "cmake-configure" run_build

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Fuzzes the C ABI's argument checks, the semaphore value book-keeping and the
+# cross-process description format with cargo-fuzz (libFuzzer, AddressSanitizer,
+# debug assertions on), on a Vulkan-only context (lavapipe is enough; no GPU).
+#
+#   scripts/fuzz.sh [--time SECONDS] [--merge] [--jobs N] [TARGET...]
+#
+#   --time S   seconds per target (default 10: about a minute for the six targets)
+#   --merge    afterwards, merge what the run found into the committed corpus
+#              (fuzz/corpus/TARGET, minimized by libFuzzer's -merge=1)
+#   --jobs N   run N targets at once (default 1)
+#   TARGET     default: every target in fuzz/Cargo.toml
+#
+# The committed corpus is read, never written: new inputs go to a temporary
+# directory (kept only with --merge). A finding stops its target, is saved under
+# $VKCUDA_FUZZ_OUT/artifacts/TARGET/ (default target/fuzz-out) with libFuzzer's
+# report, and makes the script exit 1. The summary gives, per target, the
+# executions, the seconds and the result; docs/RELIABILITY.md records them.
+#
+# Needs: cargo-fuzz (`cargo install cargo-fuzz`; installed here if missing) and a
+# stable toolchain; RUSTC_BOOTSTRAP=1 lets stable take cargo-fuzz's nightly flags
+# (-Zsanitizer=address).
+set -uo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root/fuzz" || exit 1
+if [ -d "$HOME/.cargo/bin" ]; then
+  PATH="$HOME/.cargo/bin:$PATH"
+fi
+export RUSTC_BOOTSTRAP=1
+
+time_s=10
+merge=0
+jobs=1
+targets=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --time) time_s=$2; shift 2 ;;
+    --merge) merge=1; shift ;;
+    --jobs) jobs=$2; shift 2 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
+    *) targets+=("$1"); shift ;;
+  esac
+done
+all=($(sed -n 's/^name = "\([a-z_]*\)"$/\1/p' Cargo.toml | grep -v '^vkcuda-fuzz$'))
+[ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
+for t in "${targets[@]}"; do
+  printf '%s\n' "${all[@]}" | grep -qx "$t" || { echo "fuzz.sh: no target $t (targets: ${all[*]})" >&2; exit 2; }
+done
+
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  echo "== cargo-fuzz is missing: cargo install cargo-fuzz"
+  cargo install cargo-fuzz || { echo "fuzz.sh: could not install cargo-fuzz" >&2; exit 1; }
+fi
+
+out=${VKCUDA_FUZZ_OUT:-$root/target/fuzz-out}
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+work="$(mktemp -d "${TMPDIR:-/tmp}/vkcuda-fuzz.XXXXXX")" || exit 1
+trap 'rm -rf "$work"' EXIT
+
+# Release with debug assertions: Rust's own precondition checks (slice sizes,
+# overflow) turn undefined behaviour into a finding.
+flags=(-O --debug-assertions)
+echo "== cargo fuzz build ${flags[*]} (targets: ${targets[*]}; ${time_s}s each)"
+t0=$SECONDS
+cargo fuzz build "${flags[@]}" || { echo "fuzz.sh: build failed" >&2; exit 1; }
+echo "built in $((SECONDS - t0))s"
+
+run_one() { # TARGET: writes $work/TARGET.log and $work/TARGET.result
+  local t=$1 rc
+  mkdir -p "$work/new/$t" "$out/artifacts/$t" "corpus/$t"
+  local start=$SECONDS
+  # The first corpus directory is where libFuzzer writes; the committed one is read.
+  cargo fuzz run "${flags[@]}" "$t" "$work/new/$t" "corpus/$t" -- \
+    -max_total_time="$time_s" -print_final_stats=1 -rss_limit_mb=4096 -timeout=30 \
+    -artifact_prefix="$out/artifacts/$t/" > "$work/$t.log" 2>&1
+  rc=$?
+  local secs=$((SECONDS - start))
+  local execs
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$t.log" | tail -1)
+  echo "$t ${execs:-0} $secs $rc" > "$work/$t.result"
+  cp "$work/$t.log" "$out/$t.log"
+}
+
+running=0
+for t in "${targets[@]}"; do
+  echo "== $t (${time_s}s)"
+  run_one "$t" &
+  running=$((running + 1))
+  if [ "$running" -ge "$jobs" ]; then
+    wait -n
+    running=$((running - 1))
+  fi
+done
+wait
+
+failed=0
+total_execs=0
+echo
+echo "== fuzz summary (logs in $out)"
+printf '| %-22s | %12s | %7s | %s\n' target executions seconds result
+for t in "${targets[@]}"; do
+  read -r _ execs secs rc < "$work/$t.result"
+  if [ "$rc" -eq 0 ]; then
+    result="no finding"
+  else
+    result="FINDING (exit $rc): $(grep -m1 -E 'panicked at|ERROR: (libFuzzer|AddressSanitizer|LeakSanitizer)' "$work/$t.log" | cut -c1-100)"
+    failed=$((failed + 1))
+    grep -E 'panicked at|assertion|ERROR:|SUMMARY|Test unit written' "$work/$t.log" | head -20 | sed 's/^/    /'
+  fi
+  total_execs=$((total_execs + execs))
+  printf '| %-22s | %12s | %7s | %s\n' "$t" "$execs" "$secs" "$result"
+done
+echo "total: $total_execs executions"
+
+if [ "$merge" = 1 ] && [ "$failed" -eq 0 ]; then
+  for t in "${targets[@]}"; do
+    before=$(ls "corpus/$t" | wc -l)
+    cargo fuzz run "${flags[@]}" "$t" "corpus/$t" "$work/new/$t" -- -merge=1 > "$work/$t.merge.log" 2>&1 ||
+      { echo "merge of $t failed: see $work/$t.merge.log"; tail -5 "$work/$t.merge.log"; failed=$((failed + 1)); }
+    echo "corpus/$t: $before -> $(ls "corpus/$t" | wc -l) inputs"
+  done
+fi
+
+if [ "$failed" -gt 0 ]; then
+  echo "fuzz.sh: FAILED: $failed target(s) with a finding; artifacts in $out/artifacts"
+  exit 1
+fi
+echo "fuzz.sh: PASSED: ${#targets[@]} target(s), ${time_s}s each, $total_execs executions, no finding"
