@@ -8,8 +8,10 @@
 //!
 //! No crash, no deadlock (a watchdog aborts the process after
 //! `VKCUDA_THREAD_WATCHDOG_S`, default 600 s, with what each thread was doing), no
-//! leak: fds and live objects back to their start. Run under ThreadSanitizer with
-//! `scripts/tsan.sh` (see docs/RELIABILITY.md).
+//! leak: fds and live objects back to their start. Under ThreadSanitizer (std
+//! rebuilt instrumented; the command is in docs/RELIABILITY.md):
+//! `RUSTC_BOOTSTRAP=1 RUSTFLAGS=-Zsanitizer=thread cargo test -Zbuild-std
+//! --target x86_64-unknown-linux-gnu --test threads`.
 
 mod common;
 use common::*;
@@ -506,4 +508,20 @@ fn contexts_from_eight_threads() {
     );
     assert_eq!(live(), objects);
     assert_eq!(fd_count(), fds);
+}
+
+/// The objects behind the handles are `Send + Sync` as Rust types, so the
+/// "may be called from any thread" documentation is what the compiler checks for
+/// the library's own state (the handles themselves are raw pointers in C).
+#[test]
+fn objects_are_send_and_sync() {
+    fn both<T: Send + Sync>() {}
+    both::<vkcuda::context::Context>();
+    both::<vkcuda::buffer::Buffer>();
+    both::<vkcuda::image::Image>();
+    both::<vkcuda::semaphore::Semaphore>();
+    both::<vkcuda::ffi::vkcuda_context>();
+    both::<vkcuda::ffi::vkcuda_buffer>();
+    both::<vkcuda::ffi::image::vkcuda_image>();
+    both::<vkcuda::ffi::vkcuda_semaphore>();
 }
