@@ -1,0 +1,244 @@
+#!/usr/bin/env bash
+# The GPU half of issue 8 (hardening), on the GPU machine, from the repository
+# root, with the bundle from scripts/gpu-bundle.sh (.dev/gpu and .gl), like
+# scripts/gpu-test.sh (whose setup step it runs first):
+#
+#   scripts/gpu-hardening.sh [STEP...]      default: every step, in this order
+#
+#   leaks            tests/faults.rs gpu_create_destroy_cycles_do_not_leak with
+#                    VKCUDA_FAULT_CYCLES=10000: 10,000 cycles of a Vulkan-allocated
+#                    and a CUDA-allocated buffer, an image with a surface and a
+#                    texture object, a timeline or binary semaphore; open fds, live
+#                    objects and CUDA free memory (cuMemGetInfo) back to the start
+#   faults           the rest of tests/faults.rs: device memory exhausted (4 GiB
+#                    buffers until the driver refuses, Vulkan- and CUDA-allocated),
+#                    the caller's CUDA context destroyed before our objects, OOM and
+#                    limits, contexts destroyed first
+#   threads          tests/threads.rs: 8 threads x 1000 cycles on one CUDA context
+#                    (surfaces, a shared timeline semaphore) and on a Vulkan-only one
+#   misuse           tests/misuse.rs: the matrix on a CUDA context (semaphore cases
+#                    included), on a Vulkan-only one and with the fake driver
+#   vvl:NAME         every Rust test executable under VK_LAYER_KHRONOS_validation
+#                    with synchronization validation; any "VUID" or "Validation
+#                    Error" line fails the step (threads and faults with 100 cycles)
+#   memcheck:NAME    compute-sanitizer --tool memcheck --leak-check full on the Rust
+#                    tests that use CUDA; "ERROR SUMMARY: 0 errors" required
+#   racecheck:NAME   compute-sanitizer --tool racecheck (and memcheck) on the
+#                    examples with kernels (buffer_roundtrip, frame_loop), built by
+#                    `scripts/gpu-test.sh build` if they are not there
+# A STEP argument selects the steps equal to it or starting with "STEP:" ("vvl" =
+# every validation-layer run). Everything runs with VKCUDA_REQUIRE_GPU=1. Output:
+# $OUT/hardening.log and $OUT/steps/STEP.log; a summary table with the figures for
+# docs/RELIABILITY.md ends it. Exits 1 if any step failed. New steps stop being
+# started after $VKCUDA_GPU_HARDENING_BUDGET_S seconds (default 540: the whole run
+# fits in one 10-minute command; the run was planned at about 6-8 minutes).
+#
+# To try the script itself on a machine without a GPU (lavapipe): the variables of
+# scripts/gpu-test.sh (VKCUDA_GPU_TEST_ROOT, VKCUDA_GPU_TEST_ICD), and
+# VKCUDA_HARDENING_REQUIRE_GPU=0 so that the GPU tests skip instead of failing.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+top=$PWD
+OUT=${OUT:-$top/gpu-out}
+mkdir -p "$OUT/steps"
+log_file=$OUT/hardening.log
+: > "$log_file"
+budget_s=${VKCUDA_GPU_HARDENING_BUDGET_S:-540}
+t_start=$(date +%s)
+bundle=$top/.dev/gpu
+build=$top/build/gpu
+export top bundle build OUT
+export VKCUDA_REQUIRE_GPU=${VKCUDA_HARDENING_REQUIRE_GPU:-1}
+export RUST_BACKTRACE=1
+
+log() { echo "$*" | tee -a "$log_file"; }
+
+wanted=("$@")
+for w in "${wanted[@]}"; do
+    case ${w%%:*} in
+        leaks|faults|threads|misuse|vvl|memcheck|racecheck) ;;
+        *) echo "gpu-hardening.sh: unknown step '$w' (see the comment at the top of $0)" >&2; exit 2 ;;
+    esac
+done
+is_wanted() {
+    local step=$1 w
+    [ ${#wanted[@]} -eq 0 ] && return 0
+    for w in "${wanted[@]}"; do
+        [ "$step" = "$w" ] && return 0
+        case $step in "$w":*) return 0 ;; esac
+    done
+    return 1
+}
+
+summary_names=() summary_results=() summary_times=() summary_notes=()
+add_summary() { summary_names+=("$1"); summary_results+=("$2"); summary_times+=("$3"); summary_notes+=("$4"); }
+
+# run_step NAME TIMEOUT_S COMMAND...: as in scripts/gpu-test.sh; STEP_NOTE_CMD and
+# STEP_VERDICT_CMD (given the step's log) add a note and can fail a step that exited 0.
+run_step() {
+    local name=$1 limit=$2 left t0 t1 rc result note="" slog
+    shift 2
+    if ! is_wanted "$name"; then return 0; fi
+    left=$((budget_s - ($(date +%s) - t_start)))
+    if [ "$left" -le 10 ]; then
+        log "---- $name: not started, the time budget of ${budget_s}s is spent"
+        add_summary "$name" SKIP 0 "time budget spent"
+        return 0
+    fi
+    [ "$limit" -gt "$left" ] && limit=$left
+    slog=$OUT/steps/${name//[:\/]/_}.log
+    log ""
+    log "---- $name (limit ${limit}s): $*"
+    t0=$(date +%s%N)
+    timeout -k 5 "$limit" stdbuf -oL -eL bash -c '"$@"' "$name" "$@" 2>&1 | tee "$slog" | tee -a "$log_file"
+    rc=${PIPESTATUS[0]}
+    t1=$(date +%s%N)
+    secs=$(( (t1 - t0) / 1000000000 )).$(( (t1 - t0) / 100000000 % 10 ))
+    case $rc in
+        0) result=PASS ;;
+        124|137) result=TIMEOUT; note="killed after ${limit}s" ;;
+        *) result=FAIL; note="exit status $rc" ;;
+    esac
+    if [ -n "${STEP_NOTE_CMD:-}" ]; then
+        note="$note${note:+; }$($STEP_NOTE_CMD "$slog")"
+    fi
+    if [ -n "${STEP_VERDICT_CMD:-}" ] && [ "$result" = PASS ] && ! $STEP_VERDICT_CMD "$slog"; then
+        result=FAIL
+    fi
+    if [ "$result" != PASS ] && [ -z "${STEP_NOTE_CMD:-}" ]; then
+        note="$note; $( (grep -m1 -iE 'panicked|error|fail' "$slog" || tail -1 "$slog") | cut -c1-100)"
+    fi
+    log "---- $name: $result in ${secs}s${note:+ ($note)}"
+    add_summary "$name" "$result" "$secs" "$note"
+}
+
+rust_note() { # the test result line, and the figures the tests print
+    local figures
+    figures=$(grep -hE '^(cuda|vulkan-only|book|contexts): |cycles in|misuse matrix on|buffers of' "$1" | cut -c1-160 | tr '\n' ';')
+    echo "$(grep -E '^test result:' "$1" | tail -1 | cut -c1-70)${figures:+; $figures}"
+}
+vvl_count() { grep -cE 'VUID|Validation Error' "$1" || true; }
+vvl_note() { echo "$(vvl_count "$1") validation messages; $(grep -E '^test result:' "$1" | tail -1 | cut -c1-60)"; }
+vvl_verdict() { [ "$(vvl_count "$1")" -eq 0 ] && grep -q '^test result: ok' "$1"; }
+san_errors() { # the sum of compute-sanitizer's ERROR SUMMARY lines; "none" when there is none
+    local n
+    n=$(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) error.*/\1/p' "$1" | awk '{ s += $1 } END { if (NR) print s; else print "none" }')
+    echo "$n"
+}
+san_note() { echo "$(san_errors "$1") sanitizer errors ($(grep -c 'ERROR SUMMARY' "$1") processes)"; }
+san_verdict() { [ "$(san_errors "$1")" = 0 ]; }
+
+test_exe() { # NAME: the bundled test executable
+    local f=$bundle/tests/test-$1
+    [ -x "$f" ] || { echo "no $f: rebuild the bundle (scripts/gpu-bundle.sh) with tests/$1.rs"; return 1; }
+    echo "$f"
+}
+
+run_test() { # NAME ARGS...: a bundled Rust test executable, one test at a time
+    local exe
+    exe=$(test_exe "$1") || return 1
+    shift
+    echo "$exe --test-threads=1 $*"
+    "$exe" --test-threads=1 "$@"
+}
+
+with_vvl() { # the Khronos validation layer with synchronization validation
+    (
+        export VK_LAYER_PATH="$top/.dev/vvl/usr/share/vulkan/explicit_layer.d"
+        export LD_LIBRARY_PATH="$top/.dev/vvl/usr/lib/x86_64-linux-gnu:$bundle${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+        export VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation
+        export VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT
+        echo "VK_LAYER_PATH=$VK_LAYER_PATH VK_INSTANCE_LAYERS=$VK_INSTANCE_LAYERS VK_LAYER_ENABLES=$VK_LAYER_ENABLES"
+        ls "$VK_LAYER_PATH"/*.json > /dev/null || { echo "no validation layer in $VK_LAYER_PATH"; exit 1; }
+        "$@"
+    )
+}
+
+sanitizer() { # TOOL COMMAND...: compute-sanitizer on a command
+    local tool=$1 cs
+    shift
+    cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+    [ -n "$cs" ] || { echo "compute-sanitizer not found (CUDA toolkit: /usr/local/cuda/bin)"; return 1; }
+    local extra=()
+    [ "$tool" = memcheck ] && extra=(--leak-check full)
+    echo "$cs --tool $tool ${extra[*]} --target-processes all --error-exitcode 1 $*"
+    "$cs" --tool "$tool" "${extra[@]}" --target-processes all --error-exitcode 1 "$@"
+}
+
+find_example() { find "$build" -type f -name "$1" -perm -u+x 2>/dev/null | head -1; }
+
+run_example() { # NAME ARGS...
+    local exe
+    exe=$(find_example "$1")
+    [ -n "$exe" ] || { echo "$1 was not built (no executable named $1 under $build)"; return 1; }
+    shift
+    echo "$exe $*"
+    "$exe" "$@"
+}
+
+export -f test_exe run_test with_vvl sanitizer find_example run_example
+
+# ---------------------------------------------------------------------------------
+log "gpu-hardening.sh: steps: ${wanted[*]:-all}; log: $log_file"
+log "== setup: scripts/gpu-test.sh setup"
+if ! OUT="$OUT/gpu-test-setup" scripts/gpu-test.sh setup >> "$log_file" 2>&1; then
+    log "setup failed (see $OUT/gpu-test-setup/gpu.log): nothing can run"
+    exit 1
+fi
+export VK_DRIVER_FILES
+VK_DRIVER_FILES=$(cat "$OUT/gpu-test-setup/icd-path")
+export LD_LIBRARY_PATH="$bundle${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+PATH=$PATH:/usr/local/cuda/bin
+log "VK_DRIVER_FILES=$VK_DRIVER_FILES; commit: $(sed -n 's/^commit: //p' "$bundle/MANIFEST")"
+
+STEP_NOTE_CMD=rust_note run_step leaks 300 \
+    env VKCUDA_FAULT_CYCLES=10000 bash -c 'run_test faults --exact gpu_create_destroy_cycles_do_not_leak --nocapture'
+STEP_NOTE_CMD=rust_note run_step faults 150 run_test faults --skip gpu_create_destroy_cycles_do_not_leak --nocapture
+STEP_NOTE_CMD=rust_note run_step threads 200 run_test threads --nocapture
+STEP_NOTE_CMD=rust_note run_step misuse 120 run_test misuse --nocapture
+
+for t in "$bundle"/tests/test-*; do
+    name=$(basename "$t")
+    name=${name#test-}
+    # header: no Vulkan; fake_cuda: its child processes replace LD_LIBRARY_PATH, so
+    # the layer's library is not found there (the misuse matrix's fake-driver run
+    # keeps it and covers the same paths).
+    case $name in header|fake_cuda) continue ;; esac
+    STEP_NOTE_CMD=vvl_note STEP_VERDICT_CMD=vvl_verdict run_step "vvl:$name" 150 \
+        env VKCUDA_THREAD_CYCLES=100 VKCUDA_FAULT_CYCLES=100 bash -c 'with_vvl run_test "$0" --skip gpu_device_memory_exhausted' "$name"
+done
+
+for name in gpu buffer image semaphore ipc faults threads; do
+    STEP_NOTE_CMD=san_note STEP_VERDICT_CMD=san_verdict run_step "memcheck:$name" 150 \
+        env VKCUDA_THREAD_CYCLES=50 VKCUDA_FAULT_CYCLES=50 bash -c 'sanitizer memcheck "$(test_exe "$0")" --test-threads=1 --skip gpu_device_memory_exhausted' "$name"
+done
+
+if is_wanted racecheck:buffer_roundtrip || is_wanted racecheck:frame_loop; then
+    if [ -z "$(find_example buffer_roundtrip)" ] || [ -z "$(find_example frame_loop)" ]; then
+        log "== building the examples: scripts/gpu-test.sh build"
+        OUT="$OUT/gpu-test-build" scripts/gpu-test.sh build >> "$log_file" 2>&1 ||
+            log "the build step failed (see $OUT/gpu-test-build/gpu.log)"
+    fi
+    for tool in racecheck memcheck; do
+        STEP_NOTE_CMD=san_note STEP_VERDICT_CMD=san_verdict run_step "racecheck:buffer_roundtrip:$tool" 150 \
+            sanitizer "$tool" bash -c 'run_example buffer_roundtrip 4 1M+1 --cycles 2'
+        STEP_NOTE_CMD=san_note STEP_VERDICT_CMD=san_verdict run_step "racecheck:frame_loop:$tool" 150 \
+            sanitizer "$tool" bash -c 'run_example frame_loop --frames 50 --latency-rounds 0'
+    done
+fi
+
+# ---------------------------------------------------------------------------------
+failed=0
+log ""
+log "==== summary ($(($(date +%s) - t_start)) s; full log: $log_file, per step: $OUT/steps/)"
+log "$(printf '| %-28s | %-7s | %7s | %s' step result seconds note)"
+log "|------------------------------|---------|---------|------"
+for i in "${!summary_names[@]}"; do
+    log "$(printf '| %-28s | %-7s | %7s | %s' "${summary_names[$i]}" "${summary_results[$i]}" "${summary_times[$i]}" "${summary_notes[$i]}")"
+    case ${summary_results[$i]} in FAIL|TIMEOUT) failed=$((failed + 1)) ;; esac
+done
+if [ $failed -gt 0 ]; then
+    log "gpu-hardening: FAIL: $failed step(s) failed; see the step logs in $OUT/steps/"
+    exit 1
+fi
+log "gpu-hardening: PASS: ${#summary_names[@]} step(s)"
