@@ -59,7 +59,9 @@ fn run_child(case: &str, lib_dir: &PathBuf, env: &[(&str, &str)]) {
 fn fake_driver_device_mismatch() {
     run_child(
         "child_device_mismatch",
-        &build_fake("fake-cuda-full", &[]),
+        // One directory per test: tests run in parallel and must not rebuild a
+        // library another test's child is loading.
+        &build_fake("fake-cuda-mismatch", &[]),
         &[],
     );
 }
@@ -77,7 +79,7 @@ fn fake_driver_too_old() {
 fn fake_driver_init_fails() {
     run_child(
         "child_init_fails",
-        &build_fake("fake-cuda-full", &[]),
+        &build_fake("fake-cuda-init-fails", &[]),
         &[("FAKE_CUDA_INIT_FAILS", "1")],
     );
 }
