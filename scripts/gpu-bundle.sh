@@ -7,8 +7,9 @@
 #   .dev/gpu/include/            /usr/include/vulkan (the C headers; the *.hpp C++
 #                                bindings are left out for size) and /usr/include/vk_video
 #   .dev/gpu/MANIFEST            commit, build directory, files with sizes and sha256
-#   .gl/*.deb                    the Vulkan loader and the validation layer packages
-#                                (/work/shared/gpu/prepare-loader.sh --validation)
+#   .gl/*.deb                    the Vulkan loader (/work/shared/gpu/prepare-loader.sh)
+#                                and the validation layer of Debian sid
+#                                (scripts/fetch-vvl.sh; see there why not Debian 12's)
 # .dev/ and .gl/ are git-ignored; the GPU run carries them (64 MiB at most in all).
 #
 #   scripts/gpu-bundle.sh        then, there: scripts/gpu-test.sh
@@ -91,6 +92,12 @@ cp -r /usr/include/vk_video "$out/include/"
 
 echo "== $prepare_loader --validation"
 "$prepare_loader" --validation
+# Debian 12's layer (1.3.239) misreads timelines that CUDA signals; the GPU machine
+# runs a newer one (VKCUDA_VVL_SUITE=bookworm keeps Debian 12's).
+if [ "${VKCUDA_VVL_SUITE:-sid}" != bookworm ]; then
+    echo "== scripts/fetch-vvl.sh ${VKCUDA_VVL_SUITE:-sid}"
+    scripts/fetch-vvl.sh "${VKCUDA_VVL_SUITE:-sid}"
+fi
 
 {
     echo "commit: $(git rev-parse HEAD)$(git diff --quiet HEAD -- src Cargo.toml Cargo.lock tests || echo ' (with uncommitted changes in src/tests)')"

@@ -221,7 +221,21 @@ with_vvl() {
         export VK_LAYER_PATH="$top/.dev/vvl/usr/share/vulkan/explicit_layer.d"
         export LD_LIBRARY_PATH="$top/.dev/vvl/usr/lib/x86_64-linux-gnu:$bundle${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
         export VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation
-        echo "VK_LAYER_PATH=$VK_LAYER_PATH VK_INSTANCE_LAYERS=$VK_INSTANCE_LAYERS"
+        # Synchronization validation too (both spellings: older and newer layers).
+        export VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT
+        export VK_KHRONOS_VALIDATION_VALIDATE_SYNC=true
+        echo "VK_LAYER_PATH=$VK_LAYER_PATH VK_INSTANCE_LAYERS=$VK_INSTANCE_LAYERS VK_LAYER_ENABLES=$VK_LAYER_ENABLES"
+        echo "layer: $(grep -ho '"implementation_version": *"[^"]*"\|"api_version": *"[^"]*"' "$VK_LAYER_PATH"/*.json | tr '\n' ' ')"
+        # The loader drops a layer it cannot load (a missing glibc symbol, say) and
+        # carries on: prove the layer is in the device chain before trusting a clean log.
+        if ! VK_LOADER_DEBUG=layer,error "$bundle/tests/test-buffer" --test-threads=1 --exact import_takes_the_fd_only_on_success 2>&1 |
+            grep -q 'Inserted device layer "VK_LAYER_KHRONOS_validation"'; then
+            echo "Validation Error: the validation layer did not load (VK_LOADER_DEBUG=layer,error shows why)"
+            VK_LOADER_DEBUG=error "$bundle/tests/test-buffer" --test-threads=1 --exact import_takes_the_fd_only_on_success 2>&1 | grep -m3 ERROR
+            exit 1
+        fi
+        echo "layer check: VK_LAYER_KHRONOS_validation is in the device chain"
+        export VK_LOADER_DEBUG=error
         "$@"
     )
 }
