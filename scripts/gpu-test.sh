@@ -221,20 +221,23 @@ with_vvl() {
         export VK_LAYER_PATH="$top/.dev/vvl/usr/share/vulkan/explicit_layer.d"
         export LD_LIBRARY_PATH="$top/.dev/vvl/usr/lib/x86_64-linux-gnu:$bundle${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
         export VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation
-        # Synchronization validation too (both spellings: older and newer layers).
-        export VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT
-        export VK_KHRONOS_VALIDATION_VALIDATE_SYNC=true
-        echo "VK_LAYER_PATH=$VK_LAYER_PATH VK_INSTANCE_LAYERS=$VK_INSTANCE_LAYERS VK_LAYER_ENABLES=$VK_LAYER_ENABLES"
+        # Synchronization validation: the layer setting "validate_sync" (the older
+        # VK_LAYER_ENABLES spelling is deprecated in 1.4 layers and warns).
+        export VK_LAYER_VALIDATE_SYNC=1
+        echo "VK_LAYER_PATH=$VK_LAYER_PATH VK_INSTANCE_LAYERS=$VK_INSTANCE_LAYERS VK_LAYER_VALIDATE_SYNC=$VK_LAYER_VALIDATE_SYNC"
         echo "layer: $(grep -ho '"implementation_version": *"[^"]*"\|"api_version": *"[^"]*"' "$VK_LAYER_PATH"/*.json | tr '\n' ' ')"
         # The loader drops a layer it cannot load (a missing glibc symbol, say) and
-        # carries on: prove the layer is in the device chain before trusting a clean log.
-        if ! VK_LOADER_DEBUG=layer,error "$bundle/tests/test-buffer" --test-threads=1 --exact import_takes_the_fd_only_on_success 2>&1 |
-            grep -q 'Inserted device layer "VK_LAYER_KHRONOS_validation"'; then
-            echo "Validation Error: the validation layer did not load (VK_LOADER_DEBUG=layer,error shows why)"
-            VK_LOADER_DEBUG=error "$bundle/tests/test-buffer" --test-threads=1 --exact import_takes_the_fd_only_on_success 2>&1 | grep -m3 ERROR
+        # carries on: before trusting a clean log, a deliberate hazard must be caught
+        # (tests/buffer.rs validation_layer_canary), which proves the layer and its
+        # synchronization validation are on.
+        local canary
+        canary=$(VK_LOADER_DEBUG=error "$bundle/tests/test-buffer" --ignored --exact validation_layer_canary 2>&1)
+        if ! grep -q 'SYNC-HAZARD-WRITE-AFTER-WRITE' <<< "$canary"; then
+            echo "Validation Error: the layer did not report the canary's hazard: it is not loaded, or synchronization validation is off"
+            grep -m5 -E 'ERROR|error' <<< "$canary"
             exit 1
         fi
-        echo "layer check: VK_LAYER_KHRONOS_validation is in the device chain"
+        echo "layer check: the canary's SYNC-HAZARD-WRITE-AFTER-WRITE was reported (layer and synchronization validation on)"
         export VK_LOADER_DEBUG=error
         "$@"
     )
@@ -315,6 +318,12 @@ else
         with_vvl run_example image_formats
     STEP_NOTE_CMD=vvl_note STEP_VERDICT_CMD=vvl_verdict run_step vvl:frame_loop 150 \
         with_vvl run_example frame_loop --frames 1000 --latency-rounds 20
+    STEP_NOTE_CMD=vvl_note STEP_VERDICT_CMD=vvl_verdict run_step vvl:image_fractal 120 \
+        with_vvl run_example image_fractal --out "$OUT/fractal-vvl.png"
+    STEP_NOTE_CMD=vvl_note STEP_VERDICT_CMD=vvl_verdict run_step vvl:ipc_demo 180 \
+        with_vvl c_examples/ipc_demo.sh --bin "$build/cmake/c_examples"
+    STEP_NOTE_CMD=vvl_note STEP_VERDICT_CMD=vvl_verdict run_step vvl:engine_postfx 180 \
+        with_vvl run_example engine_postfx --frames 300 --out "$OUT/engine_postfx-vvl.png"
 fi
 
 # ---------------------------------------------------------------------------------

@@ -528,3 +528,26 @@ fn barriers_record_into_a_command_buffer() {
     drop(v);
     unsafe { vkcuda_context_destroy(ctx) };
 }
+
+/// Not a test of the library: a deliberate write-after-write hazard (two copies
+/// into one buffer with no barrier between them) that synchronization validation
+/// must report. The GPU scripts run it under the validation layer (`--ignored`)
+/// and trust a clean log only once it has shown `SYNC-HAZARD-WRITE-AFTER-WRITE`.
+#[test]
+#[ignore = "a deliberate hazard for the validation layer; run by scripts/gpu-test.sh"]
+fn validation_layer_canary() {
+    let ctx = vulkan_only_context();
+    let vk = Vk::new(ctx);
+    let (a, b) = (vk.host_buffer(4096), vk.host_buffer(4096));
+    a.bytes().fill(7);
+    vk.run(|cmd| unsafe {
+        let region = [ash::vk::BufferCopy::default().size(4096)];
+        vk.device.cmd_copy_buffer(cmd, a.buffer, b.buffer, &region);
+        vk.device.cmd_copy_buffer(cmd, a.buffer, b.buffer, &region);
+    });
+    assert!(b.bytes().iter().all(|&x| x == 7));
+    vk.destroy_host_buffer(a);
+    vk.destroy_host_buffer(b);
+    drop(vk);
+    unsafe { vkcuda_context_destroy(ctx) };
+}

@@ -398,6 +398,24 @@ fn fault_cycles() -> usize {
         .unwrap_or(200)
 }
 
+/// The free device memory seen from `ctx`'s CUDA context (cuMemGetInfo).
+fn cuda_free_bytes(ctx: *const vkcuda_context) -> usize {
+    use cudarc::driver::sys as cu;
+    let mut c: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_context_get_cuda(ctx, &mut c) });
+    let (mut f, mut t) = (0usize, 0usize);
+    unsafe {
+        cu::cuCtxPushCurrent_v2(c.cuda_context.cast());
+        assert_eq!(
+            cu::cuMemGetInfo_v2(&mut f, &mut t),
+            cu::CUresult::CUDA_SUCCESS
+        );
+        let mut popped = ptr::null_mut();
+        cu::cuCtxPopCurrent_v2(&mut popped);
+    }
+    f
+}
+
 /// Create/destroy cycles of every object kind the context can make: open fds and
 /// live objects return to their start; on a GPU also CUDA's free memory (within
 /// 64 MiB of driver slack).
@@ -575,6 +593,8 @@ fn gpu_cuda_context_destroyed_first() {
     ok(unsafe { vkcuda_context_get_cuda(primary, &mut c) });
     let mut h: vkcuda_vulkan_handles = unsafe { std::mem::zeroed() };
     ok(unsafe { vkcuda_context_get_vulkan(primary, &mut h) });
+    let before = live();
+    let free_before = cuda_free_bytes(primary);
     let mut mine = ptr::null_mut();
     unsafe {
         assert_eq!(
@@ -610,12 +630,40 @@ fn gpu_cuda_context_destroyed_first() {
     let mut p = 0;
     let r = unsafe { vkcuda_buffer_get_cuda_pointer(b, &mut p) };
     println!("the pointer getter after the context went: {r:?} (a stored value)");
+    // A call that needs the CUDA context says it is gone, and changes nothing.
+    let tex = vkcuda_texture_info {
+        flags: 0,
+        level: 0,
+        filter: unsafe { std::mem::transmute::<i32, vkcuda_filter_raw>(0) },
+        address_mode: unsafe { std::mem::transmute::<i32, vkcuda_address_mode_raw>(0) },
+        read_mode: unsafe { std::mem::transmute::<i32, vkcuda_read_mode_raw>(0) },
+        border_color: [0.0; 4],
+    };
+    let mut t = 77u64;
+    let r = unsafe { vkcuda_image_create_texture_object(im, &tex, &mut t) };
+    let m = last_error();
+    println!("a texture object after the context went: {r:?}: {m}");
+    assert_eq!(r, vkcuda_result::VKCUDA_ERROR_INVALID_STATE, "{m}");
+    assert!(m.contains("destroyed or reset"), "{m}");
+    assert_eq!(t, 77, "an output was written on failure");
     unsafe {
         vkcuda_image_destroy(im);
         vkcuda_buffer_destroy(cb);
         vkcuda_buffer_destroy(b);
     }
     println!("destroyed three objects whose CUDA context was gone: no crash");
+    assert_eq!(live(), before, "objects left alive");
+    // The CUDA allocation (cuMemCreate belongs to the process, not the context)
+    // was released under the primary context: the device's free memory is back.
+    let free_after = cuda_free_bytes(primary);
+    println!(
+        "cuMemGetInfo free: {free_before} B before the caller's context, {free_after} B after ({:+} B)",
+        free_after as i64 - free_before as i64
+    );
+    assert!(
+        free_after + (1 << 20) >= free_before,
+        "device memory lost: {free_before} -> {free_after}"
+    );
     still_usable(primary);
     let cbuf = create_buffer(primary, 1 << 20, 1);
     ok(unsafe { vkcuda_buffer_get_cuda_pointer(cbuf, &mut p) });

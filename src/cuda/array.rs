@@ -266,7 +266,9 @@ pub fn texture_desc(t: &TextureDesc, levels: u32) -> sys::CUDA_TEXTURE_DESC {
 
 impl Drop for MappedImage {
     fn drop(&mut self) {
-        let _g = self.ctx.enter();
+        // A context the caller destroyed first took the array, its surface and
+        // texture objects (and the import below) with it.
+        let Ok(_g) = self.ctx.enter() else { return };
         let objects = std::mem::take(self.objects.get_mut().unwrap_or_else(|p| p.into_inner()));
         // SAFETY: each object was made here on this mipmapped array and is destroyed
         // once; the mipmapped array goes before the import it maps (`ext`, dropped

@@ -11,6 +11,9 @@ pub struct CudaContext {
     ctx: sys::CUcontext,
     info: DeviceInfo,
     primary: bool,
+    /// `cuCtxGetId` when the library took the context: a context the caller
+    /// destroyed (or a primary context reset) no longer answers with it.
+    id: u64,
 }
 
 // SAFETY: a CUcontext may be used from any thread; the driver synchronises it.
@@ -25,10 +28,19 @@ impl CudaContext {
         cu_check("cuDevicePrimaryCtxRetain", unsafe {
             sys::cuDevicePrimaryCtxRetain(&mut ctx, info.device)
         })?;
+        let id = match context_id(ctx) {
+            Ok(id) => id,
+            Err(e) => {
+                // SAFETY: balances the retain above.
+                unsafe { sys::cuDevicePrimaryCtxRelease_v2(info.device) };
+                return Err(e);
+            }
+        };
         Ok(CudaContext {
             ctx,
             info,
             primary: true,
+            id,
         })
     }
 
@@ -49,6 +61,7 @@ impl CudaContext {
             ctx,
             info: device_from_handle(device)?,
             primary: false,
+            id: context_id(ctx)?,
         })
     }
 
@@ -65,8 +78,31 @@ impl CudaContext {
     }
 
     /// Makes this context current on the calling thread until the guard drops.
+    /// Fails with `InvalidState` when the context is gone: destroyed by the caller
+    /// (`cuCtxDestroy` before the library's objects, a documented misuse) or a
+    /// primary context reset (`cuDevicePrimaryCtxReset`). The driver freed the
+    /// context's objects with it then; destroying them again corrupts its heap
+    /// (seen on the H200), so `Drop` code skips them when this fails.
     pub fn enter(&self) -> Result<CurrentGuard> {
-        CurrentGuard::push(self.ctx)
+        let guard = CurrentGuard::push(self.ctx)?;
+        let mut id = 0;
+        let r = unsafe { sys::cuCtxGetId(self.ctx, &mut id) };
+        if r != sys::CUresult::CUDA_SUCCESS || id != self.id {
+            let why = if r == sys::CUresult::CUDA_SUCCESS {
+                format!("it is now context id {id}, not {}", self.id)
+            } else {
+                format!("cuCtxGetId returned {r:?}")
+            };
+            return Err(Error::new(
+                ErrorKind::InvalidState,
+                format!(
+                    "the CUDA context {:p} of this object was destroyed or reset ({why}): \
+                     destroy the library's objects before the CUDA context they use",
+                    self.ctx
+                ),
+            ));
+        }
+        Ok(guard)
     }
 
     /// Checks that `stream` belongs to this context. The special handles 0 (legacy
@@ -98,6 +134,13 @@ impl CudaContext {
         }
         Ok(())
     }
+}
+
+/// The unique id the driver gives a context (never reused in the process).
+fn context_id(ctx: sys::CUcontext) -> Result<u64> {
+    let mut id = 0;
+    cu_check("cuCtxGetId", unsafe { sys::cuCtxGetId(ctx, &mut id) })?;
+    Ok(id)
 }
 
 impl Drop for CudaContext {

@@ -128,7 +128,12 @@ impl ExternalMemory {
 
 impl Drop for ExternalMemory {
     fn drop(&mut self) {
-        let _g = self.ctx.enter();
+        stats::CUDA_EXTERNAL_MEMORIES.sub();
+        let Ok(_g) = self.ctx.enter() else {
+            // The caller destroyed the context first: the driver freed the import
+            // and its mapping with it (destroying them again corrupts its heap).
+            return;
+        };
         // SAFETY: the mapping is freed before the memory object it came from.
         unsafe {
             if self.mapped != 0 {
@@ -136,7 +141,6 @@ impl Drop for ExternalMemory {
             }
             sys::cuDestroyExternalMemory(self.ext);
         }
-        stats::CUDA_EXTERNAL_MEMORIES.sub();
     }
 }
 
@@ -192,10 +196,11 @@ impl ExternalSemaphore {
 
 impl Drop for ExternalSemaphore {
     fn drop(&mut self) {
-        let _g = self.ctx.enter();
+        stats::CUDA_EXTERNAL_SEMAPHORES.sub();
+        // A context the caller destroyed first took the import with it.
+        let Ok(_g) = self.ctx.enter() else { return };
         // SAFETY: destroys the import made in `import_fd`.
         unsafe { sys::cuDestroyExternalSemaphore(self.sem) };
-        stats::CUDA_EXTERNAL_SEMAPHORES.sub();
     }
 }
 

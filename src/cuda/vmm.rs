@@ -165,7 +165,15 @@ impl VmmAllocation {
 
 impl Drop for VmmAllocation {
     fn drop(&mut self) {
-        let _g = self.ctx.enter();
+        // The physical allocation and the address range belong to the process, not
+        // to a context: if the caller destroyed the library's context first, they
+        // are still there and are released under the device's primary context.
+        let own = self.ctx.enter().ok();
+        let fallback = match own {
+            Some(_) => None,
+            None => CudaContext::primary(self.ctx.device().clone()).ok(),
+        };
+        let _fallback_guard = fallback.as_ref().and_then(|p| p.enter().ok());
         // SAFETY: each call undoes one step of `new`/`import_fd` that succeeded.
         unsafe {
             if self.ptr != 0 {

@@ -35,6 +35,7 @@ UNKNOWN(cuDevicePrimaryCtxRelease_v2)
 UNKNOWN(cuCtxPushCurrent_v2)
 UNKNOWN(cuCtxPopCurrent_v2)
 UNKNOWN(cuCtxGetDevice)
+UNKNOWN(cuCtxGetId)
 UNKNOWN(cuStreamGetCtx)
 UNKNOWN(cuMemGetAllocationGranularity)
 #ifndef OMIT_MEM_CREATE
