@@ -81,7 +81,7 @@ struct Progress {
     cycle: Vec<AtomicUsize>,
 }
 
-const STEPS: [&str; 8] = [
+const STEPS: [&str; 12] = [
     "start",
     "buffer",
     "image",
@@ -89,6 +89,10 @@ const STEPS: [&str; 8] = [
     "barriers",
     "import",
     "semaphore",
+    "context create",
+    "buffer on the new context",
+    "context destroy",
+    "buffer destroy (the last reference: device and instance destroyed)",
     "done",
 ];
 
@@ -157,7 +161,27 @@ fn on_threads(
                     watchdog_s(),
                     progress.report()
                 );
-                // Every thread's stack, where a debugger is installed.
+                // What each thread of the process is blocked in (a futex: a lock;
+                // an ioctl: the driver), then every stack where gdb is installed.
+                if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
+                    for t in tasks.flatten() {
+                        let p = t.path();
+                        let read = |f: &str| {
+                            std::fs::read_to_string(p.join(f))
+                                .unwrap_or_default()
+                                .trim()
+                                .to_string()
+                        };
+                        let syscall = read("syscall");
+                        eprintln!(
+                            "  task {}: {} wchan {} syscall {}",
+                            t.file_name().to_string_lossy(),
+                            read("comm"),
+                            read("wchan"),
+                            syscall.split(' ').next().unwrap_or("?")
+                        );
+                    }
+                }
                 let pid = std::process::id().to_string();
                 let _ = std::process::Command::new("gdb")
                     .args(["-p", &pid, "-batch", "-ex", "thread apply all bt 30"])
@@ -495,14 +519,17 @@ fn contexts_from_eight_threads() {
     let n = (cycles() / 50).max(2);
     let took = on_threads("contexts", &progress, move |t| {
         for i in 0..n {
-            p.at(t, 1, i);
+            p.at(t, 7, i);
             let ctx = vulkan_only_context();
+            p.at(t, 8, i);
             let b = create_buffer(ctx, 4096, 0);
             unsafe {
+                p.at(t, 9, i);
                 vkcuda_context_destroy(ctx);
                 // The buffer keeps the context alive.
                 let info = buffer_info(b);
                 assert_eq!(info.size, 4096);
+                p.at(t, 10, i);
                 vkcuda_buffer_destroy(b);
             }
         }

@@ -11,9 +11,10 @@ pub struct CudaContext {
     ctx: sys::CUcontext,
     info: DeviceInfo,
     primary: bool,
-    /// `cuCtxGetId` when the library took the context: a context the caller
-    /// destroyed (or a primary context reset) no longer answers with it.
-    id: u64,
+    /// A 256-byte `cuMemAlloc` made in the context when the library took it, and
+    /// its process-wide unique buffer id: see `alive`.
+    sentinel: sys::CUdeviceptr,
+    sentinel_id: u64,
 }
 
 // SAFETY: a CUcontext may be used from any thread; the driver synchronises it.
@@ -28,8 +29,8 @@ impl CudaContext {
         cu_check("cuDevicePrimaryCtxRetain", unsafe {
             sys::cuDevicePrimaryCtxRetain(&mut ctx, info.device)
         })?;
-        let id = match context_id(ctx) {
-            Ok(id) => id,
+        let (sentinel, sentinel_id) = match make_sentinel(ctx) {
+            Ok(s) => s,
             Err(e) => {
                 // SAFETY: balances the retain above.
                 unsafe { sys::cuDevicePrimaryCtxRelease_v2(info.device) };
@@ -40,7 +41,8 @@ impl CudaContext {
             ctx,
             info,
             primary: true,
-            id,
+            sentinel,
+            sentinel_id,
         })
     }
 
@@ -57,11 +59,14 @@ impl CudaContext {
                 sys::cuCtxGetDevice(&mut device)
             })?;
         }
+        let info = device_from_handle(device)?;
+        let (sentinel, sentinel_id) = make_sentinel(ctx)?;
         Ok(CudaContext {
             ctx,
-            info: device_from_handle(device)?,
+            info,
             primary: false,
-            id: context_id(ctx)?,
+            sentinel,
+            sentinel_id,
         })
     }
 
@@ -77,32 +82,44 @@ impl CudaContext {
         self.primary
     }
 
+    /// Whether the context still exists. A context the caller destroyed
+    /// (`cuCtxDestroy` before the library's objects: documented misuse) or a primary
+    /// context reset (`cuDevicePrimaryCtxReset`) is a dangling handle that no driver
+    /// call may be given: on the H200 `cuCtxPushCurrent`/`cuCtxGetId` with one
+    /// corrupted the heap ("free(): invalid pointer"). So the context itself is not
+    /// asked: the sentinel allocation made in it is looked up by address
+    /// (`cuPointerGetAttribute`, which needs no context and touches none). The
+    /// driver freed it with the context; an address reused since has another
+    /// buffer id.
+    pub fn alive(&self) -> bool {
+        let mut id = 0u64;
+        let r = unsafe {
+            sys::cuPointerGetAttribute(
+                (&mut id as *mut u64).cast(),
+                sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                self.sentinel,
+            )
+        };
+        r == sys::CUresult::CUDA_SUCCESS && id == self.sentinel_id
+    }
+
     /// Makes this context current on the calling thread until the guard drops.
-    /// Fails with `InvalidState` when the context is gone: destroyed by the caller
-    /// (`cuCtxDestroy` before the library's objects, a documented misuse) or a
-    /// primary context reset (`cuDevicePrimaryCtxReset`). The driver freed the
-    /// context's objects with it then; destroying them again corrupts its heap
-    /// (seen on the H200), so `Drop` code skips them when this fails.
+    /// Fails with `InvalidState` when the context is gone (see `alive`): the
+    /// driver freed the context's objects with it, and destroying them again
+    /// corrupts its heap, so `Drop` code skips them when this fails.
     pub fn enter(&self) -> Result<CurrentGuard> {
-        let guard = CurrentGuard::push(self.ctx)?;
-        let mut id = 0;
-        let r = unsafe { sys::cuCtxGetId(self.ctx, &mut id) };
-        if r != sys::CUresult::CUDA_SUCCESS || id != self.id {
-            let why = if r == sys::CUresult::CUDA_SUCCESS {
-                format!("it is now context id {id}, not {}", self.id)
-            } else {
-                format!("cuCtxGetId returned {r:?}")
-            };
+        if !self.alive() {
             return Err(Error::new(
                 ErrorKind::InvalidState,
                 format!(
-                    "the CUDA context {:p} of this object was destroyed or reset ({why}): \
-                     destroy the library's objects before the CUDA context they use",
+                    "the CUDA context {:p} of this object was destroyed or reset: destroy the \
+                     library's objects before the CUDA context they use (cuCtxDestroy, \
+                     cuDevicePrimaryCtxReset)",
                     self.ctx
                 ),
             ));
         }
-        Ok(guard)
+        CurrentGuard::push(self.ctx)
     }
 
     /// Checks that `stream` belongs to this context. The special handles 0 (legacy
@@ -136,15 +153,35 @@ impl CudaContext {
     }
 }
 
-/// The unique id the driver gives a context (never reused in the process).
-fn context_id(ctx: sys::CUcontext) -> Result<u64> {
-    let mut id = 0;
-    cu_check("cuCtxGetId", unsafe { sys::cuCtxGetId(ctx, &mut id) })?;
-    Ok(id)
+/// Allocates the liveness sentinel of `ctx` (see `CudaContext::alive`).
+fn make_sentinel(ctx: sys::CUcontext) -> Result<(sys::CUdeviceptr, u64)> {
+    let _g = CurrentGuard::push(ctx)?;
+    let mut ptr = 0;
+    cu_check("cuMemAlloc_v2 (256 bytes)", unsafe {
+        sys::cuMemAlloc_v2(&mut ptr, 256)
+    })?;
+    let mut id = 0u64;
+    let r = unsafe {
+        sys::cuPointerGetAttribute(
+            (&mut id as *mut u64).cast(),
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_BUFFER_ID,
+            ptr,
+        )
+    };
+    if let Err(e) = cu_check("cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_BUFFER_ID)", r) {
+        // SAFETY: the allocation made above, in the current context.
+        unsafe { sys::cuMemFree_v2(ptr) };
+        return Err(e);
+    }
+    Ok((ptr, id))
 }
 
 impl Drop for CudaContext {
     fn drop(&mut self) {
+        if let Ok(_g) = self.enter() {
+            // SAFETY: the sentinel made in `make_sentinel`, in this live context.
+            unsafe { sys::cuMemFree_v2(self.sentinel) };
+        }
         if self.primary {
             // SAFETY: balances the retain in `primary`.
             unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.info.device) };
