@@ -696,11 +696,19 @@ static int test_latency(unsigned rounds) {
                 uint64_t t_start, t_seen, t_hostfn, deadline;
 
                 /* The command buffer's last submit is complete: its signal is below the
-                 * CUDA-signalled value seen last round. A wait for that submit's own
-                 * signal (reached already: it returns at once) also lets the validation
-                 * layer see it complete: the layer does not tie a value signalled
-                 * outside Vulkan to the completion of earlier queue work. */
-                if (cmd_signal[r % 2] != 0) CHECK_VKCUDA(vkcuda_semaphore_host_wait(s, cmd_signal[r % 2], 0));
+                 * CUDA-signalled value seen last round. A vkWaitSemaphores for that
+                 * submit's own signal (reached already: it returns at once) also lets the
+                 * validation layer see it complete: the layer does not tie a value
+                 * signalled outside Vulkan to the completion of earlier queue work. */
+                if (cmd_signal[r % 2] != 0) {
+                    VkSemaphoreWaitInfo wi;
+                    memset(&wi, 0, sizeof wi);
+                    wi.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO;
+                    wi.semaphoreCount = 1;
+                    wi.pSemaphores = &vs;
+                    wi.pValues = &cmd_signal[r % 2];
+                    CHECK_VK(A.vk.vkWaitSemaphores(A.vh.device, &wi, 0));
+                }
                 t_start = now_ns();
 
                 /* Vulkan queue work: acquire the buffer back from CUDA, fill it, release it. */

@@ -1347,7 +1347,10 @@ enum vkcuda_result vkcuda_context_create(const struct vkcuda_context_create_info
  * `vkcuda_context_get_vulkan` returns the handles, including a queue. Loads
  * libvulkan.so.1 (`VKCUDA_ERROR_VULKAN_UNAVAILABLE` if missing).
  *
- * Thread-safety: may be called from any thread.
+ * Thread-safety: may be called from any thread. The library serialises the
+ * creation and destruction of the instances and devices it makes itself (NVIDIA's
+ * driver crashed when 8 threads did them at once), so concurrent calls wait for
+ * each other.
  */
 VKCUDA_API
 VKCUDA_NODISCARD

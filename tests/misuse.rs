@@ -3601,14 +3601,14 @@ fn run_cases(env: &Env, m: &Matrix) -> Summary {
 
 fn run_and_report(env: &Env) {
     let m = matrix();
-    // The first CUDA context of the process makes the driver open its device files
-    // for good (under compute-sanitizer only at that point): one made and destroyed
-    // first, so the cases' fd counts see the library alone.
+    // A CUDA primary context made (and under compute-sanitizer, each one made
+    // again after its last release) opens driver files: one CUDA-paired context
+    // stays alive over the whole run, so the cases' fd counts see the library alone.
     let mut warm = ptr::null_mut();
     if unsafe { vkcuda_context_create_standalone(ptr::null(), &mut warm) }
-        == vkcuda_result::VKCUDA_SUCCESS
+        != vkcuda_result::VKCUDA_SUCCESS
     {
-        unsafe { vkcuda_context_destroy(warm) };
+        warm = ptr::null_mut();
     }
     let (fds, objects) = (fd_count(), live());
     let s = run(env, &m);
@@ -3629,6 +3629,7 @@ fn run_and_report(env: &Env) {
             live()
         ));
     }
+    unsafe { vkcuda_context_destroy(warm) };
     assert!(
         s.failures.is_empty(),
         "{} misuse cases failed:\n  {}",

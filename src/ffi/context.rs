@@ -231,6 +231,7 @@ pub unsafe extern "C" fn vkcuda_enumerate_physical_devices(
 ) -> vkcuda_result {
     boundary("vkcuda_enumerate_physical_devices", || {
         let count = out(count, "count")?;
+        let _g = standalone::lifecycle_lock();
         let entry = standalone::load_entry()?;
         let instance = standalone::create_instance(&entry)?;
         let listed = standalone::physical_devices(&instance);
@@ -317,7 +318,10 @@ pub unsafe extern "C" fn vkcuda_context_create(
 /// `vkcuda_context_get_vulkan` returns the handles, including a queue. Loads
 /// libvulkan.so.1 (`VKCUDA_ERROR_VULKAN_UNAVAILABLE` if missing).
 ///
-/// Thread-safety: may be called from any thread.
+/// Thread-safety: may be called from any thread. The library serialises the
+/// creation and destruction of the instances and devices it makes itself (NVIDIA's
+/// driver crashed when 8 threads did them at once), so concurrent calls wait for
+/// each other.
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_context_create_standalone(

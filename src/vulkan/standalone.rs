@@ -2,12 +2,25 @@
 //! examples and users without an engine.
 
 use std::ffi::c_char;
+use std::sync::{Mutex, MutexGuard};
 
 use ash::vk;
 
 use super::support::{query, Support};
 use super::{VulkanDevice, MIN_API_VERSION};
 use crate::error::{Error, ErrorKind, Result};
+
+/// Serialises the library's own instance and device lifetimes (create and destroy)
+/// across threads. Vulkan allows them concurrently, but NVIDIA's driver and the
+/// loader do not survive it: on the H200, 8 threads making and destroying
+/// standalone contexts hung or crashed (SIGSEGV) in one run of three; the same
+/// driver races are reported by kvark/blade #336 and gfx-rs/wgpu #5930, and
+/// Vulkan-Loader #2018 is a use-after-free in concurrent vkCreateDevice and
+/// vkDestroyDevice. An engine's own instance and device are its business.
+pub fn lifecycle_lock() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// What the standalone context created and destroys.
 pub struct Owned {
@@ -22,10 +35,11 @@ impl Owned {
         // from them holds the context alive, so none is left when this runs.
         unsafe {
             let _ = device.device_wait_idle();
+            let _g = lifecycle_lock();
             device.destroy_device(None);
             instance.destroy_instance(None);
+            drop(self.entry);
         }
-        drop(self.entry);
     }
 }
 
@@ -86,6 +100,7 @@ pub struct Choice<'a> {
 /// Creates an instance and a device with every interop extension the device has and
 /// timeline semaphores enabled, plus one queue with compute and transfer.
 pub fn create(choice: &Choice) -> Result<VulkanDevice> {
+    let _g = lifecycle_lock();
     let entry = load_entry()?;
     let instance = create_instance(&entry)?;
     match create_device(&instance, choice) {
