@@ -675,8 +675,17 @@ typedef struct vkcuda_standalone_create_info {
  * The Vulkan handles of a context.
  */
 typedef struct vkcuda_vulkan_handles {
+  /**
+   * The instance: the engine's (borrowed), or the standalone context's own.
+   */
   VkInstance instance;
+  /**
+   * The physical device the context is paired on.
+   */
   VkPhysicalDevice physical_device;
+  /**
+   * The device every object of the context is made on; owned like `instance`.
+   */
   VkDevice device;
   /**
    * The entry point the context loaded its functions from.
@@ -885,13 +894,25 @@ typedef struct vkcuda_image_info {
    * The whole allocation's size (what CUDA imported).
    */
   uint64_t allocation_size;
+  /**
+   * 1D, 2D or 3D (a cube is 2D with `VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT` in `flags`).
+   */
   enum vkcuda_image_type image_type;
+  /**
+   * The image's format (one of the table of `vkcuda_format_query`).
+   */
   VkFormat format;
   /**
    * The extent with defaults filled in (height and depth at least 1).
    */
   VkExtent3D extent;
+  /**
+   * The number of mip levels (at least 1).
+   */
   uint32_t mip_levels;
+  /**
+   * The number of array layers (at least 1; a multiple of 6 for cubes).
+   */
   uint32_t array_layers;
   /**
    * The usage the image has (the default resolved when 0 was passed).
@@ -935,8 +956,17 @@ typedef struct vkcuda_texture_info {
    * The mip level the texture reads (ignored with `VKCUDA_TEXTURE_ALL_LEVELS_BIT`).
    */
   uint32_t level;
+  /**
+   * How texels are filtered (`vkcuda_filter`; default point).
+   */
   vkcuda_filter filter;
+  /**
+   * What reads outside the image return (`vkcuda_address_mode`; default clamp).
+   */
   vkcuda_address_mode address_mode;
+  /**
+   * Integers as stored or as normalized floats (`vkcuda_read_mode`).
+   */
   vkcuda_read_mode read_mode;
   /**
    * The colour returned outside the image with `VKCUDA_ADDRESS_MODE_BORDER`.
@@ -1030,8 +1060,20 @@ typedef struct vkcuda_share_description {
    * `VKCUDA_ERROR_DEVICE_MISMATCH`.
    */
   uint8_t device_uuid[16];
+  /**
+   * The description when `kind` is `VKCUDA_SHARE_KIND_BUFFER` (the library fills the
+   * other members with zeros).
+   */
   struct vkcuda_share_buffer_description buffer;
+  /**
+   * The description when `kind` is `VKCUDA_SHARE_KIND_SEMAPHORE` (the library fills the
+   * other members with zeros).
+   */
   struct vkcuda_share_semaphore_description semaphore;
+  /**
+   * The description when `kind` is `VKCUDA_SHARE_KIND_IMAGE` (the library fills the
+   * other members with zeros).
+   */
   struct vkcuda_share_image_description image;
 } vkcuda_share_description;
 

@@ -88,8 +88,11 @@ pub struct vkcuda_standalone_create_info {
 /// The Vulkan handles of a context.
 #[repr(C)]
 pub struct vkcuda_vulkan_handles {
+    /// The instance: the engine's (borrowed), or the standalone context's own.
     pub instance: VkInstance,
+    /// The physical device the context is paired on.
     pub physical_device: VkPhysicalDevice,
+    /// The device every object of the context is made on; owned like `instance`.
     pub device: VkDevice,
     /// The entry point the context loaded its functions from.
     pub get_instance_proc_addr: PFN_vkGetInstanceProcAddr,

@@ -289,11 +289,15 @@ pub struct vkcuda_image_info {
     pub memory: VkDeviceMemory,
     /// The whole allocation's size (what CUDA imported).
     pub allocation_size: u64,
+    /// 1D, 2D or 3D (a cube is 2D with `VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT` in `flags`).
     pub image_type: vkcuda_image_type,
+    /// The image's format (one of the table of `vkcuda_format_query`).
     pub format: VkFormat,
     /// The extent with defaults filled in (height and depth at least 1).
     pub extent: VkExtent3D,
+    /// The number of mip levels (at least 1).
     pub mip_levels: u32,
+    /// The number of array layers (at least 1; a multiple of 6 for cubes).
     pub array_layers: u32,
     /// The usage the image has (the default resolved when 0 was passed).
     pub usage: VkImageUsageFlags,
@@ -321,8 +325,11 @@ pub struct vkcuda_texture_info {
     pub flags: u32,
     /// The mip level the texture reads (ignored with `VKCUDA_TEXTURE_ALL_LEVELS_BIT`).
     pub level: u32,
+    /// How texels are filtered (`vkcuda_filter`; default point).
     pub filter: vkcuda_filter_raw,
+    /// What reads outside the image return (`vkcuda_address_mode`; default clamp).
     pub address_mode: vkcuda_address_mode_raw,
+    /// Integers as stored or as normalized floats (`vkcuda_read_mode`).
     pub read_mode: vkcuda_read_mode_raw,
     /// The colour returned outside the image with `VKCUDA_ADDRESS_MODE_BORDER`.
     pub border_color: [f32; 4],

@@ -110,8 +110,14 @@ pub struct vkcuda_share_description {
     /// An import into a context of another device fails with
     /// `VKCUDA_ERROR_DEVICE_MISMATCH`.
     pub device_uuid: [u8; 16],
+    /// The description when `kind` is `VKCUDA_SHARE_KIND_BUFFER` (the library fills the
+    /// other members with zeros).
     pub buffer: vkcuda_share_buffer_description,
+    /// The description when `kind` is `VKCUDA_SHARE_KIND_SEMAPHORE` (the library fills the
+    /// other members with zeros).
     pub semaphore: vkcuda_share_semaphore_description,
+    /// The description when `kind` is `VKCUDA_SHARE_KIND_IMAGE` (the library fills the
+    /// other members with zeros).
     pub image: vkcuda_share_image_description,
 }
 
