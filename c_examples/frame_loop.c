@@ -700,15 +700,8 @@ static int test_latency(unsigned rounds) {
                  * submit's own signal (reached already: it returns at once) also lets the
                  * validation layer see it complete: the layer does not tie a value
                  * signalled outside Vulkan to the completion of earlier queue work. */
-                if (cmd_signal[r % 2] != 0) {
-                    VkSemaphoreWaitInfo wi;
-                    memset(&wi, 0, sizeof wi);
-                    wi.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO;
-                    wi.semaphoreCount = 1;
-                    wi.pSemaphores = &vs;
-                    wi.pValues = &cmd_signal[r % 2];
-                    CHECK_VK(A.vk.vkWaitSemaphores(A.vh.device, &wi, 0));
-                }
+                if (cmd_signal[r % 2] != 0 && !wait_by(WAIT_VK_WAIT_SEMAPHORES, s, vs, cmd_signal[r % 2]))
+                    goto done;
                 t_start = now_ns();
 
                 /* Vulkan queue work: acquire the buffer back from CUDA, fill it, release it. */

@@ -421,22 +421,7 @@ fn cuda_free_bytes(ctx: *const vkcuda_context) -> usize {
 /// 64 MiB of driver slack).
 fn leak_cycles(ctx: *mut vkcuda_context, cuda: bool, what: &str) {
     let n = fault_cycles();
-    let free = || -> Option<usize> {
-        if !cuda {
-            return None;
-        }
-        let mut c: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
-        ok(unsafe { vkcuda_context_get_cuda(ctx, &mut c) });
-        let (mut f, mut t) = (0usize, 0usize);
-        unsafe {
-            use cudarc::driver::sys as cu;
-            cu::cuCtxPushCurrent_v2(c.cuda_context.cast());
-            cu::cuMemGetInfo_v2(&mut f, &mut t);
-            let mut popped = ptr::null_mut();
-            cu::cuCtxPopCurrent_v2(&mut popped);
-        }
-        Some(f)
-    };
+    let free = || cuda.then(|| cuda_free_bytes(ctx));
     // One warm-up cycle: drivers allocate pools on first use.
     let once = |i: usize| {
         let size = 65536 + (i % 7) as u64 * 4096;

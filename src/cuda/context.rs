@@ -92,15 +92,7 @@ impl CudaContext {
     /// driver freed it with the context; an address reused since has another
     /// buffer id.
     pub fn alive(&self) -> bool {
-        let mut id = 0u64;
-        let r = unsafe {
-            sys::cuPointerGetAttribute(
-                (&mut id as *mut u64).cast(),
-                sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_BUFFER_ID,
-                self.sentinel,
-            )
-        };
-        r == sys::CUresult::CUDA_SUCCESS && id == self.sentinel_id
+        buffer_id(self.sentinel) == Ok(self.sentinel_id)
     }
 
     /// Makes this context current on the calling thread until the guard drops.
@@ -160,20 +152,31 @@ fn make_sentinel(ctx: sys::CUcontext) -> Result<(sys::CUdeviceptr, u64)> {
     cu_check("cuMemAlloc_v2 (256 bytes)", unsafe {
         sys::cuMemAlloc_v2(&mut ptr, 256)
     })?;
-    let mut id = 0u64;
-    let r = unsafe {
-        sys::cuPointerGetAttribute(
-            (&mut id as *mut u64).cast(),
-            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_BUFFER_ID,
-            ptr,
-        )
-    };
-    if let Err(e) = cu_check("cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_BUFFER_ID)", r) {
-        // SAFETY: the allocation made above, in the current context.
-        unsafe { sys::cuMemFree_v2(ptr) };
-        return Err(e);
+    match buffer_id(ptr) {
+        Ok(id) => Ok((ptr, id)),
+        Err(e) => {
+            // SAFETY: the allocation made above, in the current context.
+            unsafe { sys::cuMemFree_v2(ptr) };
+            Err(e)
+        }
     }
-    Ok((ptr, id))
+}
+
+/// The process-wide unique id of the allocation at `ptr`; fails for an address
+/// that is no (longer an) allocation. Needs no current context.
+fn buffer_id(ptr: sys::CUdeviceptr) -> Result<u64> {
+    let mut id = 0u64;
+    cu_check(
+        "cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_BUFFER_ID)",
+        unsafe {
+            sys::cuPointerGetAttribute(
+                (&mut id as *mut u64).cast(),
+                sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                ptr,
+            )
+        },
+    )?;
+    Ok(id)
 }
 
 impl Drop for CudaContext {

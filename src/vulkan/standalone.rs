@@ -12,11 +12,12 @@ use crate::error::{Error, ErrorKind, Result};
 
 /// Serialises the library's own instance and device lifetimes (create and destroy)
 /// across threads. Vulkan allows them concurrently, but NVIDIA's driver and the
-/// loader do not survive it: on the H200, 8 threads making and destroying
-/// standalone contexts hung or crashed (SIGSEGV) in one run of three; the same
-/// driver races are reported by kvark/blade #336 and gfx-rs/wgpu #5930, and
-/// Vulkan-Loader #2018 is a use-after-free in concurrent vkCreateDevice and
-/// vkDestroyDevice. An engine's own instance and device are its business.
+/// loader do not survive it: the same driver races are reported by kvark/blade
+/// #336 and gfx-rs/wgpu #5930 (which took this lock too), and Vulkan-Loader #2018
+/// is a use-after-free in concurrent vkCreateDevice and vkDestroyDevice. On the
+/// H200, 8 threads making and destroying standalone contexts crashed once without
+/// this lock; with it they still hang inside the driver's vkDestroyDevice
+/// (docs/RELIABILITY.md). An engine's own instance and device are its business.
 pub fn lifecycle_lock() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|p| p.into_inner())
