@@ -227,8 +227,9 @@ static void unblock(vkcuda_semaphore *s, VkSemaphore vs) {
     printf("  unblocking the queue and the stream: host-signalled %" PRIu64 "\n", v);
 }
 
-/* One queue submit that waits for `wait` and signals `signal` on `sem`. */
-static VkResult submit_timeline(VkSemaphore sem, VkCommandBuffer cmd, uint64_t wait, uint64_t signal) {
+/* One queue submit that waits for `wait` and signals `signal` on `sem` (and `fence`, if
+ * not VK_NULL_HANDLE). */
+static VkResult submit_timeline(VkSemaphore sem, VkCommandBuffer cmd, uint64_t wait, uint64_t signal, VkFence fence) {
     VkTimelineSemaphoreSubmitInfo ts;
     VkSubmitInfo si;
     VkPipelineStageFlags stage = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
@@ -248,7 +249,7 @@ static VkResult submit_timeline(VkSemaphore sem, VkCommandBuffer cmd, uint64_t w
     si.pCommandBuffers = &cmd;
     si.signalSemaphoreCount = 1;
     si.pSignalSemaphores = &sem;
-    return A.vk.vkQueueSubmit(A.vh.queue, 1, &si, VK_NULL_HANDLE);
+    return A.vk.vkQueueSubmit(A.vh.queue, 1, &si, fence);
 }
 
 static VkResult begin(VkCommandBuffer cmd, VkCommandBufferUsageFlags flags) {
@@ -346,7 +347,7 @@ static int cuda_stage(slot *s, uint64_t frame, const vkcuda_timeline_stage *st) 
         A.vk.vkCmdFillBuffer(s->emulated_cuda_cmd, s->vk_buffer, 0, A.size, frame_expected(frame));
         CHECK_VKCUDA(vkcuda_buffer_cmd_release_to_cuda(s->shared, s->emulated_cuda_cmd, &acquire));
         CHECK_VK(A.vk.vkEndCommandBuffer(s->emulated_cuda_cmd));
-        CHECK_VK(submit_timeline(A.vk_sem, s->emulated_cuda_cmd, st->wait_value, st->signal_value));
+        CHECK_VK(submit_timeline(A.vk_sem, s->emulated_cuda_cmd, st->wait_value, st->signal_value, VK_NULL_HANDLE));
     }
     ok = 1;
 done:
@@ -418,13 +419,13 @@ static int run_frames(uint64_t frames) {
         A.vk.vkCmdFillBuffer(s->fill_cmd, s->vk_buffer, 0, A.size, frame_fill(f));
         CHECK_VKCUDA(vkcuda_buffer_cmd_release_to_cuda(s->shared, s->fill_cmd, &release));
         CHECK_VK(A.vk.vkEndCommandBuffer(s->fill_cmd));
-        CHECK_VK(submit_timeline(A.vk_sem, s->fill_cmd, st1.wait_value, st1.signal_value));
+        CHECK_VK(submit_timeline(A.vk_sem, s->fill_cmd, st1.wait_value, st1.signal_value, VK_NULL_HANDLE));
 
         CHECK_VKCUDA(next_stage(&st2));
         if (!cuda_stage(s, f, &st2)) goto done;
 
         CHECK_VKCUDA(next_stage(&st3));
-        CHECK_VK(submit_timeline(A.vk_sem, s->copy_cmd, st3.wait_value, st3.signal_value));
+        CHECK_VK(submit_timeline(A.vk_sem, s->copy_cmd, st3.wait_value, st3.signal_value, VK_NULL_HANDLE));
         s->frame = (int64_t)f;
         s->done_value = st3.signal_value;
     }
@@ -650,8 +651,10 @@ static int test_latency(unsigned rounds) {
     vkcuda_buffer *buf = NULL;
     vkcuda_buffer_create_info bi;
     VkCommandBuffer cmds[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE};
-    uint64_t cmd_signal[2] = {0, 0}; /* the value each command buffer's last submit signals */
+    VkFence fences[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE}; /* signalled by each one's last submit */
+    int submitted[2] = {0, 0};                             /* its fence is still to be waited for */
     VkCommandBufferAllocateInfo cai;
+    VkFenceCreateInfo fci;
     VkSemaphore vs = VK_NULL_HANDLE;
     vkcuda_handoff_info acquire = handoff(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
     vkcuda_handoff_info release = handoff(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
@@ -676,6 +679,10 @@ static int test_latency(unsigned rounds) {
     cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     cai.commandBufferCount = 2;
     CHECK_VK(A.vk.vkAllocateCommandBuffers(A.vh.device, &cai, cmds));
+    memset(&fci, 0, sizeof fci);
+    fci.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
+    CHECK_VK(A.vk.vkCreateFence(A.vh.device, &fci, NULL, &fences[0]));
+    CHECK_VK(A.vk.vkCreateFence(A.vh.device, &fci, NULL, &fences[1]));
     vs_hostfn = (int64_t *)calloc(rounds, sizeof *vs_hostfn);
     vs_spinner = (int64_t *)calloc(rounds, sizeof *vs_spinner);
     round_ns = (int64_t *)calloc(rounds, sizeof *round_ns);
@@ -696,12 +703,17 @@ static int test_latency(unsigned rounds) {
                 uint64_t t_start, t_seen, t_hostfn, deadline;
 
                 /* The command buffer's last submit is complete: its signal is below the
-                 * CUDA-signalled value seen last round. A vkWaitSemaphores for that
-                 * submit's own signal (reached already: it returns at once) also lets the
-                 * validation layer see it complete: the layer does not tie a value
-                 * signalled outside Vulkan to the completion of earlier queue work. */
-                if (cmd_signal[r % 2] != 0 && !wait_by(WAIT_VK_WAIT_SEMAPHORES, s, vs, cmd_signal[r % 2]))
-                    goto done;
+                 * CUDA-signalled value seen last round. Its fence (signalled already: the
+                 * wait returns at once) is what an engine checks before reusing a command
+                 * buffer, and what lets the validation layer see the submit complete: the
+                 * layer does not tie a timeline value that CUDA signalled, nor a
+                 * vkWaitSemaphores for a value below it, to the completion of earlier
+                 * queue work. */
+                if (submitted[r % 2]) {
+                    CHECK_VK(A.vk.vkWaitForFences(A.vh.device, 1, &fences[r % 2], VK_TRUE, 2000 * MS));
+                    CHECK_VK(A.vk.vkResetFences(A.vh.device, 1, &fences[r % 2]));
+                    submitted[r % 2] = 0;
+                }
                 t_start = now_ns();
 
                 /* Vulkan queue work: acquire the buffer back from CUDA, fill it, release it. */
@@ -715,8 +727,8 @@ static int test_latency(unsigned rounds) {
                 CHECK_VKCUDA(vkcuda_semaphore_next_stage(s, &st2));
                 __atomic_store_n(&spinner.target, pass == 1 ? st2.signal_value : 0, __ATOMIC_RELEASE);
                 __atomic_store_n(&hostfn_ns, 0, __ATOMIC_RELEASE);
-                CHECK_VK(submit_timeline(vs, cmd, st1.wait_value, st1.signal_value));
-                cmd_signal[r % 2] = st1.signal_value;
+                CHECK_VK(submit_timeline(vs, cmd, st1.wait_value, st1.signal_value, fences[r % 2]));
+                submitted[r % 2] = 1;
 
                 /* CUDA work, then the signal the host waits for. */
                 CHECK_VKCUDA(vkcuda_semaphore_cuda_wait(s, st2.wait_value, A.stream));
@@ -771,6 +783,8 @@ done:
     if (A.stream) stream_wait(A.stream, 5000 * MS);
     if (A.vk.vkQueueWaitIdle) A.vk.vkQueueWaitIdle(A.vh.queue);
     if (cmds[0] != VK_NULL_HANDLE) A.vk.vkFreeCommandBuffers(A.vh.device, A.pool, 2, cmds);
+    for (r = 0; r < 2; r++)
+        if (fences[r] != VK_NULL_HANDLE) A.vk.vkDestroyFence(A.vh.device, fences[r], NULL);
     free(vs_hostfn);
     free(vs_spinner);
     free(round_ns);

@@ -1392,7 +1392,9 @@ enum vkcuda_result vkcuda_context_create(const struct vkcuda_context_create_info
  * Thread-safety: may be called from any thread. The library serialises the
  * creation and destruction of the instances and devices it makes itself (NVIDIA's
  * driver crashed when 8 threads did them at once), so concurrent calls wait for
- * each other.
+ * each other. On an NVIDIA device the first call also keeps one Vulkan instance
+ * (without a device) alive until the process exits: without one, NVIDIA's driver
+ * 580 hung in `vkDestroyDevice` when a thread that had used it exited meanwhile.
  */
 VKCUDA_API
 VKCUDA_NODISCARD

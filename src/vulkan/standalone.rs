@@ -2,7 +2,7 @@
 //! examples and users without an engine.
 
 use std::ffi::c_char;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use ash::vk;
 
@@ -16,11 +16,33 @@ use crate::error::{Error, ErrorKind, Result};
 /// #336 and gfx-rs/wgpu #5930 (which took this lock too), and Vulkan-Loader #2018
 /// is a use-after-free in concurrent vkCreateDevice and vkDestroyDevice. On the
 /// H200, 8 threads making and destroying standalone contexts crashed once without
-/// this lock; with it they still hang inside the driver's vkDestroyDevice
-/// (docs/RELIABILITY.md). An engine's own instance and device are its business.
+/// this lock; with it alone they still hung inside the driver's vkDestroyDevice,
+/// which `keep_nvidia_instance` avoids (docs/RELIABILITY.md). An engine's own
+/// instance and device are its business.
 pub fn lifecycle_lock() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The vendor ID of NVIDIA's Vulkan devices.
+const NVIDIA: u32 = 0x10de;
+
+/// Keeps one instance (no device) of NVIDIA's driver alive until the process exits,
+/// from the first standalone context on an NVIDIA device on. Without one, NVIDIA's
+/// driver 580 hung (a thread blocked for good in `vkDestroyDevice` on a driver
+/// priority-inheritance mutex) or crashed when a thread that had used the driver
+/// exited while other threads made and destroyed instances and devices: in raw
+/// Vulkan without this library too (scripts/repro/concurrent_devices.c: hangs or
+/// crashes in most runs without a kept instance, none with one; the figures are in
+/// docs/RELIABILITY.md). Called under `lifecycle_lock`. A failure here only
+/// leaves the workaround out.
+fn keep_nvidia_instance(entry: &ash::Entry) {
+    static KEPT: OnceLock<Option<(ash::Entry, vk::Instance)>> = OnceLock::new();
+    KEPT.get_or_init(|| {
+        create_instance(entry)
+            .ok()
+            .map(|i| (entry.clone(), i.handle()))
+    });
 }
 
 /// What the standalone context created and destroys.
@@ -106,6 +128,9 @@ pub fn create(choice: &Choice) -> Result<VulkanDevice> {
     let instance = create_instance(&entry)?;
     match create_device(&instance, choice) {
         Ok((physical, support, device, family)) => {
+            if support.props.vendor_id == NVIDIA {
+                keep_nvidia_instance(&entry);
+            }
             let load = |name: &std::ffi::CStr| unsafe {
                 std::mem::transmute::<vk::PFN_vkVoidFunction, *const std::ffi::c_void>(
                     instance.get_device_proc_addr(device.handle(), name.as_ptr()),

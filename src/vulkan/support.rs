@@ -12,6 +12,8 @@ use crate::error::{Error, Result};
 pub struct DeviceProps {
     pub uuid: [u8; 16],
     pub name: String,
+    /// `VkPhysicalDeviceProperties::vendorID` (0x10de: NVIDIA).
+    pub vendor_id: u32,
     pub api_version: u32,
     pub max_allocation_size: u64,
     pub max_timeline_difference: u64,
@@ -54,6 +56,7 @@ pub fn device_props(instance: &ash::Instance, physical: vk::PhysicalDevice) -> R
     Ok(DeviceProps {
         uuid: id.device_uuid,
         name,
+        vendor_id: props.vendor_id,
         api_version: props.api_version,
         max_allocation_size: maint3.max_memory_allocation_size,
         max_timeline_difference: timeline.max_timeline_semaphore_value_difference,
