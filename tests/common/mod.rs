@@ -64,7 +64,23 @@ pub fn vulkan_only_context() -> *mut vkcuda_context {
     ctx
 }
 
+/// Open fds of this process. The first call makes and destroys one standalone
+/// context (its result ignored): on NVIDIA devices the library keeps one instance,
+/// with its fds, from the first standalone context until the process exits
+/// (`keep_nvidia_instance` in src/vulkan/standalone.rs), so a baseline taken
+/// before any context would count that instance as a leak.
 pub fn fd_count() -> usize {
+    static WARMED: std::sync::Once = std::sync::Once::new();
+    WARMED.call_once(|| {
+        let info = vkcuda_standalone_create_info {
+            flags: VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT,
+            physical_device_index: 0,
+        };
+        let mut ctx = ptr::null_mut();
+        if unsafe { vkcuda_context_create_standalone(&info, &mut ctx) } == VKCUDA_SUCCESS {
+            unsafe { vkcuda_context_destroy(ctx) };
+        }
+    });
     std::fs::read_dir("/proc/self/fd").unwrap().count()
 }
 
