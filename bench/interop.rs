@@ -634,10 +634,11 @@ fn staging_handoff(
     (times, how)
 }
 
-/// Raw Vulkan-allocated shared buffer: exportable dedicated memory, fd, CUDA import
-/// of the whole allocation, mapped; then released in the library's order.
-fn raw_vulkan_buffer(env: &Env, size: u64) {
-    let d = &env.v.device;
+/// The raw calls behind the library's Vulkan-allocated buffer: an exportable
+/// `VkBuffer` on device-local memory, dedicated where the driver prefers it. Returns
+/// the buffer, its memory, the allocation size and whether it is dedicated.
+fn raw_exportable_buffer(v: &Vk, size: u64) -> (vk::Buffer, vk::DeviceMemory, u64, bool) {
+    let d = &v.device;
     let mut ext = vk::ExternalMemoryBufferCreateInfo::default()
         .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
     let buffer = unsafe {
@@ -665,11 +666,7 @@ fn raw_vulkan_buffer(env: &Env, size: u64) {
     let req = req2.memory_requirements;
     let dedicated = ded.prefers_dedicated_allocation == vk::TRUE
         || ded.requires_dedicated_allocation == vk::TRUE;
-    let props = unsafe {
-        env.v
-            .instance
-            .get_physical_device_memory_properties(env.v.physical)
-    };
+    let props = unsafe { v.instance.get_physical_device_memory_properties(v.physical) };
     let index = (0..props.memory_type_count)
         .find(|&i| {
             req.memory_type_bits & (1 << i) != 0
@@ -690,6 +687,14 @@ fn raw_vulkan_buffer(env: &Env, size: u64) {
     }
     let memory = unsafe { d.allocate_memory(&alloc, None) }.unwrap();
     unsafe { d.bind_buffer_memory(buffer, memory, 0) }.unwrap();
+    (buffer, memory, req.size, dedicated)
+}
+
+/// Raw Vulkan-allocated shared buffer: exportable dedicated memory, fd, CUDA import
+/// of the whole allocation, mapped; then released in the library's order.
+fn raw_vulkan_buffer(env: &Env, size: u64) {
+    let d = &env.v.device;
+    let (buffer, memory, allocation_size, dedicated) = raw_exportable_buffer(&env.v, size);
     let fd = unsafe {
         env.mem_fd.get_memory_fd(
             &vk::MemoryGetFdInfoKHR::default()
@@ -701,7 +706,7 @@ fn raw_vulkan_buffer(env: &Env, size: u64) {
     let desc = cu::CUDA_EXTERNAL_MEMORY_HANDLE_DESC {
         type_: cu::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD,
         handle: cu::CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1 { fd },
-        size: req.size,
+        size: allocation_size,
         flags: if dedicated {
             cu::CUDA_EXTERNAL_MEMORY_DEDICATED
         } else {
@@ -1082,36 +1087,7 @@ fn vulkan_only(quick: bool, rep: &mut Report) {
         }
     });
     let mut raw = time_each(iters, || {
-        let mut ext = vk::ExternalMemoryBufferCreateInfo::default()
-            .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
-        let buffer = unsafe {
-            v.device.create_buffer(
-                &vk::BufferCreateInfo::default()
-                    .size(1 << 20)
-                    .usage(
-                        vk::BufferUsageFlags::TRANSFER_SRC
-                            | vk::BufferUsageFlags::TRANSFER_DST
-                            | vk::BufferUsageFlags::STORAGE_BUFFER,
-                    )
-                    .push_next(&mut ext),
-                None,
-            )
-        }
-        .unwrap();
-        let req = unsafe { v.device.get_buffer_memory_requirements(buffer) };
-        let mut export = vk::ExportMemoryAllocateInfo::default()
-            .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
-        let memory = unsafe {
-            v.device.allocate_memory(
-                &vk::MemoryAllocateInfo::default()
-                    .allocation_size(req.size)
-                    .memory_type_index(req.memory_type_bits.trailing_zeros())
-                    .push_next(&mut export),
-                None,
-            )
-        }
-        .unwrap();
-        unsafe { v.device.bind_buffer_memory(buffer, memory, 0) }.unwrap();
+        let (buffer, memory, _, _) = raw_exportable_buffer(&v, 1 << 20);
         let fd = unsafe {
             mem_fd.get_memory_fd(
                 &vk::MemoryGetFdInfoKHR::default()
