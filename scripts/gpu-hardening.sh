@@ -23,9 +23,10 @@
 #                    Error" line fails the step (threads and faults with 100 cycles)
 #   memcheck:NAME    compute-sanitizer --tool memcheck --leak-check full on the Rust
 #                    tests that use CUDA; "ERROR SUMMARY: 0 errors" required
-#   racecheck:NAME   compute-sanitizer --tool racecheck (and memcheck) on the
-#                    examples with kernels (buffer_roundtrip, frame_loop), built by
-#                    `scripts/gpu-test.sh build` if they are not there
+#   racecheck:EXAMPLE:TOOL  compute-sanitizer --tool racecheck and --tool memcheck
+#                    on every example (vkcuda_info, buffer_roundtrip, frame_loop,
+#                    image_formats, image_fractal, ipc_demo, engine_postfx), built by
+#                    `scripts/gpu-test.sh configure build` if they are not there
 # A STEP argument selects the steps equal to it or starting with "STEP:" ("vvl" =
 # every validation-layer run). Everything runs with VKCUDA_REQUIRE_GPU=1. Output:
 # $OUT/hardening.log and $OUT/steps/STEP.log; a summary table with the figures for
@@ -221,19 +222,44 @@ done
 STEP_NOTE_CMD=san_note STEP_VERDICT_CMD=san_verdict run_step "memcheck:faults:context-destroyed" 120 \
     bash -c '"$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)" --tool memcheck --report-api-errors no --leak-check no --error-exitcode 1 "$(test_exe faults)" --test-threads=1 --exact gpu_cuda_context_destroyed_first --nocapture' 
 
-if is_wanted racecheck:buffer_roundtrip || is_wanted racecheck:frame_loop; then
-    if [ -z "$(find_example buffer_roundtrip)" ] || [ -z "$(find_example frame_loop)" ]; then
-        log "== building the examples: scripts/gpu-test.sh build"
-        OUT="$OUT/gpu-test-build" scripts/gpu-test.sh build >> "$log_file" 2>&1 ||
+# Every example, under racecheck and memcheck: NAME|ARGS (the arguments are
+# shortened where the sanitizer makes the full run too long: image_formats without
+# its 16384x16384 cases, fewer frames).
+examples=(
+    "vkcuda_info|"
+    "buffer_roundtrip|4 1M+1 --cycles 2"
+    "frame_loop|--frames 50 --latency-rounds 0"
+    "image_formats|--no-big"
+    "image_fractal|--out $OUT/fractal-sanitizer.png"
+    "ipc_demo|--frames 50"
+    "engine_postfx|--frames 30 --out $OUT/engine_postfx-sanitizer.png"
+)
+any_example=0
+for e in "${examples[@]}"; do is_wanted "racecheck:${e%%|*}" && any_example=1; done
+if [ "$any_example" = 1 ]; then
+    if [ -z "$(find_example engine_postfx)" ] || [ -z "$(find_example ipc_producer)" ]; then
+        log "== building the examples: scripts/gpu-test.sh configure build"
+        OUT="$OUT/gpu-test-build" scripts/gpu-test.sh configure build >> "$log_file" 2>&1 ||
             log "the build step failed (see $OUT/gpu-test-build/gpu.log)"
     fi
     # The executables are found first: compute-sanitizer starts its target without
-    # this shell's exported functions.
-    for tool in racecheck memcheck; do
-        STEP_NOTE_CMD=san_note STEP_VERDICT_CMD=san_verdict run_step "racecheck:buffer_roundtrip:$tool" 150 \
-            bash -c 'sanitizer "$0" "$(find_example buffer_roundtrip)" 4 1M+1 --cycles 2' "$tool"
-        STEP_NOTE_CMD=san_note STEP_VERDICT_CMD=san_verdict run_step "racecheck:frame_loop:$tool" 150 \
-            bash -c 'sanitizer "$0" "$(find_example frame_loop)" --frames 50 --latency-rounds 0' "$tool"
+    # this shell's exported functions. ipc_demo.sh is a shell script starting a
+    # producer and a consumer process: --target-processes all instruments both.
+    ipc_bin=$(dirname "$(find_example ipc_producer)")
+    export ipc_bin
+    for e in "${examples[@]}"; do
+        name=${e%%|*} args=${e#*|}
+        for tool in racecheck memcheck; do
+            if [ "$name" = ipc_demo ]; then
+                # shellcheck disable=SC2016
+                cmd='sanitizer "$0" c_examples/ipc_demo.sh --bin "$ipc_bin" $1'
+            else
+                # shellcheck disable=SC2016
+                cmd='sanitizer "$0" "$(find_example "$2")" $1'
+            fi
+            STEP_NOTE_CMD=san_note STEP_VERDICT_CMD=san_verdict run_step "racecheck:$name:$tool" 150 \
+                bash -c "$cmd" "$tool" "$args" "$name"
+        done
     done
 fi
 
