@@ -6,6 +6,10 @@
 #                                integration test), built with --release, stripped
 #   .dev/gpu/include/            /usr/include/vulkan (the C headers; the *.hpp C++
 #                                bindings are left out for size) and /usr/include/vk_video
+#   .dev/gpu/tsan-threads        with VKCUDA_BUNDLE_TSAN=1 only: tests/threads.rs built
+#                                with ThreadSanitizer (std rebuilt: needs rust-src and
+#                                RUSTC_BOOTSTRAP; about 2 minutes); the TSan runtime is
+#                                linked in, so it runs on the GPU machine as it is
 #   .dev/gpu/MANIFEST            commit, build directory, files with sizes and sha256
 #   .gl/*.deb                    the Vulkan loader (/work/shared/gpu/prepare-loader.sh)
 #                                and the validation layer of Debian sid
@@ -84,6 +88,28 @@ if seen == 0:
     sys.exit("gpu-bundle: cargo reported no test executables")
 EOF
 strip --strip-debug "$out"/tests/*
+
+if [ "${VKCUDA_BUNDLE_TSAN:-0}" = 1 ]; then
+    echo "== tests/threads.rs with ThreadSanitizer"
+    tsan_json=target/gpu-bundle-tsan.json
+    RUSTC_BOOTSTRAP=1 RUSTFLAGS=-Zsanitizer=thread CARGO_TARGET_DIR=target/tsan \
+        cargo test -Zbuild-std --target x86_64-unknown-linux-gnu --release --test threads \
+        --no-run --message-format=json > "$tsan_json"
+    python3 - "$tsan_json" "$out/tsan-threads" <<'EOF'
+import json, shutil, sys
+for line in open(sys.argv[1]):
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "threads":
+        shutil.copy2(m["executable"], sys.argv[2])
+        break
+else:
+    sys.exit("gpu-bundle: cargo built no ThreadSanitizer threads test")
+EOF
+    strip --strip-debug "$out/tsan-threads"
+fi
 
 # The C headers only: the C++ bindings (*.hpp, about 11 MB) are not needed for C.
 mkdir -p "$out/include/vulkan"

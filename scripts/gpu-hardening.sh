@@ -16,6 +16,10 @@
 #                    limits, contexts destroyed first
 #   threads          tests/threads.rs: 8 threads x 1000 cycles on one CUDA context
 #                    (surfaces, a shared timeline semaphore) and on a Vulkan-only one
+#   tsan             tests/threads.rs built with ThreadSanitizer (bundled by
+#                    VKCUDA_BUNDLE_TSAN=1 scripts/gpu-bundle.sh; SKIP without it):
+#                    the library's Rust code instrumented, the drivers not; any
+#                    "WARNING: ThreadSanitizer" fails the step
 #   misuse           tests/misuse.rs: the matrix on a CUDA context (semaphore cases
 #                    included), on a Vulkan-only one and with the fake driver
 #   vvl:NAME         every Rust test executable under VK_LAYER_KHRONOS_validation
@@ -57,7 +61,7 @@ log() { echo "$*" | tee -a "$log_file"; }
 wanted=("$@")
 for w in "${wanted[@]}"; do
     case ${w%%:*} in
-        leaks|faults|threads|misuse|vvl|memcheck|racecheck) ;;
+        leaks|faults|threads|tsan|misuse|vvl|memcheck|racecheck) ;;
         *) echo "gpu-hardening.sh: unknown step '$w' (see the comment at the top of $0)" >&2; exit 2 ;;
     esac
 done
@@ -197,6 +201,16 @@ STEP_NOTE_CMD=rust_note run_step leaks 300 \
 STEP_NOTE_CMD=rust_note run_step faults 150 run_test faults --skip gpu_create_destroy_cycles_do_not_leak --nocapture
 # The watchdog reports where each thread is before the step's limit kills it.
 STEP_NOTE_CMD=rust_note run_step threads 240 env VKCUDA_THREAD_WATCHDOG_S=${VKCUDA_THREAD_WATCHDOG_S:-180} bash -c 'run_test threads --nocapture' 
+tsan_count() { grep -c 'WARNING: ThreadSanitizer' "$1" || true; }
+tsan_note() { echo "$(tsan_count "$1") ThreadSanitizer warnings; $(rust_note "$1")"; }
+tsan_verdict() { [ "$(tsan_count "$1")" -eq 0 ] && grep -q '^test result: ok' "$1"; }
+if [ -x "$bundle/tsan-threads" ]; then
+    STEP_NOTE_CMD=tsan_note STEP_VERDICT_CMD=tsan_verdict run_step tsan 280 \
+        env TSAN_OPTIONS="halt_on_error=0 report_signal_unsafe=0" bash -c '"$bundle/tsan-threads" --test-threads=1 --nocapture'
+elif is_wanted tsan; then
+    log "---- tsan: SKIP: no $bundle/tsan-threads (VKCUDA_BUNDLE_TSAN=1 scripts/gpu-bundle.sh)"
+    add_summary tsan SKIP 0 "not bundled (VKCUDA_BUNDLE_TSAN=1 scripts/gpu-bundle.sh)"
+fi
 STEP_NOTE_CMD=rust_note run_step misuse 120 run_test misuse --nocapture
 
 for t in "$bundle"/tests/test-*; do
