@@ -138,7 +138,7 @@ san_errors() { # the sum of compute-sanitizer's ERROR SUMMARY lines; "none" when
 san_nothing() { grep -q 'terminated before first instrumented API call' "$1" && grep -q '^test result: ok' "$1"; }
 san_note() {
     if san_nothing "$1"; then echo "no CUDA call in this executable: nothing for the sanitizer (N/A)"; return; fi
-    echo "$(san_errors "$1") sanitizer errors ($(grep -cE '(ERROR|RACECHECK) SUMMARY' "$1") processes)"
+    echo "$(san_errors "$1") sanitizer errors ($(grep -cE '(ERROR|RACECHECK) SUMMARY' "$1") summary lines)"
 }
 san_verdict() { [ "$(san_errors "$1")" = 0 ]; }
 
