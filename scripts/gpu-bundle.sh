@@ -46,20 +46,25 @@ cargo bench --no-run --message-format=json > "$bench_json"
 
 rm -rf "$out"
 mkdir -p "$out/tests" "$out/include"
-python3 - "$bench_json" "$out/bench-interop" <<'EOF2'
+# JSON TARGET DEST WHAT: copies the executable cargo reported for TARGET to DEST.
+copy_executable() {
+    python3 - "$@" <<'EOF2'
 import json, shutil, sys
-for line in open(sys.argv[1]):
+src, target, dst, what = sys.argv[1:5]
+for line in open(src):
     try:
         m = json.loads(line)
     except ValueError:
         continue
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "interop":
-        shutil.copy2(m["executable"], sys.argv[2])
-        print("  bench executable bench-interop <- %s" % m["executable"])
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == target:
+        shutil.copy2(m["executable"], dst)
+        print("  %s %s <- %s" % (what, dst, m["executable"]))
         break
 else:
-    sys.exit("gpu-bundle: cargo built no interop benchmark")
+    sys.exit("gpu-bundle: cargo built no %s" % what)
 EOF2
+}
+copy_executable "$bench_json" interop "$out/bench-interop" "interop benchmark"
 strip --strip-debug "$out/bench-interop"
 cp target/release/libvkcuda.so "$out/libvkcuda.so"
 strip --strip-debug "$out/libvkcuda.so"
@@ -95,19 +100,7 @@ if [ "${VKCUDA_BUNDLE_TSAN:-0}" = 1 ]; then
     RUSTC_BOOTSTRAP=1 RUSTFLAGS=-Zsanitizer=thread CARGO_TARGET_DIR=target/tsan \
         cargo test -Zbuild-std --target x86_64-unknown-linux-gnu --release --test threads \
         --no-run --message-format=json > "$tsan_json"
-    python3 - "$tsan_json" "$out/tsan-threads" <<'EOF'
-import json, shutil, sys
-for line in open(sys.argv[1]):
-    try:
-        m = json.loads(line)
-    except ValueError:
-        continue
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "threads":
-        shutil.copy2(m["executable"], sys.argv[2])
-        break
-else:
-    sys.exit("gpu-bundle: cargo built no ThreadSanitizer threads test")
-EOF
+    copy_executable "$tsan_json" threads "$out/tsan-threads" "ThreadSanitizer threads test"
     strip --strip-debug "$out/tsan-threads"
 fi
 
