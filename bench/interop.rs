@@ -101,7 +101,7 @@ impl Env {
     fn new(ctx: *mut vkcuda_context) -> Env {
         let v = Vk::new(ctx);
         let mut info: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
-        ok(unsafe { vkcuda_context_get_cuda(ctx, &mut info) });
+        ok(unsafe { vkcuda_context_get_cuda_info(ctx, &mut info) });
         let cuctx: cu::CUcontext = info.cuda_context.cast();
         cuok(unsafe { cu::cuCtxPushCurrent_v2(cuctx) });
         let mut stream = ptr::null_mut();

@@ -12,7 +12,7 @@
  *       dedicated allocation; vkcuda_buffer_wrap gives CUDA views; a kernel writes,
  *       Vulkan reads back.
  *   (d) 1000 create/destroy cycles of each kind (CUDA-allocated, Vulkan-allocated,
- *       wrapped): the library's live objects (vkcuda_get_live_objects), open fds
+ *       wrapped): the library's live objects (vkcuda_live_objects_get), open fds
  *       and cuMemGetInfo free memory (which counts Vulkan's allocations too) must
  *       return to where they started; after everything is destroyed nothing is alive.
  *
@@ -286,8 +286,10 @@ static int vulkan_readback(vkcuda_buffer *const *buffers, vk_owned_buffer *const
     int ok = 0, i;
     CHECK_VK(begin_commands());
     for (i = 0; i < count; i++) {
+        VkBuffer vb = VK_NULL_HANDLE;
+        CHECK_VKCUDA(vkcuda_buffer_get_vk_buffer(buffers[i], &vb));
         CHECK_VKCUDA(vkcuda_buffer_cmd_acquire_from_cuda(buffers[i], A.cmd, &acquire));
-        copy_cmd(vkcuda_buffer_get_vk_buffer(buffers[i]), staging[i]->buffer, size);
+        copy_cmd(vb, staging[i]->buffer, size);
     }
     to_host_barrier();
     CHECK_VK(submit_and_wait());
@@ -308,8 +310,12 @@ static int check_info(vkcuda_buffer *b, uint64_t size, vkcuda_allocator allocato
     CHECK(info.allocator == allocator, "info.allocator %d != %d", (int)info.allocator, (int)allocator);
     CHECK(info.wrapped == wrapped, "info.wrapped %u != %u", info.wrapped, wrapped);
     CHECK(info.offset == offset, "info.offset %" PRIu64 " != %" PRIu64, info.offset, offset);
-    CHECK(info.buffer != VK_NULL_HANDLE && info.buffer == vkcuda_buffer_get_vk_buffer(b),
-          "info.buffer is not the VkBuffer of the buffer");
+    {
+        VkBuffer vb = VK_NULL_HANDLE;
+        CHECK_VKCUDA(vkcuda_buffer_get_vk_buffer(b, &vb));
+        CHECK(info.buffer != VK_NULL_HANDLE && info.buffer == vb,
+              "info.buffer is not the VkBuffer of the buffer");
+    }
     CHECK(!A.cuda || info.cuda_pointer != 0, "info.cuda_pointer is 0");
     if (out) *out = info;
     ok = 1;
@@ -574,7 +580,11 @@ static int test_wrap(uint64_t size, uint32_t seed, int count, VkBool32 dedicated
     for (i = 0; i < count; i++) {
         CHECK_VKCUDA(wrap(&e, i, size, &bufs[i]));
         if (!check_info(bufs[i], size, VKCUDA_ALLOCATOR_VULKAN, VK_TRUE, e.offsets[i], NULL)) goto done;
-        CHECK(vkcuda_buffer_get_vk_buffer(bufs[i]) == e.buffers[i], "the wrapped VkBuffer changed");
+        {
+            VkBuffer vb = VK_NULL_HANDLE;
+            CHECK_VKCUDA(vkcuda_buffer_get_vk_buffer(bufs[i], &vb));
+            CHECK(vb == e.buffers[i], "the wrapped VkBuffer changed");
+        }
         CHECK_VK(staging_create(size, &staging[i]));
         stagings[i] = &staging[i];
     }
@@ -631,7 +641,7 @@ static const char *live_text(const vkcuda_live_objects *l) {
 static int measure(resources *r) {
     int ok = 0;
     memset(r, 0, sizeof *r);
-    CHECK_VKCUDA(vkcuda_get_live_objects(&r->live));
+    CHECK_VKCUDA(vkcuda_live_objects_get(&r->live));
     r->fds = count_open_fds();
     if (A.cuda) CHECK_CU(A.cu.cuMemGetInfo(&r->cuda_free, &r->cuda_total));
     ok = 1;
@@ -755,7 +765,7 @@ static int setup(int vulkan_only) {
             finish_unavailable(why);
         FAILF("%s", why);
     }
-    CHECK_VKCUDA(vkcuda_context_get_vulkan(A.ctx, &A.vh));
+    CHECK_VKCUDA(vkcuda_context_get_vulkan_handles(A.ctx, &A.vh));
     CHECK(A.vh.queue != VK_NULL_HANDLE, "a standalone context has no queue");
     if (vk_load(&A.vk, A.vh.get_instance_proc_addr, A.vh.instance, A.vh.physical_device, A.vh.device,
                 why, sizeof why) != 0)
@@ -766,8 +776,8 @@ static int setup(int vulkan_only) {
 
     A.cuda = !vulkan_only;
     if (A.cuda) {
-        CHECK_VKCUDA(vkcuda_context_get_cuda(A.ctx, &A.ci));
-        CHECK_VKCUDA(vkcuda_cuda_driver_version(&driver_version));
+        CHECK_VKCUDA(vkcuda_context_get_cuda_info(A.ctx, &A.ci));
+        CHECK_VKCUDA(vkcuda_cuda_driver_get_version(&driver_version));
         if (cuda_driver_load(&A.cu, why, sizeof why) != 0) FAILF("loading the CUDA driver API: %s", why);
         printf("CUDA device %d (%s context), driver API %d.%d\n", A.ci.device_ordinal,
                A.ci.primary ? "primary" : "borrowed", driver_version / 1000, driver_version % 1000 / 10);
@@ -894,7 +904,7 @@ int main(int argc, char **argv) {
         vkcuda_live_objects live, zero;
         memset(&zero, 0, sizeof zero);
         t0 = now_s();
-        ok = vkcuda_get_live_objects(&live) == VKCUDA_SUCCESS && memcmp(&live, &zero, sizeof live) == 0;
+        ok = vkcuda_live_objects_get(&live) == VKCUDA_SUCCESS && memcmp(&live, &zero, sizeof live) == 0;
         if (!ok) printf("  live objects after destroying everything: %s\n", live_text(&live));
         record_check("nothing left alive after destroying everything", ok, now_s() - t0);
     }

@@ -288,7 +288,7 @@ static int create_slots(void) {
         bi.allocator = (A.cuda && i % 2 == 1) ? VKCUDA_ALLOCATOR_CUDA : VKCUDA_ALLOCATOR_VULKAN;
         bi.size = A.size;
         CHECK_VKCUDA(vkcuda_buffer_create(A.ctx, &bi, &s->shared));
-        s->vk_buffer = vkcuda_buffer_get_vk_buffer(s->shared);
+        CHECK_VKCUDA(vkcuda_buffer_get_vk_buffer(s->shared, &s->vk_buffer));
         if (A.cuda) CHECK_VKCUDA(vkcuda_buffer_get_cuda_pointer(s->shared, &s->cuda_pointer));
         CHECK_VK(vk_owned_buffer_create(&A.vk, A.size, VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                                         VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT,
@@ -649,6 +649,7 @@ done:
 static int test_latency(unsigned rounds) {
     vkcuda_semaphore *s = make_semaphore(VKCUDA_SEMAPHORE_TYPE_TIMELINE, 0);
     vkcuda_buffer *buf = NULL;
+    VkBuffer vb = VK_NULL_HANDLE;
     vkcuda_buffer_create_info bi;
     VkCommandBuffer cmds[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE};
     VkFence fences[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE}; /* signalled by each one's last submit */
@@ -721,7 +722,8 @@ static int test_latency(unsigned rounds) {
                 CHECK_VK(begin(cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT));
                 if (m > 0 || pass > 0 || r > 0) /* from the second round on, CUDA had it last */
                     CHECK_VKCUDA(vkcuda_buffer_cmd_acquire_from_cuda(buf, cmd, &acquire));
-                A.vk.vkCmdFillBuffer(cmd, vkcuda_buffer_get_vk_buffer(buf), 0, size, r);
+                CHECK_VKCUDA(vkcuda_buffer_get_vk_buffer(buf, &vb));
+                A.vk.vkCmdFillBuffer(cmd, vb, 0, size, r);
                 CHECK_VKCUDA(vkcuda_buffer_cmd_release_to_cuda(buf, cmd, &release));
                 CHECK_VK(A.vk.vkEndCommandBuffer(cmd));
                 CHECK_VKCUDA(vkcuda_semaphore_next_stage(s, &st2));
@@ -822,7 +824,7 @@ static int setup(int vulkan_only) {
             finish_unavailable(why);
         FAILF("%s", why);
     }
-    CHECK_VKCUDA(vkcuda_context_get_vulkan(A.ctx, &A.vh));
+    CHECK_VKCUDA(vkcuda_context_get_vulkan_handles(A.ctx, &A.vh));
     CHECK(A.vh.queue != VK_NULL_HANDLE, "a standalone context has no queue");
     if (vk_load(&A.vk, A.vh.get_instance_proc_addr, A.vh.instance, A.vh.physical_device, A.vh.device, why,
                 sizeof why) != 0)
@@ -831,8 +833,8 @@ static int setup(int vulkan_only) {
     A.cuda = !vulkan_only;
     if (A.cuda) {
         vkcuda_semaphore_create_info sci;
-        CHECK_VKCUDA(vkcuda_context_get_cuda(A.ctx, &A.ci));
-        CHECK_VKCUDA(vkcuda_cuda_driver_version(&driver_version));
+        CHECK_VKCUDA(vkcuda_context_get_cuda_info(A.ctx, &A.ci));
+        CHECK_VKCUDA(vkcuda_cuda_driver_get_version(&driver_version));
         if (cuda_driver_load(&A.cu, why, sizeof why) != 0) FAILF("loading the CUDA driver API: %s", why);
         printf("CUDA device %d (%s context), driver API %d.%d\n", A.ci.device_ordinal,
                A.ci.primary ? "primary" : "borrowed", driver_version / 1000, driver_version % 1000 / 10);
@@ -976,7 +978,7 @@ int main(int argc, char **argv) {
         vkcuda_live_objects live, zero;
         memset(&zero, 0, sizeof zero);
         t0 = now_s();
-        ok = vkcuda_get_live_objects(&live) == VKCUDA_SUCCESS && memcmp(&live, &zero, sizeof live) == 0;
+        ok = vkcuda_live_objects_get(&live) == VKCUDA_SUCCESS && memcmp(&live, &zero, sizeof live) == 0;
         if (!ok)
             printf("  live objects after destroying everything: contexts %" PRId64 ", VkBuffers %" PRId64
                    ", VkDeviceMemory %" PRId64 ", VkSemaphores %" PRId64 ", CUDA allocations %" PRId64

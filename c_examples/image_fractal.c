@@ -447,7 +447,7 @@ static int setup(int vulkan_only) {
             finish_unavailable(why);
         FAILF("%s", why);
     }
-    CHECK_VKCUDA(vkcuda_context_get_vulkan(A.ctx, &A.vh));
+    CHECK_VKCUDA(vkcuda_context_get_vulkan_handles(A.ctx, &A.vh));
     if (vk_load(&A.vk, A.vh.get_instance_proc_addr, A.vh.instance, A.vh.physical_device, A.vh.device, why,
                 sizeof why) != 0)
         FAILF("loading Vulkan functions: %s", why);
@@ -461,7 +461,7 @@ static int setup(int vulkan_only) {
 
     A.cuda = !vulkan_only;
     if (A.cuda) {
-        CHECK_VKCUDA(vkcuda_context_get_cuda(A.ctx, &A.ci));
+        CHECK_VKCUDA(vkcuda_context_get_cuda_info(A.ctx, &A.ci));
         if (cuda_driver_load(&A.cu, why, sizeof why) != 0) FAILF("loading the CUDA driver API: %s", why);
         printf("CUDA device %d (%s context)\n", A.ci.device_ordinal, A.ci.primary ? "primary" : "borrowed");
         CHECK_CU(A.cu.cuCtxPushCurrent(A.ci.cuda_context));

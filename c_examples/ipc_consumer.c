@@ -264,7 +264,7 @@ static int setup_vulkan(int *skipped, char *why, size_t why_size) {
         if (r == VKCUDA_ERROR_VULKAN_UNAVAILABLE || r == VKCUDA_ERROR_EXTENSION_NOT_PRESENT) *skipped = 1;
         FAILF("%s", why);
     }
-    CHECK_VKCUDA(vkcuda_context_get_vulkan(C.ctx, &C.vh));
+    CHECK_VKCUDA(vkcuda_context_get_vulkan_handles(C.ctx, &C.vh));
     if (vk_load(&C.vk, C.vh.get_instance_proc_addr, C.vh.instance, C.vh.physical_device, C.vh.device, why,
                 why_size) != 0)
         FAILF("loading Vulkan functions: %s", why);
@@ -534,7 +534,7 @@ done:
     {
         vkcuda_live_objects live, zero;
         memset(&zero, 0, sizeof zero);
-        if (vkcuda_get_live_objects(&live) != VKCUDA_SUCCESS || memcmp(&live, &zero, sizeof live) != 0) {
+        if (vkcuda_live_objects_get(&live) != VKCUDA_SUCCESS || memcmp(&live, &zero, sizeof live) != 0) {
             printf("  FAIL: objects left alive after destroying everything\n");
             ok = 0;
         }

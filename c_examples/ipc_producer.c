@@ -271,7 +271,7 @@ static int setup(int vulkan_only, int *skipped, char *why, size_t why_size) {
             *skipped = 1;
         FAILF("%s", why);
     }
-    CHECK_VKCUDA(vkcuda_context_get_vulkan(P.ctx, &P.vh));
+    CHECK_VKCUDA(vkcuda_context_get_vulkan_handles(P.ctx, &P.vh));
     if (vk_load(&P.vk, P.vh.get_instance_proc_addr, P.vh.instance, P.vh.physical_device, P.vh.device, why,
                 why_size) != 0)
         FAILF("loading Vulkan functions: %s", why);
@@ -281,7 +281,7 @@ static int setup(int vulkan_only, int *skipped, char *why, size_t why_size) {
     bi.size = P.size;
     if (P.cuda) {
         vkcuda_semaphore_create_info sci;
-        CHECK_VKCUDA(vkcuda_context_get_cuda(P.ctx, &P.ci));
+        CHECK_VKCUDA(vkcuda_context_get_cuda_info(P.ctx, &P.ci));
         if (cuda_driver_load(&P.cu, why, why_size) != 0) FAILF("loading the CUDA driver API: %s", why);
         printf("ipc_producer: CUDA device %d (%s context)\n", P.ci.device_ordinal,
                P.ci.primary ? "primary" : "borrowed");
@@ -362,6 +362,7 @@ static int vulkan_frame(uint64_t k) {
     VkCommandBufferBeginInfo bi;
     VkSubmitInfo si;
     VkBufferCopy copy;
+    VkBuffer dst = VK_NULL_HANDLE;
     vkcuda_handoff_info write = handoff(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
     uint64_t ack = UINT64_MAX;
     VkResult vr;
@@ -376,7 +377,8 @@ static int vulkan_frame(uint64_t k) {
     CHECK_VKCUDA(vkcuda_buffer_cmd_acquire_from_cuda(P.buffer, P.cmd, &write));
     copy.srcOffset = copy.dstOffset = 0;
     copy.size = P.size;
-    P.vk.vkCmdCopyBuffer(P.cmd, P.staging.buffer, vkcuda_buffer_get_vk_buffer(P.buffer), 1, &copy);
+    CHECK_VKCUDA(vkcuda_buffer_get_vk_buffer(P.buffer, &dst));
+    P.vk.vkCmdCopyBuffer(P.cmd, P.staging.buffer, dst, 1, &copy);
     CHECK_VKCUDA(vkcuda_buffer_cmd_release_to_cuda(P.buffer, P.cmd, &write));
     CHECK_VK(P.vk.vkEndCommandBuffer(P.cmd));
     memset(&si, 0, sizeof si);
@@ -539,7 +541,7 @@ done:
     {
         vkcuda_live_objects live, zero;
         memset(&zero, 0, sizeof zero);
-        if (vkcuda_get_live_objects(&live) != VKCUDA_SUCCESS || memcmp(&live, &zero, sizeof live) != 0) {
+        if (vkcuda_live_objects_get(&live) != VKCUDA_SUCCESS || memcmp(&live, &zero, sizeof live) != 0) {
             printf("  FAIL: objects left alive after destroying everything\n");
             ok = 0;
         }

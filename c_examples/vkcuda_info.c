@@ -107,16 +107,16 @@ static void print_version(void)
 static void print_cuda_driver(void)
 {
     int32_t version = -1;
-    vkcuda_result r = vkcuda_cuda_driver_version(&version);
+    vkcuda_result r = vkcuda_cuda_driver_get_version(&version);
     printf("CUDA driver: ");
     if (r == VKCUDA_SUCCESS) {
         printf("%d.%d (%d)\n", (int)(version / 1000), (int)((version % 1000) / 10), (int)version);
         if (version <= 0) {
-            fail("vkcuda_cuda_driver_version succeeded with a version <= 0");
+            fail("vkcuda_cuda_driver_get_version succeeded with a version <= 0");
         }
     } else {
         printf("not available: ");
-        print_failure("vkcuda_cuda_driver_version", r);
+        print_failure("vkcuda_cuda_driver_get_version", r);
     }
 }
 
@@ -126,11 +126,11 @@ static int print_devices(void)
     uint32_t count = 0, written, i;
     int paired = 0;
     vkcuda_physical_device_support *devices;
-    vkcuda_result r = vkcuda_enumerate_physical_devices(&count, NULL);
+    vkcuda_result r = vkcuda_physical_devices_enumerate(&count, NULL);
 
     if (r != VKCUDA_SUCCESS) {
         printf("Vulkan devices: not available: ");
-        print_failure("vkcuda_enumerate_physical_devices", r);
+        print_failure("vkcuda_physical_devices_enumerate", r);
         return 0;
     }
     printf("Vulkan devices: %lu\n", (unsigned long)count);
@@ -143,15 +143,15 @@ static int print_devices(void)
         return 0;
     }
     written = count;
-    r = vkcuda_enumerate_physical_devices(&written, devices);
+    r = vkcuda_physical_devices_enumerate(&written, devices);
     if (r != VKCUDA_SUCCESS) {
         printf("Vulkan devices: listing failed: ");
-        print_failure("vkcuda_enumerate_physical_devices", r);
+        print_failure("vkcuda_physical_devices_enumerate", r);
         free(devices);
         return 0;
     }
     if (written > count) {
-        fail("vkcuda_enumerate_physical_devices wrote more devices than asked for");
+        fail("vkcuda_physical_devices_enumerate wrote more devices than asked for");
         written = count;
     }
     for (i = 0; i < written; i++) {
@@ -199,11 +199,11 @@ static void print_queue_family(const vkcuda_context *ctx)
     vkcuda_result r;
 
     memset(&handles, 0, sizeof handles);
-    r = vkcuda_context_get_vulkan(ctx, &handles);
+    r = vkcuda_context_get_vulkan_handles(ctx, &handles);
     if (r != VKCUDA_SUCCESS) {
-        printf("  vkcuda_context_get_vulkan failed: ");
-        print_failure("vkcuda_context_get_vulkan", r);
-        fail("vkcuda_context_get_vulkan failed on a standalone context");
+        printf("  vkcuda_context_get_vulkan_handles failed: ");
+        print_failure("vkcuda_context_get_vulkan_handles", r);
+        fail("vkcuda_context_get_vulkan_handles failed on a standalone context");
         return;
     }
     if (handles.device == VK_NULL_HANDLE || handles.queue == VK_NULL_HANDLE) {
@@ -226,10 +226,10 @@ static int try_standalone(void)
         char uuid[37];
         printf("created\n");
         memset(&cuda, 0, sizeof cuda);
-        r = vkcuda_context_get_cuda(ctx, &cuda);
+        r = vkcuda_context_get_cuda_info(ctx, &cuda);
         if (r != VKCUDA_SUCCESS) {
-            printf("  vkcuda_context_get_cuda failed: ");
-            print_failure("vkcuda_context_get_cuda", r);
+            printf("  vkcuda_context_get_cuda_info failed: ");
+            print_failure("vkcuda_context_get_cuda_info", r);
             fail("a CUDA-paired context has no CUDA side");
         } else {
             format_uuid(cuda.device_uuid, uuid);
@@ -259,9 +259,9 @@ static int try_standalone(void)
     printf("created\n");
     print_queue_family(ctx);
     memset(&cuda, 0, sizeof cuda);
-    r = vkcuda_context_get_cuda(ctx, &cuda);
+    r = vkcuda_context_get_cuda_info(ctx, &cuda);
     if (r != VKCUDA_ERROR_CUDA_UNAVAILABLE) {
-        fprintf(stderr, "vkcuda_info: vkcuda_context_get_cuda on a Vulkan-only context: %s\n",
+        fprintf(stderr, "vkcuda_info: vkcuda_context_get_cuda_info on a Vulkan-only context: %s\n",
                 vkcuda_result_to_string(r));
         fail("a Vulkan-only context must answer VKCUDA_ERROR_CUDA_UNAVAILABLE");
     }

@@ -10,7 +10,26 @@
  * destroy(NULL) does nothing. No CUDA header is needed: CUDA contexts and streams
  * cross as struct CUctx_st * / struct CUstream_st * (what CUcontext, CUstream and
  * cudaStream_t are), device pointers as uint64_t (CUdeviceptr).
+ *
+ * The declarations come in the order of the groups below (cbindgen puts every
+ * constant, enum and struct before the functions; the groups keep each object's
+ * types beside its functions in the generated documentation).
  */
+/** @defgroup context Contexts
+ * Pairing the engine's VkDevice with the CUDA device of the same UUID: what to
+ * enable before creating the device, the context object and its handles. */
+/** @defgroup buffer Buffers
+ * One allocation seen as a VkBuffer by Vulkan and as a device pointer by CUDA. */
+/** @defgroup image Images
+ * A VkImage seen by CUDA as a mipmapped array, with surface and texture objects. */
+/** @defgroup sync Semaphores and handoffs
+ * Timeline (and binary) semaphores that CUDA streams and queue submits both signal
+ * and wait on, the frame-pacing helper, and the queue-family handoff barriers. */
+/** @defgroup share Cross-process sharing
+ * Describing an object, sending its fd and description over a Unix socket, and
+ * importing it in another process. */
+/** @defgroup library The library
+ * Version, result codes, the per-thread error message and live-object counters. */
 
 #ifndef VKCUDA_H
 #define VKCUDA_H
@@ -21,40 +40,70 @@
 #include <stddef.h>
 #include <vulkan/vulkan_core.h>
 
-#if defined(_WIN32)
-#define VKCUDA_API
-#elif defined(__GNUC__) || defined(__clang__)
+/*
+ * VKCUDA_NODISCARD marks the fallible functions: dropping their vkcuda_result
+ * warns, and a (void) cast says it is dropped on purpose. It is [[nodiscard]] in
+ * C++17 and C23, Clang's warn_unused_result before those, and nothing in older C
+ * under GCC (whose warn_unused_result no cast can silence). VKCUDA_API gives the
+ * functions default visibility; it uses the [[...]] syntax wherever
+ * VKCUDA_NODISCARD does, since the two syntaxes cannot be mixed in that order.
+ */
+#if defined(__cplusplus) && __cplusplus >= 201703L
+#define VKCUDA_NODISCARD [[nodiscard]]
+#elif !defined(__cplusplus) && defined(__STDC_VERSION__) && __STDC_VERSION__ > 201710L && defined(__has_c_attribute)
+#if __has_c_attribute(nodiscard)
+#define VKCUDA_NODISCARD [[nodiscard]]
+#endif
+#endif
+#if defined(VKCUDA_NODISCARD) && !defined(_WIN32) && (defined(__GNUC__) || defined(__clang__))
+#define VKCUDA_API [[gnu::visibility("default")]]
+#endif
+#ifndef VKCUDA_NODISCARD
+#if defined(__clang__)
+#define VKCUDA_NODISCARD __attribute__((warn_unused_result))
+#else
+#define VKCUDA_NODISCARD
+#endif
+#endif
+#ifndef VKCUDA_API
+#if !defined(_WIN32) && (defined(__GNUC__) || defined(__clang__))
 #define VKCUDA_API __attribute__((visibility("default")))
 #else
 #define VKCUDA_API
 #endif
-
-#if defined(__GNUC__) || defined(__clang__)
-#define VKCUDA_NODISCARD __attribute__((warn_unused_result))
-#elif defined(__cplusplus) && __cplusplus >= 201703L
-#define VKCUDA_NODISCARD [[nodiscard]]
-#else
-#define VKCUDA_NODISCARD
 #endif
 
-/** Packs a version as vkcuda_version() returns it. */
+/** Packs a version as vkcuda_version() returns it. @ingroup library */
 #define VKCUDA_MAKE_VERSION(major, minor, patch) \
   ((((uint32_t)(major)) << 22U) | (((uint32_t)(minor)) << 12U) | ((uint32_t)(patch)))
+/** The major version of this header. @ingroup library */
 #define VKCUDA_VERSION_MAJOR 0
-#define VKCUDA_VERSION_MINOR 1
+/** The minor version of this header. @ingroup library */
+#define VKCUDA_VERSION_MINOR 2
+/** The patch version of this header. @ingroup library */
 #define VKCUDA_VERSION_PATCH 0
-/** The version of this header; compare with vkcuda_version() at run time. */
+/** The version of this header; compare with vkcuda_version() at run time. @ingroup library */
 #define VKCUDA_VERSION VKCUDA_MAKE_VERSION(VKCUDA_VERSION_MAJOR, VKCUDA_VERSION_MINOR, VKCUDA_VERSION_PATCH)
+/** The major version of a packed version (VKCUDA_VERSION, vkcuda_version()). @ingroup library */
+#define VKCUDA_VERSION_GET_MAJOR(version) (((uint32_t)(version)) >> 22U)
+/** The minor version of a packed version. @ingroup library */
+#define VKCUDA_VERSION_GET_MINOR(version) ((((uint32_t)(version)) >> 12U) & 0x3FFU)
+/** The patch version of a packed version. @ingroup library */
+#define VKCUDA_VERSION_GET_PATCH(version) (((uint32_t)(version)) & 0xFFFU)
 
 
 /**
  * Create without a CUDA side: only the Vulkan half works (export/import of fds),
  * and every CUDA call returns `VKCUDA_ERROR_CUDA_UNAVAILABLE`.
+ *
+ * @ingroup context
  */
 #define VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT 1
 
 /**
  * Standalone only: use `physical_device_index` instead of picking a device.
+ *
+ * @ingroup context
  */
 #define VKCUDA_CONTEXT_CREATE_PHYSICAL_DEVICE_INDEX_BIT 2
 
@@ -62,43 +111,59 @@
  * The image is cube compatible (`VK_IMAGE_CREATE_CUBE_COMPATIBLE_BIT`): 2D,
  * square, a multiple of 6 array layers. CUDA maps it as a cubemap
  * (`CUDA_ARRAY3D_CUBEMAP`, layered when more than 6 layers).
+ *
+ * @ingroup image
  */
 #define VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT 1
 
 /**
  * Texture coordinates run over [0, 1) instead of [0, size).
+ *
+ * @ingroup image
  */
 #define VKCUDA_TEXTURE_NORMALIZED_COORDINATES_BIT 1
 
 /**
  * The texture covers every mip level (mipmapped sampling, `tex2DLod` and
  * friends) instead of the one level in `level`.
+ *
+ * @ingroup image
  */
 #define VKCUDA_TEXTURE_ALL_LEVELS_BIT 2
 
 /**
+ * Host waits do not spin first: they poll with short sleeps from the start.
+ *
+ * @ingroup sync
+ */
+#define VKCUDA_SEMAPHORE_CREATE_NO_SPIN_BIT 1
+
+/**
  * The size in bytes of a serialized description (format version 1).
+ *
+ * @ingroup share
  */
 #define VKCUDA_SHARE_DESCRIPTION_SIZE 128
 
 /**
  * The description format version this library writes and reads.
+ *
+ * @ingroup share
  */
 #define VKCUDA_SHARE_FORMAT_VERSION 1
 
 /**
  * The send and receive timeout when `vkcuda_share_options::timeout_ns` is 0 (10 s).
+ *
+ * @ingroup share
  */
 #define VKCUDA_SHARE_DEFAULT_TIMEOUT_NS 10000000000
 
 /**
- * Host waits do not spin first: they poll with short sleeps from the start.
- */
-#define VKCUDA_SEMAPHORE_CREATE_NO_SPIN_BIT 1
-
-/**
  * Result codes. Every fallible function returns one; 0 is success, each failure
  * class has its own negative value. `vkcuda_last_error_message` says more.
+ *
+ * @ingroup library
  */
 typedef enum vkcuda_result {
   /**
@@ -173,6 +238,8 @@ typedef enum vkcuda_result {
 
 /**
  * Which side allocates a shared buffer's memory.
+ *
+ * @ingroup buffer
  */
 typedef enum vkcuda_allocator {
   /**
@@ -192,6 +259,8 @@ typedef enum vkcuda_allocator {
 
 /**
  * How a format's channels are interpreted (output only).
+ *
+ * @ingroup image
  */
 typedef enum vkcuda_format_numeric {
   /**
@@ -221,6 +290,8 @@ typedef enum vkcuda_format_numeric {
 
 /**
  * The dimensionality of an image. 0 is 2D, so an all-zero description is 2D.
+ *
+ * @ingroup image
  */
 typedef enum vkcuda_image_type {
   /**
@@ -244,6 +315,8 @@ typedef enum vkcuda_image_type {
 
 /**
  * The kind of a shared semaphore.
+ *
+ * @ingroup sync
  */
 typedef enum vkcuda_semaphore_type {
   /**
@@ -262,6 +335,8 @@ typedef enum vkcuda_semaphore_type {
 
 /**
  * How a texture filters.
+ *
+ * @ingroup image
  */
 typedef enum vkcuda_filter {
   /**
@@ -281,6 +356,8 @@ typedef enum vkcuda_filter {
 
 /**
  * What a texture returns outside the image (all three axes).
+ *
+ * @ingroup image
  */
 typedef enum vkcuda_address_mode {
   /**
@@ -307,6 +384,8 @@ typedef enum vkcuda_address_mode {
 
 /**
  * What a texture read returns for integer formats.
+ *
+ * @ingroup image
  */
 typedef enum vkcuda_read_mode {
   /**
@@ -327,6 +406,8 @@ typedef enum vkcuda_read_mode {
 
 /**
  * What a share description describes.
+ *
+ * @ingroup share
  */
 typedef enum vkcuda_share_kind {
   /**
@@ -349,23 +430,31 @@ typedef enum vkcuda_share_kind {
 
 /**
  * CUDA's array struct; `CUarray` from cuda.h is `struct CUarray_st *`.
+ *
+ * @ingroup image
  */
 typedef struct CUarray_st CUarray_st;
 
 /**
  * CUDA's context struct; `CUcontext` from cuda.h is `struct CUctx_st *`.
+ *
+ * @ingroup context
  */
 typedef struct CUctx_st CUctx_st;
 
 /**
  * CUDA's mipmapped array struct; `CUmipmappedArray` from cuda.h is
  * `struct CUmipmappedArray_st *`.
+ *
+ * @ingroup image
  */
 typedef struct CUmipmappedArray_st CUmipmappedArray_st;
 
 /**
  * CUDA's stream struct; `CUstream` (and the runtime's `cudaStream_t`) is
  * `struct CUstream_st *`. NULL is the legacy default stream.
+ *
+ * @ingroup sync
  */
 typedef struct CUstream_st CUstream_st;
 
@@ -375,6 +464,8 @@ typedef struct CUstream_st CUstream_st;
  *
  * Thread-safety: the getters and `export_fd` may be called from any thread at
  * once; destroy must not overlap any other use (like a Vulkan object).
+ *
+ * @ingroup buffer
  */
 typedef struct vkcuda_buffer vkcuda_buffer;
 
@@ -383,6 +474,8 @@ typedef struct vkcuda_buffer vkcuda_buffer;
  * `vkcuda_context_create_standalone`, released by `vkcuda_context_destroy`.
  *
  * Thread-safety: a context may be used from any number of threads at once.
+ *
+ * @ingroup context
  */
 typedef struct vkcuda_context vkcuda_context;
 
@@ -394,6 +487,8 @@ typedef struct vkcuda_context vkcuda_context;
  * Thread-safety: every function but destroy may be called from any thread at
  * once (surface and texture creation are locked); destroy must not overlap any
  * other use.
+ *
+ * @ingroup image
  */
 typedef struct vkcuda_image vkcuda_image;
 
@@ -402,177 +497,15 @@ typedef struct vkcuda_image vkcuda_image;
  *
  * Thread-safety: every function but destroy may be called from any thread at once
  * (the value book-keeping is locked); destroy must not overlap any other use.
+ *
+ * @ingroup sync
  */
 typedef struct vkcuda_semaphore vkcuda_semaphore;
 
 /**
- * How to make a shared buffer. All zero except `size` gives a Vulkan-allocated
- * buffer usable as a storage buffer and for transfers.
- */
-typedef struct vkcuda_buffer_create_info {
-  /**
-   * Reserved; must be 0.
-   */
-  uint32_t flags;
-  /**
-   * Which side allocates (default `VKCUDA_ALLOCATOR_VULKAN`).
-   */
-  vkcuda_allocator allocator;
-  /**
-   * Size in bytes, at least 1. CUDA allocations are rounded up to the allocation
-   * granularity (`allocation_size` in `vkcuda_buffer_info`); the views are `size` long.
-   */
-  uint64_t size;
-  /**
-   * `VkBufferUsageFlags` of the `VkBuffer`; 0 means TRANSFER_SRC | TRANSFER_DST |
-   * STORAGE_BUFFER. Transfer, uniform/storage (texel), index, vertex and indirect
-   * usages are accepted.
-   */
-  VkBufferUsageFlags usage;
-} vkcuda_buffer_create_info;
-
-/**
- * Memory the engine allocated itself (for example from a VMA pool created with
- * `VkExportMemoryAllocateInfo`), for `vkcuda_buffer_wrap`.
- */
-typedef struct vkcuda_buffer_wrap_info {
-  /**
-   * Reserved; must be 0.
-   */
-  uint32_t flags;
-  /**
-   * The engine's buffer, bound to `memory` at `offset`. Stays the engine's.
-   */
-  VkBuffer buffer;
-  /**
-   * The engine's memory, allocated with `VkExportMemoryAllocateInfo` for
-   * `VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT`. Stays the engine's.
-   */
-  VkDeviceMemory memory;
-  /**
-   * `VkMemoryAllocateInfo::allocationSize` of `memory` (the whole allocation).
-   */
-  uint64_t allocation_size;
-  /**
-   * Where the buffer's range starts in `memory`.
-   */
-  uint64_t offset;
-  /**
-   * How many bytes CUDA sees, from `offset`.
-   */
-  uint64_t size;
-  /**
-   * VK_TRUE when `memory` is a dedicated allocation (`VkMemoryDedicatedAllocateInfo`).
-   */
-  VkBool32 dedicated;
-} vkcuda_buffer_wrap_info;
-
-/**
- * What the importer of an exported buffer fd needs to know (the exporter's
- * `vkcuda_buffer_info` holds each value).
- */
-typedef struct vkcuda_buffer_import_info {
-  /**
-   * Reserved; must be 0.
-   */
-  uint32_t flags;
-  /**
-   * Which API allocated the memory (`vkcuda_buffer_info::allocator`).
-   */
-  vkcuda_allocator origin;
-  /**
-   * The whole allocation's size.
-   */
-  uint64_t allocation_size;
-  /**
-   * Where the buffer starts in the allocation.
-   */
-  uint64_t offset;
-  /**
-   * The buffer's size.
-   */
-  uint64_t size;
-  /**
-   * VK_TRUE when the allocation is dedicated.
-   */
-  VkBool32 dedicated;
-  /**
-   * `VkBufferUsageFlags` for the new `VkBuffer` (0: the default of create).
-   */
-  VkBufferUsageFlags usage;
-} vkcuda_buffer_import_info;
-
-/**
- * Everything about a shared buffer.
- */
-typedef struct vkcuda_buffer_info {
-  /**
-   * The Vulkan view. Owned by the vkcuda buffer, except for wrapped buffers.
-   */
-  VkBuffer buffer;
-  /**
-   * The memory `buffer` is bound to. Owned like `buffer`.
-   */
-  VkDeviceMemory memory;
-  /**
-   * Where `buffer` starts in `memory`.
-   */
-  uint64_t offset;
-  /**
-   * The size of both views in bytes.
-   */
-  uint64_t size;
-  /**
-   * The whole allocation's size (at least `offset + size`).
-   */
-  uint64_t allocation_size;
-  /**
-   * The CUDA view (`CUdeviceptr`, usable in the context's CUcontext), or 0 in a
-   * Vulkan-only context.
-   */
-  uint64_t cuda_pointer;
-  /**
-   * Which API allocated the memory.
-   */
-  enum vkcuda_allocator allocator;
-  /**
-   * VK_TRUE when the allocation is dedicated.
-   */
-  VkBool32 dedicated;
-  /**
-   * VK_TRUE when `buffer` and `memory` are the engine's (`vkcuda_buffer_wrap`).
-   */
-  VkBool32 wrapped;
-} vkcuda_buffer_info;
-
-/**
- * Where the engine hands a resource over and what it did or will do with it,
- * for the handoff barriers. All zero: queue family 0, all commands, all memory
- * reads and writes.
- */
-typedef struct vkcuda_handoff_info {
-  /**
-   * Reserved; must be 0.
-   */
-  uint32_t flags;
-  /**
-   * The engine's queue family that the command buffer is submitted to.
-   */
-  uint32_t queue_family_index;
-  /**
-   * Release: the stages that wrote or read the resource before the handoff.
-   * Acquire: the stages that use it after. 0 means ALL_COMMANDS.
-   */
-  VkPipelineStageFlags stage_mask;
-  /**
-   * Release: the engine's writes to make available. Acquire: the accesses that
-   * follow. 0 means MEMORY_READ | MEMORY_WRITE.
-   */
-  VkAccessFlags access_mask;
-} vkcuda_handoff_info;
-
-/**
  * What a physical device offers for interop.
+ *
+ * @ingroup context
  */
 typedef struct vkcuda_physical_device_support {
   /**
@@ -619,6 +552,8 @@ typedef struct vkcuda_physical_device_support {
 
 /**
  * The engine's handles for `vkcuda_context_create`.
+ *
+ * @ingroup context
  */
 typedef struct vkcuda_context_create_info {
   /**
@@ -635,7 +570,7 @@ typedef struct vkcuda_context_create_info {
   VkPhysicalDevice physical_device;
   /**
    * The engine's device, created with the extensions from
-   * `vkcuda_enumerate_device_extensions` that the device supports and the
+   * `vkcuda_device_extensions_enumerate` that the device supports and the
    * `timelineSemaphore` feature.
    */
   VkDevice device;
@@ -657,6 +592,8 @@ typedef struct vkcuda_context_create_info {
 /**
  * Options of `vkcuda_context_create_standalone`; all zero (or a NULL pointer) for
  * the defaults.
+ *
+ * @ingroup context
  */
 typedef struct vkcuda_standalone_create_info {
   /**
@@ -673,6 +610,8 @@ typedef struct vkcuda_standalone_create_info {
 
 /**
  * The Vulkan handles of a context.
+ *
+ * @ingroup context
  */
 typedef struct vkcuda_vulkan_handles {
   /**
@@ -705,6 +644,8 @@ typedef struct vkcuda_vulkan_handles {
 
 /**
  * The CUDA side of a context.
+ *
+ * @ingroup context
  */
 typedef struct vkcuda_cuda_info {
   /**
@@ -731,46 +672,185 @@ typedef struct vkcuda_cuda_info {
 } vkcuda_cuda_info;
 
 /**
- * How many native objects the library holds right now, in the whole process (for
- * leak checks: after destroying everything, all are 0).
+ * How to make a shared buffer. All zero except `size` gives a Vulkan-allocated
+ * buffer usable as a storage buffer and for transfers.
+ *
+ * @ingroup buffer
  */
-typedef struct vkcuda_live_objects {
+typedef struct vkcuda_buffer_create_info {
   /**
-   * Contexts (kept alive by their objects too).
+   * Reserved; must be 0.
    */
-  int64_t contexts;
+  uint32_t flags;
   /**
-   * `VkBuffer`s the library created.
+   * Which side allocates (default `VKCUDA_ALLOCATOR_VULKAN`).
    */
-  int64_t vk_buffers;
+  vkcuda_allocator allocator;
   /**
-   * `VkDeviceMemory` objects the library allocated or imported.
+   * Size in bytes, at least 1. CUDA allocations are rounded up to the allocation
+   * granularity (`allocation_size` in `vkcuda_buffer_info`); the views are `size` long.
    */
-  int64_t vk_memories;
+  uint64_t size;
   /**
-   * `VkImage`s the library created.
+   * `VkBufferUsageFlags` of the `VkBuffer`; 0 means TRANSFER_SRC | TRANSFER_DST |
+   * STORAGE_BUFFER. Transfer, uniform/storage (texel), index, vertex and indirect
+   * usages are accepted.
    */
-  int64_t vk_images;
+  VkBufferUsageFlags usage;
+} vkcuda_buffer_create_info;
+
+/**
+ * Memory the engine allocated itself (for example from a VMA pool created with
+ * `VkExportMemoryAllocateInfo`), for `vkcuda_buffer_wrap`.
+ *
+ * @ingroup buffer
+ */
+typedef struct vkcuda_buffer_wrap_info {
   /**
-   * `VkSemaphore`s the library created.
+   * Reserved; must be 0.
    */
-  int64_t vk_semaphores;
+  uint32_t flags;
   /**
-   * `cuMemCreate` allocations (and imported ones).
+   * The engine's buffer, bound to `memory` at `offset`. Stays the engine's.
    */
-  int64_t cuda_allocations;
+  VkBuffer buffer;
   /**
-   * `cuImportExternalMemory` imports.
+   * The engine's memory, allocated with `VkExportMemoryAllocateInfo` for
+   * `VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT`. Stays the engine's.
    */
-  int64_t cuda_external_memories;
+  VkDeviceMemory memory;
   /**
-   * `cuImportExternalSemaphore` imports.
+   * `VkMemoryAllocateInfo::allocationSize` of `memory` (the whole allocation).
    */
-  int64_t cuda_external_semaphores;
-} vkcuda_live_objects;
+  uint64_t allocation_size;
+  /**
+   * Where the buffer's range starts in `memory`.
+   */
+  uint64_t offset;
+  /**
+   * How many bytes CUDA sees, from `offset`.
+   */
+  uint64_t size;
+  /**
+   * VK_TRUE when `memory` is a dedicated allocation (`VkMemoryDedicatedAllocateInfo`).
+   */
+  VkBool32 dedicated;
+} vkcuda_buffer_wrap_info;
+
+/**
+ * What the importer of an exported buffer fd needs to know (the exporter's
+ * `vkcuda_buffer_info` holds each value).
+ *
+ * @ingroup buffer
+ */
+typedef struct vkcuda_buffer_import_info {
+  /**
+   * Reserved; must be 0.
+   */
+  uint32_t flags;
+  /**
+   * Which API allocated the memory (`vkcuda_buffer_info::allocator`).
+   */
+  vkcuda_allocator allocator;
+  /**
+   * The whole allocation's size.
+   */
+  uint64_t allocation_size;
+  /**
+   * Where the buffer starts in the allocation.
+   */
+  uint64_t offset;
+  /**
+   * The buffer's size.
+   */
+  uint64_t size;
+  /**
+   * VK_TRUE when the allocation is dedicated.
+   */
+  VkBool32 dedicated;
+  /**
+   * `VkBufferUsageFlags` for the new `VkBuffer` (0: the default of create).
+   */
+  VkBufferUsageFlags usage;
+} vkcuda_buffer_import_info;
+
+/**
+ * Everything about a shared buffer.
+ *
+ * @ingroup buffer
+ */
+typedef struct vkcuda_buffer_info {
+  /**
+   * The Vulkan view. Owned by the vkcuda buffer, except for wrapped buffers.
+   */
+  VkBuffer buffer;
+  /**
+   * The memory `buffer` is bound to. Owned like `buffer`.
+   */
+  VkDeviceMemory memory;
+  /**
+   * Where `buffer` starts in `memory`.
+   */
+  uint64_t offset;
+  /**
+   * The size of both views in bytes.
+   */
+  uint64_t size;
+  /**
+   * The whole allocation's size (at least `offset + size`).
+   */
+  uint64_t allocation_size;
+  /**
+   * The CUDA view (`CUdeviceptr`, usable in the context's CUcontext), or 0 in a
+   * Vulkan-only context.
+   */
+  uint64_t cuda_pointer;
+  /**
+   * Which API allocated the memory.
+   */
+  enum vkcuda_allocator allocator;
+  /**
+   * VK_TRUE when the allocation is dedicated.
+   */
+  VkBool32 dedicated;
+  /**
+   * VK_TRUE when `buffer` and `memory` are the engine's (`vkcuda_buffer_wrap`).
+   */
+  VkBool32 wrapped;
+} vkcuda_buffer_info;
+
+/**
+ * Where the engine hands a resource over and what it did or will do with it,
+ * for the handoff barriers. All zero: queue family 0, all commands, all memory
+ * reads and writes.
+ *
+ * @ingroup sync
+ */
+typedef struct vkcuda_handoff_info {
+  /**
+   * Reserved; must be 0.
+   */
+  uint32_t flags;
+  /**
+   * The engine's queue family that the command buffer is submitted to.
+   */
+  uint32_t queue_family_index;
+  /**
+   * Release: the stages that wrote or read the resource before the handoff.
+   * Acquire: the stages that use it after. 0 means ALL_COMMANDS.
+   */
+  VkPipelineStageFlags stage_mask;
+  /**
+   * Release: the engine's writes to make available. Acquire: the accesses that
+   * follow. 0 means MEMORY_READ | MEMORY_WRITE.
+   */
+  VkAccessFlags access_mask;
+} vkcuda_handoff_info;
 
 /**
  * What CUDA sees of a format.
+ *
+ * @ingroup image
  */
 typedef struct vkcuda_format_info {
   /**
@@ -803,6 +883,8 @@ typedef struct vkcuda_format_info {
  * The image has optimal tiling, exclusive sharing and starts in
  * `VK_IMAGE_LAYOUT_UNDEFINED`; its memory is one dedicated, exportable
  * (`OPAQUE_FD`) allocation.
+ *
+ * @ingroup image
  */
 typedef struct vkcuda_image_create_info {
   /**
@@ -848,6 +930,8 @@ typedef struct vkcuda_image_create_info {
 
 /**
  * An image the engine created itself, for `vkcuda_image_wrap`.
+ *
+ * @ingroup image
  */
 typedef struct vkcuda_image_wrap_info {
   /**
@@ -880,6 +964,8 @@ typedef struct vkcuda_image_wrap_info {
 
 /**
  * Everything about a shared image.
+ *
+ * @ingroup image
  */
 typedef struct vkcuda_image_info {
   /**
@@ -946,6 +1032,8 @@ typedef struct vkcuda_image_info {
  * A texture sampler description for `vkcuda_image_create_texture_object`. All
  * zero: level 0, point filtering, clamp, unnormalized coordinates, integers read
  * as integers.
+ *
+ * @ingroup image
  */
 typedef struct vkcuda_texture_info {
   /**
@@ -975,14 +1063,57 @@ typedef struct vkcuda_texture_info {
 } vkcuda_texture_info;
 
 /**
+ * How to make a shared semaphore; all zero gives a timeline starting at 0.
+ *
+ * @ingroup sync
+ */
+typedef struct vkcuda_semaphore_create_info {
+  /**
+   * `VKCUDA_SEMAPHORE_CREATE_*` bits.
+   */
+  uint32_t flags;
+  /**
+   * Timeline (default) or binary.
+   */
+  vkcuda_semaphore_type semaphore_type;
+  /**
+   * Timeline: the initial value. Binary: must be 0.
+   */
+  uint64_t initial_value;
+  /**
+   * How long `vkcuda_semaphore_host_wait` spins on the counter before it polls
+   * with sleeps; 0 means the default (1 ms).
+   */
+  uint64_t host_wait_spin_ns;
+} vkcuda_semaphore_create_info;
+
+/**
+ * One stage of a frame on a timeline: wait for `wait_value`, signal `signal_value`.
+ *
+ * @ingroup sync
+ */
+typedef struct vkcuda_timeline_stage {
+  /**
+   * The value the stage waits for (the previous stage's signal).
+   */
+  uint64_t wait_value;
+  /**
+   * The value the stage signals when its work is done.
+   */
+  uint64_t signal_value;
+} vkcuda_timeline_stage;
+
+/**
  * A shared buffer's memory, as an importer needs it (`vkcuda_buffer_info` of the
  * exporter).
+ *
+ * @ingroup share
  */
 typedef struct vkcuda_share_buffer_description {
   /**
    * Which API allocated the memory.
    */
-  vkcuda_allocator origin;
+  vkcuda_allocator allocator;
   /**
    * VK_TRUE when the allocation is dedicated.
    */
@@ -1003,6 +1134,8 @@ typedef struct vkcuda_share_buffer_description {
 
 /**
  * A shared semaphore.
+ *
+ * @ingroup share
  */
 typedef struct vkcuda_share_semaphore_description {
   /**
@@ -1018,6 +1151,8 @@ typedef struct vkcuda_share_semaphore_description {
 
 /**
  * A shared image.
+ *
+ * @ingroup share
  */
 typedef struct vkcuda_share_image_description {
   /**
@@ -1044,6 +1179,8 @@ typedef struct vkcuda_share_image_description {
  *
  * Only the member of `kind` is read; the other two are ignored (the library writes
  * them as zeros).
+ *
+ * @ingroup share
  */
 typedef struct vkcuda_share_description {
   /**
@@ -1083,6 +1220,8 @@ typedef struct vkcuda_share_description {
  * `pid`, `uid` and `gid` are the peer's `pid_t`, `uid_t` and `gid_t` as the
  * kernel recorded them when the connection was made (`SO_PEERCRED`). Called on the
  * thread of the send or receive, before any fd crosses; it must not throw.
+ *
+ * @ingroup share
  */
 typedef int (*vkcuda_peer_check_fn)(int32_t pid, uint32_t uid, uint32_t gid, void *user);
 
@@ -1100,6 +1239,8 @@ typedef int (*vkcuda_peer_check_fn)(int32_t pid, uint32_t uid, uint32_t gid, voi
  * by default the peer must run as the same effective user as this process;
  * `peer_check` replaces that rule. The receiver closes every fd of a message it
  * refuses. See docs/CROSS_PROCESS.md.
+ *
+ * @ingroup share
  */
 typedef struct vkcuda_share_options {
   /**
@@ -1129,71 +1270,183 @@ typedef struct vkcuda_share_options {
 } vkcuda_share_options;
 
 /**
- * How to make a shared semaphore; all zero gives a timeline starting at 0.
+ * How many native objects the library holds right now, in the whole process (for
+ * leak checks: after destroying everything, all are 0).
+ *
+ * @ingroup library
  */
-typedef struct vkcuda_semaphore_create_info {
+typedef struct vkcuda_live_objects {
   /**
-   * `VKCUDA_SEMAPHORE_CREATE_*` bits.
+   * Contexts (kept alive by their objects too).
    */
-  uint32_t flags;
+  int64_t contexts;
   /**
-   * Timeline (default) or binary.
+   * `VkBuffer`s the library created.
    */
-  vkcuda_semaphore_type semaphore_type;
+  int64_t vk_buffers;
   /**
-   * Timeline: the initial value. Binary: must be 0.
+   * `VkDeviceMemory` objects the library allocated or imported.
    */
-  uint64_t initial_value;
+  int64_t vk_memories;
   /**
-   * How long `vkcuda_semaphore_host_wait` spins on the counter before it polls
-   * with sleeps; 0 means the default (1 ms).
+   * `VkImage`s the library created.
    */
-  uint64_t host_wait_spin_ns;
-} vkcuda_semaphore_create_info;
-
-/**
- * One stage of a frame on a timeline: wait for `wait_value`, signal `signal_value`.
- */
-typedef struct vkcuda_timeline_stage {
+  int64_t vk_images;
   /**
-   * The value the stage waits for (the previous stage's signal).
+   * `VkSemaphore`s the library created.
    */
-  uint64_t wait_value;
+  int64_t vk_semaphores;
   /**
-   * The value the stage signals when its work is done.
+   * `cuMemCreate` allocations (and imported ones).
    */
-  uint64_t signal_value;
-} vkcuda_timeline_stage;
+  int64_t cuda_allocations;
+  /**
+   * `cuImportExternalMemory` imports.
+   */
+  int64_t cuda_external_memories;
+  /**
+   * `cuImportExternalSemaphore` imports.
+   */
+  int64_t cuda_external_semaphores;
+} vkcuda_live_objects;
 
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
 
 /**
- * The library version packed as `(major << 22) | (minor << 12) | patch`, the
- * value of `VKCUDA_VERSION` in the header the program was built with.
- */
-VKCUDA_API uint32_t vkcuda_version(void);
-
-/**
- * The library version as a string ("0.1.0"); static, never freed.
- */
-VKCUDA_API const char *vkcuda_version_string(void);
-
-/**
- * The name of a result code ("VKCUDA_ERROR_TIMEOUT"), or "VKCUDA_UNKNOWN_RESULT"
- * for a value that is not one. Static, never freed.
- */
-VKCUDA_API const char *vkcuda_result_to_string(vkcuda_result result);
-
-/**
- * What the last failed call on this thread said, naming the function, the native
- * call and its VkResult/CUresult; "" after a successful call. The string belongs to
- * the library and stays valid until the next vkcuda call on the same thread.
+ * Lists the device extensions the library uses, Vulkan-style: with `names` NULL,
+ * writes the count to `*count`; otherwise writes up to `*count` names (static
+ * strings) and sets `*count` to how many were written. Enable each one the device
+ * supports (see `vkcuda_physical_device_query`): `VK_KHR_external_memory_fd` for
+ * buffers and images, `VK_KHR_external_semaphore_fd` for semaphores. Also enable
+ * the Vulkan 1.2 feature `timelineSemaphore`.
  *
- * Thread-safety: each thread has its own message.
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup context
  */
-VKCUDA_API const char *vkcuda_last_error_message(void);
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_device_extensions_enumerate(uint32_t *count,
+                                                      const char **names);
+
+/**
+ * Says what `physical_device` supports for interop, before the engine creates its
+ * `VkDevice`: the memory and semaphore fd extensions, timeline semaphores, and
+ * whether a CUDA device has the same UUID. Works without a CUDA driver
+ * (`cuda_available` is then VK_FALSE).
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup context
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_physical_device_query(VkInstance instance,
+                                                VkPhysicalDevice physical_device,
+                                                PFN_vkGetInstanceProcAddr get_instance_proc_addr,
+                                                struct vkcuda_physical_device_support *support);
+
+/**
+ * Lists the physical devices the system's Vulkan loader reports, with what each
+ * supports, Vulkan-style (`supports` NULL: writes the count). Loads libvulkan.so.1
+ * itself (`VKCUDA_ERROR_VULKAN_UNAVAILABLE` if missing); for tools and examples.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup context
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_physical_devices_enumerate(uint32_t *count,
+                                                     struct vkcuda_physical_device_support *supports);
+
+/**
+ * Pairs the engine's `VkDevice` with the CUDA device of the same UUID (its primary
+ * context unless `cuda_context` is given). Errors: `VKCUDA_ERROR_CUDA_UNAVAILABLE`
+ * without a CUDA driver, `VKCUDA_ERROR_DEVICE_MISMATCH` when no CUDA device has
+ * the Vulkan device's UUID (the message names both), and
+ * `VKCUDA_ERROR_EXTENSION_NOT_PRESENT` later, from the first call that needs an
+ * extension the device was created without.
+ *
+ * The engine's handles are borrowed: they must outlive the context and every
+ * object made from it. `*context` is written on success, set to NULL on failure.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup context
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_context_create(const struct vkcuda_context_create_info *info,
+                                         struct vkcuda_context **context);
+
+/**
+ * Creates a Vulkan instance and device of the library's own, with every interop
+ * extension the device has and timeline semaphores enabled, on the device that
+ * matches a CUDA device, and pairs it with CUDA. `info` may be NULL (defaults).
+ * `vkcuda_context_get_vulkan_handles` returns the handles, including a queue. Loads
+ * libvulkan.so.1 (`VKCUDA_ERROR_VULKAN_UNAVAILABLE` if missing).
+ *
+ * Thread-safety: may be called from any thread. The library serialises the
+ * creation and destruction of the instances and devices it makes itself (NVIDIA's
+ * driver crashed when 8 threads did them at once), so concurrent calls wait for
+ * each other. On an NVIDIA device the first call also keeps one Vulkan instance
+ * (without a device) alive until the process exits: without one, NVIDIA's driver
+ * 580 hung in `vkDestroyDevice` when a thread that had used it exited meanwhile.
+ *
+ * @ingroup context
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_context_create_standalone(const struct vkcuda_standalone_create_info *info,
+                                                    struct vkcuda_context **context);
+
+/**
+ * The context's Vulkan handles.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup context
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_context_get_vulkan_handles(const struct vkcuda_context *context,
+                                                     struct vkcuda_vulkan_handles *handles);
+
+/**
+ * The context's CUDA side. `VKCUDA_ERROR_CUDA_UNAVAILABLE` for a Vulkan-only context.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup context
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_context_get_cuda_info(const struct vkcuda_context *context,
+                                                struct vkcuda_cuda_info *cuda_info);
+
+/**
+ * The CUDA driver's version (`major * 1000 + minor * 10`), or
+ * `VKCUDA_ERROR_CUDA_UNAVAILABLE` with the reason when there is no usable driver.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup context
+ */
+VKCUDA_API VKCUDA_NODISCARD enum vkcuda_result vkcuda_cuda_driver_get_version(int32_t *version);
+
+/**
+ * Releases the context. Objects made from it keep it alive until they are
+ * destroyed too, so the order of destruction does not matter; a standalone context
+ * destroys its device and instance when the last of them goes. NULL does nothing.
+ *
+ * Thread-safety: the context must not be in use by another thread during this call.
+ *
+ * @ingroup context
+ */
+VKCUDA_API void vkcuda_context_destroy(struct vkcuda_context *context);
 
 /**
  * Creates a shared buffer: one allocation, made by `info->allocator`, with a
@@ -1203,6 +1456,8 @@ VKCUDA_API const char *vkcuda_last_error_message(void);
  * failure; nothing is left allocated on failure.
  *
  * Thread-safety: may be called from any thread.
+ *
+ * @ingroup buffer
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1219,6 +1474,8 @@ enum vkcuda_result vkcuda_buffer_create(const struct vkcuda_context *context,
  * (not for NVIDIA's opaque fds) it checks `allocation_size` too.
  *
  * Thread-safety: may be called from any thread.
+ *
+ * @ingroup buffer
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1236,6 +1493,8 @@ enum vkcuda_result vkcuda_buffer_wrap(const struct vkcuda_context *context,
  * it): close it and export a new fd to retry.
  *
  * Thread-safety: may be called from any thread.
+ *
+ * @ingroup buffer
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1248,6 +1507,8 @@ enum vkcuda_result vkcuda_buffer_import_fd(const struct vkcuda_context *context,
  * Fills `*info` with the buffer's views and sizes.
  *
  * Thread-safety: may be called from any thread.
+ *
+ * @ingroup buffer
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1259,6 +1520,8 @@ enum vkcuda_result vkcuda_buffer_get_info(const struct vkcuda_buffer *buffer,
  * `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only context.
  *
  * Thread-safety: may be called from any thread.
+ *
+ * @ingroup buffer
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1266,11 +1529,16 @@ enum vkcuda_result vkcuda_buffer_get_cuda_pointer(const struct vkcuda_buffer *bu
                                                   uint64_t *pointer);
 
 /**
- * The buffer's `VkBuffer`, or VK_NULL_HANDLE for a NULL buffer.
+ * The buffer's `VkBuffer` (owned by the vkcuda buffer, except for wrapped buffers).
  *
  * Thread-safety: may be called from any thread.
+ *
+ * @ingroup buffer
  */
-VKCUDA_API VkBuffer vkcuda_buffer_get_vk_buffer(const struct vkcuda_buffer *buffer);
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_buffer_get_vk_buffer(const struct vkcuda_buffer *buffer,
+                                               VkBuffer *vk_buffer);
 
 /**
  * Exports the memory as a new POSIX fd (OPAQUE_FD: for CUDA allocations the
@@ -1280,6 +1548,8 @@ VKCUDA_API VkBuffer vkcuda_buffer_get_vk_buffer(const struct vkcuda_buffer *buff
  * values of `vkcuda_buffer_get_info`.
  *
  * Thread-safety: may be called from any thread.
+ *
+ * @ingroup buffer
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1292,6 +1562,8 @@ enum vkcuda_result vkcuda_buffer_export_fd(const struct vkcuda_buffer *buffer,
  * the engine's writes available. Submit it before the semaphore signal CUDA waits on.
  *
  * Thread-safety: the command buffer is externally synchronised, as in Vulkan.
+ *
+ * @ingroup buffer
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1305,6 +1577,8 @@ enum vkcuda_result vkcuda_buffer_cmd_release_to_cuda(const struct vkcuda_buffer 
  * in `info`. Submit it after waiting on the semaphore CUDA signalled.
  *
  * Thread-safety: the command buffer is externally synchronised, as in Vulkan.
+ *
+ * @ingroup buffer
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1319,134 +1593,10 @@ enum vkcuda_result vkcuda_buffer_cmd_acquire_from_cuda(const struct vkcuda_buffe
  * work still uses it. NULL does nothing.
  *
  * Thread-safety: must not overlap any other use of the buffer.
+ *
+ * @ingroup buffer
  */
 VKCUDA_API void vkcuda_buffer_destroy(struct vkcuda_buffer *buffer);
-
-/**
- * Lists the device extensions the library uses, Vulkan-style: with `names` NULL,
- * writes the count to `*count`; otherwise writes up to `*count` names (static
- * strings) and sets `*count` to how many were written. Enable each one the device
- * supports (see `vkcuda_query_physical_device`): `VK_KHR_external_memory_fd` for
- * buffers and images, `VK_KHR_external_semaphore_fd` for semaphores. Also enable
- * the Vulkan 1.2 feature `timelineSemaphore`.
- *
- * Thread-safety: may be called from any thread.
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_enumerate_device_extensions(uint32_t *count,
-                                                      const char **names);
-
-/**
- * Says what `physical_device` supports for interop, before the engine creates its
- * `VkDevice`: the memory and semaphore fd extensions, timeline semaphores, and
- * whether a CUDA device has the same UUID. Works without a CUDA driver
- * (`cuda_available` is then VK_FALSE).
- *
- * Thread-safety: may be called from any thread.
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_query_physical_device(VkInstance instance,
-                                                VkPhysicalDevice physical_device,
-                                                PFN_vkGetInstanceProcAddr get_instance_proc_addr,
-                                                struct vkcuda_physical_device_support *support);
-
-/**
- * Lists the physical devices the system's Vulkan loader reports, with what each
- * supports, Vulkan-style (`supports` NULL: writes the count). Loads libvulkan.so.1
- * itself (`VKCUDA_ERROR_VULKAN_UNAVAILABLE` if missing); for tools and examples.
- *
- * Thread-safety: may be called from any thread.
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_enumerate_physical_devices(uint32_t *count,
-                                                     struct vkcuda_physical_device_support *supports);
-
-/**
- * Pairs the engine's `VkDevice` with the CUDA device of the same UUID (its primary
- * context unless `cuda_context` is given). Errors: `VKCUDA_ERROR_CUDA_UNAVAILABLE`
- * without a CUDA driver, `VKCUDA_ERROR_DEVICE_MISMATCH` when no CUDA device has
- * the Vulkan device's UUID (the message names both), and
- * `VKCUDA_ERROR_EXTENSION_NOT_PRESENT` later, from the first call that needs an
- * extension the device was created without.
- *
- * The engine's handles are borrowed: they must outlive the context and every
- * object made from it. `*context` is written on success, set to NULL on failure.
- *
- * Thread-safety: may be called from any thread.
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_context_create(const struct vkcuda_context_create_info *info,
-                                         struct vkcuda_context **context);
-
-/**
- * Creates a Vulkan instance and device of the library's own, with every interop
- * extension the device has and timeline semaphores enabled, on the device that
- * matches a CUDA device, and pairs it with CUDA. `info` may be NULL (defaults).
- * `vkcuda_context_get_vulkan` returns the handles, including a queue. Loads
- * libvulkan.so.1 (`VKCUDA_ERROR_VULKAN_UNAVAILABLE` if missing).
- *
- * Thread-safety: may be called from any thread. The library serialises the
- * creation and destruction of the instances and devices it makes itself (NVIDIA's
- * driver crashed when 8 threads did them at once), so concurrent calls wait for
- * each other. On an NVIDIA device the first call also keeps one Vulkan instance
- * (without a device) alive until the process exits: without one, NVIDIA's driver
- * 580 hung in `vkDestroyDevice` when a thread that had used it exited meanwhile.
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_context_create_standalone(const struct vkcuda_standalone_create_info *info,
-                                                    struct vkcuda_context **context);
-
-/**
- * The context's Vulkan handles.
- *
- * Thread-safety: may be called from any thread.
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_context_get_vulkan(const struct vkcuda_context *context,
-                                             struct vkcuda_vulkan_handles *handles);
-
-/**
- * The context's CUDA side. `VKCUDA_ERROR_CUDA_UNAVAILABLE` for a Vulkan-only context.
- *
- * Thread-safety: may be called from any thread.
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_context_get_cuda(const struct vkcuda_context *context,
-                                           struct vkcuda_cuda_info *cuda_info);
-
-/**
- * The CUDA driver's version (`major * 1000 + minor * 10`), or
- * `VKCUDA_ERROR_CUDA_UNAVAILABLE` with the reason when there is no usable driver.
- *
- * Thread-safety: may be called from any thread.
- */
-VKCUDA_API VKCUDA_NODISCARD enum vkcuda_result vkcuda_cuda_driver_version(int32_t *version);
-
-/**
- * Releases the context. Objects made from it keep it alive until they are
- * destroyed too, so the order of destruction does not matter; a standalone context
- * destroys its device and instance when the last of them goes. NULL does nothing.
- *
- * Thread-safety: the context must not be in use by another thread during this call.
- */
-VKCUDA_API void vkcuda_context_destroy(struct vkcuda_context *context);
-
-/**
- * Fills `*counts` with the number of native objects the library holds now.
- *
- * Thread-safety: may be called from any thread; counts from other threads'
- * concurrent calls may or may not be included.
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_get_live_objects(struct vkcuda_live_objects *counts);
 
 /**
  * Says what CUDA sees of `format`: its `CUarray_format`, channel count and texel
@@ -1457,6 +1607,8 @@ enum vkcuda_result vkcuda_get_live_objects(struct vkcuda_live_objects *counts);
  * context, device or driver.
  *
  * Thread-safety: may be called from any thread.
+ *
+ * @ingroup image
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1477,6 +1629,8 @@ enum vkcuda_result vkcuda_format_query(VkFormat format,
  * anyone wrote it).
  *
  * Thread-safety: may be called from any thread.
+ *
+ * @ingroup image
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1495,6 +1649,8 @@ enum vkcuda_result vkcuda_image_create(const struct vkcuda_context *context,
  * CUDA view is made.
  *
  * Thread-safety: may be called from any thread.
+ *
+ * @ingroup image
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1507,6 +1663,8 @@ enum vkcuda_result vkcuda_image_wrap(const struct vkcuda_context *context,
  * CUDA view.
  *
  * Thread-safety: may be called from any thread.
+ *
+ * @ingroup image
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1514,11 +1672,16 @@ enum vkcuda_result vkcuda_image_get_info(const struct vkcuda_image *image,
                                          struct vkcuda_image_info *info);
 
 /**
- * The image's `VkImage`, or VK_NULL_HANDLE for a NULL image.
+ * The image's `VkImage` (owned by the vkcuda image, except for wrapped images).
  *
  * Thread-safety: may be called from any thread.
+ *
+ * @ingroup image
  */
-VKCUDA_API VkImage vkcuda_image_get_vk_image(const struct vkcuda_image *image);
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_image_get_vk_image(const struct vkcuda_image *image,
+                                             VkImage *vk_image);
 
 /**
  * The CUDA mipmapped array (`CUmipmappedArray`) of the image; it belongs to the
@@ -1526,6 +1689,8 @@ VKCUDA_API VkImage vkcuda_image_get_vk_image(const struct vkcuda_image *image);
  * context.
  *
  * Thread-safety: may be called from any thread.
+ *
+ * @ingroup image
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1539,6 +1704,8 @@ enum vkcuda_result vkcuda_image_get_cuda_mipmapped_array(const struct vkcuda_ima
  * `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only context.
  *
  * Thread-safety: may be called from any thread.
+ *
+ * @ingroup image
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1554,6 +1721,8 @@ enum vkcuda_result vkcuda_image_get_cuda_array(const struct vkcuda_image *image,
  * Surface x coordinates are in bytes (x * `bytes_per_texel`), as in CUDA.
  *
  * Thread-safety: may be called from any thread.
+ *
+ * @ingroup image
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1571,6 +1740,8 @@ enum vkcuda_result vkcuda_image_get_surface_object(const struct vkcuda_image *im
  * decoded: reads return the encoded values.
  *
  * Thread-safety: may be called from any thread.
+ *
+ * @ingroup image
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1585,6 +1756,8 @@ enum vkcuda_result vkcuda_image_create_texture_object(const struct vkcuda_image 
  * of `allocation_size` bytes for an image of the same description.
  *
  * Thread-safety: may be called from any thread.
+ *
+ * @ingroup image
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1604,6 +1777,8 @@ enum vkcuda_result vkcuda_image_export_fd(const struct vkcuda_image *image,
  * UNDEFINED after CUDA wrote the image**: the data may be lost.
  *
  * Thread-safety: the command buffer is externally synchronised, as in Vulkan.
+ *
+ * @ingroup image
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1621,6 +1796,8 @@ enum vkcuda_result vkcuda_image_cmd_release_to_cuda(const struct vkcuda_image *i
  * UNDEFINED instead would not.
  *
  * Thread-safety: the command buffer is externally synchronised, as in Vulkan.
+ *
+ * @ingroup image
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1636,15 +1813,188 @@ enum vkcuda_result vkcuda_image_cmd_acquire_from_cuda(const struct vkcuda_image 
  * guarantees no GPU work still uses it. NULL does nothing.
  *
  * Thread-safety: must not overlap any other use of the image.
+ *
+ * @ingroup image
  */
 VKCUDA_API void vkcuda_image_destroy(struct vkcuda_image *image);
 
 /**
+ * Creates an exportable `VkSemaphore` (timeline or binary, OPAQUE_FD) and imports
+ * it into CUDA (`TIMELINE_SEMAPHORE_FD` or `OPAQUE_FD`). Needs
+ * `VK_KHR_external_semaphore_fd` (`VKCUDA_ERROR_EXTENSION_NOT_PRESENT`
+ * otherwise). `*semaphore` is written on success, set to NULL on failure.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_create(const struct vkcuda_context *context,
+                                           const struct vkcuda_semaphore_create_info *info,
+                                           struct vkcuda_semaphore **semaphore);
+
+/**
+ * The `VkSemaphore`, for the engine's own submits (`VkTimelineSemaphoreSubmitInfo`
+ * or `VkSemaphoreSubmitInfo`). Owned by the vkcuda semaphore.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_get_vk_semaphore(const struct vkcuda_semaphore *semaphore,
+                                                     VkSemaphore *vk_semaphore);
+
+/**
+ * Enqueues on `stream` a CUDA signal of `value` (binary semaphores: `value` must be
+ * 0). `stream` NULL is the legacy default stream of the context's CUcontext; a
+ * stream of another context gives `VKCUDA_ERROR_DEVICE_MISMATCH`. Timeline values
+ * must be greater than every value signalled through the library and than the
+ * current value (`VKCUDA_ERROR_INVALID_ARGUMENT` otherwise). Does not block.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_cuda_signal(const struct vkcuda_semaphore *semaphore,
+                                                uint64_t value,
+                                                struct CUstream_st *stream);
+
+/**
+ * Enqueues on `stream` a CUDA wait until the semaphore reaches `value` (binary: a
+ * wait for the pending signal; `value` must be 0, and a second wait without a new
+ * signal gives `VKCUDA_ERROR_INVALID_STATE`). Does not block the CPU.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_cuda_wait(const struct vkcuda_semaphore *semaphore,
+                                              uint64_t value,
+                                              struct CUstream_st *stream);
+
+/**
+ * Binary semaphores: tell the library the engine put the semaphore in a submit's
+ * signal list, so it can enforce one wait per signal across both APIs.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_note_vulkan_signal(const struct vkcuda_semaphore *semaphore);
+
+/**
+ * Binary semaphores: tell the library the engine put the semaphore in a submit's
+ * wait list.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_note_vulkan_wait(const struct vkcuda_semaphore *semaphore);
+
+/**
+ * Timeline: signals `value` from the host (`vkSignalSemaphore`), under the same
+ * value rules as `vkcuda_semaphore_cuda_signal`.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_host_signal(const struct vkcuda_semaphore *semaphore,
+                                                uint64_t value);
+
+/**
+ * Timeline: blocks the calling thread until the value reaches `value` or
+ * `timeout_ns` passes (`VKCUDA_ERROR_TIMEOUT`; never hangs longer; 0 polls once,
+ * UINT64_MAX waits for ever). It spins on `vkGetSemaphoreCounterValue` for the
+ * spin time (default 1 ms), then polls every 50 µs: `vkWaitSemaphores` was seen to
+ * wake milliseconds late on CUDA-signalled values.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_host_wait(const struct vkcuda_semaphore *semaphore,
+                                              uint64_t value,
+                                              uint64_t timeout_ns);
+
+/**
+ * Timeline: the current value (`vkGetSemaphoreCounterValue`).
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_get_value(const struct vkcuda_semaphore *semaphore,
+                                              uint64_t *value);
+
+/**
+ * Timeline: hands out the next stage of the frame chain, so the engine never
+ * computes values: each stage waits for the previous stage's signal and signals
+ * the next value. A frame is typically one Vulkan stage (submit waits
+ * `wait_value`, signals `signal_value`), then one CUDA stage
+ * (`vkcuda_semaphore_cuda_wait(wait_value)`, kernels,
+ * `vkcuda_semaphore_cuda_signal(signal_value)`), and so on.
+ * `VKCUDA_ERROR_INVALID_STATE` when the chain would run more than
+ * `maxTimelineSemaphoreValueDifference` ahead of the current value.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_next_stage(const struct vkcuda_semaphore *semaphore,
+                                               struct vkcuda_timeline_stage *stage);
+
+/**
+ * Exports the semaphore's payload as a new OPAQUE_FD; **the caller owns it**
+ * (close it, or import it elsewhere).
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_export_fd(const struct vkcuda_semaphore *semaphore,
+                                              int32_t *fd);
+
+/**
+ * Destroys the CUDA import, then the `VkSemaphore`. The caller guarantees no
+ * pending GPU work waits on or signals it. NULL does nothing.
+ *
+ * Thread-safety: must not overlap any other use of the semaphore.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API void vkcuda_semaphore_destroy(struct vkcuda_semaphore *semaphore);
+
+/**
  * Fills `*description` with what another process needs to import the buffer:
- * the device UUID and the buffer's origin, allocation size, offset, size and
+ * the device UUID and the buffer's allocator, allocation size, offset, size and
  * dedicated flag.
  *
  * Thread-safety: may be called from any thread.
+ *
+ * @ingroup share
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1656,6 +2006,8 @@ enum vkcuda_result vkcuda_buffer_describe(const struct vkcuda_buffer *buffer,
  * and the device UUID.
  *
  * Thread-safety: may be called from any thread.
+ *
+ * @ingroup share
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1669,6 +2021,8 @@ enum vkcuda_result vkcuda_semaphore_describe(const struct vkcuda_semaphore *sema
  * or `vkcuda_image_send`).
  *
  * Thread-safety: may be called from any thread.
+ *
+ * @ingroup share
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1684,6 +2038,8 @@ enum vkcuda_result vkcuda_image_describe(const struct vkcuda_image *image,
  * description is checked as strictly as `vkcuda_share_description_parse` checks.
  *
  * Thread-safety: may be called from any thread.
+ *
+ * @ingroup share
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1700,6 +2056,8 @@ enum vkcuda_result vkcuda_share_description_serialize(const struct vkcuda_share_
  * its allocation, an unknown enum value).
  *
  * Thread-safety: may be called from any thread.
+ *
+ * @ingroup share
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1716,6 +2074,8 @@ enum vkcuda_result vkcuda_share_description_parse(const uint8_t *bytes,
  * taken `fd`; on failure `fd` is untouched and still the caller's.
  *
  * Thread-safety: may be called from any thread.
+ *
+ * @ingroup share
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1736,6 +2096,8 @@ enum vkcuda_result vkcuda_buffer_import_description(const struct vkcuda_context 
  * `fd` is untouched and still the caller's.
  *
  * Thread-safety: may be called from any thread.
+ *
+ * @ingroup share
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1756,6 +2118,8 @@ enum vkcuda_result vkcuda_semaphore_import_description(const struct vkcuda_conte
  * its own for (images), or fds made elsewhere.
  *
  * Thread-safety: sends and receives on one socket must not overlap.
+ *
+ * @ingroup share
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1779,6 +2143,8 @@ enum vkcuda_result vkcuda_share_send(int32_t socket_fd,
  * failure the connection's framing is unknown: close it.
  *
  * Thread-safety: sends and receives on one socket must not overlap.
+ *
+ * @ingroup share
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1795,6 +2161,8 @@ enum vkcuda_result vkcuda_share_receive(int32_t socket_fd,
  * this buffer's lifetime.
  *
  * Thread-safety: sends and receives on one socket must not overlap.
+ *
+ * @ingroup share
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1813,6 +2181,8 @@ enum vkcuda_result vkcuda_buffer_send(const struct vkcuda_buffer *buffer,
  * failure.
  *
  * Thread-safety: sends and receives on one socket must not overlap.
+ *
+ * @ingroup share
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1827,6 +2197,8 @@ enum vkcuda_result vkcuda_buffer_receive(const struct vkcuda_context *context,
  * wait on it from then on.
  *
  * Thread-safety: sends and receives on one socket must not overlap.
+ *
+ * @ingroup share
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1842,6 +2214,8 @@ enum vkcuda_result vkcuda_semaphore_send(const struct vkcuda_semaphore *semaphor
  * set to NULL on failure.
  *
  * Thread-safety: sends and receives on one socket must not overlap.
+ *
+ * @ingroup share
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1857,6 +2231,8 @@ enum vkcuda_result vkcuda_semaphore_receive(const struct vkcuda_context *context
  * `vkcuda_image_import_description`).
  *
  * Thread-safety: sends and receives on one socket must not overlap.
+ *
+ * @ingroup share
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1874,6 +2250,8 @@ enum vkcuda_result vkcuda_image_send(const struct vkcuda_image *image,
  * failure `fd` is untouched and still the caller's.
  *
  * Thread-safety: may be called from any thread.
+ *
+ * @ingroup share
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1889,6 +2267,8 @@ enum vkcuda_result vkcuda_image_import_description(const struct vkcuda_context *
  * the new image, on every path.
  *
  * Thread-safety: sends and receives on one socket must not overlap.
+ *
+ * @ingroup share
  */
 VKCUDA_API
 VKCUDA_NODISCARD
@@ -1898,149 +2278,50 @@ enum vkcuda_result vkcuda_image_receive(const struct vkcuda_context *context,
                                         struct vkcuda_image **image);
 
 /**
- * Creates an exportable `VkSemaphore` (timeline or binary, OPAQUE_FD) and imports
- * it into CUDA (`TIMELINE_SEMAPHORE_FD` or `OPAQUE_FD`). Needs
- * `VK_KHR_external_semaphore_fd` (`VKCUDA_ERROR_EXTENSION_NOT_PRESENT`
- * otherwise). `*semaphore` is written on success, set to NULL on failure.
+ * The library version packed as `(major << 22) | (minor << 12) | patch`, the
+ * value of `VKCUDA_VERSION` in the header the program was built with.
  *
- * Thread-safety: may be called from any thread.
+ * @ingroup library
+ */
+VKCUDA_API uint32_t vkcuda_version(void);
+
+/**
+ * The library version as a string ("0.1.0"); static, never freed.
+ *
+ * @ingroup library
+ */
+VKCUDA_API const char *vkcuda_version_string(void);
+
+/**
+ * The name of a result code ("VKCUDA_ERROR_TIMEOUT"), or "VKCUDA_UNKNOWN_RESULT"
+ * for a value that is not one. Static, never freed.
+ *
+ * @ingroup library
+ */
+VKCUDA_API const char *vkcuda_result_to_string(vkcuda_result result);
+
+/**
+ * What the last failed call on this thread said, naming the function, the native
+ * call and its VkResult/CUresult; "" after a successful call. The string belongs to
+ * the library and stays valid until the next vkcuda call on the same thread.
+ *
+ * Thread-safety: each thread has its own message.
+ *
+ * @ingroup library
+ */
+VKCUDA_API const char *vkcuda_last_error_message(void);
+
+/**
+ * Fills `*counts` with the number of native objects the library holds now.
+ *
+ * Thread-safety: may be called from any thread; counts from other threads'
+ * concurrent calls may or may not be included.
+ *
+ * @ingroup library
  */
 VKCUDA_API
 VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_semaphore_create(const struct vkcuda_context *context,
-                                           const struct vkcuda_semaphore_create_info *info,
-                                           struct vkcuda_semaphore **semaphore);
-
-/**
- * The `VkSemaphore`, for the engine's own submits (`VkTimelineSemaphoreSubmitInfo`
- * or `VkSemaphoreSubmitInfo`). Owned by the vkcuda semaphore.
- *
- * Thread-safety: may be called from any thread.
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_semaphore_get_vk_semaphore(const struct vkcuda_semaphore *semaphore,
-                                                     VkSemaphore *vk_semaphore);
-
-/**
- * Enqueues on `stream` a CUDA signal of `value` (binary semaphores: `value` must be
- * 0). `stream` NULL is the legacy default stream of the context's CUcontext; a
- * stream of another context gives `VKCUDA_ERROR_DEVICE_MISMATCH`. Timeline values
- * must be greater than every value signalled through the library and than the
- * current value (`VKCUDA_ERROR_INVALID_ARGUMENT` otherwise). Does not block.
- *
- * Thread-safety: may be called from any thread.
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_semaphore_cuda_signal(const struct vkcuda_semaphore *semaphore,
-                                                uint64_t value,
-                                                struct CUstream_st *stream);
-
-/**
- * Enqueues on `stream` a CUDA wait until the semaphore reaches `value` (binary: a
- * wait for the pending signal; `value` must be 0, and a second wait without a new
- * signal gives `VKCUDA_ERROR_INVALID_STATE`). Does not block the CPU.
- *
- * Thread-safety: may be called from any thread.
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_semaphore_cuda_wait(const struct vkcuda_semaphore *semaphore,
-                                              uint64_t value,
-                                              struct CUstream_st *stream);
-
-/**
- * Binary semaphores: tell the library the engine put the semaphore in a submit's
- * signal list, so it can enforce one wait per signal across both APIs.
- *
- * Thread-safety: may be called from any thread.
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_semaphore_note_vulkan_signal(const struct vkcuda_semaphore *semaphore);
-
-/**
- * Binary semaphores: tell the library the engine put the semaphore in a submit's
- * wait list.
- *
- * Thread-safety: may be called from any thread.
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_semaphore_note_vulkan_wait(const struct vkcuda_semaphore *semaphore);
-
-/**
- * Timeline: signals `value` from the host (`vkSignalSemaphore`), under the same
- * value rules as `vkcuda_semaphore_cuda_signal`.
- *
- * Thread-safety: may be called from any thread.
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_semaphore_host_signal(const struct vkcuda_semaphore *semaphore,
-                                                uint64_t value);
-
-/**
- * Timeline: blocks the calling thread until the value reaches `value` or
- * `timeout_ns` passes (`VKCUDA_ERROR_TIMEOUT`; never hangs longer; 0 polls once,
- * UINT64_MAX waits for ever). It spins on `vkGetSemaphoreCounterValue` for the
- * spin time (default 1 ms), then polls every 50 µs: `vkWaitSemaphores` was seen to
- * wake milliseconds late on CUDA-signalled values.
- *
- * Thread-safety: may be called from any thread.
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_semaphore_host_wait(const struct vkcuda_semaphore *semaphore,
-                                              uint64_t value,
-                                              uint64_t timeout_ns);
-
-/**
- * Timeline: the current value (`vkGetSemaphoreCounterValue`).
- *
- * Thread-safety: may be called from any thread.
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_semaphore_get_value(const struct vkcuda_semaphore *semaphore,
-                                              uint64_t *value);
-
-/**
- * Timeline: hands out the next stage of the frame chain, so the engine never
- * computes values: each stage waits for the previous stage's signal and signals
- * the next value. A frame is typically one Vulkan stage (submit waits
- * `wait_value`, signals `signal_value`), then one CUDA stage
- * (`vkcuda_semaphore_cuda_wait(wait_value)`, kernels,
- * `vkcuda_semaphore_cuda_signal(signal_value)`), and so on.
- * `VKCUDA_ERROR_INVALID_STATE` when the chain would run more than
- * `maxTimelineSemaphoreValueDifference` ahead of the current value.
- *
- * Thread-safety: may be called from any thread.
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_semaphore_next_stage(const struct vkcuda_semaphore *semaphore,
-                                               struct vkcuda_timeline_stage *stage);
-
-/**
- * Exports the semaphore's payload as a new OPAQUE_FD; **the caller owns it**
- * (close it, or import it elsewhere).
- *
- * Thread-safety: may be called from any thread.
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_semaphore_export_fd(const struct vkcuda_semaphore *semaphore,
-                                              int32_t *fd);
-
-/**
- * Destroys the CUDA import, then the `VkSemaphore`. The caller guarantees no
- * pending GPU work waits on or signals it. NULL does nothing.
- *
- * Thread-safety: must not overlap any other use of the semaphore.
- */
-VKCUDA_API void vkcuda_semaphore_destroy(struct vkcuda_semaphore *semaphore);
+enum vkcuda_result vkcuda_live_objects_get(struct vkcuda_live_objects *counts);
 
 #ifdef __cplusplus
 }  // extern "C"

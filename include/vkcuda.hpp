@@ -472,17 +472,17 @@ private:
 // ---- queries before a context exists ---------------------------------------------
 
 /**
- * The device extensions the library uses (`vkcuda_enumerate_device_extensions`):
+ * The device extensions the library uses (`vkcuda_device_extensions_enumerate`):
  * static strings, ready for `VkDeviceCreateInfo::ppEnabledExtensionNames` after
  * dropping those the device lacks (see query_physical_device()).
  */
-[[nodiscard]] inline Fallible<std::vector<const char*>> enumerate_device_extensions() {
+[[nodiscard]] inline Fallible<std::vector<const char*>> device_extensions_enumerate() {
     std::uint32_t count = 0;
-    vkcuda_result r = vkcuda_enumerate_device_extensions(&count, nullptr);
+    vkcuda_result r = vkcuda_device_extensions_enumerate(&count, nullptr);
     std::vector<const char*> names;
     if (r == VKCUDA_SUCCESS) {
         names.resize(count);
-        r = vkcuda_enumerate_device_extensions(&count, names.data());
+        r = vkcuda_device_extensions_enumerate(&count, names.data());
         names.resize(count);
     }
     return detail::finish(r, std::move(names));
@@ -490,43 +490,43 @@ private:
 
 /**
  * What `physical_device` supports for interop, before the engine creates its
- * `VkDevice` (`vkcuda_query_physical_device`): the fd extensions, timeline
+ * `VkDevice` (`vkcuda_physical_device_query`): the fd extensions, timeline
  * semaphores, and whether a CUDA device has its UUID. Works without a CUDA driver.
  */
-[[nodiscard]] inline Fallible<vkcuda_physical_device_support> query_physical_device(
+[[nodiscard]] inline Fallible<vkcuda_physical_device_support> physical_device_query(
     VkInstance instance, VkPhysicalDevice physical_device, PFN_vkGetInstanceProcAddr get_instance_proc_addr) {
     vkcuda_physical_device_support s{};
-    vkcuda_result r = vkcuda_query_physical_device(instance, physical_device, get_instance_proc_addr, &s);
+    vkcuda_result r = vkcuda_physical_device_query(instance, physical_device, get_instance_proc_addr, &s);
     return detail::finish(r, s);
 }
 
 /**
  * Every physical device of the system's Vulkan loader with what it supports
- * (`vkcuda_enumerate_physical_devices`; loads libvulkan.so.1, for tools).
+ * (`vkcuda_physical_devices_enumerate`; loads libvulkan.so.1, for tools).
  */
-[[nodiscard]] inline Fallible<std::vector<vkcuda_physical_device_support>> enumerate_physical_devices() {
+[[nodiscard]] inline Fallible<std::vector<vkcuda_physical_device_support>> physical_devices_enumerate() {
     std::uint32_t count = 0;
-    vkcuda_result r = vkcuda_enumerate_physical_devices(&count, nullptr);
+    vkcuda_result r = vkcuda_physical_devices_enumerate(&count, nullptr);
     std::vector<vkcuda_physical_device_support> all;
     if (r == VKCUDA_SUCCESS) {
         all.resize(count);
-        r = vkcuda_enumerate_physical_devices(&count, all.data());
+        r = vkcuda_physical_devices_enumerate(&count, all.data());
         all.resize(count);
     }
     return detail::finish(r, std::move(all));
 }
 
-/** The CUDA driver's version, `major * 1000 + minor * 10` (`vkcuda_cuda_driver_version`). */
+/** The CUDA driver's version, `major * 1000 + minor * 10` (`vkcuda_cuda_driver_get_version`). */
 [[nodiscard]] inline Fallible<std::int32_t> cuda_driver_version() {
     std::int32_t v = 0;
-    vkcuda_result r = vkcuda_cuda_driver_version(&v);
+    vkcuda_result r = vkcuda_cuda_driver_get_version(&v);
     return detail::finish(r, v);
 }
 
-/** How many native objects the library holds now, process-wide (`vkcuda_get_live_objects`). */
+/** How many native objects the library holds now, process-wide (`vkcuda_live_objects_get`). */
 [[nodiscard]] inline Fallible<vkcuda_live_objects> live_objects() {
     vkcuda_live_objects l{};
-    vkcuda_result r = vkcuda_get_live_objects(&l);
+    vkcuda_result r = vkcuda_live_objects_get(&l);
     return detail::finish(r, l);
 }
 
@@ -569,17 +569,17 @@ public:
         return detail::finish(r, Context(c));
     }
 
-    /** The Vulkan handles (`vkcuda_context_get_vulkan`); standalone contexts include a queue. */
-    [[nodiscard]] Fallible<vkcuda_vulkan_handles> vulkan() const {
+    /** The Vulkan handles (`vkcuda_context_get_vulkan_handles`); standalone contexts include a queue. */
+    [[nodiscard]] Fallible<vkcuda_vulkan_handles> vulkan_handles() const {
         vkcuda_vulkan_handles h{};
-        vkcuda_result r = vkcuda_context_get_vulkan(get(), &h);
+        vkcuda_result r = vkcuda_context_get_vulkan_handles(get(), &h);
         return detail::finish(r, h);
     }
 
-    /** The CUDA side (`vkcuda_context_get_cuda`); `VKCUDA_ERROR_CUDA_UNAVAILABLE` when Vulkan-only. */
-    [[nodiscard]] Fallible<vkcuda_cuda_info> cuda() const {
+    /** The CUDA side (`vkcuda_context_get_cuda_info`); `VKCUDA_ERROR_CUDA_UNAVAILABLE` when Vulkan-only. */
+    [[nodiscard]] Fallible<vkcuda_cuda_info> cuda_info() const {
         vkcuda_cuda_info i{};
-        vkcuda_result r = vkcuda_context_get_cuda(get(), &i);
+        vkcuda_result r = vkcuda_context_get_cuda_info(get(), &i);
         return detail::finish(r, i);
     }
 };
@@ -639,7 +639,11 @@ public:
     }
 
     /** The `VkBuffer`, owned by this Buffer (unless wrapped); `VK_NULL_HANDLE` when empty. */
-    [[nodiscard]] VkBuffer vk_buffer() const noexcept { return vkcuda_buffer_get_vk_buffer(get()); }
+    [[nodiscard]] VkBuffer vk_buffer() const noexcept {
+        VkBuffer b = VK_NULL_HANDLE;
+        (void)vkcuda_buffer_get_vk_buffer(get(), &b);
+        return b;
+    }
 
     /** The memory as a new OPAQUE_FD the caller owns (`vkcuda_buffer_export_fd`). */
     [[nodiscard]] Fallible<Fd> export_fd() const {
@@ -725,7 +729,11 @@ public:
     }
 
     /** The `VkImage`, owned by this Image (unless wrapped); `VK_NULL_HANDLE` when empty. */
-    [[nodiscard]] VkImage vk_image() const noexcept { return vkcuda_image_get_vk_image(get()); }
+    [[nodiscard]] VkImage vk_image() const noexcept {
+        VkImage i = VK_NULL_HANDLE;
+        (void)vkcuda_image_get_vk_image(get(), &i);
+        return i;
+    }
 
     /** The `CUmipmappedArray`, owned by the image (`vkcuda_image_get_cuda_mipmapped_array`). */
     [[nodiscard]] Fallible<CUmipmappedArray_st*> cuda_mipmapped_array() const {
@@ -870,14 +878,14 @@ public:
     /**
      * Timeline: blocks until the value reaches `value` or `timeout_ns` passes
      * (`vkcuda_semaphore_host_wait`). A timeout is an error with code
-     * `VKCUDA_ERROR_TIMEOUT`; to poll, read current_value() instead.
+     * `VKCUDA_ERROR_TIMEOUT`; to poll, read value() instead.
      */
     Fallible<void> host_wait(std::uint64_t value, std::uint64_t timeout_ns) const {
         return detail::finish(vkcuda_semaphore_host_wait(get(), value, timeout_ns));
     }
 
     /** Timeline: the current value (`vkcuda_semaphore_get_value`). */
-    [[nodiscard]] Fallible<std::uint64_t> current_value() const {
+    [[nodiscard]] Fallible<std::uint64_t> value() const {
         std::uint64_t v = 0;
         vkcuda_result r = vkcuda_semaphore_get_value(get(), &v);
         return detail::finish(r, v);

@@ -10,11 +10,12 @@ use crate::cuda::external::ExternalMemory;
 use crate::cuda::vmm::VmmAllocation;
 use crate::error::{Error, Result};
 use crate::fd;
+use crate::vulkan::handoff;
 use crate::vulkan::memory::{self, BufferMemory};
 
 /// Which side allocated the memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Origin {
+pub enum Allocator {
     /// Exportable `VkDeviceMemory`, imported into CUDA.
     Vulkan,
     /// `cuMemCreate`, imported into Vulkan.
@@ -85,7 +86,7 @@ enum CudaView {
 /// The description a receiver needs to import an exported buffer fd.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Layout {
-    pub origin: Origin,
+    pub allocator: Allocator,
     pub allocation_size: u64,
     pub offset: u64,
     pub size: u64,
@@ -114,18 +115,18 @@ fn check_size(size: u64) -> Result<()> {
 }
 
 impl Buffer {
-    /// Allocates `size` bytes on the `origin` side and makes the other side's view.
+    /// Allocates `size` bytes on the `allocator` side and makes the other side's view.
     pub fn create(
         ctx: &Arc<Context>,
         size: u64,
         usage: vk::BufferUsageFlags,
-        origin: Origin,
+        allocator: Allocator,
     ) -> Result<Buffer> {
         check_size(size)?;
         let usage = check_usage(usage)?;
-        match origin {
-            Origin::Vulkan => Self::create_vulkan(ctx, size, usage),
-            Origin::Cuda => Self::create_cuda(ctx, size, usage),
+        match allocator {
+            Allocator::Vulkan => Self::create_vulkan(ctx, size, usage),
+            Allocator::Cuda => Self::create_cuda(ctx, size, usage),
         }
     }
 
@@ -137,7 +138,7 @@ impl Buffer {
             cuda: CudaView::None,
             cuda_ptr: 0,
             layout: Layout {
-                origin: Origin::Vulkan,
+                allocator: Allocator::Vulkan,
                 allocation_size: bm.allocation_size,
                 offset: 0,
                 size,
@@ -173,7 +174,7 @@ impl Buffer {
             vulkan: VulkanView::Owned(bm),
             cuda_ptr: vmm.ptr(),
             layout: Layout {
-                origin: Origin::Cuda,
+                allocator: Allocator::Cuda,
                 allocation_size: vmm.size(),
                 offset: 0,
                 size,
@@ -249,7 +250,7 @@ impl Buffer {
             cuda: CudaView::Imported(ext),
             cuda_ptr: ptr,
             layout: Layout {
-                origin: Origin::Vulkan,
+                allocator: Allocator::Vulkan,
                 allocation_size,
                 offset,
                 size,
@@ -287,7 +288,7 @@ impl Buffer {
                 )));
             }
         }
-        if layout.origin == Origin::Vulkan {
+        if layout.allocator == Allocator::Vulkan {
             memory::check_importable(&ctx.vk, handle)?;
         }
         let raw = handle.as_raw_fd();
@@ -309,8 +310,8 @@ impl Buffer {
             usage,
         };
         if let Some(cuda) = &ctx.cuda {
-            match layout.origin {
-                Origin::Vulkan => {
+            match layout.allocator {
+                Allocator::Vulkan => {
                     let dup = fd::dup_borrowed(raw)?;
                     let mut ext = ExternalMemory::import_opaque_fd(
                         cuda.clone(),
@@ -322,7 +323,7 @@ impl Buffer {
                     buf.cuda = CudaView::Imported(ext);
                     buf.cuda_ptr = ptr?;
                 }
-                Origin::Cuda => {
+                Allocator::Cuda => {
                     let vmm =
                         VmmAllocation::import_fd(cuda.clone(), handle, layout.allocation_size)?;
                     buf.cuda_ptr = vmm.ptr() + layout.offset;
@@ -364,6 +365,15 @@ impl Buffer {
             self.ctx.cuda()?;
         }
         Ok(self.cuda_ptr)
+    }
+
+    /// The whole buffer, for the handoff barriers.
+    pub fn handoff_range(&self) -> handoff::BufferRange {
+        handoff::BufferRange {
+            buffer: self.vk_buffer(),
+            offset: 0,
+            size: self.layout.size,
+        }
     }
 
     pub fn layout(&self) -> Layout {

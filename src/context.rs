@@ -4,8 +4,9 @@ use std::sync::Arc;
 
 use cudarc::driver::sys;
 
-use crate::cuda::{self, CudaContext, DeviceInfo};
+use crate::cuda::{self, CudaContext};
 use crate::error::{Error, ErrorKind, Result};
+use crate::pairing::{match_device, mismatch};
 use crate::vulkan::{standalone, EngineHandles, VulkanDevice};
 
 /// How the CUDA side of a context is chosen.
@@ -97,64 +98,5 @@ fn pair(vk: &VulkanDevice, choice: CudaChoice) -> Result<Option<Arc<CudaContext>
             }
             Ok(Some(Arc::new(c)))
         }
-    }
-}
-
-/// The CUDA device with the Vulkan device's UUID, or DEVICE_MISMATCH naming both sides.
-pub fn match_device(vk_name: &str, uuid: &[u8; 16], devices: &[DeviceInfo]) -> Result<DeviceInfo> {
-    devices
-        .iter()
-        .find(|d| &d.uuid == uuid)
-        .cloned()
-        .ok_or_else(|| mismatch(vk_name, uuid, devices))
-}
-
-fn mismatch(vk_name: &str, uuid: &[u8; 16], devices: &[DeviceInfo]) -> Error {
-    let list: Vec<String> = devices
-        .iter()
-        .map(|d| format!("{} '{}' {}", d.ordinal, d.name, cuda::format_uuid(&d.uuid)))
-        .collect();
-    let seen = if list.is_empty() {
-        "no CUDA devices".to_string()
-    } else {
-        format!("CUDA devices: {}", list.join(", "))
-    };
-    Error::new(
-        ErrorKind::DeviceMismatch,
-        format!(
-            "no CUDA device has the UUID {} of Vulkan device '{vk_name}' ({seen}): pick the VkPhysicalDevice \
-             whose deviceUUID matches a CUDA device (vkcuda_query_physical_device reports it)",
-            cuda::format_uuid(uuid)
-        ),
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mismatch_names_both_uuids() {
-        let lavapipe = *b"mesa22.3.6\0\0\0\0\0\0";
-        let h200 = DeviceInfo {
-            ordinal: 0,
-            device: 0,
-            uuid: [0xab; 16],
-            name: "NVIDIA H200".into(),
-        };
-        let e = match_device("llvmpipe", &lavapipe, std::slice::from_ref(&h200)).unwrap_err();
-        assert_eq!(e.kind, ErrorKind::DeviceMismatch);
-        assert!(
-            e.message.contains("6d657361-3232-2e33-2e36-000000000000"),
-            "{}",
-            e.message
-        );
-        assert!(
-            e.message.contains("abababab-abab-abab-abab-abababababab"),
-            "{}",
-            e.message
-        );
-        let ok = match_device("H200", &[0xab; 16], std::slice::from_ref(&h200)).unwrap();
-        assert_eq!(ok.ordinal, 0);
     }
 }

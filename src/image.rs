@@ -15,6 +15,7 @@ use crate::cuda::array::{ArrayShape, MappedImage, TextureDesc};
 use crate::error::{Error, Result};
 use crate::fd;
 use crate::format::{self, FormatInfo};
+use crate::vulkan::handoff;
 use crate::vulkan::image::{self as vkimage, ImageMemory, ImageParams};
 use crate::vulkan::memory;
 
@@ -516,6 +517,23 @@ impl Image {
     }
 
     /// The description with the defaults filled in (the usage actually used).
+    /// Every subresource, for the handoff barriers, with the engine's layout
+    /// (see [`handoff::ImageRange`]).
+    pub fn handoff_range(&self, layout: vk::ImageLayout) -> handoff::ImageRange {
+        let d = self.description();
+        handoff::ImageRange {
+            image: self.vk_image(),
+            range: vk::ImageSubresourceRange {
+                aspect_mask: vk::ImageAspectFlags::COLOR,
+                base_mip_level: 0,
+                level_count: d.mip_levels,
+                base_array_layer: 0,
+                layer_count: d.array_layers,
+            },
+            layout,
+        }
+    }
+
     pub fn description(&self) -> &Description {
         &self.resolved.desc
     }

@@ -12,6 +12,7 @@ pub mod ffi;
 pub mod format;
 pub mod image;
 pub mod ipc;
+pub mod pairing;
 pub mod semaphore;
 pub mod stats;
 pub mod vulkan;

@@ -13,12 +13,9 @@ use cudarc::driver::sys::CUstream;
 
 use crate::context::Context;
 use crate::cuda::external::ExternalSemaphore;
-use crate::error::{vk_check, Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::fd;
-use crate::stats;
-
-const HANDLE_TYPE: vk::ExternalSemaphoreHandleTypeFlags =
-    vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD;
+use crate::vulkan::semaphore as vksem;
 
 /// How long the host wait spins on the counter before it starts sleeping between
 /// polls, unless the create info says otherwise.
@@ -31,6 +28,15 @@ const POLL_SLEEP: Duration = Duration::from_micros(50);
 pub enum Kind {
     Timeline,
     Binary,
+}
+
+impl Kind {
+    fn vk(self) -> vk::SemaphoreType {
+        match self {
+            Kind::Timeline => vk::SemaphoreType::TIMELINE,
+            Kind::Binary => vk::SemaphoreType::BINARY,
+        }
+    }
 }
 
 /// One step of a frame: wait for `wait`, then signal `signal` when done.
@@ -154,29 +160,6 @@ pub struct Semaphore {
     spin: Duration,
 }
 
-fn external_properties(
-    ctx: &Context,
-    kind: Kind,
-    initial: u64,
-) -> vk::ExternalSemaphoreProperties<'static> {
-    let mut ty = vk::SemaphoreTypeCreateInfo::default()
-        .semaphore_type(match kind {
-            Kind::Timeline => vk::SemaphoreType::TIMELINE,
-            Kind::Binary => vk::SemaphoreType::BINARY,
-        })
-        .initial_value(initial);
-    let info = vk::PhysicalDeviceExternalSemaphoreInfo::default()
-        .handle_type(HANDLE_TYPE)
-        .push_next(&mut ty);
-    let mut out = vk::ExternalSemaphoreProperties::default();
-    unsafe {
-        ctx.vk
-            .instance
-            .get_physical_device_external_semaphore_properties(ctx.vk.physical, &info, &mut out)
-    };
-    out
-}
-
 impl Semaphore {
     pub fn create(
         ctx: &Arc<Context>,
@@ -191,28 +174,8 @@ impl Semaphore {
                 "a binary semaphore's initial_value must be 0",
             ));
         }
-        let props = external_properties(ctx, kind, initial);
-        if !props
-            .external_semaphore_features
-            .contains(vk::ExternalSemaphoreFeatureFlags::EXPORTABLE)
-        {
-            return Err(Error::unsupported(format!(
-                "the device cannot export {kind:?} semaphores as OPAQUE_FD"
-            )));
-        }
-        let mut export = vk::ExportSemaphoreCreateInfo::default().handle_types(HANDLE_TYPE);
-        let mut ty = vk::SemaphoreTypeCreateInfo::default()
-            .semaphore_type(match kind {
-                Kind::Timeline => vk::SemaphoreType::TIMELINE,
-                Kind::Binary => vk::SemaphoreType::BINARY,
-            })
-            .initial_value(initial);
-        let info = vk::SemaphoreCreateInfo::default()
-            .push_next(&mut export)
-            .push_next(&mut ty);
-        let sem = unsafe { ctx.vk.device.create_semaphore(&info, None) }
-            .map_err(|r| Error::vk("vkCreateSemaphore", r))?;
-        stats::VK_SEMAPHORES.add();
+        let sem = vksem::create_exportable(&ctx.vk, kind.vk(), initial)?;
+        // From here on `out` drops (and destroys what was made) on any error.
         let mut out = Semaphore {
             ctx: ctx.clone(),
             sem,
@@ -234,16 +197,7 @@ impl Semaphore {
 
     /// A new fd for the semaphore's payload; the caller owns it.
     pub fn export_fd(&self) -> Result<OwnedFd> {
-        let f = self.ctx.vk.semaphore_fd()?;
-        let info = vk::SemaphoreGetFdInfoKHR::default()
-            .semaphore(self.sem)
-            .handle_type(HANDLE_TYPE);
-        let mut raw = -1;
-        vk_check("vkGetSemaphoreFdKHR", unsafe {
-            (f.get_semaphore_fd_khr)(self.ctx.vk.device.handle(), &info, &mut raw)
-        })?;
-        // SAFETY: each call creates a new descriptor owned by the caller.
-        Ok(unsafe { fd::adopt(raw) })
+        vksem::export_fd(&self.ctx.vk, self.sem)
     }
 
     /// Imports a payload exported by [`export_fd`](Self::export_fd), in this process
@@ -259,31 +213,7 @@ impl Semaphore {
         kind: Kind,
         spin: Option<Duration>,
     ) -> Result<Semaphore> {
-        let f = ctx.vk.semaphore_fd()?;
-        let props = external_properties(ctx, kind, 0);
-        if !props
-            .external_semaphore_features
-            .contains(vk::ExternalSemaphoreFeatureFlags::IMPORTABLE)
-        {
-            return Err(Error::unsupported(format!(
-                "the device cannot import {kind:?} semaphores as OPAQUE_FD"
-            )));
-        }
-        let exportable = props
-            .external_semaphore_features
-            .contains(vk::ExternalSemaphoreFeatureFlags::EXPORTABLE);
-        let mut export = vk::ExportSemaphoreCreateInfo::default().handle_types(HANDLE_TYPE);
-        let mut ty = vk::SemaphoreTypeCreateInfo::default().semaphore_type(match kind {
-            Kind::Timeline => vk::SemaphoreType::TIMELINE,
-            Kind::Binary => vk::SemaphoreType::BINARY,
-        });
-        let mut info = vk::SemaphoreCreateInfo::default().push_next(&mut ty);
-        if exportable {
-            info = info.push_next(&mut export);
-        }
-        let sem = unsafe { ctx.vk.device.create_semaphore(&info, None) }
-            .map_err(|r| Error::vk("vkCreateSemaphore", r))?;
-        stats::VK_SEMAPHORES.add();
+        let sem = vksem::create_importable(&ctx.vk, kind.vk())?;
         // From here on `out` drops (and destroys what was made) on any error.
         let mut out = Semaphore {
             ctx: ctx.clone(),
@@ -293,16 +223,7 @@ impl Semaphore {
             book: Mutex::new(Book::new(0)),
             spin: spin.unwrap_or(DEFAULT_SPIN),
         };
-        let dup = fd::Handoff::new(fd::dup_borrowed(handle.as_raw_fd())?);
-        let import = vk::ImportSemaphoreFdInfoKHR::default()
-            .semaphore(sem)
-            .handle_type(HANDLE_TYPE)
-            .fd(dup.raw());
-        vk_check("vkImportSemaphoreFdKHR", unsafe {
-            (f.import_semaphore_fd_khr)(ctx.vk.device.handle(), &import)
-        })?;
-        // Vulkan owns the descriptor from the successful import on.
-        dup.taken();
+        vksem::import_fd(&ctx.vk, sem, handle)?;
         if kind == Kind::Timeline {
             let current = out.value()?;
             *out.book() = Book::new(current);
@@ -359,8 +280,7 @@ impl Semaphore {
     /// The semaphore's current value (`vkGetSemaphoreCounterValue`).
     pub fn value(&self) -> Result<u64> {
         self.timeline_only("reading the value")?;
-        unsafe { self.ctx.vk.device.get_semaphore_counter_value(self.sem) }
-            .map_err(|r| Error::vk("vkGetSemaphoreCounterValue", r))
+        vksem::counter_value(&self.ctx.vk, self.sem)
     }
 
     /// Enqueues a CUDA signal on `stream` (timeline: of `value`; binary: `value` must be 0).
@@ -435,13 +355,7 @@ impl Semaphore {
         let mut book = self.book();
         let saved = book.clone();
         book.signal(value, current, self.max_difference())?;
-        let info = vk::SemaphoreSignalInfo::default()
-            .semaphore(self.sem)
-            .value(value);
-        unsafe { self.ctx.vk.device.signal_semaphore(&info) }.map_err(|r| {
-            *book = saved;
-            Error::vk("vkSignalSemaphore", r)
-        })
+        vksem::host_signal(&self.ctx.vk, self.sem, value).inspect_err(|_| *book = saved)
     }
 
     /// Hands out the next stage of the chain (see [`Book::next_stage`]).
@@ -491,8 +405,7 @@ impl Semaphore {
 impl Drop for Semaphore {
     fn drop(&mut self) {
         self.cuda = None;
-        unsafe { self.ctx.vk.device.destroy_semaphore(self.sem, None) };
-        stats::VK_SEMAPHORES.sub();
+        vksem::destroy(&self.ctx.vk, self.sem);
     }
 }
 

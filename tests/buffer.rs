@@ -39,7 +39,7 @@ fn exported_fds_know_size(ctx: *const vkcuda_context) -> bool {
 fn import_info(i: &vkcuda_buffer_info) -> vkcuda_buffer_import_info {
     vkcuda_buffer_import_info {
         flags: 0,
-        origin: vkcuda_allocator_raw(i.allocator as i32),
+        allocator: vkcuda_allocator_raw(i.allocator as i32),
         allocation_size: i.allocation_size,
         offset: i.offset,
         size: i.size,
@@ -174,7 +174,7 @@ fn import_takes_the_fd_only_on_success() {
         VKCUDA_ERROR_INVALID_ARGUMENT,
     );
     let mut bad = import_info(&info);
-    bad.origin = vkcuda_allocator_raw(7);
+    bad.allocator = vkcuda_allocator_raw(7);
     fails(
         unsafe { vkcuda_buffer_import_fd(a, &bad, fd, &mut out) },
         VKCUDA_ERROR_INVALID_ARGUMENT,
@@ -344,14 +344,13 @@ fn create_checks_its_arguments() {
         unsafe { vkcuda_buffer_export_fd(buf, ptr::null_mut()) },
         VKCUDA_ERROR_NULL_POINTER,
     );
-    assert_eq!(
-        unsafe { vkcuda_buffer_get_vk_buffer(ptr::null()) },
-        ash::vk::Buffer::null()
+    let mut vk_buffer = ash::vk::Buffer::null();
+    fails(
+        unsafe { vkcuda_buffer_get_vk_buffer(ptr::null(), &mut vk_buffer) },
+        VKCUDA_ERROR_NULL_POINTER,
     );
-    assert_eq!(
-        unsafe { vkcuda_buffer_get_vk_buffer(buf) },
-        buffer_info(buf).buffer
-    );
+    ok(unsafe { vkcuda_buffer_get_vk_buffer(buf, &mut vk_buffer) });
+    assert_eq!(vk_buffer, buffer_info(buf).buffer);
     unsafe {
         vkcuda_buffer_destroy(buf);
         vkcuda_buffer_destroy(ptr::null_mut());

@@ -11,20 +11,20 @@ use ash::vk;
 
 fn cuda_present() -> bool {
     let mut v = 0;
-    unsafe { vkcuda_cuda_driver_version(&mut v) == VKCUDA_SUCCESS }
+    unsafe { vkcuda_cuda_driver_get_version(&mut v) == VKCUDA_SUCCESS }
 }
 
 #[test]
 fn device_extension_list() {
     let mut count = 0u32;
     fails(
-        unsafe { vkcuda_enumerate_device_extensions(ptr::null_mut(), ptr::null_mut()) },
+        unsafe { vkcuda_device_extensions_enumerate(ptr::null_mut(), ptr::null_mut()) },
         VKCUDA_ERROR_NULL_POINTER,
     );
-    ok(unsafe { vkcuda_enumerate_device_extensions(&mut count, ptr::null_mut()) });
+    ok(unsafe { vkcuda_device_extensions_enumerate(&mut count, ptr::null_mut()) });
     assert_eq!(count, 2);
     let mut names = [ptr::null(); 2];
-    ok(unsafe { vkcuda_enumerate_device_extensions(&mut count, names.as_mut_ptr()) });
+    ok(unsafe { vkcuda_device_extensions_enumerate(&mut count, names.as_mut_ptr()) });
     let names: Vec<&str> = names
         .iter()
         .map(|&p| unsafe { CStr::from_ptr(p) }.to_str().unwrap())
@@ -36,7 +36,7 @@ fn device_extension_list() {
     let mut one = 1u32;
     let mut first = [ptr::null(); 1];
     fails(
-        unsafe { vkcuda_enumerate_device_extensions(&mut one, first.as_mut_ptr()) },
+        unsafe { vkcuda_device_extensions_enumerate(&mut one, first.as_mut_ptr()) },
         VKCUDA_ERROR_INVALID_ARGUMENT,
     );
     assert_eq!(one, 1);
@@ -46,14 +46,14 @@ fn device_extension_list() {
 #[test]
 fn physical_devices_are_listed_with_support() {
     let mut count = 0u32;
-    ok(unsafe { vkcuda_enumerate_physical_devices(&mut count, ptr::null_mut()) });
+    ok(unsafe { vkcuda_physical_devices_enumerate(&mut count, ptr::null_mut()) });
     assert!(
         count >= 1,
         "this machine has a Vulkan device (lavapipe in CI)"
     );
     let mut list: Vec<vkcuda_physical_device_support> =
         (0..count).map(|_| unsafe { std::mem::zeroed() }).collect();
-    ok(unsafe { vkcuda_enumerate_physical_devices(&mut count, list.as_mut_ptr()) });
+    ok(unsafe { vkcuda_physical_devices_enumerate(&mut count, list.as_mut_ptr()) });
     for s in &list {
         let name = unsafe { CStr::from_ptr(s.device_name.as_ptr()) }
             .to_str()
@@ -82,7 +82,7 @@ fn query_from_engine_handles_and_bad_arguments() {
     let e = EngineDevice::new(&[], |_, _| true);
     let gipa = Some(e.entry.static_fn().get_instance_proc_addr);
     let mut s: vkcuda_physical_device_support = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_query_physical_device(e.instance.handle(), e.physical, gipa, &mut s) });
+    ok(unsafe { vkcuda_physical_device_query(e.instance.handle(), e.physical, gipa, &mut s) });
     let mut id = vk::PhysicalDeviceIDProperties::default();
     let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut id);
     unsafe {
@@ -91,16 +91,16 @@ fn query_from_engine_handles_and_bad_arguments() {
     };
     assert_eq!(s.device_uuid, id.device_uuid);
     fails(
-        unsafe { vkcuda_query_physical_device(e.instance.handle(), e.physical, None, &mut s) },
+        unsafe { vkcuda_physical_device_query(e.instance.handle(), e.physical, None, &mut s) },
         VKCUDA_ERROR_NULL_POINTER,
     );
     fails(
-        unsafe { vkcuda_query_physical_device(vk::Instance::null(), e.physical, gipa, &mut s) },
+        unsafe { vkcuda_physical_device_query(vk::Instance::null(), e.physical, gipa, &mut s) },
         VKCUDA_ERROR_NULL_POINTER,
     );
     fails(
         unsafe {
-            vkcuda_query_physical_device(
+            vkcuda_physical_device_query(
                 e.instance.handle(),
                 vk::PhysicalDevice::null(),
                 gipa,
@@ -111,7 +111,7 @@ fn query_from_engine_handles_and_bad_arguments() {
     );
     fails(
         unsafe {
-            vkcuda_query_physical_device(e.instance.handle(), e.physical, gipa, ptr::null_mut())
+            vkcuda_physical_device_query(e.instance.handle(), e.physical, gipa, ptr::null_mut())
         },
         VKCUDA_ERROR_NULL_POINTER,
     );
@@ -125,7 +125,7 @@ fn missing_cuda_driver_is_a_clear_error() {
     }
     let mut v = 7;
     let msg = fails(
-        unsafe { vkcuda_cuda_driver_version(&mut v) },
+        unsafe { vkcuda_cuda_driver_get_version(&mut v) },
         VKCUDA_ERROR_CUDA_UNAVAILABLE,
     );
     assert!(msg.contains("libcuda.so.1"), "{msg}");
@@ -152,34 +152,34 @@ fn missing_cuda_driver_is_a_clear_error() {
     assert!(ctx.is_null());
     // The Vulkan-only queries keep working.
     let mut count = 0;
-    ok(unsafe { vkcuda_enumerate_physical_devices(&mut count, ptr::null_mut()) });
+    ok(unsafe { vkcuda_physical_devices_enumerate(&mut count, ptr::null_mut()) });
 }
 
 #[test]
 fn vulkan_only_standalone_context() {
     let ctx = vulkan_only_context();
     let mut h: vkcuda_vulkan_handles = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_context_get_vulkan(ctx, &mut h) });
+    ok(unsafe { vkcuda_context_get_vulkan_handles(ctx, &mut h) });
     assert_ne!(h.instance, vk::Instance::null());
     assert_ne!(h.device, vk::Device::null());
     assert_ne!(h.queue, vk::Queue::null());
     assert!(h.get_instance_proc_addr.is_some());
     let mut c: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
     let msg = fails(
-        unsafe { vkcuda_context_get_cuda(ctx, &mut c) },
+        unsafe { vkcuda_context_get_cuda_info(ctx, &mut c) },
         VKCUDA_ERROR_CUDA_UNAVAILABLE,
     );
     assert!(msg.contains("VULKAN_ONLY"), "{msg}");
     fails(
-        unsafe { vkcuda_context_get_vulkan(ctx, ptr::null_mut()) },
+        unsafe { vkcuda_context_get_vulkan_handles(ctx, ptr::null_mut()) },
         VKCUDA_ERROR_NULL_POINTER,
     );
     fails(
-        unsafe { vkcuda_context_get_vulkan(ptr::null(), &mut h) },
+        unsafe { vkcuda_context_get_vulkan_handles(ptr::null(), &mut h) },
         VKCUDA_ERROR_NULL_POINTER,
     );
     fails(
-        unsafe { vkcuda_context_get_cuda(ptr::null(), &mut c) },
+        unsafe { vkcuda_context_get_cuda_info(ptr::null(), &mut c) },
         VKCUDA_ERROR_NULL_POINTER,
     );
     unsafe { vkcuda_context_destroy(ctx) };
@@ -298,7 +298,7 @@ fn engine_device_without_the_extensions() {
     );
     assert!(msg.contains("VK_KHR_external_semaphore_fd"), "{msg}");
     let mut h: vkcuda_vulkan_handles = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_context_get_vulkan(ctx, &mut h) });
+    ok(unsafe { vkcuda_context_get_vulkan_handles(ctx, &mut h) });
     assert_eq!(h.device, e.device.handle());
     assert_eq!(
         h.queue,

@@ -86,7 +86,7 @@ fn fake_driver_init_fails() {
 
 fn live_contexts() -> i64 {
     let mut l: vkcuda_live_objects = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_get_live_objects(&mut l) });
+    ok(unsafe { vkcuda_live_objects_get(&mut l) });
     l.contexts
 }
 
@@ -94,7 +94,7 @@ fn live_contexts() -> i64 {
 #[ignore = "runs in a child process of fake_driver_device_mismatch"]
 fn child_device_mismatch() {
     let mut v = 0;
-    ok(unsafe { vkcuda_cuda_driver_version(&mut v) });
+    ok(unsafe { vkcuda_cuda_driver_get_version(&mut v) });
     assert_eq!(v, 12080, "the fake driver is the one loaded");
     let fds = fd_count();
     let mut ctx = 1usize as *mut vkcuda_context;
@@ -114,7 +114,7 @@ fn child_device_mismatch() {
     let e = EngineDevice::new(&[ash::khr::external_memory_fd::NAME], |_, _| true);
     let mut s: vkcuda_physical_device_support = unsafe { std::mem::zeroed() };
     ok(unsafe {
-        vkcuda_query_physical_device(
+        vkcuda_physical_device_query(
             e.instance.handle(),
             e.physical,
             Some(e.entry.static_fn().get_instance_proc_addr),
@@ -146,7 +146,7 @@ fn child_device_mismatch() {
 fn child_driver_too_old() {
     let mut v = 0;
     let msg = fails(
-        unsafe { vkcuda_cuda_driver_version(&mut v) },
+        unsafe { vkcuda_cuda_driver_get_version(&mut v) },
         VKCUDA_ERROR_CUDA_UNAVAILABLE,
     );
     assert!(
@@ -168,7 +168,7 @@ fn child_driver_too_old() {
 fn child_init_fails() {
     let mut v = 0;
     let msg = fails(
-        unsafe { vkcuda_cuda_driver_version(&mut v) },
+        unsafe { vkcuda_cuda_driver_get_version(&mut v) },
         VKCUDA_ERROR_CUDA_UNAVAILABLE,
     );
     assert!(

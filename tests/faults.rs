@@ -18,7 +18,6 @@ use std::ptr;
 use std::sync::{Mutex, MutexGuard};
 
 use ash::vk;
-use vkcuda::ffi::image::*;
 
 /// One at a time: the address-space limit, fds and live objects are per process.
 fn serial() -> MutexGuard<'static, ()> {
@@ -28,7 +27,7 @@ fn serial() -> MutexGuard<'static, ()> {
 
 fn live() -> [i64; 8] {
     let mut l: vkcuda_live_objects = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_get_live_objects(&mut l) });
+    ok(unsafe { vkcuda_live_objects_get(&mut l) });
     [
         l.contexts,
         l.vk_buffers,
@@ -275,7 +274,7 @@ fn context_destroyed_before_its_objects() {
     ok(unsafe { vkcuda_buffer_export_fd(b, &mut fd) });
     let import = vkcuda_buffer_import_info {
         flags: 0,
-        origin: vkcuda_allocator_raw(info.allocator as i32),
+        allocator: vkcuda_allocator_raw(info.allocator as i32),
         allocation_size: info.allocation_size,
         offset: info.offset,
         size: info.size,
@@ -349,7 +348,7 @@ fn usable_after_each_failure() {
     let import = |fd: i32, size: u64| {
         let i = vkcuda_buffer_import_info {
             flags: 0,
-            origin: vkcuda_allocator_raw(0),
+            allocator: vkcuda_allocator_raw(0),
             allocation_size: info.allocation_size,
             offset: 0,
             size,
@@ -402,7 +401,7 @@ fn fault_cycles() -> usize {
 fn cuda_free_bytes(ctx: *const vkcuda_context) -> usize {
     use cudarc::driver::sys as cu;
     let mut c: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_context_get_cuda(ctx, &mut c) });
+    ok(unsafe { vkcuda_context_get_cuda_info(ctx, &mut c) });
     let (mut f, mut t) = (0usize, 0usize);
     unsafe {
         cu::cuCtxPushCurrent_v2(c.cuda_context.cast());
@@ -575,9 +574,9 @@ fn gpu_cuda_context_destroyed_first() {
         return;
     };
     let mut c: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_context_get_cuda(primary, &mut c) });
+    ok(unsafe { vkcuda_context_get_cuda_info(primary, &mut c) });
     let mut h: vkcuda_vulkan_handles = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_context_get_vulkan(primary, &mut h) });
+    ok(unsafe { vkcuda_context_get_vulkan_handles(primary, &mut h) });
     let before = live();
     let free_before = cuda_free_bytes(primary);
     let mut mine = ptr::null_mut();

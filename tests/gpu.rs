@@ -18,7 +18,7 @@ struct Cuda {
 impl Cuda {
     fn of(ctx: *const vkcuda_context) -> Cuda {
         let mut info: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
-        ok(unsafe { vkcuda_context_get_cuda(ctx, &mut info) });
+        ok(unsafe { vkcuda_context_get_cuda_info(ctx, &mut info) });
         Cuda {
             ctx: info.cuda_context.cast(),
         }
@@ -79,12 +79,12 @@ fn gpu_context_pairs_by_uuid() {
         return;
     };
     let mut c: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_context_get_cuda(ctx, &mut c) });
+    ok(unsafe { vkcuda_context_get_cuda_info(ctx, &mut c) });
     let mut h: vkcuda_vulkan_handles = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_context_get_vulkan(ctx, &mut h) });
+    ok(unsafe { vkcuda_context_get_vulkan_handles(ctx, &mut h) });
     let mut s: vkcuda_physical_device_support = unsafe { std::mem::zeroed() };
     ok(unsafe {
-        vkcuda_query_physical_device(
+        vkcuda_physical_device_query(
             h.instance,
             h.physical_device,
             h.get_instance_proc_addr,
@@ -119,7 +119,7 @@ fn gpu_context_pairs_by_uuid() {
     let mut ectx = ptr::null_mut();
     ok(unsafe { vkcuda_context_create(&info, &mut ectx) });
     let mut ec: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_context_get_cuda(ectx, &mut ec) });
+    ok(unsafe { vkcuda_context_get_cuda_info(ectx, &mut ec) });
     assert_eq!(ec.device_uuid, c.device_uuid);
     assert_eq!(
         ec.cuda_context, c.cuda_context,
@@ -135,7 +135,7 @@ fn gpu_context_pairs_by_uuid() {
     let mut bctx = ptr::null_mut();
     ok(unsafe { vkcuda_context_create(&info, &mut bctx) });
     let mut bc: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_context_get_cuda(bctx, &mut bc) });
+    ok(unsafe { vkcuda_context_get_cuda_info(bctx, &mut bc) });
     assert_eq!(
         bc.primary, 0,
         "a context passed in is borrowed, not the library's primary retain"
@@ -371,7 +371,7 @@ fn gpu_wrap_engine_memory() {
 
 fn live() -> vkcuda_live_objects {
     let mut l: vkcuda_live_objects = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_get_live_objects(&mut l) });
+    ok(unsafe { vkcuda_live_objects_get(&mut l) });
     l
 }
 
@@ -747,7 +747,7 @@ fn gpu_failed_imports_leave_the_library_usable() {
     let import = |fd: i32, allocation_size: u64| {
         let ii = vkcuda_buffer_import_info {
             flags: 0,
-            origin: vkcuda_allocator_raw(0),
+            allocator: vkcuda_allocator_raw(0),
             allocation_size,
             offset: 0,
             size: info.size,

@@ -9,30 +9,56 @@ fn after_includes() -> String {
     let patch = env!("CARGO_PKG_VERSION_PATCH");
     format!(
         r#"
-#if defined(_WIN32)
-#define VKCUDA_API
-#elif defined(__GNUC__) || defined(__clang__)
+/*
+ * VKCUDA_NODISCARD marks the fallible functions: dropping their vkcuda_result
+ * warns, and a (void) cast says it is dropped on purpose. It is [[nodiscard]] in
+ * C++17 and C23, Clang's warn_unused_result before those, and nothing in older C
+ * under GCC (whose warn_unused_result no cast can silence). VKCUDA_API gives the
+ * functions default visibility; it uses the [[...]] syntax wherever
+ * VKCUDA_NODISCARD does, since the two syntaxes cannot be mixed in that order.
+ */
+#if defined(__cplusplus) && __cplusplus >= 201703L
+#define VKCUDA_NODISCARD [[nodiscard]]
+#elif !defined(__cplusplus) && defined(__STDC_VERSION__) && __STDC_VERSION__ > 201710L && defined(__has_c_attribute)
+#if __has_c_attribute(nodiscard)
+#define VKCUDA_NODISCARD [[nodiscard]]
+#endif
+#endif
+#if defined(VKCUDA_NODISCARD) && !defined(_WIN32) && (defined(__GNUC__) || defined(__clang__))
+#define VKCUDA_API [[gnu::visibility("default")]]
+#endif
+#ifndef VKCUDA_NODISCARD
+#if defined(__clang__)
+#define VKCUDA_NODISCARD __attribute__((warn_unused_result))
+#else
+#define VKCUDA_NODISCARD
+#endif
+#endif
+#ifndef VKCUDA_API
+#if !defined(_WIN32) && (defined(__GNUC__) || defined(__clang__))
 #define VKCUDA_API __attribute__((visibility("default")))
 #else
 #define VKCUDA_API
 #endif
-
-#if defined(__GNUC__) || defined(__clang__)
-#define VKCUDA_NODISCARD __attribute__((warn_unused_result))
-#elif defined(__cplusplus) && __cplusplus >= 201703L
-#define VKCUDA_NODISCARD [[nodiscard]]
-#else
-#define VKCUDA_NODISCARD
 #endif
 
-/** Packs a version as vkcuda_version() returns it. */
+/** Packs a version as vkcuda_version() returns it. @ingroup library */
 #define VKCUDA_MAKE_VERSION(major, minor, patch) \
   ((((uint32_t)(major)) << 22U) | (((uint32_t)(minor)) << 12U) | ((uint32_t)(patch)))
+/** The major version of this header. @ingroup library */
 #define VKCUDA_VERSION_MAJOR {major}
+/** The minor version of this header. @ingroup library */
 #define VKCUDA_VERSION_MINOR {minor}
+/** The patch version of this header. @ingroup library */
 #define VKCUDA_VERSION_PATCH {patch}
-/** The version of this header; compare with vkcuda_version() at run time. */
+/** The version of this header; compare with vkcuda_version() at run time. @ingroup library */
 #define VKCUDA_VERSION VKCUDA_MAKE_VERSION(VKCUDA_VERSION_MAJOR, VKCUDA_VERSION_MINOR, VKCUDA_VERSION_PATCH)
+/** The major version of a packed version (VKCUDA_VERSION, vkcuda_version()). @ingroup library */
+#define VKCUDA_VERSION_GET_MAJOR(version) (((uint32_t)(version)) >> 22U)
+/** The minor version of a packed version. @ingroup library */
+#define VKCUDA_VERSION_GET_MINOR(version) ((((uint32_t)(version)) >> 12U) & 0x3FFU)
+/** The patch version of a packed version. @ingroup library */
+#define VKCUDA_VERSION_GET_PATCH(version) (((uint32_t)(version)) & 0xFFFU)
 "#
     )
 }
@@ -86,4 +112,58 @@ fn header_version_macros_match_cargo() {
     assert_eq!(vkcuda::ffi::vkcuda_version(), packed);
     let s = unsafe { std::ffi::CStr::from_ptr(vkcuda::ffi::vkcuda_version_string()) };
     assert_eq!(s.to_str().unwrap(), env!("CARGO_PKG_VERSION"));
+}
+
+/// Every declaration of the header is documented and belongs to one of the
+/// Doxygen groups the header defines (context, buffer, image, sync, share,
+/// library), so the generated pages list each object's types with its functions.
+#[test]
+fn every_declaration_is_in_a_group() {
+    let header = generate();
+    let groups: Vec<&str> = header
+        .lines()
+        .filter_map(|l| l.strip_prefix("/** @defgroup "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        groups,
+        ["context", "buffer", "image", "sync", "share", "library"]
+    );
+    let lines: Vec<&str> = header.lines().collect();
+    let mut missing = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let declares = l.starts_with("typedef ")
+            || l.starts_with("VKCUDA_API")
+            || (l.starts_with("#define VKCUDA_")
+                && !l.starts_with("#define VKCUDA_API")
+                && !l.starts_with("#define VKCUDA_NODISCARD")
+                && !l.starts_with("#define VKCUDA_H"));
+        if !declares {
+            continue;
+        }
+        // The doc comment right above: " */" then back to "/**".
+        let mut doc = String::new();
+        if i > 0 && lines[i - 1].trim_end() == " */" {
+            let mut j = i - 1;
+            while j > 0 && !lines[j].starts_with("/**") {
+                j -= 1;
+            }
+            doc = lines[j..i].join("\n");
+        } else if i > 0 && lines[i - 1].starts_with("/**") && lines[i - 1].ends_with("*/") {
+            doc = lines[i - 1].to_string();
+        }
+        let group = doc
+            .split("@ingroup ")
+            .nth(1)
+            .and_then(|g| g.split_whitespace().next());
+        match group {
+            Some(g) if groups.contains(&g) => {}
+            _ => missing.push(l.to_string()),
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "declarations without a doc comment naming a group (@ingroup context|buffer|image|sync|share|library):\n{}",
+        missing.join("\n")
+    );
 }

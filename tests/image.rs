@@ -18,7 +18,6 @@ use std::ptr;
 use std::sync::{Mutex, MutexGuard};
 
 use ash::vk;
-use vkcuda::ffi::image::*;
 
 /// The tests of this file run one at a time: the live-object and fd counts are
 /// per process.
@@ -80,7 +79,7 @@ fn image_info(im: *const vkcuda_image) -> vkcuda_image_info {
 
 fn live() -> vkcuda_live_objects {
     let mut l: vkcuda_live_objects = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_get_live_objects(&mut l) });
+    ok(unsafe { vkcuda_live_objects_get(&mut l) });
     l
 }
 
@@ -609,7 +608,9 @@ fn every_table_format_is_created_where_the_device_can_copy_it() {
             usage.contains(vk::ImageUsageFlags::STORAGE),
             "SURFACE_LDST follows STORAGE"
         );
-        assert_eq!(unsafe { vkcuda_image_get_vk_image(im) }, i.image);
+        let mut vk_image = vk::Image::null();
+        ok(unsafe { vkcuda_image_get_vk_image(im, &mut vk_image) });
+        assert_eq!(vk_image, i.image);
         let mut fd = -1;
         ok(unsafe { vkcuda_image_export_fd(im, &mut fd) });
         assert!(fd_is_open(fd));
@@ -1048,9 +1049,10 @@ fn getters_check_their_arguments() {
         unsafe { vkcuda_image_get_info(im, ptr::null_mut()) },
         VKCUDA_ERROR_NULL_POINTER,
     );
-    assert_eq!(
-        unsafe { vkcuda_image_get_vk_image(ptr::null()) },
-        vk::Image::null()
+    let mut vk_image = vk::Image::null();
+    fails(
+        unsafe { vkcuda_image_get_vk_image(ptr::null(), &mut vk_image) },
+        VKCUDA_ERROR_NULL_POINTER,
     );
     let mut fd = -1;
     fails(
@@ -1297,7 +1299,7 @@ mod gpu {
     impl Cuda {
         fn of(ctx: *const vkcuda_context) -> Cuda {
             let mut info: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
-            ok(unsafe { vkcuda_context_get_cuda(ctx, &mut info) });
+            ok(unsafe { vkcuda_context_get_cuda_info(ctx, &mut info) });
             Cuda(info.cuda_context.cast())
         }
         fn enter(&self) {

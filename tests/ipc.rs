@@ -28,7 +28,6 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use ash::vk;
-use vkcuda::ffi::image::*;
 
 /// The tests of this file run one at a time: fd and live-object counts are per process.
 fn serial() -> MutexGuard<'static, ()> {
@@ -52,7 +51,7 @@ fn opts(timeout_ns: u64) -> vkcuda_share_options {
 
 fn live() -> vkcuda_live_objects {
     let mut l: vkcuda_live_objects = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_get_live_objects(&mut l) });
+    ok(unsafe { vkcuda_live_objects_get(&mut l) });
     l
 }
 
@@ -1662,7 +1661,7 @@ mod cuda_calls {
 
 fn cuda_of(ctx: *const vkcuda_context) -> *mut CUctx_st {
     let mut info: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_context_get_cuda(ctx, &mut info) });
+    ok(unsafe { vkcuda_context_get_cuda_info(ctx, &mut info) });
     info.cuda_context
 }
 

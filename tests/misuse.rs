@@ -15,7 +15,7 @@
 //! that the thread's message names the function and says something, that outputs
 //! were not written (handle outputs set to NULL, other outputs byte for byte as
 //! they were), and, after each case, that the open fd count and
-//! `vkcuda_get_live_objects` are back where they were. A panic inside the library
+//! `vkcuda_live_objects_get` are back where they were. A panic inside the library
 //! would show as `VKCUDA_ERROR_PANIC` and fail the case; a crash fails the run.
 //!
 //! The matrix runs on a Vulkan-only context (lavapipe here; every CUDA function
@@ -39,7 +39,6 @@ use std::rc::Rc;
 use std::sync::{Mutex, MutexGuard};
 
 use ash::vk;
-use vkcuda::ffi::image::*;
 
 const N: vkcuda_result = VKCUDA_ERROR_NULL_POINTER;
 const I: vkcuda_result = VKCUDA_ERROR_INVALID_ARGUMENT;
@@ -440,7 +439,7 @@ impl Env {
         let i = self.buffer_info();
         vkcuda_buffer_import_info {
             flags: 0,
-            origin: vkcuda_allocator_raw(i.allocator as i32),
+            allocator: vkcuda_allocator_raw(i.allocator as i32),
             allocation_size: i.allocation_size,
             offset: i.offset,
             size: i.size,
@@ -918,8 +917,8 @@ fn description_mutations() -> Vec<(Kind, Mutation<vkcuda_share_description>)> {
         ),
         (
             Kind::Buffer,
-            m("enum-2:description->buffer.origin", &[I], |d| {
-                d.buffer.origin = vkcuda_allocator_raw(2)
+            m("enum-2:description->buffer.allocator", &[I], |d| {
+                d.buffer.allocator = vkcuda_allocator_raw(2)
             }),
         ),
         (
@@ -1190,7 +1189,7 @@ fn socket_cases(
 
 fn live() -> [i64; 8] {
     let mut l: vkcuda_live_objects = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_get_live_objects(&mut l) });
+    ok(unsafe { vkcuda_live_objects_get(&mut l) });
     [
         l.contexts,
         l.vk_buffers,
@@ -1250,8 +1249,8 @@ fn general(m: &mut Matrix) {
         assert_eq!(last_error(), "", "a success clears the message");
         Ran
     });
-    m.case("vkcuda_get_live_objects", "null:counts", |c| {
-        c.refused(unsafe { vkcuda_get_live_objects(ptr::null_mut()) }, &[N]);
+    m.case("vkcuda_live_objects_get", "null:counts", |c| {
+        c.refused(unsafe { vkcuda_live_objects_get(ptr::null_mut()) }, &[N]);
         Ran
     });
     m.case("vkcuda_format_query", "null:info", |c| {
@@ -1496,11 +1495,11 @@ fn buffers(m: &mut Matrix) {
         mutation("unknown-bits:info->flags", &[I], |_, i: &mut BI| {
             i.flags = 1
         }),
-        mutation("enum-2:info->origin", &[I], |_, i: &mut BI| {
-            i.origin = vkcuda_allocator_raw(2)
+        mutation("enum-2:info->allocator", &[I], |_, i: &mut BI| {
+            i.allocator = vkcuda_allocator_raw(2)
         }),
-        mutation("enum-negative:info->origin", &[I], |_, i: &mut BI| {
-            i.origin = vkcuda_allocator_raw(-1)
+        mutation("enum-negative:info->allocator", &[I], |_, i: &mut BI| {
+            i.allocator = vkcuda_allocator_raw(-1)
         }),
         mutation("zero:info->allocation_size", &[I], |_, i: &mut BI| {
             i.allocation_size = 0
@@ -1639,11 +1638,18 @@ fn buffers(m: &mut Matrix) {
         p.untouched();
         Ran
     });
-    m.case("vkcuda_buffer_get_vk_buffer", "null-ok:buffer", |_| {
-        assert_eq!(
-            unsafe { vkcuda_buffer_get_vk_buffer(ptr::null()) },
-            vk::Buffer::null()
+    m.case("vkcuda_buffer_get_vk_buffer", "null:buffer", |c| {
+        let mut p = Poison::<vk::Buffer>::new();
+        c.refused(
+            unsafe { vkcuda_buffer_get_vk_buffer(ptr::null(), p.ptr()) },
+            &[N],
         );
+        p.untouched();
+        Ran
+    });
+    m.case("vkcuda_buffer_get_vk_buffer", "null:vk_buffer", |c| {
+        let r = unsafe { vkcuda_buffer_get_vk_buffer(c.env.buffer, ptr::null_mut()) };
+        c.refused(r, &[N]);
         Ran
     });
     m.case("vkcuda_buffer_export_fd", "null:buffer", |c| {
@@ -1742,18 +1748,18 @@ fn handoff_cases(
 }
 
 fn contexts(m: &mut Matrix) {
-    // -- vkcuda_enumerate_device_extensions
-    const EXTS: &str = "vkcuda_enumerate_device_extensions";
+    // -- vkcuda_device_extensions_enumerate
+    const EXTS: &str = "vkcuda_device_extensions_enumerate";
     m.case(EXTS, "null:count", |c| {
         let mut names = [ptr::null(); 8];
-        let r = unsafe { vkcuda_enumerate_device_extensions(ptr::null_mut(), names.as_mut_ptr()) };
+        let r = unsafe { vkcuda_device_extensions_enumerate(ptr::null_mut(), names.as_mut_ptr()) };
         c.refused(r, &[N]);
         assert!(names.iter().all(|p| p.is_null()));
         Ran
     });
     m.case(EXTS, "null-ok:names", |c| {
         let mut n = 0;
-        c.succeeded(unsafe { vkcuda_enumerate_device_extensions(&mut n, ptr::null_mut()) });
+        c.succeeded(unsafe { vkcuda_device_extensions_enumerate(&mut n, ptr::null_mut()) });
         assert!(n >= 2);
         Ran
     });
@@ -1761,12 +1767,12 @@ fn contexts(m: &mut Matrix) {
         // Vulkan-style: the first *count names are written, *count says how many.
         let mut names = [ptr::null(); 8];
         let mut n = 1;
-        let r = unsafe { vkcuda_enumerate_device_extensions(&mut n, names.as_mut_ptr()) };
+        let r = unsafe { vkcuda_device_extensions_enumerate(&mut n, names.as_mut_ptr()) };
         c.refused(r, &[I]);
         assert_eq!(n, 1);
         assert!(!names[0].is_null() && names[1].is_null());
         let mut n = 0;
-        let r = unsafe { vkcuda_enumerate_device_extensions(&mut n, names.as_mut_ptr()) };
+        let r = unsafe { vkcuda_device_extensions_enumerate(&mut n, names.as_mut_ptr()) };
         c.refused(r, &[I]);
         assert_eq!(n, 0);
         Ran
@@ -1774,13 +1780,13 @@ fn contexts(m: &mut Matrix) {
     m.case(EXTS, "absurd:count", |c| {
         let mut names = [ptr::null(); 8];
         let mut n = u32::MAX;
-        c.succeeded(unsafe { vkcuda_enumerate_device_extensions(&mut n, names.as_mut_ptr()) });
+        c.succeeded(unsafe { vkcuda_device_extensions_enumerate(&mut n, names.as_mut_ptr()) });
         assert!(n >= 2 && (n as usize) < names.len());
         Ran
     });
 
-    // -- vkcuda_query_physical_device
-    const QUERY: &str = "vkcuda_query_physical_device";
+    // -- vkcuda_physical_device_query
+    const QUERY: &str = "vkcuda_physical_device_query";
     fn query(
         c: &Call,
         instance: vk::Instance,
@@ -1789,7 +1795,7 @@ fn contexts(m: &mut Matrix) {
         want: &[vkcuda_result],
     ) {
         let mut s = Poison::<vkcuda_physical_device_support>::new();
-        let r = unsafe { vkcuda_query_physical_device(instance, physical, gipa, s.ptr()) };
+        let r = unsafe { vkcuda_physical_device_query(instance, physical, gipa, s.ptr()) };
         c.refused(r, want);
         s.untouched();
     }
@@ -1820,7 +1826,7 @@ fn contexts(m: &mut Matrix) {
         let e = &c.env.engine;
         let gipa = Some(e.entry.static_fn().get_instance_proc_addr);
         let r = unsafe {
-            vkcuda_query_physical_device(e.instance.handle(), e.physical, gipa, ptr::null_mut())
+            vkcuda_physical_device_query(e.instance.handle(), e.physical, gipa, ptr::null_mut())
         };
         c.refused(r, &[N]);
         Ran
@@ -1838,25 +1844,25 @@ fn contexts(m: &mut Matrix) {
         Ran
     });
 
-    // -- vkcuda_enumerate_physical_devices
-    const ENUM: &str = "vkcuda_enumerate_physical_devices";
+    // -- vkcuda_physical_devices_enumerate
+    const ENUM: &str = "vkcuda_physical_devices_enumerate";
     m.case(ENUM, "null:count", |c| {
         let mut s = Poison::<[vkcuda_physical_device_support; 1]>::new();
-        let r = unsafe { vkcuda_enumerate_physical_devices(ptr::null_mut(), s.ptr().cast()) };
+        let r = unsafe { vkcuda_physical_devices_enumerate(ptr::null_mut(), s.ptr().cast()) };
         c.refused(r, &[N]);
         s.untouched();
         Ran
     });
     m.case(ENUM, "null-ok:supports", |c| {
         let mut n = 0;
-        c.succeeded(unsafe { vkcuda_enumerate_physical_devices(&mut n, ptr::null_mut()) });
+        c.succeeded(unsafe { vkcuda_physical_devices_enumerate(&mut n, ptr::null_mut()) });
         assert!(n >= 1);
         Ran
     });
     m.case(ENUM, "zero:count", |c| {
         let mut s = Poison::<[vkcuda_physical_device_support; 1]>::new();
         let mut n = 0;
-        c.succeeded(unsafe { vkcuda_enumerate_physical_devices(&mut n, s.ptr().cast()) });
+        c.succeeded(unsafe { vkcuda_physical_devices_enumerate(&mut n, s.ptr().cast()) });
         assert_eq!(n, 0);
         s.untouched();
         Ran
@@ -2004,57 +2010,63 @@ fn contexts(m: &mut Matrix) {
     }
 
     // -- getters and the rest
-    m.case("vkcuda_context_get_vulkan", "null:context", |c| {
+    m.case("vkcuda_context_get_vulkan_handles", "null:context", |c| {
         let mut h = Poison::<vkcuda_vulkan_handles>::new();
         c.refused(
-            unsafe { vkcuda_context_get_vulkan(ptr::null(), h.ptr()) },
+            unsafe { vkcuda_context_get_vulkan_handles(ptr::null(), h.ptr()) },
             &[N],
         );
         h.untouched();
         Ran
     });
-    m.case("vkcuda_context_get_vulkan", "null:handles", |c| {
+    m.case("vkcuda_context_get_vulkan_handles", "null:handles", |c| {
         c.refused(
-            unsafe { vkcuda_context_get_vulkan(c.env.ctx, ptr::null_mut()) },
+            unsafe { vkcuda_context_get_vulkan_handles(c.env.ctx, ptr::null_mut()) },
             &[N],
         );
         Ran
     });
-    m.case("vkcuda_context_get_cuda", "null:context", |c| {
+    m.case("vkcuda_context_get_cuda_info", "null:context", |c| {
         let mut h = Poison::<vkcuda_cuda_info>::new();
         c.refused(
-            unsafe { vkcuda_context_get_cuda(ptr::null(), h.ptr()) },
+            unsafe { vkcuda_context_get_cuda_info(ptr::null(), h.ptr()) },
             &[N],
         );
         h.untouched();
         Ran
     });
-    m.case("vkcuda_context_get_cuda", "null:cuda_info", |c| {
+    m.case("vkcuda_context_get_cuda_info", "null:cuda_info", |c| {
         c.refused(
-            unsafe { vkcuda_context_get_cuda(c.env.ctx, ptr::null_mut()) },
+            unsafe { vkcuda_context_get_cuda_info(c.env.ctx, ptr::null_mut()) },
             &[N],
         );
         Ran
     });
-    m.case("vkcuda_context_get_cuda", "vulkan-only", |c| {
+    m.case("vkcuda_context_get_cuda_info", "vulkan-only", |c| {
         if c.env.cuda {
             return Skipped("the context has CUDA");
         }
         let mut h = Poison::<vkcuda_cuda_info>::new();
-        c.refused(unsafe { vkcuda_context_get_cuda(c.env.ctx, h.ptr()) }, &[U]);
+        c.refused(
+            unsafe { vkcuda_context_get_cuda_info(c.env.ctx, h.ptr()) },
+            &[U],
+        );
         h.untouched();
         Ran
     });
-    m.case("vkcuda_cuda_driver_version", "null:version", |c| {
-        c.refused(unsafe { vkcuda_cuda_driver_version(ptr::null_mut()) }, &[N]);
+    m.case("vkcuda_cuda_driver_get_version", "null:version", |c| {
+        c.refused(
+            unsafe { vkcuda_cuda_driver_get_version(ptr::null_mut()) },
+            &[N],
+        );
         Ran
     });
-    m.case("vkcuda_cuda_driver_version", "no-driver", |c| {
+    m.case("vkcuda_cuda_driver_get_version", "no-driver", |c| {
         if c.env.driver != Driver::None {
             return Skipped("a CUDA driver is loaded");
         }
         let mut v = Poison::<i32>::new();
-        c.refused(unsafe { vkcuda_cuda_driver_version(v.ptr()) }, &[U]);
+        c.refused(unsafe { vkcuda_cuda_driver_get_version(v.ptr()) }, &[U]);
         v.untouched();
         Ran
     });
@@ -2172,11 +2184,18 @@ fn images(m: &mut Matrix) {
         );
         Ran
     });
-    m.case("vkcuda_image_get_vk_image", "null-ok:image", |_| {
-        assert_eq!(
-            unsafe { vkcuda_image_get_vk_image(ptr::null()) },
-            vk::Image::null()
+    m.case("vkcuda_image_get_vk_image", "null:image", |c| {
+        let mut p = Poison::<vk::Image>::new();
+        c.refused(
+            unsafe { vkcuda_image_get_vk_image(ptr::null(), p.ptr()) },
+            &[N],
         );
+        p.untouched();
+        Ran
+    });
+    m.case("vkcuda_image_get_vk_image", "null:vk_image", |c| {
+        let r = unsafe { vkcuda_image_get_vk_image(c.env.image, ptr::null_mut()) };
+        c.refused(r, &[N]);
         Ran
     });
     const MIP: &str = "vkcuda_image_get_cuda_mipmapped_array";
@@ -3700,7 +3719,7 @@ fn misuse_matrix_vulkan_only() {
         Driver::Fake
     } else {
         let mut v = 0;
-        match unsafe { vkcuda_cuda_driver_version(&mut v) } {
+        match unsafe { vkcuda_cuda_driver_get_version(&mut v) } {
             VKCUDA_SUCCESS => Driver::Real,
             _ => Driver::None,
         }

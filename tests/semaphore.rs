@@ -11,7 +11,7 @@ use std::ptr;
 fn creation_without_the_extension_says_so() {
     let ctx = vulkan_only_context();
     let mut support_count = 0;
-    ok(unsafe { vkcuda_enumerate_physical_devices(&mut support_count, ptr::null_mut()) });
+    ok(unsafe { vkcuda_physical_devices_enumerate(&mut support_count, ptr::null_mut()) });
     let info = vkcuda_semaphore_create_info {
         flags: 0,
         semaphore_type: vkcuda_semaphore_type_raw(0),

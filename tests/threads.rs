@@ -23,7 +23,6 @@ use std::sync::{mpsc, Arc, Barrier, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use ash::vk;
-use vkcuda::ffi::image::*;
 use vkcuda::semaphore::Book;
 
 const THREADS: usize = 8;
@@ -50,7 +49,7 @@ fn watchdog_s() -> u64 {
 
 fn live() -> [i64; 8] {
     let mut l: vkcuda_live_objects = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_get_live_objects(&mut l) });
+    ok(unsafe { vkcuda_live_objects_get(&mut l) });
     [
         l.contexts,
         l.vk_buffers,
@@ -252,7 +251,7 @@ fn cycle_work(
     begin();
     let cuda = {
         let mut c: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
-        unsafe { vkcuda_context_get_cuda(ctx, &mut c) == VKCUDA_SUCCESS }
+        unsafe { vkcuda_context_get_cuda_info(ctx, &mut c) == VKCUDA_SUCCESS }
     };
     for i in 0..cycles() {
         // A buffer of its own: create, look at, export, destroy.
@@ -319,7 +318,7 @@ fn cycle_work(
         if i % 8 == 0 {
             let import = vkcuda_buffer_import_info {
                 flags: 0,
-                origin: vkcuda_allocator_raw(info.allocator as i32),
+                allocator: vkcuda_allocator_raw(info.allocator as i32),
                 allocation_size: info.allocation_size,
                 offset: info.offset,
                 size: info.size,

@@ -11,9 +11,9 @@
  * The engine's side, in order:
  *   1. dlopen("libvulkan.so.1") and vkGetInstanceProcAddr (nothing is linked against
  *      the loader), a Vulkan 1.2 instance;
- *   2. for every physical device, vkcuda::query_physical_device: the one whose UUID
+ *   2. for every physical device, vkcuda::physical_device_query: the one whose UUID
  *      a CUDA device has is picked;
- *   3. a VkDevice with the extensions of vkcuda::enumerate_device_extensions that
+ *   3. a VkDevice with the extensions of vkcuda::device_extensions_enumerate that
  *      the device has, the timelineSemaphore feature, one compute queue;
  *   4. vkcuda::Context::create with those handles (the library borrows them).
  * Per frame slot (K of them, frames in flight): two vkcuda::Image (R8G8B8A8_UINT,
@@ -446,7 +446,7 @@ void Engine::create_device() {
     if (devices.empty()) throw Skip{"no Vulkan physical device"};
     bool any_cuda = false;
     for (std::uint32_t i = 0; i < n; i++) {
-        vkcuda_physical_device_support s = vkcuda::query_physical_device(instance_, devices[i], gipa_);
+        vkcuda_physical_device_support s = vkcuda::physical_device_query(instance_, devices[i], gipa_);
         const std::string twin = !s.cuda_available      ? "no CUDA driver"
                                  : s.cuda_device_found ? "CUDA device " + std::to_string(s.cuda_device_ordinal)
                                                        : "none with this UUID";
@@ -497,7 +497,7 @@ void Engine::create_device() {
     std::vector<VkExtensionProperties> available(ne);
     VK_CHECK(vkEnumerateDeviceExtensionProperties(physical_, nullptr, &ne, available.data()));
     std::vector<const char*> enabled;
-    for (const char* want : vkcuda::enumerate_device_extensions()) {
+    for (const char* want : vkcuda::device_extensions_enumerate()) {
         bool has = std::any_of(available.begin(), available.begin() + ne, [&](const VkExtensionProperties& e) {
             return std::strcmp(e.extensionName, want) == 0;
         });
@@ -564,7 +564,7 @@ void Engine::create_interop() {
     }
 
     cuda_ = true;
-    vkcuda_cuda_info cinfo = ctx_.cuda();
+    vkcuda_cuda_info cinfo = ctx_.cuda_info();
     if (std::memcmp(cinfo.device_uuid, support_.device_uuid, 16) != 0)
         throw std::runtime_error("the context's CUDA device UUID " + uuid_text(cinfo.device_uuid) +
                                  " differs from the Vulkan device's");

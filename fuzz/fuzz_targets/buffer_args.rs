@@ -24,7 +24,7 @@ enum Op {
     },
     Import {
         flags: u32,
-        origin: i32,
+        allocator: i32,
         alloc_sel: u8,
         allocation_size: u64,
         offset_sel: u8,
@@ -108,7 +108,7 @@ fuzz_target!(|ops: Vec<Op>| {
             }
             Op::Import {
                 flags,
-                origin,
+                allocator,
                 alloc_sel,
                 allocation_size,
                 offset_sel,
@@ -120,7 +120,7 @@ fuzz_target!(|ops: Vec<Op>| {
             } => {
                 let info = vkcuda_buffer_import_info {
                     flags,
-                    origin: vkcuda_allocator_raw(origin),
+                    allocator: vkcuda_allocator_raw(allocator),
                     allocation_size: near(alloc_sel, allocation_size, real.allocation_size, s),
                     offset: near(offset_sel, offset, real.offset, s),
                     size: near(size_sel, raw_size, real.size, s),

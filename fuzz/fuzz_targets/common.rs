@@ -65,7 +65,7 @@ pub fn shared() -> &'static Shared {
             VKCUDA_SUCCESS
         );
         let mut h: vkcuda_vulkan_handles = std::mem::zeroed();
-        assert_eq!(vkcuda_context_get_vulkan(ctx, &mut h), VKCUDA_SUCCESS);
+        assert_eq!(vkcuda_context_get_vulkan_handles(ctx, &mut h), VKCUDA_SUCCESS);
         let static_fn = ash::StaticFn {
             get_instance_proc_addr: h.get_instance_proc_addr.unwrap(),
         };
@@ -191,7 +191,7 @@ pub fn check(name: &str, r: vkcuda_result) -> vkcuda_result {
 
 pub fn live() -> [i64; 8] {
     let mut l: vkcuda_live_objects = unsafe { std::mem::zeroed() };
-    assert_eq!(unsafe { vkcuda_get_live_objects(&mut l) }, VKCUDA_SUCCESS);
+    assert_eq!(unsafe { vkcuda_live_objects_get(&mut l) }, VKCUDA_SUCCESS);
     [
         l.contexts,
         l.vk_buffers,

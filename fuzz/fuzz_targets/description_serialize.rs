@@ -18,7 +18,7 @@ struct In {
     flags: u32,
     kind: i32,
     uuid: [u8; 16],
-    origin: i32,
+    allocator: i32,
     dedicated: u32,
     allocation_size: u64,
     offset: u64,
@@ -49,10 +49,10 @@ fuzz_target!(|i: In| {
         }),
         device_uuid: i.uuid,
         buffer: vkcuda_share_buffer_description {
-            origin: vkcuda_allocator_raw(if i.small {
-                i.origin.rem_euclid(3)
+            allocator: vkcuda_allocator_raw(if i.small {
+                i.allocator.rem_euclid(3)
             } else {
-                i.origin
+                i.allocator
             }),
             dedicated: k32(i.dedicated),
             allocation_size: k(i.allocation_size),
@@ -120,8 +120,8 @@ fuzz_target!(|i: In| {
         1 => {
             let (a, b) = (&d.buffer, &back.buffer);
             assert_eq!(
-                (a.origin.0, a.dedicated, a.allocation_size, a.offset, a.size),
-                (b.origin.0, b.dedicated, b.allocation_size, b.offset, b.size)
+                (a.allocator.0, a.dedicated, a.allocation_size, a.offset, a.size),
+                (b.allocator.0, b.dedicated, b.allocation_size, b.offset, b.size)
             );
         }
         2 => {

@@ -136,7 +136,7 @@ impl CudaContext {
                 ErrorKind::DeviceMismatch,
                 format!(
                     "the stream belongs to CUDA context {owner:p}, not to this context's {:p} \
-                     (device {} '{}'): create the stream in the context vkcuda_context_get_cuda returns",
+                     (device {} '{}'): create the stream in the context vkcuda_context_get_cuda_info returns",
                     self.ctx, self.info.ordinal, self.info.name
                 ),
             ));

@@ -5,22 +5,28 @@ use std::os::fd::IntoRawFd;
 use ash::vk;
 
 use super::context::{ctx_arg, vkcuda_context};
+use super::handoff::{command_buffer_arg, scope_arg, vkcuda_handoff_info};
 use super::types::*;
 use super::{arg, boundary, check_bool, check_flags, out, quiet, vkcuda_result, write_handle};
 use crate::buffer::{Buffer, Layout};
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::vulkan::handoff::{self, Direction};
 
 /// One allocation seen as a `VkBuffer` (with its `VkDeviceMemory`) by Vulkan and as
 /// a device pointer by CUDA. Released by `vkcuda_buffer_destroy`.
 ///
 /// Thread-safety: the getters and `export_fd` may be called from any thread at
 /// once; destroy must not overlap any other use (like a Vulkan object).
+///
+/// @ingroup buffer
 pub struct vkcuda_buffer {
     pub(crate) inner: Buffer,
 }
 
 /// How to make a shared buffer. All zero except `size` gives a Vulkan-allocated
 /// buffer usable as a storage buffer and for transfers.
+///
+/// @ingroup buffer
 #[repr(C)]
 pub struct vkcuda_buffer_create_info {
     /// Reserved; must be 0.
@@ -38,6 +44,8 @@ pub struct vkcuda_buffer_create_info {
 
 /// Memory the engine allocated itself (for example from a VMA pool created with
 /// `VkExportMemoryAllocateInfo`), for `vkcuda_buffer_wrap`.
+///
+/// @ingroup buffer
 #[repr(C)]
 pub struct vkcuda_buffer_wrap_info {
     /// Reserved; must be 0.
@@ -59,12 +67,14 @@ pub struct vkcuda_buffer_wrap_info {
 
 /// What the importer of an exported buffer fd needs to know (the exporter's
 /// `vkcuda_buffer_info` holds each value).
+///
+/// @ingroup buffer
 #[repr(C)]
 pub struct vkcuda_buffer_import_info {
     /// Reserved; must be 0.
     pub flags: u32,
     /// Which API allocated the memory (`vkcuda_buffer_info::allocator`).
-    pub origin: vkcuda_allocator_raw,
+    pub allocator: vkcuda_allocator_raw,
     /// The whole allocation's size.
     pub allocation_size: u64,
     /// Where the buffer starts in the allocation.
@@ -78,6 +88,8 @@ pub struct vkcuda_buffer_import_info {
 }
 
 /// Everything about a shared buffer.
+///
+/// @ingroup buffer
 #[repr(C)]
 pub struct vkcuda_buffer_info {
     /// The Vulkan view. Owned by the vkcuda buffer, except for wrapped buffers.
@@ -101,23 +113,6 @@ pub struct vkcuda_buffer_info {
     pub wrapped: VkBool32,
 }
 
-/// Where the engine hands a resource over and what it did or will do with it,
-/// for the handoff barriers. All zero: queue family 0, all commands, all memory
-/// reads and writes.
-#[repr(C)]
-pub struct vkcuda_handoff_info {
-    /// Reserved; must be 0.
-    pub flags: u32,
-    /// The engine's queue family that the command buffer is submitted to.
-    pub queue_family_index: u32,
-    /// Release: the stages that wrote or read the resource before the handoff.
-    /// Acquire: the stages that use it after. 0 means ALL_COMMANDS.
-    pub stage_mask: VkPipelineStageFlags,
-    /// Release: the engine's writes to make available. Acquire: the accesses that
-    /// follow. 0 means MEMORY_READ | MEMORY_WRITE.
-    pub access_mask: VkAccessFlags,
-}
-
 unsafe fn buf_arg<'a>(buffer: *const vkcuda_buffer) -> Result<&'a Buffer> {
     Ok(&arg(buffer, "buffer")?.inner)
 }
@@ -129,6 +124,8 @@ unsafe fn buf_arg<'a>(buffer: *const vkcuda_buffer) -> Result<&'a Buffer> {
 /// failure; nothing is left allocated on failure.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup buffer
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_buffer_create(
@@ -142,12 +139,12 @@ pub unsafe extern "C" fn vkcuda_buffer_create(
             let ctx = ctx_arg(context)?;
             let info = arg(info, "info")?;
             check_flags(info.flags, 0, "info->flags")?;
-            let origin = info.allocator.get("info->allocator")?;
+            let allocator = info.allocator.get("info->allocator")?;
             let inner = Buffer::create(
                 ctx,
                 info.size,
                 vk::BufferUsageFlags::from_raw(info.usage),
-                origin,
+                allocator,
             )?;
             Ok(Box::new(vkcuda_buffer { inner }))
         })();
@@ -163,6 +160,8 @@ pub unsafe extern "C" fn vkcuda_buffer_create(
 /// (not for NVIDIA's opaque fds) it checks `allocation_size` too.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup buffer
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_buffer_wrap(
@@ -201,6 +200,8 @@ pub unsafe extern "C" fn vkcuda_buffer_wrap(
 /// it): close it and export a new fd to retry.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup buffer
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_buffer_import_fd(
@@ -216,7 +217,7 @@ pub unsafe extern "C" fn vkcuda_buffer_import_fd(
             let info = arg(info, "info")?;
             check_flags(info.flags, 0, "info->flags")?;
             let layout = Layout {
-                origin: info.origin.get("info->origin")?,
+                allocator: info.allocator.get("info->allocator")?,
                 allocation_size: info.allocation_size,
                 offset: info.offset,
                 size: info.size,
@@ -241,6 +242,8 @@ pub unsafe extern "C" fn vkcuda_buffer_import_fd(
 /// Fills `*info` with the buffer's views and sizes.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup buffer
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_buffer_get_info(
@@ -258,7 +261,7 @@ pub unsafe extern "C" fn vkcuda_buffer_get_info(
             size: l.size,
             allocation_size: l.allocation_size,
             cuda_pointer: b.cuda_ptr().unwrap_or(0),
-            allocator: l.origin.into(),
+            allocator: l.allocator.into(),
             dedicated: l.dedicated as u32,
             wrapped: b.is_wrapped() as u32,
         };
@@ -270,6 +273,8 @@ pub unsafe extern "C" fn vkcuda_buffer_get_info(
 /// `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only context.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup buffer
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_buffer_get_cuda_pointer(
@@ -284,14 +289,22 @@ pub unsafe extern "C" fn vkcuda_buffer_get_cuda_pointer(
     })
 }
 
-/// The buffer's `VkBuffer`, or VK_NULL_HANDLE for a NULL buffer.
+/// The buffer's `VkBuffer` (owned by the vkcuda buffer, except for wrapped buffers).
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup buffer
 #[no_mangle]
-pub unsafe extern "C" fn vkcuda_buffer_get_vk_buffer(buffer: *const vkcuda_buffer) -> VkBuffer {
-    quiet(vk::Buffer::null(), || match buffer.as_ref() {
-        Some(b) => b.inner.vk_buffer(),
-        None => vk::Buffer::null(),
+#[must_use]
+pub unsafe extern "C" fn vkcuda_buffer_get_vk_buffer(
+    buffer: *const vkcuda_buffer,
+    vk_buffer: *mut VkBuffer,
+) -> vkcuda_result {
+    boundary("vkcuda_buffer_get_vk_buffer", || {
+        let b = buf_arg(buffer)?;
+        let vk_buffer = out(vk_buffer, "vk_buffer")?;
+        *vk_buffer = b.vk_buffer();
+        Ok(())
     })
 }
 
@@ -302,6 +315,8 @@ pub unsafe extern "C" fn vkcuda_buffer_get_vk_buffer(buffer: *const vkcuda_buffe
 /// values of `vkcuda_buffer_get_info`.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup buffer
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_buffer_export_fd(
@@ -316,71 +331,16 @@ pub unsafe extern "C" fn vkcuda_buffer_export_fd(
     })
 }
 
-pub(crate) fn barrier_masks(
-    info: &vkcuda_handoff_info,
-) -> Result<(vk::PipelineStageFlags, vk::AccessFlags)> {
-    check_flags(info.flags, 0, "info->flags")?;
-    let stage = match info.stage_mask {
-        0 => vk::PipelineStageFlags::ALL_COMMANDS,
-        s => vk::PipelineStageFlags::from_raw(s),
-    };
-    let access = match info.access_mask {
-        0 => vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE,
-        a => vk::AccessFlags::from_raw(a),
-    };
-    Ok((stage, access))
-}
-
 unsafe fn buffer_barrier(
     buffer: *const vkcuda_buffer,
     command_buffer: VkCommandBuffer,
     info: *const vkcuda_handoff_info,
-    release: bool,
+    dir: Direction,
 ) -> Result<()> {
     let b = buf_arg(buffer)?;
-    if command_buffer == vk::CommandBuffer::null() {
-        return Err(Error::null("command_buffer"));
-    }
-    let info = arg(info, "info")?;
-    let (stage, access) = barrier_masks(info)?;
-    let l = b.layout();
-    let (src_family, dst_family, src_access, dst_access) = if release {
-        (
-            info.queue_family_index,
-            vk::QUEUE_FAMILY_EXTERNAL,
-            access,
-            vk::AccessFlags::empty(),
-        )
-    } else {
-        (
-            vk::QUEUE_FAMILY_EXTERNAL,
-            info.queue_family_index,
-            vk::AccessFlags::empty(),
-            access,
-        )
-    };
-    let barrier = vk::BufferMemoryBarrier::default()
-        .src_access_mask(src_access)
-        .dst_access_mask(dst_access)
-        .src_queue_family_index(src_family)
-        .dst_queue_family_index(dst_family)
-        .buffer(b.vk_buffer())
-        .offset(0)
-        .size(l.size);
-    let (src_stage, dst_stage) = if release {
-        (stage, vk::PipelineStageFlags::BOTTOM_OF_PIPE)
-    } else {
-        (vk::PipelineStageFlags::TOP_OF_PIPE, stage)
-    };
-    b.context().vk.device.cmd_pipeline_barrier(
-        command_buffer,
-        src_stage,
-        dst_stage,
-        vk::DependencyFlags::empty(),
-        &[],
-        &[barrier],
-        &[],
-    );
+    let cmd = command_buffer_arg(command_buffer)?;
+    let scope = scope_arg(info)?;
+    handoff::record(&b.context().vk, cmd, dir, &scope, &[b.handoff_range()], &[]);
     Ok(())
 }
 
@@ -389,6 +349,8 @@ unsafe fn buffer_barrier(
 /// the engine's writes available. Submit it before the semaphore signal CUDA waits on.
 ///
 /// Thread-safety: the command buffer is externally synchronised, as in Vulkan.
+///
+/// @ingroup buffer
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_buffer_cmd_release_to_cuda(
@@ -397,7 +359,7 @@ pub unsafe extern "C" fn vkcuda_buffer_cmd_release_to_cuda(
     info: *const vkcuda_handoff_info,
 ) -> vkcuda_result {
     boundary("vkcuda_buffer_cmd_release_to_cuda", || {
-        buffer_barrier(buffer, command_buffer, info, true)
+        buffer_barrier(buffer, command_buffer, info, Direction::Release)
     })
 }
 
@@ -406,6 +368,8 @@ pub unsafe extern "C" fn vkcuda_buffer_cmd_release_to_cuda(
 /// in `info`. Submit it after waiting on the semaphore CUDA signalled.
 ///
 /// Thread-safety: the command buffer is externally synchronised, as in Vulkan.
+///
+/// @ingroup buffer
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_buffer_cmd_acquire_from_cuda(
@@ -414,7 +378,7 @@ pub unsafe extern "C" fn vkcuda_buffer_cmd_acquire_from_cuda(
     info: *const vkcuda_handoff_info,
 ) -> vkcuda_result {
     boundary("vkcuda_buffer_cmd_acquire_from_cuda", || {
-        buffer_barrier(buffer, command_buffer, info, false)
+        buffer_barrier(buffer, command_buffer, info, Direction::Acquire)
     })
 }
 
@@ -424,6 +388,8 @@ pub unsafe extern "C" fn vkcuda_buffer_cmd_acquire_from_cuda(
 /// work still uses it. NULL does nothing.
 ///
 /// Thread-safety: must not overlap any other use of the buffer.
+///
+/// @ingroup buffer
 #[no_mangle]
 pub unsafe extern "C" fn vkcuda_buffer_destroy(buffer: *mut vkcuda_buffer) {
     quiet((), || {

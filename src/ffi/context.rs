@@ -10,23 +10,32 @@ use super::{arg, boundary, check_flags, out, quiet, vkcuda_result, write_handle}
 use crate::context::{Context, CudaChoice};
 use crate::cuda;
 use crate::error::{Error, Result};
-use crate::vulkan::{self, standalone, EngineHandles, Support};
+use crate::pairing::{self, DeviceReport};
+use crate::vulkan::{self, EngineHandles};
 
 /// A Vulkan device paired with a CUDA device. Made by `vkcuda_context_create` or
 /// `vkcuda_context_create_standalone`, released by `vkcuda_context_destroy`.
 ///
 /// Thread-safety: a context may be used from any number of threads at once.
+///
+/// @ingroup context
 pub struct vkcuda_context {
     pub(crate) inner: Arc<Context>,
 }
 
 /// Create without a CUDA side: only the Vulkan half works (export/import of fds),
 /// and every CUDA call returns `VKCUDA_ERROR_CUDA_UNAVAILABLE`.
+///
+/// @ingroup context
 pub const VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT: u32 = 0x1;
 /// Standalone only: use `physical_device_index` instead of picking a device.
+///
+/// @ingroup context
 pub const VKCUDA_CONTEXT_CREATE_PHYSICAL_DEVICE_INDEX_BIT: u32 = 0x2;
 
 /// What a physical device offers for interop.
+///
+/// @ingroup context
 #[repr(C)]
 pub struct vkcuda_physical_device_support {
     /// `VkPhysicalDeviceProperties::apiVersion`.
@@ -52,6 +61,8 @@ pub struct vkcuda_physical_device_support {
 }
 
 /// The engine's handles for `vkcuda_context_create`.
+///
+/// @ingroup context
 #[repr(C)]
 pub struct vkcuda_context_create_info {
     /// `VKCUDA_CONTEXT_CREATE_*` bits; 0 for the defaults.
@@ -61,7 +72,7 @@ pub struct vkcuda_context_create_info {
     /// The physical device the engine's device was created on.
     pub physical_device: VkPhysicalDevice,
     /// The engine's device, created with the extensions from
-    /// `vkcuda_enumerate_device_extensions` that the device supports and the
+    /// `vkcuda_device_extensions_enumerate` that the device supports and the
     /// `timelineSemaphore` feature.
     pub device: VkDevice,
     /// The engine's `vkGetInstanceProcAddr`; every entry point is loaded from it.
@@ -75,6 +86,8 @@ pub struct vkcuda_context_create_info {
 
 /// Options of `vkcuda_context_create_standalone`; all zero (or a NULL pointer) for
 /// the defaults.
+///
+/// @ingroup context
 #[repr(C)]
 pub struct vkcuda_standalone_create_info {
     /// `VKCUDA_CONTEXT_CREATE_*` bits.
@@ -86,6 +99,8 @@ pub struct vkcuda_standalone_create_info {
 }
 
 /// The Vulkan handles of a context.
+///
+/// @ingroup context
 #[repr(C)]
 pub struct vkcuda_vulkan_handles {
     /// The instance: the engine's (borrowed), or the standalone context's own.
@@ -105,6 +120,8 @@ pub struct vkcuda_vulkan_handles {
 }
 
 /// The CUDA side of a context.
+///
+/// @ingroup context
 #[repr(C)]
 pub struct vkcuda_cuda_info {
     /// The CUcontext the library works in (by default the device's primary
@@ -120,58 +137,43 @@ pub struct vkcuda_cuda_info {
     pub device_uuid: [u8; 16],
 }
 
-fn support_to_c(
-    s: &Support,
-    cuda_ok: bool,
-    ordinal: Option<i32>,
-) -> vkcuda_physical_device_support {
+fn report_to_c(r: &DeviceReport) -> vkcuda_physical_device_support {
+    let s = &r.support;
     let mut name = [0 as c_char; 256];
     for (d, b) in name.iter_mut().zip(s.props.name.bytes().take(255)) {
         *d = b as c_char;
     }
-    let found = ordinal.is_some();
     vkcuda_physical_device_support {
         api_version: s.props.api_version,
         external_memory_fd: s.external_memory_fd as u32,
         external_semaphore_fd: s.external_semaphore_fd as u32,
         timeline_semaphore: s.timeline_semaphore as u32,
-        cuda_available: cuda_ok as u32,
-        cuda_device_found: found as u32,
-        cuda_device_ordinal: ordinal.unwrap_or(-1),
-        supported: (s.external_memory_fd
-            && s.external_semaphore_fd
-            && s.timeline_semaphore
-            && found) as u32,
+        cuda_available: r.cuda_available as u32,
+        cuda_device_found: r.cuda_ordinal.is_some() as u32,
+        cuda_device_ordinal: r.cuda_ordinal.unwrap_or(-1),
+        supported: r.supported() as u32,
         device_uuid: s.props.uuid,
         device_name: name,
-    }
-}
-
-fn cuda_ordinal(uuid: &[u8; 16]) -> (bool, Option<i32>) {
-    match cuda::devices() {
-        Ok(list) => (
-            true,
-            list.iter().find(|d| &d.uuid == uuid).map(|d| d.ordinal),
-        ),
-        Err(_) => (false, None),
     }
 }
 
 /// Lists the device extensions the library uses, Vulkan-style: with `names` NULL,
 /// writes the count to `*count`; otherwise writes up to `*count` names (static
 /// strings) and sets `*count` to how many were written. Enable each one the device
-/// supports (see `vkcuda_query_physical_device`): `VK_KHR_external_memory_fd` for
+/// supports (see `vkcuda_physical_device_query`): `VK_KHR_external_memory_fd` for
 /// buffers and images, `VK_KHR_external_semaphore_fd` for semaphores. Also enable
 /// the Vulkan 1.2 feature `timelineSemaphore`.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup context
 #[no_mangle]
 #[must_use]
-pub unsafe extern "C" fn vkcuda_enumerate_device_extensions(
+pub unsafe extern "C" fn vkcuda_device_extensions_enumerate(
     count: *mut u32,
     names: *mut *const c_char,
 ) -> vkcuda_result {
-    boundary("vkcuda_enumerate_device_extensions", || {
+    boundary("vkcuda_device_extensions_enumerate", || {
         let count = out(count, "count")?;
         let all = vulkan::extension_name_ptrs();
         if names.is_null() {
@@ -199,24 +201,24 @@ pub unsafe extern "C" fn vkcuda_enumerate_device_extensions(
 /// (`cuda_available` is then VK_FALSE).
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup context
 #[no_mangle]
 #[must_use]
-pub unsafe extern "C" fn vkcuda_query_physical_device(
+pub unsafe extern "C" fn vkcuda_physical_device_query(
     instance: VkInstance,
     physical_device: VkPhysicalDevice,
     get_instance_proc_addr: PFN_vkGetInstanceProcAddr,
     support: *mut vkcuda_physical_device_support,
 ) -> vkcuda_result {
-    boundary("vkcuda_query_physical_device", || {
+    boundary("vkcuda_physical_device_query", || {
         let support = out(support, "support")?;
         let gipa = get_instance_proc_addr.ok_or_else(|| Error::null("get_instance_proc_addr"))?;
         if instance == vk::Instance::null() {
             return Err(Error::null("instance"));
         }
         let inst = vulkan::load_instance(gipa, instance)?;
-        let s = vulkan::support::query(&inst, physical_device)?;
-        let (cuda_ok, ordinal) = cuda_ordinal(&s.props.uuid);
-        *support = support_to_c(&s, cuda_ok, ordinal);
+        *support = report_to_c(&pairing::report(&inst, physical_device)?);
         Ok(())
     })
 }
@@ -226,34 +228,27 @@ pub unsafe extern "C" fn vkcuda_query_physical_device(
 /// itself (`VKCUDA_ERROR_VULKAN_UNAVAILABLE` if missing); for tools and examples.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup context
 #[no_mangle]
 #[must_use]
-pub unsafe extern "C" fn vkcuda_enumerate_physical_devices(
+pub unsafe extern "C" fn vkcuda_physical_devices_enumerate(
     count: *mut u32,
     supports: *mut vkcuda_physical_device_support,
 ) -> vkcuda_result {
-    boundary("vkcuda_enumerate_physical_devices", || {
+    boundary("vkcuda_physical_devices_enumerate", || {
         let count = out(count, "count")?;
-        let _g = standalone::lifecycle_lock();
-        let entry = standalone::load_entry()?;
-        let instance = standalone::create_instance(&entry)?;
-        let listed = standalone::physical_devices(&instance);
-        let result = listed.and_then(|list| {
-            if supports.is_null() {
-                *count = list.len() as u32;
-                return Ok(());
-            }
-            let n = (*count as usize).min(list.len());
-            for (i, (_, s)) in list.iter().take(n).enumerate() {
-                let s = s.as_ref().map_err(|e| e.clone())?;
-                let (cuda_ok, ordinal) = cuda_ordinal(&s.props.uuid);
-                *supports.add(i) = support_to_c(s, cuda_ok, ordinal);
-            }
-            *count = n as u32;
-            Ok(())
-        });
-        instance.destroy_instance(None);
-        result
+        let list = pairing::enumerate()?;
+        if supports.is_null() {
+            *count = list.len() as u32;
+            return Ok(());
+        }
+        let n = (*count as usize).min(list.len());
+        for (i, r) in list.iter().take(n).enumerate() {
+            *supports.add(i) = report_to_c(r.as_ref().map_err(|e| e.clone())?);
+        }
+        *count = n as u32;
+        Ok(())
     })
 }
 
@@ -280,6 +275,8 @@ fn cuda_choice(flags: u32, cuda_context: *mut CUctx_st) -> Result<CudaChoice> {
 /// object made from it. `*context` is written on success, set to NULL on failure.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup context
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_context_create(
@@ -318,7 +315,7 @@ pub unsafe extern "C" fn vkcuda_context_create(
 /// Creates a Vulkan instance and device of the library's own, with every interop
 /// extension the device has and timeline semaphores enabled, on the device that
 /// matches a CUDA device, and pairs it with CUDA. `info` may be NULL (defaults).
-/// `vkcuda_context_get_vulkan` returns the handles, including a queue. Loads
+/// `vkcuda_context_get_vulkan_handles` returns the handles, including a queue. Loads
 /// libvulkan.so.1 (`VKCUDA_ERROR_VULKAN_UNAVAILABLE` if missing).
 ///
 /// Thread-safety: may be called from any thread. The library serialises the
@@ -327,6 +324,8 @@ pub unsafe extern "C" fn vkcuda_context_create(
 /// each other. On an NVIDIA device the first call also keeps one Vulkan instance
 /// (without a device) alive until the process exits: without one, NVIDIA's driver
 /// 580 hung in `vkDestroyDevice` when a thread that had used it exited meanwhile.
+///
+/// @ingroup context
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_context_create_standalone(
@@ -362,13 +361,15 @@ pub(crate) unsafe fn ctx_arg<'a>(context: *const vkcuda_context) -> Result<&'a A
 /// The context's Vulkan handles.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup context
 #[no_mangle]
 #[must_use]
-pub unsafe extern "C" fn vkcuda_context_get_vulkan(
+pub unsafe extern "C" fn vkcuda_context_get_vulkan_handles(
     context: *const vkcuda_context,
     handles: *mut vkcuda_vulkan_handles,
 ) -> vkcuda_result {
-    boundary("vkcuda_context_get_vulkan", || {
+    boundary("vkcuda_context_get_vulkan_handles", || {
         let ctx = ctx_arg(context)?;
         let handles = out(handles, "handles")?;
         let v = &ctx.vk;
@@ -391,13 +392,15 @@ pub unsafe extern "C" fn vkcuda_context_get_vulkan(
 /// The context's CUDA side. `VKCUDA_ERROR_CUDA_UNAVAILABLE` for a Vulkan-only context.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup context
 #[no_mangle]
 #[must_use]
-pub unsafe extern "C" fn vkcuda_context_get_cuda(
+pub unsafe extern "C" fn vkcuda_context_get_cuda_info(
     context: *const vkcuda_context,
     cuda_info: *mut vkcuda_cuda_info,
 ) -> vkcuda_result {
-    boundary("vkcuda_context_get_cuda", || {
+    boundary("vkcuda_context_get_cuda_info", || {
         let ctx = ctx_arg(context)?;
         let cuda_info = out(cuda_info, "cuda_info")?;
         let c = ctx.cuda()?;
@@ -416,10 +419,12 @@ pub unsafe extern "C" fn vkcuda_context_get_cuda(
 /// `VKCUDA_ERROR_CUDA_UNAVAILABLE` with the reason when there is no usable driver.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup context
 #[no_mangle]
 #[must_use]
-pub unsafe extern "C" fn vkcuda_cuda_driver_version(version: *mut i32) -> vkcuda_result {
-    boundary("vkcuda_cuda_driver_version", || {
+pub unsafe extern "C" fn vkcuda_cuda_driver_get_version(version: *mut i32) -> vkcuda_result {
+    boundary("vkcuda_cuda_driver_get_version", || {
         let version = out(version, "version")?;
         *version = cuda::driver_version()?;
         Ok(())
@@ -431,59 +436,13 @@ pub unsafe extern "C" fn vkcuda_cuda_driver_version(version: *mut i32) -> vkcuda
 /// destroys its device and instance when the last of them goes. NULL does nothing.
 ///
 /// Thread-safety: the context must not be in use by another thread during this call.
+///
+/// @ingroup context
 #[no_mangle]
 pub unsafe extern "C" fn vkcuda_context_destroy(context: *mut vkcuda_context) {
     quiet((), || {
         if !context.is_null() {
             drop(Box::from_raw(context));
         }
-    })
-}
-
-/// How many native objects the library holds right now, in the whole process (for
-/// leak checks: after destroying everything, all are 0).
-#[repr(C)]
-pub struct vkcuda_live_objects {
-    /// Contexts (kept alive by their objects too).
-    pub contexts: i64,
-    /// `VkBuffer`s the library created.
-    pub vk_buffers: i64,
-    /// `VkDeviceMemory` objects the library allocated or imported.
-    pub vk_memories: i64,
-    /// `VkImage`s the library created.
-    pub vk_images: i64,
-    /// `VkSemaphore`s the library created.
-    pub vk_semaphores: i64,
-    /// `cuMemCreate` allocations (and imported ones).
-    pub cuda_allocations: i64,
-    /// `cuImportExternalMemory` imports.
-    pub cuda_external_memories: i64,
-    /// `cuImportExternalSemaphore` imports.
-    pub cuda_external_semaphores: i64,
-}
-
-/// Fills `*counts` with the number of native objects the library holds now.
-///
-/// Thread-safety: may be called from any thread; counts from other threads'
-/// concurrent calls may or may not be included.
-#[no_mangle]
-#[must_use]
-pub unsafe extern "C" fn vkcuda_get_live_objects(
-    counts: *mut vkcuda_live_objects,
-) -> vkcuda_result {
-    boundary("vkcuda_get_live_objects", || {
-        use crate::stats::*;
-        let counts = out(counts, "counts")?;
-        *counts = vkcuda_live_objects {
-            contexts: CONTEXTS.get(),
-            vk_buffers: VK_BUFFERS.get(),
-            vk_memories: VK_MEMORIES.get(),
-            vk_images: VK_IMAGES.get(),
-            vk_semaphores: VK_SEMAPHORES.get(),
-            cuda_allocations: CUDA_ALLOCATIONS.get(),
-            cuda_external_memories: CUDA_EXTERNAL_MEMORIES.get(),
-            cuda_external_semaphores: CUDA_EXTERNAL_SEMAPHORES.get(),
-        };
-        Ok(())
     })
 }

@@ -5,13 +5,14 @@ use std::os::fd::IntoRawFd;
 use ash::vk;
 use cudarc::driver::sys;
 
-use super::buffer::{barrier_masks, vkcuda_handoff_info};
 use super::context::{ctx_arg, vkcuda_context};
+use super::handoff::{command_buffer_arg, scope_arg, vkcuda_handoff_info};
 use super::types::*;
 use super::{arg, boundary, check_flags, out, quiet, vkcuda_result, write_handle};
 use crate::error::{Error, Result};
 use crate::format::{self, FormatInfo, Numeric, Order};
 use crate::image::{Description, Dimension, Image, Sampler};
+use crate::vulkan::handoff::{self, Direction};
 
 pub type VkImage = vk::Image;
 /// A `VkFormat` as C passes it (the Vulkan header's enum, 32 bits); checked
@@ -23,12 +24,16 @@ pub type VkImageUsageFlags = u32;
 pub type VkExtent3D = vk::Extent3D;
 
 /// CUDA's array struct; `CUarray` from cuda.h is `struct CUarray_st *`.
+///
+/// @ingroup image
 pub struct CUarray_st {
     _opaque: [u8; 0],
 }
 
 /// CUDA's mipmapped array struct; `CUmipmappedArray` from cuda.h is
 /// `struct CUmipmappedArray_st *`.
+///
+/// @ingroup image
 pub struct CUmipmappedArray_st {
     _opaque: [u8; 0],
 }
@@ -40,6 +45,8 @@ pub struct CUmipmappedArray_st {
 /// Thread-safety: every function but destroy may be called from any thread at
 /// once (surface and texture creation are locked); destroy must not overlap any
 /// other use.
+///
+/// @ingroup image
 pub struct vkcuda_image {
     pub(crate) inner: Image,
 }
@@ -47,15 +54,23 @@ pub struct vkcuda_image {
 /// The image is cube compatible (`VK_IMAGE_CREATE_CUBE_COMPATIBLE_BIT`): 2D,
 /// square, a multiple of 6 array layers. CUDA maps it as a cubemap
 /// (`CUDA_ARRAY3D_CUBEMAP`, layered when more than 6 layers).
+///
+/// @ingroup image
 pub const VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT: u32 = 0x1;
 
 /// Texture coordinates run over [0, 1) instead of [0, size).
+///
+/// @ingroup image
 pub const VKCUDA_TEXTURE_NORMALIZED_COORDINATES_BIT: u32 = 0x1;
 /// The texture covers every mip level (mipmapped sampling, `tex2DLod` and
 /// friends) instead of the one level in `level`.
+///
+/// @ingroup image
 pub const VKCUDA_TEXTURE_ALL_LEVELS_BIT: u32 = 0x2;
 
 /// The dimensionality of an image. 0 is 2D, so an all-zero description is 2D.
+///
+/// @ingroup image
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum vkcuda_image_type {
@@ -71,6 +86,8 @@ pub enum vkcuda_image_type {
 }
 
 /// How a texture filters.
+///
+/// @ingroup image
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum vkcuda_filter {
@@ -84,6 +101,8 @@ pub enum vkcuda_filter {
 }
 
 /// What a texture returns outside the image (all three axes).
+///
+/// @ingroup image
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum vkcuda_address_mode {
@@ -100,6 +119,8 @@ pub enum vkcuda_address_mode {
 }
 
 /// What a texture read returns for integer formats.
+///
+/// @ingroup image
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum vkcuda_read_mode {
@@ -114,6 +135,8 @@ pub enum vkcuda_read_mode {
 }
 
 /// How a format's channels are interpreted (output only).
+///
+/// @ingroup image
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum vkcuda_format_numeric {
@@ -210,6 +233,8 @@ impl vkcuda_read_mode_raw {
 /// The image has optimal tiling, exclusive sharing and starts in
 /// `VK_IMAGE_LAYOUT_UNDEFINED`; its memory is one dedicated, exportable
 /// (`OPAQUE_FD`) allocation.
+///
+/// @ingroup image
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct vkcuda_image_create_info {
@@ -241,6 +266,8 @@ pub struct vkcuda_image_create_info {
 }
 
 /// An image the engine created itself, for `vkcuda_image_wrap`.
+///
+/// @ingroup image
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct vkcuda_image_wrap_info {
@@ -263,6 +290,8 @@ pub struct vkcuda_image_wrap_info {
 }
 
 /// What CUDA sees of a format.
+///
+/// @ingroup image
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct vkcuda_format_info {
@@ -280,6 +309,8 @@ pub struct vkcuda_format_info {
 }
 
 /// Everything about a shared image.
+///
+/// @ingroup image
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct vkcuda_image_info {
@@ -318,6 +349,8 @@ pub struct vkcuda_image_info {
 /// A texture sampler description for `vkcuda_image_create_texture_object`. All
 /// zero: level 0, point filtering, clamp, unnormalized coordinates, integers read
 /// as integers.
+///
+/// @ingroup image
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct vkcuda_texture_info {
@@ -384,6 +417,8 @@ unsafe fn image_arg<'a>(image: *const vkcuda_image) -> Result<&'a Image> {
 /// context, device or driver.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup image
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_format_query(
@@ -411,6 +446,8 @@ pub unsafe extern "C" fn vkcuda_format_query(
 /// anyone wrote it).
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup image
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_image_create(
@@ -441,6 +478,8 @@ pub unsafe extern "C" fn vkcuda_image_create(
 /// CUDA view is made.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup image
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_image_wrap(
@@ -466,6 +505,8 @@ pub unsafe extern "C" fn vkcuda_image_wrap(
 /// CUDA view.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup image
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_image_get_info(
@@ -509,14 +550,22 @@ pub unsafe extern "C" fn vkcuda_image_get_info(
     })
 }
 
-/// The image's `VkImage`, or VK_NULL_HANDLE for a NULL image.
+/// The image's `VkImage` (owned by the vkcuda image, except for wrapped images).
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup image
 #[no_mangle]
-pub unsafe extern "C" fn vkcuda_image_get_vk_image(image: *const vkcuda_image) -> VkImage {
-    quiet(vk::Image::null(), || match image.as_ref() {
-        Some(i) => i.inner.vk_image(),
-        None => vk::Image::null(),
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_get_vk_image(
+    image: *const vkcuda_image,
+    vk_image: *mut VkImage,
+) -> vkcuda_result {
+    boundary("vkcuda_image_get_vk_image", || {
+        let im = image_arg(image)?;
+        let vk_image = out(vk_image, "vk_image")?;
+        *vk_image = im.vk_image();
+        Ok(())
     })
 }
 
@@ -525,6 +574,8 @@ pub unsafe extern "C" fn vkcuda_image_get_vk_image(image: *const vkcuda_image) -
 /// context.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup image
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_image_get_cuda_mipmapped_array(
@@ -545,6 +596,8 @@ pub unsafe extern "C" fn vkcuda_image_get_cuda_mipmapped_array(
 /// `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only context.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup image
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_image_get_cuda_array(
@@ -567,6 +620,8 @@ pub unsafe extern "C" fn vkcuda_image_get_cuda_array(
 /// Surface x coordinates are in bytes (x * `bytes_per_texel`), as in CUDA.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup image
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_image_get_surface_object(
@@ -591,6 +646,8 @@ pub unsafe extern "C" fn vkcuda_image_get_surface_object(
 /// decoded: reads return the encoded values.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup image
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_image_create_texture_object(
@@ -627,6 +684,8 @@ pub unsafe extern "C" fn vkcuda_image_create_texture_object(
 /// of `allocation_size` bytes for an image of the same description.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup image
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_image_export_fd(
@@ -641,108 +700,28 @@ pub unsafe extern "C" fn vkcuda_image_export_fd(
     })
 }
 
-fn layout_name(l: vk::ImageLayout) -> String {
-    let debug = format!("{l:?}");
-    let named = debug.starts_with(|c: char| c.is_ascii_uppercase())
-        && debug
-            .chars()
-            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
-    if named {
-        format!("VK_IMAGE_LAYOUT_{debug}")
-    } else {
-        format!("VkImageLayout({})", l.as_raw())
-    }
-}
-
-/// A layout from C for a colour image's handoff; UNDEFINED only as an old layout.
-fn layout_arg(raw: VkImageLayout, what: &str, old: bool) -> Result<vk::ImageLayout> {
-    use vk::ImageLayout as L;
-    let l = L::from_raw(raw);
-    match l {
-        L::UNDEFINED if old => Ok(l),
-        L::UNDEFINED => Err(Error::invalid(format!(
-            "{what} must not be VK_IMAGE_LAYOUT_UNDEFINED (a transition cannot go to it)"
-        ))),
-        L::GENERAL
-        | L::COLOR_ATTACHMENT_OPTIMAL
-        | L::SHADER_READ_ONLY_OPTIMAL
-        | L::TRANSFER_SRC_OPTIMAL
-        | L::TRANSFER_DST_OPTIMAL
-        | L::READ_ONLY_OPTIMAL
-        | L::ATTACHMENT_OPTIMAL => Ok(l),
-        _ => {
-            let name = layout_name(l);
-            if name.starts_with("VK_IMAGE_LAYOUT_") {
-                Err(Error::invalid(format!(
-                    "{what} is {name}, which is not a layout of a colour image with optimal tiling \
-                     shared with CUDA (GENERAL, COLOR_ATTACHMENT_OPTIMAL, SHADER_READ_ONLY_OPTIMAL, \
-                     TRANSFER_SRC/DST_OPTIMAL, READ_ONLY_OPTIMAL, ATTACHMENT_OPTIMAL{})",
-                    if old { ", or UNDEFINED" } else { "" }
-                )))
-            } else {
-                Err(Error::invalid(format!(
-                    "{what} is {raw}, not a VkImageLayout"
-                )))
-            }
-        }
-    }
-}
-
 unsafe fn image_barrier(
     image: *const vkcuda_image,
     command_buffer: VkCommandBuffer,
     info: *const vkcuda_handoff_info,
     layout: VkImageLayout,
-    release: bool,
+    dir: Direction,
 ) -> Result<()> {
     let im = image_arg(image)?;
-    if command_buffer == vk::CommandBuffer::null() {
-        return Err(Error::null("command_buffer"));
-    }
-    let info = arg(info, "info")?;
-    let (stage, access) = barrier_masks(info)?;
-    let d = im.description();
-    let range = vk::ImageSubresourceRange {
-        aspect_mask: vk::ImageAspectFlags::COLOR,
-        base_mip_level: 0,
-        level_count: d.mip_levels,
-        base_array_layer: 0,
-        layer_count: d.array_layers,
+    let cmd = command_buffer_arg(command_buffer)?;
+    let scope = scope_arg(info)?;
+    let what = match dir {
+        Direction::Release => "old_layout",
+        Direction::Acquire => "new_layout",
     };
-    let barrier = if release {
-        let old = layout_arg(layout, "old_layout", true)?;
-        vk::ImageMemoryBarrier::default()
-            .src_access_mask(access)
-            .dst_access_mask(vk::AccessFlags::empty())
-            .old_layout(old)
-            .new_layout(vk::ImageLayout::GENERAL)
-            .src_queue_family_index(info.queue_family_index)
-            .dst_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
-    } else {
-        let new = layout_arg(layout, "new_layout", false)?;
-        vk::ImageMemoryBarrier::default()
-            .src_access_mask(vk::AccessFlags::empty())
-            .dst_access_mask(access)
-            .old_layout(vk::ImageLayout::GENERAL)
-            .new_layout(new)
-            .src_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
-            .dst_queue_family_index(info.queue_family_index)
-    }
-    .image(im.vk_image())
-    .subresource_range(range);
-    let (src_stage, dst_stage) = if release {
-        (stage, vk::PipelineStageFlags::BOTTOM_OF_PIPE)
-    } else {
-        (vk::PipelineStageFlags::TOP_OF_PIPE, stage)
-    };
-    im.context().vk.device.cmd_pipeline_barrier(
-        command_buffer,
-        src_stage,
-        dst_stage,
-        vk::DependencyFlags::empty(),
+    let layout = handoff::check_layout(vk::ImageLayout::from_raw(layout), dir, what)?;
+    handoff::record(
+        &im.context().vk,
+        cmd,
+        dir,
+        &scope,
         &[],
-        &[],
-        &[barrier],
+        &[im.handoff_range(layout)],
     );
     Ok(())
 }
@@ -759,6 +738,8 @@ unsafe fn image_barrier(
 /// UNDEFINED after CUDA wrote the image**: the data may be lost.
 ///
 /// Thread-safety: the command buffer is externally synchronised, as in Vulkan.
+///
+/// @ingroup image
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_image_cmd_release_to_cuda(
@@ -768,7 +749,7 @@ pub unsafe extern "C" fn vkcuda_image_cmd_release_to_cuda(
     old_layout: VkImageLayout,
 ) -> vkcuda_result {
     boundary("vkcuda_image_cmd_release_to_cuda", || {
-        image_barrier(image, command_buffer, info, old_layout, true)
+        image_barrier(image, command_buffer, info, old_layout, Direction::Release)
     })
 }
 
@@ -780,6 +761,8 @@ pub unsafe extern "C" fn vkcuda_image_cmd_release_to_cuda(
 /// UNDEFINED instead would not.
 ///
 /// Thread-safety: the command buffer is externally synchronised, as in Vulkan.
+///
+/// @ingroup image
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_image_cmd_acquire_from_cuda(
@@ -789,7 +772,7 @@ pub unsafe extern "C" fn vkcuda_image_cmd_acquire_from_cuda(
     new_layout: VkImageLayout,
 ) -> vkcuda_result {
     boundary("vkcuda_image_cmd_acquire_from_cuda", || {
-        image_barrier(image, command_buffer, info, new_layout, false)
+        image_barrier(image, command_buffer, info, new_layout, Direction::Acquire)
     })
 }
 
@@ -799,6 +782,8 @@ pub unsafe extern "C" fn vkcuda_image_cmd_acquire_from_cuda(
 /// guarantees no GPU work still uses it. NULL does nothing.
 ///
 /// Thread-safety: must not overlap any other use of the image.
+///
+/// @ingroup image
 #[no_mangle]
 pub unsafe extern "C" fn vkcuda_image_destroy(image: *mut vkcuda_image) {
     quiet((), || {
@@ -811,35 +796,6 @@ pub unsafe extern "C" fn vkcuda_image_destroy(image: *mut vkcuda_image) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn layouts_are_checked() {
-        use vk::ImageLayout as L;
-        assert_eq!(layout_arg(0, "old_layout", true).unwrap(), L::UNDEFINED);
-        assert!(layout_arg(0, "new_layout", false).is_err());
-        assert_eq!(
-            layout_arg(L::TRANSFER_SRC_OPTIMAL.as_raw(), "new_layout", false).unwrap(),
-            L::TRANSFER_SRC_OPTIMAL
-        );
-        let e = layout_arg(
-            L::DEPTH_STENCIL_ATTACHMENT_OPTIMAL.as_raw(),
-            "old_layout",
-            true,
-        )
-        .unwrap_err();
-        assert!(
-            e.message
-                .contains("VK_IMAGE_LAYOUT_DEPTH_STENCIL_ATTACHMENT_OPTIMAL"),
-            "{}",
-            e.message
-        );
-        let e = layout_arg(12345, "old_layout", true).unwrap_err();
-        assert!(
-            e.message.contains("12345, not a VkImageLayout"),
-            "{}",
-            e.message
-        );
-    }
 
     #[test]
     fn raw_enums_are_checked() {

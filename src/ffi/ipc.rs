@@ -23,13 +23,21 @@ use crate::image;
 use crate::ipc::{self, description, Description, Kind, Object, Options, Peer, PeerPolicy};
 
 /// The size in bytes of a serialized description (format version 1).
+///
+/// @ingroup share
 pub const VKCUDA_SHARE_DESCRIPTION_SIZE: u32 = 128;
 /// The description format version this library writes and reads.
+///
+/// @ingroup share
 pub const VKCUDA_SHARE_FORMAT_VERSION: u32 = 1;
 /// The send and receive timeout when `vkcuda_share_options::timeout_ns` is 0 (10 s).
+///
+/// @ingroup share
 pub const VKCUDA_SHARE_DEFAULT_TIMEOUT_NS: u64 = 10_000_000_000;
 
 /// What a share description describes.
+///
+/// @ingroup share
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum vkcuda_share_kind {
@@ -50,11 +58,13 @@ pub struct vkcuda_share_kind_raw(pub i32);
 
 /// A shared buffer's memory, as an importer needs it (`vkcuda_buffer_info` of the
 /// exporter).
+///
+/// @ingroup share
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct vkcuda_share_buffer_description {
     /// Which API allocated the memory.
-    pub origin: vkcuda_allocator_raw,
+    pub allocator: vkcuda_allocator_raw,
     /// VK_TRUE when the allocation is dedicated.
     pub dedicated: VkBool32,
     /// The whole allocation's size (what CUDA and Vulkan import).
@@ -66,6 +76,8 @@ pub struct vkcuda_share_buffer_description {
 }
 
 /// A shared semaphore.
+///
+/// @ingroup share
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct vkcuda_share_semaphore_description {
@@ -77,6 +89,8 @@ pub struct vkcuda_share_semaphore_description {
 }
 
 /// A shared image.
+///
+/// @ingroup share
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct vkcuda_share_image_description {
@@ -99,6 +113,8 @@ pub struct vkcuda_share_image_description {
 ///
 /// Only the member of `kind` is read; the other two are ignored (the library writes
 /// them as zeros).
+///
+/// @ingroup share
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct vkcuda_share_description {
@@ -126,6 +142,8 @@ pub struct vkcuda_share_description {
 /// `pid`, `uid` and `gid` are the peer's `pid_t`, `uid_t` and `gid_t` as the
 /// kernel recorded them when the connection was made (`SO_PEERCRED`). Called on the
 /// thread of the send or receive, before any fd crosses; it must not throw.
+///
+/// @ingroup share
 pub type vkcuda_peer_check_fn =
     Option<unsafe extern "C" fn(pid: i32, uid: u32, gid: u32, user: *mut c_void) -> c_int>;
 
@@ -142,6 +160,8 @@ pub type vkcuda_peer_check_fn =
 /// by default the peer must run as the same effective user as this process;
 /// `peer_check` replaces that rule. The receiver closes every fd of a message it
 /// refuses. See docs/CROSS_PROCESS.md.
+///
+/// @ingroup share
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct vkcuda_share_options {
@@ -193,7 +213,7 @@ fn to_c(d: &Description) -> vkcuda_share_description {
         kind: vkcuda_share_kind_raw(d.kind().code() as i32),
         device_uuid: d.device_uuid,
         buffer: vkcuda_share_buffer_description {
-            origin: vkcuda_allocator_raw(0),
+            allocator: vkcuda_allocator_raw(0),
             dedicated: 0,
             allocation_size: 0,
             offset: 0,
@@ -211,7 +231,7 @@ fn to_c(d: &Description) -> vkcuda_share_description {
     match &d.object {
         Object::Buffer(l) => {
             c.buffer = vkcuda_share_buffer_description {
-                origin: vkcuda_allocator_raw(description::origin_code(l.origin) as i32),
+                allocator: vkcuda_allocator_raw(description::allocator_code(l.allocator) as i32),
                 dedicated: l.dedicated as u32,
                 allocation_size: l.allocation_size,
                 offset: l.offset,
@@ -263,7 +283,7 @@ fn from_c(c: &vkcuda_share_description) -> Result<Description> {
         Kind::Buffer => {
             let b = &c.buffer;
             Object::Buffer(Layout {
-                origin: b.origin.get("description->buffer.origin")?,
+                allocator: b.allocator.get("description->buffer.allocator")?,
                 dedicated: check_bool(b.dedicated, "description->buffer.dedicated")?,
                 allocation_size: b.allocation_size,
                 offset: b.offset,
@@ -353,10 +373,12 @@ unsafe fn import_taking<T>(fd: i32, import: impl FnOnce(&OwnedFd) -> Result<T>) 
 }
 
 /// Fills `*description` with what another process needs to import the buffer:
-/// the device UUID and the buffer's origin, allocation size, offset, size and
+/// the device UUID and the buffer's allocator, allocation size, offset, size and
 /// dedicated flag.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup share
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_buffer_describe(
@@ -375,6 +397,8 @@ pub unsafe extern "C" fn vkcuda_buffer_describe(
 /// and the device UUID.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup share
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_semaphore_describe(
@@ -395,6 +419,8 @@ pub unsafe extern "C" fn vkcuda_semaphore_describe(
 /// or `vkcuda_image_send`).
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup share
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_image_describe(
@@ -417,6 +443,8 @@ pub unsafe extern "C" fn vkcuda_image_describe(
 /// description is checked as strictly as `vkcuda_share_description_parse` checks.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup share
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_share_description_serialize(
@@ -447,6 +475,8 @@ pub unsafe extern "C" fn vkcuda_share_description_serialize(
 /// its allocation, an unknown enum value).
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup share
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_share_description_parse(
@@ -480,6 +510,8 @@ pub unsafe extern "C" fn vkcuda_share_description_parse(
 /// taken `fd`; on failure `fd` is untouched and still the caller's.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup share
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_buffer_import_description(
@@ -512,6 +544,8 @@ pub unsafe extern "C" fn vkcuda_buffer_import_description(
 /// `fd` is untouched and still the caller's.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup share
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_semaphore_import_description(
@@ -543,6 +577,8 @@ pub unsafe extern "C" fn vkcuda_semaphore_import_description(
 /// its own for (images), or fds made elsewhere.
 ///
 /// Thread-safety: sends and receives on one socket must not overlap.
+///
+/// @ingroup share
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_share_send(
@@ -571,6 +607,8 @@ pub unsafe extern "C" fn vkcuda_share_send(
 /// failure the connection's framing is unknown: close it.
 ///
 /// Thread-safety: sends and receives on one socket must not overlap.
+///
+/// @ingroup share
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_share_receive(
@@ -596,6 +634,8 @@ pub unsafe extern "C" fn vkcuda_share_receive(
 /// this buffer's lifetime.
 ///
 /// Thread-safety: sends and receives on one socket must not overlap.
+///
+/// @ingroup share
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_buffer_send(
@@ -619,6 +659,8 @@ pub unsafe extern "C" fn vkcuda_buffer_send(
 /// failure.
 ///
 /// Thread-safety: sends and receives on one socket must not overlap.
+///
+/// @ingroup share
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_buffer_receive(
@@ -645,6 +687,8 @@ pub unsafe extern "C" fn vkcuda_buffer_receive(
 /// wait on it from then on.
 ///
 /// Thread-safety: sends and receives on one socket must not overlap.
+///
+/// @ingroup share
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_semaphore_send(
@@ -665,6 +709,8 @@ pub unsafe extern "C" fn vkcuda_semaphore_send(
 /// set to NULL on failure.
 ///
 /// Thread-safety: sends and receives on one socket must not overlap.
+///
+/// @ingroup share
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_semaphore_receive(
@@ -690,6 +736,8 @@ pub unsafe extern "C" fn vkcuda_semaphore_receive(
 /// `vkcuda_image_import_description`).
 ///
 /// Thread-safety: sends and receives on one socket must not overlap.
+///
+/// @ingroup share
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_image_send(
@@ -712,6 +760,8 @@ pub unsafe extern "C" fn vkcuda_image_send(
 /// failure `fd` is untouched and still the caller's.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup share
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_image_import_description(
@@ -738,6 +788,8 @@ pub unsafe extern "C" fn vkcuda_image_import_description(
 /// the new image, on every path.
 ///
 /// Thread-safety: sends and receives on one socket must not overlap.
+///
+/// @ingroup share
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_image_receive(

@@ -5,27 +5,36 @@
 #![allow(non_camel_case_types)]
 #![allow(clippy::missing_safety_doc)]
 
+// The order of the modules is the order of the header (cbindgen follows it):
+// context, buffer, image, semaphore, cross-process, the library itself.
 pub mod buffer;
 pub mod context;
+pub mod handoff;
 pub mod image;
 pub mod ipc;
+pub mod library;
 pub mod semaphore;
 pub mod types;
 
 pub use buffer::*;
 pub use context::*;
+pub use handoff::*;
+pub use image::*;
 pub use ipc::*;
+pub use library::*;
 pub use semaphore::*;
 pub use types::*;
 
 use std::cell::RefCell;
-use std::ffi::{c_char, CString};
+use std::ffi::CString;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::error::{Error, ErrorKind, Result};
 
 /// Result codes. Every fallible function returns one; 0 is success, each failure
 /// class has its own negative value. `vkcuda_last_error_message` says more.
+///
+/// @ingroup library
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum vkcuda_result {
@@ -181,62 +190,6 @@ pub(crate) fn check_bool(v: u32, what: &str) -> Result<bool> {
             "{what} is {v}; a VkBool32 must be VK_FALSE or VK_TRUE"
         ))),
     }
-}
-
-/// The library version packed as `(major << 22) | (minor << 12) | patch`, the
-/// value of `VKCUDA_VERSION` in the header the program was built with.
-#[no_mangle]
-pub extern "C" fn vkcuda_version() -> u32 {
-    pack_version(
-        env!("CARGO_PKG_VERSION_MAJOR").parse().unwrap_or(0),
-        env!("CARGO_PKG_VERSION_MINOR").parse().unwrap_or(0),
-        env!("CARGO_PKG_VERSION_PATCH").parse().unwrap_or(0),
-    )
-}
-
-pub const fn pack_version(major: u32, minor: u32, patch: u32) -> u32 {
-    (major << 22) | (minor << 12) | patch
-}
-
-/// The library version as a string ("0.1.0"); static, never freed.
-#[no_mangle]
-pub extern "C" fn vkcuda_version_string() -> *const c_char {
-    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
-}
-
-/// The name of a result code ("VKCUDA_ERROR_TIMEOUT"), or "VKCUDA_UNKNOWN_RESULT"
-/// for a value that is not one. Static, never freed.
-#[no_mangle]
-pub extern "C" fn vkcuda_result_to_string(result: types::vkcuda_result_raw) -> *const c_char {
-    let s: &'static str = match result.0 {
-        0 => "VKCUDA_SUCCESS\0",
-        -1 => "VKCUDA_ERROR_INVALID_ARGUMENT\0",
-        -2 => "VKCUDA_ERROR_NULL_POINTER\0",
-        -3 => "VKCUDA_ERROR_OUT_OF_MEMORY\0",
-        -4 => "VKCUDA_ERROR_CUDA_UNAVAILABLE\0",
-        -5 => "VKCUDA_ERROR_VULKAN_UNAVAILABLE\0",
-        -6 => "VKCUDA_ERROR_VULKAN\0",
-        -7 => "VKCUDA_ERROR_CUDA\0",
-        -8 => "VKCUDA_ERROR_EXTENSION_NOT_PRESENT\0",
-        -9 => "VKCUDA_ERROR_DEVICE_MISMATCH\0",
-        -10 => "VKCUDA_ERROR_UNSUPPORTED\0",
-        -11 => "VKCUDA_ERROR_TIMEOUT\0",
-        -12 => "VKCUDA_ERROR_PANIC\0",
-        -13 => "VKCUDA_ERROR_INVALID_STATE\0",
-        -14 => "VKCUDA_ERROR_PERMISSION_DENIED\0",
-        _ => "VKCUDA_UNKNOWN_RESULT\0",
-    };
-    s.as_ptr().cast()
-}
-
-/// What the last failed call on this thread said, naming the function, the native
-/// call and its VkResult/CUresult; "" after a successful call. The string belongs to
-/// the library and stays valid until the next vkcuda call on the same thread.
-///
-/// Thread-safety: each thread has its own message.
-#[no_mangle]
-pub extern "C" fn vkcuda_last_error_message() -> *const c_char {
-    LAST_ERROR.with(|l| l.borrow().as_ptr())
 }
 
 #[cfg(test)]

@@ -13,14 +13,20 @@ use crate::semaphore::Semaphore;
 ///
 /// Thread-safety: every function but destroy may be called from any thread at once
 /// (the value book-keeping is locked); destroy must not overlap any other use.
+///
+/// @ingroup sync
 pub struct vkcuda_semaphore {
     pub(crate) inner: Semaphore,
 }
 
 /// Host waits do not spin first: they poll with short sleeps from the start.
+///
+/// @ingroup sync
 pub const VKCUDA_SEMAPHORE_CREATE_NO_SPIN_BIT: u32 = 0x1;
 
 /// How to make a shared semaphore; all zero gives a timeline starting at 0.
+///
+/// @ingroup sync
 #[repr(C)]
 pub struct vkcuda_semaphore_create_info {
     /// `VKCUDA_SEMAPHORE_CREATE_*` bits.
@@ -35,6 +41,8 @@ pub struct vkcuda_semaphore_create_info {
 }
 
 /// One stage of a frame on a timeline: wait for `wait_value`, signal `signal_value`.
+///
+/// @ingroup sync
 #[repr(C)]
 pub struct vkcuda_timeline_stage {
     /// The value the stage waits for (the previous stage's signal).
@@ -53,6 +61,8 @@ unsafe fn sem_arg<'a>(semaphore: *const vkcuda_semaphore) -> Result<&'a Semaphor
 /// otherwise). `*semaphore` is written on success, set to NULL on failure.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup sync
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_semaphore_create(
@@ -89,6 +99,8 @@ pub unsafe extern "C" fn vkcuda_semaphore_create(
 /// or `VkSemaphoreSubmitInfo`). Owned by the vkcuda semaphore.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup sync
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_semaphore_get_vk_semaphore(
@@ -110,6 +122,8 @@ pub unsafe extern "C" fn vkcuda_semaphore_get_vk_semaphore(
 /// current value (`VKCUDA_ERROR_INVALID_ARGUMENT` otherwise). Does not block.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup sync
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_semaphore_cuda_signal(
@@ -127,6 +141,8 @@ pub unsafe extern "C" fn vkcuda_semaphore_cuda_signal(
 /// signal gives `VKCUDA_ERROR_INVALID_STATE`). Does not block the CPU.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup sync
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_semaphore_cuda_wait(
@@ -143,6 +159,8 @@ pub unsafe extern "C" fn vkcuda_semaphore_cuda_wait(
 /// signal list, so it can enforce one wait per signal across both APIs.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup sync
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_semaphore_note_vulkan_signal(
@@ -157,6 +175,8 @@ pub unsafe extern "C" fn vkcuda_semaphore_note_vulkan_signal(
 /// wait list.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup sync
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_semaphore_note_vulkan_wait(
@@ -171,6 +191,8 @@ pub unsafe extern "C" fn vkcuda_semaphore_note_vulkan_wait(
 /// value rules as `vkcuda_semaphore_cuda_signal`.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup sync
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_semaphore_host_signal(
@@ -189,6 +211,8 @@ pub unsafe extern "C" fn vkcuda_semaphore_host_signal(
 /// wake milliseconds late on CUDA-signalled values.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup sync
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_semaphore_host_wait(
@@ -204,6 +228,8 @@ pub unsafe extern "C" fn vkcuda_semaphore_host_wait(
 /// Timeline: the current value (`vkGetSemaphoreCounterValue`).
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup sync
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_semaphore_get_value(
@@ -228,6 +254,8 @@ pub unsafe extern "C" fn vkcuda_semaphore_get_value(
 /// `maxTimelineSemaphoreValueDifference` ahead of the current value.
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup sync
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_semaphore_next_stage(
@@ -250,6 +278,8 @@ pub unsafe extern "C" fn vkcuda_semaphore_next_stage(
 /// (close it, or import it elsewhere).
 ///
 /// Thread-safety: may be called from any thread.
+///
+/// @ingroup sync
 #[no_mangle]
 #[must_use]
 pub unsafe extern "C" fn vkcuda_semaphore_export_fd(
@@ -268,6 +298,8 @@ pub unsafe extern "C" fn vkcuda_semaphore_export_fd(
 /// pending GPU work waits on or signals it. NULL does nothing.
 ///
 /// Thread-safety: must not overlap any other use of the semaphore.
+///
+/// @ingroup sync
 #[no_mangle]
 pub unsafe extern "C" fn vkcuda_semaphore_destroy(semaphore: *mut vkcuda_semaphore) {
     quiet((), || {

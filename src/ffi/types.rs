@@ -26,17 +26,23 @@ pub type PFN_vkGetInstanceProcAddr = Option<vk::PFN_vkGetInstanceProcAddr>;
 pub type PFN_vkGetDeviceProcAddr = Option<vk::PFN_vkGetDeviceProcAddr>;
 
 /// CUDA's context struct; `CUcontext` from cuda.h is `struct CUctx_st *`.
+///
+/// @ingroup context
 pub struct CUctx_st {
     _opaque: [u8; 0],
 }
 
 /// CUDA's stream struct; `CUstream` (and the runtime's `cudaStream_t`) is
 /// `struct CUstream_st *`. NULL is the legacy default stream.
+///
+/// @ingroup sync
 pub struct CUstream_st {
     _opaque: [u8; 0],
 }
 
 /// Which side allocates a shared buffer's memory.
+///
+/// @ingroup buffer
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum vkcuda_allocator {
@@ -50,6 +56,8 @@ pub enum vkcuda_allocator {
 }
 
 /// The kind of a shared semaphore.
+///
+/// @ingroup sync
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum vkcuda_semaphore_type {
@@ -77,10 +85,10 @@ pub struct vkcuda_semaphore_type_raw(pub i32);
 pub struct vkcuda_result_raw(pub i32);
 
 impl vkcuda_allocator_raw {
-    pub fn get(self, what: &str) -> Result<crate::buffer::Origin> {
+    pub fn get(self, what: &str) -> Result<crate::buffer::Allocator> {
         match self.0 {
-            0 => Ok(crate::buffer::Origin::Vulkan),
-            1 => Ok(crate::buffer::Origin::Cuda),
+            0 => Ok(crate::buffer::Allocator::Vulkan),
+            1 => Ok(crate::buffer::Allocator::Cuda),
             v => Err(Error::invalid(format!(
                 "{what} is {v}, not a vkcuda_allocator (VKCUDA_ALLOCATOR_VULKAN or VKCUDA_ALLOCATOR_CUDA)"
             ))),
@@ -100,11 +108,11 @@ impl vkcuda_semaphore_type_raw {
     }
 }
 
-impl From<crate::buffer::Origin> for vkcuda_allocator {
-    fn from(o: crate::buffer::Origin) -> Self {
+impl From<crate::buffer::Allocator> for vkcuda_allocator {
+    fn from(o: crate::buffer::Allocator) -> Self {
         match o {
-            crate::buffer::Origin::Vulkan => vkcuda_allocator::VKCUDA_ALLOCATOR_VULKAN,
-            crate::buffer::Origin::Cuda => vkcuda_allocator::VKCUDA_ALLOCATOR_CUDA,
+            crate::buffer::Allocator::Vulkan => vkcuda_allocator::VKCUDA_ALLOCATOR_VULKAN,
+            crate::buffer::Allocator::Cuda => vkcuda_allocator::VKCUDA_ALLOCATOR_CUDA,
         }
     }
 }

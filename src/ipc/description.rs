@@ -14,7 +14,7 @@
 //! | 24 | 16 | device UUID (`VkPhysicalDeviceIDProperties::deviceUUID` of the exporter) |
 //! | 40 | 88 | the kind's fields (below), then zeros |
 //!
-//! Buffer: origin u32 (0 Vulkan, 1 CUDA), dedicated u32 (0/1), allocation_size u64,
+//! Buffer: allocator u32 (0 Vulkan, 1 CUDA), dedicated u32 (0/1), allocation_size u64,
 //! offset u64, size u64. Semaphore: type u32 (0 timeline, 1 binary), reserved u32,
 //! value u64. Image: image type u32 (0 2D, 1 1D, 3 3D), VkFormat i32, width,
 //! height, depth, mip levels, array layers, VkImageUsageFlags, flags (1 = cube
@@ -26,7 +26,7 @@
 
 use ash::vk;
 
-use crate::buffer::{Layout, Origin};
+use crate::buffer::{Allocator, Layout};
 use crate::error::{Error, Result};
 use crate::format;
 use crate::image::{self, Dimension};
@@ -102,10 +102,10 @@ pub struct Description {
     pub object: Object,
 }
 
-pub fn origin_code(o: Origin) -> u32 {
+pub fn allocator_code(o: Allocator) -> u32 {
     match o {
-        Origin::Vulkan => 0,
-        Origin::Cuda => 1,
+        Allocator::Vulkan => 0,
+        Allocator::Cuda => 1,
     }
 }
 
@@ -295,7 +295,7 @@ impl Description {
         let p = HEADER;
         match &self.object {
             Object::Buffer(l) => {
-                put32(&mut b, p, origin_code(l.origin));
+                put32(&mut b, p, allocator_code(l.allocator));
                 put32(&mut b, p + 4, l.dedicated as u32);
                 put64(&mut b, p + 8, l.allocation_size);
                 put64(&mut b, p + 16, l.offset);
@@ -384,17 +384,17 @@ impl Description {
         let p = HEADER;
         let (object, used) = match kind {
             Kind::Buffer => {
-                let origin = match get32(bytes, p) {
-                    0 => Origin::Vulkan,
-                    1 => Origin::Cuda,
+                let allocator = match get32(bytes, p) {
+                    0 => Allocator::Vulkan,
+                    1 => Allocator::Cuda,
                     v => {
                         return Err(Error::invalid(format!(
-                            "unknown buffer origin {v} (0 Vulkan, 1 CUDA)"
+                            "unknown buffer allocator {v} (0 Vulkan, 1 CUDA)"
                         )))
                     }
                 };
                 let layout = Layout {
-                    origin,
+                    allocator,
                     dedicated: bool_at(bytes, p + 4, "the dedicated flag")?,
                     allocation_size: get64(bytes, p + 8),
                     offset: get64(bytes, p + 16),
@@ -473,7 +473,7 @@ mod tests {
         Description {
             device_uuid: *b"0123456789abcdef",
             object: Object::Buffer(Layout {
-                origin: Origin::Cuda,
+                allocator: Allocator::Cuda,
                 allocation_size: 2 << 20,
                 offset: 256,
                 size: 1000,
@@ -598,7 +598,7 @@ mod tests {
         let b = buffer().to_bytes().unwrap();
         let mut o = b;
         o[40] = 2;
-        refused(&o, "unknown buffer origin 2");
+        refused(&o, "unknown buffer allocator 2");
         let mut d = b;
         d[44] = 2;
         refused(&d, "dedicated");

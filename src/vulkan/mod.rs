@@ -1,8 +1,10 @@
 //! The Vulkan side, through `ash` function tables loaded from the caller's
 //! `vkGetInstanceProcAddr` (the library never links `libvulkan` for this path).
 
+pub mod handoff;
 pub mod image;
 pub mod memory;
+pub mod semaphore;
 pub mod standalone;
 pub mod support;
 
@@ -145,8 +147,8 @@ pub fn missing_extension(name: &CStr) -> Error {
         ErrorKind::ExtensionNotPresent,
         format!(
             "{} is not enabled on the VkDevice (its functions resolve to NULL): add it to \
-             VkDeviceCreateInfo::ppEnabledExtensionNames (vkcuda_enumerate_device_extensions lists what to enable; \
-             vkcuda_query_physical_device says whether the device has it)",
+             VkDeviceCreateInfo::ppEnabledExtensionNames (vkcuda_device_extensions_enumerate lists what to enable; \
+             vkcuda_physical_device_query says whether the device has it)",
             name.to_string_lossy()
         ),
     )

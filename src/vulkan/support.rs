@@ -21,7 +21,7 @@ pub struct DeviceProps {
     pub limits: vk::PhysicalDeviceLimits,
 }
 
-/// What the device supports, for `vkcuda_query_physical_device`.
+/// What the device supports, for `vkcuda_physical_device_query`.
 #[derive(Clone, Debug)]
 pub struct Support {
     pub props: DeviceProps,

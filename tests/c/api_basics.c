@@ -126,6 +126,7 @@ static void test_null_arguments(void)
     vkcuda_buffer_import_info iinfo;
     vkcuda_buffer_info info;
     vkcuda_vulkan_handles handles;
+    VkBuffer vk_buffer = VK_NULL_HANDLE;
     vkcuda_context *ctx;
     vkcuda_buffer *buf;
     vkcuda_semaphore *sem;
@@ -174,11 +175,11 @@ static void test_null_arguments(void)
     CHECK_RESULT(vkcuda_buffer_export_fd(NULL, &fd), VKCUDA_ERROR_NULL_POINTER);
     CHECK_MESSAGE();
     CHECK(fd == -1, "vkcuda_buffer_export_fd(NULL) wrote an fd");
-    CHECK(vkcuda_buffer_get_vk_buffer(NULL) == VK_NULL_HANDLE,
-          "vkcuda_buffer_get_vk_buffer(NULL) is not VK_NULL_HANDLE");
-    CHECK_RESULT(vkcuda_context_get_vulkan(NULL, &handles), VKCUDA_ERROR_NULL_POINTER);
+    CHECK_RESULT(vkcuda_buffer_get_vk_buffer(NULL, &vk_buffer), VKCUDA_ERROR_NULL_POINTER);
     CHECK_MESSAGE();
-    CHECK_RESULT(vkcuda_cuda_driver_version(NULL), VKCUDA_ERROR_NULL_POINTER);
+    CHECK_RESULT(vkcuda_context_get_vulkan_handles(NULL, &handles), VKCUDA_ERROR_NULL_POINTER);
+    CHECK_MESSAGE();
+    CHECK_RESULT(vkcuda_cuda_driver_get_version(NULL), VKCUDA_ERROR_NULL_POINTER);
     CHECK_MESSAGE();
 
     /* destroy(NULL) does nothing. */
@@ -226,6 +227,7 @@ static void test_export_import(void)
     vkcuda_buffer *src = NULL, *dst = NULL, *bad = NULL;
     vkcuda_buffer_create_info binfo;
     vkcuda_buffer_info sinfo, dinfo;
+    VkBuffer vk_buffer = VK_NULL_HANDLE;
     vkcuda_buffer_import_info iinfo;
     vkcuda_semaphore_create_info seminfo;
     vkcuda_semaphore *sem = NULL;
@@ -244,7 +246,7 @@ static void test_export_import(void)
         return;
     }
     test_null_arguments_with_context(a);
-    CHECK_RESULT(vkcuda_context_get_cuda(a, &cuda), VKCUDA_ERROR_CUDA_UNAVAILABLE);
+    CHECK_RESULT(vkcuda_context_get_cuda_info(a, &cuda), VKCUDA_ERROR_CUDA_UNAVAILABLE);
     CHECK_MESSAGE();
 
     memset(&binfo, 0, sizeof binfo);
@@ -260,7 +262,8 @@ static void test_export_import(void)
     CHECK(sinfo.allocation_size >= sinfo.offset + sinfo.size, "allocation_size %llu",
           (unsigned long long)sinfo.allocation_size);
     CHECK(sinfo.buffer != VK_NULL_HANDLE && sinfo.memory != VK_NULL_HANDLE, "null Vulkan view");
-    CHECK(sinfo.buffer == vkcuda_buffer_get_vk_buffer(src), "get_vk_buffer != info.buffer");
+    CHECK_RESULT(vkcuda_buffer_get_vk_buffer(src, &vk_buffer), VKCUDA_SUCCESS);
+    CHECK(sinfo.buffer == vk_buffer, "get_vk_buffer != info.buffer");
     CHECK(sinfo.allocator == VKCUDA_ALLOCATOR_VULKAN, "allocator %d", (int)sinfo.allocator);
     CHECK(sinfo.cuda_pointer == 0, "a Vulkan-only buffer has a CUDA pointer");
     CHECK(sinfo.wrapped == VK_FALSE, "a created buffer says it is wrapped");
@@ -272,7 +275,7 @@ static void test_export_import(void)
     CHECK_RESULT(vkcuda_buffer_export_fd(src, &fd), VKCUDA_SUCCESS);
     CHECK(fd >= 0, "exported fd %d", (int)fd);
     memset(&iinfo, 0, sizeof iinfo);
-    iinfo.origin = sinfo.allocator;
+    iinfo.allocator = sinfo.allocator;
     iinfo.allocation_size = sinfo.allocation_size;
     iinfo.offset = sinfo.offset;
     iinfo.size = sinfo.size;

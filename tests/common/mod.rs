@@ -102,7 +102,7 @@ impl Vk {
     /// Loads from a standalone context's handles (which include a queue).
     pub fn new(ctx: *const vkcuda_context) -> Vk {
         let mut h: vkcuda_vulkan_handles = unsafe { std::mem::zeroed() };
-        ok(unsafe { vkcuda_context_get_vulkan(ctx, &mut h) });
+        ok(unsafe { vkcuda_context_get_vulkan_handles(ctx, &mut h) });
         let static_fn = ash::StaticFn {
             get_instance_proc_addr: h.get_instance_proc_addr.expect("gipa"),
         };

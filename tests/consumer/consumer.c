@@ -7,7 +7,7 @@
 int main(void)
 {
     int32_t cuda = 0;
-    vkcuda_result r = vkcuda_cuda_driver_version(&cuda);
+    vkcuda_result r = vkcuda_cuda_driver_get_version(&cuda);
     printf("consumer (C): vkcuda %s, vkcuda_version()==VKCUDA_VERSION: %s, CUDA: %s\n",
            vkcuda_version_string(), vkcuda_version() == VKCUDA_VERSION ? "yes" : "NO",
            r == VKCUDA_SUCCESS ? "driver found" : vkcuda_result_to_string(r));

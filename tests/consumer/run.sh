@@ -36,10 +36,16 @@ if [ -z "$libdir" ]; then
 fi
 echo "consumer: checking the vkcuda installed in $prefix (libdir $libdir), work dir $work"
 
-real="$(cd "$libdir" && ls libvkcuda.so.*.*.* 2>/dev/null | head -n1)"
+# The soname carries the ABI version: 0.MINOR while the version is 0.x, else MAJOR.
+version="$(sed -n 's/^version *= *"\([0-9.]*\)".*/\1/p' "$src_root/Cargo.toml" | head -n1)"
+case "$version" in
+  0.*) abi_soname="libvkcuda.so.0.$(echo "$version" | cut -d. -f2)" ;;
+  *) abi_soname="libvkcuda.so.$(echo "$version" | cut -d. -f1)" ;;
+esac
+real="libvkcuda.so.$version"
 check "lib: $real is a regular file" test -f "$libdir/$real" -a ! -L "$libdir/$real"
-check "lib: libvkcuda.so.0 -> $real" test "$(readlink "$libdir/libvkcuda.so.0")" = "$real"
-check "lib: libvkcuda.so -> libvkcuda.so.0" test "$(readlink "$libdir/libvkcuda.so")" = "libvkcuda.so.0"
+check "lib: $abi_soname -> $real" test "$(readlink "$libdir/$abi_soname")" = "$real"
+check "lib: libvkcuda.so -> $abi_soname" test "$(readlink "$libdir/libvkcuda.so")" = "$abi_soname"
 check "include/vkcuda.h" test -f "$prefix/include/vkcuda.h"
 check "cmake: vkcudaConfig.cmake" test -f "$libdir/cmake/vkcuda/vkcudaConfig.cmake"
 check "cmake: vkcudaConfigVersion.cmake" test -f "$libdir/cmake/vkcuda/vkcudaConfigVersion.cmake"
@@ -59,7 +65,7 @@ soname_of() {
 }
 soname="$(soname_of "$libdir/$real")"
 echo "  soname of $real: ${soname:-(none)}"
-check "soname is libvkcuda.so.0" test "$soname" = "libvkcuda.so.0"
+check "soname is $abi_soname" test "$soname" = "$abi_soname"
 
 # --- find_package(vkcuda CONFIG REQUIRED) ---------------------------------------
 check "cmake: configure tests/consumer against the prefix" \
@@ -70,8 +76,8 @@ for exe in consumer_c consumer_cxx; do
   if [ -x "$work/cmake-build/$exe" ]; then
     check "run $exe" "$work/cmake-build/$exe"
     sed 's/^/        /' "$work/last.log"
-    check "$exe needs libvkcuda.so.0" \
-      bash -c "readelf -d '$work/cmake-build/$exe' | grep -F 'Shared library: [libvkcuda.so.0]'"
+    check "$exe needs $abi_soname" \
+      bash -c "readelf -d '$work/cmake-build/$exe' | grep -F 'Shared library: [$abi_soname]'"
   else
     fail "$exe was not built"
   fi

@@ -256,27 +256,27 @@ void test_error_types() {
 }
 
 void test_queries() {
-    GET(names, vkcuda::enumerate_device_extensions());
+    GET(names, vkcuda::device_extensions_enumerate());
     bool memory_fd = false;
     for (const char* n : names) {
         std::printf("    device extension: %s\n", n);
         if (std::string_view(n) == "VK_KHR_external_memory_fd") memory_fd = true;
     }
     CHECK(memory_fd, "VK_KHR_external_memory_fd is not among the %zu names", names.size());
-    GET(devices, vkcuda::enumerate_physical_devices());
+    GET(devices, vkcuda::physical_devices_enumerate());
     REQUIRE(!devices.empty(), "no physical device");
     for (const auto& d : devices)
         std::printf("    device: %s, external_memory_fd %u, external_semaphore_fd %u, cuda %u\n", d.device_name,
                     d.external_memory_fd, d.external_semaphore_fd, d.cuda_available);
     GET(ctx, vkcuda::Context::create_standalone(vulkan_only()));
-    GET(h, ctx.vulkan());
+    GET(h, ctx.vulkan_handles());
     CHECK(h.instance != VK_NULL_HANDLE && h.device != VK_NULL_HANDLE && h.queue != VK_NULL_HANDLE &&
               h.get_instance_proc_addr != nullptr,
           "a standalone context's handles are incomplete");
-    GET(sup, vkcuda::query_physical_device(h.instance, h.physical_device, h.get_instance_proc_addr));
+    GET(sup, vkcuda::physical_device_query(h.instance, h.physical_device, h.get_instance_proc_addr));
     CHECK(sup.external_memory_fd == VK_TRUE && sup.timeline_semaphore == VK_TRUE, "query_physical_device");
-    EXPECT_ERROR(ctx.cuda(), VKCUDA_ERROR_CUDA_UNAVAILABLE, "VULKAN_ONLY");
-    EXPECT_ERROR(vkcuda::query_physical_device(h.instance, VK_NULL_HANDLE, h.get_instance_proc_addr),
+    EXPECT_ERROR(ctx.cuda_info(), VKCUDA_ERROR_CUDA_UNAVAILABLE, "VULKAN_ONLY");
+    EXPECT_ERROR(vkcuda::physical_device_query(h.instance, VK_NULL_HANDLE, h.get_instance_proc_addr),
                  VKCUDA_ERROR_NULL_POINTER, "physical_device");
 }
 
@@ -356,7 +356,7 @@ void test_moves() {
 
     vkcuda::Context ctx2 = std::move(ctx);
     CHECK(!ctx && static_cast<bool>(ctx2), "a moved-from Context is not empty");
-    EXPECT_ERROR(ctx.vulkan(), VKCUDA_ERROR_NULL_POINTER, "context");
+    EXPECT_ERROR(ctx.vulkan_handles(), VKCUDA_ERROR_NULL_POINTER, "context");
     ctx2.reset();
     GET(end, vkcuda::live_objects());
     CHECK(end.vk_buffers == before.vk_buffers && end.contexts == before.contexts, "objects left: %" PRId64
@@ -383,8 +383,8 @@ void test_moves() {
 void test_export_import() {
     GET(ctx_a, vkcuda::Context::create_standalone(vulkan_only()));
     GET(ctx_b, vkcuda::Context::create_standalone(vulkan_only()));
-    GET(ha, ctx_a.vulkan());
-    GET(hb, ctx_b.vulkan());
+    GET(ha, ctx_a.vulkan_handles());
+    GET(hb, ctx_b.vulkan_handles());
     Gpu a, b;
     std::string why = a.init(ha);
     REQUIRE(why.empty(), "Vulkan functions of context A: %s", why.c_str());
@@ -417,7 +417,7 @@ void test_export_import() {
     CHECK(fd.get() == raw_fd && fd_is_open(raw_fd), "a failed import took the fd");
 
     vkcuda_buffer_import_info ii{};
-    ii.origin = sinfo.allocator;
+    ii.allocator = sinfo.allocator;
     ii.allocation_size = sinfo.allocation_size;
     ii.offset = sinfo.offset;
     ii.size = sinfo.size;
@@ -447,7 +447,7 @@ void test_export_import() {
 
 void test_images() {
     GET(ctx, vkcuda::Context::create_standalone(vulkan_only()));
-    GET(h, ctx.vulkan());
+    GET(h, ctx.vulkan_handles());
     Gpu gpu;
     std::string why = gpu.init(h);
     REQUIRE(why.empty(), "Vulkan functions: %s", why.c_str());
@@ -562,8 +562,8 @@ void test_images() {
 
 void test_semaphores() {
     GET(ctx, vkcuda::Context::create_standalone(vulkan_only()));
-    GET(h, ctx.vulkan());
-    GET(sup, vkcuda::query_physical_device(h.instance, h.physical_device, h.get_instance_proc_addr));
+    GET(h, ctx.vulkan_handles());
+    GET(sup, vkcuda::physical_device_query(h.instance, h.physical_device, h.get_instance_proc_addr));
     if (sup.external_semaphore_fd) {
         std::printf("    %s has VK_KHR_external_semaphore_fd: a Vulkan-only timeline\n", sup.device_name);
         GET(sem, vkcuda::Semaphore::create(ctx));

@@ -1,0 +1,129 @@
+//! Which Vulkan device pairs with which CUDA device (the one with the same UUID),
+//! and what a physical device supports for interop: the reports behind
+//! `vkcuda_physical_device_query` and `vkcuda_physical_devices_enumerate`.
+
+use ash::vk;
+
+use crate::cuda::{self, DeviceInfo};
+use crate::error::{Error, ErrorKind, Result};
+use crate::vulkan::{standalone, support, Support};
+
+/// A physical device, what it supports, and its CUDA twin.
+#[derive(Clone, Debug)]
+pub struct DeviceReport {
+    pub support: Support,
+    /// The CUDA driver loaded and initialised.
+    pub cuda_available: bool,
+    /// The ordinal of the CUDA device with this device's UUID.
+    pub cuda_ordinal: Option<i32>,
+}
+
+impl DeviceReport {
+    fn new(support: Support) -> DeviceReport {
+        let (cuda_available, cuda_ordinal) = match cuda::devices() {
+            Ok(list) => (
+                true,
+                list.iter()
+                    .find(|d| d.uuid == support.props.uuid)
+                    .map(|d| d.ordinal),
+            ),
+            Err(_) => (false, None),
+        };
+        DeviceReport {
+            support,
+            cuda_available,
+            cuda_ordinal,
+        }
+    }
+
+    /// Buffers, images and semaphores all work: both fd extensions, timeline
+    /// semaphores and a CUDA twin.
+    pub fn supported(&self) -> bool {
+        let s = &self.support;
+        s.external_memory_fd
+            && s.external_semaphore_fd
+            && s.timeline_semaphore
+            && self.cuda_ordinal.is_some()
+    }
+}
+
+/// The report of one of the engine's physical devices.
+pub fn report(instance: &ash::Instance, physical: vk::PhysicalDevice) -> Result<DeviceReport> {
+    Ok(DeviceReport::new(support::query(instance, physical)?))
+}
+
+/// The report of every physical device the system's Vulkan loader lists, through a
+/// short-lived instance of the library's own. A device that could not be queried
+/// is listed with its error.
+pub fn enumerate() -> Result<Vec<Result<DeviceReport>>> {
+    let _g = standalone::lifecycle_lock();
+    let entry = standalone::load_entry()?;
+    let instance = standalone::create_instance(&entry)?;
+    let listed = standalone::physical_devices(&instance).map(|list| {
+        list.into_iter()
+            .map(|(_, s)| s.map(DeviceReport::new))
+            .collect()
+    });
+    // SAFETY: nothing made from the instance outlives this call.
+    unsafe { instance.destroy_instance(None) };
+    listed
+}
+
+/// The CUDA device with the Vulkan device's UUID, or DEVICE_MISMATCH naming both sides.
+pub fn match_device(vk_name: &str, uuid: &[u8; 16], devices: &[DeviceInfo]) -> Result<DeviceInfo> {
+    devices
+        .iter()
+        .find(|d| &d.uuid == uuid)
+        .cloned()
+        .ok_or_else(|| mismatch(vk_name, uuid, devices))
+}
+
+pub fn mismatch(vk_name: &str, uuid: &[u8; 16], devices: &[DeviceInfo]) -> Error {
+    let list: Vec<String> = devices
+        .iter()
+        .map(|d| format!("{} '{}' {}", d.ordinal, d.name, cuda::format_uuid(&d.uuid)))
+        .collect();
+    let seen = if list.is_empty() {
+        "no CUDA devices".to_string()
+    } else {
+        format!("CUDA devices: {}", list.join(", "))
+    };
+    Error::new(
+        ErrorKind::DeviceMismatch,
+        format!(
+            "no CUDA device has the UUID {} of Vulkan device '{vk_name}' ({seen}): pick the VkPhysicalDevice \
+             whose deviceUUID matches a CUDA device (vkcuda_physical_device_query reports it)",
+            cuda::format_uuid(uuid)
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mismatch_names_both_uuids() {
+        let lavapipe = *b"mesa22.3.6\0\0\0\0\0\0";
+        let h200 = DeviceInfo {
+            ordinal: 0,
+            device: 0,
+            uuid: [0xab; 16],
+            name: "NVIDIA H200".into(),
+        };
+        let e = match_device("llvmpipe", &lavapipe, std::slice::from_ref(&h200)).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::DeviceMismatch);
+        assert!(
+            e.message.contains("6d657361-3232-2e33-2e36-000000000000"),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.message.contains("abababab-abab-abab-abab-abababababab"),
+            "{}",
+            e.message
+        );
+        let ok = match_device("H200", &[0xab; 16], std::slice::from_ref(&h200)).unwrap();
+        assert_eq!(ok.ordinal, 0);
+    }
+}
