@@ -132,13 +132,6 @@
 #define VKCUDA_TEXTURE_ALL_LEVELS_BIT 2
 
 /**
- * Host waits do not spin first: they poll with short sleeps from the start.
- *
- * @ingroup sync
- */
-#define VKCUDA_SEMAPHORE_CREATE_NO_SPIN_BIT 1
-
-/**
  * The size in bytes of a serialized description (format version 1).
  *
  * @ingroup share
@@ -158,6 +151,13 @@
  * @ingroup share
  */
 #define VKCUDA_SHARE_DEFAULT_TIMEOUT_NS 10000000000
+
+/**
+ * Host waits do not spin first: they poll with short sleeps from the start.
+ *
+ * @ingroup sync
+ */
+#define VKCUDA_SEMAPHORE_CREATE_NO_SPIN_BIT 1
 
 /**
  * Result codes. Every fallible function returns one; 0 is success, each failure
@@ -503,175 +503,6 @@ typedef struct vkcuda_image vkcuda_image;
 typedef struct vkcuda_semaphore vkcuda_semaphore;
 
 /**
- * What a physical device offers for interop.
- *
- * @ingroup context
- */
-typedef struct vkcuda_physical_device_support {
-  /**
-   * `VkPhysicalDeviceProperties::apiVersion`.
-   */
-  uint32_t api_version;
-  /**
-   * The device has `VK_KHR_external_memory_fd` (buffers and images).
-   */
-  VkBool32 external_memory_fd;
-  /**
-   * The device has `VK_KHR_external_semaphore_fd` (semaphores).
-   */
-  VkBool32 external_semaphore_fd;
-  /**
-   * The device supports the `timelineSemaphore` feature.
-   */
-  VkBool32 timeline_semaphore;
-  /**
-   * The CUDA driver loaded and initialised.
-   */
-  VkBool32 cuda_available;
-  /**
-   * A CUDA device has this device's UUID.
-   */
-  VkBool32 cuda_device_found;
-  /**
-   * That CUDA device's ordinal, or -1.
-   */
-  int32_t cuda_device_ordinal;
-  /**
-   * Everything above is there: buffers, images and semaphores all work.
-   */
-  VkBool32 supported;
-  /**
-   * `VkPhysicalDeviceIDProperties::deviceUUID`.
-   */
-  uint8_t device_uuid[16];
-  /**
-   * `VkPhysicalDeviceProperties::deviceName`.
-   */
-  char device_name[256];
-} vkcuda_physical_device_support;
-
-/**
- * The engine's handles for `vkcuda_context_create`.
- *
- * @ingroup context
- */
-typedef struct vkcuda_context_create_info {
-  /**
-   * `VKCUDA_CONTEXT_CREATE_*` bits; 0 for the defaults.
-   */
-  uint32_t flags;
-  /**
-   * The engine's instance (created with apiVersion 1.2 or later).
-   */
-  VkInstance instance;
-  /**
-   * The physical device the engine's device was created on.
-   */
-  VkPhysicalDevice physical_device;
-  /**
-   * The engine's device, created with the extensions from
-   * `vkcuda_device_extensions_enumerate` that the device supports and the
-   * `timelineSemaphore` feature.
-   */
-  VkDevice device;
-  /**
-   * The engine's `vkGetInstanceProcAddr`; every entry point is loaded from it.
-   */
-  PFN_vkGetInstanceProcAddr get_instance_proc_addr;
-  /**
-   * Optional: the engine's `vkGetDeviceProcAddr` (NULL: loaded from the instance).
-   */
-  PFN_vkGetDeviceProcAddr get_device_proc_addr;
-  /**
-   * Optional: a CUDA context on the matching device to use instead of the device's
-   * primary context. The caller keeps it alive longer than the vkcuda context.
-   */
-  struct CUctx_st *cuda_context;
-} vkcuda_context_create_info;
-
-/**
- * Options of `vkcuda_context_create_standalone`; all zero (or a NULL pointer) for
- * the defaults.
- *
- * @ingroup context
- */
-typedef struct vkcuda_standalone_create_info {
-  /**
-   * `VKCUDA_CONTEXT_CREATE_*` bits.
-   */
-  uint32_t flags;
-  /**
-   * With `VKCUDA_CONTEXT_CREATE_PHYSICAL_DEVICE_INDEX_BIT`: the index into
-   * vkEnumeratePhysicalDevices. Otherwise the first device that matches a CUDA
-   * device (or, Vulkan-only, the first with the needed extensions) is used.
-   */
-  uint32_t physical_device_index;
-} vkcuda_standalone_create_info;
-
-/**
- * The Vulkan handles of a context.
- *
- * @ingroup context
- */
-typedef struct vkcuda_vulkan_handles {
-  /**
-   * The instance: the engine's (borrowed), or the standalone context's own.
-   */
-  VkInstance instance;
-  /**
-   * The physical device the context is paired on.
-   */
-  VkPhysicalDevice physical_device;
-  /**
-   * The device every object of the context is made on; owned like `instance`.
-   */
-  VkDevice device;
-  /**
-   * The entry point the context loaded its functions from.
-   */
-  PFN_vkGetInstanceProcAddr get_instance_proc_addr;
-  /**
-   * Standalone contexts: the family of `queue` (compute and transfer, graphics
-   * when there is one). Engine contexts: UINT32_MAX.
-   */
-  uint32_t queue_family_index;
-  /**
-   * Standalone contexts: the device's queue; externally synchronised like any
-   * VkQueue. Engine contexts: NULL.
-   */
-  VkQueue queue;
-} vkcuda_vulkan_handles;
-
-/**
- * The CUDA side of a context.
- *
- * @ingroup context
- */
-typedef struct vkcuda_cuda_info {
-  /**
-   * The CUcontext the library works in (by default the device's primary
-   * context, so runtime-API code, PyTorch and CuPy see the same pointers).
-   */
-  struct CUctx_st *cuda_context;
-  /**
-   * The CUdevice handle.
-   */
-  int32_t cuda_device;
-  /**
-   * The device ordinal.
-   */
-  int32_t device_ordinal;
-  /**
-   * VK_TRUE when `cuda_context` is the primary context.
-   */
-  VkBool32 primary;
-  /**
-   * The CUDA device's UUID (equal to the Vulkan device's).
-   */
-  uint8_t device_uuid[16];
-} vkcuda_cuda_info;
-
-/**
  * How to make a shared buffer. All zero except `size` gives a Vulkan-allocated
  * buffer usable as a storage buffer and for transfers.
  *
@@ -846,6 +677,175 @@ typedef struct vkcuda_handoff_info {
    */
   VkAccessFlags access_mask;
 } vkcuda_handoff_info;
+
+/**
+ * What a physical device offers for interop.
+ *
+ * @ingroup context
+ */
+typedef struct vkcuda_physical_device_support {
+  /**
+   * `VkPhysicalDeviceProperties::apiVersion`.
+   */
+  uint32_t api_version;
+  /**
+   * The device has `VK_KHR_external_memory_fd` (buffers and images).
+   */
+  VkBool32 external_memory_fd;
+  /**
+   * The device has `VK_KHR_external_semaphore_fd` (semaphores).
+   */
+  VkBool32 external_semaphore_fd;
+  /**
+   * The device supports the `timelineSemaphore` feature.
+   */
+  VkBool32 timeline_semaphore;
+  /**
+   * The CUDA driver loaded and initialised.
+   */
+  VkBool32 cuda_available;
+  /**
+   * A CUDA device has this device's UUID.
+   */
+  VkBool32 cuda_device_found;
+  /**
+   * That CUDA device's ordinal, or -1.
+   */
+  int32_t cuda_device_ordinal;
+  /**
+   * Everything above is there: buffers, images and semaphores all work.
+   */
+  VkBool32 supported;
+  /**
+   * `VkPhysicalDeviceIDProperties::deviceUUID`.
+   */
+  uint8_t device_uuid[16];
+  /**
+   * `VkPhysicalDeviceProperties::deviceName`.
+   */
+  char device_name[256];
+} vkcuda_physical_device_support;
+
+/**
+ * The engine's handles for `vkcuda_context_create`.
+ *
+ * @ingroup context
+ */
+typedef struct vkcuda_context_create_info {
+  /**
+   * `VKCUDA_CONTEXT_CREATE_*` bits; 0 for the defaults.
+   */
+  uint32_t flags;
+  /**
+   * The engine's instance (created with apiVersion 1.2 or later).
+   */
+  VkInstance instance;
+  /**
+   * The physical device the engine's device was created on.
+   */
+  VkPhysicalDevice physical_device;
+  /**
+   * The engine's device, created with the extensions from
+   * `vkcuda_device_extensions_enumerate` that the device supports and the
+   * `timelineSemaphore` feature.
+   */
+  VkDevice device;
+  /**
+   * The engine's `vkGetInstanceProcAddr`; every entry point is loaded from it.
+   */
+  PFN_vkGetInstanceProcAddr get_instance_proc_addr;
+  /**
+   * Optional: the engine's `vkGetDeviceProcAddr` (NULL: loaded from the instance).
+   */
+  PFN_vkGetDeviceProcAddr get_device_proc_addr;
+  /**
+   * Optional: a CUDA context on the matching device to use instead of the device's
+   * primary context. The caller keeps it alive longer than the vkcuda context.
+   */
+  struct CUctx_st *cuda_context;
+} vkcuda_context_create_info;
+
+/**
+ * Options of `vkcuda_context_create_standalone`; all zero (or a NULL pointer) for
+ * the defaults.
+ *
+ * @ingroup context
+ */
+typedef struct vkcuda_standalone_create_info {
+  /**
+   * `VKCUDA_CONTEXT_CREATE_*` bits.
+   */
+  uint32_t flags;
+  /**
+   * With `VKCUDA_CONTEXT_CREATE_PHYSICAL_DEVICE_INDEX_BIT`: the index into
+   * vkEnumeratePhysicalDevices. Otherwise the first device that matches a CUDA
+   * device (or, Vulkan-only, the first with the needed extensions) is used.
+   */
+  uint32_t physical_device_index;
+} vkcuda_standalone_create_info;
+
+/**
+ * The Vulkan handles of a context.
+ *
+ * @ingroup context
+ */
+typedef struct vkcuda_vulkan_handles {
+  /**
+   * The instance: the engine's (borrowed), or the standalone context's own.
+   */
+  VkInstance instance;
+  /**
+   * The physical device the context is paired on.
+   */
+  VkPhysicalDevice physical_device;
+  /**
+   * The device every object of the context is made on; owned like `instance`.
+   */
+  VkDevice device;
+  /**
+   * The entry point the context loaded its functions from.
+   */
+  PFN_vkGetInstanceProcAddr get_instance_proc_addr;
+  /**
+   * Standalone contexts: the family of `queue` (compute and transfer, graphics
+   * when there is one). Engine contexts: UINT32_MAX.
+   */
+  uint32_t queue_family_index;
+  /**
+   * Standalone contexts: the device's queue; externally synchronised like any
+   * VkQueue. Engine contexts: NULL.
+   */
+  VkQueue queue;
+} vkcuda_vulkan_handles;
+
+/**
+ * The CUDA side of a context.
+ *
+ * @ingroup context
+ */
+typedef struct vkcuda_cuda_info {
+  /**
+   * The CUcontext the library works in (by default the device's primary
+   * context, so runtime-API code, PyTorch and CuPy see the same pointers).
+   */
+  struct CUctx_st *cuda_context;
+  /**
+   * The CUdevice handle.
+   */
+  int32_t cuda_device;
+  /**
+   * The device ordinal.
+   */
+  int32_t device_ordinal;
+  /**
+   * VK_TRUE when `cuda_context` is the primary context.
+   */
+  VkBool32 primary;
+  /**
+   * The CUDA device's UUID (equal to the Vulkan device's).
+   */
+  uint8_t device_uuid[16];
+} vkcuda_cuda_info;
 
 /**
  * What CUDA sees of a format.
@@ -1063,47 +1063,6 @@ typedef struct vkcuda_texture_info {
 } vkcuda_texture_info;
 
 /**
- * How to make a shared semaphore; all zero gives a timeline starting at 0.
- *
- * @ingroup sync
- */
-typedef struct vkcuda_semaphore_create_info {
-  /**
-   * `VKCUDA_SEMAPHORE_CREATE_*` bits.
-   */
-  uint32_t flags;
-  /**
-   * Timeline (default) or binary.
-   */
-  vkcuda_semaphore_type semaphore_type;
-  /**
-   * Timeline: the initial value. Binary: must be 0.
-   */
-  uint64_t initial_value;
-  /**
-   * How long `vkcuda_semaphore_host_wait` spins on the counter before it polls
-   * with sleeps; 0 means the default (1 ms).
-   */
-  uint64_t host_wait_spin_ns;
-} vkcuda_semaphore_create_info;
-
-/**
- * One stage of a frame on a timeline: wait for `wait_value`, signal `signal_value`.
- *
- * @ingroup sync
- */
-typedef struct vkcuda_timeline_stage {
-  /**
-   * The value the stage waits for (the previous stage's signal).
-   */
-  uint64_t wait_value;
-  /**
-   * The value the stage signals when its work is done.
-   */
-  uint64_t signal_value;
-} vkcuda_timeline_stage;
-
-/**
  * A shared buffer's memory, as an importer needs it (`vkcuda_buffer_info` of the
  * exporter).
  *
@@ -1310,143 +1269,50 @@ typedef struct vkcuda_live_objects {
   int64_t cuda_external_semaphores;
 } vkcuda_live_objects;
 
+/**
+ * How to make a shared semaphore; all zero gives a timeline starting at 0.
+ *
+ * @ingroup sync
+ */
+typedef struct vkcuda_semaphore_create_info {
+  /**
+   * `VKCUDA_SEMAPHORE_CREATE_*` bits.
+   */
+  uint32_t flags;
+  /**
+   * Timeline (default) or binary.
+   */
+  vkcuda_semaphore_type semaphore_type;
+  /**
+   * Timeline: the initial value. Binary: must be 0.
+   */
+  uint64_t initial_value;
+  /**
+   * How long `vkcuda_semaphore_host_wait` spins on the counter before it polls
+   * with sleeps; 0 means the default (1 ms).
+   */
+  uint64_t host_wait_spin_ns;
+} vkcuda_semaphore_create_info;
+
+/**
+ * One stage of a frame on a timeline: wait for `wait_value`, signal `signal_value`.
+ *
+ * @ingroup sync
+ */
+typedef struct vkcuda_timeline_stage {
+  /**
+   * The value the stage waits for (the previous stage's signal).
+   */
+  uint64_t wait_value;
+  /**
+   * The value the stage signals when its work is done.
+   */
+  uint64_t signal_value;
+} vkcuda_timeline_stage;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
-
-/**
- * Lists the device extensions the library uses, Vulkan-style: with `names` NULL,
- * writes the count to `*count`; otherwise writes up to `*count` names (static
- * strings) and sets `*count` to how many were written. Enable each one the device
- * supports (see `vkcuda_physical_device_query`): `VK_KHR_external_memory_fd` for
- * buffers and images, `VK_KHR_external_semaphore_fd` for semaphores. Also enable
- * the Vulkan 1.2 feature `timelineSemaphore`.
- *
- * Thread-safety: may be called from any thread.
- *
- * @ingroup context
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_device_extensions_enumerate(uint32_t *count,
-                                                      const char **names);
-
-/**
- * Says what `physical_device` supports for interop, before the engine creates its
- * `VkDevice`: the memory and semaphore fd extensions, timeline semaphores, and
- * whether a CUDA device has the same UUID. Works without a CUDA driver
- * (`cuda_available` is then VK_FALSE).
- *
- * Thread-safety: may be called from any thread.
- *
- * @ingroup context
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_physical_device_query(VkInstance instance,
-                                                VkPhysicalDevice physical_device,
-                                                PFN_vkGetInstanceProcAddr get_instance_proc_addr,
-                                                struct vkcuda_physical_device_support *support);
-
-/**
- * Lists the physical devices the system's Vulkan loader reports, with what each
- * supports, Vulkan-style (`supports` NULL: writes the count). Loads libvulkan.so.1
- * itself (`VKCUDA_ERROR_VULKAN_UNAVAILABLE` if missing); for tools and examples.
- *
- * Thread-safety: may be called from any thread.
- *
- * @ingroup context
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_physical_devices_enumerate(uint32_t *count,
-                                                     struct vkcuda_physical_device_support *supports);
-
-/**
- * Pairs the engine's `VkDevice` with the CUDA device of the same UUID (its primary
- * context unless `cuda_context` is given). Errors: `VKCUDA_ERROR_CUDA_UNAVAILABLE`
- * without a CUDA driver, `VKCUDA_ERROR_DEVICE_MISMATCH` when no CUDA device has
- * the Vulkan device's UUID (the message names both), and
- * `VKCUDA_ERROR_EXTENSION_NOT_PRESENT` later, from the first call that needs an
- * extension the device was created without.
- *
- * The engine's handles are borrowed: they must outlive the context and every
- * object made from it. `*context` is written on success, set to NULL on failure.
- *
- * Thread-safety: may be called from any thread.
- *
- * @ingroup context
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_context_create(const struct vkcuda_context_create_info *info,
-                                         struct vkcuda_context **context);
-
-/**
- * Creates a Vulkan instance and device of the library's own, with every interop
- * extension the device has and timeline semaphores enabled, on the device that
- * matches a CUDA device, and pairs it with CUDA. `info` may be NULL (defaults).
- * `vkcuda_context_get_vulkan_handles` returns the handles, including a queue. Loads
- * libvulkan.so.1 (`VKCUDA_ERROR_VULKAN_UNAVAILABLE` if missing).
- *
- * Thread-safety: may be called from any thread. The library serialises the
- * creation and destruction of the instances and devices it makes itself (NVIDIA's
- * driver crashed when 8 threads did them at once), so concurrent calls wait for
- * each other. On an NVIDIA device the first call also keeps one Vulkan instance
- * (without a device) alive until the process exits: without one, NVIDIA's driver
- * 580 hung in `vkDestroyDevice` when a thread that had used it exited meanwhile.
- *
- * @ingroup context
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_context_create_standalone(const struct vkcuda_standalone_create_info *info,
-                                                    struct vkcuda_context **context);
-
-/**
- * The context's Vulkan handles.
- *
- * Thread-safety: may be called from any thread.
- *
- * @ingroup context
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_context_get_vulkan_handles(const struct vkcuda_context *context,
-                                                     struct vkcuda_vulkan_handles *handles);
-
-/**
- * The context's CUDA side. `VKCUDA_ERROR_CUDA_UNAVAILABLE` for a Vulkan-only context.
- *
- * Thread-safety: may be called from any thread.
- *
- * @ingroup context
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_context_get_cuda_info(const struct vkcuda_context *context,
-                                                struct vkcuda_cuda_info *cuda_info);
-
-/**
- * The CUDA driver's version (`major * 1000 + minor * 10`), or
- * `VKCUDA_ERROR_CUDA_UNAVAILABLE` with the reason when there is no usable driver.
- *
- * Thread-safety: may be called from any thread.
- *
- * @ingroup context
- */
-VKCUDA_API VKCUDA_NODISCARD enum vkcuda_result vkcuda_cuda_driver_get_version(int32_t *version);
-
-/**
- * Releases the context. Objects made from it keep it alive until they are
- * destroyed too, so the order of destruction does not matter; a standalone context
- * destroys its device and instance when the last of them goes. NULL does nothing.
- *
- * Thread-safety: the context must not be in use by another thread during this call.
- *
- * @ingroup context
- */
-VKCUDA_API void vkcuda_context_destroy(struct vkcuda_context *context);
 
 /**
  * Creates a shared buffer: one allocation, made by `info->allocator`, with a
@@ -1597,6 +1463,140 @@ enum vkcuda_result vkcuda_buffer_cmd_acquire_from_cuda(const struct vkcuda_buffe
  * @ingroup buffer
  */
 VKCUDA_API void vkcuda_buffer_destroy(struct vkcuda_buffer *buffer);
+
+/**
+ * Lists the device extensions the library uses, Vulkan-style: with `names` NULL,
+ * writes the count to `*count`; otherwise writes up to `*count` names (static
+ * strings) and sets `*count` to how many were written. Enable each one the device
+ * supports (see `vkcuda_physical_device_query`): `VK_KHR_external_memory_fd` for
+ * buffers and images, `VK_KHR_external_semaphore_fd` for semaphores. Also enable
+ * the Vulkan 1.2 feature `timelineSemaphore`.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup context
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_device_extensions_enumerate(uint32_t *count,
+                                                      const char **names);
+
+/**
+ * Says what `physical_device` supports for interop, before the engine creates its
+ * `VkDevice`: the memory and semaphore fd extensions, timeline semaphores, and
+ * whether a CUDA device has the same UUID. Works without a CUDA driver
+ * (`cuda_available` is then VK_FALSE).
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup context
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_physical_device_query(VkInstance instance,
+                                                VkPhysicalDevice physical_device,
+                                                PFN_vkGetInstanceProcAddr get_instance_proc_addr,
+                                                struct vkcuda_physical_device_support *support);
+
+/**
+ * Lists the physical devices the system's Vulkan loader reports, with what each
+ * supports, Vulkan-style (`supports` NULL: writes the count). Loads libvulkan.so.1
+ * itself (`VKCUDA_ERROR_VULKAN_UNAVAILABLE` if missing); for tools and examples.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup context
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_physical_devices_enumerate(uint32_t *count,
+                                                     struct vkcuda_physical_device_support *supports);
+
+/**
+ * Pairs the engine's `VkDevice` with the CUDA device of the same UUID (its primary
+ * context unless `cuda_context` is given). Errors: `VKCUDA_ERROR_CUDA_UNAVAILABLE`
+ * without a CUDA driver, `VKCUDA_ERROR_DEVICE_MISMATCH` when no CUDA device has
+ * the Vulkan device's UUID (the message names both), and
+ * `VKCUDA_ERROR_EXTENSION_NOT_PRESENT` later, from the first call that needs an
+ * extension the device was created without.
+ *
+ * The engine's handles are borrowed: they must outlive the context and every
+ * object made from it. `*context` is written on success, set to NULL on failure.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup context
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_context_create(const struct vkcuda_context_create_info *info,
+                                         struct vkcuda_context **context);
+
+/**
+ * Creates a Vulkan instance and device of the library's own, with every interop
+ * extension the device has and timeline semaphores enabled, on the device that
+ * matches a CUDA device, and pairs it with CUDA. `info` may be NULL (defaults).
+ * `vkcuda_context_get_vulkan_handles` returns the handles, including a queue. Loads
+ * libvulkan.so.1 (`VKCUDA_ERROR_VULKAN_UNAVAILABLE` if missing).
+ *
+ * Thread-safety: may be called from any thread. The library serialises the
+ * creation and destruction of the instances and devices it makes itself (NVIDIA's
+ * driver crashed when 8 threads did them at once), so concurrent calls wait for
+ * each other. On an NVIDIA device the first call also keeps one Vulkan instance
+ * (without a device) alive until the process exits: without one, NVIDIA's driver
+ * 580 hung in `vkDestroyDevice` when a thread that had used it exited meanwhile.
+ *
+ * @ingroup context
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_context_create_standalone(const struct vkcuda_standalone_create_info *info,
+                                                    struct vkcuda_context **context);
+
+/**
+ * The context's Vulkan handles.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup context
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_context_get_vulkan_handles(const struct vkcuda_context *context,
+                                                     struct vkcuda_vulkan_handles *handles);
+
+/**
+ * The context's CUDA side. `VKCUDA_ERROR_CUDA_UNAVAILABLE` for a Vulkan-only context.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup context
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_context_get_cuda_info(const struct vkcuda_context *context,
+                                                struct vkcuda_cuda_info *cuda_info);
+
+/**
+ * The CUDA driver's version (`major * 1000 + minor * 10`), or
+ * `VKCUDA_ERROR_CUDA_UNAVAILABLE` with the reason when there is no usable driver.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup context
+ */
+VKCUDA_API VKCUDA_NODISCARD enum vkcuda_result vkcuda_cuda_driver_get_version(int32_t *version);
+
+/**
+ * Releases the context. Objects made from it keep it alive until they are
+ * destroyed too, so the order of destruction does not matter; a standalone context
+ * destroys its device and instance when the last of them goes. NULL does nothing.
+ *
+ * Thread-safety: the context must not be in use by another thread during this call.
+ *
+ * @ingroup context
+ */
+VKCUDA_API void vkcuda_context_destroy(struct vkcuda_context *context);
 
 /**
  * Says what CUDA sees of `format`: its `CUarray_format`, channel count and texel
@@ -1817,175 +1817,6 @@ enum vkcuda_result vkcuda_image_cmd_acquire_from_cuda(const struct vkcuda_image 
  * @ingroup image
  */
 VKCUDA_API void vkcuda_image_destroy(struct vkcuda_image *image);
-
-/**
- * Creates an exportable `VkSemaphore` (timeline or binary, OPAQUE_FD) and imports
- * it into CUDA (`TIMELINE_SEMAPHORE_FD` or `OPAQUE_FD`). Needs
- * `VK_KHR_external_semaphore_fd` (`VKCUDA_ERROR_EXTENSION_NOT_PRESENT`
- * otherwise). `*semaphore` is written on success, set to NULL on failure.
- *
- * Thread-safety: may be called from any thread.
- *
- * @ingroup sync
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_semaphore_create(const struct vkcuda_context *context,
-                                           const struct vkcuda_semaphore_create_info *info,
-                                           struct vkcuda_semaphore **semaphore);
-
-/**
- * The `VkSemaphore`, for the engine's own submits (`VkTimelineSemaphoreSubmitInfo`
- * or `VkSemaphoreSubmitInfo`). Owned by the vkcuda semaphore.
- *
- * Thread-safety: may be called from any thread.
- *
- * @ingroup sync
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_semaphore_get_vk_semaphore(const struct vkcuda_semaphore *semaphore,
-                                                     VkSemaphore *vk_semaphore);
-
-/**
- * Enqueues on `stream` a CUDA signal of `value` (binary semaphores: `value` must be
- * 0). `stream` NULL is the legacy default stream of the context's CUcontext; a
- * stream of another context gives `VKCUDA_ERROR_DEVICE_MISMATCH`. Timeline values
- * must be greater than every value signalled through the library and than the
- * current value (`VKCUDA_ERROR_INVALID_ARGUMENT` otherwise). Does not block.
- *
- * Thread-safety: may be called from any thread.
- *
- * @ingroup sync
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_semaphore_cuda_signal(const struct vkcuda_semaphore *semaphore,
-                                                uint64_t value,
-                                                struct CUstream_st *stream);
-
-/**
- * Enqueues on `stream` a CUDA wait until the semaphore reaches `value` (binary: a
- * wait for the pending signal; `value` must be 0, and a second wait without a new
- * signal gives `VKCUDA_ERROR_INVALID_STATE`). Does not block the CPU.
- *
- * Thread-safety: may be called from any thread.
- *
- * @ingroup sync
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_semaphore_cuda_wait(const struct vkcuda_semaphore *semaphore,
-                                              uint64_t value,
-                                              struct CUstream_st *stream);
-
-/**
- * Binary semaphores: tell the library the engine put the semaphore in a submit's
- * signal list, so it can enforce one wait per signal across both APIs.
- *
- * Thread-safety: may be called from any thread.
- *
- * @ingroup sync
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_semaphore_note_vulkan_signal(const struct vkcuda_semaphore *semaphore);
-
-/**
- * Binary semaphores: tell the library the engine put the semaphore in a submit's
- * wait list.
- *
- * Thread-safety: may be called from any thread.
- *
- * @ingroup sync
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_semaphore_note_vulkan_wait(const struct vkcuda_semaphore *semaphore);
-
-/**
- * Timeline: signals `value` from the host (`vkSignalSemaphore`), under the same
- * value rules as `vkcuda_semaphore_cuda_signal`.
- *
- * Thread-safety: may be called from any thread.
- *
- * @ingroup sync
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_semaphore_host_signal(const struct vkcuda_semaphore *semaphore,
-                                                uint64_t value);
-
-/**
- * Timeline: blocks the calling thread until the value reaches `value` or
- * `timeout_ns` passes (`VKCUDA_ERROR_TIMEOUT`; never hangs longer; 0 polls once,
- * UINT64_MAX waits for ever). It spins on `vkGetSemaphoreCounterValue` for the
- * spin time (default 1 ms), then polls every 50 µs: `vkWaitSemaphores` was seen to
- * wake milliseconds late on CUDA-signalled values.
- *
- * Thread-safety: may be called from any thread.
- *
- * @ingroup sync
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_semaphore_host_wait(const struct vkcuda_semaphore *semaphore,
-                                              uint64_t value,
-                                              uint64_t timeout_ns);
-
-/**
- * Timeline: the current value (`vkGetSemaphoreCounterValue`).
- *
- * Thread-safety: may be called from any thread.
- *
- * @ingroup sync
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_semaphore_get_value(const struct vkcuda_semaphore *semaphore,
-                                              uint64_t *value);
-
-/**
- * Timeline: hands out the next stage of the frame chain, so the engine never
- * computes values: each stage waits for the previous stage's signal and signals
- * the next value. A frame is typically one Vulkan stage (submit waits
- * `wait_value`, signals `signal_value`), then one CUDA stage
- * (`vkcuda_semaphore_cuda_wait(wait_value)`, kernels,
- * `vkcuda_semaphore_cuda_signal(signal_value)`), and so on.
- * `VKCUDA_ERROR_INVALID_STATE` when the chain would run more than
- * `maxTimelineSemaphoreValueDifference` ahead of the current value.
- *
- * Thread-safety: may be called from any thread.
- *
- * @ingroup sync
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_semaphore_next_stage(const struct vkcuda_semaphore *semaphore,
-                                               struct vkcuda_timeline_stage *stage);
-
-/**
- * Exports the semaphore's payload as a new OPAQUE_FD; **the caller owns it**
- * (close it, or import it elsewhere).
- *
- * Thread-safety: may be called from any thread.
- *
- * @ingroup sync
- */
-VKCUDA_API
-VKCUDA_NODISCARD
-enum vkcuda_result vkcuda_semaphore_export_fd(const struct vkcuda_semaphore *semaphore,
-                                              int32_t *fd);
-
-/**
- * Destroys the CUDA import, then the `VkSemaphore`. The caller guarantees no
- * pending GPU work waits on or signals it. NULL does nothing.
- *
- * Thread-safety: must not overlap any other use of the semaphore.
- *
- * @ingroup sync
- */
-VKCUDA_API void vkcuda_semaphore_destroy(struct vkcuda_semaphore *semaphore);
 
 /**
  * Fills `*description` with what another process needs to import the buffer:
@@ -2322,6 +2153,175 @@ VKCUDA_API const char *vkcuda_last_error_message(void);
 VKCUDA_API
 VKCUDA_NODISCARD
 enum vkcuda_result vkcuda_live_objects_get(struct vkcuda_live_objects *counts);
+
+/**
+ * Creates an exportable `VkSemaphore` (timeline or binary, OPAQUE_FD) and imports
+ * it into CUDA (`TIMELINE_SEMAPHORE_FD` or `OPAQUE_FD`). Needs
+ * `VK_KHR_external_semaphore_fd` (`VKCUDA_ERROR_EXTENSION_NOT_PRESENT`
+ * otherwise). `*semaphore` is written on success, set to NULL on failure.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_create(const struct vkcuda_context *context,
+                                           const struct vkcuda_semaphore_create_info *info,
+                                           struct vkcuda_semaphore **semaphore);
+
+/**
+ * The `VkSemaphore`, for the engine's own submits (`VkTimelineSemaphoreSubmitInfo`
+ * or `VkSemaphoreSubmitInfo`). Owned by the vkcuda semaphore.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_get_vk_semaphore(const struct vkcuda_semaphore *semaphore,
+                                                     VkSemaphore *vk_semaphore);
+
+/**
+ * Enqueues on `stream` a CUDA signal of `value` (binary semaphores: `value` must be
+ * 0). `stream` NULL is the legacy default stream of the context's CUcontext; a
+ * stream of another context gives `VKCUDA_ERROR_DEVICE_MISMATCH`. Timeline values
+ * must be greater than every value signalled through the library and than the
+ * current value (`VKCUDA_ERROR_INVALID_ARGUMENT` otherwise). Does not block.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_cuda_signal(const struct vkcuda_semaphore *semaphore,
+                                                uint64_t value,
+                                                struct CUstream_st *stream);
+
+/**
+ * Enqueues on `stream` a CUDA wait until the semaphore reaches `value` (binary: a
+ * wait for the pending signal; `value` must be 0, and a second wait without a new
+ * signal gives `VKCUDA_ERROR_INVALID_STATE`). Does not block the CPU.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_cuda_wait(const struct vkcuda_semaphore *semaphore,
+                                              uint64_t value,
+                                              struct CUstream_st *stream);
+
+/**
+ * Binary semaphores: tell the library the engine put the semaphore in a submit's
+ * signal list, so it can enforce one wait per signal across both APIs.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_note_vulkan_signal(const struct vkcuda_semaphore *semaphore);
+
+/**
+ * Binary semaphores: tell the library the engine put the semaphore in a submit's
+ * wait list.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_note_vulkan_wait(const struct vkcuda_semaphore *semaphore);
+
+/**
+ * Timeline: signals `value` from the host (`vkSignalSemaphore`), under the same
+ * value rules as `vkcuda_semaphore_cuda_signal`.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_host_signal(const struct vkcuda_semaphore *semaphore,
+                                                uint64_t value);
+
+/**
+ * Timeline: blocks the calling thread until the value reaches `value` or
+ * `timeout_ns` passes (`VKCUDA_ERROR_TIMEOUT`; never hangs longer; 0 polls once,
+ * UINT64_MAX waits for ever). It spins on `vkGetSemaphoreCounterValue` for the
+ * spin time (default 1 ms), then polls every 50 µs: `vkWaitSemaphores` was seen to
+ * wake milliseconds late on CUDA-signalled values.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_host_wait(const struct vkcuda_semaphore *semaphore,
+                                              uint64_t value,
+                                              uint64_t timeout_ns);
+
+/**
+ * Timeline: the current value (`vkGetSemaphoreCounterValue`).
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_get_value(const struct vkcuda_semaphore *semaphore,
+                                              uint64_t *value);
+
+/**
+ * Timeline: hands out the next stage of the frame chain, so the engine never
+ * computes values: each stage waits for the previous stage's signal and signals
+ * the next value. A frame is typically one Vulkan stage (submit waits
+ * `wait_value`, signals `signal_value`), then one CUDA stage
+ * (`vkcuda_semaphore_cuda_wait(wait_value)`, kernels,
+ * `vkcuda_semaphore_cuda_signal(signal_value)`), and so on.
+ * `VKCUDA_ERROR_INVALID_STATE` when the chain would run more than
+ * `maxTimelineSemaphoreValueDifference` ahead of the current value.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_next_stage(const struct vkcuda_semaphore *semaphore,
+                                               struct vkcuda_timeline_stage *stage);
+
+/**
+ * Exports the semaphore's payload as a new OPAQUE_FD; **the caller owns it**
+ * (close it, or import it elsewhere).
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_export_fd(const struct vkcuda_semaphore *semaphore,
+                                              int32_t *fd);
+
+/**
+ * Destroys the CUDA import, then the `VkSemaphore`. The caller guarantees no
+ * pending GPU work waits on or signals it. NULL does nothing.
+ *
+ * Thread-safety: must not overlap any other use of the semaphore.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API void vkcuda_semaphore_destroy(struct vkcuda_semaphore *semaphore);
 
 #ifdef __cplusplus
 }  // extern "C"

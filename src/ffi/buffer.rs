@@ -5,6 +5,7 @@ use std::os::fd::IntoRawFd;
 use ash::vk;
 
 use super::context::{ctx_arg, vkcuda_context};
+use super::handle::{self, handle_kind, Tagged};
 use super::handoff::{command_buffer_arg, scope_arg, vkcuda_handoff_info};
 use super::types::*;
 use super::{arg, boundary, check_bool, check_flags, out, quiet, vkcuda_result, write_handle};
@@ -20,8 +21,9 @@ use crate::vulkan::handoff::{self, Direction};
 ///
 /// @ingroup buffer
 pub struct vkcuda_buffer {
-    pub(crate) inner: Buffer,
+    h: Tagged<Buffer>,
 }
+handle_kind!(vkcuda_buffer, Buffer, handle::BUFFER);
 
 /// How to make a shared buffer. All zero except `size` gives a Vulkan-allocated
 /// buffer usable as a storage buffer and for transfers.
@@ -114,7 +116,7 @@ pub struct vkcuda_buffer_info {
 }
 
 unsafe fn buf_arg<'a>(buffer: *const vkcuda_buffer) -> Result<&'a Buffer> {
-    Ok(&arg(buffer, "buffer")?.inner)
+    handle::get(buffer, "buffer")
 }
 
 /// Creates a shared buffer: one allocation, made by `info->allocator`, with a
@@ -146,7 +148,7 @@ pub unsafe extern "C" fn vkcuda_buffer_create(
                 vk::BufferUsageFlags::from_raw(info.usage),
                 allocator,
             )?;
-            Ok(Box::new(vkcuda_buffer { inner }))
+            Ok(handle::boxed::<vkcuda_buffer>(inner))
         })();
         write_handle(buffer, made)
     })
@@ -185,7 +187,7 @@ pub unsafe extern "C" fn vkcuda_buffer_wrap(
                 info.size,
                 dedicated,
             )?;
-            Ok(Box::new(vkcuda_buffer { inner }))
+            Ok(handle::boxed::<vkcuda_buffer>(inner))
         })();
         write_handle(buffer, made)
     })
@@ -233,7 +235,7 @@ pub unsafe extern "C" fn vkcuda_buffer_import_fd(
             )?;
             drop(probe);
             libc::close(fd);
-            Ok(Box::new(vkcuda_buffer { inner }))
+            Ok(handle::boxed::<vkcuda_buffer>(inner))
         })();
         write_handle(buffer, made)
     })
@@ -392,9 +394,5 @@ pub unsafe extern "C" fn vkcuda_buffer_cmd_acquire_from_cuda(
 /// @ingroup buffer
 #[no_mangle]
 pub unsafe extern "C" fn vkcuda_buffer_destroy(buffer: *mut vkcuda_buffer) {
-    quiet((), || {
-        if !buffer.is_null() {
-            drop(Box::from_raw(buffer));
-        }
-    })
+    quiet((), || handle::destroy(buffer, "vkcuda_buffer_destroy"))
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use ash::vk;
 
+use super::handle::{self, handle_kind, Tagged};
 use super::types::*;
 use super::{arg, boundary, check_flags, out, quiet, vkcuda_result, write_handle};
 use crate::context::{Context, CudaChoice};
@@ -20,8 +21,9 @@ use crate::vulkan::{self, EngineHandles};
 ///
 /// @ingroup context
 pub struct vkcuda_context {
-    pub(crate) inner: Arc<Context>,
+    h: Tagged<Arc<Context>>,
 }
+handle_kind!(vkcuda_context, Arc<Context>, handle::CONTEXT);
 
 /// Create without a CUDA side: only the Vulkan half works (export/import of fds),
 /// and every CUDA call returns `VKCUDA_ERROR_CUDA_UNAVAILABLE`.
@@ -306,7 +308,7 @@ pub unsafe extern "C" fn vkcuda_context_create(
             };
             let choice = cuda_choice(info.flags, info.cuda_context)?;
             let inner = Context::from_engine(&handles, choice)?;
-            Ok(Box::new(vkcuda_context { inner }))
+            Ok(handle::boxed::<vkcuda_context>(inner))
         })();
         write_handle(context, made)
     })
@@ -348,14 +350,14 @@ pub unsafe extern "C" fn vkcuda_context_create_standalone(
             let index = (flags & VKCUDA_CONTEXT_CREATE_PHYSICAL_DEVICE_INDEX_BIT != 0)
                 .then_some(index as usize);
             let inner = Context::standalone(index, cuda_choice(flags, std::ptr::null_mut())?)?;
-            Ok(Box::new(vkcuda_context { inner }))
+            Ok(handle::boxed::<vkcuda_context>(inner))
         })();
         write_handle(context, made)
     })
 }
 
 pub(crate) unsafe fn ctx_arg<'a>(context: *const vkcuda_context) -> Result<&'a Arc<Context>> {
-    Ok(&arg(context, "context")?.inner)
+    handle::get(context, "context")
 }
 
 /// The context's Vulkan handles.
@@ -440,9 +442,5 @@ pub unsafe extern "C" fn vkcuda_cuda_driver_get_version(version: *mut i32) -> vk
 /// @ingroup context
 #[no_mangle]
 pub unsafe extern "C" fn vkcuda_context_destroy(context: *mut vkcuda_context) {
-    quiet((), || {
-        if !context.is_null() {
-            drop(Box::from_raw(context));
-        }
-    })
+    quiet((), || handle::destroy(context, "vkcuda_context_destroy"))
 }

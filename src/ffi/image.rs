@@ -6,6 +6,7 @@ use ash::vk;
 use cudarc::driver::sys;
 
 use super::context::{ctx_arg, vkcuda_context};
+use super::handle::{self, handle_kind, Tagged};
 use super::handoff::{command_buffer_arg, scope_arg, vkcuda_handoff_info};
 use super::types::*;
 use super::{arg, boundary, check_flags, out, quiet, vkcuda_result, write_handle};
@@ -48,8 +49,9 @@ pub struct CUmipmappedArray_st {
 ///
 /// @ingroup image
 pub struct vkcuda_image {
-    pub(crate) inner: Image,
+    h: Tagged<Image>,
 }
+handle_kind!(vkcuda_image, Image, handle::IMAGE);
 
 /// The image is cube compatible (`VK_IMAGE_CREATE_CUBE_COMPATIBLE_BIT`): 2D,
 /// square, a multiple of 6 array layers. CUDA maps it as a cubemap
@@ -406,7 +408,7 @@ fn description(info: &vkcuda_image_create_info, what: &str) -> Result<Descriptio
 }
 
 unsafe fn image_arg<'a>(image: *const vkcuda_image) -> Result<&'a Image> {
-    Ok(&arg(image, "image")?.inner)
+    handle::get(image, "image")
 }
 
 /// Says what CUDA sees of `format`: its `CUarray_format`, channel count and texel
@@ -462,7 +464,7 @@ pub unsafe extern "C" fn vkcuda_image_create(
             let info = arg(info, "info")?;
             let desc = description(info, "info->")?;
             let inner = Image::create(ctx, &desc)?;
-            Ok(Box::new(vkcuda_image { inner }))
+            Ok(handle::boxed::<vkcuda_image>(inner))
         })();
         write_handle(image, made)
     })
@@ -495,7 +497,7 @@ pub unsafe extern "C" fn vkcuda_image_wrap(
             check_flags(info.flags, 0, "info->flags")?;
             let desc = description(&info.description, "info->description.")?;
             let inner = Image::wrap(ctx, info.image, info.memory, info.allocation_size, &desc)?;
-            Ok(Box::new(vkcuda_image { inner }))
+            Ok(handle::boxed::<vkcuda_image>(inner))
         })();
         write_handle(image, made)
     })
@@ -786,11 +788,7 @@ pub unsafe extern "C" fn vkcuda_image_cmd_acquire_from_cuda(
 /// @ingroup image
 #[no_mangle]
 pub unsafe extern "C" fn vkcuda_image_destroy(image: *mut vkcuda_image) {
-    quiet((), || {
-        if !image.is_null() {
-            drop(Box::from_raw(image));
-        }
-    })
+    quiet((), || handle::destroy(image, "vkcuda_image_destroy"))
 }
 
 #[cfg(test)]

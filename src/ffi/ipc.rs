@@ -10,6 +10,7 @@ use ash::vk;
 
 use super::buffer::vkcuda_buffer;
 use super::context::{ctx_arg, vkcuda_context};
+use super::handle;
 use super::image::{
     vkcuda_image, vkcuda_image_create_info, vkcuda_image_type_raw,
     VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT,
@@ -386,7 +387,7 @@ pub unsafe extern "C" fn vkcuda_buffer_describe(
     description: *mut vkcuda_share_description,
 ) -> vkcuda_result {
     boundary("vkcuda_buffer_describe", || {
-        let b = &arg(buffer, "buffer")?.inner;
+        let b = handle::get(buffer, "buffer")?;
         let o = out(description, "description")?;
         *o = to_c(&ipc::describe_buffer(b));
         Ok(())
@@ -406,7 +407,7 @@ pub unsafe extern "C" fn vkcuda_semaphore_describe(
     description: *mut vkcuda_share_description,
 ) -> vkcuda_result {
     boundary("vkcuda_semaphore_describe", || {
-        let s = &arg(semaphore, "semaphore")?.inner;
+        let s = handle::get(semaphore, "semaphore")?;
         let o = out(description, "description")?;
         *o = to_c(&ipc::describe_semaphore(s)?);
         Ok(())
@@ -428,7 +429,7 @@ pub unsafe extern "C" fn vkcuda_image_describe(
     description: *mut vkcuda_share_description,
 ) -> vkcuda_result {
     boundary("vkcuda_image_describe", || {
-        let i = &arg(image, "image")?.inner;
+        let i = handle::get(image, "image")?;
         let o = out(description, "description")?;
         *o = to_c(&ipc::describe_image(i));
         Ok(())
@@ -528,7 +529,7 @@ pub unsafe extern "C" fn vkcuda_buffer_import_description(
             let d = from_c(arg(description, "description")?)?;
             let usage = vk::BufferUsageFlags::from_raw(usage);
             let inner = import_taking(fd, |h| ipc::import_buffer(ctx, &d, h, usage))?;
-            Ok(Box::new(vkcuda_buffer { inner }))
+            Ok(handle::boxed::<vkcuda_buffer>(inner))
         })();
         write_handle(buffer, made)
     })
@@ -560,7 +561,7 @@ pub unsafe extern "C" fn vkcuda_semaphore_import_description(
             let ctx = ctx_arg(context)?;
             let d = from_c(arg(description, "description")?)?;
             let inner = import_taking(fd, |h| ipc::import_semaphore(ctx, &d, h))?;
-            Ok(Box::new(vkcuda_semaphore { inner }))
+            Ok(handle::boxed::<vkcuda_semaphore>(inner))
         })();
         write_handle(semaphore, made)
     })
@@ -644,7 +645,7 @@ pub unsafe extern "C" fn vkcuda_buffer_send(
     options: *const vkcuda_share_options,
 ) -> vkcuda_result {
     boundary("vkcuda_buffer_send", || {
-        let b = &arg(buffer, "buffer")?.inner;
+        let b = handle::get(buffer, "buffer")?;
         with_options(options, |o, _| ipc::send_buffer(b, socket_fd, o))
     })
 }
@@ -676,7 +677,7 @@ pub unsafe extern "C" fn vkcuda_buffer_receive(
             let inner = with_options(options, |o, usage| {
                 ipc::receive_buffer(ctx, socket_fd, o, usage)
             })?;
-            Ok(Box::new(vkcuda_buffer { inner }))
+            Ok(handle::boxed::<vkcuda_buffer>(inner))
         })();
         write_handle(buffer, made)
     })
@@ -697,7 +698,7 @@ pub unsafe extern "C" fn vkcuda_semaphore_send(
     options: *const vkcuda_share_options,
 ) -> vkcuda_result {
     boundary("vkcuda_semaphore_send", || {
-        let s = &arg(semaphore, "semaphore")?.inner;
+        let s = handle::get(semaphore, "semaphore")?;
         with_options(options, |o, _| ipc::send_semaphore(s, socket_fd, o))
     })
 }
@@ -724,7 +725,7 @@ pub unsafe extern "C" fn vkcuda_semaphore_receive(
             out(semaphore, "semaphore")?;
             let ctx = ctx_arg(context)?;
             let inner = with_options(options, |o, _| ipc::receive_semaphore(ctx, socket_fd, o))?;
-            Ok(Box::new(vkcuda_semaphore { inner }))
+            Ok(handle::boxed::<vkcuda_semaphore>(inner))
         })();
         write_handle(semaphore, made)
     })
@@ -746,7 +747,7 @@ pub unsafe extern "C" fn vkcuda_image_send(
     options: *const vkcuda_share_options,
 ) -> vkcuda_result {
     boundary("vkcuda_image_send", || {
-        let i = &arg(image, "image")?.inner;
+        let i = handle::get(image, "image")?;
         with_options(options, |o, _| ipc::send_image(i, socket_fd, o))
     })
 }
@@ -776,7 +777,7 @@ pub unsafe extern "C" fn vkcuda_image_import_description(
             let ctx = ctx_arg(context)?;
             let d = from_c(arg(description, "description")?)?;
             let inner = import_taking(fd, |h| ipc::import_image(ctx, &d, h))?;
-            Ok(Box::new(vkcuda_image { inner }))
+            Ok(handle::boxed::<vkcuda_image>(inner))
         })();
         write_handle(image, made)
     })
@@ -803,7 +804,7 @@ pub unsafe extern "C" fn vkcuda_image_receive(
             out(image, "image")?;
             let ctx = ctx_arg(context)?;
             let inner = with_options(options, |o, _| ipc::receive_image(ctx, socket_fd, o))?;
-            Ok(Box::new(vkcuda_image { inner }))
+            Ok(handle::boxed::<vkcuda_image>(inner))
         })();
         write_handle(image, made)
     })

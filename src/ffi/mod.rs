@@ -9,6 +9,7 @@
 // context, buffer, image, semaphore, cross-process, the library itself.
 pub mod buffer;
 pub mod context;
+pub(crate) mod handle;
 pub mod handoff;
 pub mod image;
 pub mod ipc;
@@ -103,7 +104,7 @@ thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
 }
 
-fn set_last_error(message: &str) {
+pub(crate) fn set_last_error(message: &str) {
     let c = CString::new(message.replace('\0', " ")).unwrap_or_default();
     LAST_ERROR.with(|l| *l.borrow_mut() = c);
 }

@@ -4,6 +4,7 @@ use std::os::fd::IntoRawFd;
 use std::time::Duration;
 
 use super::context::{ctx_arg, vkcuda_context};
+use super::handle::{self, handle_kind, Tagged};
 use super::types::*;
 use super::{arg, boundary, check_flags, out, quiet, vkcuda_result, write_handle};
 use crate::error::Result;
@@ -16,8 +17,9 @@ use crate::semaphore::Semaphore;
 ///
 /// @ingroup sync
 pub struct vkcuda_semaphore {
-    pub(crate) inner: Semaphore,
+    h: Tagged<Semaphore>,
 }
+handle_kind!(vkcuda_semaphore, Semaphore, handle::SEMAPHORE);
 
 /// Host waits do not spin first: they poll with short sleeps from the start.
 ///
@@ -52,7 +54,7 @@ pub struct vkcuda_timeline_stage {
 }
 
 unsafe fn sem_arg<'a>(semaphore: *const vkcuda_semaphore) -> Result<&'a Semaphore> {
-    Ok(&arg(semaphore, "semaphore")?.inner)
+    handle::get(semaphore, "semaphore")
 }
 
 /// Creates an exportable `VkSemaphore` (timeline or binary, OPAQUE_FD) and imports
@@ -89,7 +91,7 @@ pub unsafe extern "C" fn vkcuda_semaphore_create(
                 None
             };
             let inner = Semaphore::create(ctx, kind, info.initial_value, spin)?;
-            Ok(Box::new(vkcuda_semaphore { inner }))
+            Ok(handle::boxed::<vkcuda_semaphore>(inner))
         })();
         write_handle(semaphore, made)
     })
@@ -303,8 +305,6 @@ pub unsafe extern "C" fn vkcuda_semaphore_export_fd(
 #[no_mangle]
 pub unsafe extern "C" fn vkcuda_semaphore_destroy(semaphore: *mut vkcuda_semaphore) {
     quiet((), || {
-        if !semaphore.is_null() {
-            drop(Box::from_raw(semaphore));
-        }
+        handle::destroy(semaphore, "vkcuda_semaphore_destroy")
     })
 }

@@ -1,0 +1,160 @@
+//! Handles of the wrong kind and destroyed handles (issue 21 item 9): every handle
+//! carries a kind tag that the boundary checks, and destroy overwrites it, so a
+//! buffer passed where an image or a context is expected, or a buffer used after
+//! destroy, gives VKCUDA_ERROR_INVALID_ARGUMENT and a message instead of a crash
+//! or a success with garbage. Best effort by design: these tests use a handle
+//! right after destroy, before anything reuses its memory. Lavapipe is enough.
+
+mod common;
+
+use std::ptr;
+
+use ash::vk;
+use common::*;
+
+struct Objects {
+    ctx: *mut vkcuda_context,
+    buffer: *mut vkcuda_buffer,
+    image: *mut vkcuda_image,
+}
+
+fn objects() -> Objects {
+    let ctx = vulkan_only_context();
+    let buffer = create_buffer(ctx, 4096, 0);
+    let info = vkcuda_image_create_info {
+        flags: 0,
+        image_type: vkcuda_image_type_raw(0),
+        format: vk::Format::R8G8B8A8_UNORM.as_raw(),
+        extent: vk::Extent3D {
+            width: 16,
+            height: 16,
+            depth: 1,
+        },
+        mip_levels: 1,
+        array_layers: 1,
+        usage: 0,
+    };
+    let mut image = ptr::null_mut();
+    ok(unsafe { vkcuda_image_create(ctx, &info, &mut image) });
+    Objects { ctx, buffer, image }
+}
+
+fn destroy(o: Objects) {
+    unsafe {
+        vkcuda_image_destroy(o.image);
+        vkcuda_buffer_destroy(o.buffer);
+        vkcuda_context_destroy(o.ctx);
+    }
+}
+
+#[test]
+fn a_handle_of_another_kind_is_refused_with_a_message() {
+    let o = objects();
+    // A buffer where an image is expected.
+    let mut info = std::mem::MaybeUninit::<vkcuda_image_info>::uninit();
+    let msg = fails(
+        unsafe { vkcuda_image_get_info(o.buffer.cast(), info.as_mut_ptr()) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(
+        msg.contains("image is a vkcuda_buffer, not a vkcuda_image"),
+        "{msg}"
+    );
+    // A buffer where a context is expected: nothing is created.
+    let mut made = 1usize as *mut vkcuda_buffer;
+    let create = vkcuda_buffer_create_info {
+        flags: 0,
+        allocator: vkcuda_allocator_raw(0),
+        size: 64,
+        usage: 0,
+    };
+    let msg = fails(
+        unsafe { vkcuda_buffer_create(o.buffer.cast(), &create, &mut made) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(
+        msg.contains("context is a vkcuda_buffer, not a vkcuda_context"),
+        "{msg}"
+    );
+    assert!(made.is_null(), "the handle output was not set to NULL");
+    // A context where a buffer is expected.
+    let mut fd = -7;
+    let msg = fails(
+        unsafe { vkcuda_buffer_export_fd(o.ctx.cast(), &mut fd) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(
+        msg.contains("buffer is a vkcuda_context, not a vkcuda_buffer"),
+        "{msg}"
+    );
+    assert_eq!(fd, -7, "the output was written on failure");
+    // An image where a semaphore is expected.
+    let mut value = 0u64;
+    let msg = fails(
+        unsafe { vkcuda_semaphore_get_value(o.image.cast(), &mut value) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(
+        msg.contains("semaphore is a vkcuda_image, not a vkcuda_semaphore"),
+        "{msg}"
+    );
+    // Memory that is no handle at all.
+    let junk = [0x5au64; 8];
+    let msg = fails(
+        unsafe { vkcuda_buffer_get_info(junk.as_ptr().cast(), ptr::null_mut()) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(msg.contains("buffer is not a vkcuda_buffer"), "{msg}");
+    // Destroying a handle of the wrong kind does nothing (and says so).
+    unsafe { vkcuda_image_destroy(o.buffer.cast()) };
+    assert!(
+        last_error().contains("is a vkcuda_buffer, not a vkcuda_image"),
+        "{}",
+        last_error()
+    );
+    // The buffer still works.
+    let i = buffer_info(o.buffer);
+    assert_eq!(i.size, 4096);
+    destroy(o);
+}
+
+#[test]
+fn a_destroyed_handle_is_refused_and_a_second_destroy_does_nothing() {
+    let o = objects();
+    let stale = create_buffer(o.ctx, 256, 0);
+    unsafe { vkcuda_buffer_destroy(stale) };
+    let mut info = std::mem::MaybeUninit::<vkcuda_buffer_info>::uninit();
+    let msg = fails(
+        unsafe { vkcuda_buffer_get_info(stale, info.as_mut_ptr()) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    // glibc keeps its free-list links in the first two words of a freed block; the
+    // tag sits after them, so the "destroyed" mark survives the free.
+    assert!(
+        msg.contains("buffer is a vkcuda_buffer that was already destroyed"),
+        "{msg}"
+    );
+    // A second destroy must not free the memory again.
+    let live_before = live();
+    unsafe { vkcuda_buffer_destroy(stale) };
+    let msg = last_error();
+    assert!(msg.contains("already destroyed"), "{msg}");
+    assert_eq!(live(), live_before);
+    destroy(o);
+}
+
+fn live() -> [i64; 8] {
+    let mut c = std::mem::MaybeUninit::<vkcuda_live_objects>::uninit();
+    ok(unsafe { vkcuda_live_objects_get(c.as_mut_ptr()) });
+    let c = unsafe { c.assume_init() };
+    [
+        c.contexts,
+        c.vk_buffers,
+        c.vk_memories,
+        c.vk_images,
+        c.vk_semaphores,
+        c.cuda_allocations,
+        c.cuda_external_memories,
+        c.cuda_external_semaphores,
+    ]
+}
