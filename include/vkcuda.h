@@ -199,7 +199,8 @@ typedef enum vkcuda_result {
    */
   VKCUDA_ERROR_CUDA = -7,
   /**
-   * A device extension the operation needs is not enabled on the VkDevice.
+   * A device extension the operation needs is not enabled on the VkDevice, or
+   * the device does not support it at all (the message says which).
    */
   VKCUDA_ERROR_EXTENSION_NOT_PRESENT = -8,
   /**
@@ -1019,7 +1020,7 @@ typedef struct vkcuda_image_info {
   /**
    * The `CUDA_ARRAY3D_*` flags of the CUDA view (LAYERED = 0x1, SURFACE_LDST =
    * 0x2 with STORAGE usage, CUBEMAP = 0x4, COLOR_ATTACHMENT = 0x20 with
-   * COLOR_ATTACHMENT usage).
+   * COLOR_ATTACHMENT usage); 0 in a Vulkan-only context (there is no CUDA view).
    */
   uint32_t cuda_array_flags;
   /**
@@ -1866,7 +1867,9 @@ enum vkcuda_result vkcuda_image_describe(const struct vkcuda_image *image,
  * kind's fields, zeros) into `bytes`, which has room for `size` bytes (at least
  * `VKCUDA_SHARE_DESCRIPTION_SIZE`). For transports other than a Unix socket; the
  * fd still has to travel by `SCM_RIGHTS` (or be duplicated by a parent). The
- * description is checked as strictly as `vkcuda_share_description_parse` checks.
+ * description is checked as strictly as `vkcuda_share_description_parse` checks,
+ * with the same result: `VKCUDA_ERROR_INVALID_ARGUMENT` for any description it
+ * refuses (`VKCUDA_ERROR_NULL_POINTER` for NULL pointers).
  *
  * Thread-safety: may be called from any thread.
  *
@@ -1884,7 +1887,8 @@ enum vkcuda_result vkcuda_share_description_serialize(const struct vkcuda_share_
  * `VKCUDA_ERROR_INVALID_ARGUMENT`, with a message saying which, for a truncated or
  * longer record, a wrong magic, an unknown format version or kind, a nonzero
  * reserved byte, or impossible values (a zero or overflowing size, a range past
- * its allocation, an unknown enum value).
+ * its allocation, an unknown enum value, an image format the library does not
+ * share). No other code: a record the library could not have written is malformed.
  *
  * Thread-safety: may be called from any thread.
  *

@@ -40,7 +40,7 @@ pub struct VulkanDevice {
     /// loader loaded. Its device and instance are destroyed with this value.
     pub owned: Option<standalone::Owned>,
     /// What kind of file this device's exported memory fds are (learned once).
-    pub export_kind: std::sync::OnceLock<Option<memory::FdKind>>,
+    pub export_format: std::sync::OnceLock<Option<memory::ExportFormat>>,
 }
 
 // SAFETY: Vulkan handles and function pointers may be used from any thread; the
@@ -124,34 +124,46 @@ impl VulkanDevice {
             semaphore_fd,
             props,
             owned: None,
-            export_kind: std::sync::OnceLock::new(),
+            export_format: std::sync::OnceLock::new(),
         })
     }
 
     pub fn memory_fd(&self) -> Result<&ash::khr::external_memory_fd::DeviceFn> {
-        self.memory_fd
-            .as_ref()
-            .ok_or_else(|| missing_extension(ash::khr::external_memory_fd::NAME))
+        self.memory_fd.as_ref().ok_or_else(|| {
+            self.missing_extension(ash::khr::external_memory_fd::NAME, "buffers and images")
+        })
+    }
+
+    /// The error for an extension whose functions resolved to NULL: the device does
+    /// not support it at all, or the engine did not enable it.
+    fn missing_extension(&self, name: &CStr, what: &str) -> Error {
+        let ext = name.to_string_lossy();
+        match support::has_extension(&self.instance, self.physical, name) {
+            Some(false) => Error::new(
+                ErrorKind::ExtensionNotPresent,
+                format!(
+                    "the device '{}' does not support {ext} (vkEnumerateDeviceExtensionProperties does not list it), \
+                     so {what} cannot be shared with CUDA on it; vkcuda_physical_device_query tells this before \
+                     a device is created",
+                    self.props.name
+                ),
+            ),
+            _ => Error::new(
+                ErrorKind::ExtensionNotPresent,
+                format!(
+                    "{ext} is not enabled on the VkDevice (its functions resolve to NULL): add it to \
+                     VkDeviceCreateInfo::ppEnabledExtensionNames (vkcuda_device_extensions_enumerate lists what to \
+                     enable; vkcuda_physical_device_query says whether the device has it)"
+                ),
+            ),
+        }
     }
 
     pub fn semaphore_fd(&self) -> Result<&ash::khr::external_semaphore_fd::DeviceFn> {
-        self.semaphore_fd
-            .as_ref()
-            .ok_or_else(|| missing_extension(ash::khr::external_semaphore_fd::NAME))
+        self.semaphore_fd.as_ref().ok_or_else(|| {
+            self.missing_extension(ash::khr::external_semaphore_fd::NAME, "semaphores")
+        })
     }
-}
-
-/// The error for an extension whose functions resolved to NULL.
-pub fn missing_extension(name: &CStr) -> Error {
-    Error::new(
-        ErrorKind::ExtensionNotPresent,
-        format!(
-            "{} is not enabled on the VkDevice (its functions resolve to NULL): add it to \
-             VkDeviceCreateInfo::ppEnabledExtensionNames (vkcuda_device_extensions_enumerate lists what to enable; \
-             vkcuda_physical_device_query says whether the device has it)",
-            name.to_string_lossy()
-        ),
-    )
 }
 
 /// A static C string list for the C API (names live for the whole program).

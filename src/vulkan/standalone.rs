@@ -151,7 +151,7 @@ pub fn create(choice: &Choice) -> Result<VulkanDevice> {
                 memory_fd,
                 semaphore_fd,
                 props: support.props,
-                export_kind: std::sync::OnceLock::new(),
+                export_format: std::sync::OnceLock::new(),
                 owned: Some(Owned {
                     entry,
                     queue_family_index: family,

@@ -65,6 +65,20 @@ pub fn device_props(instance: &ash::Instance, physical: vk::PhysicalDevice) -> R
     })
 }
 
+/// Whether the device lists `name` among its extensions (None: the list could not be read).
+pub fn has_extension(
+    instance: &ash::Instance,
+    physical: vk::PhysicalDevice,
+    name: &CStr,
+) -> Option<bool> {
+    let exts = unsafe { instance.enumerate_device_extension_properties(physical) }.ok()?;
+    Some(exts.iter().any(|e| {
+        e.extension_name_as_c_str()
+            .map(|n| n == name)
+            .unwrap_or(false)
+    }))
+}
+
 pub fn query(instance: &ash::Instance, physical: vk::PhysicalDevice) -> Result<Support> {
     if physical == vk::PhysicalDevice::null() {
         return Err(Error::null("physical_device"));
