@@ -17,7 +17,7 @@ need_rust=1
 for arg in "$@"; do
   case "$arg" in
     --no-rust) need_rust=0 ;;
-    -h | --help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "install-deps: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
