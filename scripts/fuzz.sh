@@ -17,9 +17,11 @@
 # report, and makes the script exit 1. The summary gives, per target, the
 # executions, the seconds and the result; docs/RELIABILITY.md records them.
 #
-# Needs: cargo-fuzz (`cargo install cargo-fuzz`; installed here if missing) and a
-# stable toolchain; RUSTC_BOOTSTRAP=1 lets stable take cargo-fuzz's nightly flags
-# (-Zsanitizer=address).
+# Needs a stable toolchain and cargo-fuzz 0.13.2 (pinned: cargo_fuzz_version below):
+# the first run installs it with `cargo install --locked` into target/tools/ (git-
+# ignored; VKCUDA_TOOLS_DIR=DIR elsewhere) and every run uses it from there, never
+# a cargo-fuzz found on PATH. RUSTC_BOOTSTRAP=1 lets stable take cargo-fuzz's
+# nightly flags (-Zsanitizer=address).
 set -uo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -38,7 +40,7 @@ while [ $# -gt 0 ]; do
     --time) time_s=$2; shift 2 ;;
     --merge) merge=1; shift ;;
     --jobs) jobs=$2; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$root/scripts/fuzz.sh"; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -49,10 +51,18 @@ for t in "${targets[@]}"; do
   printf '%s\n' "${all[@]}" | grep -qx "$t" || { echo "fuzz.sh: no target $t (targets: ${all[*]})" >&2; exit 2; }
 done
 
-if ! cargo fuzz --version >/dev/null 2>&1; then
-  echo "== cargo-fuzz is missing: cargo install cargo-fuzz"
-  cargo install cargo-fuzz || { echo "fuzz.sh: could not install cargo-fuzz" >&2; exit 1; }
+# cargo-fuzz, pinned, in a project-local directory: installed once, used from there.
+cargo_fuzz_version=0.13.2
+tools=${VKCUDA_TOOLS_DIR:-$root/target/tools}
+cargo_fuzz=$tools/bin/cargo-fuzz
+if [ "$("$cargo_fuzz" --version 2>/dev/null)" != "cargo-fuzz $cargo_fuzz_version" ]; then
+  echo "== cargo install --locked --version $cargo_fuzz_version cargo-fuzz --root $tools"
+  cargo install --locked --version "$cargo_fuzz_version" cargo-fuzz --root "$tools" ||
+    { echo "fuzz.sh: could not install cargo-fuzz $cargo_fuzz_version into $tools" >&2; exit 1; }
 fi
+echo "== cargo-fuzz $cargo_fuzz_version: $cargo_fuzz"
+# Run as cargo runs a subcommand: `cargo-fuzz fuzz ARGS` (= `cargo fuzz ARGS`).
+fuzz() { "$cargo_fuzz" fuzz "$@"; }
 
 out=${VKCUDA_FUZZ_OUT:-$root/target/fuzz-out}
 mkdir -p "$out"
@@ -65,7 +75,7 @@ trap 'rm -rf "$work"' EXIT
 flags=(-O --debug-assertions)
 echo "== cargo fuzz build ${flags[*]} (targets: ${targets[*]}; ${time_s}s each)"
 t0=$SECONDS
-cargo fuzz build "${flags[@]}" || { echo "fuzz.sh: build failed" >&2; exit 1; }
+fuzz build "${flags[@]}" || { echo "fuzz.sh: build failed" >&2; exit 1; }
 echo "built in $((SECONDS - t0))s"
 
 run_one() { # TARGET: writes $work/TARGET.log and $work/TARGET.result
@@ -73,7 +83,7 @@ run_one() { # TARGET: writes $work/TARGET.log and $work/TARGET.result
   mkdir -p "$work/new/$t" "$out/artifacts/$t" "corpus/$t"
   local start=$SECONDS
   # The first corpus directory is where libFuzzer writes; the committed one is read.
-  cargo fuzz run "${flags[@]}" "$t" "$work/new/$t" "corpus/$t" -- \
+  fuzz run "${flags[@]}" "$t" "$work/new/$t" "corpus/$t" -- \
     -max_total_time="$time_s" -print_final_stats=1 -rss_limit_mb=4096 -timeout=30 \
     -artifact_prefix="$out/artifacts/$t/" > "$work/$t.log" 2>&1
   rc=$?
@@ -118,7 +128,7 @@ echo "total: $total_execs executions"
 if [ "$merge" = 1 ] && [ "$failed" -eq 0 ]; then
   for t in "${targets[@]}"; do
     before=$(ls "corpus/$t" | wc -l)
-    cargo fuzz run "${flags[@]}" "$t" "corpus/$t" "$work/new/$t" -- -merge=1 > "$work/$t.merge.log" 2>&1 ||
+    fuzz run "${flags[@]}" "$t" "corpus/$t" "$work/new/$t" -- -merge=1 > "$work/$t.merge.log" 2>&1 ||
       { echo "merge of $t failed: see $work/$t.merge.log"; tail -5 "$work/$t.merge.log"; failed=$((failed + 1)); }
     echo "corpus/$t: $before -> $(ls "corpus/$t" | wc -l) inputs"
   done
