@@ -83,7 +83,6 @@ san_nothing() { grep -q 'terminated before first instrumented API call' "$1" && 
 san_na() { # LOG RC: such a step is N/A, not FAIL
     [ "$2" = 255 ] && san_nothing "$1"
 }
-# shellcheck disable=SC2317 # called by the step runner (--note)
 san_note() {
     if san_nothing "$1"; then echo "no CUDA call in this executable: nothing for the sanitizer (N/A)"; return; fi
     echo "$(san_errors "$1") sanitizer errors ($(grep -cE '(ERROR|RACECHECK) SUMMARY' "$1") summary lines)"
@@ -153,10 +152,7 @@ step --timeout 150 --note rust_note faults run_test faults --skip gpu_create_des
 step --timeout 240 --note rust_note threads \
     env VKCUDA_THREAD_WATCHDOG_S="${VKCUDA_THREAD_WATCHDOG_S:-180}" bash -c 'run_test threads --nocapture' 
 tsan_count() { grep -c 'WARNING: ThreadSanitizer' "$1" || true; }
-tsan_na() { # LOG RC: such a step is N/A, not FAIL
-    [ "$2" = 255 ] && san_nothing "$1"
-}
-san_note() { echo "$(tsan_count "$1") ThreadSanitizer warnings; $(rust_note "$1")"; }
+tsan_note() { echo "$(tsan_count "$1") ThreadSanitizer warnings; $(rust_note "$1")"; }
 tsan_verdict() { [ "$(tsan_count "$1")" -eq 0 ] && grep -q '^test result: ok' "$1"; }
 if [ -x "$bundle/tsan-threads" ]; then
     step --timeout 280 --note tsan_note --verdict tsan_verdict tsan \

@@ -61,7 +61,9 @@ last_line_note() { # the example's last PASS/FAIL/SKIP line, shortened
 }
 setup_note() { # the GPU and the kernel, or what went wrong
     if [ "$2" -ne 0 ] && grep -q '^setup: ' "$1"; then grep -m1 '^setup: ' "$1" | cut -c1-100; return; fi
-    echo "$(grep -m1 '^GPU 0' "$1" | cut -c1-60); kernel $(uname -r)"
+    local gpu
+    gpu=$(grep -m1 '^GPU 0' "$1" | cut -c1-60)
+    echo "${gpu:-no GPU 0 in nvidia-smi -L}; kernel $(uname -r)"
 }
 rust_note() { grep -E '^test result:' "$1" | tail -1 | cut -c1-110; }
 vvl_count() { grep -cE 'VUID|Validation Error' "$1" || true; }

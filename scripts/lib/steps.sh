@@ -148,7 +148,7 @@ steps_libtest_ignored() { # LOG
 
 # The first line that looks like an error, else the last non-blank line.
 steps_error_line() { # LOG
-    { grep -vE '(^|[^0-9])0 failed' "$1" | grep -m1 -iE 'panicked|error|fail|not found|missing' ||
+    { grep -vE '(^|[^0-9])0 failed' "$1" | grep -m1 -iE 'panicked|error|fail|not found|no such|missing' ||
         grep -v '^[[:space:]]*$' "$1" | tail -1; } | cut -c1-100
 }
 
@@ -222,7 +222,9 @@ step() {
         result=FAIL note="exit status $rc"
     fi
     if [ -n "$note_fn" ]; then
-        note="$note${note:+; }$("$note_fn" "$slog" "$rc")"
+        local said
+        said=$("$note_fn" "$slog" "$rc")
+        note="$note${said:+${note:+; }$said}"
     fi
     if [ -n "$verdict_fn" ] && [ "$result" = PASS ] && ! "$verdict_fn" "$slog" "$rc"; then
         result=FAIL
