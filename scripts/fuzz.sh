@@ -4,17 +4,22 @@
 # debug assertions on), on a Vulkan-only context (lavapipe is enough; no GPU).
 #
 #   scripts/fuzz.sh [--time SECONDS] [--merge] [--jobs N] [TARGET...]
+#   scripts/fuzz.sh --cmin [TARGET...]
 #
 #   --time S   seconds per target (default 10: about a minute for the six targets)
 #   --merge    afterwards, merge what the run found into the committed corpus
 #              (fuzz/corpus/TARGET, minimized by libFuzzer's -merge=1)
 #   --jobs N   run N targets at once (default 1)
+#   --cmin     no fuzzing: minimize the committed corpus (`cargo fuzz cmin` with
+#              libFuzzer's -set_cover_merge=1: a small set of inputs with all the
+#              edges and features of the corpus) and print, per target, the inputs
+#              and libFuzzer's cov/ft over them before and after
 #   TARGET     default: every target in fuzz/Cargo.toml
 #
 # The committed corpus is read, never written: new inputs go to a temporary
-# directory (kept only with --merge). A finding stops its target, is saved under
-# $VKCUDA_FUZZ_OUT/artifacts/TARGET/ (default target/fuzz-out) with libFuzzer's
-# report, and makes the script exit 1. The summary gives, per target, the
+# directory (kept only with --merge; --cmin rewrites it). A finding stops its
+# target, is saved under $VKCUDA_FUZZ_OUT/artifacts/TARGET/ (default
+# target/fuzz-out) with libFuzzer's report, and makes the script exit 1. The summary gives, per target, the
 # executions, the seconds and the result; docs/RELIABILITY.md records them.
 #
 # Needs a stable toolchain and cargo-fuzz 0.13.2 (pinned: cargo_fuzz_version below):
@@ -34,13 +39,15 @@ export RUSTC_BOOTSTRAP=1
 time_s=10
 merge=0
 jobs=1
+cmin=0
 targets=()
 while [ $# -gt 0 ]; do
   case $1 in
     --time) time_s=$2; shift 2 ;;
     --merge) merge=1; shift ;;
     --jobs) jobs=$2; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$root/scripts/fuzz.sh"; exit 0 ;;
+    --cmin) cmin=1; shift ;;
+    -h|--help) sed -n '2,29p' "$root/scripts/fuzz.sh"; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -77,6 +84,27 @@ echo "== cargo fuzz build ${flags[*]} (targets: ${targets[*]}; ${time_s}s each)"
 t0=$SECONDS
 fuzz build "${flags[@]}" || { echo "fuzz.sh: build failed" >&2; exit 1; }
 echo "built in $((SECONDS - t0))s"
+
+cov_of() { # TARGET DIR: "cov: N ft: M" of libFuzzer's INITED line over DIR (-runs=0: nothing written)
+  fuzz run "${flags[@]}" "$1" "$2" -- -runs=0 -rss_limit_mb=4096 2>&1 |
+    sed -n 's/.*INITED \(cov: [0-9]* ft: [0-9]*\).*/\1/p' | tail -1
+}
+if [ "$cmin" = 1 ]; then
+  echo "== cargo fuzz cmin ${flags[*]} (corpus: fuzz/corpus/TARGET)"
+  printf '| %-22s | %7s | %-20s | %7s | %-20s\n' target inputs "before" inputs "after"
+  rc=0
+  for t in "${targets[@]}"; do
+    before=$(find "corpus/$t" -type f | wc -l)
+    cov_before=$(cov_of "$t" "corpus/$t")
+    if ! fuzz cmin "${flags[@]}" "$t" "corpus/$t" -- -set_cover_merge=1 > "$work/$t.cmin.log" 2>&1; then
+      echo "cmin of $t failed:"; tail -5 "$work/$t.cmin.log"; rc=1; continue
+    fi
+    after=$(find "corpus/$t" -type f | wc -l)
+    cov_after=$(cov_of "$t" "corpus/$t")
+    printf '| %-22s | %7s | %-20s | %7s | %-20s\n' "$t" "$before" "$cov_before" "$after" "$cov_after"
+  done
+  exit $rc
+fi
 
 run_one() { # TARGET: writes $work/TARGET.log and $work/TARGET.result
   local t=$1 rc
