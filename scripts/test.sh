@@ -17,8 +17,9 @@
 # Every step runs even when an earlier independent one failed; steps that need a
 # failed one are skipped. Ends with a summary table (the runner: scripts/lib/
 # steps.sh) that lists under each step the checks it skipped: tests cargo ignored
-# (with cargo's reason), "SKIPPED:" lines, ctest's skipped tests; the last line
-# counts them. Exits non-zero on any failure. Logs: $VKCUDA_BUILD_DIR/test-logs/.
+# (with cargo's reason), "SKIPPED:" and the other skip lines steps.sh knows, the
+# skip lines of ctest's tests and the tests it did not run; the last line counts
+# them. Exits non-zero on any failure. Logs: $VKCUDA_BUILD_DIR/test-logs/.
 #
 # Environment:
 #   VKCUDA_BUILD_DIR    the CMake build directory (default: <repo>/build)
@@ -154,21 +155,25 @@ run_configure() {
 }
 run_build() { x cmake --build "$build" -j "$jobs"; }
 run_ctest() { (cd "$build" && x ctest --output-on-failure -j "$jobs"); }
-# The ctest step's skipped checks: tests ctest did not run (exit status 77: "Skipped")
-# and passing tests whose output says they skipped ("SKIPPED..." lines, or the
-# examples' "NAME: SKIP: why"). ctest keeps every test's output in LastTest.log.
-ctest_skipped() { # LOG (the step's; the output is read from LastTest.log)
+# The ctest step's skipped checks: the skip lines (scripts/lib/steps.sh) in each
+# test's output, which ctest keeps in LastTest.log (it shows only failures), and the
+# tests ctest did not run (exit status 77: "Skipped") that printed no such line.
+ctest_skipped() { # LOG (the step's)
   local last="$build/Testing/Temporary/LastTest.log"
-  [ -f "$last" ] || return 0
+  [ -f "$last" ] || last=/dev/null
   awk -v marker="$STEPS_MARKER_RE" '
-    /^[0-9]+\/[0-9]+ Test: / { name = $3; said = 0; next }
-    name != "" && ($0 ~ marker || $0 ~ /^[A-Za-z0-9_]+: SKIP: /) {
-      line = $0; sub(/^[[:space:]]*/, "", line)
-      print "ctest " name ": " line; said = 1; next
+    FILENAME == ARGV[1] && /^[0-9]+\/[0-9]+ Test: / { name = $3; next }
+    FILENAME == ARGV[1] && /^"[^"]*" end time: / { name = ""; next }
+    FILENAME == ARGV[1] && name != "" && $0 ~ marker {
+      line = $0; sub(/^[[:space:]]*/, "", line); gsub(/[[:space:]][[:space:]]+/, " ", line)
+      print "ctest " name ": " substr(line, 1, 200); said[name] = 1; next
     }
-    /^Test Skipped\./ || /^Test Not Run/ { if (!said) print "ctest " name ": skipped (exit status 77, no reason printed)" }
-    /end time: / { name = "" }
-  ' "$last"
+    FILENAME == ARGV[2] && /^The following tests did not run:/ { list = 1; next }
+    FILENAME == ARGV[2] && list && /^[[:space:]]*[0-9]+ - [^ ]+ \(/ {
+      n = $3; why = $0; sub(/^[^(]*\(/, "", why); sub(/\).*$/, "", why)
+      if (!(n in said)) print "ctest " n ": did not run (" why ")"
+    }
+  ' "$last" "$1"
 }
 
 # vkcuda_info with nothing in the environment (no VK_ICD_FILENAMES / VK_DRIVER_FILES,

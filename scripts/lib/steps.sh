@@ -40,14 +40,15 @@
 #
 # Skipped is not passed. The summary lists, under each step, the checks inside it that
 # did not run, and counts them on the last line:
-#   - every line of its output starting with "SKIPPED:" or "SKIPPED <name>:"
-#     (leading blanks allowed): what the Rust tests, the C programs and the test
-#     scripts print for a check they could not run here;
+#   - every line of its output starting with "SKIPPED:" (the marker; leading blanks
+#     allowed), or with what the Rust tests and C programs print today for a check
+#     they could not run here: "SKIPPED <name>: why" (tests/common), "SKIP <case>"
+#     (image_formats' cases), "<program>: SKIP: why" (the examples);
 #   - Rust test harness output: the "N ignored" of every "test result:" line, each
 #     ignored test listed with cargo's reason ("test NAME ... ignored, REASON");
 #   - whatever the step's --skips FN prints.
 
-STEPS_MARKER_RE='^[[:space:]]*SKIPPED( [^[:space:]:]+)?:'
+STEPS_MARKER_RE='^[[:space:]]*(SKIPPED( [^[:space:]:]+)?:|SKIP |[A-Za-z0-9_]+: SKIP: )'
 
 steps_init() {
     STEPS_NAME=$1
@@ -115,8 +116,9 @@ step_skip() { # NAME WHY
 
 # Prints the skipped checks found in a step's log, one a line.
 steps_skipped_checks() { # LOG
-    # The marker lines, blanks trimmed.
-    grep -E "$STEPS_MARKER_RE" "$1" | sed -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//' | cut -c1-200
+    # The marker lines, blanks trimmed and squeezed.
+    grep -E "$STEPS_MARKER_RE" "$1" | sed -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//' -e 's/[[:space:]]\{2,\}/ /g' |
+        cut -c1-200
     steps_libtest_ignored "$1"
 }
 
