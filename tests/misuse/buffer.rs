@@ -13,15 +13,6 @@ const CREATE: &str = "vkcuda_buffer_create";
 const WRAP: &str = "vkcuda_buffer_wrap";
 const IMPORT: &str = "vkcuda_buffer_import_fd";
 
-fn create_info() -> vkcuda_buffer_create_info {
-    vkcuda_buffer_create_info {
-        flags: 0,
-        allocator: vkcuda_allocator_raw(0),
-        size: 4096,
-        usage: 0,
-    }
-}
-
 fn import_fails(c: &Call, info: *const vkcuda_buffer_import_info, fd: i32, want: &[vkcuda_result]) {
     let mut b = poisoned();
     let r = unsafe { vkcuda_buffer_import_fd(c.env.ctx, info, fd, &mut b) };
@@ -36,13 +27,13 @@ pub fn cases(m: &mut Matrix) {
     let out = vkcuda_buffer_destroy;
     m.nulls(vec![
         null(CREATE, "context", move |_, o| unsafe {
-            vkcuda_buffer_create(ptr::null(), &create_info(), o.handle(out))
+            vkcuda_buffer_create(ptr::null(), &buffer_create_info(4096, 0), o.handle(out))
         }),
         null(CREATE, "info", move |e, o| unsafe {
             vkcuda_buffer_create(e.ctx, ptr::null(), o.handle(out))
         }),
         null(CREATE, "buffer", |e, _| unsafe {
-            vkcuda_buffer_create(e.ctx, &create_info(), ptr::null_mut())
+            vkcuda_buffer_create(e.ctx, &buffer_create_info(4096, 0), ptr::null_mut())
         }),
         null(WRAP, "context", move |e, o| unsafe {
             vkcuda_buffer_wrap(ptr::null(), &e.wrap_info(), o.handle(out))
@@ -136,7 +127,7 @@ pub fn cases(m: &mut Matrix) {
         m,
         CREATE,
         muts,
-        |_| create_info(),
+        |_| buffer_create_info(4096, 0),
         |c, i, want| {
             let mut b = poisoned();
             let r = unsafe { vkcuda_buffer_create(c.env.ctx, i, &mut b) };
@@ -148,7 +139,7 @@ pub fn cases(m: &mut Matrix) {
         if c.env.cuda {
             return Skipped("the context has CUDA");
         }
-        let mut i = create_info();
+        let mut i = buffer_create_info(4096, 0);
         i.allocator = vkcuda_allocator_raw(1);
         let mut b = poisoned();
         let r = unsafe { vkcuda_buffer_create(c.env.ctx, &i, &mut b) };

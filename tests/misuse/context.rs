@@ -24,6 +24,20 @@ fn create_info(e: &Env, change: fn(&mut vkcuda_context_create_info)) -> vkcuda_c
     i
 }
 
+/// A context paired with the CUDA device of the Vulkan device: made with a real
+/// driver (and destroyed here), refused without one (CUDA_UNAVAILABLE) or with the
+/// fake one, whose device matches none (DEVICE_MISMATCH).
+fn paired_or_refused(c: &Call, r: vkcuda_result, ctx: *mut vkcuda_context) {
+    match c.env.driver {
+        Driver::None => c.refused_made(r, &[U], ctx, vkcuda_context_destroy),
+        Driver::Fake => c.refused_made(r, &[MISMATCH], ctx, vkcuda_context_destroy),
+        Driver::Real => {
+            c.succeeded(r);
+            unsafe { vkcuda_context_destroy(ctx) };
+        }
+    }
+}
+
 pub fn cases(m: &mut Matrix) {
     const EXTS: &str = "vkcuda_device_extensions_enumerate";
     const QUERY: &str = "vkcuda_physical_device_query";
@@ -221,14 +235,7 @@ pub fn cases(m: &mut Matrix) {
         let info = c.env.engine.create_info(0);
         let mut ctx = poisoned();
         let r = unsafe { vkcuda_context_create(&info, &mut ctx) };
-        match c.env.driver {
-            Driver::None => c.refused_made(r, &[U], ctx, vkcuda_context_destroy),
-            Driver::Fake => c.refused_made(r, &[MISMATCH], ctx, vkcuda_context_destroy),
-            Driver::Real => {
-                c.succeeded(r);
-                unsafe { vkcuda_context_destroy(ctx) };
-            }
-        }
+        paired_or_refused(c, r, ctx);
         Ran
     });
     m.case(CREATE, "wrong-gdpa:info->get_device_proc_addr", |c| {
@@ -248,14 +255,7 @@ pub fn cases(m: &mut Matrix) {
     m.case(STANDALONE, "null-ok:info", |c| {
         let mut ctx = poisoned();
         let r = unsafe { vkcuda_context_create_standalone(ptr::null(), &mut ctx) };
-        match c.env.driver {
-            Driver::None => c.refused_made(r, &[U], ctx, vkcuda_context_destroy),
-            Driver::Fake => c.refused_made(r, &[MISMATCH], ctx, vkcuda_context_destroy),
-            Driver::Real => {
-                c.succeeded(r);
-                unsafe { vkcuda_context_destroy(ctx) };
-            }
-        }
+        paired_or_refused(c, r, ctx);
         Ran
     });
     for (label, flags, index) in [

@@ -43,31 +43,19 @@ pub struct Env {
     pub binary: Option<*mut vkcuda_semaphore>,
 }
 
-pub fn image_info(usage: u32, levels: u32) -> vkcuda_image_create_info {
+/// 16x16 R8G8B8A8_UNORM, one layer.
+pub fn image_create_info(usage: u32, levels: u32) -> vkcuda_image_create_info {
     vkcuda_image_create_info {
-        flags: 0,
-        image_type: vkcuda_image_type_raw(0),
-        format: vk::Format::R8G8B8A8_UNORM.as_raw(),
-        extent: vk::Extent3D {
-            width: 16,
-            height: 16,
-            depth: 1,
-        },
         mip_levels: levels,
         array_layers: 1,
         usage,
+        ..image_desc(0, vk::Format::R8G8B8A8_UNORM, 16, 16, 1)
     }
 }
 
 pub fn semaphore(ctx: *const vkcuda_context, ty: i32) -> Option<*mut vkcuda_semaphore> {
-    let info = vkcuda_semaphore_create_info {
-        flags: 0,
-        semaphore_type: vkcuda_semaphore_type_raw(ty),
-        initial_value: 0,
-        host_wait_spin_ns: 0,
-    };
     let mut s = ptr::null_mut();
-    match unsafe { vkcuda_semaphore_create(ctx, &info, &mut s) } {
+    match unsafe { vkcuda_semaphore_create(ctx, &semaphore_create_info(ty, 0), &mut s) } {
         VKCUDA_SUCCESS => Some(s),
         VKCUDA_ERROR_EXTENSION_NOT_PRESENT | VKCUDA_ERROR_UNSUPPORTED => None,
         r => panic!("vkcuda_semaphore_create: {r:?}: {}", last_error()),
@@ -85,35 +73,23 @@ impl Env {
 
     pub fn new(ctx: *mut vkcuda_context, cuda: bool, driver: Driver) -> Env {
         let vk = Vk::new(ctx);
-        let cmd = unsafe {
-            vk.device.allocate_command_buffers(
-                &vk::CommandBufferAllocateInfo::default()
-                    .command_pool(vk.pool)
-                    .command_buffer_count(1),
-            )
-        }
-        .unwrap()[0];
-        unsafe {
-            vk.device
-                .begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())
-                .unwrap()
-        };
+        let cmd = vk.command_buffer();
         let engine = EngineDevice::new(&[ash::khr::external_memory_fd::NAME], |_, _| true);
         let buffer = create_buffer(ctx, 65536, 0);
         let mut image = ptr::null_mut();
-        ok(unsafe { vkcuda_image_create(ctx, &image_info(0, 5), &mut image) });
+        ok(unsafe { vkcuda_image_create(ctx, &image_create_info(0, 5), &mut image) });
         let mut image_no_storage = ptr::null_mut();
         let usage = (vk::ImageUsageFlags::TRANSFER_SRC
             | vk::ImageUsageFlags::TRANSFER_DST
             | vk::ImageUsageFlags::SAMPLED)
             .as_raw();
-        ok(unsafe { vkcuda_image_create(ctx, &image_info(usage, 1), &mut image_no_storage) });
+        ok(unsafe {
+            vkcuda_image_create(ctx, &image_create_info(usage, 1), &mut image_no_storage)
+        });
         let fd_sizes_known = {
             let mut fd = -1;
             ok(unsafe { vkcuda_buffer_export_fd(buffer, &mut fd) });
-            let dup = vkcuda::fd::dup_borrowed(fd).unwrap();
-            let known = vkcuda::fd::known_size(&dup).is_some();
-            drop(dup);
+            let known = fd_knows_size(fd);
             unsafe { libc::close(fd) };
             known
         };
@@ -157,12 +133,6 @@ impl Env {
 
     pub fn buffer_info(&self) -> vkcuda_buffer_info {
         buffer_info(self.buffer)
-    }
-
-    pub fn image_info(&self, im: *const vkcuda_image) -> vkcuda_image_info {
-        let mut i = MaybeUninit::<vkcuda_image_info>::zeroed();
-        ok(unsafe { vkcuda_image_get_info(im, i.as_mut_ptr()) });
-        unsafe { i.assume_init() }
     }
 
     pub fn describe(&self, kind: Kind) -> vkcuda_share_description {
@@ -216,16 +186,7 @@ impl Env {
     }
 
     pub fn import_info(&self) -> vkcuda_buffer_import_info {
-        let i = self.buffer_info();
-        vkcuda_buffer_import_info {
-            flags: 0,
-            allocator: vkcuda_allocator_raw(i.allocator as i32),
-            allocation_size: i.allocation_size,
-            offset: i.offset,
-            size: i.size,
-            dedicated: i.dedicated,
-            usage: 0,
-        }
+        buffer_import_info(&self.buffer_info())
     }
 
     pub fn wrap_info(&self) -> vkcuda_buffer_wrap_info {
@@ -242,21 +203,13 @@ impl Env {
     }
 
     pub fn image_wrap_info(&self) -> vkcuda_image_wrap_info {
-        let i = self.image_info(self.image);
+        let i = image_info(self.image);
         vkcuda_image_wrap_info {
             flags: 0,
             image: i.image,
             memory: i.memory,
             allocation_size: i.allocation_size,
-            description: vkcuda_image_create_info {
-                flags: i.flags,
-                image_type: vkcuda_image_type_raw(i.image_type as i32),
-                format: i.format,
-                extent: i.extent,
-                mip_levels: i.mip_levels,
-                array_layers: i.array_layers,
-                usage: i.usage,
-            },
+            description: image_desc_of(&i),
         }
     }
 

@@ -9,15 +9,6 @@ use crate::common::*;
 use crate::matrix::*;
 use crate::nulls::null;
 
-fn handoff() -> vkcuda_handoff_info {
-    vkcuda_handoff_info {
-        flags: 0,
-        queue_family_index: 0,
-        stage_mask: 0,
-        access_mask: 0,
-    }
-}
-
 type BufferBarrier = unsafe extern "C" fn(
     *const vkcuda_buffer,
     VkCommandBuffer,
@@ -45,10 +36,10 @@ pub fn cases(m: &mut Matrix) {
     for (f, call) in buffers {
         m.nulls(vec![
             null(f, "buffer", move |e, _| unsafe {
-                call(ptr::null(), e.cmd, &handoff())
+                call(ptr::null(), e.cmd, &handoff_info(0))
             }),
             null(f, "command_buffer", move |e, _| unsafe {
-                call(e.buffer, vk::CommandBuffer::null(), &handoff())
+                call(e.buffer, vk::CommandBuffer::null(), &handoff_info(0))
             }),
             null(f, "info", move |e, _| unsafe {
                 call(e.buffer, e.cmd, ptr::null())
@@ -77,10 +68,15 @@ pub fn cases(m: &mut Matrix) {
     for (f, call, layout, release) in images {
         m.nulls(vec![
             null(f, "image", move |e, _| unsafe {
-                call(ptr::null(), e.cmd, &handoff(), general)
+                call(ptr::null(), e.cmd, &handoff_info(0), general)
             }),
             null(f, "command_buffer", move |e, _| unsafe {
-                call(e.image, vk::CommandBuffer::null(), &handoff(), general)
+                call(
+                    e.image,
+                    vk::CommandBuffer::null(),
+                    &handoff_info(0),
+                    general,
+                )
             }),
             null(f, "info", move |e, _| unsafe {
                 call(e.image, e.cmd, ptr::null(), general)
@@ -105,7 +101,10 @@ pub fn cases(m: &mut Matrix) {
         }
         for (what, l) in bad {
             m.case(f, &format!("{what}:{layout}"), move |c| {
-                c.refused(unsafe { call(c.env.image, c.env.cmd, &handoff(), l) }, &[I]);
+                c.refused(
+                    unsafe { call(c.env.image, c.env.cmd, &handoff_info(0), l) },
+                    &[I],
+                );
                 Ran
             });
         }
@@ -129,7 +128,7 @@ fn handoff_cases(
         m,
         f,
         muts,
-        |_| handoff(),
+        |_| handoff_info(0),
         move |c, h, want| {
             call(c, h, want);
             Ran

@@ -7,7 +7,7 @@ use std::ptr;
 use ash::vk;
 
 use crate::common::*;
-use crate::env::image_info;
+use crate::env::image_create_info;
 use crate::matrix::*;
 use crate::nulls::null;
 
@@ -17,17 +17,6 @@ const MIP: &str = "vkcuda_image_get_cuda_mipmapped_array";
 const ARRAY: &str = "vkcuda_image_get_cuda_array";
 const SURF: &str = "vkcuda_image_get_surface_object";
 const TEX: &str = "vkcuda_image_create_texture_object";
-
-fn tex() -> vkcuda_texture_info {
-    vkcuda_texture_info {
-        flags: 0,
-        level: 0,
-        filter: vkcuda_filter_raw(0),
-        address_mode: vkcuda_address_mode_raw(0),
-        read_mode: vkcuda_read_mode_raw(0),
-        border_color: [0.0; 4],
-    }
-}
 
 pub fn cases(m: &mut Matrix) {
     const FORMAT: &str = "vkcuda_format_query";
@@ -40,13 +29,13 @@ pub fn cases(m: &mut Matrix) {
             vkcuda_format_query(vk::Format::R8_UNORM.as_raw(), ptr::null_mut())
         }),
         null(CREATE, "context", move |_, o| unsafe {
-            vkcuda_image_create(ptr::null(), &image_info(0, 1), o.handle(out))
+            vkcuda_image_create(ptr::null(), &image_create_info(0, 1), o.handle(out))
         }),
         null(CREATE, "info", move |e, o| unsafe {
             vkcuda_image_create(e.ctx, ptr::null(), o.handle(out))
         }),
         null(CREATE, "image", |e, _| unsafe {
-            vkcuda_image_create(e.ctx, &image_info(0, 1), ptr::null_mut())
+            vkcuda_image_create(e.ctx, &image_create_info(0, 1), ptr::null_mut())
         }),
         null(WRAP, "context", move |e, o| unsafe {
             vkcuda_image_wrap(ptr::null(), &e.image_wrap_info(), o.handle(out))
@@ -98,13 +87,13 @@ pub fn cases(m: &mut Matrix) {
             vkcuda_image_get_surface_object(e.image, 0, ptr::null_mut())
         }),
         null(TEX, "image", |_, o| unsafe {
-            vkcuda_image_create_texture_object(ptr::null(), &tex(), o.plain())
+            vkcuda_image_create_texture_object(ptr::null(), &texture_info(), o.plain())
         }),
         null(TEX, "info", |e, o| unsafe {
             vkcuda_image_create_texture_object(e.image, ptr::null(), o.plain())
         }),
         null(TEX, "texture", |e, _| unsafe {
-            vkcuda_image_create_texture_object(e.image, &tex(), ptr::null_mut())
+            vkcuda_image_create_texture_object(e.image, &texture_info(), ptr::null_mut())
         }),
         null(EXPORT, "image", |_, o| unsafe {
             vkcuda_image_export_fd(ptr::null(), o.plain())
@@ -158,7 +147,7 @@ pub fn cases(m: &mut Matrix) {
         m,
         CREATE,
         image_info_mutations::<IC>("info->", |i| i, Zeros::Defaults),
-        |_| image_info(0, 1),
+        |_| image_create_info(0, 1),
         |c, i, want| {
             let mut im = poisoned();
             let r = unsafe { vkcuda_image_create(c.env.ctx, i, &mut im) };
@@ -257,7 +246,7 @@ pub fn cases(m: &mut Matrix) {
         if c.env.cuda {
             return Skipped("the context has CUDA");
         }
-        if c.env.image_info(c.env.image).usage & vk::ImageUsageFlags::STORAGE.as_raw() == 0 {
+        if image_info(c.env.image).usage & vk::ImageUsageFlags::STORAGE.as_raw() == 0 {
             return Skipped("the device cannot make storage images of R8G8B8A8_UNORM");
         }
         let mut s = Poison::<u64>::new();
@@ -308,7 +297,7 @@ pub fn cases(m: &mut Matrix) {
         m,
         TEX,
         muts,
-        |_| tex(),
+        |_| texture_info(),
         |c, t, want| {
             let mut out = Poison::<u64>::new();
             let r = unsafe { vkcuda_image_create_texture_object(c.env.image, t, out.ptr()) };
@@ -326,7 +315,7 @@ pub fn cases(m: &mut Matrix) {
         if c.env.cuda {
             return Skipped("the context has CUDA");
         }
-        let mut t = tex();
+        let mut t = texture_info();
         t.flags = VKCUDA_TEXTURE_ALL_LEVELS_BIT;
         t.level = u32::MAX; // ignored with ALL_LEVELS
         let mut out = Poison::<u64>::new();

@@ -54,10 +54,6 @@ mod matrix;
 mod nulls;
 mod runner;
 
-use std::path::PathBuf;
-use std::process::Command;
-use std::sync::{Mutex, MutexGuard};
-
 use common::*;
 use env::{Driver, Env};
 use header::{header, parse_header, requirements};
@@ -87,12 +83,6 @@ groups! {
     semaphore,
     handoff,
     share,
-}
-
-/// The tests of this file run one at a time: fd and live-object counts are per process.
-fn serial() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Every function of the header has a table entry, and every entry covers every
@@ -185,56 +175,15 @@ fn misuse_matrix_cuda() {
 #[test]
 fn misuse_matrix_with_fake_driver() {
     let _g = serial();
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fake-cuda-misuse");
-    std::fs::create_dir_all(&dir).unwrap();
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fake_cuda/libcuda.c");
-    let status = Command::new("cc")
-        .args([
-            "-shared", "-fPIC", "-O1", "-Wall", "-Wextra", "-Werror", "-o",
-        ])
-        .arg(dir.join("libcuda.so.1"))
-        .arg(&src)
-        .status()
-        .expect("a C compiler (cc) to build the fake libcuda");
-    assert!(status.success());
-    // cudarc tries libcuda.so before libcuda.so.1: without this name a machine with
-    // the NVIDIA driver (its libcuda.so in the system path) loads the real driver.
-    let _ = std::fs::remove_file(dir.join("libcuda.so"));
-    std::os::unix::fs::symlink("libcuda.so.1", dir.join("libcuda.so")).unwrap();
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "misuse_matrix_vulkan_only",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        // Prepended: a validation layer or a loader found through the path stays found.
-        .env("LD_LIBRARY_PATH", {
-            let mut p = dir.clone().into_os_string();
-            if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
-                p.push(":");
-                p.push(old);
-            }
-            p
-        })
+    let dir = fake_cuda_driver("fake-cuda-misuse", &[]);
+    let out = this_test("misuse_matrix_vulkan_only", false)
+        .env("LD_LIBRARY_PATH", library_path_with(&dir))
         .env("VKCUDA_MISUSE_FAKE_DRIVER", "1")
         .env_remove(vkcuda::cuda::DISABLE_ENV)
         .output()
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    println!("{text}");
-    assert!(
-        out.status.success(),
-        "the matrix failed with the fake driver"
-    );
-    assert!(
-        text.contains("CUDA driver: Fake") && text.contains("1 passed"),
-        "{text}"
-    );
+    let text = child_passed("misuse_matrix_vulkan_only", &out);
+    assert!(text.contains("CUDA driver: Fake"), "{text}");
 }
 
 #[test]

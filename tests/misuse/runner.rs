@@ -9,21 +9,6 @@ use crate::common::*;
 use crate::env::Env;
 use crate::matrix::*;
 
-fn live() -> [i64; 8] {
-    let mut l: vkcuda_live_objects = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_live_objects_get(&mut l) });
-    [
-        l.contexts,
-        l.vk_buffers,
-        l.vk_memories,
-        l.vk_images,
-        l.vk_semaphores,
-        l.cuda_allocations,
-        l.cuda_external_memories,
-        l.cuda_external_semaphores,
-    ]
-}
-
 struct Summary {
     ran: usize,
     skipped: usize,
@@ -59,7 +44,7 @@ fn run_cases(env: &Env, m: &Matrix) -> Summary {
             if verbose() {
                 println!("  {name} [{}]", case.label);
             }
-            let (fds, objects) = (fd_count(), live());
+            let (fds, objects) = (fd_count(), live_counts());
             let call = Call { env, name };
             match catch_unwind(AssertUnwindSafe(|| (case.run)(&call))) {
                 Ok(Ran) => s.ran += 1,
@@ -81,7 +66,7 @@ fn run_cases(env: &Env, m: &Matrix) -> Summary {
                     continue;
                 }
             }
-            let (fds_after, objects_after) = (fd_count(), live());
+            let (fds_after, objects_after) = (fd_count(), live_counts());
             if fds_after != fds || objects_after != objects {
                 s.failures.push(format!(
                     "{name} [{}]: leaked: fds {fds} -> {fds_after}, live objects {objects:?} -> {objects_after:?}",
@@ -103,7 +88,7 @@ pub fn run_and_report(env: &Env, m: &Matrix) {
     {
         warm = ptr::null_mut();
     }
-    let (fds, objects) = (fd_count(), live());
+    let (fds, objects) = (fd_count(), live_counts());
     let s = run(env, m);
     println!(
         "misuse matrix on a {}: {} cases for {} functions: {} ran, {} skipped (no such object here), {} failed",
@@ -115,11 +100,11 @@ pub fn run_and_report(env: &Env, m: &Matrix) {
         s.failures.len()
     );
     let mut s = s;
-    if (fd_count(), live()) != (fds, objects) {
+    if (fd_count(), live_counts()) != (fds, objects) {
         s.failures.push(format!(
             "the matrix as a whole leaked: fds {fds} -> {}, live objects {objects:?} -> {:?}",
             fd_count(),
-            live()
+            live_counts()
         ));
     }
     unsafe { vkcuda_context_destroy(warm) };

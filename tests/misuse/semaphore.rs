@@ -15,15 +15,6 @@ const WAIT: &str = "vkcuda_semaphore_host_wait";
 const VALUE: &str = "vkcuda_semaphore_get_value";
 const STAGE: &str = "vkcuda_semaphore_next_stage";
 
-fn info() -> vkcuda_semaphore_create_info {
-    vkcuda_semaphore_create_info {
-        flags: 0,
-        semaphore_type: vkcuda_semaphore_type_raw(0),
-        initial_value: 0,
-        host_wait_spin_ns: 0,
-    }
-}
-
 /// The environment's timeline (or binary) semaphore, or the case is skipped.
 fn need(e: &Env, binary: bool) -> Result<*mut vkcuda_semaphore, Outcome> {
     let s = if binary { e.binary } else { e.timeline };
@@ -36,13 +27,13 @@ pub fn cases(m: &mut Matrix) {
     let out = vkcuda_semaphore_destroy;
     m.nulls(vec![
         null(CREATE, "context", move |_, o| unsafe {
-            vkcuda_semaphore_create(ptr::null(), &info(), o.handle(out))
+            vkcuda_semaphore_create(ptr::null(), &semaphore_create_info(0, 0), o.handle(out))
         }),
         null(CREATE, "info", move |e, o| unsafe {
             vkcuda_semaphore_create(e.ctx, ptr::null(), o.handle(out))
         }),
         null(CREATE, "semaphore", |e, _| unsafe {
-            vkcuda_semaphore_create(e.ctx, &info(), ptr::null_mut())
+            vkcuda_semaphore_create(e.ctx, &semaphore_create_info(0, 0), ptr::null_mut())
         }),
         null(VK_SEMAPHORE, "semaphore", |_, o| unsafe {
             vkcuda_semaphore_get_vk_semaphore(ptr::null(), o.plain())
@@ -126,7 +117,7 @@ pub fn cases(m: &mut Matrix) {
         m,
         CREATE,
         muts,
-        |_| info(),
+        |_| semaphore_create_info(0, 0),
         |c, i, want| {
             let mut s = poisoned();
             let r = unsafe { vkcuda_semaphore_create(c.env.ctx, i, &mut s) };
@@ -139,7 +130,7 @@ pub fn cases(m: &mut Matrix) {
             return Skipped("the device has VK_KHR_external_semaphore_fd");
         }
         let mut s = poisoned();
-        let r = unsafe { vkcuda_semaphore_create(c.env.ctx, &info(), &mut s) };
+        let r = unsafe { vkcuda_semaphore_create(c.env.ctx, &semaphore_create_info(0, 0), &mut s) };
         c.refused_made(r, &[EXT], s, vkcuda_semaphore_destroy);
         Ran
     });
