@@ -10,10 +10,24 @@ use common::*;
 use std::path::Path;
 use std::ptr;
 
+/// Set in the child processes: the `child_*` tests do nothing without it (run with
+/// `--include-ignored`, they would otherwise test whatever driver this machine has).
+const CHILD_ENV: &str = "VKCUDA_FAKE_CUDA_CHILD";
+
+/// Whether this process is a child of one of the tests; prints why not.
+fn in_child(case: &str) -> bool {
+    let child = std::env::var_os(CHILD_ENV).is_some();
+    if !child {
+        println!("{case}: not started by its parent test (no {CHILD_ENV}): nothing to do");
+    }
+    child
+}
+
 /// Runs the ignored test `case` in a child process that loads the fake driver of
 /// `lib_dir` (and no other library from LD_LIBRARY_PATH).
 fn run_child(case: &str, lib_dir: &Path, env: &[(&str, &str)]) {
     let out = this_test(case, true)
+        .env(CHILD_ENV, "1")
         .env("LD_LIBRARY_PATH", lib_dir)
         .envs(env.iter().copied())
         .env_remove(vkcuda::cuda::DISABLE_ENV)
@@ -54,6 +68,9 @@ fn fake_driver_init_fails() {
 #[test]
 #[ignore = "runs in a child process of fake_driver_device_mismatch"]
 fn child_device_mismatch() {
+    if !in_child("child_device_mismatch") {
+        return;
+    }
     let mut v = 0;
     ok(unsafe { vkcuda_cuda_driver_get_version(&mut v) });
     assert_eq!(v, 12080, "the fake driver is the one loaded");
@@ -105,6 +122,9 @@ fn child_device_mismatch() {
 #[test]
 #[ignore = "runs in a child process of fake_driver_too_old"]
 fn child_driver_too_old() {
+    if !in_child("child_driver_too_old") {
+        return;
+    }
     let mut v = 0;
     let msg = fails(
         unsafe { vkcuda_cuda_driver_get_version(&mut v) },
@@ -127,6 +147,9 @@ fn child_driver_too_old() {
 #[test]
 #[ignore = "runs in a child process of fake_driver_init_fails"]
 fn child_init_fails() {
+    if !in_child("child_init_fails") {
+        return;
+    }
     let mut v = 0;
     let msg = fails(
         unsafe { vkcuda_cuda_driver_get_version(&mut v) },

@@ -446,6 +446,7 @@ fn create_destroy_cycles_do_not_leak() {
 }
 
 #[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn gpu_create_destroy_cycles_do_not_leak() {
     let _g = serial();
     let Some(ctx) = cuda_context_or_skip("gpu_create_destroy_cycles_do_not_leak") else {
@@ -460,6 +461,7 @@ fn gpu_create_destroy_cycles_do_not_leak() {
 /// CUDA/Vulkan error naming the call), and after freeing everything the library
 /// works again.
 #[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn gpu_device_memory_exhausted() {
     let _g = serial();
     let Some(ctx) = cuda_context_or_skip("gpu_device_memory_exhausted") else {
@@ -511,6 +513,7 @@ fn gpu_device_memory_exhausted() {
 /// must not crash; the CUDA calls fail inside the driver and are ignored; the
 /// library keeps working on another context.
 #[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn gpu_cuda_context_destroyed_first() {
     use cudarc::driver::sys as cu;
     let _g = serial();

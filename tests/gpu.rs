@@ -65,6 +65,7 @@ fn mismatches(data: &[u8], seed: u32) -> usize {
 }
 
 #[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn gpu_context_pairs_by_uuid() {
     let Some(ctx) = cuda_context_or_skip("gpu_context_pairs_by_uuid") else {
         return;
@@ -199,6 +200,7 @@ fn both_directions(ctx: *mut vkcuda_context, v: &Vk, cuda: &Cuda, size: u64, all
 }
 
 #[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn gpu_buffers_both_directions() {
     let Some(ctx) = cuda_context_or_skip("gpu_buffers_both_directions") else {
         return;
@@ -300,6 +302,7 @@ fn wrap(ctx: *const vkcuda_context, a: &EngineAllocation, size: u64) -> *mut vkc
 }
 
 #[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn gpu_wrap_engine_memory() {
     let Some(ctx) = cuda_context_or_skip("gpu_wrap_engine_memory") else {
         return;
@@ -361,6 +364,7 @@ fn gpu_wrap_engine_memory() {
 }
 
 #[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn gpu_thousand_cycles_do_not_grow() {
     let Some(ctx) = cuda_context_or_skip("gpu_thousand_cycles_do_not_grow") else {
         return;
@@ -455,6 +459,7 @@ fn submit(
 }
 
 #[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn gpu_timeline_semaphore_both_ways() {
     let Some(ctx) = cuda_context_or_skip("gpu_timeline_semaphore_both_ways") else {
         return;
@@ -618,6 +623,7 @@ fn gpu_timeline_semaphore_both_ways() {
 }
 
 #[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn gpu_binary_semaphore() {
     let Some(ctx) = cuda_context_or_skip("gpu_binary_semaphore") else {
         return;
@@ -672,6 +678,7 @@ fn gpu_binary_semaphore() {
 }
 
 #[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn gpu_semaphore_cycles_do_not_grow() {
     let Some(ctx) = cuda_context_or_skip("gpu_semaphore_cycles_do_not_grow") else {
         return;
@@ -699,6 +706,7 @@ fn gpu_semaphore_cycles_do_not_grow() {
 /// A failed import (an allocation size larger than the memory object) must leave
 /// the library, the device and the exported memory usable.
 #[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn gpu_failed_imports_leave_the_library_usable() {
     let Some(ctx) = cuda_context_or_skip("gpu_failed_imports_leave_the_library_usable") else {
         return;

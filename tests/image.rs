@@ -1381,6 +1381,7 @@ mod gpu {
     }
 
     #[test]
+    #[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
     fn gpu_every_format_levels_and_layers_both_ways() {
         let _g = serial();
         let Some(ctx) = cuda_context_or_skip("gpu_every_format_levels_and_layers_both_ways") else {
@@ -1417,6 +1418,7 @@ mod gpu {
     }
 
     #[test]
+    #[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
     fn gpu_shapes_both_ways() {
         let _g = serial();
         let Some(ctx) = cuda_context_or_skip("gpu_shapes_both_ways") else {
@@ -1461,6 +1463,7 @@ mod gpu {
     }
 
     #[test]
+    #[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
     fn gpu_partial_mip_chains_of_layered_images_are_refused() {
         let _g = serial();
         let Some(ctx) =
@@ -1487,6 +1490,7 @@ mod gpu {
     }
 
     #[test]
+    #[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
     fn gpu_wrap_engine_image() {
         let _g = serial();
         let Some(ctx) = cuda_context_or_skip("gpu_wrap_engine_image") else {
@@ -1536,6 +1540,7 @@ mod gpu {
     }
 
     #[test]
+    #[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
     fn gpu_cycles_do_not_grow() {
         let _g = serial();
         let Some(ctx) = cuda_context_or_skip("gpu_cycles_do_not_grow") else {

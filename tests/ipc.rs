@@ -1618,6 +1618,7 @@ fn count_bad(data: &[u8], seed: u32) -> usize {
 const GPU_SIZE: usize = (1 << 20) + 1;
 
 #[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn gpu_buffer_and_timeline_cross_processes() {
     let _s = serial();
     let Some(ctx) = cuda_context_or_skip("gpu_buffer_and_timeline_cross_processes") else {

@@ -370,6 +370,7 @@ fn eight_threads_on_one_vulkan_only_context() {
 }
 
 #[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn eight_threads_on_one_cuda_context() {
     let _g = serial();
     let Some(ctx) = cuda_context_or_skip("eight_threads_on_one_cuda_context") else {

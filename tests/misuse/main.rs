@@ -159,6 +159,7 @@ fn misuse_matrix_vulkan_only() {
 }
 
 #[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn misuse_matrix_cuda() {
     let _g = serial();
     let Some(ctx) = cuda_context_or_skip("misuse_matrix_cuda") else {
