@@ -119,17 +119,25 @@ fn child_device_mismatch() {
     assert_eq!(fd_count(), fds, "no fd left behind");
 }
 
+/// In a child: the library's message for a driver it cannot use (asking for the
+/// driver's version fails with CUDA_UNAVAILABLE). None when not in a child.
+fn driver_refused(case: &str) -> Option<String> {
+    if !in_child(case) {
+        return None;
+    }
+    let mut v = 0;
+    Some(fails(
+        unsafe { vkcuda_cuda_driver_get_version(&mut v) },
+        VKCUDA_ERROR_CUDA_UNAVAILABLE,
+    ))
+}
+
 #[test]
 #[ignore = "runs in a child process of fake_driver_too_old"]
 fn child_driver_too_old() {
-    if !in_child("child_driver_too_old") {
+    let Some(msg) = driver_refused("child_driver_too_old") else {
         return;
-    }
-    let mut v = 0;
-    let msg = fails(
-        unsafe { vkcuda_cuda_driver_get_version(&mut v) },
-        VKCUDA_ERROR_CUDA_UNAVAILABLE,
-    );
+    };
     assert!(
         msg.contains("too old") && msg.contains("cuMemCreate"),
         "{msg}"
@@ -147,14 +155,9 @@ fn child_driver_too_old() {
 #[test]
 #[ignore = "runs in a child process of fake_driver_init_fails"]
 fn child_init_fails() {
-    if !in_child("child_init_fails") {
+    let Some(msg) = driver_refused("child_init_fails") else {
         return;
-    }
-    let mut v = 0;
-    let msg = fails(
-        unsafe { vkcuda_cuda_driver_get_version(&mut v) },
-        VKCUDA_ERROR_CUDA_UNAVAILABLE,
-    );
+    };
     assert!(
         msg.contains("cuInit") && msg.contains("CUDA_ERROR_NO_DEVICE"),
         "{msg}"
