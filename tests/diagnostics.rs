@@ -16,17 +16,9 @@ mod common;
 use std::ffi::CString;
 use std::os::fd::RawFd;
 use std::ptr;
-use std::sync::Mutex;
 
 use ash::vk;
 use common::*;
-
-/// Tests here change process-wide state (the fd limit): one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 fn buffer_fd(buf: *const vkcuda_buffer) -> RawFd {
     let mut fd = -1;
@@ -79,6 +71,7 @@ fn import_info(allocation_size: u64, size: u64) -> vkcuda_buffer_import_info {
 
 #[test]
 fn a_receive_without_free_descriptors_blames_the_fd_limit() {
+    // Lowers the process's fd limit: every test of this file holds `serial()`.
     let _s = serial();
     let ctx = vulkan_only_context();
     let buf = create_buffer(ctx, 4096, 0);
