@@ -99,8 +99,8 @@ run_test() { # NAME ARGS...: a bundled Rust test executable, one test at a time
     local exe
     exe=$(test_exe "$1") || return 1
     shift
-    echo "$exe --test-threads=1 $*"
-    "$exe" --test-threads=1 "$@"
+    echo "$exe --test-threads=1 --include-ignored $*"
+    "$exe" --test-threads=1 --include-ignored "$@"
 }
 
 # shellcheck source=scripts/gpu-vvl.sh
@@ -156,7 +156,7 @@ tsan_note() { echo "$(tsan_count "$1") ThreadSanitizer warnings; $(rust_note "$1
 tsan_verdict() { [ "$(tsan_count "$1")" -eq 0 ] && grep -q '^test result: ok' "$1"; }
 if [ -x "$bundle/tsan-threads" ]; then
     step --timeout 280 --note tsan_note --verdict tsan_verdict tsan \
-        env TSAN_OPTIONS="halt_on_error=0 report_signal_unsafe=0" bash -c '"$bundle/tsan-threads" --test-threads=1 --nocapture'
+        env TSAN_OPTIONS="halt_on_error=0 report_signal_unsafe=0" bash -c '"$bundle/tsan-threads" --test-threads=1 --include-ignored --nocapture'
 else
     step_skip tsan "not bundled: no $bundle/tsan-threads (VKCUDA_BUNDLE_TSAN=1 scripts/gpu-bundle.sh)"
 fi
@@ -175,7 +175,7 @@ done
 
 for name in gpu buffer image semaphore ipc faults threads misuse context; do
     step --timeout 150 --note san_note --verdict san_verdict --na-if san_na "memcheck:$name" \
-        env VKCUDA_THREAD_CYCLES=50 VKCUDA_FAULT_CYCLES=50 bash -c 'sanitizer memcheck "$(test_exe "$0")" --test-threads=1 --skip gpu_device_memory_exhausted --skip gpu_cuda_context_destroyed_first --skip misuse_matrix_with_fake_driver' "$name"
+        env VKCUDA_THREAD_CYCLES=50 VKCUDA_FAULT_CYCLES=50 bash -c 'sanitizer memcheck "$(test_exe "$0")" --test-threads=1 --include-ignored --skip gpu_device_memory_exhausted --skip gpu_cuda_context_destroyed_first --skip misuse_matrix_with_fake_driver' "$name"
 done
 # (The fake-driver matrix is skipped there: a stand-in libcuda cannot be instrumented.)
 # The caller destroying its CUDA context first is the misuse under test: the
@@ -183,7 +183,7 @@ done
 # INVALID_VALUE, the allocations alive in the context when it went "leaked") is
 # what the test provokes. Memory access errors are still checked.
 step --timeout 120 --note san_note --verdict san_verdict --na-if san_na "memcheck:faults:context-destroyed" \
-    bash -c '"$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)" --tool memcheck --report-api-errors no --leak-check no --error-exitcode 1 "$(test_exe faults)" --test-threads=1 --exact gpu_cuda_context_destroyed_first --nocapture' 
+    bash -c '"$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)" --tool memcheck --report-api-errors no --leak-check no --error-exitcode 1 "$(test_exe faults)" --test-threads=1 --include-ignored --exact gpu_cuda_context_destroyed_first --nocapture' 
 
 # Every example, under racecheck and memcheck: NAME|ARGS (the arguments are
 # shortened where the sanitizer makes the full run too long: image_formats without

@@ -15,7 +15,7 @@
 #   configure, build CMake with -DVKCUDA_PREBUILT_LIBRARY=.dev/gpu/libvkcuda.so;
 #                    if CMake fails, the two GPU examples are built with gcc
 #                    directly so that they still run (configure stays FAIL)
-#   rust:NAME        each Rust test executable in .dev/gpu/tests, --test-threads=1
+#   rust:NAME        each Rust test executable in .dev/gpu/tests, --test-threads=1 --include-ignored (the GPU tests are #[ignore]d without a GPU)
 #   vkcuda_info, buffer_roundtrip, frame_loop, image_formats, image_fractal (PNG to
 #                    $OUT/fractal.png), ipc_demo (two processes)    the examples
 #   engine_postfx    the C++ engine-style example (examples/cpp): 1000 frames, every
@@ -209,7 +209,7 @@ else
     fi
 
     for t in "$bundle"/tests/*; do
-        step --timeout 150 --note rust_note "rust:$(basename "$t")" "$t" --test-threads=1
+        step --timeout 150 --note rust_note "rust:$(basename "$t")" "$t" --test-threads=1 --include-ignored
     done
 
     # ex NAME TIMEOUT_S COMMAND...: an example as step NAME (a new NAME goes into
