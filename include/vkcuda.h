@@ -101,6 +101,16 @@
 #define VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT 1
 
 /**
+ * Engine contexts: the engine enabled the `synchronization2` feature (Vulkan 1.3
+ * or `VK_KHR_synchronization2`) on its device, so the handoff barriers are recorded
+ * with `vkCmdPipelineBarrier2`; without it they use `vkCmdPipelineBarrier`.
+ * Standalone contexts enable the feature themselves where the device has it.
+ *
+ * @ingroup context
+ */
+#define VKCUDA_CONTEXT_CREATE_SYNCHRONIZATION2_BIT 4
+
+/**
  * Standalone only: use `physical_device_index` instead of picking a device.
  *
  * @ingroup context
@@ -442,6 +452,30 @@ typedef struct CUarray_st CUarray_st;
  * @ingroup context
  */
 typedef struct CUctx_st CUctx_st;
+
+/**
+ * CUDA's instantiated graph struct; `CUgraphExec` (`cudaGraphExec_t`) is
+ * `struct CUgraphExec_st *`.
+ *
+ * @ingroup sync
+ */
+typedef struct CUgraphExec_st CUgraphExec_st;
+
+/**
+ * CUDA's graph node struct; `CUgraphNode` (`cudaGraphNode_t`) is
+ * `struct CUgraphNode_st *`.
+ *
+ * @ingroup sync
+ */
+typedef struct CUgraphNode_st CUgraphNode_st;
+
+/**
+ * CUDA's graph struct; `CUgraph` (and the runtime's `cudaGraph_t`) is
+ * `struct CUgraph_st *`.
+ *
+ * @ingroup sync
+ */
+typedef struct CUgraph_st CUgraph_st;
 
 /**
  * CUDA's mipmapped array struct; `CUmipmappedArray` from cuda.h is
@@ -847,6 +881,29 @@ typedef struct vkcuda_cuda_info {
    */
   uint8_t device_uuid[16];
 } vkcuda_cuda_info;
+
+/**
+ * One resource of a batched handoff: a buffer or an image (exactly one of the two
+ * set).
+ *
+ * @ingroup sync
+ */
+typedef struct vkcuda_handoff_resource {
+  /**
+   * A buffer to hand over (whole), or NULL when `image` is set.
+   */
+  const struct vkcuda_buffer *buffer;
+  /**
+   * An image to hand over (every level and layer), or NULL when `buffer` is set.
+   */
+  const struct vkcuda_image *image;
+  /**
+   * Images: on release, the layout the engine leaves the image in
+   * (`VK_IMAGE_LAYOUT_UNDEFINED` only when its contents may be discarded); on
+   * acquire, the layout the engine wants it in. Buffers: 0.
+   */
+  VkImageLayout layout;
+} vkcuda_handoff_resource;
 
 /**
  * What CUDA sees of a format.
@@ -1600,6 +1657,46 @@ VKCUDA_API VKCUDA_NODISCARD enum vkcuda_result vkcuda_cuda_driver_get_version(in
 VKCUDA_API void vkcuda_context_destroy(struct vkcuda_context *context);
 
 /**
+ * Records into the engine's command buffer ONE pipeline barrier that releases
+ * every buffer and image of `resources` from `info->queue_family_index` to
+ * `VK_QUEUE_FAMILY_EXTERNAL` (CUDA), images from their layout to `GENERAL`:
+ * `vkCmdPipelineBarrier2` where the context has synchronization2
+ * (`VKCUDA_CONTEXT_CREATE_SYNCHRONIZATION2_BIT`, or a standalone context on a device
+ * with it), `vkCmdPipelineBarrier` otherwise. The same barrier as one
+ * `vkcuda_buffer_cmd_release_to_cuda` / `vkcuda_image_cmd_release_to_cuda` per
+ * resource, in one call. Every resource must belong to the command buffer's
+ * device. Nothing is recorded on failure; `resource_count` 0 records nothing.
+ *
+ * Thread-safety: the command buffer is externally synchronised, as in Vulkan.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_handoff_cmd_release_to_cuda(uint32_t resource_count,
+                                                      const struct vkcuda_handoff_resource *resources,
+                                                      VkCommandBuffer command_buffer,
+                                                      const struct vkcuda_handoff_info *info);
+
+/**
+ * Records ONE pipeline barrier that acquires every resource of `resources` back
+ * from `VK_QUEUE_FAMILY_EXTERNAL` into `info->queue_family_index`, images from
+ * `GENERAL` to the layout each names: the batched form of
+ * `vkcuda_buffer_cmd_acquire_from_cuda` / `vkcuda_image_cmd_acquire_from_cuda`
+ * (see `vkcuda_handoff_cmd_release_to_cuda`).
+ *
+ * Thread-safety: the command buffer is externally synchronised, as in Vulkan.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_handoff_cmd_acquire_from_cuda(uint32_t resource_count,
+                                                        const struct vkcuda_handoff_resource *resources,
+                                                        VkCommandBuffer command_buffer,
+                                                        const struct vkcuda_handoff_info *info);
+
+/**
  * Says what CUDA sees of `format`: its `CUarray_format`, channel count and texel
  * size. `VKCUDA_ERROR_UNSUPPORTED` for a format CUDA arrays cannot hold (3
  * channels, packed, 64-bit, scaled, block-compressed, depth/stencil,
@@ -2218,6 +2315,91 @@ VKCUDA_NODISCARD
 enum vkcuda_result vkcuda_semaphore_cuda_wait(const struct vkcuda_semaphore *semaphore,
                                               uint64_t value,
                                               struct CUstream_st *stream);
+
+/**
+ * Adds to a CUDA graph a node that waits until the semaphore reaches `value`,
+ * after the `dependency_count` nodes in `dependencies` (NULL when 0); `*node` is
+ * the new node, owned by the graph. Timeline semaphores only. The value can be
+ * changed for each launch of the instantiated graph with
+ * `vkcuda_semaphore_cuda_graph_exec_set_wait`. The graph runs in the context's
+ * CUcontext (`vkcuda_context_get_cuda_info`). This is how a semaphore goes into a
+ * graph: `vkcuda_semaphore_cuda_wait` on a capturing stream is refused
+ * (`VKCUDA_ERROR_INVALID_STATE`), since a captured wait would keep its value.
+ *
+ * Thread-safety: the graph is externally synchronised, as in CUDA.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_cuda_graph_add_wait(const struct vkcuda_semaphore *semaphore,
+                                                        struct CUgraph_st *graph,
+                                                        struct CUgraphNode_st *const *dependencies,
+                                                        uintptr_t dependency_count,
+                                                        uint64_t value,
+                                                        struct CUgraphNode_st **node);
+
+/**
+ * Adds to a CUDA graph a node that signals `value`, after the `dependency_count`
+ * nodes in `dependencies`; `*node` is the new node, owned by the graph. Timeline
+ * semaphores only. `value` is what the graph's first launch signals, so it is
+ * checked like a `vkcuda_semaphore_cuda_signal` (a value from
+ * `vkcuda_semaphore_next_stage`, greater than every value signalled before) and
+ * recorded as signalled. Before every further launch, give the node its next value
+ * with `vkcuda_semaphore_cuda_graph_exec_set_signal`: a graph launched twice with
+ * one value would signal it twice, which the timeline forbids. `vkcuda_semaphore_cuda_signal`
+ * on a capturing stream is refused (`VKCUDA_ERROR_INVALID_STATE`) for that reason.
+ *
+ * Thread-safety: the graph is externally synchronised, as in CUDA.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_cuda_graph_add_signal(const struct vkcuda_semaphore *semaphore,
+                                                          struct CUgraph_st *graph,
+                                                          struct CUgraphNode_st *const *dependencies,
+                                                          uintptr_t dependency_count,
+                                                          uint64_t value,
+                                                          struct CUgraphNode_st **node);
+
+/**
+ * Sets the value the wait node `node` (made by
+ * `vkcuda_semaphore_cuda_graph_add_wait` on this semaphore, in the graph `exec`
+ * was instantiated from) waits for in the next launches of `exec`. A node of
+ * another semaphore or of another kind is refused (`VKCUDA_ERROR_INVALID_ARGUMENT`).
+ *
+ * Thread-safety: `exec` is externally synchronised, as in CUDA; call it between
+ * launches, not while another thread launches `exec`.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_cuda_graph_exec_set_wait(const struct vkcuda_semaphore *semaphore,
+                                                             struct CUgraphExec_st *exec,
+                                                             struct CUgraphNode_st *node,
+                                                             uint64_t value);
+
+/**
+ * Sets the value the signal node `node` (made by
+ * `vkcuda_semaphore_cuda_graph_add_signal` on this semaphore) signals in the next
+ * launch of `exec`. The value is checked like a `vkcuda_semaphore_cuda_signal`
+ * (from `vkcuda_semaphore_next_stage`, greater than every value signalled before,
+ * `VKCUDA_ERROR_INVALID_ARGUMENT` otherwise) and recorded as signalled, so set it
+ * once before each launch. A node of another semaphore or kind is refused.
+ *
+ * Thread-safety: `exec` is externally synchronised, as in CUDA; call it between
+ * launches, not while another thread launches `exec`.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_cuda_graph_exec_set_signal(const struct vkcuda_semaphore *semaphore,
+                                                               struct CUgraphExec_st *exec,
+                                                               struct CUgraphNode_st *node,
+                                                               uint64_t value);
 
 /**
  * Binary semaphores: tell the library the engine put the semaphore in a submit's

@@ -70,7 +70,7 @@ run_cargo_test() { x cargo test "${locked[@]}"; }
 # must report the deliberate hazard of tests/buffer.rs validation_layer_canary.
 # Then any "VUID" or "Validation Error" line fails the step; each is listed with its
 # test (one test at a time, so a message follows the test that caused it).
-vvl_tests=(buffer context image ipc misuse semaphore faults threads)
+vvl_tests=(buffer context image ipc misuse semaphore faults threads handoff handles diagnostics)
 # NAME|TEST|WHY: tests left out under the layer, reported as skipped checks.
 vvl_skips=(
   # The test's own barrier from GENERAL on the image device B just imported, without

@@ -102,12 +102,24 @@ impl From<ErrorKind> for vkcuda_result {
 }
 
 thread_local! {
-    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+    /// The thread's message; None is the empty message (a successful call clears
+    /// it without allocating, which keeps per-frame calls cheap).
+    static LAST_ERROR: RefCell<Option<CString>> = const { RefCell::new(None) };
 }
 
 pub(crate) fn set_last_error(message: &str) {
     let c = CString::new(message.replace('\0', " ")).unwrap_or_default();
-    LAST_ERROR.with(|l| *l.borrow_mut() = c);
+    LAST_ERROR.with(|l| *l.borrow_mut() = Some(c));
+}
+
+fn clear_last_error() {
+    LAST_ERROR.with(|l| {
+        if let Ok(mut m) = l.try_borrow_mut() {
+            if m.is_some() {
+                *m = None;
+            }
+        }
+    });
 }
 
 /// Runs `f` behind the panic boundary: an `Err` becomes its result code and the
@@ -116,7 +128,7 @@ pub(crate) fn set_last_error(message: &str) {
 pub(crate) fn boundary(name: &str, f: impl FnOnce() -> Result<()>) -> vkcuda_result {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => {
-            set_last_error("");
+            clear_last_error();
             VKCUDA_SUCCESS
         }
         Ok(Err(e)) => {

@@ -132,12 +132,135 @@ pub fn image_barrier(
         .subresource_range(i.range)
 }
 
-/// Records one pipeline barrier that hands every buffer and image over.
+/// The synchronization2 stages of each side: the other side of a queue family
+/// transfer is `NONE`.
+pub fn stages2(
+    dir: Direction,
+    scope: &Scope,
+) -> (vk::PipelineStageFlags2, vk::PipelineStageFlags2) {
+    // The 32-bit stage bits are the same bits in the 64-bit flags.
+    let engine = vk::PipelineStageFlags2::from_raw(u64::from(scope.stages.as_raw()));
+    match dir {
+        Direction::Release => (engine, vk::PipelineStageFlags2::NONE),
+        Direction::Acquire => (vk::PipelineStageFlags2::NONE, engine),
+    }
+}
+
+fn accesses2(dir: Direction, scope: &Scope) -> (vk::AccessFlags2, vk::AccessFlags2) {
+    let (s, d) = accesses(dir, scope);
+    (
+        vk::AccessFlags2::from_raw(u64::from(s.as_raw())),
+        vk::AccessFlags2::from_raw(u64::from(d.as_raw())),
+    )
+}
+
+pub fn buffer_barrier2(
+    dir: Direction,
+    scope: &Scope,
+    b: &BufferRange,
+) -> vk::BufferMemoryBarrier2<'static> {
+    let (src_family, dst_family) = families(dir, scope);
+    let (src_access, dst_access) = accesses2(dir, scope);
+    let (src_stage, dst_stage) = stages2(dir, scope);
+    vk::BufferMemoryBarrier2::default()
+        .src_stage_mask(src_stage)
+        .dst_stage_mask(dst_stage)
+        .src_access_mask(src_access)
+        .dst_access_mask(dst_access)
+        .src_queue_family_index(src_family)
+        .dst_queue_family_index(dst_family)
+        .buffer(b.buffer)
+        .offset(b.offset)
+        .size(b.size)
+}
+
+pub fn image_barrier2(
+    dir: Direction,
+    scope: &Scope,
+    i: &ImageRange,
+) -> vk::ImageMemoryBarrier2<'static> {
+    let (src_family, dst_family) = families(dir, scope);
+    let (src_access, dst_access) = accesses2(dir, scope);
+    let (src_stage, dst_stage) = stages2(dir, scope);
+    let (old, new) = match dir {
+        Direction::Release => (i.layout, vk::ImageLayout::GENERAL),
+        Direction::Acquire => (vk::ImageLayout::GENERAL, i.layout),
+    };
+    vk::ImageMemoryBarrier2::default()
+        .src_stage_mask(src_stage)
+        .dst_stage_mask(dst_stage)
+        .src_access_mask(src_access)
+        .dst_access_mask(dst_access)
+        .old_layout(old)
+        .new_layout(new)
+        .src_queue_family_index(src_family)
+        .dst_queue_family_index(dst_family)
+        .image(i.image)
+        .subresource_range(i.range)
+}
+
+/// Records one pipeline barrier that hands every buffer and image over: with
+/// `vkCmdPipelineBarrier2` where the device has synchronization2 enabled,
+/// `vkCmdPipelineBarrier` otherwise.
 ///
 /// # Safety
 /// `cmd` is a command buffer of `dev` in the recording state, externally
 /// synchronised by the caller; the buffers and images belong to `dev`.
 pub unsafe fn record(
+    dev: &VulkanDevice,
+    cmd: vk::CommandBuffer,
+    dir: Direction,
+    scope: &Scope,
+    buffers: &[BufferRange],
+    images: &[ImageRange],
+) {
+    match dev.sync2 {
+        Some(barrier2) => record2(barrier2, cmd, dir, scope, buffers, images),
+        None => record1(dev, cmd, dir, scope, buffers, images),
+    }
+}
+
+unsafe fn record2(
+    barrier2: vk::PFN_vkCmdPipelineBarrier2,
+    cmd: vk::CommandBuffer,
+    dir: Direction,
+    scope: &Scope,
+    buffers: &[BufferRange],
+    images: &[ImageRange],
+) {
+    let one_buffer;
+    let one_image;
+    let many_buffers: Vec<_>;
+    let many_images: Vec<_>;
+    let b: &[vk::BufferMemoryBarrier2] = match buffers {
+        [] => &[],
+        [x] => {
+            one_buffer = [buffer_barrier2(dir, scope, x)];
+            &one_buffer
+        }
+        xs => {
+            many_buffers = xs.iter().map(|x| buffer_barrier2(dir, scope, x)).collect();
+            &many_buffers
+        }
+    };
+    let i: &[vk::ImageMemoryBarrier2] = match images {
+        [] => &[],
+        [x] => {
+            one_image = [image_barrier2(dir, scope, x)];
+            &one_image
+        }
+        xs => {
+            many_images = xs.iter().map(|x| image_barrier2(dir, scope, x)).collect();
+            &many_images
+        }
+    };
+    let dep = vk::DependencyInfo::default()
+        .buffer_memory_barriers(b)
+        .image_memory_barriers(i);
+    barrier2(cmd, &dep);
+}
+
+unsafe fn record1(
     dev: &VulkanDevice,
     cmd: vk::CommandBuffer,
     dir: Direction,

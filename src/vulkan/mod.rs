@@ -35,6 +35,9 @@ pub struct VulkanDevice {
     pub device: ash::Device,
     pub memory_fd: Option<ash::khr::external_memory_fd::DeviceFn>,
     pub semaphore_fd: Option<ash::khr::external_semaphore_fd::DeviceFn>,
+    /// `vkCmdPipelineBarrier2` (or its KHR alias) where the device has the
+    /// `synchronization2` feature enabled: the handoff barriers use it then.
+    pub sync2: Option<vk::PFN_vkCmdPipelineBarrier2>,
     pub props: DeviceProps,
     /// For a standalone context: the queue it created, and the entry to keep the
     /// loader loaded. Its device and instance are destroyed with this value.
@@ -55,6 +58,8 @@ pub struct EngineHandles {
     pub device: vk::Device,
     pub get_instance_proc_addr: vk::PFN_vkGetInstanceProcAddr,
     pub get_device_proc_addr: Option<vk::PFN_vkGetDeviceProcAddr>,
+    /// The engine enabled the `synchronization2` feature on its device.
+    pub synchronization2: bool,
 }
 
 /// Loads the instance table from the caller's `vkGetInstanceProcAddr`.
@@ -115,6 +120,18 @@ impl VulkanDevice {
             .then(|| ash::khr::external_memory_fd::DeviceFn::load(load));
         let semaphore_fd = (!load(c"vkGetSemaphoreFdKHR").is_null())
             .then(|| ash::khr::external_semaphore_fd::DeviceFn::load(load));
+        let sync2 = if h.synchronization2 {
+            Some(load_barrier2(load).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::ExtensionNotPresent,
+                    "VKCUDA_CONTEXT_CREATE_SYNCHRONIZATION2_BIT is set, but vkCmdPipelineBarrier2 and \
+                     vkCmdPipelineBarrier2KHR resolve to NULL on the VkDevice: create it with Vulkan 1.3 \
+                     or VK_KHR_synchronization2 and the synchronization2 feature, or leave the flag out",
+                )
+            })?)
+        } else {
+            None
+        };
         Ok(VulkanDevice {
             get_instance_proc_addr: h.get_instance_proc_addr,
             instance,
@@ -122,6 +139,7 @@ impl VulkanDevice {
             device,
             memory_fd,
             semaphore_fd,
+            sync2,
             props,
             owned: None,
             export_format: std::sync::OnceLock::new(),
@@ -164,6 +182,18 @@ impl VulkanDevice {
             self.missing_extension(ash::khr::external_semaphore_fd::NAME, "semaphores")
         })
     }
+}
+
+/// `vkCmdPipelineBarrier2`, or the KHR alias, from a device loader.
+pub fn load_barrier2(
+    load: impl Fn(&CStr) -> *const c_void,
+) -> Option<vk::PFN_vkCmdPipelineBarrier2> {
+    [c"vkCmdPipelineBarrier2", c"vkCmdPipelineBarrier2KHR"]
+        .into_iter()
+        .map(&load)
+        .find(|p| !p.is_null())
+        // SAFETY: a non-NULL pointer returned for this name is that command.
+        .map(|p| unsafe { std::mem::transmute::<*const c_void, vk::PFN_vkCmdPipelineBarrier2>(p) })
 }
 
 /// A static C string list for the C API (names live for the whole program).

@@ -213,6 +213,32 @@ impl Vk {
         }
     }
 
+    /// The test's Vulkan work on an engine's device (queue family 0, queue 0).
+    pub fn for_engine(
+        instance: &ash::Instance,
+        device: &ash::Device,
+        physical: vk::PhysicalDevice,
+    ) -> Vk {
+        let queue = unsafe { device.get_device_queue(0, 0) };
+        let pool = unsafe {
+            device.create_command_pool(
+                &vk::CommandPoolCreateInfo::default()
+                    .queue_family_index(0)
+                    .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER),
+                None,
+            )
+        }
+        .unwrap();
+        Vk {
+            instance: instance.clone(),
+            device: device.clone(),
+            physical,
+            queue,
+            family: 0,
+            pool,
+        }
+    }
+
     /// A host-visible, coherent buffer, mapped.
     pub fn host_buffer(&self, size: u64) -> HostBuffer {
         let buffer = unsafe {

@@ -109,6 +109,7 @@ pub fn cases(m: &mut Matrix) {
             });
         }
     }
+    batch_cases(m);
 }
 
 /// The `vkcuda_handoff_info` cases of one barrier function.
@@ -139,4 +140,112 @@ fn handoff_cases(
     m.any(f, "info->queue_family_index", why);
     m.any(f, "info->stage_mask", why);
     m.any(f, "info->access_mask", why);
+}
+
+type Batch = unsafe extern "C" fn(
+    u32,
+    *const vkcuda_handoff_resource,
+    VkCommandBuffer,
+    *const vkcuda_handoff_info,
+) -> vkcuda_result;
+
+/// The batched barriers: one resource list, one barrier.
+pub fn batch_cases(m: &mut Matrix) {
+    let batches: [(&'static str, Batch, bool); 2] = [
+        (
+            "vkcuda_handoff_cmd_release_to_cuda",
+            vkcuda_handoff_cmd_release_to_cuda,
+            true,
+        ),
+        (
+            "vkcuda_handoff_cmd_acquire_from_cuda",
+            vkcuda_handoff_cmd_acquire_from_cuda,
+            false,
+        ),
+    ];
+    let general = vk::ImageLayout::GENERAL.as_raw();
+    for (f, call, release) in batches {
+        let one = |e: &crate::env::Env| vkcuda_handoff_resource {
+            buffer: e.buffer,
+            image: ptr::null(),
+            layout: 0,
+        };
+        m.nulls(vec![
+            null(f, "resources", move |e, _| unsafe {
+                call(1, ptr::null(), e.cmd, &handoff_info(0))
+            }),
+            null(f, "command_buffer", move |e, _| unsafe {
+                call(1, &one(e), vk::CommandBuffer::null(), &handoff_info(0))
+            }),
+            null(f, "info", move |e, _| unsafe { call(1, &one(e), e.cmd, ptr::null()) }),
+        ]);
+        handoff_cases(m, f, move |c, h, want| {
+            c.refused(unsafe { call(1, &one(c.env), c.env.cmd, h) }, want);
+        });
+        m.case(f, "zero:resource_count", move |c| {
+            c.succeeded(unsafe { call(0, ptr::null(), c.env.cmd, &handoff_info(0)) });
+            Ran
+        });
+        type R = vkcuda_handoff_resource;
+        let bad: Vec<(&str, vkcuda_result, fn(&crate::env::Env) -> R)> = vec![
+            ("neither:resources->buffer", N, |_| R {
+                buffer: ptr::null(),
+                image: ptr::null(),
+                layout: 0,
+            }),
+            ("both:resources->image", I, |e| R {
+                buffer: e.buffer,
+                image: e.image,
+                layout: vk::ImageLayout::GENERAL.as_raw(),
+            }),
+            ("wrong-kind:resources->buffer", I, |e| R {
+                buffer: e.image.cast(),
+                image: ptr::null(),
+                layout: 0,
+            }),
+            ("nonzero:resources->layout", I, |e| R {
+                buffer: e.buffer,
+                image: ptr::null(),
+                layout: vk::ImageLayout::GENERAL.as_raw(),
+            }),
+            ("not-a-layout:resources->layout", I, |e| R {
+                buffer: ptr::null(),
+                image: e.image,
+                layout: 12345,
+            }),
+        ];
+        for (label, want, make) in bad {
+            m.case(f, label, move |c| {
+                let r = make(c.env);
+                c.refused(unsafe { call(1, &r, c.env.cmd, &handoff_info(0)) }, &[want]);
+                Ran
+            });
+        }
+        if !release {
+            m.case(f, "undefined:resources->layout", move |c| {
+                let r = R {
+                    buffer: ptr::null(),
+                    image: c.env.image,
+                    layout: vk::ImageLayout::UNDEFINED.as_raw(),
+                };
+                c.refused(unsafe { call(1, &r, c.env.cmd, &handoff_info(0)) }, &[I]);
+                Ran
+            });
+        }
+        // NULL is valid for one of the two when the other is set.
+        m.case(f, "null-ok:resources->buffer", move |c| {
+            let r = R {
+                buffer: ptr::null(),
+                image: c.env.image,
+                layout: general,
+            };
+            c.succeeded(unsafe { call(1, &r, c.env.cmd, &handoff_info(0)) });
+            Ran
+        });
+        m.case(f, "null-ok:resources->image", move |c| {
+            let list = [one(c.env), one(c.env)];
+            c.succeeded(unsafe { call(2, list.as_ptr(), c.env.cmd, &handoff_info(0)) });
+            Ran
+        });
+    }
 }

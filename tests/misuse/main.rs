@@ -81,6 +81,7 @@ groups! {
     buffer,
     image,
     semaphore,
+    graph,
     handoff,
     share,
 }
