@@ -187,7 +187,8 @@ pub fn batch_cases(m: &mut Matrix) {
             Ran
         });
         type R = vkcuda_handoff_resource;
-        let bad: Vec<(&str, vkcuda_result, fn(&crate::env::Env) -> R)> = vec![
+        type Make = fn(&crate::env::Env) -> R;
+        let bad: Vec<(&str, vkcuda_result, Make)> = vec![
             ("neither:resources->buffer", N, |_| R {
                 buffer: ptr::null(),
                 image: ptr::null(),
