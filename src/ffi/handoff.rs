@@ -1,5 +1,7 @@
 //! C API: what the handoff barriers of buffers and images share.
 
+use std::cell::RefCell;
+
 use ash::vk;
 
 use super::buffer::vkcuda_buffer;
@@ -8,7 +10,7 @@ use super::image::{vkcuda_image, VkImageLayout};
 use super::types::*;
 use super::{arg, boundary, check_flags, vkcuda_result};
 use crate::error::{Error, Result};
-use crate::vulkan::handoff;
+use crate::vulkan::{handoff, VulkanDevice};
 
 /// Where the engine hands a resource over and what it did or will do with it,
 /// for the handoff barriers. All zero: queue family 0, all commands, all memory
@@ -64,6 +66,12 @@ pub struct vkcuda_handoff_resource {
     pub layout: VkImageLayout,
 }
 
+thread_local! {
+    /// The ranges of a batch, reused from call to call (no allocation once warm).
+    static RANGES: RefCell<(Vec<handoff::BufferRange>, Vec<handoff::ImageRange>)> =
+        const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
 unsafe fn batch(
     resource_count: u32,
     resources: *const vkcuda_handoff_resource,
@@ -84,58 +92,62 @@ unsafe fn batch(
         handoff::Direction::Release => "old layout",
         handoff::Direction::Acquire => "new layout",
     };
-    let mut buffers = Vec::new();
-    let mut images = Vec::new();
-    let mut device: Option<&crate::vulkan::VulkanDevice> = None;
-    for (i, r) in list.iter().enumerate() {
-        let dev = match (r.buffer.is_null(), r.image.is_null()) {
-            (false, true) => {
-                let b = handle::get(r.buffer, &format!("resources[{i}].buffer"))?;
-                if r.layout != 0 {
-                    return Err(Error::invalid(format!(
-                        "resources[{i}].layout is {} for a buffer; buffers have no layout (0)",
-                        r.layout
-                    )));
+    RANGES.with(|ranges| {
+        let mut ranges = ranges.borrow_mut();
+        let (buffers, images) = &mut *ranges;
+        buffers.clear();
+        images.clear();
+        let mut device: Option<&VulkanDevice> = None;
+        for (i, r) in list.iter().enumerate() {
+            let dev = match (r.buffer.is_null(), r.image.is_null()) {
+                (false, true) => {
+                    let b = handle::get_named(r.buffer, || format!("resources[{i}].buffer"))?;
+                    if r.layout != 0 {
+                        return Err(Error::invalid(format!(
+                            "resources[{i}].layout is {} for a buffer; buffers have no layout (0)",
+                            r.layout
+                        )));
+                    }
+                    buffers.push(b.handoff_range());
+                    &b.context().vk
                 }
-                buffers.push(b.handoff_range());
-                &b.context().vk
-            }
-            (true, false) => {
-                let im = handle::get(r.image, &format!("resources[{i}].image"))?;
-                let layout = handoff::check_layout(
-                    vk::ImageLayout::from_raw(r.layout),
-                    dir,
-                    &format!("resources[{i}].layout ({what})"),
-                )?;
-                images.push(im.handoff_range(layout));
-                &im.context().vk
-            }
-            (true, true) => {
-                return Err(Error::null(&format!(
-                    "resources[{i}].buffer and resources[{i}].image"
-                )))
-            }
-            (false, false) => {
-                return Err(Error::invalid(format!(
-                    "resources[{i}] sets both buffer and image; set exactly one"
-                )))
-            }
-        };
-        match device {
-            None => device = Some(dev),
-            Some(d) if d.device.handle() == dev.device.handle() => {}
-            Some(_) => {
-                return Err(Error::invalid(format!(
-                    "resources[{i}] belongs to another VkDevice than resources[0]: one barrier \
-                     records into one device's command buffer"
-                )))
+                (true, false) => {
+                    let im = handle::get_named(r.image, || format!("resources[{i}].image"))?;
+                    let layout = handoff::check_layout_named(
+                        vk::ImageLayout::from_raw(r.layout),
+                        dir,
+                        || format!("resources[{i}].layout ({what})"),
+                    )?;
+                    images.push(im.handoff_range(layout));
+                    &im.context().vk
+                }
+                (true, true) => {
+                    return Err(Error::null(&format!(
+                        "resources[{i}].buffer and resources[{i}].image"
+                    )))
+                }
+                (false, false) => {
+                    return Err(Error::invalid(format!(
+                        "resources[{i}] sets both buffer and image; set exactly one"
+                    )))
+                }
+            };
+            match device {
+                None => device = Some(dev),
+                Some(d) if d.device.handle() == dev.device.handle() => {}
+                Some(_) => {
+                    return Err(Error::invalid(format!(
+                        "resources[{i}] belongs to another VkDevice than resources[0]: one barrier \
+                         records into one device's command buffer"
+                    )))
+                }
             }
         }
-    }
-    if let Some(dev) = device {
-        handoff::record(dev, cmd, dir, &scope, &buffers, &images);
-    }
-    Ok(())
+        if let Some(dev) = device {
+            handoff::record(dev, cmd, dir, &scope, buffers, images);
+        }
+        Ok(())
+    })
 }
 
 /// Records into the engine's command buffer ONE pipeline barrier that releases

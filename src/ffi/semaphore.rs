@@ -46,6 +46,7 @@ pub struct vkcuda_semaphore_create_info {
 ///
 /// @ingroup sync
 #[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct vkcuda_timeline_stage {
     /// The value the stage waits for (the previous stage's signal).
     pub wait_value: u64,

@@ -7,6 +7,8 @@
 //! One function records any number of buffers and images in one pipeline barrier
 //! (the single-resource C calls are the batch of one).
 
+use std::cell::RefCell;
+
 use ash::vk;
 
 use super::VulkanDevice;
@@ -220,6 +222,15 @@ pub unsafe fn record(
     }
 }
 
+thread_local! {
+    /// Barrier arrays reused from call to call, so a batched handoff allocates
+    /// nothing once warm.
+    static SCRATCH2: RefCell<(Vec<vk::BufferMemoryBarrier2<'static>>, Vec<vk::ImageMemoryBarrier2<'static>>)> =
+        const { RefCell::new((Vec::new(), Vec::new())) };
+    static SCRATCH1: RefCell<(Vec<vk::BufferMemoryBarrier<'static>>, Vec<vk::ImageMemoryBarrier<'static>>)> =
+        const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
 unsafe fn record2(
     barrier2: vk::PFN_vkCmdPipelineBarrier2,
     cmd: vk::CommandBuffer,
@@ -228,36 +239,18 @@ unsafe fn record2(
     buffers: &[BufferRange],
     images: &[ImageRange],
 ) {
-    let one_buffer;
-    let one_image;
-    let many_buffers: Vec<_>;
-    let many_images: Vec<_>;
-    let b: &[vk::BufferMemoryBarrier2] = match buffers {
-        [] => &[],
-        [x] => {
-            one_buffer = [buffer_barrier2(dir, scope, x)];
-            &one_buffer
-        }
-        xs => {
-            many_buffers = xs.iter().map(|x| buffer_barrier2(dir, scope, x)).collect();
-            &many_buffers
-        }
-    };
-    let i: &[vk::ImageMemoryBarrier2] = match images {
-        [] => &[],
-        [x] => {
-            one_image = [image_barrier2(dir, scope, x)];
-            &one_image
-        }
-        xs => {
-            many_images = xs.iter().map(|x| image_barrier2(dir, scope, x)).collect();
-            &many_images
-        }
-    };
-    let dep = vk::DependencyInfo::default()
-        .buffer_memory_barriers(b)
-        .image_memory_barriers(i);
-    barrier2(cmd, &dep);
+    SCRATCH2.with(|scratch| {
+        let mut scratch = scratch.borrow_mut();
+        let (b, i) = &mut *scratch;
+        b.clear();
+        i.clear();
+        b.extend(buffers.iter().map(|x| buffer_barrier2(dir, scope, x)));
+        i.extend(images.iter().map(|x| image_barrier2(dir, scope, x)));
+        let dep = vk::DependencyInfo::default()
+            .buffer_memory_barriers(b)
+            .image_memory_barriers(i);
+        barrier2(cmd, &dep);
+    });
 }
 
 unsafe fn record1(
@@ -269,42 +262,23 @@ unsafe fn record1(
     images: &[ImageRange],
 ) {
     let (src_stage, dst_stage) = stages(dir, scope);
-    // One resource (the common per-frame call) needs no allocation.
-    let one_buffer;
-    let one_image;
-    let many_buffers: Vec<_>;
-    let many_images: Vec<_>;
-    let b: &[vk::BufferMemoryBarrier] = match buffers {
-        [] => &[],
-        [x] => {
-            one_buffer = [buffer_barrier(dir, scope, x)];
-            &one_buffer
-        }
-        xs => {
-            many_buffers = xs.iter().map(|x| buffer_barrier(dir, scope, x)).collect();
-            &many_buffers
-        }
-    };
-    let i: &[vk::ImageMemoryBarrier] = match images {
-        [] => &[],
-        [x] => {
-            one_image = [image_barrier(dir, scope, x)];
-            &one_image
-        }
-        xs => {
-            many_images = xs.iter().map(|x| image_barrier(dir, scope, x)).collect();
-            &many_images
-        }
-    };
-    dev.device.cmd_pipeline_barrier(
-        cmd,
-        src_stage,
-        dst_stage,
-        vk::DependencyFlags::empty(),
-        &[],
-        b,
-        i,
-    );
+    SCRATCH1.with(|scratch| {
+        let mut scratch = scratch.borrow_mut();
+        let (b, i) = &mut *scratch;
+        b.clear();
+        i.clear();
+        b.extend(buffers.iter().map(|x| buffer_barrier(dir, scope, x)));
+        i.extend(images.iter().map(|x| image_barrier(dir, scope, x)));
+        dev.device.cmd_pipeline_barrier(
+            cmd,
+            src_stage,
+            dst_stage,
+            vk::DependencyFlags::empty(),
+            &[],
+            b,
+            i,
+        );
+    });
 }
 
 fn layout_name(l: vk::ImageLayout) -> String {
@@ -324,12 +298,22 @@ fn layout_name(l: vk::ImageLayout) -> String {
 /// with optimal tiling can be in, and UNDEFINED only as the layout it leaves
 /// (release: the contents are then not kept).
 pub fn check_layout(l: vk::ImageLayout, dir: Direction, what: &str) -> Result<vk::ImageLayout> {
+    check_layout_named(l, dir, || what.to_string())
+}
+
+/// [`check_layout`], with the argument's name made only for the message.
+pub fn check_layout_named(
+    l: vk::ImageLayout,
+    dir: Direction,
+    what: impl FnOnce() -> String,
+) -> Result<vk::ImageLayout> {
     use vk::ImageLayout as L;
     let old = dir == Direction::Release;
     match l {
         L::UNDEFINED if old => Ok(l),
         L::UNDEFINED => Err(Error::invalid(format!(
-            "{what} must not be VK_IMAGE_LAYOUT_UNDEFINED (a transition cannot go to it)"
+            "{} must not be VK_IMAGE_LAYOUT_UNDEFINED (a transition cannot go to it)",
+            what()
         ))),
         L::GENERAL
         | L::COLOR_ATTACHMENT_OPTIMAL
@@ -339,6 +323,7 @@ pub fn check_layout(l: vk::ImageLayout, dir: Direction, what: &str) -> Result<vk
         | L::READ_ONLY_OPTIMAL
         | L::ATTACHMENT_OPTIMAL => Ok(l),
         _ => {
+            let what = what();
             let name = layout_name(l);
             if name.starts_with("VK_IMAGE_LAYOUT_") {
                 Err(Error::invalid(format!(
