@@ -24,6 +24,8 @@
 #                    nvcc made (VKCUDA_EXAMPLES_PTX): same checks, same results
 #   vvl:NAME         each example under VK_LAYER_KHRONOS_validation; any line with
 #                    "VUID" or "Validation Error" fails the step
+#   calls            .dev/gpu/bench-calls --csv $OUT/calls.csv (bench/calls.rs): the
+#                    per-call CPU cost of each per-frame call against the raw calls
 #   bench            .dev/gpu/bench-interop --csv $OUT/bench.csv (bench/interop.rs);
 #                    only when named: `scripts/gpu-test.sh bench` (it takes minutes)
 # Everything runs with VKCUDA_REQUIRE_GPU=1. Output goes to $OUT/gpu.log as it
@@ -54,7 +56,7 @@ log() { steps_log "$@"; }
 
 # The examples, in the order they run (their steps are at the end of this file).
 examples="vkcuda_info buffer_roundtrip frame_loop image_formats image_fractal ipc_demo engine_postfx"
-steps_select "setup ptx configure build build-by-hand rust $examples fresh-ptx vvl bench" "$@"
+steps_select "setup ptx configure build build-by-hand rust $examples fresh-ptx calls vvl bench" "$@"
 
 last_line_note() { # the example's last PASS/FAIL/SKIP line, shortened
     grep -E '(PASS|FAIL|SKIP)' "$1" | tail -1 | cut -c1-110
@@ -199,7 +201,7 @@ else
     need_build=0
     [ ${#STEPS_WANTED[@]} -eq 0 ] && need_build=1
     for w in "${STEPS_WANTED[@]}"; do
-        case ${w%%:*} in setup|ptx|rust|bench) ;; *) need_build=1 ;; esac
+        case ${w%%:*} in setup|ptx|rust|bench|calls) ;; *) need_build=1 ;; esac
     done
     if [ $need_build = 1 ]; then
         rm -rf "$build/manual"
@@ -239,6 +241,8 @@ else
     if [ ${#STEPS_WANTED[@]} -gt 0 ] && steps_wanted bench; then # only when named
         ex bench 500 "$bundle/bench-interop" --csv "$OUT/bench.csv"
     fi
+    # The per-call CPU cost (bench/calls.rs): under a minute, so always.
+    ex calls 120 "$bundle/bench-calls" --csv "$OUT/calls.csv"
 
     vvl vkcuda_info       60 run_example vkcuda_info
     vvl buffer_roundtrip 150 run_example buffer_roundtrip 4 1M+1 64M --cycles 50

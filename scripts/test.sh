@@ -211,8 +211,9 @@ fi
 if ! command -v cargo >/dev/null 2>&1; then
   echo "cargo not found: see the install-deps output above"
 fi
-run_bench_smoke() { # the benchmark's parts that run without a GPU, a few iterations each
-  x cargo bench "${locked[@]}" --bench interop -- --quick
+run_bench_smoke() { # the benchmarks' parts that run without a GPU, a few iterations each
+  x cargo bench "${locked[@]}" --bench interop -- --quick &&
+    x cargo bench "${locked[@]}" --bench calls -- --quick
 }
 
 step fmt run_fmt
