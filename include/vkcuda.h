@@ -2289,7 +2289,9 @@ enum vkcuda_result vkcuda_semaphore_get_vk_semaphore(const struct vkcuda_semapho
  * 0). `stream` NULL is the legacy default stream of the context's CUcontext; a
  * stream of another context gives `VKCUDA_ERROR_DEVICE_MISMATCH`. Timeline values
  * must be greater than every value signalled through the library and than the
- * current value (`VKCUDA_ERROR_INVALID_ARGUMENT` otherwise). Does not block.
+ * current value (`VKCUDA_ERROR_INVALID_ARGUMENT` otherwise). Does not block. A
+ * stream that is capturing a CUDA graph is refused (`VKCUDA_ERROR_INVALID_STATE`):
+ * use `vkcuda_semaphore_cuda_graph_add_signal` for graphs.
  *
  * Thread-safety: may be called from any thread.
  *
@@ -2304,7 +2306,9 @@ enum vkcuda_result vkcuda_semaphore_cuda_signal(const struct vkcuda_semaphore *s
 /**
  * Enqueues on `stream` a CUDA wait until the semaphore reaches `value` (binary: a
  * wait for the pending signal; `value` must be 0, and a second wait without a new
- * signal gives `VKCUDA_ERROR_INVALID_STATE`). Does not block the CPU.
+ * signal gives `VKCUDA_ERROR_INVALID_STATE`). Does not block the CPU. A stream that
+ * is capturing a CUDA graph is refused (`VKCUDA_ERROR_INVALID_STATE`): use
+ * `vkcuda_semaphore_cuda_graph_add_wait` for graphs.
  *
  * Thread-safety: may be called from any thread.
  *
