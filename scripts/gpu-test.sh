@@ -211,7 +211,7 @@ else
     fi
 
     for t in "$bundle"/tests/*; do
-        step --timeout 150 --note rust_note "rust:$(basename "$t")" "$t" --test-threads=1 --include-ignored
+        step --timeout 150 --note rust_note "rust:$(basename "$t")" "$t" --test-threads=1 --include-ignored --nocapture
     done
 
     # ex NAME TIMEOUT_S COMMAND...: an example as step NAME (a new NAME goes into
