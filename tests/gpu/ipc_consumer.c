@@ -14,7 +14,7 @@
  * and runs as many frames as the producer says (its --frames). Without it, it is
  * the whole demo in one command: it makes a socket in a new temporary directory,
  * starts ipc_producer (from this executable's directory) on it with the options
- * given, and runs its own half (c_examples/ipc_demo.sh starts the two by hand).
+ * given, and runs its own half (tests/gpu/ipc_demo.sh starts the two by hand).
  *
  * The consumer itself needs no CUDA: its context is Vulkan-only. The producer needs
  * a CUDA GPU; without one it says so, the consumer exits 77 (skipped), or 1 with
@@ -479,7 +479,7 @@ static int consume(const char *path, uint64_t timeout_ns) {
     memset(&reply, 0, sizeof reply);
     memcpy(reply.magic, HELLO_MAGIC, 8);
     reply.mode = have_vulkan ? MODE_READY : MODE_SKIP;
-    snprintf(reply.note, sizeof reply.note, "%s", why);
+    snprintf(reply.note, sizeof reply.note, "%.*s", (int)sizeof reply.note - 1, why);
     CHECK(send_all(C.conn, &reply, sizeof reply) == 0, "answering the hello: %s", strerror(errno));
     if (!have_vulkan) goto done;
     CHECK(C.h.mode == MODE_CUDA || C.h.mode == MODE_VULKAN_ONLY, "unknown mode %u", C.h.mode);

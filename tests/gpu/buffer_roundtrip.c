@@ -7,7 +7,7 @@
  *   (b) Vulkan -> CUDA: a VKCUDA_ALLOCATOR_VULKAN buffer filled by a Vulkan copy
  *       from staging and released to CUDA; a CUDA kernel transforms it in place
  *       (x * mul + add); read back with cuMemcpyDtoH and again through Vulkan.
- *   (c) Wrap: the example allocates exportable VkDeviceMemory itself with two
+ *   (c) Wrap: the program allocates exportable VkDeviceMemory itself with two
  *       VkBuffers in it (the second at an aligned offset), and once more as a
  *       dedicated allocation; vkcuda_buffer_wrap gives CUDA views; a kernel writes,
  *       Vulkan reads back.
@@ -22,7 +22,10 @@
  *   buffer_roundtrip [--cycles N] [--vulkan-only] [SIZE...]
  *
  * --vulkan-only makes a Vulkan-only context and runs the Vulkan half only (a test of
- * the example itself on machines without CUDA, e.g. lavapipe).
+ * the program itself on machines without CUDA, e.g. lavapipe).
+ *
+ * A GPU test program (tests/gpu): c_examples/buffer_cuda_to_vulkan.c and
+ * buffer_vulkan_to_cuda.c are the short examples.
  *
  * Without a CUDA driver (or without a Vulkan device that matches a CUDA device) it
  * says why and exits 0, or 1 when VKCUDA_REQUIRE_GPU=1. Synchronisation is by fences

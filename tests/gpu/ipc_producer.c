@@ -489,7 +489,7 @@ static int produce(const char *path, int vulkan_only, uint64_t timeout_ns) {
     h.mode = skipped ? MODE_SKIP : vulkan_only ? MODE_VULKAN_ONLY : MODE_CUDA;
     h.frames = P.frames;
     h.size = P.size;
-    snprintf(h.note, sizeof h.note, "%s", why);
+    snprintf(h.note, sizeof h.note, "%.*s", (int)sizeof h.note - 1, why);
     CHECK(send_all(P.conn, &h, sizeof h) == 0, "sending the hello: %s", strerror(errno));
     if (skipped) goto done;
     r = recv_all(P.conn, &reply, sizeof reply, timeout_ns);

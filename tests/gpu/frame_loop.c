@@ -26,7 +26,7 @@
  *   frame_loop [--frames N] [--in-flight K] [--size BYTES] [--latency-rounds R]
  *              [--vulkan-only]
  *
- * --vulkan-only (a test of the example on machines without CUDA, e.g. lavapipe):
+ * --vulkan-only (a test of the program on machines without CUDA, e.g. lavapipe):
  * a Vulkan-only context, a plain Vulkan timeline semaphore, and stage 2 done by a
  * Vulkan submit that writes what the kernel would; no edge cases, no latency.
  *

@@ -1,11 +1,16 @@
 /*
+ * engine_postfx_test: the GPU test program of what examples/cpp/engine_postfx.cpp
+ * shows (that example is the short version to read; this one checks everything).
+ * The shaders are the .comp files in tests/gpu/shaders/ (committed SPIR-V in tests/gpu/spirv/); the
+ * kernel (postfx.cu, postfx_ptx.h) is the example's, in examples/cpp/.
+ *
  * engine_postfx: what a C++ engine does with vkcuda. It owns its Vulkan instance
  * and device, renders every frame with a compute pass of its own into a shared
  * image, hands the image to a CUDA kernel for post-processing (a 3x3 blur and a
  * tone curve) into a second shared image, takes that back, and checks every pixel
  * of every frame against a host reference. The last frame is written as a PNG.
  *
- *   engine_postfx [--frames N] [--in-flight K] [--size WxH] [--out FILE] [--vulkan-only]
+ *   engine_postfx_test [--frames N] [--in-flight K] [--size WxH] [--out FILE] [--vulkan-only]
  *                 defaults: 1000 frames, 3 in flight, 512x288, engine_postfx.png
  *
  * The engine's side, in order:
@@ -63,6 +68,10 @@ extern "C" {
 #include "cuda_driver.h"
 #include "vk_loader.h"
 }
+
+#ifdef VKCUDA_HAVE_STB_IMAGE_WRITE
+#include <stb_image_write.h>
+#endif
 
 #include "postfx_comp_spv.h"
 #include "postfx_ptx.h"
@@ -163,120 +172,6 @@ void postfx_reference(const std::vector<std::uint8_t>& scene, std::uint32_t w, s
         }
     }
 }
-
-// ---- PNG (stored deflate blocks, CRC-32, Adler-32; as c_examples/image_fractal.c) ----------
-
-class PngWriter {
-public:
-    // Writes the RGBA pixels as an 8-bit RGB PNG; returns the file size, or 0 on failure.
-    static long write(const std::string& path, const std::uint8_t* rgba, std::uint32_t w, std::uint32_t h) {
-        PngWriter p;
-        p.f_ = std::fopen(path.c_str(), "wb");
-        if (p.f_ == nullptr) return 0;
-        static const std::uint8_t signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-        p.raw(signature, 8);
-        std::uint8_t ihdr[13] = {0, 0, 0, 0, 0, 0, 0, 0, 8, 2, 0, 0, 0};  // 8-bit RGB, deflate, no interlace
-        be32(ihdr, w);
-        be32(ihdr + 4, h);
-        p.chunk_begin("IHDR", 13);
-        p.put(ihdr, 13);
-        p.chunk_end();
-
-        const std::uint64_t row = 1 + 3 * std::uint64_t{w}, total = row * h;
-        const std::uint64_t blocks = (total + 65534) / 65535;
-        p.chunk_begin("IDAT", static_cast<std::uint32_t>(2 + total + 5 * blocks + 4));
-        const std::uint8_t zlib[2] = {0x78, 0x01};
-        p.put(zlib, 2);
-        std::vector<std::uint8_t> line(row);
-        std::uint64_t left = total, block_left = 0;
-        std::uint32_t a = 1, b = 0;
-        for (std::uint32_t y = 0; y < h; y++) {
-            line[0] = 0;  // filter: none
-            for (std::uint32_t x = 0; x < w; x++)
-                std::memcpy(&line[1 + 3 * std::size_t{x}], rgba + (std::size_t{y} * w + x) * 4, 3);
-            for (std::uint8_t v : line) {
-                a = (a + v) % 65521u;
-                b = (b + a) % 65521u;
-            }
-            for (std::uint64_t done = 0; done < row;) {
-                if (block_left == 0) {
-                    std::uint16_t len = static_cast<std::uint16_t>(std::min<std::uint64_t>(left, 65535));
-                    std::uint8_t hdr[5] = {static_cast<std::uint8_t>(left <= 65535 ? 1 : 0),
-                                           static_cast<std::uint8_t>(len), static_cast<std::uint8_t>(len >> 8),
-                                           static_cast<std::uint8_t>(~len), static_cast<std::uint8_t>(~len >> 8)};
-                    p.put(hdr, 5);
-                    block_left = len;
-                }
-                std::uint64_t n = std::min(row - done, block_left);
-                p.put(&line[done], static_cast<std::size_t>(n));
-                done += n;
-                block_left -= n;
-                left -= n;
-            }
-        }
-        std::uint8_t adler[4];
-        be32(adler, (b << 16) | a);
-        p.put(adler, 4);
-        p.chunk_end();
-        p.chunk_begin("IEND", 0);
-        p.chunk_end();
-        long size = std::ftell(p.f_);
-        bool ok = !p.error_ && std::fclose(p.f_) == 0;
-        p.f_ = nullptr;
-        return ok ? size : 0;
-    }
-
-    // The size write() gives for w x h.
-    static long expected_size(std::uint32_t w, std::uint32_t h) {
-        const std::uint64_t row = 1 + 3 * std::uint64_t{w}, total = row * h, blocks = (total + 65534) / 65535;
-        return static_cast<long>(8 + (12 + 13) + (12 + 2 + total + 5 * blocks + 4) + 12);
-    }
-
-    PngWriter(const PngWriter&) = delete;
-    PngWriter& operator=(const PngWriter&) = delete;
-    ~PngWriter() {
-        if (f_ != nullptr) std::fclose(f_);
-    }
-
-private:
-    PngWriter() {
-        for (std::uint32_t n = 0; n < 256; n++) {
-            std::uint32_t c = n;
-            for (int k = 0; k < 8; k++) c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
-            table_[n] = c;
-        }
-    }
-    static void be32(std::uint8_t* b, std::uint32_t v) {
-        b[0] = static_cast<std::uint8_t>(v >> 24);
-        b[1] = static_cast<std::uint8_t>(v >> 16);
-        b[2] = static_cast<std::uint8_t>(v >> 8);
-        b[3] = static_cast<std::uint8_t>(v);
-    }
-    void raw(const void* p, std::size_t n) {
-        if (n > 0 && std::fwrite(p, 1, n, f_) != n) error_ = true;
-    }
-    void put(const std::uint8_t* p, std::size_t n) {
-        raw(p, n);
-        for (std::size_t i = 0; i < n; i++) crc_ = table_[(crc_ ^ p[i]) & 0xff] ^ (crc_ >> 8);
-    }
-    void chunk_begin(const char* type, std::uint32_t length) {
-        std::uint8_t b[4];
-        be32(b, length);
-        raw(b, 4);
-        crc_ = 0xffffffffu;
-        put(reinterpret_cast<const std::uint8_t*>(type), 4);
-    }
-    void chunk_end() {
-        std::uint8_t b[4];
-        be32(b, crc_ ^ 0xffffffffu);
-        raw(b, 4);
-    }
-
-    std::FILE* f_ = nullptr;
-    std::uint32_t table_[256];
-    std::uint32_t crc_ = 0;
-    bool error_ = false;
-};
 
 // ---- the engine ------------------------------------------------------------------------
 
@@ -1064,16 +959,19 @@ int main(int argc, char** argv) {
                     " mismatched; %.1f s (%.2f ms a frame, host checks included); last frame FNV-1a %016" PRIx64 "\n",
                     frames_checked, pixels, mismatched, loop_s, loop_s * 1e3 / opt.frames, checksum);
     if (ok && !last.empty()) {
-        long size = PngWriter::write(opt.out, last.data(), opt.width, opt.height);
-        if (size != PngWriter::expected_size(opt.width, opt.height)) {
-            std::printf("  FAIL: writing %s (%ld bytes, expected %ld)\n", opt.out.c_str(), size,
-                        PngWriter::expected_size(opt.width, opt.height));
+#ifdef VKCUDA_HAVE_STB_IMAGE_WRITE
+        const int w = static_cast<int>(opt.width), h = static_cast<int>(opt.height);
+        if (stbi_write_png(opt.out.c_str(), w, h, 4, last.data(), 4 * w) == 0) {
+            std::printf("  FAIL: writing %s (stbi_write_png failed)\n", opt.out.c_str());
             ok = false;
         } else {
-            std::printf("wrote %s (%ux%u RGB, %ld bytes): frame %u after %s\n", opt.out.c_str(), opt.width,
-                        opt.height, size, opt.frames - 1,
+            std::printf("wrote %s (%ux%u RGBA, stb_image_write): frame %u after %s\n", opt.out.c_str(), opt.width,
+                        opt.height, opt.frames - 1,
                         opt.vulkan_only ? "shaders/postfx.comp" : "the CUDA post-processing");
         }
+#else
+        std::printf("no PNG written: built without stb_image_write.h (apt-get install libstb-dev)\n");
+#endif
     }
     vkcuda_live_objects live = vkcuda::live_objects();
     const vkcuda_live_objects zero{};
