@@ -12,18 +12,25 @@
 #   ptx              scripts/gen-ptx.sh --check: kernels_ptx.h (and every other
 #                    header gen-ptx.sh made) is what this nvcc makes of its .cu
 #                    (nvcc version line excepted)
-#   configure, build CMake with -DVKCUDA_PREBUILT_LIBRARY=.dev/gpu/libvkcuda.so;
-#                    if CMake fails, the two GPU examples are built with gcc
-#                    directly so that they still run (configure stays FAIL)
+#   configure, build CMake with -DVKCUDA_PREBUILT_LIBRARY=.dev/gpu/libvkcuda.so, the
+#                    examples and the GPU test programs (tests/gpu); if CMake fails,
+#                    buffer_roundtrip and frame_loop are built with gcc directly so
+#                    that they still run (configure stays FAIL)
 #   rust:NAME        each Rust test executable in .dev/gpu/tests, --test-threads=1
-#   vkcuda_info, buffer_roundtrip, frame_loop, image_formats, image_fractal (PNG to
-#                    $OUT/fractal.png), ipc_demo (two processes)    the examples
-#   engine_postfx    the C++ engine-style example (examples/cpp): 1000 frames, every
-#                    pixel checked; PNG to $OUT/engine_postfx.png
+#   vkcuda_info      the c_examples program (devices, pairing, standalone context)
+#   buffer_roundtrip, frame_loop, image_formats, image_fractal (PNG to
+#                    $OUT/fractal.png), ipc_demo (two processes)    the GPU test
+#                    programs of tests/gpu
+#   engine_postfx    tests/gpu/engine_postfx_test (the engine of examples/cpp): 1000
+#                    frames, every pixel checked; PNG to $OUT/engine_postfx.png
+#   example:NAME     each short example (c_examples, examples/cpp) as it ships:
+#                    five_minutes, buffer_cuda_to_vulkan, buffer_vulkan_to_cuda,
+#                    frame_timeline, image_to_png, cross_process, engine_postfx
 #   fresh-ptx        buffer_roundtrip and frame_loop once more with the PTX this
 #                    nvcc made (VKCUDA_EXAMPLES_PTX): same checks, same results
-#   vvl:NAME         each example under VK_LAYER_KHRONOS_validation; any line with
-#                    "VUID" or "Validation Error" fails the step
+#   vvl:NAME, vvl:example:NAME
+#                    each of the above under VK_LAYER_KHRONOS_validation; any line
+#                    with "VUID" or "Validation Error" fails the step
 #   bench            .dev/gpu/bench-interop --csv $OUT/bench.csv (bench/interop.rs);
 #                    only when named: `scripts/gpu-test.sh bench` (it takes minutes)
 # Everything runs with VKCUDA_REQUIRE_GPU=1. Output goes to $OUT/gpu.log as it
@@ -53,7 +60,7 @@ log() { echo "$*" | tee -a "$log_file"; }
 wanted=("$@")
 for w in "${wanted[@]}"; do
     case ${w%%:*} in
-        setup|ptx|configure|build|build-by-hand|rust|vkcuda_info|buffer_roundtrip|frame_loop|image_formats|image_fractal|ipc_demo|engine_postfx|fresh-ptx|vvl|bench) ;;
+        setup|ptx|configure|build|build-by-hand|rust|vkcuda_info|buffer_roundtrip|frame_loop|image_formats|image_fractal|ipc_demo|engine_postfx|example|fresh-ptx|vvl|bench) ;;
         *) echo "gpu-test.sh: unknown step '$w' (see the comment at the top of $0)" >&2; exit 2 ;;
     esac
 done
@@ -185,14 +192,15 @@ configure() {
         -DVKCUDA_PREBUILT_LIBRARY="$bundle/libvkcuda.so" \
         -DVulkan_INCLUDE_DIR="$bundle/include" \
         -DVulkan_LIBRARY=/usr/lib/x86_64-linux-gnu/libvulkan.so.1 \
-        -DVKCUDA_BUILD_EXAMPLES=ON ${VKCUDA_CMAKE_ARGS:-}
+        -DVKCUDA_STB_INCLUDE_DIR="$bundle/include/stb" \
+        -DVKCUDA_BUILD_EXAMPLES=ON -DVKCUDA_BUILD_TESTS=ON ${VKCUDA_CMAKE_ARGS:-}
 }
 
 build_cmake() {
     cmake --build "$build/cmake" -j "$(nproc)"
 }
 
-# Used only when CMake cannot build: the two GPU examples with the flags CMake uses.
+# Used only when CMake cannot build: two GPU test programs with the flags CMake uses.
 build_by_hand() {
     local d=$build/manual flags="-std=c99 -O2 -g -Wall -Wextra -Wpedantic -Werror"
     mkdir -p "$d"
@@ -201,9 +209,9 @@ build_by_hand() {
     soname=$(objdump -p "$bundle/libvkcuda.so" 2>/dev/null | awk '/SONAME/ { print $2 }')
     ln -sf "$bundle/libvkcuda.so" "$d/libvkcuda.so"
     [ -z "$soname" ] || ln -sf "$bundle/libvkcuda.so" "$d/$soname"
-    gcc $flags -D_POSIX_C_SOURCE=200809L -Iinclude -I"$bundle/include" c_examples/buffer_roundtrip.c \
+    gcc $flags -D_POSIX_C_SOURCE=200809L -Iinclude -Ic_examples -I"$bundle/include" tests/gpu/buffer_roundtrip.c \
         c_examples/cuda_driver.c c_examples/vk_loader.c -L"$d" -lvkcuda -ldl -Wl,-rpath,"$d" -o "$d/buffer_roundtrip" &&
-    gcc $flags -D_POSIX_C_SOURCE=200809L -Iinclude -I"$bundle/include" c_examples/frame_loop.c \
+    gcc $flags -D_POSIX_C_SOURCE=200809L -Iinclude -Ic_examples -I"$bundle/include" tests/gpu/frame_loop.c \
         c_examples/cuda_driver.c c_examples/vk_loader.c -L"$d" -lvkcuda -ldl -lpthread -Wl,-rpath,"$d" -o "$d/frame_loop"
 }
 
@@ -233,6 +241,18 @@ fresh_ptx() { # the examples with the PTX this nvcc made of kernels.cu
 
 export -f setup ptx_check find_example configure build_cmake build_by_hand run_example with_vvl fresh_ptx
 
+# The short examples (c_examples/, examples/cpp/): STEP|EXECUTABLE [ARGS] (no spaces in
+# the arguments); each is run as is and under the validation layer.
+short_examples=(
+    "five_minutes|five_minutes"
+    "buffer_cuda_to_vulkan|buffer_cuda_to_vulkan"
+    "buffer_vulkan_to_cuda|buffer_vulkan_to_cuda"
+    "frame_timeline|frame_timeline"
+    "image_to_png|image_to_png $OUT/image_to_png.png"
+    "cross_process|cross_process_producer"
+    "engine_postfx|engine_postfx $OUT/engine_postfx-example.png"
+)
+
 # ---------------------------------------------------------------------------------
 log "gpu-test.sh: steps: ${wanted[*]:-all}; log: $log_file"
 
@@ -252,8 +272,12 @@ else
     run_step ptx 90 ptx_check
 
     need_build=0
-    for s in configure build vkcuda_info buffer_roundtrip frame_loop image_formats image_fractal ipc_demo engine_postfx fresh-ptx vvl:vkcuda_info vvl:buffer_roundtrip vvl:frame_loop vvl:image_formats; do
+    for s in configure build vkcuda_info buffer_roundtrip frame_loop image_formats image_fractal ipc_demo engine_postfx fresh-ptx vvl:vkcuda_info vvl:buffer_roundtrip vvl:frame_loop vvl:image_formats vvl:image_fractal vvl:ipc_demo vvl:engine_postfx; do
         is_wanted "$s" && need_build=1
+    done
+    for e in "${short_examples[@]}"; do
+        is_wanted "example:${e%%|*}" && need_build=1
+        is_wanted "vvl:example:${e%%|*}" && need_build=1
     done
     if [ $need_build = 1 ]; then
         saved=("${wanted[@]}")
@@ -274,8 +298,12 @@ else
     STEP_NOTE_CMD=last_line_note run_step frame_loop 180 run_example frame_loop
     STEP_NOTE_CMD=last_line_note run_step image_formats 180 run_example image_formats
     STEP_NOTE_CMD=last_line_note run_step image_fractal 120 run_example image_fractal --out "$OUT/fractal.png"
-    STEP_NOTE_CMD=last_line_note run_step ipc_demo 180 c_examples/ipc_demo.sh --bin "$build/cmake/c_examples"
-    STEP_NOTE_CMD=last_line_note run_step engine_postfx 180 run_example engine_postfx --out "$OUT/engine_postfx.png"
+    STEP_NOTE_CMD=last_line_note run_step ipc_demo 180 tests/gpu/ipc_demo.sh --bin "$build/cmake/tests/gpu"
+    STEP_NOTE_CMD=last_line_note run_step engine_postfx 180 run_example engine_postfx_test --out "$OUT/engine_postfx.png"
+    # The short examples, as a user runs them (each ends with "NAME: PASS").
+    for e in "${short_examples[@]}"; do
+        STEP_NOTE_CMD=last_line_note run_step "example:${e%%|*}" 120 run_example ${e#*|}
+    done
 
     if [ -s "$OUT/kernels.fresh.ptx" ]; then
         STEP_NOTE_CMD=last_line_note run_step fresh-ptx 120 fresh_ptx
@@ -297,9 +325,13 @@ else
     STEP_NOTE_CMD=vvl_note STEP_VERDICT_CMD=vvl_verdict run_step vvl:image_fractal 120 \
         with_vvl run_example image_fractal --out "$OUT/fractal-vvl.png"
     STEP_NOTE_CMD=vvl_note STEP_VERDICT_CMD=vvl_verdict run_step vvl:ipc_demo 180 \
-        with_vvl c_examples/ipc_demo.sh --bin "$build/cmake/c_examples"
+        with_vvl tests/gpu/ipc_demo.sh --bin "$build/cmake/tests/gpu"
     STEP_NOTE_CMD=vvl_note STEP_VERDICT_CMD=vvl_verdict run_step vvl:engine_postfx 180 \
-        with_vvl run_example engine_postfx --frames 300 --out "$OUT/engine_postfx-vvl.png"
+        with_vvl run_example engine_postfx_test --frames 300 --out "$OUT/engine_postfx-vvl.png"
+    for e in "${short_examples[@]}"; do
+        STEP_NOTE_CMD=vvl_note STEP_VERDICT_CMD=vvl_verdict run_step "vvl:example:${e%%|*}" 120 \
+            with_vvl run_example ${e#*|}
+    done
 fi
 
 # ---------------------------------------------------------------------------------

@@ -432,7 +432,7 @@ static int draw(const view *v, const char *out_path) {
         FAILF("writing %s (stbi_write_png failed)", out_path);
     printf("wrote %s (%ux%u RGBA, stb_image_write)\n", out_path, v->width, v->height);
 #else
-    printf("no PNG written: built without stb_image_write.h (apt-get install libstb-dev)\n");
+    printf("no PNG written to %s: built without stb_image_write.h (apt-get install libstb-dev)\n", out_path);
 #endif
     ok = 1;
 done:
