@@ -42,6 +42,9 @@
 #include "fractal.h"
 #include "image_kernels_ptx.h"
 #include "vk_loader.h"
+#include "gpu_test.h"
+
+#define GPU_TEST_CUDA_DRIVER (&A.cu) /* for CHECK_CU */
 
 #ifdef VKCUDA_HAVE_STB_IMAGE_WRITE
 #include <stb_image_write.h>
@@ -72,58 +75,6 @@ typedef struct view {
     uint32_t width, height, max_iter;
     float x0, y0, step;
 } view;
-
-/* ---- reporting ---------------------------------------------------------------- */
-
-static const char *vkcuda_message(void) {
-    static char copy[2048];
-    snprintf(copy, sizeof copy, "%s", vkcuda_last_error_message());
-    return copy;
-}
-
-static void fail_at(int line, const char *fmt, ...) {
-    va_list ap;
-    printf("  FAIL at image_fractal.c:%d: ", line);
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    putchar('\n');
-}
-
-#define FAILF(...)                          \
-    do {                                    \
-        fail_at(__LINE__, __VA_ARGS__);     \
-        goto done;                          \
-    } while (0)
-#define CHECK_VKCUDA(call)                                                               \
-    do {                                                                                 \
-        vkcuda_result r_ = (call);                                                       \
-        if (r_ != VKCUDA_SUCCESS) {                                                      \
-            const char *m_ = vkcuda_message();                                           \
-            FAILF("%s -> %s: %s", #call, vkcuda_result_to_string(r_), m_);               \
-        }                                                                                \
-    } while (0)
-#define CHECK_VK(call)                                                                   \
-    do {                                                                                 \
-        VkResult r_ = (call);                                                            \
-        if (r_ != VK_SUCCESS) FAILF("%s -> %s", #call, vk_result_name(r_));              \
-    } while (0)
-#define CHECK_CU(call)                                                                   \
-    do {                                                                                 \
-        CUresult r_ = (call);                                                            \
-        if (r_ != CUDA_SUCCESS) FAILF("%s -> %s", #call, cuda_result_text(&A.cu, r_));   \
-    } while (0)
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int require_gpu(void) {
-    const char *v = getenv("VKCUDA_REQUIRE_GPU");
-    return v != NULL && strcmp(v, "1") == 0;
-}
 
 /* ---- the host reference (c_examples/fractal.h: must equal image_kernels.cu) -------- */
 
@@ -256,7 +207,7 @@ static int setup(int vulkan_only) {
     if (vulkan_only) si.flags = VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT;
     r = vkcuda_context_create_standalone(&si, &A.ctx);
     if (r != VKCUDA_SUCCESS) {
-        const char *m = vkcuda_message();
+        const char *m = gpu_test_message();
         snprintf(why, sizeof why, "vkcuda_context_create_standalone -> %s: %s", vkcuda_result_to_string(r), m);
         if (r == VKCUDA_ERROR_CUDA_UNAVAILABLE || r == VKCUDA_ERROR_VULKAN_UNAVAILABLE ||
             r == VKCUDA_ERROR_DEVICE_MISMATCH || r == VKCUDA_ERROR_EXTENSION_NOT_PRESENT)

@@ -48,6 +48,7 @@
 
 #include "cuda_driver.h" /* pattern_word, load_word, word_count (host code only) */
 #include "vk_loader.h"
+#include "gpu_test.h"
 
 extern char **environ;
 
@@ -83,66 +84,11 @@ static uint32_t frame_seed(uint64_t frame) {
     return 0x51ed0000u ^ (uint32_t)frame;
 }
 
-/* ---- reporting --------------------------------------------------------------------- */
-
-static char fail_text[1024];
-
-static void fail_at(const char *file, int line, const char *fmt, ...) {
-    va_list ap;
-    char msg[900];
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    printf("  FAIL at %s:%d: %s\n", file, line, msg);
-    if (fail_text[0] == '\0') snprintf(fail_text, sizeof fail_text, "%s", msg);
-    fflush(stdout);
-}
-
-static const char *vkcuda_message(void) {
-    static char copy[2048];
-    snprintf(copy, sizeof copy, "%s", vkcuda_last_error_message());
-    return copy;
-}
-
-#define FAILF(...)                                \
-    do {                                          \
-        fail_at(__FILE__, __LINE__, __VA_ARGS__); \
-        goto done;                                \
-    } while (0)
-#define CHECK_VKCUDA(call)                                                     \
-    do {                                                                       \
-        vkcuda_result r_ = (call);                                             \
-        if (r_ != VKCUDA_SUCCESS) {                                            \
-            const char *m_ = vkcuda_message();                                 \
-            FAILF("%s -> %s: %s", #call, vkcuda_result_to_string(r_), m_);     \
-        }                                                                      \
-    } while (0)
-#define CHECK_VK(call)                                                         \
-    do {                                                                       \
-        VkResult r_ = (call);                                                  \
-        if (r_ != VK_SUCCESS) FAILF("%s -> %s", #call, vk_result_name(r_));    \
-    } while (0)
-#define CHECK(cond, ...)                 \
-    do {                                 \
-        if (!(cond)) FAILF(__VA_ARGS__); \
-    } while (0)
-
-static uint64_t now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
 static void sleep_ms(unsigned ms) {
     struct timespec t;
     t.tv_sec = ms / 1000;
     t.tv_nsec = (long)(ms % 1000) * 1000000L;
     nanosleep(&t, NULL);
-}
-
-static int require_gpu(void) {
-    const char *v = getenv("VKCUDA_REQUIRE_GPU");
-    return v != NULL && strcmp(v, "1") == 0;
 }
 
 /* ---- socket helpers ------------------------------------------------------------------ */
@@ -260,7 +206,7 @@ static int setup_vulkan(int *skipped, char *why, size_t why_size) {
     r = vkcuda_context_create_standalone(&si, &C.ctx);
     if (r != VKCUDA_SUCCESS) {
         snprintf(why, why_size, "vkcuda_context_create_standalone -> %s: %s", vkcuda_result_to_string(r),
-                 vkcuda_message());
+                 gpu_test_message());
         if (r == VKCUDA_ERROR_VULKAN_UNAVAILABLE || r == VKCUDA_ERROR_EXTENSION_NOT_PRESENT) *skipped = 1;
         FAILF("%s", why);
     }
@@ -547,7 +493,7 @@ done:
            " mismatched%s (%.1f s)%s%s\n",
            ok ? "PASS" : "FAIL", C.frames_checked, C.words, C.mismatches,
            C.h.mode == MODE_VULKAN_ONLY ? " [Vulkan-only self-test]" : "", (double)(now_ns() - t0) * 1e-9,
-           ok ? "" : ": ", ok ? "" : fail_text);
+           ok ? "" : ": ", ok ? "" : gpu_test_first_failure());
     return ok ? 0 : 1;
 }
 

@@ -48,6 +48,9 @@
 
 #include "cuda_driver.h"
 #include "vk_loader.h"
+#include "gpu_test.h"
+
+#define GPU_TEST_CUDA_DRIVER (&P.cu) /* for CHECK_CU */
 
 extern char **environ;
 
@@ -83,71 +86,11 @@ static uint32_t frame_seed(uint64_t frame) {
     return 0x51ed0000u ^ (uint32_t)frame;
 }
 
-/* ---- reporting --------------------------------------------------------------------- */
-
-static char fail_text[1024];
-
-static void fail_at(const char *file, int line, const char *fmt, ...) {
-    va_list ap;
-    char msg[900];
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    printf("  FAIL at %s:%d: %s\n", file, line, msg);
-    if (fail_text[0] == '\0') snprintf(fail_text, sizeof fail_text, "%s", msg);
-    fflush(stdout);
-}
-
-static const char *vkcuda_message(void) {
-    static char copy[2048];
-    snprintf(copy, sizeof copy, "%s", vkcuda_last_error_message());
-    return copy;
-}
-
-#define FAILF(...)                                \
-    do {                                          \
-        fail_at(__FILE__, __LINE__, __VA_ARGS__); \
-        goto done;                                \
-    } while (0)
-#define CHECK_VKCUDA(call)                                                     \
-    do {                                                                       \
-        vkcuda_result r_ = (call);                                             \
-        if (r_ != VKCUDA_SUCCESS) {                                            \
-            const char *m_ = vkcuda_message();                                 \
-            FAILF("%s -> %s: %s", #call, vkcuda_result_to_string(r_), m_);     \
-        }                                                                      \
-    } while (0)
-#define CHECK_VK(call)                                                         \
-    do {                                                                       \
-        VkResult r_ = (call);                                                  \
-        if (r_ != VK_SUCCESS) FAILF("%s -> %s", #call, vk_result_name(r_));    \
-    } while (0)
-#define CHECK_CU(call)                                                                 \
-    do {                                                                               \
-        CUresult r_ = (call);                                                          \
-        if (r_ != CUDA_SUCCESS) FAILF("%s -> %s", #call, cuda_result_text(&P.cu, r_)); \
-    } while (0)
-#define CHECK(cond, ...)                 \
-    do {                                 \
-        if (!(cond)) FAILF(__VA_ARGS__); \
-    } while (0)
-
-static uint64_t now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
 static void sleep_ms(unsigned ms) {
     struct timespec t;
     t.tv_sec = ms / 1000;
     t.tv_nsec = (long)(ms % 1000) * 1000000L;
     nanosleep(&t, NULL);
-}
-
-static int require_gpu(void) {
-    const char *v = getenv("VKCUDA_REQUIRE_GPU");
-    return v != NULL && strcmp(v, "1") == 0;
 }
 
 /* ---- socket helpers ------------------------------------------------------------------ */
@@ -265,7 +208,7 @@ static int setup(int vulkan_only, int *skipped, char *why, size_t why_size) {
     r = vkcuda_context_create_standalone(&si, &P.ctx);
     if (r != VKCUDA_SUCCESS) {
         snprintf(why, why_size, "vkcuda_context_create_standalone -> %s: %s", vkcuda_result_to_string(r),
-                 vkcuda_message());
+                 gpu_test_message());
         if (r == VKCUDA_ERROR_CUDA_UNAVAILABLE || r == VKCUDA_ERROR_VULKAN_UNAVAILABLE ||
             r == VKCUDA_ERROR_DEVICE_MISMATCH || r == VKCUDA_ERROR_EXTENSION_NOT_PRESENT)
             *skipped = 1;
@@ -295,7 +238,7 @@ static int setup(int vulkan_only, int *skipped, char *why, size_t why_size) {
         r = vkcuda_semaphore_create(P.ctx, &sci, &P.sem);
         if (r == VKCUDA_ERROR_EXTENSION_NOT_PRESENT || r == VKCUDA_ERROR_UNSUPPORTED) {
             snprintf(why, why_size, "vkcuda_semaphore_create -> %s: %s", vkcuda_result_to_string(r),
-                     vkcuda_message());
+                     gpu_test_message());
             *skipped = 1;
             FAILF("%s", why);
         }
@@ -554,7 +497,7 @@ done:
            " words, %" PRIu64 " mismatched)%s (%.1f s)%s%s\n",
            ok ? "PASS" : "FAIL", ok ? P.frames : 0, P.res.frames_checked, P.res.words, P.res.mismatches,
            vulkan_only ? " [Vulkan-only self-test]" : "", (double)(now_ns() - t0) * 1e-9, ok ? "" : ": ",
-           ok ? "" : fail_text);
+           ok ? "" : gpu_test_first_failure());
     return ok ? 0 : 1;
 }
 
