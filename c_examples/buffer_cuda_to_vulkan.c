@@ -23,22 +23,14 @@
 
 int main(void) {
     example ex;
-    vkcuda_buffer_create_info ci = {0};
-    vkcuda_buffer *shared;
-    vkcuda_buffer_info info;
-    vk_owned_buffer host;
-    vkcuda_handoff_info acquire;
-    VkBufferCopy region = {0, 0, SIZE};
-    const uint32_t *words;
-    uint64_t i, bad = 0;
-
     example_open(&ex, "buffer_cuda_to_vulkan", 0);
 
     /* 1. The shared buffer, allocated by CUDA. */
-    ci.allocator = VKCUDA_ALLOCATOR_CUDA;
-    ci.size = SIZE;
-    ci.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT;
+    vkcuda_buffer_create_info ci = {
+        .allocator = VKCUDA_ALLOCATOR_CUDA, .size = SIZE, .usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT};
+    vkcuda_buffer *shared;
     CHECK(vkcuda_buffer_create(ex.ctx, &ci, &shared));
+    vkcuda_buffer_info info;
     CHECK(vkcuda_buffer_get_info(shared, &info));
     printf("CUDA allocated %" PRIu64 " bytes (allocation %" PRIu64 " bytes); CUDA pointer 0x%" PRIx64 "\n",
            info.size, info.allocation_size, info.cuda_pointer);
@@ -49,8 +41,9 @@ int main(void) {
     printf("the fill_pattern kernel wrote %" PRIu64 " words through the CUDA pointer\n", SIZE / 4);
 
     /* 3. Vulkan takes it over from CUDA and copies it out. */
-    host = example_host_buffer(&ex, SIZE);
-    acquire = example_handoff(&ex, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
+    vk_owned_buffer host = example_host_buffer(&ex, SIZE);
+    vkcuda_handoff_info acquire = example_handoff(&ex, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
+    VkBufferCopy region = {0, 0, SIZE};
     example_record(&ex, ex.cmd);
     CHECK(vkcuda_buffer_cmd_acquire_from_cuda(shared, ex.cmd, &acquire));
     ex.vk.vkCmdCopyBuffer(ex.cmd, info.buffer, host.buffer, 1, &region);
@@ -59,8 +52,9 @@ int main(void) {
     example_run(&ex, ex.cmd);
 
     /* 4. Every word, as Vulkan read it, against the kernel's formula. */
-    words = (const uint32_t *)host.mapped;
-    for (i = 0; i < SIZE / 4; i++) {
+    const uint32_t *words = (const uint32_t *)host.mapped;
+    uint64_t bad = 0;
+    for (uint64_t i = 0; i < SIZE / 4; i++) {
         if (words[i] != pattern_word(i, SEED)) {
             if (bad < 5)
                 printf("  word %" PRIu64 " is 0x%08x, expected 0x%08x\n", i, words[i], pattern_word(i, SEED));

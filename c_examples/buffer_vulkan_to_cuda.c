@@ -31,29 +31,23 @@ static uint32_t written_by_vulkan(uint64_t i) {
 
 int main(void) {
     example ex;
-    vkcuda_buffer_create_info ci = {0};
-    vkcuda_buffer *shared;
-    vkcuda_buffer_info info;
-    vk_owned_buffer staging;
-    vkcuda_handoff_info release;
-    VkBufferCopy region = {0, 0, SIZE};
-    uint32_t *words, *result;
-    uint64_t i, bad = 0;
-
     example_open(&ex, "buffer_vulkan_to_cuda", 0);
 
-    /* 1. The shared buffer, allocated by Vulkan (the default). */
-    ci.size = SIZE;
+    /* 1. The shared buffer, allocated by Vulkan (the default allocator). */
+    vkcuda_buffer_create_info ci = {.size = SIZE}; /* usage: transfers and storage */
+    vkcuda_buffer *shared;
     CHECK(vkcuda_buffer_create(ex.ctx, &ci, &shared));
+    vkcuda_buffer_info info;
     CHECK(vkcuda_buffer_get_info(shared, &info));
     printf("Vulkan allocated %" PRIu64 " bytes (%s allocation of %" PRIu64 " bytes); CUDA pointer 0x%" PRIx64 "\n",
            info.size, info.dedicated ? "a dedicated" : "an", info.allocation_size, info.cuda_pointer);
 
     /* 2. Vulkan writes it, then releases it to CUDA. */
-    staging = example_host_buffer(&ex, SIZE);
-    words = (uint32_t *)staging.mapped;
-    for (i = 0; i < SIZE / 4; i++) words[i] = written_by_vulkan(i);
-    release = example_handoff(&ex, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
+    vk_owned_buffer staging = example_host_buffer(&ex, SIZE);
+    uint32_t *words = (uint32_t *)staging.mapped;
+    for (uint64_t i = 0; i < SIZE / 4; i++) words[i] = written_by_vulkan(i);
+    vkcuda_handoff_info release = example_handoff(&ex, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
+    VkBufferCopy region = {0, 0, SIZE};
     example_record(&ex, ex.cmd);
     ex.vk.vkCmdCopyBuffer(ex.cmd, staging.buffer, info.buffer, 1, &region);
     CHECK(vkcuda_buffer_cmd_release_to_cuda(shared, ex.cmd, &release));
@@ -63,12 +57,13 @@ int main(void) {
     /* 3. A CUDA kernel reads (and rewrites) every word; the host copies the result out. */
     CHECK_CU(cuda_transform(&ex.cu, &ex.kernels, ex.stream, info.cuda_pointer, SIZE, MUL, ADD));
     CHECK_CU(ex.cu.cuStreamSynchronize(ex.stream));
-    result = (uint32_t *)malloc(SIZE);
+    uint32_t *result = (uint32_t *)malloc(SIZE);
     if (result == NULL) return 1;
     CHECK_CU(ex.cu.cuMemcpyDtoH(result, info.cuda_pointer, SIZE));
 
     /* 4. Every word: the kernel saw what Vulkan wrote. */
-    for (i = 0; i < SIZE / 4; i++) {
+    uint64_t bad = 0;
+    for (uint64_t i = 0; i < SIZE / 4; i++) {
         uint32_t want = transform_word(written_by_vulkan(i), MUL, ADD);
         if (result[i] != want) {
             if (bad < 5) printf("  word %" PRIu64 " is 0x%08x, expected 0x%08x\n", i, result[i], want);

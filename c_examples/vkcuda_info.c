@@ -38,7 +38,7 @@ static void print_failure(const char *call, vkcuda_result r)
     printf("%s: %s\n", vkcuda_result_to_string(r), msg);
     const char *bad = NULL;
     if (strcmp(vkcuda_result_to_string(r), "VKCUDA_UNKNOWN_RESULT") == 0) bad = "an unknown result code";
-    else if (r == VKCUDA_ERROR_PANIC || r == VKCUDA_ERROR_NULL_POINTER) bad = "PANIC or NULL_POINTER for valid arguments";
+    else if (r == VKCUDA_ERROR_PANIC || r == VKCUDA_ERROR_NULL_POINTER) bad = "PANIC or NULL_POINTER, valid arguments";
     else if (msg[0] == '\0') bad = "a failure without a message";
     if (bad != NULL) {
         fprintf(stderr, "vkcuda_info: %s returned %d\n", call, (int)r);

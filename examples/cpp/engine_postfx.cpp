@@ -29,7 +29,8 @@ extern "C" {
 namespace {
 constexpr std::uint32_t W = 512, H = 288, kFrames = 100, kInFlight = 3;
 constexpr VkDeviceSize kImageBytes = 4 * W * H;
-constexpr VkImageLayout kCopySrc = VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, kCopyDst = VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL;
+constexpr VkImageLayout kCopySrc = VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL;
+constexpr VkImageLayout kCopyDst = VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL;
 
 void vk_check(VkResult r, const char* what) {
     if (r != VK_SUCCESS) throw std::runtime_error(std::string(what) + " -> " + vk_result_name(r));
