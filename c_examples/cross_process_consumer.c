@@ -68,6 +68,7 @@ int main(int argc, char **argv) {
            CROSS_PROCESS_FRAMES, (uint64_t)CROSS_PROCESS_FRAMES * (CROSS_PROCESS_SIZE / 4), bad);
 
     close(conn);
+    CHECK_VK(ex.vk.vkDeviceWaitIdle(ex.vh.device)); /* nothing in flight uses them any more */
     vk_owned_buffer_destroy(&ex.vk, &host);
     vkcuda_semaphore_destroy(timeline);
     vkcuda_buffer_destroy(buffer);

@@ -71,7 +71,9 @@ int main(void) {
     CHECK(vkcuda_image_get_surface_object(img, 0, &surf)); /* CUsurfObject of level 0, owned by img */
     /* Handoff as for buffers: vkcuda_image_cmd_release_to_cuda(img, cmd, &h, old_layout) -> GENERAL, EXTERNAL */
 
-    /* 6. Tear down in any order; each handle releases CUDA's view, then Vulkan's. */
+    /* 6. Once the GPU is done with them, tear down in any order; each handle releases CUDA's
+     *    view, then Vulkan's. */
+    CHECK_VK(ex.vk.vkDeviceWaitIdle(device));
     vkcuda_image_destroy(img);
     vkcuda_semaphore_destroy(tl);
     vkcuda_buffer_destroy(buf);

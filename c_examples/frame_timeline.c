@@ -113,6 +113,7 @@ int main(void) {
            "; %" PRIu64 " words wrong\n",
            FRAMES, SIZE, SLOTS, value, bad);
 
+    CHECK_VK(ex.vk.vkDeviceWaitIdle(ex.vh.device)); /* nothing in flight uses them any more */
     for (i = 0; i < SLOTS; i++) {
         vkcuda_buffer_destroy(slots[i].shared);
         vk_owned_buffer_destroy(&ex.vk, &slots[i].readback);
