@@ -179,15 +179,13 @@ def stream_handle(stream: Any) -> int:
 # ---------------------------------------------------------------------------------
 # Capsules. PyCapsule_New keeps the name pointer: the names live in these buffers,
 # which the destructor keeps alive with itself.
+# Private prototypes bound to the Python C API (ctypes.pythonapi's attributes are
+# shared, and other code may change their argtypes). They keep the GIL.
 _api = ctypes.pythonapi
-_api.PyCapsule_New.restype = ctypes.py_object
-_api.PyCapsule_New.argtypes = [c_void_p, c_void_p, c_void_p]
-_api.PyCapsule_IsValid.restype = ctypes.c_int
-_api.PyCapsule_IsValid.argtypes = [c_void_p, c_void_p]
-_api.PyCapsule_GetPointer.restype = c_void_p
-_api.PyCapsule_GetPointer.argtypes = [c_void_p, c_void_p]
-_api.Py_IncRef.argtypes = [ctypes.py_object]
-_api.Py_IncRef.restype = None
+_PyCapsule_New = ctypes.PYFUNCTYPE(ctypes.py_object, c_void_p, c_void_p, c_void_p)(("PyCapsule_New", _api))
+_PyCapsule_IsValid = ctypes.PYFUNCTYPE(ctypes.c_int, c_void_p, c_void_p)(("PyCapsule_IsValid", _api))
+_PyCapsule_GetPointer = ctypes.PYFUNCTYPE(c_void_p, c_void_p, c_void_p)(("PyCapsule_GetPointer", _api))
+_Py_IncRef = ctypes.PYFUNCTYPE(None, ctypes.py_object)(("Py_IncRef", _api))
 
 _versioned_name = ctypes.create_string_buffer(VERSIONED_NAME)
 _legacy_name = ctypes.create_string_buffer(LEGACY_NAME)
@@ -199,8 +197,8 @@ def _delete(ptr: int, versioned: bool) -> None:
 
 
 def _make_destructor() -> Any:
-    is_valid = _api.PyCapsule_IsValid
-    get_pointer = _api.PyCapsule_GetPointer
+    is_valid = _PyCapsule_IsValid
+    get_pointer = _PyCapsule_GetPointer
     names = ((ctypes.addressof(_versioned_name), True), (ctypes.addressof(_legacy_name), False))
     keep = (_versioned_name, _legacy_name, DLManagedTensorVersioned, DLManagedTensor)
 
@@ -220,7 +218,7 @@ def _make_destructor() -> Any:
 
 # Never freed: a capsule may outlive this module at interpreter shutdown.
 _destructor = _make_destructor()
-_api.Py_IncRef(_destructor)
+_Py_IncRef(_destructor)
 _destructor_ptr = ctypes.cast(_destructor, c_void_p).value
 
 
@@ -230,7 +228,7 @@ def make_capsule(tensor: int, versioned: bool) -> Any:
     destructor calls the tensor's deleter; if making it fails, the deleter runs here."""
     name = _versioned_name if versioned else _legacy_name
     try:
-        return _api.PyCapsule_New(tensor, ctypes.addressof(name), _destructor_ptr)
+        return _PyCapsule_New(tensor, ctypes.addressof(name), _destructor_ptr)
     except BaseException:
         _delete(tensor, versioned)
         raise
