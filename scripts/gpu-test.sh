@@ -24,6 +24,12 @@
 #                    nvcc made (VKCUDA_EXAMPLES_PTX): same checks, same results
 #   vvl:NAME         each example under VK_LAYER_KHRONOS_validation; any line with
 #                    "VUID" or "Validation Error" fails the step
+#   python:install   the wheel from .dev/gpu/python into .dev/py (pip --no-index --target)
+#   python:tests     pytest -s python/tests: the API and DLPack tests with the real
+#                    driver, torch/CuPy/JAX reading and writing shared buffers, the
+#                    1000-frame torch/Vulkan loop, leak figures
+#   python:example   examples/python/conv_inplace.py (PNG to $OUT/conv_inplace.png)
+#   python:bench     bench/dlpack.py: DLPack export + torch import in us, zero-copy check
 #   bench            .dev/gpu/bench-interop --csv $OUT/bench.csv (bench/interop.rs);
 #                    only when named: `scripts/gpu-test.sh bench` (it takes minutes)
 # Everything runs with VKCUDA_REQUIRE_GPU=1. Output goes to $OUT/gpu.log as it
@@ -53,7 +59,7 @@ log() { echo "$*" | tee -a "$log_file"; }
 wanted=("$@")
 for w in "${wanted[@]}"; do
     case ${w%%:*} in
-        setup|ptx|configure|build|build-by-hand|rust|vkcuda_info|buffer_roundtrip|frame_loop|image_formats|image_fractal|ipc_demo|engine_postfx|fresh-ptx|vvl|bench) ;;
+        setup|ptx|configure|build|build-by-hand|rust|vkcuda_info|buffer_roundtrip|frame_loop|image_formats|image_fractal|ipc_demo|engine_postfx|fresh-ptx|vvl|bench|python) ;;
         *) echo "gpu-test.sh: unknown step '$w' (see the comment at the top of $0)" >&2; exit 2 ;;
     esac
 done
@@ -119,6 +125,7 @@ last_line_note() { # the example's last PASS/FAIL/SKIP line, shortened
 }
 setup_note() { echo "$(grep -m1 '^GPU 0' "$1" | cut -c1-60); kernel $(uname -r)"; }
 rust_note() { grep -E '^test result:' "$1" | tail -1 | cut -c1-110; }
+pytest_note() { grep -E '[0-9]+ (passed|failed)' "$1" | tail -1 | cut -c1-110; }
 vvl_count() { grep -cE 'VUID|Validation Error' "$1" || true; }
 vvl_note() { echo "$(vvl_count "$1") validation messages; $(last_line_note "$1")"; }
 vvl_verdict() { [ "$(vvl_count "$1")" -eq 0 ]; }
@@ -233,6 +240,17 @@ fresh_ptx() { # the examples with the PTX this nvcc made of kernels.cu
 
 export -f setup ptx_check find_example configure build_cmake build_by_hand run_example with_vvl fresh_ptx
 
+# The Python package: the bundled wheel into .dev/py; the tests, example and benchmark
+# import it from there (the GPU machine has torch, CuPy, JAX and pytest, no pip downloads).
+python_install() {
+    rm -rf "$top/.dev/py"
+    python3 -m pip install --no-index --no-deps --target "$top/.dev/py" "$bundle"/python/vkcuda-*.whl
+}
+python_tests() { PYTHONPATH=$top/.dev/py python3 -m pytest -s -rs -p no:cacheprovider python/tests; }
+python_example() { PYTHONPATH=$top/.dev/py python3 examples/python/conv_inplace.py --out "$OUT/conv_inplace.png"; }
+python_bench() { PYTHONPATH=$top/.dev/py python3 bench/dlpack.py --repeats 2000 --csv "$OUT/dlpack-bench.csv"; }
+export -f python_install python_tests python_example python_bench
+
 # ---------------------------------------------------------------------------------
 log "gpu-test.sh: steps: ${wanted[*]:-all}; log: $log_file"
 
@@ -276,6 +294,13 @@ else
     STEP_NOTE_CMD=last_line_note run_step image_fractal 120 run_example image_fractal --out "$OUT/fractal.png"
     STEP_NOTE_CMD=last_line_note run_step ipc_demo 180 c_examples/ipc_demo.sh --bin "$build/cmake/c_examples"
     STEP_NOTE_CMD=last_line_note run_step engine_postfx 180 run_example engine_postfx --out "$OUT/engine_postfx.png"
+
+    run_step python:install 60 python_install
+    if [ "$step_rc" -eq 0 ]; then
+        STEP_NOTE_CMD=pytest_note run_step python:tests 300 python_tests
+        STEP_NOTE_CMD=last_line_note run_step python:example 120 python_example
+        STEP_NOTE_CMD=last_line_note run_step python:bench 120 python_bench
+    fi
 
     if [ -s "$OUT/kernels.fresh.ptx" ]; then
         STEP_NOTE_CMD=last_line_note run_step fresh-ptx 120 fresh_ptx

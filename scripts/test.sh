@@ -4,7 +4,7 @@
 # Installs what is missing (scripts/install-deps.sh), then runs, in order:
 #   cargo fmt --check, cargo clippy --all-targets -- -D warnings, cargo test (all
 #   Rust tests, the header staleness test too; on lavapipe, GPU tests skip without a
-#   GPU), a one-minute fuzz run (scripts/fuzz.sh --time 10: six cargo-fuzz targets,
+#   GPU), the Python package's tests (python/tests in a fresh venv), a one-minute fuzz run (scripts/fuzz.sh --time 10: six cargo-fuzz targets,
 #   10 s each; the first run also builds them, a few minutes), the CMake build of
 #   the library, examples and C tests, ctest, vkcuda_info in an empty environment,
 #   cmake --install into a temporary prefix, and the consumer checks against it
@@ -136,6 +136,19 @@ run_bench_smoke() { # the benchmark's parts that run without a GPU, a few iterat
 step fmt "" run_fmt
 step clippy "" run_clippy
 step cargo-test "" run_cargo_test
+
+# The Python package (python/), installed into a fresh venv (pytest from PyPI) with
+# the library cargo just built; its CPU tests: the API on Vulkan-only contexts, and
+# DLPack with the fake libcuda paired to lavapipe (python/tests/conftest.py).
+run_python() {
+  local venv="$tmp/venv"
+  x cargo build "${locked[@]}" --lib &&
+    x python3 -m venv "$venv" &&
+    x "$venv/bin/python" -m pip install -q pytest &&
+    VKCUDA_LIBRARY="$root/target/debug/libvkcuda.so" x "$venv/bin/python" -m pip install -q "$root/python" &&
+    (cd "$root" && x "$venv/bin/python" -m pytest -q -rs -p no:cacheprovider python/tests)
+}
+step python "cargo-test" run_python
 step fuzz "" run_fuzz
 step bench-smoke "" run_bench_smoke
 step cmake-configure "" run_configure
