@@ -368,7 +368,7 @@ pub fn export(buffer: &Buffer, spec: &Spec) -> Result<*mut c_void> {
             manager_ctx: std::ptr::null_mut(),
             deleter: Some(delete_versioned),
             flags: if plan.read_only {
-                DLPACK_FLAG_BITMASK_READ_ONLY as u64
+                DLPACK_FLAG_BITMASK_READ_ONLY
             } else {
                 0
             },
