@@ -155,11 +155,10 @@ def test_jax(gpu: Tuple[vkcuda.Context, Queue], allocator: str) -> None:
         # result is copied into the shared buffer on the device (cuMemcpyDtoD).
         x = jax.dlpack.from_dlpack(view)
         y = (x * 2 + 1).block_until_ready()
-        ctx = view.buffer  # the buffer's pointer, in the context's CUcontext
-        cuda_ctx = gpu[0].cuda_info.context
+        cuda_ctx = gpu[0].cuda_info.context  # the buffer's pointer is valid in this CUcontext
         assert cu.cuCtxPushCurrent_v2(ctypes.c_void_p(cuda_ctx)) == 0
         try:
-            assert cu.cuMemcpyDtoD_v2(ctypes.c_uint64(ctx.cuda_pointer), ctypes.c_uint64(y.unsafe_buffer_pointer()),
+            assert cu.cuMemcpyDtoD_v2(ctypes.c_uint64(view.buffer.cuda_pointer), ctypes.c_uint64(y.unsafe_buffer_pointer()),
                                       ctypes.c_size_t(N * 4)) == 0
             assert cu.cuCtxSynchronize() == 0
         finally:
@@ -226,7 +225,11 @@ def test_leaks_back_to_start(gpu: Tuple[vkcuda.Context, Queue]) -> None:
     for allocator in ("vulkan", "cuda"):  # warm the drivers' own state first
         with ctx.buffer(N * 4, allocator=allocator) as b:
             torch.from_dlpack(b.view("float32")).add_(0)
+            a = cupy.from_dlpack(b.view("int32", (N,)))
+            a += 0  # loads CuPy's kernel before the baseline
+            del a
     torch.cuda.synchronize()
+    cupy.cuda.runtime.deviceSynchronize()
     gc.collect()
     start = (fd_count(), vkcuda.live_objects(), cuda_free(ctx))
     cycles = 200
@@ -240,6 +243,7 @@ def test_leaks_back_to_start(gpu: Tuple[vkcuda.Context, Queue]) -> None:
         a += 1
         del t, a
     torch.cuda.synchronize()
+    cupy.cuda.runtime.deviceSynchronize()
     gc.collect()
     end = (fd_count(), vkcuda.live_objects(), cuda_free(ctx))
     report(f"leaks after {cycles} create/torch+cupy import/destroy cycles: fds {start[0]} -> {end[0]}, "
