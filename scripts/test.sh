@@ -137,15 +137,16 @@ step fmt "" run_fmt
 step clippy "" run_clippy
 step cargo-test "" run_cargo_test
 
-# The Python package (python/), installed into a fresh venv (pytest from PyPI) with
-# the library cargo just built; its CPU tests: the API on Vulkan-only contexts, and
+# The Python package (python/), installed into a fresh venv (pytest and mypy from
+# PyPI) with the library cargo just built; mypy on the package; its CPU tests: the API on Vulkan-only contexts, and
 # DLPack with the fake libcuda paired to lavapipe (python/tests/conftest.py).
 run_python() {
   local venv="$tmp/venv"
   x cargo build "${locked[@]}" --lib &&
     x python3 -m venv "$venv" &&
-    x "$venv/bin/python" -m pip install -q pytest &&
+    x "$venv/bin/python" -m pip install -q pytest mypy &&
     VKCUDA_LIBRARY="$root/target/debug/libvkcuda.so" x "$venv/bin/python" -m pip install -q "$root/python" &&
+    x "$venv/bin/python" -m mypy --ignore-missing-imports --cache-dir "$tmp/mypy" "$root/python/vkcuda" &&
     (cd "$root" && x "$venv/bin/python" -m pytest -q -rs -p no:cacheprovider python/tests)
 }
 step python "cargo-test" run_python

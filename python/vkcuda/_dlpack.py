@@ -127,12 +127,14 @@ def parse_dtype(dtype: DType) -> Tuple[int, int, int]:
             if not 0 <= v <= hi:
                 raise ValueError(f"dtype {what} {v} is out of range 0..{hi}")
         return code, bits, lanes
+    name: str
     if isinstance(dtype, type):  # numpy scalar types: numpy.float32
         name = dtype.__name__
+    elif isinstance(dtype, str):
+        name = dtype
     else:
-        name = getattr(dtype, "name", None) if not isinstance(dtype, str) else dtype
-        if not isinstance(name, str):
-            name = str(dtype)
+        attr = getattr(dtype, "name", None)
+        name = attr if isinstance(attr, str) else str(dtype)
     name = name.rsplit(".", 1)[-1].lower()  # "torch.float32" -> "float32"
     name = _ALIASES.get(name, name)
     if name not in _DTYPES:

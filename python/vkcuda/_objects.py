@@ -33,7 +33,7 @@ def live_objects() -> dict:
     (``vkcuda_live_objects_get``): all 0 once everything is released."""
     counts = _native.LiveObjects()
     check(lib.vkcuda_live_objects_get(ctypes.byref(counts)))
-    return {name: getattr(counts, name) for name, _ in _native.LiveObjects._fields_}
+    return {field[0]: getattr(counts, field[0]) for field in _native.LiveObjects._fields_}
 
 
 class CudaInfo(NamedTuple):

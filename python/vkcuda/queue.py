@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ctypes
 from ctypes import CFUNCTYPE, POINTER, Structure, byref, c_char_p, c_int32, c_uint32, c_uint64, c_void_p
-from typing import Callable, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
 from . import _native
 from ._native import Error
@@ -98,7 +98,7 @@ class _HandoffInfo(Structure):
 
 
 _P, _U64, _U32, _I32 = c_void_p, c_uint64, c_uint32, c_int32
-_DEVICE_FUNCTIONS = {
+_DEVICE_FUNCTIONS: "dict[str, Tuple[Any, List[Any]]]" = {
     "vkCreateCommandPool": (_I32, [_P, _P, _P, POINTER(_U64)]),
     "vkDestroyCommandPool": (None, [_P, _U64, _P]),
     "vkAllocateCommandBuffers": (_I32, [_P, _P, POINTER(_P)]),
