@@ -9,10 +9,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use ash::vk;
-use cudarc::driver::sys::CUstream;
+use cudarc::driver::sys::{CUgraph, CUgraphExec, CUgraphNode, CUstream};
 
 use crate::context::Context;
 use crate::cuda::external::ExternalSemaphore;
+pub use crate::cuda::external::GraphOp;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fd;
 use crate::vulkan::semaphore as vksem;
@@ -324,6 +325,58 @@ impl Semaphore {
                 book.binary_wait()?;
                 cuda.wait(0, stream)
                     .inspect_err(|_| book.binary_pending = true)
+            }
+        }
+    }
+
+    /// Adds a wait or signal node of `value` to a CUDA graph, after `dependencies`.
+    /// Timeline semaphores only. A signal node's value is checked and recorded as
+    /// a signal now (it is what the graph's first launch signals): the same contract
+    /// as [`cuda_signal`](Self::cuda_signal).
+    pub fn cuda_graph_add(
+        &self,
+        op: GraphOp,
+        graph: CUgraph,
+        dependencies: &[CUgraphNode],
+        value: u64,
+    ) -> Result<CUgraphNode> {
+        self.timeline_only("a CUDA graph node")?;
+        let cuda = self.cuda()?;
+        match op {
+            GraphOp::Wait => cuda.graph_add(op, graph, dependencies, value),
+            GraphOp::Signal => {
+                let current = self.value()?;
+                let mut book = self.book();
+                let saved = book.clone();
+                book.signal(value, current, self.max_difference())?;
+                cuda.graph_add(op, graph, dependencies, value)
+                    .inspect_err(|_| *book = saved)
+            }
+        }
+    }
+
+    /// Sets the value a wait or signal node of this semaphore has in the next
+    /// launches of an instantiated graph. A signal value is checked and recorded as a
+    /// signal now, as for [`cuda_signal`](Self::cuda_signal): set it once per launch.
+    pub fn cuda_graph_exec_set(
+        &self,
+        op: GraphOp,
+        exec: CUgraphExec,
+        node: CUgraphNode,
+        value: u64,
+    ) -> Result<()> {
+        self.timeline_only("a CUDA graph node")?;
+        let cuda = self.cuda()?;
+        cuda.check_graph_node(op, node)?;
+        match op {
+            GraphOp::Wait => cuda.graph_exec_set(op, exec, node, value),
+            GraphOp::Signal => {
+                let current = self.value()?;
+                let mut book = self.book();
+                let saved = book.clone();
+                book.signal(value, current, self.max_difference())?;
+                cuda.graph_exec_set(op, exec, node, value)
+                    .inspect_err(|_| *book = saved)
             }
         }
     }

@@ -13,8 +13,6 @@ mod common;
 use common::*;
 
 use std::ffi::c_void;
-use std::path::PathBuf;
-use std::process::Command;
 use std::ptr;
 
 use cudarc::driver::sys as cu;
@@ -52,21 +50,6 @@ fn tensors() -> i64 {
     vkcuda::stats::DLPACK_TENSORS.get()
 }
 
-fn live() -> [i64; 8] {
-    let mut l: vkcuda_live_objects = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_live_objects_get(&mut l) });
-    [
-        l.contexts,
-        l.vk_buffers,
-        l.vk_memories,
-        l.vk_images,
-        l.vk_semaphores,
-        l.cuda_allocations,
-        l.cuda_external_memories,
-        l.cuda_external_semaphores,
-    ]
-}
-
 fn shape_of(t: &DLTensor) -> Vec<i64> {
     (0..t.ndim as usize)
         .map(|i| unsafe { *t.shape.add(i) })
@@ -87,7 +70,7 @@ fn strides_of(t: &DLTensor) -> Vec<i64> {
 fn vulkan_only_context_checks_arguments_then_refuses() {
     let ctx = vulkan_only_context();
     let b = create_buffer(ctx, 4096, 0);
-    let before = (live(), tensors());
+    let before = (live_counts(), tensors());
     let mut t: *mut c_void = 1usize as *mut c_void;
     let good = spec(2, 32, &[32, 32], 0, 0);
     let msg = fails(
@@ -112,7 +95,7 @@ fn vulkan_only_context_checks_arguments_then_refuses() {
         fails(r, want);
         assert!(t.is_null());
     }
-    assert_eq!((live(), tensors()), before, "nothing was made");
+    assert_eq!((live_counts(), tensors()), before, "nothing was made");
     unsafe {
         vkcuda_buffer_destroy(b);
         vkcuda_context_destroy(ctx);
@@ -361,7 +344,7 @@ fn tensor_fields_and_data(ctx: *mut vkcuda_context, io: &dyn Io) {
         unsafe { delete(t) };
 
         // The refused specs allocate nothing here either.
-        let before = (live(), tensors());
+        let before = (live_counts(), tensors());
         for (info, want) in bad_specs() {
             let mut t: *mut c_void = ptr::null_mut();
             // A 64 KiB buffer fits some 4 KiB-refusals: only the ones still wrong.
@@ -373,7 +356,7 @@ fn tensor_fields_and_data(ctx: *mut vkcuda_context, io: &dyn Io) {
             assert_eq!(r, want, "{}", last_error());
             assert!(t.is_null());
         }
-        assert_eq!((live(), tensors()), before);
+        assert_eq!((live_counts(), tensors()), before);
         unsafe { vkcuda_buffer_destroy(b) };
     }
 }
@@ -381,7 +364,7 @@ fn tensor_fields_and_data(ctx: *mut vkcuda_context, io: &dyn Io) {
 /// A tensor outlives the buffer's handle and the context: the data stays, and
 /// its deleter releases everything, once.
 fn tensor_outlives_handle_and_context(make_ctx: impl Fn() -> *mut vkcuda_context, io: &dyn Io) {
-    let baseline = (live(), tensors(), fd_count());
+    let baseline = (live_counts(), tensors(), fd_count());
     let ctx = make_ctx();
     let v = Vk::new(ctx);
     let b = create_buffer(ctx, 1 << 20, 0);
@@ -394,7 +377,7 @@ fn tensor_outlives_handle_and_context(make_ctx: impl Fn() -> *mut vkcuda_context
         vkcuda_buffer_destroy(b);
         vkcuda_context_destroy(ctx);
     }
-    let held = live();
+    let held = live_counts();
     assert_eq!(held[0], baseline.0[0] + 1, "the tensors keep the context");
     assert_eq!(held[1], baseline.0[1] + 1, "and the VkBuffer");
     assert_eq!(held[2], baseline.0[2] + 1, "and the memory");
@@ -406,11 +389,15 @@ fn tensor_outlives_handle_and_context(make_ctx: impl Fn() -> *mut vkcuda_context
         "readable after destroy"
     );
     unsafe { delete(t1) };
-    assert_eq!(live(), held, "one tensor still holds the memory");
+    assert_eq!(live_counts(), held, "one tensor still holds the memory");
     let d2 = unsafe { &(*t2).dl_tensor };
     assert_eq!(io.read(d2.data as u64, 1 << 10), &bytes[4096..4096 + 1024]);
     unsafe { delete(t2) };
-    assert_eq!(live(), baseline.0, "the last deleter released everything");
+    assert_eq!(
+        live_counts(),
+        baseline.0,
+        "the last deleter released everything"
+    );
     assert_eq!(tensors(), baseline.1);
     assert_eq!(fd_count(), baseline.2, "no fd left");
 }
@@ -453,7 +440,7 @@ fn wrapped_buffer_tensor(ctx: *mut vkcuda_context, io: &dyn Io) {
 fn ten_thousand_cycles(ctx: *mut vkcuda_context) {
     let b = create_buffer(ctx, 1 << 16, 0);
     let info = spec(2, 32, &[128, 128], 0, 0);
-    let before = (fd_count(), live(), tensors());
+    let before = (fd_count(), live_counts(), tensors());
     for i in 0..10_000 {
         let t = export(b, &info);
         if i % 2 == 1 {
@@ -463,7 +450,7 @@ fn ten_thousand_cycles(ctx: *mut vkcuda_context) {
         }
         unsafe { delete(t) };
     }
-    assert_eq!((fd_count(), live(), tensors()), before);
+    assert_eq!((fd_count(), live_counts(), tensors()), before);
     println!(
         "10,000 export/delete cycles: fds {} -> {}",
         before.0,
@@ -475,29 +462,17 @@ fn ten_thousand_cycles(ctx: *mut vkcuda_context) {
 // ---------------------------------------------------------------------------------
 // The fake driver paired with lavapipe, in a child process.
 
-fn fake_driver_dir() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fake-cuda-dlpack");
-    std::fs::create_dir_all(&dir).unwrap();
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fake_cuda/libcuda.c");
-    let status = Command::new("cc")
-        .args([
-            "-shared",
-            "-fPIC",
-            "-O1",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-Wl,-soname,libcuda.so.1",
-            "-o",
-        ])
-        .arg(dir.join("libcuda.so.1"))
-        .arg(&src)
-        .status()
-        .expect("a C compiler (cc) to build the fake libcuda");
-    assert!(status.success());
-    let _ = std::fs::remove_file(dir.join("libcuda.so"));
-    std::os::unix::fs::symlink("libcuda.so.1", dir.join("libcuda.so")).unwrap();
-    dir
+/// Set in the child processes: the `child_*` tests do nothing without it (run with
+/// `--include-ignored`, they would otherwise test whatever driver this machine has).
+const CHILD_ENV: &str = "VKCUDA_DLPACK_FAKE_CHILD";
+
+/// Whether this process is a child of one of the tests; prints why not.
+fn in_child(case: &str) -> bool {
+    let child = std::env::var_os(CHILD_ENV).is_some();
+    if !child {
+        println!("{case}: not started by its parent test (no {CHILD_ENV}): nothing to do");
+    }
+    child
 }
 
 /// The UUID of the device a Vulkan-only standalone context picks, if its memory
@@ -528,44 +503,20 @@ fn lavapipe_uuid() -> Option<String> {
 
 fn run_child(case: &str) {
     let Some(uuid) = lavapipe_uuid() else { return };
-    let dir = fake_driver_dir();
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            case,
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("LD_LIBRARY_PATH", {
-            let mut p = dir.clone().into_os_string();
-            if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
-                p.push(":");
-                p.push(old);
-            }
-            p
-        })
+    // The soname lets the child find the loaded driver again (`fake_live`).
+    let dir = fake_cuda_driver("fake-cuda-dlpack", &["-Wl,-soname,libcuda.so.1"]);
+    let out = this_test(case, true)
+        .env(CHILD_ENV, "1")
+        .env("LD_LIBRARY_PATH", library_path_with(&dir))
         .env("FAKE_CUDA_UUID", uuid)
-        .env("VKCUDA_DLPACK_FAKE_CHILD", "1")
         .env_remove(vkcuda::cuda::DISABLE_ENV)
         .output()
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    println!("{text}");
-    assert!(out.status.success(), "child {case} failed");
-    assert!(text.contains("1 passed"), "child {case} ran: {text}");
+    child_passed(case, &out);
 }
 
 /// In the child: the fake driver is loaded and paired.
 fn fake_paired_context() -> *mut vkcuda_context {
-    assert!(
-        std::env::var_os("VKCUDA_DLPACK_FAKE_CHILD").is_some(),
-        "run by its parent test"
-    );
     let mut v = 0;
     ok(unsafe { vkcuda_cuda_driver_get_version(&mut v) });
     assert_eq!(v, 12080, "the fake driver is the one loaded");
@@ -611,6 +562,9 @@ fn fake_driver_ten_thousand_cycles() {
 #[test]
 #[ignore = "runs in a child process of fake_driver_tensor_fields_and_data"]
 fn child_tensor_fields_and_data() {
+    if !in_child("child_tensor_fields_and_data") {
+        return;
+    }
     let ctx = fake_paired_context();
     tensor_fields_and_data(ctx, &HostIo);
     unsafe { vkcuda_context_destroy(ctx) };
@@ -619,6 +573,9 @@ fn child_tensor_fields_and_data() {
 #[test]
 #[ignore = "runs in a child process of fake_driver_tensor_outlives_handle_and_context"]
 fn child_tensor_outlives_handle_and_context() {
+    if !in_child("child_tensor_outlives_handle_and_context") {
+        return;
+    }
     // One context first: the baseline then includes what the driver keeps.
     let warm = fake_paired_context();
     unsafe { vkcuda_context_destroy(warm) };
@@ -634,16 +591,22 @@ fn child_tensor_outlives_handle_and_context() {
 #[test]
 #[ignore = "runs in a child process of fake_driver_wrapped_buffer"]
 fn child_wrapped_buffer() {
+    if !in_child("child_wrapped_buffer") {
+        return;
+    }
     let ctx = fake_paired_context();
-    let before = (live(), fake_live());
+    let before = (live_counts(), fake_live());
     wrapped_buffer_tensor(ctx, &HostIo);
-    assert_eq!((live(), fake_live()), before);
+    assert_eq!((live_counts(), fake_live()), before);
     unsafe { vkcuda_context_destroy(ctx) };
 }
 
 #[test]
 #[ignore = "runs in a child process of fake_driver_ten_thousand_cycles"]
 fn child_ten_thousand_cycles() {
+    if !in_child("child_ten_thousand_cycles") {
+        return;
+    }
     let ctx = fake_paired_context();
     let before = fake_live();
     ten_thousand_cycles(ctx);
