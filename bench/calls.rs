@@ -186,6 +186,32 @@ fn raw_release_buffer2(
         .size(size)
 }
 
+/// The acquire the library records: nothing to wait for on CUDA's side (NONE), the
+/// engine's stages and accesses after.
+fn raw_acquire_buffer2(
+    family: u32,
+    buffer: vk::Buffer,
+    size: u64,
+) -> vk::BufferMemoryBarrier2<'static> {
+    vk::BufferMemoryBarrier2::default()
+        .dst_stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)
+        .dst_access_mask(vk::AccessFlags2::MEMORY_READ | vk::AccessFlags2::MEMORY_WRITE)
+        .src_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
+        .dst_queue_family_index(family)
+        .buffer(buffer)
+        .size(size)
+}
+
+fn raw_acquire_image2(family: u32, image: vk::Image) -> vk::ImageMemoryBarrier2<'static> {
+    raw_release_image2(family, image)
+        .src_stage_mask(vk::PipelineStageFlags2::NONE)
+        .src_access_mask(vk::AccessFlags2::NONE)
+        .dst_stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)
+        .dst_access_mask(vk::AccessFlags2::MEMORY_READ | vk::AccessFlags2::MEMORY_WRITE)
+        .src_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
+        .dst_queue_family_index(family)
+}
+
 fn raw_release_image2(family: u32, image: vk::Image) -> vk::ImageMemoryBarrier2<'static> {
     vk::ImageMemoryBarrier2::default()
         .src_stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)
@@ -300,9 +326,7 @@ fn vulkan_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
         |_| ok(unsafe { vkcuda_buffer_cmd_acquire_from_cuda(bufs[0], cmd, &info) }),
         |_| unsafe {
             if let Some(f) = barrier2 {
-                let b = [raw_release_buffer2(family, vk_bufs[0], 65536)
-                    .src_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
-                    .dst_queue_family_index(family)];
+                let b = [raw_acquire_buffer2(family, vk_bufs[0], 65536)];
                 f(
                     cmd,
                     &vk::DependencyInfo::default().buffer_memory_barriers(&b),
@@ -529,32 +553,16 @@ fn gpu_time_of_batches(
         });
         let raw = measure(&|cmd| unsafe {
             if let Some(f) = barrier2 {
-                for dir in 0..2 {
+                for release in [true, false] {
                     let mut bb = Vec::new();
                     let mut ib = Vec::new();
                     for (i, r) in res.iter().enumerate() {
-                        let swap = |b: vk::BufferMemoryBarrier2<'static>| {
-                            if dir == 0 {
-                                b
-                            } else {
-                                b.src_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
-                                    .dst_queue_family_index(v.family)
-                            }
-                        };
-                        if r.image.is_null() {
-                            bb.push(swap(raw_release_buffer2(
-                                v.family,
-                                buffer_info(bufs[i]).buffer,
-                                65536,
-                            )));
-                        } else {
-                            let b = raw_release_image2(v.family, vk_img);
-                            ib.push(if dir == 0 {
-                                b
-                            } else {
-                                b.src_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
-                                    .dst_queue_family_index(v.family)
-                            });
+                        let vb = buffer_info(bufs[i]).buffer;
+                        match (r.image.is_null(), release) {
+                            (true, true) => bb.push(raw_release_buffer2(v.family, vb, 65536)),
+                            (true, false) => bb.push(raw_acquire_buffer2(v.family, vb, 65536)),
+                            (false, true) => ib.push(raw_release_image2(v.family, vk_img)),
+                            (false, false) => ib.push(raw_acquire_image2(v.family, vk_img)),
                         }
                     }
                     f(
@@ -594,10 +602,13 @@ fn semaphore_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
     // The same semaphore imported into CUDA by hand, for the raw calls.
     let mut fd = -1;
     ok(unsafe { vkcuda_semaphore_export_fd(sem, &mut fd) });
-    let mut desc: cu::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC = unsafe { std::mem::zeroed() };
-    desc.type_ =
-        cu::CUexternalSemaphoreHandleType::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD;
-    desc.handle.fd = fd;
+    // Field by field: the handle-type enum has no zero value.
+    let desc = cu::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC {
+        type_: cu::CUexternalSemaphoreHandleType::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD,
+        handle: cu::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1 { fd },
+        flags: 0,
+        reserved: [0; 16],
+    };
     let mut raw_sem = ptr::null_mut();
     cuok(unsafe { cu::cuImportExternalSemaphore(&mut raw_sem, &desc) });
     let sync = || cuok(unsafe { cu::cuStreamSynchronize(stream) });

@@ -94,6 +94,15 @@ impl Book {
 
     /// Checks a signal of `value` against the contract and records it.
     pub fn signal(&mut self, value: u64, current: u64, max_difference: u64) -> Result<()> {
+        self.check_signal(value, current, max_difference)?;
+        self.record_signal(value);
+        Ok(())
+    }
+
+    /// Checks a signal of `value` against the contract, changing nothing (the
+    /// caller records it with [`record_signal`](Self::record_signal) once the
+    /// driver took the signal).
+    pub fn check_signal(&self, value: u64, current: u64, max_difference: u64) -> Result<()> {
         if value <= self.last_signal {
             return Err(Error::invalid(format!(
                 "signal value {value} is not greater than {}, the last value signalled through the library: \
@@ -118,12 +127,18 @@ impl Book {
                 "signal value {value} was handed out by vkcuda_semaphore_next_stage and already signalled"
             )));
         }
-        self.outstanding.retain(|&v| v != value);
+        Ok(())
+    }
+
+    /// Records a signal [`check_signal`](Self::check_signal) accepted.
+    pub fn record_signal(&mut self, value: u64) {
+        if let Some(i) = self.outstanding.iter().position(|&v| v == value) {
+            self.outstanding.swap_remove(i);
+        }
         self.last_signal = value;
         if value > self.reserved {
             self.reserved = value;
         }
-        Ok(())
     }
 
     /// Binary: records a signal; one may be pending at a time.
@@ -291,10 +306,11 @@ impl Semaphore {
             Kind::Timeline => {
                 let current = self.value()?;
                 let mut book = self.book();
-                let saved = book.clone();
-                book.signal(value, current, self.max_difference())?;
-                // Not enqueued: forget it so the caller can retry with the same value.
-                cuda.signal(value, stream).inspect_err(|_| *book = saved)
+                book.check_signal(value, current, self.max_difference())?;
+                // Recorded only once enqueued: a refused call can be retried with the value.
+                cuda.signal(value, stream)?;
+                book.record_signal(value);
+                Ok(())
             }
             Kind::Binary => {
                 if value != 0 {
@@ -347,10 +363,10 @@ impl Semaphore {
             GraphOp::Signal => {
                 let current = self.value()?;
                 let mut book = self.book();
-                let saved = book.clone();
-                book.signal(value, current, self.max_difference())?;
-                cuda.graph_add(op, graph, dependencies, value)
-                    .inspect_err(|_| *book = saved)
+                book.check_signal(value, current, self.max_difference())?;
+                let node = cuda.graph_add(op, graph, dependencies, value)?;
+                book.record_signal(value);
+                Ok(node)
             }
         }
     }
@@ -373,10 +389,10 @@ impl Semaphore {
             GraphOp::Signal => {
                 let current = self.value()?;
                 let mut book = self.book();
-                let saved = book.clone();
-                book.signal(value, current, self.max_difference())?;
-                cuda.graph_exec_set(op, exec, node, value)
-                    .inspect_err(|_| *book = saved)
+                book.check_signal(value, current, self.max_difference())?;
+                cuda.graph_exec_set(op, exec, node, value)?;
+                book.record_signal(value);
+                Ok(())
             }
         }
     }
@@ -406,9 +422,10 @@ impl Semaphore {
         self.timeline_only("a host signal")?;
         let current = self.value()?;
         let mut book = self.book();
-        let saved = book.clone();
-        book.signal(value, current, self.max_difference())?;
-        vksem::host_signal(&self.ctx.vk, self.sem, value).inspect_err(|_| *book = saved)
+        book.check_signal(value, current, self.max_difference())?;
+        vksem::host_signal(&self.ctx.vk, self.sem, value)?;
+        book.record_signal(value);
+        Ok(())
     }
 
     /// Hands out the next stage of the chain (see [`Book::next_stage`]).

@@ -146,6 +146,22 @@ pub(crate) unsafe fn get_named<'a, H: Handle + 'a>(
     }
 }
 
+/// The object behind a handle when it is one of kind `H`, else None (no message:
+/// for fast paths that fall back to [`get`] to say what is wrong).
+///
+/// # Safety
+/// As for [`get`].
+#[inline]
+pub(crate) unsafe fn peek<'a, H: Handle + 'a>(p: *const H) -> Option<&'a H::Inner> {
+    if p.is_null() {
+        return None;
+    }
+    match tag_at(p) {
+        Some(t) if t == H::TAG => Some(&(*p).tagged().inner),
+        _ => None,
+    }
+}
+
 /// Destroys a handle: NULL does nothing; a handle of another kind or one already
 /// destroyed is left alone (the thread's last-error message says why).
 ///

@@ -1,6 +1,7 @@
 //! C API: what the handoff barriers of buffers and images share.
 
 use std::cell::RefCell;
+use std::sync::Arc;
 
 use ash::vk;
 
@@ -9,8 +10,9 @@ use super::handle;
 use super::image::{vkcuda_image, VkImageLayout};
 use super::types::*;
 use super::{arg, boundary, check_flags, vkcuda_result};
+use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::vulkan::{handoff, VulkanDevice};
+use crate::vulkan::handoff;
 
 /// Where the engine hands a resource over and what it did or will do with it,
 /// for the handoff barriers. All zero: queue family 0, all commands, all memory
@@ -88,66 +90,105 @@ unsafe fn batch(
         return Err(Error::null("resources"));
     }
     let list = std::slice::from_raw_parts(resources, resource_count as usize);
-    let what = match dir {
-        handoff::Direction::Release => "old layout",
-        handoff::Direction::Acquire => "new layout",
-    };
     RANGES.with(|ranges| {
         let mut ranges = ranges.borrow_mut();
         let (buffers, images) = &mut *ranges;
         buffers.clear();
         images.clear();
-        let mut device: Option<&VulkanDevice> = None;
+        // The fast path: every entry well formed and of the first entry's context.
+        // Anything else goes to `refuse`, which says what is wrong with it.
+        let mut ctx: *const Context = std::ptr::null();
         for (i, r) in list.iter().enumerate() {
-            let dev = match (r.buffer.is_null(), r.image.is_null()) {
-                (false, true) => {
-                    let b = handle::get_named(r.buffer, || format!("resources[{i}].buffer"))?;
-                    if r.layout != 0 {
-                        return Err(Error::invalid(format!(
-                            "resources[{i}].layout is {} for a buffer; buffers have no layout (0)",
-                            r.layout
-                        )));
-                    }
+            let owner = if r.image.is_null() && r.layout == 0 {
+                handle::peek(r.buffer).map(|b: &crate::buffer::Buffer| {
                     buffers.push(b.handoff_range());
-                    &b.context().vk
-                }
-                (true, false) => {
-                    let im = handle::get_named(r.image, || format!("resources[{i}].image"))?;
-                    let layout = handoff::check_layout_named(
-                        vk::ImageLayout::from_raw(r.layout),
-                        dir,
-                        || format!("resources[{i}].layout ({what})"),
-                    )?;
-                    images.push(im.handoff_range(layout));
-                    &im.context().vk
-                }
-                (true, true) => {
-                    return Err(Error::null(&format!(
-                        "resources[{i}].buffer and resources[{i}].image"
-                    )))
-                }
-                (false, false) => {
-                    return Err(Error::invalid(format!(
-                        "resources[{i}] sets both buffer and image; set exactly one"
-                    )))
-                }
+                    Arc::as_ptr(b.context())
+                })
+            } else if r.buffer.is_null()
+                && handoff::layout_ok(vk::ImageLayout::from_raw(r.layout), dir)
+            {
+                handle::peek(r.image).map(|im: &crate::image::Image| {
+                    images.push(im.handoff_range(vk::ImageLayout::from_raw(r.layout)));
+                    Arc::as_ptr(im.context())
+                })
+            } else {
+                None
             };
-            match device {
-                None => device = Some(dev),
-                Some(d) if d.device.handle() == dev.device.handle() => {}
-                Some(_) => {
-                    return Err(Error::invalid(format!(
-                        "resources[{i}] belongs to another VkDevice than resources[0]: one barrier \
-                         records into one device's command buffer"
-                    )))
-                }
+            match owner {
+                Some(c) if ctx.is_null() || c == ctx => ctx = c,
+                // Two contexts of one VkDevice may share a barrier.
+                Some(c) if same_device(c, ctx) => {}
+                _ => return Err(refuse(i, r, dir, ctx)),
             }
         }
-        if let Some(dev) = device {
-            handoff::record(dev, cmd, dir, &scope, buffers, images);
+        // SAFETY: `ctx` came from a live resource of the list, which keeps it alive.
+        if let Some(c) = ctx.as_ref() {
+            handoff::record(&c.vk, cmd, dir, &scope, buffers, images);
         }
         Ok(())
     })
+}
+
+/// Whether two contexts (of live resources) are on one VkDevice.
+unsafe fn same_device(a: *const Context, b: *const Context) -> bool {
+    (*a).vk.device.handle() == (*b).vk.device.handle()
+}
+
+/// Why entry `i` of a batch is refused: the full checks with their messages.
+unsafe fn refuse(
+    i: usize,
+    r: &vkcuda_handoff_resource,
+    dir: handoff::Direction,
+    first: *const Context,
+) -> Error {
+    let what = match dir {
+        handoff::Direction::Release => "old layout",
+        handoff::Direction::Acquire => "new layout",
+    };
+    let owner = match (r.buffer.is_null(), r.image.is_null()) {
+        (true, true) => {
+            return Error::null(&format!("resources[{i}].buffer and resources[{i}].image"))
+        }
+        (false, false) => {
+            return Error::invalid(format!(
+                "resources[{i}] sets both buffer and image; set exactly one"
+            ))
+        }
+        (false, true) => {
+            let b = match handle::get_named(r.buffer, || format!("resources[{i}].buffer")) {
+                Ok(b) => b,
+                Err(e) => return e,
+            };
+            if r.layout != 0 {
+                return Error::invalid(format!(
+                    "resources[{i}].layout is {} for a buffer; buffers have no layout (0)",
+                    r.layout
+                ));
+            }
+            Arc::as_ptr(b.context())
+        }
+        (true, false) => {
+            let im = match handle::get_named(r.image, || format!("resources[{i}].image")) {
+                Ok(im) => im,
+                Err(e) => return e,
+            };
+            if let Err(e) =
+                handoff::check_layout_named(vk::ImageLayout::from_raw(r.layout), dir, || {
+                    format!("resources[{i}].layout ({what})")
+                })
+            {
+                return e;
+            }
+            Arc::as_ptr(im.context())
+        }
+    };
+    if !first.is_null() && !same_device(owner, first) {
+        return Error::invalid(format!(
+            "resources[{i}] belongs to another VkDevice than resources[0]: one barrier \
+             records into one device's command buffer"
+        ));
+    }
+    Error::invalid(format!("resources[{i}] is refused"))
 }
 
 /// Records into the engine's command buffer ONE pipeline barrier that releases

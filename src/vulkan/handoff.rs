@@ -294,6 +294,23 @@ fn layout_name(l: vk::ImageLayout) -> String {
     }
 }
 
+/// Whether `l` is a layout [`check_layout`] accepts (the fast path; the check
+/// itself says what is wrong).
+#[inline]
+pub fn layout_ok(l: vk::ImageLayout, dir: Direction) -> bool {
+    use vk::ImageLayout as L;
+    matches!(
+        l,
+        L::GENERAL
+            | L::COLOR_ATTACHMENT_OPTIMAL
+            | L::SHADER_READ_ONLY_OPTIMAL
+            | L::TRANSFER_SRC_OPTIMAL
+            | L::TRANSFER_DST_OPTIMAL
+            | L::READ_ONLY_OPTIMAL
+            | L::ATTACHMENT_OPTIMAL
+    ) || (l == L::UNDEFINED && dir == Direction::Release)
+}
+
 /// Checks the engine's layout of a colour image it hands over: one a colour image
 /// with optimal tiling can be in, and UNDEFINED only as the layout it leaves
 /// (release: the contents are then not kept).

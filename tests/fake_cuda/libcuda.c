@@ -153,6 +153,11 @@ int cuCtxPopCurrent_v2(void **ctx) {
     if (ctx) *ctx = &fake_context;
     return paired() ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN;
 }
+/* No context is ever current on a thread: the library pushes and pops its own. */
+int cuCtxGetCurrent(void **ctx) {
+    *ctx = NULL;
+    return CUDA_SUCCESS;
+}
 int cuCtxGetDevice(int *d) {
     *d = 0;
     return paired() ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN;
@@ -279,3 +284,11 @@ UNKNOWN(cuSurfObjectDestroy)
 UNKNOWN(cuTexObjectCreate)
 UNKNOWN(cuTexObjectDestroy)
 UNKNOWN(cuGetErrorName)
+UNKNOWN(cuStreamIsCapturing)
+UNKNOWN(cuGraphAddExternalSemaphoresSignalNode)
+UNKNOWN(cuGraphAddExternalSemaphoresWaitNode)
+UNKNOWN(cuGraphExecExternalSemaphoresSignalNodeSetParams)
+UNKNOWN(cuGraphExecExternalSemaphoresWaitNodeSetParams)
+UNKNOWN(cuGraphExternalSemaphoresSignalNodeGetParams)
+UNKNOWN(cuGraphExternalSemaphoresWaitNodeGetParams)
+UNKNOWN(cuGraphNodeGetType)
