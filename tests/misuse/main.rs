@@ -84,6 +84,7 @@ groups! {
     graph,
     handoff,
     share,
+    dlpack,
 }
 
 /// Every function of the header has a table entry, and every entry covers every
