@@ -59,6 +59,15 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuSurfObjectDestroy",
     "cuTexObjectCreate",
     "cuTexObjectDestroy",
+    "cuCtxGetCurrent",
+    "cuStreamIsCapturing",
+    "cuGraphAddExternalSemaphoresWaitNode",
+    "cuGraphAddExternalSemaphoresSignalNode",
+    "cuGraphExecExternalSemaphoresWaitNodeSetParams",
+    "cuGraphExecExternalSemaphoresSignalNodeSetParams",
+    "cuGraphExternalSemaphoresWaitNodeGetParams",
+    "cuGraphExternalSemaphoresSignalNodeGetParams",
+    "cuGraphNodeGetType",
 ];
 
 /// Set to any value to behave as if no CUDA driver were installed (tests the
