@@ -29,7 +29,8 @@
  * Describing an object, sending its fd and description over a Unix socket, and
  * importing it in another process. */
 /** @defgroup library The library
- * Version, result codes, the per-thread error message and live-object counters. */
+ * Version, result codes, the per-thread error message, live-object counters, and
+ * the doctor: the checks that say whether interop will work on this machine. */
 
 #ifndef VKCUDA_H
 #define VKCUDA_H
@@ -258,6 +259,30 @@ typedef enum vkcuda_allocator {
 } vkcuda_allocator;
 
 /**
+ * How a doctor check came out.
+ *
+ * @ingroup library
+ */
+typedef enum vkcuda_doctor_status {
+  /**
+   * Fine.
+   */
+  VKCUDA_DOCTOR_STATUS_PASS = 0,
+  /**
+   * Worth knowing; interop can still work.
+   */
+  VKCUDA_DOCTOR_STATUS_WARN = 1,
+  /**
+   * Interop will not work until this is fixed.
+   */
+  VKCUDA_DOCTOR_STATUS_FAIL = 2,
+  /**
+   * Keeps the enum 32 bits wide.
+   */
+  VKCUDA_DOCTOR_STATUS_MAX_ENUM = 2147483647,
+} vkcuda_doctor_status;
+
+/**
  * How a format's channels are interpreted (output only).
  *
  * @ingroup image
@@ -478,6 +503,16 @@ typedef struct vkcuda_buffer vkcuda_buffer;
  * @ingroup context
  */
 typedef struct vkcuda_context vkcuda_context;
+
+/**
+ * The checks of one `vkcuda_doctor_run`. Released by `vkcuda_doctor_report_destroy`.
+ *
+ * Thread-safety: the getters may be called from any thread at once; destroy must
+ * not overlap any other use.
+ *
+ * @ingroup library
+ */
+typedef struct vkcuda_doctor_report vkcuda_doctor_report;
 
 /**
  * A `VkImage` (with its dedicated `VkDeviceMemory`) seen by CUDA as a mipmapped
@@ -846,6 +881,126 @@ typedef struct vkcuda_cuda_info {
    */
   uint8_t device_uuid[16];
 } vkcuda_cuda_info;
+
+/**
+ * Options of `vkcuda_doctor_run`; all zero (or a NULL pointer) for the defaults.
+ *
+ * @ingroup library
+ */
+typedef struct vkcuda_doctor_options {
+  /**
+   * Reserved; must be 0.
+   */
+  uint32_t flags;
+  /**
+   * The directory the container checks read `/.dockerenv`, `/run/.containerenv`,
+   * `/proc/1/cgroup`, `/dev/nvidia*` and the driver's libraries under; NULL for
+   * "/". For tests of the checks with a prepared directory.
+   */
+  const char *root;
+} vkcuda_doctor_options;
+
+/**
+ * The counts of a doctor report.
+ *
+ * @ingroup library
+ */
+typedef struct vkcuda_doctor_summary {
+  /**
+   * How many checks (`vkcuda_doctor_report_get_check` takes 0 to this - 1).
+   */
+  uint32_t check_count;
+  /**
+   * How many passed.
+   */
+  uint32_t pass_count;
+  /**
+   * How many warn.
+   */
+  uint32_t warn_count;
+  /**
+   * How many failed.
+   */
+  uint32_t fail_count;
+  /**
+   * How many rows the pairing table has (`vkcuda_doctor_report_get_device_pair`).
+   */
+  uint32_t device_pair_count;
+  /**
+   * VK_TRUE when no check failed: interop will work here.
+   */
+  VkBool32 ready;
+} vkcuda_doctor_summary;
+
+/**
+ * One check of a doctor report. The strings belong to the report and stay valid
+ * until `vkcuda_doctor_report_destroy`.
+ *
+ * @ingroup library
+ */
+typedef struct vkcuda_doctor_check {
+  /**
+   * What was checked: "cuda.driver", "vulkan.nvidia_icd",
+   * "vulkan_device[0].timeline_export", "container.driver_capabilities", ...
+   */
+  const char *name;
+  /**
+   * How it came out.
+   */
+  enum vkcuda_doctor_status status;
+  /**
+   * What the doctor saw (paths, versions, UUIDs).
+   */
+  const char *seen;
+  /**
+   * The fix in one sentence; "" when the check passed.
+   */
+  const char *fix;
+} vkcuda_doctor_check;
+
+/**
+ * One row of the doctor's pairing table: a Vulkan device with the CUDA device of
+ * the same UUID, or a CUDA device that no Vulkan device has the UUID of. The
+ * strings belong to the report.
+ *
+ * @ingroup library
+ */
+typedef struct vkcuda_doctor_device_pair {
+  /**
+   * The Vulkan device's index in `vkEnumeratePhysicalDevices`, or -1 for a CUDA
+   * device without a Vulkan twin.
+   */
+  int32_t vulkan_index;
+  /**
+   * Its `VkPhysicalDeviceType` (CPU for software rasterizers such as lavapipe);
+   * 0 without a Vulkan device.
+   */
+  VkPhysicalDeviceType vulkan_device_type;
+  /**
+   * Its `deviceUUID`; zeros without a Vulkan device.
+   */
+  uint8_t vulkan_uuid[16];
+  /**
+   * Its name; "" without a Vulkan device.
+   */
+  const char *vulkan_name;
+  /**
+   * The CUDA ordinal with the same UUID, or -1.
+   */
+  int32_t cuda_ordinal;
+  /**
+   * That device's UUID; zeros without one.
+   */
+  uint8_t cuda_uuid[16];
+  /**
+   * Its name; "" without one.
+   */
+  const char *cuda_name;
+  /**
+   * VK_TRUE when this Vulkan device has a CUDA twin and everything interop needs.
+   */
+  VkBool32 ready;
+} vkcuda_doctor_device_pair;
 
 /**
  * What CUDA sees of a format.
@@ -1597,6 +1752,102 @@ VKCUDA_API VKCUDA_NODISCARD enum vkcuda_result vkcuda_cuda_driver_get_version(in
  * @ingroup context
  */
 VKCUDA_API void vkcuda_context_destroy(struct vkcuda_context *context);
+
+/**
+ * Runs every check of the doctor and returns them in `*report`: the Vulkan loader
+ * and its version; the ICD manifests the loader will read (`VK_DRIVER_FILES`,
+ * `VK_ICD_FILENAMES`, `VK_ADD_DRIVER_FILES`, the standard directories) and whether
+ * each one's library loads; NVIDIA's ICD; `libcuda.so.1` and its version against
+ * what timeline-semaphore import needs; every Vulkan device against every CUDA
+ * device by UUID; per device the memory and semaphore fd extensions, timeline
+ * semaphores, timeline export, exportable buffers and images; inside a container
+ * the NVIDIA container toolkit's capabilities, libraries, ICD manifest and device
+ * nodes; the open-file limit. Checks that match an error of the library use that
+ * error's words (`VKCUDA_ERROR_CUDA_UNAVAILABLE`, `VKCUDA_ERROR_DEVICE_MISMATCH`,
+ * `VKCUDA_ERROR_VULKAN_UNAVAILABLE`).
+ *
+ * Returns `VKCUDA_SUCCESS` when the checks ran, whatever they found
+ * (`vkcuda_doctor_report_get_summary` says whether interop will work). The doctor
+ * loads the Vulkan loader, every ICD's library (and unloads them), and the CUDA
+ * driver, and makes a short-lived Vulkan instance. `*report` is written on
+ * success, set to NULL on failure; the caller destroys it.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup library
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_doctor_run(const struct vkcuda_doctor_options *options,
+                                     struct vkcuda_doctor_report **report);
+
+/**
+ * Fills `*summary` with the report's counts and verdict.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup library
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_doctor_report_get_summary(const struct vkcuda_doctor_report *report,
+                                                    struct vkcuda_doctor_summary *summary);
+
+/**
+ * Fills `*check` with check `index` (0 to `check_count` - 1, in the order the
+ * doctor ran them). The strings belong to the report.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup library
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_doctor_report_get_check(const struct vkcuda_doctor_report *report,
+                                                  uint32_t index,
+                                                  struct vkcuda_doctor_check *check);
+
+/**
+ * Fills `*pair` with row `index` of the pairing table (0 to `device_pair_count`
+ * - 1): first every Vulkan device in `vkEnumeratePhysicalDevices` order, then each
+ * CUDA device that no Vulkan device has the UUID of. The strings belong to the
+ * report.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup library
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_doctor_report_get_device_pair(const struct vkcuda_doctor_report *report,
+                                                        uint32_t index,
+                                                        struct vkcuda_doctor_device_pair *pair);
+
+/**
+ * The report as JSON, for CI systems and support tickets: `{"vkcuda_version",
+ * "ready", "summary": {"pass", "warn", "fail"}, "checks": [{"name", "status"
+ * ("pass", "warn" or "fail"), "seen", "fix"}], "devices": [{"vulkan_index",
+ * "vulkan_name", "vulkan_uuid", "vulkan_type", "cuda_ordinal", "cuda_name",
+ * "cuda_uuid", "ready"}]}` (absent sides are null). `*json` belongs to the report
+ * and stays valid until `vkcuda_doctor_report_destroy`.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup library
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_doctor_report_get_json(const struct vkcuda_doctor_report *report,
+                                                 const char **json);
+
+/**
+ * Releases a report and its strings. NULL does nothing.
+ *
+ * Thread-safety: the report must not be in use by another thread.
+ *
+ * @ingroup library
+ */
+VKCUDA_API void vkcuda_doctor_report_destroy(struct vkcuda_doctor_report *report);
 
 /**
  * Says what CUDA sees of `format`: its `CUarray_format`, channel count and texel

@@ -76,15 +76,21 @@ pub fn external_buffer_properties(
     dev: &VulkanDevice,
     usage: vk::BufferUsageFlags,
 ) -> vk::ExternalMemoryProperties {
+    external_buffer_properties_of(&dev.instance, dev.physical, usage)
+}
+
+/// The same for a physical device before any `VkDevice` exists.
+pub fn external_buffer_properties_of(
+    instance: &ash::Instance,
+    physical: vk::PhysicalDevice,
+    usage: vk::BufferUsageFlags,
+) -> vk::ExternalMemoryProperties {
     let info = vk::PhysicalDeviceExternalBufferInfo::default()
         .usage(usage)
         .handle_type(HANDLE_TYPE);
     let mut out = vk::ExternalBufferProperties::default();
     // SAFETY: valid physical device; structs owned here.
-    unsafe {
-        dev.instance
-            .get_physical_device_external_buffer_properties(dev.physical, &info, &mut out)
-    };
+    unsafe { instance.get_physical_device_external_buffer_properties(physical, &info, &mut out) };
     out.external_memory_properties
 }
 

@@ -12,7 +12,7 @@ use std::ffi::{c_char, c_void, CStr};
 
 use ash::vk;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Diagnosis, Error, ErrorKind, Result};
 
 pub use support::{DeviceProps, Support};
 
@@ -143,14 +143,20 @@ impl VulkanDevice {
 
 /// The error for an extension whose functions resolved to NULL.
 pub fn missing_extension(name: &CStr) -> Error {
-    Error::new(
+    missing_extension_diagnosis(name).error()
+}
+
+/// An extension the engine's `VkDevice` was created without: what was seen and the
+/// fix (the doctor reports the same for an engine's device).
+pub fn missing_extension_diagnosis(name: &CStr) -> Diagnosis {
+    Diagnosis::new(
         ErrorKind::ExtensionNotPresent,
         format!(
-            "{} is not enabled on the VkDevice (its functions resolve to NULL): add it to \
-             VkDeviceCreateInfo::ppEnabledExtensionNames (vkcuda_device_extensions_enumerate lists what to enable; \
-             vkcuda_physical_device_query says whether the device has it)",
+            "{} is not enabled on the VkDevice (its functions resolve to NULL)",
             name.to_string_lossy()
         ),
+        "add it to VkDeviceCreateInfo::ppEnabledExtensionNames (vkcuda_device_extensions_enumerate \
+         lists what to enable; vkcuda_physical_device_query says whether the device has it)",
     )
 }
 
