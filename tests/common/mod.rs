@@ -3,6 +3,8 @@
 //! buffers, copies), loaded from the context's `vkGetInstanceProcAddr`.
 #![allow(dead_code)]
 
+pub mod fake_driver;
+
 use std::ffi::CStr;
 use std::ptr;
 
