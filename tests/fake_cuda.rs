@@ -349,9 +349,7 @@ fn child_two_devices() {
     let stream_of: Stream = unsafe { std::mem::transmute(fake_fn(c"fake_cuda_stream")) };
     {
         let _g = c1.enter().unwrap();
-        let e0 = c1
-            .check_stream(unsafe { stream_of(0) }.cast())
-            .unwrap_err();
+        let e0 = c1.check_stream(unsafe { stream_of(0) }.cast()).unwrap_err();
         assert_eq!(e0.kind, vkcuda::ErrorKind::DeviceMismatch);
         assert!(
             e0.message.contains(&fake0) && e0.message.contains(&vk_text),
@@ -379,7 +377,10 @@ fn child_two_devices() {
         msg.contains(&fake0) && msg.contains(&vk_text),
         "names both devices: {msg}"
     );
-    assert!(fd_is_open(fd), "a failed import leaves the fd to the caller");
+    assert!(
+        fd_is_open(fd),
+        "a failed import leaves the fd to the caller"
+    );
     unsafe {
         libc::close(fd);
         vkcuda_buffer_destroy(b);
