@@ -548,6 +548,7 @@ static int wrap(const engine_allocation *e, int i, uint64_t size, vkcuda_buffer 
     wi.offset = e->offsets[i];
     wi.size = size;
     wi.dedicated = e->dedicated;
+    wi.export_handle_types = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT; /* what it was allocated with */
     return vkcuda_buffer_wrap(A.ctx, &wi, out);
 }
 

@@ -445,6 +445,9 @@ fn wrap_info(e: &Imported, size: u64, i: &vkcuda_image_info) -> vkcuda_image_wra
             array_layers: i.array_layers,
             usage: i.usage,
         },
+        offset: 0,
+        dedicated: 1,
+        export_handle_types: vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD.as_raw(),
     }
 }
 

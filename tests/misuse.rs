@@ -458,6 +458,7 @@ impl Env {
             offset: i.offset,
             size: i.size,
             dedicated: i.dedicated,
+            export_handle_types: vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD.as_raw(),
         }
     }
 
@@ -477,6 +478,9 @@ impl Env {
                 array_layers: i.array_layers,
                 usage: i.usage,
             },
+            offset: 0,
+            dedicated: 1,
+            export_handle_types: vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD.as_raw(),
         }
     }
 

@@ -256,6 +256,20 @@ impl Drop for Partial<'_> {
     }
 }
 
+/// Whether the driver requires (first) or prefers (second) a dedicated allocation
+/// for `image` (`VkMemoryDedicatedRequirements`).
+pub fn dedicated_requirements(dev: &VulkanDevice, image: vk::Image) -> (bool, bool) {
+    let info = vk::ImageMemoryRequirementsInfo2::default().image(image);
+    let mut ded = vk::MemoryDedicatedRequirements::default();
+    let mut req = vk::MemoryRequirements2::default().push_next(&mut ded);
+    // SAFETY: a valid image of this device; structs owned here.
+    unsafe { dev.device.get_image_memory_requirements2(&info, &mut req) };
+    (
+        ded.requires_dedicated_allocation == vk::TRUE,
+        ded.prefers_dedicated_allocation == vk::TRUE,
+    )
+}
+
 /// The memory requirements of an image (any image of this device).
 pub fn requirements(dev: &VulkanDevice, image: vk::Image) -> vk::MemoryRequirements {
     let info = vk::ImageMemoryRequirementsInfo2::default().image(image);
