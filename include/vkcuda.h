@@ -601,6 +601,17 @@ typedef struct vkcuda_buffer_wrap_info {
    * VK_TRUE when `memory` is a dedicated allocation (`VkMemoryDedicatedAllocateInfo`).
    */
   VkBool32 dedicated;
+  /**
+   * The `VkExternalMemoryHandleTypeFlags` `memory` was allocated with
+   * (`VkExportMemoryAllocateInfo::handleTypes`); must include
+   * `VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT`. The library cannot see how
+   * memory was allocated and exporting memory allocated without it is undefined
+   * behaviour, so 0 or a value without OPAQUE_FD is refused
+   * (`VKCUDA_ERROR_INVALID_ARGUMENT`) before any driver call. With VMA: the
+   * `handleTypes` of the `VkExportMemoryAllocateInfo` in the pool's
+   * `pMemoryAllocateNext`.
+   */
+  uint32_t export_handle_types;
 } vkcuda_buffer_wrap_info;
 
 /**
@@ -1100,14 +1111,15 @@ typedef struct vkcuda_image_wrap_info {
    */
   VkImage image;
   /**
-   * The image's memory: a dedicated allocation (`VkMemoryDedicatedAllocateInfo`
-   * naming `image`) made with `VkExportMemoryAllocateInfo` (OPAQUE_FD), bound at
-   * offset 0. Stays the engine's.
+   * The image's memory, made with `VkExportMemoryAllocateInfo` (OPAQUE_FD): a
+   * dedicated allocation (`VkMemoryDedicatedAllocateInfo` naming `image`, the
+   * image at offset 0), or a block shared with other resources (a VMA pool)
+   * with the image at `offset`. Stays the engine's.
    */
   VkDeviceMemory memory;
   /**
-   * `VkMemoryAllocateInfo::allocationSize` of `memory`; at least the size
-   * `vkGetImageMemoryRequirements` gives for `image`.
+   * `VkMemoryAllocateInfo::allocationSize` of `memory` (the whole block); at
+   * least `offset` + the size `vkGetImageMemoryRequirements` gives for `image`.
    */
   uint64_t allocation_size;
   /**
@@ -1115,6 +1127,27 @@ typedef struct vkcuda_image_wrap_info {
    * (0 is refused here).
    */
   struct vkcuda_image_create_info description;
+  /**
+   * Where the image is bound in `memory` (`vkBindImageMemory`'s memoryOffset);
+   * 0 for a dedicated allocation.
+   */
+  uint64_t offset;
+  /**
+   * VK_TRUE when `memory` is a dedicated allocation for `image`; CUDA then
+   * imports it with `CUDA_EXTERNAL_MEMORY_DEDICATED`. Refused as VK_FALSE where
+   * the driver requires a dedicated allocation for the image. With VMA:
+   * `VmaAllocationInfo2::dedicatedMemory`.
+   */
+  VkBool32 dedicated;
+  /**
+   * The `VkExternalMemoryHandleTypeFlags` `memory` was allocated with
+   * (`VkExportMemoryAllocateInfo::handleTypes`); must include
+   * `VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT`. 0 or a value without it is
+   * refused (`VKCUDA_ERROR_INVALID_ARGUMENT`) before any driver call: the
+   * library cannot see how memory was allocated, and exporting memory allocated
+   * without it is undefined behaviour.
+   */
+  uint32_t export_handle_types;
 } vkcuda_image_wrap_info;
 
 /**
@@ -1487,12 +1520,18 @@ enum vkcuda_result vkcuda_buffer_create(const struct vkcuda_context *context,
                                         struct vkcuda_buffer **buffer);
 
 /**
- * Makes the CUDA view of memory the engine allocated exportable itself. The
- * engine keeps owning `info->buffer` and `info->memory` and must destroy them
- * after `vkcuda_buffer_destroy`. The library checks `offset + size` against
- * `allocation_size`, the offset against the buffer's alignment and `size` against
- * its memory requirements; where the kernel can tell the real size of the memory
- * (not for NVIDIA's opaque fds) it checks `allocation_size` too.
+ * Makes the CUDA view of memory the engine allocated exportable itself: a
+ * dedicated allocation, or a buffer at `offset` in a block shared with other
+ * resources (a VMA pool whose blocks carry `VkExportMemoryAllocateInfo`; CUDA then
+ * imports the whole block and maps the buffer's range). The engine keeps owning
+ * `info->buffer` and `info->memory` and must destroy them after
+ * `vkcuda_buffer_destroy`. The library checks `export_handle_types` first (memory
+ * allocated without export info is refused before any driver call), then
+ * `offset + size` against `allocation_size`, the offset against the buffer's
+ * alignment and `size` against its memory requirements; where the kernel can tell
+ * the real size of the memory (not for NVIDIA's opaque fds) it checks
+ * `allocation_size` too. In a Vulkan-only context the checks run and no CUDA view
+ * is made.
  *
  * Thread-safety: may be called from any thread.
  *
@@ -1890,12 +1929,17 @@ enum vkcuda_result vkcuda_image_create(const struct vkcuda_context *context,
                                        struct vkcuda_image **image);
 
 /**
- * Makes the CUDA view of an image the engine created with dedicated exportable
- * memory (see `vkcuda_image_wrap_info`), from the description the engine passes.
- * Checks the description like `vkcuda_image_create`, `allocation_size` against
- * the image's memory requirements (`VKCUDA_ERROR_INVALID_ARGUMENT`, "memory smaller
- * than its requirements") and, where the kernel can tell the memory's real size,
- * against that. The engine keeps owning the image and memory and must destroy them
+ * Makes the CUDA view of an image the engine created on exportable memory (see
+ * `vkcuda_image_wrap_info`: a dedicated allocation, or the image at `offset` in a
+ * block shared with other resources, as VMA pools make them), from the
+ * description the engine passes. Checks `export_handle_types` first (memory
+ * allocated without export info is refused before any driver call), the
+ * description like `vkcuda_image_create`, `offset` + the image's memory
+ * requirements against `allocation_size` (`VKCUDA_ERROR_INVALID_ARGUMENT`, "memory
+ * smaller than its requirements"), the offset against the image's alignment and,
+ * where the kernel can tell the memory's real size, `allocation_size` against
+ * that. An image wrapped in a shared block cannot be exported to another process
+ * (`vkcuda_image_export_fd` returns `VKCUDA_ERROR_UNSUPPORTED`). The engine keeps owning the image and memory and must destroy them
  * after `vkcuda_image_destroy`. In a Vulkan-only context the checks run and no
  * CUDA view is made.
  *
