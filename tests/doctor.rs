@@ -168,6 +168,9 @@ fn icd_manifest_names_a_missing_library() {
 #[test]
 #[ignore = "runs in a child process of icd_manifest_names_a_missing_library"]
 fn child_icd_missing_library() {
+    if !common::fake_driver::in_child("child_icd_missing_library") {
+        return;
+    }
     let dir = PathBuf::from(std::env::var("VKCUDA_TEST_DIR").unwrap());
     let d = doctor(None);
     let nvidia = dir.join("nvidia_icd.json");
@@ -241,6 +244,9 @@ fn icd_none_from_nvidia() {
 #[test]
 #[ignore = "runs in a child process of icd_none_from_nvidia"]
 fn child_no_nvidia_icd() {
+    if !common::fake_driver::in_child("child_no_nvidia_icd") {
+        return;
+    }
     let d = doctor(None);
     let c = d.get("vulkan.nvidia_icd");
     assert_eq!(c.status, FAIL);
@@ -280,6 +286,9 @@ fn icd_older_variable_is_read() {
 #[test]
 #[ignore = "runs in a child process of icd_older_variable_is_read"]
 fn child_icd_old_variable() {
+    if !common::fake_driver::in_child("child_icd_old_variable") {
+        return;
+    }
     let dir = PathBuf::from(std::env::var("VKCUDA_TEST_DIR").unwrap());
     let d = doctor(None);
     let c = d.get(&format!(
@@ -310,6 +319,9 @@ fn cuda_driver_absent() {
 #[test]
 #[ignore = "runs in a child process of cuda_driver_absent"]
 fn child_cuda_absent() {
+    if !common::fake_driver::in_child("child_cuda_absent") {
+        return;
+    }
     let mut v = 0;
     let r = unsafe { vkcuda_cuda_driver_get_version(&mut v) };
     if r == VKCUDA_SUCCESS {
@@ -346,6 +358,9 @@ fn cuda_driver_too_old() {
 #[test]
 #[ignore = "runs in a child process of cuda_driver_too_old"]
 fn child_cuda_too_old() {
+    if !common::fake_driver::in_child("child_cuda_too_old") {
+        return;
+    }
     let mut v = 0;
     let err = fails(
         unsafe { vkcuda_cuda_driver_get_version(&mut v) },
@@ -383,6 +398,9 @@ fn cuda_driver_without_a_matching_uuid() {
 #[test]
 #[ignore = "runs in a child process of cuda_driver_without_a_matching_uuid"]
 fn child_no_matching_uuid() {
+    if !common::fake_driver::in_child("child_no_matching_uuid") {
+        return;
+    }
     let mut ctx = ptr::null_mut();
     let err = fails(
         unsafe { vkcuda_context_create_standalone(ptr::null(), &mut ctx) },
@@ -477,6 +495,9 @@ fn test_root() -> PathBuf {
 #[test]
 #[ignore = "runs in a child process of container_without_graphics"]
 fn child_container_without_graphics() {
+    if !common::fake_driver::in_child("child_container_without_graphics") {
+        return;
+    }
     let d = doctor(Some(&test_root()));
     let c = d.get("container");
     assert_eq!(c.status, PASS);
@@ -539,6 +560,9 @@ fn container_defaults_lack_graphics() {
 #[test]
 #[ignore = "runs in a child process of container_defaults_lack_graphics"]
 fn child_container_default_caps() {
+    if !common::fake_driver::in_child("child_container_default_caps") {
+        return;
+    }
     let d = doctor(Some(&test_root()));
     assert_eq!(
         d.get("container").seen,
@@ -575,6 +599,9 @@ fn container_with_no_gpu() {
 #[test]
 #[ignore = "runs in a child process of container_with_no_gpu"]
 fn child_container_void() {
+    if !common::fake_driver::in_child("child_container_void") {
+        return;
+    }
     let d = doctor(Some(&test_root()));
     assert_eq!(
         d.get("container").seen,
@@ -629,6 +656,9 @@ fn container_set_up_right() {
 #[test]
 #[ignore = "runs in a child process of container_set_up_right"]
 fn child_container_complete() {
+    if !common::fake_driver::in_child("child_container_complete") {
+        return;
+    }
     let root = test_root();
     let d = doctor(Some(&root));
     let container: Vec<&Seen> = d
@@ -660,6 +690,9 @@ fn not_in_a_container() {
 #[test]
 #[ignore = "runs in a child process of not_in_a_container"]
 fn child_not_in_a_container() {
+    if !common::fake_driver::in_child("child_not_in_a_container") {
+        return;
+    }
     let d = doctor(Some(&test_root()));
     let c = d.get("container");
     assert_eq!(c.status, PASS);
@@ -694,6 +727,9 @@ fn set_soft_limit(n: u64) {
 #[test]
 #[ignore = "runs in a child process of open_file_limit"]
 fn child_open_file_limit() {
+    if !common::fake_driver::in_child("child_open_file_limit") {
+        return;
+    }
     set_soft_limit(64);
     let d = doctor(None);
     let c = d.get("process.open_files");

@@ -63,6 +63,9 @@ fn live_contexts() -> i64 {
 #[test]
 #[ignore = "runs in a child process of fake_driver_device_mismatch"]
 fn child_device_mismatch() {
+    if !common::fake_driver::in_child("child_device_mismatch") {
+        return;
+    }
     let mut v = 0;
     ok(unsafe { vkcuda_cuda_driver_get_version(&mut v) });
     assert_eq!(v, 12080, "the fake driver is the one loaded");
@@ -114,6 +117,9 @@ fn child_device_mismatch() {
 #[test]
 #[ignore = "runs in a child process of fake_driver_too_old"]
 fn child_driver_too_old() {
+    if !common::fake_driver::in_child("child_driver_too_old") {
+        return;
+    }
     let mut v = 0;
     let msg = fails(
         unsafe { vkcuda_cuda_driver_get_version(&mut v) },
@@ -136,6 +142,9 @@ fn child_driver_too_old() {
 #[test]
 #[ignore = "runs in a child process of fake_driver_version_too_old"]
 fn child_version_too_old() {
+    if !common::fake_driver::in_child("child_version_too_old") {
+        return;
+    }
     let mut v = 0;
     let msg = fails(
         unsafe { vkcuda_cuda_driver_get_version(&mut v) },
@@ -160,6 +169,9 @@ fn child_version_too_old() {
 #[test]
 #[ignore = "runs in a child process of fake_driver_init_fails"]
 fn child_init_fails() {
+    if !common::fake_driver::in_child("child_init_fails") {
+        return;
+    }
     let mut v = 0;
     let msg = fails(
         unsafe { vkcuda_cuda_driver_get_version(&mut v) },
@@ -286,6 +298,9 @@ fn doctor_pairs() -> Vec<(i32, i32)> {
 #[test]
 #[ignore = "runs in a child process of fake_driver_two_devices_pair_by_uuid"]
 fn child_two_devices() {
+    if !common::fake_driver::in_child("child_two_devices") {
+        return;
+    }
     let vk_uuid = test_vk_uuid();
     let fake0 = vkcuda::cuda::format_uuid(&FAKE0);
     let vk_text = vkcuda::cuda::format_uuid(&vk_uuid);
@@ -400,6 +415,9 @@ fn child_two_devices() {
 #[test]
 #[ignore = "runs in a child process of fake_driver_visible_devices_twin_only"]
 fn child_visible_twin() {
+    if !common::fake_driver::in_child("child_visible_twin") {
+        return;
+    }
     let mut ctx = ptr::null_mut();
     ok(unsafe { vkcuda_context_create_standalone(ptr::null(), &mut ctx) });
     let info = cuda_info(ctx);
@@ -412,6 +430,9 @@ fn child_visible_twin() {
 #[test]
 #[ignore = "runs in a child process of fake_driver_visible_devices_no_twin"]
 fn child_visible_no_twin() {
+    if !common::fake_driver::in_child("child_visible_no_twin") {
+        return;
+    }
     let vk_text = vkcuda::cuda::format_uuid(&test_vk_uuid());
     let mut ctx = ptr::null_mut();
     let msg = fails(

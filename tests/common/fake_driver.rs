@@ -47,6 +47,7 @@ pub fn run_child(case: &str, lib_dir: &Path, env: &[(&str, Option<&str>)]) -> St
         "--test-threads=1",
     ])
     .env("LD_LIBRARY_PATH", lib_dir)
+    .env(CHILD_ENV, "1")
     .env_remove(vkcuda::cuda::DISABLE_ENV);
     for (k, v) in env {
         match v {
@@ -67,6 +68,21 @@ pub fn run_child(case: &str, lib_dir: &Path, env: &[(&str, Option<&str>)]) -> St
         "child {case} ran its test: {text}"
     );
     text
+}
+
+/// Set in the child processes of [`run_child`].
+pub const CHILD_ENV: &str = "VKCUDA_TEST_CHILD";
+
+/// False (after saying so) when a child test runs on its own, e.g. under
+/// `--include-ignored`: it needs the environment its parent test sets up.
+pub fn in_child(test: &str) -> bool {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        return true;
+    }
+    eprintln!(
+        "{test}: runs only as the child process of its parent test; nothing to do on its own"
+    );
+    false
 }
 
 /// 32 hex digits, as FAKE_CUDA_UUIDS takes them.
