@@ -5,7 +5,8 @@
 #   .dev/gpu/tests/<kind>-<name> every Rust test executable (lib unit tests and each
 #                                integration test), built with --release, stripped
 #   .dev/gpu/include/            /usr/include/vulkan (the C headers; the *.hpp C++
-#                                bindings are left out for size) and /usr/include/vk_video
+#                                bindings are left out for size) and /usr/include/vk_video,
+#                                and vk_mem_alloc.h (scripts/fetch-vma.sh)
 #   .dev/gpu/tsan-threads        with VKCUDA_BUNDLE_TSAN=1 only: tests/threads.rs built
 #                                with ThreadSanitizer (std rebuilt: needs rust-src and
 #                                RUSTC_BOOTSTRAP; about 2 minutes); the TSan runtime is
@@ -108,6 +109,12 @@ fi
 mkdir -p "$out/include/vulkan"
 find /usr/include/vulkan -maxdepth 1 -type f ! -name '*.hpp' -exec cp {} "$out/include/vulkan/" \;
 cp -r /usr/include/vk_video "$out/include/"
+
+# VulkanMemoryAllocator's header for the VMA example and test (examples/vma,
+# tests/gpu): from the vk-mem crate's package (scripts/fetch-vma.sh); CMake finds
+# it in .dev/gpu/include there.
+scripts/fetch-vma.sh
+cp .dev/vma/include/vk_mem_alloc.h "$out/include/"
 
 echo "== $prepare_loader --validation"
 "$prepare_loader" --validation

@@ -20,6 +20,10 @@
 #                    $OUT/fractal.png), ipc_demo (two processes)    the examples
 #   engine_postfx    the C++ engine-style example (examples/cpp): 1000 frames, every
 #                    pixel checked; PNG to $OUT/engine_postfx.png
+#   doctor, doctor:json  tools/vkcuda_doctor, text and --json ($OUT/doctor.json): must
+#                    exit 0 (every check passes or warns: interop will work)
+#   vma_interop, vma_wrap  the VMA example (examples/vma) and test (tests/gpu): VMA
+#                    pools with export info, every byte both ways; also under vvl:
 #   fresh-ptx        buffer_roundtrip and frame_loop once more with the PTX this
 #                    nvcc made (VKCUDA_EXAMPLES_PTX): same checks, same results
 #   vvl:NAME         each example under VK_LAYER_KHRONOS_validation; any line with
@@ -54,6 +58,7 @@ wanted=("$@")
 for w in "${wanted[@]}"; do
     case ${w%%:*} in
         setup|ptx|configure|build|build-by-hand|rust|vkcuda_info|buffer_roundtrip|frame_loop|image_formats|image_fractal|ipc_demo|engine_postfx|fresh-ptx|vvl|bench) ;;
+        doctor|vma_interop|vma_wrap) ;;
         *) echo "gpu-test.sh: unknown step '$w' (see the comment at the top of $0)" >&2; exit 2 ;;
     esac
 done
@@ -252,7 +257,7 @@ else
     run_step ptx 90 ptx_check
 
     need_build=0
-    for s in configure build vkcuda_info buffer_roundtrip frame_loop image_formats image_fractal ipc_demo engine_postfx fresh-ptx vvl:vkcuda_info vvl:buffer_roundtrip vvl:frame_loop vvl:image_formats; do
+    for s in configure build vkcuda_info buffer_roundtrip frame_loop image_formats image_fractal ipc_demo engine_postfx fresh-ptx vvl:vkcuda_info vvl:buffer_roundtrip vvl:frame_loop vvl:image_formats doctor doctor:json vma_interop vma_wrap vvl:vma_interop vvl:vma_wrap; do
         is_wanted "$s" && need_build=1
     done
     if [ $need_build = 1 ]; then
@@ -277,6 +282,12 @@ else
     STEP_NOTE_CMD=last_line_note run_step ipc_demo 180 c_examples/ipc_demo.sh --bin "$build/cmake/c_examples"
     STEP_NOTE_CMD=last_line_note run_step engine_postfx 180 run_example engine_postfx --out "$OUT/engine_postfx.png"
 
+    # The doctor (tools/) and the VMA recipe (examples/vma, tests/gpu).
+    STEP_NOTE_CMD=last_line_note run_step doctor 60 run_example vkcuda_doctor
+    STEP_NOTE_CMD=last_line_note run_step doctor:json 60 bash -c 'run_example vkcuda_doctor --json | tee "$OUT/doctor.json"; exit ${PIPESTATUS[0]}'
+    STEP_NOTE_CMD=last_line_note run_step vma_interop 120 run_example vma_interop
+    STEP_NOTE_CMD=last_line_note run_step vma_wrap 180 run_example vma_wrap
+
     if [ -s "$OUT/kernels.fresh.ptx" ]; then
         STEP_NOTE_CMD=last_line_note run_step fresh-ptx 120 fresh_ptx
     elif is_wanted fresh-ptx; then
@@ -300,6 +311,10 @@ else
         with_vvl c_examples/ipc_demo.sh --bin "$build/cmake/c_examples"
     STEP_NOTE_CMD=vvl_note STEP_VERDICT_CMD=vvl_verdict run_step vvl:engine_postfx 180 \
         with_vvl run_example engine_postfx --frames 300 --out "$OUT/engine_postfx-vvl.png"
+    STEP_NOTE_CMD=vvl_note STEP_VERDICT_CMD=vvl_verdict run_step vvl:vma_interop 120 \
+        with_vvl run_example vma_interop
+    STEP_NOTE_CMD=vvl_note STEP_VERDICT_CMD=vvl_verdict run_step vvl:vma_wrap 180 \
+        with_vvl run_example vma_wrap
 fi
 
 # ---------------------------------------------------------------------------------

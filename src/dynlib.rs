@@ -40,8 +40,10 @@ impl Probe {
 }
 
 /// Loads `name` (a path, or a bare name for the loader's search) with
-/// `RTLD_NOW | RTLD_LOCAL`, looks up `symbols`, and unloads it again. Loading runs
-/// the library's initialisers, as the Vulkan loader would.
+/// `RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE` and looks up `symbols`. Loading runs the
+/// library's initialisers, as the Vulkan loader would; the library stays loaded
+/// (`RTLD_NODELETE`): a driver's destructors running while threads it started are
+/// still alive would be worse than the memory it keeps.
 pub fn probe(name: &str, symbols: &[&str]) -> Probe {
     let Ok(c) = CString::new(name) else {
         return Probe {
@@ -53,7 +55,7 @@ pub fn probe(name: &str, symbols: &[&str]) -> Probe {
     // SAFETY: dlopen/dlsym/dlclose on a handle this function owns.
     unsafe {
         libc::dlerror();
-        let h = libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
+        let h = libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL | libc::RTLD_NODELETE);
         if h.is_null() {
             let e = libc::dlerror();
             let error = if e.is_null() {

@@ -11,8 +11,8 @@ use super::types::*;
 use super::{arg, boundary, check_bool, check_flags, out, quiet, vkcuda_result, write_handle};
 use crate::buffer::{Buffer, Layout};
 use crate::error::Result;
-use crate::vulkan::memory::check_export_types;
 use crate::vulkan::handoff::{self, Direction};
+use crate::vulkan::memory::check_export_types;
 
 /// One allocation seen as a `VkBuffer` (with its `VkDeviceMemory`) by Vulkan and as
 /// a device pointer by CUDA. Released by `vkcuda_buffer_destroy`.
