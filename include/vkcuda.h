@@ -918,7 +918,7 @@ typedef struct vkcuda_doctor_options {
  */
 typedef struct vkcuda_doctor_summary {
   /**
-   * How many checks (`vkcuda_doctor_report_get_check` takes 0 to this - 1).
+   * How many checks (`vkcuda_doctor_report_get_check` takes 0 to this minus 1).
    */
   uint32_t check_count;
   /**
@@ -1833,8 +1833,8 @@ enum vkcuda_result vkcuda_doctor_report_get_summary(const struct vkcuda_doctor_r
                                                     struct vkcuda_doctor_summary *summary);
 
 /**
- * Fills `*check` with check `index` (0 to `check_count` - 1, in the order the
- * doctor ran them). The strings belong to the report.
+ * Fills `*check` with check `index` (from 0 to `check_count` minus 1, in the
+ * order the doctor ran them). The strings belong to the report.
  *
  * Thread-safety: may be called from any thread.
  *
@@ -1847,10 +1847,10 @@ enum vkcuda_result vkcuda_doctor_report_get_check(const struct vkcuda_doctor_rep
                                                   struct vkcuda_doctor_check *check);
 
 /**
- * Fills `*pair` with row `index` of the pairing table (0 to `device_pair_count`
- * - 1): first every Vulkan device in `vkEnumeratePhysicalDevices` order, then each
- * CUDA device that no Vulkan device has the UUID of. The strings belong to the
- * report.
+ * Fills `*pair` with row `index` of the pairing table (from 0 to
+ * `device_pair_count` minus 1): first every Vulkan device in
+ * `vkEnumeratePhysicalDevices` order, then each CUDA device that no Vulkan device
+ * has the UUID of. The strings belong to the report.
  *
  * Thread-safety: may be called from any thread.
  *

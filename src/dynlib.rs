@@ -4,7 +4,8 @@
 use std::ffi::{c_void, CStr, CString};
 
 /// The file of the loaded library that holds `addr` (`dladdr`), if the dynamic
-/// loader knows it.
+/// loader knows it. `addr` is only looked up, never read.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn path_of(addr: *const c_void) -> Option<String> {
     if addr.is_null() {
         return None;
@@ -55,7 +56,10 @@ pub fn probe(name: &str, symbols: &[&str]) -> Probe {
     // SAFETY: dlopen/dlsym/dlclose on a handle this function owns.
     unsafe {
         libc::dlerror();
-        let h = libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL | libc::RTLD_NODELETE);
+        let h = libc::dlopen(
+            c.as_ptr(),
+            libc::RTLD_NOW | libc::RTLD_LOCAL | libc::RTLD_NODELETE,
+        );
         if h.is_null() {
             let e = libc::dlerror();
             let error = if e.is_null() {

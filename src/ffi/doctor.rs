@@ -87,7 +87,7 @@ pub struct vkcuda_doctor_device_pair {
 /// @ingroup library
 #[repr(C)]
 pub struct vkcuda_doctor_summary {
-    /// How many checks (`vkcuda_doctor_report_get_check` takes 0 to this - 1).
+    /// How many checks (`vkcuda_doctor_report_get_check` takes 0 to this minus 1).
     pub check_count: u32,
     /// How many passed.
     pub pass_count: u32,
@@ -247,8 +247,8 @@ fn index_of(index: u32, len: usize, what: &str) -> Result<usize> {
     Ok(i)
 }
 
-/// Fills `*check` with check `index` (0 to `check_count` - 1, in the order the
-/// doctor ran them). The strings belong to the report.
+/// Fills `*check` with check `index` (from 0 to `check_count` minus 1, in the
+/// order the doctor ran them). The strings belong to the report.
 ///
 /// Thread-safety: may be called from any thread.
 ///
@@ -280,10 +280,10 @@ pub unsafe extern "C" fn vkcuda_doctor_report_get_check(
     })
 }
 
-/// Fills `*pair` with row `index` of the pairing table (0 to `device_pair_count`
-/// - 1): first every Vulkan device in `vkEnumeratePhysicalDevices` order, then each
-/// CUDA device that no Vulkan device has the UUID of. The strings belong to the
-/// report.
+/// Fills `*pair` with row `index` of the pairing table (from 0 to
+/// `device_pair_count` minus 1): first every Vulkan device in
+/// `vkEnumeratePhysicalDevices` order, then each CUDA device that no Vulkan device
+/// has the UUID of. The strings belong to the report.
 ///
 /// Thread-safety: may be called from any thread.
 ///
