@@ -909,6 +909,14 @@ typedef struct vkcuda_doctor_options {
    * "/". For tests of the checks with a prepared directory.
    */
   const char *root;
+  /**
+   * Optional: the handles the engine passes (or would pass) to
+   * `vkcuda_context_create`. The doctor then also checks that `VkDevice`: the
+   * fd extensions it was created with and its CUDA twin ("engine.*" checks, in
+   * the words of the errors a context on it returns). `flags` and
+   * `cuda_context` are not used. Borrowed for the call only.
+   */
+  const struct vkcuda_context_create_info *engine;
 } vkcuda_doctor_options;
 
 /**

@@ -24,7 +24,7 @@ use serde_json::json;
 use crate::cuda::{self, DeviceInfo};
 use crate::dynlib;
 use crate::pairing::{self, DeviceReport};
-use crate::vulkan::{image, memory, semaphore, standalone};
+use crate::vulkan::{self, image, memory, semaphore, standalone, EngineHandles, VulkanDevice};
 
 /// How a check came out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,18 +82,23 @@ pub struct Report {
 }
 
 /// Where the doctor looks.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Options {
     /// The root the container checks read files under (`/.dockerenv`,
     /// `/proc/1/cgroup`, `/dev/nvidia*`, the driver's libraries); `/` normally, a
     /// prepared directory in tests.
     pub root: PathBuf,
+    /// The engine's handles, as it would pass them to `vkcuda_context_create`: the
+    /// doctor then also checks that `VkDevice` (the extensions it was created with,
+    /// its CUDA twin), with the words of the errors a context on it would return.
+    pub engine: Option<EngineHandles>,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
             root: PathBuf::from("/"),
+            engine: None,
         }
     }
 }
@@ -211,6 +216,9 @@ pub fn run(opts: &Options) -> Report {
             "not checked: the Vulkan loader did not load",
             "fix vulkan.loader first",
         );
+    }
+    if let Some(h) = &opts.engine {
+        check_engine(&mut r, h, cuda_devices.as_deref());
     }
     check_container(&mut r, &opts.root, &working);
     check_open_files(&mut r);
@@ -956,6 +964,77 @@ fn check_device(r: &mut Report, i: usize, f: &DeviceFacts, cuda: Option<&[Device
         },
     );
     ok
+}
+
+// --- The engine's device --------------------------------------------------------
+
+/// The engine's own `VkDevice`: what a context made on it would lack. Each failure
+/// is the error that context's first call would return, word for word.
+fn check_engine(r: &mut Report, h: &EngineHandles, cuda_devices: Option<&[DeviceInfo]>) {
+    let dev = match VulkanDevice::from_engine(h) {
+        Ok(d) => d,
+        Err(e) => {
+            r.add(
+                "engine.device",
+                Status::Fail,
+                e.message,
+                "pass the handles you pass to vkcuda_context_create: a VkInstance of Vulkan 1.2 or later, its \
+                 VkPhysicalDevice and the VkDevice made on it",
+            );
+            return;
+        }
+    };
+    let name = dev.props.name.clone();
+    let uuid = dev.props.uuid;
+    r.pass(
+        "engine.device",
+        format!(
+            "the engine's VkDevice on '{name}' {}",
+            cuda::format_uuid(&uuid)
+        ),
+    );
+    for (check, enabled, ext) in [
+        (
+            "engine.external_memory_fd",
+            dev.memory_fd.is_some(),
+            ash::khr::external_memory_fd::NAME,
+        ),
+        (
+            "engine.external_semaphore_fd",
+            dev.semaphore_fd.is_some(),
+            ash::khr::external_semaphore_fd::NAME,
+        ),
+    ] {
+        if enabled {
+            r.pass(
+                check,
+                format!("{} is enabled on the VkDevice", ext.to_string_lossy()),
+            );
+        } else {
+            // The words of VKCUDA_ERROR_EXTENSION_NOT_PRESENT.
+            let d = vulkan::missing_extension_diagnosis(ext);
+            r.add(check, Status::Fail, d.seen, &d.fix);
+        }
+    }
+    match cuda_devices {
+        Some(list) => match pairing::match_device(&name, &uuid, list) {
+            Ok(twin) => r.pass(
+                "engine.pairing",
+                format!("'{name}' = CUDA device {} '{}'", twin.ordinal, twin.name),
+            ),
+            Err(_) => {
+                // The words of VKCUDA_ERROR_DEVICE_MISMATCH from vkcuda_context_create.
+                let d = pairing::mismatch_diagnosis(&name, &uuid, list);
+                r.add("engine.pairing", Status::Fail, d.seen, &d.fix);
+            }
+        },
+        None => r.add(
+            "engine.pairing",
+            Status::Fail,
+            "not checked: the CUDA driver is unavailable",
+            "fix cuda.driver first",
+        ),
+    }
 }
 
 // --- Containers -----------------------------------------------------------------

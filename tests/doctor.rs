@@ -33,10 +33,15 @@ fn text(p: *const std::ffi::c_char) -> String {
 }
 
 fn doctor(root: Option<&Path>) -> Doctor {
+    doctor_with(root, ptr::null())
+}
+
+fn doctor_with(root: Option<&Path>, engine: *const vkcuda_context_create_info) -> Doctor {
     let root_c = root.map(|r| std::ffi::CString::new(r.to_str().unwrap()).unwrap());
     let options = vkcuda_doctor_options {
         flags: 0,
         root: root_c.as_ref().map_or(ptr::null(), |c| c.as_ptr()),
+        engine,
     };
     let mut report = ptr::null_mut();
     ok(unsafe { vkcuda_doctor_run(&options, &mut report) });
@@ -447,6 +452,60 @@ fn child_no_matching_uuid() {
     assert_eq!(d.json["devices"][1]["cuda_name"], "vkcuda fake GPU");
 }
 
+// --- The engine's own device ---------------------------------------------------------
+
+#[test]
+fn engine_device_without_an_extension() {
+    run_child(
+        "child_engine_device",
+        &build("doctor-fake-cuda", &[]),
+        &[("FAKE_CUDA_UUIDS", None), ("CUDA_VISIBLE_DEVICES", None)],
+    );
+}
+
+#[test]
+#[ignore = "runs in a child process of engine_device_without_an_extension"]
+fn child_engine_device() {
+    // An engine that enabled the memory fd extension but not the semaphore one.
+    let e = EngineDevice::new(&[ash::khr::external_memory_fd::NAME], |_, _| true);
+    let info = e.create_info(0);
+    let d = doctor_with(None, &info);
+    assert_eq!(d.get("engine.device").status, PASS);
+    assert_eq!(d.get("engine.external_memory_fd").status, PASS);
+    let c = d.get("engine.external_semaphore_fd");
+    assert_eq!(c.status, FAIL);
+    assert_eq!(
+        c.seen,
+        "VK_KHR_external_semaphore_fd is not enabled on the VkDevice (its functions resolve to NULL)"
+    );
+    // The same words as the context's first call that needs it.
+    let vonly = e.create_info(VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT);
+    let mut ctx = ptr::null_mut();
+    ok(unsafe { vkcuda_context_create(&vonly, &mut ctx) });
+    let mut sem = ptr::null_mut();
+    let si: vkcuda_semaphore_create_info = unsafe { std::mem::zeroed() };
+    let err = fails(
+        unsafe { vkcuda_semaphore_create(ctx, &si, &mut sem) },
+        VKCUDA_ERROR_EXTENSION_NOT_PRESENT,
+    );
+    assert_eq!(
+        err,
+        format!("vkcuda_semaphore_create: {}: {}", c.seen, c.fix)
+    );
+    unsafe { vkcuda_context_destroy(ctx) };
+    // Pairing: the fake driver's device is not this one.
+    let c = d.get("engine.pairing");
+    assert_eq!(c.status, FAIL);
+    let mut ctx = ptr::null_mut();
+    let err = fails(
+        unsafe { vkcuda_context_create(&info, &mut ctx) },
+        VKCUDA_ERROR_DEVICE_MISMATCH,
+    );
+    assert_eq!(err, format!("vkcuda_context_create: {}: {}", c.seen, c.fix));
+    assert!(!d.ready);
+    drop(e);
+}
+
 // --- Containers ---------------------------------------------------------------------
 
 /// What the container checks see: the root, and neither a working NVIDIA Vulkan
@@ -778,6 +837,7 @@ fn getters_refuse_bad_indices_and_options() {
     let bad = vkcuda_doctor_options {
         flags: 4,
         root: ptr::null(),
+        engine: ptr::null(),
     };
     let mut report = 1usize as *mut vkcuda_doctor_report;
     fails(

@@ -3907,6 +3907,7 @@ fn doctor(m: &mut Matrix) {
         let o = vkcuda_doctor_options {
             flags: 1,
             root: ptr::null(),
+            engine: ptr::null(),
         };
         let mut r = poisoned();
         let res = unsafe { vkcuda_doctor_run(&o, &mut r) };
@@ -3917,6 +3918,7 @@ fn doctor(m: &mut Matrix) {
         let o = vkcuda_doctor_options {
             flags: 0,
             root: ptr::null(),
+            engine: ptr::null(),
         };
         let mut r = poisoned();
         c.succeeded(unsafe { vkcuda_doctor_run(&o, &mut r) });
@@ -3927,6 +3929,7 @@ fn doctor(m: &mut Matrix) {
         let o = vkcuda_doctor_options {
             flags: 0,
             root: c"".as_ptr(),
+            engine: ptr::null(),
         };
         let mut r = poisoned();
         let res = unsafe { vkcuda_doctor_run(&o, &mut r) };
@@ -3937,10 +3940,38 @@ fn doctor(m: &mut Matrix) {
         let o = vkcuda_doctor_options {
             flags: 0,
             root: c"/tmp/\xff".as_ptr(),
+            engine: ptr::null(),
         };
         let mut r = poisoned();
         let res = unsafe { vkcuda_doctor_run(&o, &mut r) };
         c.refused_made(res, &[I], r, vkcuda_doctor_report_destroy);
+        Ran
+    });
+
+    m.case(RUN, "null-ok:options->engine", |c| {
+        // With the engine's handles the doctor checks that device too.
+        let info = c.env.engine.create_info(0);
+        let o = vkcuda_doctor_options {
+            flags: 0,
+            root: ptr::null(),
+            engine: &info,
+        };
+        let mut r = poisoned();
+        c.succeeded(unsafe { vkcuda_doctor_run(&o, &mut r) });
+        unsafe { vkcuda_doctor_report_destroy(r) };
+        Ran
+    });
+    m.case(RUN, "null:options->engine->instance", |c| {
+        let mut info = c.env.engine.create_info(0);
+        info.instance = vk::Instance::null();
+        let o = vkcuda_doctor_options {
+            flags: 0,
+            root: ptr::null(),
+            engine: &info,
+        };
+        let mut r = poisoned();
+        let res = unsafe { vkcuda_doctor_run(&o, &mut r) };
+        c.refused_made(res, &[N], r, vkcuda_doctor_report_destroy);
         Ran
     });
 

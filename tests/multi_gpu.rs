@@ -214,7 +214,8 @@ fn the_other_gpus_objects_are_refused() {
     // A stream of GPU 0 given to a semaphore of a GPU 1 context.
     let c1 = standalone_on(vk1).unwrap_or_else(|(r, m)| panic!("{r:?}: {m}"));
     let mut sem = ptr::null_mut();
-    ok(unsafe { vkcuda_semaphore_create(c1, ptr::null(), &mut sem) });
+    let si: vkcuda_semaphore_create_info = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_semaphore_create(c1, &si, &mut sem) });
     check(unsafe { cu::cuCtxPushCurrent_v2(ctx0) });
     let mut stream0 = ptr::null_mut();
     check(unsafe { cu::cuStreamCreate(&mut stream0, 0) });

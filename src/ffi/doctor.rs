@@ -3,11 +3,13 @@
 use std::ffi::{c_char, CStr, CString};
 use std::path::PathBuf;
 
+use super::context::vkcuda_context_create_info;
 use super::handle::{self, handle_kind, Tagged};
 use super::types::*;
 use super::{boundary, check_flags, out, quiet, vkcuda_result, write_handle};
 use crate::doctor::{self, Report, Status};
 use crate::error::{Error, Result};
+use crate::vulkan::EngineHandles;
 
 /// How a doctor check came out.
 ///
@@ -36,6 +38,12 @@ pub struct vkcuda_doctor_options {
     /// `/proc/1/cgroup`, `/dev/nvidia*` and the driver's libraries under; NULL for
     /// "/". For tests of the checks with a prepared directory.
     pub root: *const c_char,
+    /// Optional: the handles the engine passes (or would pass) to
+    /// `vkcuda_context_create`. The doctor then also checks that `VkDevice`: the
+    /// fd extensions it was created with and its CUDA twin ("engine.*" checks, in
+    /// the words of the errors a context on it returns). `flags` and
+    /// `cuda_context` are not used. Borrowed for the call only.
+    pub engine: *const vkcuda_context_create_info,
 }
 
 /// One check of a doctor report. The strings belong to the report and stay valid
@@ -201,6 +209,20 @@ pub unsafe extern "C" fn vkcuda_doctor_run(
                         return Err(Error::invalid("options->root is empty; pass NULL for /"));
                     }
                     opts.root = PathBuf::from(root);
+                }
+                if let Some(e) = o.engine.as_ref() {
+                    if e.instance == ash::vk::Instance::null() {
+                        return Err(Error::null("options->engine->instance"));
+                    }
+                    opts.engine = Some(EngineHandles {
+                        instance: e.instance,
+                        physical: e.physical_device,
+                        device: e.device,
+                        get_instance_proc_addr: e.get_instance_proc_addr.ok_or_else(|| {
+                            Error::null("options->engine->get_instance_proc_addr")
+                        })?,
+                        get_device_proc_addr: e.get_device_proc_addr,
+                    });
                 }
             }
             let inner = DoctorReport::new(doctor::run(&opts));

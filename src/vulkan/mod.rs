@@ -49,6 +49,7 @@ unsafe impl Send for VulkanDevice {}
 unsafe impl Sync for VulkanDevice {}
 
 /// The caller's entry points.
+#[derive(Clone, Copy)]
 pub struct EngineHandles {
     pub instance: vk::Instance,
     pub physical: vk::PhysicalDevice,
