@@ -15,7 +15,6 @@
 //! the container checks: `/.dockerenv`, `/run/.containerenv`, `/proc/1/cgroup`,
 //! `/dev/nvidia*` and the driver's libraries.
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use ash::vk;
@@ -1354,18 +1353,6 @@ fn check_open_files(r: &mut Report) {
         Status::Pass
     };
     r.add("process.open_files", status, seen, &fix);
-}
-
-/// The report as the text the tool prints (used by tests and `Display`).
-pub fn to_text(r: &Report) -> String {
-    let mut s = String::new();
-    for c in &r.checks {
-        let _ = writeln!(s, "[{}] {}: {}", c.status.name(), c.name, c.seen);
-        if !c.fix.is_empty() {
-            let _ = writeln!(s, "       fix: {}", c.fix);
-        }
-    }
-    s
 }
 
 #[cfg(test)]

@@ -1,8 +1,12 @@
 //! The CUDA paths against a stand-in driver (tests/fake_cuda/libcuda.c) whose one
 //! device matches no Vulkan device: pairing must fail with DEVICE_MISMATCH naming
-//! both UUIDs, a driver without cuMemCreate or whose cuInit fails must give
-//! CUDA_UNAVAILABLE, and nothing may leak. Each case runs in a child process (the
-//! driver is loaded once per process) that runs one of the ignored tests below.
+//! both UUIDs, a driver without cuMemCreate, whose cuInit fails or that reports
+//! CUDA 11.1 must give CUDA_UNAVAILABLE, and nothing may leak. With two fake
+//! devices (one with the UUID of Vulkan device 0) pairing must pick the twin by
+//! UUID, and the other device's context, stream and descriptions must be refused
+//! naming both devices; CUDA_VISIBLE_DEVICES is honoured as the real driver does.
+//! Each case runs in a child process (the driver is loaded once per process) that
+//! runs one of the ignored tests below.
 
 mod common;
 use common::*;
