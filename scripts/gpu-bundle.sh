@@ -41,7 +41,7 @@ echo "== cargo test --release --no-run"
 json=target/gpu-bundle-tests.json
 cargo test --release --no-run --message-format=json > "$json"
 
-echo "== cargo bench --no-run (bench/interop.rs)"
+echo "== cargo bench --no-run (bench/interop.rs, bench/calls.rs)"
 bench_json=target/gpu-bundle-bench.json
 cargo bench --no-run --message-format=json > "$bench_json"
 
@@ -67,6 +67,8 @@ EOF2
 }
 copy_executable "$bench_json" interop "$out/bench-interop" "interop benchmark"
 strip --strip-debug "$out/bench-interop"
+copy_executable "$bench_json" calls "$out/bench-calls" "per-call CPU cost benchmark"
+strip --strip-debug "$out/bench-calls"
 cp target/release/libvkcuda.so "$out/libvkcuda.so"
 strip --strip-debug "$out/libvkcuda.so"
 

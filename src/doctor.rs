@@ -23,7 +23,7 @@ use serde_json::json;
 use crate::cuda::{self, DeviceInfo};
 use crate::dynlib;
 use crate::pairing::{self, DeviceReport};
-use crate::vulkan::{self, image, memory, semaphore, standalone, EngineHandles, VulkanDevice};
+use crate::vulkan::{image, memory, semaphore, standalone, EngineHandles, VulkanDevice};
 
 /// How a check came out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -992,16 +992,18 @@ fn check_engine(r: &mut Report, h: &EngineHandles, cuda_devices: Option<&[Device
             cuda::format_uuid(&uuid)
         ),
     );
-    for (check, enabled, ext) in [
+    for (check, enabled, ext, what) in [
         (
             "engine.external_memory_fd",
             dev.memory_fd.is_some(),
             ash::khr::external_memory_fd::NAME,
+            "buffers and images",
         ),
         (
             "engine.external_semaphore_fd",
             dev.semaphore_fd.is_some(),
             ash::khr::external_semaphore_fd::NAME,
+            "semaphores",
         ),
     ] {
         if enabled {
@@ -1011,7 +1013,7 @@ fn check_engine(r: &mut Report, h: &EngineHandles, cuda_devices: Option<&[Device
             );
         } else {
             // The words of VKCUDA_ERROR_EXTENSION_NOT_PRESENT.
-            let d = vulkan::missing_extension_diagnosis(ext);
+            let d = dev.missing_extension_diagnosis(ext, what);
             r.add(check, Status::Fail, d.seen, &d.fix);
         }
     }

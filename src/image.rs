@@ -425,7 +425,7 @@ impl Image {
                 )));
             }
         }
-        memory::check_importable(&ctx.vk, handle)?;
+        memory::check_importable(&ctx.vk, handle, allocation_size)?;
         let raw = handle.as_raw_fd();
         let im = vkimage::import_image(
             &ctx.vk,

@@ -11,13 +11,33 @@
 mod common;
 use common::*;
 
+use std::path::Path;
 use std::ptr;
 
-use common::fake_driver::{build as build_fake, run_child as run_child_env};
+/// Set in the child processes: the `child_*` tests do nothing without it (run with
+/// `--include-ignored`, they would otherwise test whatever driver this machine has).
+const CHILD_ENV: &str = "VKCUDA_FAKE_CUDA_CHILD";
 
-fn run_child(case: &str, lib_dir: &std::path::Path, env: &[(&str, &str)]) {
-    let env: Vec<(&str, Option<&str>)> = env.iter().map(|(k, v)| (*k, Some(*v))).collect();
-    run_child_env(case, lib_dir, &env);
+/// Whether this process is a child of one of the tests; prints why not.
+fn in_child(case: &str) -> bool {
+    let child = std::env::var_os(CHILD_ENV).is_some();
+    if !child {
+        println!("{case}: not started by its parent test (no {CHILD_ENV}): nothing to do");
+    }
+    child
+}
+
+/// Runs the ignored test `case` in a child process that loads the fake driver of
+/// `lib_dir` (and no other library from LD_LIBRARY_PATH).
+fn run_child(case: &str, lib_dir: &Path, env: &[(&str, &str)]) {
+    let out = this_test(case, true)
+        .env(CHILD_ENV, "1")
+        .env("LD_LIBRARY_PATH", lib_dir)
+        .envs(env.iter().copied())
+        .env_remove(vkcuda::cuda::DISABLE_ENV)
+        .output()
+        .unwrap();
+    child_passed(case, &out);
 }
 
 #[test]
@@ -26,7 +46,7 @@ fn fake_driver_device_mismatch() {
         "child_device_mismatch",
         // One directory per test: tests run in parallel and must not rebuild a
         // library another test's child is loading.
-        &build_fake("fake-cuda-mismatch", &[]),
+        &fake_cuda_driver("fake-cuda-mismatch", &[]),
         &[],
     );
 }
@@ -35,7 +55,7 @@ fn fake_driver_device_mismatch() {
 fn fake_driver_too_old() {
     run_child(
         "child_driver_too_old",
-        &build_fake("fake-cuda-old", &["-DOMIT_MEM_CREATE"]),
+        &fake_cuda_driver("fake-cuda-old", &["-DOMIT_MEM_CREATE"]),
         &[],
     );
 }
@@ -44,7 +64,7 @@ fn fake_driver_too_old() {
 fn fake_driver_version_too_old() {
     run_child(
         "child_version_too_old",
-        &build_fake("fake-cuda-version-old", &[]),
+        &fake_cuda_driver("fake-cuda-version-old", &[]),
         &[("FAKE_CUDA_VERSION", "11010")],
     );
 }
@@ -53,21 +73,15 @@ fn fake_driver_version_too_old() {
 fn fake_driver_init_fails() {
     run_child(
         "child_init_fails",
-        &build_fake("fake-cuda-init-fails", &[]),
+        &fake_cuda_driver("fake-cuda-init-fails", &[]),
         &[("FAKE_CUDA_INIT_FAILS", "1")],
     );
-}
-
-fn live_contexts() -> i64 {
-    let mut l: vkcuda_live_objects = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_live_objects_get(&mut l) });
-    l.contexts
 }
 
 #[test]
 #[ignore = "runs in a child process of fake_driver_device_mismatch"]
 fn child_device_mismatch() {
-    if !common::fake_driver::in_child("child_device_mismatch") {
+    if !in_child("child_device_mismatch") {
         return;
     }
     let mut v = 0;
@@ -113,22 +127,30 @@ fn child_device_mismatch() {
         "names the Vulkan UUID {vk_uuid}: {msg}"
     );
     assert!(ctx.is_null());
-    assert_eq!(live_contexts(), 0, "nothing left behind");
+    assert_eq!(live_objects().contexts, 0, "nothing left behind");
     drop(e);
     assert_eq!(fd_count(), fds, "no fd left behind");
+}
+
+/// In a child: the library's message for a driver it cannot use (asking for the
+/// driver's version fails with CUDA_UNAVAILABLE). None when not in a child.
+fn driver_refused(case: &str) -> Option<String> {
+    if !in_child(case) {
+        return None;
+    }
+    let mut v = 0;
+    Some(fails(
+        unsafe { vkcuda_cuda_driver_get_version(&mut v) },
+        VKCUDA_ERROR_CUDA_UNAVAILABLE,
+    ))
 }
 
 #[test]
 #[ignore = "runs in a child process of fake_driver_too_old"]
 fn child_driver_too_old() {
-    if !common::fake_driver::in_child("child_driver_too_old") {
+    let Some(msg) = driver_refused("child_driver_too_old") else {
         return;
-    }
-    let mut v = 0;
-    let msg = fails(
-        unsafe { vkcuda_cuda_driver_get_version(&mut v) },
-        VKCUDA_ERROR_CUDA_UNAVAILABLE,
-    );
+    };
     assert!(
         msg.contains("too old") && msg.contains("cuMemCreate"),
         "{msg}"
@@ -144,16 +166,23 @@ fn child_driver_too_old() {
 }
 
 #[test]
+#[ignore = "runs in a child process of fake_driver_init_fails"]
+fn child_init_fails() {
+    let Some(msg) = driver_refused("child_init_fails") else {
+        return;
+    };
+    assert!(
+        msg.contains("cuInit") && msg.contains("CUDA_ERROR_NO_DEVICE"),
+        "{msg}"
+    );
+}
+
+#[test]
 #[ignore = "runs in a child process of fake_driver_version_too_old"]
 fn child_version_too_old() {
-    if !common::fake_driver::in_child("child_version_too_old") {
+    let Some(msg) = driver_refused("child_version_too_old") else {
         return;
-    }
-    let mut v = 0;
-    let msg = fails(
-        unsafe { vkcuda_cuda_driver_get_version(&mut v) },
-        VKCUDA_ERROR_CUDA_UNAVAILABLE,
-    );
+    };
     assert!(
         msg.contains("too old") && msg.contains("CUDA 11.1 (11010)") && msg.contains("11.2"),
         "{msg}"
@@ -168,23 +197,6 @@ fn child_version_too_old() {
         VKCUDA_ERROR_CUDA_UNAVAILABLE,
     );
     assert!(again.contains("CUDA 11.1 (11010)"), "{again}");
-}
-
-#[test]
-#[ignore = "runs in a child process of fake_driver_init_fails"]
-fn child_init_fails() {
-    if !common::fake_driver::in_child("child_init_fails") {
-        return;
-    }
-    let mut v = 0;
-    let msg = fails(
-        unsafe { vkcuda_cuda_driver_get_version(&mut v) },
-        VKCUDA_ERROR_CUDA_UNAVAILABLE,
-    );
-    assert!(
-        msg.contains("cuInit") && msg.contains("CUDA_ERROR_NO_DEVICE"),
-        "{msg}"
-    );
 }
 
 // --- Several CUDA devices (issue: every Vulkan device paired with its own CUDA
@@ -229,7 +241,7 @@ fn run_two(case: &str, dir: &str, visible: Option<&str>) {
     if visible.is_none() {
         pairs.push(("CUDA_VISIBLE_DEVICES", None));
     }
-    run_child_env(case, &build_fake(dir, &[]), &pairs);
+    common::fake_driver::run_child(case, &fake_cuda_driver(dir, &[]), &pairs);
 }
 
 #[test]

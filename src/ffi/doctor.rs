@@ -41,8 +41,9 @@ pub struct vkcuda_doctor_options {
     /// Optional: the handles the engine passes (or would pass) to
     /// `vkcuda_context_create`. The doctor then also checks that `VkDevice`: the
     /// fd extensions it was created with and its CUDA twin ("engine.*" checks, in
-    /// the words of the errors a context on it returns). `flags` and
-    /// `cuda_context` are not used. Borrowed for the call only.
+    /// the words of the errors a context on it returns). Its `flags` say what the
+    /// device was created with (`VKCUDA_CONTEXT_CREATE_SYNCHRONIZATION2_BIT`);
+    /// `cuda_context` is not used. Borrowed for the call only.
     pub engine: *const vkcuda_context_create_info,
 }
 
@@ -222,6 +223,9 @@ pub unsafe extern "C" fn vkcuda_doctor_run(
                             Error::null("options->engine->get_instance_proc_addr")
                         })?,
                         get_device_proc_addr: e.get_device_proc_addr,
+                        synchronization2: e.flags
+                            & super::context::VKCUDA_CONTEXT_CREATE_SYNCHRONIZATION2_BIT
+                            != 0,
                     });
                 }
             }

@@ -359,7 +359,7 @@ pub struct vkcuda_image_info {
     pub cuda_mipmapped_array: *mut CUmipmappedArray_st,
     /// The `CUDA_ARRAY3D_*` flags of the CUDA view (LAYERED = 0x1, SURFACE_LDST =
     /// 0x2 with STORAGE usage, CUBEMAP = 0x4, COLOR_ATTACHMENT = 0x20 with
-    /// COLOR_ATTACHMENT usage).
+    /// COLOR_ATTACHMENT usage); 0 in a Vulkan-only context (there is no CUDA view).
     pub cuda_array_flags: u32,
     /// What CUDA sees of the format.
     pub format_info: vkcuda_format_info,
@@ -577,7 +577,12 @@ pub unsafe extern "C" fn vkcuda_image_get_info(
             },
             wrapped: im.is_wrapped() as u32,
             cuda_mipmapped_array: mipmap.cast(),
-            cuda_array_flags: im.shape().flags,
+            // No CUDA view in a Vulkan-only context: no flags either.
+            cuda_array_flags: if mipmap.is_null() {
+                0
+            } else {
+                im.shape().flags
+            },
             format_info: format_to_c(im.format_info()),
         };
         Ok(())

@@ -3,7 +3,6 @@
 //! description and an fd.
 
 use std::ffi::{c_int, c_void};
-use std::os::fd::OwnedFd;
 use std::time::Duration;
 
 use ash::vk;
@@ -17,7 +16,9 @@ use super::image::{
 };
 use super::semaphore::vkcuda_semaphore;
 use super::types::*;
-use super::{arg, boundary, check_bool, check_flags, out, vkcuda_result, write_handle};
+use super::{
+    arg, boundary, check_bool, check_flags, import_taking, out, vkcuda_result, write_handle,
+};
 use crate::buffer::Layout;
 use crate::error::{Error, Result};
 use crate::image;
@@ -363,16 +364,6 @@ unsafe fn with_options<T>(
     f(&Options { timeout, peer }, usage)
 }
 
-/// Borrows the caller's fd for an import that duplicates it; closes the caller's
-/// fd only when `import` succeeded.
-unsafe fn import_taking<T>(fd: i32, import: impl FnOnce(&OwnedFd) -> Result<T>) -> Result<T> {
-    let probe = crate::fd::dup_borrowed(fd)?;
-    let made = import(&probe)?;
-    drop(probe);
-    libc::close(fd);
-    Ok(made)
-}
-
 /// Fills `*description` with what another process needs to import the buffer:
 /// the device UUID and the buffer's allocator, allocation size, offset, size and
 /// dedicated flag.
@@ -441,7 +432,9 @@ pub unsafe extern "C" fn vkcuda_image_describe(
 /// kind's fields, zeros) into `bytes`, which has room for `size` bytes (at least
 /// `VKCUDA_SHARE_DESCRIPTION_SIZE`). For transports other than a Unix socket; the
 /// fd still has to travel by `SCM_RIGHTS` (or be duplicated by a parent). The
-/// description is checked as strictly as `vkcuda_share_description_parse` checks.
+/// description is checked as strictly as `vkcuda_share_description_parse` checks,
+/// with the same result: `VKCUDA_ERROR_INVALID_ARGUMENT` for any description it
+/// refuses (`VKCUDA_ERROR_NULL_POINTER` for NULL pointers).
 ///
 /// Thread-safety: may be called from any thread.
 ///
@@ -473,7 +466,8 @@ pub unsafe extern "C" fn vkcuda_share_description_serialize(
 /// `VKCUDA_ERROR_INVALID_ARGUMENT`, with a message saying which, for a truncated or
 /// longer record, a wrong magic, an unknown format version or kind, a nonzero
 /// reserved byte, or impossible values (a zero or overflowing size, a range past
-/// its allocation, an unknown enum value).
+/// its allocation, an unknown enum value, an image format the library does not
+/// share). No other code: a record the library could not have written is malformed.
 ///
 /// Thread-safety: may be called from any thread.
 ///

@@ -163,7 +163,10 @@ fn check_layout(l: &Layout) -> Result<()> {
 }
 
 fn check_image(d: &image::Description, allocation_size: u64) -> Result<()> {
-    format::lookup(d.format)?;
+    // The library never describes an image of a format outside its table, so such a
+    // record is malformed, not a request for an unsupported feature.
+    format::lookup(d.format)
+        .map_err(|e| Error::invalid(format!("impossible image format: {}", e.message)))?;
     if d.width == 0 || d.height == 0 || d.depth == 0 {
         return Err(Error::invalid(format!(
             "impossible image extent {}x{}x{}: a described image has every dimension at least 1",

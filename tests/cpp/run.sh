@@ -16,7 +16,8 @@
 #   4. docs: scripts/docs.sh (Doxygen, any warning fails);
 #   5. engine_postfx --vulkan-only under VK_LAYER_KHRONOS_validation, when the layer
 #      is installed: any validation message fails.
-# Prints one line per check and a summary; exits 1 if any failed.
+# Prints one line per check and a summary; exits 1 if any failed. A check that
+# cannot run here prints a line starting with "SKIPPED:" (scripts/test.sh counts them).
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -76,7 +77,7 @@ build_and_run() { # build_and_run <cxx> <cc> <std> <mode flags> <out>
   "$out/wrapper_test" > "$out/run.log" 2>&1
   local rc=$?
   tail -n 1 "$out/run.log"
-  if [ "$rc" -eq 77 ]; then echo "(skipped: no Vulkan device)"; return 0; fi
+  if [ "$rc" -eq 77 ]; then echo "SKIPPED: wrapper_test ($cxx -std=c++$std${mode:+ $mode}): no Vulkan device"; return 0; fi
   [ "$rc" -eq 0 ] && grep -q '^vkcuda.hpp tests: PASS' "$out/run.log"
 }
 for pair in "${compilers[@]}"; do
@@ -136,7 +137,7 @@ done
 if [ ! -x "$example" ]; then
   fail "validation: $example was not built"
 elif [ -z "$layer_json" ]; then
-  echo "  skip  validation: VK_LAYER_KHRONOS_validation is not installed (apt-get install vulkan-validationlayers)"
+  echo "  SKIPPED: validation: VK_LAYER_KHRONOS_validation is not installed (apt-get install vulkan-validationlayers)"
 else
   vvl_run() {
     VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation "$example" --vulkan-only --frames 30 --size 96x64 \
