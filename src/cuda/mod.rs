@@ -31,6 +31,7 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuCtxPushCurrent_v2",
     "cuCtxPopCurrent_v2",
     "cuCtxGetDevice",
+    "cuCtxGetCurrent",
     "cuMemAlloc_v2",
     "cuPointerGetAttribute",
     "cuStreamGetCtx",

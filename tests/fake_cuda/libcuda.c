@@ -155,6 +155,10 @@ int cuCtxPopCurrent_v2(void **ctx) {
     if (ctx) *ctx = (void *)stack[depth];
     return CUDA_SUCCESS;
 }
+int cuCtxGetCurrent(void **ctx) {
+    *ctx = depth ? (void *)stack[depth - 1] : NULL;
+    return CUDA_SUCCESS;
+}
 int cuCtxGetDevice(int *d) {
     if (depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
     *d = ctx_device(stack[depth - 1]);
