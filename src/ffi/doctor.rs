@@ -341,12 +341,14 @@ pub unsafe extern "C" fn vkcuda_doctor_report_get_device_pair(
     })
 }
 
-/// The report as JSON, for CI systems and support tickets: `{"vkcuda_version",
-/// "ready", "summary": {"pass", "warn", "fail"}, "checks": [{"name", "status"
-/// ("pass", "warn" or "fail"), "seen", "fix"}], "devices": [{"vulkan_index",
-/// "vulkan_name", "vulkan_uuid", "vulkan_type", "cuda_ordinal", "cuda_name",
-/// "cuda_uuid", "ready"}]}` (absent sides are null). `*json` belongs to the report
-/// and stays valid until `vkcuda_doctor_report_destroy`.
+/// The report as JSON, for CI systems and support tickets. An object with the
+/// members `vkcuda_version`, `ready` (true when no check failed), `summary` (the
+/// counts `pass`, `warn`, `fail`), `checks` (an array of objects with `name`,
+/// `status` ("pass", "warn" or "fail"), `seen` and `fix`) and `devices` (the
+/// pairing table: objects with `vulkan_index`, `vulkan_name`, `vulkan_uuid`,
+/// `vulkan_type`, `cuda_ordinal`, `cuda_name`, `cuda_uuid`, `ready`; a side that
+/// is absent is null). `*json` belongs to the report and stays valid until
+/// `vkcuda_doctor_report_destroy`.
 ///
 /// Thread-safety: may be called from any thread.
 ///
