@@ -1106,6 +1106,20 @@ fn find_library(root: &Path, extra: &[PathBuf], prefix: &str) -> Option<PathBuf>
     None
 }
 
+/// A library of this process (loaded as a dependency of a driver) whose file name
+/// starts with `prefix`, from `/proc/self/maps`.
+fn mapped_library(prefix: &str) -> Option<PathBuf> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    maps.lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| {
+            Path::new(p)
+                .file_name()
+                .is_some_and(|f| f.to_string_lossy().starts_with(prefix))
+        })
+        .map(PathBuf::from)
+}
+
 /// What the NVIDIA container toolkit mounts for each capability, and why vkcuda
 /// needs it.
 const CONTAINER_LIBRARIES: [(&str, &str, &str); 4] = [
@@ -1229,11 +1243,29 @@ fn check_container(r: &mut Report, root: &Path, working: &Working) {
             "libGLX_nvidia.so.0" => icd_lib.clone(),
             _ => None,
         };
-        match loaded.map(PathBuf::from).or_else(|| find_library(root, &beside, prefix)) {
+        // The drivers' own libraries count where they loaded; their dependencies
+        // where the process has them mapped (NVIDIA's ICD pulls in glcore).
+        let is_driver = matches!(prefix, "libcuda.so.1" | "libGLX_nvidia.so.0");
+        let found = loaded
+            .map(PathBuf::from)
+            .or_else(|| find_library(root, &beside, prefix))
+            .or_else(|| {
+                (!is_driver && vulkan_ok)
+                    .then(|| mapped_library(prefix))
+                    .flatten()
+            });
+        // With NVIDIA's ICD loading, only an engine that compiles shaders misses
+        // the SPIR-V compiler (the driver loads it then): vkcuda compiles none.
+        let status = if prefix == "libnvidia-glvkspirv.so." && vulkan_ok {
+            Status::Warn
+        } else {
+            Status::Fail
+        };
+        match found {
             Some(p) => r.pass(name, format!("{} ({what})", p.display())),
             None => r.add(
                 name,
-                Status::Fail,
+                status,
                 format!(
                     "no {prefix}{} in the container's library directories ({what})",
                     if prefix.ends_with('.') { "*" } else { "" }
