@@ -5,7 +5,10 @@
 #   .dev/gpu/tests/<kind>-<name> every Rust test executable (lib unit tests and each
 #                                integration test), built with --release, stripped
 #   .dev/gpu/include/            /usr/include/vulkan (the C headers; the *.hpp C++
-#                                bindings are left out for size) and /usr/include/vk_video,
+#                                bindings are left out for size), /usr/include/vk_video and
+#                                stb/stb_image_write.h (libstb-dev: the PNG writer of the
+#                                examples and GPU tests; CMake finds it as
+#                                VKCUDA_STB_INCLUDE_DIR, gpu-test.sh passes the path),
 #                                and vk_mem_alloc.h (scripts/fetch-vma.sh)
 #   .dev/gpu/tsan-threads        with VKCUDA_BUNDLE_TSAN=1 only: tests/threads.rs built
 #                                with ThreadSanitizer (std rebuilt: needs rust-src and
@@ -33,6 +36,8 @@ fi
 for h in /usr/include/vulkan/vulkan_core.h /usr/include/vk_video; do
     [ -e "$h" ] || { echo "gpu-bundle: $h is missing: apt-get install libvulkan-dev" >&2; exit 1; }
 done
+[ -e /usr/include/stb/stb_image_write.h ] ||
+    { echo "gpu-bundle: /usr/include/stb/stb_image_write.h is missing: apt-get install libstb-dev" >&2; exit 1; }
 
 echo "== cargo build --release"
 cargo build --release
@@ -111,6 +116,8 @@ fi
 mkdir -p "$out/include/vulkan"
 find /usr/include/vulkan -maxdepth 1 -type f ! -name '*.hpp' -exec cp {} "$out/include/vulkan/" \;
 cp -r /usr/include/vk_video "$out/include/"
+mkdir -p "$out/include/stb"
+cp /usr/include/stb/stb_image_write.h "$out/include/stb/"
 
 # VulkanMemoryAllocator's header for the VMA example and test (examples/vma,
 # tests/gpu): from the vk-mem crate's package (scripts/fetch-vma.sh); CMake finds

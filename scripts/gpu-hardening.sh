@@ -30,8 +30,12 @@
 #   memcheck:NAME    compute-sanitizer --tool memcheck --leak-check full on the Rust
 #                    tests that use CUDA; "ERROR SUMMARY: 0 errors" required
 #   racecheck:EXAMPLE:TOOL  compute-sanitizer --tool racecheck and --tool memcheck
-#                    on every example (vkcuda_info, buffer_roundtrip, frame_loop,
-#                    image_formats, image_fractal, ipc_demo, engine_postfx), built by
+#                    on every GPU test program (buffer_roundtrip, frame_loop,
+#                    image_formats, image_fractal, ipc_demo, engine_postfx: the
+#                    tests/gpu programs) and every example (vkcuda_info and
+#                    example:NAME for five_minutes, buffer_cuda_to_vulkan,
+#                    buffer_vulkan_to_cuda, frame_timeline, image_to_png,
+#                    cross_process, engine_postfx), built by
 #                    `scripts/gpu-test.sh configure build` if they are not there
 # A STEP argument selects the steps equal to it or starting with "STEP:" ("vvl" =
 # every validation-layer run). Everything runs with VKCUDA_REQUIRE_GPU=1. Output:
@@ -185,9 +189,10 @@ done
 step --timeout 120 --note san_note --verdict san_verdict --na-if san_na "memcheck:faults:context-destroyed" \
     bash -c '"$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)" --tool memcheck --report-api-errors no --leak-check no --error-exitcode 1 "$(test_exe faults)" --test-threads=1 --include-ignored --exact gpu_cuda_context_destroyed_first --nocapture' 
 
-# Every example, under racecheck and memcheck: NAME|ARGS (the arguments are
-# shortened where the sanitizer makes the full run too long: image_formats without
-# its 16384x16384 cases, fewer frames).
+# Every GPU test program and example, under racecheck and memcheck: NAME|ARGS (the
+# arguments are shortened where the sanitizer makes the full run too long:
+# image_formats without its 16384x16384 cases, fewer frames). The executable is NAME,
+# except where example_exe says otherwise.
 examples=(
     "vkcuda_info|"
     "buffer_roundtrip|4 1M+1 --cycles 2"
@@ -196,18 +201,35 @@ examples=(
     "image_fractal|--out $OUT/fractal-sanitizer.png"
     "ipc_demo|--frames 50"
     "engine_postfx|--frames 30 --out $OUT/engine_postfx-sanitizer.png"
+    "example:five_minutes|"
+    "example:buffer_cuda_to_vulkan|"
+    "example:buffer_vulkan_to_cuda|"
+    "example:frame_timeline|"
+    "example:image_to_png|$OUT/image_to_png-sanitizer.png"
+    "example:cross_process|"
+    "example:engine_postfx|$OUT/engine_postfx-example-sanitizer.png"
 )
+example_exe() { # NAME: the executable the step runs
+    case $1 in
+        engine_postfx) echo engine_postfx_test ;;
+        example:cross_process) echo cross_process_producer ;; # it starts the consumer
+        example:*) echo "${1#example:}" ;;
+        *) echo "$1" ;;
+    esac
+}
 any_example=0
 for e in "${examples[@]}"; do steps_wanted "racecheck:${e%%|*}" && any_example=1; done
 if [ "$any_example" = 1 ]; then
-    if [ -z "$(find_example engine_postfx)" ] || [ -z "$(find_example ipc_producer)" ]; then
+    if [ -z "$(find_example engine_postfx_test)" ] || [ -z "$(find_example ipc_producer)" ] ||
+        [ -z "$(find_example cross_process_producer)" ]; then
         log "== building the examples: scripts/gpu-test.sh configure build"
         OUT="$OUT/gpu-test-build" scripts/gpu-test.sh configure build >> "$STEPS_LOG" 2>&1 ||
             log "the build step failed (see $OUT/gpu-test-build/gpu.log)"
     fi
     # The executables are found first: compute-sanitizer starts its target without
     # this shell's exported functions. ipc_demo.sh is a shell script starting a
-    # producer and a consumer process: --target-processes all instruments both.
+    # producer and a consumer process, cross_process_producer starts its consumer:
+    # --target-processes all instruments both.
     ipc_bin=$(dirname "$(find_example ipc_producer)")
     export ipc_bin
     for e in "${examples[@]}"; do
@@ -215,13 +237,13 @@ if [ "$any_example" = 1 ]; then
         for tool in racecheck memcheck; do
             if [ "$name" = ipc_demo ]; then
                 # shellcheck disable=SC2016
-                cmd='sanitizer "$0" c_examples/ipc_demo.sh --bin "$ipc_bin" $1'
+                cmd='sanitizer "$0" tests/gpu/ipc_demo.sh --bin "$ipc_bin" $1'
             else
                 # shellcheck disable=SC2016
                 cmd='sanitizer "$0" "$(find_example "$2")" $1'
             fi
             step --timeout 150 --note san_note --verdict san_verdict --na-if san_na "racecheck:$name:$tool" \
-                bash -c "$cmd" "$tool" "$args" "$name"
+                bash -c "$cmd" "$tool" "$args" "$(example_exe "$name")"
         done
     done
 fi

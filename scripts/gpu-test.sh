@@ -12,22 +12,29 @@
 #   ptx              scripts/gen-ptx.sh --check: kernels_ptx.h (and every other
 #                    header gen-ptx.sh made) is what this nvcc makes of its .cu
 #                    (nvcc version line excepted)
-#   configure, build CMake with -DVKCUDA_PREBUILT_LIBRARY=.dev/gpu/libvkcuda.so;
-#                    if CMake fails, the two GPU examples are built with gcc
-#                    directly so that they still run (configure stays FAIL)
+#   configure, build CMake with -DVKCUDA_PREBUILT_LIBRARY=.dev/gpu/libvkcuda.so, the
+#                    examples and the GPU test programs (tests/gpu); if CMake fails,
+#                    buffer_roundtrip and frame_loop are built with gcc directly so
+#                    that they still run (configure stays FAIL)
 #   rust:NAME        each Rust test executable in .dev/gpu/tests, --test-threads=1 --include-ignored (the GPU tests are #[ignore]d without a GPU)
-#   vkcuda_info, buffer_roundtrip, frame_loop, image_formats, image_fractal (PNG to
-#                    $OUT/fractal.png), ipc_demo (two processes)    the examples
-#   engine_postfx    the C++ engine-style example (examples/cpp): 1000 frames, every
-#                    pixel checked; PNG to $OUT/engine_postfx.png
+#   vkcuda_info      the c_examples program (devices, pairing, standalone context)
+#   buffer_roundtrip, frame_loop, image_formats, image_fractal (PNG to
+#                    $OUT/fractal.png), ipc_demo (two processes)    the GPU test
+#                    programs of tests/gpu
+#   engine_postfx    tests/gpu/engine_postfx_test (the engine of examples/cpp): 1000
+#                    frames, every pixel checked; PNG to $OUT/engine_postfx.png
+#   example:NAME     each short example (c_examples, examples/cpp) as it ships:
+#                    five_minutes, buffer_cuda_to_vulkan, buffer_vulkan_to_cuda,
+#                    frame_timeline, image_to_png, cross_process, engine_postfx
 #   doctor, doctor-json  tools/vkcuda_doctor, text and --json ($OUT/doctor.json): must
 #                    exit 0 (every check passes or warns: interop will work)
 #   vma_interop, vma_wrap  the VMA example (examples/vma) and test (tests/gpu): VMA
 #                    pools with export info, every byte both ways; also as vvl: steps
 #   fresh-ptx        buffer_roundtrip and frame_loop once more with the PTX this
 #                    nvcc made (VKCUDA_EXAMPLES_PTX): same checks, same results
-#   vvl:NAME         each example under VK_LAYER_KHRONOS_validation; any line with
-#                    "VUID" or "Validation Error" fails the step
+#   vvl:NAME, vvl:example:NAME
+#                    each of the above under VK_LAYER_KHRONOS_validation; any line
+#                    with "VUID" or "Validation Error" fails the step
 #   calls            .dev/gpu/bench-calls --csv $OUT/calls.csv (bench/calls.rs): the
 #                    per-call CPU cost of each per-frame call against the raw calls
 #   bench            .dev/gpu/bench-interop --csv $OUT/bench.csv (bench/interop.rs);
@@ -61,7 +68,7 @@ log() { steps_log "$@"; }
 # The examples, in the order they run (their steps are at the end of this file).
 examples="vkcuda_info buffer_roundtrip frame_loop image_formats image_fractal ipc_demo engine_postfx"
 examples="$examples doctor doctor-json vma_interop vma_wrap"
-steps_select "setup ptx configure build build-by-hand rust $examples fresh-ptx calls vvl bench" "$@"
+steps_select "setup ptx configure build build-by-hand rust $examples example fresh-ptx calls vvl bench" "$@"
 
 last_line_note() { # the example's last PASS/FAIL/SKIP line, shortened
     grep -E '(PASS|FAIL|SKIP)' "$1" | tail -1 | cut -c1-110
@@ -139,14 +146,15 @@ configure() {
         -DVKCUDA_PREBUILT_LIBRARY="$bundle/libvkcuda.so" \
         -DVulkan_INCLUDE_DIR="$bundle/include" \
         -DVulkan_LIBRARY=/usr/lib/x86_64-linux-gnu/libvulkan.so.1 \
-        -DVKCUDA_BUILD_EXAMPLES=ON ${VKCUDA_CMAKE_ARGS:-}
+        -DVKCUDA_STB_INCLUDE_DIR="$bundle/include/stb" \
+        -DVKCUDA_BUILD_EXAMPLES=ON -DVKCUDA_BUILD_TESTS=ON ${VKCUDA_CMAKE_ARGS:-}
 }
 
 build_cmake() {
     cmake --build "$build/cmake" -j "$(nproc)"
 }
 
-# Used only when CMake cannot build: the two GPU examples with the flags CMake uses.
+# Used only when CMake cannot build: two GPU test programs with the flags CMake uses.
 build_by_hand() {
     local d=$build/manual flags="-std=c99 -O2 -g -Wall -Wextra -Wpedantic -Werror"
     mkdir -p "$d"
@@ -155,9 +163,9 @@ build_by_hand() {
     soname=$(objdump -p "$bundle/libvkcuda.so" 2>/dev/null | awk '/SONAME/ { print $2 }')
     ln -sf "$bundle/libvkcuda.so" "$d/libvkcuda.so"
     [ -z "$soname" ] || ln -sf "$bundle/libvkcuda.so" "$d/$soname"
-    gcc $flags -D_POSIX_C_SOURCE=200809L -Iinclude -I"$bundle/include" c_examples/buffer_roundtrip.c \
+    gcc $flags -D_POSIX_C_SOURCE=200809L -Iinclude -Ic_examples -I"$bundle/include" tests/gpu/buffer_roundtrip.c \
         c_examples/cuda_driver.c c_examples/vk_loader.c -L"$d" -lvkcuda -ldl -Wl,-rpath,"$d" -o "$d/buffer_roundtrip" &&
-    gcc $flags -D_POSIX_C_SOURCE=200809L -Iinclude -I"$bundle/include" c_examples/frame_loop.c \
+    gcc $flags -D_POSIX_C_SOURCE=200809L -Iinclude -Ic_examples -I"$bundle/include" tests/gpu/frame_loop.c \
         c_examples/cuda_driver.c c_examples/vk_loader.c -L"$d" -lvkcuda -ldl -lpthread -Wl,-rpath,"$d" -o "$d/frame_loop"
 }
 
@@ -186,6 +194,18 @@ fresh_ptx() { # the examples with the PTX this nvcc made of kernels.cu
 }
 
 export -f setup ptx_check find_example configure build_cmake build_by_hand run_example with_vvl fresh_ptx
+
+# The short examples (c_examples/, examples/cpp/): STEP|EXECUTABLE [ARGS] (no spaces in
+# the arguments); each is run as is and under the validation layer.
+short_examples=(
+    "five_minutes|five_minutes"
+    "buffer_cuda_to_vulkan|buffer_cuda_to_vulkan"
+    "buffer_vulkan_to_cuda|buffer_vulkan_to_cuda"
+    "frame_timeline|frame_timeline"
+    "image_to_png|image_to_png $OUT/image_to_png.png"
+    "cross_process|cross_process_producer"
+    "engine_postfx|engine_postfx $OUT/engine_postfx-example.png"
+)
 
 # ---------------------------------------------------------------------------------
 log "gpu-test.sh: steps: ${STEPS_WANTED[*]:-all}; log: $STEPS_LOG"
@@ -234,13 +254,18 @@ else
     ex frame_loop       180 run_example frame_loop
     ex image_formats    180 run_example image_formats
     ex image_fractal    120 run_example image_fractal --out "$OUT/fractal.png"
-    ex ipc_demo         180 c_examples/ipc_demo.sh --bin "$build/cmake/c_examples"
-    ex engine_postfx    180 run_example engine_postfx --out "$OUT/engine_postfx.png"
+    ex ipc_demo         180 tests/gpu/ipc_demo.sh --bin "$build/cmake/tests/gpu"
+    ex engine_postfx    180 run_example engine_postfx_test --out "$OUT/engine_postfx.png"
     # The doctor (tools/) and the VMA recipe (examples/vma, tests/gpu).
     ex doctor            60 run_example vkcuda_doctor
     ex doctor-json       60 bash -c 'run_example vkcuda_doctor --json | tee "$OUT/doctor.json"; exit ${PIPESTATUS[0]}'
     ex vma_interop      120 run_example vma_interop
     ex vma_wrap         180 run_example vma_wrap
+    # The short examples, as a user runs them (each ends with "NAME: PASS").
+    for e in "${short_examples[@]}"; do
+        # shellcheck disable=SC2086 # the arguments are split on purpose
+        ex "example:${e%%|*}" 120 run_example ${e#*|}
+    done
 
     if [ -s "$OUT/kernels.fresh.ptx" ]; then
         ex fresh-ptx 120 fresh_ptx
@@ -259,10 +284,14 @@ else
     vvl image_formats    150 run_example image_formats
     vvl frame_loop       150 run_example frame_loop --frames 1000 --latency-rounds 20
     vvl image_fractal    120 run_example image_fractal --out "$OUT/fractal-vvl.png"
-    vvl ipc_demo         180 c_examples/ipc_demo.sh --bin "$build/cmake/c_examples"
-    vvl engine_postfx    180 run_example engine_postfx --frames 300 --out "$OUT/engine_postfx-vvl.png"
+    vvl ipc_demo         180 tests/gpu/ipc_demo.sh --bin "$build/cmake/tests/gpu"
+    vvl engine_postfx    180 run_example engine_postfx_test --frames 300 --out "$OUT/engine_postfx-vvl.png"
     vvl vma_interop      120 run_example vma_interop
     vvl vma_wrap         180 run_example vma_wrap
+    for e in "${short_examples[@]}"; do
+        # shellcheck disable=SC2086
+        vvl "example:${e%%|*}" 120 run_example ${e#*|}
+    done
 fi
 
 # ---------------------------------------------------------------------------------

@@ -14,8 +14,9 @@
 #   3. consumers: tests/consumer_cpp/run.sh (the install tree with find_package, and
 #      add_subdirectory on this source tree);
 #   4. docs: scripts/docs.sh (Doxygen, any warning fails);
-#   5. engine_postfx --vulkan-only under VK_LAYER_KHRONOS_validation, when the layer
-#      is installed: any validation message fails.
+#   5. tests/gpu's engine_postfx_test --vulkan-only (the engine of
+#      examples/cpp/engine_postfx.cpp) under VK_LAYER_KHRONOS_validation, when the layer is
+#      installed: any validation message fails.
 # Prints one line per check and a summary; exits 1 if any failed. A check that
 # cannot run here prints a line starting with "SKIPPED:" (scripts/test.sh counts them).
 set -uo pipefail
@@ -129,7 +130,7 @@ check "docs: scripts/docs.sh (Doxygen HTML, no warnings)" "$root/scripts/docs.sh
 grep '^docs.sh:' "$work/last.log" | sed 's/^/        /'
 
 # --- 5. the engine example under the validation layer ------------------------------------------
-example="$build/examples/cpp/engine_postfx"
+example="$build/tests/gpu/engine_postfx_test"
 layer_json=""
 for d in ${VK_LAYER_PATH:-} /usr/share/vulkan/explicit_layer.d /usr/local/share/vulkan/explicit_layer.d; do
   [ -f "$d/VkLayer_khronos_validation.json" ] && { layer_json="$d/VkLayer_khronos_validation.json"; break; }
@@ -149,7 +150,7 @@ else
     echo "$n validation messages"
     [ "$rc" -eq 0 ] && [ "$n" -eq 0 ]
   }
-  check "validation: engine_postfx --vulkan-only under VK_LAYER_KHRONOS_validation: no messages" vvl_run
+  check "validation: engine_postfx_test --vulkan-only under VK_LAYER_KHRONOS_validation: no messages" vvl_run
   tail -n 1 "$work/last.log" | sed 's/^/        /'
 fi
 

@@ -14,7 +14,7 @@
  * and runs as many frames as the producer says (its --frames). Without it, it is
  * the whole demo in one command: it makes a socket in a new temporary directory,
  * starts ipc_producer (from this executable's directory) on it with the options
- * given, and runs its own half (c_examples/ipc_demo.sh starts the two by hand).
+ * given, and runs its own half (tests/gpu/ipc_demo.sh starts the two by hand).
  *
  * The consumer itself needs no CUDA: its context is Vulkan-only. The producer needs
  * a CUDA GPU; without one it says so, the consumer exits 77 (skipped), or 1 with
@@ -48,156 +48,10 @@
 
 #include "cuda_driver.h" /* pattern_word, load_word, word_count (host code only) */
 #include "vk_loader.h"
+#include "gpu_test.h"
+#include "ipc_test.h"
 
 extern char **environ;
-
-#define MS (1000ull * 1000ull)
-#define SECOND (1000ull * MS)
-#define EXIT_SKIP 77
-
-/* ---- the demo's own messages (the library's travel in between) -------------------- */
-
-#define HELLO_MAGIC "VKCIPC01"
-#define RESULT_MAGIC "VKCIPCR1"
-enum { MODE_CUDA = 0, MODE_VULKAN_ONLY = 1, MODE_SKIP = 2, MODE_READY = 3 };
-
-/* Producer -> consumer first; the consumer answers with MODE_READY or MODE_SKIP. */
-typedef struct hello {
-    char magic[8];
-    uint32_t mode;
-    uint32_t reserved;
-    uint64_t frames;
-    uint64_t size;
-    char note[224]; /* why, for MODE_SKIP */
-} hello;
-
-/* Consumer -> producer at the end. */
-typedef struct result {
-    char magic[8];
-    uint64_t frames_checked;
-    uint64_t words;
-    uint64_t mismatches;
-} result;
-
-static uint32_t frame_seed(uint64_t frame) {
-    return 0x51ed0000u ^ (uint32_t)frame;
-}
-
-/* ---- reporting --------------------------------------------------------------------- */
-
-static char fail_text[1024];
-
-static void fail_at(const char *file, int line, const char *fmt, ...) {
-    va_list ap;
-    char msg[900];
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    printf("  FAIL at %s:%d: %s\n", file, line, msg);
-    if (fail_text[0] == '\0') snprintf(fail_text, sizeof fail_text, "%s", msg);
-    fflush(stdout);
-}
-
-static const char *vkcuda_message(void) {
-    static char copy[2048];
-    snprintf(copy, sizeof copy, "%s", vkcuda_last_error_message());
-    return copy;
-}
-
-#define FAILF(...)                                \
-    do {                                          \
-        fail_at(__FILE__, __LINE__, __VA_ARGS__); \
-        goto done;                                \
-    } while (0)
-#define CHECK_VKCUDA(call)                                                     \
-    do {                                                                       \
-        vkcuda_result r_ = (call);                                             \
-        if (r_ != VKCUDA_SUCCESS) {                                            \
-            const char *m_ = vkcuda_message();                                 \
-            FAILF("%s -> %s: %s", #call, vkcuda_result_to_string(r_), m_);     \
-        }                                                                      \
-    } while (0)
-#define CHECK_VK(call)                                                         \
-    do {                                                                       \
-        VkResult r_ = (call);                                                  \
-        if (r_ != VK_SUCCESS) FAILF("%s -> %s", #call, vk_result_name(r_));    \
-    } while (0)
-#define CHECK(cond, ...)                 \
-    do {                                 \
-        if (!(cond)) FAILF(__VA_ARGS__); \
-    } while (0)
-
-static uint64_t now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
-static void sleep_ms(unsigned ms) {
-    struct timespec t;
-    t.tv_sec = ms / 1000;
-    t.tv_nsec = (long)(ms % 1000) * 1000000L;
-    nanosleep(&t, NULL);
-}
-
-static int require_gpu(void) {
-    const char *v = getenv("VKCUDA_REQUIRE_GPU");
-    return v != NULL && strcmp(v, "1") == 0;
-}
-
-/* ---- socket helpers ------------------------------------------------------------------ */
-
-/* Writes all of `p`; 0, or -1 with errno. */
-static int send_all(int fd, const void *p, size_t n) {
-    const char *c = (const char *)p;
-    while (n > 0) {
-        ssize_t k = send(fd, c, n, MSG_NOSIGNAL);
-        if (k < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        c += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
-/* Reads exactly `n` bytes within `timeout_ns`: 0; -1 error (errno); -2 timeout; -3 closed. */
-static int recv_all(int fd, void *p, size_t n, uint64_t timeout_ns) {
-    char *c = (char *)p;
-    uint64_t deadline = now_ns() + timeout_ns;
-    while (n > 0) {
-        struct pollfd pf;
-        uint64_t now = now_ns();
-        int r;
-        ssize_t k;
-        if (now >= deadline) return -2;
-        pf.fd = fd;
-        pf.events = POLLIN;
-        pf.revents = 0;
-        r = poll(&pf, 1, (int)((deadline - now + MS - 1) / MS));
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) return -1;
-        if (r == 0) continue;
-        k = recv(fd, c, n, 0);
-        if (k < 0) {
-            if (errno == EINTR || errno == EAGAIN) continue;
-            return -1;
-        }
-        if (k == 0) return -3;
-        c += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
-static const char *recv_error(int r) {
-    static char text[128];
-    if (r == -2) return "timed out";
-    if (r == -3) return "the peer closed the connection";
-    snprintf(text, sizeof text, "%s", strerror(errno));
-    return text;
-}
 
 /* ---- the consumer ---------------------------------------------------------------------- */
 
@@ -260,7 +114,7 @@ static int setup_vulkan(int *skipped, char *why, size_t why_size) {
     r = vkcuda_context_create_standalone(&si, &C.ctx);
     if (r != VKCUDA_SUCCESS) {
         snprintf(why, why_size, "vkcuda_context_create_standalone -> %s: %s", vkcuda_result_to_string(r),
-                 vkcuda_message());
+                 gpu_test_message());
         if (r == VKCUDA_ERROR_VULKAN_UNAVAILABLE || r == VKCUDA_ERROR_EXTENSION_NOT_PRESENT) *skipped = 1;
         FAILF("%s", why);
     }
@@ -479,7 +333,7 @@ static int consume(const char *path, uint64_t timeout_ns) {
     memset(&reply, 0, sizeof reply);
     memcpy(reply.magic, HELLO_MAGIC, 8);
     reply.mode = have_vulkan ? MODE_READY : MODE_SKIP;
-    snprintf(reply.note, sizeof reply.note, "%s", why);
+    snprintf(reply.note, sizeof reply.note, "%.*s", (int)sizeof reply.note - 1, why);
     CHECK(send_all(C.conn, &reply, sizeof reply) == 0, "answering the hello: %s", strerror(errno));
     if (!have_vulkan) goto done;
     CHECK(C.h.mode == MODE_CUDA || C.h.mode == MODE_VULKAN_ONLY, "unknown mode %u", C.h.mode);
@@ -547,7 +401,7 @@ done:
            " mismatched%s (%.1f s)%s%s\n",
            ok ? "PASS" : "FAIL", C.frames_checked, C.words, C.mismatches,
            C.h.mode == MODE_VULKAN_ONLY ? " [Vulkan-only self-test]" : "", (double)(now_ns() - t0) * 1e-9,
-           ok ? "" : ": ", ok ? "" : fail_text);
+           ok ? "" : ": ", ok ? "" : gpu_test_first_failure());
     return ok ? 0 : 1;
 }
 

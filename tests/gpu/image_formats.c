@@ -50,6 +50,9 @@
 #include "cuda_driver.h"
 #include "image_kernels_ptx.h"
 #include "vk_loader.h"
+#include "gpu_test.h"
+
+#define GPU_TEST_CUDA_DRIVER (&A.cu) /* for CHECK_CU */
 
 #define FENCE_TIMEOUT_NS (120ull * 1000 * 1000 * 1000)
 #define MAX_LEVELS 16
@@ -101,57 +104,7 @@ static const struct {
 };
 #define FORMAT_COUNT (sizeof FORMATS / sizeof FORMATS[0])
 
-/* ---- reporting ------------------------------------------------------------------ */
-
-static const char *vkcuda_message(void) {
-    static char copy[2048];
-    snprintf(copy, sizeof copy, "%s", vkcuda_last_error_message());
-    return copy;
-}
-
-static void fail_at(int line, const char *fmt, ...) {
-    va_list ap;
-    printf("  FAIL at image_formats.c:%d: ", line);
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    putchar('\n');
-}
-
-#define FAILF(...)                      \
-    do {                                \
-        fail_at(__LINE__, __VA_ARGS__); \
-        goto done;                      \
-    } while (0)
-#define CHECK_VKCUDA(call)                                                               \
-    do {                                                                                 \
-        vkcuda_result r_ = (call);                                                       \
-        if (r_ != VKCUDA_SUCCESS) {                                                      \
-            const char *m_ = vkcuda_message();                                           \
-            FAILF("%s -> %s: %s", #call, vkcuda_result_to_string(r_), m_);               \
-        }                                                                                \
-    } while (0)
-#define CHECK_VK(call)                                                                   \
-    do {                                                                                 \
-        VkResult r_ = (call);                                                            \
-        if (r_ != VK_SUCCESS) FAILF("%s -> %s", #call, vk_result_name(r_));              \
-    } while (0)
-#define CHECK_CU(call)                                                                   \
-    do {                                                                                 \
-        CUresult r_ = (call);                                                            \
-        if (r_ != CUDA_SUCCESS) FAILF("%s -> %s", #call, cuda_result_text(&A.cu, r_));   \
-    } while (0)
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int require_gpu(void) {
-    const char *v = getenv("VKCUDA_REQUIRE_GPU");
-    return v != NULL && strcmp(v, "1") == 0;
-}
+/* ---- reporting (the checks are gpu_test.h's) -------------------- */
 
 static int selected(const char *name) {
     return A.only == NULL || strstr(name, A.only) != NULL;
@@ -417,7 +370,7 @@ static int create_image(VkFormat format, const shape *s, vkcuda_image **image, l
     ci.array_layers = s->layers;
     r = vkcuda_image_create(A.ctx, &ci, image);
     if (r == VKCUDA_ERROR_UNSUPPORTED) {
-        report(name, "create", -1, 0.0, vkcuda_message());
+        report(name, "create", -1, 0.0, gpu_test_message());
         return -1;
     }
     CHECK_VKCUDA(r);
@@ -785,7 +738,7 @@ static int setup(int vulkan_only) {
     if (vulkan_only) si.flags = VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT;
     r = vkcuda_context_create_standalone(&si, &A.ctx);
     if (r != VKCUDA_SUCCESS) {
-        const char *m = vkcuda_message();
+        const char *m = gpu_test_message();
         snprintf(why, sizeof why, "vkcuda_context_create_standalone -> %s: %s", vkcuda_result_to_string(r), m);
         if (r == VKCUDA_ERROR_CUDA_UNAVAILABLE || r == VKCUDA_ERROR_VULKAN_UNAVAILABLE ||
             r == VKCUDA_ERROR_DEVICE_MISMATCH || r == VKCUDA_ERROR_EXTENSION_NOT_PRESENT)
@@ -908,7 +861,7 @@ int main(int argc, char **argv) {
     for (f = 0; f < FORMAT_COUNT; f++) {
         vkcuda_format_info fi;
         if (vkcuda_format_query(FORMATS[f].format, &fi) != VKCUDA_SUCCESS) {
-            report(FORMATS[f].name, "format query", 0, 0.0, vkcuda_message());
+            report(FORMATS[f].name, "format query", 0, 0.0, gpu_test_message());
             continue;
         }
         surface_case(FORMATS[f].format, FORMATS[f].name, &per_format, 0x100u + f);

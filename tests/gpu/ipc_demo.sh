@@ -6,15 +6,15 @@
 #   ipc_demo: PASS | FAIL | SKIP
 # Exit status: 0 pass, 1 fail, 77 skipped (no CUDA GPU; 1 with VKCUDA_REQUIRE_GPU=1).
 #
-#   c_examples/ipc_demo.sh [--bin DIR] [--frames N] [--size BYTES] [--vulkan-only]
+#   tests/gpu/ipc_demo.sh [--bin DIR] [--frames N] [--size BYTES] [--vulkan-only]
 #
-# --bin DIR: where ipc_producer and ipc_consumer are (default: $VKCUDA_BUILD_DIR/c_examples,
-# then build/c_examples, then the first pair found under build/). The other options go to
+# --bin DIR: where ipc_producer and ipc_consumer are (default: $VKCUDA_BUILD_DIR/tests/gpu,
+# then build/tests/gpu, then the first pair found under build/). The other options go to
 # the producer (defaults: 1000 frames of 1 MiB; --vulkan-only is the self-test without CUDA).
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(dirname "$here")"
+root="$(cd "$here/../.." && pwd)"
 bin=""
 args=()
 while [ $# -gt 0 ]; do
@@ -25,7 +25,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 if [ -z "$bin" ]; then
-  for d in "${VKCUDA_BUILD_DIR:-$root/build}/c_examples" "$root/build/c_examples"; do
+  for d in "${VKCUDA_BUILD_DIR:-$root/build}/tests/gpu" "$root/build/tests/gpu"; do
     if [ -x "$d/ipc_producer" ] && [ -x "$d/ipc_consumer" ]; then bin="$d"; break; fi
   done
 fi
@@ -34,7 +34,7 @@ if [ -z "$bin" ]; then
   [ -n "$found" ] && bin="$(dirname "$found")"
 fi
 if [ -z "$bin" ] || [ ! -x "$bin/ipc_producer" ] || [ ! -x "$bin/ipc_consumer" ]; then
-  echo "ipc_demo: FAIL: ipc_producer and ipc_consumer not found (build the examples, or pass --bin DIR)"
+  echo "ipc_demo: FAIL: ipc_producer and ipc_consumer not found (build the tests, or pass --bin DIR)"
   exit 1
 fi
 

@@ -1,5 +1,5 @@
 # Writes a SPIR-V binary as a C/C++ header (a static const uint32_t array), for
-# engine_postfx's shaders. Run as a script:
+# engine_postfx_test's shaders. Run as a script:
 #   cmake -DSPV=<file.spv> -DOUT=<header> -DNAME=<array name> -DSOURCE=<shader path,
 #         for the comment> -DGLSLANG_VERSION=<text> -P spirv_header.cmake
 # or, to compare two headers ignoring the glslang version line:
@@ -15,7 +15,7 @@ if(DEFINED COMPARE_A)
   if(NOT lines_A STREQUAL lines_B)
     message(FATAL_ERROR "${COMPARE_A} differs from ${COMPARE_B} (the glslang version line "
       "aside): the shader changed and its committed SPIR-V was not regenerated; run "
-      "`cmake --build <build> --target engine_postfx_spirv_update` and commit examples/cpp/spirv/")
+      "`cmake --build <build> --target engine_postfx_spirv_update` and commit tests/gpu/spirv/")
   endif()
   message(STATUS "${COMPARE_A} matches ${COMPARE_B}")
   return()
@@ -41,10 +41,10 @@ string(REGEX REPLACE "[ \n]+$" "" body "${body}")
 string(TOUPPER "${NAME}" guard)
 file(WRITE "${OUT}.tmp"
 "/* Generated from ${SOURCE} by glslangValidator -V --target-env vulkan1.2
- * (examples/cpp/CMakeLists.txt, examples/cpp/spirv_header.cmake): do not edit.
+ * (tests/gpu/CMakeLists.txt, tests/gpu/spirv_header.cmake): do not edit.
  * glslang: ${GLSLANG_VERSION}
  * The build regenerates it when glslangValidator is there; the committed copy in
- * examples/cpp/spirv/ is for machines without it (a test checks it is current). */
+ * tests/gpu/spirv/ is for machines without it (a test checks it is current). */
 #ifndef VKCUDA_EXAMPLES_${guard}_H
 #define VKCUDA_EXAMPLES_${guard}_H
 

@@ -1,9 +1,9 @@
-// The engine's own render pass of engine_postfx: a compute shader that draws frame
-// `frame` into the shared scene image (R8G8B8A8_UINT, storage). Integer arithmetic
-// only, so the host reference in engine_postfx.cpp (scene_pixel) is exact; keep the
-// two equal. Compiled to SPIR-V at build time (glslangValidator), embedded as
-// render_comp_spv.h; the committed copy in examples/cpp/spirv/ is used where there
-// is no glslang.
+// The engine's own render pass of engine_postfx_test: a compute shader that draws
+// frame `frame` into the shared scene image (R8G8B8A8_UINT, storage). Integer
+// arithmetic only, so the host reference in engine_postfx_test.cpp
+// (render_reference) is exact; keep the two equal. Compiled to SPIR-V at build time
+// (glslangValidator), embedded as render_comp_spv.h; the committed copy in
+// tests/gpu/spirv/ is used where there is no glslang.
 #version 450
 layout(local_size_x = 16, local_size_y = 16) in;
 

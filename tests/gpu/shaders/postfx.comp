@@ -1,7 +1,8 @@
-// The Vulkan twin of postfx.cu, for engine_postfx --vulkan-only (machines without
-// CUDA, e.g. lavapipe): the same 3x3 box blur and tone curve, in the same integer
-// arithmetic, from the scene image into the output image. Keep it equal to
-// postfx.cu and to the host reference in engine_postfx.cpp (postfx_pixel).
+// The Vulkan twin of examples/cpp/postfx.cu, for engine_postfx_test --vulkan-only
+// (machines without CUDA, e.g. lavapipe): the same 3x3 box blur and tone curve, in
+// the same integer arithmetic, from the scene image into the output image. Keep it
+// equal to postfx.cu and to the host reference in engine_postfx_test.cpp
+// (postfx_reference).
 #version 450
 layout(local_size_x = 16, local_size_y = 16) in;
 

@@ -23,8 +23,10 @@
  * and copies it out (a self-test of everything but CUDA, for lavapipe).
  *
  * Without a CUDA driver (or a Vulkan device matching a CUDA device) it says why and
- * exits 0, or 1 when VKCUDA_REQUIRE_GPU=1. The PNG is written with stored
- * (uncompressed) deflate blocks, CRC-32 and Adler-32: no libraries.
+ * exits 0, or 1 when VKCUDA_REQUIRE_GPU=1. The PNG is written by stb_image_write
+ * (libstb-dev); built without it, the checks run and no PNG is written.
+ *
+ * A GPU test program (tests/gpu): c_examples/image_to_png.c is the short example.
  */
 #define _POSIX_C_SOURCE 200809L
 #define VK_NO_PROTOTYPES
@@ -37,8 +39,16 @@
 #include <time.h>
 
 #include "cuda_driver.h"
+#include "fractal.h"
 #include "image_kernels_ptx.h"
 #include "vk_loader.h"
+#include "gpu_test.h"
+
+#define GPU_TEST_CUDA_DRIVER (&A.cu) /* for CHECK_CU */
+
+#ifdef VKCUDA_HAVE_STB_IMAGE_WRITE
+#include <stb_image_write.h>
+#endif
 
 #define FENCE_TIMEOUT_NS (30ull * 1000 * 1000 * 1000)
 
@@ -66,92 +76,11 @@ typedef struct view {
     float x0, y0, step;
 } view;
 
-/* ---- reporting ---------------------------------------------------------------- */
-
-static const char *vkcuda_message(void) {
-    static char copy[2048];
-    snprintf(copy, sizeof copy, "%s", vkcuda_last_error_message());
-    return copy;
-}
-
-static void fail_at(int line, const char *fmt, ...) {
-    va_list ap;
-    printf("  FAIL at image_fractal.c:%d: ", line);
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    putchar('\n');
-}
-
-#define FAILF(...)                          \
-    do {                                    \
-        fail_at(__LINE__, __VA_ARGS__);     \
-        goto done;                          \
-    } while (0)
-#define CHECK_VKCUDA(call)                                                               \
-    do {                                                                                 \
-        vkcuda_result r_ = (call);                                                       \
-        if (r_ != VKCUDA_SUCCESS) {                                                      \
-            const char *m_ = vkcuda_message();                                           \
-            FAILF("%s -> %s: %s", #call, vkcuda_result_to_string(r_), m_);               \
-        }                                                                                \
-    } while (0)
-#define CHECK_VK(call)                                                                   \
-    do {                                                                                 \
-        VkResult r_ = (call);                                                            \
-        if (r_ != VK_SUCCESS) FAILF("%s -> %s", #call, vk_result_name(r_));              \
-    } while (0)
-#define CHECK_CU(call)                                                                   \
-    do {                                                                                 \
-        CUresult r_ = (call);                                                            \
-        if (r_ != CUDA_SUCCESS) FAILF("%s -> %s", #call, cuda_result_text(&A.cu, r_));   \
-    } while (0)
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int require_gpu(void) {
-    const char *v = getenv("VKCUDA_REQUIRE_GPU");
-    return v != NULL && strcmp(v, "1") == 0;
-}
-
-/* ---- the host reference (must equal image_kernels.cu) ---------------------------- */
-
-static uint32_t fractal_colour(uint32_t iter, uint32_t max_iter) {
-    static const uint32_t keys[5][3] = {
-        {0, 7, 100}, {32, 107, 203}, {237, 255, 255}, {255, 170, 0}, {100, 2, 0}};
-    uint32_t t, k, f, n, rgb[3];
-    int c;
-    if (iter >= max_iter) return 0xff000000u;
-    t = (iter * 5u) % 320u;
-    k = t / 64u;
-    f = t % 64u;
-    n = (k + 1u) % 5u;
-    for (c = 0; c < 3; c++) rgb[c] = (keys[k][c] * (64u - f) + keys[n][c] * f) / 64u;
-    return 0xff000000u | rgb[2] << 16 | rgb[1] << 8 | rgb[0];
-}
-
-static uint32_t mandelbrot_iterations(float cr, float ci, uint32_t max_iter) {
-    float zr = 0.0f, zi = 0.0f;
-    uint32_t i = 0;
-    while (i < max_iter) {
-        float zr2 = zr * zr, zi2 = zi * zi;
-        if (zr2 + zi2 > 4.0f) break;
-        zi = 2.0f * zr * zi + ci;
-        zr = zr2 - zi2 + cr;
-        i++;
-    }
-    return i;
-}
+/* ---- the host reference (c_examples/fractal.h: must equal image_kernels.cu) -------- */
 
 /* Pixel (x, y) as RGBA bytes in memory (R first), as the kernel stores it. */
 static uint32_t reference_pixel(const view *v, uint32_t x, uint32_t y) {
-    float cr = v->x0 + v->step * (float)x;
-    float ci = v->y0 - v->step * (float)y;
-    return fractal_colour(mandelbrot_iterations(cr, ci, v->max_iter), v->max_iter);
+    return fractal_pixel(v->x0, v->y0, v->step, v->max_iter, x, y);
 }
 
 static void render_reference(const view *v, uint8_t *rgba) {
@@ -165,168 +94,6 @@ static void render_reference(const view *v, uint8_t *rgba) {
             p[2] = (uint8_t)(c >> 16);
             p[3] = (uint8_t)(c >> 24);
         }
-}
-
-/* ---- PNG: stored deflate blocks, CRC-32, Adler-32 ---------------------------------- */
-
-static uint32_t crc_table[256];
-
-static void crc_init(void) {
-    uint32_t n, c;
-    int k;
-    for (n = 0; n < 256; n++) {
-        c = n;
-        for (k = 0; k < 8; k++) c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
-        crc_table[n] = c;
-    }
-}
-
-static uint32_t crc_update(uint32_t crc, const uint8_t *p, size_t n) {
-    size_t i;
-    for (i = 0; i < n; i++) crc = crc_table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
-    return crc;
-}
-
-typedef struct png_writer {
-    FILE *f;
-    uint32_t crc;   /* of the current chunk */
-    uint32_t a, b;  /* Adler-32 of the zlib data */
-    int error;
-} png_writer;
-
-static void put_bytes(png_writer *w, const void *p, size_t n) {
-    if (n > 0 && fwrite(p, 1, n, w->f) != n) w->error = 1;
-    w->crc = crc_update(w->crc, (const uint8_t *)p, n);
-}
-
-static void put_u32_raw(png_writer *w, uint32_t v) { /* big-endian, outside the CRC */
-    uint8_t b[4];
-    b[0] = (uint8_t)(v >> 24);
-    b[1] = (uint8_t)(v >> 16);
-    b[2] = (uint8_t)(v >> 8);
-    b[3] = (uint8_t)v;
-    if (fwrite(b, 1, 4, w->f) != 4) w->error = 1;
-}
-
-static void put_u32(png_writer *w, uint32_t v) { /* big-endian, inside the CRC */
-    uint8_t b[4];
-    b[0] = (uint8_t)(v >> 24);
-    b[1] = (uint8_t)(v >> 16);
-    b[2] = (uint8_t)(v >> 8);
-    b[3] = (uint8_t)v;
-    put_bytes(w, b, 4);
-}
-
-static void chunk_begin(png_writer *w, const char *type, uint32_t length) {
-    put_u32_raw(w, length);
-    w->crc = 0xffffffffu;
-    put_bytes(w, type, 4);
-}
-
-static void chunk_end(png_writer *w) {
-    put_u32_raw(w, w->crc ^ 0xffffffffu);
-}
-
-static void adler_update(png_writer *w, const uint8_t *p, size_t n) {
-    size_t i;
-    for (i = 0; i < n; i++) {
-        w->a = (w->a + p[i]) % 65521u;
-        w->b = (w->b + w->a) % 65521u;
-    }
-}
-
-/* Writes an 8-bit RGB PNG of the RGBA pixels (alpha dropped). Returns 0 on success. */
-static int write_png(const char *path, const uint8_t *rgba, uint32_t width, uint32_t height) {
-    static const uint8_t signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-    const uint64_t row = 1 + 3 * (uint64_t)width; /* filter byte + RGB */
-    const uint64_t raw = row * height;
-    const uint64_t blocks = (raw + 65534) / 65535;
-    const uint64_t idat = 2 + raw + 5 * blocks + 4;
-    png_writer w;
-    uint8_t ihdr[13], *line;
-    uint64_t left = raw, block_left = 0, y;
-    uint32_t x;
-
-    if (idat > 0xffffffffu) {
-        printf("  the image is too large for one IDAT chunk\n");
-        return -1;
-    }
-    memset(&w, 0, sizeof w);
-    w.a = 1;
-    w.f = fopen(path, "wb");
-    if (w.f == NULL) {
-        printf("  cannot open %s for writing\n", path);
-        return -1;
-    }
-    line = (uint8_t *)malloc(row);
-    if (line == NULL) {
-        fclose(w.f);
-        return -1;
-    }
-    crc_init();
-    if (fwrite(signature, 1, 8, w.f) != 8) w.error = 1;
-
-    chunk_begin(&w, "IHDR", 13);
-    ihdr[0] = (uint8_t)(width >> 24);
-    ihdr[1] = (uint8_t)(width >> 16);
-    ihdr[2] = (uint8_t)(width >> 8);
-    ihdr[3] = (uint8_t)width;
-    ihdr[4] = (uint8_t)(height >> 24);
-    ihdr[5] = (uint8_t)(height >> 16);
-    ihdr[6] = (uint8_t)(height >> 8);
-    ihdr[7] = (uint8_t)height;
-    ihdr[8] = 8;  /* bit depth */
-    ihdr[9] = 2;  /* colour type: RGB */
-    ihdr[10] = 0; /* deflate */
-    ihdr[11] = 0; /* adaptive filtering (each row: filter 0, none) */
-    ihdr[12] = 0; /* no interlace */
-    put_bytes(&w, ihdr, 13);
-    chunk_end(&w);
-
-    chunk_begin(&w, "IDAT", (uint32_t)idat);
-    {
-        static const uint8_t zlib_header[2] = {0x78, 0x01}; /* deflate, 32K window, no dict */
-        put_bytes(&w, zlib_header, 2);
-    }
-    for (y = 0; y < height; y++) {
-        uint64_t done = 0;
-        line[0] = 0;
-        for (x = 0; x < width; x++) {
-            const uint8_t *p = rgba + 4 * ((size_t)y * width + x);
-            line[1 + 3 * x] = p[0];
-            line[2 + 3 * x] = p[1];
-            line[3 + 3 * x] = p[2];
-        }
-        adler_update(&w, line, row);
-        while (done < row) {
-            uint64_t n;
-            if (block_left == 0) { /* a stored block header: BFINAL, BTYPE 00, LEN, NLEN */
-                uint8_t h[5];
-                uint16_t len = (uint16_t)(left < 65535 ? left : 65535);
-                h[0] = left <= 65535 ? 1 : 0;
-                h[1] = (uint8_t)len;
-                h[2] = (uint8_t)(len >> 8);
-                h[3] = (uint8_t)~len;
-                h[4] = (uint8_t)(~len >> 8);
-                put_bytes(&w, h, 5);
-                block_left = len;
-            }
-            n = row - done < block_left ? row - done : block_left;
-            put_bytes(&w, line + done, (size_t)n);
-            done += n;
-            block_left -= n;
-            left -= n;
-        }
-    }
-    put_u32(&w, (w.b << 16) | w.a);
-    chunk_end(&w);
-
-    chunk_begin(&w, "IEND", 0);
-    chunk_end(&w);
-    free(line);
-    if (fclose(w.f) != 0) w.error = 1;
-    if (w.error) printf("  writing %s failed\n", path);
-    return w.error ? -1 : 0;
 }
 
 /* ---- Vulkan helpers ------------------------------------------------------------------ */
@@ -440,7 +207,7 @@ static int setup(int vulkan_only) {
     if (vulkan_only) si.flags = VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT;
     r = vkcuda_context_create_standalone(&si, &A.ctx);
     if (r != VKCUDA_SUCCESS) {
-        const char *m = vkcuda_message();
+        const char *m = gpu_test_message();
         snprintf(why, sizeof why, "vkcuda_context_create_standalone -> %s: %s", vkcuda_result_to_string(r), m);
         if (r == VKCUDA_ERROR_CUDA_UNAVAILABLE || r == VKCUDA_ERROR_VULKAN_UNAVAILABLE ||
             r == VKCUDA_ERROR_DEVICE_MISMATCH || r == VKCUDA_ERROR_EXTENSION_NOT_PRESENT)
@@ -611,9 +378,13 @@ static int draw(const view *v, const char *out_path) {
            (unsigned long long)((uint64_t)v->width * v->height - bad),
            (unsigned long long)((uint64_t)v->width * v->height));
     if (bad != 0) goto done;
-    if (write_png(out_path, (const uint8_t *)readback.mapped, v->width, v->height) != 0)
-        FAILF("writing %s", out_path);
-    printf("wrote %s (%ux%u RGB, uncompressed)\n", out_path, v->width, v->height);
+#ifdef VKCUDA_HAVE_STB_IMAGE_WRITE
+    if (!stbi_write_png(out_path, (int)v->width, (int)v->height, 4, readback.mapped, (int)(v->width * 4)))
+        FAILF("writing %s (stbi_write_png failed)", out_path);
+    printf("wrote %s (%ux%u RGBA, stb_image_write)\n", out_path, v->width, v->height);
+#else
+    printf("no PNG written to %s: built without stb_image_write.h (apt-get install libstb-dev)\n", out_path);
+#endif
     ok = 1;
 done:
     vkcuda_image_destroy(image);

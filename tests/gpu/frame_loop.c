@@ -26,7 +26,7 @@
  *   frame_loop [--frames N] [--in-flight K] [--size BYTES] [--latency-rounds R]
  *              [--vulkan-only]
  *
- * --vulkan-only (a test of the example on machines without CUDA, e.g. lavapipe):
+ * --vulkan-only (a test of the program on machines without CUDA, e.g. lavapipe):
  * a Vulkan-only context, a plain Vulkan timeline semaphore, and stage 2 done by a
  * Vulkan submit that writes what the kernel would; no edge cases, no latency.
  *
@@ -46,6 +46,9 @@
 
 #include "cuda_driver.h"
 #include "vk_loader.h"
+#include "gpu_test.h"
+
+#define GPU_TEST_CUDA_DRIVER (&A.cu) /* for CHECK_CU */
 
 #define MAX_SLOTS 16
 #define MS (1000ull * 1000ull)
@@ -83,63 +86,7 @@ static struct {
     unsigned long long frames_checked, elements, mismatches;
 } A;
 
-/* ---- reporting (as in buffer_roundtrip.c) ------------------------------------------ */
-
-static void fail_at(const char *file, int line, const char *fmt, ...) {
-    va_list ap;
-    fprintf(stdout, "  FAIL at %s:%d: ", file, line);
-    va_start(ap, fmt);
-    vfprintf(stdout, fmt, ap);
-    va_end(ap);
-    fputc('\n', stdout);
-    fflush(stdout);
-}
-
-static const char *vkcuda_message(void) {
-    static char copy[2048];
-    snprintf(copy, sizeof copy, "%s", vkcuda_last_error_message());
-    return copy;
-}
-
-#define FAILF(...)                                \
-    do {                                          \
-        fail_at(__FILE__, __LINE__, __VA_ARGS__); \
-        goto done;                                \
-    } while (0)
-#define CHECK_VKCUDA(call)                                                               \
-    do {                                                                                 \
-        vkcuda_result r_ = (call);                                                       \
-        if (r_ != VKCUDA_SUCCESS) {                                                      \
-            const char *m_ = vkcuda_message();                                           \
-            FAILF("%s -> %s: %s", #call, vkcuda_result_to_string(r_), m_);               \
-        }                                                                                \
-    } while (0)
-#define EXPECT_VKCUDA(call, want)                                                        \
-    do {                                                                                 \
-        vkcuda_result r_ = (call);                                                       \
-        if (r_ != (want)) {                                                              \
-            const char *m_ = vkcuda_message();                                           \
-            FAILF("%s -> %s, expected %s: %s", #call, vkcuda_result_to_string(r_),       \
-                  vkcuda_result_to_string(want), m_);                                    \
-        } else if ((want) != VKCUDA_SUCCESS) {                                           \
-            printf("  %s -> %s as expected: %s\n", #call, vkcuda_result_to_string(r_),   \
-                   vkcuda_message());                                                    \
-        }                                                                                \
-    } while (0)
-#define CHECK_VK(call)                                                                   \
-    do {                                                                                 \
-        VkResult r_ = (call);                                                            \
-        if (r_ != VK_SUCCESS) FAILF("%s -> %s", #call, vk_result_name(r_));              \
-    } while (0)
-#define CHECK_CU(call)                                                                   \
-    do {                                                                                 \
-        CUresult r_ = (call);                                                            \
-        if (r_ != CUDA_SUCCESS) FAILF("%s -> %s", #call, cuda_result_text(&A.cu, r_));   \
-    } while (0)
-#define CHECK(cond, ...)                 \
-    do {                                 \
-        if (!(cond)) FAILF(__VA_ARGS__); \
-    } while (0)
+/* ---- reporting (the checks are gpu_test.h's) -------------------- */
 
 static void record_check(const char *name, int ok, double seconds) {
     if (ok)
@@ -148,21 +95,6 @@ static void record_check(const char *name, int ok, double seconds) {
         A.checks_failed++;
     printf("%s %s (%.3f s)\n", ok ? "ok  " : "FAIL", name, seconds);
     fflush(stdout);
-}
-
-static uint64_t now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
-static double now_s(void) {
-    return (double)now_ns() * 1e-9;
-}
-
-static int require_gpu(void) {
-    const char *v = getenv("VKCUDA_REQUIRE_GPU");
-    return v != NULL && strcmp(v, "1") == 0;
 }
 
 /* ---- frame values ------------------------------------------------------------------ */
@@ -215,7 +147,7 @@ static void unblock(vkcuda_semaphore *s, VkSemaphore vs) {
     v += 1u << 20;
     if (s != NULL) {
         if (vkcuda_semaphore_host_signal(s, v) != VKCUDA_SUCCESS)
-            printf("  unblocking: vkcuda_semaphore_host_signal(%" PRIu64 ") failed: %s\n", v, vkcuda_message());
+            printf("  unblocking: vkcuda_semaphore_host_signal(%" PRIu64 ") failed: %s\n", v, gpu_test_message());
     } else {
         VkSemaphoreSignalInfo si;
         memset(&si, 0, sizeof si);
@@ -372,7 +304,7 @@ static int retire_slot(slot *s, loop_stats *stats) {
     stats->wait_s += t1 - t0;
     if (t1 - t0 > stats->max_wait_s) stats->max_wait_s = t1 - t0;
     if (r != VKCUDA_SUCCESS) {
-        const char *m = vkcuda_message();
+        const char *m = gpu_test_message();
         FAILF("frame %" PRId64 ": waiting for value %" PRIu64 " -> %s (semaphore at %" PRIu64 "): %s",
               s->frame, s->done_value, vkcuda_result_to_string(r), timeline_value(), m);
     }
@@ -456,7 +388,7 @@ static vkcuda_semaphore *make_semaphore(vkcuda_semaphore_type type, uint32_t fla
     si.flags = flags;
     r = vkcuda_semaphore_create(A.ctx, &si, &s);
     if (r != VKCUDA_SUCCESS) {
-        const char *m = vkcuda_message();
+        const char *m = gpu_test_message();
         printf("  FAIL: vkcuda_semaphore_create -> %s: %s\n", vkcuda_result_to_string(r), m);
         return NULL;
     }
@@ -817,7 +749,7 @@ static int setup(int vulkan_only) {
     if (vulkan_only) si.flags = VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT;
     r = vkcuda_context_create_standalone(&si, &A.ctx);
     if (r != VKCUDA_SUCCESS) {
-        const char *m = vkcuda_message();
+        const char *m = gpu_test_message();
         snprintf(why, sizeof why, "vkcuda_context_create_standalone -> %s: %s", vkcuda_result_to_string(r), m);
         if (r == VKCUDA_ERROR_CUDA_UNAVAILABLE || r == VKCUDA_ERROR_VULKAN_UNAVAILABLE ||
             r == VKCUDA_ERROR_DEVICE_MISMATCH || r == VKCUDA_ERROR_EXTENSION_NOT_PRESENT)

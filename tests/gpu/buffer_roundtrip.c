@@ -7,7 +7,7 @@
  *   (b) Vulkan -> CUDA: a VKCUDA_ALLOCATOR_VULKAN buffer filled by a Vulkan copy
  *       from staging and released to CUDA; a CUDA kernel transforms it in place
  *       (x * mul + add); read back with cuMemcpyDtoH and again through Vulkan.
- *   (c) Wrap: the example allocates exportable VkDeviceMemory itself with two
+ *   (c) Wrap: the program allocates exportable VkDeviceMemory itself with two
  *       VkBuffers in it (the second at an aligned offset), and once more as a
  *       dedicated allocation; vkcuda_buffer_wrap gives CUDA views; a kernel writes,
  *       Vulkan reads back.
@@ -22,7 +22,10 @@
  *   buffer_roundtrip [--cycles N] [--vulkan-only] [SIZE...]
  *
  * --vulkan-only makes a Vulkan-only context and runs the Vulkan half only (a test of
- * the example itself on machines without CUDA, e.g. lavapipe).
+ * the program itself on machines without CUDA, e.g. lavapipe).
+ *
+ * A GPU test program (tests/gpu): c_examples/buffer_cuda_to_vulkan.c and
+ * buffer_vulkan_to_cuda.c are the short examples.
  *
  * Without a CUDA driver (or without a Vulkan device that matches a CUDA device) it
  * says why and exits 0, or 1 when VKCUDA_REQUIRE_GPU=1. Synchronisation is by fences
@@ -42,6 +45,9 @@
 
 #include "cuda_driver.h"
 #include "vk_loader.h"
+#include "gpu_test.h"
+
+#define GPU_TEST_CUDA_DRIVER (&A.cu) /* for CHECK_CU */
 
 #define MiB ((uint64_t)1024 * 1024)
 #define FENCE_TIMEOUT_NS (30ull * 1000 * 1000 * 1000)
@@ -66,61 +72,7 @@ static struct {
     unsigned long long elements, mismatches;
 } A;
 
-/* ---- reporting --------------------------------------------------------------- */
-
-static void fail_at(const char *file, int line, const char *fmt, ...) {
-    va_list ap;
-    fprintf(stdout, "  FAIL at %s:%d: ", file, line);
-    va_start(ap, fmt);
-    vfprintf(stdout, fmt, ap);
-    va_end(ap);
-    fputc('\n', stdout);
-    fflush(stdout);
-}
-
-/* The last vkcuda message, copied before anything else can overwrite it. */
-static const char *vkcuda_message(void) {
-    static char copy[2048];
-    snprintf(copy, sizeof copy, "%s", vkcuda_last_error_message());
-    return copy;
-}
-
-#define FAILF(...)                                \
-    do {                                          \
-        fail_at(__FILE__, __LINE__, __VA_ARGS__); \
-        goto done;                                \
-    } while (0)
-#define CHECK_VKCUDA(call)                                                               \
-    do {                                                                                 \
-        vkcuda_result r_ = (call);                                                       \
-        if (r_ != VKCUDA_SUCCESS) {                                                      \
-            const char *m_ = vkcuda_message();                                           \
-            FAILF("%s -> %s: %s", #call, vkcuda_result_to_string(r_), m_);               \
-        }                                                                                \
-    } while (0)
-#define EXPECT_VKCUDA(call, want)                                                        \
-    do {                                                                                 \
-        vkcuda_result r_ = (call);                                                       \
-        if (r_ != (want)) {                                                              \
-            const char *m_ = vkcuda_message();                                           \
-            FAILF("%s -> %s, expected %s: %s", #call, vkcuda_result_to_string(r_),       \
-                  vkcuda_result_to_string(want), m_);                                    \
-        }                                                                                \
-    } while (0)
-#define CHECK_VK(call)                                                                   \
-    do {                                                                                 \
-        VkResult r_ = (call);                                                            \
-        if (r_ != VK_SUCCESS) FAILF("%s -> %s", #call, vk_result_name(r_));              \
-    } while (0)
-#define CHECK_CU(call)                                                                   \
-    do {                                                                                 \
-        CUresult r_ = (call);                                                            \
-        if (r_ != CUDA_SUCCESS) FAILF("%s -> %s", #call, cuda_result_text(&A.cu, r_));   \
-    } while (0)
-#define CHECK(cond, ...)                         \
-    do {                                         \
-        if (!(cond)) FAILF(__VA_ARGS__);         \
-    } while (0)
+/* ---- reporting (the checks are gpu_test.h's) -------------------- */
 
 static void record_check(const char *name, int ok, double seconds) {
     if (ok)
@@ -129,17 +81,6 @@ static void record_check(const char *name, int ok, double seconds) {
         A.checks_failed++;
     printf("%s %s (%.3f s)\n", ok ? "ok  " : "FAIL", name, seconds);
     fflush(stdout);
-}
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int require_gpu(void) {
-    const char *v = getenv("VKCUDA_REQUIRE_GPU");
-    return v != NULL && strcmp(v, "1") == 0;
 }
 
 static int count_open_fds(void) {
@@ -760,7 +701,7 @@ static int setup(int vulkan_only) {
     if (vulkan_only) si.flags = VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT;
     r = vkcuda_context_create_standalone(&si, &A.ctx);
     if (r != VKCUDA_SUCCESS) {
-        const char *m = vkcuda_message();
+        const char *m = gpu_test_message();
         snprintf(why, sizeof why, "vkcuda_context_create_standalone -> %s: %s", vkcuda_result_to_string(r), m);
         if (r == VKCUDA_ERROR_CUDA_UNAVAILABLE || r == VKCUDA_ERROR_VULKAN_UNAVAILABLE ||
             r == VKCUDA_ERROR_DEVICE_MISMATCH || r == VKCUDA_ERROR_EXTENSION_NOT_PRESENT)
