@@ -5,9 +5,15 @@
 
 use std::path::{Path, PathBuf};
 
-/// Builds the fake driver into `<target tmp>/<name>/` (see `fake_cuda_driver`).
+/// Builds the fake driver into `<target tmp>/<name>-<this test>/` (see
+/// `fake_cuda_driver`): one directory per test, since tests run in parallel and
+/// must not rebuild a library another test's child is loading.
 pub fn build(name: &str, extra: &[&str]) -> PathBuf {
-    super::fake_cuda_driver(name, extra)
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("main")
+        .replace(|c: char| !c.is_ascii_alphanumeric() && c != '_', "-");
+    super::fake_cuda_driver(&format!("{name}-{test}"), extra)
 }
 
 /// An empty directory: LD_LIBRARY_PATH for "no libcuda at all" (where the machine
