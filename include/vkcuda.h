@@ -29,7 +29,8 @@
  * Describing an object, sending its fd and description over a Unix socket, and
  * importing it in another process. */
 /** @defgroup library The library
- * Version, result codes, the per-thread error message and live-object counters. */
+ * Version, result codes, the per-thread error message, live-object counters, and
+ * the doctor: the checks that say whether interop will work on this machine. */
 
 #ifndef VKCUDA_H
 #define VKCUDA_H
@@ -294,6 +295,30 @@ typedef enum vkcuda_allocator {
 } vkcuda_allocator;
 
 /**
+ * How a doctor check came out.
+ *
+ * @ingroup library
+ */
+typedef enum vkcuda_doctor_status {
+  /**
+   * Fine.
+   */
+  VKCUDA_DOCTOR_STATUS_PASS = 0,
+  /**
+   * Worth knowing; interop can still work.
+   */
+  VKCUDA_DOCTOR_STATUS_WARN = 1,
+  /**
+   * Interop will not work until this is fixed.
+   */
+  VKCUDA_DOCTOR_STATUS_FAIL = 2,
+  /**
+   * Keeps the enum 32 bits wide.
+   */
+  VKCUDA_DOCTOR_STATUS_MAX_ENUM = 2147483647,
+} vkcuda_doctor_status;
+
+/**
  * How a format's channels are interpreted (output only).
  *
  * @ingroup image
@@ -540,6 +565,16 @@ typedef struct vkcuda_buffer vkcuda_buffer;
 typedef struct vkcuda_context vkcuda_context;
 
 /**
+ * The checks of one `vkcuda_doctor_run`. Released by `vkcuda_doctor_report_destroy`.
+ *
+ * Thread-safety: the getters may be called from any thread at once; destroy must
+ * not overlap any other use.
+ *
+ * @ingroup library
+ */
+typedef struct vkcuda_doctor_report vkcuda_doctor_report;
+
+/**
  * A `VkImage` (with its dedicated `VkDeviceMemory`) seen by CUDA as a mipmapped
  * array. Made by `vkcuda_image_create` or `vkcuda_image_wrap`, released by
  * `vkcuda_image_destroy`.
@@ -626,6 +661,17 @@ typedef struct vkcuda_buffer_wrap_info {
    * VK_TRUE when `memory` is a dedicated allocation (`VkMemoryDedicatedAllocateInfo`).
    */
   VkBool32 dedicated;
+  /**
+   * The `VkExternalMemoryHandleTypeFlags` `memory` was allocated with
+   * (`VkExportMemoryAllocateInfo::handleTypes`); must include
+   * `VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT`. The library cannot see how
+   * memory was allocated and exporting memory allocated without it is undefined
+   * behaviour, so 0 or a value without OPAQUE_FD is refused
+   * (`VKCUDA_ERROR_INVALID_ARGUMENT`) before any driver call. With VMA: the
+   * `handleTypes` of the `VkExportMemoryAllocateInfo` in the pool's
+   * `pMemoryAllocateNext`.
+   */
+  uint32_t export_handle_types;
 } vkcuda_buffer_wrap_info;
 
 /**
@@ -966,6 +1012,135 @@ typedef struct vkcuda_dlpack_info {
 } vkcuda_dlpack_info;
 
 /**
+ * Options of `vkcuda_doctor_run`; all zero (or a NULL pointer) for the defaults.
+ *
+ * @ingroup library
+ */
+typedef struct vkcuda_doctor_options {
+  /**
+   * Reserved; must be 0.
+   */
+  uint32_t flags;
+  /**
+   * The directory the container checks read `/.dockerenv`, `/run/.containerenv`,
+   * `/proc/1/cgroup`, `/dev/nvidia*` and the driver's libraries under; NULL for
+   * "/". For tests of the checks with a prepared directory.
+   */
+  const char *root;
+  /**
+   * Optional: the handles the engine passes (or would pass) to
+   * `vkcuda_context_create`. The doctor then also checks that `VkDevice`: the
+   * fd extensions it was created with and its CUDA twin ("engine.*" checks, in
+   * the words of the errors a context on it returns). Its `flags` say what the
+   * device was created with (`VKCUDA_CONTEXT_CREATE_SYNCHRONIZATION2_BIT`);
+   * `cuda_context` is not used. Borrowed for the call only.
+   */
+  const struct vkcuda_context_create_info *engine;
+} vkcuda_doctor_options;
+
+/**
+ * The counts of a doctor report.
+ *
+ * @ingroup library
+ */
+typedef struct vkcuda_doctor_summary {
+  /**
+   * How many checks (`vkcuda_doctor_report_get_check` takes 0 to this minus 1).
+   */
+  uint32_t check_count;
+  /**
+   * How many passed.
+   */
+  uint32_t pass_count;
+  /**
+   * How many warn.
+   */
+  uint32_t warn_count;
+  /**
+   * How many failed.
+   */
+  uint32_t fail_count;
+  /**
+   * How many rows the pairing table has (`vkcuda_doctor_report_get_device_pair`).
+   */
+  uint32_t device_pair_count;
+  /**
+   * VK_TRUE when no check failed: interop will work here.
+   */
+  VkBool32 ready;
+} vkcuda_doctor_summary;
+
+/**
+ * One check of a doctor report. The strings belong to the report and stay valid
+ * until `vkcuda_doctor_report_destroy`.
+ *
+ * @ingroup library
+ */
+typedef struct vkcuda_doctor_check {
+  /**
+   * What was checked: "cuda.driver", "vulkan.nvidia_icd",
+   * "vulkan_device[0].timeline_export", "container.driver_capabilities", ...
+   */
+  const char *name;
+  /**
+   * How it came out.
+   */
+  enum vkcuda_doctor_status status;
+  /**
+   * What the doctor saw (paths, versions, UUIDs).
+   */
+  const char *seen;
+  /**
+   * The fix in one sentence; "" when the check passed.
+   */
+  const char *fix;
+} vkcuda_doctor_check;
+
+/**
+ * One row of the doctor's pairing table: a Vulkan device with the CUDA device of
+ * the same UUID, or a CUDA device that no Vulkan device has the UUID of. The
+ * strings belong to the report.
+ *
+ * @ingroup library
+ */
+typedef struct vkcuda_doctor_device_pair {
+  /**
+   * The Vulkan device's index in `vkEnumeratePhysicalDevices`, or -1 for a CUDA
+   * device without a Vulkan twin.
+   */
+  int32_t vulkan_index;
+  /**
+   * Its `VkPhysicalDeviceType` (CPU for software rasterizers such as lavapipe);
+   * 0 without a Vulkan device.
+   */
+  VkPhysicalDeviceType vulkan_device_type;
+  /**
+   * Its `deviceUUID`; zeros without a Vulkan device.
+   */
+  uint8_t vulkan_uuid[16];
+  /**
+   * Its name; "" without a Vulkan device.
+   */
+  const char *vulkan_name;
+  /**
+   * The CUDA ordinal with the same UUID, or -1.
+   */
+  int32_t cuda_ordinal;
+  /**
+   * That device's UUID; zeros without one.
+   */
+  uint8_t cuda_uuid[16];
+  /**
+   * Its name; "" without one.
+   */
+  const char *cuda_name;
+  /**
+   * VK_TRUE when this Vulkan device has a CUDA twin and everything interop needs.
+   */
+  VkBool32 ready;
+} vkcuda_doctor_device_pair;
+
+/**
  * One resource of a batched handoff: a buffer or an image (exactly one of the two
  * set).
  *
@@ -1086,14 +1261,15 @@ typedef struct vkcuda_image_wrap_info {
    */
   VkImage image;
   /**
-   * The image's memory: a dedicated allocation (`VkMemoryDedicatedAllocateInfo`
-   * naming `image`) made with `VkExportMemoryAllocateInfo` (OPAQUE_FD), bound at
-   * offset 0. Stays the engine's.
+   * The image's memory, made with `VkExportMemoryAllocateInfo` (OPAQUE_FD): a
+   * dedicated allocation (`VkMemoryDedicatedAllocateInfo` naming `image`, the
+   * image at offset 0), or a block shared with other resources (a VMA pool)
+   * with the image at `offset`. Stays the engine's.
    */
   VkDeviceMemory memory;
   /**
-   * `VkMemoryAllocateInfo::allocationSize` of `memory`; at least the size
-   * `vkGetImageMemoryRequirements` gives for `image`.
+   * `VkMemoryAllocateInfo::allocationSize` of `memory` (the whole block); at
+   * least `offset` + the size `vkGetImageMemoryRequirements` gives for `image`.
    */
   uint64_t allocation_size;
   /**
@@ -1101,6 +1277,27 @@ typedef struct vkcuda_image_wrap_info {
    * (0 is refused here).
    */
   struct vkcuda_image_create_info description;
+  /**
+   * Where the image is bound in `memory` (`vkBindImageMemory`'s memoryOffset);
+   * 0 for a dedicated allocation.
+   */
+  uint64_t offset;
+  /**
+   * VK_TRUE when `memory` is a dedicated allocation for `image`; CUDA then
+   * imports it with `CUDA_EXTERNAL_MEMORY_DEDICATED`. Refused as VK_FALSE where
+   * the driver requires a dedicated allocation for the image. With VMA:
+   * `VmaAllocationInfo2::dedicatedMemory`.
+   */
+  VkBool32 dedicated;
+  /**
+   * The `VkExternalMemoryHandleTypeFlags` `memory` was allocated with
+   * (`VkExportMemoryAllocateInfo::handleTypes`); must include
+   * `VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT`. 0 or a value without it is
+   * refused (`VKCUDA_ERROR_INVALID_ARGUMENT`) before any driver call: the
+   * library cannot see how memory was allocated, and exporting memory allocated
+   * without it is undefined behaviour.
+   */
+  uint32_t export_handle_types;
 } vkcuda_image_wrap_info;
 
 /**
@@ -1473,12 +1670,18 @@ enum vkcuda_result vkcuda_buffer_create(const struct vkcuda_context *context,
                                         struct vkcuda_buffer **buffer);
 
 /**
- * Makes the CUDA view of memory the engine allocated exportable itself. The
- * engine keeps owning `info->buffer` and `info->memory` and must destroy them
- * after `vkcuda_buffer_destroy`. The library checks `offset + size` against
- * `allocation_size`, the offset against the buffer's alignment and `size` against
- * its memory requirements; where the kernel can tell the real size of the memory
- * (not for NVIDIA's opaque fds) it checks `allocation_size` too.
+ * Makes the CUDA view of memory the engine allocated exportable itself: a
+ * dedicated allocation, or a buffer at `offset` in a block shared with other
+ * resources (a VMA pool whose blocks carry `VkExportMemoryAllocateInfo`; CUDA then
+ * imports the whole block and maps the buffer's range). The engine keeps owning
+ * `info->buffer` and `info->memory` and must destroy them after
+ * `vkcuda_buffer_destroy`. The library checks `export_handle_types` first (memory
+ * allocated without export info is refused before any driver call), then
+ * `offset + size` against `allocation_size`, the offset against the buffer's
+ * alignment and `size` against its memory requirements; where the kernel can tell
+ * the real size of the memory (not for NVIDIA's opaque fds) it checks
+ * `allocation_size` too. In a Vulkan-only context the checks run and no CUDA view
+ * is made.
  *
  * Thread-safety: may be called from any thread.
  *
@@ -1782,6 +1985,104 @@ enum vkcuda_result vkcuda_buffer_export_dlpack(const struct vkcuda_buffer *buffe
                                                void **tensor);
 
 /**
+ * Runs every check of the doctor and returns them in `*report`: the Vulkan loader
+ * and its version; the ICD manifests the loader will read (`VK_DRIVER_FILES`,
+ * `VK_ICD_FILENAMES`, `VK_ADD_DRIVER_FILES`, the standard directories) and whether
+ * each one's library loads; NVIDIA's ICD; `libcuda.so.1` and its version against
+ * what timeline-semaphore import needs; every Vulkan device against every CUDA
+ * device by UUID; per device the memory and semaphore fd extensions, timeline
+ * semaphores, timeline export, exportable buffers and images; inside a container
+ * the NVIDIA container toolkit's capabilities, libraries, ICD manifest and device
+ * nodes; the open-file limit. Checks that match an error of the library use that
+ * error's words (`VKCUDA_ERROR_CUDA_UNAVAILABLE`, `VKCUDA_ERROR_DEVICE_MISMATCH`,
+ * `VKCUDA_ERROR_VULKAN_UNAVAILABLE`).
+ *
+ * Returns `VKCUDA_SUCCESS` when the checks ran, whatever they found
+ * (`vkcuda_doctor_report_get_summary` says whether interop will work). The doctor
+ * loads the Vulkan loader, every ICD's library (and unloads them), and the CUDA
+ * driver, and makes a short-lived Vulkan instance. `*report` is written on
+ * success, set to NULL on failure; the caller destroys it.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup library
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_doctor_run(const struct vkcuda_doctor_options *options,
+                                     struct vkcuda_doctor_report **report);
+
+/**
+ * Fills `*summary` with the report's counts and verdict.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup library
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_doctor_report_get_summary(const struct vkcuda_doctor_report *report,
+                                                    struct vkcuda_doctor_summary *summary);
+
+/**
+ * Fills `*check` with check `index` (from 0 to `check_count` minus 1, in the
+ * order the doctor ran them). The strings belong to the report.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup library
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_doctor_report_get_check(const struct vkcuda_doctor_report *report,
+                                                  uint32_t index,
+                                                  struct vkcuda_doctor_check *check);
+
+/**
+ * Fills `*pair` with row `index` of the pairing table (from 0 to
+ * `device_pair_count` minus 1): first every Vulkan device in
+ * `vkEnumeratePhysicalDevices` order, then each CUDA device that no Vulkan device
+ * has the UUID of. The strings belong to the report.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup library
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_doctor_report_get_device_pair(const struct vkcuda_doctor_report *report,
+                                                        uint32_t index,
+                                                        struct vkcuda_doctor_device_pair *pair);
+
+/**
+ * The report as JSON, for CI systems and support tickets. An object with the
+ * members `vkcuda_version`, `ready` (true when no check failed), `summary` (the
+ * counts `pass`, `warn`, `fail`), `checks` (an array of objects with `name`,
+ * `status` ("pass", "warn" or "fail"), `seen` and `fix`) and `devices` (the
+ * pairing table: objects with `vulkan_index`, `vulkan_name`, `vulkan_uuid`,
+ * `vulkan_type`, `cuda_ordinal`, `cuda_name`, `cuda_uuid`, `ready`; a side that
+ * is absent is null). `*json` belongs to the report and stays valid until
+ * `vkcuda_doctor_report_destroy`.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup library
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_doctor_report_get_json(const struct vkcuda_doctor_report *report,
+                                                 const char **json);
+
+/**
+ * Releases a report and its strings. NULL does nothing.
+ *
+ * Thread-safety: the report must not be in use by another thread.
+ *
+ * @ingroup library
+ */
+VKCUDA_API void vkcuda_doctor_report_destroy(struct vkcuda_doctor_report *report);
+
+/**
  * Records into the engine's command buffer ONE pipeline barrier that releases
  * every buffer and image of `resources` from `info->queue_family_index` to
  * `VK_QUEUE_FAMILY_EXTERNAL` (CUDA), images from their layout to `GENERAL`:
@@ -1862,12 +2163,17 @@ enum vkcuda_result vkcuda_image_create(const struct vkcuda_context *context,
                                        struct vkcuda_image **image);
 
 /**
- * Makes the CUDA view of an image the engine created with dedicated exportable
- * memory (see `vkcuda_image_wrap_info`), from the description the engine passes.
- * Checks the description like `vkcuda_image_create`, `allocation_size` against
- * the image's memory requirements (`VKCUDA_ERROR_INVALID_ARGUMENT`, "memory smaller
- * than its requirements") and, where the kernel can tell the memory's real size,
- * against that. The engine keeps owning the image and memory and must destroy them
+ * Makes the CUDA view of an image the engine created on exportable memory (see
+ * `vkcuda_image_wrap_info`: a dedicated allocation, or the image at `offset` in a
+ * block shared with other resources, as VMA pools make them), from the
+ * description the engine passes. Checks `export_handle_types` first (memory
+ * allocated without export info is refused before any driver call), the
+ * description like `vkcuda_image_create`, `offset` + the image's memory
+ * requirements against `allocation_size` (`VKCUDA_ERROR_INVALID_ARGUMENT`, "memory
+ * smaller than its requirements"), the offset against the image's alignment and,
+ * where the kernel can tell the memory's real size, `allocation_size` against
+ * that. An image wrapped in a shared block cannot be exported to another process
+ * (`vkcuda_image_export_fd` returns `VKCUDA_ERROR_UNSUPPORTED`). The engine keeps owning the image and memory and must destroy them
  * after `vkcuda_image_destroy`. In a Vulkan-only context the checks run and no
  * CUDA view is made.
  *

@@ -8,7 +8,8 @@
 #                                bindings are left out for size), /usr/include/vk_video and
 #                                stb/stb_image_write.h (libstb-dev: the PNG writer of the
 #                                examples and GPU tests; CMake finds it as
-#                                VKCUDA_STB_INCLUDE_DIR, gpu-test.sh passes the path)
+#                                VKCUDA_STB_INCLUDE_DIR, gpu-test.sh passes the path),
+#                                and vk_mem_alloc.h (scripts/fetch-vma.sh)
 #   .dev/gpu/tsan-threads        with VKCUDA_BUNDLE_TSAN=1 only: tests/threads.rs built
 #                                with ThreadSanitizer (std rebuilt: needs rust-src and
 #                                RUSTC_BOOTSTRAP; about 2 minutes); the TSan runtime is
@@ -124,6 +125,12 @@ find /usr/include/vulkan -maxdepth 1 -type f ! -name '*.hpp' -exec cp {} "$out/i
 cp -r /usr/include/vk_video "$out/include/"
 mkdir -p "$out/include/stb"
 cp /usr/include/stb/stb_image_write.h "$out/include/stb/"
+
+# VulkanMemoryAllocator's header for the VMA example and test (examples/vma,
+# tests/gpu): from the vk-mem crate's package (scripts/fetch-vma.sh); CMake finds
+# it in .dev/gpu/include there.
+scripts/fetch-vma.sh
+cp .dev/vma/include/vk_mem_alloc.h "$out/include/"
 
 echo "== $prepare_loader --validation"
 "$prepare_loader" --validation

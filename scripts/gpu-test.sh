@@ -26,6 +26,10 @@
 #   example:NAME     each short example (c_examples, examples/cpp) as it ships:
 #                    five_minutes, buffer_cuda_to_vulkan, buffer_vulkan_to_cuda,
 #                    frame_timeline, image_to_png, cross_process, engine_postfx
+#   doctor, doctor-json  tools/vkcuda_doctor, text and --json ($OUT/doctor.json): must
+#                    exit 0 (every check passes or warns: interop will work)
+#   vma_interop, vma_wrap  the VMA example (examples/vma) and test (tests/gpu): VMA
+#                    pools with export info, every byte both ways; also as vvl: steps
 #   fresh-ptx        buffer_roundtrip and frame_loop once more with the PTX this
 #                    nvcc made (VKCUDA_EXAMPLES_PTX): same checks, same results
 #   vvl:NAME, vvl:example:NAME
@@ -69,6 +73,7 @@ log() { steps_log "$@"; }
 
 # The examples, in the order they run (their steps are at the end of this file).
 examples="vkcuda_info buffer_roundtrip frame_loop image_formats image_fractal ipc_demo engine_postfx"
+examples="$examples doctor doctor-json vma_interop vma_wrap"
 steps_select "setup ptx configure build build-by-hand rust $examples example fresh-ptx python calls vvl bench" "$@"
 
 last_line_note() { # the example's last PASS/FAIL/SKIP line, shortened
@@ -270,6 +275,11 @@ else
     ex image_fractal    120 run_example image_fractal --out "$OUT/fractal.png"
     ex ipc_demo         180 tests/gpu/ipc_demo.sh --bin "$build/cmake/tests/gpu"
     ex engine_postfx    180 run_example engine_postfx_test --out "$OUT/engine_postfx.png"
+    # The doctor (tools/) and the VMA recipe (examples/vma, tests/gpu).
+    ex doctor            60 run_example vkcuda_doctor
+    ex doctor-json       60 bash -c 'run_example vkcuda_doctor --json | tee "$OUT/doctor.json"; exit ${PIPESTATUS[0]}'
+    ex vma_interop      120 run_example vma_interop
+    ex vma_wrap         180 run_example vma_wrap
     # The short examples, as a user runs them (each ends with "NAME: PASS").
     for e in "${short_examples[@]}"; do
         # shellcheck disable=SC2086 # the arguments are split on purpose
@@ -303,6 +313,8 @@ else
     vvl image_fractal    120 run_example image_fractal --out "$OUT/fractal-vvl.png"
     vvl ipc_demo         180 tests/gpu/ipc_demo.sh --bin "$build/cmake/tests/gpu"
     vvl engine_postfx    180 run_example engine_postfx_test --frames 300 --out "$OUT/engine_postfx-vvl.png"
+    vvl vma_interop      120 run_example vma_interop
+    vvl vma_wrap         180 run_example vma_wrap
     for e in "${short_examples[@]}"; do
         # shellcheck disable=SC2086
         vvl "example:${e%%|*}" 120 run_example ${e#*|}

@@ -135,4 +135,15 @@ else
   log "cargo: not needed (--no-rust / VKCUDA_PREBUILT_LIBRARY)"
 fi
 
+# --- VulkanMemoryAllocator's header (the VMA example and test) ---------------------
+# From the vk-mem crate's package, into .dev/vma (scripts/fetch-vma.sh). Optional:
+# without it CMake leaves the VMA programs out.
+if command -v cargo >/dev/null 2>&1; then
+  if "$(dirname "$0")/fetch-vma.sh"; then
+    log "VMA header: .dev/vma/include/vk_mem_alloc.h"
+  else
+    log "warning: scripts/fetch-vma.sh failed: the VMA example and test will be left out"
+  fi
+fi
+
 exit "$status"

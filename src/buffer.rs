@@ -99,6 +99,21 @@ pub struct Layout {
     pub dedicated: bool,
 }
 
+/// The engine's buffer for [`Buffer::wrap`].
+#[derive(Clone, Copy, Debug)]
+pub struct Wrap {
+    pub buffer: vk::Buffer,
+    pub memory: vk::DeviceMemory,
+    /// The whole `VkDeviceMemory`'s size.
+    pub allocation_size: u64,
+    /// Where the buffer is bound in `memory`.
+    pub offset: u64,
+    pub size: u64,
+    pub dedicated: bool,
+    /// `VkExportMemoryAllocateInfo::handleTypes` of `memory`, as the engine states it.
+    pub export_handle_types: u32,
+}
+
 /// The allocation and its two views, shared by the buffer's handle and the DLPack
 /// tensors made from it; released when the last of them drops. It holds the
 /// context, so the context outlives the memory.
@@ -225,23 +240,27 @@ impl Buffer {
         .into())
     }
 
-    /// Makes a CUDA view of memory the engine allocated exportable itself. The engine
-    /// keeps owning `buffer` and `memory` and must destroy them after this object.
-    pub fn wrap(
-        ctx: &Arc<Context>,
-        buffer: vk::Buffer,
-        memory: vk::DeviceMemory,
-        allocation_size: u64,
-        offset: u64,
-        size: u64,
-        dedicated: bool,
-    ) -> Result<Buffer> {
+    /// Makes a CUDA view of memory the engine allocated exportable itself (in a
+    /// Vulkan-only context: only the checks). The engine keeps owning `buffer` and
+    /// `memory` and must destroy them after this object. `w.export_handle_types`
+    /// is what the engine allocated the memory with; it must include OPAQUE_FD.
+    pub fn wrap(ctx: &Arc<Context>, w: &Wrap) -> Result<Buffer> {
+        let Wrap {
+            buffer,
+            memory,
+            allocation_size,
+            offset,
+            size,
+            dedicated,
+            export_handle_types,
+        } = *w;
         if buffer == vk::Buffer::null() {
             return Err(Error::null("buffer"));
         }
         if memory == vk::DeviceMemory::null() {
             return Err(Error::null("memory"));
         }
+        memory::check_export_types(export_handle_types, "export_handle_types")?;
         check_size(size)?;
         if allocation_size == 0 {
             return Err(Error::invalid("allocation_size must not be 0"));
@@ -279,16 +298,26 @@ impl Buffer {
                 )));
             }
         }
-        // Everything that can be checked without CUDA is checked; now the CUDA view.
-        let cuda = ctx.cuda()?;
-        let mut ext =
-            ExternalMemory::import_opaque_fd(cuda.clone(), handle, allocation_size, dedicated)?;
-        let ptr = ext.map_buffer(offset, size)?;
+        // Everything that can be checked without CUDA is checked; now the CUDA view
+        // (none in a Vulkan-only context).
+        let (cuda_view, cuda_ptr) = match &ctx.cuda {
+            Some(cuda) => {
+                let mut ext = ExternalMemory::import_opaque_fd(
+                    cuda.clone(),
+                    handle,
+                    allocation_size,
+                    dedicated,
+                )?;
+                let ptr = ext.map_buffer(offset, size)?;
+                (CudaView::Imported(ext), ptr)
+            }
+            None => (CudaView::None, 0),
+        };
         Ok(Allocation {
             ctx: ctx.clone(),
             vulkan: VulkanView::Borrowed { buffer, memory },
-            cuda: CudaView::Imported(ext),
-            cuda_ptr: ptr,
+            cuda: cuda_view,
+            cuda_ptr,
             layout: Layout {
                 allocator: Allocator::Vulkan,
                 allocation_size,

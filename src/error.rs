@@ -92,6 +92,39 @@ impl Error {
     }
 }
 
+/// A problem in words, in two parts: what was seen, and the fix in one sentence.
+/// The library's errors for environmental problems (no CUDA driver, a driver too
+/// old, no CUDA twin, an extension missing) are made from these, and the doctor
+/// (`crate::doctor`) reports the same ones as checks, so a failing call and the
+/// doctor never disagree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnosis {
+    pub kind: ErrorKind,
+    pub seen: String,
+    pub fix: String,
+}
+
+impl Diagnosis {
+    pub fn new(kind: ErrorKind, seen: impl Into<String>, fix: impl Into<String>) -> Self {
+        Diagnosis {
+            kind,
+            seen: seen.into(),
+            fix: fix.into(),
+        }
+    }
+
+    /// The error a call returns: "what was seen: the fix".
+    pub fn error(&self) -> Error {
+        Error::new(self.kind, format!("{}: {}", self.seen, self.fix))
+    }
+}
+
+impl From<Diagnosis> for Error {
+    fn from(d: Diagnosis) -> Error {
+        d.error()
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)

@@ -11,7 +11,7 @@ use ash::vk;
 use cudarc::driver::sys;
 
 use crate::context::Context;
-use crate::cuda::array::{ArrayShape, MappedImage, TextureDesc};
+use crate::cuda::array::{ArrayShape, MappedImage, Placement, TextureDesc};
 use crate::error::{Error, Result};
 use crate::fd;
 use crate::format::{self, FormatInfo};
@@ -350,7 +350,22 @@ pub struct Image {
     resolved: Resolved,
     vulkan: VulkanView,
     allocation_size: u64,
+    placement: Placement,
     cuda: Option<MappedImage>,
+}
+
+/// The engine's image for [`Image::wrap`].
+#[derive(Clone, Copy, Debug)]
+pub struct Wrap {
+    pub image: vk::Image,
+    pub memory: vk::DeviceMemory,
+    /// The whole `VkDeviceMemory`'s size.
+    pub allocation_size: u64,
+    /// Where the image is bound in `memory` (0 when dedicated).
+    pub offset: u64,
+    pub dedicated: bool,
+    /// `VkExportMemoryAllocateInfo::handleTypes` of `memory`, as the engine states it.
+    pub export_handle_types: u32,
 }
 
 impl Image {
@@ -368,6 +383,7 @@ impl Image {
             resolved,
             vulkan: VulkanView::Owned(im),
             allocation_size: im.allocation_size,
+            placement: Placement::DEDICATED,
             cuda: None,
         };
         // On error `image` drops and releases the Vulkan objects.
@@ -377,6 +393,7 @@ impl Image {
                 cuda.clone(),
                 handle,
                 im.allocation_size,
+                Placement::DEDICATED,
                 resolved.shape,
             )?);
         }
@@ -421,6 +438,7 @@ impl Image {
             resolved,
             vulkan: VulkanView::Owned(im),
             allocation_size,
+            placement: Placement::DEDICATED,
             cuda: None,
         };
         // On error `image` drops and releases the Vulkan objects.
@@ -429,30 +447,42 @@ impl Image {
                 cuda.clone(),
                 fd::dup_borrowed(raw)?,
                 allocation_size,
+                Placement::DEDICATED,
                 resolved.shape,
             )?);
         }
         Ok(image)
     }
 
-    /// Makes the CUDA view of an image the engine created with dedicated memory
-    /// allocated exportable (`OPAQUE_FD`). The engine keeps owning `image` and
-    /// `memory`. `desc` must be the image's own description and usage.
-    pub fn wrap(
-        ctx: &Arc<Context>,
-        image: vk::Image,
-        mem: vk::DeviceMemory,
-        allocation_size: u64,
-        desc: &Description,
-    ) -> Result<Image> {
+    /// Makes the CUDA view of an image the engine created on memory it allocated
+    /// exportable (`OPAQUE_FD`): a dedicated allocation, or a block shared with
+    /// other resources with the image at `w.offset` (a VMA pool). The engine keeps
+    /// owning `image` and `memory`. `desc` must be the image's own description and
+    /// usage. In a Vulkan-only context only the checks run.
+    pub fn wrap(ctx: &Arc<Context>, w: &Wrap, desc: &Description) -> Result<Image> {
+        let Wrap {
+            image,
+            memory: mem,
+            allocation_size,
+            offset,
+            dedicated,
+            export_handle_types,
+        } = *w;
         if image == vk::Image::null() {
             return Err(Error::null("image"));
         }
         if mem == vk::DeviceMemory::null() {
             return Err(Error::null("memory"));
         }
+        memory::check_export_types(export_handle_types, "export_handle_types")?;
         if allocation_size == 0 {
             return Err(Error::invalid("allocation_size must not be 0"));
+        }
+        if dedicated && offset != 0 {
+            return Err(Error::invalid(format!(
+                "offset is {offset} but the memory is a dedicated allocation, which the image is bound to at \
+                 offset 0"
+            )));
         }
         ctx.vk.memory_fd()?;
         let resolved = resolve(ctx, desc, true)?;
@@ -460,19 +490,30 @@ impl Image {
             check_layers_agree(&resolved.desc)?;
         }
         let req = vkimage::requirements(&ctx.vk, image);
-        if allocation_size < req.size {
+        let end = offset
+            .checked_add(req.size)
+            .ok_or_else(|| Error::invalid("offset + the image's size overflows"))?;
+        if allocation_size < end {
             return Err(Error::invalid(format!(
-                "memory smaller than its requirements: allocation_size {allocation_size} is less \
-                 than the {} bytes vkGetImageMemoryRequirements asks for this image",
+                "memory smaller than its requirements: allocation_size {allocation_size} is less than offset \
+                 {offset} + the {} bytes vkGetImageMemoryRequirements asks for this image",
                 req.size
             )));
         }
-        let handle = memory::export_memory_fd(&ctx.vk, mem).map_err(|e| {
-            e.context(
-                "the wrapped memory must be a dedicated allocation made with \
-                 VkExportMemoryAllocateInfo (OPAQUE_FD)",
-            )
-        })?;
+        if req.alignment > 1 && offset % req.alignment != 0 {
+            return Err(Error::invalid(format!(
+                "offset {offset} is not a multiple of the image's required alignment {}",
+                req.alignment
+            )));
+        }
+        if !dedicated && vkimage::dedicated_requirements(&ctx.vk, image).0 {
+            return Err(Error::invalid(
+                "the driver requires a dedicated allocation for this image \
+                 (VkMemoryDedicatedRequirements::requiresDedicatedAllocation), so its memory is dedicated: set \
+                 dedicated to VK_TRUE",
+            ));
+        }
+        let handle = memory::export_memory_fd(&ctx.vk, mem)?;
         if let Some(real) = fd::known_size(&handle) {
             if allocation_size > real {
                 return Err(Error::invalid(format!(
@@ -485,6 +526,7 @@ impl Image {
                 c.clone(),
                 handle,
                 allocation_size,
+                Placement { offset, dedicated },
                 resolved.shape,
             )?),
             None => None,
@@ -494,6 +536,7 @@ impl Image {
             resolved,
             vulkan: VulkanView::Borrowed { image, memory: mem },
             allocation_size,
+            placement: Placement { offset, dedicated },
             cuda,
         })
     }
@@ -555,8 +598,21 @@ impl Image {
         &self.ctx
     }
 
-    /// A new fd for the memory; the caller owns it.
+    /// Where the image lies in its memory.
+    pub fn placement(&self) -> Placement {
+        self.placement
+    }
+
+    /// A new fd for the memory; the caller owns it. Refused for an image wrapped in
+    /// a block shared with other resources: the fd would hand over the whole
+    /// block, and a description has no offset.
     pub fn export_fd(&self) -> Result<OwnedFd> {
+        if !self.placement.dedicated {
+            return Err(Error::unsupported(
+                "this image was wrapped at an offset of a memory block shared with other resources: exporting it \
+                 would hand over the whole block; share an image with a dedicated allocation",
+            ));
+        }
         memory::export_memory_fd(&self.ctx.vk, self.vk_memory())
     }
 

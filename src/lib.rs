@@ -7,6 +7,8 @@ pub mod buffer;
 pub mod context;
 pub mod cuda;
 pub mod dlpack;
+pub mod doctor;
+pub mod dynlib;
 pub mod error;
 pub mod fd;
 pub mod ffi;

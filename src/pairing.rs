@@ -5,7 +5,7 @@
 use ash::vk;
 
 use crate::cuda::{self, DeviceInfo};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Diagnosis, Error, ErrorKind, Result};
 use crate::vulkan::{standalone, support, Support};
 
 /// A physical device, what it supports, and its CUDA twin.
@@ -56,12 +56,20 @@ pub fn report(instance: &ash::Instance, physical: vk::PhysicalDevice) -> Result<
 /// short-lived instance of the library's own. A device that could not be queried
 /// is listed with its error.
 pub fn enumerate() -> Result<Vec<Result<DeviceReport>>> {
+    enumerate_with(|_, _, r| r)
+}
+
+/// [`enumerate`], handing each device's report to `f` while the instance is alive
+/// (the doctor asks each device more with it).
+pub fn enumerate_with<T>(
+    f: impl Fn(&ash::Instance, vk::PhysicalDevice, Result<DeviceReport>) -> T,
+) -> Result<Vec<T>> {
     let _g = standalone::lifecycle_lock();
     let entry = standalone::load_entry()?;
     let instance = standalone::create_instance(&entry)?;
     let listed = standalone::physical_devices(&instance).map(|list| {
         list.into_iter()
-            .map(|(_, s)| s.map(DeviceReport::new))
+            .map(|(p, s)| f(&instance, p, s.map(DeviceReport::new)))
             .collect()
     });
     // SAFETY: nothing made from the instance outlives this call.
@@ -79,6 +87,12 @@ pub fn match_device(vk_name: &str, uuid: &[u8; 16], devices: &[DeviceInfo]) -> R
 }
 
 pub fn mismatch(vk_name: &str, uuid: &[u8; 16], devices: &[DeviceInfo]) -> Error {
+    mismatch_diagnosis(vk_name, uuid, devices).error()
+}
+
+/// No CUDA device has the Vulkan device's UUID: what was seen (both sides' UUIDs)
+/// and the fix. The doctor's pairing checks report this same text.
+pub fn mismatch_diagnosis(vk_name: &str, uuid: &[u8; 16], devices: &[DeviceInfo]) -> Diagnosis {
     let list: Vec<String> = devices
         .iter()
         .map(|d| format!("{} '{}' {}", d.ordinal, d.name, cuda::format_uuid(&d.uuid)))
@@ -88,13 +102,14 @@ pub fn mismatch(vk_name: &str, uuid: &[u8; 16], devices: &[DeviceInfo]) -> Error
     } else {
         format!("CUDA devices: {}", list.join(", "))
     };
-    Error::new(
+    Diagnosis::new(
         ErrorKind::DeviceMismatch,
         format!(
-            "no CUDA device has the UUID {} of Vulkan device '{vk_name}' ({seen}): pick the VkPhysicalDevice \
-             whose deviceUUID matches a CUDA device (vkcuda_physical_device_query reports it)",
+            "no CUDA device has the UUID {} of Vulkan device '{vk_name}' ({seen})",
             cuda::format_uuid(uuid)
         ),
+        "pick the VkPhysicalDevice whose deviceUUID matches a CUDA device \
+         (vkcuda_physical_device_query reports it)",
     )
 }
 

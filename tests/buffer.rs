@@ -378,6 +378,7 @@ fn wrap_checks_sizes_before_anything_else() {
             offset,
             size,
             dedicated,
+            export_handle_types: vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD.as_raw(),
         };
         let mut out = 1usize as *mut vkcuda_buffer;
         let r = unsafe { vkcuda_buffer_wrap(ctx, &info, &mut out) };
@@ -408,17 +409,52 @@ fn wrap_checks_sizes_before_anything_else() {
     }
     fails(wrap(65536, 0, 16384, 9), VKCUDA_ERROR_INVALID_ARGUMENT);
     fails(wrap(0, 0, 16384, 0), VKCUDA_ERROR_INVALID_ARGUMENT);
-    // All checks pass; a Vulkan-only context then has no CUDA to map into.
-    fails(wrap(65536, 0, 16384, 0), VKCUDA_ERROR_CUDA_UNAVAILABLE);
     assert_eq!(fd_count(), before, "no fd leaked on any of the failures");
-    let info = vkcuda_buffer_wrap_info {
+    // All checks pass; a Vulkan-only context makes no CUDA view.
+    let mut info = vkcuda_buffer_wrap_info {
         flags: 0,
-        buffer: vk::Buffer::null(),
+        buffer,
         memory,
         allocation_size: 65536,
         offset: 0,
-        size: 16,
+        size: 16384,
         dedicated: 0,
+        export_handle_types: vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD.as_raw(),
+    };
+    let mut wrapped = ptr::null_mut();
+    ok(unsafe { vkcuda_buffer_wrap(ctx, &info, &mut wrapped) });
+    let got = buffer_info(wrapped);
+    assert_eq!((got.wrapped, got.cuda_pointer), (1, 0));
+    assert_eq!((got.buffer, got.memory), (buffer, memory));
+    unsafe { vkcuda_buffer_destroy(wrapped) };
+    // Memory the engine says it allocated without OPAQUE_FD export info is refused
+    // before any driver call (exporting it would be undefined behaviour).
+    info.export_handle_types = 0;
+    let msg = fails(
+        unsafe { vkcuda_buffer_wrap(ctx, &info, &mut wrapped) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(
+        msg.contains("info->export_handle_types is 0")
+            && msg.contains("VkExportMemoryAllocateInfo")
+            && msg.contains("pMemoryAllocateNext"),
+        "names the missing export info and the VMA fix: {msg}"
+    );
+    assert!(wrapped.is_null());
+    info.export_handle_types = vk::ExternalMemoryHandleTypeFlags::DMA_BUF_EXT.as_raw();
+    let msg = fails(
+        unsafe { vkcuda_buffer_wrap(ctx, &info, &mut wrapped) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(
+        msg.contains("without VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT"),
+        "{msg}"
+    );
+    let info = vkcuda_buffer_wrap_info {
+        buffer: vk::Buffer::null(),
+        size: 16,
+        export_handle_types: 1,
+        ..info
     };
     let mut out = ptr::null_mut();
     fails(

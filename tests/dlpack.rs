@@ -419,6 +419,7 @@ fn wrapped_buffer_tensor(ctx: *mut vkcuda_context, io: &dyn Io) {
         offset: 0,
         size: oi.size,
         dedicated: oi.dedicated,
+        export_handle_types: ash::vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD.as_raw(),
     };
     let mut w = ptr::null_mut();
     ok(unsafe { vkcuda_buffer_wrap(ctx, &wrap, &mut w) });

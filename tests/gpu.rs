@@ -295,6 +295,7 @@ fn wrap(ctx: *const vkcuda_context, a: &EngineAllocation, size: u64) -> *mut vkc
         offset: a.offset,
         size,
         dedicated: 0,
+        export_handle_types: vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD.as_raw(),
     };
     let mut b = ptr::null_mut();
     ok(unsafe { vkcuda_buffer_wrap(ctx, &info, &mut b) });
@@ -338,6 +339,7 @@ fn gpu_wrap_engine_memory() {
         offset: a.offset,
         size: a.allocation_size,
         dedicated: 0,
+        export_handle_types: vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD.as_raw(),
     };
     let mut out = ptr::null_mut();
     fails(

@@ -357,6 +357,9 @@ fn wrap_info(e: &Imported, size: u64, i: &vkcuda_image_info) -> vkcuda_image_wra
         memory: e.memory,
         allocation_size: size,
         description: image_desc_of(i),
+        offset: 0,
+        dedicated: 1,
+        export_handle_types: vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD.as_raw(),
     }
 }
 

@@ -187,6 +187,9 @@ fuzz_target!(|ops: Vec<Op>| {
                     } else {
                         desc.info()
                     },
+                    offset: 0,
+                    dedicated: 1,
+                    export_handle_types: 1,
                 };
                 let mut im = 0x5A5A as *mut vkcuda_image;
                 let r = check("vkcuda_image_wrap", unsafe {

@@ -58,26 +58,49 @@ pub struct MappedImage {
     ext: ExternalMemory,
 }
 
+/// Where an image lies in its memory: a dedicated allocation (offset 0), or a
+/// block shared with other resources.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placement {
+    pub offset: u64,
+    pub dedicated: bool,
+}
+
+impl Placement {
+    pub const DEDICATED: Placement = Placement {
+        offset: 0,
+        dedicated: true,
+    };
+}
+
 // SAFETY: CUDA handles are usable from any thread; the object lists are locked.
 unsafe impl Send for MappedImage {}
 unsafe impl Sync for MappedImage {}
 
 impl MappedImage {
-    /// Imports a dedicated `OPAQUE_FD` of `allocation_size` bytes (the whole
-    /// allocation) and maps it as a mipmapped array of `shape` at offset 0. The fd
-    /// is always gone afterwards (taken by CUDA on success, closed on failure).
+    /// Imports an `OPAQUE_FD` of `allocation_size` bytes (the whole allocation:
+    /// dedicated to the image, or a block the image shares with other resources)
+    /// and maps it as a mipmapped array of `shape` at `offset`. The fd is always
+    /// gone afterwards (taken by CUDA on success, closed on failure).
     pub fn import(
         ctx: Arc<CudaContext>,
         handle: OwnedFd,
         allocation_size: u64,
+        placement: Placement,
         shape: ArrayShape,
     ) -> Result<Self> {
         if shape.levels == 0 {
             return Err(Error::invalid("a mipmapped array needs at least one level"));
         }
-        let ext = ExternalMemory::import_opaque_fd(ctx.clone(), handle, allocation_size, true)?;
+        let ext = ExternalMemory::import_opaque_fd(
+            ctx.clone(),
+            handle,
+            allocation_size,
+            placement.dedicated,
+        )?;
         let _g = ctx.enter()?;
-        let desc = mipmapped_array_desc(&shape);
+        let mut desc = mipmapped_array_desc(&shape);
+        desc.offset = placement.offset;
         let mut mipmap = std::ptr::null_mut();
         // On failure `ext` drops and destroys the import.
         cu_check("cuExternalMemoryGetMappedMipmappedArray", unsafe {

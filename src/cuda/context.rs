@@ -140,12 +140,27 @@ impl CudaContext {
                 .context("the stream is not a valid CUstream (destroyed, or not a stream)"));
         }
         if owner != self.ctx {
+            // Name the stream's device too: on a machine with several GPUs this is
+            // the usual cause (a stream of GPU 0 given to an object of GPU 1).
+            let theirs = stream_device(owner)
+                .map(|d| {
+                    format!(
+                        " on device {} '{}' {}",
+                        d.ordinal,
+                        d.name,
+                        super::format_uuid(&d.uuid)
+                    )
+                })
+                .unwrap_or_default();
             return Err(Error::new(
                 ErrorKind::DeviceMismatch,
                 format!(
-                    "the stream belongs to CUDA context {owner:p}, not to this context's {:p} \
-                     (device {} '{}'): create the stream in the context vkcuda_context_get_cuda_info returns",
-                    self.ctx, self.info.ordinal, self.info.name
+                    "the stream belongs to CUDA context {owner:p}{theirs}, not to this context's {:p} \
+                     (device {} '{}' {}): create the stream in the context vkcuda_context_get_cuda_info returns",
+                    self.ctx,
+                    self.info.ordinal,
+                    self.info.name,
+                    super::format_uuid(&self.info.uuid)
                 ),
             ));
         }
@@ -164,6 +179,17 @@ impl CudaContext {
             Ordering::Relaxed,
         );
     }
+}
+
+/// The device of `ctx`, a live context (the owner of a valid stream).
+fn stream_device(ctx: sys::CUcontext) -> Option<DeviceInfo> {
+    let _g = CurrentGuard::push(ctx).ok()?;
+    let mut device = 0;
+    cu_check("cuCtxGetDevice", unsafe {
+        sys::cuCtxGetDevice(&mut device)
+    })
+    .ok()?;
+    device_from_handle(device).ok()
 }
 
 /// Allocates the liveness sentinel of `ctx` (see `CudaContext::alive`).

@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 
 use cudarc::driver::sys;
 
-use crate::error::{cu_check, Error, ErrorKind, Result};
+use crate::error::{cu_check, Diagnosis, Error, ErrorKind, Result};
 
 pub use context::{CudaContext, CurrentGuard};
 
@@ -31,6 +31,7 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuCtxPushCurrent_v2",
     "cuCtxPopCurrent_v2",
     "cuCtxGetDevice",
+    "cuCtxGetCurrent",
     "cuMemAlloc_v2",
     "cuPointerGetAttribute",
     "cuStreamGetCtx",
@@ -74,25 +75,58 @@ const REQUIRED_SYMBOLS: &[&str] = &[
 /// CUDA-less paths on a machine that has one).
 pub const DISABLE_ENV: &str = "VKCUDA_DISABLE_CUDA";
 
+/// The lowest driver the library accepts, as `cuDriverGetVersion` reports it
+/// (`major * 1000 + minor * 10`): CUDA 11.2, the release that added
+/// `CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD` (CUDA 11.2 release
+/// notes, "CUDA Driver API: added support for importing Vulkan timeline
+/// semaphores"; the driver API reference lists the handle type from 11.2 on).
+/// The Linux driver of CUDA 11.2 GA is 460.27.03 (CUDA Toolkit release notes,
+/// table "CUDA Toolkit and Corresponding Driver Versions").
+pub const MIN_DRIVER_VERSION: i32 = 11020;
+
+/// The driver the library loaded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DriverInfo {
+    /// `cuDriverGetVersion`: `major * 1000 + minor * 10`.
+    pub version: i32,
+    /// The file the dynamic loader took for it (from `dladdr`), when it says.
+    pub path: Option<String>,
+}
+
+/// `13000` as "13.0".
+pub fn version_text(v: i32) -> String {
+    format!("{}.{}", v / 1000, (v % 1000) / 10)
+}
+
 /// Loads and initialises the CUDA driver once; later calls return the same answer.
-pub fn driver() -> Result<()> {
-    static STATE: OnceLock<Result<()>> = OnceLock::new();
+/// The doctor reports this very answer (`crate::doctor`).
+pub fn driver_status() -> std::result::Result<DriverInfo, Diagnosis> {
+    static STATE: OnceLock<std::result::Result<DriverInfo, Diagnosis>> = OnceLock::new();
     STATE.get_or_init(load_driver).clone()
 }
 
-fn load_driver() -> Result<()> {
+/// [`driver_status`] as the library's error ("what was seen: the fix").
+pub fn driver() -> Result<()> {
+    driver_status().map(|_| ()).map_err(|d| d.error())
+}
+
+fn unavailable(seen: impl Into<String>, fix: impl Into<String>) -> Diagnosis {
+    Diagnosis::new(ErrorKind::CudaUnavailable, seen, fix)
+}
+
+fn load_driver() -> std::result::Result<DriverInfo, Diagnosis> {
     if std::env::var_os(DISABLE_ENV).is_some() {
-        return Err(Error::new(
-            ErrorKind::CudaUnavailable,
+        return Err(unavailable(
             format!("the CUDA driver is disabled by the {DISABLE_ENV} environment variable"),
+            format!("unset {DISABLE_ENV} to use the driver"),
         ));
     }
     // SAFETY: only tries dlopen on the candidate names; nothing is called.
     if !unsafe { sys::is_culib_present() } {
-        return Err(Error::new(
-            ErrorKind::CudaUnavailable,
-            "the CUDA driver library libcuda.so.1 was not found: install the NVIDIA driver, \
-             or create the context with VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT for Vulkan-only use",
+        return Err(unavailable(
+            "the CUDA driver library libcuda.so.1 was not found",
+            "install the NVIDIA driver, or create the context with VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT \
+             for Vulkan-only use",
         ));
     }
     // SAFETY: the library is present, so culib() does not panic; get() only looks up names.
@@ -100,27 +134,52 @@ fn load_driver() -> Result<()> {
     for name in REQUIRED_SYMBOLS {
         let found = unsafe { lib.get::<*const std::ffi::c_void>(name.as_bytes()) }.is_ok();
         if !found {
-            return Err(Error::new(
-                ErrorKind::CudaUnavailable,
-                format!(
-                    "the CUDA driver is too old: it has no {name}; install NVIDIA driver 525 or newer"
-                ),
+            return Err(unavailable(
+                format!("the CUDA driver is too old: it has no {name}"),
+                "install NVIDIA driver 525 or newer",
             ));
         }
     }
+    let path = unsafe { lib.get::<*const std::ffi::c_void>(b"cuInit") }
+        .ok()
+        .and_then(|sym| crate::dynlib::path_of((*sym).cast()));
     // SAFETY: every symbol used below was checked above.
-    cu_check("cuInit", unsafe { sys::cuInit(0) })
-        .map_err(|e| Error::new(ErrorKind::CudaUnavailable, e.message))
+    let r = unsafe { sys::cuInit(0) };
+    if r != sys::CUresult::CUDA_SUCCESS {
+        return Err(unavailable(
+            format!("cuInit failed with {r:?}"),
+            "check that the NVIDIA kernel module is loaded and this process can open /dev/nvidiactl \
+             and /dev/nvidia0 (nvidia-smi shows the GPU; in a container: run it with the NVIDIA \
+             container toolkit)",
+        ));
+    }
+    let mut version = 0;
+    let r = unsafe { sys::cuDriverGetVersion(&mut version) };
+    if r != sys::CUresult::CUDA_SUCCESS {
+        return Err(unavailable(
+            format!("cuDriverGetVersion failed with {r:?}"),
+            "reinstall the NVIDIA driver",
+        ));
+    }
+    if version < MIN_DRIVER_VERSION {
+        return Err(unavailable(
+            format!(
+                "the CUDA driver is too old: it supports CUDA {} ({version}), and importing Vulkan \
+                 timeline semaphores (CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD) \
+                 needs CUDA {}",
+                version_text(version),
+                version_text(MIN_DRIVER_VERSION)
+            ),
+            "install NVIDIA driver 525 or newer (CUDA 11.2 came with 460.27.03; the library's other \
+             calls need 525)",
+        ));
+    }
+    Ok(DriverInfo { version, path })
 }
 
 /// The driver's CUDA version as `major * 1000 + minor * 10` (13000 for 13.0).
 pub fn driver_version() -> Result<i32> {
-    driver()?;
-    let mut v = 0;
-    cu_check("cuDriverGetVersion", unsafe {
-        sys::cuDriverGetVersion(&mut v)
-    })?;
-    Ok(v)
+    driver_status().map(|d| d.version).map_err(|d| d.error())
 }
 
 /// One CUDA device as seen by the driver.

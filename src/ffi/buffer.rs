@@ -14,6 +14,7 @@ use super::{
 use crate::buffer::{Buffer, Layout};
 use crate::error::Result;
 use crate::vulkan::handoff::{self, Direction};
+use crate::vulkan::memory::check_export_types;
 
 /// One allocation seen as a `VkBuffer` (with its `VkDeviceMemory`) by Vulkan and as
 /// a device pointer by CUDA. Released by `vkcuda_buffer_destroy`.
@@ -67,6 +68,15 @@ pub struct vkcuda_buffer_wrap_info {
     pub size: u64,
     /// VK_TRUE when `memory` is a dedicated allocation (`VkMemoryDedicatedAllocateInfo`).
     pub dedicated: VkBool32,
+    /// The `VkExternalMemoryHandleTypeFlags` `memory` was allocated with
+    /// (`VkExportMemoryAllocateInfo::handleTypes`); must include
+    /// `VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT`. The library cannot see how
+    /// memory was allocated and exporting memory allocated without it is undefined
+    /// behaviour, so 0 or a value without OPAQUE_FD is refused
+    /// (`VKCUDA_ERROR_INVALID_ARGUMENT`) before any driver call. With VMA: the
+    /// `handleTypes` of the `VkExportMemoryAllocateInfo` in the pool's
+    /// `pMemoryAllocateNext`.
+    pub export_handle_types: u32,
 }
 
 /// What the importer of an exported buffer fd needs to know (the exporter's
@@ -156,12 +166,18 @@ pub unsafe extern "C" fn vkcuda_buffer_create(
     })
 }
 
-/// Makes the CUDA view of memory the engine allocated exportable itself. The
-/// engine keeps owning `info->buffer` and `info->memory` and must destroy them
-/// after `vkcuda_buffer_destroy`. The library checks `offset + size` against
-/// `allocation_size`, the offset against the buffer's alignment and `size` against
-/// its memory requirements; where the kernel can tell the real size of the memory
-/// (not for NVIDIA's opaque fds) it checks `allocation_size` too.
+/// Makes the CUDA view of memory the engine allocated exportable itself: a
+/// dedicated allocation, or a buffer at `offset` in a block shared with other
+/// resources (a VMA pool whose blocks carry `VkExportMemoryAllocateInfo`; CUDA then
+/// imports the whole block and maps the buffer's range). The engine keeps owning
+/// `info->buffer` and `info->memory` and must destroy them after
+/// `vkcuda_buffer_destroy`. The library checks `export_handle_types` first (memory
+/// allocated without export info is refused before any driver call), then
+/// `offset + size` against `allocation_size`, the offset against the buffer's
+/// alignment and `size` against its memory requirements; where the kernel can tell
+/// the real size of the memory (not for NVIDIA's opaque fds) it checks
+/// `allocation_size` too. In a Vulkan-only context the checks run and no CUDA view
+/// is made.
 ///
 /// Thread-safety: may be called from any thread.
 ///
@@ -180,14 +196,18 @@ pub unsafe extern "C" fn vkcuda_buffer_wrap(
             let info = arg(info, "info")?;
             check_flags(info.flags, 0, "info->flags")?;
             let dedicated = check_bool(info.dedicated, "info->dedicated")?;
+            check_export_types(info.export_handle_types, "info->export_handle_types")?;
             let inner = Buffer::wrap(
                 ctx,
-                info.buffer,
-                info.memory,
-                info.allocation_size,
-                info.offset,
-                info.size,
-                dedicated,
+                &crate::buffer::Wrap {
+                    buffer: info.buffer,
+                    memory: info.memory,
+                    allocation_size: info.allocation_size,
+                    offset: info.offset,
+                    size: info.size,
+                    dedicated,
+                    export_handle_types: info.export_handle_types,
+                },
             )?;
             Ok(handle::boxed::<vkcuda_buffer>(inner))
         })();

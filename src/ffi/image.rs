@@ -9,11 +9,12 @@ use super::context::{ctx_arg, vkcuda_context};
 use super::handle::{self, handle_kind, Tagged};
 use super::handoff::{command_buffer_arg, scope_arg, vkcuda_handoff_info};
 use super::types::*;
-use super::{arg, boundary, check_flags, out, quiet, vkcuda_result, write_handle};
+use super::{arg, boundary, check_bool, check_flags, out, quiet, vkcuda_result, write_handle};
 use crate::error::{Error, Result};
 use crate::format::{self, FormatInfo, Numeric, Order};
 use crate::image::{Description, Dimension, Image, Sampler};
 use crate::vulkan::handoff::{self, Direction};
+use crate::vulkan::memory::check_export_types;
 
 pub type VkImage = vk::Image;
 /// A `VkFormat` as C passes it (the Vulkan header's enum, 32 bits); checked
@@ -279,16 +280,32 @@ pub struct vkcuda_image_wrap_info {
     /// `VkExternalMemoryImageCreateInfo` (OPAQUE_FD) and exactly the description
     /// in `description`. Stays the engine's.
     pub image: VkImage,
-    /// The image's memory: a dedicated allocation (`VkMemoryDedicatedAllocateInfo`
-    /// naming `image`) made with `VkExportMemoryAllocateInfo` (OPAQUE_FD), bound at
-    /// offset 0. Stays the engine's.
+    /// The image's memory, made with `VkExportMemoryAllocateInfo` (OPAQUE_FD): a
+    /// dedicated allocation (`VkMemoryDedicatedAllocateInfo` naming `image`, the
+    /// image at offset 0), or a block shared with other resources (a VMA pool)
+    /// with the image at `offset`. Stays the engine's.
     pub memory: VkDeviceMemory,
-    /// `VkMemoryAllocateInfo::allocationSize` of `memory`; at least the size
-    /// `vkGetImageMemoryRequirements` gives for `image`.
+    /// `VkMemoryAllocateInfo::allocationSize` of `memory` (the whole block); at
+    /// least `offset` + the size `vkGetImageMemoryRequirements` gives for `image`.
     pub allocation_size: u64,
     /// The image's description as it was created; `usage` must be its real usage
     /// (0 is refused here).
     pub description: vkcuda_image_create_info,
+    /// Where the image is bound in `memory` (`vkBindImageMemory`'s memoryOffset);
+    /// 0 for a dedicated allocation.
+    pub offset: u64,
+    /// VK_TRUE when `memory` is a dedicated allocation for `image`; CUDA then
+    /// imports it with `CUDA_EXTERNAL_MEMORY_DEDICATED`. Refused as VK_FALSE where
+    /// the driver requires a dedicated allocation for the image. With VMA:
+    /// `VmaAllocationInfo2::dedicatedMemory`.
+    pub dedicated: VkBool32,
+    /// The `VkExternalMemoryHandleTypeFlags` `memory` was allocated with
+    /// (`VkExportMemoryAllocateInfo::handleTypes`); must include
+    /// `VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT`. 0 or a value without it is
+    /// refused (`VKCUDA_ERROR_INVALID_ARGUMENT`) before any driver call: the
+    /// library cannot see how memory was allocated, and exporting memory allocated
+    /// without it is undefined behaviour.
+    pub export_handle_types: u32,
 }
 
 /// What CUDA sees of a format.
@@ -470,12 +487,17 @@ pub unsafe extern "C" fn vkcuda_image_create(
     })
 }
 
-/// Makes the CUDA view of an image the engine created with dedicated exportable
-/// memory (see `vkcuda_image_wrap_info`), from the description the engine passes.
-/// Checks the description like `vkcuda_image_create`, `allocation_size` against
-/// the image's memory requirements (`VKCUDA_ERROR_INVALID_ARGUMENT`, "memory smaller
-/// than its requirements") and, where the kernel can tell the memory's real size,
-/// against that. The engine keeps owning the image and memory and must destroy them
+/// Makes the CUDA view of an image the engine created on exportable memory (see
+/// `vkcuda_image_wrap_info`: a dedicated allocation, or the image at `offset` in a
+/// block shared with other resources, as VMA pools make them), from the
+/// description the engine passes. Checks `export_handle_types` first (memory
+/// allocated without export info is refused before any driver call), the
+/// description like `vkcuda_image_create`, `offset` + the image's memory
+/// requirements against `allocation_size` (`VKCUDA_ERROR_INVALID_ARGUMENT`, "memory
+/// smaller than its requirements"), the offset against the image's alignment and,
+/// where the kernel can tell the memory's real size, `allocation_size` against
+/// that. An image wrapped in a shared block cannot be exported to another process
+/// (`vkcuda_image_export_fd` returns `VKCUDA_ERROR_UNSUPPORTED`). The engine keeps owning the image and memory and must destroy them
 /// after `vkcuda_image_destroy`. In a Vulkan-only context the checks run and no
 /// CUDA view is made.
 ///
@@ -496,7 +518,17 @@ pub unsafe extern "C" fn vkcuda_image_wrap(
             let info = arg(info, "info")?;
             check_flags(info.flags, 0, "info->flags")?;
             let desc = description(&info.description, "info->description.")?;
-            let inner = Image::wrap(ctx, info.image, info.memory, info.allocation_size, &desc)?;
+            let dedicated = check_bool(info.dedicated, "info->dedicated")?;
+            check_export_types(info.export_handle_types, "info->export_handle_types")?;
+            let w = crate::image::Wrap {
+                image: info.image,
+                memory: info.memory,
+                allocation_size: info.allocation_size,
+                offset: info.offset,
+                dedicated,
+                export_handle_types: info.export_handle_types,
+            };
+            let inner = Image::wrap(ctx, &w, &desc)?;
             Ok(handle::boxed::<vkcuda_image>(inner))
         })();
         write_handle(image, made)

@@ -10,6 +10,7 @@
 pub mod buffer;
 pub mod context;
 pub mod dlpack;
+pub mod doctor;
 pub(crate) mod handle;
 pub mod handoff;
 pub mod image;
@@ -21,6 +22,7 @@ pub mod types;
 pub use buffer::*;
 pub use context::*;
 pub use dlpack::*;
+pub use doctor::*;
 pub use handoff::*;
 pub use image::*;
 pub use ipc::*;

@@ -20,6 +20,7 @@ pub type VkBuffer = vk::Buffer;
 pub type VkDeviceMemory = vk::DeviceMemory;
 pub type VkSemaphore = vk::Semaphore;
 pub type VkBufferUsageFlags = u32;
+pub type VkPhysicalDeviceType = vk::PhysicalDeviceType;
 pub type VkPipelineStageFlags = u32;
 pub type VkAccessFlags = u32;
 pub type PFN_vkGetInstanceProcAddr = Option<vk::PFN_vkGetInstanceProcAddr>;

@@ -129,6 +129,15 @@ pub fn external_image_properties(
     dev: &VulkanDevice,
     p: &ImageParams,
 ) -> Result<(vk::ImageFormatProperties, vk::ExternalMemoryProperties)> {
+    external_image_properties_of(&dev.instance, dev.physical, p)
+}
+
+/// The same for a physical device before any `VkDevice` exists.
+pub fn external_image_properties_of(
+    instance: &ash::Instance,
+    physical: vk::PhysicalDevice,
+    p: &ImageParams,
+) -> Result<(vk::ImageFormatProperties, vk::ExternalMemoryProperties)> {
     let mut ext_info =
         vk::PhysicalDeviceExternalImageFormatInfo::default().handle_type(HANDLE_TYPE);
     let info = vk::PhysicalDeviceImageFormatInfo2::default()
@@ -142,8 +151,7 @@ pub fn external_image_properties(
     let mut props = vk::ImageFormatProperties2::default().push_next(&mut ext_props);
     // SAFETY: valid physical device; structs owned here.
     let r = unsafe {
-        dev.instance
-            .get_physical_device_image_format_properties2(dev.physical, &info, &mut props)
+        instance.get_physical_device_image_format_properties2(physical, &info, &mut props)
     };
     let image_props = props.image_format_properties;
     match r {
@@ -246,6 +254,20 @@ impl Drop for Partial<'_> {
             }
         }
     }
+}
+
+/// Whether the driver requires (first) or prefers (second) a dedicated allocation
+/// for `image` (`VkMemoryDedicatedRequirements`).
+pub fn dedicated_requirements(dev: &VulkanDevice, image: vk::Image) -> (bool, bool) {
+    let info = vk::ImageMemoryRequirementsInfo2::default().image(image);
+    let mut ded = vk::MemoryDedicatedRequirements::default();
+    let mut req = vk::MemoryRequirements2::default().push_next(&mut ded);
+    // SAFETY: a valid image of this device; structs owned here.
+    unsafe { dev.device.get_image_memory_requirements2(&info, &mut req) };
+    (
+        ded.requires_dedicated_allocation == vk::TRUE,
+        ded.prefers_dedicated_allocation == vk::TRUE,
+    )
 }
 
 /// The memory requirements of an image (any image of this device).

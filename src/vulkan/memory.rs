@@ -76,15 +76,21 @@ pub fn external_buffer_properties(
     dev: &VulkanDevice,
     usage: vk::BufferUsageFlags,
 ) -> vk::ExternalMemoryProperties {
+    external_buffer_properties_of(&dev.instance, dev.physical, usage)
+}
+
+/// The same for a physical device before any `VkDevice` exists.
+pub fn external_buffer_properties_of(
+    instance: &ash::Instance,
+    physical: vk::PhysicalDevice,
+    usage: vk::BufferUsageFlags,
+) -> vk::ExternalMemoryProperties {
     let info = vk::PhysicalDeviceExternalBufferInfo::default()
         .usage(usage)
         .handle_type(HANDLE_TYPE);
     let mut out = vk::ExternalBufferProperties::default();
     // SAFETY: valid physical device; structs owned here.
-    unsafe {
-        dev.instance
-            .get_physical_device_external_buffer_properties(dev.physical, &info, &mut out)
-    };
+    unsafe { instance.get_physical_device_external_buffer_properties(physical, &info, &mut out) };
     out.external_memory_properties
 }
 
@@ -431,6 +437,35 @@ pub fn check_importable(dev: &VulkanDevice, fd: &OwnedFd, needed: u64) -> Result
                 h.size
             )));
         }
+    }
+    Ok(())
+}
+
+/// Checks what the engine says its memory was allocated with
+/// (`VkExportMemoryAllocateInfo::handleTypes`), before any call that exports it.
+/// The library cannot ask Vulkan how a `VkDeviceMemory` was allocated, and
+/// `vkGetMemoryFdKHR` on memory allocated without `OPAQUE_FD` in its export info is
+/// invalid usage (VUID-VkMemoryGetFdInfoKHR-handleType-00671), undefined behaviour
+/// rather than an error: so the engine states it, and a statement without
+/// `OPAQUE_FD` is refused here.
+pub fn check_export_types(types: u32, what: &str) -> Result<()> {
+    let how = "allocate the memory with VkExportMemoryAllocateInfo::handleTypes including \
+               VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT (with VMA: a custom pool whose \
+               VmaPoolCreateInfo::pMemoryAllocateNext points to that VkExportMemoryAllocateInfo) and set";
+    if types == 0 {
+        return Err(Error::invalid(format!(
+            "{what} is 0: the memory must have been allocated with export info (VkExportMemoryAllocateInfo), \
+             and the library cannot see whether it was (vkGetMemoryFdKHR on memory without it is invalid \
+             usage, VUID-VkMemoryGetFdInfoKHR-handleType-00671, so it is not tried): {how} {what} to those \
+             handle types"
+        )));
+    }
+    if types & HANDLE_TYPE.as_raw() == 0 {
+        return Err(Error::invalid(format!(
+            "{what} is {types:#x}, without VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT (0x1): the memory's \
+             export info (VkExportMemoryAllocateInfo) does not allow the OPAQUE_FD export CUDA imports: {how} \
+             {what} to those handle types"
+        )));
     }
     Ok(())
 }

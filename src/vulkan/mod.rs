@@ -12,7 +12,7 @@ use std::ffi::{c_char, c_void, CStr};
 
 use ash::vk;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Diagnosis, Error, ErrorKind, Result};
 
 pub use support::{DeviceProps, Support};
 
@@ -52,6 +52,7 @@ unsafe impl Send for VulkanDevice {}
 unsafe impl Sync for VulkanDevice {}
 
 /// The caller's entry points.
+#[derive(Clone, Copy)]
 pub struct EngineHandles {
     pub instance: vk::Instance,
     pub physical: vk::PhysicalDevice,
@@ -155,24 +156,28 @@ impl VulkanDevice {
     /// The error for an extension whose functions resolved to NULL: the device does
     /// not support it at all, or the engine did not enable it.
     fn missing_extension(&self, name: &CStr, what: &str) -> Error {
+        self.missing_extension_diagnosis(name, what).error()
+    }
+
+    /// [`missing_extension`](Self::missing_extension) as what was seen and the fix:
+    /// the doctor reports an engine's device with these same words.
+    pub fn missing_extension_diagnosis(&self, name: &CStr, what: &str) -> Diagnosis {
         let ext = name.to_string_lossy();
         match support::has_extension(&self.instance, self.physical, name) {
-            Some(false) => Error::new(
+            Some(false) => Diagnosis::new(
                 ErrorKind::ExtensionNotPresent,
                 format!(
                     "the device '{}' does not support {ext} (vkEnumerateDeviceExtensionProperties does not list it), \
-                     so {what} cannot be shared with CUDA on it; vkcuda_physical_device_query tells this before \
-                     a device is created",
+                     so {what} cannot be shared with CUDA on it",
                     self.props.name
                 ),
+                "use a device that has it; vkcuda_physical_device_query tells this before a device is created",
             ),
-            _ => Error::new(
+            _ => Diagnosis::new(
                 ErrorKind::ExtensionNotPresent,
-                format!(
-                    "{ext} is not enabled on the VkDevice (its functions resolve to NULL): add it to \
-                     VkDeviceCreateInfo::ppEnabledExtensionNames (vkcuda_device_extensions_enumerate lists what to \
-                     enable; vkcuda_physical_device_query says whether the device has it)"
-                ),
+                format!("{ext} is not enabled on the VkDevice (its functions resolve to NULL)"),
+                "add it to VkDeviceCreateInfo::ppEnabledExtensionNames (vkcuda_device_extensions_enumerate lists \
+                 what to enable; vkcuda_physical_device_query says whether the device has it)",
             ),
         }
     }

@@ -8,7 +8,7 @@ use ash::vk;
 
 use super::support::{query, Support};
 use super::{VulkanDevice, MIN_API_VERSION};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Diagnosis, Error, ErrorKind, Result};
 
 /// Serialises the library's own instance and device lifetimes (create and destroy)
 /// across threads. Vulkan allows them concurrently, but NVIDIA's driver and the
@@ -69,15 +69,17 @@ impl Owned {
 /// Loads the system's Vulkan loader.
 pub fn load_entry() -> Result<ash::Entry> {
     // SAFETY: loading libvulkan runs its initialisers only.
-    unsafe { ash::Entry::load() }.map_err(|e| {
-        Error::new(
-            ErrorKind::VulkanUnavailable,
-            format!(
-                "the Vulkan loader libvulkan.so.1 could not be loaded ({e}): install it \
-                 (Debian/Ubuntu: apt install libvulkan1, plus a driver such as the NVIDIA driver or mesa-vulkan-drivers)"
-            ),
-        )
-    })
+    unsafe { ash::Entry::load() }.map_err(|e| loader_missing(&e.to_string()).error())
+}
+
+/// No `libvulkan.so.1`: what was seen and the fix (the doctor's loader check too).
+pub fn loader_missing(why: &str) -> Diagnosis {
+    Diagnosis::new(
+        ErrorKind::VulkanUnavailable,
+        format!("the Vulkan loader libvulkan.so.1 could not be loaded ({why})"),
+        "install it (Debian/Ubuntu: apt install libvulkan1, plus a driver such as the NVIDIA driver \
+         or mesa-vulkan-drivers)",
+    )
 }
 
 /// Creates an instance for queries and the standalone device.

@@ -14,6 +14,10 @@ pub struct DeviceProps {
     pub name: String,
     /// `VkPhysicalDeviceProperties::vendorID` (0x10de: NVIDIA).
     pub vendor_id: u32,
+    /// `VkPhysicalDeviceProperties::deviceType` (CPU for lavapipe).
+    pub device_type: vk::PhysicalDeviceType,
+    /// `VkPhysicalDeviceProperties::driverVersion`, as the driver encodes it.
+    pub driver_version: u32,
     pub api_version: u32,
     pub max_allocation_size: u64,
     pub max_timeline_difference: u64,
@@ -59,6 +63,8 @@ pub fn device_props(instance: &ash::Instance, physical: vk::PhysicalDevice) -> R
         uuid: id.device_uuid,
         name,
         vendor_id: props.vendor_id,
+        device_type: props.device_type,
+        driver_version: props.driver_version,
         api_version: props.api_version,
         max_allocation_size: maint3.max_memory_allocation_size,
         max_timeline_difference: timeline.max_timeline_semaphore_value_difference,

@@ -44,6 +44,8 @@
 //!   selects ignored tests by name keeps `--ignored` alone.
 #![allow(dead_code)]
 
+pub mod fake_driver;
+
 use std::ffi::{CStr, OsString};
 use std::path::PathBuf;
 use std::process::{Command, Output};

@@ -50,6 +50,10 @@ check "include/vkcuda.h" test -f "$prefix/include/vkcuda.h"
 check "cmake: vkcudaConfig.cmake" test -f "$libdir/cmake/vkcuda/vkcudaConfig.cmake"
 check "cmake: vkcudaConfigVersion.cmake" test -f "$libdir/cmake/vkcuda/vkcudaConfigVersion.cmake"
 check "pkgconfig/vkcuda.pc" test -f "$libdir/pkgconfig/vkcuda.pc"
+# The doctor is installed with the library and finds it through its rpath (exit 1
+# without a CUDA GPU is fine here: the JSON must come out either way).
+check "bin/vkcuda_doctor --json runs from the prefix" \
+  bash -c "env -u LD_LIBRARY_PATH '$prefix/bin/vkcuda_doctor' --json | grep -q '\"ready\": '"
 case "$prefix/" in
   "$src_root"/*) ;; # a prefix inside the source tree: its own path is in the files
   *) check "installed config and .pc name no source or build paths" \

@@ -1,19 +1,35 @@
 /*
- * A stand-in for libcuda.so.1 with one device whose UUID matches no Vulkan device,
- * so the CUDA paths of vkcuda can be tested for real on a machine without NVIDIA's
- * driver. FAKE_CUDA_INIT_FAILS makes cuInit fail; building with -DOMIT_MEM_CREATE
- * leaves cuMemCreate out (a driver that is too old).
+ * A stand-in for libcuda.so.1, so the CUDA paths of vkcuda can be tested for real
+ * on a machine without NVIDIA's driver. By default it has one device whose UUID
+ * matches no Vulkan device. The calls up to pairing, primary contexts, a context
+ * stack per thread, cuMemAlloc, streams and the import of Vulkan memory fds do
+ * something; every other driver call returns CUDA_ERROR_UNKNOWN.
  *
- * FAKE_CUDA_UUID=<32 hex digits> gives the device that UUID instead: set it to a
- * lavapipe device's UUID and vkcuda pairs with this driver. Its "device memory" is
- * host memory then: the primary context, cuMemAlloc (the library's liveness
- * sentinel), the buffer ids of cuPointerGetAttribute, and the import of Vulkan
- * memory fds (cuImportExternalMemory + cuExternalMemoryGetMappedBuffer map the
- * fd, so a "device pointer" is a host address of the very memory Vulkan uses)
- * work for real, and every mapping, allocation and imported fd is released by the
- * calls that release them in CUDA. fake_cuda_live() counts what is still held.
- * cuMemCreate and the other calls return CUDA_ERROR_UNKNOWN: CUDA-allocated buffers
- * cannot be faked (lavapipe imports only its own memfds).
+ * Variants, chosen by environment variables of the process that loads it:
+ *   FAKE_CUDA_INIT_FAILS=1        cuInit fails with CUDA_ERROR_NO_DEVICE
+ *   FAKE_CUDA_VERSION=11010       cuDriverGetVersion reports this (default 12080)
+ *   FAKE_CUDA_UUIDS=hex32,hex32   one device per UUID (32 hex digits each; at most
+ *                                 4), default one device of UUID ab ab ... ab
+ *   FAKE_CUDA_UUID=hex32          one device of that UUID (set it to a lavapipe
+ *                                 device's UUID and vkcuda pairs with this driver)
+ *   CUDA_VISIBLE_DEVICES=1        as the real driver: only these indices of that
+ *                                 list are devices, renumbered from 0
+ * Building with -DOMIT_MEM_CREATE leaves cuMemCreate out (a driver too old).
+ *
+ * Contexts: cuDevicePrimaryCtxRetain hands out one fake CUcontext per device; they
+ * can be pushed, popped and asked for their device. fake_cuda_stream(i) returns a
+ * fake CUstream of device i's context for cuStreamGetCtx. Handles that are not
+ * these are refused with CUDA_ERROR_INVALID_CONTEXT / INVALID_HANDLE.
+ *
+ * Memory: host memory stands in for device memory. cuMemAlloc (the library's
+ * liveness sentinel) mallocs, cuPointerGetAttribute(BUFFER_ID) knows each block,
+ * and the import of a Vulkan memory fd (cuImportExternalMemory +
+ * cuExternalMemoryGetMappedBuffer) maps the fd, so a "device pointer" is a host
+ * address of the very memory Vulkan uses (lavapipe's memfds). Every mapping,
+ * allocation and import is released by the calls that release them in CUDA;
+ * fake_cuda_live() counts what is still held. cuMemCreate and the other calls
+ * return CUDA_ERROR_UNKNOWN: CUDA-allocated buffers cannot be faked (lavapipe
+ * imports only its own memfds).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -27,13 +43,21 @@
 
 #define CUDA_SUCCESS 0
 #define CUDA_ERROR_INVALID_VALUE 1
+#define CUDA_ERROR_NOT_INITIALIZED 3
 #define CUDA_ERROR_NO_DEVICE 100
+#define CUDA_ERROR_INVALID_DEVICE 101
+#define CUDA_ERROR_INVALID_CONTEXT 201
+#define CUDA_ERROR_INVALID_HANDLE 400
 #define CUDA_ERROR_UNKNOWN 999
 #define CU_POINTER_ATTRIBUTE_BUFFER_ID 7
 #define CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD 1
 
+#define MAX_DEVICES 4
+
 typedef struct { unsigned char bytes[16]; } CUuuid;
 typedef unsigned long long CUdeviceptr;
+typedef struct { int device; } fake_ctx;
+typedef struct { int device; } fake_stream;
 
 typedef struct {
     int type;
@@ -54,6 +78,172 @@ typedef struct {
     unsigned int reserved[16];
 } CUDA_EXTERNAL_MEMORY_BUFFER_DESC;
 
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- devices ------------------------------------------------------------- */
+
+static fake_ctx contexts[MAX_DEVICES];
+static fake_stream streams[MAX_DEVICES];
+static int count = -1;
+static unsigned char uuids[MAX_DEVICES][16];
+
+static int hex(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* The device table: FAKE_CUDA_UUIDS (or FAKE_CUDA_UUID) filtered by
+ * CUDA_VISIBLE_DEVICES. */
+static void load_devices(void) {
+    unsigned char all[MAX_DEVICES][16];
+    int n = 0, i;
+    const char *list = getenv("FAKE_CUDA_UUIDS");
+    const char *visible = getenv("CUDA_VISIBLE_DEVICES");
+    pthread_mutex_lock(&lock);
+    if (count >= 0) {
+        pthread_mutex_unlock(&lock);
+        return;
+    }
+    if (!list || !*list) list = getenv("FAKE_CUDA_UUID");
+    if (!list || !*list) {
+        memset(all[0], 0xab, 16);
+        n = 1;
+    } else {
+        const char *p = list;
+        while (*p && n < MAX_DEVICES) {
+            for (i = 0; i < 16; i++) {
+                int hi = hex(p[0]), lo = hi < 0 ? -1 : hex(p[1]);
+                if (lo < 0) break;
+                all[n][i] = (unsigned char)(hi * 16 + lo);
+                p += 2;
+            }
+            if (i < 16) break; /* malformed: stop here */
+            n++;
+            if (*p == ',') p++;
+        }
+    }
+    int found = 0;
+    if (visible) {
+        const char *p = visible;
+        while (*p && found < MAX_DEVICES) {
+            char *end;
+            long idx = strtol(p, &end, 10);
+            if (end == p) break;
+            if (idx >= 0 && idx < n) memcpy(uuids[found++], all[idx], 16);
+            p = *end == ',' ? end + 1 : end;
+        }
+    } else {
+        for (i = 0; i < n; i++) memcpy(uuids[found++], all[i], 16);
+    }
+    for (i = 0; i < MAX_DEVICES; i++) {
+        contexts[i].device = i;
+        streams[i].device = i;
+    }
+    count = found;
+    pthread_mutex_unlock(&lock);
+}
+
+static int ctx_device(const void *ctx) {
+    int i;
+    for (i = 0; i < count; i++)
+        if (ctx == (const void *)&contexts[i]) return i;
+    return -1;
+}
+
+int cuInit(unsigned flags) {
+    (void)flags;
+    load_devices();
+    return getenv("FAKE_CUDA_INIT_FAILS") ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS;
+}
+int cuDriverGetVersion(int *v) {
+    const char *s = getenv("FAKE_CUDA_VERSION");
+    *v = s ? atoi(s) : 12080;
+    return CUDA_SUCCESS;
+}
+int cuDeviceGetCount(int *n) { load_devices(); *n = count; return CUDA_SUCCESS; }
+int cuDeviceGet(int *d, int ordinal) {
+    load_devices();
+    if (ordinal < 0 || ordinal >= count) return CUDA_ERROR_INVALID_DEVICE;
+    *d = ordinal;
+    return CUDA_SUCCESS;
+}
+int cuDeviceGetUuid_v2(CUuuid *u, int d) {
+    if (d < 0 || d >= count) return CUDA_ERROR_INVALID_DEVICE;
+    memcpy(u->bytes, uuids[d], 16);
+    return CUDA_SUCCESS;
+}
+int cuDeviceGetName(char *name, int len, int d) {
+    static const char *names[MAX_DEVICES] = {"vkcuda fake GPU", "vkcuda fake GPU 1", "vkcuda fake GPU 2",
+                                             "vkcuda fake GPU 3"};
+    if (d < 0 || d >= count) return CUDA_ERROR_INVALID_DEVICE;
+    strncpy(name, names[d], (size_t)len);
+    name[len - 1] = 0;
+    return CUDA_SUCCESS;
+}
+
+/* ---- contexts: one primary context per device, a stack per thread --------- */
+
+static __thread const void *stack[16];
+static __thread int depth;
+static int primary_retains;
+
+int cuDevicePrimaryCtxRetain(void **ctx, int d) {
+    if (d < 0 || d >= count) return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&lock);
+    primary_retains++;
+    pthread_mutex_unlock(&lock);
+    *ctx = &contexts[d];
+    return CUDA_SUCCESS;
+}
+int cuDevicePrimaryCtxRelease_v2(int d) {
+    if (d < 0 || d >= count) return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&lock);
+    int r = primary_retains > 0 ? (primary_retains--, CUDA_SUCCESS) : CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+int cuCtxPushCurrent_v2(void *ctx) {
+    if (ctx_device(ctx) < 0) return CUDA_ERROR_INVALID_CONTEXT;
+    if (depth == 16) return CUDA_ERROR_UNKNOWN;
+    stack[depth++] = ctx;
+    return CUDA_SUCCESS;
+}
+int cuCtxPopCurrent_v2(void **ctx) {
+    if (depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
+    depth--;
+    if (ctx) *ctx = (void *)stack[depth];
+    return CUDA_SUCCESS;
+}
+int cuCtxGetCurrent(void **ctx) {
+    *ctx = depth ? (void *)stack[depth - 1] : NULL;
+    return CUDA_SUCCESS;
+}
+int cuCtxGetDevice(int *d) {
+    if (depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
+    *d = ctx_device(stack[depth - 1]);
+    return CUDA_SUCCESS;
+}
+
+/* A fake CUstream of device `d`'s primary context (for tests). */
+void *fake_cuda_stream(int d) {
+    load_devices();
+    return d >= 0 && d < count ? (void *)&streams[d] : NULL;
+}
+int cuStreamGetCtx(void *stream, void **ctx) {
+    int i;
+    for (i = 0; i < count; i++) {
+        if (stream == (void *)&streams[i]) {
+            *ctx = &contexts[i];
+            return CUDA_SUCCESS;
+        }
+    }
+    return CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* ---- memory: host memory stands in for device memory ---------------------- */
+
 /* What the fake holds: cuMemAlloc blocks, mappings of imported memory, imports. */
 enum kind { ALLOC = 1, MAPPING, IMPORT };
 struct object {
@@ -68,8 +258,6 @@ struct object {
 };
 static struct object *objects;
 static unsigned long long next_id = 1;
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static int primary_retains;
 
 static struct object *add(enum kind kind) {
     struct object *o = calloc(1, sizeof *o);
@@ -102,70 +290,8 @@ int fake_cuda_live(void) {
     return n;
 }
 
-static int paired(void) { return getenv("FAKE_CUDA_UUID") != NULL; }
-
-int cuInit(unsigned flags) {
-    (void)flags;
-    return getenv("FAKE_CUDA_INIT_FAILS") ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS;
-}
-int cuDriverGetVersion(int *v) { *v = 12080; return CUDA_SUCCESS; }
-int cuDeviceGetCount(int *n) { *n = 1; return CUDA_SUCCESS; }
-int cuDeviceGet(int *d, int ordinal) { *d = ordinal; return ordinal == 0 ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN; }
-int cuDeviceGetUuid_v2(CUuuid *u, int d) {
-    (void)d;
-    const char *hex = getenv("FAKE_CUDA_UUID");
-    memset(u->bytes, 0xab, 16);
-    if (hex && strlen(hex) == 32)
-        for (int i = 0; i < 16; i++) {
-            unsigned v = 0;
-            if (sscanf(hex + 2 * i, "%2x", &v) != 1) return CUDA_ERROR_INVALID_VALUE;
-            u->bytes[i] = (unsigned char)v;
-        }
-    return CUDA_SUCCESS;
-}
-int cuDeviceGetName(char *name, int len, int d) {
-    (void)d;
-    strncpy(name, "vkcuda fake GPU", (size_t)len);
-    name[len - 1] = 0;
-    return CUDA_SUCCESS;
-}
-
-/* ---- the paired device's context: one primary context, always current. */
-static int fake_context;
-
-int cuDevicePrimaryCtxRetain(void **ctx, int d) {
-    if (!paired() || d != 0) return CUDA_ERROR_UNKNOWN;
-    pthread_mutex_lock(&lock);
-    primary_retains++;
-    pthread_mutex_unlock(&lock);
-    *ctx = &fake_context;
-    return CUDA_SUCCESS;
-}
-int cuDevicePrimaryCtxRelease_v2(int d) {
-    if (!paired() || d != 0) return CUDA_ERROR_UNKNOWN;
-    pthread_mutex_lock(&lock);
-    int r = primary_retains > 0 ? (primary_retains--, CUDA_SUCCESS) : CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_unlock(&lock);
-    return r;
-}
-int cuCtxPushCurrent_v2(void *ctx) { return ctx == &fake_context ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN; }
-int cuCtxPopCurrent_v2(void **ctx) {
-    if (ctx) *ctx = &fake_context;
-    return paired() ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN;
-}
-/* No context is ever current on a thread: the library pushes and pops its own. */
-int cuCtxGetCurrent(void **ctx) {
-    *ctx = NULL;
-    return CUDA_SUCCESS;
-}
-int cuCtxGetDevice(int *d) {
-    *d = 0;
-    return paired() ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN;
-}
-
-/* ---- memory: host memory stands in for device memory. */
 int cuMemAlloc_v2(CUdeviceptr *ptr, size_t size) {
-    if (!paired()) return CUDA_ERROR_UNKNOWN;
+    if (depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
     void *p = malloc(size ? size : 1);
     if (!p) return CUDA_ERROR_UNKNOWN;
     pthread_mutex_lock(&lock);
@@ -205,7 +331,8 @@ int cuPointerGetAttribute(void *data, int attribute, CUdeviceptr ptr) {
 
 /* Takes the fd (closed by cuDestroyExternalMemory). */
 int cuImportExternalMemory(void **ext, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC *desc) {
-    if (!paired() || desc->type != CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD) return CUDA_ERROR_UNKNOWN;
+    if (depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
+    if (desc->type != CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD) return CUDA_ERROR_UNKNOWN;
     struct stat st;
     if (desc->handle.fd < 0 || fstat(desc->handle.fd, &st) != 0) return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&lock);
@@ -258,8 +385,9 @@ int cuDestroyExternalMemory(void *ext) {
     return o ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+/* ---- everything else: there, but refused --------------------------------- */
+
 #define UNKNOWN(name) int name(void) { return CUDA_ERROR_UNKNOWN; }
-UNKNOWN(cuStreamGetCtx)
 UNKNOWN(cuMemGetAllocationGranularity)
 #ifndef OMIT_MEM_CREATE
 UNKNOWN(cuMemCreate)
@@ -292,3 +420,5 @@ UNKNOWN(cuGraphExecExternalSemaphoresWaitNodeSetParams)
 UNKNOWN(cuGraphExternalSemaphoresSignalNodeGetParams)
 UNKNOWN(cuGraphExternalSemaphoresWaitNodeGetParams)
 UNKNOWN(cuGraphNodeGetType)
+UNKNOWN(cuMemcpy2DAsync_v2)
+UNKNOWN(cuMemGetAddressRange_v2)

@@ -152,9 +152,12 @@ pub fn cases(m: &mut Matrix) {
         if c.env.cuda {
             return Skipped("the context has CUDA");
         }
+        // Vulkan-only: the checks pass and no CUDA view is made.
         let mut b = poisoned();
         let r = unsafe { vkcuda_buffer_wrap(c.env.ctx, &c.env.wrap_info(), &mut b) };
-        c.refused_made(r, &[U], b, vkcuda_buffer_destroy);
+        c.succeeded(r);
+        assert_eq!(buffer_info(b).cuda_pointer, 0);
+        unsafe { vkcuda_buffer_destroy(b) };
         Ran
     });
     type BW = vkcuda_buffer_wrap_info;
@@ -186,6 +189,16 @@ pub fn cases(m: &mut Matrix) {
         mutation("bool-max:info->dedicated", &[I], |_, i: &mut BW| {
             i.dedicated = u32::MAX
         }),
+        mutation("zero:info->export_handle_types", &[I], |_, i: &mut BW| {
+            i.export_handle_types = 0
+        }),
+        mutation(
+            "no-opaque-fd:info->export_handle_types",
+            &[I],
+            |_, i: &mut BW| {
+                i.export_handle_types = vk::ExternalMemoryHandleTypeFlags::DMA_BUF_EXT.as_raw()
+            },
+        ),
     ];
     mutations(
         m,

@@ -199,6 +199,7 @@ impl Env {
             offset: i.offset,
             size: i.size,
             dedicated: i.dedicated,
+            export_handle_types: vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD.as_raw(),
         }
     }
 
@@ -210,6 +211,9 @@ impl Env {
             memory: i.memory,
             allocation_size: i.allocation_size,
             description: image_desc_of(&i),
+            offset: 0,
+            dedicated: 1,
+            export_handle_types: vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD.as_raw(),
         }
     }
 

@@ -173,6 +173,35 @@ pub fn cases(m: &mut Matrix) {
             &[I],
             |_, i: &mut IW| i.allocation_size *= 4,
         )),
+        mutation("zero:info->export_handle_types", &[I], |_, i: &mut IW| {
+            i.export_handle_types = 0
+        }),
+        mutation(
+            "no-opaque-fd:info->export_handle_types",
+            &[I],
+            |_, i: &mut IW| {
+                i.export_handle_types = vk::ExternalMemoryHandleTypeFlags::DMA_BUF_EXT.as_raw()
+            },
+        ),
+        mutation("dedicated-nonzero:info->offset", &[I], |_, i: &mut IW| {
+            i.offset = 65536
+        }),
+        mutation("past-end:info->offset", &[I], |_, i: &mut IW| {
+            i.dedicated = 0;
+            i.offset = i.allocation_size;
+        }),
+        mutation("misaligned:info->offset", &[I], |_, i: &mut IW| {
+            i.dedicated = 0;
+            i.allocation_size += 1;
+            i.offset = 1;
+        }),
+        mutation("overflow:info->offset", &[I], |_, i: &mut IW| {
+            i.dedicated = 0;
+            i.offset = u64::MAX - 1;
+        }),
+        mutation("bool-2:info->dedicated", &[I], |_, i: &mut IW| {
+            i.dedicated = 2
+        }),
     ];
     muts.extend(image_info_mutations::<IW>(
         "info->description.",

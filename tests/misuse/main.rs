@@ -85,6 +85,7 @@ groups! {
     handoff,
     share,
     dlpack,
+    doctor,
 }
 
 /// Every function of the header has a table entry, and every entry covers every

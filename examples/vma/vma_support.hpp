@@ -1,0 +1,180 @@
+// What examples/vma/vma_interop.cpp and tests/gpu/vma_wrap.cpp share: the
+// "engine" (a standalone vkcuda context's device and queue, a command pool, one-shot
+// submits), the few CUDA driver calls they make (loaded with dlopen: no CUDA
+// toolkit at build time), a byte pattern and a check that counts mismatches.
+// The VMA recipe itself is in the example, not here.
+#ifndef VKCUDA_VMA_SUPPORT_HPP
+#define VKCUDA_VMA_SUPPORT_HPP
+
+#include <vulkan/vulkan.h>
+#include <vk_mem_alloc.h>
+#include <vkcuda.hpp>
+
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+namespace vma_support {
+
+inline void check_vk(VkResult r, const char* what) {
+    if (r != VK_SUCCESS) throw std::runtime_error(std::string(what) + " failed with VkResult " + std::to_string(r));
+}
+
+// The CUDA driver API calls used (signatures and values from cuda.h).
+struct Cuda {
+    struct Memcpy2D {  // CUDA_MEMCPY2D
+        size_t srcXInBytes, srcY;
+        int srcMemoryType;
+        const void* srcHost;
+        std::uint64_t srcDevice;
+        void* srcArray;
+        size_t srcPitch;
+        size_t dstXInBytes, dstY;
+        int dstMemoryType;
+        void* dstHost;
+        std::uint64_t dstDevice;
+        void* dstArray;
+        size_t dstPitch;
+        size_t WidthInBytes, Height;
+    };
+    static constexpr int kHost = 1, kArray = 3;  // CU_MEMORYTYPE_HOST, CU_MEMORYTYPE_ARRAY
+    int (*push)(CUctx_st*) = nullptr;
+    int (*pop)(CUctx_st**) = nullptr;
+    int (*htod)(std::uint64_t, const void*, size_t) = nullptr;
+    int (*dtoh)(void*, std::uint64_t, size_t) = nullptr;
+    int (*copy2d)(const Memcpy2D*) = nullptr;
+    CUctx_st* ctx = nullptr;
+
+    // The library's context made cuInit; this only looks the calls up.
+    void load(CUctx_st* context) {
+        void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (!lib) throw std::runtime_error(std::string("dlopen libcuda.so.1: ") + dlerror());
+        push = reinterpret_cast<decltype(push)>(dlsym(lib, "cuCtxPushCurrent_v2"));
+        pop = reinterpret_cast<decltype(pop)>(dlsym(lib, "cuCtxPopCurrent_v2"));
+        htod = reinterpret_cast<decltype(htod)>(dlsym(lib, "cuMemcpyHtoD_v2"));
+        dtoh = reinterpret_cast<decltype(dtoh)>(dlsym(lib, "cuMemcpyDtoH_v2"));
+        copy2d = reinterpret_cast<decltype(copy2d)>(dlsym(lib, "cuMemcpy2D_v2"));
+        if (!push || !pop || !htod || !dtoh || !copy2d) throw std::runtime_error("libcuda.so.1 lacks a call");
+        ctx = context;
+    }
+    void call(int r, const char* what) const {
+        if (r != 0) throw std::runtime_error(std::string(what) + " failed with CUresult " + std::to_string(r));
+    }
+    // Each copy runs in the vkcuda context's CUcontext and is synchronous.
+    void write(std::uint64_t dst, const void* src, size_t n) const {
+        call(push(ctx), "cuCtxPushCurrent");
+        int r = htod(dst, src, n);
+        CUctx_st* c;
+        pop(&c);
+        call(r, "cuMemcpyHtoD");
+    }
+    void read(void* dst, std::uint64_t src, size_t n) const {
+        call(push(ctx), "cuCtxPushCurrent");
+        int r = dtoh(dst, src, n);
+        CUctx_st* c;
+        pop(&c);
+        call(r, "cuMemcpyDtoH");
+    }
+    // A whole 2D array level: `row_bytes` by `rows`, tightly packed on the host.
+    void array(void* host, CUarray_st* array, size_t row_bytes, size_t rows, bool to_array) const {
+        Memcpy2D m{};
+        if (to_array) {
+            m.srcMemoryType = kHost, m.srcHost = host, m.srcPitch = row_bytes;
+            m.dstMemoryType = kArray, m.dstArray = array;
+        } else {
+            m.srcMemoryType = kArray, m.srcArray = array;
+            m.dstMemoryType = kHost, m.dstHost = host, m.dstPitch = row_bytes;
+        }
+        m.WidthInBytes = row_bytes, m.Height = rows;
+        call(push(ctx), "cuCtxPushCurrent");
+        int r = copy2d(&m);
+        CUctx_st* c;
+        pop(&c);
+        call(r, "cuMemcpy2D");
+    }
+};
+
+// The engine: the device of a standalone context, its queue, a command pool.
+struct Engine {
+    vkcuda::Context ctx;
+    vkcuda_vulkan_handles vk{};
+    VkCommandPool pool = VK_NULL_HANDLE;
+    bool cuda = false;
+
+    explicit Engine(bool vulkan_only) {
+        vkcuda_standalone_create_info si{};
+        si.flags = vulkan_only ? VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT : 0;
+        ctx = vkcuda::Context::create_standalone(si);
+        vk = ctx.vulkan_handles();
+        cuda = !vulkan_only;
+        VkCommandPoolCreateInfo pi{};
+        pi.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
+        pi.queueFamilyIndex = vk.queue_family_index;
+        check_vk(vkCreateCommandPool(vk.device, &pi, nullptr, &pool), "vkCreateCommandPool");
+    }
+    ~Engine() {
+        if (pool) vkDestroyCommandPool(vk.device, pool, nullptr);
+    }
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    // Records with `record`, submits, waits.
+    void run(const std::function<void(VkCommandBuffer)>& record) const {
+        VkCommandBufferAllocateInfo ai{};
+        ai.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
+        ai.commandPool = pool, ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, ai.commandBufferCount = 1;
+        VkCommandBuffer cmd;
+        check_vk(vkAllocateCommandBuffers(vk.device, &ai, &cmd), "vkAllocateCommandBuffers");
+        VkCommandBufferBeginInfo bi{};
+        bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+        bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+        check_vk(vkBeginCommandBuffer(cmd, &bi), "vkBeginCommandBuffer");
+        record(cmd);
+        check_vk(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+        VkFenceCreateInfo fi{};
+        fi.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
+        VkFence fence;
+        check_vk(vkCreateFence(vk.device, &fi, nullptr, &fence), "vkCreateFence");
+        VkSubmitInfo si{};
+        si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
+        si.commandBufferCount = 1, si.pCommandBuffers = &cmd;
+        VkResult r = vkQueueSubmit(vk.queue, 1, &si, fence);
+        if (r == VK_SUCCESS) r = vkWaitForFences(vk.device, 1, &fence, VK_TRUE, UINT64_MAX);
+        vkDestroyFence(vk.device, fence, nullptr);
+        vkFreeCommandBuffers(vk.device, pool, 1, &cmd);
+        check_vk(r, "vkQueueSubmit / vkWaitForFences");
+    }
+
+    // A VMA allocator on the engine's device (the functions come from the loader
+    // the program links; the standalone instance is Vulkan 1.2 or later).
+    VmaAllocator allocator() const {
+        VmaAllocatorCreateInfo ci{};
+        ci.vulkanApiVersion = VK_API_VERSION_1_2;
+        ci.instance = vk.instance, ci.physicalDevice = vk.physical_device, ci.device = vk.device;
+        VmaAllocator a;
+        check_vk(vmaCreateAllocator(&ci, &a), "vmaCreateAllocator");
+        return a;
+    }
+};
+
+// The byte pattern written and checked (depends on the position and a seed).
+inline std::uint8_t pattern(std::uint64_t i, std::uint32_t seed) {
+    return static_cast<std::uint8_t>((static_cast<std::uint32_t>(i) * 2654435761u + seed) >> 13);
+}
+inline void fill(std::uint8_t* p, std::uint64_t n, std::uint32_t seed) {
+    for (std::uint64_t i = 0; i < n; i++) p[i] = pattern(i, seed);
+}
+// How many of the n bytes differ from the pattern.
+inline std::uint64_t mismatches(const std::uint8_t* p, std::uint64_t n, std::uint32_t seed) {
+    std::uint64_t bad = 0;
+    for (std::uint64_t i = 0; i < n; i++) bad += p[i] != pattern(i, seed);
+    return bad;
+}
+
+}  // namespace vma_support
+
+#endif

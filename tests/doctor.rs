@@ -1,0 +1,864 @@
+//! The doctor (`vkcuda_doctor_run`) on simulated machines: each failing check is
+//! reproduced in a child process with the environment, the fake CUDA driver
+//! (tests/fake_cuda) and the files that cause it, and must come out with the
+//! expected status, what it saw and its fix. Where a check matches an error of the
+//! library, the doctor's words must be the error's words.
+
+mod common;
+use common::fake_driver::{build, empty_dir, run_child};
+use common::*;
+
+use std::path::{Path, PathBuf};
+use std::ptr;
+
+#[derive(Debug, Clone)]
+struct Seen {
+    name: String,
+    status: vkcuda_doctor_status,
+    seen: String,
+    fix: String,
+}
+
+struct Doctor {
+    checks: Vec<Seen>,
+    pairs: Vec<(i32, i32)>,
+    ready: bool,
+    json: serde_json::Value,
+}
+
+fn text(p: *const std::ffi::c_char) -> String {
+    unsafe { std::ffi::CStr::from_ptr(p) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn doctor(root: Option<&Path>) -> Doctor {
+    doctor_with(root, ptr::null())
+}
+
+fn doctor_with(root: Option<&Path>, engine: *const vkcuda_context_create_info) -> Doctor {
+    let root_c = root.map(|r| std::ffi::CString::new(r.to_str().unwrap()).unwrap());
+    let options = vkcuda_doctor_options {
+        flags: 0,
+        root: root_c.as_ref().map_or(ptr::null(), |c| c.as_ptr()),
+        engine,
+    };
+    let mut report = ptr::null_mut();
+    ok(unsafe { vkcuda_doctor_run(&options, &mut report) });
+    let mut s: vkcuda_doctor_summary = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_doctor_report_get_summary(report, &mut s) });
+    let checks: Vec<Seen> = (0..s.check_count)
+        .map(|i| {
+            let mut c: vkcuda_doctor_check = unsafe { std::mem::zeroed() };
+            ok(unsafe { vkcuda_doctor_report_get_check(report, i, &mut c) });
+            Seen {
+                name: text(c.name),
+                status: c.status,
+                seen: text(c.seen),
+                fix: text(c.fix),
+            }
+        })
+        .collect();
+    let pairs = (0..s.device_pair_count)
+        .map(|i| {
+            let mut p: vkcuda_doctor_device_pair = unsafe { std::mem::zeroed() };
+            ok(unsafe { vkcuda_doctor_report_get_device_pair(report, i, &mut p) });
+            (p.vulkan_index, p.cuda_ordinal)
+        })
+        .collect();
+    let mut j = ptr::null();
+    ok(unsafe { vkcuda_doctor_report_get_json(report, &mut j) });
+    let json: serde_json::Value = serde_json::from_str(&text(j)).expect("valid JSON");
+    unsafe { vkcuda_doctor_report_destroy(report) };
+    let fails = checks
+        .iter()
+        .filter(|c| c.status == vkcuda_doctor_status::VKCUDA_DOCTOR_STATUS_FAIL)
+        .count();
+    assert_eq!(s.fail_count as usize, fails);
+    assert_eq!(s.ready == 1, fails == 0);
+    // The JSON says the same as the getters.
+    assert_eq!(json["ready"], s.ready == 1);
+    assert_eq!(json["checks"].as_array().unwrap().len(), checks.len());
+    for (c, jc) in checks.iter().zip(json["checks"].as_array().unwrap()) {
+        assert_eq!(jc["name"], c.name.as_str());
+        assert_eq!(jc["seen"], c.seen.as_str());
+        assert_eq!(jc["fix"], c.fix.as_str());
+    }
+    for c in &checks {
+        println!("[{:?}] {}: {} | {}", c.status, c.name, c.seen, c.fix);
+    }
+    Doctor {
+        checks,
+        pairs,
+        ready: s.ready == 1,
+        json,
+    }
+}
+
+impl Doctor {
+    #[track_caller]
+    fn get(&self, name: &str) -> &Seen {
+        self.checks
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("no check {name}"))
+    }
+}
+
+use vkcuda_doctor_status::{
+    VKCUDA_DOCTOR_STATUS_FAIL as FAIL, VKCUDA_DOCTOR_STATUS_PASS as PASS,
+    VKCUDA_DOCTOR_STATUS_WARN as WARN,
+};
+
+/// A scratch directory of this test.
+fn scratch(name: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("doctor")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn manifest(dir: &Path, name: &str, library: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(
+        &p,
+        format!(
+            r#"{{"file_format_version": "1.0.0", "ICD": {{"library_path": "{library}", "api_version": "1.3.0"}}}}"#
+        ),
+    )
+    .unwrap();
+    p
+}
+
+/// The non-NVIDIA manifests of this machine whose library loads (lavapipe here),
+/// joined for VK_DRIVER_FILES.
+fn working_other_manifests() -> Vec<String> {
+    vkcuda::doctor::find_manifests()
+        .into_iter()
+        .filter(|m| m.works() && !m.is_nvidia())
+        .map(|m| m.path.display().to_string())
+        .collect()
+}
+
+fn join(paths: &[String]) -> String {
+    paths.join(":")
+}
+
+// --- ICD manifests ----------------------------------------------------------------
+
+#[test]
+fn icd_manifest_names_a_missing_library() {
+    let dir = scratch("icd-missing");
+    let nvidia = manifest(&dir, "nvidia_icd.json", "/nonexistent/libGLX_nvidia.so.0");
+    let other = manifest(&dir, "other_icd.json", "libvkcuda_no_such_driver.so");
+    let absent = dir.join("absent_icd.json");
+    let mut files = vec![
+        nvidia.display().to_string(),
+        other.display().to_string(),
+        absent.display().to_string(),
+    ];
+    files.extend(working_other_manifests());
+    run_child(
+        "child_icd_missing_library",
+        &build("doctor-fake-cuda", &[]),
+        &[
+            ("VK_DRIVER_FILES", Some(&join(&files))),
+            ("VKCUDA_TEST_DIR", Some(dir.to_str().unwrap())),
+        ],
+    );
+}
+
+#[test]
+#[ignore = "runs in a child process of icd_manifest_names_a_missing_library"]
+fn child_icd_missing_library() {
+    if !common::fake_driver::in_child("child_icd_missing_library") {
+        return;
+    }
+    let dir = PathBuf::from(std::env::var("VKCUDA_TEST_DIR").unwrap());
+    let d = doctor(None);
+    let nvidia = dir.join("nvidia_icd.json");
+    let c = d.get(&format!("vulkan.icd[{}]", nvidia.display()));
+    assert_eq!(c.status, FAIL, "NVIDIA's ICD not loading stops interop");
+    assert!(
+        c.seen.contains("/nonexistent/libGLX_nvidia.so.0") && c.seen.contains("does not load"),
+        "{c:?}"
+    );
+    assert!(
+        c.seen.contains("VK_DRIVER_FILES"),
+        "says where it came from: {c:?}"
+    );
+    assert!(
+        c.fix
+            .contains("install the driver library /nonexistent/libGLX_nvidia.so.0")
+            && c.fix
+                .contains(&format!("correct library_path in {}", nvidia.display())),
+        "{c:?}"
+    );
+    let c = d.get(&format!(
+        "vulkan.icd[{}]",
+        dir.join("other_icd.json").display()
+    ));
+    assert_eq!(
+        c.status, WARN,
+        "another driver is only skipped by the loader"
+    );
+    assert!(c.seen.contains("libvkcuda_no_such_driver.so"), "{c:?}");
+    let c = d.get(&format!(
+        "vulkan.icd[{}]",
+        dir.join("absent_icd.json").display()
+    ));
+    assert_eq!(c.status, WARN);
+    assert!(c.seen.contains("cannot be read"), "{c:?}");
+    assert_eq!(c.fix, "correct the path in VK_DRIVER_FILES or remove it");
+    let c = d.get("vulkan.nvidia_icd");
+    assert_eq!(c.status, FAIL);
+    assert!(
+        c.seen.contains("is there but its library does not load"),
+        "{c:?}"
+    );
+    assert!(!d.ready);
+    assert_eq!(d.json["ready"], false);
+}
+
+#[test]
+fn icd_none_from_nvidia() {
+    let files = working_other_manifests();
+    run_child(
+        "child_no_nvidia_icd",
+        &build("doctor-fake-cuda", &[]),
+        &[
+            // An empty VK_DRIVER_FILES would mean "unset": name a directory without manifests.
+            (
+                "VK_DRIVER_FILES",
+                Some(&if files.is_empty() {
+                    scratch("icd-empty").display().to_string()
+                } else {
+                    join(&files)
+                }),
+            ),
+            (
+                "VK_ICD_FILENAMES",
+                Some("/nonexistent/ignored_when_VK_DRIVER_FILES_is_set.json"),
+            ),
+        ],
+    );
+}
+
+#[test]
+#[ignore = "runs in a child process of icd_none_from_nvidia"]
+fn child_no_nvidia_icd() {
+    if !common::fake_driver::in_child("child_no_nvidia_icd") {
+        return;
+    }
+    let d = doctor(None);
+    let c = d.get("vulkan.nvidia_icd");
+    assert_eq!(c.status, FAIL);
+    assert_eq!(
+        c.seen,
+        "no NVIDIA Vulkan driver manifest (nvidia_icd.json) among the ones the loader reads"
+    );
+    assert!(
+        c.fix.contains("nvidia_icd.json and libGLX_nvidia.so.0")
+            && c.fix.contains("graphics to NVIDIA_DRIVER_CAPABILITIES")
+            && c.fix.contains("VK_DRIVER_FILES"),
+        "{c:?}"
+    );
+    // VK_ICD_FILENAMES is ignored while VK_DRIVER_FILES is set, as the loader does.
+    assert!(
+        !d.checks.iter().any(|c| c.name.contains("ignored_when")),
+        "VK_ICD_FILENAMES must not be read"
+    );
+    assert!(!d.ready);
+}
+
+#[test]
+fn icd_older_variable_is_read() {
+    let dir = scratch("icd-old-variable");
+    let nvidia = manifest(&dir, "nvidia_icd.json", "/nonexistent/libGLX_nvidia.so.0");
+    run_child(
+        "child_icd_old_variable",
+        &build("doctor-fake-cuda", &[]),
+        &[
+            ("VK_DRIVER_FILES", None),
+            ("VK_ICD_FILENAMES", Some(nvidia.to_str().unwrap())),
+            ("VKCUDA_TEST_DIR", Some(dir.to_str().unwrap())),
+        ],
+    );
+}
+
+#[test]
+#[ignore = "runs in a child process of icd_older_variable_is_read"]
+fn child_icd_old_variable() {
+    if !common::fake_driver::in_child("child_icd_old_variable") {
+        return;
+    }
+    let dir = PathBuf::from(std::env::var("VKCUDA_TEST_DIR").unwrap());
+    let d = doctor(None);
+    let c = d.get(&format!(
+        "vulkan.icd[{}]",
+        dir.join("nvidia_icd.json").display()
+    ));
+    assert_eq!(c.status, FAIL);
+    assert!(c.seen.contains("(from VK_ICD_FILENAMES)"), "{c:?}");
+    let c = d.get("vulkan.icd_manifests");
+    assert_eq!(c.status, PASS);
+    assert_eq!(
+        d.checks
+            .iter()
+            .filter(|c| c.name.starts_with("vulkan.icd["))
+            .count(),
+        1,
+        "only the manifest VK_ICD_FILENAMES names"
+    );
+}
+
+// --- The CUDA driver ----------------------------------------------------------------
+
+#[test]
+fn cuda_driver_absent() {
+    run_child("child_cuda_absent", &empty_dir("doctor-no-cuda"), &[]);
+}
+
+#[test]
+#[ignore = "runs in a child process of cuda_driver_absent"]
+fn child_cuda_absent() {
+    if !common::fake_driver::in_child("child_cuda_absent") {
+        return;
+    }
+    let mut v = 0;
+    let r = unsafe { vkcuda_cuda_driver_get_version(&mut v) };
+    if r == VKCUDA_SUCCESS {
+        // This machine has a libcuda.so.1 of its own: absence cannot be simulated.
+        eprintln!("SKIPPED child_cuda_absent: the machine has a CUDA driver (version {v})");
+        return;
+    }
+    let err = fails(r, VKCUDA_ERROR_CUDA_UNAVAILABLE);
+    let d = doctor(None);
+    let c = d.get("cuda.driver");
+    assert_eq!(c.status, FAIL);
+    assert_eq!(c.seen, "the CUDA driver library libcuda.so.1 was not found");
+    assert!(c.fix.starts_with("install the NVIDIA driver"), "{c:?}");
+    assert_eq!(
+        err,
+        format!("vkcuda_cuda_driver_get_version: {}: {}", c.seen, c.fix),
+        "the doctor and the failing call say the same"
+    );
+    let c = d.get("pairing");
+    assert_eq!(c.status, FAIL);
+    assert!(c.fix.starts_with("fix cuda.driver first"), "{c:?}");
+    assert!(!d.ready);
+}
+
+#[test]
+fn cuda_driver_too_old() {
+    run_child(
+        "child_cuda_too_old",
+        &build("doctor-fake-cuda", &[]),
+        &[("FAKE_CUDA_VERSION", Some("11010"))],
+    );
+}
+
+#[test]
+#[ignore = "runs in a child process of cuda_driver_too_old"]
+fn child_cuda_too_old() {
+    if !common::fake_driver::in_child("child_cuda_too_old") {
+        return;
+    }
+    let mut v = 0;
+    let err = fails(
+        unsafe { vkcuda_cuda_driver_get_version(&mut v) },
+        VKCUDA_ERROR_CUDA_UNAVAILABLE,
+    );
+    let d = doctor(None);
+    let c = d.get("cuda.driver");
+    assert_eq!(c.status, FAIL);
+    assert!(
+        c.seen.contains("too old")
+            && c.seen.contains("CUDA 11.1 (11010)")
+            && c.seen.contains("CUDA 11.2"),
+        "{c:?}"
+    );
+    assert!(c.seen.contains("TIMELINE_SEMAPHORE_FD"), "{c:?}");
+    assert!(
+        c.fix.starts_with("install NVIDIA driver 525 or newer"),
+        "{c:?}"
+    );
+    assert_eq!(
+        err,
+        format!("vkcuda_cuda_driver_get_version: {}: {}", c.seen, c.fix)
+    );
+}
+
+#[test]
+fn cuda_driver_without_a_matching_uuid() {
+    run_child(
+        "child_no_matching_uuid",
+        &build("doctor-fake-cuda", &[]),
+        &[("FAKE_CUDA_UUIDS", None), ("CUDA_VISIBLE_DEVICES", None)],
+    );
+}
+
+#[test]
+#[ignore = "runs in a child process of cuda_driver_without_a_matching_uuid"]
+fn child_no_matching_uuid() {
+    if !common::fake_driver::in_child("child_no_matching_uuid") {
+        return;
+    }
+    let mut ctx = ptr::null_mut();
+    let err = fails(
+        unsafe { vkcuda_context_create_standalone(ptr::null(), &mut ctx) },
+        VKCUDA_ERROR_DEVICE_MISMATCH,
+    );
+    let d = doctor(None);
+    let c = d.get("cuda.driver");
+    assert_eq!(c.status, PASS);
+    assert!(
+        c.seen.contains("libcuda.so") && c.seen.contains("CUDA 12.8 (12080)"),
+        "says which driver it loaded: {c:?}"
+    );
+    assert!(
+        c.seen.contains("doctor-fake-cuda"),
+        "the path of the fake driver: {c:?}"
+    );
+    let c = d.get("vulkan_device[0].pairing");
+    assert_eq!(c.status, WARN);
+    assert!(
+        c.seen.contains("abababab-abab-abab-abab-abababababab"),
+        "{c:?}"
+    );
+    // The error is "function: seen: fix"; the doctor's seen adds what kind of device it is.
+    let err_seen = err
+        .strip_prefix("vkcuda_context_create_standalone: ")
+        .and_then(|e| e.strip_suffix(&format!(": {}", c.fix)))
+        .unwrap_or_else(|| panic!("the error ends with the doctor's fix: {err} / {c:?}"));
+    assert!(
+        c.seen.starts_with(err_seen),
+        "the doctor and the failing call say the same: {err} / {c:?}"
+    );
+    assert!(
+        c.seen.contains("software (CPU) device") || !c.seen.contains("llvmpipe"),
+        "{c:?}"
+    );
+    let c = d.get("cuda_device[0].pairing");
+    assert_eq!(c.status, WARN);
+    assert!(
+        c.seen.contains("has no Vulkan device with its UUID"),
+        "{c:?}"
+    );
+    assert_eq!(d.get("pairing").status, FAIL);
+    assert_eq!(d.pairs, vec![(0, -1), (-1, 0)]);
+    assert_eq!(d.json["devices"][1]["cuda_name"], "vkcuda fake GPU");
+}
+
+// --- The engine's own device ---------------------------------------------------------
+
+#[test]
+fn engine_device_without_an_extension() {
+    run_child(
+        "child_engine_device",
+        &build("doctor-fake-cuda", &[]),
+        &[("FAKE_CUDA_UUIDS", None), ("CUDA_VISIBLE_DEVICES", None)],
+    );
+}
+
+#[test]
+#[ignore = "runs in a child process of engine_device_without_an_extension"]
+fn child_engine_device() {
+    // An engine that enabled neither fd extension (lavapipe has the memory one and
+    // not the semaphore one; an NVIDIA GPU has both).
+    let e = EngineDevice::new(&[], |_, _| true);
+    let info = e.create_info(0);
+    let d = doctor_with(None, &info);
+    assert_eq!(d.get("engine.device").status, PASS);
+    let mem = d.get("engine.external_memory_fd");
+    assert_eq!(mem.status, FAIL);
+    assert_eq!(
+        mem.seen,
+        "VK_KHR_external_memory_fd is not enabled on the VkDevice (its functions resolve to NULL)"
+    );
+    let sem = d.get("engine.external_semaphore_fd");
+    assert_eq!(sem.status, FAIL);
+    assert!(sem.seen.contains("VK_KHR_external_semaphore_fd"), "{sem:?}");
+    // The same words as the first calls of a context on that device that need them.
+    let vonly = e.create_info(VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT);
+    let mut ctx = ptr::null_mut();
+    ok(unsafe { vkcuda_context_create(&vonly, &mut ctx) });
+    let mut b = ptr::null_mut();
+    let bi = vkcuda_buffer_create_info {
+        size: 4096,
+        ..unsafe { std::mem::zeroed() }
+    };
+    let err = fails(
+        unsafe { vkcuda_buffer_create(ctx, &bi, &mut b) },
+        VKCUDA_ERROR_EXTENSION_NOT_PRESENT,
+    );
+    assert_eq!(
+        err,
+        format!("vkcuda_buffer_create: {}: {}", mem.seen, mem.fix)
+    );
+    let mut s = ptr::null_mut();
+    let si: vkcuda_semaphore_create_info = unsafe { std::mem::zeroed() };
+    let err = fails(
+        unsafe { vkcuda_semaphore_create(ctx, &si, &mut s) },
+        VKCUDA_ERROR_EXTENSION_NOT_PRESENT,
+    );
+    assert_eq!(
+        err,
+        format!("vkcuda_semaphore_create: {}: {}", sem.seen, sem.fix)
+    );
+    unsafe { vkcuda_context_destroy(ctx) };
+    // Pairing: the fake driver's device is not this one.
+    let c = d.get("engine.pairing");
+    assert_eq!(c.status, FAIL);
+    let mut ctx = ptr::null_mut();
+    let err = fails(
+        unsafe { vkcuda_context_create(&info, &mut ctx) },
+        VKCUDA_ERROR_DEVICE_MISMATCH,
+    );
+    assert_eq!(err, format!("vkcuda_context_create: {}: {}", c.seen, c.fix));
+    assert!(!d.ready);
+    drop(e);
+}
+
+// --- Containers ---------------------------------------------------------------------
+
+/// What the container checks see: the root, and neither a working NVIDIA Vulkan
+/// driver nor a working CUDA driver (the fake one's cuInit fails), so that the
+/// toolkit's variables decide, on any machine.
+fn container_child(case: &str, root: &Path, env: &[(&str, Option<&str>)]) {
+    let others = working_other_manifests();
+    let icds = if others.is_empty() {
+        scratch("container-no-icd").display().to_string()
+    } else {
+        join(&others)
+    };
+    let mut all: Vec<(&str, Option<&str>)> = vec![
+        ("VKCUDA_TEST_DIR", Some(root.to_str().unwrap())),
+        ("VK_DRIVER_FILES", Some(&icds)),
+        ("FAKE_CUDA_INIT_FAILS", Some("1")),
+        ("container", None),
+        ("NVIDIA_DRIVER_CAPABILITIES", None),
+        ("NVIDIA_VISIBLE_DEVICES", None),
+    ];
+    for (k, v) in env {
+        all.retain(|(a, _)| a != k);
+        all.push((k, *v));
+    }
+    run_child(case, &build("doctor-fake-cuda", &[]), &all);
+}
+
+#[test]
+fn container_without_graphics() {
+    let root = scratch("container-compute-only");
+    std::fs::write(root.join(".dockerenv"), "").unwrap();
+    container_child(
+        "child_container_without_graphics",
+        &root,
+        &[
+            ("NVIDIA_DRIVER_CAPABILITIES", Some("compute,utility")),
+            ("NVIDIA_VISIBLE_DEVICES", Some("all")),
+        ],
+    );
+}
+
+fn test_root() -> PathBuf {
+    PathBuf::from(std::env::var("VKCUDA_TEST_DIR").unwrap())
+}
+
+#[test]
+#[ignore = "runs in a child process of container_without_graphics"]
+fn child_container_without_graphics() {
+    if !common::fake_driver::in_child("child_container_without_graphics") {
+        return;
+    }
+    let d = doctor(Some(&test_root()));
+    let c = d.get("container");
+    assert_eq!(c.status, PASS);
+    assert_eq!(c.seen, "in a container: /.dockerenv exists (Docker)");
+    assert_eq!(d.get("container.visible_devices").status, PASS);
+    let c = d.get("container.driver_capabilities");
+    assert_eq!(c.status, FAIL);
+    assert!(
+        c.seen
+            .starts_with("NVIDIA_DRIVER_CAPABILITIES=compute,utility: graphics missing")
+            && c.seen.contains("libnvidia-glvkspirv"),
+        "{c:?}"
+    );
+    assert_eq!(
+        c.fix,
+        "set NVIDIA_DRIVER_CAPABILITIES=compute,utility,graphics (or all) in the image (ENV) or on docker run -e, \
+         and restart the container"
+    );
+    for (lib, cap) in [
+        ("libGLX_nvidia.so.0", "graphics"),
+        ("libnvidia-glcore.so", "graphics"),
+        ("libnvidia-glvkspirv.so", "graphics"),
+        ("libcuda.so.1", "compute"),
+    ] {
+        let c = d.get(&format!("container.library[{lib}]"));
+        assert_eq!(c.status, FAIL, "{c:?}");
+        assert!(
+            c.fix.starts_with(&format!(
+                "add {cap} to NVIDIA_DRIVER_CAPABILITIES so the toolkit mounts it"
+            )),
+            "{c:?}"
+        );
+    }
+    let c = d.get("container.nvidia_icd_json");
+    assert_eq!(c.status, FAIL);
+    assert!(
+        c.fix.contains("add graphics to NVIDIA_DRIVER_CAPABILITIES"),
+        "{c:?}"
+    );
+    let c = d.get("container.device_nodes");
+    assert_eq!(c.status, FAIL);
+    assert!(c.seen.contains("no /dev/nvidiactl"), "{c:?}");
+    assert!(c.fix.contains("docker run --gpus all"), "{c:?}");
+}
+
+#[test]
+fn container_defaults_lack_graphics() {
+    // The toolkit's default capabilities (the variable unset) are utility,compute;
+    // the container is recognised by /proc/1/cgroup.
+    let root = scratch("container-default-caps");
+    std::fs::create_dir_all(root.join("proc/1")).unwrap();
+    std::fs::write(
+        root.join("proc/1/cgroup"),
+        "12:devices:/docker/0123456789abcdef\n",
+    )
+    .unwrap();
+    container_child("child_container_default_caps", &root, &[]);
+}
+
+#[test]
+#[ignore = "runs in a child process of container_defaults_lack_graphics"]
+fn child_container_default_caps() {
+    if !common::fake_driver::in_child("child_container_default_caps") {
+        return;
+    }
+    let d = doctor(Some(&test_root()));
+    assert_eq!(
+        d.get("container").seen,
+        "in a container: /proc/1/cgroup mentions docker"
+    );
+    let c = d.get("container.visible_devices");
+    assert_eq!(c.status, WARN);
+    assert!(c.fix.contains("docker run --gpus all"), "{c:?}");
+    let c = d.get("container.driver_capabilities");
+    assert_eq!(c.status, FAIL);
+    assert!(
+        c.seen.starts_with(
+            "NVIDIA_DRIVER_CAPABILITIES is not set (the toolkit's default: utility,compute): graphics missing"
+        ),
+        "{c:?}"
+    );
+}
+
+#[test]
+fn container_with_no_gpu() {
+    let root = scratch("container-void");
+    std::fs::create_dir_all(root.join("run")).unwrap();
+    std::fs::write(root.join("run/.containerenv"), "").unwrap();
+    container_child(
+        "child_container_void",
+        &root,
+        &[
+            ("NVIDIA_VISIBLE_DEVICES", Some("void")),
+            ("NVIDIA_DRIVER_CAPABILITIES", Some("all")),
+        ],
+    );
+}
+
+#[test]
+#[ignore = "runs in a child process of container_with_no_gpu"]
+fn child_container_void() {
+    if !common::fake_driver::in_child("child_container_void") {
+        return;
+    }
+    let d = doctor(Some(&test_root()));
+    assert_eq!(
+        d.get("container").seen,
+        "in a container: /run/.containerenv exists (Podman)"
+    );
+    let c = d.get("container.visible_devices");
+    assert_eq!(c.status, FAIL);
+    assert_eq!(
+        c.seen,
+        "NVIDIA_VISIBLE_DEVICES=void: the toolkit exposes no GPU"
+    );
+    assert_eq!(d.get("container.driver_capabilities").status, PASS);
+}
+
+#[test]
+fn container_set_up_right() {
+    let root = scratch("container-complete");
+    std::fs::write(root.join(".dockerenv"), "").unwrap();
+    let lib = root.join(format!("usr/lib/{}-linux-gnu", std::env::consts::ARCH));
+    std::fs::create_dir_all(&lib).unwrap();
+    for f in [
+        "libcuda.so.1",
+        "libGLX_nvidia.so.0",
+        "libnvidia-glcore.so.580.159.04",
+        "libnvidia-glvkspirv.so.580.159.04",
+    ] {
+        std::fs::write(lib.join(f), "").unwrap();
+    }
+    std::fs::create_dir_all(root.join("etc/vulkan/icd.d")).unwrap();
+    manifest(
+        &root.join("etc/vulkan/icd.d"),
+        "nvidia_icd.json",
+        "libGLX_nvidia.so.0",
+    );
+    std::fs::create_dir_all(root.join("dev")).unwrap();
+    for f in ["nvidiactl", "nvidia0", "nvidia-uvm"] {
+        std::fs::write(root.join("dev").join(f), "").unwrap();
+    }
+    container_child(
+        "child_container_complete",
+        &root,
+        &[
+            (
+                "NVIDIA_DRIVER_CAPABILITIES",
+                Some("compute,utility,graphics"),
+            ),
+            ("NVIDIA_VISIBLE_DEVICES", Some("0")),
+        ],
+    );
+}
+
+#[test]
+#[ignore = "runs in a child process of container_set_up_right"]
+fn child_container_complete() {
+    if !common::fake_driver::in_child("child_container_complete") {
+        return;
+    }
+    let root = test_root();
+    let d = doctor(Some(&root));
+    let container: Vec<&Seen> = d
+        .checks
+        .iter()
+        .filter(|c| c.name.starts_with("container"))
+        .collect();
+    assert_eq!(container.len(), 9, "{container:?}");
+    for c in container {
+        assert_eq!(c.status, PASS, "{c:?}");
+        assert_eq!(c.fix, "");
+    }
+    assert!(d
+        .get("container.library[libnvidia-glvkspirv.so]")
+        .seen
+        .contains("libnvidia-glvkspirv.so.580.159.04"));
+    assert_eq!(
+        d.get("container.device_nodes").seen,
+        "/dev/nvidiactl and /dev/nvidia0"
+    );
+}
+
+#[test]
+fn not_in_a_container() {
+    let root = scratch("no-container");
+    container_child("child_not_in_a_container", &root, &[]);
+}
+
+#[test]
+#[ignore = "runs in a child process of not_in_a_container"]
+fn child_not_in_a_container() {
+    if !common::fake_driver::in_child("child_not_in_a_container") {
+        return;
+    }
+    let d = doctor(Some(&test_root()));
+    let c = d.get("container");
+    assert_eq!(c.status, PASS);
+    assert!(c.seen.starts_with("not in a container"), "{c:?}");
+    assert!(
+        !d.checks.iter().any(|c| c.name.starts_with("container.")),
+        "no toolkit checks outside a container"
+    );
+}
+
+// --- The open-file limit -------------------------------------------------------------
+
+#[test]
+fn open_file_limit() {
+    run_child(
+        "child_open_file_limit",
+        &build("doctor-fake-cuda", &[]),
+        &[],
+    );
+}
+
+fn set_soft_limit(n: u64) {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) }, 0);
+    lim.rlim_cur = n;
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) }, 0);
+}
+
+#[test]
+#[ignore = "runs in a child process of open_file_limit"]
+fn child_open_file_limit() {
+    if !common::fake_driver::in_child("child_open_file_limit") {
+        return;
+    }
+    set_soft_limit(64);
+    let d = doctor(None);
+    let c = d.get("process.open_files");
+    assert_eq!(c.status, FAIL);
+    assert!(c.seen.starts_with("open-file limit 64 (hard "), "{c:?}");
+    assert!(
+        c.fix
+            .starts_with("raise it to at least 1024: ulimit -n 4096")
+            && c.fix.contains("LimitNOFILE=")
+            && c.fix.contains("--ulimit nofile=4096:4096"),
+        "{c:?}"
+    );
+    assert!(!d.ready);
+    set_soft_limit(512);
+    let d = doctor(None);
+    assert_eq!(d.get("process.open_files").status, WARN);
+    set_soft_limit(4096);
+    let d = doctor(None);
+    let c = d.get("process.open_files");
+    assert_eq!(c.status, PASS);
+    assert_eq!(c.fix, "");
+}
+
+// --- The C surface ---------------------------------------------------------------------
+
+#[test]
+fn getters_refuse_bad_indices_and_options() {
+    let mut report = ptr::null_mut();
+    ok(unsafe { vkcuda_doctor_run(ptr::null(), &mut report) });
+    let mut s: vkcuda_doctor_summary = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_doctor_report_get_summary(report, &mut s) });
+    assert!(s.check_count > 10);
+    assert_eq!(s.pass_count + s.warn_count + s.fail_count, s.check_count);
+    let mut c: vkcuda_doctor_check = unsafe { std::mem::zeroed() };
+    let msg = fails(
+        unsafe { vkcuda_doctor_report_get_check(report, s.check_count, &mut c) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(msg.contains("out of range"), "{msg}");
+    let mut p: vkcuda_doctor_device_pair = unsafe { std::mem::zeroed() };
+    fails(
+        unsafe { vkcuda_doctor_report_get_device_pair(report, s.device_pair_count, &mut p) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    unsafe { vkcuda_doctor_report_destroy(report) };
+    let bad = vkcuda_doctor_options {
+        flags: 4,
+        root: ptr::null(),
+        engine: ptr::null(),
+    };
+    let mut report = 1usize as *mut vkcuda_doctor_report;
+    fails(
+        unsafe { vkcuda_doctor_run(&bad, &mut report) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(report.is_null(), "NULL on failure");
+}
