@@ -445,6 +445,10 @@ fn wrap_info(e: &Imported, size: u64, i: &vkcuda_image_info) -> vkcuda_image_wra
             array_layers: i.array_layers,
             usage: i.usage,
         },
+        planes: [vkcuda_image_plane_memory {
+            memory: vk::DeviceMemory::null(),
+            allocation_size: 0,
+        }; 3],
     }
 }
 
@@ -532,7 +536,7 @@ fn format_query_answers_both_ways() {
     for f in [
         vk::Format::BC1_RGBA_UNORM_BLOCK,
         vk::Format::D24_UNORM_S8_UINT,
-        vk::Format::G8_B8R8_2PLANE_420_UNORM,
+        vk::Format::G8B8G8R8_422_UNORM,
         vk::Format::A2B10G10R10_UNORM_PACK32,
         vk::Format::R64_SFLOAT,
     ] {

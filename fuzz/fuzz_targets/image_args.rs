@@ -187,6 +187,10 @@ fuzz_target!(|ops: Vec<Op>| {
                     } else {
                         desc.info()
                     },
+                    planes: [vkcuda_image_plane_memory {
+                        memory: vk::DeviceMemory::null(),
+                        allocation_size: 0,
+                    }; 3],
                 };
                 let mut im = 0x5A5A as *mut vkcuda_image;
                 let r = check("vkcuda_image_wrap", unsafe {

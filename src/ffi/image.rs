@@ -11,9 +11,10 @@ use super::handoff::{command_buffer_arg, scope_arg, vkcuda_handoff_info};
 use super::types::*;
 use super::{arg, boundary, check_flags, out, quiet, vkcuda_result, write_handle};
 use crate::error::{Error, Result};
-use crate::format::{self, FormatInfo, Numeric, Order};
-use crate::image::{Description, Dimension, Image, Sampler};
+use crate::format::{self, FormatInfo, Layout, Numeric, Order};
+use crate::image::{Description, Dimension, Image, PitchedPlane, Sampler};
 use crate::vulkan::handoff::{self, Direction};
+use crate::vulkan::image::PlaneMemory;
 
 pub type VkImage = vk::Image;
 /// A `VkFormat` as C passes it (the Vulkan header's enum, 32 bits); checked
@@ -267,6 +268,23 @@ pub struct vkcuda_image_create_info {
     pub usage: VkImageUsageFlags,
 }
 
+/// The memory of one plane of an engine's disjoint multi-planar image, for
+/// `vkcuda_image_wrap_info::planes`.
+///
+/// @ingroup image
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct vkcuda_image_plane_memory {
+    /// The plane's memory: an allocation made with `VkExportMemoryAllocateInfo`
+    /// (OPAQUE_FD), bound to the plane (`VkBindImagePlaneMemoryInfo`) at offset 0.
+    /// Stays the engine's.
+    pub memory: VkDeviceMemory,
+    /// `VkMemoryAllocateInfo::allocationSize` of `memory`; at least the size
+    /// `vkGetImageMemoryRequirements2` with `VkImagePlaneMemoryRequirementsInfo`
+    /// gives for the plane.
+    pub allocation_size: u64,
+}
+
 /// An image the engine created itself, for `vkcuda_image_wrap`.
 ///
 /// @ingroup image
@@ -277,21 +295,60 @@ pub struct vkcuda_image_wrap_info {
     pub flags: u32,
     /// The engine's image: optimal tiling, created with
     /// `VkExternalMemoryImageCreateInfo` (OPAQUE_FD) and exactly the description
-    /// in `description`. Stays the engine's.
+    /// in `description`; for a multi-planar format also with
+    /// `VK_IMAGE_CREATE_DISJOINT_BIT`. Stays the engine's.
     pub image: VkImage,
     /// The image's memory: a dedicated allocation (`VkMemoryDedicatedAllocateInfo`
     /// naming `image`) made with `VkExportMemoryAllocateInfo` (OPAQUE_FD), bound at
-    /// offset 0. Stays the engine's.
+    /// offset 0. Stays the engine's. For a multi-planar format: plane 0's memory
+    /// (see `planes`).
     pub memory: VkDeviceMemory,
     /// `VkMemoryAllocateInfo::allocationSize` of `memory`; at least the size
-    /// `vkGetImageMemoryRequirements` gives for `image`.
+    /// `vkGetImageMemoryRequirements` gives for `image` (for plane 0 of a
+    /// multi-planar image).
     pub allocation_size: u64,
     /// The image's description as it was created; `usage` must be its real usage
     /// (0 is refused here).
     pub description: vkcuda_image_create_info,
+    /// The planes of a multi-planar format, one allocation each (a disjoint
+    /// image's memory cannot be dedicated): `planes[1]` and `planes[2]`. Plane 0 is
+    /// `memory` and `allocation_size`; `planes[0]` is zero or the same. Planes past
+    /// the format's plane count (all of them for single-plane formats) are zero.
+    pub planes: [vkcuda_image_plane_memory; 3],
 }
 
-/// What CUDA sees of a format.
+/// What CUDA sees of one plane of a format.
+///
+/// @ingroup image
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct vkcuda_format_plane_info {
+    /// The single-plane `VkFormat` of the plane: the format itself for a
+    /// single-plane format; for a multi-planar one the format Vulkan names as
+    /// compatible with the plane (`VK_FORMAT_R8_UNORM` for NV12's luma,
+    /// `VK_FORMAT_R8G8_UNORM` for its CbCr, `VK_FORMAT_R10X6_UNORM_PACK16` for
+    /// P010's luma, ...).
+    pub format: VkFormat,
+    /// The plane's `CUarray_format` (see `vkcuda_format_info::cuda_format`).
+    pub cuda_format: u32,
+    /// 1, 2 or 4.
+    pub channels: u32,
+    /// Bytes per texel of the plane.
+    pub bytes_per_texel: u32,
+    /// The plane's width is the image's divided by this (1, or 2 for the chroma
+    /// planes of 4:2:2 and 4:2:0 formats).
+    pub width_divisor: u32,
+    /// The plane's height is the image's divided by this (1, or 2 for the chroma
+    /// planes of 4:2:0 formats).
+    pub height_divisor: u32,
+    /// The plane's aspect in Vulkan calls (copies, views, barriers):
+    /// `VK_IMAGE_ASPECT_COLOR_BIT` for a single-plane format,
+    /// `VK_IMAGE_ASPECT_PLANE_0_BIT` << plane for a multi-planar one.
+    pub aspect: u32,
+}
+
+/// What CUDA sees of a format: for a multi-planar format the first five members
+/// describe plane 0 (luma) and `planes` every plane.
 ///
 /// @ingroup image
 #[repr(C)]
@@ -308,6 +365,22 @@ pub struct vkcuda_format_info {
     pub numeric: vkcuda_format_numeric,
     /// VK_TRUE for `B8G8R8A8_*`: CUDA's x channel is blue, z is red.
     pub bgra: VkBool32,
+    /// 1 for a single-plane format; 2 or 3 for a multi-planar (YCbCr) format, whose
+    /// planes are CUDA arrays of their own: luma, then CbCr interleaved (2 planes:
+    /// CUDA's x is Cb, y is Cr) or Cb and Cr (3 planes).
+    pub plane_count: u32,
+    /// The chroma planes' width is the image's divided by this: 2 for 4:2:0 and
+    /// 4:2:2 formats, else 1.
+    pub chroma_width_divisor: u32,
+    /// The chroma planes' height is the image's divided by this: 2 for 4:2:0
+    /// formats, else 1.
+    pub chroma_height_divisor: u32,
+    /// Bits per sample: 8, 10, 12 or 16 for a multi-planar format (10- and 12-bit
+    /// samples in the high bits of 16-bit words); 8 times the channel size for a
+    /// single-plane format.
+    pub bits: u32,
+    /// Each plane, `plane_count` of them; the rest zero.
+    pub planes: [vkcuda_format_plane_info; 3],
 }
 
 /// Everything about a shared image.
@@ -342,10 +415,42 @@ pub struct vkcuda_image_info {
     pub cuda_mipmapped_array: *mut CUmipmappedArray_st,
     /// The `CUDA_ARRAY3D_*` flags of the CUDA view (LAYERED = 0x1, SURFACE_LDST =
     /// 0x2 with STORAGE usage, CUBEMAP = 0x4, COLOR_ATTACHMENT = 0x20 with
-    /// COLOR_ATTACHMENT usage).
+    /// COLOR_ATTACHMENT usage). Multi-planar images: plane 0's.
     pub cuda_array_flags: u32,
-    /// What CUDA sees of the format.
+    /// What CUDA sees of the format (every plane).
     pub format_info: vkcuda_format_info,
+    /// The number of planes: 1, or 2-3 for a multi-planar format. `memory`,
+    /// `allocation_size`, `cuda_mipmapped_array` and `cuda_array_flags` above are
+    /// plane 0's.
+    pub plane_count: u32,
+    /// Each plane, `plane_count` of them; the rest zero.
+    pub planes: [vkcuda_image_plane_info; 3],
+}
+
+/// One plane of a shared image (`vkcuda_image_info::planes`).
+///
+/// @ingroup image
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct vkcuda_image_plane_info {
+    /// The plane's memory (the image's only allocation for single-plane images,
+    /// dedicated then; one allocation per plane for multi-planar ones). Owned like
+    /// `vkcuda_image_info::image`.
+    pub memory: VkDeviceMemory,
+    /// Its allocation size (what CUDA imported).
+    pub allocation_size: u64,
+    /// The plane's extent at level 0 (chroma planes of subsampled formats are
+    /// smaller than the image).
+    pub extent: VkExtent3D,
+    /// The plane's aspect in Vulkan calls (`VK_IMAGE_ASPECT_COLOR_BIT`, or
+    /// `VK_IMAGE_ASPECT_PLANE_0_BIT` << plane).
+    pub aspect: u32,
+    /// The plane's CUDA mipmapped array, or NULL in a Vulkan-only context.
+    pub cuda_mipmapped_array: *mut CUmipmappedArray_st,
+    /// The `CUDA_ARRAY3D_*` flags of the plane's CUDA array. Multi-planar images
+    /// have SURFACE_LDST (0x2) on every plane: surface objects work without
+    /// STORAGE usage there (measured on NVIDIA's driver).
+    pub cuda_array_flags: u32,
 }
 
 /// A texture sampler description for `vkcuda_image_create_texture_object`. All
@@ -370,8 +475,45 @@ pub struct vkcuda_texture_info {
     pub border_color: [f32; 4],
 }
 
-fn format_to_c(f: &FormatInfo) -> vkcuda_format_info {
+fn zero_plane_format() -> vkcuda_format_plane_info {
+    vkcuda_format_plane_info {
+        format: 0,
+        cuda_format: 0,
+        channels: 0,
+        bytes_per_texel: 0,
+        width_divisor: 0,
+        height_divisor: 0,
+        aspect: 0,
+    }
+}
+
+/// The aspect of plane `p` of a format of `planes` planes.
+fn aspect_of(planes: usize, p: usize) -> u32 {
+    if planes == 1 {
+        vk::ImageAspectFlags::COLOR.as_raw()
+    } else {
+        vk::ImageAspectFlags::PLANE_0.as_raw() << p
+    }
+}
+
+fn format_to_c(layout: &Layout) -> vkcuda_format_info {
     use vkcuda_format_numeric::*;
+    let f: FormatInfo = layout.plane(0).info;
+    let n = layout.plane_count();
+    let mut planes = [zero_plane_format(); 3];
+    for (p, pl) in layout.planes().enumerate() {
+        planes[p] = vkcuda_format_plane_info {
+            format: pl.info.format.as_raw(),
+            cuda_format: pl.info.cuda as u32,
+            channels: pl.info.channels,
+            bytes_per_texel: pl.info.bytes_per_texel(),
+            width_divisor: pl.width_divisor,
+            height_divisor: pl.height_divisor,
+            aspect: aspect_of(n, p),
+        };
+    }
+    let (chroma_width_divisor, chroma_height_divisor) =
+        layout.planar().map_or((1, 1), |p| p.chroma_divisors());
     vkcuda_format_info {
         cuda_format: f.cuda as u32,
         channels: f.channels,
@@ -385,7 +527,51 @@ fn format_to_c(f: &FormatInfo) -> vkcuda_format_info {
             Numeric::Srgb => VKCUDA_FORMAT_NUMERIC_SRGB,
         },
         bgra: (f.order == Order::Bgra) as u32,
+        plane_count: n as u32,
+        chroma_width_divisor,
+        chroma_height_divisor,
+        bits: layout.planar().map_or(8 * f.bytes_per_channel, |p| p.bits),
+        planes,
     }
+}
+
+/// The plane memories of a wrap info: `planes`, with `memory`/`allocation_size`
+/// standing for plane 0 (see `vkcuda_image_wrap_info::planes`).
+fn wrap_planes(info: &vkcuda_image_wrap_info) -> Result<Vec<PlaneMemory>> {
+    let layout = format::layout(vk::Format::from_raw(info.description.format))?;
+    let n = layout.plane_count();
+    let top = PlaneMemory {
+        memory: info.memory,
+        allocation_size: info.allocation_size,
+    };
+    let given = |p: usize| PlaneMemory {
+        memory: info.planes[p].memory,
+        allocation_size: info.planes[p].allocation_size,
+    };
+    let zero = PlaneMemory {
+        memory: vk::DeviceMemory::null(),
+        allocation_size: 0,
+    };
+    if given(0) != zero && given(0) != top {
+        return Err(Error::invalid(
+            "info->planes[0] is not info->memory and info->allocation_size: both are plane 0's \
+             (zeros leave it to memory and allocation_size)",
+        ));
+    }
+    let mut out = vec![top];
+    for p in 1..3 {
+        let g = given(p);
+        if p < n {
+            out.push(g);
+        } else if g != zero {
+            return Err(Error::invalid(format!(
+                "info->planes[{p}] is set, but {} has {n} plane{}",
+                layout.display(),
+                if n == 1 { "" } else { "s" }
+            )));
+        }
+    }
+    Ok(out)
 }
 
 fn description(info: &vkcuda_image_create_info, what: &str) -> Result<Description> {
@@ -429,8 +615,9 @@ pub unsafe extern "C" fn vkcuda_format_query(
 ) -> vkcuda_result {
     boundary("vkcuda_format_query", || {
         let info = out(info, "info")?;
-        let f = format::lookup(vk::Format::from_raw(format))?;
-        *info = format_to_c(&f);
+        let layout = format::layout(vk::Format::from_raw(format))?;
+        format::check_cuda_view(&layout)?;
+        *info = format_to_c(&layout);
         Ok(())
     })
 }
@@ -496,7 +683,8 @@ pub unsafe extern "C" fn vkcuda_image_wrap(
             let info = arg(info, "info")?;
             check_flags(info.flags, 0, "info->flags")?;
             let desc = description(&info.description, "info->description.")?;
-            let inner = Image::wrap(ctx, info.image, info.memory, info.allocation_size, &desc)?;
+            let planes = wrap_planes(info)?;
+            let inner = Image::wrap(ctx, info.image, &planes, &desc)?;
             Ok(handle::boxed::<vkcuda_image>(inner))
         })();
         write_handle(image, made)
@@ -519,7 +707,25 @@ pub unsafe extern "C" fn vkcuda_image_get_info(
         let im = image_arg(image)?;
         let info = out(info, "info")?;
         let d = im.description();
-        let mipmap = im.mipmapped_array().unwrap_or(std::ptr::null_mut());
+        let mipmap = |p| im.mipmapped_array(p).unwrap_or(std::ptr::null_mut());
+        let mut planes = [vkcuda_image_plane_info {
+            memory: vk::DeviceMemory::null(),
+            allocation_size: 0,
+            extent: vk::Extent3D::default(),
+            aspect: 0,
+            cuda_mipmapped_array: std::ptr::null_mut(),
+            cuda_array_flags: 0,
+        }; 3];
+        for (p, m) in im.plane_memories().into_iter().enumerate() {
+            planes[p] = vkcuda_image_plane_info {
+                memory: m.memory,
+                allocation_size: m.allocation_size,
+                extent: im.plane_extent(p),
+                aspect: im.plane_aspect(p).as_raw(),
+                cuda_mipmapped_array: mipmap(p).cast(),
+                cuda_array_flags: im.shape(p).flags,
+            };
+        }
         *info = vkcuda_image_info {
             image: im.vk_image(),
             memory: im.vk_memory(),
@@ -544,9 +750,11 @@ pub unsafe extern "C" fn vkcuda_image_get_info(
                 0
             },
             wrapped: im.is_wrapped() as u32,
-            cuda_mipmapped_array: mipmap.cast(),
-            cuda_array_flags: im.shape().flags,
-            format_info: format_to_c(im.format_info()),
+            cuda_mipmapped_array: mipmap(0).cast(),
+            cuda_array_flags: im.shape(0).flags,
+            format_info: format_to_c(im.layout()),
+            plane_count: im.plane_count() as u32,
+            planes,
         };
         Ok(())
     })
@@ -587,7 +795,7 @@ pub unsafe extern "C" fn vkcuda_image_get_cuda_mipmapped_array(
     boundary("vkcuda_image_get_cuda_mipmapped_array", || {
         let im = image_arg(image)?;
         let array = out(array, "array")?;
-        *array = im.mipmapped_array()?.cast();
+        *array = im.mipmapped_array(0)?.cast();
         Ok(())
     })
 }
@@ -610,7 +818,7 @@ pub unsafe extern "C" fn vkcuda_image_get_cuda_array(
     boundary("vkcuda_image_get_cuda_array", || {
         let im = image_arg(image)?;
         let array = out(array, "array")?;
-        *array = im.level_array(level)?.cast();
+        *array = im.level_array(0, level)?.cast();
         Ok(())
     })
 }
@@ -634,7 +842,7 @@ pub unsafe extern "C" fn vkcuda_image_get_surface_object(
     boundary("vkcuda_image_get_surface_object", || {
         let im = image_arg(image)?;
         let surface = out(surface, "surface")?;
-        *surface = im.surface(level)?;
+        *surface = im.surface(0, level)?;
         Ok(())
     })
 }
@@ -661,22 +869,276 @@ pub unsafe extern "C" fn vkcuda_image_create_texture_object(
         let im = image_arg(image)?;
         let info = arg(info, "info")?;
         let texture = out(texture, "texture")?;
-        check_flags(
-            info.flags,
-            VKCUDA_TEXTURE_NORMALIZED_COORDINATES_BIT | VKCUDA_TEXTURE_ALL_LEVELS_BIT,
-            "info->flags",
-        )?;
-        let all = info.flags & VKCUDA_TEXTURE_ALL_LEVELS_BIT != 0;
-        let sampler = Sampler {
-            level: (!all).then_some(info.level),
-            linear: info.filter.get("info->filter")?,
-            address: info.address_mode.get("info->address_mode")?,
-            normalized_coordinates: info.flags & VKCUDA_TEXTURE_NORMALIZED_COORDINATES_BIT != 0,
-            normalized_float: info.read_mode.get("info->read_mode")?,
-            border_color: info.border_color,
-        };
-        *texture = im.texture(&sampler)?;
+        *texture = im.texture(0, &sampler_arg(info)?)?;
         Ok(())
+    })
+}
+
+fn sampler_arg(info: &vkcuda_texture_info) -> Result<Sampler> {
+    check_flags(
+        info.flags,
+        VKCUDA_TEXTURE_NORMALIZED_COORDINATES_BIT | VKCUDA_TEXTURE_ALL_LEVELS_BIT,
+        "info->flags",
+    )?;
+    let all = info.flags & VKCUDA_TEXTURE_ALL_LEVELS_BIT != 0;
+    Ok(Sampler {
+        level: (!all).then_some(info.level),
+        linear: info.filter.get("info->filter")?,
+        address: info.address_mode.get("info->address_mode")?,
+        normalized_coordinates: info.flags & VKCUDA_TEXTURE_NORMALIZED_COORDINATES_BIT != 0,
+        normalized_float: info.read_mode.get("info->read_mode")?,
+        border_color: info.border_color,
+    })
+}
+
+/// The CUDA mipmapped array (`CUmipmappedArray`) of plane `plane` of the image
+/// (luma is plane 0; a single-plane image has plane 0 only, the same as
+/// `vkcuda_image_get_cuda_mipmapped_array`); it belongs to the image (do not
+/// destroy it). `VKCUDA_ERROR_INVALID_ARGUMENT` for a plane past the last,
+/// `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only context.
+///
+/// Thread-safety: may be called from any thread.
+///
+/// @ingroup image
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_get_plane_cuda_mipmapped_array(
+    image: *const vkcuda_image,
+    plane: u32,
+    array: *mut *mut CUmipmappedArray_st,
+) -> vkcuda_result {
+    boundary("vkcuda_image_get_plane_cuda_mipmapped_array", || {
+        let im = image_arg(image)?;
+        let array = out(array, "array")?;
+        *array = im.mipmapped_array(plane as usize)?.cast();
+        Ok(())
+    })
+}
+
+/// The CUDA array (`CUarray`) of mip level `level` of plane `plane` of the image:
+/// for NV12, plane 0 is the luma array (1 channel, full size) and plane 1 the CbCr
+/// array (2 channels, half width and height; CUDA's x is Cb). It belongs to the
+/// image (do not destroy it). `VKCUDA_ERROR_INVALID_ARGUMENT` for a plane or
+/// level past the last, `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only context.
+///
+/// Thread-safety: may be called from any thread.
+///
+/// @ingroup image
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_get_plane_cuda_array(
+    image: *const vkcuda_image,
+    plane: u32,
+    level: u32,
+    array: *mut *mut CUarray_st,
+) -> vkcuda_result {
+    boundary("vkcuda_image_get_plane_cuda_array", || {
+        let im = image_arg(image)?;
+        let array = out(array, "array")?;
+        *array = im.level_array(plane as usize, level)?.cast();
+        Ok(())
+    })
+}
+
+/// The CUDA surface object (`CUsurfObject`) of mip level `level` of plane
+/// `plane`, made on the first call for that plane and level and kept until the
+/// image is destroyed (later calls return the same object). Surface x
+/// coordinates are in bytes (x * the plane's `bytes_per_texel`). Planes of
+/// multi-planar images always have surfaces; a single-plane image needs
+/// `VK_IMAGE_USAGE_STORAGE_BIT` (`VKCUDA_ERROR_UNSUPPORTED` otherwise).
+///
+/// Thread-safety: may be called from any thread.
+///
+/// @ingroup image
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_get_plane_surface_object(
+    image: *const vkcuda_image,
+    plane: u32,
+    level: u32,
+    surface: *mut u64,
+) -> vkcuda_result {
+    boundary("vkcuda_image_get_plane_surface_object", || {
+        let im = image_arg(image)?;
+        let surface = out(surface, "surface")?;
+        *surface = im.surface(plane as usize, level)?;
+        Ok(())
+    })
+}
+
+/// Makes a CUDA texture object (`CUtexObject`) on plane `plane` of the image, as
+/// `vkcuda_image_create_texture_object` does on plane 0 (the same checks, against
+/// the plane's format: the planes of multi-planar formats are 8- or 16-bit
+/// unsigned integers, read as normalized floats with
+/// `VKCUDA_READ_MODE_NORMALIZED_FLOAT`; no YCbCr to RGB conversion is made). Each
+/// call makes a new object; it belongs to the image and is destroyed with it.
+///
+/// Thread-safety: may be called from any thread.
+///
+/// @ingroup image
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_create_plane_texture_object(
+    image: *const vkcuda_image,
+    plane: u32,
+    info: *const vkcuda_texture_info,
+    texture: *mut u64,
+) -> vkcuda_result {
+    boundary("vkcuda_image_create_plane_texture_object", || {
+        let im = image_arg(image)?;
+        let info = arg(info, "info")?;
+        let texture = out(texture, "texture")?;
+        *texture = im.texture(plane as usize, &sampler_arg(info)?)?;
+        Ok(())
+    })
+}
+
+/// Exports the memory of plane `plane` as a new POSIX fd (OPAQUE_FD,
+/// vkGetMemoryFdKHR); **the caller owns it**. Plane 0 of a single-plane image is
+/// what `vkcuda_image_export_fd` exports. Import a multi-planar image elsewhere
+/// with all its planes' fds (`vkcuda_image_import_description_fds`).
+///
+/// Thread-safety: may be called from any thread.
+///
+/// @ingroup image
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_export_plane_fd(
+    image: *const vkcuda_image,
+    plane: u32,
+    fd: *mut i32,
+) -> vkcuda_result {
+    boundary("vkcuda_image_export_plane_fd", || {
+        let im = image_arg(image)?;
+        let fd = out(fd, "fd")?;
+        *fd = im.export_plane_fd(plane as usize)?.into_raw_fd();
+        Ok(())
+    })
+}
+
+/// One plane of pitch-linear device memory (`vkcuda_pitched_planes`).
+///
+/// @ingroup image
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct vkcuda_pitched_plane {
+    /// The address of the plane's first row (`CUdeviceptr`): device memory of the
+    /// image's CUDA context (a `cuMemAllocPitch` allocation, a frame of NVDEC's
+    /// `cuvidMapVideoFrame` at its plane offset, ...). Not 0.
+    pub device_pointer: u64,
+    /// Bytes from one row to the next; at least the plane's width times its
+    /// `bytes_per_texel`.
+    pub pitch: u64,
+}
+
+/// Pitch-linear planes for `vkcuda_image_cuda_copy_from_pitched` and
+/// `vkcuda_image_cuda_copy_to_pitched`: one per plane of the image, each covering
+/// the plane's level-0 extent (`vkcuda_image_plane_info::extent`).
+///
+/// @ingroup image
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct vkcuda_pitched_planes {
+    /// Reserved; must be 0.
+    pub flags: u32,
+    /// The image's plane count (1 for single-plane images).
+    pub plane_count: u32,
+    /// The planes, `plane_count` of them; the rest must be zero.
+    pub planes: [vkcuda_pitched_plane; 3],
+}
+
+unsafe fn pitched_arg(planes: *const vkcuda_pitched_planes) -> Result<Vec<PitchedPlane>> {
+    let p = arg(planes, "planes")?;
+    check_flags(p.flags, 0, "planes->flags")?;
+    if p.plane_count == 0 || p.plane_count > 3 {
+        return Err(Error::invalid(format!(
+            "planes->plane_count is {}, not 1, 2 or 3",
+            p.plane_count
+        )));
+    }
+    let n = p.plane_count as usize;
+    if let Some(extra) = (n..3).find(|&i| p.planes[i].device_pointer != 0 || p.planes[i].pitch != 0)
+    {
+        return Err(Error::invalid(format!(
+            "planes->planes[{extra}] is set, but planes->plane_count is {n}"
+        )));
+    }
+    Ok(p.planes[..n]
+        .iter()
+        .map(|q| PitchedPlane {
+            pointer: q.device_pointer,
+            pitch: q.pitch,
+        })
+        .collect())
+}
+
+unsafe fn pitched_copy(
+    image: *const vkcuda_image,
+    planes: *const vkcuda_pitched_planes,
+    stream: *mut CUstream_st,
+    to_image: bool,
+) -> Result<()> {
+    let im = image_arg(image)?;
+    let list = pitched_arg(planes)?;
+    im.copy_pitched(&list, to_image, stream.cast())
+}
+
+/// Enqueues on `stream` the copy from pitch-linear device memory into level 0 of
+/// every plane of the image, one `cuMemcpy2DAsync` per plane, device to device:
+/// what a video decoder hands over (NVDEC's `cuvidMapVideoFrame` gives a device
+/// pointer and a pitch; NV12's CbCr plane starts `pitch * height` bytes after the
+/// luma). One call per frame; nothing is copied through the host, and the call
+/// returns once the copies are enqueued.
+///
+/// Checked before anything is enqueued: `planes->plane_count` is the image's
+/// plane count, no device pointer is 0, every pitch is at least the plane's row
+/// (`VKCUDA_ERROR_INVALID_ARGUMENT`, `VKCUDA_ERROR_NULL_POINTER`), the image is 1D
+/// or 2D with one layer (`VKCUDA_ERROR_UNSUPPORTED`), `stream` belongs to the
+/// image's CUDA context (`VKCUDA_ERROR_DEVICE_MISMATCH`; NULL is the legacy
+/// default stream), and, where CUDA knows the allocation a pointer is in, that
+/// the plane's rows end inside it. `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a
+/// Vulkan-only context.
+///
+/// Handoff as for any CUDA access to the image: the engine released it to CUDA
+/// (`vkcuda_image_cmd_release_to_cuda`) and `stream` waits for that submit (a
+/// semaphore wait) before this call's copies; signal after them, and acquire it
+/// back before Vulkan reads.
+///
+/// Thread-safety: may be called from any thread; copies on one stream run in
+/// the order they were enqueued.
+///
+/// @ingroup image
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_cuda_copy_from_pitched(
+    image: *const vkcuda_image,
+    planes: *const vkcuda_pitched_planes,
+    stream: *mut CUstream_st,
+) -> vkcuda_result {
+    boundary("vkcuda_image_cuda_copy_from_pitched", || {
+        pitched_copy(image, planes, stream, true)
+    })
+}
+
+/// Enqueues on `stream` the copy from level 0 of every plane of the image into
+/// pitch-linear device memory (one `cuMemcpy2DAsync` per plane): the input of a
+/// video encoder that takes pitched frames (NVENC's registered CUDA device
+/// pointers). The same checks and handoff as
+/// `vkcuda_image_cuda_copy_from_pitched`.
+///
+/// Thread-safety: may be called from any thread; copies on one stream run in
+/// the order they were enqueued.
+///
+/// @ingroup image
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_cuda_copy_to_pitched(
+    image: *const vkcuda_image,
+    planes: *const vkcuda_pitched_planes,
+    stream: *mut CUstream_st,
+) -> vkcuda_result {
+    boundary("vkcuda_image_cuda_copy_to_pitched", || {
+        pitched_copy(image, planes, stream, false)
     })
 }
 

@@ -28,6 +28,8 @@ pub struct Support {
     pub external_memory_fd: bool,
     pub external_semaphore_fd: bool,
     pub timeline_semaphore: bool,
+    /// The samplerYcbcrConversion feature (sampling multi-planar images in Vulkan).
+    pub sampler_ycbcr_conversion: bool,
 }
 
 pub fn device_props(instance: &ash::Instance, physical: vk::PhysicalDevice) -> Result<DeviceProps> {
@@ -80,13 +82,17 @@ pub fn query(instance: &ash::Instance, physical: vk::PhysicalDevice) -> Result<S
         })
     };
     let mut tl = vk::PhysicalDeviceTimelineSemaphoreFeatures::default();
-    let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut tl);
+    let mut ycbcr = vk::PhysicalDeviceSamplerYcbcrConversionFeatures::default();
+    let mut f2 = vk::PhysicalDeviceFeatures2::default()
+        .push_next(&mut tl)
+        .push_next(&mut ycbcr);
     unsafe { instance.get_physical_device_features2(physical, &mut f2) };
     Ok(Support {
         props,
         external_memory_fd: has(ash::khr::external_memory_fd::NAME),
         external_semaphore_fd: has(ash::khr::external_semaphore_fd::NAME),
         timeline_semaphore: tl.timeline_semaphore == vk::TRUE,
+        sampler_ycbcr_conversion: ycbcr.sampler_ycbcr_conversion == vk::TRUE,
     })
 }
 
