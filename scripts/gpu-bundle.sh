@@ -108,6 +108,10 @@ fi
 mkdir -p "$out/include/vulkan"
 find /usr/include/vulkan -maxdepth 1 -type f ! -name '*.hpp' -exec cp {} "$out/include/vulkan/" \;
 cp -r /usr/include/vk_video "$out/include/"
+# stb_image_write.h for examples/video (libstb-dev here; the GPU machine has none).
+if [ -f /usr/include/stb/stb_image_write.h ]; then
+    mkdir -p "$out/include/stb" && cp /usr/include/stb/stb_image_write.h "$out/include/stb/"
+fi
 
 echo "== $prepare_loader --validation"
 "$prepare_loader" --validation

@@ -26,6 +26,11 @@
 #                    "VUID" or "Validation Error" fails the step
 #   bench            .dev/gpu/bench-interop --csv $OUT/bench.csv (bench/interop.rs);
 #                    only when named: `scripts/gpu-test.sh bench` (it takes minutes)
+#   planar, vvl:planar, memcheck:planar, video, vvl:video   multi-planar images (issue
+#                    18): tests/planar.rs with its GPU tests (--include-ignored), the
+#                    same under the validation layer and under compute-sanitizer
+#                    memcheck (100 frames in the handoff loop there), and the
+#                    examples/video example (PNG to $OUT/video_ycbcr.png)
 # Everything runs with VKCUDA_REQUIRE_GPU=1. Output goes to $OUT/gpu.log as it
 # comes (and per step to $OUT/steps/STEP.log); a summary table ends it. Exits 1 if
 # any step failed. New steps stop being started after $VKCUDA_GPU_TEST_BUDGET_S
@@ -54,6 +59,7 @@ wanted=("$@")
 for w in "${wanted[@]}"; do
     case ${w%%:*} in
         setup|ptx|configure|build|build-by-hand|rust|vkcuda_info|buffer_roundtrip|frame_loop|image_formats|image_fractal|ipc_demo|engine_postfx|fresh-ptx|vvl|bench) ;;
+        planar|memcheck|video) ;; # multi-planar images (issue 18)
         *) echo "gpu-test.sh: unknown step '$w' (see the comment at the top of $0)" >&2; exit 2 ;;
     esac
 done
@@ -252,7 +258,7 @@ else
     run_step ptx 90 ptx_check
 
     need_build=0
-    for s in configure build vkcuda_info buffer_roundtrip frame_loop image_formats image_fractal ipc_demo engine_postfx fresh-ptx vvl:vkcuda_info vvl:buffer_roundtrip vvl:frame_loop vvl:image_formats; do
+    for s in configure build vkcuda_info buffer_roundtrip frame_loop image_formats image_fractal ipc_demo engine_postfx fresh-ptx vvl:vkcuda_info vvl:buffer_roundtrip vvl:frame_loop vvl:image_formats video vvl:video; do
         is_wanted "$s" && need_build=1
     done
     if [ $need_build = 1 ]; then
@@ -300,6 +306,27 @@ else
         with_vvl c_examples/ipc_demo.sh --bin "$build/cmake/c_examples"
     STEP_NOTE_CMD=vvl_note STEP_VERDICT_CMD=vvl_verdict run_step vvl:engine_postfx 180 \
         with_vvl run_example engine_postfx --frames 300 --out "$OUT/engine_postfx-vvl.png"
+
+    # --- multi-planar images (issue 18): the GPU tests of tests/planar.rs, plain, under
+    # the validation layer (synchronization validation) and under compute-sanitizer
+    # memcheck; the NV12 YCbCr sampling example, plain and under the layer.
+    planar_run() { "$bundle/tests/test-planar" --test-threads=1 --include-ignored --nocapture "$@"; }
+    planar_memcheck() {
+        local cs
+        cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+        [ -n "$cs" ] || { echo "compute-sanitizer not found"; return 1; }
+        VKCUDA_PLANAR_FRAMES=100 "$cs" --tool memcheck --leak-check full --error-exitcode 1 \
+            "$bundle/tests/test-planar" --test-threads=1 --include-ignored --nocapture
+    }
+    planar_note() { echo "$(grep -cE '^PASS' "$1") PASS lines; $(grep -E '^test result:' "$1" | tail -1 | cut -c1-70)"; }
+    san_verdict() { grep -q 'ERROR SUMMARY: 0 errors' "$1" && ! grep -E 'ERROR SUMMARY: [1-9]' "$1"; }
+    export -f planar_run planar_memcheck
+    STEP_NOTE_CMD=planar_note run_step planar 300 planar_run
+    STEP_NOTE_CMD=vvl_note STEP_VERDICT_CMD=vvl_verdict run_step vvl:planar 300 with_vvl planar_run
+    STEP_NOTE_CMD=planar_note STEP_VERDICT_CMD=san_verdict run_step memcheck:planar 400 planar_memcheck
+    STEP_NOTE_CMD=last_line_note run_step video 120 run_example video_ycbcr --out "$OUT/video_ycbcr.png"
+    STEP_NOTE_CMD=vvl_note STEP_VERDICT_CMD=vvl_verdict run_step vvl:video 120 \
+        with_vvl run_example video_ycbcr --out "$OUT/video_ycbcr-vvl.png"
 fi
 
 # ---------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ packages=(
   libvulkan-dev       # Vulkan headers (vkcuda.h includes them), vulkan.pc, VulkanHeaders CMake package
   vulkan-tools        # vulkaninfo
   glslang-tools       # glslangValidator, for the examples' shaders
+  libstb-dev          # stb_image_write.h: the PNGs of examples/video
   cmake
   make
   pkg-config

@@ -12,8 +12,13 @@
 //!   order, so its channel x is blue, y green, z red, w alpha.
 //!
 //! Everything else (3 channels, packed, 64-bit, scaled, block-compressed,
-//! depth/stencil, multi-planar/YCbCr) is refused with `Unsupported` and a message
+//! depth/stencil, packed 4:2:2 YCbCr) is refused with `Unsupported` and a message
 //! that names the format and a supported neighbour.
+//!
+//! Multi-planar (YCbCr) formats are a second table, [`PLANAR`]: each plane is a
+//! CUDA array of its own (1- or 2-channel, 8 or 16 bits), and one `verified` flag
+//! per format decides whether a CUDA view of it is made ([`check_cuda_view`]).
+//! [`layout`] gives either kind as planes (a single-plane format is one plane).
 
 use ash::vk;
 use cudarc::driver::sys::CUarray_format;

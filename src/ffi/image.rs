@@ -40,9 +40,9 @@ pub struct CUmipmappedArray_st {
     _opaque: [u8; 0],
 }
 
-/// A `VkImage` (with its dedicated `VkDeviceMemory`) seen by CUDA as a mipmapped
-/// array. Made by `vkcuda_image_create` or `vkcuda_image_wrap`, released by
-/// `vkcuda_image_destroy`.
+/// A `VkImage` (with its dedicated `VkDeviceMemory`, or one allocation per plane
+/// of a multi-planar format) seen by CUDA as a mipmapped array per plane. Made by
+/// `vkcuda_image_create` or `vkcuda_image_wrap`, released by `vkcuda_image_destroy`.
 ///
 /// Thread-safety: every function but destroy may be called from any thread at
 /// once (surface and texture creation are locked); destroy must not overlap any
@@ -247,9 +247,14 @@ pub struct vkcuda_image_create_info {
     pub image_type: vkcuda_image_type_raw,
     /// A format of the table (see `vkcuda_format_query`): 1, 2 or 4 channels of
     /// 8/16/32-bit UNORM, SNORM, UINT, SINT, 16/32-bit SFLOAT, 8-bit SRGB, and
-    /// `B8G8R8A8_*` (CUDA then sees the channels in memory order: x is blue).
-    /// Others are refused with `VKCUDA_ERROR_UNSUPPORTED` and a message naming a
-    /// supported neighbour.
+    /// `B8G8R8A8_*` (CUDA then sees the channels in memory order: x is blue); or a
+    /// multi-planar (YCbCr) format: NV12 (`VK_FORMAT_G8_B8R8_2PLANE_420_UNORM`),
+    /// NV16, NV24, I420, I422, I444, whose planes are CUDA arrays of their own (2D,
+    /// one level, one layer; even width for 4:2:2 and 4:2:0, even height for 4:2:0).
+    /// The 10/12/16-bit multi-planar formats (P010, P016, ...) are refused in a
+    /// context with CUDA (not verified on NVIDIA's driver; the message says what to
+    /// use). Others are refused with `VKCUDA_ERROR_UNSUPPORTED` and a message naming
+    /// a supported neighbour.
     pub format: VkFormat,
     /// Width (at least 1); height (1D: 0 or 1); depth (1D and 2D: 0 or 1).
     pub extent: VkExtent3D,
@@ -391,9 +396,10 @@ pub struct vkcuda_format_info {
 pub struct vkcuda_image_info {
     /// The Vulkan image. Owned by the vkcuda image, except for wrapped images.
     pub image: VkImage,
-    /// Its dedicated memory. Owned like `image`.
+    /// Its dedicated memory (multi-planar images: plane 0's; see `planes`). Owned
+    /// like `image`.
     pub memory: VkDeviceMemory,
-    /// The whole allocation's size (what CUDA imported).
+    /// The whole allocation's size (what CUDA imported; plane 0's).
     pub allocation_size: u64,
     /// 1D, 2D or 3D (a cube is 2D with `VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT` in `flags`).
     pub image_type: vkcuda_image_type,
@@ -411,7 +417,8 @@ pub struct vkcuda_image_info {
     pub flags: u32,
     /// VK_TRUE when `image` and `memory` are the engine's (`vkcuda_image_wrap`).
     pub wrapped: VkBool32,
-    /// The CUDA view (`CUmipmappedArray`), or NULL in a Vulkan-only context.
+    /// The CUDA view (`CUmipmappedArray`; plane 0's), or NULL in a Vulkan-only
+    /// context.
     pub cuda_mipmapped_array: *mut CUmipmappedArray_st,
     /// The `CUDA_ARRAY3D_*` flags of the CUDA view (LAYERED = 0x1, SURFACE_LDST =
     /// 0x2 with STORAGE usage, CUBEMAP = 0x4, COLOR_ATTACHMENT = 0x20 with
@@ -598,9 +605,12 @@ unsafe fn image_arg<'a>(image: *const vkcuda_image) -> Result<&'a Image> {
 }
 
 /// Says what CUDA sees of `format`: its `CUarray_format`, channel count and texel
-/// size. `VKCUDA_ERROR_UNSUPPORTED` for a format CUDA arrays cannot hold (3
-/// channels, packed, 64-bit, scaled, block-compressed, depth/stencil,
-/// multi-planar), with a message naming a supported neighbour;
+/// size, and for a multi-planar (YCbCr) format its planes (each a CUDA array of its
+/// own: format, channels, size divisors, aspect). `VKCUDA_ERROR_UNSUPPORTED` for a
+/// format CUDA arrays cannot hold (3 channels, packed, 64-bit, scaled,
+/// block-compressed, depth/stencil, packed 4:2:2), with a message naming a supported
+/// neighbour, and for the multi-planar formats whose CUDA view is not verified on
+/// NVIDIA's driver (10/12/16-bit: P010, P016, ...), with what to use instead;
 /// `VKCUDA_ERROR_INVALID_ARGUMENT` for a value that is not a `VkFormat`. Needs no
 /// context, device or driver.
 ///
@@ -626,9 +636,12 @@ pub unsafe extern "C" fn vkcuda_format_query(
 /// after checking with `vkGetPhysicalDeviceImageFormatProperties2` that the device
 /// can export such an image (`VKCUDA_ERROR_UNSUPPORTED` with the reason
 /// otherwise), imported into CUDA whole with the dedicated flag and mapped as a
-/// mipmapped array of the same shape. In a Vulkan-only context only the Vulkan half
-/// is made. `*image` is written on success, set to NULL on failure; nothing is left
-/// allocated on failure.
+/// mipmapped array of the same shape. A multi-planar format makes a disjoint image
+/// (`VK_IMAGE_CREATE_DISJOINT_BIT`; the device must offer
+/// `VK_FORMAT_FEATURE_DISJOINT_BIT`) with one exportable allocation per plane,
+/// each imported into CUDA (not dedicated) and mapped as the plane's array. In a
+/// Vulkan-only context only the Vulkan half is made. `*image` is written on
+/// success, set to NULL on failure; nothing is left allocated on failure.
 ///
 /// The image starts in `VK_IMAGE_LAYOUT_UNDEFINED`: hand it to CUDA with
 /// `vkcuda_image_cmd_release_to_cuda` (old layout UNDEFINED is right only before
@@ -658,7 +671,8 @@ pub unsafe extern "C" fn vkcuda_image_create(
 }
 
 /// Makes the CUDA view of an image the engine created with dedicated exportable
-/// memory (see `vkcuda_image_wrap_info`), from the description the engine passes.
+/// memory, or with one exportable allocation per plane of a disjoint multi-planar
+/// image (see `vkcuda_image_wrap_info`), from the description the engine passes.
 /// Checks the description like `vkcuda_image_create`, `allocation_size` against
 /// the image's memory requirements (`VKCUDA_ERROR_INVALID_ARGUMENT`, "memory smaller
 /// than its requirements") and, where the kernel can tell the memory's real size,
@@ -779,8 +793,8 @@ pub unsafe extern "C" fn vkcuda_image_get_vk_image(
     })
 }
 
-/// The CUDA mipmapped array (`CUmipmappedArray`) of the image; it belongs to the
-/// image (do not destroy it). `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only
+/// The CUDA mipmapped array (`CUmipmappedArray`) of the image (plane 0's for a
+/// multi-planar image); it belongs to the image (do not destroy it). `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only
 /// context.
 ///
 /// Thread-safety: may be called from any thread.
@@ -800,8 +814,8 @@ pub unsafe extern "C" fn vkcuda_image_get_cuda_mipmapped_array(
     })
 }
 
-/// The CUDA array (`CUarray`) of mip level `level` (`cuMipmappedArrayGetLevel`); it
-/// belongs to the image (do not destroy it). For layered images it holds every
+/// The CUDA array (`CUarray`) of mip level `level` (`cuMipmappedArrayGetLevel`;
+/// plane 0's for a multi-planar image); it belongs to the image (do not destroy it). For layered images it holds every
 /// layer. `VKCUDA_ERROR_INVALID_ARGUMENT` for a level past the last,
 /// `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only context.
 ///
@@ -824,7 +838,7 @@ pub unsafe extern "C" fn vkcuda_image_get_cuda_array(
 }
 
 /// The CUDA surface object (`CUsurfObject`, for `surf2Dwrite` and friends) of mip
-/// level `level`. Made on the first call for that level; later calls return the
+/// level `level` (plane 0's for a multi-planar image). Made on the first call for that level; later calls return the
 /// same object. It belongs to the image and is destroyed with it. The image needs
 /// `VK_IMAGE_USAGE_STORAGE_BIT` (`VKCUDA_ERROR_UNSUPPORTED` otherwise).
 /// Surface x coordinates are in bytes (x * `bytes_per_texel`), as in CUDA.
@@ -847,8 +861,8 @@ pub unsafe extern "C" fn vkcuda_image_get_surface_object(
     })
 }
 
-/// Makes a CUDA texture object (`CUtexObject`) on one mip level of the image, or
-/// on all of them with `VKCUDA_TEXTURE_ALL_LEVELS_BIT`. Each call makes a new
+/// Makes a CUDA texture object (`CUtexObject`) on one mip level of the image (plane
+/// 0 of a multi-planar image), or on all of them with `VKCUDA_TEXTURE_ALL_LEVELS_BIT`. Each call makes a new
 /// object; it belongs to the image and is destroyed with it. Refused
 /// (`VKCUDA_ERROR_INVALID_ARGUMENT`): linear filtering of integers read as
 /// integers, the normalized-float read mode on 32-bit integer formats, wrap or
@@ -1145,7 +1159,9 @@ pub unsafe extern "C" fn vkcuda_image_cuda_copy_to_pitched(
 /// Exports the image's memory as a new POSIX fd (OPAQUE_FD, vkGetMemoryFdKHR).
 /// Each call makes a new fd and **the caller owns it**: close it, or import it
 /// (`VkImportMemoryFdInfoKHR`, which takes it on success) as a dedicated allocation
-/// of `allocation_size` bytes for an image of the same description.
+/// of `allocation_size` bytes for an image of the same description. A multi-planar
+/// image has one allocation per plane: `VKCUDA_ERROR_INVALID_ARGUMENT`, export
+/// each with `vkcuda_image_export_plane_fd`.
 ///
 /// Thread-safety: may be called from any thread.
 ///
@@ -1191,7 +1207,7 @@ unsafe fn image_barrier(
 }
 
 /// Records into the engine's command buffer the barrier that releases the whole
-/// image (every level and layer) from `info->queue_family_index` to
+/// image (every level, layer and plane) from `info->queue_family_index` to
 /// `VK_QUEUE_FAMILY_EXTERNAL` (CUDA), transitioning it from `old_layout` (the
 /// layout the engine left it in) to `VK_IMAGE_LAYOUT_GENERAL`, the layout CUDA
 /// works on, and making the engine's writes available. Submit it before the

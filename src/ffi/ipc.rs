@@ -482,9 +482,10 @@ pub unsafe extern "C" fn vkcuda_semaphore_describe(
 }
 
 /// Fills `*description` with the image's description (defaults resolved), its
-/// allocation size and the device UUID: what another process needs to make a
-/// `VkImage` of the same description on the memory fd (`vkcuda_image_export_fd`,
-/// or `vkcuda_image_send`).
+/// allocation size (each plane's for a multi-planar image) and the device UUID:
+/// what another process needs to make a `VkImage` of the same description on the
+/// memory fd (`vkcuda_image_export_fd`; one fd per plane,
+/// `vkcuda_image_export_plane_fd`), or `vkcuda_image_send`.
 ///
 /// Thread-safety: may be called from any thread.
 ///
@@ -891,7 +892,7 @@ pub unsafe extern "C" fn vkcuda_semaphore_receive(
 }
 
 /// Sends the image to the peer on `socket_fd`: its description and a new memory
-/// fd (closed here once the kernel has it). The peer receives it with
+/// fd (one per plane of a multi-planar image; closed here once the kernel has them). The peer receives it with
 /// `vkcuda_image_receive` (or `vkcuda_share_receive` and
 /// `vkcuda_image_import_description`).
 ///
@@ -916,8 +917,10 @@ pub unsafe extern "C" fn vkcuda_image_send(
 /// allocation of `description->image.allocation_size` bytes imported from `fd` and,
 /// unless the context is Vulkan-only, its CUDA mipmapped array. The description
 /// must be of an image (`VKCUDA_ERROR_INVALID_ARGUMENT`) from the context's device
-/// (`VKCUDA_ERROR_DEVICE_MISMATCH`). On success the library has taken `fd`; on
-/// failure `fd` is untouched and still the caller's.
+/// (`VKCUDA_ERROR_DEVICE_MISMATCH`); a multi-planar image comes with one fd per
+/// plane: `VKCUDA_ERROR_INVALID_ARGUMENT`, use
+/// `vkcuda_image_import_description_fds`. On success the library has taken `fd`;
+/// on failure `fd` is untouched and still the caller's.
 ///
 /// Thread-safety: may be called from any thread.
 ///
