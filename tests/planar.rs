@@ -1388,12 +1388,20 @@ mod gpu {
             "{what}: copy_to_pitched wrote {bad_padding} padding bytes"
         );
 
-        // Surfaces (kept, one per plane) and textures on every plane.
+        // Surfaces (kept, one per plane; every plane of a multi-planar image has
+        // them, a single-plane image with STORAGE usage) and textures on every plane.
         for p in 0..i.plane_count {
-            let (mut s1, mut s2) = (0u64, 0u64);
-            ok(unsafe { vkcuda_image_get_plane_surface_object(im, p, 0, &mut s1) });
-            ok(unsafe { vkcuda_image_get_plane_surface_object(im, p, 0, &mut s2) });
-            assert!(s1 != 0 && s1 == s2);
+            let surfaces = i.planes[p as usize].cuda_array_flags & 0x2 != 0;
+            assert!(
+                surfaces || i.plane_count == 1,
+                "{what}: plane {p} has no SURFACE_LDST"
+            );
+            if surfaces {
+                let (mut s1, mut s2) = (0u64, 0u64);
+                ok(unsafe { vkcuda_image_get_plane_surface_object(im, p, 0, &mut s1) });
+                ok(unsafe { vkcuda_image_get_plane_surface_object(im, p, 0, &mut s2) });
+                assert!(s1 != 0 && s1 == s2);
+            }
             let t = vkcuda_texture_info {
                 flags: VKCUDA_TEXTURE_NORMALIZED_COORDINATES_BIT,
                 level: 0,
