@@ -35,6 +35,7 @@
     X(vkBeginCommandBuffer)                                                            \
     X(vkEndCommandBuffer)                                                              \
     X(vkCmdCopyBuffer)                                                                 \
+    X(vkCmdCopyImageToBuffer)                                                          \
     X(vkCmdFillBuffer)                                                                 \
     X(vkCmdPipelineBarrier)                                                            \
     X(vkCreateFence)                                                                   \

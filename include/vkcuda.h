@@ -101,6 +101,16 @@
 #define VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT 1
 
 /**
+ * Engine contexts: the engine enabled the `synchronization2` feature (Vulkan 1.3
+ * or `VK_KHR_synchronization2`) on its device, so the handoff barriers are recorded
+ * with `vkCmdPipelineBarrier2`; without it they use `vkCmdPipelineBarrier`.
+ * Standalone contexts enable the feature themselves where the device has it.
+ *
+ * @ingroup context
+ */
+#define VKCUDA_CONTEXT_CREATE_SYNCHRONIZATION2_BIT 4
+
+/**
  * Standalone only: use `physical_device_index` instead of picking a device.
  *
  * @ingroup context
@@ -208,7 +218,8 @@ typedef enum vkcuda_result {
    */
   VKCUDA_ERROR_CUDA = -7,
   /**
-   * A device extension the operation needs is not enabled on the VkDevice.
+   * A device extension the operation needs is not enabled on the VkDevice, or
+   * the device does not support it at all (the message says which).
    */
   VKCUDA_ERROR_EXTENSION_NOT_PRESENT = -8,
   /**
@@ -450,6 +461,30 @@ typedef struct CUarray_st CUarray_st;
  * @ingroup context
  */
 typedef struct CUctx_st CUctx_st;
+
+/**
+ * CUDA's instantiated graph struct; `CUgraphExec` (`cudaGraphExec_t`) is
+ * `struct CUgraphExec_st *`.
+ *
+ * @ingroup sync
+ */
+typedef struct CUgraphExec_st CUgraphExec_st;
+
+/**
+ * CUDA's graph node struct; `CUgraphNode` (`cudaGraphNode_t`) is
+ * `struct CUgraphNode_st *`.
+ *
+ * @ingroup sync
+ */
+typedef struct CUgraphNode_st CUgraphNode_st;
+
+/**
+ * CUDA's graph struct; `CUgraph` (and the runtime's `cudaGraph_t`) is
+ * `struct CUgraph_st *`.
+ *
+ * @ingroup sync
+ */
+typedef struct CUgraph_st CUgraph_st;
 
 /**
  * CUDA's mipmapped array struct; `CUmipmappedArray` from cuda.h is
@@ -857,6 +892,29 @@ typedef struct vkcuda_cuda_info {
 } vkcuda_cuda_info;
 
 /**
+ * One resource of a batched handoff: a buffer or an image (exactly one of the two
+ * set).
+ *
+ * @ingroup sync
+ */
+typedef struct vkcuda_handoff_resource {
+  /**
+   * A buffer to hand over (whole), or NULL when `image` is set.
+   */
+  const struct vkcuda_buffer *buffer;
+  /**
+   * An image to hand over (every level and layer), or NULL when `buffer` is set.
+   */
+  const struct vkcuda_image *image;
+  /**
+   * Images: on release, the layout the engine leaves the image in
+   * (`VK_IMAGE_LAYOUT_UNDEFINED` only when its contents may be discarded); on
+   * acquire, the layout the engine wants it in. Buffers: 0.
+   */
+  VkImageLayout layout;
+} vkcuda_handoff_resource;
+
+/**
  * What CUDA sees of one plane of a format.
  *
  * @ingroup image
@@ -1109,9 +1167,9 @@ typedef struct vkcuda_image_plane_info {
    */
   struct CUmipmappedArray_st *cuda_mipmapped_array;
   /**
-   * The `CUDA_ARRAY3D_*` flags of the plane's CUDA array. Multi-planar images
-   * have SURFACE_LDST (0x2) on every plane: surface objects work without
-   * STORAGE usage there (measured on NVIDIA's driver).
+   * The `CUDA_ARRAY3D_*` flags of the plane's CUDA array; 0 in a Vulkan-only
+   * context. Multi-planar images have SURFACE_LDST (0x2) on every plane: surface
+   * objects work without STORAGE usage there (measured on NVIDIA's driver).
    */
   uint32_t cuda_array_flags;
 } vkcuda_image_plane_info;
@@ -1175,7 +1233,8 @@ typedef struct vkcuda_image_info {
   /**
    * The `CUDA_ARRAY3D_*` flags of the CUDA view (LAYERED = 0x1, SURFACE_LDST =
    * 0x2 with STORAGE usage, CUBEMAP = 0x4, COLOR_ATTACHMENT = 0x20 with
-   * COLOR_ATTACHMENT usage). Multi-planar images: plane 0's.
+   * COLOR_ATTACHMENT usage); 0 in a Vulkan-only context (there is no CUDA view).
+   * Multi-planar images: plane 0's.
    */
   uint32_t cuda_array_flags;
   /**
@@ -1815,6 +1874,46 @@ VKCUDA_API VKCUDA_NODISCARD enum vkcuda_result vkcuda_cuda_driver_get_version(in
 VKCUDA_API void vkcuda_context_destroy(struct vkcuda_context *context);
 
 /**
+ * Records into the engine's command buffer ONE pipeline barrier that releases
+ * every buffer and image of `resources` from `info->queue_family_index` to
+ * `VK_QUEUE_FAMILY_EXTERNAL` (CUDA), images from their layout to `GENERAL`:
+ * `vkCmdPipelineBarrier2` where the context has synchronization2
+ * (`VKCUDA_CONTEXT_CREATE_SYNCHRONIZATION2_BIT`, or a standalone context on a device
+ * with it), `vkCmdPipelineBarrier` otherwise. The same barrier as one
+ * `vkcuda_buffer_cmd_release_to_cuda` / `vkcuda_image_cmd_release_to_cuda` per
+ * resource, in one call. Every resource must belong to the command buffer's
+ * device. Nothing is recorded on failure; `resource_count` 0 records nothing.
+ *
+ * Thread-safety: the command buffer is externally synchronised, as in Vulkan.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_handoff_cmd_release_to_cuda(uint32_t resource_count,
+                                                      const struct vkcuda_handoff_resource *resources,
+                                                      VkCommandBuffer command_buffer,
+                                                      const struct vkcuda_handoff_info *info);
+
+/**
+ * Records ONE pipeline barrier that acquires every resource of `resources` back
+ * from `VK_QUEUE_FAMILY_EXTERNAL` into `info->queue_family_index`, images from
+ * `GENERAL` to the layout each names: the batched form of
+ * `vkcuda_buffer_cmd_acquire_from_cuda` / `vkcuda_image_cmd_acquire_from_cuda`
+ * (see `vkcuda_handoff_cmd_release_to_cuda`).
+ *
+ * Thread-safety: the command buffer is externally synchronised, as in Vulkan.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_handoff_cmd_acquire_from_cuda(uint32_t resource_count,
+                                                        const struct vkcuda_handoff_resource *resources,
+                                                        VkCommandBuffer command_buffer,
+                                                        const struct vkcuda_handoff_info *info);
+
+/**
  * Says what CUDA sees of `format`: its `CUarray_format`, channel count and texel
  * size, and for a multi-planar (YCbCr) format its planes (each a CUDA array of its
  * own: format, channels, size divisors, aspect). `VKCUDA_ERROR_UNSUPPORTED` for a
@@ -2232,7 +2331,9 @@ enum vkcuda_result vkcuda_image_describe(const struct vkcuda_image *image,
  * kind's fields, zeros) into `bytes`, which has room for `size` bytes (at least
  * `VKCUDA_SHARE_DESCRIPTION_SIZE`). For transports other than a Unix socket; the
  * fd still has to travel by `SCM_RIGHTS` (or be duplicated by a parent). The
- * description is checked as strictly as `vkcuda_share_description_parse` checks.
+ * description is checked as strictly as `vkcuda_share_description_parse` checks,
+ * with the same result: `VKCUDA_ERROR_INVALID_ARGUMENT` for any description it
+ * refuses (`VKCUDA_ERROR_NULL_POINTER` for NULL pointers).
  *
  * Thread-safety: may be called from any thread.
  *
@@ -2250,7 +2351,8 @@ enum vkcuda_result vkcuda_share_description_serialize(const struct vkcuda_share_
  * `VKCUDA_ERROR_INVALID_ARGUMENT`, with a message saying which, for a truncated or
  * longer record, a wrong magic, an unknown format version or kind, a nonzero
  * reserved byte, or impossible values (a zero or overflowing size, a range past
- * its allocation, an unknown enum value).
+ * its allocation, an unknown enum value, an image format the library does not
+ * share). No other code: a record the library could not have written is malformed.
  *
  * Thread-safety: may be called from any thread.
  *
@@ -2619,7 +2721,9 @@ enum vkcuda_result vkcuda_semaphore_get_vk_semaphore(const struct vkcuda_semapho
  * 0). `stream` NULL is the legacy default stream of the context's CUcontext; a
  * stream of another context gives `VKCUDA_ERROR_DEVICE_MISMATCH`. Timeline values
  * must be greater than every value signalled through the library and than the
- * current value (`VKCUDA_ERROR_INVALID_ARGUMENT` otherwise). Does not block.
+ * current value (`VKCUDA_ERROR_INVALID_ARGUMENT` otherwise). Does not block. A
+ * stream that is capturing a CUDA graph is refused (`VKCUDA_ERROR_INVALID_STATE`):
+ * use `vkcuda_semaphore_cuda_graph_add_signal` for graphs.
  *
  * Thread-safety: may be called from any thread.
  *
@@ -2634,7 +2738,9 @@ enum vkcuda_result vkcuda_semaphore_cuda_signal(const struct vkcuda_semaphore *s
 /**
  * Enqueues on `stream` a CUDA wait until the semaphore reaches `value` (binary: a
  * wait for the pending signal; `value` must be 0, and a second wait without a new
- * signal gives `VKCUDA_ERROR_INVALID_STATE`). Does not block the CPU.
+ * signal gives `VKCUDA_ERROR_INVALID_STATE`). Does not block the CPU. A stream that
+ * is capturing a CUDA graph is refused (`VKCUDA_ERROR_INVALID_STATE`): use
+ * `vkcuda_semaphore_cuda_graph_add_wait` for graphs.
  *
  * Thread-safety: may be called from any thread.
  *
@@ -2645,6 +2751,91 @@ VKCUDA_NODISCARD
 enum vkcuda_result vkcuda_semaphore_cuda_wait(const struct vkcuda_semaphore *semaphore,
                                               uint64_t value,
                                               struct CUstream_st *stream);
+
+/**
+ * Adds to a CUDA graph a node that waits until the semaphore reaches `value`,
+ * after the `dependency_count` nodes in `dependencies` (NULL when 0); `*node` is
+ * the new node, owned by the graph. Timeline semaphores only. The value can be
+ * changed for each launch of the instantiated graph with
+ * `vkcuda_semaphore_cuda_graph_exec_set_wait`. The graph runs in the context's
+ * CUcontext (`vkcuda_context_get_cuda_info`). This is how a semaphore goes into a
+ * graph: `vkcuda_semaphore_cuda_wait` on a capturing stream is refused
+ * (`VKCUDA_ERROR_INVALID_STATE`), since a captured wait would keep its value.
+ *
+ * Thread-safety: the graph is externally synchronised, as in CUDA.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_cuda_graph_add_wait(const struct vkcuda_semaphore *semaphore,
+                                                        struct CUgraph_st *graph,
+                                                        struct CUgraphNode_st *const *dependencies,
+                                                        uintptr_t dependency_count,
+                                                        uint64_t value,
+                                                        struct CUgraphNode_st **node);
+
+/**
+ * Adds to a CUDA graph a node that signals `value`, after the `dependency_count`
+ * nodes in `dependencies`; `*node` is the new node, owned by the graph. Timeline
+ * semaphores only. `value` is what the graph's first launch signals, so it is
+ * checked like a `vkcuda_semaphore_cuda_signal` (a value from
+ * `vkcuda_semaphore_next_stage`, greater than every value signalled before) and
+ * recorded as signalled. Before every further launch, give the node its next value
+ * with `vkcuda_semaphore_cuda_graph_exec_set_signal`: a graph launched twice with
+ * one value would signal it twice, which the timeline forbids. `vkcuda_semaphore_cuda_signal`
+ * on a capturing stream is refused (`VKCUDA_ERROR_INVALID_STATE`) for that reason.
+ *
+ * Thread-safety: the graph is externally synchronised, as in CUDA.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_cuda_graph_add_signal(const struct vkcuda_semaphore *semaphore,
+                                                          struct CUgraph_st *graph,
+                                                          struct CUgraphNode_st *const *dependencies,
+                                                          uintptr_t dependency_count,
+                                                          uint64_t value,
+                                                          struct CUgraphNode_st **node);
+
+/**
+ * Sets the value the wait node `node` (made by
+ * `vkcuda_semaphore_cuda_graph_add_wait` on this semaphore, in the graph `exec`
+ * was instantiated from) waits for in the next launches of `exec`. A node of
+ * another semaphore or of another kind is refused (`VKCUDA_ERROR_INVALID_ARGUMENT`).
+ *
+ * Thread-safety: `exec` is externally synchronised, as in CUDA; call it between
+ * launches, not while another thread launches `exec`.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_cuda_graph_exec_set_wait(const struct vkcuda_semaphore *semaphore,
+                                                             struct CUgraphExec_st *exec,
+                                                             struct CUgraphNode_st *node,
+                                                             uint64_t value);
+
+/**
+ * Sets the value the signal node `node` (made by
+ * `vkcuda_semaphore_cuda_graph_add_signal` on this semaphore) signals in the next
+ * launch of `exec`. The value is checked like a `vkcuda_semaphore_cuda_signal`
+ * (from `vkcuda_semaphore_next_stage`, greater than every value signalled before,
+ * `VKCUDA_ERROR_INVALID_ARGUMENT` otherwise) and recorded as signalled, so set it
+ * once before each launch. A node of another semaphore or kind is refused.
+ *
+ * Thread-safety: `exec` is externally synchronised, as in CUDA; call it between
+ * launches, not while another thread launches `exec`.
+ *
+ * @ingroup sync
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_semaphore_cuda_graph_exec_set_signal(const struct vkcuda_semaphore *semaphore,
+                                                               struct CUgraphExec_st *exec,
+                                                               struct CUgraphNode_st *node,
+                                                               uint64_t value);
 
 /**
  * Binary semaphores: tell the library the engine put the semaphore in a submit's

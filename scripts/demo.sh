@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # THE demo command: scripts/demo.sh (from any directory).
 #
-# Installs what is missing, builds the library (cargo, through CMake) and the C
+# Installs what is missing, builds the library (cargo, through CMake) and the
 # examples, runs vkcuda_info, and, when a CUDA GPU is paired with a Vulkan device,
-# runs every GPU example (listed by CMake in <build>/c_examples/gpu_examples.txt).
+# runs every GPU example (c_examples/ and examples/cpp/, listed by CMake in
+# <build>/c_examples/gpu_examples.txt) in <build>/demo, where their PNGs are written.
+# The exhaustive GPU checks are the tests/gpu programs that scripts/gpu-test.sh runs.
 #
 # Environment:
 #   VKCUDA_BUILD_DIR         the CMake build directory (default: <repo>/build)
@@ -57,9 +59,10 @@ if ! VKCUDA_REQUIRE_GPU=1 "$build/c_examples/vkcuda_info" >/dev/null 2>&1; then
 fi
 
 failed=()
+mkdir -p "$build/demo"
 for exe in "${examples[@]}"; do
   echo "==> $(basename "$exe")"
-  VKCUDA_REQUIRE_GPU=1 "$exe"
+  (cd "$build/demo" && VKCUDA_REQUIRE_GPU=1 "$exe")
   rc=$?
   if [ "$rc" -eq 77 ]; then
     echo "    (skipped itself)"
@@ -72,4 +75,4 @@ if [ "${#failed[@]}" -ne 0 ]; then
   echo "demo: FAILED: ${failed[*]}"
   exit 1
 fi
-echo "demo: OK (vkcuda_info and ${#examples[@]} GPU example(s) ran)"
+echo "demo: OK (vkcuda_info and ${#examples[@]} GPU example(s) ran; pictures in $build/demo)"

@@ -11,13 +11,82 @@
 # The package of SUITE needs glibc >= 2.38: it runs on the GPU machine, not on
 # Debian 12. Its version is printed, and the run logs show it. Uses apt with a
 # private package list (nothing is installed or changed on this machine).
+#
+# The archive is the one this machine's apt already uses: the first URI of a "deb"
+# source (deb822 /etc/apt/sources.list.d/*.sources, or one-line /etc/apt/sources.list
+# and sources.list.d/*.list) whose suites include this machine's Debian release
+# (VERSION_CODENAME in /etc/os-release), with that source's Signed-By keyring if it
+# names a file. No such source: it stops and says so. VKCUDA_APT_ETC=DIR reads DIR
+# instead of /etc/apt (to try the parsing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 suite=${1:-sid}
 state=/tmp/vkcuda-vvl-apt
+apt_etc=${VKCUDA_APT_ETC:-/etc/apt}
+
+# shellcheck source=/dev/null
+release=$( (. /etc/os-release && echo "${VERSION_CODENAME:-}") 2>/dev/null || true)
+[ -n "$release" ] || { echo "fetch-vvl: no VERSION_CODENAME in /etc/os-release: is this Debian?" >&2; exit 1; }
+
+# Prints "URI KEYRING" (KEYRING may be empty) of every enabled "deb" source of
+# $release, in the order apt reads them: sources.list, then sources.list.d/*.
+apt_sources() {
+    local f
+    for f in "$apt_etc/sources.list" "$apt_etc"/sources.list.d/*.list; do
+        [ -f "$f" ] || continue
+        # deb [opt=value ...] URI SUITE COMPONENT...
+        awk -v rel="$release" '
+            { sub(/#.*/, "") }
+            $1 != "deb" { next }
+            {
+                key = ""; i = 2
+                if ($2 ~ /^\[/) {
+                    for (; i <= NF; i++) {
+                        if ($i ~ /^\[?signed-by=/) { key = $i; sub(/^\[?signed-by=/, "", key); sub(/\]$/, "", key) }
+                        if ($i ~ /\]$/) { i++; break }
+                    }
+                }
+                if ($(i + 1) == rel) print $i, key
+            }' "$f"
+    done
+    for f in "$apt_etc"/sources.list.d/*.sources; do
+        [ -f "$f" ] || continue
+        # deb822 stanzas, separated by blank lines; field names are case-insensitive.
+        awk -v rel="$release" '
+            function flush(   n, i, u, s, ok) {
+                if (types ~ /(^| )deb( |$)/ && tolower(enabled) != "no") {
+                    ok = 0
+                    n = split(suites, s, " ")
+                    for (i = 1; i <= n; i++) if (s[i] == rel) ok = 1
+                    if (ok) { split(uris, u, " "); if (u[1] != "") print u[1], (key ~ /^\// ? key : "") }
+                }
+                types = uris = suites = key = enabled = ""; field = ""
+            }
+            /^#/ { next }
+            /^[ \t]*$/ { flush(); next }
+            /^[ \t]/ { if (field == "uris") uris = uris " " $0; else if (field == "suites") suites = suites " " $0; next }
+            {
+                field = tolower($0); sub(/:.*/, "", field)
+                value = $0; sub(/^[^:]*:[ \t]*/, "", value)
+                if (field == "types") types = value
+                else if (field == "uris") uris = value
+                else if (field == "suites") suites = value
+                else if (field == "signed-by") key = value
+                else if (field == "enabled") enabled = value
+            }
+            END { flush() }' "$f"
+    done
+}
+read -r uri keyring < <(apt_sources | grep -v '^cdrom:' | head -1) || true
+if [ -z "${uri:-}" ]; then
+    echo "fetch-vvl: no \"deb\" source for Debian $release in $apt_etc/sources.list or $apt_etc/sources.list.d/: cannot tell which archive to use" >&2
+    exit 1
+fi
+keyring=${keyring:-/usr/share/keyrings/debian-archive-keyring.gpg}
+echo "fetch-vvl: archive $uri (this machine's source for Debian $release), keyring $keyring"
+
 mkdir -p "$state/lists/partial" .gl
-echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $suite main" \
-    > "$state/sources.list"
+echo "deb [signed-by=$keyring] $uri $suite main" > "$state/sources.list"
 o=(-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 "-oDir::State::Lists=$state/lists"
    "-oDir::Etc::SourceList=$state/sources.list" -oDir::Etc::SourceParts=/nonexistent)
 apt-get "${o[@]}" update -qq > /dev/null

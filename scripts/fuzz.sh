@@ -4,22 +4,29 @@
 # debug assertions on), on a Vulkan-only context (lavapipe is enough; no GPU).
 #
 #   scripts/fuzz.sh [--time SECONDS] [--merge] [--jobs N] [TARGET...]
+#   scripts/fuzz.sh --cmin [TARGET...]
 #
 #   --time S   seconds per target (default 10: about a minute for the six targets)
 #   --merge    afterwards, merge what the run found into the committed corpus
 #              (fuzz/corpus/TARGET, minimized by libFuzzer's -merge=1)
 #   --jobs N   run N targets at once (default 1)
+#   --cmin     no fuzzing: minimize the committed corpus (`cargo fuzz cmin` with
+#              libFuzzer's -set_cover_merge=1: a small set of inputs with all the
+#              edges and features of the corpus) and print, per target, the inputs
+#              and libFuzzer's cov/ft over them before and after
 #   TARGET     default: every target in fuzz/Cargo.toml
 #
 # The committed corpus is read, never written: new inputs go to a temporary
-# directory (kept only with --merge). A finding stops its target, is saved under
-# $VKCUDA_FUZZ_OUT/artifacts/TARGET/ (default target/fuzz-out) with libFuzzer's
-# report, and makes the script exit 1. The summary gives, per target, the
+# directory (kept only with --merge; --cmin rewrites it). A finding stops its
+# target, is saved under $VKCUDA_FUZZ_OUT/artifacts/TARGET/ (default
+# target/fuzz-out) with libFuzzer's report, and makes the script exit 1. The summary gives, per target, the
 # executions, the seconds and the result; docs/RELIABILITY.md records them.
 #
-# Needs: cargo-fuzz (`cargo install cargo-fuzz`; installed here if missing) and a
-# stable toolchain; RUSTC_BOOTSTRAP=1 lets stable take cargo-fuzz's nightly flags
-# (-Zsanitizer=address).
+# Needs a stable toolchain and cargo-fuzz 0.13.2 (pinned: cargo_fuzz_version below):
+# the first run installs it with `cargo install --locked` into target/tools/ (git-
+# ignored; VKCUDA_TOOLS_DIR=DIR elsewhere) and every run uses it from there, never
+# a cargo-fuzz found on PATH. RUSTC_BOOTSTRAP=1 lets stable take cargo-fuzz's
+# nightly flags (-Zsanitizer=address).
 set -uo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -32,13 +39,15 @@ export RUSTC_BOOTSTRAP=1
 time_s=10
 merge=0
 jobs=1
+cmin=0
 targets=()
 while [ $# -gt 0 ]; do
   case $1 in
     --time) time_s=$2; shift 2 ;;
     --merge) merge=1; shift ;;
     --jobs) jobs=$2; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --cmin) cmin=1; shift ;;
+    -h|--help) sed -n '2,29p' "$root/scripts/fuzz.sh"; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -49,10 +58,18 @@ for t in "${targets[@]}"; do
   printf '%s\n' "${all[@]}" | grep -qx "$t" || { echo "fuzz.sh: no target $t (targets: ${all[*]})" >&2; exit 2; }
 done
 
-if ! cargo fuzz --version >/dev/null 2>&1; then
-  echo "== cargo-fuzz is missing: cargo install cargo-fuzz"
-  cargo install cargo-fuzz || { echo "fuzz.sh: could not install cargo-fuzz" >&2; exit 1; }
+# cargo-fuzz, pinned, in a project-local directory: installed once, used from there.
+cargo_fuzz_version=0.13.2
+tools=${VKCUDA_TOOLS_DIR:-$root/target/tools}
+cargo_fuzz=$tools/bin/cargo-fuzz
+if [ "$("$cargo_fuzz" --version 2>/dev/null)" != "cargo-fuzz $cargo_fuzz_version" ]; then
+  echo "== cargo install --locked --version $cargo_fuzz_version cargo-fuzz --root $tools"
+  cargo install --locked --version "$cargo_fuzz_version" cargo-fuzz --root "$tools" ||
+    { echo "fuzz.sh: could not install cargo-fuzz $cargo_fuzz_version into $tools" >&2; exit 1; }
 fi
+echo "== cargo-fuzz $cargo_fuzz_version: $cargo_fuzz"
+# Run as cargo runs a subcommand: `cargo-fuzz fuzz ARGS` (= `cargo fuzz ARGS`).
+fuzz() { "$cargo_fuzz" fuzz "$@"; }
 
 out=${VKCUDA_FUZZ_OUT:-$root/target/fuzz-out}
 mkdir -p "$out"
@@ -65,15 +82,36 @@ trap 'rm -rf "$work"' EXIT
 flags=(-O --debug-assertions)
 echo "== cargo fuzz build ${flags[*]} (targets: ${targets[*]}; ${time_s}s each)"
 t0=$SECONDS
-cargo fuzz build "${flags[@]}" || { echo "fuzz.sh: build failed" >&2; exit 1; }
+fuzz build "${flags[@]}" || { echo "fuzz.sh: build failed" >&2; exit 1; }
 echo "built in $((SECONDS - t0))s"
+
+cov_of() { # TARGET DIR: "cov: N ft: M" of libFuzzer's INITED line over DIR (-runs=0: nothing written)
+  fuzz run "${flags[@]}" "$1" "$2" -- -runs=0 -rss_limit_mb=4096 2>&1 |
+    sed -n 's/.*INITED \(cov: [0-9]* ft: [0-9]*\).*/\1/p' | tail -1
+}
+if [ "$cmin" = 1 ]; then
+  echo "== cargo fuzz cmin ${flags[*]} (corpus: fuzz/corpus/TARGET)"
+  printf '| %-22s | %7s | %-20s | %7s | %-20s\n' target inputs "before" inputs "after"
+  rc=0
+  for t in "${targets[@]}"; do
+    before=$(find "corpus/$t" -type f | wc -l)
+    cov_before=$(cov_of "$t" "corpus/$t")
+    if ! fuzz cmin "${flags[@]}" "$t" "corpus/$t" -- -set_cover_merge=1 > "$work/$t.cmin.log" 2>&1; then
+      echo "cmin of $t failed:"; tail -5 "$work/$t.cmin.log"; rc=1; continue
+    fi
+    after=$(find "corpus/$t" -type f | wc -l)
+    cov_after=$(cov_of "$t" "corpus/$t")
+    printf '| %-22s | %7s | %-20s | %7s | %-20s\n' "$t" "$before" "$cov_before" "$after" "$cov_after"
+  done
+  exit $rc
+fi
 
 run_one() { # TARGET: writes $work/TARGET.log and $work/TARGET.result
   local t=$1 rc
   mkdir -p "$work/new/$t" "$out/artifacts/$t" "corpus/$t"
   local start=$SECONDS
   # The first corpus directory is where libFuzzer writes; the committed one is read.
-  cargo fuzz run "${flags[@]}" "$t" "$work/new/$t" "corpus/$t" -- \
+  fuzz run "${flags[@]}" "$t" "$work/new/$t" "corpus/$t" -- \
     -max_total_time="$time_s" -print_final_stats=1 -rss_limit_mb=4096 -timeout=30 \
     -artifact_prefix="$out/artifacts/$t/" > "$work/$t.log" 2>&1
   rc=$?
@@ -118,7 +156,7 @@ echo "total: $total_execs executions"
 if [ "$merge" = 1 ] && [ "$failed" -eq 0 ]; then
   for t in "${targets[@]}"; do
     before=$(ls "corpus/$t" | wc -l)
-    cargo fuzz run "${flags[@]}" "$t" "corpus/$t" "$work/new/$t" -- -merge=1 > "$work/$t.merge.log" 2>&1 ||
+    fuzz run "${flags[@]}" "$t" "corpus/$t" "$work/new/$t" -- -merge=1 > "$work/$t.merge.log" 2>&1 ||
       { echo "merge of $t failed: see $work/$t.merge.log"; tail -5 "$work/$t.merge.log"; failed=$((failed + 1)); }
     echo "corpus/$t: $before -> $(ls "corpus/$t" | wc -l) inputs"
   done

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Compiles a CUDA source of the examples to PTX with nvcc and writes it as a C header
-# next to it (c_examples/NAME.cu -> c_examples/NAME_ptx.h: the PTX as a NUL-terminated
-# byte array NAME_ptx[], a readable copy in a comment, NAME_PTX_ARCH), which the
-# examples load with cuModuleLoadData.
+# next to it (DIR/NAME.cu -> DIR/NAME_ptx.h: the PTX as a NUL-terminated byte array
+# NAME_ptx[], a readable copy in a comment, NAME_PTX_ARCH), which the examples and the
+# GPU test programs load with cuModuleLoadData. The sources: c_examples/kernels.cu,
+# c_examples/image_kernels.cu (--flags "-fmad=false"), examples/cpp/postfx.cu.
 #
 #   scripts/gen-ptx.sh [--src FILE.cu] [--flags "NVCC FLAGS"]
 #                      regenerate FILE_ptx.h (default: c_examples/kernels.cu, no flags)
 #   scripts/gen-ptx.sh --check [--src FILE.cu]
 #                      regenerate into a temporary file and fail if it differs from
 #                      the committed header (the nvcc version line excepted); without
-#                      --src every c_examples/*_ptx.h this script generated, each with
-#                      the flags recorded in it
+#                      --src every header this script generated in c_examples/,
+#                      examples/cpp/ and tests/gpu/ (*_ptx.h), each with the flags
+#                      recorded in it
 #   --install          first pip-install nvcc 13.0.88 (wheels nvidia-cuda-nvcc, -nvvm,
 #                      -crt, -runtime) into $VKCUDA_NVCC_HOME (default
 #                      ~/.cache/vkcuda/nvcc-13.0.88)
@@ -129,7 +131,7 @@ if [ $check = 1 ]; then
         exit
     fi
     failed=0 checked=0
-    for hdr in c_examples/*_ptx.h; do
+    for hdr in c_examples/*_ptx.h examples/cpp/*_ptx.h tests/gpu/*_ptx.h; do
         [ -f "$hdr" ] || continue
         line=$(head -1 "$hdr")
         case $line in "$MARK"*) ;; *) echo "gen-ptx.sh --check: $hdr is not made by this script: not checked"; continue ;; esac

@@ -5,7 +5,10 @@
 #   .dev/gpu/tests/<kind>-<name> every Rust test executable (lib unit tests and each
 #                                integration test), built with --release, stripped
 #   .dev/gpu/include/            /usr/include/vulkan (the C headers; the *.hpp C++
-#                                bindings are left out for size) and /usr/include/vk_video
+#                                bindings are left out for size), /usr/include/vk_video and
+#                                stb/stb_image_write.h (libstb-dev: the PNG writer of the
+#                                examples and GPU tests; CMake finds it as
+#                                VKCUDA_STB_INCLUDE_DIR, gpu-test.sh passes the path)
 #   .dev/gpu/tsan-threads        with VKCUDA_BUNDLE_TSAN=1 only: tests/threads.rs built
 #                                with ThreadSanitizer (std rebuilt: needs rust-src and
 #                                RUSTC_BOOTSTRAP; about 2 minutes); the TSan runtime is
@@ -32,6 +35,8 @@ fi
 for h in /usr/include/vulkan/vulkan_core.h /usr/include/vk_video; do
     [ -e "$h" ] || { echo "gpu-bundle: $h is missing: apt-get install libvulkan-dev" >&2; exit 1; }
 done
+[ -e /usr/include/stb/stb_image_write.h ] ||
+    { echo "gpu-bundle: /usr/include/stb/stb_image_write.h is missing: apt-get install libstb-dev" >&2; exit 1; }
 
 echo "== cargo build --release"
 cargo build --release
@@ -40,7 +45,7 @@ echo "== cargo test --release --no-run"
 json=target/gpu-bundle-tests.json
 cargo test --release --no-run --message-format=json > "$json"
 
-echo "== cargo bench --no-run (bench/interop.rs)"
+echo "== cargo bench --no-run (bench/interop.rs, bench/calls.rs)"
 bench_json=target/gpu-bundle-bench.json
 cargo bench --no-run --message-format=json > "$bench_json"
 
@@ -66,6 +71,8 @@ EOF2
 }
 copy_executable "$bench_json" interop "$out/bench-interop" "interop benchmark"
 strip --strip-debug "$out/bench-interop"
+copy_executable "$bench_json" calls "$out/bench-calls" "per-call CPU cost benchmark"
+strip --strip-debug "$out/bench-calls"
 cp target/release/libvkcuda.so "$out/libvkcuda.so"
 strip --strip-debug "$out/libvkcuda.so"
 
@@ -108,10 +115,8 @@ fi
 mkdir -p "$out/include/vulkan"
 find /usr/include/vulkan -maxdepth 1 -type f ! -name '*.hpp' -exec cp {} "$out/include/vulkan/" \;
 cp -r /usr/include/vk_video "$out/include/"
-# stb_image_write.h for examples/video (libstb-dev here; the GPU machine has none).
-if [ -f /usr/include/stb/stb_image_write.h ]; then
-    mkdir -p "$out/include/stb" && cp /usr/include/stb/stb_image_write.h "$out/include/stb/"
-fi
+mkdir -p "$out/include/stb"
+cp /usr/include/stb/stb_image_write.h "$out/include/stb/"
 
 echo "== $prepare_loader --validation"
 "$prepare_loader" --validation

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The GPU half of issue 8 (hardening), on the GPU machine, from the repository
 # root, with the bundle from scripts/gpu-bundle.sh (.dev/gpu and .gl), like
-# scripts/gpu-test.sh (whose setup step it runs first):
+# scripts/gpu-test.sh:
 #
 #   scripts/gpu-hardening.sh [STEP...]      default: every step, in this order
 #
+#   setup            `scripts/gpu-test.sh setup` (always runs; its log in
+#                    $OUT/gpu-test-setup/): nothing else runs if it fails
 #   leaks            tests/faults.rs gpu_create_destroy_cycles_do_not_leak with
 #                    VKCUDA_FAULT_CYCLES=10000: 10,000 cycles of a Vulkan-allocated
 #                    and a CUDA-allocated buffer, an image with a surface and a
@@ -28,15 +30,21 @@
 #   memcheck:NAME    compute-sanitizer --tool memcheck --leak-check full on the Rust
 #                    tests that use CUDA; "ERROR SUMMARY: 0 errors" required
 #   racecheck:EXAMPLE:TOOL  compute-sanitizer --tool racecheck and --tool memcheck
-#                    on every example (vkcuda_info, buffer_roundtrip, frame_loop,
-#                    image_formats, image_fractal, ipc_demo, engine_postfx), built by
+#                    on every GPU test program (buffer_roundtrip, frame_loop,
+#                    image_formats, image_fractal, ipc_demo, engine_postfx: the
+#                    tests/gpu programs) and every example (vkcuda_info and
+#                    example:NAME for five_minutes, buffer_cuda_to_vulkan,
+#                    buffer_vulkan_to_cuda, frame_timeline, image_to_png,
+#                    cross_process, engine_postfx), built by
 #                    `scripts/gpu-test.sh configure build` if they are not there
 # A STEP argument selects the steps equal to it or starting with "STEP:" ("vvl" =
 # every validation-layer run). Everything runs with VKCUDA_REQUIRE_GPU=1. Output:
 # $OUT/hardening.log and $OUT/steps/STEP.log; a summary table with the figures for
-# docs/RELIABILITY.md ends it. Exits 1 if any step failed. New steps stop being
-# started after $VKCUDA_GPU_HARDENING_BUDGET_S seconds (default 540: the whole run
-# fits in one 10-minute command; the run was planned at about 6-8 minutes).
+# docs/RELIABILITY.md ends it, the checks skipped inside a step (ignored tests,
+# "SKIPPED" lines) listed under it (the runner: scripts/lib/steps.sh). Exits 1 if
+# any step failed or timed out; a sanitizer step with nothing to check is N/A. New
+# steps stop being started after $VKCUDA_GPU_HARDENING_BUDGET_S seconds (default
+# 540: the whole run fits in one 10-minute command; it was planned at 6-8 minutes).
 #
 # To try the script itself on a machine without a GPU (lavapipe): the variables of
 # scripts/gpu-test.sh (VKCUDA_GPU_TEST_ROOT, VKCUDA_GPU_TEST_ICD), and
@@ -45,78 +53,18 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
 OUT=${OUT:-$top/gpu-out}
-mkdir -p "$OUT/steps"
-log_file=$OUT/hardening.log
-: > "$log_file"
-budget_s=${VKCUDA_GPU_HARDENING_BUDGET_S:-540}
-t_start=$(date +%s)
 bundle=$top/.dev/gpu
 build=$top/build/gpu
 export top bundle build OUT
 export VKCUDA_REQUIRE_GPU=${VKCUDA_HARDENING_REQUIRE_GPU:-1}
 export RUST_BACKTRACE=1
 
-log() { echo "$*" | tee -a "$log_file"; }
-
-wanted=("$@")
-for w in "${wanted[@]}"; do
-    case ${w%%:*} in
-        leaks|faults|threads|tsan|misuse|vvl|memcheck|racecheck) ;;
-        *) echo "gpu-hardening.sh: unknown step '$w' (see the comment at the top of $0)" >&2; exit 2 ;;
-    esac
-done
-is_wanted() {
-    local step=$1 w
-    [ ${#wanted[@]} -eq 0 ] && return 0
-    for w in "${wanted[@]}"; do
-        [ "$step" = "$w" ] && return 0
-        case $step in "$w":*) return 0 ;; esac
-    done
-    return 1
-}
-
-summary_names=() summary_results=() summary_times=() summary_notes=()
-add_summary() { summary_names+=("$1"); summary_results+=("$2"); summary_times+=("$3"); summary_notes+=("$4"); }
-
-# run_step NAME TIMEOUT_S COMMAND...: as in scripts/gpu-test.sh; STEP_NOTE_CMD and
-# STEP_VERDICT_CMD (given the step's log) add a note and can fail a step that exited 0.
-run_step() {
-    local name=$1 limit=$2 left t0 t1 rc result note="" slog
-    shift 2
-    if ! is_wanted "$name"; then return 0; fi
-    left=$((budget_s - ($(date +%s) - t_start)))
-    if [ "$left" -le 10 ]; then
-        log "---- $name: not started, the time budget of ${budget_s}s is spent"
-        add_summary "$name" SKIP 0 "time budget spent"
-        return 0
-    fi
-    [ "$limit" -gt "$left" ] && limit=$left
-    slog=$OUT/steps/${name//[:\/]/_}.log
-    log ""
-    log "---- $name (limit ${limit}s): $*"
-    t0=$(date +%s%N)
-    timeout -k 5 "$limit" stdbuf -oL -eL bash -c '"$@"' "$name" "$@" 2>&1 | tee "$slog" | tee -a "$log_file"
-    rc=${PIPESTATUS[0]}
-    t1=$(date +%s%N)
-    secs=$(( (t1 - t0) / 1000000000 )).$(( (t1 - t0) / 100000000 % 10 ))
-    case $rc in
-        0) result=PASS ;;
-        255) if san_nothing "$slog" 2>/dev/null; then result=N/A; else result=FAIL; note="exit status $rc"; fi ;;
-        124|137) result=TIMEOUT; note="killed after ${limit}s" ;;
-        *) result=FAIL; note="exit status $rc" ;;
-    esac
-    if [ -n "${STEP_NOTE_CMD:-}" ]; then
-        note="$note${note:+; }$($STEP_NOTE_CMD "$slog")"
-    fi
-    if [ -n "${STEP_VERDICT_CMD:-}" ] && [ "$result" = PASS ] && ! $STEP_VERDICT_CMD "$slog"; then
-        result=FAIL
-    fi
-    if [ "$result" != PASS ] && [ -z "${STEP_NOTE_CMD:-}" ]; then
-        note="$note; $( (grep -m1 -iE 'panicked|error|fail' "$slog" || tail -1 "$slog") | cut -c1-100)"
-    fi
-    log "---- $name: $result in ${secs}s${note:+ ($note)}"
-    add_summary "$name" "$result" "$secs" "$note"
-}
+# shellcheck source=scripts/lib/steps.sh
+. "$top/scripts/lib/steps.sh"
+steps_init gpu-hardening "$OUT/steps" "$OUT/hardening.log"
+STEPS_BUDGET_S=${VKCUDA_GPU_HARDENING_BUDGET_S:-540}
+log() { steps_log "$@"; }
+steps_select "setup leaks faults threads tsan misuse vvl memcheck racecheck" "$@"
 
 rust_note() { # the test result line, and the figures the tests print
     local figures
@@ -136,6 +84,9 @@ san_errors() { # the sum of compute-sanitizer's ERROR SUMMARY lines; "none" when
 # leaves compute-sanitizer nothing to check: "terminated before first instrumented
 # API call", exit status 255. Reported as such, not as a pass.
 san_nothing() { grep -q 'terminated before first instrumented API call' "$1" && grep -q '^test result: ok' "$1"; }
+san_na() { # LOG RC: such a step is N/A, not FAIL
+    [ "$2" = 255 ] && san_nothing "$1"
+}
 san_note() {
     if san_nothing "$1"; then echo "no CUDA call in this executable: nothing for the sanitizer (N/A)"; return; fi
     echo "$(san_errors "$1") sanitizer errors ($(grep -cE '(ERROR|RACECHECK) SUMMARY' "$1") summary lines)"
@@ -152,8 +103,8 @@ run_test() { # NAME ARGS...: a bundled Rust test executable, one test at a time
     local exe
     exe=$(test_exe "$1") || return 1
     shift
-    echo "$exe --test-threads=1 $*"
-    "$exe" --test-threads=1 "$@"
+    echo "$exe --test-threads=1 --include-ignored $*"
+    "$exe" --test-threads=1 --include-ignored "$@"
 }
 
 # shellcheck source=scripts/gpu-vvl.sh
@@ -184,10 +135,12 @@ run_example() { # NAME ARGS...
 export -f test_exe run_test with_vvl sanitizer find_example run_example
 
 # ---------------------------------------------------------------------------------
-log "gpu-hardening.sh: steps: ${wanted[*]:-all}; log: $log_file"
-log "== setup: scripts/gpu-test.sh setup"
-if ! OUT="$OUT/gpu-test-setup" scripts/gpu-test.sh setup >> "$log_file" 2>&1; then
+log "gpu-hardening.sh: steps: ${STEPS_WANTED[*]:-all}; log: $STEPS_LOG"
+setup_note() { grep -m1 -E '^setup: |^GPU 0' "$1" | cut -c1-100; }
+step --always --timeout 200 --note setup_note setup env OUT="$OUT/gpu-test-setup" scripts/gpu-test.sh setup
+if [ "$STEP_RC" -ne 0 ]; then
     log "setup failed (see $OUT/gpu-test-setup/gpu.log): nothing can run"
+    steps_summary
     exit 1
 fi
 export VK_DRIVER_FILES
@@ -196,22 +149,22 @@ export LD_LIBRARY_PATH="$bundle${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 PATH=$PATH:/usr/local/cuda/bin
 log "VK_DRIVER_FILES=$VK_DRIVER_FILES; commit: $(sed -n 's/^commit: //p' "$bundle/MANIFEST")"
 
-STEP_NOTE_CMD=rust_note run_step leaks 300 \
+step --timeout 300 --note rust_note leaks \
     env VKCUDA_FAULT_CYCLES=10000 bash -c 'run_test faults --exact gpu_create_destroy_cycles_do_not_leak --nocapture'
-STEP_NOTE_CMD=rust_note run_step faults 150 run_test faults --skip gpu_create_destroy_cycles_do_not_leak --nocapture
+step --timeout 150 --note rust_note faults run_test faults --skip gpu_create_destroy_cycles_do_not_leak --nocapture
 # The watchdog reports where each thread is before the step's limit kills it.
-STEP_NOTE_CMD=rust_note run_step threads 240 env VKCUDA_THREAD_WATCHDOG_S=${VKCUDA_THREAD_WATCHDOG_S:-180} bash -c 'run_test threads --nocapture' 
+step --timeout 240 --note rust_note threads \
+    env VKCUDA_THREAD_WATCHDOG_S="${VKCUDA_THREAD_WATCHDOG_S:-180}" bash -c 'run_test threads --nocapture' 
 tsan_count() { grep -c 'WARNING: ThreadSanitizer' "$1" || true; }
 tsan_note() { echo "$(tsan_count "$1") ThreadSanitizer warnings; $(rust_note "$1")"; }
 tsan_verdict() { [ "$(tsan_count "$1")" -eq 0 ] && grep -q '^test result: ok' "$1"; }
 if [ -x "$bundle/tsan-threads" ]; then
-    STEP_NOTE_CMD=tsan_note STEP_VERDICT_CMD=tsan_verdict run_step tsan 280 \
-        env TSAN_OPTIONS="halt_on_error=0 report_signal_unsafe=0" bash -c '"$bundle/tsan-threads" --test-threads=1 --nocapture'
-elif is_wanted tsan; then
-    log "---- tsan: SKIP: no $bundle/tsan-threads (VKCUDA_BUNDLE_TSAN=1 scripts/gpu-bundle.sh)"
-    add_summary tsan SKIP 0 "not bundled (VKCUDA_BUNDLE_TSAN=1 scripts/gpu-bundle.sh)"
+    step --timeout 280 --note tsan_note --verdict tsan_verdict tsan \
+        env TSAN_OPTIONS="halt_on_error=0 report_signal_unsafe=0" bash -c '"$bundle/tsan-threads" --test-threads=1 --include-ignored --nocapture'
+else
+    step_skip tsan "not bundled: no $bundle/tsan-threads (VKCUDA_BUNDLE_TSAN=1 scripts/gpu-bundle.sh)"
 fi
-STEP_NOTE_CMD=rust_note run_step misuse 120 run_test misuse --nocapture
+step --timeout 120 --note rust_note misuse run_test misuse --nocapture
 
 for t in "$bundle"/tests/test-*; do
     name=$(basename "$t")
@@ -220,25 +173,26 @@ for t in "$bundle"/tests/test-*; do
     # the layer's library is not found there (the misuse matrix's fake-driver run
     # keeps it and covers the same paths).
     case $name in header|fake_cuda) continue ;; esac
-    STEP_NOTE_CMD=vvl_note STEP_VERDICT_CMD=vvl_verdict run_step "vvl:$name" 150 \
+    step --timeout 150 --note vvl_note --verdict vvl_verdict "vvl:$name" \
         env VKCUDA_THREAD_CYCLES=100 VKCUDA_FAULT_CYCLES=100 bash -c 'with_vvl run_test "$0" --skip gpu_device_memory_exhausted' "$name"
 done
 
-for name in gpu buffer image semaphore ipc faults threads misuse context; do
-    STEP_NOTE_CMD=san_note STEP_VERDICT_CMD=san_verdict run_step "memcheck:$name" 150 \
-        env VKCUDA_THREAD_CYCLES=50 VKCUDA_FAULT_CYCLES=50 bash -c 'sanitizer memcheck "$(test_exe "$0")" --test-threads=1 --skip gpu_device_memory_exhausted --skip gpu_cuda_context_destroyed_first --skip misuse_matrix_with_fake_driver' "$name"
+for name in gpu buffer image semaphore ipc faults threads misuse context graph handoff planar; do
+    step --timeout 150 --note san_note --verdict san_verdict --na-if san_na "memcheck:$name" \
+        env VKCUDA_THREAD_CYCLES=50 VKCUDA_FAULT_CYCLES=50 VKCUDA_PLANAR_FRAMES=100 bash -c 'sanitizer memcheck "$(test_exe "$0")" --test-threads=1 --include-ignored --skip gpu_device_memory_exhausted --skip gpu_cuda_context_destroyed_first --skip misuse_matrix_with_fake_driver' "$name"
 done
 # (The fake-driver matrix is skipped there: a stand-in libcuda cannot be instrumented.)
 # The caller destroying its CUDA context first is the misuse under test: the
 # driver's own report of it (API calls failing with CONTEXT_IS_DESTROYED /
 # INVALID_VALUE, the allocations alive in the context when it went "leaked") is
 # what the test provokes. Memory access errors are still checked.
-STEP_NOTE_CMD=san_note STEP_VERDICT_CMD=san_verdict run_step "memcheck:faults:context-destroyed" 120 \
-    bash -c '"$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)" --tool memcheck --report-api-errors no --leak-check no --error-exitcode 1 "$(test_exe faults)" --test-threads=1 --exact gpu_cuda_context_destroyed_first --nocapture' 
+step --timeout 120 --note san_note --verdict san_verdict --na-if san_na "memcheck:faults:context-destroyed" \
+    bash -c '"$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)" --tool memcheck --report-api-errors no --leak-check no --error-exitcode 1 "$(test_exe faults)" --test-threads=1 --include-ignored --exact gpu_cuda_context_destroyed_first --nocapture' 
 
-# Every example, under racecheck and memcheck: NAME|ARGS (the arguments are
-# shortened where the sanitizer makes the full run too long: image_formats without
-# its 16384x16384 cases, fewer frames).
+# Every GPU test program and example, under racecheck and memcheck: NAME|ARGS (the
+# arguments are shortened where the sanitizer makes the full run too long:
+# image_formats without its 16384x16384 cases, fewer frames). The executable is NAME,
+# except where example_exe says otherwise.
 examples=(
     "vkcuda_info|"
     "buffer_roundtrip|4 1M+1 --cycles 2"
@@ -247,18 +201,36 @@ examples=(
     "image_fractal|--out $OUT/fractal-sanitizer.png"
     "ipc_demo|--frames 50"
     "engine_postfx|--frames 30 --out $OUT/engine_postfx-sanitizer.png"
+    "example:five_minutes|"
+    "example:buffer_cuda_to_vulkan|"
+    "example:buffer_vulkan_to_cuda|"
+    "example:frame_timeline|"
+    "example:image_to_png|$OUT/image_to_png-sanitizer.png"
+    "example:cross_process|"
+    "example:engine_postfx|$OUT/engine_postfx-example-sanitizer.png"
+    "example:video_ycbcr|--size 1280x720 --out $OUT/video_ycbcr-sanitizer.png"
 )
+example_exe() { # NAME: the executable the step runs
+    case $1 in
+        engine_postfx) echo engine_postfx_test ;;
+        example:cross_process) echo cross_process_producer ;; # it starts the consumer
+        example:*) echo "${1#example:}" ;;
+        *) echo "$1" ;;
+    esac
+}
 any_example=0
-for e in "${examples[@]}"; do is_wanted "racecheck:${e%%|*}" && any_example=1; done
+for e in "${examples[@]}"; do steps_wanted "racecheck:${e%%|*}" && any_example=1; done
 if [ "$any_example" = 1 ]; then
-    if [ -z "$(find_example engine_postfx)" ] || [ -z "$(find_example ipc_producer)" ]; then
+    if [ -z "$(find_example engine_postfx_test)" ] || [ -z "$(find_example ipc_producer)" ] ||
+        [ -z "$(find_example cross_process_producer)" ]; then
         log "== building the examples: scripts/gpu-test.sh configure build"
-        OUT="$OUT/gpu-test-build" scripts/gpu-test.sh configure build >> "$log_file" 2>&1 ||
+        OUT="$OUT/gpu-test-build" scripts/gpu-test.sh configure build >> "$STEPS_LOG" 2>&1 ||
             log "the build step failed (see $OUT/gpu-test-build/gpu.log)"
     fi
     # The executables are found first: compute-sanitizer starts its target without
     # this shell's exported functions. ipc_demo.sh is a shell script starting a
-    # producer and a consumer process: --target-processes all instruments both.
+    # producer and a consumer process, cross_process_producer starts its consumer:
+    # --target-processes all instruments both.
     ipc_bin=$(dirname "$(find_example ipc_producer)")
     export ipc_bin
     for e in "${examples[@]}"; do
@@ -266,29 +238,16 @@ if [ "$any_example" = 1 ]; then
         for tool in racecheck memcheck; do
             if [ "$name" = ipc_demo ]; then
                 # shellcheck disable=SC2016
-                cmd='sanitizer "$0" c_examples/ipc_demo.sh --bin "$ipc_bin" $1'
+                cmd='sanitizer "$0" tests/gpu/ipc_demo.sh --bin "$ipc_bin" $1'
             else
                 # shellcheck disable=SC2016
                 cmd='sanitizer "$0" "$(find_example "$2")" $1'
             fi
-            STEP_NOTE_CMD=san_note STEP_VERDICT_CMD=san_verdict run_step "racecheck:$name:$tool" 150 \
-                bash -c "$cmd" "$tool" "$args" "$name"
+            step --timeout 150 --note san_note --verdict san_verdict --na-if san_na "racecheck:$name:$tool" \
+                bash -c "$cmd" "$tool" "$args" "$(example_exe "$name")"
         done
     done
 fi
 
 # ---------------------------------------------------------------------------------
-failed=0
-log ""
-log "==== summary ($(($(date +%s) - t_start)) s; full log: $log_file, per step: $OUT/steps/)"
-log "$(printf '| %-28s | %-7s | %7s | %s' step result seconds note)"
-log "|------------------------------|---------|---------|------"
-for i in "${!summary_names[@]}"; do
-    log "$(printf '| %-28s | %-7s | %7s | %s' "${summary_names[$i]}" "${summary_results[$i]}" "${summary_times[$i]}" "${summary_notes[$i]}")"
-    case ${summary_results[$i]} in FAIL|TIMEOUT) failed=$((failed + 1)) ;; esac
-done
-if [ $failed -gt 0 ]; then
-    log "gpu-hardening: FAIL: $failed step(s) failed; see the step logs in $OUT/steps/"
-    exit 1
-fi
-log "gpu-hardening: PASS: ${#summary_names[@]} step(s)"
+steps_summary

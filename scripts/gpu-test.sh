@@ -12,29 +12,37 @@
 #   ptx              scripts/gen-ptx.sh --check: kernels_ptx.h (and every other
 #                    header gen-ptx.sh made) is what this nvcc makes of its .cu
 #                    (nvcc version line excepted)
-#   configure, build CMake with -DVKCUDA_PREBUILT_LIBRARY=.dev/gpu/libvkcuda.so;
-#                    if CMake fails, the two GPU examples are built with gcc
-#                    directly so that they still run (configure stays FAIL)
-#   rust:NAME        each Rust test executable in .dev/gpu/tests, --test-threads=1
-#   vkcuda_info, buffer_roundtrip, frame_loop, image_formats, image_fractal (PNG to
-#                    $OUT/fractal.png), ipc_demo (two processes)    the examples
-#   engine_postfx    the C++ engine-style example (examples/cpp): 1000 frames, every
-#                    pixel checked; PNG to $OUT/engine_postfx.png
+#   configure, build CMake with -DVKCUDA_PREBUILT_LIBRARY=.dev/gpu/libvkcuda.so, the
+#                    examples and the GPU test programs (tests/gpu); if CMake fails,
+#                    buffer_roundtrip and frame_loop are built with gcc directly so
+#                    that they still run (configure stays FAIL)
+#   rust:NAME        each Rust test executable in .dev/gpu/tests, --test-threads=1 --include-ignored (the GPU tests are #[ignore]d without a GPU)
+#   vkcuda_info      the c_examples program (devices, pairing, standalone context)
+#   buffer_roundtrip, frame_loop, image_formats, image_fractal (PNG to
+#                    $OUT/fractal.png), ipc_demo (two processes)    the GPU test
+#                    programs of tests/gpu
+#   engine_postfx    tests/gpu/engine_postfx_test (the engine of examples/cpp): 1000
+#                    frames, every pixel checked; PNG to $OUT/engine_postfx.png
+#   example:NAME     each short example (c_examples, examples/cpp) as it ships:
+#                    five_minutes, buffer_cuda_to_vulkan, buffer_vulkan_to_cuda,
+#                    frame_timeline, image_to_png, cross_process, engine_postfx,
+#                    video_ycbcr (examples/video: PNG to $OUT/video_ycbcr.png)
 #   fresh-ptx        buffer_roundtrip and frame_loop once more with the PTX this
 #                    nvcc made (VKCUDA_EXAMPLES_PTX): same checks, same results
-#   vvl:NAME         each example under VK_LAYER_KHRONOS_validation; any line with
-#                    "VUID" or "Validation Error" fails the step
+#   vvl:NAME, vvl:example:NAME
+#                    each of the above under VK_LAYER_KHRONOS_validation; any line
+#                    with "VUID" or "Validation Error" fails the step
+#   calls            .dev/gpu/bench-calls --csv $OUT/calls.csv (bench/calls.rs): the
+#                    per-call CPU cost of each per-frame call against the raw calls
 #   bench            .dev/gpu/bench-interop --csv $OUT/bench.csv (bench/interop.rs);
 #                    only when named: `scripts/gpu-test.sh bench` (it takes minutes)
-#   planar, vvl:planar, memcheck:planar, video, vvl:video   multi-planar images (issue
-#                    18): tests/planar.rs with its GPU tests (--include-ignored), the
-#                    same under the validation layer and under compute-sanitizer
-#                    memcheck (100 frames in the handoff loop there), and the
-#                    examples/video example (PNG to $OUT/video_ycbcr.png)
 # Everything runs with VKCUDA_REQUIRE_GPU=1. Output goes to $OUT/gpu.log as it
-# comes (and per step to $OUT/steps/STEP.log); a summary table ends it. Exits 1 if
-# any step failed. New steps stop being started after $VKCUDA_GPU_TEST_BUDGET_S
-# seconds (default 450), so the whole run fits in about 8 minutes.
+# comes (and per step to $OUT/steps/STEP.log); a summary table ends it, the checks
+# skipped inside a step (ignored tests, "SKIPPED" lines) listed under it (the runner:
+# scripts/lib/steps.sh). Exits 1 if any step failed or timed out. New steps stop
+# being started after $VKCUDA_GPU_TEST_BUDGET_S seconds (default 450), so the whole
+# run fits in about 8 minutes. The examples' steps are at the end of this script,
+# one line each.
 #
 # To try the script itself elsewhere: VKCUDA_GPU_TEST_ROOT=DIR unpacks the loader
 # into DIR instead of /, VKCUDA_GPU_TEST_ICD=FILE uses that Vulkan ICD json.
@@ -42,88 +50,31 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
 OUT=${OUT:-$top/gpu-out}
-mkdir -p "$OUT/steps"
-log_file=$OUT/gpu.log
-: > "$log_file"
-budget_s=${VKCUDA_GPU_TEST_BUDGET_S:-450}
-t_start=$(date +%s)
 bundle=$top/.dev/gpu
 build=$top/build/gpu
 export top bundle build OUT
 export VKCUDA_REQUIRE_GPU=1
 export RUST_BACKTRACE=1
 
-log() { echo "$*" | tee -a "$log_file"; }
+# shellcheck source=scripts/lib/steps.sh
+. "$top/scripts/lib/steps.sh"
+steps_init gpu-test "$OUT/steps" "$OUT/gpu.log"
+STEPS_BUDGET_S=${VKCUDA_GPU_TEST_BUDGET_S:-450}
+log() { steps_log "$@"; }
 
-wanted=("$@")
-for w in "${wanted[@]}"; do
-    case ${w%%:*} in
-        setup|ptx|configure|build|build-by-hand|rust|vkcuda_info|buffer_roundtrip|frame_loop|image_formats|image_fractal|ipc_demo|engine_postfx|fresh-ptx|vvl|bench) ;;
-        planar|memcheck|video) ;; # multi-planar images (issue 18)
-        *) echo "gpu-test.sh: unknown step '$w' (see the comment at the top of $0)" >&2; exit 2 ;;
-    esac
-done
-is_wanted() {
-    local step=$1 w
-    [ ${#wanted[@]} -eq 0 ] && return 0
-    for w in "${wanted[@]}"; do
-        [ "$step" = "$w" ] && return 0
-        case $step in "$w":*) return 0 ;; esac
-    done
-    return 1
-}
-
-summary_names=() summary_results=() summary_times=() summary_notes=()
-add_summary() { summary_names+=("$1"); summary_results+=("$2"); summary_times+=("$3"); summary_notes+=("$4"); }
-
-# run_step NAME TIMEOUT_S COMMAND...: runs it with its output to the log, records
-# PASS / FAIL / TIMEOUT. The command's exit status is in $step_rc afterwards.
-step_rc=0
-run_step() {
-    local name=$1 limit=$2 left t0 t1 rc result note=""
-    shift 2
-    step_rc=1
-    if ! is_wanted "$name"; then return 0; fi
-    left=$((budget_s - ($(date +%s) - t_start)))
-    if [ "$left" -le 10 ]; then
-        log "---- $name: not started, the time budget of ${budget_s}s is spent"
-        add_summary "$name" SKIP 0 "time budget spent"
-        return 0
-    fi
-    [ "$limit" -gt "$left" ] && limit=$left
-    log ""
-    log "---- $name (limit ${limit}s): $*"
-    t0=$(date +%s%N)
-    # Shell functions run in a child bash (they are exported); timeout kills the
-    # whole process group; stdbuf makes every program in it line-buffered.
-    timeout -k 5 "$limit" stdbuf -oL -eL bash -c '"$@"' "$name" "$@" 2>&1 |
-        tee "$OUT/steps/${name//[:\/]/_}.log" | tee -a "$log_file"
-    rc=${PIPESTATUS[0]}
-    t1=$(date +%s%N)
-    secs=$(( (t1 - t0) / 1000000000 )).$(( (t1 - t0) / 100000000 % 10 ))
-    step_rc=$rc
-    case $rc in
-        0) result=PASS ;;
-        124|137) result=TIMEOUT; note="killed after ${limit}s" ;;
-        *) result=FAIL; note="exit status $rc" ;;
-    esac
-    if [ -n "${STEP_NOTE_CMD:-}" ]; then
-        note="$note${note:+; }$($STEP_NOTE_CMD "$OUT/steps/${name//[:\/]/_}.log" "$rc")"
-    elif [ "$rc" -ne 0 ]; then # say what went wrong: the first error line, else the last line
-        note="$note; $( (grep -m1 -iE 'error|fail|not found|missing' "$OUT/steps/${name//[:\/]/_}.log" ||
-            grep -v '^[[:space:]]*$' "$OUT/steps/${name//[:\/]/_}.log" | tail -1) | cut -c1-100)"
-    fi
-    if [ -n "${STEP_VERDICT_CMD:-}" ] && [ "$result" = PASS ] && ! $STEP_VERDICT_CMD "$OUT/steps/${name//[:\/]/_}.log"; then
-        result=FAIL
-    fi
-    log "---- $name: $result in ${secs}s${note:+ ($note)}"
-    add_summary "$name" "$result" "$secs" "$note"
-}
+# The examples, in the order they run (their steps are at the end of this file).
+examples="vkcuda_info buffer_roundtrip frame_loop image_formats image_fractal ipc_demo engine_postfx"
+steps_select "setup ptx configure build build-by-hand rust $examples example fresh-ptx calls vvl bench" "$@"
 
 last_line_note() { # the example's last PASS/FAIL/SKIP line, shortened
     grep -E '(PASS|FAIL|SKIP)' "$1" | tail -1 | cut -c1-110
 }
-setup_note() { echo "$(grep -m1 '^GPU 0' "$1" | cut -c1-60); kernel $(uname -r)"; }
+setup_note() { # the GPU and the kernel, or what went wrong
+    if [ "$2" -ne 0 ] && grep -q '^setup: ' "$1"; then grep -m1 '^setup: ' "$1" | cut -c1-100; return; fi
+    local gpu
+    gpu=$(grep -m1 '^GPU 0' "$1" | cut -c1-60)
+    echo "${gpu:-no GPU 0 in nvidia-smi -L}; kernel $(uname -r)"
+}
 rust_note() { grep -E '^test result:' "$1" | tail -1 | cut -c1-110; }
 vvl_count() { grep -cE 'VUID|Validation Error' "$1" || true; }
 vvl_note() { echo "$(vvl_count "$1") validation messages; $(last_line_note "$1")"; }
@@ -191,14 +142,15 @@ configure() {
         -DVKCUDA_PREBUILT_LIBRARY="$bundle/libvkcuda.so" \
         -DVulkan_INCLUDE_DIR="$bundle/include" \
         -DVulkan_LIBRARY=/usr/lib/x86_64-linux-gnu/libvulkan.so.1 \
-        -DVKCUDA_BUILD_EXAMPLES=ON ${VKCUDA_CMAKE_ARGS:-}
+        -DVKCUDA_STB_INCLUDE_DIR="$bundle/include/stb" \
+        -DVKCUDA_BUILD_EXAMPLES=ON -DVKCUDA_BUILD_TESTS=ON ${VKCUDA_CMAKE_ARGS:-}
 }
 
 build_cmake() {
     cmake --build "$build/cmake" -j "$(nproc)"
 }
 
-# Used only when CMake cannot build: the two GPU examples with the flags CMake uses.
+# Used only when CMake cannot build: two GPU test programs with the flags CMake uses.
 build_by_hand() {
     local d=$build/manual flags="-std=c99 -O2 -g -Wall -Wextra -Wpedantic -Werror"
     mkdir -p "$d"
@@ -207,9 +159,9 @@ build_by_hand() {
     soname=$(objdump -p "$bundle/libvkcuda.so" 2>/dev/null | awk '/SONAME/ { print $2 }')
     ln -sf "$bundle/libvkcuda.so" "$d/libvkcuda.so"
     [ -z "$soname" ] || ln -sf "$bundle/libvkcuda.so" "$d/$soname"
-    gcc $flags -D_POSIX_C_SOURCE=200809L -Iinclude -I"$bundle/include" c_examples/buffer_roundtrip.c \
+    gcc $flags -D_POSIX_C_SOURCE=200809L -Iinclude -Ic_examples -I"$bundle/include" tests/gpu/buffer_roundtrip.c \
         c_examples/cuda_driver.c c_examples/vk_loader.c -L"$d" -lvkcuda -ldl -Wl,-rpath,"$d" -o "$d/buffer_roundtrip" &&
-    gcc $flags -D_POSIX_C_SOURCE=200809L -Iinclude -I"$bundle/include" c_examples/frame_loop.c \
+    gcc $flags -D_POSIX_C_SOURCE=200809L -Iinclude -Ic_examples -I"$bundle/include" tests/gpu/frame_loop.c \
         c_examples/cuda_driver.c c_examples/vk_loader.c -L"$d" -lvkcuda -ldl -lpthread -Wl,-rpath,"$d" -o "$d/frame_loop"
 }
 
@@ -239,14 +191,24 @@ fresh_ptx() { # the examples with the PTX this nvcc made of kernels.cu
 
 export -f setup ptx_check find_example configure build_cmake build_by_hand run_example with_vvl fresh_ptx
 
-# ---------------------------------------------------------------------------------
-log "gpu-test.sh: steps: ${wanted[*]:-all}; log: $log_file"
+# The short examples (c_examples/, examples/cpp/): STEP|EXECUTABLE [ARGS] (no spaces in
+# the arguments); each is run as is and under the validation layer.
+short_examples=(
+    "five_minutes|five_minutes"
+    "buffer_cuda_to_vulkan|buffer_cuda_to_vulkan"
+    "buffer_vulkan_to_cuda|buffer_vulkan_to_cuda"
+    "frame_timeline|frame_timeline"
+    "image_to_png|image_to_png $OUT/image_to_png.png"
+    "cross_process|cross_process_producer"
+    "engine_postfx|engine_postfx $OUT/engine_postfx-example.png"
+    "video_ycbcr|video_ycbcr --out $OUT/video_ycbcr.png" # examples/video: NV12 + YCbCr sampling
+)
 
-wanted_saved=("${wanted[@]}")
-wanted=() # setup always runs
-STEP_NOTE_CMD=setup_note run_step setup 180 setup
-wanted=("${wanted_saved[@]}")
-if [ "$step_rc" -ne 0 ]; then
+# ---------------------------------------------------------------------------------
+log "gpu-test.sh: steps: ${STEPS_WANTED[*]:-all}; log: $STEPS_LOG"
+
+step --always --timeout 180 --note setup_note setup setup # always runs
+if [ "$STEP_RC" -ne 0 ]; then
     log "setup failed: nothing else can run"
 else
     export VK_DRIVER_FILES
@@ -255,92 +217,72 @@ else
     PATH=$PATH:/usr/local/cuda/bin
 
     rm -f "$OUT/kernels.fresh.ptx"
-    run_step ptx 90 ptx_check
+    step --timeout 90 ptx ptx_check
 
+    # The examples are built when any step but ptx, rust:*, bench is selected.
     need_build=0
-    for s in configure build vkcuda_info buffer_roundtrip frame_loop image_formats image_fractal ipc_demo engine_postfx fresh-ptx vvl:vkcuda_info vvl:buffer_roundtrip vvl:frame_loop vvl:image_formats video vvl:video; do
-        is_wanted "$s" && need_build=1
+    [ ${#STEPS_WANTED[@]} -eq 0 ] && need_build=1
+    for w in "${STEPS_WANTED[@]}"; do
+        case ${w%%:*} in setup|ptx|rust|bench|calls) ;; *) need_build=1 ;; esac
     done
     if [ $need_build = 1 ]; then
-        saved=("${wanted[@]}")
-        wanted=()
         rm -rf "$build/manual"
-        run_step configure 120 configure
-        if [ "$step_rc" -eq 0 ]; then run_step build 240 build_cmake; fi
-        if [ "$step_rc" -ne 0 ]; then run_step build-by-hand 120 build_by_hand; fi
-        wanted=("${saved[@]}")
+        step --always --timeout 120 configure configure
+        if [ "$STEP_RC" -eq 0 ]; then step --always --timeout 240 build build_cmake; fi
+        if [ "$STEP_RC" -ne 0 ]; then step --always --timeout 120 build-by-hand build_by_hand; fi
     fi
 
     for t in "$bundle"/tests/*; do
-        STEP_NOTE_CMD=rust_note run_step "rust:$(basename "$t")" 150 "$t" --test-threads=1
+        step --timeout 150 --note rust_note "rust:$(basename "$t")" "$t" --test-threads=1 --include-ignored --nocapture
     done
 
-    STEP_NOTE_CMD=last_line_note run_step vkcuda_info 60 run_example vkcuda_info
-    STEP_NOTE_CMD=last_line_note run_step buffer_roundtrip 200 run_example buffer_roundtrip
-    STEP_NOTE_CMD=last_line_note run_step frame_loop 180 run_example frame_loop
-    STEP_NOTE_CMD=last_line_note run_step image_formats 180 run_example image_formats
-    STEP_NOTE_CMD=last_line_note run_step image_fractal 120 run_example image_fractal --out "$OUT/fractal.png"
-    STEP_NOTE_CMD=last_line_note run_step ipc_demo 180 c_examples/ipc_demo.sh --bin "$build/cmake/c_examples"
-    STEP_NOTE_CMD=last_line_note run_step engine_postfx 180 run_example engine_postfx --out "$OUT/engine_postfx.png"
+    # ex NAME TIMEOUT_S COMMAND...: an example as step NAME (a new NAME goes into
+    # $examples above too); vvl NAME TIMEOUT_S COMMAND...: step vvl:NAME, the same
+    # under the validation layer, where any "VUID" or "Validation Error" line fails.
+    ex() { local name=$1 limit=$2; shift 2; step --timeout "$limit" --note last_line_note "$name" "$@"; }
+    vvl() {
+        local name=$1 limit=$2
+        shift 2
+        step --timeout "$limit" --note vvl_note --verdict vvl_verdict "vvl:$name" with_vvl "$@"
+    }
+
+    ex vkcuda_info       60 run_example vkcuda_info
+    ex buffer_roundtrip 200 run_example buffer_roundtrip
+    ex frame_loop       180 run_example frame_loop
+    ex image_formats    180 run_example image_formats
+    ex image_fractal    120 run_example image_fractal --out "$OUT/fractal.png"
+    ex ipc_demo         180 tests/gpu/ipc_demo.sh --bin "$build/cmake/tests/gpu"
+    ex engine_postfx    180 run_example engine_postfx_test --out "$OUT/engine_postfx.png"
+    # The short examples, as a user runs them (each ends with "NAME: PASS").
+    for e in "${short_examples[@]}"; do
+        # shellcheck disable=SC2086 # the arguments are split on purpose
+        ex "example:${e%%|*}" 120 run_example ${e#*|}
+    done
 
     if [ -s "$OUT/kernels.fresh.ptx" ]; then
-        STEP_NOTE_CMD=last_line_note run_step fresh-ptx 120 fresh_ptx
-    elif is_wanted fresh-ptx; then
-        add_summary fresh-ptx SKIP 0 "no fresh PTX (the ptx step did not produce one)"
+        ex fresh-ptx 120 fresh_ptx
+    else
+        step_skip fresh-ptx "no fresh PTX (the ptx step did not produce one)"
     fi
 
-    if [ ${#wanted[@]} -gt 0 ] && is_wanted bench; then
-        STEP_NOTE_CMD=last_line_note run_step bench 500 "$bundle/bench-interop" --csv "$OUT/bench.csv"
+    if [ ${#STEPS_WANTED[@]} -gt 0 ] && steps_wanted bench; then # only when named
+        ex bench 500 "$bundle/bench-interop" --csv "$OUT/bench.csv"
     fi
+    # The per-call CPU cost (bench/calls.rs): under a minute, so always.
+    ex calls 120 "$bundle/bench-calls" --csv "$OUT/calls.csv"
 
-    STEP_NOTE_CMD=vvl_note STEP_VERDICT_CMD=vvl_verdict run_step vvl:vkcuda_info 60 with_vvl run_example vkcuda_info
-    STEP_NOTE_CMD=vvl_note STEP_VERDICT_CMD=vvl_verdict run_step vvl:buffer_roundtrip 150 \
-        with_vvl run_example buffer_roundtrip 4 1M+1 64M --cycles 50
-    STEP_NOTE_CMD=vvl_note STEP_VERDICT_CMD=vvl_verdict run_step vvl:image_formats 150 \
-        with_vvl run_example image_formats
-    STEP_NOTE_CMD=vvl_note STEP_VERDICT_CMD=vvl_verdict run_step vvl:frame_loop 150 \
-        with_vvl run_example frame_loop --frames 1000 --latency-rounds 20
-    STEP_NOTE_CMD=vvl_note STEP_VERDICT_CMD=vvl_verdict run_step vvl:image_fractal 120 \
-        with_vvl run_example image_fractal --out "$OUT/fractal-vvl.png"
-    STEP_NOTE_CMD=vvl_note STEP_VERDICT_CMD=vvl_verdict run_step vvl:ipc_demo 180 \
-        with_vvl c_examples/ipc_demo.sh --bin "$build/cmake/c_examples"
-    STEP_NOTE_CMD=vvl_note STEP_VERDICT_CMD=vvl_verdict run_step vvl:engine_postfx 180 \
-        with_vvl run_example engine_postfx --frames 300 --out "$OUT/engine_postfx-vvl.png"
-
-    # --- multi-planar images (issue 18): the GPU tests of tests/planar.rs, plain, under
-    # the validation layer (synchronization validation) and under compute-sanitizer
-    # memcheck; the NV12 YCbCr sampling example, plain and under the layer.
-    planar_run() { "$bundle/tests/test-planar" --test-threads=1 --include-ignored --nocapture "$@"; }
-    planar_memcheck() {
-        local cs
-        cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
-        [ -n "$cs" ] || { echo "compute-sanitizer not found"; return 1; }
-        VKCUDA_PLANAR_FRAMES=100 "$cs" --tool memcheck --leak-check full --error-exitcode 1 \
-            "$bundle/tests/test-planar" --test-threads=1 --include-ignored --nocapture
-    }
-    planar_note() { echo "$(grep -cE '^PASS' "$1") PASS lines; $(grep -E '^test result:' "$1" | tail -1 | cut -c1-70)"; }
-    san_verdict() { grep -q 'ERROR SUMMARY: 0 errors' "$1" && ! grep -E 'ERROR SUMMARY: [1-9]' "$1"; }
-    export -f planar_run planar_memcheck
-    STEP_NOTE_CMD=planar_note run_step planar 300 planar_run
-    STEP_NOTE_CMD=vvl_note STEP_VERDICT_CMD=vvl_verdict run_step vvl:planar 300 with_vvl planar_run
-    STEP_NOTE_CMD=planar_note STEP_VERDICT_CMD=san_verdict run_step memcheck:planar 400 planar_memcheck
-    STEP_NOTE_CMD=last_line_note run_step video 120 run_example video_ycbcr --out "$OUT/video_ycbcr.png"
-    STEP_NOTE_CMD=vvl_note STEP_VERDICT_CMD=vvl_verdict run_step vvl:video 120 \
-        with_vvl run_example video_ycbcr --out "$OUT/video_ycbcr-vvl.png"
+    vvl vkcuda_info       60 run_example vkcuda_info
+    vvl buffer_roundtrip 150 run_example buffer_roundtrip 4 1M+1 64M --cycles 50
+    vvl image_formats    150 run_example image_formats
+    vvl frame_loop       150 run_example frame_loop --frames 1000 --latency-rounds 20
+    vvl image_fractal    120 run_example image_fractal --out "$OUT/fractal-vvl.png"
+    vvl ipc_demo         180 tests/gpu/ipc_demo.sh --bin "$build/cmake/tests/gpu"
+    vvl engine_postfx    180 run_example engine_postfx_test --frames 300 --out "$OUT/engine_postfx-vvl.png"
+    for e in "${short_examples[@]}"; do
+        # shellcheck disable=SC2086
+        vvl "example:${e%%|*}" 120 run_example ${e#*|}
+    done
 fi
 
 # ---------------------------------------------------------------------------------
-failed=0
-log ""
-log "==== summary ($(($(date +%s) - t_start)) s; full log: $log_file, per step: $OUT/steps/)"
-log "$(printf '| %-24s | %-7s | %7s | %s' step result seconds note)"
-log "|--------------------------|---------|---------|------"
-for i in "${!summary_names[@]}"; do
-    log "$(printf '| %-24s | %-7s | %7s | %s' "${summary_names[$i]}" "${summary_results[$i]}" "${summary_times[$i]}" "${summary_notes[$i]}")"
-    case ${summary_results[$i]} in FAIL|TIMEOUT) failed=$((failed + 1)) ;; esac
-done
-if [ $failed -gt 0 ]; then
-    log "gpu-test: FAIL: $failed step(s) failed; see the step logs above or in $OUT/steps/"
-    exit 1
-fi
-log "gpu-test: PASS: ${#summary_names[@]} step(s)"
+steps_summary

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing vkcuda needs on Debian 12 / Ubuntu, only what
-# is missing, without questions: the Vulkan loader, headers and Mesa's CPU driver
-# (lavapipe), CMake, pkg-config, GCC, Clang, valgrind, glslang, Doxygen.
+# is missing, without questions: the Vulkan loader, headers, Mesa's CPU driver
+# (lavapipe) and the Khronos validation layer, CMake, pkg-config, GCC, Clang,
+# valgrind, glslang, Doxygen, stb (stb_image_write.h, for the examples' PNG output).
 # `apt-get update` runs only when a package is missing. With rustup, adds the clippy
 # and rustfmt components when they are missing.
 #
@@ -29,8 +30,8 @@ packages=(
   libvulkan1          # the Vulkan loader the library dlopens
   libvulkan-dev       # Vulkan headers (vkcuda.h includes them), vulkan.pc, VulkanHeaders CMake package
   vulkan-tools        # vulkaninfo
+  vulkan-validationlayers # VK_LAYER_KHRONOS_validation (scripts/test.sh's vvl step, tests/cpp/run.sh)
   glslang-tools       # glslangValidator, for the examples' shaders
-  libstb-dev          # stb_image_write.h: the PNGs of examples/video
   cmake
   make
   pkg-config
@@ -41,6 +42,7 @@ packages=(
   libc6-dev
   binutils            # readelf, for the soname check
   valgrind
+  libstb-dev          # stb_image_write.h (/usr/include/stb): PNG output of the examples
   ca-certificates     # cargo downloads crates over HTTPS
 )
 # The names without comments.

@@ -289,7 +289,7 @@ impl Buffer {
             }
         }
         if layout.allocator == Allocator::Vulkan {
-            memory::check_importable(&ctx.vk, handle)?;
+            memory::check_importable(&ctx.vk, handle, layout.allocation_size)?;
         }
         let raw = handle.as_raw_fd();
         let bm = memory::import_buffer(

@@ -93,13 +93,47 @@ pub fn known_size(fd: &OwnedFd) -> Option<u64> {
     if unsafe { libc::fstat(raw, &mut st) } == 0 && st.st_size > 0 {
         return Some(st.st_size as u64);
     }
-    // dma-bufs report their size through lseek.
+    // dma-bufs report their size through lseek; the offset is shared with every
+    // duplicate of the descriptor (the caller's too), so it is put back.
+    let _offset = OffsetGuard::new(raw);
     let end = unsafe { libc::lseek(raw, 0, libc::SEEK_END) };
-    if end > 0 {
-        unsafe { libc::lseek(raw, 0, libc::SEEK_SET) };
-        return Some(end as u64);
+    (end > 0).then_some(end as u64)
+}
+
+/// Puts a descriptor's file offset back where it was when dropped. Duplicates of a
+/// descriptor share its open file description, offset included, so a driver that
+/// reads through the duplicate the library gave it (lavapipe reads a memfd's header)
+/// moves the caller's offset too; a caller whose import failed gets its fd back
+/// untouched. Descriptors without an offset (NVIDIA's opaque fds, sockets) are left
+/// alone.
+pub struct OffsetGuard {
+    fd: RawFd,
+    offset: Option<libc::off_t>,
+}
+
+impl OffsetGuard {
+    pub fn new(fd: RawFd) -> OffsetGuard {
+        // SAFETY: lseek on a descriptor number; a bad or unseekable one gives -1.
+        let at = unsafe { libc::lseek(fd, 0, libc::SEEK_CUR) };
+        OffsetGuard {
+            fd,
+            offset: (at >= 0).then_some(at),
+        }
     }
-    None
+
+    /// The descriptor is no longer the caller's (the import took it): nothing to restore.
+    pub fn disarm(mut self) {
+        self.offset = None;
+    }
+}
+
+impl Drop for OffsetGuard {
+    fn drop(&mut self) {
+        if let Some(at) = self.offset {
+            // SAFETY: as in `new`; the descriptor is still open (its owner holds it).
+            unsafe { libc::lseek(self.fd, at, libc::SEEK_SET) };
+        }
+    }
 }
 
 /// The number of open descriptors of this process (for leak tests).

@@ -563,7 +563,7 @@ impl Image {
                     )));
                 }
             }
-            memory::check_importable(&ctx.vk, h)?;
+            memory::check_importable(&ctx.vk, h, size)?;
         }
         let dups = handles
             .iter()

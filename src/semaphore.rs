@@ -9,10 +9,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use ash::vk;
-use cudarc::driver::sys::CUstream;
+use cudarc::driver::sys::{CUgraph, CUgraphExec, CUgraphNode, CUstream};
 
 use crate::context::Context;
 use crate::cuda::external::ExternalSemaphore;
+pub use crate::cuda::external::GraphOp;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fd;
 use crate::vulkan::semaphore as vksem;
@@ -93,6 +94,15 @@ impl Book {
 
     /// Checks a signal of `value` against the contract and records it.
     pub fn signal(&mut self, value: u64, current: u64, max_difference: u64) -> Result<()> {
+        self.check_signal(value, current, max_difference)?;
+        self.record_signal(value);
+        Ok(())
+    }
+
+    /// Checks a signal of `value` against the contract, changing nothing (the
+    /// caller records it with [`record_signal`](Self::record_signal) once the
+    /// driver took the signal).
+    pub fn check_signal(&self, value: u64, current: u64, max_difference: u64) -> Result<()> {
         if value <= self.last_signal {
             return Err(Error::invalid(format!(
                 "signal value {value} is not greater than {}, the last value signalled through the library: \
@@ -117,12 +127,18 @@ impl Book {
                 "signal value {value} was handed out by vkcuda_semaphore_next_stage and already signalled"
             )));
         }
-        self.outstanding.retain(|&v| v != value);
+        Ok(())
+    }
+
+    /// Records a signal [`check_signal`](Self::check_signal) accepted.
+    pub fn record_signal(&mut self, value: u64) {
+        if let Some(i) = self.outstanding.iter().position(|&v| v == value) {
+            self.outstanding.swap_remove(i);
+        }
         self.last_signal = value;
         if value > self.reserved {
             self.reserved = value;
         }
-        Ok(())
     }
 
     /// Binary: records a signal; one may be pending at a time.
@@ -290,10 +306,11 @@ impl Semaphore {
             Kind::Timeline => {
                 let current = self.value()?;
                 let mut book = self.book();
-                let saved = book.clone();
-                book.signal(value, current, self.max_difference())?;
-                // Not enqueued: forget it so the caller can retry with the same value.
-                cuda.signal(value, stream).inspect_err(|_| *book = saved)
+                book.check_signal(value, current, self.max_difference())?;
+                // Recorded only once enqueued: a refused call can be retried with the value.
+                cuda.signal(value, stream)?;
+                book.record_signal(value);
+                Ok(())
             }
             Kind::Binary => {
                 if value != 0 {
@@ -328,6 +345,58 @@ impl Semaphore {
         }
     }
 
+    /// Adds a wait or signal node of `value` to a CUDA graph, after `dependencies`.
+    /// Timeline semaphores only. A signal node's value is checked and recorded as
+    /// a signal now (it is what the graph's first launch signals): the same contract
+    /// as [`cuda_signal`](Self::cuda_signal).
+    pub fn cuda_graph_add(
+        &self,
+        op: GraphOp,
+        graph: CUgraph,
+        dependencies: &[CUgraphNode],
+        value: u64,
+    ) -> Result<CUgraphNode> {
+        self.timeline_only("a CUDA graph node")?;
+        let cuda = self.cuda()?;
+        match op {
+            GraphOp::Wait => cuda.graph_add(op, graph, dependencies, value),
+            GraphOp::Signal => {
+                let current = self.value()?;
+                let mut book = self.book();
+                book.check_signal(value, current, self.max_difference())?;
+                let node = cuda.graph_add(op, graph, dependencies, value)?;
+                book.record_signal(value);
+                Ok(node)
+            }
+        }
+    }
+
+    /// Sets the value a wait or signal node of this semaphore has in the next
+    /// launches of an instantiated graph. A signal value is checked and recorded as a
+    /// signal now, as for [`cuda_signal`](Self::cuda_signal): set it once per launch.
+    pub fn cuda_graph_exec_set(
+        &self,
+        op: GraphOp,
+        exec: CUgraphExec,
+        node: CUgraphNode,
+        value: u64,
+    ) -> Result<()> {
+        self.timeline_only("a CUDA graph node")?;
+        let cuda = self.cuda()?;
+        cuda.check_graph_node(op, node)?;
+        match op {
+            GraphOp::Wait => cuda.graph_exec_set(op, exec, node, value),
+            GraphOp::Signal => {
+                let current = self.value()?;
+                let mut book = self.book();
+                book.check_signal(value, current, self.max_difference())?;
+                cuda.graph_exec_set(op, exec, node, value)?;
+                book.record_signal(value);
+                Ok(())
+            }
+        }
+    }
+
     /// Binary: tells the library the engine put the semaphore in a submit's signal list.
     pub fn note_vulkan_signal(&self) -> Result<()> {
         if self.kind != Kind::Binary {
@@ -353,9 +422,10 @@ impl Semaphore {
         self.timeline_only("a host signal")?;
         let current = self.value()?;
         let mut book = self.book();
-        let saved = book.clone();
-        book.signal(value, current, self.max_difference())?;
-        vksem::host_signal(&self.ctx.vk, self.sem, value).inspect_err(|_| *book = saved)
+        book.check_signal(value, current, self.max_difference())?;
+        vksem::host_signal(&self.ctx.vk, self.sem, value)?;
+        book.record_signal(value);
+        Ok(())
     }
 
     /// Hands out the next stage of the chain (see [`Book::next_stage`]).

@@ -274,12 +274,7 @@ fn engine_device_without_the_extensions() {
     let info = e.create_info(VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT);
     let mut ctx = ptr::null_mut();
     ok(unsafe { vkcuda_context_create(&info, &mut ctx) });
-    let bi = vkcuda_buffer_create_info {
-        flags: 0,
-        allocator: vkcuda_allocator_raw(0),
-        size: 4096,
-        usage: 0,
-    };
+    let bi = buffer_create_info(4096, 0);
     let mut b = 1usize as *mut vkcuda_buffer;
     let msg = fails(
         unsafe { vkcuda_buffer_create(ctx, &bi, &mut b) },

@@ -7,52 +7,33 @@
 mod common;
 use common::*;
 
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::Path;
 use std::ptr;
 
-fn build_fake(name: &str, extra: &[&str]) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fake_cuda/libcuda.c");
-    let status = Command::new("cc")
-        .args([
-            "-shared", "-fPIC", "-O1", "-Wall", "-Wextra", "-Werror", "-o",
-        ])
-        .arg(dir.join("libcuda.so"))
-        .arg(&src)
-        .args(extra)
-        .status()
-        .expect("a C compiler (cc) to build the fake libcuda");
-    assert!(status.success());
-    dir
+/// Set in the child processes: the `child_*` tests do nothing without it (run with
+/// `--include-ignored`, they would otherwise test whatever driver this machine has).
+const CHILD_ENV: &str = "VKCUDA_FAKE_CUDA_CHILD";
+
+/// Whether this process is a child of one of the tests; prints why not.
+fn in_child(case: &str) -> bool {
+    let child = std::env::var_os(CHILD_ENV).is_some();
+    if !child {
+        println!("{case}: not started by its parent test (no {CHILD_ENV}): nothing to do");
+    }
+    child
 }
 
-fn run_child(case: &str, lib_dir: &PathBuf, env: &[(&str, &str)]) {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            case,
-            "--nocapture",
-            "--test-threads=1",
-        ])
+/// Runs the ignored test `case` in a child process that loads the fake driver of
+/// `lib_dir` (and no other library from LD_LIBRARY_PATH).
+fn run_child(case: &str, lib_dir: &Path, env: &[(&str, &str)]) {
+    let out = this_test(case, true)
+        .env(CHILD_ENV, "1")
         .env("LD_LIBRARY_PATH", lib_dir)
         .envs(env.iter().copied())
         .env_remove(vkcuda::cuda::DISABLE_ENV)
         .output()
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    println!("{text}");
-    assert!(out.status.success(), "child {case} failed");
-    assert!(
-        text.contains("1 passed"),
-        "child {case} ran its test: {text}"
-    );
+    child_passed(case, &out);
 }
 
 #[test]
@@ -61,7 +42,7 @@ fn fake_driver_device_mismatch() {
         "child_device_mismatch",
         // One directory per test: tests run in parallel and must not rebuild a
         // library another test's child is loading.
-        &build_fake("fake-cuda-mismatch", &[]),
+        &fake_cuda_driver("fake-cuda-mismatch", &[]),
         &[],
     );
 }
@@ -70,7 +51,7 @@ fn fake_driver_device_mismatch() {
 fn fake_driver_too_old() {
     run_child(
         "child_driver_too_old",
-        &build_fake("fake-cuda-old", &["-DOMIT_MEM_CREATE"]),
+        &fake_cuda_driver("fake-cuda-old", &["-DOMIT_MEM_CREATE"]),
         &[],
     );
 }
@@ -79,20 +60,17 @@ fn fake_driver_too_old() {
 fn fake_driver_init_fails() {
     run_child(
         "child_init_fails",
-        &build_fake("fake-cuda-init-fails", &[]),
+        &fake_cuda_driver("fake-cuda-init-fails", &[]),
         &[("FAKE_CUDA_INIT_FAILS", "1")],
     );
-}
-
-fn live_contexts() -> i64 {
-    let mut l: vkcuda_live_objects = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_live_objects_get(&mut l) });
-    l.contexts
 }
 
 #[test]
 #[ignore = "runs in a child process of fake_driver_device_mismatch"]
 fn child_device_mismatch() {
+    if !in_child("child_device_mismatch") {
+        return;
+    }
     let mut v = 0;
     ok(unsafe { vkcuda_cuda_driver_get_version(&mut v) });
     assert_eq!(v, 12080, "the fake driver is the one loaded");
@@ -136,19 +114,30 @@ fn child_device_mismatch() {
         "names the Vulkan UUID {vk_uuid}: {msg}"
     );
     assert!(ctx.is_null());
-    assert_eq!(live_contexts(), 0, "nothing left behind");
+    assert_eq!(live_objects().contexts, 0, "nothing left behind");
     drop(e);
     assert_eq!(fd_count(), fds, "no fd left behind");
+}
+
+/// In a child: the library's message for a driver it cannot use (asking for the
+/// driver's version fails with CUDA_UNAVAILABLE). None when not in a child.
+fn driver_refused(case: &str) -> Option<String> {
+    if !in_child(case) {
+        return None;
+    }
+    let mut v = 0;
+    Some(fails(
+        unsafe { vkcuda_cuda_driver_get_version(&mut v) },
+        VKCUDA_ERROR_CUDA_UNAVAILABLE,
+    ))
 }
 
 #[test]
 #[ignore = "runs in a child process of fake_driver_too_old"]
 fn child_driver_too_old() {
-    let mut v = 0;
-    let msg = fails(
-        unsafe { vkcuda_cuda_driver_get_version(&mut v) },
-        VKCUDA_ERROR_CUDA_UNAVAILABLE,
-    );
+    let Some(msg) = driver_refused("child_driver_too_old") else {
+        return;
+    };
     assert!(
         msg.contains("too old") && msg.contains("cuMemCreate"),
         "{msg}"
@@ -166,11 +155,9 @@ fn child_driver_too_old() {
 #[test]
 #[ignore = "runs in a child process of fake_driver_init_fails"]
 fn child_init_fails() {
-    let mut v = 0;
-    let msg = fails(
-        unsafe { vkcuda_cuda_driver_get_version(&mut v) },
-        VKCUDA_ERROR_CUDA_UNAVAILABLE,
-    );
+    let Some(msg) = driver_refused("child_init_fails") else {
+        return;
+    };
     assert!(
         msg.contains("cuInit") && msg.contains("CUDA_ERROR_NO_DEVICE"),
         "{msg}"

@@ -15,30 +15,8 @@ mod common;
 use common::*;
 
 use std::ptr;
-use std::sync::{Mutex, MutexGuard};
 
 use ash::vk;
-
-/// One at a time: the address-space limit, fds and live objects are per process.
-fn serial() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn live() -> [i64; 8] {
-    let mut l: vkcuda_live_objects = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_live_objects_get(&mut l) });
-    [
-        l.contexts,
-        l.vk_buffers,
-        l.vk_memories,
-        l.vk_images,
-        l.vk_semaphores,
-        l.cuda_allocations,
-        l.cuda_external_memories,
-        l.cuda_external_semaphores,
-    ]
-}
 
 fn limits(ctx: *const vkcuda_context) -> (u64, u64) {
     let v = Vk::new(ctx);
@@ -62,30 +40,16 @@ fn try_buffer(
     size: u64,
     allocator: i32,
 ) -> (vkcuda_result, *mut vkcuda_buffer) {
-    let info = vkcuda_buffer_create_info {
-        flags: 0,
-        allocator: vkcuda_allocator_raw(allocator),
-        size,
-        usage: 0,
-    };
     let mut b = 0x5A5A as *mut vkcuda_buffer;
-    let r = unsafe { vkcuda_buffer_create(ctx, &info, &mut b) };
+    let r = unsafe { vkcuda_buffer_create(ctx, &buffer_create_info(size, allocator), &mut b) };
     (r, b)
 }
 
 fn try_image(ctx: *const vkcuda_context, w: u32) -> (vkcuda_result, *mut vkcuda_image) {
     let info = vkcuda_image_create_info {
-        flags: 0,
-        image_type: vkcuda_image_type_raw(0),
-        format: vk::Format::R32G32B32A32_SFLOAT.as_raw(),
-        extent: vk::Extent3D {
-            width: w,
-            height: w,
-            depth: 1,
-        },
         mip_levels: 1,
         array_layers: 1,
-        usage: 0,
+        ..image_desc(0, vk::Format::R32G32B32A32_SFLOAT, w, w, 1)
     };
     let mut im = 0x5A5A as *mut vkcuda_image;
     let r = unsafe { vkcuda_image_create(ctx, &info, &mut im) };
@@ -154,7 +118,7 @@ fn driver_out_of_memory_during_creation() {
         return;
     }
     let (max, heap) = limits(ctx);
-    let (fds, objects) = (fd_count(), live());
+    let (fds, objects) = (fd_count(), live_counts());
     let big = max.min(heap);
     let outcomes = with_address_space_limit(256 << 20, || {
         let mut seen = Vec::new();
@@ -204,7 +168,7 @@ fn driver_out_of_memory_during_creation() {
         "no allocation failed: the fault was not injected ({outcomes:?})"
     );
     assert_eq!(
-        (fd_count(), live()),
+        (fd_count(), live_counts()),
         (fds, objects),
         "a failed creation left something behind"
     );
@@ -220,7 +184,7 @@ fn sizes_at_the_device_limits() {
     let _g = serial();
     let ctx = vulkan_only_context();
     let (max, heap) = limits(ctx);
-    let (fds, objects) = (fd_count(), live());
+    let (fds, objects) = (fd_count(), live_counts());
     for size in [max + 1, heap + 1, heap.saturating_mul(2), i64::MAX as u64] {
         let (r, b) = try_buffer(ctx, size, 0);
         let msg = fails(r, VKCUDA_ERROR_INVALID_ARGUMENT);
@@ -245,7 +209,7 @@ fn sizes_at_the_device_limits() {
             VKCUDA_ERROR_OUT_OF_MEMORY | VKCUDA_ERROR_VULKAN
         ));
     }
-    assert_eq!((fd_count(), live()), (fds, objects));
+    assert_eq!((fd_count(), live_counts()), (fds, objects));
     still_usable(ctx);
     unsafe { vkcuda_context_destroy(ctx) };
 }
@@ -255,7 +219,7 @@ fn sizes_at_the_device_limits() {
 #[test]
 fn context_destroyed_before_its_objects() {
     let _g = serial();
-    let (fds, objects) = (fd_count(), live());
+    let (fds, objects) = (fd_count(), live_counts());
     let ctx = vulkan_only_context();
     let other = vulkan_only_context();
     let b = create_buffer(ctx, 65536, 0);
@@ -264,7 +228,7 @@ fn context_destroyed_before_its_objects() {
     let info = buffer_info(b);
     unsafe { vkcuda_context_destroy(ctx) };
     assert_eq!(
-        live()[0],
+        live_counts()[0],
         objects[0] + 2,
         "the buffer and image keep the context alive"
     );
@@ -272,15 +236,7 @@ fn context_destroyed_before_its_objects() {
     // Everything still works on the orphaned objects.
     let mut fd = -1;
     ok(unsafe { vkcuda_buffer_export_fd(b, &mut fd) });
-    let import = vkcuda_buffer_import_info {
-        flags: 0,
-        allocator: vkcuda_allocator_raw(info.allocator as i32),
-        allocation_size: info.allocation_size,
-        offset: info.offset,
-        size: info.size,
-        dedicated: info.dedicated,
-        usage: 0,
-    };
+    let import = buffer_import_info(&info);
     let mut copy = ptr::null_mut();
     ok(unsafe { vkcuda_buffer_import_fd(other, &import, fd, &mut copy) });
     let mut d: vkcuda_share_description = unsafe { std::mem::zeroed() };
@@ -294,10 +250,10 @@ fn context_destroyed_before_its_objects() {
     assert_ne!(ii.image, vk::Image::null());
 
     unsafe { vkcuda_buffer_destroy(b) };
-    assert_eq!(live()[0], objects[0] + 2, "the image still holds it");
+    assert_eq!(live_counts()[0], objects[0] + 2, "the image still holds it");
     unsafe { vkcuda_image_destroy(im) };
     assert_eq!(
-        live()[0],
+        live_counts()[0],
         objects[0] + 1,
         "the last object released the context"
     );
@@ -306,7 +262,7 @@ fn context_destroyed_before_its_objects() {
         vkcuda_buffer_destroy(copy);
         vkcuda_context_destroy(other);
     }
-    assert_eq!((fd_count(), live()), (fds, objects));
+    assert_eq!((fd_count(), live_counts()), (fds, objects));
 }
 
 /// The same with an engine context: the engine's VkDevice stays the engine's, and
@@ -315,7 +271,7 @@ fn context_destroyed_before_its_objects() {
 #[test]
 fn engine_context_destroyed_before_its_objects() {
     let _g = serial();
-    let (fds, objects) = (fd_count(), live());
+    let (fds, objects) = (fd_count(), live_counts());
     let e = EngineDevice::new(&[ash::khr::external_memory_fd::NAME], |_, _| true);
     let info = e.create_info(VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT);
     let mut ctx = ptr::null_mut();
@@ -330,7 +286,7 @@ fn engine_context_destroyed_before_its_objects() {
         vkcuda_image_destroy(im);
         vkcuda_buffer_destroy(b);
     }
-    assert_eq!(live(), objects);
+    assert_eq!(live_counts(), objects);
     // Only now may the engine destroy its device.
     drop(e);
     assert_eq!(fd_count(), fds);
@@ -342,18 +298,15 @@ fn engine_context_destroyed_before_its_objects() {
 fn usable_after_each_failure() {
     let _g = serial();
     let ctx = vulkan_only_context();
-    let (fds, objects) = (fd_count(), live());
+    let (fds, objects) = (fd_count(), live_counts());
     let buffer = create_buffer(ctx, 65536, 0);
     let info = buffer_info(buffer);
     let import = |fd: i32, size: u64| {
         let i = vkcuda_buffer_import_info {
-            flags: 0,
             allocator: vkcuda_allocator_raw(0),
-            allocation_size: info.allocation_size,
             offset: 0,
             size,
-            dedicated: info.dedicated,
-            usage: 0,
+            ..buffer_import_info(&info)
         };
         let mut out = ptr::null_mut();
         let r = unsafe { vkcuda_buffer_import_fd(ctx, &i, fd, &mut out) };
@@ -386,7 +339,7 @@ fn usable_after_each_failure() {
         still_usable(ctx);
     }
     unsafe { vkcuda_buffer_destroy(buffer) };
-    assert_eq!((fd_count(), live()), (fds, objects));
+    assert_eq!((fd_count(), live_counts()), (fds, objects));
     unsafe { vkcuda_context_destroy(ctx) };
 }
 
@@ -440,12 +393,8 @@ fn leak_cycles(ctx: *mut vkcuda_context, cuda: bool, what: &str) {
             let mut s = 0;
             ok(unsafe { vkcuda_image_get_surface_object(im, 0, &mut s) });
             let t = vkcuda_texture_info {
-                flags: 0,
-                level: 0,
                 filter: vkcuda_filter_raw(1),
-                address_mode: vkcuda_address_mode_raw(0),
-                read_mode: vkcuda_read_mode_raw(0),
-                border_color: [0.0; 4],
+                ..texture_info()
             };
             let mut tex = 0;
             ok(unsafe { vkcuda_image_create_texture_object(im, &t, &mut tex) });
@@ -454,12 +403,7 @@ fn leak_cycles(ctx: *mut vkcuda_context, cuda: bool, what: &str) {
             vkcuda_image_destroy(im);
             vkcuda_buffer_destroy(b);
         }
-        let sinfo = vkcuda_semaphore_create_info {
-            flags: 0,
-            semaphore_type: vkcuda_semaphore_type_raw((i % 2) as i32),
-            initial_value: 0,
-            host_wait_spin_ns: 0,
-        };
+        let sinfo = semaphore_create_info((i % 2) as i32, 0);
         let mut s = ptr::null_mut();
         match unsafe { vkcuda_semaphore_create(ctx, &sinfo, &mut s) } {
             VKCUDA_SUCCESS => unsafe { vkcuda_semaphore_destroy(s) },
@@ -468,12 +412,12 @@ fn leak_cycles(ctx: *mut vkcuda_context, cuda: bool, what: &str) {
         }
     };
     once(0);
-    let (fds, objects, free0) = (fd_count(), live(), free());
+    let (fds, objects, free0) = (fd_count(), live_counts(), free());
     let t0 = std::time::Instant::now();
     for i in 0..n {
         once(i);
     }
-    let (fds1, objects1, free1) = (fd_count(), live(), free());
+    let (fds1, objects1, free1) = (fd_count(), live_counts(), free());
     println!(
         "{what}: {n} cycles in {:.1} s: fds {fds} -> {fds1}, live objects {objects:?} -> {objects1:?}{}",
         t0.elapsed().as_secs_f64(),
@@ -502,6 +446,7 @@ fn create_destroy_cycles_do_not_leak() {
 }
 
 #[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn gpu_create_destroy_cycles_do_not_leak() {
     let _g = serial();
     let Some(ctx) = cuda_context_or_skip("gpu_create_destroy_cycles_do_not_leak") else {
@@ -516,6 +461,7 @@ fn gpu_create_destroy_cycles_do_not_leak() {
 /// CUDA/Vulkan error naming the call), and after freeing everything the library
 /// works again.
 #[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn gpu_device_memory_exhausted() {
     let _g = serial();
     let Some(ctx) = cuda_context_or_skip("gpu_device_memory_exhausted") else {
@@ -523,7 +469,7 @@ fn gpu_device_memory_exhausted() {
     };
     let (max, heap) = limits(ctx);
     let chunk = max.min(heap).min(4 << 30);
-    let objects = live();
+    let objects = live_counts();
     for allocator in [0, 1] {
         let mut held = Vec::new();
         let failure = loop {
@@ -556,7 +502,7 @@ fn gpu_device_memory_exhausted() {
         for b in held {
             unsafe { vkcuda_buffer_destroy(b) };
         }
-        assert_eq!(live(), objects);
+        assert_eq!(live_counts(), objects);
         still_usable(ctx);
     }
     unsafe { vkcuda_context_destroy(ctx) };
@@ -567,6 +513,7 @@ fn gpu_device_memory_exhausted() {
 /// must not crash; the CUDA calls fail inside the driver and are ignored; the
 /// library keeps working on another context.
 #[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn gpu_cuda_context_destroyed_first() {
     use cudarc::driver::sys as cu;
     let _g = serial();
@@ -577,7 +524,7 @@ fn gpu_cuda_context_destroyed_first() {
     ok(unsafe { vkcuda_context_get_cuda_info(primary, &mut c) });
     let mut h: vkcuda_vulkan_handles = unsafe { std::mem::zeroed() };
     ok(unsafe { vkcuda_context_get_vulkan_handles(primary, &mut h) });
-    let before = live();
+    let before = live_counts();
     let free_before = cuda_free_bytes(primary);
     let mut mine = ptr::null_mut();
     unsafe {
@@ -636,7 +583,7 @@ fn gpu_cuda_context_destroyed_first() {
         vkcuda_buffer_destroy(b);
     }
     println!("destroyed three objects whose CUDA context was gone: no crash");
-    assert_eq!(live(), before, "objects left alive");
+    assert_eq!(live_counts(), before, "objects left alive");
     // The CUDA allocation (cuMemCreate belongs to the process, not the context)
     // was released under the primary context: the device's free memory is back.
     let free_after = cuda_free_bytes(primary);

@@ -57,15 +57,6 @@ fn check(r: cu::CUresult) {
     assert_eq!(r, cu::CUresult::CUDA_SUCCESS);
 }
 
-fn handoff(v: &Vk) -> vkcuda_handoff_info {
-    vkcuda_handoff_info {
-        flags: 0,
-        queue_family_index: v.family,
-        stage_mask: 0,
-        access_mask: 0,
-    }
-}
-
 fn mismatches(data: &[u8], seed: u32) -> usize {
     data.iter()
         .enumerate()
@@ -74,6 +65,7 @@ fn mismatches(data: &[u8], seed: u32) -> usize {
 }
 
 #[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn gpu_context_pairs_by_uuid() {
     let Some(ctx) = cuda_context_or_skip("gpu_context_pairs_by_uuid") else {
         return;
@@ -164,7 +156,7 @@ fn both_directions(ctx: *mut vkcuda_context, v: &Vk, cuda: &Cuda, size: u64, all
     let data: Vec<u8> = (0..size as usize).map(|i| pattern(i, seed)).collect();
     cuda.write(info.cuda_pointer, &data);
     host.bytes().fill(0);
-    let h = handoff(v);
+    let h = handoff_info(v.family);
     v.run(|cmd| unsafe {
         ok(vkcuda_buffer_cmd_acquire_from_cuda(b, cmd, &h));
         v.device.cmd_copy_buffer(
@@ -208,6 +200,7 @@ fn both_directions(ctx: *mut vkcuda_context, v: &Vk, cuda: &Cuda, size: u64, all
 }
 
 #[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn gpu_buffers_both_directions() {
     let Some(ctx) = cuda_context_or_skip("gpu_buffers_both_directions") else {
         return;
@@ -309,6 +302,7 @@ fn wrap(ctx: *const vkcuda_context, a: &EngineAllocation, size: u64) -> *mut vkc
 }
 
 #[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn gpu_wrap_engine_memory() {
     let Some(ctx) = cuda_context_or_skip("gpu_wrap_engine_memory") else {
         return;
@@ -369,13 +363,8 @@ fn gpu_wrap_engine_memory() {
     unsafe { vkcuda_context_destroy(ctx) };
 }
 
-fn live() -> vkcuda_live_objects {
-    let mut l: vkcuda_live_objects = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_live_objects_get(&mut l) });
-    l
-}
-
 #[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn gpu_thousand_cycles_do_not_grow() {
     let Some(ctx) = cuda_context_or_skip("gpu_thousand_cycles_do_not_grow") else {
         return;
@@ -388,7 +377,7 @@ fn gpu_thousand_cycles_do_not_grow() {
         unsafe { vkcuda_buffer_destroy(create_buffer(ctx, 1 << 20, alloc)) };
     }
     unsafe { vkcuda_buffer_destroy(wrap(ctx, &a, 1 << 20)) };
-    let (fds, free, objs) = (fd_count(), cuda.free_memory(), live());
+    let (fds, free, objs) = (fd_count(), cuda.free_memory(), live_objects());
     let start = Instant::now();
     for _ in 0..1000 {
         for alloc in [0, 1] {
@@ -400,7 +389,7 @@ fn gpu_thousand_cycles_do_not_grow() {
         }
         unsafe { vkcuda_buffer_destroy(wrap(ctx, &a, 1 << 20)) };
     }
-    let (fds2, free2, objs2) = (fd_count(), cuda.free_memory(), live());
+    let (fds2, free2, objs2) = (fd_count(), cuda.free_memory(), live_objects());
     println!(
         "1000 x (Vulkan, CUDA, wrapped) create/export/destroy in {:?}: fds {fds} -> {fds2}, \
          CUDA free {free} -> {free2}, live vk buffers {} -> {}, vk memories {} -> {}, cuda allocations {} -> {}, \
@@ -430,18 +419,6 @@ fn gpu_thousand_cycles_do_not_grow() {
     unsafe { vkcuda_context_destroy(ctx) };
 }
 
-fn semaphore(ctx: *const vkcuda_context, ty: i32, initial: u64) -> *mut vkcuda_semaphore {
-    let info = vkcuda_semaphore_create_info {
-        flags: 0,
-        semaphore_type: vkcuda_semaphore_type_raw(ty),
-        initial_value: initial,
-        host_wait_spin_ns: 0,
-    };
-    let mut s = ptr::null_mut();
-    ok(unsafe { vkcuda_semaphore_create(ctx, &info, &mut s) });
-    s
-}
-
 fn vk_semaphore(s: *const vkcuda_semaphore) -> vk::Semaphore {
     let mut out = vk::Semaphore::null();
     ok(unsafe { vkcuda_semaphore_get_vk_semaphore(s, &mut out) });
@@ -462,19 +439,7 @@ fn submit(
     signal: Option<u64>,
     record: impl FnOnce(vk::CommandBuffer),
 ) {
-    let cmd = unsafe {
-        v.device.allocate_command_buffers(
-            &vk::CommandBufferAllocateInfo::default()
-                .command_pool(v.pool)
-                .command_buffer_count(1),
-        )
-    }
-    .unwrap()[0];
-    unsafe {
-        v.device
-            .begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())
-            .unwrap()
-    };
+    let cmd = v.command_buffer();
     record(cmd);
     unsafe { v.device.end_command_buffer(cmd).unwrap() };
     let (wsems, wvals): (Vec<_>, Vec<_>) = wait.map(|w| (sem, w)).into_iter().unzip();
@@ -494,19 +459,20 @@ fn submit(
 }
 
 #[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn gpu_timeline_semaphore_both_ways() {
     let Some(ctx) = cuda_context_or_skip("gpu_timeline_semaphore_both_ways") else {
         return;
     };
     let v = Vk::new(ctx);
     let cuda = Cuda::of(ctx);
-    let s = semaphore(ctx, 0, 10);
+    let s = create_semaphore(ctx, 0, 10);
     let vs = vk_semaphore(s);
     assert_eq!(value(s), 10);
     let b = create_buffer(ctx, 1 << 20, 0);
     let info = buffer_info(b);
     let host = v.host_buffer(1 << 20);
-    let h = handoff(&v);
+    let h = handoff_info(v.family);
     cuda.push();
     let mut stream = ptr::null_mut();
     check(unsafe { cu::cuStreamCreate(&mut stream, 0) });
@@ -657,12 +623,13 @@ fn gpu_timeline_semaphore_both_ways() {
 }
 
 #[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn gpu_binary_semaphore() {
     let Some(ctx) = cuda_context_or_skip("gpu_binary_semaphore") else {
         return;
     };
     let v = Vk::new(ctx);
-    let s = semaphore(ctx, 1, 0);
+    let s = create_semaphore(ctx, 1, 0);
     let vs = vk_semaphore(s);
     // CUDA signals, CUDA waits: fine once.
     ok(unsafe { vkcuda_semaphore_cuda_signal(s, 0, ptr::null_mut()) });
@@ -711,17 +678,18 @@ fn gpu_binary_semaphore() {
 }
 
 #[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn gpu_semaphore_cycles_do_not_grow() {
     let Some(ctx) = cuda_context_or_skip("gpu_semaphore_cycles_do_not_grow") else {
         return;
     };
-    unsafe { vkcuda_semaphore_destroy(semaphore(ctx, 0, 0)) };
-    let (fds, objs) = (fd_count(), live());
+    unsafe { vkcuda_semaphore_destroy(create_semaphore(ctx, 0, 0)) };
+    let (fds, objs) = (fd_count(), live_objects());
     for i in 0..1000 {
-        let s = semaphore(ctx, i % 2, 0);
+        let s = create_semaphore(ctx, i % 2, 0);
         unsafe { vkcuda_semaphore_destroy(s) };
     }
-    let (fds2, objs2) = (fd_count(), live());
+    let (fds2, objs2) = (fd_count(), live_objects());
     println!(
         "1000 semaphore create/destroy: fds {fds} -> {fds2}, vk semaphores {} -> {}, cuda imports {} -> {}",
         objs.vk_semaphores, objs2.vk_semaphores, objs.cuda_external_semaphores, objs2.cuda_external_semaphores
@@ -738,6 +706,7 @@ fn gpu_semaphore_cycles_do_not_grow() {
 /// A failed import (an allocation size larger than the memory object) must leave
 /// the library, the device and the exported memory usable.
 #[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn gpu_failed_imports_leave_the_library_usable() {
     let Some(ctx) = cuda_context_or_skip("gpu_failed_imports_leave_the_library_usable") else {
         return;
@@ -746,13 +715,10 @@ fn gpu_failed_imports_leave_the_library_usable() {
     let info = buffer_info(b);
     let import = |fd: i32, allocation_size: u64| {
         let ii = vkcuda_buffer_import_info {
-            flags: 0,
             allocator: vkcuda_allocator_raw(0),
             allocation_size,
             offset: 0,
-            size: info.size,
-            dedicated: info.dedicated,
-            usage: 0,
+            ..buffer_import_info(&info)
         };
         let mut out = ptr::null_mut();
         let r = unsafe { vkcuda_buffer_import_fd(ctx, &ii, fd, &mut out) };
@@ -769,12 +735,7 @@ fn gpu_failed_imports_leave_the_library_usable() {
     ok(unsafe { vkcuda_buffer_export_fd(b, &mut fd) });
     let r1 = import(fd, info.allocation_size * 2);
     let mut fresh = ptr::null_mut();
-    let bi = vkcuda_buffer_create_info {
-        flags: 0,
-        allocator: vkcuda_allocator_raw(0),
-        size: 65536,
-        usage: 0,
-    };
+    let bi = buffer_create_info(65536, 0);
     let r2 = unsafe { vkcuda_buffer_create(ctx, &bi, &mut fresh) };
     println!(
         "  a new buffer after the failed import: {r2:?} {}",

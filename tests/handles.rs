@@ -135,26 +135,10 @@ fn a_destroyed_handle_is_refused_and_a_second_destroy_does_nothing() {
         "{msg}"
     );
     // A second destroy must not free the memory again.
-    let live_before = live();
+    let live_before = live_counts();
     unsafe { vkcuda_buffer_destroy(stale) };
     let msg = last_error();
     assert!(msg.contains("already destroyed"), "{msg}");
-    assert_eq!(live(), live_before);
+    assert_eq!(live_counts(), live_before);
     destroy(o);
-}
-
-fn live() -> [i64; 8] {
-    let mut c = std::mem::MaybeUninit::<vkcuda_live_objects>::uninit();
-    ok(unsafe { vkcuda_live_objects_get(c.as_mut_ptr()) });
-    let c = unsafe { c.assume_init() };
-    [
-        c.contexts,
-        c.vk_buffers,
-        c.vk_memories,
-        c.vk_images,
-        c.vk_semaphores,
-        c.cuda_allocations,
-        c.cuda_external_memories,
-        c.cuda_external_semaphores,
-    ]
 }

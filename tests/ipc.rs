@@ -22,18 +22,11 @@ use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::Child;
 use std::ptr;
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use ash::vk;
-
-/// The tests of this file run one at a time: fd and live-object counts are per process.
-fn serial() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 const SOCKET_ENV: &str = "VKCUDA_IPC_TEST_SOCKET";
 const SIZE_ENV: &str = "VKCUDA_IPC_TEST_SIZE";
@@ -47,12 +40,6 @@ fn opts(timeout_ns: u64) -> vkcuda_share_options {
         peer_check_user: ptr::null_mut(),
         buffer_usage: 0,
     }
-}
-
-fn live() -> vkcuda_live_objects {
-    let mut l: vkcuda_live_objects = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_live_objects_get(&mut l) });
-    l
 }
 
 fn live_tuple(l: &vkcuda_live_objects) -> (i64, i64, i64, i64) {
@@ -206,14 +193,7 @@ fn connect_retry(path: &Path) -> UnixStream {
 /// Runs the ignored test `case` of this binary in a child process, connected to
 /// `path`.
 fn spawn_child(case: &str, path: &Path, env: &[(&str, String)]) -> Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            case,
-            "--nocapture",
-            "--test-threads=1",
-        ])
+    this_test(case, true)
         .env(SOCKET_ENV, path)
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .stdout(std::process::Stdio::piped())
@@ -223,18 +203,7 @@ fn spawn_child(case: &str, path: &Path, env: &[(&str, String)]) -> Child {
 }
 
 fn finish_child(case: &str, child: Child) {
-    let out = child.wait_with_output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    println!("---- child {case} ----\n{text}---- end of child {case} ----");
-    assert!(out.status.success(), "child {case} failed: {}", out.status);
-    assert!(
-        text.contains("1 passed"),
-        "child {case} ran its test: {text}"
-    );
+    child_passed(case, &child.wait_with_output().unwrap());
 }
 
 /// The socket path when this process is a child of one of the tests; `None` when
@@ -336,12 +305,12 @@ fn thousand_cycles_leave_fd_counts_alone_in_both_processes() {
         assert_eq!(&ack, b"k");
     };
     cycle(&mut conn); // lazy driver state
-    let (fds, objs) = (fd_count(), live());
+    let (fds, objs) = (fd_count(), live_objects());
     let start = Instant::now();
     for _ in 0..CYCLES {
         cycle(&mut conn);
     }
-    let (fds2, objs2) = (fd_count(), live());
+    let (fds2, objs2) = (fd_count(), live_objects());
     println!(
         "parent: {CYCLES} sends in {:?}: open fds {fds} -> {fds2}",
         start.elapsed()
@@ -372,12 +341,12 @@ fn child_thousand_cycles() {
         }
         unsafe { vkcuda_buffer_destroy(b) };
         if i == 0 {
-            counts = Some((fd_count(), live()));
+            counts = Some((fd_count(), live_objects()));
         }
         conn.write_all(b"k").unwrap();
     }
     let (fds, objs) = counts.unwrap();
-    let (fds2, objs2) = (fd_count(), live());
+    let (fds2, objs2) = (fd_count(), live_objects());
     println!(
         "child: {CYCLES} receives and imports in {:?}: open fds {fds} -> {fds2}",
         start.elapsed()
@@ -1431,32 +1400,14 @@ fn image_barrier(
     from: vk::ImageLayout,
     to: vk::ImageLayout,
 ) {
-    let b = vk::ImageMemoryBarrier::default()
-        .src_access_mask(vk::AccessFlags::MEMORY_WRITE)
-        .dst_access_mask(vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE)
-        .old_layout(from)
-        .new_layout(to)
-        .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-        .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-        .image(image)
-        .subresource_range(vk::ImageSubresourceRange {
-            aspect_mask: vk::ImageAspectFlags::COLOR,
-            base_mip_level: 0,
-            level_count: 1,
-            base_array_layer: 0,
-            layer_count: 1,
-        });
-    unsafe {
-        v.device.cmd_pipeline_barrier(
-            cmd,
-            vk::PipelineStageFlags::ALL_COMMANDS,
-            vk::PipelineStageFlags::ALL_COMMANDS,
-            vk::DependencyFlags::empty(),
-            &[],
-            &[],
-            &[b],
-        )
+    let level0 = vk::ImageSubresourceRange {
+        aspect_mask: vk::ImageAspectFlags::COLOR,
+        base_mip_level: 0,
+        level_count: 1,
+        base_array_layer: 0,
+        layer_count: 1,
     };
+    v.image_barrier(cmd, layout_barrier(image, level0, from, to));
 }
 
 fn level0_copy(w: u32, h: u32) -> vk::BufferImageCopy {
@@ -1481,22 +1432,12 @@ fn images_are_described_sent_and_imported() {
     let (va, vb) = (Vk::new(a), Vk::new(b));
     let (w, h) = (64u32, 32u32);
     let info = vkcuda_image_create_info {
-        flags: 0,
-        image_type: vkcuda_image_type_raw(0),
-        format: vk::Format::R8G8B8A8_UNORM.as_raw(),
-        extent: vk::Extent3D {
-            width: w,
-            height: h,
-            depth: 0,
-        },
-        mip_levels: 0,
-        array_layers: 0,
         usage: (vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST).as_raw(),
+        ..image_desc(0, vk::Format::R8G8B8A8_UNORM, w, h, 0)
     };
     let mut im = ptr::null_mut();
     ok(unsafe { vkcuda_image_create(a, &info, &mut im) });
-    let mut ii: vkcuda_image_info = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_image_get_info(im, &mut ii) });
+    let ii = image_info(im);
     let bytes = (w * h * 4) as u64;
     // Device A writes a pattern.
     let stage = va.host_buffer(bytes);
@@ -1572,8 +1513,7 @@ fn images_are_described_sent_and_imported() {
     );
     ok(unsafe { vkcuda_image_import_description(b, &d, fd, &mut imported) });
     assert!(!fd_is_open(fd), "the import took the fd");
-    let mut bi: vkcuda_image_info = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_image_get_info(imported, &mut bi) });
+    let bi = image_info(imported);
     let image = bi.image;
     assert_eq!(bi.allocation_size, ii.allocation_size);
 
@@ -1612,8 +1552,7 @@ fn images_are_described_sent_and_imported() {
     ok(unsafe { vkcuda_image_send(im, s0.as_raw_fd(), ptr::null()) });
     let mut received = ptr::null_mut();
     ok(unsafe { vkcuda_image_receive(b, s1.as_raw_fd(), ptr::null(), &mut received) });
-    let mut ri: vkcuda_image_info = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_image_get_info(received, &mut ri) });
+    let ri = image_info(received);
     assert_eq!((ri.format, ri.extent), (ii.format, ii.extent));
     unsafe { vkcuda_image_destroy(received) };
     assert_eq!(fd_count(), base);
@@ -1683,6 +1622,7 @@ fn count_bad(data: &[u8], seed: u32) -> usize {
 const GPU_SIZE: usize = (1 << 20) + 1;
 
 #[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn gpu_buffer_and_timeline_cross_processes() {
     let _s = serial();
     let Some(ctx) = cuda_context_or_skip("gpu_buffer_and_timeline_cross_processes") else {
@@ -1692,14 +1632,7 @@ fn gpu_buffer_and_timeline_cross_processes() {
     let buf = create_buffer(ctx, GPU_SIZE as u64, 1);
     let ptr_a = buffer_info(buf).cuda_pointer;
     cuda_calls::write(cu, ptr_a, &pattern_bytes(GPU_SIZE, 71));
-    let sci = vkcuda_semaphore_create_info {
-        flags: 0,
-        semaphore_type: vkcuda_semaphore_type_raw(0),
-        initial_value: 0,
-        host_wait_spin_ns: 0,
-    };
-    let mut sem = ptr::null_mut();
-    ok(unsafe { vkcuda_semaphore_create(ctx, &sci, &mut sem) });
+    let sem = create_semaphore(ctx, 0, 0);
     let mut sd: vkcuda_share_description = unsafe { std::mem::zeroed() };
     ok(unsafe { vkcuda_semaphore_describe(sem, &mut sd) });
     assert_eq!(

@@ -12,12 +12,7 @@ fn creation_without_the_extension_says_so() {
     let ctx = vulkan_only_context();
     let mut support_count = 0;
     ok(unsafe { vkcuda_physical_devices_enumerate(&mut support_count, ptr::null_mut()) });
-    let info = vkcuda_semaphore_create_info {
-        flags: 0,
-        semaphore_type: vkcuda_semaphore_type_raw(0),
-        initial_value: 0,
-        host_wait_spin_ns: 0,
-    };
+    let info = semaphore_create_info(0, 0);
     let mut s = 1usize as *mut vkcuda_semaphore;
     let r = unsafe { vkcuda_semaphore_create(ctx, &info, &mut s) };
     if r == VKCUDA_SUCCESS {
@@ -38,12 +33,7 @@ fn creation_without_the_extension_says_so() {
 fn arguments_are_checked_before_the_device_is_asked() {
     let ctx = vulkan_only_context();
     let mut s = ptr::null_mut();
-    let good = vkcuda_semaphore_create_info {
-        flags: 0,
-        semaphore_type: vkcuda_semaphore_type_raw(0),
-        initial_value: 0,
-        host_wait_spin_ns: 0,
-    };
+    let good = semaphore_create_info(0, 0);
     fails(
         unsafe { vkcuda_semaphore_create(ptr::null(), &good, &mut s) },
         VKCUDA_ERROR_NULL_POINTER,

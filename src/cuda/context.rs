@@ -192,17 +192,30 @@ impl Drop for CudaContext {
     }
 }
 
-/// Pushes a context on the calling thread's stack and pops it on drop.
+/// Makes a context current on the calling thread: pushes it on the thread's
+/// stack and pops it on drop, or does nothing when it is current already (the
+/// common case of a per-frame call from the thread that runs the CUDA work).
 pub struct CurrentGuard {
+    pushed: bool,
     _not_send: std::marker::PhantomData<*const ()>,
 }
 
 impl CurrentGuard {
     fn push(ctx: sys::CUcontext) -> Result<Self> {
+        let mut current = std::ptr::null_mut();
+        if unsafe { sys::cuCtxGetCurrent(&mut current) } == sys::CUresult::CUDA_SUCCESS
+            && current == ctx
+        {
+            return Ok(CurrentGuard {
+                pushed: false,
+                _not_send: std::marker::PhantomData,
+            });
+        }
         cu_check("cuCtxPushCurrent_v2", unsafe {
             sys::cuCtxPushCurrent_v2(ctx)
         })?;
         Ok(CurrentGuard {
+            pushed: true,
             _not_send: std::marker::PhantomData,
         })
     }
@@ -210,8 +223,10 @@ impl CurrentGuard {
 
 impl Drop for CurrentGuard {
     fn drop(&mut self) {
-        let mut popped = std::ptr::null_mut();
-        // SAFETY: balances the push in `push` on the same thread.
-        unsafe { sys::cuCtxPopCurrent_v2(&mut popped) };
+        if self.pushed {
+            let mut popped = std::ptr::null_mut();
+            // SAFETY: balances the push in `push` on the same thread.
+            unsafe { sys::cuCtxPopCurrent_v2(&mut popped) };
+        }
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use cudarc::driver::sys;
 
 use super::CudaContext;
-use crate::error::{cu_check, Error, Result};
+use crate::error::{cu_check, Error, ErrorKind, Result};
 use crate::fd;
 use crate::stats;
 
@@ -176,6 +176,7 @@ impl ExternalSemaphore {
     pub fn signal(&self, value: u64, stream: sys::CUstream) -> Result<()> {
         let _g = self.ctx.enter()?;
         self.ctx.check_stream(stream)?;
+        self.refuse_capture(stream, "a signal")?;
         let p = signal_params(if self.timeline { value } else { 0 });
         cu_check("cuSignalExternalSemaphoresAsync", unsafe {
             sys::cuSignalExternalSemaphoresAsync(&self.sem, &p, 1, stream)
@@ -187,10 +188,194 @@ impl ExternalSemaphore {
     pub fn wait(&self, value: u64, stream: sys::CUstream) -> Result<()> {
         let _g = self.ctx.enter()?;
         self.ctx.check_stream(stream)?;
+        self.refuse_capture(stream, "a wait")?;
         let p = wait_params(if self.timeline { value } else { 0 });
         cu_check("cuWaitExternalSemaphoresAsync", unsafe {
             sys::cuWaitExternalSemaphoresAsync(&self.sem, &p, 1, stream)
         })
+    }
+}
+
+/// Which graph node of an external semaphore.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GraphOp {
+    Wait,
+    Signal,
+}
+
+impl ExternalSemaphore {
+    /// Refuses a stream that is capturing: a wait or signal captured into a graph
+    /// keeps the value it was captured with, and every replay would wait for or
+    /// signal that same value again (graph nodes, whose values are set per launch,
+    /// are the way to put a semaphore into a graph). Must run with the context current.
+    fn refuse_capture(&self, stream: sys::CUstream, what: &str) -> Result<()> {
+        let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+        let r = unsafe { sys::cuStreamIsCapturing(stream, &mut status) };
+        if r == sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT {
+            return Err(Error::new(
+                ErrorKind::InvalidState,
+                format!(
+                    "{what} on the legacy default stream while another stream is capturing \
+                     (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT): use a stream of your own"
+                ),
+            ));
+        }
+        cu_check("cuStreamIsCapturing", r)?;
+        if status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+            return Err(Error::new(
+                ErrorKind::InvalidState,
+                format!(
+                    "{what} on a stream that is capturing a CUDA graph: the captured node would keep \
+                     this value and every replay would repeat it, so the timeline would go backwards; \
+                     add the semaphore to the graph with vkcuda_semaphore_cuda_graph_add_{} and set \
+                     each launch's value with vkcuda_semaphore_cuda_graph_exec_set_{}",
+                    if what.contains("signal") { "signal" } else { "wait" },
+                    if what.contains("signal") { "signal" } else { "wait" },
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Adds a wait or signal node of `value` to `graph` after `dependencies`.
+    // Graphs, nodes and execs are opaque driver handles, passed through, never dereferenced here.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
+    pub fn graph_add(
+        &self,
+        op: GraphOp,
+        graph: sys::CUgraph,
+        dependencies: &[sys::CUgraphNode],
+        value: u64,
+    ) -> Result<sys::CUgraphNode> {
+        let _g = self.ctx.enter()?;
+        let mut sem = self.sem;
+        let mut node = std::ptr::null_mut();
+        match op {
+            GraphOp::Wait => {
+                let p = wait_params(if self.timeline { value } else { 0 });
+                let params = sys::CUDA_EXT_SEM_WAIT_NODE_PARAMS {
+                    extSemArray: &mut sem,
+                    paramsArray: &p,
+                    numExtSems: 1,
+                };
+                cu_check("cuGraphAddExternalSemaphoresWaitNode", unsafe {
+                    sys::cuGraphAddExternalSemaphoresWaitNode(
+                        &mut node,
+                        graph,
+                        dependencies.as_ptr(),
+                        dependencies.len(),
+                        &params,
+                    )
+                })?;
+            }
+            GraphOp::Signal => {
+                let p = signal_params(if self.timeline { value } else { 0 });
+                let params = sys::CUDA_EXT_SEM_SIGNAL_NODE_PARAMS {
+                    extSemArray: &mut sem,
+                    paramsArray: &p,
+                    numExtSems: 1,
+                };
+                cu_check("cuGraphAddExternalSemaphoresSignalNode", unsafe {
+                    sys::cuGraphAddExternalSemaphoresSignalNode(
+                        &mut node,
+                        graph,
+                        dependencies.as_ptr(),
+                        dependencies.len(),
+                        &params,
+                    )
+                })?;
+            }
+        }
+        Ok(node)
+    }
+
+    /// Sets the value of a wait or signal node of this semaphore in an
+    /// instantiated graph, for its next launches.
+    // Graphs, nodes and execs are opaque driver handles, passed through, never dereferenced here.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
+    pub fn graph_exec_set(
+        &self,
+        op: GraphOp,
+        exec: sys::CUgraphExec,
+        node: sys::CUgraphNode,
+        value: u64,
+    ) -> Result<()> {
+        let _g = self.ctx.enter()?;
+        let mut sem = self.sem;
+        match op {
+            GraphOp::Wait => {
+                let p = wait_params(value);
+                let params = sys::CUDA_EXT_SEM_WAIT_NODE_PARAMS {
+                    extSemArray: &mut sem,
+                    paramsArray: &p,
+                    numExtSems: 1,
+                };
+                cu_check("cuGraphExecExternalSemaphoresWaitNodeSetParams", unsafe {
+                    sys::cuGraphExecExternalSemaphoresWaitNodeSetParams(exec, node, &params)
+                })
+            }
+            GraphOp::Signal => {
+                let p = signal_params(value);
+                let params = sys::CUDA_EXT_SEM_SIGNAL_NODE_PARAMS {
+                    extSemArray: &mut sem,
+                    paramsArray: &p,
+                    numExtSems: 1,
+                };
+                cu_check("cuGraphExecExternalSemaphoresSignalNodeSetParams", unsafe {
+                    sys::cuGraphExecExternalSemaphoresSignalNodeSetParams(exec, node, &params)
+                })
+            }
+        }
+    }
+
+    /// Checks that `node` is a node of this semaphore of the kind `op` (the
+    /// template graph's node: `cuGraphExternalSemaphores*NodeGetParams`), so that a
+    /// value is never set on another semaphore's node or on a node of another kind.
+    // Graphs, nodes and execs are opaque driver handles, passed through, never dereferenced here.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
+    pub fn check_graph_node(&self, op: GraphOp, node: sys::CUgraphNode) -> Result<()> {
+        let _g = self.ctx.enter()?;
+        let mut ty = sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_EMPTY;
+        cu_check("cuGraphNodeGetType", unsafe {
+            sys::cuGraphNodeGetType(node, &mut ty)
+        })?;
+        let (want, name) = match op {
+            GraphOp::Wait => (
+                sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT,
+                "an external semaphore wait node",
+            ),
+            GraphOp::Signal => (
+                sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL,
+                "an external semaphore signal node",
+            ),
+        };
+        if ty != want {
+            return Err(Error::invalid(format!(
+                "node is a graph node of type {ty:?}, not {name}"
+            )));
+        }
+        let found = match op {
+            GraphOp::Wait => {
+                let mut p: sys::CUDA_EXT_SEM_WAIT_NODE_PARAMS = unsafe { std::mem::zeroed() };
+                cu_check("cuGraphExternalSemaphoresWaitNodeGetParams", unsafe {
+                    sys::cuGraphExternalSemaphoresWaitNodeGetParams(node, &mut p)
+                })?;
+                (p.numExtSems == 1 && !p.extSemArray.is_null()).then(|| unsafe { *p.extSemArray })
+            }
+            GraphOp::Signal => {
+                let mut p: sys::CUDA_EXT_SEM_SIGNAL_NODE_PARAMS = unsafe { std::mem::zeroed() };
+                cu_check("cuGraphExternalSemaphoresSignalNodeGetParams", unsafe {
+                    sys::cuGraphExternalSemaphoresSignalNodeGetParams(node, &mut p)
+                })?;
+                (p.numExtSems == 1 && !p.extSemArray.is_null()).then(|| unsafe { *p.extSemArray })
+            }
+        };
+        if found != Some(self.sem) {
+            return Err(Error::invalid(
+                "node is not a node of this semaphore (made by vkcuda_semaphore_cuda_graph_add_* on another semaphore, or by hand)",
+            ));
+        }
+        Ok(())
     }
 }
 

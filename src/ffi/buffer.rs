@@ -8,7 +8,9 @@ use super::context::{ctx_arg, vkcuda_context};
 use super::handle::{self, handle_kind, Tagged};
 use super::handoff::{command_buffer_arg, scope_arg, vkcuda_handoff_info};
 use super::types::*;
-use super::{arg, boundary, check_bool, check_flags, out, quiet, vkcuda_result, write_handle};
+use super::{
+    arg, boundary, check_bool, check_flags, import_taking, out, quiet, vkcuda_result, write_handle,
+};
 use crate::buffer::{Buffer, Layout};
 use crate::error::Result;
 use crate::vulkan::handoff::{self, Direction};
@@ -225,16 +227,8 @@ pub unsafe extern "C" fn vkcuda_buffer_import_fd(
                 size: info.size,
                 dedicated: check_bool(info.dedicated, "info->dedicated")?,
             };
-            // Borrow the caller's fd (the drivers get duplicates); close it only on success.
-            let probe = crate::fd::dup_borrowed(fd)?;
-            let inner = Buffer::import_fd(
-                ctx,
-                &probe,
-                layout,
-                vk::BufferUsageFlags::from_raw(info.usage),
-            )?;
-            drop(probe);
-            libc::close(fd);
+            let usage = vk::BufferUsageFlags::from_raw(info.usage);
+            let inner = import_taking(fd, |probe| Buffer::import_fd(ctx, probe, layout, usage))?;
             Ok(handle::boxed::<vkcuda_buffer>(inner))
         })();
         write_handle(buffer, made)

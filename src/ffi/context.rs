@@ -30,6 +30,13 @@ handle_kind!(vkcuda_context, Arc<Context>, handle::CONTEXT);
 ///
 /// @ingroup context
 pub const VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT: u32 = 0x1;
+/// Engine contexts: the engine enabled the `synchronization2` feature (Vulkan 1.3
+/// or `VK_KHR_synchronization2`) on its device, so the handoff barriers are recorded
+/// with `vkCmdPipelineBarrier2`; without it they use `vkCmdPipelineBarrier`.
+/// Standalone contexts enable the feature themselves where the device has it.
+///
+/// @ingroup context
+pub const VKCUDA_CONTEXT_CREATE_SYNCHRONIZATION2_BIT: u32 = 0x4;
 /// Standalone only: use `physical_device_index` instead of picking a device.
 ///
 /// @ingroup context
@@ -291,7 +298,7 @@ pub unsafe extern "C" fn vkcuda_context_create(
             let info = arg(info, "info")?;
             check_flags(
                 info.flags,
-                VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT,
+                VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT | VKCUDA_CONTEXT_CREATE_SYNCHRONIZATION2_BIT,
                 "info->flags",
             )?;
             if info.instance == vk::Instance::null() {
@@ -305,6 +312,7 @@ pub unsafe extern "C" fn vkcuda_context_create(
                     .get_instance_proc_addr
                     .ok_or_else(|| Error::null("info->get_instance_proc_addr"))?,
                 get_device_proc_addr: info.get_device_proc_addr,
+                synchronization2: info.flags & VKCUDA_CONTEXT_CREATE_SYNCHRONIZATION2_BIT != 0,
             };
             let choice = cuda_choice(info.flags, info.cuda_context)?;
             let inner = Context::from_engine(&handles, choice)?;

@@ -120,16 +120,45 @@ unsafe fn tag_at<H>(p: *const H) -> Option<u64> {
 /// # Safety
 /// `p` is NULL or points to readable memory of at least 24 bytes.
 pub(crate) unsafe fn get<'a, H: Handle + 'a>(p: *const H, what: &str) -> Result<&'a H::Inner> {
+    get_named(p, || what.to_string())
+}
+
+/// [`get`], with the argument's name made only when the handle is refused (for
+/// names built at run time, such as `resources[3].buffer`).
+///
+/// # Safety
+/// As for [`get`].
+pub(crate) unsafe fn get_named<'a, H: Handle + 'a>(
+    p: *const H,
+    what: impl FnOnce() -> String,
+) -> Result<&'a H::Inner> {
     if p.is_null() {
-        return Err(Error::null(what));
+        return Err(Error::null(&what()));
     }
     match tag_at(p) {
         Some(t) if t == H::TAG => Ok(&(*p).tagged().inner),
-        Some(t) => Err(refuse::<H>(t, what)),
+        Some(t) => Err(refuse::<H>(t, &what())),
         None => Err(Error::invalid(format!(
-            "{what} is not a {} (a misaligned pointer)",
+            "{} is not a {} (a misaligned pointer)",
+            what(),
             H::NAME
         ))),
+    }
+}
+
+/// The object behind a handle when it is one of kind `H`, else None (no message:
+/// for fast paths that fall back to [`get`] to say what is wrong).
+///
+/// # Safety
+/// As for [`get`].
+#[inline]
+pub(crate) unsafe fn peek<'a, H: Handle + 'a>(p: *const H) -> Option<&'a H::Inner> {
+    if p.is_null() {
+        return None;
+    }
+    match tag_at(p) {
+        Some(t) if t == H::TAG => Some(&(*p).tagged().inner),
+        _ => None,
     }
 }
 

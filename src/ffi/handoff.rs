@@ -1,9 +1,16 @@
 //! C API: what the handoff barriers of buffers and images share.
 
+use std::cell::RefCell;
+use std::sync::Arc;
+
 use ash::vk;
 
+use super::buffer::vkcuda_buffer;
+use super::handle;
+use super::image::{vkcuda_image, VkImageLayout};
 use super::types::*;
-use super::{arg, check_flags};
+use super::{arg, boundary, check_flags, vkcuda_result};
+use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::vulkan::handoff;
 
@@ -43,4 +50,203 @@ pub(crate) fn command_buffer_arg(cmd: VkCommandBuffer) -> Result<vk::CommandBuff
         return Err(Error::null("command_buffer"));
     }
     Ok(cmd)
+}
+
+/// One resource of a batched handoff: a buffer or an image (exactly one of the two
+/// set).
+///
+/// @ingroup sync
+#[repr(C)]
+pub struct vkcuda_handoff_resource {
+    /// A buffer to hand over (whole), or NULL when `image` is set.
+    pub buffer: *const vkcuda_buffer,
+    /// An image to hand over (every level and layer), or NULL when `buffer` is set.
+    pub image: *const vkcuda_image,
+    /// Images: on release, the layout the engine leaves the image in
+    /// (`VK_IMAGE_LAYOUT_UNDEFINED` only when its contents may be discarded); on
+    /// acquire, the layout the engine wants it in. Buffers: 0.
+    pub layout: VkImageLayout,
+}
+
+thread_local! {
+    /// The ranges of a batch, reused from call to call (no allocation once warm).
+    static RANGES: RefCell<(Vec<handoff::BufferRange>, Vec<handoff::ImageRange>)> =
+        const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
+unsafe fn batch(
+    resource_count: u32,
+    resources: *const vkcuda_handoff_resource,
+    command_buffer: VkCommandBuffer,
+    info: *const vkcuda_handoff_info,
+    dir: handoff::Direction,
+) -> Result<()> {
+    let cmd = command_buffer_arg(command_buffer)?;
+    let scope = scope_arg(info)?;
+    if resource_count == 0 {
+        return Ok(());
+    }
+    if resources.is_null() {
+        return Err(Error::null("resources"));
+    }
+    let list = std::slice::from_raw_parts(resources, resource_count as usize);
+    RANGES.with(|ranges| {
+        let mut ranges = ranges.borrow_mut();
+        let (buffers, images) = &mut *ranges;
+        buffers.clear();
+        images.clear();
+        // The fast path: every entry well formed and of the first entry's context.
+        // Anything else goes to `refuse`, which says what is wrong with it.
+        let mut ctx: *const Context = std::ptr::null();
+        for (i, r) in list.iter().enumerate() {
+            let owner = if r.image.is_null() && r.layout == 0 {
+                handle::peek(r.buffer).map(|b: &crate::buffer::Buffer| {
+                    buffers.push(b.handoff_range());
+                    Arc::as_ptr(b.context())
+                })
+            } else if r.buffer.is_null()
+                && handoff::layout_ok(vk::ImageLayout::from_raw(r.layout), dir)
+            {
+                handle::peek(r.image).map(|im: &crate::image::Image| {
+                    images.push(im.handoff_range(vk::ImageLayout::from_raw(r.layout)));
+                    Arc::as_ptr(im.context())
+                })
+            } else {
+                None
+            };
+            match owner {
+                Some(c) if ctx.is_null() || c == ctx => ctx = c,
+                // Two contexts of one VkDevice may share a barrier.
+                Some(c) if same_device(c, ctx) => {}
+                _ => return Err(refuse(i, r, dir, ctx)),
+            }
+        }
+        // SAFETY: `ctx` came from a live resource of the list, which keeps it alive.
+        if let Some(c) = ctx.as_ref() {
+            handoff::record(&c.vk, cmd, dir, &scope, buffers, images);
+        }
+        Ok(())
+    })
+}
+
+/// Whether two contexts (of live resources) are on one VkDevice.
+unsafe fn same_device(a: *const Context, b: *const Context) -> bool {
+    (*a).vk.device.handle() == (*b).vk.device.handle()
+}
+
+/// Why entry `i` of a batch is refused: the full checks with their messages.
+unsafe fn refuse(
+    i: usize,
+    r: &vkcuda_handoff_resource,
+    dir: handoff::Direction,
+    first: *const Context,
+) -> Error {
+    let what = match dir {
+        handoff::Direction::Release => "old layout",
+        handoff::Direction::Acquire => "new layout",
+    };
+    let owner = match (r.buffer.is_null(), r.image.is_null()) {
+        (true, true) => {
+            return Error::null(&format!("resources[{i}].buffer and resources[{i}].image"))
+        }
+        (false, false) => {
+            return Error::invalid(format!(
+                "resources[{i}] sets both buffer and image; set exactly one"
+            ))
+        }
+        (false, true) => {
+            let b = match handle::get_named(r.buffer, || format!("resources[{i}].buffer")) {
+                Ok(b) => b,
+                Err(e) => return e,
+            };
+            if r.layout != 0 {
+                return Error::invalid(format!(
+                    "resources[{i}].layout is {} for a buffer; buffers have no layout (0)",
+                    r.layout
+                ));
+            }
+            Arc::as_ptr(b.context())
+        }
+        (true, false) => {
+            let im = match handle::get_named(r.image, || format!("resources[{i}].image")) {
+                Ok(im) => im,
+                Err(e) => return e,
+            };
+            if let Err(e) =
+                handoff::check_layout_named(vk::ImageLayout::from_raw(r.layout), dir, || {
+                    format!("resources[{i}].layout ({what})")
+                })
+            {
+                return e;
+            }
+            Arc::as_ptr(im.context())
+        }
+    };
+    if !first.is_null() && !same_device(owner, first) {
+        return Error::invalid(format!(
+            "resources[{i}] belongs to another VkDevice than resources[0]: one barrier \
+             records into one device's command buffer"
+        ));
+    }
+    Error::invalid(format!("resources[{i}] is refused"))
+}
+
+/// Records into the engine's command buffer ONE pipeline barrier that releases
+/// every buffer and image of `resources` from `info->queue_family_index` to
+/// `VK_QUEUE_FAMILY_EXTERNAL` (CUDA), images from their layout to `GENERAL`:
+/// `vkCmdPipelineBarrier2` where the context has synchronization2
+/// (`VKCUDA_CONTEXT_CREATE_SYNCHRONIZATION2_BIT`, or a standalone context on a device
+/// with it), `vkCmdPipelineBarrier` otherwise. The same barrier as one
+/// `vkcuda_buffer_cmd_release_to_cuda` / `vkcuda_image_cmd_release_to_cuda` per
+/// resource, in one call. Every resource must belong to the command buffer's
+/// device. Nothing is recorded on failure; `resource_count` 0 records nothing.
+///
+/// Thread-safety: the command buffer is externally synchronised, as in Vulkan.
+///
+/// @ingroup sync
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_handoff_cmd_release_to_cuda(
+    resource_count: u32,
+    resources: *const vkcuda_handoff_resource,
+    command_buffer: VkCommandBuffer,
+    info: *const vkcuda_handoff_info,
+) -> vkcuda_result {
+    boundary("vkcuda_handoff_cmd_release_to_cuda", || {
+        batch(
+            resource_count,
+            resources,
+            command_buffer,
+            info,
+            handoff::Direction::Release,
+        )
+    })
+}
+
+/// Records ONE pipeline barrier that acquires every resource of `resources` back
+/// from `VK_QUEUE_FAMILY_EXTERNAL` into `info->queue_family_index`, images from
+/// `GENERAL` to the layout each names: the batched form of
+/// `vkcuda_buffer_cmd_acquire_from_cuda` / `vkcuda_image_cmd_acquire_from_cuda`
+/// (see `vkcuda_handoff_cmd_release_to_cuda`).
+///
+/// Thread-safety: the command buffer is externally synchronised, as in Vulkan.
+///
+/// @ingroup sync
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_handoff_cmd_acquire_from_cuda(
+    resource_count: u32,
+    resources: *const vkcuda_handoff_resource,
+    command_buffer: VkCommandBuffer,
+    info: *const vkcuda_handoff_info,
+) -> vkcuda_result {
+    boundary("vkcuda_handoff_cmd_acquire_from_cuda", || {
+        batch(
+            resource_count,
+            resources,
+            command_buffer,
+            info,
+            handoff::Direction::Acquire,
+        )
+    })
 }

@@ -422,7 +422,8 @@ pub struct vkcuda_image_info {
     pub cuda_mipmapped_array: *mut CUmipmappedArray_st,
     /// The `CUDA_ARRAY3D_*` flags of the CUDA view (LAYERED = 0x1, SURFACE_LDST =
     /// 0x2 with STORAGE usage, CUBEMAP = 0x4, COLOR_ATTACHMENT = 0x20 with
-    /// COLOR_ATTACHMENT usage). Multi-planar images: plane 0's.
+    /// COLOR_ATTACHMENT usage); 0 in a Vulkan-only context (there is no CUDA view).
+    /// Multi-planar images: plane 0's.
     pub cuda_array_flags: u32,
     /// What CUDA sees of the format (every plane).
     pub format_info: vkcuda_format_info,
@@ -454,9 +455,9 @@ pub struct vkcuda_image_plane_info {
     pub aspect: u32,
     /// The plane's CUDA mipmapped array, or NULL in a Vulkan-only context.
     pub cuda_mipmapped_array: *mut CUmipmappedArray_st,
-    /// The `CUDA_ARRAY3D_*` flags of the plane's CUDA array. Multi-planar images
-    /// have SURFACE_LDST (0x2) on every plane: surface objects work without
-    /// STORAGE usage there (measured on NVIDIA's driver).
+    /// The `CUDA_ARRAY3D_*` flags of the plane's CUDA array; 0 in a Vulkan-only
+    /// context. Multi-planar images have SURFACE_LDST (0x2) on every plane: surface
+    /// objects work without STORAGE usage there (measured on NVIDIA's driver).
     pub cuda_array_flags: u32,
 }
 
@@ -737,7 +738,11 @@ pub unsafe extern "C" fn vkcuda_image_get_info(
                 extent: im.plane_extent(p),
                 aspect: im.plane_aspect(p).as_raw(),
                 cuda_mipmapped_array: mipmap(p).cast(),
-                cuda_array_flags: im.shape(p).flags,
+                cuda_array_flags: if mipmap(p).is_null() {
+                    0
+                } else {
+                    im.shape(p).flags
+                },
             };
         }
         *info = vkcuda_image_info {
@@ -765,7 +770,12 @@ pub unsafe extern "C" fn vkcuda_image_get_info(
             },
             wrapped: im.is_wrapped() as u32,
             cuda_mipmapped_array: mipmap(0).cast(),
-            cuda_array_flags: im.shape(0).flags,
+            // No CUDA view in a Vulkan-only context: no flags either.
+            cuda_array_flags: if mipmap(0).is_null() {
+                0
+            } else {
+                im.shape(0).flags
+            },
             format_info: format_to_c(im.layout()),
             plane_count: im.plane_count() as u32,
             planes,

@@ -17,7 +17,9 @@ use super::image::{
 };
 use super::semaphore::vkcuda_semaphore;
 use super::types::*;
-use super::{arg, boundary, check_bool, check_flags, out, vkcuda_result, write_handle};
+use super::{
+    arg, boundary, check_bool, check_flags, import_taking, out, vkcuda_result, write_handle,
+};
 use crate::buffer::Layout;
 use crate::error::{Error, Result};
 use crate::image;
@@ -394,14 +396,8 @@ unsafe fn with_options<T>(
     f(&Options { timeout, peer }, usage)
 }
 
-/// Borrows the caller's fd for an import that duplicates it; closes the caller's
-/// fd only when `import` succeeded.
-unsafe fn import_taking<T>(fd: i32, import: impl FnOnce(&OwnedFd) -> Result<T>) -> Result<T> {
-    import_taking_all(&[fd], |h| import(h[0]))
-}
-
-/// The same for several fds: all are closed when `import` succeeded, none
-/// otherwise.
+/// The same as `import_taking` for several fds: all are closed when `import`
+/// succeeded, none otherwise (their file offsets put back, `fd::OffsetGuard`).
 unsafe fn import_taking_all<T>(
     fds: &[i32],
     import: impl FnOnce(&[&OwnedFd]) -> Result<T>,
@@ -410,8 +406,13 @@ unsafe fn import_taking_all<T>(
         .iter()
         .map(|&fd| crate::fd::dup_borrowed(fd))
         .collect::<Result<Vec<_>>>()?;
+    let offsets: Vec<_> = fds
+        .iter()
+        .map(|&fd| crate::fd::OffsetGuard::new(fd))
+        .collect();
     let borrowed: Vec<&OwnedFd> = probes.iter().collect();
     let made = import(&borrowed)?;
+    offsets.into_iter().for_each(crate::fd::OffsetGuard::disarm);
     drop(probes);
     for &fd in fds {
         libc::close(fd);
@@ -509,7 +510,9 @@ pub unsafe extern "C" fn vkcuda_image_describe(
 /// kind's fields, zeros) into `bytes`, which has room for `size` bytes (at least
 /// `VKCUDA_SHARE_DESCRIPTION_SIZE`). For transports other than a Unix socket; the
 /// fd still has to travel by `SCM_RIGHTS` (or be duplicated by a parent). The
-/// description is checked as strictly as `vkcuda_share_description_parse` checks.
+/// description is checked as strictly as `vkcuda_share_description_parse` checks,
+/// with the same result: `VKCUDA_ERROR_INVALID_ARGUMENT` for any description it
+/// refuses (`VKCUDA_ERROR_NULL_POINTER` for NULL pointers).
 ///
 /// Thread-safety: may be called from any thread.
 ///
@@ -541,7 +544,8 @@ pub unsafe extern "C" fn vkcuda_share_description_serialize(
 /// `VKCUDA_ERROR_INVALID_ARGUMENT`, with a message saying which, for a truncated or
 /// longer record, a wrong magic, an unknown format version or kind, a nonzero
 /// reserved byte, or impossible values (a zero or overflowing size, a range past
-/// its allocation, an unknown enum value).
+/// its allocation, an unknown enum value, an image format the library does not
+/// share). No other code: a record the library could not have written is malformed.
 ///
 /// Thread-safety: may be called from any thread.
 ///

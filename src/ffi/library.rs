@@ -67,7 +67,10 @@ pub extern "C" fn vkcuda_result_to_string(result: types::vkcuda_result_raw) -> *
 /// @ingroup library
 #[no_mangle]
 pub extern "C" fn vkcuda_last_error_message() -> *const c_char {
-    LAST_ERROR.with(|l| l.borrow().as_ptr())
+    LAST_ERROR.with(|l| match &*l.borrow() {
+        Some(m) => m.as_ptr(),
+        None => c"".as_ptr(),
+    })
 }
 
 /// How many native objects the library holds right now, in the whole process (for

@@ -55,7 +55,8 @@ pub enum vkcuda_result {
     VKCUDA_ERROR_VULKAN = -6,
     /// A CUDA driver call failed; the message names the call and the CUresult.
     VKCUDA_ERROR_CUDA = -7,
-    /// A device extension the operation needs is not enabled on the VkDevice.
+    /// A device extension the operation needs is not enabled on the VkDevice, or
+    /// the device does not support it at all (the message says which).
     VKCUDA_ERROR_EXTENSION_NOT_PRESENT = -8,
     /// The Vulkan and CUDA sides are different devices (UUIDs differ), or a CUDA
     /// stream/context belongs to another context.
@@ -101,12 +102,24 @@ impl From<ErrorKind> for vkcuda_result {
 }
 
 thread_local! {
-    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+    /// The thread's message; None is the empty message (a successful call clears
+    /// it without allocating, which keeps per-frame calls cheap).
+    static LAST_ERROR: RefCell<Option<CString>> = const { RefCell::new(None) };
 }
 
 pub(crate) fn set_last_error(message: &str) {
     let c = CString::new(message.replace('\0', " ")).unwrap_or_default();
-    LAST_ERROR.with(|l| *l.borrow_mut() = c);
+    LAST_ERROR.with(|l| *l.borrow_mut() = Some(c));
+}
+
+fn clear_last_error() {
+    LAST_ERROR.with(|l| {
+        if let Ok(mut m) = l.try_borrow_mut() {
+            if m.is_some() {
+                *m = None;
+            }
+        }
+    });
 }
 
 /// Runs `f` behind the panic boundary: an `Err` becomes its result code and the
@@ -115,7 +128,7 @@ pub(crate) fn set_last_error(message: &str) {
 pub(crate) fn boundary(name: &str, f: impl FnOnce() -> Result<()>) -> vkcuda_result {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => {
-            set_last_error("");
+            clear_last_error();
             VKCUDA_SUCCESS
         }
         Ok(Err(e)) => {
@@ -169,6 +182,22 @@ pub(crate) unsafe fn write_handle<T>(p: *mut *mut T, made: Result<Box<T>>) -> Re
             Err(e)
         }
     }
+}
+
+/// Imports through the caller's fd, which the drivers get duplicates of: on success
+/// the caller's fd is closed (the library has taken it); on failure it is left as
+/// it was, its file offset too (`fd::OffsetGuard`).
+pub(crate) unsafe fn import_taking<T>(
+    fd: i32,
+    import: impl FnOnce(&std::os::fd::OwnedFd) -> Result<T>,
+) -> Result<T> {
+    let probe = crate::fd::dup_borrowed(fd)?;
+    let offset = crate::fd::OffsetGuard::new(fd);
+    let made = import(&probe)?;
+    offset.disarm();
+    drop(probe);
+    libc::close(fd);
+    Ok(made)
 }
 
 /// Checks a `flags` field: no bits outside `known`.

@@ -7,8 +7,8 @@ use super::context::{ctx_arg, vkcuda_context};
 use super::handle::{self, handle_kind, Tagged};
 use super::types::*;
 use super::{arg, boundary, check_flags, out, quiet, vkcuda_result, write_handle};
-use crate::error::Result;
-use crate::semaphore::Semaphore;
+use crate::error::{Error, Result};
+use crate::semaphore::{GraphOp, Semaphore};
 
 /// A `VkSemaphore` shared with CUDA. Released by `vkcuda_semaphore_destroy`.
 ///
@@ -46,6 +46,7 @@ pub struct vkcuda_semaphore_create_info {
 ///
 /// @ingroup sync
 #[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct vkcuda_timeline_stage {
     /// The value the stage waits for (the previous stage's signal).
     pub wait_value: u64,
@@ -121,7 +122,9 @@ pub unsafe extern "C" fn vkcuda_semaphore_get_vk_semaphore(
 /// 0). `stream` NULL is the legacy default stream of the context's CUcontext; a
 /// stream of another context gives `VKCUDA_ERROR_DEVICE_MISMATCH`. Timeline values
 /// must be greater than every value signalled through the library and than the
-/// current value (`VKCUDA_ERROR_INVALID_ARGUMENT` otherwise). Does not block.
+/// current value (`VKCUDA_ERROR_INVALID_ARGUMENT` otherwise). Does not block. A
+/// stream that is capturing a CUDA graph is refused (`VKCUDA_ERROR_INVALID_STATE`):
+/// use `vkcuda_semaphore_cuda_graph_add_signal` for graphs.
 ///
 /// Thread-safety: may be called from any thread.
 ///
@@ -140,7 +143,9 @@ pub unsafe extern "C" fn vkcuda_semaphore_cuda_signal(
 
 /// Enqueues on `stream` a CUDA wait until the semaphore reaches `value` (binary: a
 /// wait for the pending signal; `value` must be 0, and a second wait without a new
-/// signal gives `VKCUDA_ERROR_INVALID_STATE`). Does not block the CPU.
+/// signal gives `VKCUDA_ERROR_INVALID_STATE`). Does not block the CPU. A stream that
+/// is capturing a CUDA graph is refused (`VKCUDA_ERROR_INVALID_STATE`): use
+/// `vkcuda_semaphore_cuda_graph_add_wait` for graphs.
 ///
 /// Thread-safety: may be called from any thread.
 ///
@@ -154,6 +159,173 @@ pub unsafe extern "C" fn vkcuda_semaphore_cuda_wait(
 ) -> vkcuda_result {
     boundary("vkcuda_semaphore_cuda_wait", || {
         sem_arg(semaphore)?.cuda_wait(value, stream.cast())
+    })
+}
+
+unsafe fn graph_add(
+    semaphore: *const vkcuda_semaphore,
+    op: GraphOp,
+    graph: *mut CUgraph_st,
+    dependencies: *const *mut CUgraphNode_st,
+    dependency_count: usize,
+    value: u64,
+    node: *mut *mut CUgraphNode_st,
+) -> Result<()> {
+    let s = sem_arg(semaphore)?;
+    let node = out(node, "node")?;
+    if graph.is_null() {
+        return Err(Error::null("graph"));
+    }
+    let deps: &[cudarc::driver::sys::CUgraphNode] = match (dependencies.is_null(), dependency_count)
+    {
+        (_, 0) => &[],
+        (true, _) => return Err(Error::null("dependencies")),
+        (false, n) => {
+            let d = std::slice::from_raw_parts(dependencies.cast(), n);
+            if let Some(i) = d
+                .iter()
+                .position(|p: &cudarc::driver::sys::CUgraphNode| p.is_null())
+            {
+                return Err(Error::null(&format!("dependencies[{i}]")));
+            }
+            d
+        }
+    };
+    *node = s.cuda_graph_add(op, graph.cast(), deps, value)?.cast();
+    Ok(())
+}
+
+/// Adds to a CUDA graph a node that waits until the semaphore reaches `value`,
+/// after the `dependency_count` nodes in `dependencies` (NULL when 0); `*node` is
+/// the new node, owned by the graph. Timeline semaphores only. The value can be
+/// changed for each launch of the instantiated graph with
+/// `vkcuda_semaphore_cuda_graph_exec_set_wait`. The graph runs in the context's
+/// CUcontext (`vkcuda_context_get_cuda_info`). This is how a semaphore goes into a
+/// graph: `vkcuda_semaphore_cuda_wait` on a capturing stream is refused
+/// (`VKCUDA_ERROR_INVALID_STATE`), since a captured wait would keep its value.
+///
+/// Thread-safety: the graph is externally synchronised, as in CUDA.
+///
+/// @ingroup sync
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_semaphore_cuda_graph_add_wait(
+    semaphore: *const vkcuda_semaphore,
+    graph: *mut CUgraph_st,
+    dependencies: *const *mut CUgraphNode_st,
+    dependency_count: usize,
+    value: u64,
+    node: *mut *mut CUgraphNode_st,
+) -> vkcuda_result {
+    boundary("vkcuda_semaphore_cuda_graph_add_wait", || {
+        graph_add(
+            semaphore,
+            GraphOp::Wait,
+            graph,
+            dependencies,
+            dependency_count,
+            value,
+            node,
+        )
+    })
+}
+
+/// Adds to a CUDA graph a node that signals `value`, after the `dependency_count`
+/// nodes in `dependencies`; `*node` is the new node, owned by the graph. Timeline
+/// semaphores only. `value` is what the graph's first launch signals, so it is
+/// checked like a `vkcuda_semaphore_cuda_signal` (a value from
+/// `vkcuda_semaphore_next_stage`, greater than every value signalled before) and
+/// recorded as signalled. Before every further launch, give the node its next value
+/// with `vkcuda_semaphore_cuda_graph_exec_set_signal`: a graph launched twice with
+/// one value would signal it twice, which the timeline forbids. `vkcuda_semaphore_cuda_signal`
+/// on a capturing stream is refused (`VKCUDA_ERROR_INVALID_STATE`) for that reason.
+///
+/// Thread-safety: the graph is externally synchronised, as in CUDA.
+///
+/// @ingroup sync
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_semaphore_cuda_graph_add_signal(
+    semaphore: *const vkcuda_semaphore,
+    graph: *mut CUgraph_st,
+    dependencies: *const *mut CUgraphNode_st,
+    dependency_count: usize,
+    value: u64,
+    node: *mut *mut CUgraphNode_st,
+) -> vkcuda_result {
+    boundary("vkcuda_semaphore_cuda_graph_add_signal", || {
+        graph_add(
+            semaphore,
+            GraphOp::Signal,
+            graph,
+            dependencies,
+            dependency_count,
+            value,
+            node,
+        )
+    })
+}
+
+unsafe fn graph_exec_set(
+    semaphore: *const vkcuda_semaphore,
+    op: GraphOp,
+    exec: *mut CUgraphExec_st,
+    node: *mut CUgraphNode_st,
+    value: u64,
+) -> Result<()> {
+    let s = sem_arg(semaphore)?;
+    if exec.is_null() {
+        return Err(Error::null("exec"));
+    }
+    if node.is_null() {
+        return Err(Error::null("node"));
+    }
+    s.cuda_graph_exec_set(op, exec.cast(), node.cast(), value)
+}
+
+/// Sets the value the wait node `node` (made by
+/// `vkcuda_semaphore_cuda_graph_add_wait` on this semaphore, in the graph `exec`
+/// was instantiated from) waits for in the next launches of `exec`. A node of
+/// another semaphore or of another kind is refused (`VKCUDA_ERROR_INVALID_ARGUMENT`).
+///
+/// Thread-safety: `exec` is externally synchronised, as in CUDA; call it between
+/// launches, not while another thread launches `exec`.
+///
+/// @ingroup sync
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_semaphore_cuda_graph_exec_set_wait(
+    semaphore: *const vkcuda_semaphore,
+    exec: *mut CUgraphExec_st,
+    node: *mut CUgraphNode_st,
+    value: u64,
+) -> vkcuda_result {
+    boundary("vkcuda_semaphore_cuda_graph_exec_set_wait", || {
+        graph_exec_set(semaphore, GraphOp::Wait, exec, node, value)
+    })
+}
+
+/// Sets the value the signal node `node` (made by
+/// `vkcuda_semaphore_cuda_graph_add_signal` on this semaphore) signals in the next
+/// launch of `exec`. The value is checked like a `vkcuda_semaphore_cuda_signal`
+/// (from `vkcuda_semaphore_next_stage`, greater than every value signalled before,
+/// `VKCUDA_ERROR_INVALID_ARGUMENT` otherwise) and recorded as signalled, so set it
+/// once before each launch. A node of another semaphore or kind is refused.
+///
+/// Thread-safety: `exec` is externally synchronised, as in CUDA; call it between
+/// launches, not while another thread launches `exec`.
+///
+/// @ingroup sync
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_semaphore_cuda_graph_exec_set_signal(
+    semaphore: *const vkcuda_semaphore,
+    exec: *mut CUgraphExec_st,
+    node: *mut CUgraphNode_st,
+    value: u64,
+) -> vkcuda_result {
+    boundary("vkcuda_semaphore_cuda_graph_exec_set_signal", || {
+        graph_exec_set(semaphore, GraphOp::Signal, exec, node, value)
     })
 }
 

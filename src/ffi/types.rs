@@ -40,6 +40,30 @@ pub struct CUstream_st {
     _opaque: [u8; 0],
 }
 
+/// CUDA's graph struct; `CUgraph` (and the runtime's `cudaGraph_t`) is
+/// `struct CUgraph_st *`.
+///
+/// @ingroup sync
+pub struct CUgraph_st {
+    _opaque: [u8; 0],
+}
+
+/// CUDA's graph node struct; `CUgraphNode` (`cudaGraphNode_t`) is
+/// `struct CUgraphNode_st *`.
+///
+/// @ingroup sync
+pub struct CUgraphNode_st {
+    _opaque: [u8; 0],
+}
+
+/// CUDA's instantiated graph struct; `CUgraphExec` (`cudaGraphExec_t`) is
+/// `struct CUgraphExec_st *`.
+///
+/// @ingroup sync
+pub struct CUgraphExec_st {
+    _opaque: [u8; 0],
+}
+
 /// Which side allocates a shared buffer's memory.
 ///
 /// @ingroup buffer

@@ -169,7 +169,10 @@ fn check_layout(l: &Layout) -> Result<()> {
 }
 
 fn check_image(d: &image::Description, allocation_sizes: &[u64; 3]) -> Result<()> {
-    let layout = format::layout(d.format)?;
+    // The library never describes an image of a format outside its tables, so such a
+    // record is malformed, not a request for an unsupported feature.
+    let layout = format::layout(d.format)
+        .map_err(|e| Error::invalid(format!("impossible image format: {}", e.message)))?;
     if d.width == 0 || d.height == 0 || d.depth == 0 {
         return Err(Error::invalid(format!(
             "impossible image extent {}x{}x{}: a described image has every dimension at least 1",

@@ -376,6 +376,20 @@ pub fn receive(
         // SAFETY: recvmsg filled `msg`; the descriptors are ours from here on.
         unsafe { take_fds(&msg, &mut fds) };
         if msg.msg_flags & libc::MSG_CTRUNC != 0 {
+            // The kernel truncates the control data for two reasons: more descriptors
+            // than there was room for (it fills the room), or none left to install
+            // in this process (it stops at the first one it cannot install).
+            if fds.len() < max_fds {
+                return Err(Error::new(
+                    ErrorKind::OutOfMemory,
+                    format!(
+                        "this process could not take the peer's file descriptors: it has no free \
+                         descriptor (its limit, RLIMIT_NOFILE / ulimit -n, is reached; {} arrived and \
+                         were closed): close descriptors or raise the limit, then send again",
+                        fds.len()
+                    ),
+                ));
+            }
             return Err(Error::invalid(format!(
                 "the peer sent more file descriptors than a description carries (room for \
                  {max_fds}; the kernel dropped the rest): the {} that arrived were closed",

@@ -7,6 +7,8 @@
 //! One function records any number of buffers and images in one pipeline barrier
 //! (the single-resource C calls are the batch of one).
 
+use std::cell::RefCell;
+
 use ash::vk;
 
 use super::VulkanDevice;
@@ -132,7 +134,76 @@ pub fn image_barrier(
         .subresource_range(i.range)
 }
 
-/// Records one pipeline barrier that hands every buffer and image over.
+/// The synchronization2 stages of each side: the other side of a queue family
+/// transfer is `NONE`.
+pub fn stages2(
+    dir: Direction,
+    scope: &Scope,
+) -> (vk::PipelineStageFlags2, vk::PipelineStageFlags2) {
+    // The 32-bit stage bits are the same bits in the 64-bit flags.
+    let engine = vk::PipelineStageFlags2::from_raw(u64::from(scope.stages.as_raw()));
+    match dir {
+        Direction::Release => (engine, vk::PipelineStageFlags2::NONE),
+        Direction::Acquire => (vk::PipelineStageFlags2::NONE, engine),
+    }
+}
+
+fn accesses2(dir: Direction, scope: &Scope) -> (vk::AccessFlags2, vk::AccessFlags2) {
+    let (s, d) = accesses(dir, scope);
+    (
+        vk::AccessFlags2::from_raw(u64::from(s.as_raw())),
+        vk::AccessFlags2::from_raw(u64::from(d.as_raw())),
+    )
+}
+
+pub fn buffer_barrier2(
+    dir: Direction,
+    scope: &Scope,
+    b: &BufferRange,
+) -> vk::BufferMemoryBarrier2<'static> {
+    let (src_family, dst_family) = families(dir, scope);
+    let (src_access, dst_access) = accesses2(dir, scope);
+    let (src_stage, dst_stage) = stages2(dir, scope);
+    vk::BufferMemoryBarrier2::default()
+        .src_stage_mask(src_stage)
+        .dst_stage_mask(dst_stage)
+        .src_access_mask(src_access)
+        .dst_access_mask(dst_access)
+        .src_queue_family_index(src_family)
+        .dst_queue_family_index(dst_family)
+        .buffer(b.buffer)
+        .offset(b.offset)
+        .size(b.size)
+}
+
+pub fn image_barrier2(
+    dir: Direction,
+    scope: &Scope,
+    i: &ImageRange,
+) -> vk::ImageMemoryBarrier2<'static> {
+    let (src_family, dst_family) = families(dir, scope);
+    let (src_access, dst_access) = accesses2(dir, scope);
+    let (src_stage, dst_stage) = stages2(dir, scope);
+    let (old, new) = match dir {
+        Direction::Release => (i.layout, vk::ImageLayout::GENERAL),
+        Direction::Acquire => (vk::ImageLayout::GENERAL, i.layout),
+    };
+    vk::ImageMemoryBarrier2::default()
+        .src_stage_mask(src_stage)
+        .dst_stage_mask(dst_stage)
+        .src_access_mask(src_access)
+        .dst_access_mask(dst_access)
+        .old_layout(old)
+        .new_layout(new)
+        .src_queue_family_index(src_family)
+        .dst_queue_family_index(dst_family)
+        .image(i.image)
+        .subresource_range(i.range)
+}
+
+/// Records one pipeline barrier that hands every buffer and image over: with
+/// `vkCmdPipelineBarrier2` where the device has synchronization2 enabled,
+/// `vkCmdPipelineBarrier` otherwise.
 ///
 /// # Safety
 /// `cmd` is a command buffer of `dev` in the recording state, externally
@@ -145,43 +216,69 @@ pub unsafe fn record(
     buffers: &[BufferRange],
     images: &[ImageRange],
 ) {
+    match dev.sync2 {
+        Some(barrier2) => record2(barrier2, cmd, dir, scope, buffers, images),
+        None => record1(dev, cmd, dir, scope, buffers, images),
+    }
+}
+
+thread_local! {
+    /// Barrier arrays reused from call to call, so a batched handoff allocates
+    /// nothing once warm.
+    static SCRATCH2: RefCell<(Vec<vk::BufferMemoryBarrier2<'static>>, Vec<vk::ImageMemoryBarrier2<'static>>)> =
+        const { RefCell::new((Vec::new(), Vec::new())) };
+    static SCRATCH1: RefCell<(Vec<vk::BufferMemoryBarrier<'static>>, Vec<vk::ImageMemoryBarrier<'static>>)> =
+        const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
+unsafe fn record2(
+    barrier2: vk::PFN_vkCmdPipelineBarrier2,
+    cmd: vk::CommandBuffer,
+    dir: Direction,
+    scope: &Scope,
+    buffers: &[BufferRange],
+    images: &[ImageRange],
+) {
+    SCRATCH2.with(|scratch| {
+        let mut scratch = scratch.borrow_mut();
+        let (b, i) = &mut *scratch;
+        b.clear();
+        i.clear();
+        b.extend(buffers.iter().map(|x| buffer_barrier2(dir, scope, x)));
+        i.extend(images.iter().map(|x| image_barrier2(dir, scope, x)));
+        let dep = vk::DependencyInfo::default()
+            .buffer_memory_barriers(b)
+            .image_memory_barriers(i);
+        barrier2(cmd, &dep);
+    });
+}
+
+unsafe fn record1(
+    dev: &VulkanDevice,
+    cmd: vk::CommandBuffer,
+    dir: Direction,
+    scope: &Scope,
+    buffers: &[BufferRange],
+    images: &[ImageRange],
+) {
     let (src_stage, dst_stage) = stages(dir, scope);
-    // One resource (the common per-frame call) needs no allocation.
-    let one_buffer;
-    let one_image;
-    let many_buffers: Vec<_>;
-    let many_images: Vec<_>;
-    let b: &[vk::BufferMemoryBarrier] = match buffers {
-        [] => &[],
-        [x] => {
-            one_buffer = [buffer_barrier(dir, scope, x)];
-            &one_buffer
-        }
-        xs => {
-            many_buffers = xs.iter().map(|x| buffer_barrier(dir, scope, x)).collect();
-            &many_buffers
-        }
-    };
-    let i: &[vk::ImageMemoryBarrier] = match images {
-        [] => &[],
-        [x] => {
-            one_image = [image_barrier(dir, scope, x)];
-            &one_image
-        }
-        xs => {
-            many_images = xs.iter().map(|x| image_barrier(dir, scope, x)).collect();
-            &many_images
-        }
-    };
-    dev.device.cmd_pipeline_barrier(
-        cmd,
-        src_stage,
-        dst_stage,
-        vk::DependencyFlags::empty(),
-        &[],
-        b,
-        i,
-    );
+    SCRATCH1.with(|scratch| {
+        let mut scratch = scratch.borrow_mut();
+        let (b, i) = &mut *scratch;
+        b.clear();
+        i.clear();
+        b.extend(buffers.iter().map(|x| buffer_barrier(dir, scope, x)));
+        i.extend(images.iter().map(|x| image_barrier(dir, scope, x)));
+        dev.device.cmd_pipeline_barrier(
+            cmd,
+            src_stage,
+            dst_stage,
+            vk::DependencyFlags::empty(),
+            &[],
+            b,
+            i,
+        );
+    });
 }
 
 fn layout_name(l: vk::ImageLayout) -> String {
@@ -197,16 +294,43 @@ fn layout_name(l: vk::ImageLayout) -> String {
     }
 }
 
+/// Whether `l` is a layout [`check_layout`] accepts (the fast path; the check
+/// itself says what is wrong).
+#[inline]
+pub fn layout_ok(l: vk::ImageLayout, dir: Direction) -> bool {
+    use vk::ImageLayout as L;
+    matches!(
+        l,
+        L::GENERAL
+            | L::COLOR_ATTACHMENT_OPTIMAL
+            | L::SHADER_READ_ONLY_OPTIMAL
+            | L::TRANSFER_SRC_OPTIMAL
+            | L::TRANSFER_DST_OPTIMAL
+            | L::READ_ONLY_OPTIMAL
+            | L::ATTACHMENT_OPTIMAL
+    ) || (l == L::UNDEFINED && dir == Direction::Release)
+}
+
 /// Checks the engine's layout of a colour image it hands over: one a colour image
 /// with optimal tiling can be in, and UNDEFINED only as the layout it leaves
 /// (release: the contents are then not kept).
 pub fn check_layout(l: vk::ImageLayout, dir: Direction, what: &str) -> Result<vk::ImageLayout> {
+    check_layout_named(l, dir, || what.to_string())
+}
+
+/// [`check_layout`], with the argument's name made only for the message.
+pub fn check_layout_named(
+    l: vk::ImageLayout,
+    dir: Direction,
+    what: impl FnOnce() -> String,
+) -> Result<vk::ImageLayout> {
     use vk::ImageLayout as L;
     let old = dir == Direction::Release;
     match l {
         L::UNDEFINED if old => Ok(l),
         L::UNDEFINED => Err(Error::invalid(format!(
-            "{what} must not be VK_IMAGE_LAYOUT_UNDEFINED (a transition cannot go to it)"
+            "{} must not be VK_IMAGE_LAYOUT_UNDEFINED (a transition cannot go to it)",
+            what()
         ))),
         L::GENERAL
         | L::COLOR_ATTACHMENT_OPTIMAL
@@ -216,6 +340,7 @@ pub fn check_layout(l: vk::ImageLayout, dir: Direction, what: &str) -> Result<vk
         | L::READ_ONLY_OPTIMAL
         | L::ATTACHMENT_OPTIMAL => Ok(l),
         _ => {
+            let what = what();
             let name = layout_name(l);
             if name.starts_with("VK_IMAGE_LAYOUT_") {
                 Err(Error::invalid(format!(

@@ -1,6 +1,6 @@
 //! Exportable and imported `VkDeviceMemory` for buffers, and fd export.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use ash::vk;
 
@@ -307,36 +307,132 @@ impl FdKind {
     }
 }
 
-/// The kind of this device's exported memory fds, found once by exporting a small
-/// probe allocation; None if that is impossible (no check is then made).
-fn export_kind(dev: &VulkanDevice) -> Option<FdKind> {
-    *dev.export_kind.get_or_init(|| {
-        let usage = vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST;
-        let probe = create_exportable_buffer(dev, 4096, usage).ok()?;
-        let kind = export_memory_fd(dev, probe.memory)
-            .ok()
-            .and_then(|fd| FdKind::of(fd.as_raw_fd()));
-        probe.destroy(dev);
-        kind
+/// What this device's exported memory fds look like, learned once from a probe
+/// export (see [`check_importable`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExportFormat {
+    kind: FdKind,
+    /// The exports are memfds that start with Mesa's memory header (lavapipe):
+    /// the header's mapping size equals the file size.
+    memfd_header: bool,
+    /// The exports are sealed against shrinking (`F_SEAL_SHRINK`).
+    sealed: bool,
+}
+
+/// The start of a memfd export of Mesa's CPU drivers (util/os_memory_fd.c,
+/// `struct memory_header { size_t size; size_t offset; uint8_t uuid[16]; }`):
+/// the importer maps `size` bytes of the file and uses the data from `offset` on.
+#[derive(Clone, Copy, Debug)]
+struct MemfdHeader {
+    size: u64,
+    offset: u64,
+}
+
+/// Reads the header without moving the descriptor's offset (pread).
+fn memfd_header(fd: RawFd) -> Option<MemfdHeader> {
+    let mut b = [0u8; 16];
+    // SAFETY: pread into a buffer we own; a bad descriptor gives -1.
+    let n = unsafe { libc::pread(fd, b.as_mut_ptr().cast(), b.len(), 0) };
+    (n == 16).then(|| MemfdHeader {
+        size: u64::from_ne_bytes(b[..8].try_into().unwrap_or_default()),
+        offset: u64::from_ne_bytes(b[8..].try_into().unwrap_or_default()),
     })
 }
 
-/// Refuses an fd that is not the kind of file this driver exports, before the
-/// driver sees it: on the H200, after NVIDIA's vkAllocateMemory was handed
-/// /dev/null as an OPAQUE_FD, later imports of the process failed with
-/// VK_ERROR_OUT_OF_DEVICE_MEMORY.
-pub fn check_importable(dev: &VulkanDevice, fd: &OwnedFd) -> Result<()> {
-    let Some(want) = export_kind(dev) else {
+fn file_size(fd: RawFd) -> Option<u64> {
+    // SAFETY: fstat writes into a zeroed struct we own.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    (unsafe { libc::fstat(fd, &mut st) } == 0).then_some(st.st_size as u64)
+}
+
+fn shrink_sealed(fd: RawFd) -> bool {
+    // SAFETY: fcntl reads the seals of a descriptor; a non-memfd gives -1.
+    let seals = unsafe { libc::fcntl(fd, libc::F_GET_SEALS) };
+    seals >= 0 && seals & libc::F_SEAL_SHRINK != 0
+}
+
+impl ExportFormat {
+    fn of(fd: RawFd) -> Option<ExportFormat> {
+        let kind = FdKind::of(fd)?;
+        let memfd_header = kind.file_type == libc::S_IFREG
+            && matches!((memfd_header(fd), file_size(fd)),
+                (Some(h), Some(len)) if h.size == len && h.offset < h.size);
+        Some(ExportFormat {
+            kind,
+            memfd_header,
+            sealed: shrink_sealed(fd),
+        })
+    }
+}
+
+/// The format of this device's exported memory fds, found once by exporting a small
+/// probe allocation; None if that is impossible (no check is then made).
+fn export_format(dev: &VulkanDevice) -> Option<ExportFormat> {
+    *dev.export_format.get_or_init(|| {
+        let usage = vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST;
+        let probe = create_exportable_buffer(dev, 4096, usage).ok()?;
+        let format = export_memory_fd(dev, probe.memory)
+            .ok()
+            .and_then(|fd| ExportFormat::of(fd.as_raw_fd()));
+        probe.destroy(dev);
+        format
+    })
+}
+
+/// Refuses an fd that this driver could not have exported, before the driver sees
+/// it:
+/// - not the kind of file the driver exports: on the H200, after NVIDIA's
+///   vkAllocateMemory was handed /dev/null as an OPAQUE_FD, later imports of the
+///   process failed with VK_ERROR_OUT_OF_DEVICE_MEMORY;
+/// - for drivers whose exports are memfds with a header (lavapipe): a header whose
+///   mapping is larger than the file or whose data starts past it, or holds fewer
+///   than `needed` bytes (the driver maps what the header says, and the first
+///   access past the end of the file kills the process with SIGBUS), and a memfd
+///   not sealed against shrinking where the driver's are (the sender could
+///   truncate it after the import).
+///
+/// What can be checked depends on the driver: NVIDIA's opaque fds carry nothing a
+/// process can read, so only their kind is checked.
+pub fn check_importable(dev: &VulkanDevice, fd: &OwnedFd, needed: u64) -> Result<()> {
+    let Some(want) = export_format(dev) else {
         return Ok(());
     };
-    match FdKind::of(fd.as_raw_fd()) {
-        Some(got) if got == want => Ok(()),
-        got => Err(Error::invalid(format!(
-            "the fd is {}, not a memory handle of this Vulkan driver (its OPAQUE_FDs are {}): refused before the import",
-            got.map_or("unreadable".to_string(), |g| g.describe()),
-            want.describe()
-        ))),
+    let raw = fd.as_raw_fd();
+    match FdKind::of(raw) {
+        Some(got) if got == want.kind => {}
+        got => {
+            return Err(Error::invalid(format!(
+                "the fd is {}, not a memory handle of this Vulkan driver (its OPAQUE_FDs are {}): refused before the import",
+                got.map_or("unreadable".to_string(), |g| g.describe()),
+                want.kind.describe()
+            )))
+        }
     }
+    if want.sealed && !shrink_sealed(raw) {
+        return Err(Error::invalid(
+            "the memfd is not sealed against shrinking (F_SEAL_SHRINK), as this driver's exports are: \
+             its sender could truncate it after the import; refused before the import",
+        ));
+    }
+    if want.memfd_header {
+        let len = file_size(raw).unwrap_or(0);
+        let Some(h) = memfd_header(raw) else {
+            return Err(Error::invalid(format!(
+                "the memfd ({len} bytes) is too short for this driver's memory header; refused before the import"
+            )));
+        };
+        if h.size > len || h.offset > h.size || h.size - h.offset < needed {
+            return Err(Error::invalid(format!(
+                "the memfd's header describes {} bytes of data at offset {} of a {}-byte mapping, \
+                 but the file has {len} bytes and the import needs {needed}: a forged or damaged \
+                 payload (the driver would fault on it); refused before the import",
+                h.size.saturating_sub(h.offset),
+                h.offset,
+                h.size
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A new `OPAQUE_FD` for `memory` (which must have been allocated exportable).

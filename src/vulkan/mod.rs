@@ -35,12 +35,15 @@ pub struct VulkanDevice {
     pub device: ash::Device,
     pub memory_fd: Option<ash::khr::external_memory_fd::DeviceFn>,
     pub semaphore_fd: Option<ash::khr::external_semaphore_fd::DeviceFn>,
+    /// `vkCmdPipelineBarrier2` (or its KHR alias) where the device has the
+    /// `synchronization2` feature enabled: the handoff barriers use it then.
+    pub sync2: Option<vk::PFN_vkCmdPipelineBarrier2>,
     pub props: DeviceProps,
     /// For a standalone context: the queue it created, and the entry to keep the
     /// loader loaded. Its device and instance are destroyed with this value.
     pub owned: Option<standalone::Owned>,
     /// What kind of file this device's exported memory fds are (learned once).
-    pub export_kind: std::sync::OnceLock<Option<memory::FdKind>>,
+    pub export_format: std::sync::OnceLock<Option<memory::ExportFormat>>,
 }
 
 // SAFETY: Vulkan handles and function pointers may be used from any thread; the
@@ -55,6 +58,8 @@ pub struct EngineHandles {
     pub device: vk::Device,
     pub get_instance_proc_addr: vk::PFN_vkGetInstanceProcAddr,
     pub get_device_proc_addr: Option<vk::PFN_vkGetDeviceProcAddr>,
+    /// The engine enabled the `synchronization2` feature on its device.
+    pub synchronization2: bool,
 }
 
 /// Loads the instance table from the caller's `vkGetInstanceProcAddr`.
@@ -115,6 +120,18 @@ impl VulkanDevice {
             .then(|| ash::khr::external_memory_fd::DeviceFn::load(load));
         let semaphore_fd = (!load(c"vkGetSemaphoreFdKHR").is_null())
             .then(|| ash::khr::external_semaphore_fd::DeviceFn::load(load));
+        let sync2 = if h.synchronization2 {
+            Some(load_barrier2(load).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::ExtensionNotPresent,
+                    "VKCUDA_CONTEXT_CREATE_SYNCHRONIZATION2_BIT is set, but vkCmdPipelineBarrier2 and \
+                     vkCmdPipelineBarrier2KHR resolve to NULL on the VkDevice: create it with Vulkan 1.3 \
+                     or VK_KHR_synchronization2 and the synchronization2 feature, or leave the flag out",
+                )
+            })?)
+        } else {
+            None
+        };
         Ok(VulkanDevice {
             get_instance_proc_addr: h.get_instance_proc_addr,
             instance,
@@ -122,36 +139,61 @@ impl VulkanDevice {
             device,
             memory_fd,
             semaphore_fd,
+            sync2,
             props,
             owned: None,
-            export_kind: std::sync::OnceLock::new(),
+            export_format: std::sync::OnceLock::new(),
         })
     }
 
     pub fn memory_fd(&self) -> Result<&ash::khr::external_memory_fd::DeviceFn> {
-        self.memory_fd
-            .as_ref()
-            .ok_or_else(|| missing_extension(ash::khr::external_memory_fd::NAME))
+        self.memory_fd.as_ref().ok_or_else(|| {
+            self.missing_extension(ash::khr::external_memory_fd::NAME, "buffers and images")
+        })
+    }
+
+    /// The error for an extension whose functions resolved to NULL: the device does
+    /// not support it at all, or the engine did not enable it.
+    fn missing_extension(&self, name: &CStr, what: &str) -> Error {
+        let ext = name.to_string_lossy();
+        match support::has_extension(&self.instance, self.physical, name) {
+            Some(false) => Error::new(
+                ErrorKind::ExtensionNotPresent,
+                format!(
+                    "the device '{}' does not support {ext} (vkEnumerateDeviceExtensionProperties does not list it), \
+                     so {what} cannot be shared with CUDA on it; vkcuda_physical_device_query tells this before \
+                     a device is created",
+                    self.props.name
+                ),
+            ),
+            _ => Error::new(
+                ErrorKind::ExtensionNotPresent,
+                format!(
+                    "{ext} is not enabled on the VkDevice (its functions resolve to NULL): add it to \
+                     VkDeviceCreateInfo::ppEnabledExtensionNames (vkcuda_device_extensions_enumerate lists what to \
+                     enable; vkcuda_physical_device_query says whether the device has it)"
+                ),
+            ),
+        }
     }
 
     pub fn semaphore_fd(&self) -> Result<&ash::khr::external_semaphore_fd::DeviceFn> {
-        self.semaphore_fd
-            .as_ref()
-            .ok_or_else(|| missing_extension(ash::khr::external_semaphore_fd::NAME))
+        self.semaphore_fd.as_ref().ok_or_else(|| {
+            self.missing_extension(ash::khr::external_semaphore_fd::NAME, "semaphores")
+        })
     }
 }
 
-/// The error for an extension whose functions resolved to NULL.
-pub fn missing_extension(name: &CStr) -> Error {
-    Error::new(
-        ErrorKind::ExtensionNotPresent,
-        format!(
-            "{} is not enabled on the VkDevice (its functions resolve to NULL): add it to \
-             VkDeviceCreateInfo::ppEnabledExtensionNames (vkcuda_device_extensions_enumerate lists what to enable; \
-             vkcuda_physical_device_query says whether the device has it)",
-            name.to_string_lossy()
-        ),
-    )
+/// `vkCmdPipelineBarrier2`, or the KHR alias, from a device loader.
+pub fn load_barrier2(
+    load: impl Fn(&CStr) -> *const c_void,
+) -> Option<vk::PFN_vkCmdPipelineBarrier2> {
+    [c"vkCmdPipelineBarrier2", c"vkCmdPipelineBarrier2KHR"]
+        .into_iter()
+        .map(&load)
+        .find(|p| !p.is_null())
+        // SAFETY: a non-NULL pointer returned for this name is that command.
+        .map(|p| unsafe { std::mem::transmute::<*const c_void, vk::PFN_vkCmdPipelineBarrier2>(p) })
 }
 
 /// A static C string list for the C API (names live for the whole program).

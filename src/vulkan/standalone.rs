@@ -143,6 +143,11 @@ pub fn create(choice: &Choice) -> Result<VulkanDevice> {
             let semaphore_fd = support
                 .external_semaphore_fd
                 .then(|| ash::khr::external_semaphore_fd::DeviceFn::load(load));
+            let sync2 = if support.synchronization2 {
+                super::load_barrier2(load)
+            } else {
+                None
+            };
             let queue = unsafe { device.get_device_queue(family, 0) };
             Ok(VulkanDevice {
                 get_instance_proc_addr: entry.static_fn().get_instance_proc_addr,
@@ -151,8 +156,9 @@ pub fn create(choice: &Choice) -> Result<VulkanDevice> {
                 device,
                 memory_fd,
                 semaphore_fd,
+                sync2,
                 props: support.props,
-                export_kind: std::sync::OnceLock::new(),
+                export_format: std::sync::OnceLock::new(),
                 owned: Some(Owned {
                     entry,
                     queue_family_index: family,
@@ -237,15 +243,20 @@ fn create_device(
         .queue_family_index(family)
         .queue_priorities(&priorities)];
     let mut v12 = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
+    // synchronization2 where the device has it: the handoff barriers use it then.
+    let mut v13 = vk::PhysicalDeviceVulkan13Features::default().synchronization2(true);
     // Sampling multi-planar (YCbCr) images through a VkSamplerYcbcrConversion needs
     // the samplerYcbcrConversion feature (core 1.1): enabled where the device has it.
     let mut v11 = vk::PhysicalDeviceVulkan11Features::default()
         .sampler_ycbcr_conversion(support.sampler_ycbcr_conversion);
-    let info = vk::DeviceCreateInfo::default()
+    let mut info = vk::DeviceCreateInfo::default()
         .queue_create_infos(&queues)
         .enabled_extension_names(&exts)
         .push_next(&mut v12)
         .push_next(&mut v11);
+    if support.synchronization2 {
+        info = info.push_next(&mut v13);
+    }
     let device = unsafe { instance.create_device(physical, &info, None) }
         .map_err(|r| Error::vk("vkCreateDevice", r))?;
     Ok((physical, support, device, family))

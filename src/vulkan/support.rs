@@ -28,6 +28,8 @@ pub struct Support {
     pub external_memory_fd: bool,
     pub external_semaphore_fd: bool,
     pub timeline_semaphore: bool,
+    /// The Vulkan 1.3 feature `synchronization2` (`vkCmdPipelineBarrier2`).
+    pub synchronization2: bool,
     /// The samplerYcbcrConversion feature (sampling multi-planar images in Vulkan).
     pub sampler_ycbcr_conversion: bool,
 }
@@ -67,6 +69,20 @@ pub fn device_props(instance: &ash::Instance, physical: vk::PhysicalDevice) -> R
     })
 }
 
+/// Whether the device lists `name` among its extensions (None: the list could not be read).
+pub fn has_extension(
+    instance: &ash::Instance,
+    physical: vk::PhysicalDevice,
+    name: &CStr,
+) -> Option<bool> {
+    let exts = unsafe { instance.enumerate_device_extension_properties(physical) }.ok()?;
+    Some(exts.iter().any(|e| {
+        e.extension_name_as_c_str()
+            .map(|n| n == name)
+            .unwrap_or(false)
+    }))
+}
+
 pub fn query(instance: &ash::Instance, physical: vk::PhysicalDevice) -> Result<Support> {
     if physical == vk::PhysicalDevice::null() {
         return Err(Error::null("physical_device"));
@@ -82,16 +98,22 @@ pub fn query(instance: &ash::Instance, physical: vk::PhysicalDevice) -> Result<S
         })
     };
     let mut tl = vk::PhysicalDeviceTimelineSemaphoreFeatures::default();
+    let mut v13 = vk::PhysicalDeviceVulkan13Features::default();
     let mut ycbcr = vk::PhysicalDeviceSamplerYcbcrConversionFeatures::default();
+    let is13 = props.api_version >= vk::API_VERSION_1_3;
     let mut f2 = vk::PhysicalDeviceFeatures2::default()
         .push_next(&mut tl)
         .push_next(&mut ycbcr);
+    if is13 {
+        f2 = f2.push_next(&mut v13);
+    }
     unsafe { instance.get_physical_device_features2(physical, &mut f2) };
     Ok(Support {
         props,
         external_memory_fd: has(ash::khr::external_memory_fd::NAME),
         external_semaphore_fd: has(ash::khr::external_semaphore_fd::NAME),
         timeline_semaphore: tl.timeline_semaphore == vk::TRUE,
+        synchronization2: is13 && v13.synchronization2 == vk::TRUE,
         sampler_ycbcr_conversion: ycbcr.sampler_ycbcr_conversion == vk::TRUE,
     })
 }

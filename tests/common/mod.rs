@@ -1,10 +1,54 @@
 //! Helpers for the integration tests: they call the exported C functions the way a
 //! C caller would, and use `ash` only for the test's own Vulkan work (staging
 //! buffers, copies), loaded from the context's `vkGetInstanceProcAddr`.
+//!
+//! What is here, for a new test file (`mod common; use common::*;`, or from a
+//! directory test `#[path = "../common/mod.rs"] mod common;`):
+//!   - results: `ok`, `fails`, `last_error`;
+//!   - contexts: `vulkan_only_context`, `cuda_context_or_skip`, `EngineDevice`;
+//!   - counting: `serial` (one test at a time per file), `fd_count`, `fd_is_open`,
+//!     `fd_knows_size`, `live_objects`, `live_counts`;
+//!   - objects: `buffer_create_info`, `create_buffer`, `buffer_info`,
+//!     `buffer_import_info`, `image_desc`, `image_desc_of`, `image_info`,
+//!     `texture_info`, `semaphore_create_info`, `create_semaphore`, `handoff_info`;
+//!   - the test's own Vulkan work: `Vk` (`run`, `command_buffer`, `copy`,
+//!     `image_barrier`, `host_buffer`), `layout_barrier`, `pattern`;
+//!   - child processes: `fake_cuda_driver`, `library_path_with`, `this_test`,
+//!     `child_passed`.
+//!
+//! # GPU-only tests: skipped is not passed
+//! A test that needs a CUDA GPU from its first statement (it starts with
+//! `cuda_context_or_skip`) is marked, word for word,
+//!
+//! ```text
+//! #[test]
+//! #[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+//! ```
+//!
+//! so that `cargo test` on a machine without a GPU reports it as ignored, not as
+//! passed in 0.00 s. tests/conventions.rs checks the mark both ways.
+//! - To run them: `VKCUDA_REQUIRE_GPU=1 cargo test -- --include-ignored` (or a
+//!   bundled test executable with `--include-ignored`). With VKCUDA_REQUIRE_GPU=1
+//!   a machine without a CUDA device paired to a Vulkan device fails them; without
+//!   it they print `SKIPPED ...` on stderr and return.
+//! - Tests that run on lavapipe and only skip a part (no GPU, not root, no external
+//!   semaphores on the device) are not ignored: they say on stderr what they left
+//!   out.
+//! - Tests ignored for another reason must stay harmless under `--include-ignored`
+//!   (the GPU scripts run whole files that way, also under the validation layer):
+//!   the `child_*` tests, started by their parent test as `--ignored --exact NAME`
+//!   (`this_test`), return at once without their parent's environment variable;
+//!   `validation_layer_canary` (tests/buffer.rs) records its hazard only when named
+//!   on the command line (`--ignored --exact validation_layer_canary`).
+//! - libtest refuses `--ignored` together with `--include-ignored`: a command that
+//!   selects ignored tests by name keeps `--ignored` alone.
 #![allow(dead_code)]
 
-use std::ffi::CStr;
+use std::ffi::{CStr, OsString};
+use std::path::PathBuf;
+use std::process::{Command, Output};
 use std::ptr;
+use std::sync::{Mutex, MutexGuard};
 
 use ash::vk;
 pub use vkcuda::ffi::vkcuda_result::*;
@@ -29,6 +73,36 @@ pub fn fails(r: vkcuda_result, want: vkcuda_result) -> String {
     assert_eq!(r, want, "message: {msg}");
     assert!(!msg.is_empty(), "no message for {want:?}");
     msg
+}
+
+/// Tests of one file that count fds or live objects, or set process limits, take
+/// this lock: those counts are per process and libtest runs tests on threads.
+pub fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+pub fn live_objects() -> vkcuda_live_objects {
+    let mut l: vkcuda_live_objects = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_live_objects_get(&mut l) });
+    l
+}
+
+/// The live-object counts as one comparable value: contexts, VkBuffers,
+/// VkDeviceMemorys, VkImages, VkSemaphores, CUDA allocations, CUDA external
+/// memories, CUDA external semaphores.
+pub fn live_counts() -> [i64; 8] {
+    let l = live_objects();
+    [
+        l.contexts,
+        l.vk_buffers,
+        l.vk_memories,
+        l.vk_images,
+        l.vk_semaphores,
+        l.cuda_allocations,
+        l.cuda_external_memories,
+        l.cuda_external_semaphores,
+    ]
 }
 
 pub fn gpu_required() -> bool {
@@ -88,6 +162,13 @@ pub fn fd_is_open(fd: i32) -> bool {
     unsafe { libc::fcntl(fd, libc::F_GETFD) >= 0 }
 }
 
+/// Whether the kernel knows the size of what `fd` refers to (lavapipe's memfds: yes;
+/// NVIDIA's opaque fds: no).
+pub fn fd_knows_size(fd: i32) -> bool {
+    let dup = vkcuda::fd::dup_borrowed(fd).unwrap();
+    vkcuda::fd::known_size(&dup).is_some()
+}
+
 /// The test's own Vulkan work on a context's device.
 pub struct Vk {
     pub instance: ash::Instance,
@@ -128,6 +209,32 @@ impl Vk {
             physical: h.physical_device,
             queue: h.queue,
             family: h.queue_family_index,
+            pool,
+        }
+    }
+
+    /// The test's Vulkan work on an engine's device (queue family 0, queue 0).
+    pub fn for_engine(
+        instance: &ash::Instance,
+        device: &ash::Device,
+        physical: vk::PhysicalDevice,
+    ) -> Vk {
+        let queue = unsafe { device.get_device_queue(0, 0) };
+        let pool = unsafe {
+            device.create_command_pool(
+                &vk::CommandPoolCreateInfo::default()
+                    .queue_family_index(0)
+                    .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER),
+                None,
+            )
+        }
+        .unwrap();
+        Vk {
+            instance: instance.clone(),
+            device: device.clone(),
+            physical,
+            queue,
+            family: 0,
             pool,
         }
     }
@@ -185,8 +292,8 @@ impl Vk {
         }
     }
 
-    /// Records with `record`, submits, and waits for completion.
-    pub fn run(&self, record: impl FnOnce(vk::CommandBuffer)) {
+    /// A new primary command buffer of the pool, begun.
+    pub fn command_buffer(&self) -> vk::CommandBuffer {
         let cmd = unsafe {
             self.device.allocate_command_buffers(
                 &vk::CommandBufferAllocateInfo::default()
@@ -200,6 +307,12 @@ impl Vk {
                 .begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())
                 .unwrap();
         }
+        cmd
+    }
+
+    /// Records with `record`, submits, and waits for completion.
+    pub fn run(&self, record: impl FnOnce(vk::CommandBuffer)) {
+        let cmd = self.command_buffer();
         record(cmd);
         unsafe {
             self.device.end_command_buffer(cmd).unwrap();
@@ -223,6 +336,21 @@ impl Vk {
         }
     }
 
+    /// Records one image barrier between all commands before and after it.
+    pub fn image_barrier(&self, cmd: vk::CommandBuffer, barrier: vk::ImageMemoryBarrier) {
+        unsafe {
+            self.device.cmd_pipeline_barrier(
+                cmd,
+                vk::PipelineStageFlags::ALL_COMMANDS,
+                vk::PipelineStageFlags::ALL_COMMANDS,
+                vk::DependencyFlags::empty(),
+                &[],
+                &[],
+                &[barrier],
+            )
+        };
+    }
+
     pub fn copy(&self, src: vk::Buffer, dst: vk::Buffer, size: u64) {
         self.run(|cmd| unsafe {
             self.device
@@ -235,6 +363,25 @@ impl Drop for Vk {
     fn drop(&mut self) {
         unsafe { self.device.destroy_command_pool(self.pool, None) };
     }
+}
+
+/// A layout change of `range` of `image` (all memory writes before, all accesses
+/// after; no queue family transfer: set the families on the result for one).
+pub fn layout_barrier(
+    image: vk::Image,
+    range: vk::ImageSubresourceRange,
+    from: vk::ImageLayout,
+    to: vk::ImageLayout,
+) -> vk::ImageMemoryBarrier<'static> {
+    vk::ImageMemoryBarrier::default()
+        .src_access_mask(vk::AccessFlags::MEMORY_WRITE)
+        .dst_access_mask(vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE)
+        .old_layout(from)
+        .new_layout(to)
+        .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+        .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+        .image(image)
+        .subresource_range(range)
 }
 
 pub struct HostBuffer {
@@ -263,16 +410,123 @@ pub fn buffer_info(b: *const vkcuda_buffer) -> vkcuda_buffer_info {
     info
 }
 
-pub fn create_buffer(ctx: *const vkcuda_context, size: u64, allocator: i32) -> *mut vkcuda_buffer {
-    let info = vkcuda_buffer_create_info {
+/// `allocator`: 0 Vulkan, 1 CUDA (as `vkcuda_allocator`); no flags, the default usage.
+pub fn buffer_create_info(size: u64, allocator: i32) -> vkcuda_buffer_create_info {
+    vkcuda_buffer_create_info {
         flags: 0,
         allocator: vkcuda_allocator_raw(allocator),
         size,
         usage: 0,
-    };
+    }
+}
+
+pub fn create_buffer(ctx: *const vkcuda_context, size: u64, allocator: i32) -> *mut vkcuda_buffer {
     let mut b = ptr::null_mut();
-    ok(unsafe { vkcuda_buffer_create(ctx, &info, &mut b) });
+    ok(unsafe { vkcuda_buffer_create(ctx, &buffer_create_info(size, allocator), &mut b) });
     b
+}
+
+/// What importing a buffer's memory fd needs, from the buffer's info.
+pub fn buffer_import_info(i: &vkcuda_buffer_info) -> vkcuda_buffer_import_info {
+    vkcuda_buffer_import_info {
+        flags: 0,
+        allocator: vkcuda_allocator_raw(i.allocator as i32),
+        allocation_size: i.allocation_size,
+        offset: i.offset,
+        size: i.size,
+        dedicated: i.dedicated,
+        usage: 0,
+    }
+}
+
+/// An image description with every optional field 0 (the defaults: a full mip
+/// chain, one layer, the default usage). `image_type`: 0 2D, 1 1D, 3 3D.
+pub fn image_desc(
+    image_type: i32,
+    format: vk::Format,
+    width: u32,
+    height: u32,
+    depth: u32,
+) -> vkcuda_image_create_info {
+    vkcuda_image_create_info {
+        flags: 0,
+        image_type: vkcuda_image_type_raw(image_type),
+        format: format.as_raw(),
+        extent: vk::Extent3D {
+            width,
+            height,
+            depth,
+        },
+        mip_levels: 0,
+        array_layers: 0,
+        usage: 0,
+    }
+}
+
+/// The description an image's info holds (resolved: levels, layers and usage as
+/// made), as wrap and import take it.
+pub fn image_desc_of(i: &vkcuda_image_info) -> vkcuda_image_create_info {
+    vkcuda_image_create_info {
+        flags: i.flags,
+        image_type: vkcuda_image_type_raw(i.image_type as i32),
+        format: i.format,
+        extent: i.extent,
+        mip_levels: i.mip_levels,
+        array_layers: i.array_layers,
+        usage: i.usage,
+    }
+}
+
+/// A texture of level 0: point filtering, clamped, element-type reads, no flags.
+pub fn texture_info() -> vkcuda_texture_info {
+    vkcuda_texture_info {
+        flags: 0,
+        level: 0,
+        filter: vkcuda_filter_raw(0),
+        address_mode: vkcuda_address_mode_raw(0),
+        read_mode: vkcuda_read_mode_raw(0),
+        border_color: [0.0; 4],
+    }
+}
+
+pub fn image_info(im: *const vkcuda_image) -> vkcuda_image_info {
+    let mut i: vkcuda_image_info = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_image_get_info(im, &mut i) });
+    i
+}
+
+/// `semaphore_type`: 0 timeline, 1 binary.
+pub fn semaphore_create_info(
+    semaphore_type: i32,
+    initial_value: u64,
+) -> vkcuda_semaphore_create_info {
+    vkcuda_semaphore_create_info {
+        flags: 0,
+        semaphore_type: vkcuda_semaphore_type_raw(semaphore_type),
+        initial_value,
+        host_wait_spin_ns: 0,
+    }
+}
+
+pub fn create_semaphore(
+    ctx: *const vkcuda_context,
+    semaphore_type: i32,
+    initial_value: u64,
+) -> *mut vkcuda_semaphore {
+    let mut s = ptr::null_mut();
+    let info = semaphore_create_info(semaphore_type, initial_value);
+    ok(unsafe { vkcuda_semaphore_create(ctx, &info, &mut s) });
+    s
+}
+
+/// A handoff to or from `queue_family_index` with the default stages and accesses.
+pub fn handoff_info(queue_family_index: u32) -> vkcuda_handoff_info {
+    vkcuda_handoff_info {
+        flags: 0,
+        queue_family_index,
+        stage_mask: 0,
+        access_mask: 0,
+    }
 }
 
 /// Creates an instance and a device the way an engine would, with the given
@@ -348,4 +602,71 @@ impl Drop for EngineDevice {
             self.instance.destroy_instance(None);
         }
     }
+}
+
+// ---------------------------------------------------------------------------------
+// Child processes: the fake CUDA driver, and this test executable run again.
+
+/// Builds tests/fake_cuda/libcuda.c (with `extra` compiler arguments) into
+/// `$CARGO_TARGET_TMPDIR/name` as libcuda.so.1 with a libcuda.so link to it, and
+/// returns that directory (put it first in LD_LIBRARY_PATH).
+pub fn fake_cuda_driver(name: &str, extra: &[&str]) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fake_cuda/libcuda.c");
+    let status = Command::new("cc")
+        .args([
+            "-shared", "-fPIC", "-O1", "-Wall", "-Wextra", "-Werror", "-o",
+        ])
+        .arg(dir.join("libcuda.so.1"))
+        .arg(&src)
+        .args(extra)
+        .status()
+        .expect("a C compiler (cc) to build the fake libcuda");
+    assert!(status.success());
+    // cudarc tries libcuda.so before libcuda.so.1: without this name a machine with
+    // the NVIDIA driver (its libcuda.so in the system path) loads the real driver.
+    let _ = std::fs::remove_file(dir.join("libcuda.so"));
+    std::os::unix::fs::symlink("libcuda.so.1", dir.join("libcuda.so")).unwrap();
+    dir
+}
+
+/// LD_LIBRARY_PATH with `dir` first; what was there stays (a validation layer or a
+/// loader found through the path stays found).
+pub fn library_path_with(dir: &std::path::Path) -> OsString {
+    let mut p = dir.as_os_str().to_owned();
+    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+        p.push(":");
+        p.push(old);
+    }
+    p
+}
+
+/// This test executable again, running only the test `name` (an `#[ignore]`d one
+/// when `ignored`), output not captured.
+pub fn this_test(name: &str, ignored: bool) -> Command {
+    let mut c = Command::new(std::env::current_exe().unwrap());
+    if ignored {
+        c.arg("--ignored");
+    }
+    c.args(["--exact", name, "--nocapture", "--test-threads=1"]);
+    c
+}
+
+/// The output of a `this_test` child, printed; asserts it exited 0 and ran its one
+/// test. Returns stdout and stderr together.
+#[track_caller]
+pub fn child_passed(name: &str, out: &Output) -> String {
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("---- child {name} ----\n{text}---- end of child {name} ----");
+    assert!(out.status.success(), "child {name} failed: {}", out.status);
+    assert!(
+        text.contains("1 passed"),
+        "child {name} ran its test: {text}"
+    );
+    text
 }

@@ -14,9 +14,11 @@
 #   3. consumers: tests/consumer_cpp/run.sh (the install tree with find_package, and
 #      add_subdirectory on this source tree);
 #   4. docs: scripts/docs.sh (Doxygen, any warning fails);
-#   5. engine_postfx --vulkan-only under VK_LAYER_KHRONOS_validation, when the layer
-#      is installed: any validation message fails.
-# Prints one line per check and a summary; exits 1 if any failed.
+#   5. tests/gpu's engine_postfx_test --vulkan-only (the engine of
+#      examples/cpp/engine_postfx.cpp) under VK_LAYER_KHRONOS_validation, when the layer is
+#      installed: any validation message fails.
+# Prints one line per check and a summary; exits 1 if any failed. A check that
+# cannot run here prints a line starting with "SKIPPED:" (scripts/test.sh counts them).
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -76,7 +78,7 @@ build_and_run() { # build_and_run <cxx> <cc> <std> <mode flags> <out>
   "$out/wrapper_test" > "$out/run.log" 2>&1
   local rc=$?
   tail -n 1 "$out/run.log"
-  if [ "$rc" -eq 77 ]; then echo "(skipped: no Vulkan device)"; return 0; fi
+  if [ "$rc" -eq 77 ]; then echo "SKIPPED: wrapper_test ($cxx -std=c++$std${mode:+ $mode}): no Vulkan device"; return 0; fi
   [ "$rc" -eq 0 ] && grep -q '^vkcuda.hpp tests: PASS' "$out/run.log"
 }
 for pair in "${compilers[@]}"; do
@@ -128,7 +130,7 @@ check "docs: scripts/docs.sh (Doxygen HTML, no warnings)" "$root/scripts/docs.sh
 grep '^docs.sh:' "$work/last.log" | sed 's/^/        /'
 
 # --- 5. the engine example under the validation layer ------------------------------------------
-example="$build/examples/cpp/engine_postfx"
+example="$build/tests/gpu/engine_postfx_test"
 layer_json=""
 for d in ${VK_LAYER_PATH:-} /usr/share/vulkan/explicit_layer.d /usr/local/share/vulkan/explicit_layer.d; do
   [ -f "$d/VkLayer_khronos_validation.json" ] && { layer_json="$d/VkLayer_khronos_validation.json"; break; }
@@ -136,7 +138,7 @@ done
 if [ ! -x "$example" ]; then
   fail "validation: $example was not built"
 elif [ -z "$layer_json" ]; then
-  echo "  skip  validation: VK_LAYER_KHRONOS_validation is not installed (apt-get install vulkan-validationlayers)"
+  echo "  SKIPPED: validation: VK_LAYER_KHRONOS_validation is not installed (apt-get install vulkan-validationlayers)"
 else
   vvl_run() {
     VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation "$example" --vulkan-only --frames 30 --size 96x64 \
@@ -148,7 +150,7 @@ else
     echo "$n validation messages"
     [ "$rc" -eq 0 ] && [ "$n" -eq 0 ]
   }
-  check "validation: engine_postfx --vulkan-only under VK_LAYER_KHRONOS_validation: no messages" vvl_run
+  check "validation: engine_postfx_test --vulkan-only under VK_LAYER_KHRONOS_validation: no messages" vvl_run
   tail -n 1 "$work/last.log" | sed 's/^/        /'
 fi
 

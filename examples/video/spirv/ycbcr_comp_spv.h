@@ -1,8 +1,8 @@
 /* Generated from examples/video/shaders/ycbcr.comp by glslangValidator -V --target-env vulkan1.2
- * (examples/cpp/CMakeLists.txt, examples/cpp/spirv_header.cmake): do not edit.
+ * (tests/gpu/CMakeLists.txt, tests/gpu/spirv_header.cmake): do not edit.
  * glslang: Glslang Version: 11:12.0.0
  * The build regenerates it when glslangValidator is there; the committed copy in
- * examples/cpp/spirv/ is for machines without it (a test checks it is current). */
+ * tests/gpu/spirv/ is for machines without it (a test checks it is current). */
 #ifndef VKCUDA_EXAMPLES_YCBCR_COMP_SPV_H
 #define VKCUDA_EXAMPLES_YCBCR_COMP_SPV_H
 

@@ -1,0 +1,800 @@
+//! The host-side cost of each per-frame call, against the raw calls it makes, in
+//! one run (issue 20 item 3): next_stage, cuda_wait, cuda_signal, host_signal, the
+//! graph value setter, the release/acquire recording of a buffer and an image, the
+//! batched barrier for N = 1, 8, 64 (also against N single calls), and a getter
+//! through the C boundary (panic boundary, handle tag check). Each figure is the
+//! median over batches of 64 calls (at least 100,000 calls in all, library and raw
+//! batches alternating), in nanoseconds per call; the goal is library <= raw +
+//! 200 ns. GPU time of the batched barriers comes from timestamp queries.
+//!
+//! `cargo bench --bench calls` (the bundle's `bench-calls` on the GPU machine);
+//! `--quick` runs the Vulkan-only part with few calls (CI smoke test on lavapipe);
+//! `--csv FILE` writes the table as CSV.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::cell::Cell;
+use std::fmt::Write as _;
+use std::ptr;
+use std::time::Instant;
+
+use ash::vk;
+use common::*;
+use cudarc::driver::sys as cu;
+
+const BATCH: usize = 64;
+
+#[track_caller]
+fn cuok(r: cu::CUresult) {
+    assert_eq!(r, cu::CUresult::CUDA_SUCCESS);
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+#[derive(Default)]
+struct Table {
+    rows: Vec<(String, f64, f64, String)>,
+}
+
+impl Table {
+    /// A library figure against its raw baseline (ns per call).
+    fn pair(&mut self, name: &str, lib: f64, raw: f64, note: &str) {
+        let d = lib - raw;
+        let verdict = if d <= 200.0 { "ok" } else { "OVER" };
+        println!(
+            "  {name:<46} library {lib:>9.1} ns   raw {raw:>9.1} ns   +{d:>7.1} ns  {verdict}  {note}"
+        );
+        self.rows.push((name.into(), lib, raw, note.into()));
+    }
+
+    fn single(&mut self, name: &str, lib: f64, note: &str) {
+        println!("  {name:<46} library {lib:>9.1} ns   {note}");
+        self.rows.push((name.into(), lib, f64::NAN, note.into()));
+    }
+
+    fn csv(&self) -> String {
+        let mut s = String::from("call,library_ns,raw_ns,difference_ns,note\n");
+        for (n, l, r, note) in &self.rows {
+            let _ = writeln!(s, "{n},{l:.1},{r:.1},{:.1},\"{note}\"", l - r);
+        }
+        s
+    }
+}
+
+/// Times `rounds` batches of `BATCH` calls of `lib` and of `raw`, alternating
+/// (which goes first alternates too); `between` runs untimed after each pair.
+/// Returns the median ns per call of each.
+fn compare(
+    rounds: usize,
+    mut lib: impl FnMut(usize),
+    mut raw: impl FnMut(usize),
+    mut between: impl FnMut(),
+) -> (f64, f64) {
+    let mut l = Vec::with_capacity(rounds);
+    let mut r = Vec::with_capacity(rounds);
+    let mut i = 0usize;
+    for round in 0..rounds {
+        let time = |f: &mut dyn FnMut(usize), out: &mut Vec<f64>, i: &mut usize| {
+            let t = Instant::now();
+            for _ in 0..BATCH {
+                f(*i);
+                *i += 1;
+            }
+            out.push(t.elapsed().as_nanos() as f64 / BATCH as f64);
+        };
+        if round % 2 == 0 {
+            time(&mut lib, &mut l, &mut i);
+            time(&mut raw, &mut r, &mut i);
+        } else {
+            time(&mut raw, &mut r, &mut i);
+            time(&mut lib, &mut l, &mut i);
+        }
+        between();
+    }
+    (median(&mut l), median(&mut r))
+}
+
+fn only(rounds: usize, mut lib: impl FnMut(usize), mut between: impl FnMut()) -> f64 {
+    let mut l = Vec::with_capacity(rounds);
+    let mut i = 0usize;
+    for _ in 0..rounds {
+        let t = Instant::now();
+        for _ in 0..BATCH {
+            lib(i);
+            i += 1;
+        }
+        l.push(t.elapsed().as_nanos() as f64 / BATCH as f64);
+        between();
+    }
+    median(&mut l)
+}
+
+/// A command buffer in the recording state, re-begun now and then (recording
+/// tens of thousands of barriers into one would grow it without end).
+struct Recorder<'a> {
+    v: &'a Vk,
+    cmd: vk::CommandBuffer,
+    recorded: usize,
+}
+
+impl<'a> Recorder<'a> {
+    fn new(v: &'a Vk) -> Recorder<'a> {
+        let cmd = v.command_buffer();
+        Recorder {
+            v,
+            cmd,
+            recorded: 0,
+        }
+    }
+
+    fn maybe_restart(&mut self) {
+        self.recorded += 1;
+        if self.recorded % 32 == 0 {
+            unsafe {
+                self.v.device.end_command_buffer(self.cmd).unwrap();
+                self.v
+                    .device
+                    .reset_command_buffer(self.cmd, vk::CommandBufferResetFlags::empty())
+                    .unwrap();
+                self.v
+                    .device
+                    .begin_command_buffer(self.cmd, &vk::CommandBufferBeginInfo::default())
+                    .unwrap();
+            }
+        }
+    }
+}
+
+impl Drop for Recorder<'_> {
+    fn drop(&mut self) {
+        unsafe {
+            self.v.device.end_command_buffer(self.cmd).unwrap();
+            self.v.device.free_command_buffers(self.v.pool, &[self.cmd]);
+        }
+    }
+}
+
+/// The raw barrier the library records for a buffer/image release, built by hand.
+fn raw_release_buffer(
+    family: u32,
+    buffer: vk::Buffer,
+    size: u64,
+) -> vk::BufferMemoryBarrier<'static> {
+    vk::BufferMemoryBarrier::default()
+        .src_access_mask(vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE)
+        .src_queue_family_index(family)
+        .dst_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
+        .buffer(buffer)
+        .size(size)
+}
+
+fn raw_release_buffer2(
+    family: u32,
+    buffer: vk::Buffer,
+    size: u64,
+) -> vk::BufferMemoryBarrier2<'static> {
+    vk::BufferMemoryBarrier2::default()
+        .src_stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)
+        .src_access_mask(vk::AccessFlags2::MEMORY_READ | vk::AccessFlags2::MEMORY_WRITE)
+        .src_queue_family_index(family)
+        .dst_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
+        .buffer(buffer)
+        .size(size)
+}
+
+/// The acquire the library records: nothing to wait for on CUDA's side (NONE), the
+/// engine's stages and accesses after.
+fn raw_acquire_buffer2(
+    family: u32,
+    buffer: vk::Buffer,
+    size: u64,
+) -> vk::BufferMemoryBarrier2<'static> {
+    vk::BufferMemoryBarrier2::default()
+        .dst_stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)
+        .dst_access_mask(vk::AccessFlags2::MEMORY_READ | vk::AccessFlags2::MEMORY_WRITE)
+        .src_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
+        .dst_queue_family_index(family)
+        .buffer(buffer)
+        .size(size)
+}
+
+fn raw_acquire_image2(family: u32, image: vk::Image) -> vk::ImageMemoryBarrier2<'static> {
+    raw_release_image2(family, image)
+        .src_stage_mask(vk::PipelineStageFlags2::NONE)
+        .src_access_mask(vk::AccessFlags2::NONE)
+        .dst_stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)
+        .dst_access_mask(vk::AccessFlags2::MEMORY_READ | vk::AccessFlags2::MEMORY_WRITE)
+        .src_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
+        .dst_queue_family_index(family)
+}
+
+fn raw_release_image2(family: u32, image: vk::Image) -> vk::ImageMemoryBarrier2<'static> {
+    vk::ImageMemoryBarrier2::default()
+        .src_stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)
+        .src_access_mask(vk::AccessFlags2::MEMORY_READ | vk::AccessFlags2::MEMORY_WRITE)
+        .old_layout(vk::ImageLayout::GENERAL)
+        .new_layout(vk::ImageLayout::GENERAL)
+        .src_queue_family_index(family)
+        .dst_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
+        .image(image)
+        .subresource_range(vk::ImageSubresourceRange {
+            aspect_mask: vk::ImageAspectFlags::COLOR,
+            base_mip_level: 0,
+            level_count: 1,
+            base_array_layer: 0,
+            layer_count: 1,
+        })
+}
+
+/// Recording: single and batched barriers, and a getter through the boundary.
+fn vulkan_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
+    let v = Vk::new(ctx);
+    let family = v.family;
+    let info = handoff_info(family);
+    let n_max = 64;
+    let bufs: Vec<_> = (0..n_max).map(|_| create_buffer(ctx, 65536, 0)).collect();
+    let vk_bufs: Vec<_> = bufs.iter().map(|&b| buffer_info(b).buffer).collect();
+    let mut img = ptr::null_mut();
+    ok(unsafe {
+        vkcuda_image_create(
+            ctx,
+            &image_desc(0, vk::Format::R8G8B8A8_UNORM, 256, 256, 1),
+            &mut img,
+        )
+    });
+    let vk_img = image_info(img).image;
+    let barrier2 = unsafe {
+        v.instance
+            .get_device_proc_addr(v.device.handle(), c"vkCmdPipelineBarrier2".as_ptr())
+    };
+    // Standalone contexts record with vkCmdPipelineBarrier2 where the device has
+    // synchronization2 (both lavapipe and NVIDIA do): the raw baseline does too.
+    let barrier2: Option<vk::PFN_vkCmdPipelineBarrier2> =
+        barrier2.map(|f| unsafe { std::mem::transmute(f) });
+    let sync2 = barrier2.is_some();
+    println!(
+        "recording with {}",
+        if sync2 {
+            "vkCmdPipelineBarrier2"
+        } else {
+            "vkCmdPipelineBarrier"
+        }
+    );
+
+    // A getter: the C boundary (catch_unwind, tag check, message) around one read.
+    let sem_less = bufs[0];
+    let mut out = vk::Buffer::null();
+    let mut raw_out = vk::Buffer::null();
+    let raw_value = std::hint::black_box(vk_bufs[0]);
+    let (l, r) = compare(
+        rounds,
+        |_| {
+            ok(unsafe { vkcuda_buffer_get_vk_buffer(std::hint::black_box(sem_less), &mut out) });
+        },
+        |_| {
+            raw_out = std::hint::black_box(raw_value);
+        },
+        || {},
+    );
+    assert_eq!(out, raw_out);
+    t.pair(
+        "vkcuda_buffer_get_vk_buffer (the boundary)",
+        l,
+        r,
+        "raw: reading the handle from memory; the difference is the panic boundary and the kind-tag check",
+    );
+
+    let mut rec = Recorder::new(&v);
+    let cmd = rec.cmd;
+    let (l, r) = compare(
+        rounds,
+        |_| ok(unsafe { vkcuda_buffer_cmd_release_to_cuda(bufs[0], cmd, &info) }),
+        |_| unsafe {
+            match barrier2 {
+                Some(f) => {
+                    let b = [raw_release_buffer2(family, vk_bufs[0], 65536)];
+                    f(
+                        cmd,
+                        &vk::DependencyInfo::default().buffer_memory_barriers(&b),
+                    );
+                }
+                None => v.device.cmd_pipeline_barrier(
+                    cmd,
+                    vk::PipelineStageFlags::ALL_COMMANDS,
+                    vk::PipelineStageFlags::BOTTOM_OF_PIPE,
+                    vk::DependencyFlags::empty(),
+                    &[],
+                    &[raw_release_buffer(family, vk_bufs[0], 65536)],
+                    &[],
+                ),
+            }
+        },
+        || rec.maybe_restart(),
+    );
+    t.pair(
+        "vkcuda_buffer_cmd_release_to_cuda",
+        l,
+        r,
+        "raw: the same barrier, recorded directly",
+    );
+    let (l, r) = compare(
+        rounds,
+        |_| ok(unsafe { vkcuda_buffer_cmd_acquire_from_cuda(bufs[0], cmd, &info) }),
+        |_| unsafe {
+            if let Some(f) = barrier2 {
+                let b = [raw_acquire_buffer2(family, vk_bufs[0], 65536)];
+                f(
+                    cmd,
+                    &vk::DependencyInfo::default().buffer_memory_barriers(&b),
+                );
+            }
+        },
+        || rec.maybe_restart(),
+    );
+    t.pair(
+        "vkcuda_buffer_cmd_acquire_from_cuda",
+        l,
+        r,
+        "raw: the same barrier, recorded directly",
+    );
+    let general = vk::ImageLayout::GENERAL.as_raw();
+    let (l, r) = compare(
+        rounds,
+        |_| ok(unsafe { vkcuda_image_cmd_release_to_cuda(img, cmd, &info, general) }),
+        |_| unsafe {
+            if let Some(f) = barrier2 {
+                let b = [raw_release_image2(family, vk_img)];
+                f(
+                    cmd,
+                    &vk::DependencyInfo::default().image_memory_barriers(&b),
+                );
+            }
+        },
+        || rec.maybe_restart(),
+    );
+    t.pair(
+        "vkcuda_image_cmd_release_to_cuda",
+        l,
+        r,
+        "raw: the same barrier, recorded directly",
+    );
+
+    // Batched barriers: N resources (every 8th an image) in one barrier, against
+    // one raw batched barrier and against N single library calls.
+    for n in [1usize, 8, 64] {
+        let res: Vec<vkcuda_handoff_resource> = (0..n)
+            .map(|i| {
+                if i % 8 == 7 {
+                    vkcuda_handoff_resource {
+                        buffer: ptr::null(),
+                        image: img,
+                        layout: general,
+                    }
+                } else {
+                    vkcuda_handoff_resource {
+                        buffer: bufs[i],
+                        image: ptr::null(),
+                        layout: 0,
+                    }
+                }
+            })
+            .collect();
+        let (l, r) = compare(
+            (rounds / n.max(8)).max(50),
+            |_| {
+                ok(unsafe {
+                    vkcuda_handoff_cmd_release_to_cuda(n as u32, res.as_ptr(), cmd, &info)
+                })
+            },
+            |_| unsafe {
+                if let Some(f) = barrier2 {
+                    let mut bb = Vec::with_capacity(n);
+                    let mut ib = Vec::with_capacity(n);
+                    for (i, rsc) in res.iter().enumerate() {
+                        if rsc.image.is_null() {
+                            bb.push(raw_release_buffer2(family, vk_bufs[i], 65536));
+                        } else {
+                            ib.push(raw_release_image2(family, vk_img));
+                        }
+                    }
+                    f(
+                        cmd,
+                        &vk::DependencyInfo::default()
+                            .buffer_memory_barriers(&bb)
+                            .image_memory_barriers(&ib),
+                    );
+                }
+            },
+            || rec.maybe_restart(),
+        );
+        t.pair(
+            &format!("vkcuda_handoff_cmd_release_to_cuda N={n}"),
+            l,
+            r,
+            &format!(
+                "raw: one barrier of {n} built and recorded by hand; ratio {:.3}",
+                l / r
+            ),
+        );
+        let singles = only(
+            (rounds / n.max(8)).max(50),
+            |_| {
+                for rsc in &res {
+                    if rsc.image.is_null() {
+                        ok(unsafe { vkcuda_buffer_cmd_release_to_cuda(rsc.buffer, cmd, &info) });
+                    } else {
+                        ok(unsafe { vkcuda_image_cmd_release_to_cuda(img, cmd, &info, general) });
+                    }
+                }
+            },
+            || rec.maybe_restart(),
+        );
+        t.single(
+            &format!("{n} single release calls"),
+            singles,
+            &format!("batched/single {:.3}", l / singles),
+        );
+    }
+    drop(rec);
+    gpu_time_of_batches(&v, &bufs, img, vk_img, barrier2, t);
+
+    unsafe {
+        vkcuda_image_destroy(img);
+        for b in bufs {
+            vkcuda_buffer_destroy(b);
+        }
+    }
+}
+
+/// GPU time of a release+acquire of N resources: one batched barrier each way vs
+/// N single ones, from timestamps around them (median of 50 submits).
+fn gpu_time_of_batches(
+    v: &Vk,
+    bufs: &[*mut vkcuda_buffer],
+    img: *mut vkcuda_image,
+    vk_img: vk::Image,
+    barrier2: Option<vk::PFN_vkCmdPipelineBarrier2>,
+    t: &mut Table,
+) {
+    let props = unsafe { v.instance.get_physical_device_properties(v.physical) };
+    let period = props.limits.timestamp_period as f64;
+    let pool = unsafe {
+        v.device.create_query_pool(
+            &vk::QueryPoolCreateInfo::default()
+                .query_type(vk::QueryType::TIMESTAMP)
+                .query_count(2),
+            None,
+        )
+    }
+    .unwrap();
+    let info = handoff_info(v.family);
+    let general = vk::ImageLayout::GENERAL.as_raw();
+    for n in [1usize, 8, 64] {
+        let res: Vec<vkcuda_handoff_resource> = (0..n)
+            .map(|i| {
+                if i % 8 == 7 {
+                    vkcuda_handoff_resource {
+                        buffer: ptr::null(),
+                        image: img,
+                        layout: general,
+                    }
+                } else {
+                    vkcuda_handoff_resource {
+                        buffer: bufs[i],
+                        image: ptr::null(),
+                        layout: 0,
+                    }
+                }
+            })
+            .collect();
+        let measure = |record: &dyn Fn(vk::CommandBuffer)| -> f64 {
+            let mut s = Vec::new();
+            for _ in 0..50 {
+                v.run(|cmd| unsafe {
+                    v.device.cmd_reset_query_pool(cmd, pool, 0, 2);
+                    v.device
+                        .cmd_write_timestamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE, pool, 0);
+                    record(cmd);
+                    v.device.cmd_write_timestamp(
+                        cmd,
+                        vk::PipelineStageFlags::BOTTOM_OF_PIPE,
+                        pool,
+                        1,
+                    );
+                });
+                let mut ts = [0u64; 2];
+                unsafe {
+                    v.device
+                        .get_query_pool_results(
+                            pool,
+                            0,
+                            &mut ts,
+                            vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
+                        )
+                        .unwrap();
+                }
+                s.push(ts[1].wrapping_sub(ts[0]) as f64 * period);
+            }
+            median(&mut s)
+        };
+        let batched = measure(&|cmd| unsafe {
+            ok(vkcuda_handoff_cmd_release_to_cuda(
+                n as u32,
+                res.as_ptr(),
+                cmd,
+                &info,
+            ));
+            ok(vkcuda_handoff_cmd_acquire_from_cuda(
+                n as u32,
+                res.as_ptr(),
+                cmd,
+                &info,
+            ));
+        });
+        let singles = measure(&|cmd| unsafe {
+            for r in &res {
+                if r.image.is_null() {
+                    ok(vkcuda_buffer_cmd_release_to_cuda(r.buffer, cmd, &info));
+                } else {
+                    ok(vkcuda_image_cmd_release_to_cuda(img, cmd, &info, general));
+                }
+            }
+            for r in &res {
+                if r.image.is_null() {
+                    ok(vkcuda_buffer_cmd_acquire_from_cuda(r.buffer, cmd, &info));
+                } else {
+                    ok(vkcuda_image_cmd_acquire_from_cuda(img, cmd, &info, general));
+                }
+            }
+        });
+        let raw = measure(&|cmd| unsafe {
+            if let Some(f) = barrier2 {
+                for release in [true, false] {
+                    let mut bb = Vec::new();
+                    let mut ib = Vec::new();
+                    for (i, r) in res.iter().enumerate() {
+                        let vb = buffer_info(bufs[i]).buffer;
+                        match (r.image.is_null(), release) {
+                            (true, true) => bb.push(raw_release_buffer2(v.family, vb, 65536)),
+                            (true, false) => bb.push(raw_acquire_buffer2(v.family, vb, 65536)),
+                            (false, true) => ib.push(raw_release_image2(v.family, vk_img)),
+                            (false, false) => ib.push(raw_acquire_image2(v.family, vk_img)),
+                        }
+                    }
+                    f(
+                        cmd,
+                        &vk::DependencyInfo::default()
+                            .buffer_memory_barriers(&bb)
+                            .image_memory_barriers(&ib),
+                    );
+                }
+            }
+        });
+        println!(
+            "  GPU time, release+acquire of {n:>2}: batched {batched:>8.0} ns, {n} single calls {singles:>8.0} ns, raw batched {raw:>8.0} ns (batched/raw {:.3})",
+            batched / raw
+        );
+        t.rows.push((
+            format!("GPU time release+acquire N={n} (batched vs raw batched)"),
+            batched,
+            raw,
+            format!("{n} single calls: {singles:.0} ns"),
+        ));
+    }
+    unsafe { v.device.destroy_query_pool(pool, None) };
+}
+
+/// The per-frame semaphore calls against the driver calls they make.
+fn semaphore_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
+    let v = Vk::new(ctx);
+    let mut cinfo: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_context_get_cuda_info(ctx, &mut cinfo) });
+    cuok(unsafe { cu::cuCtxPushCurrent_v2(cinfo.cuda_context.cast()) });
+    let mut stream = ptr::null_mut();
+    cuok(unsafe { cu::cuStreamCreate(&mut stream, 1) });
+    let sem = create_semaphore(ctx, 0, 0);
+    let mut vk_sem = vk::Semaphore::null();
+    ok(unsafe { vkcuda_semaphore_get_vk_semaphore(sem, &mut vk_sem) });
+    // The same semaphore imported into CUDA by hand, for the raw calls.
+    let mut fd = -1;
+    ok(unsafe { vkcuda_semaphore_export_fd(sem, &mut fd) });
+    // Field by field: the handle-type enum has no zero value.
+    let desc = cu::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC {
+        type_: cu::CUexternalSemaphoreHandleType::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD,
+        handle: cu::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1 { fd },
+        flags: 0,
+        reserved: [0; 16],
+    };
+    let mut raw_sem = ptr::null_mut();
+    cuok(unsafe { cu::cuImportExternalSemaphore(&mut raw_sem, &desc) });
+    let sync = || cuok(unsafe { cu::cuStreamSynchronize(stream) });
+
+    let next = || {
+        let mut v = 0u64;
+        ok(unsafe { vkcuda_semaphore_get_value(sem, &mut v) });
+        v
+    };
+    // next_stage: the value contract's book-keeping (raw: a counter).
+    let last = Cell::new(0u64);
+    let mut counter = 0u64;
+    let (l, r) = compare(
+        rounds / 4,
+        |_| {
+            let mut st = vkcuda_timeline_stage {
+                wait_value: 0,
+                signal_value: 0,
+            };
+            ok(unsafe { vkcuda_semaphore_next_stage(sem, &mut st) });
+            last.set(st.signal_value);
+        },
+        |_| counter = std::hint::black_box(counter + 1),
+        // The chain is signalled after each batch (untimed), as frames complete.
+        || ok(unsafe { vkcuda_semaphore_host_signal(sem, last.get()) }),
+    );
+    t.pair(
+        "vkcuda_semaphore_next_stage",
+        l,
+        r,
+        "raw: incrementing a counter (what an engine computes itself); the library reads the counter and checks the chain",
+    );
+
+    // host_signal vs vkSignalSemaphore.
+    let value = Cell::new(next());
+    let bump = || {
+        value.set(value.get() + 1);
+        value.get()
+    };
+    let (l, r) = compare(
+        rounds,
+        |_| ok(unsafe { vkcuda_semaphore_host_signal(sem, bump()) }),
+        |_| unsafe {
+            v.device
+                .signal_semaphore(
+                    &vk::SemaphoreSignalInfo::default()
+                        .semaphore(vk_sem)
+                        .value(bump()),
+                )
+                .unwrap()
+        },
+        || {},
+    );
+    t.pair(
+        "vkcuda_semaphore_host_signal",
+        l,
+        r,
+        "raw: vkSignalSemaphore",
+    );
+
+    // cuda_signal vs cuSignalExternalSemaphoresAsync (strictly increasing values).
+    value.set(next());
+    let (l, r) = compare(
+        rounds,
+        |_| ok(unsafe { vkcuda_semaphore_cuda_signal(sem, bump(), stream.cast()) }),
+        |_| {
+            let mut p: cu::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS = unsafe { std::mem::zeroed() };
+            p.params.fence.value = bump();
+            cuok(unsafe { cu::cuSignalExternalSemaphoresAsync(&raw_sem, &p, 1, stream) });
+        },
+        sync,
+    );
+    t.pair(
+        "vkcuda_semaphore_cuda_signal",
+        l,
+        r,
+        "raw: cuSignalExternalSemaphoresAsync",
+    );
+
+    // cuda_wait vs cuWaitExternalSemaphoresAsync (values already reached).
+    sync();
+    let reached = next();
+    let (l, r) = compare(
+        rounds,
+        |_| ok(unsafe { vkcuda_semaphore_cuda_wait(sem, reached, stream.cast()) }),
+        |_| {
+            let mut p: cu::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS = unsafe { std::mem::zeroed() };
+            p.params.fence.value = reached;
+            cuok(unsafe { cu::cuWaitExternalSemaphoresAsync(&raw_sem, &p, 1, stream) });
+        },
+        sync,
+    );
+    t.pair(
+        "vkcuda_semaphore_cuda_wait",
+        l,
+        r,
+        "raw: cuWaitExternalSemaphoresAsync",
+    );
+
+    // The graph value setter vs cuGraphExecExternalSemaphoresSignalNodeSetParams.
+    let mut graph = ptr::null_mut();
+    cuok(unsafe { cu::cuGraphCreate(&mut graph, 0) });
+    let mut node = ptr::null_mut();
+    value.set(next());
+    ok(unsafe {
+        vkcuda_semaphore_cuda_graph_add_signal(sem, graph.cast(), ptr::null(), 0, bump(), &mut node)
+    });
+    let mut exec = ptr::null_mut();
+    cuok(unsafe { cu::cuGraphInstantiateWithFlags(&mut exec, graph, 0) });
+    let (l, r) = compare(
+        rounds,
+        |_| {
+            ok(unsafe {
+                vkcuda_semaphore_cuda_graph_exec_set_signal(sem, exec.cast(), node, bump())
+            })
+        },
+        |_| {
+            let mut s = raw_sem;
+            let mut p: cu::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS = unsafe { std::mem::zeroed() };
+            p.params.fence.value = bump();
+            let params = cu::CUDA_EXT_SEM_SIGNAL_NODE_PARAMS {
+                extSemArray: &mut s,
+                paramsArray: &p,
+                numExtSems: 1,
+            };
+            cuok(unsafe {
+                cu::cuGraphExecExternalSemaphoresSignalNodeSetParams(exec, node.cast(), &params)
+            });
+        },
+        || {},
+    );
+    t.pair(
+        "vkcuda_semaphore_cuda_graph_exec_set_signal",
+        l,
+        r,
+        "raw: cuGraphExecExternalSemaphoresSignalNodeSetParams",
+    );
+    sync();
+    unsafe {
+        cuok(cu::cuGraphExecDestroy(exec));
+        cuok(cu::cuGraphDestroy(graph));
+        cuok(cu::cuDestroyExternalSemaphore(raw_sem));
+        vkcuda_semaphore_destroy(sem);
+        cuok(cu::cuStreamDestroy_v2(stream));
+        let mut p = ptr::null_mut();
+        cuok(cu::cuCtxPopCurrent_v2(&mut p));
+    }
+    drop(v);
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let csv = args
+        .iter()
+        .position(|a| a == "--csv")
+        .and_then(|i| args.get(i + 1).cloned());
+    // At least 100,000 calls per figure: 1,600 batches of 64.
+    let rounds = if quick { 20 } else { 1600 };
+    let mut t = Table::default();
+    println!(
+        "vkcuda per-call CPU cost ({}), ns per call, median over batches of {BATCH} (library and raw alternating)",
+        if quick { "quick" } else { "full" }
+    );
+    let mut ctx = ptr::null_mut();
+    let cuda = unsafe { vkcuda_context_create_standalone(ptr::null(), &mut ctx) } == VKCUDA_SUCCESS;
+    if !cuda {
+        println!(
+            "no CUDA-paired device ({}): Vulkan-only calls",
+            last_error()
+        );
+        ctx = vulkan_only_context();
+    }
+    println!("recording and the boundary:");
+    vulkan_calls(ctx, rounds, &mut t);
+    if cuda {
+        println!("semaphores (CUDA context):");
+        semaphore_calls(ctx, rounds, &mut t);
+    } else if gpu_required() {
+        panic!("VKCUDA_REQUIRE_GPU=1 but no CUDA-paired device");
+    } else {
+        println!("SKIPPED: the semaphore calls need a CUDA GPU");
+    }
+    unsafe { vkcuda_context_destroy(ctx) };
+    if let Some(path) = csv {
+        std::fs::write(&path, t.csv()).expect("write the CSV");
+        println!("wrote {path}");
+    }
+}

@@ -1,0 +1,70 @@
+# What the example programs (c_examples/, examples/cpp/) and the GPU test programs
+# (tests/gpu/) are built with. Included by the top-level CMakeLists.txt when either is
+# built; not installed.
+#
+# vkcuda_program(<name> SOURCES <src>... [LIBS <lib>...])
+#   An executable built from SOURCES as C99 (no compiler extensions, with
+#   _POSIX_C_SOURCE=200809L so POSIX calls such as close() are declared) or C++17,
+#   with -Wall -Wextra -Wpedantic -Werror, linked with vkcuda::vkcuda and LIBS.
+#
+# vkcuda_example_drivers (static library)
+#   The CUDA driver API loaded with dlopen (c_examples/cuda_driver.c, with the
+#   kernels of kernels_ptx.h) and the Vulkan functions loaded from the context's
+#   vkGetInstanceProcAddr (c_examples/vk_loader.c): building a program needs no CUDA
+#   toolkit and no libvulkan. Its users get c_examples/ on their include path.
+#
+# vkcuda_stb_image_write (static library), when stb_image_write.h is found
+#   stb_image_write (Debian/Ubuntu: libstb-dev), compiled once
+#   (c_examples/stb_image_write.c); VKCUDA_HAVE_STB_IMAGE_WRITE says whether it exists.
+#   The directory is VKCUDA_STB_INCLUDE_DIR (found in the usual include directories,
+#   their stb/ subdirectory, and the Vulkan include directory the GPU bundle passes).
+
+function(vkcuda_program name)
+  cmake_parse_arguments(PARSE_ARGV 1 P "" "" "SOURCES;LIBS")
+  if(NOT P_SOURCES)
+    message(FATAL_ERROR "vkcuda_program(${name}): no SOURCES")
+  endif()
+  add_executable(${name} ${P_SOURCES})
+  target_link_libraries(${name} PRIVATE vkcuda::vkcuda ${P_LIBS})
+  target_compile_definitions(${name} PRIVATE _POSIX_C_SOURCE=200809L)
+  set_target_properties(${name} PROPERTIES
+    C_STANDARD 99 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF
+    CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON CXX_EXTENSIONS OFF)
+  vkcuda_strict_warnings(${name})
+endfunction()
+
+set(_vkcuda_examples_dir "${PROJECT_SOURCE_DIR}/c_examples")
+
+add_library(vkcuda_example_drivers STATIC
+  "${_vkcuda_examples_dir}/cuda_driver.c"
+  "${_vkcuda_examples_dir}/vk_loader.c")
+target_include_directories(vkcuda_example_drivers PUBLIC "${_vkcuda_examples_dir}")
+target_link_libraries(vkcuda_example_drivers PUBLIC vkcuda::vkcuda ${CMAKE_DL_LIBS})
+target_compile_definitions(vkcuda_example_drivers PRIVATE _POSIX_C_SOURCE=200809L)
+set_target_properties(vkcuda_example_drivers PROPERTIES
+  C_STANDARD 99 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF)
+vkcuda_strict_warnings(vkcuda_example_drivers)
+
+find_path(VKCUDA_STB_INCLUDE_DIR stb_image_write.h
+  HINTS ${Vulkan_INCLUDE_DIR} ${VKCUDA_VULKAN_INCLUDE_DIR}
+  PATH_SUFFIXES stb
+  DOC "The directory of stb_image_write.h (Debian/Ubuntu: apt-get install libstb-dev)")
+if(VKCUDA_STB_INCLUDE_DIR)
+  set(VKCUDA_HAVE_STB_IMAGE_WRITE ON)
+  message(STATUS "vkcuda: PNG output through ${VKCUDA_STB_INCLUDE_DIR}/stb_image_write.h")
+  add_library(vkcuda_stb_image_write STATIC "${_vkcuda_examples_dir}/stb_image_write.c")
+  # SYSTEM: a newer stb's own warnings do not fail our -Werror builds.
+  target_include_directories(vkcuda_stb_image_write SYSTEM PUBLIC "${VKCUDA_STB_INCLUDE_DIR}")
+  set_target_properties(vkcuda_stb_image_write PROPERTIES
+    C_STANDARD 99 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF)
+  find_library(VKCUDA_LIBM m)
+  mark_as_advanced(VKCUDA_LIBM)
+  if(VKCUDA_LIBM)
+    target_link_libraries(vkcuda_stb_image_write PUBLIC "${VKCUDA_LIBM}")
+  endif()
+else()
+  set(VKCUDA_HAVE_STB_IMAGE_WRITE OFF)
+  message(STATUS "vkcuda: stb_image_write.h NOT found (apt-get install libstb-dev, or "
+    "-DVKCUDA_STB_INCLUDE_DIR=<dir>): the examples that write a PNG (image_to_png, "
+    "engine_postfx) are not built, and the GPU test programs write no PNG")
+endif()

@@ -1,0 +1,122 @@
+//! Conventions of the test files themselves (see the top of tests/common/mod.rs):
+//! a test that needs a CUDA GPU from its first statement is `#[ignore]`d with the
+//! one reason below, so that a machine without a GPU reports it as ignored rather
+//! than passed; runs that require the GPU (VKCUDA_REQUIRE_GPU=1) must include the
+//! ignored tests (`--include-ignored`).
+
+use std::path::{Path, PathBuf};
+
+/// The reason every GPU-only test gives, word for word.
+const NEEDS_GPU: &str =
+    r#"#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]"#;
+
+struct TestFn {
+    at: String,
+    attrs: Vec<String>,
+    /// The first line of the body after `let _g = serial();`, `use` lines and
+    /// comments (with the next one where rustfmt broke a long `let x =`).
+    first: String,
+}
+
+fn test_fns(path: &Path, src: &str) -> Vec<TestFn> {
+    let lines: Vec<&str> = src.lines().map(str::trim).collect();
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if *l != "#[test]" {
+            continue;
+        }
+        let mut j = i + 1;
+        let mut attrs = Vec::new();
+        while lines[j].starts_with("#[") {
+            attrs.push(lines[j].to_string());
+            j += 1;
+        }
+        let name = lines[j]
+            .strip_prefix("fn ")
+            .and_then(|f| f.split('(').next())
+            .unwrap_or_else(|| panic!("{}:{}: no fn after #[test]", path.display(), j + 1));
+        j += 1;
+        while lines[j].is_empty()
+            || lines[j].starts_with("//")
+            || lines[j].starts_with("use ")
+            || lines[j].ends_with("= serial();")
+        {
+            j += 1;
+        }
+        out.push(TestFn {
+            at: format!("{}:{} {name}", path.display(), i + 1),
+            attrs,
+            first: if lines[j].ends_with('=') {
+                format!("{} {}", lines[j], lines[j + 1])
+            } else {
+                lines[j].to_string()
+            },
+        });
+    }
+    out
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn gpu_only_tests_are_ignored_with_one_reason() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    let (mut tests, mut gpu, mut wrong) = (0, 0, Vec::new());
+    for f in &files {
+        let src = std::fs::read_to_string(f).unwrap();
+        for t in test_fns(f.strip_prefix(&root).unwrap(), &src) {
+            tests += 1;
+            let needs_gpu = t.first.contains("cuda_context_or_skip(");
+            let marked = t.attrs.iter().any(|a| a == NEEDS_GPU);
+            gpu += needs_gpu as usize;
+            if needs_gpu && !marked {
+                wrong.push(format!(
+                    "{}: needs a GPU but is not marked {NEEDS_GPU}",
+                    t.at
+                ));
+            }
+            if marked && !needs_gpu {
+                wrong.push(format!(
+                    "{}: marked as GPU-only but does not start with cuda_context_or_skip",
+                    t.at
+                ));
+            }
+            let other = t
+                .attrs
+                .iter()
+                .any(|a| a.starts_with("#[ignore") && a != NEEDS_GPU);
+            if needs_gpu && other {
+                wrong.push(format!("{}: two #[ignore] reasons", t.at));
+            }
+        }
+    }
+    println!("{tests} tests in {} files, {gpu} GPU-only", files.len());
+    // The parser found the tests (it would pass vacuously otherwise).
+    assert!(tests >= 80 && gpu >= 19, "{tests} tests, {gpu} GPU-only");
+    assert!(wrong.is_empty(), "\n  {}", wrong.join("\n  "));
+}
+
+/// VKCUDA_REQUIRE_GPU=1 asks for the GPU tests to run; they are `#[ignore]`d, so a
+/// run without `--include-ignored` would report them as ignored and pass. This
+/// test fails such a run (the GPU scripts run every test executable, this one too).
+#[test]
+fn require_gpu_runs_include_the_ignored_tests() {
+    let required = std::env::var("VKCUDA_REQUIRE_GPU").is_ok_and(|v| v == "1");
+    let included = std::env::args().any(|a| a == "--include-ignored" || a == "--ignored");
+    assert!(
+        !required || included,
+        "VKCUDA_REQUIRE_GPU=1 but the GPU tests are #[ignore]d: run the test executables \
+         with --include-ignored (cargo test -- --include-ignored)"
+    );
+}

@@ -1,0 +1,326 @@
+//! The buffer group: create, wrap, import an fd, the getters, export.
+
+use std::ptr;
+
+use ash::vk;
+
+use crate::common::*;
+use crate::env::Kind;
+use crate::matrix::*;
+use crate::nulls::null;
+
+const CREATE: &str = "vkcuda_buffer_create";
+const WRAP: &str = "vkcuda_buffer_wrap";
+const IMPORT: &str = "vkcuda_buffer_import_fd";
+
+fn import_fails(c: &Call, info: *const vkcuda_buffer_import_info, fd: i32, want: &[vkcuda_result]) {
+    let mut b = poisoned();
+    let r = unsafe { vkcuda_buffer_import_fd(c.env.ctx, info, fd, &mut b) };
+    c.refused_made(r, want, b, vkcuda_buffer_destroy);
+}
+
+pub fn cases(m: &mut Matrix) {
+    const INFO: &str = "vkcuda_buffer_get_info";
+    const POINTER: &str = "vkcuda_buffer_get_cuda_pointer";
+    const VK_BUFFER: &str = "vkcuda_buffer_get_vk_buffer";
+    const EXPORT: &str = "vkcuda_buffer_export_fd";
+    let out = vkcuda_buffer_destroy;
+    m.nulls(vec![
+        null(CREATE, "context", move |_, o| unsafe {
+            vkcuda_buffer_create(ptr::null(), &buffer_create_info(4096, 0), o.handle(out))
+        }),
+        null(CREATE, "info", move |e, o| unsafe {
+            vkcuda_buffer_create(e.ctx, ptr::null(), o.handle(out))
+        }),
+        null(CREATE, "buffer", |e, _| unsafe {
+            vkcuda_buffer_create(e.ctx, &buffer_create_info(4096, 0), ptr::null_mut())
+        }),
+        null(WRAP, "context", move |e, o| unsafe {
+            vkcuda_buffer_wrap(ptr::null(), &e.wrap_info(), o.handle(out))
+        }),
+        null(WRAP, "info", move |e, o| unsafe {
+            vkcuda_buffer_wrap(e.ctx, ptr::null(), o.handle(out))
+        }),
+        null(WRAP, "buffer", |e, _| unsafe {
+            vkcuda_buffer_wrap(e.ctx, &e.wrap_info(), ptr::null_mut())
+        }),
+        null(WRAP, "info->buffer", move |e, o| unsafe {
+            let mut i = e.wrap_info();
+            i.buffer = vk::Buffer::null();
+            vkcuda_buffer_wrap(e.ctx, &i, o.handle(out))
+        }),
+        null(WRAP, "info->memory", move |e, o| unsafe {
+            let mut i = e.wrap_info();
+            i.memory = vk::DeviceMemory::null();
+            vkcuda_buffer_wrap(e.ctx, &i, o.handle(out))
+        }),
+        null(IMPORT, "context", move |e, o| {
+            e.with_fd(Kind::Buffer, |fd| unsafe {
+                vkcuda_buffer_import_fd(ptr::null(), &e.import_info(), fd, o.handle(out))
+            })
+        }),
+        null(IMPORT, "info", move |e, o| {
+            e.with_fd(Kind::Buffer, |fd| unsafe {
+                vkcuda_buffer_import_fd(e.ctx, ptr::null(), fd, o.handle(out))
+            })
+        }),
+        null(IMPORT, "buffer", |e, _| {
+            e.with_fd(Kind::Buffer, |fd| unsafe {
+                vkcuda_buffer_import_fd(e.ctx, &e.import_info(), fd, ptr::null_mut())
+            })
+        }),
+        null(INFO, "buffer", |_, o| unsafe {
+            vkcuda_buffer_get_info(ptr::null(), o.plain())
+        }),
+        null(INFO, "info", |e, _| unsafe {
+            vkcuda_buffer_get_info(e.buffer, ptr::null_mut())
+        }),
+        null(POINTER, "buffer", |_, o| unsafe {
+            vkcuda_buffer_get_cuda_pointer(ptr::null(), o.plain())
+        }),
+        null(POINTER, "pointer", |e, _| unsafe {
+            vkcuda_buffer_get_cuda_pointer(e.buffer, ptr::null_mut())
+        }),
+        null(VK_BUFFER, "buffer", |_, o| unsafe {
+            vkcuda_buffer_get_vk_buffer(ptr::null(), o.plain())
+        }),
+        null(VK_BUFFER, "vk_buffer", |e, _| unsafe {
+            vkcuda_buffer_get_vk_buffer(e.buffer, ptr::null_mut())
+        }),
+        null(EXPORT, "buffer", |_, o| unsafe {
+            vkcuda_buffer_export_fd(ptr::null(), o.plain())
+        }),
+        null(EXPORT, "fd", |e, _| unsafe {
+            vkcuda_buffer_export_fd(e.buffer, ptr::null_mut())
+        }),
+    ]);
+
+    // -- vkcuda_buffer_create
+    type BC = vkcuda_buffer_create_info;
+    let muts: Vec<Mutation<BC>> = vec![
+        mutation("unknown-bits:info->flags", &[I], |_, i: &mut BC| {
+            i.flags = 1
+        }),
+        mutation("enum-2:info->allocator", &[I], |_, i: &mut BC| {
+            i.allocator = vkcuda_allocator_raw(2)
+        }),
+        mutation("enum-negative:info->allocator", &[I], |_, i: &mut BC| {
+            i.allocator = vkcuda_allocator_raw(-1)
+        }),
+        mutation("enum-max:info->allocator", &[I], |_, i: &mut BC| {
+            i.allocator = vkcuda_allocator_raw(0x7FFF_FFFF)
+        }),
+        mutation("zero:info->size", &[I], |_, i: &mut BC| i.size = 0),
+        mutation("absurd:info->size", &[I], |_, i: &mut BC| i.size = u64::MAX),
+        mutation("2^63:info->size", &[I], |_, i: &mut BC| i.size = 1 << 63),
+        mutation("over-heap:info->size", &[I], |e, i: &mut BC| {
+            i.size = e.largest_heap() + 1
+        }),
+        mutation("unknown-bits:info->usage", &[I], |_, i: &mut BC| {
+            i.usage = 0x4000_0000
+        }),
+        mutation("device-address:info->usage", &[UNSUP], |_, i: &mut BC| {
+            i.usage = vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS.as_raw()
+        }),
+    ];
+    mutations(
+        m,
+        CREATE,
+        muts,
+        |_| buffer_create_info(4096, 0),
+        |c, i, want| {
+            let mut b = poisoned();
+            let r = unsafe { vkcuda_buffer_create(c.env.ctx, i, &mut b) };
+            c.refused_made(r, want, b, vkcuda_buffer_destroy);
+            Ran
+        },
+    );
+    m.case(CREATE, "cuda-on-vulkan-only:info->allocator", |c| {
+        if c.env.cuda {
+            return Skipped("the context has CUDA");
+        }
+        let mut i = buffer_create_info(4096, 0);
+        i.allocator = vkcuda_allocator_raw(1);
+        let mut b = poisoned();
+        let r = unsafe { vkcuda_buffer_create(c.env.ctx, &i, &mut b) };
+        c.refused_made(r, &[U], b, vkcuda_buffer_destroy);
+        Ran
+    });
+
+    // -- vkcuda_buffer_wrap: the shared buffer's own VkBuffer and memory, borrowed.
+    m.case(WRAP, "valid-on-vulkan-only", |c| {
+        if c.env.cuda {
+            return Skipped("the context has CUDA");
+        }
+        let mut b = poisoned();
+        let r = unsafe { vkcuda_buffer_wrap(c.env.ctx, &c.env.wrap_info(), &mut b) };
+        c.refused_made(r, &[U], b, vkcuda_buffer_destroy);
+        Ran
+    });
+    type BW = vkcuda_buffer_wrap_info;
+    let muts: Vec<Mutation<BW>> = vec![
+        mutation("unknown-bits:info->flags", &[I], |_, i: &mut BW| {
+            i.flags = 1
+        }),
+        mutation("zero:info->allocation_size", &[I], |_, i: &mut BW| {
+            i.allocation_size = 0
+        }),
+        mutation("too-small:info->allocation_size", &[I], |_, i: &mut BW| {
+            i.allocation_size = i.size - 1
+        }),
+        mutation("past-end:info->offset", &[I], |_, i: &mut BW| {
+            i.offset = i.allocation_size
+        }),
+        mutation("misaligned:info->offset", &[I], |_, i: &mut BW| {
+            i.offset = 1;
+            i.size -= 1;
+        }),
+        mutation("overflow:info->offset", &[I], |_, i: &mut BW| {
+            i.offset = u64::MAX
+        }),
+        mutation("zero:info->size", &[I], |_, i: &mut BW| i.size = 0),
+        mutation("absurd:info->size", &[I], |_, i: &mut BW| i.size = u64::MAX),
+        mutation("bool-2:info->dedicated", &[I], |_, i: &mut BW| {
+            i.dedicated = 2
+        }),
+        mutation("bool-max:info->dedicated", &[I], |_, i: &mut BW| {
+            i.dedicated = u32::MAX
+        }),
+    ];
+    mutations(
+        m,
+        WRAP,
+        muts,
+        |e| e.wrap_info(),
+        |c, i, want| {
+            let mut b = poisoned();
+            let r = unsafe { vkcuda_buffer_wrap(c.env.ctx, i, &mut b) };
+            c.refused_made(r, want, b, vkcuda_buffer_destroy);
+            Ran
+        },
+    );
+
+    // -- vkcuda_buffer_import_fd: fresh fds; on failure the fd stays the caller's.
+    type BI = vkcuda_buffer_import_info;
+    let muts: Vec<Mutation<BI>> = vec![
+        mutation("unknown-bits:info->flags", &[I], |_, i: &mut BI| {
+            i.flags = 1
+        }),
+        mutation("enum-2:info->allocator", &[I], |_, i: &mut BI| {
+            i.allocator = vkcuda_allocator_raw(2)
+        }),
+        mutation("enum-negative:info->allocator", &[I], |_, i: &mut BI| {
+            i.allocator = vkcuda_allocator_raw(-1)
+        }),
+        mutation("zero:info->allocation_size", &[I], |_, i: &mut BI| {
+            i.allocation_size = 0
+        }),
+        fd_size(mutation(
+            "larger-than-fd:info->allocation_size",
+            &[I, VKCUDA_ERROR_VULKAN],
+            |_, i: &mut BI| {
+                i.allocation_size *= 2;
+                i.size = i.allocation_size;
+            },
+        )),
+        mutation(
+            "absurd:info->allocation_size",
+            &[I, VKCUDA_ERROR_VULKAN, VKCUDA_ERROR_OUT_OF_MEMORY],
+            |_, i: &mut BI| i.allocation_size = u64::MAX,
+        ),
+        mutation("past-end:info->offset", &[I], |_, i: &mut BI| {
+            i.offset = i.allocation_size
+        }),
+        mutation("misaligned:info->offset", &[I], |_, i: &mut BI| {
+            i.offset = 3;
+            i.size -= 3;
+        }),
+        mutation("overflow:info->offset", &[I], |_, i: &mut BI| {
+            i.offset = u64::MAX
+        }),
+        mutation("zero:info->size", &[I], |_, i: &mut BI| i.size = 0),
+        mutation("absurd:info->size", &[I], |_, i: &mut BI| i.size = u64::MAX),
+        mutation("bool-2:info->dedicated", &[I], |_, i: &mut BI| {
+            i.dedicated = 2
+        }),
+        mutation("unknown-bits:info->usage", &[I], |_, i: &mut BI| {
+            i.usage = 0x4000_0000
+        }),
+    ];
+    mutations(
+        m,
+        IMPORT,
+        muts,
+        |e| e.import_info(),
+        |c, i, want| {
+            let fd = c.env.buffer_fd();
+            import_fails(c, i, fd, want);
+            assert!(fd_is_open(fd), "a failed import closed the caller's fd");
+            close(fd);
+            Ran
+        },
+    );
+    m.case(IMPORT, "negative:fd", |c| {
+        import_fails(c, &c.env.import_info(), -1, &[I]);
+        Ran
+    });
+    m.case(IMPORT, "closed:fd", |c| {
+        import_fails(c, &c.env.import_info(), closed_fd(), &[I]);
+        Ran
+    });
+    m.case(IMPORT, "absurd:fd", |c| {
+        import_fails(c, &c.env.import_info(), i32::MAX, &[I]);
+        Ran
+    });
+    m.case(IMPORT, "pipe:fd", |c| {
+        // Not memory at all.
+        let (r, w) = pipe();
+        import_fails(c, &c.env.import_info(), r, &[I, VKCUDA_ERROR_VULKAN]);
+        assert!(fd_is_open(r));
+        close(r);
+        close(w);
+        Ran
+    });
+    m.case(IMPORT, "small-memfd:fd", |c| {
+        // Memory, but smaller than the import says (another kind of fd).
+        let fd = unsafe { libc::memfd_create(c"vkcuda-misuse".as_ptr(), libc::MFD_CLOEXEC) };
+        assert!(fd >= 0);
+        assert_eq!(unsafe { libc::ftruncate(fd, 4096) }, 0);
+        import_fails(c, &c.env.import_info(), fd, &[I, VKCUDA_ERROR_VULKAN]);
+        assert!(fd_is_open(fd));
+        close(fd);
+        Ran
+    });
+    m.case(IMPORT, "image-fd:fd", |c| {
+        // An image's memory fd with a buffer's description that claims more than it has.
+        if !c.env.fd_sizes_known {
+            return Skipped(NO_FD_SIZE);
+        }
+        let fd = c.env.image_fd();
+        let mut info = c.env.import_info();
+        info.allocation_size = 1 << 30;
+        info.size = 1 << 30;
+        import_fails(c, &info, fd, &[I, VKCUDA_ERROR_VULKAN]);
+        assert!(fd_is_open(fd));
+        close(fd);
+        Ran
+    });
+
+    // -- getters
+    m.case(POINTER, "vulkan-only", |c| {
+        if c.env.cuda {
+            return Skipped("the context has CUDA");
+        }
+        let mut p = Poison::<u64>::new();
+        c.refused(
+            unsafe { vkcuda_buffer_get_cuda_pointer(c.env.buffer, p.ptr()) },
+            &[U],
+        );
+        p.untouched();
+        Ran
+    });
+    m.case("vkcuda_buffer_destroy", "null-ok:buffer", |_| {
+        unsafe { vkcuda_buffer_destroy(ptr::null_mut()) };
+        Ran
+    });
+}

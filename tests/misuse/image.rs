@@ -1,0 +1,441 @@
+//! The image group: the format query, create, wrap, the getters (CUDA arrays,
+//! surface and texture objects), export; and the mutations of an image description
+//! that the share group uses too.
+
+use std::ptr;
+
+use ash::vk;
+
+use crate::common::*;
+use crate::env::image_create_info;
+use crate::matrix::*;
+use crate::nulls::null;
+
+const CREATE: &str = "vkcuda_image_create";
+const WRAP: &str = "vkcuda_image_wrap";
+const MIP: &str = "vkcuda_image_get_cuda_mipmapped_array";
+const ARRAY: &str = "vkcuda_image_get_cuda_array";
+const SURF: &str = "vkcuda_image_get_surface_object";
+const TEX: &str = "vkcuda_image_create_texture_object";
+
+pub fn cases(m: &mut Matrix) {
+    const FORMAT: &str = "vkcuda_format_query";
+    const INFO: &str = "vkcuda_image_get_info";
+    const VK_IMAGE: &str = "vkcuda_image_get_vk_image";
+    const EXPORT: &str = "vkcuda_image_export_fd";
+    let out = vkcuda_image_destroy;
+    m.nulls(vec![
+        null(FORMAT, "info", |_, _| unsafe {
+            vkcuda_format_query(vk::Format::R8_UNORM.as_raw(), ptr::null_mut())
+        }),
+        null(CREATE, "context", move |_, o| unsafe {
+            vkcuda_image_create(ptr::null(), &image_create_info(0, 1), o.handle(out))
+        }),
+        null(CREATE, "info", move |e, o| unsafe {
+            vkcuda_image_create(e.ctx, ptr::null(), o.handle(out))
+        }),
+        null(CREATE, "image", |e, _| unsafe {
+            vkcuda_image_create(e.ctx, &image_create_info(0, 1), ptr::null_mut())
+        }),
+        null(WRAP, "context", move |e, o| unsafe {
+            vkcuda_image_wrap(ptr::null(), &e.image_wrap_info(), o.handle(out))
+        }),
+        null(WRAP, "info", move |e, o| unsafe {
+            vkcuda_image_wrap(e.ctx, ptr::null(), o.handle(out))
+        }),
+        null(WRAP, "image", |e, _| unsafe {
+            vkcuda_image_wrap(e.ctx, &e.image_wrap_info(), ptr::null_mut())
+        }),
+        null(WRAP, "info->image", move |e, o| unsafe {
+            let mut i = e.image_wrap_info();
+            i.image = vk::Image::null();
+            vkcuda_image_wrap(e.ctx, &i, o.handle(out))
+        }),
+        null(WRAP, "info->memory", move |e, o| unsafe {
+            let mut i = e.image_wrap_info();
+            i.memory = vk::DeviceMemory::null();
+            vkcuda_image_wrap(e.ctx, &i, o.handle(out))
+        }),
+        null(INFO, "image", |_, o| unsafe {
+            vkcuda_image_get_info(ptr::null(), o.plain())
+        }),
+        null(INFO, "info", |e, _| unsafe {
+            vkcuda_image_get_info(e.image, ptr::null_mut())
+        }),
+        null(VK_IMAGE, "image", |_, o| unsafe {
+            vkcuda_image_get_vk_image(ptr::null(), o.plain())
+        }),
+        null(VK_IMAGE, "vk_image", |e, _| unsafe {
+            vkcuda_image_get_vk_image(e.image, ptr::null_mut())
+        }),
+        null(MIP, "image", |_, o| unsafe {
+            vkcuda_image_get_cuda_mipmapped_array(ptr::null(), o.plain())
+        }),
+        null(MIP, "array", |e, _| unsafe {
+            vkcuda_image_get_cuda_mipmapped_array(e.image, ptr::null_mut())
+        }),
+        null(ARRAY, "image", |_, o| unsafe {
+            vkcuda_image_get_cuda_array(ptr::null(), 0, o.plain())
+        }),
+        null(ARRAY, "array", |e, _| unsafe {
+            vkcuda_image_get_cuda_array(e.image, 0, ptr::null_mut())
+        }),
+        null(SURF, "image", |_, o| unsafe {
+            vkcuda_image_get_surface_object(ptr::null(), 0, o.plain())
+        }),
+        null(SURF, "surface", |e, _| unsafe {
+            vkcuda_image_get_surface_object(e.image, 0, ptr::null_mut())
+        }),
+        null(TEX, "image", |_, o| unsafe {
+            vkcuda_image_create_texture_object(ptr::null(), &texture_info(), o.plain())
+        }),
+        null(TEX, "info", |e, o| unsafe {
+            vkcuda_image_create_texture_object(e.image, ptr::null(), o.plain())
+        }),
+        null(TEX, "texture", |e, _| unsafe {
+            vkcuda_image_create_texture_object(e.image, &texture_info(), ptr::null_mut())
+        }),
+        null(EXPORT, "image", |_, o| unsafe {
+            vkcuda_image_export_fd(ptr::null(), o.plain())
+        }),
+        null(EXPORT, "fd", |e, _| unsafe {
+            vkcuda_image_export_fd(e.image, ptr::null_mut())
+        }),
+    ]);
+
+    // -- vkcuda_format_query
+    for (label, format, want) in [
+        ("not-a-format:format", 12345, I),
+        ("negative:format", -1, I),
+        ("min:format", i32::MIN, I),
+        ("max-enum:format", 0x7FFF_FFFF, I),
+        ("undefined:format", 0, I),
+        (
+            "3-channels:format",
+            vk::Format::R8G8B8_UNORM.as_raw(),
+            UNSUP,
+        ),
+        (
+            "block:format",
+            vk::Format::BC1_RGB_UNORM_BLOCK.as_raw(),
+            UNSUP,
+        ),
+        (
+            "depth:format",
+            vk::Format::D24_UNORM_S8_UINT.as_raw(),
+            UNSUP,
+        ),
+        (
+            "packed-422:format",
+            vk::Format::G8B8G8R8_422_UNORM.as_raw(),
+            UNSUP,
+        ),
+        (
+            "unverified-planar:format",
+            vk::Format::G16_B16R16_2PLANE_420_UNORM.as_raw(),
+            UNSUP,
+        ),
+    ] {
+        m.case(FORMAT, label, move |c| {
+            let mut i = Poison::<vkcuda_format_info>::new();
+            let r = unsafe { vkcuda_format_query(format, i.ptr()) };
+            c.refused(r, &[want, I, UNSUP]);
+            assert_eq!(r, want, "{format}");
+            i.untouched();
+            Ran
+        });
+    }
+
+    // -- vkcuda_image_create
+    type IC = vkcuda_image_create_info;
+    mutations(
+        m,
+        CREATE,
+        image_info_mutations::<IC>("info->", |i| i, Zeros::Defaults),
+        |_| image_create_info(0, 1),
+        |c, i, want| {
+            let mut im = poisoned();
+            let r = unsafe { vkcuda_image_create(c.env.ctx, i, &mut im) };
+            c.refused_made(r, want, im, vkcuda_image_destroy);
+            Ran
+        },
+    );
+
+    // -- vkcuda_image_wrap: the shared image's own VkImage and memory, borrowed.
+    type IW = vkcuda_image_wrap_info;
+    let mut muts: Vec<Mutation<IW>> = vec![
+        mutation("unknown-bits:info->flags", &[I], |_, i: &mut IW| {
+            i.flags = 1
+        }),
+        mutation("zero:info->allocation_size", &[I], |_, i: &mut IW| {
+            i.allocation_size = 0
+        }),
+        mutation("too-small:info->allocation_size", &[I], |_, i: &mut IW| {
+            i.allocation_size -= 1
+        }),
+        fd_size(mutation(
+            "larger-than-memory:info->allocation_size",
+            &[I],
+            |_, i: &mut IW| i.allocation_size *= 4,
+        )),
+    ];
+    muts.extend(image_info_mutations::<IW>(
+        "info->description.",
+        |i| &mut i.description,
+        Zeros::Usage,
+    ));
+    mutations(
+        m,
+        WRAP,
+        muts,
+        |e| e.image_wrap_info(),
+        |c, i, want| {
+            let mut im = poisoned();
+            let r = unsafe { vkcuda_image_wrap(c.env.ctx, i, &mut im) };
+            c.refused_made(r, want, im, vkcuda_image_destroy);
+            Ran
+        },
+    );
+
+    // -- getters
+    m.case(MIP, "vulkan-only", |c| {
+        if c.env.cuda {
+            return Skipped("the context has CUDA");
+        }
+        let mut a = Poison::<*mut CUmipmappedArray_st>::new();
+        c.refused(
+            unsafe { vkcuda_image_get_cuda_mipmapped_array(c.env.image, a.ptr()) },
+            &[U],
+        );
+        a.untouched();
+        Ran
+    });
+    for (label, level) in [("past-last:level", 5), ("absurd:level", u32::MAX)] {
+        m.case(ARRAY, label, move |c| {
+            let mut a = Poison::<*mut CUarray_st>::new();
+            let r = unsafe { vkcuda_image_get_cuda_array(c.env.image, level, a.ptr()) };
+            c.refused(r, &[I]);
+            a.untouched();
+            Ran
+        });
+    }
+    m.case(ARRAY, "vulkan-only", |c| {
+        if c.env.cuda {
+            return Skipped("the context has CUDA");
+        }
+        let mut a = Poison::<*mut CUarray_st>::new();
+        c.refused(
+            unsafe { vkcuda_image_get_cuda_array(c.env.image, 4, a.ptr()) },
+            &[U],
+        );
+        a.untouched();
+        Ran
+    });
+    for (label, level) in [("past-last:level", 5), ("absurd:level", u32::MAX)] {
+        m.case(SURF, label, move |c| {
+            let mut s = Poison::<u64>::new();
+            let r = unsafe { vkcuda_image_get_surface_object(c.env.image, level, s.ptr()) };
+            c.refused(r, &[I]);
+            s.untouched();
+            Ran
+        });
+    }
+    m.case(SURF, "no-storage-usage", |c| {
+        let mut s = Poison::<u64>::new();
+        let r = unsafe { vkcuda_image_get_surface_object(c.env.image_no_storage, 0, s.ptr()) };
+        c.refused(r, &[UNSUP]);
+        s.untouched();
+        Ran
+    });
+    m.case(SURF, "vulkan-only", |c| {
+        if c.env.cuda {
+            return Skipped("the context has CUDA");
+        }
+        if image_info(c.env.image).usage & vk::ImageUsageFlags::STORAGE.as_raw() == 0 {
+            return Skipped("the device cannot make storage images of R8G8B8A8_UNORM");
+        }
+        let mut s = Poison::<u64>::new();
+        c.refused(
+            unsafe { vkcuda_image_get_surface_object(c.env.image, 0, s.ptr()) },
+            &[U],
+        );
+        s.untouched();
+        Ran
+    });
+
+    // -- vkcuda_image_create_texture_object
+    type T = vkcuda_texture_info;
+    let muts: Vec<Mutation<T>> = vec![
+        mutation("unknown-bits:info->flags", &[I], |_, t: &mut T| t.flags = 4),
+        mutation("all-bits:info->flags", &[I], |_, t: &mut T| {
+            t.flags = u32::MAX
+        }),
+        mutation("past-last:info->level", &[I], |_, t: &mut T| t.level = 5),
+        mutation("absurd:info->level", &[I], |_, t: &mut T| {
+            t.level = u32::MAX
+        }),
+        mutation("enum-2:info->filter", &[I], |_, t: &mut T| {
+            t.filter = vkcuda_filter_raw(2)
+        }),
+        mutation("enum-negative:info->filter", &[I], |_, t: &mut T| {
+            t.filter = vkcuda_filter_raw(-1)
+        }),
+        mutation("linear-integers:info->filter", &[I], |_, t: &mut T| {
+            t.filter = vkcuda_filter_raw(1)
+        }),
+        mutation("enum-4:info->address_mode", &[I], |_, t: &mut T| {
+            t.address_mode = vkcuda_address_mode_raw(4)
+        }),
+        mutation(
+            "wrap-unnormalized:info->address_mode",
+            &[I],
+            |_, t: &mut T| t.address_mode = vkcuda_address_mode_raw(1),
+        ),
+        mutation("enum-2:info->read_mode", &[I], |_, t: &mut T| {
+            t.read_mode = vkcuda_read_mode_raw(2)
+        }),
+        mutation("enum-max:info->read_mode", &[I], |_, t: &mut T| {
+            t.read_mode = vkcuda_read_mode_raw(0x7FFF_FFFF)
+        }),
+    ];
+    mutations(
+        m,
+        TEX,
+        muts,
+        |_| texture_info(),
+        |c, t, want| {
+            let mut out = Poison::<u64>::new();
+            let r = unsafe { vkcuda_image_create_texture_object(c.env.image, t, out.ptr()) };
+            c.refused(r, want);
+            out.untouched();
+            Ran
+        },
+    );
+    m.any(
+        TEX,
+        "info->border_color",
+        "every float is a colour (used with the BORDER mode only)",
+    );
+    m.case(TEX, "vulkan-only", |c| {
+        if c.env.cuda {
+            return Skipped("the context has CUDA");
+        }
+        let mut t = texture_info();
+        t.flags = VKCUDA_TEXTURE_ALL_LEVELS_BIT;
+        t.level = u32::MAX; // ignored with ALL_LEVELS
+        let mut out = Poison::<u64>::new();
+        let r = unsafe { vkcuda_image_create_texture_object(c.env.image, &t, out.ptr()) };
+        c.refused(r, &[U]);
+        out.untouched();
+        Ran
+    });
+
+    m.case("vkcuda_image_destroy", "null-ok:image", |_| {
+        unsafe { vkcuda_image_destroy(ptr::null_mut()) };
+        Ran
+    });
+}
+
+/// Mutations of a `vkcuda_image_create_info` at `p` (a path prefix such as
+/// "info->"), for create, wrap and share descriptions. `Zeros::Usage`: wrap, where
+/// usage 0 is refused; `Zeros::All`: descriptions, which hold resolved values (no
+/// 0 levels, layers or usage).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Zeros {
+    Defaults,
+    Usage,
+    All,
+}
+
+/// Values a share description may hold although no device makes such an image:
+/// only the importing device can refuse them.
+pub const RECORD_OK: [&str; 5] = [
+    "absurd:extent.width",
+    "absurd:extent.height",
+    "3d-absurd:extent.depth",
+    "absurd:array_layers",
+    "depth-attachment:usage",
+];
+
+pub fn image_info_mutations<T: 'static>(
+    p: &str,
+    field: fn(&mut T) -> &mut vkcuda_image_create_info,
+    zeros: Zeros,
+) -> Vec<Mutation<T>> {
+    type F = fn(&mut vkcuda_image_create_info);
+    let mut list: Vec<(&str, &str, &[vkcuda_result], F)> = vec![
+        ("unknown-bits", "flags", &[I], |i| i.flags = 0x2),
+        ("all-bits", "flags", &[I], |i| i.flags = u32::MAX),
+        ("cube-not-square", "flags", &[I], |i| {
+            i.flags = 1;
+            i.array_layers = 6;
+            i.extent.height = 8;
+        }),
+        ("enum-2", "image_type", &[I], |i| {
+            i.image_type = vkcuda_image_type_raw(2)
+        }),
+        ("enum-negative", "image_type", &[I], |i| {
+            i.image_type = vkcuda_image_type_raw(-1)
+        }),
+        ("enum-max", "image_type", &[I], |i| {
+            i.image_type = vkcuda_image_type_raw(0x7FFF_FFFF)
+        }),
+        ("undefined", "format", &[I, UNSUP], |i| i.format = 0),
+        ("not-a-format", "format", &[I], |i| i.format = 12345),
+        ("negative", "format", &[I], |i| i.format = -1),
+        ("3-channels", "format", &[UNSUP], |i| {
+            i.format = vk::Format::R8G8B8_UNORM.as_raw()
+        }),
+        ("depth", "format", &[UNSUP], |i| {
+            i.format = vk::Format::D32_SFLOAT.as_raw()
+        }),
+        ("zero", "extent.width", &[I], |i| i.extent.width = 0),
+        ("absurd", "extent.width", &[I, UNSUP], |i| {
+            i.extent.width = u32::MAX
+        }),
+        ("zero-2d", "extent.height", &[I], |i| i.extent.height = 0),
+        ("absurd", "extent.height", &[I, UNSUP], |i| {
+            i.extent.height = u32::MAX
+        }),
+        ("1d-height-2", "extent.height", &[I], |i| {
+            i.image_type = vkcuda_image_type_raw(1);
+            i.extent.height = 2;
+        }),
+        ("2d-depth-2", "extent.depth", &[I], |i| i.extent.depth = 2),
+        ("3d-absurd", "extent.depth", &[I, UNSUP], |i| {
+            i.image_type = vkcuda_image_type_raw(3);
+            i.extent.depth = u32::MAX;
+        }),
+        ("absurd", "mip_levels", &[I], |i| i.mip_levels = 100),
+        ("absurd", "array_layers", &[I, UNSUP], |i| {
+            i.array_layers = u32::MAX
+        }),
+        ("3d-layers", "array_layers", &[I], |i| {
+            i.image_type = vkcuda_image_type_raw(3);
+            i.extent.depth = 4;
+            i.array_layers = 2;
+        }),
+        ("unknown-bits", "usage", &[I, UNSUP], |i| {
+            i.usage = 0x8000_0000
+        }),
+        ("depth-attachment", "usage", &[I, UNSUP], |i| {
+            i.usage = vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT.as_raw()
+        }),
+    ];
+    if zeros != Zeros::Defaults {
+        list.push(("zero", "usage", &[I], |i| i.usage = 0));
+    }
+    if zeros == Zeros::All {
+        list.push(("zero", "mip_levels", &[I], |i| i.mip_levels = 0));
+        list.push(("zero", "array_layers", &[I], |i| i.array_layers = 0));
+    }
+    list.into_iter()
+        .map(|(kind, f, want, apply)| {
+            let mut mu = mutation(&format!("{kind}:{p}{f}"), want, move |_, t: &mut T| {
+                apply(field(t))
+            });
+            mu.record_ok = RECORD_OK.contains(&format!("{kind}:{f}").as_str());
+            mu
+        })
+        .collect()
+}

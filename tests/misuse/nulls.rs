@@ -1,0 +1,203 @@
+//! The NULL cases as a table: one row per (function, argument passed as NULL,
+//! expected result), run by one generic runner.
+//!
+//! A row's closure makes the call with that one argument NULL and every other
+//! argument valid; it asks `Out` for the outputs it passes (`out.plain()` for a
+//! struct, integer or fd, `out.handle(destroy)` for a new handle). The call under
+//! test must be the last library call of the closure: the runner reads the thread's
+//! message after it. Closing fds or sockets afterwards is fine (no library call).
+//!
+//! The runner checks, per the header's conventions ("outputs are written only on
+//! success; handle outputs are set to NULL on failure"):
+//!   - the result is the row's code (`VKCUDA_ERROR_NULL_POINTER` unless `.want()`),
+//!   - the message starts with the function's name and names the argument
+//!     (`info must not be NULL`); a struct field (`info->memory`) may be named by
+//!     its full path or by its own name (`memory`),
+//!   - every plain output is byte for byte as it was (0xA5 poison), and
+//!   - every handle output is NULL (a handle made anyway is destroyed, and the
+//!     row fails).
+//!
+//! Rows register as `null:ARG` cases, which is what `every_export_has_misuse_cases`
+//! looks for; NULL that is valid (`null-ok:ARG`) stays an ordinary case.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use crate::common::*;
+use crate::env::Env;
+use crate::matrix::{Call, Matrix, Outcome, Outcome::*, Poison, N};
+
+type NullCall = Rc<dyn Fn(&Env, &mut Out) -> vkcuda_result>;
+
+/// One NULL case; made by `null()`.
+pub struct NullRow {
+    f: &'static str,
+    arg: &'static str,
+    want: vkcuda_result,
+    needs: Option<fn(&Env) -> Option<&'static str>>,
+    call: NullCall,
+}
+
+/// `f` called with `arg` NULL (and every other argument valid) by `call` returns
+/// `VKCUDA_ERROR_NULL_POINTER`.
+pub fn null(
+    f: &'static str,
+    arg: &'static str,
+    call: impl Fn(&Env, &mut Out) -> vkcuda_result + 'static,
+) -> NullRow {
+    NullRow {
+        f,
+        arg,
+        want: N,
+        needs: None,
+        call: Rc::new(call),
+    }
+}
+
+impl NullRow {
+    /// Another expected result than `VKCUDA_ERROR_NULL_POINTER` (no row needs one yet).
+    #[allow(dead_code)]
+    pub fn want(mut self, r: vkcuda_result) -> Self {
+        self.want = r;
+        self
+    }
+
+    /// Skipped where `needs` gives a reason (an object this device cannot make).
+    pub fn needs(mut self, needs: fn(&Env) -> Option<&'static str>) -> Self {
+        self.needs = Some(needs);
+        self
+    }
+}
+
+/// What a handle output held after the call.
+enum HandleSeen {
+    Null,
+    Untouched,
+    Made,
+}
+
+/// The outputs one call is given, checked after it.
+#[derive(Default)]
+pub struct Out {
+    /// Each says whether its output is still untouched.
+    plain: Vec<Box<dyn Fn() -> bool>>,
+    /// Each reads its output (destroying a handle that was made).
+    handles: Vec<Box<dyn Fn() -> HandleSeen>>,
+}
+
+impl Out {
+    /// A plain output (a struct, an integer, an fd): 0xA5 bytes that must stay so.
+    pub fn plain<T: 'static>(&mut self) -> *mut T {
+        let mut p = Poison::<T>::new();
+        let ptr = p.ptr();
+        self.plain.push(Box::new(move || p.is_untouched()));
+        ptr
+    }
+
+    /// A handle output: not NULL before the call, NULL after a failure.
+    pub fn handle<T: 'static>(&mut self, destroy: unsafe extern "C" fn(*mut T)) -> *mut *mut T {
+        let h = Box::new(Cell::new(crate::matrix::poisoned::<T>()));
+        let ptr = h.as_ptr();
+        self.handles.push(Box::new(move || {
+            let made = h.get();
+            if made.is_null() {
+                HandleSeen::Null
+            } else if made == crate::matrix::poisoned() {
+                HandleSeen::Untouched
+            } else {
+                unsafe { destroy(made) };
+                HandleSeen::Made
+            }
+        }));
+        ptr
+    }
+}
+
+/// The message names `arg`: as a whole word after "function: ", or for a field
+/// (`info->memory`, `description->image.format`) by its own name.
+fn names(msg: &str, f: &str, arg: &str) -> bool {
+    let text = msg
+        .strip_prefix(f)
+        .and_then(|m| m.strip_prefix(": "))
+        .unwrap_or("");
+    let words: Vec<&str> = text
+        .split(|c: char| !(c.is_ascii_alphanumeric() || "_->.".contains(c)))
+        .map(|w| w.trim_end_matches('.'))
+        .collect();
+    let field = arg.rsplit(['>', '.']).next().unwrap_or(arg);
+    words.contains(&arg) || (field != arg && words.contains(&field))
+}
+
+fn run_row(row: &NullRow, c: &Call) -> Outcome {
+    if let Some(why) = row.needs.and_then(|needs| needs(c.env)) {
+        return Skipped(why);
+    }
+    let mut out = Out::default();
+    let r = (row.call)(c.env, &mut out);
+    let msg = last_error();
+    let seen: Vec<HandleSeen> = out.handles.iter().map(|h| h()).collect();
+    if seen.iter().any(|s| matches!(s, HandleSeen::Made)) {
+        panic!(
+            "{} made a handle with {} NULL and returned {r:?} (expected {:?})",
+            row.f, row.arg, row.want
+        );
+    }
+    c.refused_with(r, &[row.want], &msg);
+    assert!(
+        names(&msg, row.f, row.arg),
+        "{}: the message should name the NULL argument `{}`: {msg:?}",
+        row.f,
+        row.arg
+    );
+    assert!(
+        seen.iter().all(|s| matches!(s, HandleSeen::Null)),
+        "{} with {} NULL: a handle output was not set to NULL",
+        row.f,
+        row.arg
+    );
+    for (i, untouched) in out.plain.iter().enumerate() {
+        assert!(
+            untouched(),
+            "{} with {} NULL: output {i} was written by a call that failed",
+            row.f,
+            row.arg
+        );
+    }
+    Ran
+}
+
+impl Matrix {
+    /// Registers each row as the case `null:ARG` of its function.
+    pub fn nulls(&mut self, rows: Vec<NullRow>) {
+        for row in rows {
+            let label = format!("null:{}", row.arg);
+            let f = row.f;
+            self.case(f, &label, move |c| run_row(&row, c));
+        }
+    }
+}
+
+#[test]
+fn names_reads_arguments_and_fields() {
+    let f = "vkcuda_x";
+    assert!(names("vkcuda_x: info must not be NULL", f, "info"));
+    assert!(names(
+        "vkcuda_x: info->instance must not be NULL",
+        f,
+        "info->instance"
+    ));
+    assert!(names(
+        "vkcuda_x: memory must not be NULL",
+        f,
+        "info->memory"
+    ));
+    // Another argument, a field of the same name, or the function's own name do not count.
+    assert!(!names(
+        "vkcuda_x: info->buffer must not be NULL",
+        f,
+        "buffer"
+    ));
+    assert!(!names("vkcuda_x: context must not be NULL", f, "info"));
+    assert!(!names("vkcuda_info: something", "vkcuda_info", "info"));
+    assert!(!names("vkcuda_y: info must not be NULL", f, "info"));
+}
