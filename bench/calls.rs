@@ -746,6 +746,47 @@ fn semaphore_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
         r,
         "raw: cuGraphExecExternalSemaphoresSignalNodeSetParams",
     );
+    // What the library's checks cost, one driver call each (the overhead above is
+    // made of these): the liveness lookup, the current context, the stream's
+    // context, its capture status, the counter read of the value contract.
+    let mut probe: cu::CUdeviceptr = 0;
+    cuok(unsafe { cu::cuMemAlloc_v2(&mut probe, 256) });
+    let calls: [(&str, &dyn Fn()); 5] = [
+        ("cuPointerGetAttribute(BUFFER_ID) (liveness)", &|| {
+            let mut id = 0u64;
+            unsafe {
+                cu::cuPointerGetAttribute(
+                    (&mut id as *mut u64).cast(),
+                    cu::CUpointer_attribute::CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                    probe,
+                )
+            };
+        }),
+        ("cuCtxGetCurrent", &|| {
+            let mut c = ptr::null_mut();
+            unsafe { cu::cuCtxGetCurrent(&mut c) };
+        }),
+        ("cuStreamGetCtx (stream check, once per stream)", &|| {
+            let mut c = ptr::null_mut();
+            unsafe { cu::cuStreamGetCtx(stream, &mut c) };
+        }),
+        ("cuStreamIsCapturing (capture refusal)", &|| {
+            let mut st = cu::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+            unsafe { cu::cuStreamIsCapturing(stream, &mut st) };
+        }),
+        ("vkGetSemaphoreCounterValue (value contract)", &|| {
+            let _ = unsafe { v.device.get_semaphore_counter_value(vk_sem) };
+        }),
+    ];
+    for (name, call) in calls {
+        let ns = only(rounds / 4, |_| call(), || {});
+        t.single(
+            &format!("check: {name}"),
+            ns,
+            "one call, as the library makes it",
+        );
+    }
+    unsafe { cu::cuMemFree_v2(probe) };
     sync();
     unsafe {
         cuok(cu::cuGraphExecDestroy(exec));

@@ -118,6 +118,31 @@
 #define VKCUDA_CONTEXT_CREATE_PHYSICAL_DEVICE_INDEX_BIT 2
 
 /**
+ * Mark the tensor read-only (`DLPACK_FLAG_BITMASK_READ_ONLY` in its `flags`):
+ * consumers that honour it refuse to write. Not with `VKCUDA_DLPACK_LEGACY_BIT`.
+ *
+ * @ingroup buffer
+ */
+#define VKCUDA_DLPACK_READ_ONLY_BIT 1
+
+/**
+ * Make a legacy `DLManagedTensor` (DLPack before 1.0: no version, no flags)
+ * instead of a `DLManagedTensorVersioned`, for consumers that ask for the old ABI
+ * (a Python consumer that passes no `max_version` to `__dlpack__`).
+ *
+ * @ingroup buffer
+ */
+#define VKCUDA_DLPACK_LEGACY_BIT 2
+
+/**
+ * The most dimensions of an exported tensor (the length of
+ * `vkcuda_dlpack_info::shape`).
+ *
+ * @ingroup buffer
+ */
+#define VKCUDA_DLPACK_MAX_NDIM 8
+
+/**
  * The image is cube compatible (`VK_IMAGE_CREATE_CUBE_COMPATIBLE_BIT`): 2D,
  * square, a multiple of 6 array layers. CUDA maps it as a cubemap
  * (`CUDA_ARRAY3D_CUBEMAP`, layered when more than 6 layers).
@@ -890,6 +915,64 @@ typedef struct vkcuda_cuda_info {
    */
   uint8_t device_uuid[16];
 } vkcuda_cuda_info;
+
+/**
+ * A DLPack data type, laid out as DLPack's `DLDataType`.
+ *
+ * @ingroup buffer
+ */
+typedef struct vkcuda_dlpack_dtype {
+  /**
+   * `DLDataTypeCode`: 0 int, 1 uint, 2 float, 4 bfloat, 5 complex, 6 bool.
+   */
+  uint8_t code;
+  /**
+   * Bits of one lane: 8, 16, 32 or 64 (complex: 32, 64, 128; bfloat: 16; bool: 8).
+   */
+  uint8_t bits;
+  /**
+   * Lanes per element, at least 1 (1 for scalars).
+   */
+  uint16_t lanes;
+} vkcuda_dlpack_dtype;
+
+/**
+ * What to export with `vkcuda_buffer_export_dlpack`. All zero gives the whole
+ * buffer as a one-dimensional tensor of bytes (uint8).
+ *
+ * @ingroup buffer
+ */
+typedef struct vkcuda_dlpack_info {
+  /**
+   * `VKCUDA_DLPACK_*` bits.
+   */
+  uint32_t flags;
+  /**
+   * The element type; all zero means uint8.
+   */
+  struct vkcuda_dlpack_dtype dtype;
+  /**
+   * The number of dimensions, 0 to `VKCUDA_DLPACK_MAX_NDIM`. 0 means one
+   * dimension over the rest of the buffer from `offset` (which must be a whole
+   * number of elements).
+   */
+  uint32_t ndim;
+  /**
+   * The first `ndim` entries are the shape (each at least 0); the others must be 0.
+   */
+  int64_t shape[8];
+  /**
+   * NULL for C-contiguous (row-major) strides; otherwise `ndim` strides in
+   * elements, as in DLPack, each at least 0.
+   */
+  const int64_t *strides;
+  /**
+   * Where the tensor starts in the buffer, in bytes: a multiple of the element
+   * size. The tensor's `data` is the buffer's CUDA pointer plus `offset` and its
+   * `byte_offset` is 0 (PyTorch ignores `byte_offset`).
+   */
+  uint64_t offset;
+} vkcuda_dlpack_info;
 
 /**
  * One resource of a batched handoff: a buffer or an image (exactly one of the two
@@ -1731,7 +1814,9 @@ enum vkcuda_result vkcuda_buffer_cmd_acquire_from_cuda(const struct vkcuda_buffe
  * Destroys the buffer: the CUDA view first (mapping, then the import or the
  * cuMem allocation), then the `VkBuffer` and `VkDeviceMemory` (not for wrapped
  * buffers, whose Vulkan objects stay the engine's). The caller guarantees no GPU
- * work still uses it. NULL does nothing.
+ * work still uses it. DLPack tensors made from it (`vkcuda_buffer_export_dlpack`)
+ * hold their own reference: while one exists, destroy releases only the handle,
+ * and the tensor's deleter releases the rest. NULL does nothing.
  *
  * Thread-safety: must not overlap any other use of the buffer.
  *
@@ -1872,6 +1957,46 @@ VKCUDA_API VKCUDA_NODISCARD enum vkcuda_result vkcuda_cuda_driver_get_version(in
  * @ingroup context
  */
 VKCUDA_API void vkcuda_context_destroy(struct vkcuda_context *context);
+
+/**
+ * Exports the buffer, or a range of it, as a DLPack tensor on the context's CUDA
+ * device (`kDLCUDA`, `device_id` = the paired device's ordinal) without copying:
+ * `*tensor` is a `DLManagedTensorVersioned *` (DLPack 1.0; a `DLManagedTensor *`
+ * with `VKCUDA_DLPACK_LEGACY_BIT`), whose `data` is the buffer's CUDA view plus
+ * `info->offset`. Strides are always written (C-contiguous ones when
+ * `info->strides` is NULL); `byte_offset` is 0. This header does not need
+ * dlpack.h: cast the pointer to DLPack's type to read it.
+ *
+ * The dtype, shape, strides and offset are checked against the buffer's size and
+ * the element size (`VKCUDA_ERROR_INVALID_ARGUMENT`, or `_UNSUPPORTED` for DLPack
+ * types not exported), before anything is made. A Vulkan-only context has no
+ * device pointer to export: `VKCUDA_ERROR_CUDA_UNAVAILABLE`.
+ *
+ * Ownership: **the caller owns the tensor** and passes it to one consumer (which
+ * calls its deleter when done) or calls `tensor->deleter(tensor)` itself,
+ * exactly once. The tensor holds a reference to the buffer's memory: it stays
+ * valid until the deleter runs, even after `vkcuda_buffer_destroy` and
+ * `vkcuda_context_destroy`; the last of the handle and its tensors releases the
+ * memory (CUDA view first, then Vulkan's objects). Your `VkDevice` (and your
+ * `CUcontext`, if you gave one) must outlive every tensor. For a wrapped buffer
+ * the tensor holds the library's CUDA import of your memory, which keeps the
+ * allocation alive; your `VkBuffer` and `VkDeviceMemory` stay yours. The deleter
+ * may run on any thread. Images cannot be exported: their CUDA view is an array,
+ * not linear memory.
+ *
+ * Synchronisation: the tensor carries none. Before a consumer reads what Vulkan
+ * wrote, make its stream wait (`vkcuda_semaphore_cuda_wait`); before Vulkan reads
+ * what the consumer wrote, signal from its stream (`vkcuda_semaphore_cuda_signal`).
+ *
+ * Thread-safety: may be called from any thread, like the buffer's getters.
+ *
+ * @ingroup buffer
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_buffer_export_dlpack(const struct vkcuda_buffer *buffer,
+                                               const struct vkcuda_dlpack_info *info,
+                                               void **tensor);
 
 /**
  * Records into the engine's command buffer ONE pipeline barrier that releases

@@ -13,6 +13,8 @@
 #                                with ThreadSanitizer (std rebuilt: needs rust-src and
 #                                RUSTC_BOOTSTRAP; about 2 minutes); the TSan runtime is
 #                                linked in, so it runs on the GPU machine as it is
+#   .dev/gpu/python/vkcuda-*.whl the Python package (python/) with this libvkcuda.so
+#                                (py3-none-linux_x86_64: the GPU machine's Python 3.12 too)
 #   .dev/gpu/MANIFEST            commit, build directory, files with sizes and sha256
 #   .gl/*.deb                    the Vulkan loader (/work/shared/gpu/prepare-loader.sh)
 #                                and the validation layer of Debian sid
@@ -75,6 +77,11 @@ copy_executable "$bench_json" calls "$out/bench-calls" "per-call CPU cost benchm
 strip --strip-debug "$out/bench-calls"
 cp target/release/libvkcuda.so "$out/libvkcuda.so"
 strip --strip-debug "$out/libvkcuda.so"
+
+# The Python wheel, with the stripped library (the GPU machine cannot build it).
+echo "== the Python wheel (python/)"
+VKCUDA_LIBRARY="$top/$out/libvkcuda.so" python3 -m pip wheel -q --no-deps -w "$out/python" ./python
+ls -l "$out"/python/*.whl
 
 # Each test executable as "<kind>-<name>": lib-vkcuda (unit tests), test-gpu, ...
 python3 - "$json" "$out/tests" <<'EOF'

@@ -32,6 +32,12 @@
 #   vvl:NAME, vvl:example:NAME
 #                    each of the above under VK_LAYER_KHRONOS_validation; any line
 #                    with "VUID" or "Validation Error" fails the step
+#   python:install   the wheel from .dev/gpu/python into .dev/py (pip --no-index --target)
+#   python:tests     pytest -s python/tests: the API and DLPack tests with the real
+#                    driver, torch/CuPy/JAX reading and writing shared buffers, the
+#                    1000-frame torch/Vulkan loop, leak figures
+#   python:example   examples/python/conv_inplace.py (PNG to $OUT/conv_inplace.png)
+#   python:bench     bench/dlpack.py: DLPack export + torch import in us, zero-copy check
 #   calls            .dev/gpu/bench-calls --csv $OUT/calls.csv (bench/calls.rs): the
 #                    per-call CPU cost of each per-frame call against the raw calls
 #   bench            .dev/gpu/bench-interop --csv $OUT/bench.csv (bench/interop.rs);
@@ -64,7 +70,7 @@ log() { steps_log "$@"; }
 
 # The examples, in the order they run (their steps are at the end of this file).
 examples="vkcuda_info buffer_roundtrip frame_loop image_formats image_fractal ipc_demo engine_postfx"
-steps_select "setup ptx configure build build-by-hand rust $examples example fresh-ptx calls vvl bench" "$@"
+steps_select "setup ptx configure build build-by-hand rust $examples example fresh-ptx python calls vvl bench" "$@"
 
 last_line_note() { # the example's last PASS/FAIL/SKIP line, shortened
     grep -E '(PASS|FAIL|SKIP)' "$1" | tail -1 | cut -c1-110
@@ -76,6 +82,8 @@ setup_note() { # the GPU and the kernel, or what went wrong
     echo "${gpu:-no GPU 0 in nvidia-smi -L}; kernel $(uname -r)"
 }
 rust_note() { grep -E '^test result:' "$1" | tail -1 | cut -c1-110; }
+pytest_note() { grep -E '[0-9]+ (passed|failed)' "$1" | tail -1 | cut -c1-110; }
+pytest_skipped() { grep -E '^SKIPPED \[[0-9]+\]' "$1" || true; }
 vvl_count() { grep -cE 'VUID|Validation Error' "$1" || true; }
 vvl_note() { echo "$(vvl_count "$1") validation messages; $(last_line_note "$1")"; }
 vvl_verdict() { [ "$(vvl_count "$1")" -eq 0 ]; }
@@ -191,6 +199,17 @@ fresh_ptx() { # the examples with the PTX this nvcc made of kernels.cu
 
 export -f setup ptx_check find_example configure build_cmake build_by_hand run_example with_vvl fresh_ptx
 
+# The Python package: the bundled wheel into .dev/py; the tests, example and benchmark
+# import it from there (the GPU machine has torch, CuPy, JAX and pytest, no pip downloads).
+python_install() {
+    rm -rf "$top/.dev/py"
+    python3 -m pip install --no-index --no-deps --target "$top/.dev/py" "$bundle"/python/vkcuda-*.whl
+}
+python_tests() { PYTHONPATH=$top/.dev/py python3 -m pytest -s -rs -p no:cacheprovider python/tests; }
+python_example() { PYTHONPATH=$top/.dev/py python3 examples/python/conv_inplace.py --out "$OUT/conv_inplace.png"; }
+python_bench() { PYTHONPATH=$top/.dev/py python3 bench/dlpack.py --repeats 2000 --csv "$OUT/dlpack-bench.csv"; }
+export -f python_install python_tests python_example python_bench
+
 # The short examples (c_examples/, examples/cpp/): STEP|EXECUTABLE [ARGS] (no spaces in
 # the arguments); each is run as is and under the validation layer.
 short_examples=(
@@ -223,7 +242,7 @@ else
     need_build=0
     [ ${#STEPS_WANTED[@]} -eq 0 ] && need_build=1
     for w in "${STEPS_WANTED[@]}"; do
-        case ${w%%:*} in setup|ptx|rust|bench|calls) ;; *) need_build=1 ;; esac
+        case ${w%%:*} in setup|ptx|rust|bench|calls|python) ;; *) need_build=1 ;; esac
     done
     if [ $need_build = 1 ]; then
         rm -rf "$build/manual"
@@ -268,6 +287,14 @@ else
     if [ ${#STEPS_WANTED[@]} -gt 0 ] && steps_wanted bench; then # only when named
         ex bench 500 "$bundle/bench-interop" --csv "$OUT/bench.csv"
     fi
+    # The Python package: install the wheel, then its tests, example and benchmark.
+    step --timeout 60 python:install python_install
+    if [ "$STEP_RC" -eq 0 ]; then
+        step --timeout 300 --note pytest_note --skips pytest_skipped python:tests python_tests
+        ex python:example 120 python_example
+        ex python:bench 120 python_bench
+    fi
+
     # The per-call CPU cost (bench/calls.rs): under a minute, so always.
     ex calls 120 "$bundle/bench-calls" --csv "$OUT/calls.csv"
 

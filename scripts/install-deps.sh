@@ -44,6 +44,8 @@ packages=(
   valgrind
   libstb-dev          # stb_image_write.h (/usr/include/stb): PNG output of the examples
   ca-certificates     # cargo downloads crates over HTTPS
+  python3             # the Python package (python/) and its tests
+  python3-venv        # scripts/test.sh installs it and pytest into a venv
 )
 # The names without comments.
 read -r -a packages <<<"$(printf '%s\n' "${packages[@]}" | sed 's/#.*//' | tr '\n' ' ')"

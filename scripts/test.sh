@@ -4,7 +4,7 @@
 # Installs what is missing (scripts/install-deps.sh), then runs, in order:
 #   cargo fmt --check, cargo clippy --all-targets -- -D warnings, cargo test (all
 #   Rust tests, the header staleness test too; on lavapipe, GPU tests skip without a
-#   GPU), vvl (the Rust tests that drive the library's Vulkan calls again under
+#   GPU), python (the Python package's tests, python/tests, in a fresh venv), vvl (the Rust tests that drive the library's Vulkan calls again under
 #   VK_LAYER_KHRONOS_validation with synchronization validation, after proving the
 #   layer is on; any "VUID" or "Validation Error" line fails; about 20 s), a
 #   one-minute fuzz run (scripts/fuzz.sh --time 10: six cargo-fuzz targets, 10 s
@@ -219,6 +219,23 @@ run_bench_smoke() { # the benchmarks' parts that run without a GPU, a few iterat
 step fmt run_fmt
 step clippy run_clippy
 step cargo-test run_cargo_test
+
+# The Python package (python/), installed into a fresh venv (pytest and mypy from
+# PyPI) with the library cargo just built; mypy on the package; its CPU tests: the
+# API on Vulkan-only contexts, and DLPack with the fake libcuda paired to lavapipe
+# (python/tests/conftest.py).
+run_python() {
+  local venv="$tmp/venv"
+  x cargo build "${locked[@]}" --lib &&
+    x python3 -m venv "$venv" &&
+    x "$venv/bin/python" -m pip install -q pytest mypy &&
+    VKCUDA_LIBRARY="$root/target/debug/libvkcuda.so" x "$venv/bin/python" -m pip install -q "$root/python" &&
+    x "$venv/bin/python" -m mypy --ignore-missing-imports --cache-dir "$tmp/mypy" "$root/python/vkcuda" &&
+    (cd "$root" && x "$venv/bin/python" -m pytest -q -rs -p no:cacheprovider python/tests)
+}
+pytest_skipped() { grep -E '^SKIPPED \[[0-9]+\]' "$1" || true; } # pytest -rs: "SKIPPED [n] file:line: why"
+step --needs cargo-test --skips pytest_skipped python run_python
+
 step --needs cargo-test --note vvl_note vvl run_vvl
 step fuzz run_fuzz
 step bench-smoke run_bench_smoke

@@ -1,4 +1,10 @@
 //! Shared linear memory: one allocation with a `VkBuffer` view and a CUDA pointer view.
+//!
+//! The allocation and its two views live in an [`Allocation`] behind an `Arc`: the
+//! C handle holds one reference and every DLPack tensor made from the buffer
+//! (`crate::dlpack`) holds another, so the memory stays valid until the last of
+//! them goes, whatever the order. The last reference releases the CUDA view
+//! first, then the Vulkan objects.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
@@ -93,13 +99,46 @@ pub struct Layout {
     pub dedicated: bool,
 }
 
-pub struct Buffer {
+/// The allocation and its two views, shared by the buffer's handle and the DLPack
+/// tensors made from it; released when the last of them drops. It holds the
+/// context, so the context outlives the memory.
+pub struct Allocation {
     ctx: Arc<Context>,
     vulkan: VulkanView,
     cuda: CudaView,
     cuda_ptr: u64,
     layout: Layout,
     usage: vk::BufferUsageFlags,
+}
+
+impl Allocation {
+    /// The CUDA device pointer of the buffer's first byte, or CUDA_UNAVAILABLE in a
+    /// Vulkan-only context.
+    pub fn cuda_ptr(&self) -> Result<u64> {
+        if self.cuda_ptr == 0 {
+            self.ctx.cuda()?;
+        }
+        Ok(self.cuda_ptr)
+    }
+
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    pub fn context(&self) -> &Arc<Context> {
+        &self.ctx
+    }
+}
+
+/// A shared buffer: one reference to its [`Allocation`].
+pub struct Buffer {
+    alloc: Arc<Allocation>,
+}
+
+impl From<Allocation> for Buffer {
+    fn from(a: Allocation) -> Self {
+        Buffer { alloc: Arc::new(a) }
+    }
 }
 
 fn check_size(size: u64) -> Result<()> {
@@ -132,7 +171,7 @@ impl Buffer {
 
     fn create_vulkan(ctx: &Arc<Context>, size: u64, usage: vk::BufferUsageFlags) -> Result<Buffer> {
         let bm = memory::create_exportable_buffer(&ctx.vk, size, usage)?;
-        let mut buf = Buffer {
+        let mut buf = Allocation {
             ctx: ctx.clone(),
             vulkan: VulkanView::Owned(bm),
             cuda: CudaView::None,
@@ -159,7 +198,7 @@ impl Buffer {
             buf.cuda = CudaView::Imported(ext);
             buf.cuda_ptr = ptr?;
         }
-        Ok(buf)
+        Ok(buf.into())
     }
 
     fn create_cuda(ctx: &Arc<Context>, size: u64, usage: vk::BufferUsageFlags) -> Result<Buffer> {
@@ -169,7 +208,7 @@ impl Buffer {
         let vmm = VmmAllocation::new(cuda.clone(), size)?;
         let handle = vmm.export_fd()?;
         let bm = memory::import_buffer(&ctx.vk, handle, size, 0, vmm.size(), usage, false)?;
-        Ok(Buffer {
+        Ok(Allocation {
             ctx: ctx.clone(),
             vulkan: VulkanView::Owned(bm),
             cuda_ptr: vmm.ptr(),
@@ -182,7 +221,8 @@ impl Buffer {
             },
             cuda: CudaView::Vmm(vmm),
             usage,
-        })
+        }
+        .into())
     }
 
     /// Makes a CUDA view of memory the engine allocated exportable itself. The engine
@@ -244,7 +284,7 @@ impl Buffer {
         let mut ext =
             ExternalMemory::import_opaque_fd(cuda.clone(), handle, allocation_size, dedicated)?;
         let ptr = ext.map_buffer(offset, size)?;
-        Ok(Buffer {
+        Ok(Allocation {
             ctx: ctx.clone(),
             vulkan: VulkanView::Borrowed { buffer, memory },
             cuda: CudaView::Imported(ext),
@@ -257,7 +297,8 @@ impl Buffer {
                 dedicated,
             },
             usage: vk::BufferUsageFlags::empty(),
-        })
+        }
+        .into())
     }
 
     /// Imports an fd exported by [`export_fd`](Self::export_fd) (here or in another
@@ -301,7 +342,7 @@ impl Buffer {
             usage,
             layout.dedicated,
         )?;
-        let mut buf = Buffer {
+        let mut buf = Allocation {
             ctx: ctx.clone(),
             vulkan: VulkanView::Owned(bm),
             cuda: CudaView::None,
@@ -331,29 +372,29 @@ impl Buffer {
                 }
             }
         }
-        Ok(buf)
+        Ok(buf.into())
     }
 
     /// A new fd for the memory; the caller owns it (close it, or import it).
     pub fn export_fd(&self) -> Result<OwnedFd> {
-        match (&self.cuda, &self.vulkan) {
+        match (&self.alloc.cuda, &self.alloc.vulkan) {
             (CudaView::Vmm(v), _) => v.export_fd(),
-            (_, VulkanView::Owned(bm)) => memory::export_memory_fd(&self.ctx.vk, bm.memory),
+            (_, VulkanView::Owned(bm)) => memory::export_memory_fd(&self.alloc.ctx.vk, bm.memory),
             (_, VulkanView::Borrowed { memory, .. }) => {
-                memory::export_memory_fd(&self.ctx.vk, *memory)
+                memory::export_memory_fd(&self.alloc.ctx.vk, *memory)
             }
         }
     }
 
     pub fn vk_buffer(&self) -> vk::Buffer {
-        match &self.vulkan {
+        match &self.alloc.vulkan {
             VulkanView::Owned(bm) => bm.buffer,
             VulkanView::Borrowed { buffer, .. } => *buffer,
         }
     }
 
     pub fn vk_memory(&self) -> vk::DeviceMemory {
-        match &self.vulkan {
+        match &self.alloc.vulkan {
             VulkanView::Owned(bm) => bm.memory,
             VulkanView::Borrowed { memory, .. } => *memory,
         }
@@ -361,10 +402,7 @@ impl Buffer {
 
     /// The CUDA device pointer, or CUDA_UNAVAILABLE in a Vulkan-only context.
     pub fn cuda_ptr(&self) -> Result<u64> {
-        if self.cuda_ptr == 0 {
-            self.ctx.cuda()?;
-        }
-        Ok(self.cuda_ptr)
+        self.alloc.cuda_ptr()
     }
 
     /// The whole buffer, for the handoff barriers.
@@ -372,29 +410,35 @@ impl Buffer {
         handoff::BufferRange {
             buffer: self.vk_buffer(),
             offset: 0,
-            size: self.layout.size,
+            size: self.alloc.layout.size,
         }
     }
 
     pub fn layout(&self) -> Layout {
-        self.layout
+        self.alloc.layout
     }
 
     pub fn usage(&self) -> vk::BufferUsageFlags {
-        self.usage
+        self.alloc.usage
     }
 
     pub fn is_wrapped(&self) -> bool {
-        matches!(self.vulkan, VulkanView::Borrowed { .. })
+        matches!(self.alloc.vulkan, VulkanView::Borrowed { .. })
     }
 
     pub fn context(&self) -> &Arc<Context> {
-        &self.ctx
+        &self.alloc.ctx
+    }
+
+    /// Another reference to the allocation (what a DLPack tensor holds).
+    pub fn allocation(&self) -> &Arc<Allocation> {
+        &self.alloc
     }
 }
 
-impl Drop for Buffer {
+impl Drop for Allocation {
     fn drop(&mut self) {
+        // The last reference (the handle or a DLPack tensor) is gone.
         // CUDA's view first (mapping, then the import or allocation), then Vulkan's.
         self.cuda = CudaView::None;
         if let VulkanView::Owned(bm) = &self.vulkan {

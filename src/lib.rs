@@ -6,6 +6,7 @@
 pub mod buffer;
 pub mod context;
 pub mod cuda;
+pub mod dlpack;
 pub mod error;
 pub mod fd;
 pub mod ffi;

@@ -29,3 +29,6 @@ pub static CUDA_EXTERNAL_MEMORIES: Counter = Counter::new();
 pub static CUDA_ALLOCATIONS: Counter = Counter::new();
 pub static CUDA_EXTERNAL_SEMAPHORES: Counter = Counter::new();
 pub static CONTEXTS: Counter = Counter::new();
+/// DLPack tensors made and not yet deleted (not in `vkcuda_live_objects`: the
+/// native objects a tensor keeps alive are counted there).
+pub static DLPACK_TENSORS: Counter = Counter::new();

@@ -120,3 +120,52 @@ fn require_gpu_runs_include_the_ignored_tests() {
          with --include-ignored (cargo test -- --include-ignored)"
     );
 }
+
+/// Every CUDA driver function the library calls is in `REQUIRED_SYMBOLS`
+/// (src/cuda/mod.rs), which the driver is checked against when it is loaded: a
+/// driver without one is then `VKCUDA_ERROR_CUDA_UNAVAILABLE` naming it, rather than
+/// a panic at the first call (cudarc resolves each symbol lazily and panics on a
+/// missing one).
+#[test]
+fn every_cuda_call_is_a_required_symbol() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut sources = Vec::new();
+    let mut dirs = vec![root.clone()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                sources.push(p);
+            }
+        }
+    }
+    let list = std::fs::read_to_string(root.join("cuda/mod.rs")).unwrap();
+    let start = list
+        .find("const REQUIRED_SYMBOLS")
+        .expect("REQUIRED_SYMBOLS");
+    let end = start + list[start..].find("];").unwrap();
+    let required = &list[start..end];
+    let mut missing = Vec::new();
+    for p in sources {
+        let text = std::fs::read_to_string(&p).unwrap();
+        for (i, _) in text.match_indices("sys::cu") {
+            let name: String = text[i + 5..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            // Types and constants (CUresult, CUdeviceptr, ...) start with an upper-case letter after "cu".
+            if name.chars().nth(2).is_some_and(|c| c.is_ascii_uppercase())
+                && !required.contains(&format!("\"{name}\""))
+                && !missing.contains(&name)
+            {
+                missing.push(name);
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "CUDA driver functions called but not in REQUIRED_SYMBOLS (src/cuda/mod.rs): {missing:?}"
+    );
+}

@@ -212,7 +212,9 @@ pub fn copy_pitched(
         let copy = memcpy2d(*array, p, to_array);
         cu_check("cuMemcpy2DAsync_v2", unsafe {
             sys::cuMemcpy2DAsync_v2(&copy, stream)
-        })?;
+        })
+        // The stream may be gone (its address reused): check it again next time.
+        .inspect_err(|_| ctx.forget_stream(stream))?;
     }
     Ok(())
 }

@@ -1,5 +1,7 @@
 //! The CUDA context the library works in, and a guard that makes it current.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use cudarc::driver::sys;
 
 use super::{device_from_handle, driver, DeviceInfo};
@@ -15,6 +17,10 @@ pub struct CudaContext {
     /// its process-wide unique buffer id: see `alive`.
     sentinel: sys::CUdeviceptr,
     sentinel_id: u64,
+    /// The last stream `check_stream` found to be this context's (0: none). A
+    /// per-frame call passes the same stream every time; it is looked up once.
+    /// Forgotten when an enqueue on it fails (`forget_stream`).
+    checked_stream: AtomicUsize,
 }
 
 // SAFETY: a CUcontext may be used from any thread; the driver synchronises it.
@@ -43,6 +49,7 @@ impl CudaContext {
             primary: true,
             sentinel,
             sentinel_id,
+            checked_stream: AtomicUsize::new(0),
         })
     }
 
@@ -67,6 +74,7 @@ impl CudaContext {
             primary: false,
             sentinel,
             sentinel_id,
+            checked_stream: AtomicUsize::new(0),
         })
     }
 
@@ -122,7 +130,7 @@ impl CudaContext {
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn check_stream(&self, stream: sys::CUstream) -> Result<()> {
         let raw = stream as usize;
-        if raw <= 2 {
+        if raw <= 2 || raw == self.checked_stream.load(Ordering::Relaxed) {
             return Ok(());
         }
         let mut owner = std::ptr::null_mut();
@@ -141,7 +149,20 @@ impl CudaContext {
                 ),
             ));
         }
+        self.checked_stream.store(raw, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Forgets the stream `check_stream` remembered (an enqueue on it failed: it
+    /// may have been destroyed and its address reused), so the next call checks.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
+    pub fn forget_stream(&self, stream: sys::CUstream) {
+        let _ = self.checked_stream.compare_exchange(
+            stream as usize,
+            0,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
     }
 }
 

@@ -181,6 +181,7 @@ impl ExternalSemaphore {
         cu_check("cuSignalExternalSemaphoresAsync", unsafe {
             sys::cuSignalExternalSemaphoresAsync(&self.sem, &p, 1, stream)
         })
+        .inspect_err(|_| self.ctx.forget_stream(stream))
     }
 
     /// Enqueues a wait for `value` (ignored for binary semaphores) on `stream`.
@@ -193,6 +194,7 @@ impl ExternalSemaphore {
         cu_check("cuWaitExternalSemaphoresAsync", unsafe {
             sys::cuWaitExternalSemaphoresAsync(&self.sem, &p, 1, stream)
         })
+        .inspect_err(|_| self.ctx.forget_stream(stream))
     }
 }
 
@@ -290,7 +292,8 @@ impl ExternalSemaphore {
     }
 
     /// Sets the value of a wait or signal node of this semaphore in an
-    /// instantiated graph, for its next launches.
+    /// instantiated graph, for its next launches; a node of another semaphore or
+    /// of another kind is refused first (see `check_graph_node`).
     // Graphs, nodes and execs are opaque driver handles, passed through, never dereferenced here.
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn graph_exec_set(
@@ -301,6 +304,7 @@ impl ExternalSemaphore {
         value: u64,
     ) -> Result<()> {
         let _g = self.ctx.enter()?;
+        self.check_graph_node(op, node)?;
         let mut sem = self.sem;
         match op {
             GraphOp::Wait => {
@@ -331,10 +335,27 @@ impl ExternalSemaphore {
     /// Checks that `node` is a node of this semaphore of the kind `op` (the
     /// template graph's node: `cuGraphExternalSemaphores*NodeGetParams`), so that a
     /// value is never set on another semaphore's node or on a node of another kind.
-    // Graphs, nodes and execs are opaque driver handles, passed through, never dereferenced here.
-    #[allow(clippy::not_unsafe_ptr_arg_deref)]
-    pub fn check_graph_node(&self, op: GraphOp, node: sys::CUgraphNode) -> Result<()> {
-        let _g = self.ctx.enter()?;
+    /// Runs with the context current.
+    fn check_graph_node(&self, op: GraphOp, node: sys::CUgraphNode) -> Result<()> {
+        // The node's parameters name its semaphore; reading them fails for a node of
+        // another type, which the slow path below then names.
+        let found = match op {
+            GraphOp::Wait => {
+                let mut p: sys::CUDA_EXT_SEM_WAIT_NODE_PARAMS = unsafe { std::mem::zeroed() };
+                let r = unsafe { sys::cuGraphExternalSemaphoresWaitNodeGetParams(node, &mut p) };
+                (r == sys::CUresult::CUDA_SUCCESS && p.numExtSems == 1 && !p.extSemArray.is_null())
+                    .then(|| unsafe { *p.extSemArray })
+            }
+            GraphOp::Signal => {
+                let mut p: sys::CUDA_EXT_SEM_SIGNAL_NODE_PARAMS = unsafe { std::mem::zeroed() };
+                let r = unsafe { sys::cuGraphExternalSemaphoresSignalNodeGetParams(node, &mut p) };
+                (r == sys::CUresult::CUDA_SUCCESS && p.numExtSems == 1 && !p.extSemArray.is_null())
+                    .then(|| unsafe { *p.extSemArray })
+            }
+        };
+        if found == Some(self.sem) {
+            return Ok(());
+        }
         let mut ty = sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_EMPTY;
         cu_check("cuGraphNodeGetType", unsafe {
             sys::cuGraphNodeGetType(node, &mut ty)
@@ -354,28 +375,10 @@ impl ExternalSemaphore {
                 "node is a graph node of type {ty:?}, not {name}"
             )));
         }
-        let found = match op {
-            GraphOp::Wait => {
-                let mut p: sys::CUDA_EXT_SEM_WAIT_NODE_PARAMS = unsafe { std::mem::zeroed() };
-                cu_check("cuGraphExternalSemaphoresWaitNodeGetParams", unsafe {
-                    sys::cuGraphExternalSemaphoresWaitNodeGetParams(node, &mut p)
-                })?;
-                (p.numExtSems == 1 && !p.extSemArray.is_null()).then(|| unsafe { *p.extSemArray })
-            }
-            GraphOp::Signal => {
-                let mut p: sys::CUDA_EXT_SEM_SIGNAL_NODE_PARAMS = unsafe { std::mem::zeroed() };
-                cu_check("cuGraphExternalSemaphoresSignalNodeGetParams", unsafe {
-                    sys::cuGraphExternalSemaphoresSignalNodeGetParams(node, &mut p)
-                })?;
-                (p.numExtSems == 1 && !p.extSemArray.is_null()).then(|| unsafe { *p.extSemArray })
-            }
-        };
-        if found != Some(self.sem) {
-            return Err(Error::invalid(
-                "node is not a node of this semaphore (made by vkcuda_semaphore_cuda_graph_add_* on another semaphore, or by hand)",
-            ));
-        }
-        Ok(())
+        Err(Error::invalid(
+            "node is not a node of this semaphore (made by vkcuda_semaphore_cuda_graph_add_* on another \
+             semaphore, or by hand)",
+        ))
     }
 }
 

@@ -59,6 +59,17 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuSurfObjectDestroy",
     "cuTexObjectCreate",
     "cuTexObjectDestroy",
+    "cuCtxGetCurrent",
+    "cuStreamIsCapturing",
+    "cuGraphAddExternalSemaphoresWaitNode",
+    "cuGraphAddExternalSemaphoresSignalNode",
+    "cuGraphExecExternalSemaphoresWaitNodeSetParams",
+    "cuGraphExecExternalSemaphoresSignalNodeSetParams",
+    "cuGraphExternalSemaphoresWaitNodeGetParams",
+    "cuGraphExternalSemaphoresSignalNodeGetParams",
+    "cuGraphNodeGetType",
+    "cuMemcpy2DAsync_v2",
+    "cuMemGetAddressRange_v2",
 ];
 
 /// Set to any value to behave as if no CUDA driver were installed (tests the

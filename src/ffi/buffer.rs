@@ -381,7 +381,9 @@ pub unsafe extern "C" fn vkcuda_buffer_cmd_acquire_from_cuda(
 /// Destroys the buffer: the CUDA view first (mapping, then the import or the
 /// cuMem allocation), then the `VkBuffer` and `VkDeviceMemory` (not for wrapped
 /// buffers, whose Vulkan objects stay the engine's). The caller guarantees no GPU
-/// work still uses it. NULL does nothing.
+/// work still uses it. DLPack tensors made from it (`vkcuda_buffer_export_dlpack`)
+/// hold their own reference: while one exists, destroy releases only the handle,
+/// and the tensor's deleter releases the rest. NULL does nothing.
 ///
 /// Thread-safety: must not overlap any other use of the buffer.
 ///

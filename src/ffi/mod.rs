@@ -9,6 +9,7 @@
 // context, buffer, image, semaphore, cross-process, the library itself.
 pub mod buffer;
 pub mod context;
+pub mod dlpack;
 pub(crate) mod handle;
 pub mod handoff;
 pub mod image;
@@ -19,6 +20,7 @@ pub mod types;
 
 pub use buffer::*;
 pub use context::*;
+pub use dlpack::*;
 pub use handoff::*;
 pub use image::*;
 pub use ipc::*;

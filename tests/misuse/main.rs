@@ -86,6 +86,7 @@ groups! {
     handoff,
     share,
     planar,
+    dlpack,
 }
 
 /// Every function of the header has a table entry, and every entry covers every

@@ -1,0 +1,45 @@
+"""vkcuda from Python: share GPU memory and timeline semaphores between a Vulkan
+device and CUDA, zero-copy, and hand the memory to PyTorch, CuPy or JAX through
+DLPack::
+
+    import torch, vkcuda
+
+    ctx = vkcuda.Context.standalone()              # or Context.from_engine(...)
+    buf = ctx.buffer(1 << 20)                      # Vulkan allocates; allocator="cuda" too
+    t = torch.from_dlpack(buf.view("float32", (512, 512)))
+    assert t.data_ptr() == buf.cuda_pointer        # no copy
+
+A thin, typed layer over libvkcuda.so (the C ABI of ``vkcuda.h``) through ctypes:
+every check and message is the C library's, and every failure raises
+:class:`Error` with the result code and that message.
+"""
+
+from ._native import Error, library_path
+from ._objects import (
+    Buffer,
+    BufferInfo,
+    Context,
+    CudaInfo,
+    Semaphore,
+    Stage,
+    TensorView,
+    VulkanHandles,
+    live_objects,
+    version,
+)
+
+__all__ = [
+    "Error",
+    "Context",
+    "Buffer",
+    "TensorView",
+    "Semaphore",
+    "Stage",
+    "CudaInfo",
+    "VulkanHandles",
+    "BufferInfo",
+    "live_objects",
+    "version",
+    "library_path",
+]
+__version__ = "0.2.0"

@@ -1,0 +1,236 @@
+"""DLPack on the Python side: the ABI structs (to read a tensor back), dtype names,
+and the PyCapsules of the Python DLPack protocol.
+
+A capsule is named "dltensor_versioned" (DLManagedTensorVersioned, DLPack >= 1.0)
+or "dltensor" (the legacy DLManagedTensor). A consumer that takes the tensor renames
+the capsule "used_dltensor_versioned" / "used_dltensor" and calls the deleter
+itself; the capsule's destructor calls the deleter only when nobody took it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from ctypes import CFUNCTYPE, POINTER, Structure, c_int32, c_int64, c_uint8, c_uint16, c_uint32, c_uint64, c_void_p
+from typing import Any, Tuple, Union
+
+__all__ = [
+    "DLDevice",
+    "DLDataType",
+    "DLTensor",
+    "DLManagedTensor",
+    "DLManagedTensorVersioned",
+    "parse_dtype",
+    "dtype_name",
+    "make_capsule",
+    "stream_handle",
+    "KDL_CUDA",
+    "VERSIONED_NAME",
+    "LEGACY_NAME",
+]
+
+KDL_CPU = 1
+KDL_CUDA = 2
+FLAG_READ_ONLY = 1
+
+VERSIONED_NAME = b"dltensor_versioned"
+LEGACY_NAME = b"dltensor"
+USED_VERSIONED_NAME = b"used_dltensor_versioned"
+USED_LEGACY_NAME = b"used_dltensor"
+
+
+class DLDevice(Structure):
+    _fields_ = [("device_type", c_uint32), ("device_id", c_int32)]
+
+
+class DLDataType(Structure):
+    _fields_ = [("code", c_uint8), ("bits", c_uint8), ("lanes", c_uint16)]
+
+
+class DLTensor(Structure):
+    _fields_ = [
+        ("data", c_void_p),
+        ("device", DLDevice),
+        ("ndim", c_int32),
+        ("dtype", DLDataType),
+        ("shape", POINTER(c_int64)),
+        ("strides", POINTER(c_int64)),
+        ("byte_offset", c_uint64),
+    ]
+
+
+class DLPackVersion(Structure):
+    _fields_ = [("major", c_uint32), ("minor", c_uint32)]
+
+
+Deleter = CFUNCTYPE(None, c_void_p)
+
+
+class DLManagedTensor(Structure):
+    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", c_void_p), ("deleter", Deleter)]
+
+
+class DLManagedTensorVersioned(Structure):
+    _fields_ = [
+        ("version", DLPackVersion),
+        ("manager_ctx", c_void_p),
+        ("deleter", Deleter),
+        ("flags", c_uint64),
+        ("dl_tensor", DLTensor),
+    ]
+
+
+# DLDataTypeCode: 0 int, 1 uint, 2 float, 4 bfloat, 5 complex, 6 bool.
+_DTYPES = {
+    "int8": (0, 8),
+    "int16": (0, 16),
+    "int32": (0, 32),
+    "int64": (0, 64),
+    "uint8": (1, 8),
+    "uint16": (1, 16),
+    "uint32": (1, 32),
+    "uint64": (1, 64),
+    "float16": (2, 16),
+    "float32": (2, 32),
+    "float64": (2, 64),
+    "bfloat16": (4, 16),
+    "complex32": (5, 32),
+    "complex64": (5, 64),
+    "complex128": (5, 128),
+    "bool": (6, 8),
+}
+_ALIASES = {
+    "half": "float16",
+    "float": "float32",
+    "double": "float64",
+    "short": "int16",
+    "int": "int32",
+    "long": "int64",
+    "byte": "uint8",
+    "char": "int8",
+    "cfloat": "complex64",
+    "cdouble": "complex128",
+    "bool_": "bool",
+}
+
+DType = Union[str, Tuple[int, int, int], Any]
+
+
+def parse_dtype(dtype: DType) -> Tuple[int, int, int]:
+    """(code, bits, lanes) of a dtype given as a name ("float32"), a NumPy, PyTorch,
+    CuPy or JAX dtype (``torch.float32``, ``numpy.dtype("float32")``) or a DLPack
+    ``(code, bits, lanes)`` tuple. The library checks the values."""
+    if isinstance(dtype, tuple):
+        if len(dtype) != 3 or not all(isinstance(v, int) for v in dtype):
+            raise TypeError(f"a DLPack dtype tuple is (code, bits, lanes) of ints, not {dtype!r}")
+        code, bits, lanes = dtype
+        for v, hi, what in ((code, 255, "code"), (bits, 255, "bits"), (lanes, 65535, "lanes")):
+            if not 0 <= v <= hi:
+                raise ValueError(f"dtype {what} {v} is out of range 0..{hi}")
+        return code, bits, lanes
+    name: str
+    if isinstance(dtype, type):  # numpy scalar types: numpy.float32
+        name = dtype.__name__
+    elif isinstance(dtype, str):
+        name = dtype
+    else:
+        attr = getattr(dtype, "name", None)
+        name = attr if isinstance(attr, str) else str(dtype)
+    name = name.rsplit(".", 1)[-1].lower()  # "torch.float32" -> "float32"
+    name = _ALIASES.get(name, name)
+    if name not in _DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r}: one of {', '.join(_DTYPES)} or a (code, bits, lanes) tuple")
+    code, bits = _DTYPES[name]
+    return code, bits, 1
+
+
+def dtype_name(code: int, bits: int, lanes: int) -> str:
+    """The name of a DLPack dtype ("float32", or "(2, 32, 4)" when it has none)."""
+    for name, cb in _DTYPES.items():
+        if cb == (code, bits) and lanes == 1:
+            return name
+    return str((code, bits, lanes))
+
+
+def stream_handle(stream: Any) -> int:
+    """A CUstream handle from a stream object: ``None`` (0, the legacy default
+    stream), an ``int``, a ``torch.cuda.Stream`` (``.cuda_stream``), a CuPy stream
+    (``.ptr``), or any object with ``__cuda_stream__()`` returning (version, handle)."""
+    if stream is None:
+        return 0
+    if isinstance(stream, bool):
+        raise TypeError("a stream is None, an int handle or a stream object, not a bool")
+    if isinstance(stream, int):
+        if stream < 0:
+            raise ValueError(f"stream handle {stream} is negative")
+        return stream
+    proto = getattr(stream, "__cuda_stream__", None)
+    if callable(proto):
+        got = proto()
+        if isinstance(got, tuple) and len(got) == 2:
+            return stream_handle(int(got[1]))
+    for attr in ("cuda_stream", "ptr", "handle"):
+        value = getattr(stream, attr, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return stream_handle(value)
+    raise TypeError(
+        f"{type(stream).__name__} is not a CUDA stream: pass None, an int CUstream, a torch.cuda.Stream, "
+        "a CuPy stream or an object with __cuda_stream__"
+    )
+
+
+# ---------------------------------------------------------------------------------
+# Capsules. PyCapsule_New keeps the name pointer: the names live in these buffers,
+# which the destructor keeps alive with itself.
+# Private prototypes bound to the Python C API (ctypes.pythonapi's attributes are
+# shared, and other code may change their argtypes). They keep the GIL.
+_api = ctypes.pythonapi
+_PyCapsule_New = ctypes.PYFUNCTYPE(ctypes.py_object, c_void_p, c_void_p, c_void_p)(("PyCapsule_New", _api))
+_PyCapsule_IsValid = ctypes.PYFUNCTYPE(ctypes.c_int, c_void_p, c_void_p)(("PyCapsule_IsValid", _api))
+_PyCapsule_GetPointer = ctypes.PYFUNCTYPE(c_void_p, c_void_p, c_void_p)(("PyCapsule_GetPointer", _api))
+_Py_IncRef = ctypes.PYFUNCTYPE(None, ctypes.py_object)(("Py_IncRef", _api))
+
+_versioned_name = ctypes.create_string_buffer(VERSIONED_NAME)
+_legacy_name = ctypes.create_string_buffer(LEGACY_NAME)
+
+
+def _delete(ptr: int, versioned: bool) -> None:
+    t = (DLManagedTensorVersioned if versioned else DLManagedTensor).from_address(ptr)
+    t.deleter(ptr)
+
+
+def _make_destructor() -> Any:
+    is_valid = _PyCapsule_IsValid
+    get_pointer = _PyCapsule_GetPointer
+    names = ((ctypes.addressof(_versioned_name), True), (ctypes.addressof(_legacy_name), False))
+    keep = (_versioned_name, _legacy_name, DLManagedTensorVersioned, DLManagedTensor)
+
+    def destructor(capsule: int) -> None:
+        # Runs when the capsule is freed. A consumer that took the tensor renamed
+        # the capsule ("used_..."), so neither name is valid and nothing is done.
+        for name, versioned in names:
+            if is_valid(capsule, name):
+                ptr = get_pointer(capsule, name)
+                if ptr:
+                    _delete(ptr, versioned)
+                return
+
+    destructor.keep = keep  # type: ignore[attr-defined]
+    return CFUNCTYPE(None, c_void_p)(destructor)
+
+
+# Never freed: a capsule may outlive this module at interpreter shutdown.
+_destructor = _make_destructor()
+_Py_IncRef(_destructor)
+_destructor_ptr = ctypes.cast(_destructor, c_void_p).value
+
+
+def make_capsule(tensor: int, versioned: bool) -> Any:
+    """A PyCapsule owning ``tensor`` (a DLManagedTensorVersioned* or DLManagedTensor*
+    from ``vkcuda_buffer_export_dlpack``). If the capsule is freed unconsumed, its
+    destructor calls the tensor's deleter; if making it fails, the deleter runs here."""
+    name = _versioned_name if versioned else _legacy_name
+    try:
+        return _PyCapsule_New(tensor, ctypes.addressof(name), _destructor_ptr)
+    except BaseException:
+        _delete(tensor, versioned)
+        raise

@@ -1,0 +1,245 @@
+"""The C ABI of libvkcuda.so through ctypes: loading, the structs of vkcuda.h and
+the result check. Everything the package does goes through these calls, so Python
+and C share every check and message."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from ctypes import (
+    POINTER,
+    Structure,
+    c_char_p,
+    c_int32,
+    c_int64,
+    c_uint8,
+    c_uint16,
+    c_uint32,
+    c_uint64,
+    c_void_p,
+)
+from pathlib import Path
+from typing import Optional
+
+__all__ = ["Error", "lib", "check", "library_path"]
+
+#: Environment variable naming the libvkcuda.so to load instead of the packaged one.
+LIBRARY_ENV = "VKCUDA_LIBRARY"
+
+
+def _find_library() -> Path:
+    """VKCUDA_LIBRARY, else the library in this package, else the soname on the
+    system's search path (an installed vkcuda)."""
+    env = os.environ.get(LIBRARY_ENV)
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve().parent / "libvkcuda.so"
+    if here.exists():
+        return here
+    return Path("libvkcuda.so.0.2")
+
+
+library_path: Path = _find_library()
+try:
+    lib = ctypes.CDLL(str(library_path))
+except OSError as e:  # pragma: no cover - depends on the installation
+    raise ImportError(
+        f"vkcuda: cannot load {library_path} ({e}); set {LIBRARY_ENV} to a libvkcuda.so, "
+        "or reinstall the package from a checkout (pip install ./python)"
+    ) from e
+
+# Result codes (enum vkcuda_result).
+SUCCESS = 0
+ERROR_INVALID_ARGUMENT = -1
+ERROR_NULL_POINTER = -2
+ERROR_OUT_OF_MEMORY = -3
+ERROR_CUDA_UNAVAILABLE = -4
+ERROR_VULKAN_UNAVAILABLE = -5
+ERROR_VULKAN = -6
+ERROR_CUDA = -7
+ERROR_EXTENSION_NOT_PRESENT = -8
+ERROR_DEVICE_MISMATCH = -9
+ERROR_UNSUPPORTED = -10
+ERROR_TIMEOUT = -11
+ERROR_PANIC = -12
+ERROR_INVALID_STATE = -13
+ERROR_PERMISSION_DENIED = -14
+
+
+class Error(Exception):
+    """A vkcuda call failed. ``code`` is the ``vkcuda_result`` (a negative int),
+    ``name`` its name (``"VKCUDA_ERROR_INVALID_ARGUMENT"``) and ``message`` the
+    library's message, which names the function and the native call that failed."""
+
+    def __init__(self, code: int, message: str) -> None:
+        self.code = code
+        self.name = result_name(code)
+        self.message = message
+        super().__init__(f"{self.name}: {message}")
+
+
+class Uuid(ctypes.Array):  # type: ignore[type-arg]
+    _type_ = c_uint8
+    _length_ = 16
+
+
+class StandaloneCreateInfo(Structure):
+    _fields_ = [("flags", c_uint32), ("physical_device_index", c_uint32)]
+
+
+class ContextCreateInfo(Structure):
+    _fields_ = [
+        ("flags", c_uint32),
+        ("instance", c_void_p),
+        ("physical_device", c_void_p),
+        ("device", c_void_p),
+        ("get_instance_proc_addr", c_void_p),
+        ("get_device_proc_addr", c_void_p),
+        ("cuda_context", c_void_p),
+    ]
+
+
+class VulkanHandles(Structure):
+    _fields_ = [
+        ("instance", c_void_p),
+        ("physical_device", c_void_p),
+        ("device", c_void_p),
+        ("get_instance_proc_addr", c_void_p),
+        ("queue_family_index", c_uint32),
+        ("queue", c_void_p),
+    ]
+
+
+class CudaInfo(Structure):
+    _fields_ = [
+        ("cuda_context", c_void_p),
+        ("cuda_device", c_int32),
+        ("device_ordinal", c_int32),
+        ("primary", c_uint32),
+        ("device_uuid", Uuid),
+    ]
+
+
+class BufferCreateInfo(Structure):
+    _fields_ = [
+        ("flags", c_uint32),
+        ("allocator", c_int32),
+        ("size", c_uint64),
+        ("usage", c_uint32),
+    ]
+
+
+class BufferInfo(Structure):
+    _fields_ = [
+        ("buffer", c_uint64),
+        ("memory", c_uint64),
+        ("offset", c_uint64),
+        ("size", c_uint64),
+        ("allocation_size", c_uint64),
+        ("cuda_pointer", c_uint64),
+        ("allocator", c_int32),
+        ("dedicated", c_uint32),
+        ("wrapped", c_uint32),
+    ]
+
+
+class SemaphoreCreateInfo(Structure):
+    _fields_ = [
+        ("flags", c_uint32),
+        ("semaphore_type", c_int32),
+        ("initial_value", c_uint64),
+        ("host_wait_spin_ns", c_uint64),
+    ]
+
+
+class TimelineStage(Structure):
+    _fields_ = [("wait_value", c_uint64), ("signal_value", c_uint64)]
+
+
+class LiveObjects(Structure):
+    _fields_ = [
+        ("contexts", c_int64),
+        ("vk_buffers", c_int64),
+        ("vk_memories", c_int64),
+        ("vk_images", c_int64),
+        ("vk_semaphores", c_int64),
+        ("cuda_allocations", c_int64),
+        ("cuda_external_memories", c_int64),
+        ("cuda_external_semaphores", c_int64),
+    ]
+
+
+class DlpackDtype(Structure):
+    _fields_ = [("code", c_uint8), ("bits", c_uint8), ("lanes", c_uint16)]
+
+
+class DlpackInfo(Structure):
+    _fields_ = [
+        ("flags", c_uint32),
+        ("dtype", DlpackDtype),
+        ("ndim", c_uint32),
+        ("shape", c_int64 * 8),
+        ("strides", POINTER(c_int64)),
+        ("offset", c_uint64),
+    ]
+
+
+CONTEXT_CREATE_VULKAN_ONLY_BIT = 0x1
+CONTEXT_CREATE_PHYSICAL_DEVICE_INDEX_BIT = 0x2
+SEMAPHORE_CREATE_NO_SPIN_BIT = 0x1
+DLPACK_READ_ONLY_BIT = 0x1
+DLPACK_LEGACY_BIT = 0x2
+DLPACK_MAX_NDIM = 8
+ALLOCATOR_VULKAN = 0
+ALLOCATOR_CUDA = 1
+
+_P = c_void_p
+_signatures = {
+    "vkcuda_version_string": (c_char_p, []),
+    "vkcuda_result_to_string": (c_char_p, [c_int32]),
+    "vkcuda_last_error_message": (c_char_p, []),
+    "vkcuda_live_objects_get": (c_int32, [POINTER(LiveObjects)]),
+    "vkcuda_context_create_standalone": (c_int32, [POINTER(StandaloneCreateInfo), POINTER(_P)]),
+    "vkcuda_context_create": (c_int32, [POINTER(ContextCreateInfo), POINTER(_P)]),
+    "vkcuda_context_get_vulkan_handles": (c_int32, [_P, POINTER(VulkanHandles)]),
+    "vkcuda_context_get_cuda_info": (c_int32, [_P, POINTER(CudaInfo)]),
+    "vkcuda_context_destroy": (None, [_P]),
+    "vkcuda_buffer_create": (c_int32, [_P, POINTER(BufferCreateInfo), POINTER(_P)]),
+    "vkcuda_buffer_get_info": (c_int32, [_P, POINTER(BufferInfo)]),
+    "vkcuda_buffer_get_cuda_pointer": (c_int32, [_P, POINTER(c_uint64)]),
+    "vkcuda_buffer_export_fd": (c_int32, [_P, POINTER(c_int32)]),
+    "vkcuda_buffer_export_dlpack": (c_int32, [_P, POINTER(DlpackInfo), POINTER(_P)]),
+    "vkcuda_buffer_destroy": (None, [_P]),
+    "vkcuda_semaphore_create": (c_int32, [_P, POINTER(SemaphoreCreateInfo), POINTER(_P)]),
+    "vkcuda_semaphore_get_vk_semaphore": (c_int32, [_P, POINTER(c_uint64)]),
+    "vkcuda_semaphore_cuda_wait": (c_int32, [_P, c_uint64, _P]),
+    "vkcuda_semaphore_cuda_signal": (c_int32, [_P, c_uint64, _P]),
+    "vkcuda_semaphore_host_wait": (c_int32, [_P, c_uint64, c_uint64]),
+    "vkcuda_semaphore_host_signal": (c_int32, [_P, c_uint64]),
+    "vkcuda_semaphore_get_value": (c_int32, [_P, POINTER(c_uint64)]),
+    "vkcuda_semaphore_next_stage": (c_int32, [_P, POINTER(TimelineStage)]),
+    "vkcuda_semaphore_export_fd": (c_int32, [_P, POINTER(c_int32)]),
+    "vkcuda_semaphore_destroy": (None, [_P]),
+}
+for _name, (_res, _args) in _signatures.items():
+    _f = getattr(lib, _name)
+    _f.restype = _res
+    _f.argtypes = _args
+
+
+def result_name(code: int) -> str:
+    """The name of a result code, as ``vkcuda_result_to_string`` spells it."""
+    name: Optional[bytes] = lib.vkcuda_result_to_string(code)
+    return (name or b"VKCUDA_UNKNOWN_RESULT").decode()
+
+
+def last_error_message() -> str:
+    msg: Optional[bytes] = lib.vkcuda_last_error_message()
+    return (msg or b"").decode("utf-8", "replace")
+
+
+def check(result: int) -> None:
+    """Raises :class:`Error` with the thread's message unless ``result`` is 0.
+    Called right after the call, on the same thread (the message is per thread)."""
+    if result != SUCCESS:
+        raise Error(result, last_error_message())

@@ -1,0 +1,305 @@
+"""A minimal Vulkan transfer queue for a standalone context (tools, tests and
+examples without an engine): fill and copy commands into and out of shared
+buffers, submitted with timeline-semaphore waits and signals, and host-visible
+staging buffers to upload and download bytes. An engine records the same
+commands (and ``vkcuda_buffer_cmd_release_to_cuda`` / ``_acquire_from_cuda``)
+into its own command buffers instead.
+
+Vulkan is called through the context's ``vkGetInstanceProcAddr`` with ctypes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from ctypes import CFUNCTYPE, POINTER, Structure, byref, c_char_p, c_int32, c_uint32, c_uint64, c_void_p
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
+
+from . import _native
+from ._native import Error
+from ._objects import Buffer, Context, Semaphore
+
+__all__ = ["Queue", "HostBuffer", "Recorder", "CommandBuffer"]
+
+_SUBMIT_INFO = 4
+_MEMORY_ALLOCATE_INFO = 5
+_BUFFER_CREATE_INFO = 12
+_COMMAND_POOL_CREATE_INFO = 39
+_COMMAND_BUFFER_ALLOCATE_INFO = 40
+_COMMAND_BUFFER_BEGIN_INFO = 42
+_TIMELINE_SEMAPHORE_SUBMIT_INFO = 1000207003
+_HOST_VISIBLE_COHERENT = 0x2 | 0x4
+_TRANSFER_SRC_DST = 0x1 | 0x2
+_STAGE_TRANSFER = 0x1000
+_ACCESS_TRANSFER_WRITE = 0x1000
+_ACCESS_TRANSFER_READ = 0x800
+_SIMULTANEOUS_USE = 0x4
+
+
+class _CommandPoolCreateInfo(Structure):
+    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("flags", c_uint32), ("queueFamilyIndex", c_uint32)]
+
+
+class _CommandBufferAllocateInfo(Structure):
+    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("commandPool", c_uint64), ("level", c_int32),
+                ("commandBufferCount", c_uint32)]
+
+
+class _CommandBufferBeginInfo(Structure):
+    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("flags", c_uint32), ("pInheritanceInfo", c_void_p)]
+
+
+class _BufferCopy(Structure):
+    _fields_ = [("srcOffset", c_uint64), ("dstOffset", c_uint64), ("size", c_uint64)]
+
+
+class _TimelineSubmitInfo(Structure):
+    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("waitSemaphoreValueCount", c_uint32),
+                ("pWaitSemaphoreValues", POINTER(c_uint64)), ("signalSemaphoreValueCount", c_uint32),
+                ("pSignalSemaphoreValues", POINTER(c_uint64))]
+
+
+class _SubmitInfo(Structure):
+    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("waitSemaphoreCount", c_uint32),
+                ("pWaitSemaphores", POINTER(c_uint64)), ("pWaitDstStageMask", POINTER(c_uint32)),
+                ("commandBufferCount", c_uint32), ("pCommandBuffers", POINTER(c_void_p)),
+                ("signalSemaphoreCount", c_uint32), ("pSignalSemaphores", POINTER(c_uint64))]
+
+
+class _BufferCreateInfo(Structure):
+    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("flags", c_uint32), ("size", c_uint64),
+                ("usage", c_uint32), ("sharingMode", c_int32), ("queueFamilyIndexCount", c_uint32),
+                ("pQueueFamilyIndices", c_void_p)]
+
+
+class _MemoryRequirements(Structure):
+    _fields_ = [("size", c_uint64), ("alignment", c_uint64), ("memoryTypeBits", c_uint32)]
+
+
+class _MemoryAllocateInfo(Structure):
+    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("allocationSize", c_uint64), ("memoryTypeIndex", c_uint32)]
+
+
+class _MemoryType(Structure):
+    _fields_ = [("propertyFlags", c_uint32), ("heapIndex", c_uint32)]
+
+
+class _MemoryHeap(Structure):
+    _fields_ = [("size", c_uint64), ("flags", c_uint32)]
+
+
+class _MemoryProperties(Structure):
+    _fields_ = [("memoryTypeCount", c_uint32), ("memoryTypes", _MemoryType * 32), ("memoryHeapCount", c_uint32),
+                ("memoryHeaps", _MemoryHeap * 16)]
+
+
+class _HandoffInfo(Structure):
+    _fields_ = [("flags", c_uint32), ("queue_family_index", c_uint32), ("stage_mask", c_uint32),
+                ("access_mask", c_uint32)]
+
+
+_P, _U64, _U32, _I32 = c_void_p, c_uint64, c_uint32, c_int32
+_DEVICE_FUNCTIONS: "dict[str, Tuple[Any, List[Any]]]" = {
+    "vkCreateCommandPool": (_I32, [_P, _P, _P, POINTER(_U64)]),
+    "vkDestroyCommandPool": (None, [_P, _U64, _P]),
+    "vkAllocateCommandBuffers": (_I32, [_P, _P, POINTER(_P)]),
+    "vkBeginCommandBuffer": (_I32, [_P, _P]),
+    "vkEndCommandBuffer": (_I32, [_P]),
+    "vkCmdCopyBuffer": (None, [_P, _U64, _U64, _U32, _P]),
+    "vkCmdFillBuffer": (None, [_P, _U64, _U64, _U64, _U32]),
+    "vkQueueSubmit": (_I32, [_P, _U32, _P, _U64]),
+    "vkQueueWaitIdle": (_I32, [_P]),
+    "vkCreateBuffer": (_I32, [_P, _P, _P, POINTER(_U64)]),
+    "vkDestroyBuffer": (None, [_P, _U64, _P]),
+    "vkGetBufferMemoryRequirements": (None, [_P, _U64, _P]),
+    "vkAllocateMemory": (_I32, [_P, _P, _P, POINTER(_U64)]),
+    "vkFreeMemory": (None, [_P, _U64, _P]),
+    "vkBindBufferMemory": (_I32, [_P, _U64, _U64, _U64]),
+    "vkMapMemory": (_I32, [_P, _U64, _U64, _U64, _U32, POINTER(_P)]),
+}
+
+_lib = _native.lib
+_lib.vkcuda_buffer_cmd_release_to_cuda.restype = c_int32
+_lib.vkcuda_buffer_cmd_release_to_cuda.argtypes = [_P, _P, POINTER(_HandoffInfo)]
+_lib.vkcuda_buffer_cmd_acquire_from_cuda.restype = c_int32
+_lib.vkcuda_buffer_cmd_acquire_from_cuda.argtypes = [_P, _P, POINTER(_HandoffInfo)]
+
+
+def _vk(call: str, r: int) -> None:
+    if r != 0:
+        raise Error(_native.ERROR_VULKAN, f"{call} failed with VkResult {r}")
+
+
+class HostBuffer:
+    """A host-visible, coherent Vulkan buffer, mapped: ``data`` is its bytes."""
+
+    def __init__(self, queue: "Queue", size: int) -> None:
+        self._q, self.size = queue, size
+        f, dev = queue._f, queue.device
+        info = _BufferCreateInfo(sType=_BUFFER_CREATE_INFO, size=size, usage=_TRANSFER_SRC_DST)
+        self.vk_buffer = _U64()
+        _vk("vkCreateBuffer", f["vkCreateBuffer"](dev, byref(info), None, byref(self.vk_buffer)))
+        req = _MemoryRequirements()
+        f["vkGetBufferMemoryRequirements"](dev, self.vk_buffer, byref(req))
+        index = queue._memory_type(req.memoryTypeBits, _HOST_VISIBLE_COHERENT)
+        alloc = _MemoryAllocateInfo(sType=_MEMORY_ALLOCATE_INFO, allocationSize=req.size, memoryTypeIndex=index)
+        self._memory = _U64()
+        _vk("vkAllocateMemory", f["vkAllocateMemory"](dev, byref(alloc), None, byref(self._memory)))
+        _vk("vkBindBufferMemory", f["vkBindBufferMemory"](dev, self.vk_buffer, self._memory, 0))
+        ptr = c_void_p()
+        _vk("vkMapMemory", f["vkMapMemory"](dev, self._memory, 0, size, 0, byref(ptr)))
+        self.address = ptr.value or 0
+        self.data = (ctypes.c_uint8 * size).from_address(self.address)
+
+    def close(self) -> None:
+        if self._memory:
+            self._q._f["vkDestroyBuffer"](self._q.device, self.vk_buffer, None)
+            self._q._f["vkFreeMemory"](self._q.device, self._memory, None)
+            self._memory = _U64()
+
+
+Target = Union[Buffer, HostBuffer]
+
+
+def _vk_buffer(b: Target) -> int:
+    return b.vk_buffer.value if isinstance(b, HostBuffer) else b.vk_buffer
+
+
+class Recorder:
+    """Records transfer commands into one command buffer."""
+
+    def __init__(self, queue: "Queue", cmd: int) -> None:
+        self._q, self.cmd = queue, cmd
+
+    def fill(self, dst: Target, value: int, size: Optional[int] = None, offset: int = 0) -> None:
+        """``vkCmdFillBuffer``: the 32-bit ``value`` over ``size`` bytes (a multiple of 4)."""
+        n = (dst.size - offset) if size is None else size
+        self._q._f["vkCmdFillBuffer"](self.cmd, _vk_buffer(dst), offset, n, value & 0xFFFFFFFF)
+
+    def copy(self, src: Target, dst: Target, size: Optional[int] = None, src_offset: int = 0, dst_offset: int = 0) -> None:
+        """``vkCmdCopyBuffer`` of ``size`` bytes (default: all of ``src`` from ``src_offset``)."""
+        region = _BufferCopy(src_offset, dst_offset, (src.size - src_offset) if size is None else size)
+        self._q._f["vkCmdCopyBuffer"](self.cmd, _vk_buffer(src), _vk_buffer(dst), 1, byref(region))
+
+    def release_to_cuda(self, buffer: Buffer) -> None:
+        """``vkcuda_buffer_cmd_release_to_cuda`` after this buffer's transfer writes."""
+        h = _HandoffInfo(0, self._q.family, _STAGE_TRANSFER, _ACCESS_TRANSFER_WRITE)
+        _native.check(_lib.vkcuda_buffer_cmd_release_to_cuda(buffer.handle, self.cmd, byref(h)))
+
+    def acquire_from_cuda(self, buffer: Buffer) -> None:
+        """``vkcuda_buffer_cmd_acquire_from_cuda`` before transfers that use the buffer."""
+        h = _HandoffInfo(0, self._q.family, _STAGE_TRANSFER, _ACCESS_TRANSFER_READ | _ACCESS_TRANSFER_WRITE)
+        _native.check(_lib.vkcuda_buffer_cmd_acquire_from_cuda(buffer.handle, self.cmd, byref(h)))
+
+
+class CommandBuffer:
+    """A recorded command buffer; submit it with :meth:`Queue.submit` (again and
+    again: it is recorded for simultaneous use)."""
+
+    def __init__(self, handle: int) -> None:
+        self.handle = handle
+
+
+class Queue:
+    """The queue of a standalone context (``Context.standalone()``), with its own
+    command pool. Not thread-safe (a ``VkQueue`` is externally synchronised)."""
+
+    def __init__(self, context: Context) -> None:
+        h = context.vulkan_handles
+        if not h.queue:
+            raise ValueError("a Queue needs a standalone context (an engine context has no queue of the library's)")
+        self.context, self.device, self.queue, self.family = context, h.device, h.queue, h.queue_family_index
+        gipa = CFUNCTYPE(c_void_p, c_void_p, c_char_p)(h.get_instance_proc_addr)
+        gdpa = CFUNCTYPE(c_void_p, c_void_p, c_char_p)(gipa(h.instance, b"vkGetDeviceProcAddr"))
+        self._f = {}
+        for name, (res, args) in _DEVICE_FUNCTIONS.items():
+            addr = gdpa(self.device, name.encode())
+            if not addr:
+                raise Error(_native.ERROR_VULKAN, f"{name} not found")
+            self._f[name] = CFUNCTYPE(res, *args)(addr)
+        props_fn = CFUNCTYPE(None, c_void_p, POINTER(_MemoryProperties))(
+            gipa(h.instance, b"vkGetPhysicalDeviceMemoryProperties"))
+        self._props = _MemoryProperties()
+        props_fn(h.physical_device, byref(self._props))
+        info = _CommandPoolCreateInfo(sType=_COMMAND_POOL_CREATE_INFO, flags=0x2, queueFamilyIndex=self.family)
+        self._pool = _U64()
+        _vk("vkCreateCommandPool", self._f["vkCreateCommandPool"](self.device, byref(info), None, byref(self._pool)))
+        self._keep: List[object] = []
+
+    def _memory_type(self, bits: int, flags: int) -> int:
+        for i in range(self._props.memoryTypeCount):
+            if bits & (1 << i) and self._props.memoryTypes[i].propertyFlags & flags == flags:
+                return i
+        raise Error(_native.ERROR_UNSUPPORTED, "no host-visible coherent memory type")
+
+    def host_buffer(self, size: int) -> HostBuffer:
+        """A mapped staging buffer of ``size`` bytes (``close()`` it)."""
+        return HostBuffer(self, size)
+
+    def record(self, commands: Callable[[Recorder], None]) -> CommandBuffer:
+        """Records ``commands(recorder)`` into a new command buffer."""
+        info = _CommandBufferAllocateInfo(sType=_COMMAND_BUFFER_ALLOCATE_INFO, commandPool=self._pool.value,
+                                          level=0, commandBufferCount=1)
+        cmd = c_void_p()
+        _vk("vkAllocateCommandBuffers", self._f["vkAllocateCommandBuffers"](self.device, byref(info), byref(cmd)))
+        begin = _CommandBufferBeginInfo(sType=_COMMAND_BUFFER_BEGIN_INFO, flags=_SIMULTANEOUS_USE)
+        _vk("vkBeginCommandBuffer", self._f["vkBeginCommandBuffer"](cmd, byref(begin)))
+        commands(Recorder(self, cmd.value or 0))
+        _vk("vkEndCommandBuffer", self._f["vkEndCommandBuffer"](cmd))
+        return CommandBuffer(cmd.value or 0)
+
+    def submit(self, cmd: CommandBuffer, wait: Sequence[Tuple[Semaphore, int]] = (),
+               signal: Sequence[Tuple[Semaphore, int]] = ()) -> None:
+        """``vkQueueSubmit`` of ``cmd`` waiting for and signalling timeline values
+        (``(semaphore, value)`` pairs); no host wait."""
+        def arrays(pairs: Iterable[Tuple[Semaphore, int]]) -> Tuple[int, object, object]:
+            pairs = list(pairs)
+            sems = (c_uint64 * max(1, len(pairs)))(*[s.vk_semaphore for s, _ in pairs])
+            values = (c_uint64 * max(1, len(pairs)))(*[v for _, v in pairs])
+            return len(pairs), sems, values
+        nw, wsems, wvals = arrays(wait)
+        ns, ssems, svals = arrays(signal)
+        stages = (c_uint32 * max(1, nw))(*([0x10000] * nw))  # ALL_COMMANDS
+        timeline = _TimelineSubmitInfo(_TIMELINE_SEMAPHORE_SUBMIT_INFO, None, nw, wvals, ns, svals)
+        cmds = (c_void_p * 1)(cmd.handle)
+        info = _SubmitInfo(_SUBMIT_INFO, ctypes.addressof(timeline), nw, wsems, stages, 1, cmds, ns, ssems)
+        _vk("vkQueueSubmit", self._f["vkQueueSubmit"](self.queue, 1, byref(info), 0))
+
+    def wait_idle(self) -> None:
+        _vk("vkQueueWaitIdle", self._f["vkQueueWaitIdle"](self.queue))
+
+    def run(self, commands: Callable[[Recorder], None]) -> None:
+        """Records, submits and waits until the queue is idle."""
+        self.submit(self.record(commands))
+        self.wait_idle()
+
+    def upload(self, buffer: Buffer, data: bytes, offset: int = 0) -> None:
+        """Copies ``data`` into ``buffer`` at ``offset`` through a staging buffer (waits)."""
+        staging = self.host_buffer(len(data))
+        try:
+            ctypes.memmove(staging.address, data, len(data))
+            self.run(lambda r: r.copy(staging, buffer, len(data), 0, offset))
+        finally:
+            staging.close()
+
+    def download(self, buffer: Buffer, size: Optional[int] = None, offset: int = 0) -> bytes:
+        """What a Vulkan copy reads from ``buffer`` (waits)."""
+        n = (buffer.size - offset) if size is None else size
+        staging = self.host_buffer(n)
+        try:
+            self.run(lambda r: r.copy(buffer, staging, n, offset, 0))
+            return ctypes.string_at(staging.address, n)
+        finally:
+            staging.close()
+
+    def close(self) -> None:
+        """Waits for the queue, then destroys the command pool (and its buffers)."""
+        if self._pool:
+            self.wait_idle()
+            self._f["vkDestroyCommandPool"](self.device, self._pool, None)
+            self._pool = _U64()
+
+    def __enter__(self) -> "Queue":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
