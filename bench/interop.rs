@@ -11,6 +11,7 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+mod planar;
 
 use std::ffi::c_void;
 use std::fmt::Write as _;
@@ -1079,6 +1080,7 @@ fn gpu(quick: bool, rep: &mut Report) {
         }
     }
 
+    planar::nv12_4k(&env, &lib, rep, quick);
     creation(&env, rep, quick);
     drop(lib);
     drop(raw);

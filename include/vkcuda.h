@@ -168,18 +168,27 @@
 #define VKCUDA_TEXTURE_ALL_LEVELS_BIT 2
 
 /**
- * The size in bytes of a serialized description (format version 1).
+ * The size in bytes of a serialized description.
  *
  * @ingroup share
  */
 #define VKCUDA_SHARE_DESCRIPTION_SIZE 128
 
 /**
- * The description format version this library writes and reads.
+ * The description format version this library writes and reads (2: images carry
+ * one fd and allocation size per plane; version 1 records are refused).
  *
  * @ingroup share
  */
-#define VKCUDA_SHARE_FORMAT_VERSION 1
+#define VKCUDA_SHARE_FORMAT_VERSION 2
+
+/**
+ * The most fds one description comes with: one per plane of a multi-planar
+ * image (buffers and semaphores: 1).
+ *
+ * @ingroup share
+ */
+#define VKCUDA_SHARE_MAX_FDS 3
 
 /**
  * The send and receive timeout when `vkcuda_share_options::timeout_ns` is 0 (10 s).
@@ -575,9 +584,9 @@ typedef struct vkcuda_context vkcuda_context;
 typedef struct vkcuda_doctor_report vkcuda_doctor_report;
 
 /**
- * A `VkImage` (with its dedicated `VkDeviceMemory`) seen by CUDA as a mipmapped
- * array. Made by `vkcuda_image_create` or `vkcuda_image_wrap`, released by
- * `vkcuda_image_destroy`.
+ * A `VkImage` (with its dedicated `VkDeviceMemory`, or one allocation per plane
+ * of a multi-planar format) seen by CUDA as a mipmapped array per plane. Made by
+ * `vkcuda_image_create` or `vkcuda_image_wrap`, released by `vkcuda_image_destroy`.
  *
  * Thread-safety: every function but destroy may be called from any thread at
  * once (surface and texture creation are locked); destroy must not overlap any
@@ -1164,7 +1173,52 @@ typedef struct vkcuda_handoff_resource {
 } vkcuda_handoff_resource;
 
 /**
- * What CUDA sees of a format.
+ * What CUDA sees of one plane of a format.
+ *
+ * @ingroup image
+ */
+typedef struct vkcuda_format_plane_info {
+  /**
+   * The single-plane `VkFormat` of the plane: the format itself for a
+   * single-plane format; for a multi-planar one the format Vulkan names as
+   * compatible with the plane (`VK_FORMAT_R8_UNORM` for NV12's luma,
+   * `VK_FORMAT_R8G8_UNORM` for its CbCr, `VK_FORMAT_R10X6_UNORM_PACK16` for
+   * P010's luma, ...).
+   */
+  VkFormat format;
+  /**
+   * The plane's `CUarray_format` (see `vkcuda_format_info::cuda_format`).
+   */
+  uint32_t cuda_format;
+  /**
+   * 1, 2 or 4.
+   */
+  uint32_t channels;
+  /**
+   * Bytes per texel of the plane.
+   */
+  uint32_t bytes_per_texel;
+  /**
+   * The plane's width is the image's divided by this (1, or 2 for the chroma
+   * planes of 4:2:2 and 4:2:0 formats).
+   */
+  uint32_t width_divisor;
+  /**
+   * The plane's height is the image's divided by this (1, or 2 for the chroma
+   * planes of 4:2:0 formats).
+   */
+  uint32_t height_divisor;
+  /**
+   * The plane's aspect in Vulkan calls (copies, views, barriers):
+   * `VK_IMAGE_ASPECT_COLOR_BIT` for a single-plane format,
+   * `VK_IMAGE_ASPECT_PLANE_0_BIT` << plane for a multi-planar one.
+   */
+  uint32_t aspect;
+} vkcuda_format_plane_info;
+
+/**
+ * What CUDA sees of a format: for a multi-planar format the first five members
+ * describe plane 0 (luma) and `planes` every plane.
  *
  * @ingroup image
  */
@@ -1190,6 +1244,32 @@ typedef struct vkcuda_format_info {
    * VK_TRUE for `B8G8R8A8_*`: CUDA's x channel is blue, z is red.
    */
   VkBool32 bgra;
+  /**
+   * 1 for a single-plane format; 2 or 3 for a multi-planar (YCbCr) format, whose
+   * planes are CUDA arrays of their own: luma, then CbCr interleaved (2 planes:
+   * CUDA's x is Cb, y is Cr) or Cb and Cr (3 planes).
+   */
+  uint32_t plane_count;
+  /**
+   * The chroma planes' width is the image's divided by this: 2 for 4:2:0 and
+   * 4:2:2 formats, else 1.
+   */
+  uint32_t chroma_width_divisor;
+  /**
+   * The chroma planes' height is the image's divided by this: 2 for 4:2:0
+   * formats, else 1.
+   */
+  uint32_t chroma_height_divisor;
+  /**
+   * Bits per sample: 8, 10, 12 or 16 for a multi-planar format (10- and 12-bit
+   * samples in the high bits of 16-bit words); 8 times the channel size for a
+   * single-plane format.
+   */
+  uint32_t bits;
+  /**
+   * Each plane, `plane_count` of them; the rest zero.
+   */
+  struct vkcuda_format_plane_info planes[3];
 } vkcuda_format_info;
 
 /**
@@ -1214,9 +1294,14 @@ typedef struct vkcuda_image_create_info {
   /**
    * A format of the table (see `vkcuda_format_query`): 1, 2 or 4 channels of
    * 8/16/32-bit UNORM, SNORM, UINT, SINT, 16/32-bit SFLOAT, 8-bit SRGB, and
-   * `B8G8R8A8_*` (CUDA then sees the channels in memory order: x is blue).
-   * Others are refused with `VKCUDA_ERROR_UNSUPPORTED` and a message naming a
-   * supported neighbour.
+   * `B8G8R8A8_*` (CUDA then sees the channels in memory order: x is blue); or a
+   * multi-planar (YCbCr) format: NV12 (`VK_FORMAT_G8_B8R8_2PLANE_420_UNORM`),
+   * NV16, NV24, I420, I422, I444, whose planes are CUDA arrays of their own (2D,
+   * one level, one layer; even width for 4:2:2 and 4:2:0, even height for 4:2:0).
+   * The 10/12/16-bit multi-planar formats (P010, P016, ...) are refused in a
+   * context with CUDA (not verified on NVIDIA's driver; the message says what to
+   * use). Others are refused with `VKCUDA_ERROR_UNSUPPORTED` and a message naming
+   * a supported neighbour.
    */
   VkFormat format;
   /**
@@ -1245,6 +1330,31 @@ typedef struct vkcuda_image_create_info {
 } vkcuda_image_create_info;
 
 /**
+ * The memory of one plane of an engine's disjoint multi-planar image, for
+ * `vkcuda_image_wrap_info::planes`.
+ *
+ * @ingroup image
+ */
+typedef struct vkcuda_image_plane_memory {
+  /**
+   * The plane's memory: an allocation made with `VkExportMemoryAllocateInfo`
+   * (OPAQUE_FD), bound to the plane (`VkBindImagePlaneMemoryInfo`) at offset 0.
+   * Stays the engine's.
+   */
+  VkDeviceMemory memory;
+  /**
+   * `VkMemoryAllocateInfo::allocationSize` of `memory` (the whole block); at
+   * least `offset` + the size `vkGetImageMemoryRequirements2` with
+   * `VkImagePlaneMemoryRequirementsInfo` gives for the plane.
+   */
+  uint64_t allocation_size;
+  /**
+   * Where the plane is bound in `memory` (`VkBindImageMemoryInfo::memoryOffset`).
+   */
+  uint64_t offset;
+} vkcuda_image_plane_memory;
+
+/**
  * An image the engine created itself, for `vkcuda_image_wrap`.
  *
  * @ingroup image
@@ -1257,19 +1367,22 @@ typedef struct vkcuda_image_wrap_info {
   /**
    * The engine's image: optimal tiling, created with
    * `VkExternalMemoryImageCreateInfo` (OPAQUE_FD) and exactly the description
-   * in `description`. Stays the engine's.
+   * in `description`; for a multi-planar format also with
+   * `VK_IMAGE_CREATE_DISJOINT_BIT`. Stays the engine's.
    */
   VkImage image;
   /**
    * The image's memory, made with `VkExportMemoryAllocateInfo` (OPAQUE_FD): a
    * dedicated allocation (`VkMemoryDedicatedAllocateInfo` naming `image`, the
-   * image at offset 0), or a block shared with other resources (a VMA pool)
-   * with the image at `offset`. Stays the engine's.
+   * image at offset 0), or a block shared with other resources (a VMA pool) with
+   * the image at `offset`. For a multi-planar format: plane 0's memory (see
+   * `planes`). Stays the engine's.
    */
   VkDeviceMemory memory;
   /**
    * `VkMemoryAllocateInfo::allocationSize` of `memory` (the whole block); at
-   * least `offset` + the size `vkGetImageMemoryRequirements` gives for `image`.
+   * least `offset` + the size `vkGetImageMemoryRequirements` gives for `image`
+   * (for plane 0 of a multi-planar image).
    */
   uint64_t allocation_size;
   /**
@@ -1278,27 +1391,73 @@ typedef struct vkcuda_image_wrap_info {
    */
   struct vkcuda_image_create_info description;
   /**
-   * Where the image is bound in `memory` (`vkBindImageMemory`'s memoryOffset);
-   * 0 for a dedicated allocation.
+   * Where the image (plane 0) is bound in `memory` (`vkBindImageMemory`'s
+   * memoryOffset); 0 for a dedicated allocation.
    */
   uint64_t offset;
   /**
-   * VK_TRUE when `memory` is a dedicated allocation for `image`; CUDA then
+   * VK_TRUE when `memory` is a dedicated allocation for `image` (single-plane
+   * formats only: the planes of a disjoint image cannot be dedicated); CUDA then
    * imports it with `CUDA_EXTERNAL_MEMORY_DEDICATED`. Refused as VK_FALSE where
    * the driver requires a dedicated allocation for the image. With VMA:
    * `VmaAllocationInfo2::dedicatedMemory`.
    */
   VkBool32 dedicated;
   /**
-   * The `VkExternalMemoryHandleTypeFlags` `memory` was allocated with
-   * (`VkExportMemoryAllocateInfo::handleTypes`); must include
+   * The `VkExternalMemoryHandleTypeFlags` the memory (every plane's) was
+   * allocated with (`VkExportMemoryAllocateInfo::handleTypes`); must include
    * `VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT`. 0 or a value without it is
-   * refused (`VKCUDA_ERROR_INVALID_ARGUMENT`) before any driver call: the
-   * library cannot see how memory was allocated, and exporting memory allocated
-   * without it is undefined behaviour.
+   * refused (`VKCUDA_ERROR_INVALID_ARGUMENT`) before any driver call: the library
+   * cannot see how memory was allocated, and exporting memory allocated without
+   * it is undefined behaviour.
    */
   uint32_t export_handle_types;
+  /**
+   * The planes of a multi-planar format, one allocation each (a disjoint
+   * image's memory cannot be dedicated): `planes[1]` and `planes[2]`. Plane 0 is
+   * `memory` and `allocation_size`; `planes[0]` is zero or the same. Planes past
+   * the format's plane count (all of them for single-plane formats) are zero.
+   */
+  struct vkcuda_image_plane_memory planes[3];
 } vkcuda_image_wrap_info;
+
+/**
+ * One plane of a shared image (`vkcuda_image_info::planes`).
+ *
+ * @ingroup image
+ */
+typedef struct vkcuda_image_plane_info {
+  /**
+   * The plane's memory (the image's only allocation for single-plane images,
+   * dedicated then; one allocation per plane for multi-planar ones). Owned like
+   * `vkcuda_image_info::image`.
+   */
+  VkDeviceMemory memory;
+  /**
+   * Its allocation size (what CUDA imported).
+   */
+  uint64_t allocation_size;
+  /**
+   * The plane's extent at level 0 (chroma planes of subsampled formats are
+   * smaller than the image).
+   */
+  VkExtent3D extent;
+  /**
+   * The plane's aspect in Vulkan calls (`VK_IMAGE_ASPECT_COLOR_BIT`, or
+   * `VK_IMAGE_ASPECT_PLANE_0_BIT` << plane).
+   */
+  uint32_t aspect;
+  /**
+   * The plane's CUDA mipmapped array, or NULL in a Vulkan-only context.
+   */
+  struct CUmipmappedArray_st *cuda_mipmapped_array;
+  /**
+   * The `CUDA_ARRAY3D_*` flags of the plane's CUDA array; 0 in a Vulkan-only
+   * context. Multi-planar images have SURFACE_LDST (0x2) on every plane: surface
+   * objects work without STORAGE usage there (measured on NVIDIA's driver).
+   */
+  uint32_t cuda_array_flags;
+} vkcuda_image_plane_info;
 
 /**
  * Everything about a shared image.
@@ -1311,11 +1470,12 @@ typedef struct vkcuda_image_info {
    */
   VkImage image;
   /**
-   * Its dedicated memory. Owned like `image`.
+   * Its dedicated memory (multi-planar images: plane 0's; see `planes`). Owned
+   * like `image`.
    */
   VkDeviceMemory memory;
   /**
-   * The whole allocation's size (what CUDA imported).
+   * The whole allocation's size (what CUDA imported; plane 0's).
    */
   uint64_t allocation_size;
   /**
@@ -1351,19 +1511,31 @@ typedef struct vkcuda_image_info {
    */
   VkBool32 wrapped;
   /**
-   * The CUDA view (`CUmipmappedArray`), or NULL in a Vulkan-only context.
+   * The CUDA view (`CUmipmappedArray`; plane 0's), or NULL in a Vulkan-only
+   * context.
    */
   struct CUmipmappedArray_st *cuda_mipmapped_array;
   /**
    * The `CUDA_ARRAY3D_*` flags of the CUDA view (LAYERED = 0x1, SURFACE_LDST =
    * 0x2 with STORAGE usage, CUBEMAP = 0x4, COLOR_ATTACHMENT = 0x20 with
    * COLOR_ATTACHMENT usage); 0 in a Vulkan-only context (there is no CUDA view).
+   * Multi-planar images: plane 0's.
    */
   uint32_t cuda_array_flags;
   /**
-   * What CUDA sees of the format.
+   * What CUDA sees of the format (every plane).
    */
   struct vkcuda_format_info format_info;
+  /**
+   * The number of planes: 1, or 2-3 for a multi-planar format. `memory`,
+   * `allocation_size`, `cuda_mipmapped_array` and `cuda_array_flags` above are
+   * plane 0's.
+   */
+  uint32_t plane_count;
+  /**
+   * Each plane, `plane_count` of them; the rest zero.
+   */
+  struct vkcuda_image_plane_info planes[3];
 } vkcuda_image_info;
 
 /**
@@ -1399,6 +1571,47 @@ typedef struct vkcuda_texture_info {
    */
   float border_color[4];
 } vkcuda_texture_info;
+
+/**
+ * One plane of pitch-linear device memory (`vkcuda_pitched_planes`).
+ *
+ * @ingroup image
+ */
+typedef struct vkcuda_pitched_plane {
+  /**
+   * The address of the plane's first row (`CUdeviceptr`): device memory of the
+   * image's CUDA context (a `cuMemAllocPitch` allocation, a frame of NVDEC's
+   * `cuvidMapVideoFrame` at its plane offset, ...). Not 0.
+   */
+  uint64_t device_pointer;
+  /**
+   * Bytes from one row to the next; at least the plane's width times its
+   * `bytes_per_texel`.
+   */
+  uint64_t pitch;
+} vkcuda_pitched_plane;
+
+/**
+ * Pitch-linear planes for `vkcuda_image_cuda_copy_from_pitched` and
+ * `vkcuda_image_cuda_copy_to_pitched`: one per plane of the image, each covering
+ * the plane's level-0 extent (`vkcuda_image_plane_info::extent`).
+ *
+ * @ingroup image
+ */
+typedef struct vkcuda_pitched_planes {
+  /**
+   * Reserved; must be 0.
+   */
+  uint32_t flags;
+  /**
+   * The image's plane count (1 for single-plane images).
+   */
+  uint32_t plane_count;
+  /**
+   * The planes, `plane_count` of them; the rest must be zero.
+   */
+  struct vkcuda_pitched_plane planes[3];
+} vkcuda_pitched_planes;
 
 /**
  * A shared buffer's memory, as an importer needs it (`vkcuda_buffer_info` of the
@@ -1456,14 +1669,23 @@ typedef struct vkcuda_share_image_description {
    * The image's description with every default resolved: extent, mip levels and
    * array layers at least 1, the usage it was created with. Import it as a
    * `VkImage` of exactly this description (optimal tiling, exclusive sharing,
-   * `VkExternalMemoryImageCreateInfo` OPAQUE_FD).
+   * `VkExternalMemoryImageCreateInfo` OPAQUE_FD; multi-planar formats also
+   * `VK_IMAGE_CREATE_DISJOINT_BIT`).
    */
   struct vkcuda_image_create_info description;
   /**
    * The size of its dedicated allocation (`VkMemoryAllocateInfo::allocationSize`
-   * of the import, which must be dedicated to the new image).
+   * of the import, which must be dedicated to the new image). Multi-planar
+   * images: plane 0's.
    */
   uint64_t allocation_size;
+  /**
+   * The allocation size of each plane of a multi-planar image, whose planes
+   * come as one fd each in plane order (each imported as its own allocation,
+   * bound with `VkBindImagePlaneMemoryInfo`); zeros past the plane count. `[0]`
+   * is 0 or `allocation_size` (the library writes `allocation_size`).
+   */
+  uint64_t plane_allocation_sizes[3];
 } vkcuda_share_image_description;
 
 /**
@@ -2124,9 +2346,12 @@ enum vkcuda_result vkcuda_handoff_cmd_acquire_from_cuda(uint32_t resource_count,
 
 /**
  * Says what CUDA sees of `format`: its `CUarray_format`, channel count and texel
- * size. `VKCUDA_ERROR_UNSUPPORTED` for a format CUDA arrays cannot hold (3
- * channels, packed, 64-bit, scaled, block-compressed, depth/stencil,
- * multi-planar), with a message naming a supported neighbour;
+ * size, and for a multi-planar (YCbCr) format its planes (each a CUDA array of its
+ * own: format, channels, size divisors, aspect). `VKCUDA_ERROR_UNSUPPORTED` for a
+ * format CUDA arrays cannot hold (3 channels, packed, 64-bit, scaled,
+ * block-compressed, depth/stencil, packed 4:2:2), with a message naming a supported
+ * neighbour, and for the multi-planar formats whose CUDA view is not verified on
+ * NVIDIA's driver (10/12/16-bit: P010, P016, ...), with what to use instead;
  * `VKCUDA_ERROR_INVALID_ARGUMENT` for a value that is not a `VkFormat`. Needs no
  * context, device or driver.
  *
@@ -2144,9 +2369,12 @@ enum vkcuda_result vkcuda_format_query(VkFormat format,
  * after checking with `vkGetPhysicalDeviceImageFormatProperties2` that the device
  * can export such an image (`VKCUDA_ERROR_UNSUPPORTED` with the reason
  * otherwise), imported into CUDA whole with the dedicated flag and mapped as a
- * mipmapped array of the same shape. In a Vulkan-only context only the Vulkan half
- * is made. `*image` is written on success, set to NULL on failure; nothing is left
- * allocated on failure.
+ * mipmapped array of the same shape. A multi-planar format makes a disjoint image
+ * (`VK_IMAGE_CREATE_DISJOINT_BIT`; the device must offer
+ * `VK_FORMAT_FEATURE_DISJOINT_BIT`) with one exportable allocation per plane,
+ * each imported into CUDA (not dedicated) and mapped as the plane's array. In a
+ * Vulkan-only context only the Vulkan half is made. `*image` is written on
+ * success, set to NULL on failure; nothing is left allocated on failure.
  *
  * The image starts in `VK_IMAGE_LAYOUT_UNDEFINED`: hand it to CUDA with
  * `vkcuda_image_cmd_release_to_cuda` (old layout UNDEFINED is right only before
@@ -2164,18 +2392,19 @@ enum vkcuda_result vkcuda_image_create(const struct vkcuda_context *context,
 
 /**
  * Makes the CUDA view of an image the engine created on exportable memory (see
- * `vkcuda_image_wrap_info`: a dedicated allocation, or the image at `offset` in a
- * block shared with other resources, as VMA pools make them), from the
- * description the engine passes. Checks `export_handle_types` first (memory
- * allocated without export info is refused before any driver call), the
- * description like `vkcuda_image_create`, `offset` + the image's memory
- * requirements against `allocation_size` (`VKCUDA_ERROR_INVALID_ARGUMENT`, "memory
- * smaller than its requirements"), the offset against the image's alignment and,
- * where the kernel can tell the memory's real size, `allocation_size` against
- * that. An image wrapped in a shared block cannot be exported to another process
- * (`vkcuda_image_export_fd` returns `VKCUDA_ERROR_UNSUPPORTED`). The engine keeps owning the image and memory and must destroy them
- * after `vkcuda_image_destroy`. In a Vulkan-only context the checks run and no
- * CUDA view is made.
+ * `vkcuda_image_wrap_info`): a dedicated allocation, the image at `offset` in a
+ * block shared with other resources (as VMA pools make them), or one allocation
+ * per plane of a disjoint multi-planar image; from the description the engine
+ * passes. Checks `export_handle_types` first (memory allocated without export
+ * info is refused before any driver call), the description like
+ * `vkcuda_image_create`, each offset + memory requirement against its
+ * `allocation_size` (`VKCUDA_ERROR_INVALID_ARGUMENT`, "memory smaller than its
+ * requirements"), the offsets against the image's alignment and, where the kernel
+ * can tell the memory's real size, `allocation_size` against that. An image
+ * wrapped inside a shared block cannot be exported to another process
+ * (`VKCUDA_ERROR_UNSUPPORTED`). The engine keeps owning the image and memory and
+ * must destroy them after `vkcuda_image_destroy`. In a Vulkan-only context the
+ * checks run and no CUDA view is made.
  *
  * Thread-safety: may be called from any thread.
  *
@@ -2213,8 +2442,8 @@ enum vkcuda_result vkcuda_image_get_vk_image(const struct vkcuda_image *image,
                                              VkImage *vk_image);
 
 /**
- * The CUDA mipmapped array (`CUmipmappedArray`) of the image; it belongs to the
- * image (do not destroy it). `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only
+ * The CUDA mipmapped array (`CUmipmappedArray`) of the image (plane 0's for a
+ * multi-planar image); it belongs to the image (do not destroy it). `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only
  * context.
  *
  * Thread-safety: may be called from any thread.
@@ -2227,8 +2456,8 @@ enum vkcuda_result vkcuda_image_get_cuda_mipmapped_array(const struct vkcuda_ima
                                                          struct CUmipmappedArray_st **array);
 
 /**
- * The CUDA array (`CUarray`) of mip level `level` (`cuMipmappedArrayGetLevel`); it
- * belongs to the image (do not destroy it). For layered images it holds every
+ * The CUDA array (`CUarray`) of mip level `level` (`cuMipmappedArrayGetLevel`;
+ * plane 0's for a multi-planar image); it belongs to the image (do not destroy it). For layered images it holds every
  * layer. `VKCUDA_ERROR_INVALID_ARGUMENT` for a level past the last,
  * `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only context.
  *
@@ -2244,7 +2473,7 @@ enum vkcuda_result vkcuda_image_get_cuda_array(const struct vkcuda_image *image,
 
 /**
  * The CUDA surface object (`CUsurfObject`, for `surf2Dwrite` and friends) of mip
- * level `level`. Made on the first call for that level; later calls return the
+ * level `level` (plane 0's for a multi-planar image). Made on the first call for that level; later calls return the
  * same object. It belongs to the image and is destroyed with it. The image needs
  * `VK_IMAGE_USAGE_STORAGE_BIT` (`VKCUDA_ERROR_UNSUPPORTED` otherwise).
  * Surface x coordinates are in bytes (x * `bytes_per_texel`), as in CUDA.
@@ -2260,8 +2489,8 @@ enum vkcuda_result vkcuda_image_get_surface_object(const struct vkcuda_image *im
                                                    uint64_t *surface);
 
 /**
- * Makes a CUDA texture object (`CUtexObject`) on one mip level of the image, or
- * on all of them with `VKCUDA_TEXTURE_ALL_LEVELS_BIT`. Each call makes a new
+ * Makes a CUDA texture object (`CUtexObject`) on one mip level of the image (plane
+ * 0 of a multi-planar image), or on all of them with `VKCUDA_TEXTURE_ALL_LEVELS_BIT`. Each call makes a new
  * object; it belongs to the image and is destroyed with it. Refused
  * (`VKCUDA_ERROR_INVALID_ARGUMENT`): linear filtering of integers read as
  * integers, the normalized-float read mode on 32-bit integer formats, wrap or
@@ -2279,10 +2508,152 @@ enum vkcuda_result vkcuda_image_create_texture_object(const struct vkcuda_image 
                                                       uint64_t *texture);
 
 /**
+ * The CUDA mipmapped array (`CUmipmappedArray`) of plane `plane` of the image
+ * (luma is plane 0; a single-plane image has plane 0 only, the same as
+ * `vkcuda_image_get_cuda_mipmapped_array`); it belongs to the image (do not
+ * destroy it). `VKCUDA_ERROR_INVALID_ARGUMENT` for a plane past the last,
+ * `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only context.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup image
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_image_get_plane_cuda_mipmapped_array(const struct vkcuda_image *image,
+                                                               uint32_t plane,
+                                                               struct CUmipmappedArray_st **array);
+
+/**
+ * The CUDA array (`CUarray`) of mip level `level` of plane `plane` of the image:
+ * for NV12, plane 0 is the luma array (1 channel, full size) and plane 1 the CbCr
+ * array (2 channels, half width and height; CUDA's x is Cb). It belongs to the
+ * image (do not destroy it). `VKCUDA_ERROR_INVALID_ARGUMENT` for a plane or
+ * level past the last, `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only context.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup image
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_image_get_plane_cuda_array(const struct vkcuda_image *image,
+                                                     uint32_t plane,
+                                                     uint32_t level,
+                                                     struct CUarray_st **array);
+
+/**
+ * The CUDA surface object (`CUsurfObject`) of mip level `level` of plane
+ * `plane`, made on the first call for that plane and level and kept until the
+ * image is destroyed (later calls return the same object). Surface x
+ * coordinates are in bytes (x * the plane's `bytes_per_texel`). Planes of
+ * multi-planar images always have surfaces; a single-plane image needs
+ * `VK_IMAGE_USAGE_STORAGE_BIT` (`VKCUDA_ERROR_UNSUPPORTED` otherwise).
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup image
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_image_get_plane_surface_object(const struct vkcuda_image *image,
+                                                         uint32_t plane,
+                                                         uint32_t level,
+                                                         uint64_t *surface);
+
+/**
+ * Makes a CUDA texture object (`CUtexObject`) on plane `plane` of the image, as
+ * `vkcuda_image_create_texture_object` does on plane 0 (the same checks, against
+ * the plane's format: the planes of multi-planar formats are 8- or 16-bit
+ * unsigned integers, read as normalized floats with
+ * `VKCUDA_READ_MODE_NORMALIZED_FLOAT`; no YCbCr to RGB conversion is made). Each
+ * call makes a new object; it belongs to the image and is destroyed with it.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup image
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_image_create_plane_texture_object(const struct vkcuda_image *image,
+                                                            uint32_t plane,
+                                                            const struct vkcuda_texture_info *info,
+                                                            uint64_t *texture);
+
+/**
+ * Exports the memory of plane `plane` as a new POSIX fd (OPAQUE_FD,
+ * vkGetMemoryFdKHR); **the caller owns it**. Plane 0 of a single-plane image is
+ * what `vkcuda_image_export_fd` exports. Import a multi-planar image elsewhere
+ * with all its planes' fds (`vkcuda_image_import_description_fds`).
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup image
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_image_export_plane_fd(const struct vkcuda_image *image,
+                                                uint32_t plane,
+                                                int32_t *fd);
+
+/**
+ * Enqueues on `stream` the copy from pitch-linear device memory into level 0 of
+ * every plane of the image, one `cuMemcpy2DAsync` per plane, device to device:
+ * what a video decoder hands over (NVDEC's `cuvidMapVideoFrame` gives a device
+ * pointer and a pitch; NV12's CbCr plane starts `pitch * height` bytes after the
+ * luma). One call per frame; nothing is copied through the host, and the call
+ * returns once the copies are enqueued.
+ *
+ * Checked before anything is enqueued: `planes->plane_count` is the image's
+ * plane count, no device pointer is 0, every pitch is at least the plane's row
+ * (`VKCUDA_ERROR_INVALID_ARGUMENT`, `VKCUDA_ERROR_NULL_POINTER`), the image is 1D
+ * or 2D with one layer (`VKCUDA_ERROR_UNSUPPORTED`), `stream` belongs to the
+ * image's CUDA context (`VKCUDA_ERROR_DEVICE_MISMATCH`; NULL is the legacy
+ * default stream), and, where CUDA knows the allocation a pointer is in, that
+ * the plane's rows end inside it. `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a
+ * Vulkan-only context.
+ *
+ * Handoff as for any CUDA access to the image: the engine released it to CUDA
+ * (`vkcuda_image_cmd_release_to_cuda`) and `stream` waits for that submit (a
+ * semaphore wait) before this call's copies; signal after them, and acquire it
+ * back before Vulkan reads.
+ *
+ * Thread-safety: may be called from any thread; copies on one stream run in
+ * the order they were enqueued.
+ *
+ * @ingroup image
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_image_cuda_copy_from_pitched(const struct vkcuda_image *image,
+                                                       const struct vkcuda_pitched_planes *planes,
+                                                       struct CUstream_st *stream);
+
+/**
+ * Enqueues on `stream` the copy from level 0 of every plane of the image into
+ * pitch-linear device memory (one `cuMemcpy2DAsync` per plane): the input of a
+ * video encoder that takes pitched frames (NVENC's registered CUDA device
+ * pointers). The same checks and handoff as
+ * `vkcuda_image_cuda_copy_from_pitched`.
+ *
+ * Thread-safety: may be called from any thread; copies on one stream run in
+ * the order they were enqueued.
+ *
+ * @ingroup image
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_image_cuda_copy_to_pitched(const struct vkcuda_image *image,
+                                                     const struct vkcuda_pitched_planes *planes,
+                                                     struct CUstream_st *stream);
+
+/**
  * Exports the image's memory as a new POSIX fd (OPAQUE_FD, vkGetMemoryFdKHR).
  * Each call makes a new fd and **the caller owns it**: close it, or import it
  * (`VkImportMemoryFdInfoKHR`, which takes it on success) as a dedicated allocation
- * of `allocation_size` bytes for an image of the same description.
+ * of `allocation_size` bytes for an image of the same description. A multi-planar
+ * image has one allocation per plane: `VKCUDA_ERROR_INVALID_ARGUMENT`, export
+ * each with `vkcuda_image_export_plane_fd`.
  *
  * Thread-safety: may be called from any thread.
  *
@@ -2295,7 +2666,7 @@ enum vkcuda_result vkcuda_image_export_fd(const struct vkcuda_image *image,
 
 /**
  * Records into the engine's command buffer the barrier that releases the whole
- * image (every level and layer) from `info->queue_family_index` to
+ * image (every level, layer and plane) from `info->queue_family_index` to
  * `VK_QUEUE_FAMILY_EXTERNAL` (CUDA), transitioning it from `old_layout` (the
  * layout the engine left it in) to `VK_IMAGE_LAYOUT_GENERAL`, the layout CUDA
  * works on, and making the engine's writes available. Submit it before the
@@ -2376,9 +2747,10 @@ enum vkcuda_result vkcuda_semaphore_describe(const struct vkcuda_semaphore *sema
 
 /**
  * Fills `*description` with the image's description (defaults resolved), its
- * allocation size and the device UUID: what another process needs to make a
- * `VkImage` of the same description on the memory fd (`vkcuda_image_export_fd`,
- * or `vkcuda_image_send`).
+ * allocation size (each plane's for a multi-planar image) and the device UUID:
+ * what another process needs to make a `VkImage` of the same description on the
+ * memory fd (`vkcuda_image_export_fd`; one fd per plane,
+ * `vkcuda_image_export_plane_fd`), or `vkcuda_image_send`.
  *
  * Thread-safety: may be called from any thread.
  *
@@ -2492,6 +2864,25 @@ enum vkcuda_result vkcuda_share_send(int32_t socket_fd,
                                      const struct vkcuda_share_options *options);
 
 /**
+ * Sends a description and its `fd_count` fds (`fds`, in plane order for a
+ * multi-planar image: as many as the description says, at most
+ * `VKCUDA_SHARE_MAX_FDS`) over `socket_fd`, as `vkcuda_share_send` sends one:
+ * one record with every fd attached (`SCM_RIGHTS`), the same checks and errors.
+ * The fds stay the caller's.
+ *
+ * Thread-safety: sends and receives on one socket must not overlap.
+ *
+ * @ingroup share
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_share_send_fds(int32_t socket_fd,
+                                         const struct vkcuda_share_description *description,
+                                         const int32_t *fds,
+                                         uint32_t fd_count,
+                                         const struct vkcuda_share_options *options);
+
+/**
  * Receives one description and its fd from `socket_fd` (a connected `AF_UNIX`
  * `SOCK_STREAM` or `SOCK_SEQPACKET` socket), waiting at most the timeout. Checks
  * the peer first (see `vkcuda_share_options`), reads exactly one record (never
@@ -2515,6 +2906,29 @@ enum vkcuda_result vkcuda_share_receive(int32_t socket_fd,
                                         const struct vkcuda_share_options *options,
                                         struct vkcuda_share_description *description,
                                         int32_t *fd);
+
+/**
+ * Receives one description and all its fds from `socket_fd`, as
+ * `vkcuda_share_receive` does: the same checks, timeouts and errors. `fds` has
+ * room for `fd_capacity` fds (`VKCUDA_SHARE_MAX_FDS` is always enough). On
+ * success `*description`, `*fd_count` and the first `*fd_count` entries of `fds`
+ * are written (in plane order for a multi-planar image), and those fds are new
+ * descriptors **the caller owns**; on any failure every fd that arrived is closed
+ * and nothing is written (a description with more fds than `fd_capacity`:
+ * `VKCUDA_ERROR_INVALID_ARGUMENT`).
+ *
+ * Thread-safety: sends and receives on one socket must not overlap.
+ *
+ * @ingroup share
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_share_receive_fds(int32_t socket_fd,
+                                            const struct vkcuda_share_options *options,
+                                            struct vkcuda_share_description *description,
+                                            int32_t *fds,
+                                            uint32_t fd_capacity,
+                                            uint32_t *fd_count);
 
 /**
  * Sends the buffer to the peer on `socket_fd`: its description and a new memory
@@ -2589,7 +3003,7 @@ enum vkcuda_result vkcuda_semaphore_receive(const struct vkcuda_context *context
 
 /**
  * Sends the image to the peer on `socket_fd`: its description and a new memory
- * fd (closed here once the kernel has it). The peer receives it with
+ * fd (one per plane of a multi-planar image; closed here once the kernel has them). The peer receives it with
  * `vkcuda_image_receive` (or `vkcuda_share_receive` and
  * `vkcuda_image_import_description`).
  *
@@ -2609,8 +3023,10 @@ enum vkcuda_result vkcuda_image_send(const struct vkcuda_image *image,
  * allocation of `description->image.allocation_size` bytes imported from `fd` and,
  * unless the context is Vulkan-only, its CUDA mipmapped array. The description
  * must be of an image (`VKCUDA_ERROR_INVALID_ARGUMENT`) from the context's device
- * (`VKCUDA_ERROR_DEVICE_MISMATCH`). On success the library has taken `fd`; on
- * failure `fd` is untouched and still the caller's.
+ * (`VKCUDA_ERROR_DEVICE_MISMATCH`); a multi-planar image comes with one fd per
+ * plane: `VKCUDA_ERROR_INVALID_ARGUMENT`, use
+ * `vkcuda_image_import_description_fds`. On success the library has taken `fd`;
+ * on failure `fd` is untouched and still the caller's.
  *
  * Thread-safety: may be called from any thread.
  *
@@ -2622,6 +3038,27 @@ enum vkcuda_result vkcuda_image_import_description(const struct vkcuda_context *
                                                    const struct vkcuda_share_description *description,
                                                    int32_t fd,
                                                    struct vkcuda_image **image);
+
+/**
+ * Imports an image from another process's description and its memory fds, one
+ * per plane in plane order (`fd_count` of them: the description's plane count),
+ * into `context`, as `vkcuda_image_import_description` does: a new `VkImage` of
+ * the description on the imported memory (a multi-planar image: one allocation
+ * per plane of `description->image.plane_allocation_sizes`) and, unless the
+ * context is Vulkan-only, each plane's CUDA mipmapped array. On success the
+ * library has taken every fd; on failure none is touched.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup share
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_image_import_description_fds(const struct vkcuda_context *context,
+                                                       const struct vkcuda_share_description *description,
+                                                       const int32_t *fds,
+                                                       uint32_t fd_count,
+                                                       struct vkcuda_image **image);
 
 /**
  * Receives an image from the peer on `socket_fd` (`vkcuda_image_send`), checks

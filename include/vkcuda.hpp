@@ -700,8 +700,10 @@ public:
 };
 
 /**
- * A `VkImage` with dedicated exportable memory, seen by CUDA as a mipmapped
- * array (`vkcuda_image`). Everything but destroying may run on any thread at once.
+ * A `VkImage` with exportable memory, seen by CUDA as a mipmapped array per plane
+ * (`vkcuda_image`): one plane (one dedicated allocation) for single-plane formats,
+ * 2-3 for multi-planar (YCbCr) ones. The functions without a plane work on plane 0.
+ * Everything but destroying may run on any thread at once.
  */
 class Image : public UniqueHandle<vkcuda_image, detail::ImageTraits> {
 public:
@@ -773,6 +775,56 @@ public:
         return detail::finish(r, Fd(r == VKCUDA_SUCCESS ? fd : -1));
     }
 
+    /** Plane `plane`'s `CUmipmappedArray`, owned by the image (`vkcuda_image_get_plane_cuda_mipmapped_array`). */
+    [[nodiscard]] Fallible<CUmipmappedArray_st*> plane_cuda_mipmapped_array(std::uint32_t plane) const {
+        CUmipmappedArray_st* a = nullptr;
+        vkcuda_result r = vkcuda_image_get_plane_cuda_mipmapped_array(get(), plane, &a);
+        return detail::finish(r, a);
+    }
+
+    /** Plane `plane`'s `CUarray` of mip level `level`, owned by the image (`vkcuda_image_get_plane_cuda_array`). */
+    [[nodiscard]] Fallible<CUarray_st*> plane_cuda_array(std::uint32_t plane, std::uint32_t level = 0) const {
+        CUarray_st* a = nullptr;
+        vkcuda_result r = vkcuda_image_get_plane_cuda_array(get(), plane, level, &a);
+        return detail::finish(r, a);
+    }
+
+    /** Plane `plane`'s `CUsurfObject` of level `level`, owned by the image (`vkcuda_image_get_plane_surface_object`). */
+    [[nodiscard]] Fallible<std::uint64_t> plane_surface_object(std::uint32_t plane, std::uint32_t level = 0) const {
+        std::uint64_t s = 0;
+        vkcuda_result r = vkcuda_image_get_plane_surface_object(get(), plane, level, &s);
+        return detail::finish(r, s);
+    }
+
+    /** A new `CUtexObject` on plane `plane`, owned by the image (`vkcuda_image_create_plane_texture_object`). */
+    [[nodiscard]] Fallible<std::uint64_t> create_plane_texture_object(std::uint32_t plane,
+                                                                      const vkcuda_texture_info& info = {}) const {
+        std::uint64_t t = 0;
+        vkcuda_result r = vkcuda_image_create_plane_texture_object(get(), plane, &info, &t);
+        return detail::finish(r, t);
+    }
+
+    /** Plane `plane`'s memory as a new OPAQUE_FD the caller owns (`vkcuda_image_export_plane_fd`). */
+    [[nodiscard]] Fallible<Fd> export_plane_fd(std::uint32_t plane) const {
+        std::int32_t fd = -1;
+        vkcuda_result r = vkcuda_image_export_plane_fd(get(), plane, &fd);
+        return detail::finish(r, Fd(r == VKCUDA_SUCCESS ? fd : -1));
+    }
+
+    /**
+     * Enqueues on `stream` the copy of pitch-linear device memory into level 0 of
+     * every plane, one `cuMemcpy2DAsync` each (`vkcuda_image_cuda_copy_from_pitched`):
+     * a decoder's frame, one call per frame. The image must be CUDA's at that point.
+     */
+    Fallible<void> cuda_copy_from_pitched(const vkcuda_pitched_planes& planes, CUstream_st* stream = nullptr) const {
+        return detail::finish(vkcuda_image_cuda_copy_from_pitched(get(), &planes, stream));
+    }
+
+    /** The reverse: level 0 of every plane into pitch-linear device memory (`vkcuda_image_cuda_copy_to_pitched`). */
+    Fallible<void> cuda_copy_to_pitched(const vkcuda_pitched_planes& planes, CUstream_st* stream = nullptr) const {
+        return detail::finish(vkcuda_image_cuda_copy_to_pitched(get(), &planes, stream));
+    }
+
     /**
      * Records the barrier that releases the whole image to CUDA, from
      * `old_layout` to GENERAL (`vkcuda_image_cmd_release_to_cuda`). Never pass
@@ -823,6 +875,23 @@ public:
         vkcuda_image* i = nullptr;
         vkcuda_result r = vkcuda_image_import_description(context.get(), &description, fd.get(), &i);
         if (r == VKCUDA_SUCCESS) static_cast<void>(fd.release());
+        return detail::finish(r, Image(i));
+    }
+
+    /**
+     * Imports a multi-planar image from a description and its `count` memory fds,
+     * one per plane (`vkcuda_image_import_description_fds`). On success every fd is
+     * taken and left empty; on failure they all still own theirs.
+     */
+    [[nodiscard]] static Fallible<Image> import_description_fds(const Context& context,
+                                                                const vkcuda_share_description& description,
+                                                                Fd* fds, std::uint32_t count) {
+        std::array<std::int32_t, VKCUDA_SHARE_MAX_FDS> raw{};
+        for (std::uint32_t k = 0; k < count && k < raw.size(); ++k) raw[k] = fds[k].get();
+        vkcuda_image* i = nullptr;
+        vkcuda_result r = vkcuda_image_import_description_fds(context.get(), &description, raw.data(), count, &i);
+        if (r == VKCUDA_SUCCESS)
+            for (std::uint32_t k = 0; k < count; ++k) static_cast<void>(fds[k].release());
         return detail::finish(r, Image(i));
     }
 #endif
@@ -986,6 +1055,38 @@ struct ShareMessage {
 inline Fallible<void> share_send(int socket_fd, const vkcuda_share_description& description, int fd,
                                  const vkcuda_share_options& options = {}) {
     return detail::finish(vkcuda_share_send(socket_fd, &description, fd, detail::ptr(options)));
+}
+
+/**
+ * Sends a description and its `count` fds (one per plane of a multi-planar image)
+ * over a connected Unix socket (`vkcuda_share_send_fds`); the fds stay the caller's.
+ */
+inline Fallible<void> share_send_fds(int socket_fd, const vkcuda_share_description& description,
+                                     const std::int32_t* fds, std::uint32_t count,
+                                     const vkcuda_share_options& options = {}) {
+    return detail::finish(vkcuda_share_send_fds(socket_fd, &description, fds, count, detail::ptr(options)));
+}
+
+/** A received description with all its fds (`share_receive_fds`), which it owns. */
+struct ShareFdsMessage {
+    /** What the peer sent. */
+    vkcuda_share_description description;
+    /** The fds, `count` of them (one per plane of a multi-planar image). */
+    std::array<Fd, VKCUDA_SHARE_MAX_FDS> fds;
+    /** How many fds came. */
+    std::uint32_t count;
+};
+
+/** Receives one description and all its fds (`vkcuda_share_receive_fds`). */
+[[nodiscard]] inline Fallible<ShareFdsMessage> share_receive_fds(int socket_fd,
+                                                                 const vkcuda_share_options& options = {}) {
+    ShareFdsMessage m{};
+    std::array<std::int32_t, VKCUDA_SHARE_MAX_FDS> raw{};
+    vkcuda_result r = vkcuda_share_receive_fds(socket_fd, detail::ptr(options), &m.description, raw.data(),
+                                               VKCUDA_SHARE_MAX_FDS, &m.count);
+    if (r == VKCUDA_SUCCESS)
+        for (std::uint32_t k = 0; k < m.count; ++k) m.fds[k].reset(raw[k]);
+    return detail::finish(r, std::move(m));
 }
 
 /** Receives one description and its fd, which the returned message owns (`vkcuda_share_receive`). */

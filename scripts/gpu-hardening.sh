@@ -177,9 +177,9 @@ for t in "$bundle"/tests/test-*; do
         env VKCUDA_THREAD_CYCLES=100 VKCUDA_FAULT_CYCLES=100 bash -c 'with_vvl run_test "$0" --skip gpu_device_memory_exhausted' "$name"
 done
 
-for name in gpu buffer image semaphore ipc faults threads misuse context graph handoff; do
+for name in gpu buffer image semaphore ipc faults threads misuse context graph handoff planar; do
     step --timeout 150 --note san_note --verdict san_verdict --na-if san_na "memcheck:$name" \
-        env VKCUDA_THREAD_CYCLES=50 VKCUDA_FAULT_CYCLES=50 bash -c 'sanitizer memcheck "$(test_exe "$0")" --test-threads=1 --include-ignored --skip gpu_device_memory_exhausted --skip gpu_cuda_context_destroyed_first --skip misuse_matrix_with_fake_driver' "$name"
+        env VKCUDA_THREAD_CYCLES=50 VKCUDA_FAULT_CYCLES=50 VKCUDA_PLANAR_FRAMES=100 bash -c 'sanitizer memcheck "$(test_exe "$0")" --test-threads=1 --include-ignored --skip gpu_device_memory_exhausted --skip gpu_cuda_context_destroyed_first --skip misuse_matrix_with_fake_driver' "$name"
 done
 # (The fake-driver matrix is skipped there: a stand-in libcuda cannot be instrumented.)
 # The caller destroying its CUDA context first is the misuse under test: the
@@ -208,6 +208,7 @@ examples=(
     "example:image_to_png|$OUT/image_to_png-sanitizer.png"
     "example:cross_process|"
     "example:engine_postfx|$OUT/engine_postfx-example-sanitizer.png"
+    "example:video_ycbcr|--size 1280x720 --out $OUT/video_ycbcr-sanitizer.png"
 )
 example_exe() { # NAME: the executable the step runs
     case $1 in

@@ -25,7 +25,8 @@
 #                    frames, every pixel checked; PNG to $OUT/engine_postfx.png
 #   example:NAME     each short example (c_examples, examples/cpp) as it ships:
 #                    five_minutes, buffer_cuda_to_vulkan, buffer_vulkan_to_cuda,
-#                    frame_timeline, image_to_png, cross_process, engine_postfx
+#                    frame_timeline, image_to_png, cross_process, engine_postfx,
+#                    video_ycbcr (examples/video: PNG to $OUT/video_ycbcr.png)
 #   doctor, doctor-json  tools/vkcuda_doctor, text and --json ($OUT/doctor.json): must
 #                    exit 0 (every check passes or warns: interop will work)
 #   vma_interop, vma_wrap  the VMA example (examples/vma) and test (tests/gpu): VMA
@@ -224,6 +225,7 @@ short_examples=(
     "image_to_png|image_to_png $OUT/image_to_png.png"
     "cross_process|cross_process_producer"
     "engine_postfx|engine_postfx $OUT/engine_postfx-example.png"
+    "video_ycbcr|video_ycbcr --out $OUT/video_ycbcr.png" # examples/video: NV12 + YCbCr sampling
 )
 
 # ---------------------------------------------------------------------------------

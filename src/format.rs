@@ -12,8 +12,13 @@
 //!   order, so its channel x is blue, y green, z red, w alpha.
 //!
 //! Everything else (3 channels, packed, 64-bit, scaled, block-compressed,
-//! depth/stencil, multi-planar/YCbCr) is refused with `Unsupported` and a message
+//! depth/stencil, packed 4:2:2 YCbCr) is refused with `Unsupported` and a message
 //! that names the format and a supported neighbour.
+//!
+//! Multi-planar (YCbCr) formats are a second table, [`PLANAR`]: each plane is a
+//! CUDA array of its own (1- or 2-channel, 8 or 16 bits), and one `verified` flag
+//! per format decides whether a CUDA view of it is made ([`check_cuda_view`]).
+//! [`layout`] gives either kind as planes (a single-plane format is one plane).
 
 use ash::vk;
 use cudarc::driver::sys::CUarray_format;
@@ -454,6 +459,496 @@ pub const TABLE: &[FormatInfo] = &[
     ),
 ];
 
+// ---------------------------------------------------------------------------------
+// Multi-planar (YCbCr) formats: each plane is its own CUDA array.
+
+/// One plane of a format: what CUDA sees of it (`info`: the Vulkan format of the
+/// plane, its CUDA array format and channels) and its size relative to the image
+/// (the image's width and height divided by `width_divisor` and `height_divisor`).
+/// A single-plane format is one plane with divisors 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlaneFormat {
+    pub info: FormatInfo,
+    pub width_divisor: u32,
+    pub height_divisor: u32,
+}
+
+impl PlaneFormat {
+    /// The plane's extent for an image of `width` x `height` (which the divisors
+    /// divide: see [`check_extent`]).
+    pub fn extent(&self, width: u32, height: u32) -> (u32, u32) {
+        (width / self.width_divisor, height / self.height_divisor)
+    }
+}
+
+/// How a multi-planar format is shared: its planes and the construction that was
+/// measured on NVIDIA's driver. Every parameter of the construction is here, so
+/// that a format is changed or enabled in this table alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlanarFormat {
+    pub format: vk::Format,
+    /// The name video code uses (NV12, P010, I420, ...).
+    pub name: &'static str,
+    /// Bits per sample (8, 10, 12 or 16; 10- and 12-bit samples sit in the high
+    /// bits of 16-bit words, the low bits zero).
+    pub bits: u32,
+    /// Plane 0 is luma (Y); 2-plane formats have CbCr interleaved in plane 1 (Cb
+    /// first: CUDA's x), 3-plane formats Cb in plane 1 and Cr in plane 2.
+    pub planes: &'static [PlaneFormat],
+    /// The `CUDA_ARRAY3D_*` flags of every plane's array. Measured on the H200
+    /// (driver 580.159.04): NV12 planes mapped with `CUDA_ARRAY3D_SURFACE_LDST` read
+    /// and write every texel right through surfaces with the image's usage
+    /// transfer + sampled, without STORAGE.
+    pub cuda_array_flags: u32,
+    /// Whether CUDA's view of the planes was verified, texel for texel in both
+    /// directions, on NVIDIA's driver. THE one place that decides: a CUDA view of
+    /// an unverified format is refused ([`check_cuda_view`]); Vulkan-only contexts
+    /// make such images (no CUDA view can read wrong there).
+    pub verified: bool,
+}
+
+impl PlanarFormat {
+    /// The chroma subsampling: (horizontal, vertical) divisors of planes 1 and 2.
+    pub fn chroma_divisors(&self) -> (u32, u32) {
+        (self.planes[1].width_divisor, self.planes[1].height_divisor)
+    }
+
+    /// "4:2:0", "4:2:2" or "4:4:4".
+    pub fn subsampling(&self) -> &'static str {
+        match self.chroma_divisors() {
+            (2, 2) => "4:2:0",
+            (2, 1) => "4:2:2",
+            _ => "4:4:4",
+        }
+    }
+}
+
+const fn plane(
+    format: vk::Format,
+    cuda: CUarray_format,
+    channels: u32,
+    bytes_per_channel: u32,
+    width_divisor: u32,
+    height_divisor: u32,
+) -> PlaneFormat {
+    PlaneFormat {
+        info: row(format, cuda, channels, bytes_per_channel, Unorm, Rgba),
+        width_divisor,
+        height_divisor,
+    }
+}
+
+/// Luma and interleaved CbCr of `bits`-bit samples, chroma divided by (x, y).
+const fn two_planes(bits: u32, x: u32, y: u32) -> [PlaneFormat; 2] {
+    let (one, two, cuda, bytes) = plane_formats(bits);
+    [
+        plane(one, cuda, 1, bytes, 1, 1),
+        plane(two, cuda, 2, bytes, x, y),
+    ]
+}
+
+/// Luma, Cb and Cr planes of `bits`-bit samples, chroma divided by (x, y).
+const fn three_planes(bits: u32, x: u32, y: u32) -> [PlaneFormat; 3] {
+    let (one, _, cuda, bytes) = plane_formats(bits);
+    [
+        plane(one, cuda, 1, bytes, 1, 1),
+        plane(one, cuda, 1, bytes, x, y),
+        plane(one, cuda, 1, bytes, x, y),
+    ]
+}
+
+/// The Vulkan formats of a 1- and a 2-channel plane of `bits`-bit samples (the
+/// formats Vulkan names as compatible with the planes), their CUDA array format
+/// and bytes per channel.
+const fn plane_formats(bits: u32) -> (vk::Format, vk::Format, CUarray_format, u32) {
+    match bits {
+        8 => (
+            vk::Format::R8_UNORM,
+            vk::Format::R8G8_UNORM,
+            CU_AD_FORMAT_UNSIGNED_INT8,
+            1,
+        ),
+        10 => (
+            vk::Format::R10X6_UNORM_PACK16,
+            vk::Format::R10X6G10X6_UNORM_2PACK16,
+            CU_AD_FORMAT_UNSIGNED_INT16,
+            2,
+        ),
+        12 => (
+            vk::Format::R12X4_UNORM_PACK16,
+            vk::Format::R12X4G12X4_UNORM_2PACK16,
+            CU_AD_FORMAT_UNSIGNED_INT16,
+            2,
+        ),
+        _ => (
+            vk::Format::R16_UNORM,
+            vk::Format::R16G16_UNORM,
+            CU_AD_FORMAT_UNSIGNED_INT16,
+            2,
+        ),
+    }
+}
+
+const P2_420_8: [PlaneFormat; 2] = two_planes(8, 2, 2);
+const P2_422_8: [PlaneFormat; 2] = two_planes(8, 2, 1);
+const P2_444_8: [PlaneFormat; 2] = two_planes(8, 1, 1);
+const P3_420_8: [PlaneFormat; 3] = three_planes(8, 2, 2);
+const P3_422_8: [PlaneFormat; 3] = three_planes(8, 2, 1);
+const P3_444_8: [PlaneFormat; 3] = three_planes(8, 1, 1);
+const P2_420_10: [PlaneFormat; 2] = two_planes(10, 2, 2);
+const P2_422_10: [PlaneFormat; 2] = two_planes(10, 2, 1);
+const P2_444_10: [PlaneFormat; 2] = two_planes(10, 1, 1);
+const P3_420_10: [PlaneFormat; 3] = three_planes(10, 2, 2);
+const P3_422_10: [PlaneFormat; 3] = three_planes(10, 2, 1);
+const P3_444_10: [PlaneFormat; 3] = three_planes(10, 1, 1);
+const P2_420_12: [PlaneFormat; 2] = two_planes(12, 2, 2);
+const P2_422_12: [PlaneFormat; 2] = two_planes(12, 2, 1);
+const P2_444_12: [PlaneFormat; 2] = two_planes(12, 1, 1);
+const P3_420_12: [PlaneFormat; 3] = three_planes(12, 2, 2);
+const P3_422_12: [PlaneFormat; 3] = three_planes(12, 2, 1);
+const P3_444_12: [PlaneFormat; 3] = three_planes(12, 1, 1);
+const P2_420_16: [PlaneFormat; 2] = two_planes(16, 2, 2);
+const P2_422_16: [PlaneFormat; 2] = two_planes(16, 2, 1);
+const P2_444_16: [PlaneFormat; 2] = two_planes(16, 1, 1);
+const P3_420_16: [PlaneFormat; 3] = three_planes(16, 2, 2);
+const P3_422_16: [PlaneFormat; 3] = three_planes(16, 2, 1);
+const P3_444_16: [PlaneFormat; 3] = three_planes(16, 1, 1);
+
+const fn planar(
+    format: vk::Format,
+    name: &'static str,
+    bits: u32,
+    planes: &'static [PlaneFormat],
+    verified: bool,
+) -> PlanarFormat {
+    PlanarFormat {
+        format,
+        name,
+        bits,
+        planes,
+        cuda_array_flags: cudarc::driver::sys::CUDA_ARRAY3D_SURFACE_LDST,
+        verified,
+    }
+}
+
+/// 8-bit planes: NV12 verified on the H200 (2,592,000 texels of 1920x1080, 0
+/// wrong both ways); the other 8-bit formats have the same 1- and 2-channel 8-bit
+/// planes. 10-, 12- and 16-bit planes are NOT verified: P010 (3840x2160) and P016
+/// (1280x720, 1024x1024, 64x64) imported as 16-bit CUDA arrays read about 60 % of
+/// texels wrong both ways (NVIDIA's driver lays those planes out differently from
+/// what CUDA maps; STORAGE usage with MUTABLE_FORMAT | EXTENDED_USAGE changed
+/// nothing), while single-plane R16 and R16G16 images match.
+pub const PLANAR: &[PlanarFormat] = &[
+    planar(
+        vk::Format::G8_B8R8_2PLANE_420_UNORM,
+        "NV12",
+        8,
+        &P2_420_8,
+        true,
+    ),
+    planar(
+        vk::Format::G8_B8R8_2PLANE_422_UNORM,
+        "NV16",
+        8,
+        &P2_422_8,
+        true,
+    ),
+    planar(
+        vk::Format::G8_B8R8_2PLANE_444_UNORM,
+        "NV24",
+        8,
+        &P2_444_8,
+        true,
+    ),
+    planar(
+        vk::Format::G8_B8_R8_3PLANE_420_UNORM,
+        "I420",
+        8,
+        &P3_420_8,
+        true,
+    ),
+    planar(
+        vk::Format::G8_B8_R8_3PLANE_422_UNORM,
+        "I422",
+        8,
+        &P3_422_8,
+        true,
+    ),
+    planar(
+        vk::Format::G8_B8_R8_3PLANE_444_UNORM,
+        "I444",
+        8,
+        &P3_444_8,
+        true,
+    ),
+    planar(
+        vk::Format::G10X6_B10X6R10X6_2PLANE_420_UNORM_3PACK16,
+        "P010",
+        10,
+        &P2_420_10,
+        false,
+    ),
+    planar(
+        vk::Format::G10X6_B10X6R10X6_2PLANE_422_UNORM_3PACK16,
+        "P210",
+        10,
+        &P2_422_10,
+        false,
+    ),
+    planar(
+        vk::Format::G10X6_B10X6R10X6_2PLANE_444_UNORM_3PACK16,
+        "P410",
+        10,
+        &P2_444_10,
+        false,
+    ),
+    planar(
+        vk::Format::G10X6_B10X6_R10X6_3PLANE_420_UNORM_3PACK16,
+        "I010",
+        10,
+        &P3_420_10,
+        false,
+    ),
+    planar(
+        vk::Format::G10X6_B10X6_R10X6_3PLANE_422_UNORM_3PACK16,
+        "I210",
+        10,
+        &P3_422_10,
+        false,
+    ),
+    planar(
+        vk::Format::G10X6_B10X6_R10X6_3PLANE_444_UNORM_3PACK16,
+        "I410",
+        10,
+        &P3_444_10,
+        false,
+    ),
+    planar(
+        vk::Format::G12X4_B12X4R12X4_2PLANE_420_UNORM_3PACK16,
+        "P012",
+        12,
+        &P2_420_12,
+        false,
+    ),
+    planar(
+        vk::Format::G12X4_B12X4R12X4_2PLANE_422_UNORM_3PACK16,
+        "P212",
+        12,
+        &P2_422_12,
+        false,
+    ),
+    planar(
+        vk::Format::G12X4_B12X4R12X4_2PLANE_444_UNORM_3PACK16,
+        "P412",
+        12,
+        &P2_444_12,
+        false,
+    ),
+    planar(
+        vk::Format::G12X4_B12X4_R12X4_3PLANE_420_UNORM_3PACK16,
+        "I012",
+        12,
+        &P3_420_12,
+        false,
+    ),
+    planar(
+        vk::Format::G12X4_B12X4_R12X4_3PLANE_422_UNORM_3PACK16,
+        "I212",
+        12,
+        &P3_422_12,
+        false,
+    ),
+    planar(
+        vk::Format::G12X4_B12X4_R12X4_3PLANE_444_UNORM_3PACK16,
+        "I412",
+        12,
+        &P3_444_12,
+        false,
+    ),
+    planar(
+        vk::Format::G16_B16R16_2PLANE_420_UNORM,
+        "P016",
+        16,
+        &P2_420_16,
+        false,
+    ),
+    planar(
+        vk::Format::G16_B16R16_2PLANE_422_UNORM,
+        "P216",
+        16,
+        &P2_422_16,
+        false,
+    ),
+    planar(
+        vk::Format::G16_B16R16_2PLANE_444_UNORM,
+        "P416",
+        16,
+        &P2_444_16,
+        false,
+    ),
+    planar(
+        vk::Format::G16_B16_R16_3PLANE_420_UNORM,
+        "I016",
+        16,
+        &P3_420_16,
+        false,
+    ),
+    planar(
+        vk::Format::G16_B16_R16_3PLANE_422_UNORM,
+        "I216",
+        16,
+        &P3_422_16,
+        false,
+    ),
+    planar(
+        vk::Format::G16_B16_R16_3PLANE_444_UNORM,
+        "I416",
+        16,
+        &P3_444_16,
+        false,
+    ),
+];
+
+/// The most planes a format has.
+pub const MAX_PLANES: usize = 3;
+
+/// How the memory of a shared image is laid out in planes: one (every format of
+/// [`TABLE`]) or 2-3 (a format of [`PLANAR`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    Single(FormatInfo),
+    Planar(&'static PlanarFormat),
+}
+
+impl Layout {
+    pub fn format(&self) -> vk::Format {
+        match self {
+            Layout::Single(f) => f.format,
+            Layout::Planar(p) => p.format,
+        }
+    }
+
+    pub fn plane_count(&self) -> usize {
+        match self {
+            Layout::Single(_) => 1,
+            Layout::Planar(p) => p.planes.len(),
+        }
+    }
+
+    /// Plane `p` (< [`plane_count`](Self::plane_count)).
+    pub fn plane(&self, p: usize) -> PlaneFormat {
+        match self {
+            Layout::Single(f) => {
+                assert_eq!(p, 0, "a single-plane format has plane 0 only");
+                PlaneFormat {
+                    info: *f,
+                    width_divisor: 1,
+                    height_divisor: 1,
+                }
+            }
+            Layout::Planar(f) => f.planes[p],
+        }
+    }
+
+    pub fn planes(&self) -> impl Iterator<Item = PlaneFormat> + '_ {
+        (0..self.plane_count()).map(|p| self.plane(p))
+    }
+
+    pub fn planar(&self) -> Option<&'static PlanarFormat> {
+        match self {
+            Layout::Single(_) => None,
+            Layout::Planar(p) => Some(p),
+        }
+    }
+
+    /// The format's name for messages, with the video name of a planar format:
+    /// "VK_FORMAT_G8_B8R8_2PLANE_420_UNORM (NV12)".
+    pub fn display(&self) -> String {
+        match self {
+            Layout::Single(f) => display(f.format),
+            Layout::Planar(p) => format!("{} ({})", display(p.format), p.name),
+        }
+    }
+}
+
+/// The plane layout of a format a shared image can have: [`lookup`]'s row as one
+/// plane, or a multi-planar format of [`PLANAR`]; the same refusals as
+/// [`lookup`] otherwise.
+pub fn layout(format: vk::Format) -> Result<Layout> {
+    if let Some(p) = PLANAR.iter().find(|p| p.format == format) {
+        return Ok(Layout::Planar(p));
+    }
+    lookup(format).map(Layout::Single)
+}
+
+/// The row of a multi-planar format.
+pub fn planar_row(format: vk::Format) -> Option<&'static PlanarFormat> {
+    PLANAR.iter().find(|p| p.format == format)
+}
+
+/// Refuses a CUDA view of a format whose planes were not verified on NVIDIA's
+/// driver (see [`PlanarFormat::verified`]), saying what to use instead.
+pub fn check_cuda_view(layout: &Layout) -> Result<()> {
+    let Layout::Planar(p) = layout else {
+        return Ok(());
+    };
+    if p.verified {
+        return Ok(());
+    }
+    let (x, y) = p.chroma_divisors();
+    let eight_bit = PLANAR
+        .iter()
+        .find(|q| q.bits == 8 && q.planes.len() == p.planes.len() && q.chroma_divisors() == (x, y))
+        .expect("every subsampling has an 8-bit format");
+    let chroma = if p.planes.len() == 2 {
+        "VK_FORMAT_R16G16_UNORM for CbCr".to_string()
+    } else {
+        "VK_FORMAT_R16_UNORM for Cb and for Cr".to_string()
+    };
+    let size = match (x, y) {
+        (2, 2) => " at half width and height",
+        (2, 1) => " at half width",
+        _ => "",
+    };
+    Err(Error::unsupported(format!(
+        "{} ({}) cannot be shared with CUDA: its {}-bit planes are not verified on NVIDIA's \
+         driver (imported as 16-bit CUDA arrays, the planes of P010 and P016 read about 60 % of \
+         texels wrong both ways on driver 580: the driver lays them out differently from what \
+         CUDA maps). Use {} ({}) for 8-bit video, or one single-plane image per plane \
+         (VK_FORMAT_R16_UNORM for luma, {chroma}{size}) filled from pitched planes with \
+         vkcuda_image_cuda_copy_from_pitched. A Vulkan-only context makes this image (it has no \
+         CUDA view)",
+        display(p.format),
+        p.name,
+        p.bits,
+        display(eight_bit.format),
+        eight_bit.name,
+    )))
+}
+
+/// Refuses an extent the format's subsampling cannot divide: Vulkan needs an even
+/// width for 4:2:2 and 4:2:0 formats and an even height for 4:2:0 ones.
+pub fn check_extent(layout: &Layout, width: u32, height: u32) -> Result<()> {
+    let Layout::Planar(p) = layout else {
+        return Ok(());
+    };
+    let (x, y) = p.chroma_divisors();
+    if width % x != 0 || height % y != 0 {
+        let need = match (x, y) {
+            (2, 2) => "the width and height must be even",
+            _ => "the width must be even",
+        };
+        return Err(Error::invalid(format!(
+            "{} subsamples chroma {}x{} ({}): {need}, not {width}x{height}",
+            layout.display(),
+            x,
+            y,
+            p.subsampling()
+        )));
+    }
+    Ok(())
+}
+
 /// The format's name as the Vulkan headers spell it (`VK_FORMAT_R8G8B8A8_UNORM`),
 /// or `None` for a value that is no format this library knows.
 pub fn name(format: vk::Format) -> Option<String> {
@@ -501,6 +996,14 @@ pub fn lookup(format: vk::Format) -> Result<FormatInfo> {
         return Err(Error::invalid(
             "VK_FORMAT_UNDEFINED is not a format; pick one such as VK_FORMAT_R8G8B8A8_UNORM",
         ));
+    }
+    if let Some(p) = planar_row(format) {
+        return Err(Error::unsupported(format!(
+            "{full} ({}) is a multi-planar format: each of its {} planes is a CUDA array of its \
+             own, not one array (see vkcuda_format_query)",
+            p.name,
+            p.planes.len()
+        )));
     }
     let short = full.trim_start_matches("VK_FORMAT_");
     let (why, neighbour, note) = refusal(short);
@@ -608,15 +1111,13 @@ fn refusal(short: &str) -> (&'static str, String, &'static str) {
     let bits = channel_bits(short);
     let channels = channel_count(short);
     if short.contains("PLANE") || short.contains("_422_") || short.contains("_420_") {
-        let bits = if short.starts_with("G8") || short.starts_with("B8") {
-            8
-        } else {
-            16
-        };
+        // Packed 4:2:2 (two texels share one chroma pair in a block): the planar
+        // 8-bit 4:2:2 format holds the same samples.
         return (
-            "is a multi-planar or subsampled (YCbCr) format, which CUDA arrays cannot hold",
-            neighbour(bits, 1, "UNORM"),
-            " (one image per plane)",
+            "is a packed 4:2:2 (YCbCr) format, two texels sharing one chroma pair in a block, \
+             which CUDA arrays cannot hold",
+            "G8_B8R8_2PLANE_422_UNORM".into(),
+            " (NV16: the same samples in a luma and a chroma plane)",
         );
     }
     if short.ends_with("_BLOCK") || short.ends_with("_BLOCK_IMG") {
@@ -847,7 +1348,10 @@ mod tests {
         assert!(formats.len() > 200, "only {} formats found", formats.len());
         let mut refused = 0;
         for f in formats {
-            if TABLE.iter().any(|r| r.format == f) || f == vk::Format::UNDEFINED {
+            if TABLE.iter().any(|r| r.format == f)
+                || PLANAR.iter().any(|r| r.format == f)
+                || f == vk::Format::UNDEFINED
+            {
                 continue;
             }
             let e = lookup(f).unwrap_err();
@@ -862,10 +1366,13 @@ mod tests {
             assert!(
                 TABLE
                     .iter()
-                    .any(|r| name(r.format).as_deref() == Some(suggested)),
-                "{full}: the neighbour {suggested} is not in the table ({})",
+                    .map(|r| r.format)
+                    .chain(PLANAR.iter().map(|r| r.format))
+                    .any(|f| name(f).as_deref() == Some(suggested)),
+                "{full}: the neighbour {suggested} is not in the tables ({})",
                 e.message
             );
+            assert_eq!(layout(f).unwrap_err(), e, "layout and lookup refuse alike");
             refused += 1;
         }
         assert!(refused > 150);
@@ -913,13 +1420,17 @@ mod tests {
         assert!(use_of(&refused(vk::Format::D16_UNORM)) == "VK_FORMAT_R16_UNORM");
         assert!(use_of(&refused(vk::Format::D24_UNORM_S8_UINT)) == "VK_FORMAT_R32_UINT");
         assert!(use_of(&refused(vk::Format::S8_UINT)) == "VK_FORMAT_R8_UINT");
+        // Multi-planar formats are no single array: lookup refuses them, layout takes them.
         let m = refused(vk::Format::G8_B8R8_2PLANE_420_UNORM);
-        assert!(m.contains("multi-planar"), "{m}");
-        assert!(use_of(&m) == "VK_FORMAT_R8_UNORM", "{m}");
+        assert!(m.contains("(NV12) is a multi-planar format"), "{m}");
+        assert!(refused(vk::Format::G16_B16_R16_3PLANE_444_UNORM).contains("3 planes"));
+        let m = refused(vk::Format::G8B8G8R8_422_UNORM);
+        assert!(m.contains("packed 4:2:2"), "{m}");
+        assert!(use_of(&m) == "VK_FORMAT_G8_B8R8_2PLANE_422_UNORM", "{m}");
         assert!(
-            use_of(&refused(vk::Format::G16_B16_R16_3PLANE_444_UNORM)) == "VK_FORMAT_R16_UNORM"
+            use_of(&refused(vk::Format::B16G16R16G16_422_UNORM))
+                == "VK_FORMAT_G8_B8R8_2PLANE_422_UNORM"
         );
-        assert!(refused(vk::Format::G8B8G8R8_422_UNORM).contains("multi-planar or subsampled"));
         let m = refused(vk::Format::R8G8_USCALED);
         assert!(m.contains("scaled"), "{m}");
         assert!(use_of(&m) == "VK_FORMAT_R8G8_UINT", "{m}");
@@ -951,5 +1462,164 @@ mod tests {
             "VK_FORMAT_R10X6_UNORM_PACK16"
         );
         assert_eq!(display(vk::Format::from_raw(-7)), "VkFormat(-7)");
+    }
+    #[test]
+    fn the_planar_table_agrees_with_the_format_names() {
+        assert_eq!(PLANAR.len(), 24);
+        for p in PLANAR {
+            let full = name(p.format).unwrap();
+            let short = full.trim_start_matches("VK_FORMAT_");
+            let count = if short.contains("_3PLANE_") { 3 } else { 2 };
+            assert!(short.contains("PLANE"), "{short}");
+            assert_eq!(p.planes.len(), count, "{short}");
+            let want = if short.contains("_420_") {
+                (2, 2)
+            } else if short.contains("_422_") {
+                (2, 1)
+            } else {
+                assert!(short.contains("_444_"), "{short}");
+                (1, 1)
+            };
+            assert_eq!(p.chroma_divisors(), want, "{short}");
+            let bits: u32 = short[1..short.find(['_', 'X']).unwrap()].parse().unwrap();
+            assert_eq!(p.bits, bits, "{short}");
+            // Only the 8-bit formats are verified on NVIDIA (see PLANAR).
+            assert_eq!(p.verified, bits == 8, "{short}");
+            assert_eq!(p.cuda_array_flags, sys_surface_ldst());
+            let bytes = if bits == 8 { 1 } else { 2 };
+            for (i, pl) in p.planes.iter().enumerate() {
+                let channels = if count == 2 && i == 1 { 2 } else { 1 };
+                assert_eq!(pl.info.channels, channels, "{short} plane {i}");
+                assert_eq!(pl.info.bytes_per_channel, bytes, "{short} plane {i}");
+                assert_eq!(pl.info.numeric, Unorm);
+                let cuda = if bytes == 1 {
+                    CU_AD_FORMAT_UNSIGNED_INT8
+                } else {
+                    CU_AD_FORMAT_UNSIGNED_INT16
+                };
+                assert_eq!(pl.info.cuda, cuda);
+                let divisors = if i == 0 { (1, 1) } else { want };
+                assert_eq!((pl.width_divisor, pl.height_divisor), divisors);
+                // The plane's Vulkan format has the plane's channels and width.
+                let plane_name = name(pl.info.format).unwrap();
+                let plane_short = plane_name.trim_start_matches("VK_FORMAT_");
+                assert_eq!(channel_count(plane_short), channels, "{plane_short}");
+                assert_eq!(
+                    channel_bits(plane_short).max(bits),
+                    bits.max(8),
+                    "{plane_short}"
+                );
+            }
+            assert_eq!(layout(p.format).unwrap(), Layout::Planar(p));
+            assert_eq!(layout(p.format).unwrap().plane_count(), count);
+        }
+        // Every multi-planar format Vulkan has is in the table.
+        for f in all_known_formats() {
+            let n = name(f).unwrap();
+            if n.contains("PLANE") {
+                assert!(planar_row(f).is_some(), "{n} is missing from PLANAR");
+            }
+        }
+        for (i, a) in PLANAR.iter().enumerate() {
+            assert!(PLANAR[i + 1..]
+                .iter()
+                .all(|b| b.format != a.format && b.name != a.name));
+        }
+    }
+
+    fn sys_surface_ldst() -> u32 {
+        cudarc::driver::sys::CUDA_ARRAY3D_SURFACE_LDST
+    }
+
+    #[test]
+    fn single_plane_formats_are_the_one_plane_case() {
+        let l = layout(vk::Format::R8G8B8A8_UNORM).unwrap();
+        assert_eq!(l.plane_count(), 1);
+        let p = l.plane(0);
+        assert_eq!((p.width_divisor, p.height_divisor), (1, 1));
+        assert_eq!(p.info, lookup(vk::Format::R8G8B8A8_UNORM).unwrap());
+        assert_eq!(p.extent(67, 35), (67, 35));
+        check_cuda_view(&l).unwrap();
+        check_extent(&l, 67, 35).unwrap();
+        assert_eq!(l.display(), "VK_FORMAT_R8G8B8A8_UNORM");
+        let nv12 = layout(vk::Format::G8_B8R8_2PLANE_420_UNORM).unwrap();
+        assert_eq!(nv12.display(), "VK_FORMAT_G8_B8R8_2PLANE_420_UNORM (NV12)");
+        assert_eq!(nv12.plane(1).extent(1920, 1080), (960, 540));
+        assert_eq!(nv12.plane(0).info.format, vk::Format::R8_UNORM);
+        assert_eq!(nv12.plane(1).info.format, vk::Format::R8G8_UNORM);
+        assert!(layout(vk::Format::R8G8B8_UNORM).is_err());
+        assert_eq!(
+            layout(vk::Format::from_raw(12345)).unwrap_err().kind,
+            ErrorKind::InvalidArgument
+        );
+    }
+
+    #[test]
+    fn unverified_planes_are_refused_for_cuda_with_what_to_use() {
+        for p in PLANAR {
+            let l = Layout::Planar(p);
+            match check_cuda_view(&l) {
+                Ok(()) => assert!(p.verified),
+                Err(e) => {
+                    assert!(!p.verified);
+                    assert_eq!(e.kind, ErrorKind::Unsupported);
+                    assert!(e.message.starts_with(&l.display()), "{}", e.message);
+                    assert!(e.message.contains("not verified"), "{}", e.message);
+                    assert!(e.message.contains("vkcuda_image_cuda_copy_from_pitched"));
+                    // The 8-bit format of the same subsampling and planes.
+                    let (_, tail) = e.message.split_once(". Use ").unwrap();
+                    let f = tail.split(' ').next().unwrap();
+                    let q = PLANAR.iter().find(|q| name(q.format).as_deref() == Some(f));
+                    let q = q.unwrap_or_else(|| panic!("{f} is not a planar format"));
+                    assert!(q.verified && q.bits == 8);
+                    assert_eq!(q.chroma_divisors(), p.chroma_divisors());
+                    assert_eq!(q.planes.len(), p.planes.len());
+                }
+            }
+        }
+        let p010 = layout(vk::Format::G10X6_B10X6R10X6_2PLANE_420_UNORM_3PACK16).unwrap();
+        let m = check_cuda_view(&p010).unwrap_err().message;
+        assert!(
+            m.contains("Use VK_FORMAT_G8_B8R8_2PLANE_420_UNORM (NV12)"),
+            "{m}"
+        );
+        assert!(
+            m.contains("VK_FORMAT_R16G16_UNORM for CbCr at half width and height"),
+            "{m}"
+        );
+        let i016 = layout(vk::Format::G16_B16_R16_3PLANE_422_UNORM).unwrap();
+        let m = check_cuda_view(&i016).unwrap_err().message;
+        assert!(m.contains("(I422)"), "{m}");
+        assert!(m.contains("for Cb and for Cr at half width"), "{m}");
+    }
+
+    #[test]
+    fn odd_extents_are_refused_where_chroma_is_subsampled() {
+        let nv12 = layout(vk::Format::G8_B8R8_2PLANE_420_UNORM).unwrap();
+        check_extent(&nv12, 1920, 1080).unwrap();
+        for (w, h) in [(1919, 1080), (1920, 1079), (1, 1)] {
+            let e = check_extent(&nv12, w, h).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::InvalidArgument);
+            assert!(
+                e.message.contains(
+                    "(NV12) subsamples chroma 2x2 (4:2:0): the width and height must be even"
+                ),
+                "{}",
+                e.message
+            );
+            assert!(
+                e.message.ends_with(&format!("not {w}x{h}")),
+                "{}",
+                e.message
+            );
+        }
+        let nv16 = layout(vk::Format::G8_B8R8_2PLANE_422_UNORM).unwrap();
+        check_extent(&nv16, 1920, 1079).unwrap();
+        assert!(check_extent(&nv16, 1919, 1080)
+            .unwrap_err()
+            .message
+            .contains("the width must be even"));
+        let i444 = layout(vk::Format::G8_B8_R8_3PLANE_444_UNORM).unwrap();
+        check_extent(&i444, 1, 1).unwrap();
     }
 }

@@ -1,5 +1,11 @@
-//! Shared images: a `VkImage` with dedicated exportable memory, imported into CUDA
-//! as a mipmapped array, with per-level arrays, surface and texture objects.
+//! Shared images: a `VkImage` with exportable memory, imported into CUDA as
+//! mipmapped arrays, with per-level arrays, surface and texture objects.
+//!
+//! An image has 1 to 3 planes. Each plane owns its exportable memory and its CUDA
+//! mipmapped array with its surface and texture objects: single-plane formats are
+//! the one-plane case (one dedicated allocation, imported into CUDA with the
+//! dedicated flag), multi-planar (YCbCr) formats are disjoint images with one
+//! allocation per plane (never dedicated: a disjoint image cannot have one).
 //!
 //! CUDA cannot export arrays, so the memory always comes from Vulkan: the library
 //! allocates it ([`Image::create`]) or the engine did ([`Image::wrap`]).
@@ -11,12 +17,12 @@ use ash::vk;
 use cudarc::driver::sys;
 
 use crate::context::Context;
-use crate::cuda::array::{ArrayShape, MappedImage, Placement, TextureDesc};
+use crate::cuda::array::{self, ArrayShape, MappedImage, Pitched, Placement, TextureDesc};
 use crate::error::{Error, Result};
 use crate::fd;
-use crate::format::{self, FormatInfo};
+use crate::format::{self, FormatInfo, Layout, PlaneFormat};
 use crate::vulkan::handoff;
-use crate::vulkan::image::{self as vkimage, ImageMemory, ImageParams};
+use crate::vulkan::image::{self as vkimage, ImageMemory, ImageParams, PlaneMemory};
 use crate::vulkan::memory;
 
 /// 1D, 2D or 3D.
@@ -101,13 +107,13 @@ fn check_layers_agree(d: &Description) -> Result<()> {
 }
 
 /// A description checked and completed (defaults filled in), with what Vulkan and
-/// CUDA are told.
-#[derive(Clone, Copy, Debug)]
+/// CUDA are told: one array shape per plane.
+#[derive(Clone, Debug)]
 pub struct Resolved {
     pub desc: Description,
-    pub format: FormatInfo,
+    pub layout: Layout,
     pub params: ImageParams,
-    pub shape: ArrayShape,
+    pub shapes: Vec<ArrayShape>,
 }
 
 fn check_usage_bits(usage: vk::ImageUsageFlags) -> Result<()> {
@@ -210,7 +216,58 @@ fn check_shape(d: &Description) -> Result<Description> {
     Ok(d)
 }
 
-fn shape_of(d: &Description, f: &FormatInfo) -> ArrayShape {
+/// What a multi-planar format allows (Vulkan: 2D, one level, one layer, not a
+/// cube), and the extent its chroma subsampling divides.
+pub fn check_planar_shape(d: &Description, layout: &Layout) -> Result<()> {
+    if layout.planar().is_none() {
+        return Ok(());
+    }
+    let name = layout.display();
+    if d.dimension != Dimension::D2 {
+        return Err(Error::invalid(format!(
+            "{name} is multi-planar: images of it are 2D, not {}",
+            match d.dimension {
+                Dimension::D1 => "1D",
+                _ => "3D",
+            }
+        )));
+    }
+    if d.mip_levels != 1 {
+        return Err(Error::invalid(format!(
+            "{name} is multi-planar: images of it have 1 mip level, not {}",
+            d.mip_levels
+        )));
+    }
+    if d.array_layers != 1 || d.cube {
+        return Err(Error::invalid(format!(
+            "{name} is multi-planar: images of it have 1 array layer and are not cube \
+             compatible (asked: {} layers{}); use one image per layer",
+            d.array_layers,
+            if d.cube { ", cube" } else { "" }
+        )));
+    }
+    format::check_extent(layout, d.width, d.height)
+}
+
+/// The CUDA array shape of plane `plane` of `d`.
+fn shape_of(d: &Description, layout: &Layout, plane: usize) -> ArrayShape {
+    let f = layout.plane(plane);
+    if let Some(p) = layout.planar() {
+        let (width, height) = f.extent(d.width, d.height);
+        let mut flags = p.cuda_array_flags;
+        if d.usage.contains(vk::ImageUsageFlags::COLOR_ATTACHMENT) {
+            flags |= sys::CUDA_ARRAY3D_COLOR_ATTACHMENT;
+        }
+        return ArrayShape {
+            width: width as usize,
+            height: height as usize,
+            depth: 0,
+            format: f.info.cuda,
+            channels: f.info.channels,
+            flags,
+            levels: 1,
+        };
+    }
     let layers = d.array_layers as usize;
     let (height, depth, mut flags) = match d.dimension {
         Dimension::D1 if layers > 1 => (0, layers, sys::CUDA_ARRAY3D_LAYERED),
@@ -236,14 +293,22 @@ fn shape_of(d: &Description, f: &FormatInfo) -> ArrayShape {
         width: d.width as usize,
         height,
         depth,
-        format: f.cuda,
-        channels: f.channels,
+        format: f.info.cuda,
+        channels: f.info.channels,
         flags,
         levels: d.mip_levels,
     }
 }
 
-fn params_of(d: &Description) -> ImageParams {
+fn params_of(d: &Description, layout: &Layout) -> ImageParams {
+    let mut flags = if d.cube {
+        vk::ImageCreateFlags::CUBE_COMPATIBLE
+    } else {
+        vk::ImageCreateFlags::empty()
+    };
+    if layout.planar().is_some() {
+        flags |= vk::ImageCreateFlags::DISJOINT;
+    }
     ImageParams {
         image_type: match d.dimension {
             Dimension::D1 => vk::ImageType::TYPE_1D,
@@ -258,21 +323,43 @@ fn params_of(d: &Description) -> ImageParams {
         },
         mip_levels: d.mip_levels,
         array_layers: d.array_layers,
-        flags: if d.cube {
-            vk::ImageCreateFlags::CUBE_COMPATIBLE
-        } else {
-            vk::ImageCreateFlags::empty()
-        },
+        flags,
         usage: d.usage,
     }
 }
 
+/// Refuses a multi-planar format the device cannot bind plane by plane.
+fn check_disjoint(ctx: &Context, layout: &Layout) -> Result<()> {
+    if layout.planar().is_none() {
+        return Ok(());
+    }
+    let features = vkimage::optimal_features(&ctx.vk, layout.format());
+    if !features.contains(vk::FormatFeatureFlags::DISJOINT) {
+        return Err(Error::unsupported(format!(
+            "{} is not supported on this device with one allocation per plane: its \
+             optimal-tiling format features ({}) lack VK_FORMAT_FEATURE_DISJOINT_BIT",
+            layout.display(),
+            if features.is_empty() {
+                "none".to_string()
+            } else {
+                format!("{features:?}")
+            }
+        )));
+    }
+    Ok(())
+}
+
 /// Checks a description against the format table and the device and fills in the
 /// defaults. `explicit_usage`: the usage must be given (wrapping an engine image,
-/// whose usage is what it is).
+/// whose usage is what it is). In a context with CUDA, a format whose CUDA view is
+/// not verified is refused first ([`format::check_cuda_view`]).
 pub fn resolve(ctx: &Context, desc: &Description, explicit_usage: bool) -> Result<Resolved> {
-    let f = format::lookup(desc.format)?;
+    let layout = format::layout(desc.format)?;
+    if ctx.cuda.is_some() {
+        format::check_cuda_view(&layout)?;
+    }
     let mut d = check_shape(desc)?;
+    check_planar_shape(&d, &layout)?;
     check_usage_bits(d.usage)?;
     let dev = &ctx.vk;
     if d.usage.is_empty() {
@@ -286,6 +373,7 @@ pub fn resolve(ctx: &Context, desc: &Description, explicit_usage: bool) -> Resul
         // the device cannot export such images.
         let transfers = vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST;
         vkimage::check_usage_features(dev, d.format, transfers)?;
+        check_disjoint(ctx, &layout)?;
         let features = vkimage::optimal_features(dev, d.format);
         let mut candidates = Vec::new();
         let mut usage = DEFAULT_USAGE;
@@ -300,7 +388,7 @@ pub fn resolve(ctx: &Context, desc: &Description, explicit_usage: bool) -> Resul
         let mut last = None;
         for usage in candidates {
             d.usage = usage;
-            match vkimage::check_exportable(dev, &params_of(&d)) {
+            match vkimage::check_exportable(dev, &params_of(&d, &layout)) {
                 Ok(_) => {
                     last = None;
                     break;
@@ -313,13 +401,16 @@ pub fn resolve(ctx: &Context, desc: &Description, explicit_usage: bool) -> Resul
         }
     } else {
         vkimage::check_usage_features(dev, d.format, d.usage)?;
-        vkimage::check_exportable(dev, &params_of(&d))?;
+        check_disjoint(ctx, &layout)?;
+        vkimage::check_exportable(dev, &params_of(&d, &layout))?;
     }
     Ok(Resolved {
         desc: d,
-        format: f,
-        params: params_of(&d),
-        shape: shape_of(&d, &f),
+        layout,
+        params: params_of(&d, &layout),
+        shapes: (0..layout.plane_count())
+            .map(|p| shape_of(&d, &layout, p))
+            .collect(),
     })
 }
 
@@ -336,12 +427,23 @@ pub struct Sampler {
     pub border_color: [f32; 4],
 }
 
+/// One plane of pitch-linear device memory for [`Image::copy_pitched`]: the first
+/// row's address and the bytes from one row to the next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PitchedPlane {
+    pub pointer: u64,
+    pub pitch: u64,
+}
+
 enum VulkanView {
     Owned(ImageMemory),
-    Borrowed {
-        image: vk::Image,
-        memory: vk::DeviceMemory,
-    },
+    Borrowed(vk::Image),
+}
+
+/// One plane: its memory, and its CUDA view.
+struct Plane {
+    memory: PlaneMemory,
+    cuda: Option<MappedImage>,
 }
 
 /// A shared image.
@@ -349,225 +451,328 @@ pub struct Image {
     ctx: Arc<Context>,
     resolved: Resolved,
     vulkan: VulkanView,
-    allocation_size: u64,
-    placement: Placement,
-    cuda: Option<MappedImage>,
+    planes: Vec<Plane>,
 }
 
-/// The engine's image for [`Image::wrap`].
-#[derive(Clone, Copy, Debug)]
-pub struct Wrap {
-    pub image: vk::Image,
-    pub memory: vk::DeviceMemory,
-    /// The whole `VkDeviceMemory`'s size.
-    pub allocation_size: u64,
-    /// Where the image is bound in `memory` (0 when dedicated).
-    pub offset: u64,
-    pub dedicated: bool,
-    /// `VkExportMemoryAllocateInfo::handleTypes` of `memory`, as the engine states it.
-    pub export_handle_types: u32,
+/// Refuses a plane list that does not match the format (`what`: "fds", ...).
+fn check_plane_count(layout: &Layout, given: usize, what: &str) -> Result<()> {
+    let n = layout.plane_count();
+    if given != n {
+        return Err(Error::invalid(format!(
+            "{} has {n} plane{}, so it takes {n} {what}, not {given}",
+            layout.display(),
+            if n == 1 { "" } else { "s" }
+        )));
+    }
+    Ok(())
 }
 
 impl Image {
-    /// Creates the `VkImage` with dedicated exportable memory and, unless the
-    /// context is Vulkan-only, its CUDA mipmapped array.
+    fn new(
+        ctx: &Arc<Context>,
+        resolved: Resolved,
+        vulkan: VulkanView,
+        memory: &[PlaneMemory],
+    ) -> Image {
+        Image {
+            ctx: ctx.clone(),
+            resolved,
+            vulkan,
+            planes: memory
+                .iter()
+                .map(|&memory| Plane { memory, cuda: None })
+                .collect(),
+        }
+    }
+
+    /// Imports each plane's memory into CUDA (`handles[p]`, consumed) as the
+    /// plane's mipmapped array, when the context has CUDA. On error the planes
+    /// imported so far are released with the image.
+    fn import_cuda(&mut self, handles: Vec<OwnedFd>) -> Result<()> {
+        let Some(cuda) = &self.ctx.cuda else {
+            return Ok(());
+        };
+        for (p, handle) in handles.into_iter().enumerate() {
+            let m = self.planes[p].memory;
+            let shape = self.resolved.shapes[p];
+            self.planes[p].cuda = Some(MappedImage::import(
+                cuda.clone(),
+                handle,
+                m.allocation_size,
+                Placement {
+                    offset: m.offset,
+                    dedicated: m.dedicated,
+                },
+                shape,
+            )?);
+        }
+        Ok(())
+    }
+
+    /// Creates the `VkImage` with exportable memory (one dedicated allocation, or
+    /// one per plane) and, unless the context is Vulkan-only, each plane's CUDA
+    /// mipmapped array.
     pub fn create(ctx: &Arc<Context>, desc: &Description) -> Result<Image> {
         ctx.vk.memory_fd()?;
         let resolved = resolve(ctx, desc, false)?;
         if ctx.cuda.is_some() {
             check_layers_agree(&resolved.desc)?;
         }
-        let im = vkimage::create_exportable_image(&ctx.vk, &resolved.params)?;
-        let mut image = Image {
-            ctx: ctx.clone(),
-            resolved,
-            vulkan: VulkanView::Owned(im),
-            allocation_size: im.allocation_size,
-            placement: Placement::DEDICATED,
-            cuda: None,
-        };
+        let planes = resolved.layout.plane_count();
+        let im = vkimage::create_exportable_image(&ctx.vk, &resolved.params, planes)?;
+        let memory = im.planes.clone();
         // On error `image` drops and releases the Vulkan objects.
-        if let Some(cuda) = &ctx.cuda {
-            let handle = memory::export_memory_fd(&ctx.vk, im.memory)?;
-            image.cuda = Some(MappedImage::import(
-                cuda.clone(),
-                handle,
-                im.allocation_size,
-                Placement::DEDICATED,
-                resolved.shape,
-            )?);
+        let mut image = Image::new(ctx, resolved, VulkanView::Owned(im), &memory);
+        if ctx.cuda.is_some() {
+            let handles = memory
+                .iter()
+                .map(|m| memory::export_memory_fd(&ctx.vk, m.memory))
+                .collect::<Result<Vec<_>>>()?;
+            image.import_cuda(handles)?;
         }
         Ok(image)
     }
 
-    /// Imports an image exported by [`export_fd`](Self::export_fd) (here or in
-    /// another process): a new `VkImage` of `desc` on the imported dedicated memory
-    /// of `allocation_size` bytes and, unless the context is Vulkan-only, its CUDA
-    /// mipmapped array. `handle` stays the caller's: the drivers get duplicates.
+    /// Imports an image exported by [`export_plane_fd`](Self::export_plane_fd)
+    /// (here or in another process): a new `VkImage` of `desc` on the imported
+    /// memory, one fd and allocation size per plane, and, unless the context is
+    /// Vulkan-only, each plane's CUDA mipmapped array. `handles` stay the
+    /// caller's: the drivers get duplicates.
     pub fn import_fd(
         ctx: &Arc<Context>,
-        handle: &OwnedFd,
+        handles: &[&OwnedFd],
         desc: &Description,
-        allocation_size: u64,
+        allocation_sizes: &[u64],
     ) -> Result<Image> {
         ctx.vk.memory_fd()?;
-        if allocation_size == 0 {
-            return Err(Error::invalid("allocation_size must not be 0"));
-        }
         let resolved = resolve(ctx, desc, true)?;
+        check_plane_count(&resolved.layout, handles.len(), "fds")?;
+        check_plane_count(&resolved.layout, allocation_sizes.len(), "allocation sizes")?;
         if ctx.cuda.is_some() {
             check_layers_agree(&resolved.desc)?;
         }
-        if let Some(real) = fd::known_size(handle) {
-            if allocation_size > real {
+        for (p, (h, &size)) in handles.iter().zip(allocation_sizes).enumerate() {
+            let what = plane_name(allocation_sizes.len(), p);
+            if size == 0 {
                 return Err(Error::invalid(format!(
-                    "allocation_size {allocation_size} is larger than the memory object's real size {real}"
+                    "{what}allocation_size must not be 0"
                 )));
             }
+            if let Some(real) = fd::known_size(h) {
+                if size > real {
+                    return Err(Error::invalid(format!(
+                        "{what}allocation_size {size} is larger than the memory object's real size {real}"
+                    )));
+                }
+            }
+            memory::check_importable(&ctx.vk, h, size)?;
         }
-        memory::check_importable(&ctx.vk, handle, allocation_size)?;
-        let raw = handle.as_raw_fd();
-        let im = vkimage::import_image(
-            &ctx.vk,
-            &resolved.params,
-            fd::dup_borrowed(raw)?,
-            allocation_size,
-        )?;
-        let mut image = Image {
-            ctx: ctx.clone(),
-            resolved,
-            vulkan: VulkanView::Owned(im),
-            allocation_size,
-            placement: Placement::DEDICATED,
-            cuda: None,
-        };
+        let dups = handles
+            .iter()
+            .map(|h| fd::dup_borrowed(h.as_raw_fd()))
+            .collect::<Result<Vec<_>>>()?;
+        let im = vkimage::import_image(&ctx.vk, &resolved.params, dups, allocation_sizes)?;
+        let memory = im.planes.clone();
         // On error `image` drops and releases the Vulkan objects.
-        if let Some(cuda) = &ctx.cuda {
-            image.cuda = Some(MappedImage::import(
-                cuda.clone(),
-                fd::dup_borrowed(raw)?,
-                allocation_size,
-                Placement::DEDICATED,
-                resolved.shape,
-            )?);
+        let mut image = Image::new(ctx, resolved, VulkanView::Owned(im), &memory);
+        if ctx.cuda.is_some() {
+            let dups = handles
+                .iter()
+                .map(|h| fd::dup_borrowed(h.as_raw_fd()))
+                .collect::<Result<Vec<_>>>()?;
+            image.import_cuda(dups)?;
         }
         Ok(image)
     }
 
-    /// Makes the CUDA view of an image the engine created on memory it allocated
-    /// exportable (`OPAQUE_FD`): a dedicated allocation, or a block shared with
-    /// other resources with the image at `w.offset` (a VMA pool). The engine keeps
-    /// owning `image` and `memory`. `desc` must be the image's own description and
-    /// usage. In a Vulkan-only context only the checks run.
-    pub fn wrap(ctx: &Arc<Context>, w: &Wrap, desc: &Description) -> Result<Image> {
-        let Wrap {
-            image,
-            memory: mem,
-            allocation_size,
-            offset,
-            dedicated,
-            export_handle_types,
-        } = *w;
+    /// Makes the CUDA view of an image the engine created with exportable
+    /// (`OPAQUE_FD`) memory: for a single-plane format a dedicated allocation, or a
+    /// block shared with other resources with the image at `planes[0].offset` (a
+    /// VMA pool); for a multi-planar one an allocation per plane of a disjoint
+    /// image. The engine keeps owning `image` and the memory, which it allocated
+    /// with `export_handle_types` (must include OPAQUE_FD: checked before any driver
+    /// call). `desc` must be the image's own description and usage. In a
+    /// Vulkan-only context only the checks run.
+    pub fn wrap(
+        ctx: &Arc<Context>,
+        image: vk::Image,
+        planes: &[PlaneMemory],
+        export_handle_types: u32,
+        desc: &Description,
+    ) -> Result<Image> {
         if image == vk::Image::null() {
             return Err(Error::null("image"));
         }
-        if mem == vk::DeviceMemory::null() {
-            return Err(Error::null("memory"));
-        }
         memory::check_export_types(export_handle_types, "export_handle_types")?;
-        if allocation_size == 0 {
-            return Err(Error::invalid("allocation_size must not be 0"));
-        }
-        if dedicated && offset != 0 {
-            return Err(Error::invalid(format!(
-                "offset is {offset} but the memory is a dedicated allocation, which the image is bound to at \
-                 offset 0"
-            )));
+        let layout = format::layout(desc.format)?;
+        check_plane_count(&layout, planes.len(), "memory allocations")?;
+        let n = planes.len();
+        for (p, m) in planes.iter().enumerate() {
+            let what = plane_name(n, p);
+            if m.memory == vk::DeviceMemory::null() {
+                return Err(Error::null(&format!("{what}memory")));
+            }
+            if m.allocation_size == 0 {
+                return Err(Error::invalid(format!(
+                    "{what}allocation_size must not be 0"
+                )));
+            }
+            if planes[..p].iter().any(|q| q.memory == m.memory) {
+                return Err(Error::invalid(format!(
+                    "{what}memory is the memory of an earlier plane: a multi-planar image is \
+                     shared with one allocation per plane (VK_IMAGE_CREATE_DISJOINT_BIT, \
+                     VkBindImagePlaneMemoryInfo)"
+                )));
+            }
+            if m.dedicated && n > 1 {
+                return Err(Error::invalid(
+                    "dedicated is VK_TRUE for a multi-planar image: the planes of a disjoint image cannot have \
+                     dedicated allocations (VkMemoryDedicatedAllocateInfo may not name one)",
+                ));
+            }
+            if m.dedicated && m.offset != 0 {
+                return Err(Error::invalid(format!(
+                    "offset is {} but the memory is a dedicated allocation, which the image is bound to at \
+                     offset 0",
+                    m.offset
+                )));
+            }
         }
         ctx.vk.memory_fd()?;
         let resolved = resolve(ctx, desc, true)?;
         if ctx.cuda.is_some() {
             check_layers_agree(&resolved.desc)?;
         }
-        let req = vkimage::requirements(&ctx.vk, image);
-        let end = offset
-            .checked_add(req.size)
-            .ok_or_else(|| Error::invalid("offset + the image's size overflows"))?;
-        if allocation_size < end {
-            return Err(Error::invalid(format!(
-                "memory smaller than its requirements: allocation_size {allocation_size} is less than offset \
-                 {offset} + the {} bytes vkGetImageMemoryRequirements asks for this image",
-                req.size
-            )));
+        let reqs = vkimage::requirements_per_plane(&ctx.vk, image, n);
+        for (p, (m, req)) in planes.iter().zip(&reqs).enumerate() {
+            let end = m
+                .offset
+                .checked_add(req.size)
+                .ok_or_else(|| Error::invalid("offset + the image's size overflows"))?;
+            if m.allocation_size < end {
+                return Err(Error::invalid(format!(
+                    "memory smaller than its requirements: {}allocation_size {} is less than offset {} + the \
+                     {} bytes vkGetImageMemoryRequirements2 asks for {}",
+                    plane_name(n, p),
+                    m.allocation_size,
+                    m.offset,
+                    req.size,
+                    if n == 1 {
+                        "this image".to_string()
+                    } else {
+                        format!("plane {p} of this image")
+                    }
+                )));
+            }
+            if req.alignment > 1 && m.offset % req.alignment != 0 {
+                return Err(Error::invalid(format!(
+                    "{}offset {} is not a multiple of the image's required alignment {}",
+                    plane_name(n, p),
+                    m.offset,
+                    req.alignment
+                )));
+            }
         }
-        if req.alignment > 1 && offset % req.alignment != 0 {
-            return Err(Error::invalid(format!(
-                "offset {offset} is not a multiple of the image's required alignment {}",
-                req.alignment
-            )));
-        }
-        if !dedicated && vkimage::dedicated_requirements(&ctx.vk, image).0 {
+        if n == 1 && !planes[0].dedicated && vkimage::dedicated_requirements(&ctx.vk, image).0 {
             return Err(Error::invalid(
                 "the driver requires a dedicated allocation for this image \
                  (VkMemoryDedicatedRequirements::requiresDedicatedAllocation), so its memory is dedicated: set \
                  dedicated to VK_TRUE",
             ));
         }
-        let handle = memory::export_memory_fd(&ctx.vk, mem)?;
-        if let Some(real) = fd::known_size(&handle) {
-            if allocation_size > real {
-                return Err(Error::invalid(format!(
-                    "allocation_size {allocation_size} is larger than the memory object's real size {real}"
-                )));
+        let mut handles = Vec::with_capacity(n);
+        for (p, m) in planes.iter().enumerate() {
+            let handle = memory::export_memory_fd(&ctx.vk, m.memory).map_err(|e| {
+                e.context(&format!(
+                    "{}the wrapped memory must be made with VkExportMemoryAllocateInfo (OPAQUE_FD)",
+                    plane_name(n, p)
+                ))
+            })?;
+            if let Some(real) = fd::known_size(&handle) {
+                if m.allocation_size > real {
+                    return Err(Error::invalid(format!(
+                        "{}allocation_size {} is larger than the memory object's real size {real}",
+                        plane_name(n, p),
+                        m.allocation_size
+                    )));
+                }
             }
+            handles.push(handle);
         }
-        let cuda = match &ctx.cuda {
-            Some(c) => Some(MappedImage::import(
-                c.clone(),
-                handle,
-                allocation_size,
-                Placement { offset, dedicated },
-                resolved.shape,
-            )?),
-            None => None,
-        };
-        Ok(Image {
-            ctx: ctx.clone(),
-            resolved,
-            vulkan: VulkanView::Borrowed { image, memory: mem },
-            allocation_size,
-            placement: Placement { offset, dedicated },
-            cuda,
-        })
+        let mut wrapped = Image::new(ctx, resolved, VulkanView::Borrowed(image), planes);
+        wrapped.import_cuda(handles)?;
+        Ok(wrapped)
     }
 
     pub fn vk_image(&self) -> vk::Image {
         match &self.vulkan {
             VulkanView::Owned(m) => m.image,
-            VulkanView::Borrowed { image, .. } => *image,
+            VulkanView::Borrowed(image) => *image,
         }
     }
 
+    /// Plane 0's memory (the image's only allocation for single-plane formats).
     pub fn vk_memory(&self) -> vk::DeviceMemory {
-        match &self.vulkan {
-            VulkanView::Owned(m) => m.memory,
-            VulkanView::Borrowed { memory, .. } => *memory,
+        self.planes[0].memory.memory
+    }
+
+    /// Plane 0's allocation size.
+    pub fn allocation_size(&self) -> u64 {
+        self.planes[0].memory.allocation_size
+    }
+
+    pub fn plane_count(&self) -> usize {
+        self.planes.len()
+    }
+
+    /// Whether the memory is one dedicated allocation (single-plane formats).
+    pub fn dedicated(&self) -> bool {
+        self.planes.len() == 1
+    }
+
+    /// Plane `p`'s memory and allocation size.
+    pub fn plane_memory(&self, p: usize) -> Result<PlaneMemory> {
+        self.check_plane(p)?;
+        Ok(self.planes[p].memory)
+    }
+
+    /// Every plane's memory and allocation size.
+    pub fn plane_memories(&self) -> Vec<PlaneMemory> {
+        self.planes.iter().map(|p| p.memory).collect()
+    }
+
+    /// The aspect of plane `p` in Vulkan calls: COLOR for single-plane formats,
+    /// PLANE_p for multi-planar ones.
+    pub fn plane_aspect(&self, p: usize) -> vk::ImageAspectFlags {
+        if self.planes.len() == 1 {
+            vk::ImageAspectFlags::COLOR
+        } else {
+            vkimage::plane_aspect(p)
         }
     }
 
-    pub fn allocation_size(&self) -> u64 {
-        self.allocation_size
+    /// Plane `p`'s extent at level 0.
+    pub fn plane_extent(&self, p: usize) -> vk::Extent3D {
+        let d = &self.resolved.desc;
+        let (width, height) = self.resolved.layout.plane(p).extent(d.width, d.height);
+        vk::Extent3D {
+            width,
+            height,
+            depth: d.depth,
+        }
     }
 
-    /// The description with the defaults filled in (the usage actually used).
-    /// Every subresource, for the handoff barriers, with the engine's layout
-    /// (see [`handoff::ImageRange`]).
+    /// Every subresource of every plane, for the handoff barriers, with the
+    /// engine's layout (see [`handoff::ImageRange`]).
     pub fn handoff_range(&self, layout: vk::ImageLayout) -> handoff::ImageRange {
         let d = self.description();
+        let aspect_mask = (0..self.planes.len())
+            .map(|p| self.plane_aspect(p))
+            .fold(vk::ImageAspectFlags::empty(), |a, b| a | b);
         handoff::ImageRange {
             image: self.vk_image(),
             range: vk::ImageSubresourceRange {
-                aspect_mask: vk::ImageAspectFlags::COLOR,
+                aspect_mask,
                 base_mip_level: 0,
                 level_count: d.mip_levels,
                 base_array_layer: 0,
@@ -577,43 +782,76 @@ impl Image {
         }
     }
 
+    /// The description with the defaults filled in (the usage actually used).
     pub fn description(&self) -> &Description {
         &self.resolved.desc
     }
 
-    pub fn format_info(&self) -> &FormatInfo {
-        &self.resolved.format
+    pub fn layout(&self) -> &Layout {
+        &self.resolved.layout
     }
 
-    /// What CUDA was (or would be) told about the array.
-    pub fn shape(&self) -> &ArrayShape {
-        &self.resolved.shape
+    /// What CUDA sees of plane 0 (the only plane of single-plane formats).
+    pub fn format_info(&self) -> FormatInfo {
+        self.resolved.layout.plane(0).info
+    }
+
+    /// Plane `p`'s format (`p` < [`plane_count`](Self::plane_count)).
+    pub fn plane_format(&self, p: usize) -> PlaneFormat {
+        self.resolved.layout.plane(p)
+    }
+
+    /// What CUDA was (or would be) told about plane `p`'s array.
+    pub fn shape(&self, p: usize) -> &ArrayShape {
+        &self.resolved.shapes[p]
     }
 
     pub fn is_wrapped(&self) -> bool {
-        matches!(self.vulkan, VulkanView::Borrowed { .. })
+        matches!(self.vulkan, VulkanView::Borrowed(_))
     }
 
     pub fn context(&self) -> &Arc<Context> {
         &self.ctx
     }
 
-    /// Where the image lies in its memory.
-    pub fn placement(&self) -> Placement {
-        self.placement
+    /// A new fd for the memory of a single-plane image; the caller owns it.
+    pub fn export_fd(&self) -> Result<OwnedFd> {
+        if self.planes.len() > 1 {
+            return Err(Error::invalid(format!(
+                "{} has {} planes, each with its own memory: export them one by one with \
+                 vkcuda_image_export_plane_fd",
+                self.resolved.layout.display(),
+                self.planes.len()
+            )));
+        }
+        self.export_plane_fd(0)
     }
 
-    /// A new fd for the memory; the caller owns it. Refused for an image wrapped in
-    /// a block shared with other resources: the fd would hand over the whole
-    /// block, and a description has no offset.
-    pub fn export_fd(&self) -> Result<OwnedFd> {
-        if !self.placement.dedicated {
+    /// A new fd for plane `p`'s memory; the caller owns it.
+    pub fn export_plane_fd(&self, p: usize) -> Result<OwnedFd> {
+        self.check_plane(p)?;
+        let m = self.planes[p].memory;
+        // An fd hands over the whole allocation, and a description has no offset:
+        // only memory that is the image's (plane's) alone can travel.
+        if m.offset != 0 || (self.planes.len() == 1 && !m.dedicated) {
             return Err(Error::unsupported(
                 "this image was wrapped at an offset of a memory block shared with other resources: exporting it \
                  would hand over the whole block; share an image with a dedicated allocation",
             ));
         }
-        memory::export_memory_fd(&self.ctx.vk, self.vk_memory())
+        memory::export_memory_fd(&self.ctx.vk, m.memory)
+    }
+
+    fn check_plane(&self, p: usize) -> Result<()> {
+        let n = self.planes.len();
+        if p >= n {
+            return Err(Error::invalid(format!(
+                "plane {p} is out of range: {} has {n} plane{}",
+                self.resolved.layout.display(),
+                if n == 1 { "" } else { "s" }
+            )));
+        }
+        Ok(())
     }
 
     fn check_level(&self, level: u32) -> Result<()> {
@@ -626,8 +864,8 @@ impl Image {
         Ok(())
     }
 
-    fn mapped(&self) -> Result<&MappedImage> {
-        match &self.cuda {
+    fn mapped(&self, p: usize) -> Result<&MappedImage> {
+        match &self.planes[p].cuda {
             Some(m) => Ok(m),
             None => {
                 self.ctx.cuda()?;
@@ -636,42 +874,42 @@ impl Image {
         }
     }
 
-    /// The CUDA mipmapped array (owned by the image).
-    pub fn mipmapped_array(&self) -> Result<sys::CUmipmappedArray> {
-        Ok(self.mapped()?.mipmapped_array())
+    /// The CUDA mipmapped array of plane `p` (owned by the image).
+    pub fn mipmapped_array(&self, p: usize) -> Result<sys::CUmipmappedArray> {
+        self.check_plane(p)?;
+        Ok(self.mapped(p)?.mipmapped_array())
     }
 
-    /// The CUDA array of one mip level (owned by the image).
-    pub fn level_array(&self, level: u32) -> Result<sys::CUarray> {
+    /// The CUDA array of one mip level of plane `p` (owned by the image).
+    pub fn level_array(&self, p: usize, level: u32) -> Result<sys::CUarray> {
+        self.check_plane(p)?;
         self.check_level(level)?;
-        self.mapped()?.level(level)
+        self.mapped(p)?.level(level)
     }
 
-    /// The surface object of one level, made on first use, owned by the image.
-    pub fn surface(&self, level: u32) -> Result<sys::CUsurfObject> {
+    /// The surface object of one level of plane `p`, made on first use, owned by
+    /// the image.
+    pub fn surface(&self, p: usize, level: u32) -> Result<sys::CUsurfObject> {
+        self.check_plane(p)?;
         self.check_level(level)?;
-        if !self
-            .resolved
-            .desc
-            .usage
-            .contains(vk::ImageUsageFlags::STORAGE)
-        {
+        if self.resolved.shapes[p].flags & sys::CUDA_ARRAY3D_SURFACE_LDST == 0 {
             return Err(Error::unsupported(format!(
                 "surface objects need VK_IMAGE_USAGE_STORAGE_BIT, which this image (usage {:?}) \
                  was created without",
                 self.resolved.desc.usage
             )));
         }
-        self.mapped()?.surface(level)
+        self.mapped(p)?.surface(level)
     }
 
-    /// Checks a sampler against the format and makes a texture object, owned by
-    /// the image.
-    pub fn texture(&self, s: &Sampler) -> Result<sys::CUtexObject> {
+    /// Checks a sampler against plane `p`'s format and makes a texture object,
+    /// owned by the image.
+    pub fn texture(&self, p: usize, s: &Sampler) -> Result<sys::CUtexObject> {
+        self.check_plane(p)?;
         if let Some(l) = s.level {
             self.check_level(l)?;
         }
-        let f = &self.resolved.format;
+        let f = self.resolved.layout.plane(p).info;
         let name = format::display(f.format);
         if s.normalized_float && !f.is_float() && !f.is_small_integer() {
             return Err(Error::invalid(format!(
@@ -696,7 +934,7 @@ impl Image {
                 "the wrap and mirror address modes need normalized coordinates",
             ));
         }
-        self.mapped()?.texture(&TextureDesc {
+        self.mapped(p)?.texture(&TextureDesc {
             level: s.level,
             linear: s.linear,
             address: s.address,
@@ -705,12 +943,115 @@ impl Image {
             border_color: s.border_color,
         })
     }
+
+    /// Checks pitch-linear planes against level 0 of the image's planes: one per
+    /// plane, a device pointer that is not 0, a pitch of at least the plane's row
+    /// in bytes, a span that does not overflow. 1D and 2D images with one layer.
+    pub fn check_pitched(&self, planes: &[PitchedPlane]) -> Result<Vec<Pitched>> {
+        let layout = &self.resolved.layout;
+        let n = layout.plane_count();
+        if planes.len() != n {
+            return Err(Error::invalid(format!(
+                "{} pitched planes were given, but {} has {n} plane{}",
+                planes.len(),
+                layout.display(),
+                if n == 1 { "" } else { "s" }
+            )));
+        }
+        let d = &self.resolved.desc;
+        if d.dimension == Dimension::D3 || d.array_layers > 1 {
+            return Err(Error::unsupported(format!(
+                "pitched copies cover 1D and 2D images with one layer; this one is {} with {} \
+                 layer(s): copy its level arrays with cuMemcpy3D",
+                match d.dimension {
+                    Dimension::D1 => "1D",
+                    Dimension::D2 => "2D",
+                    Dimension::D3 => "3D",
+                },
+                d.array_layers
+            )));
+        }
+        let mut out = Vec::with_capacity(n);
+        for (p, pl) in planes.iter().enumerate() {
+            let f = layout.plane(p);
+            let (width, height) = f.extent(d.width, d.height);
+            let texel = f.info.bytes_per_texel();
+            let row_bytes = width as u64 * texel as u64;
+            if pl.pointer == 0 {
+                return Err(Error::null(&format!(
+                    "the device pointer of pitched plane {p}"
+                )));
+            }
+            if pl.pitch < row_bytes {
+                return Err(Error::invalid(format!(
+                    "the pitch of pitched plane {p} ({}) is less than the plane's row of \
+                     {row_bytes} bytes ({width} texels of {texel} bytes)",
+                    pl.pitch
+                )));
+            }
+            let pitched = Pitched {
+                pointer: pl.pointer,
+                pitch: usize::try_from(pl.pitch).map_err(|_| {
+                    Error::invalid(format!(
+                        "the pitch of pitched plane {p} ({}) is too large",
+                        pl.pitch
+                    ))
+                })?,
+                row_bytes: row_bytes as usize,
+                rows: height as usize,
+            };
+            pitched
+                .span()
+                .and_then(|s| s.checked_add(pl.pointer))
+                .ok_or_else(|| {
+                    Error::invalid(format!(
+                        "pitched plane {p}: {} rows of pitch {} from {:#x} run past the end of \
+                         the address space",
+                        height, pl.pitch, pl.pointer
+                    ))
+                })?;
+            out.push(pitched);
+        }
+        Ok(out)
+    }
+
+    /// Enqueues on `stream` the copy between pitch-linear device memory (one
+    /// [`PitchedPlane`] per plane) and level 0 of every plane (`to_image`: into
+    /// the image), one `cuMemcpy2DAsync` per plane. The image must be CUDA's at
+    /// that point of the stream (handed over as for any other CUDA access).
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
+    pub fn copy_pitched(
+        &self,
+        planes: &[PitchedPlane],
+        to_image: bool,
+        stream: sys::CUstream,
+    ) -> Result<()> {
+        let pitched = self.check_pitched(planes)?;
+        let cuda = self.ctx.cuda()?;
+        let mut jobs = Vec::with_capacity(pitched.len());
+        for (p, pl) in pitched.into_iter().enumerate() {
+            jobs.push((self.mapped(p)?.level(0)?, pl));
+        }
+        array::copy_pitched(cuda, &jobs, to_image, stream)
+    }
+}
+
+/// "plane 1: " for messages about one plane of a multi-planar image, "" for a
+/// single-plane image.
+fn plane_name(planes: usize, p: usize) -> String {
+    if planes == 1 {
+        String::new()
+    } else {
+        format!("plane {p}: ")
+    }
 }
 
 impl Drop for Image {
     fn drop(&mut self) {
-        // CUDA first (objects, mipmapped array, import), then Vulkan's image and memory.
-        self.cuda = None;
+        // CUDA first (objects, mipmapped arrays, imports), then Vulkan's image and memory.
+        for p in &mut self.planes {
+            p.cuda = None;
+        }
         if let VulkanView::Owned(m) = &self.vulkan {
             m.destroy(&self.ctx.vk);
         }
@@ -791,7 +1132,8 @@ mod tests {
 
     #[test]
     fn cuda_shapes_follow_the_description() {
-        let f = format::lookup(vk::Format::R8G8B8A8_UNORM).unwrap();
+        let f = format::layout(vk::Format::R8G8B8A8_UNORM).unwrap();
+        let shape_of = |d: &Description, f: &Layout| super::shape_of(d, f, 0);
         let mut d = check_shape(&d2(64, 32)).unwrap();
         d.usage = vk::ImageUsageFlags::STORAGE;
         let s = shape_of(&d, &f);
@@ -877,6 +1219,68 @@ mod tests {
                 .unwrap_err()
                 .kind,
             crate::ErrorKind::InvalidArgument
+        );
+    }
+
+    #[test]
+    fn planar_images_have_one_shape_per_plane() {
+        let nv12 = format::layout(vk::Format::G8_B8R8_2PLANE_420_UNORM).unwrap();
+        let mut d = d2(1920, 1080);
+        d.format = vk::Format::G8_B8R8_2PLANE_420_UNORM;
+        let mut d = check_shape(&d).unwrap();
+        check_planar_shape(&d, &nv12).unwrap();
+        d.usage = vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::SAMPLED;
+        let y = shape_of(&d, &nv12, 0);
+        let c = shape_of(&d, &nv12, 1);
+        assert_eq!((y.width, y.height, y.depth, y.channels), (1920, 1080, 0, 1));
+        assert_eq!((c.width, c.height, c.depth, c.channels), (960, 540, 0, 2));
+        // The measured construction: surfaces without STORAGE usage.
+        assert_eq!(y.flags, sys::CUDA_ARRAY3D_SURFACE_LDST);
+        assert_eq!(c.flags, sys::CUDA_ARRAY3D_SURFACE_LDST);
+        assert_eq!((y.levels, c.levels), (1, 1));
+        assert_eq!(y.format, sys::CUarray_format::CU_AD_FORMAT_UNSIGNED_INT8);
+        let p = params_of(&d, &nv12);
+        assert!(p.flags.contains(vk::ImageCreateFlags::DISJOINT));
+        let single = format::layout(vk::Format::R8_UNORM).unwrap();
+        assert!(!params_of(&d, &single)
+            .flags
+            .contains(vk::ImageCreateFlags::DISJOINT));
+        let i420 = format::layout(vk::Format::G8_B8_R8_3PLANE_420_UNORM).unwrap();
+        let v = shape_of(&d, &i420, 2);
+        assert_eq!((v.width, v.height, v.channels), (960, 540, 1));
+    }
+
+    #[test]
+    fn planar_shapes_are_2d_single_level_single_layer_and_even() {
+        let nv12 = format::layout(vk::Format::G8_B8R8_2PLANE_420_UNORM).unwrap();
+        let base = {
+            let mut d = d2(64, 32);
+            d.format = vk::Format::G8_B8R8_2PLANE_420_UNORM;
+            d
+        };
+        let check = |d: Description| check_planar_shape(&check_shape(&d).unwrap(), &nv12);
+        check(base).unwrap();
+        let mut levels = base;
+        levels.mip_levels = 2;
+        assert!(check(levels)
+            .unwrap_err()
+            .message
+            .contains("1 mip level, not 2"));
+        let mut layers = base;
+        layers.array_layers = 2;
+        assert!(check(layers).unwrap_err().message.contains("1 array layer"));
+        let mut one = base;
+        one.dimension = Dimension::D1;
+        one.height = 1;
+        assert!(check(one).unwrap_err().message.contains("are 2D, not 1D"));
+        let mut odd = base;
+        odd.width = 63;
+        let e = check(odd).unwrap_err();
+        assert_eq!(e.kind, crate::ErrorKind::InvalidArgument);
+        assert!(
+            e.message.contains("must be even, not 63x32"),
+            "{}",
+            e.message
         );
     }
 }

@@ -360,6 +360,11 @@ fn wrap_info(e: &Imported, size: u64, i: &vkcuda_image_info) -> vkcuda_image_wra
         offset: 0,
         dedicated: 1,
         export_handle_types: vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD.as_raw(),
+        planes: [vkcuda_image_plane_memory {
+            memory: vk::DeviceMemory::null(),
+            allocation_size: 0,
+            offset: 0,
+        }; 3],
     }
 }
 
@@ -447,7 +452,7 @@ fn format_query_answers_both_ways() {
     for f in [
         vk::Format::BC1_RGBA_UNORM_BLOCK,
         vk::Format::D24_UNORM_S8_UINT,
-        vk::Format::G8_B8R8_2PLANE_420_UNORM,
+        vk::Format::G8B8G8R8_422_UNORM,
         vk::Format::A2B10G10R10_UNORM_PACK32,
         vk::Format::R64_SFLOAT,
     ] {

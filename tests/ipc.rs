@@ -703,14 +703,18 @@ fn unknown_versions_magic_and_kinds_are_refused() {
     let fd = export(buf);
     let f = [fd.as_raw_fd()];
     for ty in [libc::SOCK_STREAM, libc::SOCK_SEQPACKET] {
-        let mut v2 = rec;
-        v2[8] = 2;
-        let msg = refused_message(ctx, ty, &v2, &f, VKCUDA_ERROR_INVALID_ARGUMENT);
-        assert!(
-            msg.contains("unknown description format version 2"),
-            "{msg}"
-        );
-        assert!(msg.contains("were closed"), "{msg}");
+        // Version 1 (before multi-planar images) and a future version 3.
+        for version in [1u8, 3] {
+            let mut v = rec;
+            v[8] = version;
+            let msg = refused_message(ctx, ty, &v, &f, VKCUDA_ERROR_INVALID_ARGUMENT);
+            assert!(
+                msg.contains(&format!("unknown description format version {version}"))
+                    && msg.contains("different vkcuda versions"),
+                "{msg}"
+            );
+            assert!(msg.contains("were closed"), "{msg}");
+        }
         let mut magic = rec;
         magic[..8].copy_from_slice(b"NOTVKCUD");
         let msg = refused_message(ctx, ty, &magic, &f, VKCUDA_ERROR_INVALID_ARGUMENT);

@@ -33,6 +33,7 @@ struct In {
     array_layers: u32,
     usage: u32,
     image_allocation_size: u64,
+    image_plane_sizes: [u64; 3],
     small: bool,
 }
 
@@ -75,8 +76,10 @@ fuzz_target!(|i: In| {
                 } else {
                     i.image_type
                 }),
+                // Single-plane formats, and NV12 and I420 (one fd and size per plane).
                 format: if i.small {
-                    [37, 43, 9, 100, 109, 97, 44][i.format.rem_euclid(7) as usize]
+                    [37, 43, 9, 100, 109, 97, 44, 1_000_156_003, 1_000_156_002]
+                        [i.format.rem_euclid(9) as usize]
                 } else {
                     i.format
                 },
@@ -90,6 +93,7 @@ fuzz_target!(|i: In| {
                 usage: if i.small { i.usage & 0xFF } else { i.usage },
             },
             allocation_size: k(i.image_allocation_size),
+            plane_allocation_sizes: i.image_plane_sizes.map(k),
         },
     };
     let mut bytes = [0xA5u8; SIZE];
@@ -132,7 +136,13 @@ fuzz_target!(|i: In| {
         3 => {
             let (a, b) = (&d.image.description, &back.image.description);
             assert_eq!(format!("{a:?}"), format!("{b:?}"));
-            assert_eq!(d.image.allocation_size, back.image.allocation_size);
+            // Plane 0's size is `allocation_size` where plane_allocation_sizes[0] is 0.
+            let mut sizes = d.image.plane_allocation_sizes;
+            if sizes[0] == 0 {
+                sizes[0] = d.image.allocation_size;
+            }
+            assert_eq!(back.image.allocation_size, sizes[0]);
+            assert_eq!(back.image.plane_allocation_sizes, sizes);
         }
         k => panic!("serialized a description of kind {k}: {parsed:?}"),
     }

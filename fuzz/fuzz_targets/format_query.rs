@@ -66,10 +66,16 @@ fuzz_target!(|data: (i32, bool)| {
             bytes.iter().all(|&b| b == 0xA5),
             "a refused format wrote the output"
         );
-        assert_eq!(
-            made, r,
-            "image create and format query disagree on {format}"
-        );
+        // A multi-planar format whose CUDA view is not verified: the query (what
+        // CUDA sees) refuses it; a Vulkan-only context may still make the image.
+        let unverified = vkcuda::format::planar_row(ash::vk::Format::from_raw(format))
+            .is_some_and(|p| !p.verified);
+        if !(unverified && made == VKCUDA_SUCCESS) {
+            assert_eq!(
+                made, r,
+                "image create and format query disagree on {format}"
+            );
+        }
     }
     if made == VKCUDA_SUCCESS {
         unsafe { vkcuda_image_destroy(im) };

@@ -190,6 +190,11 @@ fuzz_target!(|ops: Vec<Op>| {
                     offset: 0,
                     dedicated: 1,
                     export_handle_types: 1,
+                    planes: [vkcuda_image_plane_memory {
+                        memory: vk::DeviceMemory::null(),
+                        allocation_size: 0,
+                        offset: 0,
+                    }; 3],
                 };
                 let mut im = 0x5A5A as *mut vkcuda_image;
                 let r = check("vkcuda_image_wrap", unsafe {

@@ -52,25 +52,20 @@ struct Objects {
 pub struct MappedImage {
     ctx: Arc<CudaContext>,
     mipmap: sys::CUmipmappedArray,
+    /// The array of each level (owned by the mipmapped array), looked up once.
+    levels: Vec<sys::CUarray>,
     shape: ArrayShape,
     objects: Mutex<Objects>,
     // Dropped last (after `Drop::drop` released everything made from it).
     ext: ExternalMemory,
 }
 
-/// Where an image lies in its memory: a dedicated allocation (offset 0), or a
-/// block shared with other resources.
+/// Where an image (a plane) lies in its memory: a dedicated allocation (offset 0),
+/// or an allocation of its own or a block shared with other resources.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Placement {
     pub offset: u64,
     pub dedicated: bool,
-}
-
-impl Placement {
-    pub const DEDICATED: Placement = Placement {
-        offset: 0,
-        dedicated: true,
-    };
 }
 
 // SAFETY: CUDA handles are usable from any thread; the object lists are locked.
@@ -79,8 +74,8 @@ unsafe impl Sync for MappedImage {}
 
 impl MappedImage {
     /// Imports an `OPAQUE_FD` of `allocation_size` bytes (the whole allocation:
-    /// dedicated to the image, or a block the image shares with other resources)
-    /// and maps it as a mipmapped array of `shape` at `offset`. The fd is always
+    /// dedicated to the image, imported with CUDA's dedicated flag, or not) and maps
+    /// it as a mipmapped array of `shape` at `placement.offset`. The fd is always
     /// gone afterwards (taken by CUDA on success, closed on failure).
     pub fn import(
         ctx: Arc<CudaContext>,
@@ -106,9 +101,21 @@ impl MappedImage {
         cu_check("cuExternalMemoryGetMappedMipmappedArray", unsafe {
             sys::cuExternalMemoryGetMappedMipmappedArray(&mut mipmap, ext.raw(), &desc)
         })?;
+        let mut levels = Vec::with_capacity(shape.levels as usize);
+        for level in 0..shape.levels {
+            let mut array = std::ptr::null_mut();
+            let r = unsafe { sys::cuMipmappedArrayGetLevel(&mut array, mipmap, level) };
+            if let Err(e) = cu_check("cuMipmappedArrayGetLevel", r) {
+                // SAFETY: made above; the import goes with `ext`.
+                unsafe { sys::cuMipmappedArrayDestroy(mipmap) };
+                return Err(e);
+            }
+            levels.push(array);
+        }
         Ok(MappedImage {
             ctx,
             mipmap,
+            levels,
             shape,
             objects: Mutex::new(Objects {
                 surfaces: vec![None; shape.levels as usize],
@@ -143,12 +150,7 @@ impl MappedImage {
     /// The array of one mip level (owned by the mipmapped array; never freed alone).
     pub fn level(&self, level: u32) -> Result<sys::CUarray> {
         self.check_level(level)?;
-        let _g = self.ctx.enter()?;
-        let mut array = std::ptr::null_mut();
-        cu_check("cuMipmappedArrayGetLevel", unsafe {
-            sys::cuMipmappedArrayGetLevel(&mut array, self.mipmap, level)
-        })?;
-        Ok(array)
+        Ok(self.levels[level as usize])
     }
 
     /// The surface object of one level, made on the first call and kept until drop.
@@ -198,6 +200,120 @@ impl MappedImage {
     /// The import this array maps.
     pub fn external_memory(&self) -> &ExternalMemory {
         &self.ext
+    }
+}
+
+/// Enqueues on `stream`, for each `(array, pitched)`, the copy of `pitched.rows`
+/// rows of `pitched.row_bytes` bytes between pitch-linear device memory and the
+/// CUDA array (`to_array`: into the arrays), one `cuMemcpy2DAsync` each. The
+/// caller checked the sizes against the arrays; here, with `ctx` current, the
+/// stream is checked to belong to `ctx` and each range to lie inside its
+/// allocation (where CUDA knows it), all before the first copy is enqueued.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+pub fn copy_pitched(
+    ctx: &CudaContext,
+    jobs: &[(sys::CUarray, Pitched)],
+    to_array: bool,
+    stream: sys::CUstream,
+) -> Result<()> {
+    let _g = ctx.enter()?;
+    ctx.check_stream(stream)?;
+    for (i, (_, p)) in jobs.iter().enumerate() {
+        check_range(p).map_err(|e| e.context(&format!("plane {i}")))?;
+    }
+    for (array, p) in jobs {
+        let copy = memcpy2d(*array, p, to_array);
+        cu_check("cuMemcpy2DAsync_v2", unsafe {
+            sys::cuMemcpy2DAsync_v2(&copy, stream)
+        })
+        // The stream may be gone (its address reused): check it again next time.
+        .inspect_err(|_| ctx.forget_stream(stream))?;
+    }
+    Ok(())
+}
+
+/// Pitch-linear device memory: `rows` rows of `row_bytes` bytes, `pitch` bytes
+/// apart, from `pointer`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pitched {
+    pub pointer: sys::CUdeviceptr,
+    pub pitch: usize,
+    pub row_bytes: usize,
+    pub rows: usize,
+}
+
+impl Pitched {
+    /// The bytes from `pointer` to the end of the last row, or None on overflow.
+    pub fn span(&self) -> Option<u64> {
+        (self.pitch as u64)
+            .checked_mul(self.rows.saturating_sub(1) as u64)?
+            .checked_add(self.row_bytes as u64)
+    }
+}
+
+/// Refuses a range that runs past the end of the allocation `pointer` is in,
+/// where CUDA knows that allocation (`cuMemGetAddressRange`): a copy past it would
+/// fault on the GPU and leave the context unusable. Memory CUDA cannot tell the
+/// range of is left to the copy itself.
+fn check_range(p: &Pitched) -> Result<()> {
+    let span = p.span().ok_or_else(|| {
+        Error::invalid(format!(
+            "pitch {} x {} rows overflows",
+            p.pitch,
+            p.rows.saturating_sub(1)
+        ))
+    })?;
+    let (mut base, mut size) = (0, 0usize);
+    let r = unsafe { sys::cuMemGetAddressRange_v2(&mut base, &mut size, p.pointer) };
+    if r != sys::CUresult::CUDA_SUCCESS {
+        return Ok(());
+    }
+    let end = p.pointer as u128 + span as u128;
+    let alloc_end = base as u128 + size as u128;
+    if end > alloc_end {
+        return Err(Error::invalid(format!(
+            "the pitched plane at {:#x} ({} rows of {} bytes, pitch {}: {span} bytes) runs {}              bytes past the end of its CUDA allocation ({:#x}, {size} bytes)",
+            p.pointer,
+            p.rows,
+            p.row_bytes,
+            p.pitch,
+            end - alloc_end,
+            base
+        )));
+    }
+    Ok(())
+}
+
+/// What `cuMemcpy2DAsync` is told (built field by field: `CUmemorytype` has no
+/// zero value).
+pub fn memcpy2d(array: sys::CUarray, p: &Pitched, to_array: bool) -> sys::CUDA_MEMCPY2D {
+    use sys::CUmemorytype::{CU_MEMORYTYPE_ARRAY, CU_MEMORYTYPE_DEVICE};
+    let (device, arr) = (CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_ARRAY);
+    sys::CUDA_MEMCPY2D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcMemoryType: if to_array { device } else { arr },
+        srcHost: std::ptr::null(),
+        srcDevice: if to_array { p.pointer } else { 0 },
+        srcArray: if to_array {
+            std::ptr::null_mut()
+        } else {
+            array
+        },
+        srcPitch: if to_array { p.pitch } else { 0 },
+        dstXInBytes: 0,
+        dstY: 0,
+        dstMemoryType: if to_array { arr } else { device },
+        dstHost: std::ptr::null_mut(),
+        dstDevice: if to_array { 0 } else { p.pointer },
+        dstArray: if to_array {
+            array
+        } else {
+            std::ptr::null_mut()
+        },
+        dstPitch: if to_array { 0 } else { p.pitch },
+        WidthInBytes: p.row_bytes,
+        Height: p.rows,
     }
 }
 
@@ -362,5 +478,33 @@ mod tests {
             sys::CU_TRSF_NORMALIZED_COORDINATES | sys::CU_TRSF_READ_AS_INTEGER
         );
         assert_eq!(d.maxMipmapLevelClamp, 0.0);
+    }
+
+    #[test]
+    fn pitched_copies_go_both_ways() {
+        let p = Pitched {
+            pointer: 0x1000,
+            pitch: 2048,
+            row_bytes: 1920,
+            rows: 1080,
+        };
+        assert_eq!(p.span(), Some(2048 * 1079 + 1920));
+        let a = 0x77 as sys::CUarray;
+        let to = memcpy2d(a, &p, true);
+        assert_eq!(to.srcMemoryType, sys::CUmemorytype::CU_MEMORYTYPE_DEVICE);
+        assert_eq!((to.srcDevice, to.srcPitch), (0x1000, 2048));
+        assert_eq!(to.dstMemoryType, sys::CUmemorytype::CU_MEMORYTYPE_ARRAY);
+        assert_eq!(to.dstArray, a);
+        assert_eq!((to.WidthInBytes, to.Height), (1920, 1080));
+        let from = memcpy2d(a, &p, false);
+        assert_eq!(from.srcArray, a);
+        assert_eq!((from.dstDevice, from.dstPitch), (0x1000, 2048));
+        assert!(from.srcHost.is_null() && from.dstHost.is_null());
+        let huge = Pitched {
+            pitch: usize::MAX,
+            rows: 3,
+            ..p
+        };
+        assert_eq!(huge.span(), None);
     }
 }

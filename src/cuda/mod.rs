@@ -69,6 +69,8 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuGraphExternalSemaphoresWaitNodeGetParams",
     "cuGraphExternalSemaphoresSignalNodeGetParams",
     "cuGraphNodeGetType",
+    "cuMemcpy2DAsync_v2",
+    "cuMemGetAddressRange_v2",
 ];
 
 /// Set to any value to behave as if no CUDA driver were installed (tests the

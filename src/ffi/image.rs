@@ -11,10 +11,10 @@ use super::handoff::{command_buffer_arg, scope_arg, vkcuda_handoff_info};
 use super::types::*;
 use super::{arg, boundary, check_bool, check_flags, out, quiet, vkcuda_result, write_handle};
 use crate::error::{Error, Result};
-use crate::format::{self, FormatInfo, Numeric, Order};
-use crate::image::{Description, Dimension, Image, Sampler};
+use crate::format::{self, FormatInfo, Layout, Numeric, Order};
+use crate::image::{Description, Dimension, Image, PitchedPlane, Sampler};
 use crate::vulkan::handoff::{self, Direction};
-use crate::vulkan::memory::check_export_types;
+use crate::vulkan::image::PlaneMemory;
 
 pub type VkImage = vk::Image;
 /// A `VkFormat` as C passes it (the Vulkan header's enum, 32 bits); checked
@@ -40,9 +40,9 @@ pub struct CUmipmappedArray_st {
     _opaque: [u8; 0],
 }
 
-/// A `VkImage` (with its dedicated `VkDeviceMemory`) seen by CUDA as a mipmapped
-/// array. Made by `vkcuda_image_create` or `vkcuda_image_wrap`, released by
-/// `vkcuda_image_destroy`.
+/// A `VkImage` (with its dedicated `VkDeviceMemory`, or one allocation per plane
+/// of a multi-planar format) seen by CUDA as a mipmapped array per plane. Made by
+/// `vkcuda_image_create` or `vkcuda_image_wrap`, released by `vkcuda_image_destroy`.
 ///
 /// Thread-safety: every function but destroy may be called from any thread at
 /// once (surface and texture creation are locked); destroy must not overlap any
@@ -247,9 +247,14 @@ pub struct vkcuda_image_create_info {
     pub image_type: vkcuda_image_type_raw,
     /// A format of the table (see `vkcuda_format_query`): 1, 2 or 4 channels of
     /// 8/16/32-bit UNORM, SNORM, UINT, SINT, 16/32-bit SFLOAT, 8-bit SRGB, and
-    /// `B8G8R8A8_*` (CUDA then sees the channels in memory order: x is blue).
-    /// Others are refused with `VKCUDA_ERROR_UNSUPPORTED` and a message naming a
-    /// supported neighbour.
+    /// `B8G8R8A8_*` (CUDA then sees the channels in memory order: x is blue); or a
+    /// multi-planar (YCbCr) format: NV12 (`VK_FORMAT_G8_B8R8_2PLANE_420_UNORM`),
+    /// NV16, NV24, I420, I422, I444, whose planes are CUDA arrays of their own (2D,
+    /// one level, one layer; even width for 4:2:2 and 4:2:0, even height for 4:2:0).
+    /// The 10/12/16-bit multi-planar formats (P010, P016, ...) are refused in a
+    /// context with CUDA (not verified on NVIDIA's driver; the message says what to
+    /// use). Others are refused with `VKCUDA_ERROR_UNSUPPORTED` and a message naming
+    /// a supported neighbour.
     pub format: VkFormat,
     /// Width (at least 1); height (1D: 0 or 1); depth (1D and 2D: 0 or 1).
     pub extent: VkExtent3D,
@@ -268,6 +273,25 @@ pub struct vkcuda_image_create_info {
     pub usage: VkImageUsageFlags,
 }
 
+/// The memory of one plane of an engine's disjoint multi-planar image, for
+/// `vkcuda_image_wrap_info::planes`.
+///
+/// @ingroup image
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct vkcuda_image_plane_memory {
+    /// The plane's memory: an allocation made with `VkExportMemoryAllocateInfo`
+    /// (OPAQUE_FD), bound to the plane (`VkBindImagePlaneMemoryInfo`) at offset 0.
+    /// Stays the engine's.
+    pub memory: VkDeviceMemory,
+    /// `VkMemoryAllocateInfo::allocationSize` of `memory` (the whole block); at
+    /// least `offset` + the size `vkGetImageMemoryRequirements2` with
+    /// `VkImagePlaneMemoryRequirementsInfo` gives for the plane.
+    pub allocation_size: u64,
+    /// Where the plane is bound in `memory` (`VkBindImageMemoryInfo::memoryOffset`).
+    pub offset: u64,
+}
+
 /// An image the engine created itself, for `vkcuda_image_wrap`.
 ///
 /// @ingroup image
@@ -278,37 +302,77 @@ pub struct vkcuda_image_wrap_info {
     pub flags: u32,
     /// The engine's image: optimal tiling, created with
     /// `VkExternalMemoryImageCreateInfo` (OPAQUE_FD) and exactly the description
-    /// in `description`. Stays the engine's.
+    /// in `description`; for a multi-planar format also with
+    /// `VK_IMAGE_CREATE_DISJOINT_BIT`. Stays the engine's.
     pub image: VkImage,
     /// The image's memory, made with `VkExportMemoryAllocateInfo` (OPAQUE_FD): a
     /// dedicated allocation (`VkMemoryDedicatedAllocateInfo` naming `image`, the
-    /// image at offset 0), or a block shared with other resources (a VMA pool)
-    /// with the image at `offset`. Stays the engine's.
+    /// image at offset 0), or a block shared with other resources (a VMA pool) with
+    /// the image at `offset`. For a multi-planar format: plane 0's memory (see
+    /// `planes`). Stays the engine's.
     pub memory: VkDeviceMemory,
     /// `VkMemoryAllocateInfo::allocationSize` of `memory` (the whole block); at
-    /// least `offset` + the size `vkGetImageMemoryRequirements` gives for `image`.
+    /// least `offset` + the size `vkGetImageMemoryRequirements` gives for `image`
+    /// (for plane 0 of a multi-planar image).
     pub allocation_size: u64,
     /// The image's description as it was created; `usage` must be its real usage
     /// (0 is refused here).
     pub description: vkcuda_image_create_info,
-    /// Where the image is bound in `memory` (`vkBindImageMemory`'s memoryOffset);
-    /// 0 for a dedicated allocation.
+    /// Where the image (plane 0) is bound in `memory` (`vkBindImageMemory`'s
+    /// memoryOffset); 0 for a dedicated allocation.
     pub offset: u64,
-    /// VK_TRUE when `memory` is a dedicated allocation for `image`; CUDA then
+    /// VK_TRUE when `memory` is a dedicated allocation for `image` (single-plane
+    /// formats only: the planes of a disjoint image cannot be dedicated); CUDA then
     /// imports it with `CUDA_EXTERNAL_MEMORY_DEDICATED`. Refused as VK_FALSE where
     /// the driver requires a dedicated allocation for the image. With VMA:
     /// `VmaAllocationInfo2::dedicatedMemory`.
     pub dedicated: VkBool32,
-    /// The `VkExternalMemoryHandleTypeFlags` `memory` was allocated with
-    /// (`VkExportMemoryAllocateInfo::handleTypes`); must include
+    /// The `VkExternalMemoryHandleTypeFlags` the memory (every plane's) was
+    /// allocated with (`VkExportMemoryAllocateInfo::handleTypes`); must include
     /// `VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT`. 0 or a value without it is
-    /// refused (`VKCUDA_ERROR_INVALID_ARGUMENT`) before any driver call: the
-    /// library cannot see how memory was allocated, and exporting memory allocated
-    /// without it is undefined behaviour.
+    /// refused (`VKCUDA_ERROR_INVALID_ARGUMENT`) before any driver call: the library
+    /// cannot see how memory was allocated, and exporting memory allocated without
+    /// it is undefined behaviour.
     pub export_handle_types: u32,
+    /// The planes of a multi-planar format, one allocation each (a disjoint
+    /// image's memory cannot be dedicated): `planes[1]` and `planes[2]`. Plane 0 is
+    /// `memory` and `allocation_size`; `planes[0]` is zero or the same. Planes past
+    /// the format's plane count (all of them for single-plane formats) are zero.
+    pub planes: [vkcuda_image_plane_memory; 3],
 }
 
-/// What CUDA sees of a format.
+/// What CUDA sees of one plane of a format.
+///
+/// @ingroup image
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct vkcuda_format_plane_info {
+    /// The single-plane `VkFormat` of the plane: the format itself for a
+    /// single-plane format; for a multi-planar one the format Vulkan names as
+    /// compatible with the plane (`VK_FORMAT_R8_UNORM` for NV12's luma,
+    /// `VK_FORMAT_R8G8_UNORM` for its CbCr, `VK_FORMAT_R10X6_UNORM_PACK16` for
+    /// P010's luma, ...).
+    pub format: VkFormat,
+    /// The plane's `CUarray_format` (see `vkcuda_format_info::cuda_format`).
+    pub cuda_format: u32,
+    /// 1, 2 or 4.
+    pub channels: u32,
+    /// Bytes per texel of the plane.
+    pub bytes_per_texel: u32,
+    /// The plane's width is the image's divided by this (1, or 2 for the chroma
+    /// planes of 4:2:2 and 4:2:0 formats).
+    pub width_divisor: u32,
+    /// The plane's height is the image's divided by this (1, or 2 for the chroma
+    /// planes of 4:2:0 formats).
+    pub height_divisor: u32,
+    /// The plane's aspect in Vulkan calls (copies, views, barriers):
+    /// `VK_IMAGE_ASPECT_COLOR_BIT` for a single-plane format,
+    /// `VK_IMAGE_ASPECT_PLANE_0_BIT` << plane for a multi-planar one.
+    pub aspect: u32,
+}
+
+/// What CUDA sees of a format: for a multi-planar format the first five members
+/// describe plane 0 (luma) and `planes` every plane.
 ///
 /// @ingroup image
 #[repr(C)]
@@ -325,6 +389,22 @@ pub struct vkcuda_format_info {
     pub numeric: vkcuda_format_numeric,
     /// VK_TRUE for `B8G8R8A8_*`: CUDA's x channel is blue, z is red.
     pub bgra: VkBool32,
+    /// 1 for a single-plane format; 2 or 3 for a multi-planar (YCbCr) format, whose
+    /// planes are CUDA arrays of their own: luma, then CbCr interleaved (2 planes:
+    /// CUDA's x is Cb, y is Cr) or Cb and Cr (3 planes).
+    pub plane_count: u32,
+    /// The chroma planes' width is the image's divided by this: 2 for 4:2:0 and
+    /// 4:2:2 formats, else 1.
+    pub chroma_width_divisor: u32,
+    /// The chroma planes' height is the image's divided by this: 2 for 4:2:0
+    /// formats, else 1.
+    pub chroma_height_divisor: u32,
+    /// Bits per sample: 8, 10, 12 or 16 for a multi-planar format (10- and 12-bit
+    /// samples in the high bits of 16-bit words); 8 times the channel size for a
+    /// single-plane format.
+    pub bits: u32,
+    /// Each plane, `plane_count` of them; the rest zero.
+    pub planes: [vkcuda_format_plane_info; 3],
 }
 
 /// Everything about a shared image.
@@ -335,9 +415,10 @@ pub struct vkcuda_format_info {
 pub struct vkcuda_image_info {
     /// The Vulkan image. Owned by the vkcuda image, except for wrapped images.
     pub image: VkImage,
-    /// Its dedicated memory. Owned like `image`.
+    /// Its dedicated memory (multi-planar images: plane 0's; see `planes`). Owned
+    /// like `image`.
     pub memory: VkDeviceMemory,
-    /// The whole allocation's size (what CUDA imported).
+    /// The whole allocation's size (what CUDA imported; plane 0's).
     pub allocation_size: u64,
     /// 1D, 2D or 3D (a cube is 2D with `VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT` in `flags`).
     pub image_type: vkcuda_image_type,
@@ -355,14 +436,48 @@ pub struct vkcuda_image_info {
     pub flags: u32,
     /// VK_TRUE when `image` and `memory` are the engine's (`vkcuda_image_wrap`).
     pub wrapped: VkBool32,
-    /// The CUDA view (`CUmipmappedArray`), or NULL in a Vulkan-only context.
+    /// The CUDA view (`CUmipmappedArray`; plane 0's), or NULL in a Vulkan-only
+    /// context.
     pub cuda_mipmapped_array: *mut CUmipmappedArray_st,
     /// The `CUDA_ARRAY3D_*` flags of the CUDA view (LAYERED = 0x1, SURFACE_LDST =
     /// 0x2 with STORAGE usage, CUBEMAP = 0x4, COLOR_ATTACHMENT = 0x20 with
     /// COLOR_ATTACHMENT usage); 0 in a Vulkan-only context (there is no CUDA view).
+    /// Multi-planar images: plane 0's.
     pub cuda_array_flags: u32,
-    /// What CUDA sees of the format.
+    /// What CUDA sees of the format (every plane).
     pub format_info: vkcuda_format_info,
+    /// The number of planes: 1, or 2-3 for a multi-planar format. `memory`,
+    /// `allocation_size`, `cuda_mipmapped_array` and `cuda_array_flags` above are
+    /// plane 0's.
+    pub plane_count: u32,
+    /// Each plane, `plane_count` of them; the rest zero.
+    pub planes: [vkcuda_image_plane_info; 3],
+}
+
+/// One plane of a shared image (`vkcuda_image_info::planes`).
+///
+/// @ingroup image
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct vkcuda_image_plane_info {
+    /// The plane's memory (the image's only allocation for single-plane images,
+    /// dedicated then; one allocation per plane for multi-planar ones). Owned like
+    /// `vkcuda_image_info::image`.
+    pub memory: VkDeviceMemory,
+    /// Its allocation size (what CUDA imported).
+    pub allocation_size: u64,
+    /// The plane's extent at level 0 (chroma planes of subsampled formats are
+    /// smaller than the image).
+    pub extent: VkExtent3D,
+    /// The plane's aspect in Vulkan calls (`VK_IMAGE_ASPECT_COLOR_BIT`, or
+    /// `VK_IMAGE_ASPECT_PLANE_0_BIT` << plane).
+    pub aspect: u32,
+    /// The plane's CUDA mipmapped array, or NULL in a Vulkan-only context.
+    pub cuda_mipmapped_array: *mut CUmipmappedArray_st,
+    /// The `CUDA_ARRAY3D_*` flags of the plane's CUDA array; 0 in a Vulkan-only
+    /// context. Multi-planar images have SURFACE_LDST (0x2) on every plane: surface
+    /// objects work without STORAGE usage there (measured on NVIDIA's driver).
+    pub cuda_array_flags: u32,
 }
 
 /// A texture sampler description for `vkcuda_image_create_texture_object`. All
@@ -387,8 +502,45 @@ pub struct vkcuda_texture_info {
     pub border_color: [f32; 4],
 }
 
-fn format_to_c(f: &FormatInfo) -> vkcuda_format_info {
+fn zero_plane_format() -> vkcuda_format_plane_info {
+    vkcuda_format_plane_info {
+        format: 0,
+        cuda_format: 0,
+        channels: 0,
+        bytes_per_texel: 0,
+        width_divisor: 0,
+        height_divisor: 0,
+        aspect: 0,
+    }
+}
+
+/// The aspect of plane `p` of a format of `planes` planes.
+fn aspect_of(planes: usize, p: usize) -> u32 {
+    if planes == 1 {
+        vk::ImageAspectFlags::COLOR.as_raw()
+    } else {
+        vk::ImageAspectFlags::PLANE_0.as_raw() << p
+    }
+}
+
+fn format_to_c(layout: &Layout) -> vkcuda_format_info {
     use vkcuda_format_numeric::*;
+    let f: FormatInfo = layout.plane(0).info;
+    let n = layout.plane_count();
+    let mut planes = [zero_plane_format(); 3];
+    for (p, pl) in layout.planes().enumerate() {
+        planes[p] = vkcuda_format_plane_info {
+            format: pl.info.format.as_raw(),
+            cuda_format: pl.info.cuda as u32,
+            channels: pl.info.channels,
+            bytes_per_texel: pl.info.bytes_per_texel(),
+            width_divisor: pl.width_divisor,
+            height_divisor: pl.height_divisor,
+            aspect: aspect_of(n, p),
+        };
+    }
+    let (chroma_width_divisor, chroma_height_divisor) =
+        layout.planar().map_or((1, 1), |p| p.chroma_divisors());
     vkcuda_format_info {
         cuda_format: f.cuda as u32,
         channels: f.channels,
@@ -402,7 +554,60 @@ fn format_to_c(f: &FormatInfo) -> vkcuda_format_info {
             Numeric::Srgb => VKCUDA_FORMAT_NUMERIC_SRGB,
         },
         bgra: (f.order == Order::Bgra) as u32,
+        plane_count: n as u32,
+        chroma_width_divisor,
+        chroma_height_divisor,
+        bits: layout.planar().map_or(8 * f.bytes_per_channel, |p| p.bits),
+        planes,
     }
+}
+
+/// The plane memories of a wrap info: `planes`, with `memory`/`allocation_size`
+/// standing for plane 0 (see `vkcuda_image_wrap_info::planes`).
+fn wrap_planes(info: &vkcuda_image_wrap_info) -> Result<Vec<PlaneMemory>> {
+    let layout = format::layout(vk::Format::from_raw(info.description.format))?;
+    let n = layout.plane_count();
+    let top = PlaneMemory {
+        memory: info.memory,
+        allocation_size: info.allocation_size,
+        offset: info.offset,
+        dedicated: check_bool(info.dedicated, "info->dedicated")?,
+    };
+    let given = |p: usize| PlaneMemory {
+        memory: info.planes[p].memory,
+        allocation_size: info.planes[p].allocation_size,
+        offset: info.planes[p].offset,
+        dedicated: false,
+    };
+    let zero = PlaneMemory {
+        memory: vk::DeviceMemory::null(),
+        allocation_size: 0,
+        offset: 0,
+        dedicated: false,
+    };
+    let same = |a: &PlaneMemory, b: &PlaneMemory| {
+        (a.memory, a.allocation_size, a.offset) == (b.memory, b.allocation_size, b.offset)
+    };
+    if !same(&given(0), &zero) && !same(&given(0), &top) {
+        return Err(Error::invalid(
+            "info->planes[0] is not info->memory and info->allocation_size: both are plane 0's \
+             (zeros leave it to memory and allocation_size)",
+        ));
+    }
+    let mut out = vec![top];
+    for p in 1..3 {
+        let g = given(p);
+        if p < n {
+            out.push(g);
+        } else if !same(&g, &zero) {
+            return Err(Error::invalid(format!(
+                "info->planes[{p}] is set, but {} has {n} plane{}",
+                layout.display(),
+                if n == 1 { "" } else { "s" }
+            )));
+        }
+    }
+    Ok(out)
 }
 
 fn description(info: &vkcuda_image_create_info, what: &str) -> Result<Description> {
@@ -429,9 +634,12 @@ unsafe fn image_arg<'a>(image: *const vkcuda_image) -> Result<&'a Image> {
 }
 
 /// Says what CUDA sees of `format`: its `CUarray_format`, channel count and texel
-/// size. `VKCUDA_ERROR_UNSUPPORTED` for a format CUDA arrays cannot hold (3
-/// channels, packed, 64-bit, scaled, block-compressed, depth/stencil,
-/// multi-planar), with a message naming a supported neighbour;
+/// size, and for a multi-planar (YCbCr) format its planes (each a CUDA array of its
+/// own: format, channels, size divisors, aspect). `VKCUDA_ERROR_UNSUPPORTED` for a
+/// format CUDA arrays cannot hold (3 channels, packed, 64-bit, scaled,
+/// block-compressed, depth/stencil, packed 4:2:2), with a message naming a supported
+/// neighbour, and for the multi-planar formats whose CUDA view is not verified on
+/// NVIDIA's driver (10/12/16-bit: P010, P016, ...), with what to use instead;
 /// `VKCUDA_ERROR_INVALID_ARGUMENT` for a value that is not a `VkFormat`. Needs no
 /// context, device or driver.
 ///
@@ -446,8 +654,9 @@ pub unsafe extern "C" fn vkcuda_format_query(
 ) -> vkcuda_result {
     boundary("vkcuda_format_query", || {
         let info = out(info, "info")?;
-        let f = format::lookup(vk::Format::from_raw(format))?;
-        *info = format_to_c(&f);
+        let layout = format::layout(vk::Format::from_raw(format))?;
+        format::check_cuda_view(&layout)?;
+        *info = format_to_c(&layout);
         Ok(())
     })
 }
@@ -456,9 +665,12 @@ pub unsafe extern "C" fn vkcuda_format_query(
 /// after checking with `vkGetPhysicalDeviceImageFormatProperties2` that the device
 /// can export such an image (`VKCUDA_ERROR_UNSUPPORTED` with the reason
 /// otherwise), imported into CUDA whole with the dedicated flag and mapped as a
-/// mipmapped array of the same shape. In a Vulkan-only context only the Vulkan half
-/// is made. `*image` is written on success, set to NULL on failure; nothing is left
-/// allocated on failure.
+/// mipmapped array of the same shape. A multi-planar format makes a disjoint image
+/// (`VK_IMAGE_CREATE_DISJOINT_BIT`; the device must offer
+/// `VK_FORMAT_FEATURE_DISJOINT_BIT`) with one exportable allocation per plane,
+/// each imported into CUDA (not dedicated) and mapped as the plane's array. In a
+/// Vulkan-only context only the Vulkan half is made. `*image` is written on
+/// success, set to NULL on failure; nothing is left allocated on failure.
 ///
 /// The image starts in `VK_IMAGE_LAYOUT_UNDEFINED`: hand it to CUDA with
 /// `vkcuda_image_cmd_release_to_cuda` (old layout UNDEFINED is right only before
@@ -488,18 +700,19 @@ pub unsafe extern "C" fn vkcuda_image_create(
 }
 
 /// Makes the CUDA view of an image the engine created on exportable memory (see
-/// `vkcuda_image_wrap_info`: a dedicated allocation, or the image at `offset` in a
-/// block shared with other resources, as VMA pools make them), from the
-/// description the engine passes. Checks `export_handle_types` first (memory
-/// allocated without export info is refused before any driver call), the
-/// description like `vkcuda_image_create`, `offset` + the image's memory
-/// requirements against `allocation_size` (`VKCUDA_ERROR_INVALID_ARGUMENT`, "memory
-/// smaller than its requirements"), the offset against the image's alignment and,
-/// where the kernel can tell the memory's real size, `allocation_size` against
-/// that. An image wrapped in a shared block cannot be exported to another process
-/// (`vkcuda_image_export_fd` returns `VKCUDA_ERROR_UNSUPPORTED`). The engine keeps owning the image and memory and must destroy them
-/// after `vkcuda_image_destroy`. In a Vulkan-only context the checks run and no
-/// CUDA view is made.
+/// `vkcuda_image_wrap_info`): a dedicated allocation, the image at `offset` in a
+/// block shared with other resources (as VMA pools make them), or one allocation
+/// per plane of a disjoint multi-planar image; from the description the engine
+/// passes. Checks `export_handle_types` first (memory allocated without export
+/// info is refused before any driver call), the description like
+/// `vkcuda_image_create`, each offset + memory requirement against its
+/// `allocation_size` (`VKCUDA_ERROR_INVALID_ARGUMENT`, "memory smaller than its
+/// requirements"), the offsets against the image's alignment and, where the kernel
+/// can tell the memory's real size, `allocation_size` against that. An image
+/// wrapped inside a shared block cannot be exported to another process
+/// (`VKCUDA_ERROR_UNSUPPORTED`). The engine keeps owning the image and memory and
+/// must destroy them after `vkcuda_image_destroy`. In a Vulkan-only context the
+/// checks run and no CUDA view is made.
 ///
 /// Thread-safety: may be called from any thread.
 ///
@@ -518,17 +731,8 @@ pub unsafe extern "C" fn vkcuda_image_wrap(
             let info = arg(info, "info")?;
             check_flags(info.flags, 0, "info->flags")?;
             let desc = description(&info.description, "info->description.")?;
-            let dedicated = check_bool(info.dedicated, "info->dedicated")?;
-            check_export_types(info.export_handle_types, "info->export_handle_types")?;
-            let w = crate::image::Wrap {
-                image: info.image,
-                memory: info.memory,
-                allocation_size: info.allocation_size,
-                offset: info.offset,
-                dedicated,
-                export_handle_types: info.export_handle_types,
-            };
-            let inner = Image::wrap(ctx, &w, &desc)?;
+            let planes = wrap_planes(info)?;
+            let inner = Image::wrap(ctx, info.image, &planes, info.export_handle_types, &desc)?;
             Ok(handle::boxed::<vkcuda_image>(inner))
         })();
         write_handle(image, made)
@@ -551,7 +755,29 @@ pub unsafe extern "C" fn vkcuda_image_get_info(
         let im = image_arg(image)?;
         let info = out(info, "info")?;
         let d = im.description();
-        let mipmap = im.mipmapped_array().unwrap_or(std::ptr::null_mut());
+        let mipmap = |p| im.mipmapped_array(p).unwrap_or(std::ptr::null_mut());
+        let mut planes = [vkcuda_image_plane_info {
+            memory: vk::DeviceMemory::null(),
+            allocation_size: 0,
+            extent: vk::Extent3D::default(),
+            aspect: 0,
+            cuda_mipmapped_array: std::ptr::null_mut(),
+            cuda_array_flags: 0,
+        }; 3];
+        for (p, m) in im.plane_memories().into_iter().enumerate() {
+            planes[p] = vkcuda_image_plane_info {
+                memory: m.memory,
+                allocation_size: m.allocation_size,
+                extent: im.plane_extent(p),
+                aspect: im.plane_aspect(p).as_raw(),
+                cuda_mipmapped_array: mipmap(p).cast(),
+                cuda_array_flags: if mipmap(p).is_null() {
+                    0
+                } else {
+                    im.shape(p).flags
+                },
+            };
+        }
         *info = vkcuda_image_info {
             image: im.vk_image(),
             memory: im.vk_memory(),
@@ -576,14 +802,16 @@ pub unsafe extern "C" fn vkcuda_image_get_info(
                 0
             },
             wrapped: im.is_wrapped() as u32,
-            cuda_mipmapped_array: mipmap.cast(),
+            cuda_mipmapped_array: mipmap(0).cast(),
             // No CUDA view in a Vulkan-only context: no flags either.
-            cuda_array_flags: if mipmap.is_null() {
+            cuda_array_flags: if mipmap(0).is_null() {
                 0
             } else {
-                im.shape().flags
+                im.shape(0).flags
             },
-            format_info: format_to_c(im.format_info()),
+            format_info: format_to_c(im.layout()),
+            plane_count: im.plane_count() as u32,
+            planes,
         };
         Ok(())
     })
@@ -608,8 +836,8 @@ pub unsafe extern "C" fn vkcuda_image_get_vk_image(
     })
 }
 
-/// The CUDA mipmapped array (`CUmipmappedArray`) of the image; it belongs to the
-/// image (do not destroy it). `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only
+/// The CUDA mipmapped array (`CUmipmappedArray`) of the image (plane 0's for a
+/// multi-planar image); it belongs to the image (do not destroy it). `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only
 /// context.
 ///
 /// Thread-safety: may be called from any thread.
@@ -624,13 +852,13 @@ pub unsafe extern "C" fn vkcuda_image_get_cuda_mipmapped_array(
     boundary("vkcuda_image_get_cuda_mipmapped_array", || {
         let im = image_arg(image)?;
         let array = out(array, "array")?;
-        *array = im.mipmapped_array()?.cast();
+        *array = im.mipmapped_array(0)?.cast();
         Ok(())
     })
 }
 
-/// The CUDA array (`CUarray`) of mip level `level` (`cuMipmappedArrayGetLevel`); it
-/// belongs to the image (do not destroy it). For layered images it holds every
+/// The CUDA array (`CUarray`) of mip level `level` (`cuMipmappedArrayGetLevel`;
+/// plane 0's for a multi-planar image); it belongs to the image (do not destroy it). For layered images it holds every
 /// layer. `VKCUDA_ERROR_INVALID_ARGUMENT` for a level past the last,
 /// `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only context.
 ///
@@ -647,13 +875,13 @@ pub unsafe extern "C" fn vkcuda_image_get_cuda_array(
     boundary("vkcuda_image_get_cuda_array", || {
         let im = image_arg(image)?;
         let array = out(array, "array")?;
-        *array = im.level_array(level)?.cast();
+        *array = im.level_array(0, level)?.cast();
         Ok(())
     })
 }
 
 /// The CUDA surface object (`CUsurfObject`, for `surf2Dwrite` and friends) of mip
-/// level `level`. Made on the first call for that level; later calls return the
+/// level `level` (plane 0's for a multi-planar image). Made on the first call for that level; later calls return the
 /// same object. It belongs to the image and is destroyed with it. The image needs
 /// `VK_IMAGE_USAGE_STORAGE_BIT` (`VKCUDA_ERROR_UNSUPPORTED` otherwise).
 /// Surface x coordinates are in bytes (x * `bytes_per_texel`), as in CUDA.
@@ -671,13 +899,13 @@ pub unsafe extern "C" fn vkcuda_image_get_surface_object(
     boundary("vkcuda_image_get_surface_object", || {
         let im = image_arg(image)?;
         let surface = out(surface, "surface")?;
-        *surface = im.surface(level)?;
+        *surface = im.surface(0, level)?;
         Ok(())
     })
 }
 
-/// Makes a CUDA texture object (`CUtexObject`) on one mip level of the image, or
-/// on all of them with `VKCUDA_TEXTURE_ALL_LEVELS_BIT`. Each call makes a new
+/// Makes a CUDA texture object (`CUtexObject`) on one mip level of the image (plane
+/// 0 of a multi-planar image), or on all of them with `VKCUDA_TEXTURE_ALL_LEVELS_BIT`. Each call makes a new
 /// object; it belongs to the image and is destroyed with it. Refused
 /// (`VKCUDA_ERROR_INVALID_ARGUMENT`): linear filtering of integers read as
 /// integers, the normalized-float read mode on 32-bit integer formats, wrap or
@@ -698,29 +926,285 @@ pub unsafe extern "C" fn vkcuda_image_create_texture_object(
         let im = image_arg(image)?;
         let info = arg(info, "info")?;
         let texture = out(texture, "texture")?;
-        check_flags(
-            info.flags,
-            VKCUDA_TEXTURE_NORMALIZED_COORDINATES_BIT | VKCUDA_TEXTURE_ALL_LEVELS_BIT,
-            "info->flags",
-        )?;
-        let all = info.flags & VKCUDA_TEXTURE_ALL_LEVELS_BIT != 0;
-        let sampler = Sampler {
-            level: (!all).then_some(info.level),
-            linear: info.filter.get("info->filter")?,
-            address: info.address_mode.get("info->address_mode")?,
-            normalized_coordinates: info.flags & VKCUDA_TEXTURE_NORMALIZED_COORDINATES_BIT != 0,
-            normalized_float: info.read_mode.get("info->read_mode")?,
-            border_color: info.border_color,
-        };
-        *texture = im.texture(&sampler)?;
+        *texture = im.texture(0, &sampler_arg(info)?)?;
         Ok(())
+    })
+}
+
+fn sampler_arg(info: &vkcuda_texture_info) -> Result<Sampler> {
+    check_flags(
+        info.flags,
+        VKCUDA_TEXTURE_NORMALIZED_COORDINATES_BIT | VKCUDA_TEXTURE_ALL_LEVELS_BIT,
+        "info->flags",
+    )?;
+    let all = info.flags & VKCUDA_TEXTURE_ALL_LEVELS_BIT != 0;
+    Ok(Sampler {
+        level: (!all).then_some(info.level),
+        linear: info.filter.get("info->filter")?,
+        address: info.address_mode.get("info->address_mode")?,
+        normalized_coordinates: info.flags & VKCUDA_TEXTURE_NORMALIZED_COORDINATES_BIT != 0,
+        normalized_float: info.read_mode.get("info->read_mode")?,
+        border_color: info.border_color,
+    })
+}
+
+/// The CUDA mipmapped array (`CUmipmappedArray`) of plane `plane` of the image
+/// (luma is plane 0; a single-plane image has plane 0 only, the same as
+/// `vkcuda_image_get_cuda_mipmapped_array`); it belongs to the image (do not
+/// destroy it). `VKCUDA_ERROR_INVALID_ARGUMENT` for a plane past the last,
+/// `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only context.
+///
+/// Thread-safety: may be called from any thread.
+///
+/// @ingroup image
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_get_plane_cuda_mipmapped_array(
+    image: *const vkcuda_image,
+    plane: u32,
+    array: *mut *mut CUmipmappedArray_st,
+) -> vkcuda_result {
+    boundary("vkcuda_image_get_plane_cuda_mipmapped_array", || {
+        let im = image_arg(image)?;
+        let array = out(array, "array")?;
+        *array = im.mipmapped_array(plane as usize)?.cast();
+        Ok(())
+    })
+}
+
+/// The CUDA array (`CUarray`) of mip level `level` of plane `plane` of the image:
+/// for NV12, plane 0 is the luma array (1 channel, full size) and plane 1 the CbCr
+/// array (2 channels, half width and height; CUDA's x is Cb). It belongs to the
+/// image (do not destroy it). `VKCUDA_ERROR_INVALID_ARGUMENT` for a plane or
+/// level past the last, `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only context.
+///
+/// Thread-safety: may be called from any thread.
+///
+/// @ingroup image
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_get_plane_cuda_array(
+    image: *const vkcuda_image,
+    plane: u32,
+    level: u32,
+    array: *mut *mut CUarray_st,
+) -> vkcuda_result {
+    boundary("vkcuda_image_get_plane_cuda_array", || {
+        let im = image_arg(image)?;
+        let array = out(array, "array")?;
+        *array = im.level_array(plane as usize, level)?.cast();
+        Ok(())
+    })
+}
+
+/// The CUDA surface object (`CUsurfObject`) of mip level `level` of plane
+/// `plane`, made on the first call for that plane and level and kept until the
+/// image is destroyed (later calls return the same object). Surface x
+/// coordinates are in bytes (x * the plane's `bytes_per_texel`). Planes of
+/// multi-planar images always have surfaces; a single-plane image needs
+/// `VK_IMAGE_USAGE_STORAGE_BIT` (`VKCUDA_ERROR_UNSUPPORTED` otherwise).
+///
+/// Thread-safety: may be called from any thread.
+///
+/// @ingroup image
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_get_plane_surface_object(
+    image: *const vkcuda_image,
+    plane: u32,
+    level: u32,
+    surface: *mut u64,
+) -> vkcuda_result {
+    boundary("vkcuda_image_get_plane_surface_object", || {
+        let im = image_arg(image)?;
+        let surface = out(surface, "surface")?;
+        *surface = im.surface(plane as usize, level)?;
+        Ok(())
+    })
+}
+
+/// Makes a CUDA texture object (`CUtexObject`) on plane `plane` of the image, as
+/// `vkcuda_image_create_texture_object` does on plane 0 (the same checks, against
+/// the plane's format: the planes of multi-planar formats are 8- or 16-bit
+/// unsigned integers, read as normalized floats with
+/// `VKCUDA_READ_MODE_NORMALIZED_FLOAT`; no YCbCr to RGB conversion is made). Each
+/// call makes a new object; it belongs to the image and is destroyed with it.
+///
+/// Thread-safety: may be called from any thread.
+///
+/// @ingroup image
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_create_plane_texture_object(
+    image: *const vkcuda_image,
+    plane: u32,
+    info: *const vkcuda_texture_info,
+    texture: *mut u64,
+) -> vkcuda_result {
+    boundary("vkcuda_image_create_plane_texture_object", || {
+        let im = image_arg(image)?;
+        let info = arg(info, "info")?;
+        let texture = out(texture, "texture")?;
+        *texture = im.texture(plane as usize, &sampler_arg(info)?)?;
+        Ok(())
+    })
+}
+
+/// Exports the memory of plane `plane` as a new POSIX fd (OPAQUE_FD,
+/// vkGetMemoryFdKHR); **the caller owns it**. Plane 0 of a single-plane image is
+/// what `vkcuda_image_export_fd` exports. Import a multi-planar image elsewhere
+/// with all its planes' fds (`vkcuda_image_import_description_fds`).
+///
+/// Thread-safety: may be called from any thread.
+///
+/// @ingroup image
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_export_plane_fd(
+    image: *const vkcuda_image,
+    plane: u32,
+    fd: *mut i32,
+) -> vkcuda_result {
+    boundary("vkcuda_image_export_plane_fd", || {
+        let im = image_arg(image)?;
+        let fd = out(fd, "fd")?;
+        *fd = im.export_plane_fd(plane as usize)?.into_raw_fd();
+        Ok(())
+    })
+}
+
+/// One plane of pitch-linear device memory (`vkcuda_pitched_planes`).
+///
+/// @ingroup image
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct vkcuda_pitched_plane {
+    /// The address of the plane's first row (`CUdeviceptr`): device memory of the
+    /// image's CUDA context (a `cuMemAllocPitch` allocation, a frame of NVDEC's
+    /// `cuvidMapVideoFrame` at its plane offset, ...). Not 0.
+    pub device_pointer: u64,
+    /// Bytes from one row to the next; at least the plane's width times its
+    /// `bytes_per_texel`.
+    pub pitch: u64,
+}
+
+/// Pitch-linear planes for `vkcuda_image_cuda_copy_from_pitched` and
+/// `vkcuda_image_cuda_copy_to_pitched`: one per plane of the image, each covering
+/// the plane's level-0 extent (`vkcuda_image_plane_info::extent`).
+///
+/// @ingroup image
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct vkcuda_pitched_planes {
+    /// Reserved; must be 0.
+    pub flags: u32,
+    /// The image's plane count (1 for single-plane images).
+    pub plane_count: u32,
+    /// The planes, `plane_count` of them; the rest must be zero.
+    pub planes: [vkcuda_pitched_plane; 3],
+}
+
+unsafe fn pitched_arg(planes: *const vkcuda_pitched_planes) -> Result<Vec<PitchedPlane>> {
+    let p = arg(planes, "planes")?;
+    check_flags(p.flags, 0, "planes->flags")?;
+    if p.plane_count == 0 || p.plane_count > 3 {
+        return Err(Error::invalid(format!(
+            "planes->plane_count is {}, not 1, 2 or 3",
+            p.plane_count
+        )));
+    }
+    let n = p.plane_count as usize;
+    if let Some(extra) = (n..3).find(|&i| p.planes[i].device_pointer != 0 || p.planes[i].pitch != 0)
+    {
+        return Err(Error::invalid(format!(
+            "planes->planes[{extra}] is set, but planes->plane_count is {n}"
+        )));
+    }
+    Ok(p.planes[..n]
+        .iter()
+        .map(|q| PitchedPlane {
+            pointer: q.device_pointer,
+            pitch: q.pitch,
+        })
+        .collect())
+}
+
+unsafe fn pitched_copy(
+    image: *const vkcuda_image,
+    planes: *const vkcuda_pitched_planes,
+    stream: *mut CUstream_st,
+    to_image: bool,
+) -> Result<()> {
+    let im = image_arg(image)?;
+    let list = pitched_arg(planes)?;
+    im.copy_pitched(&list, to_image, stream.cast())
+}
+
+/// Enqueues on `stream` the copy from pitch-linear device memory into level 0 of
+/// every plane of the image, one `cuMemcpy2DAsync` per plane, device to device:
+/// what a video decoder hands over (NVDEC's `cuvidMapVideoFrame` gives a device
+/// pointer and a pitch; NV12's CbCr plane starts `pitch * height` bytes after the
+/// luma). One call per frame; nothing is copied through the host, and the call
+/// returns once the copies are enqueued.
+///
+/// Checked before anything is enqueued: `planes->plane_count` is the image's
+/// plane count, no device pointer is 0, every pitch is at least the plane's row
+/// (`VKCUDA_ERROR_INVALID_ARGUMENT`, `VKCUDA_ERROR_NULL_POINTER`), the image is 1D
+/// or 2D with one layer (`VKCUDA_ERROR_UNSUPPORTED`), `stream` belongs to the
+/// image's CUDA context (`VKCUDA_ERROR_DEVICE_MISMATCH`; NULL is the legacy
+/// default stream), and, where CUDA knows the allocation a pointer is in, that
+/// the plane's rows end inside it. `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a
+/// Vulkan-only context.
+///
+/// Handoff as for any CUDA access to the image: the engine released it to CUDA
+/// (`vkcuda_image_cmd_release_to_cuda`) and `stream` waits for that submit (a
+/// semaphore wait) before this call's copies; signal after them, and acquire it
+/// back before Vulkan reads.
+///
+/// Thread-safety: may be called from any thread; copies on one stream run in
+/// the order they were enqueued.
+///
+/// @ingroup image
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_cuda_copy_from_pitched(
+    image: *const vkcuda_image,
+    planes: *const vkcuda_pitched_planes,
+    stream: *mut CUstream_st,
+) -> vkcuda_result {
+    boundary("vkcuda_image_cuda_copy_from_pitched", || {
+        pitched_copy(image, planes, stream, true)
+    })
+}
+
+/// Enqueues on `stream` the copy from level 0 of every plane of the image into
+/// pitch-linear device memory (one `cuMemcpy2DAsync` per plane): the input of a
+/// video encoder that takes pitched frames (NVENC's registered CUDA device
+/// pointers). The same checks and handoff as
+/// `vkcuda_image_cuda_copy_from_pitched`.
+///
+/// Thread-safety: may be called from any thread; copies on one stream run in
+/// the order they were enqueued.
+///
+/// @ingroup image
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_cuda_copy_to_pitched(
+    image: *const vkcuda_image,
+    planes: *const vkcuda_pitched_planes,
+    stream: *mut CUstream_st,
+) -> vkcuda_result {
+    boundary("vkcuda_image_cuda_copy_to_pitched", || {
+        pitched_copy(image, planes, stream, false)
     })
 }
 
 /// Exports the image's memory as a new POSIX fd (OPAQUE_FD, vkGetMemoryFdKHR).
 /// Each call makes a new fd and **the caller owns it**: close it, or import it
 /// (`VkImportMemoryFdInfoKHR`, which takes it on success) as a dedicated allocation
-/// of `allocation_size` bytes for an image of the same description.
+/// of `allocation_size` bytes for an image of the same description. A multi-planar
+/// image has one allocation per plane: `VKCUDA_ERROR_INVALID_ARGUMENT`, export
+/// each with `vkcuda_image_export_plane_fd`.
 ///
 /// Thread-safety: may be called from any thread.
 ///
@@ -766,7 +1250,7 @@ unsafe fn image_barrier(
 }
 
 /// Records into the engine's command buffer the barrier that releases the whole
-/// image (every level and layer) from `info->queue_family_index` to
+/// image (every level, layer and plane) from `info->queue_family_index` to
 /// `VK_QUEUE_FAMILY_EXTERNAL` (CUDA), transitioning it from `old_layout` (the
 /// layout the engine left it in) to `VK_IMAGE_LAYOUT_GENERAL`, the layout CUDA
 /// works on, and making the engine's writes available. Submit it before the

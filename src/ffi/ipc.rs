@@ -3,6 +3,7 @@
 //! description and an fd.
 
 use std::ffi::{c_int, c_void};
+use std::os::fd::OwnedFd;
 use std::time::Duration;
 
 use ash::vk;
@@ -24,14 +25,20 @@ use crate::error::{Error, Result};
 use crate::image;
 use crate::ipc::{self, description, Description, Kind, Object, Options, Peer, PeerPolicy};
 
-/// The size in bytes of a serialized description (format version 1).
+/// The size in bytes of a serialized description.
 ///
 /// @ingroup share
 pub const VKCUDA_SHARE_DESCRIPTION_SIZE: u32 = 128;
-/// The description format version this library writes and reads.
+/// The description format version this library writes and reads (2: images carry
+/// one fd and allocation size per plane; version 1 records are refused).
 ///
 /// @ingroup share
-pub const VKCUDA_SHARE_FORMAT_VERSION: u32 = 1;
+pub const VKCUDA_SHARE_FORMAT_VERSION: u32 = 2;
+/// The most fds one description comes with: one per plane of a multi-planar
+/// image (buffers and semaphores: 1).
+///
+/// @ingroup share
+pub const VKCUDA_SHARE_MAX_FDS: u32 = 3;
 /// The send and receive timeout when `vkcuda_share_options::timeout_ns` is 0 (10 s).
 ///
 /// @ingroup share
@@ -99,11 +106,18 @@ pub struct vkcuda_share_image_description {
     /// The image's description with every default resolved: extent, mip levels and
     /// array layers at least 1, the usage it was created with. Import it as a
     /// `VkImage` of exactly this description (optimal tiling, exclusive sharing,
-    /// `VkExternalMemoryImageCreateInfo` OPAQUE_FD).
+    /// `VkExternalMemoryImageCreateInfo` OPAQUE_FD; multi-planar formats also
+    /// `VK_IMAGE_CREATE_DISJOINT_BIT`).
     pub description: vkcuda_image_create_info,
     /// The size of its dedicated allocation (`VkMemoryAllocateInfo::allocationSize`
-    /// of the import, which must be dedicated to the new image).
+    /// of the import, which must be dedicated to the new image). Multi-planar
+    /// images: plane 0's.
     pub allocation_size: u64,
+    /// The allocation size of each plane of a multi-planar image, whose planes
+    /// come as one fd each in plane order (each imported as its own allocation,
+    /// bound with `VkBindImagePlaneMemoryInfo`); zeros past the plane count. `[0]`
+    /// is 0 or `allocation_size` (the library writes `allocation_size`).
+    pub plane_allocation_sizes: [u64; 3],
 }
 
 /// What a process needs to import an object another process exported: the kind,
@@ -228,6 +242,7 @@ fn to_c(d: &Description) -> vkcuda_share_description {
         image: vkcuda_share_image_description {
             description: zero_image_info(),
             allocation_size: 0,
+            plane_allocation_sizes: [0; 3],
         },
     };
     match &d.object {
@@ -248,7 +263,7 @@ fn to_c(d: &Description) -> vkcuda_share_description {
         }
         Object::Image {
             desc,
-            allocation_size,
+            allocation_sizes,
         } => {
             c.image = vkcuda_share_image_description {
                 description: vkcuda_image_create_info {
@@ -270,7 +285,8 @@ fn to_c(d: &Description) -> vkcuda_share_description {
                     array_layers: desc.array_layers,
                     usage: desc.usage.as_raw(),
                 },
-                allocation_size: *allocation_size,
+                allocation_size: allocation_sizes[0],
+                plane_allocation_sizes: *allocation_sizes,
             }
         }
     }
@@ -325,7 +341,7 @@ fn from_c(c: &vkcuda_share_description) -> Result<Description> {
                     cube: i.flags & VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT != 0,
                     usage: vk::ImageUsageFlags::from_raw(i.usage),
                 },
-                allocation_size: c.image.allocation_size,
+                allocation_sizes: image_sizes(&c.image)?,
             }
         }
     };
@@ -335,6 +351,22 @@ fn from_c(c: &vkcuda_share_description) -> Result<Description> {
     };
     d.check().map_err(|e| e.context("description"))?;
     Ok(d)
+}
+
+/// The allocation sizes of a C image description: `allocation_size` is plane 0's;
+/// `plane_allocation_sizes[0]` is 0 or the same.
+fn image_sizes(i: &vkcuda_share_image_description) -> Result<[u64; 3]> {
+    let mut sizes = i.plane_allocation_sizes;
+    if sizes[0] != 0 && sizes[0] != i.allocation_size {
+        return Err(Error::invalid(format!(
+            "description->image.plane_allocation_sizes[0] ({}) is not \
+             description->image.allocation_size ({}): both are plane 0's size (0 leaves it to \
+             allocation_size)",
+            sizes[0], i.allocation_size
+        )));
+    }
+    sizes[0] = i.allocation_size;
+    Ok(sizes)
 }
 
 /// Runs `f` with the options from C (NULL: the defaults) and the buffer usage.
@@ -362,6 +394,51 @@ unsafe fn with_options<T>(
         None => PeerPolicy::SameUser,
     };
     f(&Options { timeout, peer }, usage)
+}
+
+/// The same as `import_taking` for several fds: all are closed when `import`
+/// succeeded, none otherwise (their file offsets put back, `fd::OffsetGuard`).
+unsafe fn import_taking_all<T>(
+    fds: &[i32],
+    import: impl FnOnce(&[&OwnedFd]) -> Result<T>,
+) -> Result<T> {
+    let probes = fds
+        .iter()
+        .map(|&fd| crate::fd::dup_borrowed(fd))
+        .collect::<Result<Vec<_>>>()?;
+    let offsets: Vec<_> = fds
+        .iter()
+        .map(|&fd| crate::fd::OffsetGuard::new(fd))
+        .collect();
+    let borrowed: Vec<&OwnedFd> = probes.iter().collect();
+    let made = import(&borrowed)?;
+    offsets.into_iter().for_each(crate::fd::OffsetGuard::disarm);
+    drop(probes);
+    for &fd in fds {
+        libc::close(fd);
+    }
+    Ok(made)
+}
+
+/// The fds of a C array: `count` of them (1 to `VKCUDA_SHARE_MAX_FDS`).
+unsafe fn fds_arg<'a>(fds: *const i32, count: u32) -> Result<&'a [i32]> {
+    if fds.is_null() {
+        return Err(Error::null("fds"));
+    }
+    if count == 0 || count > VKCUDA_SHARE_MAX_FDS {
+        return Err(Error::invalid(format!(
+            "fd_count is {count}, not 1 to VKCUDA_SHARE_MAX_FDS ({VKCUDA_SHARE_MAX_FDS})"
+        )));
+    }
+    let list = std::slice::from_raw_parts(fds, count as usize);
+    for (i, &a) in list.iter().enumerate() {
+        if list[..i].contains(&a) {
+            return Err(Error::invalid(format!(
+                "fds[{i}] is fd {a} again: each plane comes with an fd of its own"
+            )));
+        }
+    }
+    Ok(list)
 }
 
 /// Fills `*description` with what another process needs to import the buffer:
@@ -406,9 +483,10 @@ pub unsafe extern "C" fn vkcuda_semaphore_describe(
 }
 
 /// Fills `*description` with the image's description (defaults resolved), its
-/// allocation size and the device UUID: what another process needs to make a
-/// `VkImage` of the same description on the memory fd (`vkcuda_image_export_fd`,
-/// or `vkcuda_image_send`).
+/// allocation size (each plane's for a multi-planar image) and the device UUID:
+/// what another process needs to make a `VkImage` of the same description on the
+/// memory fd (`vkcuda_image_export_fd`; one fd per plane,
+/// `vkcuda_image_export_plane_fd`), or `vkcuda_image_send`.
 ///
 /// Thread-safety: may be called from any thread.
 ///
@@ -584,7 +662,40 @@ pub unsafe extern "C" fn vkcuda_share_send(
 ) -> vkcuda_result {
     boundary("vkcuda_share_send", || {
         let d = from_c(arg(description, "description")?)?;
-        with_options(options, |o, _| ipc::send(socket_fd, &d, fd, o))
+        if d.fd_count() != 1 {
+            return Err(Error::invalid(format!(
+                "the {} description comes with {} fds (one per plane): send it with \
+                 vkcuda_share_send_fds",
+                d.kind().name(),
+                d.fd_count()
+            )));
+        }
+        with_options(options, |o, _| ipc::send(socket_fd, &d, &[fd], o))
+    })
+}
+
+/// Sends a description and its `fd_count` fds (`fds`, in plane order for a
+/// multi-planar image: as many as the description says, at most
+/// `VKCUDA_SHARE_MAX_FDS`) over `socket_fd`, as `vkcuda_share_send` sends one:
+/// one record with every fd attached (`SCM_RIGHTS`), the same checks and errors.
+/// The fds stay the caller's.
+///
+/// Thread-safety: sends and receives on one socket must not overlap.
+///
+/// @ingroup share
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_share_send_fds(
+    socket_fd: i32,
+    description: *const vkcuda_share_description,
+    fds: *const i32,
+    fd_count: u32,
+    options: *const vkcuda_share_options,
+) -> vkcuda_result {
+    boundary("vkcuda_share_send_fds", || {
+        let d = from_c(arg(description, "description")?)?;
+        let fds = fds_arg(fds, fd_count)?;
+        with_options(options, |o, _| ipc::send(socket_fd, &d, fds, o))
     })
 }
 
@@ -615,9 +726,68 @@ pub unsafe extern "C" fn vkcuda_share_receive(
     boundary("vkcuda_share_receive", || {
         let o = out(description, "description")?;
         let fd_out = out(fd, "fd")?;
-        let (d, handle) = with_options(options, |opts, _| ipc::receive(socket_fd, opts))?;
+        let (d, mut handles) = with_options(options, |opts, _| ipc::receive(socket_fd, opts))?;
+        if handles.len() != 1 {
+            return Err(Error::invalid(format!(
+                "the peer sent a {} description with {} fds (one per plane), which this call \
+                 cannot return (they were closed): receive it with vkcuda_share_receive_fds",
+                d.kind().name(),
+                handles.len()
+            )));
+        }
         *o = to_c(&d);
-        *fd_out = std::os::fd::IntoRawFd::into_raw_fd(handle);
+        *fd_out = std::os::fd::IntoRawFd::into_raw_fd(handles.pop().expect("one fd"));
+        Ok(())
+    })
+}
+
+/// Receives one description and all its fds from `socket_fd`, as
+/// `vkcuda_share_receive` does: the same checks, timeouts and errors. `fds` has
+/// room for `fd_capacity` fds (`VKCUDA_SHARE_MAX_FDS` is always enough). On
+/// success `*description`, `*fd_count` and the first `*fd_count` entries of `fds`
+/// are written (in plane order for a multi-planar image), and those fds are new
+/// descriptors **the caller owns**; on any failure every fd that arrived is closed
+/// and nothing is written (a description with more fds than `fd_capacity`:
+/// `VKCUDA_ERROR_INVALID_ARGUMENT`).
+///
+/// Thread-safety: sends and receives on one socket must not overlap.
+///
+/// @ingroup share
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_share_receive_fds(
+    socket_fd: i32,
+    options: *const vkcuda_share_options,
+    description: *mut vkcuda_share_description,
+    fds: *mut i32,
+    fd_capacity: u32,
+    fd_count: *mut u32,
+) -> vkcuda_result {
+    boundary("vkcuda_share_receive_fds", || {
+        let o = out(description, "description")?;
+        if fds.is_null() {
+            return Err(Error::null("fds"));
+        }
+        let count_out = out(fd_count, "fd_count")?;
+        if fd_capacity == 0 {
+            return Err(Error::invalid(
+                "fd_capacity is 0: pass room for VKCUDA_SHARE_MAX_FDS fds",
+            ));
+        }
+        let (d, handles) = with_options(options, |opts, _| ipc::receive(socket_fd, opts))?;
+        if handles.len() > fd_capacity as usize {
+            return Err(Error::invalid(format!(
+                "the peer sent a {} description with {} fds, more than fd_capacity ({fd_capacity}): \
+                 all were closed",
+                d.kind().name(),
+                handles.len()
+            )));
+        }
+        *o = to_c(&d);
+        *count_out = handles.len() as u32;
+        for (i, h) in handles.into_iter().enumerate() {
+            *fds.add(i) = std::os::fd::IntoRawFd::into_raw_fd(h);
+        }
         Ok(())
     })
 }
@@ -726,7 +896,7 @@ pub unsafe extern "C" fn vkcuda_semaphore_receive(
 }
 
 /// Sends the image to the peer on `socket_fd`: its description and a new memory
-/// fd (closed here once the kernel has it). The peer receives it with
+/// fd (one per plane of a multi-planar image; closed here once the kernel has them). The peer receives it with
 /// `vkcuda_image_receive` (or `vkcuda_share_receive` and
 /// `vkcuda_image_import_description`).
 ///
@@ -751,8 +921,10 @@ pub unsafe extern "C" fn vkcuda_image_send(
 /// allocation of `description->image.allocation_size` bytes imported from `fd` and,
 /// unless the context is Vulkan-only, its CUDA mipmapped array. The description
 /// must be of an image (`VKCUDA_ERROR_INVALID_ARGUMENT`) from the context's device
-/// (`VKCUDA_ERROR_DEVICE_MISMATCH`). On success the library has taken `fd`; on
-/// failure `fd` is untouched and still the caller's.
+/// (`VKCUDA_ERROR_DEVICE_MISMATCH`); a multi-planar image comes with one fd per
+/// plane: `VKCUDA_ERROR_INVALID_ARGUMENT`, use
+/// `vkcuda_image_import_description_fds`. On success the library has taken `fd`;
+/// on failure `fd` is untouched and still the caller's.
 ///
 /// Thread-safety: may be called from any thread.
 ///
@@ -770,7 +942,47 @@ pub unsafe extern "C" fn vkcuda_image_import_description(
             out(image, "image")?;
             let ctx = ctx_arg(context)?;
             let d = from_c(arg(description, "description")?)?;
-            let inner = import_taking(fd, |h| ipc::import_image(ctx, &d, h))?;
+            if d.kind() == Kind::Image && d.fd_count() != 1 {
+                return Err(Error::invalid(format!(
+                    "the image has {} planes, each with its own memory fd: import it with \
+                     vkcuda_image_import_description_fds",
+                    d.fd_count()
+                )));
+            }
+            let inner = import_taking(fd, |h| ipc::import_image(ctx, &d, &[h]))?;
+            Ok(handle::boxed::<vkcuda_image>(inner))
+        })();
+        write_handle(image, made)
+    })
+}
+
+/// Imports an image from another process's description and its memory fds, one
+/// per plane in plane order (`fd_count` of them: the description's plane count),
+/// into `context`, as `vkcuda_image_import_description` does: a new `VkImage` of
+/// the description on the imported memory (a multi-planar image: one allocation
+/// per plane of `description->image.plane_allocation_sizes`) and, unless the
+/// context is Vulkan-only, each plane's CUDA mipmapped array. On success the
+/// library has taken every fd; on failure none is touched.
+///
+/// Thread-safety: may be called from any thread.
+///
+/// @ingroup share
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_import_description_fds(
+    context: *const vkcuda_context,
+    description: *const vkcuda_share_description,
+    fds: *const i32,
+    fd_count: u32,
+    image: *mut *mut vkcuda_image,
+) -> vkcuda_result {
+    boundary("vkcuda_image_import_description_fds", || {
+        let made = (|| {
+            out(image, "image")?;
+            let ctx = ctx_arg(context)?;
+            let d = from_c(arg(description, "description")?)?;
+            let fds = fds_arg(fds, fd_count)?;
+            let inner = import_taking_all(fds, |h| ipc::import_image(ctx, &d, h))?;
             Ok(handle::boxed::<vkcuda_image>(inner))
         })();
         write_handle(image, made)

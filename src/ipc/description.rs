@@ -1,15 +1,15 @@
 //! The share description: what a process that receives a buffer, semaphore or
 //! image fd needs to know to import it, as a fixed-size little-endian record.
 //!
-//! Format version 1 is 128 bytes:
+//! Format version 2 is 128 bytes:
 //!
 //! | offset | size | field |
 //! | --- | --- | --- |
 //! | 0 | 8 | magic `VKCUDASH` |
-//! | 8 | 2 | format version (1) |
+//! | 8 | 2 | format version (2) |
 //! | 10 | 2 | record size in bytes (128) |
 //! | 12 | 4 | kind: 1 buffer, 2 semaphore, 3 image |
-//! | 16 | 4 | number of fds that travel with it (1) |
+//! | 16 | 4 | number of fds that travel with it (1; an image: one per plane, 1-3) |
 //! | 20 | 4 | reserved, 0 |
 //! | 24 | 16 | device UUID (`VkPhysicalDeviceIDProperties::deviceUUID` of the exporter) |
 //! | 40 | 88 | the kind's fields (below), then zeros |
@@ -18,7 +18,13 @@
 //! offset u64, size u64. Semaphore: type u32 (0 timeline, 1 binary), reserved u32,
 //! value u64. Image: image type u32 (0 2D, 1 1D, 3 3D), VkFormat i32, width,
 //! height, depth, mip levels, array layers, VkImageUsageFlags, flags (1 = cube
-//! compatible), reserved u32 (all u32), allocation_size u64.
+//! compatible), reserved u32 (all u32), then the allocation size of each plane
+//! (u64 at 80, 88, 96; 0 past the format's plane count). The fds travel in plane
+//! order.
+//!
+//! Version 1 (before multi-planar images) had the same layout with one fd and
+//! one allocation size; its records are refused with a message (the two
+//! processes run different library versions).
 //!
 //! Parsing is strict: every reserved or unused byte must be zero and every value
 //! possible, so a record from a newer library or a corrupted one is refused, not
@@ -32,10 +38,10 @@ use crate::format;
 use crate::image::{self, Dimension};
 use crate::semaphore;
 
-/// The size of a format-1 record.
+/// The size of a record.
 pub const SIZE: usize = 128;
 /// The format version this library writes and reads.
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 /// The first eight bytes of every record.
 pub const MAGIC: [u8; 8] = *b"VKCUDASH";
 /// The most fds a record of any kind carries (the receive buffer's room).
@@ -87,11 +93,11 @@ pub enum Object {
     /// 0 for binary). The importer's payload is the real state; the value is for
     /// information and checks.
     Semaphore { kind: semaphore::Kind, value: u64 },
-    /// A shared image: its description with every default resolved, and the size
-    /// of its dedicated allocation.
+    /// A shared image: its description with every default resolved, and the
+    /// allocation size of each plane (0 past the format's plane count).
     Image {
         desc: image::Description,
-        allocation_size: u64,
+        allocation_sizes: [u64; 3],
     },
 }
 
@@ -162,10 +168,10 @@ fn check_layout(l: &Layout) -> Result<()> {
     Ok(())
 }
 
-fn check_image(d: &image::Description, allocation_size: u64) -> Result<()> {
-    // The library never describes an image of a format outside its table, so such a
+fn check_image(d: &image::Description, allocation_sizes: &[u64; 3]) -> Result<()> {
+    // The library never describes an image of a format outside its tables, so such a
     // record is malformed, not a request for an unsupported feature.
-    format::lookup(d.format)
+    let layout = format::layout(d.format)
         .map_err(|e| Error::invalid(format!("impossible image format: {}", e.message)))?;
     if d.width == 0 || d.height == 0 || d.depth == 0 {
         return Err(Error::invalid(format!(
@@ -216,12 +222,35 @@ fn check_image(d: &image::Description, allocation_size: u64) -> Result<()> {
             d.usage.as_raw()
         )));
     }
-    if allocation_size == 0 || allocation_size > i64::MAX as u64 {
-        return Err(Error::invalid(format!(
-            "impossible image allocation size {allocation_size}"
-        )));
+    image::check_planar_shape(d, &layout)
+        .map_err(|e| Error::invalid(format!("impossible image: {}", e.message)))?;
+    let n = layout.plane_count();
+    for (p, &size) in allocation_sizes.iter().enumerate() {
+        if p < n && (size == 0 || size > i64::MAX as u64) {
+            let which = if n == 1 {
+                String::new()
+            } else {
+                format!("plane {p} ")
+            };
+            return Err(Error::invalid(format!(
+                "impossible image {which}allocation size {size}"
+            )));
+        }
+        if p >= n && size != 0 {
+            return Err(Error::invalid(format!(
+                "impossible allocation size {size} for plane {p}: {} has {n} plane{}",
+                layout.display(),
+                if n == 1 { "" } else { "s" }
+            )));
+        }
     }
     Ok(())
+}
+
+/// The number of planes of a described image's format (1 for a format that is
+/// not valid: [`Description::check`] refuses it).
+fn plane_count(d: &image::Description) -> usize {
+    format::layout(d.format).map_or(1, |l| l.plane_count())
 }
 
 fn put32(b: &mut [u8], at: usize, v: u32) {
@@ -261,9 +290,13 @@ impl Description {
         }
     }
 
-    /// How many fds travel with the description.
+    /// How many fds travel with the description: one, or one per plane of an
+    /// image.
     pub fn fd_count(&self) -> usize {
-        1
+        match &self.object {
+            Object::Image { desc, .. } => plane_count(desc),
+            _ => 1,
+        }
     }
 
     /// Refuses impossible values (the same checks as [`parse`](Self::parse)).
@@ -280,12 +313,12 @@ impl Description {
             }
             Object::Image {
                 desc,
-                allocation_size,
-            } => check_image(desc, *allocation_size),
+                allocation_sizes,
+            } => check_image(desc, allocation_sizes),
         }
     }
 
-    /// The format-1 record, after [`check`](Self::check).
+    /// The record, after [`check`](Self::check).
     pub fn to_bytes(&self) -> Result<[u8; SIZE]> {
         self.check()?;
         let mut b = [0u8; SIZE];
@@ -310,7 +343,7 @@ impl Description {
             }
             Object::Image {
                 desc,
-                allocation_size,
+                allocation_sizes,
             } => {
                 put32(&mut b, p, dimension_code(desc.dimension));
                 put32(&mut b, p + 4, desc.format.as_raw() as u32);
@@ -321,13 +354,16 @@ impl Description {
                 put32(&mut b, p + 24, desc.array_layers);
                 put32(&mut b, p + 28, desc.usage.as_raw());
                 put32(&mut b, p + 32, desc.cube as u32);
-                put64(&mut b, p + 40, *allocation_size);
+                for (i, &size) in allocation_sizes.iter().enumerate() {
+                    put64(&mut b, p + 40 + 8 * i, size);
+                }
             }
         }
         Ok(b)
     }
 
-    /// Reads a record, strictly: `bytes` must be exactly one format-1 record.
+    /// Reads a record, strictly: `bytes` must be exactly one record of this format
+    /// version.
     pub fn parse(bytes: &[u8]) -> Result<Description> {
         if bytes.len() < 12 {
             return Err(Error::invalid(format!(
@@ -373,12 +409,6 @@ impl Description {
             ))
         })?;
         let fds = get32(bytes, 16);
-        if fds != 1 {
-            return Err(Error::invalid(format!(
-                "impossible fd count {fds} in a {} description (it has 1)",
-                kind.name()
-            )));
-        }
         if get32(bytes, 20) != 0 {
             return Err(Error::invalid("reserved header bytes 20..24 are not zero"));
         }
@@ -445,9 +475,13 @@ impl Description {
                 (
                     Object::Image {
                         desc,
-                        allocation_size: get64(bytes, p + 40),
+                        allocation_sizes: [
+                            get64(bytes, p + 40),
+                            get64(bytes, p + 48),
+                            get64(bytes, p + 56),
+                        ],
                     },
-                    48,
+                    64,
                 )
             }
         };
@@ -463,6 +497,13 @@ impl Description {
             object,
         };
         d.check()?;
+        if fds as usize != d.fd_count() {
+            return Err(Error::invalid(format!(
+                "impossible fd count {fds} in a {} description (it has {})",
+                kind.name(),
+                d.fd_count()
+            )));
+        }
         Ok(d)
     }
 }
@@ -507,7 +548,27 @@ mod tests {
                     cube: true,
                     usage: vk::ImageUsageFlags::SAMPLED | vk::ImageUsageFlags::STORAGE,
                 },
-                allocation_size: 1 << 20,
+                allocation_sizes: [1 << 20, 0, 0],
+            },
+        }
+    }
+
+    fn nv12() -> Description {
+        Description {
+            device_uuid: [5; 16],
+            object: Object::Image {
+                desc: image::Description {
+                    dimension: Dimension::D2,
+                    format: vk::Format::G8_B8R8_2PLANE_420_UNORM,
+                    width: 1920,
+                    height: 1080,
+                    depth: 1,
+                    mip_levels: 1,
+                    array_layers: 1,
+                    cube: false,
+                    usage: vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::SAMPLED,
+                },
+                allocation_sizes: [2_211_840, 1_228_800, 0],
             },
         }
     }
@@ -526,6 +587,7 @@ mod tests {
             semaphore(semaphore::Kind::Timeline, 41),
             semaphore(semaphore::Kind::Binary, 0),
             image(),
+            nv12(),
         ] {
             let b = d.to_bytes().unwrap();
             assert_eq!(&b[..8], b"VKCUDASH");
@@ -536,7 +598,7 @@ mod tests {
     #[test]
     fn the_layout_is_little_endian_and_fixed() {
         let b = buffer().to_bytes().unwrap();
-        assert_eq!(&b[8..12], &[1, 0, 128, 0]);
+        assert_eq!(&b[8..12], &[2, 0, 128, 0]);
         assert_eq!(&b[12..24], &[1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
         assert_eq!(&b[24..40], b"0123456789abcdef");
         assert_eq!(&b[40..48], &[1, 0, 0, 0, 1, 0, 0, 0]);
@@ -571,8 +633,11 @@ mod tests {
     fn unknown_versions_kinds_and_sizes_are_refused() {
         let b = buffer().to_bytes().unwrap();
         let mut v = b;
-        v[8] = 2;
-        refused(&v, "unknown description format version 2");
+        v[8] = 3;
+        refused(&v, "unknown description format version 3");
+        let mut v = b;
+        v[8] = 1;
+        refused(&v, "unknown description format version 1");
         let mut v = b;
         v[8] = 0;
         refused(&v, "version 0");
@@ -653,5 +718,59 @@ mod tests {
         let mut s = i;
         s[80..88].copy_from_slice(&0u64.to_le_bytes());
         refused(&s, "allocation size 0");
+        let mut s = i;
+        s[88] = 1; // a second plane's size for a single-plane format
+        refused(&s, "for plane 1: VK_FORMAT_R8G8B8A8_UNORM has 1 plane");
+    }
+
+    #[test]
+    fn multi_planar_images_carry_one_size_and_fd_per_plane() {
+        let d = nv12();
+        assert_eq!(d.fd_count(), 2);
+        let b = d.to_bytes().unwrap();
+        assert_eq!(get32(&b, 16), 2, "two fds travel with NV12");
+        assert_eq!(get64(&b, 80), 2_211_840);
+        assert_eq!(get64(&b, 88), 1_228_800);
+        assert_eq!(get64(&b, 96), 0);
+        assert_eq!(Description::parse(&b).unwrap(), d);
+        let mut f = b;
+        f[16] = 1;
+        refused(
+            &f,
+            "impossible fd count 1 in a image description (it has 2)",
+        );
+        let mut f = b;
+        f[16] = 3;
+        refused(&f, "fd count 3");
+        let mut z = b;
+        z[88..96].copy_from_slice(&0u64.to_le_bytes());
+        refused(&z, "plane 1 allocation size 0");
+        let mut t = b;
+        t[96] = 1;
+        refused(&t, "for plane 2");
+        let mut odd = b;
+        odd[48] = 0x7f; // width 1919
+        odd[49] = 7;
+        refused(&odd, "must be even");
+        let mut levels = b;
+        levels[60] = 2;
+        refused(&levels, "1 mip level");
+        let i420 = Description {
+            device_uuid: [1; 16],
+            object: Object::Image {
+                desc: image::Description {
+                    format: vk::Format::G8_B8_R8_3PLANE_420_UNORM,
+                    width: 64,
+                    height: 64,
+                    ..match nv12().object {
+                        Object::Image { desc, .. } => desc,
+                        _ => unreachable!(),
+                    }
+                },
+                allocation_sizes: [65536, 65536, 65536],
+            },
+        };
+        assert_eq!(i420.fd_count(), 3);
+        assert_eq!(Description::parse(&i420.to_bytes().unwrap()).unwrap(), i420);
     }
 }

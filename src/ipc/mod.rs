@@ -49,13 +49,18 @@ pub fn describe_semaphore(s: &Semaphore) -> Result<Description> {
     })
 }
 
-/// The description of a shared image (defaults resolved).
+/// The description of a shared image (defaults resolved, one allocation size per
+/// plane).
 pub fn describe_image(i: &Image) -> Description {
+    let mut allocation_sizes = [0; 3];
+    for (p, m) in i.plane_memories().iter().enumerate() {
+        allocation_sizes[p] = m.allocation_size;
+    }
     Description {
         device_uuid: i.context().vk.props.uuid,
         object: Object::Image {
             desc: *i.description(),
-            allocation_size: i.allocation_size(),
+            allocation_sizes,
         },
     }
 }
@@ -124,53 +129,75 @@ pub fn import_semaphore(
     Semaphore::import_fd(ctx, handle, kind, None)
 }
 
-/// Imports an image from its description and memory fd (borrowed).
-pub fn import_image(ctx: &Arc<Context>, d: &Description, handle: &OwnedFd) -> Result<Image> {
+/// Imports an image from its description and memory fds, one per plane
+/// (borrowed).
+pub fn import_image(ctx: &Arc<Context>, d: &Description, handles: &[&OwnedFd]) -> Result<Image> {
     expect_kind(d, Kind::Image)?;
     d.check()?;
     check_device(ctx, d)?;
     let Object::Image {
         desc,
-        allocation_size,
+        allocation_sizes,
     } = d.object
     else {
         unreachable!("checked above")
     };
-    check_handle(d, handle)?;
-    Image::import_fd(ctx, handle, &desc, allocation_size)
+    check_fd_count(d, handles.len())?;
+    for h in handles {
+        check_handle(d, h)?;
+    }
+    Image::import_fd(ctx, handles, &desc, &allocation_sizes[..d.fd_count()])
+}
+
+/// Refuses a number of fds other than the description's.
+pub fn check_fd_count(d: &Description, given: usize) -> Result<()> {
+    if given != d.fd_count() {
+        return Err(Error::invalid(format!(
+            "the {} description comes with {} fd{} (one per plane of a multi-planar image), not {given}",
+            d.kind().name(),
+            d.fd_count(),
+            if d.fd_count() == 1 { "" } else { "s" }
+        )));
+    }
+    Ok(())
 }
 
 /// Receives an image and imports it into `ctx`.
 pub fn receive_image(ctx: &Arc<Context>, socket: RawFd, opts: &Options) -> Result<Image> {
-    let (d, fd) = receive(socket, opts)?;
-    import_image(ctx, &d, &fd)
+    let (d, fds) = receive(socket, opts)?;
+    let borrowed: Vec<&OwnedFd> = fds.iter().collect();
+    import_image(ctx, &d, &borrowed)
 }
 
-/// Sends a description and its fd (borrowed; the peer gets its own reference).
-pub fn send(socket: RawFd, d: &Description, handle: RawFd, opts: &Options) -> Result<()> {
+/// Sends a description and its fds (borrowed; the peer gets its own references).
+pub fn send(socket: RawFd, d: &Description, handles: &[RawFd], opts: &Options) -> Result<()> {
     let bytes = d.to_bytes()?;
-    // SAFETY: fcntl only reads the descriptor number.
-    if handle < 0 || unsafe { libc::fcntl(handle, libc::F_GETFD) } < 0 {
-        return Err(Error::invalid(format!(
-            "fd {handle} is not an open file descriptor"
-        )));
+    check_fd_count(d, handles.len())?;
+    for &handle in handles {
+        // SAFETY: fcntl only reads the descriptor number.
+        if handle < 0 || unsafe { libc::fcntl(handle, libc::F_GETFD) } < 0 {
+            return Err(Error::invalid(format!(
+                "fd {handle} is not an open file descriptor"
+            )));
+        }
     }
-    socket::send(socket, &bytes, &[handle], opts)
+    socket::send(socket, &bytes, handles, opts)
 }
 
-/// Sends an object's description with a new fd of it, after the socket and peer
+/// Sends an object's description with new fds of it, after the socket and peer
 /// checks (so no fd is exported for nothing).
 fn send_object(
     socket: RawFd,
     opts: &Options,
     describe: impl FnOnce() -> Result<Description>,
-    export: impl FnOnce() -> Result<OwnedFd>,
+    export: impl FnOnce() -> Result<Vec<OwnedFd>>,
 ) -> Result<()> {
     socket::check_socket(socket)?;
     socket::authorize(socket, &opts.peer)?;
     let bytes = describe()?.to_bytes()?;
-    let fd = export()?;
-    socket::transmit(socket, &bytes, &[fd.as_raw_fd()], opts.timeout)
+    let fds = export()?;
+    let raw: Vec<RawFd> = fds.iter().map(|f| f.as_raw_fd()).collect();
+    socket::transmit(socket, &bytes, &raw, opts.timeout)
 }
 
 fn is_regular_file(fd: &OwnedFd) -> bool {
@@ -237,10 +264,10 @@ fn check_handle(d: &Description, fd: &OwnedFd) -> Result<()> {
     }
 }
 
-/// Receives one description and its fd, checked: strict parsing, and exactly the
+/// Receives one description and its fds, checked: strict parsing, and exactly the
 /// number of fds the description says (every received fd is closed otherwise).
-pub fn receive(socket: RawFd, opts: &Options) -> Result<(Description, OwnedFd)> {
-    let (bytes, mut fds) = socket::receive(socket, description::SIZE, description::MAX_FDS, opts)?;
+pub fn receive(socket: RawFd, opts: &Options) -> Result<(Description, Vec<OwnedFd>)> {
+    let (bytes, fds) = socket::receive(socket, description::SIZE, description::MAX_FDS, opts)?;
     let d = Description::parse(&bytes).map_err(|e| {
         if fds.is_empty() {
             e
@@ -264,13 +291,30 @@ pub fn receive(socket: RawFd, opts: &Options) -> Result<(Description, OwnedFd)> 
             }
         )));
     }
-    let fd = fds.pop().expect("one fd");
-    Ok((d, fd))
+    Ok((d, fds))
+}
+
+/// Receives a description of an object that comes with one fd.
+fn receive_one(socket: RawFd, opts: &Options) -> Result<(Description, OwnedFd)> {
+    let (d, mut fds) = receive(socket, opts)?;
+    if fds.len() != 1 {
+        return Err(Error::invalid(format!(
+            "the peer sent a {} description with {} fds (all were closed); this call takes one",
+            d.kind().name(),
+            fds.len()
+        )));
+    }
+    Ok((d, fds.pop().expect("one fd")))
 }
 
 /// Sends a buffer: its description and a new fd (closed here once sent).
 pub fn send_buffer(b: &Buffer, socket: RawFd, opts: &Options) -> Result<()> {
-    send_object(socket, opts, || Ok(describe_buffer(b)), || b.export_fd())
+    send_object(
+        socket,
+        opts,
+        || Ok(describe_buffer(b)),
+        || Ok(vec![b.export_fd()?]),
+    )
 }
 
 /// Receives a buffer and imports it into `ctx`.
@@ -281,22 +325,32 @@ pub fn receive_buffer(
     usage: vk::BufferUsageFlags,
 ) -> Result<Buffer> {
     crate::buffer::check_usage(usage)?;
-    let (d, fd) = receive(socket, opts)?;
+    let (d, fd) = receive_one(socket, opts)?;
     import_buffer(ctx, &d, &fd, usage)
 }
 
 /// Sends a semaphore: its description and a new fd (closed here once sent).
 pub fn send_semaphore(s: &Semaphore, socket: RawFd, opts: &Options) -> Result<()> {
-    send_object(socket, opts, || describe_semaphore(s), || s.export_fd())
+    send_object(
+        socket,
+        opts,
+        || describe_semaphore(s),
+        || Ok(vec![s.export_fd()?]),
+    )
 }
 
 /// Receives a semaphore and imports it into `ctx`.
 pub fn receive_semaphore(ctx: &Arc<Context>, socket: RawFd, opts: &Options) -> Result<Semaphore> {
-    let (d, fd) = receive(socket, opts)?;
+    let (d, fd) = receive_one(socket, opts)?;
     import_semaphore(ctx, &d, &fd)
 }
 
-/// Sends an image: its description and a new fd (closed here once sent).
+/// Sends an image: its description and a new fd per plane (closed here once sent).
 pub fn send_image(i: &Image, socket: RawFd, opts: &Options) -> Result<()> {
-    send_object(socket, opts, || Ok(describe_image(i)), || i.export_fd())
+    send_object(
+        socket,
+        opts,
+        || Ok(describe_image(i)),
+        || (0..i.plane_count()).map(|p| i.export_plane_fd(p)).collect(),
+    )
 }

@@ -1,6 +1,7 @@
 //! Exportable images: support queries (format features, external image format
-//! properties), `VkImage` creation with dedicated exportable memory, and the
-//! memory requirements of an engine's image.
+//! properties), `VkImage` creation with exportable memory (one dedicated
+//! allocation, or one allocation per plane of a disjoint multi-planar image), and
+//! the memory requirements of an engine's image.
 
 use ash::vk;
 
@@ -23,25 +24,56 @@ pub struct ImageParams {
     pub usage: vk::ImageUsageFlags,
 }
 
-/// A `VkImage` bound at offset 0 of its own dedicated, exportable memory.
-#[derive(Clone, Copy, Debug)]
-pub struct ImageMemory {
-    pub image: vk::Image,
+/// One plane's memory: an allocation bound at offset 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlaneMemory {
     pub memory: vk::DeviceMemory,
     pub allocation_size: u64,
+    /// Where the plane (or the single-plane image) is bound in `memory`: 0 unless
+    /// an engine's image was wrapped inside a block shared with other resources.
+    pub offset: u64,
+    /// `memory` is a dedicated allocation for the image (single-plane images the
+    /// library makes or imports; never a plane of a disjoint image).
+    pub dedicated: bool,
+}
+
+/// A `VkImage` bound at offset 0 of exportable memory of its own: one dedicated
+/// allocation (`planes.len() == 1`), or one allocation per plane of a disjoint
+/// multi-planar image (never dedicated: `VkMemoryDedicatedAllocateInfo` may not
+/// name a disjoint image).
+#[derive(Clone, Debug)]
+pub struct ImageMemory {
+    pub image: vk::Image,
+    pub planes: Vec<PlaneMemory>,
 }
 
 impl ImageMemory {
     /// Destroys the image, then frees the memory.
     pub fn destroy(&self, dev: &VulkanDevice) {
-        // SAFETY: both were created on this device and the caller no longer uses them.
+        // SAFETY: all were created on this device and the caller no longer uses them.
         unsafe {
             dev.device.destroy_image(self.image, None);
-            dev.device.free_memory(self.memory, None);
+            for p in &self.planes {
+                dev.device.free_memory(p.memory, None);
+                stats::VK_MEMORIES.sub();
+            }
         }
         stats::VK_IMAGES.sub();
-        stats::VK_MEMORIES.sub();
     }
+
+    /// Whether the memory is one dedicated allocation (single-plane images).
+    pub fn dedicated(&self) -> bool {
+        self.planes.len() == 1
+    }
+}
+
+/// The aspect of plane `p` of a multi-planar image.
+pub fn plane_aspect(p: usize) -> vk::ImageAspectFlags {
+    [
+        vk::ImageAspectFlags::PLANE_0,
+        vk::ImageAspectFlags::PLANE_1,
+        vk::ImageAspectFlags::PLANE_2,
+    ][p]
 }
 
 /// The format features each usage needs (optimal tiling).
@@ -189,6 +221,19 @@ pub fn check_exportable(dev: &VulkanDevice, p: &ImageParams) -> Result<()> {
             flags_text(ext.external_memory_features)
         )));
     }
+    if p.flags.contains(vk::ImageCreateFlags::DISJOINT)
+        && ext
+            .external_memory_features
+            .contains(vk::ExternalMemoryFeatureFlags::DEDICATED_ONLY)
+    {
+        return Err(Error::unsupported(format!(
+            "the device exports OPAQUE_FD memory for images of {} with usage {} only as \
+             dedicated allocations (DEDICATED_ONLY), which the planes of a disjoint image cannot \
+             have",
+            format::display(p.format),
+            flags_text(p.usage)
+        )));
+    }
     let e = p.extent;
     let m = limits.max_extent;
     if e.width > m.width || e.height > m.height || e.depth > m.depth {
@@ -224,20 +269,21 @@ pub fn check_exportable(dev: &VulkanDevice, p: &ImageParams) -> Result<()> {
 struct Partial<'a> {
     dev: &'a VulkanDevice,
     image: vk::Image,
-    memory: vk::DeviceMemory,
+    /// One per plane allocated so far.
+    memory: Vec<PlaneMemory>,
 }
 
 impl Partial<'_> {
-    fn finish(mut self, allocation_size: u64) -> ImageMemory {
+    fn finish(mut self) -> ImageMemory {
         stats::VK_IMAGES.add();
-        stats::VK_MEMORIES.add();
+        for _ in &self.memory {
+            stats::VK_MEMORIES.add();
+        }
         let out = ImageMemory {
             image: self.image,
-            memory: self.memory,
-            allocation_size,
+            planes: std::mem::take(&mut self.memory),
         };
         self.image = vk::Image::null();
-        self.memory = vk::DeviceMemory::null();
         out
     }
 }
@@ -249,8 +295,8 @@ impl Drop for Partial<'_> {
             if self.image != vk::Image::null() {
                 self.dev.device.destroy_image(self.image, None);
             }
-            if self.memory != vk::DeviceMemory::null() {
-                self.dev.device.free_memory(self.memory, None);
+            for p in &self.memory {
+                self.dev.device.free_memory(p.memory, None);
             }
         }
     }
@@ -270,13 +316,77 @@ pub fn dedicated_requirements(dev: &VulkanDevice, image: vk::Image) -> (bool, bo
     )
 }
 
-/// The memory requirements of an image (any image of this device).
+/// The memory requirements of an image (any image of this device) with a single
+/// allocation.
 pub fn requirements(dev: &VulkanDevice, image: vk::Image) -> vk::MemoryRequirements {
     let info = vk::ImageMemoryRequirementsInfo2::default().image(image);
     let mut req = vk::MemoryRequirements2::default();
     // SAFETY: the caller passes an image of this device.
     unsafe { dev.device.get_image_memory_requirements2(&info, &mut req) };
     req.memory_requirements
+}
+
+/// The memory requirements of plane `plane` of a disjoint multi-planar image
+/// (`VkImagePlaneMemoryRequirementsInfo`).
+pub fn plane_requirements(
+    dev: &VulkanDevice,
+    image: vk::Image,
+    plane: usize,
+) -> vk::MemoryRequirements {
+    let mut plane_info =
+        vk::ImagePlaneMemoryRequirementsInfo::default().plane_aspect(plane_aspect(plane));
+    let info = vk::ImageMemoryRequirementsInfo2::default()
+        .image(image)
+        .push_next(&mut plane_info);
+    let mut req = vk::MemoryRequirements2::default();
+    // SAFETY: the caller passes a disjoint multi-planar image of this device with
+    // at least `plane + 1` planes.
+    unsafe { dev.device.get_image_memory_requirements2(&info, &mut req) };
+    req.memory_requirements
+}
+
+/// The requirements of each of `planes` planes: the image's for one plane (a
+/// single allocation), each plane's for a disjoint image.
+pub fn requirements_per_plane(
+    dev: &VulkanDevice,
+    image: vk::Image,
+    planes: usize,
+) -> Vec<vk::MemoryRequirements> {
+    if planes == 1 {
+        vec![requirements(dev, image)]
+    } else {
+        (0..planes)
+            .map(|p| plane_requirements(dev, image, p))
+            .collect()
+    }
+}
+
+/// Binds every plane's memory at offset 0: `vkBindImageMemory` for one
+/// allocation, one `vkBindImageMemory2` with a `VkBindImagePlaneMemoryInfo` per
+/// plane for a disjoint image.
+fn bind(dev: &VulkanDevice, image: vk::Image, memory: &[PlaneMemory]) -> Result<()> {
+    if let [one] = memory {
+        // SAFETY: the memory was allocated for this image, offset 0.
+        return unsafe { dev.device.bind_image_memory(image, one.memory, 0) }
+            .map_err(|r| Error::vk("vkBindImageMemory", r));
+    }
+    let mut planes: Vec<_> = (0..memory.len())
+        .map(|p| vk::BindImagePlaneMemoryInfo::default().plane_aspect(plane_aspect(p)))
+        .collect();
+    let infos: Vec<_> = memory
+        .iter()
+        .zip(planes.iter_mut())
+        .map(|(m, plane)| {
+            vk::BindImageMemoryInfo::default()
+                .image(image)
+                .memory(m.memory)
+                .memory_offset(0)
+                .push_next(plane)
+        })
+        .collect();
+    // SAFETY: each allocation was made for its plane of this image, offset 0.
+    unsafe { dev.device.bind_image_memory2(&infos) }
+        .map_err(|r| Error::vk("vkBindImageMemory2 (one allocation per plane)", r))
 }
 
 /// A `VkImage` of `p` created for `OPAQUE_FD` external memory (optimal tiling,
@@ -303,95 +413,137 @@ fn create_external_image<'a>(dev: &'a VulkanDevice, p: &ImageParams) -> Result<P
     Ok(Partial {
         dev,
         image,
-        memory: vk::DeviceMemory::null(),
+        memory: Vec::new(),
     })
 }
 
-/// A `VkImage` of `p` bound to a dedicated allocation imported from `handle`, an
-/// `OPAQUE_FD` of `allocation_size` bytes exported by another device or process.
-/// The fd is consumed on success and closed on failure (it is the caller's
-/// duplicate).
+/// A `VkImage` of `p` bound to memory imported from `handles`, one `OPAQUE_FD`
+/// per plane of `sizes[plane]` bytes exported by another device or process: a
+/// dedicated allocation for a single-plane image, one allocation per plane of a
+/// disjoint image. The fds are consumed on success and closed on failure (they
+/// are the caller's duplicates).
 pub fn import_image(
     dev: &VulkanDevice,
     p: &ImageParams,
-    handle: std::os::fd::OwnedFd,
-    allocation_size: u64,
+    handles: Vec<std::os::fd::OwnedFd>,
+    sizes: &[u64],
 ) -> Result<ImageMemory> {
+    assert_eq!(handles.len(), sizes.len(), "one fd per plane");
     let mut partial = create_external_image(dev, p)?;
     let image = partial.image;
-    let req = requirements(dev, image);
-    if allocation_size < req.size {
-        return Err(Error::invalid(format!(
-            "allocation_size {allocation_size} is less than the {} bytes this image needs",
-            req.size
-        )));
+    let planes = sizes.len();
+    let reqs = requirements_per_plane(dev, image, planes);
+    for (plane, (req, &size)) in reqs.iter().zip(sizes).enumerate() {
+        if size < req.size {
+            return Err(Error::invalid(format!(
+                "allocation_size {size} is less than the {} bytes {} needs",
+                req.size,
+                what_needs(planes, plane)
+            )));
+        }
     }
-    let type_index = find_memory_type(
-        &dev.props.memory,
-        req.memory_type_bits,
-        vk::MemoryPropertyFlags::DEVICE_LOCAL,
-        vk::MemoryPropertyFlags::empty(),
-    )
-    .ok_or_else(|| {
-        Error::unsupported("no DEVICE_LOCAL memory type is allowed for the imported image")
-    })?;
-    let handle = crate::fd::Handoff::new(handle);
-    let mut import = vk::ImportMemoryFdInfoKHR::default()
-        .handle_type(HANDLE_TYPE)
-        .fd(handle.raw());
-    let mut dedicated = vk::MemoryDedicatedAllocateInfo::default().image(image);
-    let alloc = vk::MemoryAllocateInfo::default()
-        .allocation_size(allocation_size)
-        .memory_type_index(type_index)
-        .push_next(&mut import)
-        .push_next(&mut dedicated);
-    // SAFETY: valid device; the allocate info lives for the call.
-    partial.memory = unsafe { dev.device.allocate_memory(&alloc, None) }
-        .map_err(|r| Error::vk("vkAllocateMemory (importing an image's OPAQUE_FD)", r))?;
-    handle.taken();
-    // SAFETY: the memory was imported for this image, offset 0.
-    unsafe { dev.device.bind_image_memory(image, partial.memory, 0) }
-        .map_err(|r| Error::vk("vkBindImageMemory", r))?;
-    Ok(partial.finish(allocation_size))
+    for ((handle, req), &size) in handles.into_iter().zip(&reqs).zip(sizes) {
+        let type_index = find_memory_type(
+            &dev.props.memory,
+            req.memory_type_bits,
+            vk::MemoryPropertyFlags::DEVICE_LOCAL,
+            vk::MemoryPropertyFlags::empty(),
+        )
+        .ok_or_else(|| {
+            Error::unsupported("no DEVICE_LOCAL memory type is allowed for the imported image")
+        })?;
+        let handle = crate::fd::Handoff::new(handle);
+        let mut import = vk::ImportMemoryFdInfoKHR::default()
+            .handle_type(HANDLE_TYPE)
+            .fd(handle.raw());
+        let mut dedicated = vk::MemoryDedicatedAllocateInfo::default().image(image);
+        let mut alloc = vk::MemoryAllocateInfo::default()
+            .allocation_size(size)
+            .memory_type_index(type_index)
+            .push_next(&mut import);
+        if planes == 1 {
+            alloc = alloc.push_next(&mut dedicated);
+        }
+        // SAFETY: valid device; the allocate info lives for the call.
+        let memory = unsafe { dev.device.allocate_memory(&alloc, None) }
+            .map_err(|r| Error::vk("vkAllocateMemory (importing an image's OPAQUE_FD)", r))?;
+        handle.taken();
+        partial.memory.push(PlaneMemory {
+            memory,
+            allocation_size: size,
+            offset: 0,
+            dedicated: planes == 1,
+        });
+    }
+    bind(dev, image, &partial.memory)?;
+    Ok(partial.finish())
+}
+
+fn what_needs(planes: usize, plane: usize) -> String {
+    if planes == 1 {
+        "this image".into()
+    } else {
+        format!("plane {plane} of this image")
+    }
 }
 
 /// A `VkImage` of `p` (optimal tiling, exclusive, initial layout UNDEFINED) with
-/// its own dedicated exportable `OPAQUE_FD` memory. Call [`check_exportable`] first.
-pub fn create_exportable_image(dev: &VulkanDevice, p: &ImageParams) -> Result<ImageMemory> {
+/// exportable `OPAQUE_FD` memory of its own: one dedicated allocation when
+/// `planes` is 1, else one (non-dedicated) allocation per plane of the disjoint
+/// image (`p.flags` has `DISJOINT`). Call [`check_exportable`] first.
+pub fn create_exportable_image(
+    dev: &VulkanDevice,
+    p: &ImageParams,
+    planes: usize,
+) -> Result<ImageMemory> {
     let mut partial = create_external_image(dev, p)?;
     let image = partial.image;
-    let req = requirements(dev, image);
+    let reqs = requirements_per_plane(dev, image, planes);
     let max = dev.props.max_allocation_size;
-    if max != 0 && req.size > max {
-        return Err(Error::unsupported(format!(
-            "the image needs {} bytes, more than the device's maxMemoryAllocationSize {max}",
-            req.size
-        )));
+    for (plane, req) in reqs.iter().enumerate() {
+        if max != 0 && req.size > max {
+            return Err(Error::unsupported(format!(
+                "{} needs {} bytes, more than the device's maxMemoryAllocationSize {max}",
+                what_needs(planes, plane),
+                req.size
+            )));
+        }
     }
-    let type_index = find_memory_type(
-        &dev.props.memory,
-        req.memory_type_bits,
-        vk::MemoryPropertyFlags::DEVICE_LOCAL,
-        vk::MemoryPropertyFlags::empty(),
-    )
-    .ok_or_else(|| {
-        Error::unsupported(format!(
-            "no DEVICE_LOCAL memory type is allowed for an exportable image (memoryTypeBits {:#x})",
-            req.memory_type_bits
-        ))
-    })?;
-    let mut export = vk::ExportMemoryAllocateInfo::default().handle_types(HANDLE_TYPE);
-    let mut dedicated = vk::MemoryDedicatedAllocateInfo::default().image(image);
-    let alloc = vk::MemoryAllocateInfo::default()
-        .allocation_size(req.size)
-        .memory_type_index(type_index)
-        .push_next(&mut export)
-        .push_next(&mut dedicated);
-    // SAFETY: valid device; the allocate info lives for the call.
-    partial.memory = unsafe { dev.device.allocate_memory(&alloc, None) }
-        .map_err(|r| Error::vk("vkAllocateMemory (dedicated, exportable, for an image)", r))?;
-    // SAFETY: the memory was allocated for this image, offset 0.
-    unsafe { dev.device.bind_image_memory(image, partial.memory, 0) }
-        .map_err(|r| Error::vk("vkBindImageMemory", r))?;
-    Ok(partial.finish(req.size))
+    for req in &reqs {
+        let type_index = find_memory_type(
+            &dev.props.memory,
+            req.memory_type_bits,
+            vk::MemoryPropertyFlags::DEVICE_LOCAL,
+            vk::MemoryPropertyFlags::empty(),
+        )
+        .ok_or_else(|| {
+            Error::unsupported(format!(
+                "no DEVICE_LOCAL memory type is allowed for an exportable image (memoryTypeBits {:#x})",
+                req.memory_type_bits
+            ))
+        })?;
+        let mut export = vk::ExportMemoryAllocateInfo::default().handle_types(HANDLE_TYPE);
+        let mut dedicated = vk::MemoryDedicatedAllocateInfo::default().image(image);
+        let mut alloc = vk::MemoryAllocateInfo::default()
+            .allocation_size(req.size)
+            .memory_type_index(type_index)
+            .push_next(&mut export);
+        let what = if planes == 1 {
+            alloc = alloc.push_next(&mut dedicated);
+            "vkAllocateMemory (dedicated, exportable, for an image)"
+        } else {
+            "vkAllocateMemory (exportable, for a plane of a disjoint image)"
+        };
+        // SAFETY: valid device; the allocate info lives for the call.
+        let memory =
+            unsafe { dev.device.allocate_memory(&alloc, None) }.map_err(|r| Error::vk(what, r))?;
+        partial.memory.push(PlaneMemory {
+            memory,
+            allocation_size: req.size,
+            offset: 0,
+            dedicated: planes == 1,
+        });
+    }
+    bind(dev, image, &partial.memory)?;
+    Ok(partial.finish())
 }

@@ -122,8 +122,9 @@ pub struct Choice<'a> {
     pub cuda_match: Option<UuidMatcher<'a>>,
 }
 
-/// Creates an instance and a device with every interop extension the device has and
-/// timeline semaphores enabled, plus one queue with compute and transfer.
+/// Creates an instance and a device with every interop extension the device has,
+/// timeline semaphores and (where the device has it) samplerYcbcrConversion
+/// enabled, plus one queue with compute and transfer.
 pub fn create(choice: &Choice) -> Result<VulkanDevice> {
     let _g = lifecycle_lock();
     let entry = load_entry()?;
@@ -246,10 +247,15 @@ fn create_device(
     let mut v12 = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
     // synchronization2 where the device has it: the handoff barriers use it then.
     let mut v13 = vk::PhysicalDeviceVulkan13Features::default().synchronization2(true);
+    // Sampling multi-planar (YCbCr) images through a VkSamplerYcbcrConversion needs
+    // the samplerYcbcrConversion feature (core 1.1): enabled where the device has it.
+    let mut v11 = vk::PhysicalDeviceVulkan11Features::default()
+        .sampler_ycbcr_conversion(support.sampler_ycbcr_conversion);
     let mut info = vk::DeviceCreateInfo::default()
         .queue_create_infos(&queues)
         .enabled_extension_names(&exts)
-        .push_next(&mut v12);
+        .push_next(&mut v12)
+        .push_next(&mut v11);
     if support.synchronization2 {
         info = info.push_next(&mut v13);
     }

@@ -34,6 +34,8 @@ pub struct Support {
     pub timeline_semaphore: bool,
     /// The Vulkan 1.3 feature `synchronization2` (`vkCmdPipelineBarrier2`).
     pub synchronization2: bool,
+    /// The samplerYcbcrConversion feature (sampling multi-planar images in Vulkan).
+    pub sampler_ycbcr_conversion: bool,
 }
 
 pub fn device_props(instance: &ash::Instance, physical: vk::PhysicalDevice) -> Result<DeviceProps> {
@@ -103,8 +105,11 @@ pub fn query(instance: &ash::Instance, physical: vk::PhysicalDevice) -> Result<S
     };
     let mut tl = vk::PhysicalDeviceTimelineSemaphoreFeatures::default();
     let mut v13 = vk::PhysicalDeviceVulkan13Features::default();
+    let mut ycbcr = vk::PhysicalDeviceSamplerYcbcrConversionFeatures::default();
     let is13 = props.api_version >= vk::API_VERSION_1_3;
-    let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut tl);
+    let mut f2 = vk::PhysicalDeviceFeatures2::default()
+        .push_next(&mut tl)
+        .push_next(&mut ycbcr);
     if is13 {
         f2 = f2.push_next(&mut v13);
     }
@@ -115,6 +120,7 @@ pub fn query(instance: &ash::Instance, physical: vk::PhysicalDevice) -> Result<S
         external_semaphore_fd: has(ash::khr::external_semaphore_fd::NAME),
         timeline_semaphore: tl.timeline_semaphore == vk::TRUE,
         synchronization2: is13 && v13.synchronization2 == vk::TRUE,
+        sampler_ycbcr_conversion: ycbcr.sampler_ycbcr_conversion == vk::TRUE,
     })
 }
 

@@ -214,6 +214,11 @@ impl Env {
             offset: 0,
             dedicated: 1,
             export_handle_types: vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD.as_raw(),
+            planes: [vkcuda_image_plane_memory {
+                memory: vk::DeviceMemory::null(),
+                allocation_size: 0,
+                offset: 0,
+            }; 3],
         }
     }
 

@@ -126,8 +126,13 @@ pub fn cases(m: &mut Matrix) {
             UNSUP,
         ),
         (
-            "planar:format",
-            vk::Format::G8_B8R8_2PLANE_420_UNORM.as_raw(),
+            "packed-422:format",
+            vk::Format::G8B8G8R8_422_UNORM.as_raw(),
+            UNSUP,
+        ),
+        (
+            "unverified-planar:format",
+            vk::Format::G16_B16R16_2PLANE_420_UNORM.as_raw(),
             UNSUP,
         ),
     ] {

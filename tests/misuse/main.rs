@@ -30,7 +30,8 @@
 //! One module per group of functions (the header's Doxygen groups), each with a
 //! `pub fn cases(m: &mut Matrix)` that registers its cases:
 //!   - `library`, `context`, `buffer`, `image`, `semaphore`, `handoff` (the barrier
-//!     functions), `share` (descriptions and sockets);
+//!     functions), `share` (descriptions and sockets), `planar` (multi-planar images:
+//!     the plane getters, the pitched copies, the multi-fd sharing calls);
 //!   - the framework: `header` (the header's prototypes and what must be covered),
 //!     `env` (the context and objects the cases use), `matrix` (`Matrix::case`,
 //!     `Call::refused`, `Poison`, `mutations`), `nulls` (the NULL table and its
@@ -84,6 +85,7 @@ groups! {
     graph,
     handoff,
     share,
+    planar,
     dlpack,
     doctor,
 }

@@ -26,7 +26,7 @@ unsafe extern "C" fn refuse_peer(_pid: i32, _uid: u32, _gid: u32, user: *mut c_v
     0
 }
 
-fn options() -> vkcuda_share_options {
+pub fn options() -> vkcuda_share_options {
     vkcuda_share_options {
         flags: 0,
         timeout_ns: 1_000_000,
@@ -137,6 +137,23 @@ fn description_mutations() -> Vec<(Kind, Mutation<vkcuda_share_description>)> {
                 d.image.allocation_size = u64::MAX
             }),
         ),
+        // Multi-planar images (tests/misuse/planar.rs has the rest).
+        (
+            Kind::Image,
+            m(
+                "not-allocation-size:description->image.plane_allocation_sizes",
+                &[I],
+                |d| d.image.plane_allocation_sizes[0] = d.image.allocation_size + 4096,
+            ),
+        ),
+        (
+            Kind::Image,
+            m(
+                "extra-plane:description->image.plane_allocation_sizes",
+                &[I],
+                |d| d.image.plane_allocation_sizes[1] = 65536,
+            ),
+        ),
     ];
     for mu in image_info_mutations::<D>(
         "description->image.description.",
@@ -184,7 +201,7 @@ fn options_mutations(receive: bool) -> Vec<Mutation<vkcuda_share_options>> {
 
 /// Cases for a function that sends on a socket: bad sockets, NULL options, and
 /// options mutations. `send` makes the call with (socket, options).
-fn socket_cases(
+pub fn socket_cases(
     m: &mut Matrix,
     f: &'static str,
     receive: bool,
@@ -348,7 +365,7 @@ fn socket_cases(
 /// `call` makes the call and checks it is refused with the given codes.
 /// `want` is empty for a change that leaves a possible record (see `RECORD_OK`),
 /// which serialize and send take and imports refuse.
-fn description_cases(
+pub fn description_cases(
     m: &mut Matrix,
     f: &'static str,
     call: impl Fn(&Call, &vkcuda_share_description, &[vkcuda_result]) + 'static,
