@@ -11,8 +11,8 @@
 //! GPU (`gpu_*`, ignored without `--include-ignored`; with VKCUDA_REQUIRE_GPU=1 a
 //! missing GPU fails them): every verified format at several sizes (4K included),
 //! Vulkan -> CUDA and CUDA -> Vulkan through the plane arrays (cuMemcpy2D) and
-//! through the pitched-copy helper, every texel compared; the unverified formats
-//! refused with what to use instead; an engine's disjoint image wrapped; a plane
+//! through the pitched-copy helper, every texel compared (10- and 12-bit samples in
+//! their significant bits); an engine's disjoint image wrapped; a plane
 //! fd import; 1000 NV12 frames handed over on a timeline.
 
 mod common;
@@ -165,15 +165,35 @@ fn regions(i: &vkcuda_image_info) -> Vec<vk::BufferImageCopy> {
         .collect()
 }
 
+/// The bits of byte `b` of a texel that carry the sample: 10- and 12-bit samples
+/// sit in the high bits of little-endian 16-bit words, and what the low (padding)
+/// bits hold after a write is not defined, so they are not compared.
+fn sample_bits(bits: u32, b: usize) -> u8 {
+    if matches!(bits, 10 | 12) && b % 2 == 0 {
+        ((0xFFFF_u32 << (16 - bits)) & 0xFF) as u8
+    } else {
+        0xFF
+    }
+}
+
+/// Whether the texel `got` differs from `want(byte index in the texel)` in any
+/// sample bit.
+fn texel_differs(bits: u32, got: &[u8], want: impl Fn(usize) -> u8) -> bool {
+    got.iter()
+        .enumerate()
+        .any(|(b, &x)| (x ^ want(b)) & sample_bits(bits, b) != 0)
+}
+
 /// Texels (of every plane) that differ from the pattern, and texels compared.
 fn texel_mismatches(i: &vkcuda_image_info, data: &[u8], seed: u32) -> (u64, u64) {
     let (ps, _) = planes(i);
     let (mut bad, mut all) = (0, 0);
     for p in ps {
         for t in 0..p.bytes / p.texel {
-            let at = p.offset + t * p.texel;
+            let at = (p.offset + t * p.texel) as usize;
             all += 1;
-            if (at..at + p.texel).any(|k| data[k as usize] != pattern(k as usize, seed)) {
+            let got = &data[at..at + p.texel as usize];
+            if texel_differs(i.format_info.bits, got, |b| pattern(at + b, seed)) {
                 bad += 1;
             }
         }
@@ -556,7 +576,12 @@ fn format_query_describes_every_plane() {
             p.chroma_divisors()
         );
         assert_eq!(q.bits, p.bits);
-        assert_eq!((q.cuda_format, q.channels, q.bytes_per_texel), (0x01, 1, 1));
+        // The format's own fields are luma's (plane 0): one channel of 8 or 16 bits.
+        let (cuda, bytes) = if p.bits == 8 { (0x01, 1) } else { (0x02, 2) };
+        assert_eq!(
+            (q.cuda_format, q.channels, q.bytes_per_texel),
+            (cuda, 1, bytes)
+        );
         for (k, pl) in p.planes.iter().enumerate() {
             let c = &q.planes[k];
             assert_eq!(c.format, pl.info.format.as_raw());
@@ -1373,7 +1398,8 @@ mod gpu {
                 for t in 0..p.extent.width as usize {
                     let at = y * pitch + t * p.texel as usize;
                     let want = p.offset as usize + y * row + t * p.texel as usize;
-                    if (0..p.texel as usize).any(|b| got[at + b] != pattern(want + b, 14)) {
+                    let texel = &got[at..at + p.texel as usize];
+                    if texel_differs(i.format_info.bits, texel, |b| pattern(want + b, 14)) {
                         bad_texels += 1;
                     }
                 }
@@ -1471,45 +1497,6 @@ mod gpu {
         }
         drop(v);
         unsafe { vkcuda_context_destroy(ctx) };
-    }
-
-    #[test]
-    #[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
-    fn gpu_unverified_formats_are_refused_with_what_to_use() {
-        let _g = serial();
-        let Some(ctx) = cuda_context_or_skip("gpu_unverified_formats_are_refused_with_what_to_use")
-        else {
-            return;
-        };
-        for p in PLANAR.iter().filter(|p| !p.verified) {
-            let (r, m) = try_create(ctx, &d2(p.format, 64, 64)).unwrap_err();
-            assert_eq!(r, VKCUDA_ERROR_UNSUPPORTED, "{m}");
-            assert!(
-                m.contains("not verified") && m.contains("Use VK_FORMAT_G8_"),
-                "{m}"
-            );
-            println!("REFUSED {:<6} {}", p.name, m);
-        }
-        // A Vulkan-only context makes them where the device has them (no CUDA view).
-        let vo = vulkan_only_context();
-        let v = Vk::new(vo);
-        for p in PLANAR.iter().filter(|p| !p.verified) {
-            let r = try_create(vo, &d2(p.format, 64, 64));
-            match (r, unsupported_why(&v, p)) {
-                (Ok(im), None) => unsafe { vkcuda_image_destroy(im) },
-                (Err((r, m)), Some(_)) => assert_eq!(r, VKCUDA_ERROR_UNSUPPORTED, "{m}"),
-                (Err((r, m)), None) => assert_eq!(r, VKCUDA_ERROR_UNSUPPORTED, "{m}"),
-                (Ok(im), Some(why)) => {
-                    unsafe { vkcuda_image_destroy(im) };
-                    panic!("{} made although {why}", p.name);
-                }
-            }
-        }
-        drop(v);
-        unsafe {
-            vkcuda_context_destroy(vo);
-            vkcuda_context_destroy(ctx);
-        }
     }
 
     #[test]

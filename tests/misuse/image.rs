@@ -130,11 +130,6 @@ pub fn cases(m: &mut Matrix) {
             vk::Format::G8B8G8R8_422_UNORM.as_raw(),
             UNSUP,
         ),
-        (
-            "unverified-planar:format",
-            vk::Format::G16_B16R16_2PLANE_420_UNORM.as_raw(),
-            UNSUP,
-        ),
     ] {
         m.case(FORMAT, label, move |c| {
             let mut i = Poison::<vkcuda_format_info>::new();
