@@ -1296,11 +1296,10 @@ typedef struct vkcuda_image_create_info {
    * 8/16/32-bit UNORM, SNORM, UINT, SINT, 16/32-bit SFLOAT, 8-bit SRGB, and
    * `B8G8R8A8_*` (CUDA then sees the channels in memory order: x is blue); or a
    * multi-planar (YCbCr) format: NV12 (`VK_FORMAT_G8_B8R8_2PLANE_420_UNORM`),
-   * NV16, NV24, I420, I422, I444, whose planes are CUDA arrays of their own (2D,
+   * NV16, NV24, I420, I422, I444 and the 10/12/16-bit P010, P012, P016 and their
+   * 4:2:2, 4:4:4 and 3-plane forms, whose planes are CUDA arrays of their own (2D,
    * one level, one layer; even width for 4:2:2 and 4:2:0, even height for 4:2:0).
-   * The 10/12/16-bit multi-planar formats (P010, P016, ...) are refused in a
-   * context with CUDA (not verified on NVIDIA's driver; the message says what to
-   * use). Others are refused with `VKCUDA_ERROR_UNSUPPORTED` and a message naming
+   * Others are refused with `VKCUDA_ERROR_UNSUPPORTED` and a message naming
    * a supported neighbour.
    */
   VkFormat format;
@@ -2350,8 +2349,8 @@ enum vkcuda_result vkcuda_handoff_cmd_acquire_from_cuda(uint32_t resource_count,
  * own: format, channels, size divisors, aspect). `VKCUDA_ERROR_UNSUPPORTED` for a
  * format CUDA arrays cannot hold (3 channels, packed, 64-bit, scaled,
  * block-compressed, depth/stencil, packed 4:2:2), with a message naming a supported
- * neighbour, and for the multi-planar formats whose CUDA view is not verified on
- * NVIDIA's driver (10/12/16-bit: P010, P016, ...), with what to use instead;
+ * neighbour (and for a multi-planar format whose CUDA view is turned off in the
+ * library's format table as not verified, with what to use instead);
  * `VKCUDA_ERROR_INVALID_ARGUMENT` for a value that is not a `VkFormat`. Needs no
  * context, device or driver.
  *
