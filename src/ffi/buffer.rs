@@ -6,7 +6,6 @@ use ash::vk;
 
 use super::context::{ctx_arg, vkcuda_context};
 use super::handle::{self, handle_kind, Tagged};
-use super::handoff::{command_buffer_arg, scope_arg, vkcuda_handoff_info};
 use super::types::*;
 use super::{
     arg, boundary, check_bool, check_flags, import_taking, out, quiet, vkcuda_result, write_handle,
