@@ -95,18 +95,23 @@ static int hex(char c) {
 }
 
 /* The device table: FAKE_CUDA_UUIDS (or FAKE_CUDA_UUID) filtered by
- * CUDA_VISIBLE_DEVICES. */
+ * CUDA_VISIBLE_DEVICES, read again whenever those variables changed (a test may
+ * learn the UUID to pair with only from a first, Vulkan-only context). */
 static void load_devices(void) {
+    static char seen[2048];
+    char key[2048];
     unsigned char all[MAX_DEVICES][16];
     int n = 0, i;
     const char *list = getenv("FAKE_CUDA_UUIDS");
     const char *visible = getenv("CUDA_VISIBLE_DEVICES");
     pthread_mutex_lock(&lock);
-    if (count >= 0) {
+    if (!list || !*list) list = getenv("FAKE_CUDA_UUID");
+    snprintf(key, sizeof key, "%s|%s", list ? list : "", visible ? visible : "(unset)");
+    if (count >= 0 && strcmp(key, seen) == 0) {
         pthread_mutex_unlock(&lock);
         return;
     }
-    if (!list || !*list) list = getenv("FAKE_CUDA_UUID");
+    snprintf(seen, sizeof seen, "%s", key);
     if (!list || !*list) {
         memset(all[0], 0xab, 16);
         n = 1;
