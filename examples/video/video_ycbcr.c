@@ -190,7 +190,13 @@ int main(int argc, char **argv) {
     printf("video_ycbcr: %s %dx%d NV12 (%s chroma) sampled as BT.709 narrow-range RGB: %zu pixels, "
            "max difference %d (at %zu,%zu); wrote %s\n", vulkan_only ? "CPU-written" : "CUDA-written", w, h,
            cosited ? "cosited" : "midpoint", luma, max_diff, worst % w, worst / w, out);
-    if (max_diff > 2) return printf("video_ycbcr: FAIL: the pixels differ from the host reference by more than 2\n"), 1;
+    if (max_diff > 2) {
+        for (i = 0, a = 0; i < luma && a < 4; i++) /* the first pixels that differ, as RGB */
+            if (abs((int)(got[i] & 255) - (int)(expect[i] & 255)) > 2 || abs((int)(got[i] >> 8 & 255) - (int)(expect[i] >> 8 & 255)) > 2 ||
+                abs((int)(got[i] >> 16 & 255) - (int)(expect[i] >> 16 & 255)) > 2)
+                a++, printf("  (%zu,%zu): got %06x, expected %06x (0xBBGGRR)\n", i % w, i / w, got[i] & 0xffffff, expect[i] & 0xffffff);
+        return printf("video_ycbcr: FAIL: the pixels differ from the host reference by more than 2\n"), 1;
+    }
     CHECK_VK(ex.vk.vkDeviceWaitIdle(dev));
     vk_owned_buffer_destroy(&ex.vk, &rgba);
     if (staging.buffer) vk_owned_buffer_destroy(&ex.vk, &staging);

@@ -333,33 +333,13 @@ impl ExternalSemaphore {
     }
 
     /// Checks that `node` is a node of this semaphore of the kind `op` (the
-    /// template graph's node: `cuGraphExternalSemaphores*NodeGetParams`), so that a
-    /// value is never set on another semaphore's node or on a node of another kind.
-    /// Runs with the context current.
+    /// template graph's node), so that a value is never set on another semaphore's
+    /// node or on a node of another kind. The type first (`cuGraphNodeGetType`),
+    /// then the parameters (`cuGraphExternalSemaphores*NodeGetParams`, which name
+    /// the node's semaphore): no driver call is made that fails on a node of
+    /// another kind (compute-sanitizer reports such failures). Runs with the
+    /// context current.
     fn check_graph_node(&self, op: GraphOp, node: sys::CUgraphNode) -> Result<()> {
-        // The node's parameters name its semaphore; reading them fails for a node of
-        // another type, which the slow path below then names.
-        let found = match op {
-            GraphOp::Wait => {
-                let mut p: sys::CUDA_EXT_SEM_WAIT_NODE_PARAMS = unsafe { std::mem::zeroed() };
-                let r = unsafe { sys::cuGraphExternalSemaphoresWaitNodeGetParams(node, &mut p) };
-                (r == sys::CUresult::CUDA_SUCCESS && p.numExtSems == 1 && !p.extSemArray.is_null())
-                    .then(|| unsafe { *p.extSemArray })
-            }
-            GraphOp::Signal => {
-                let mut p: sys::CUDA_EXT_SEM_SIGNAL_NODE_PARAMS = unsafe { std::mem::zeroed() };
-                let r = unsafe { sys::cuGraphExternalSemaphoresSignalNodeGetParams(node, &mut p) };
-                (r == sys::CUresult::CUDA_SUCCESS && p.numExtSems == 1 && !p.extSemArray.is_null())
-                    .then(|| unsafe { *p.extSemArray })
-            }
-        };
-        if found == Some(self.sem) {
-            return Ok(());
-        }
-        let mut ty = sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_EMPTY;
-        cu_check("cuGraphNodeGetType", unsafe {
-            sys::cuGraphNodeGetType(node, &mut ty)
-        })?;
         let (want, name) = match op {
             GraphOp::Wait => (
                 sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT,
@@ -370,10 +350,33 @@ impl ExternalSemaphore {
                 "an external semaphore signal node",
             ),
         };
+        let mut ty = sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_EMPTY;
+        cu_check("cuGraphNodeGetType", unsafe {
+            sys::cuGraphNodeGetType(node, &mut ty)
+        })?;
         if ty != want {
             return Err(Error::invalid(format!(
                 "node is a graph node of type {ty:?}, not {name}"
             )));
+        }
+        let found = match op {
+            GraphOp::Wait => {
+                let mut p: sys::CUDA_EXT_SEM_WAIT_NODE_PARAMS = unsafe { std::mem::zeroed() };
+                cu_check("cuGraphExternalSemaphoresWaitNodeGetParams", unsafe {
+                    sys::cuGraphExternalSemaphoresWaitNodeGetParams(node, &mut p)
+                })?;
+                (p.numExtSems == 1 && !p.extSemArray.is_null()).then(|| unsafe { *p.extSemArray })
+            }
+            GraphOp::Signal => {
+                let mut p: sys::CUDA_EXT_SEM_SIGNAL_NODE_PARAMS = unsafe { std::mem::zeroed() };
+                cu_check("cuGraphExternalSemaphoresSignalNodeGetParams", unsafe {
+                    sys::cuGraphExternalSemaphoresSignalNodeGetParams(node, &mut p)
+                })?;
+                (p.numExtSems == 1 && !p.extSemArray.is_null()).then(|| unsafe { *p.extSemArray })
+            }
+        };
+        if found == Some(self.sem) {
+            return Ok(());
         }
         Err(Error::invalid(
             "node is not a node of this semaphore (made by vkcuda_semaphore_cuda_graph_add_* on another \
