@@ -35,7 +35,8 @@
 #                    nvcc made (VKCUDA_EXAMPLES_PTX): same checks, same results
 #   vvl:NAME, vvl:example:NAME
 #                    each of the above under VK_LAYER_KHRONOS_validation; any line
-#                    with "VUID" or "Validation Error" fails the step
+#                    with "Validation Error" or "[ VUID-" (the layer's messages, not
+#                    a VUID that the library's own error message names) fails it
 #   python:install   the wheel from .dev/gpu/python into .dev/py (pip --no-index --target)
 #   python:tests     pytest -s python/tests: the API and DLPack tests with the real
 #                    driver, torch/CuPy/JAX reading and writing shared buffers, the
@@ -89,7 +90,7 @@ setup_note() { # the GPU and the kernel, or what went wrong
 rust_note() { grep -E '^test result:' "$1" | tail -1 | cut -c1-110; }
 pytest_note() { grep -E '[0-9]+ (passed|failed)' "$1" | tail -1 | cut -c1-110; }
 pytest_skipped() { grep -E '^SKIPPED \[[0-9]+\]' "$1" || true; }
-vvl_count() { grep -cE 'VUID|Validation Error' "$1" || true; }
+vvl_count() { grep -cE 'Validation Error|\[ VUID-' "$1" || true; } # the layer's messages, not a VUID the library's own message names
 vvl_note() { echo "$(vvl_count "$1") validation messages; $(last_line_note "$1")"; }
 vvl_verdict() { [ "$(vvl_count "$1")" -eq 0 ]; }
 
@@ -262,7 +263,7 @@ else
 
     # ex NAME TIMEOUT_S COMMAND...: an example as step NAME (a new NAME goes into
     # $examples above too); vvl NAME TIMEOUT_S COMMAND...: step vvl:NAME, the same
-    # under the validation layer, where any "VUID" or "Validation Error" line fails.
+    # under the validation layer, where any "Validation Error" or "[ VUID-" line fails.
     ex() { local name=$1 limit=$2; shift 2; step --timeout "$limit" --note last_line_note "$name" "$@"; }
     vvl() {
         local name=$1 limit=$2

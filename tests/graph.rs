@@ -265,6 +265,24 @@ impl Frame {
         self.slot_frame[slot] = f;
     }
 
+    /// With `VKCUDA_GRAPH_LAYER_SEES_A=1`, the host waits for stage A's signal
+    /// before stage C is submitted. The validation layer cannot see CUDA's
+    /// signals: to it, C's wait on the value CUDA signals orders nothing, and
+    /// C's copy looks unsynchronized with A's fill. This wait shows it A's
+    /// completion, so that synchronization validation checks the rest of the
+    /// frame (scripts/gpu-hardening.sh runs vvl:graph with it; docs/GUIDE.md).
+    fn let_the_layer_see(&self, a_signal: u64) {
+        if std::env::var("VKCUDA_GRAPH_LAYER_SEES_A").as_deref() != Ok("1") {
+            return;
+        }
+        let sems = [self.vk_sem];
+        let values = [a_signal];
+        let info = vk::SemaphoreWaitInfo::default()
+            .semaphores(&sems)
+            .values(&values);
+        unsafe { self.v.device.wait_semaphores(&info, 10_000_000_000) }.unwrap();
+    }
+
     fn drain(&mut self) {
         for slot in 0..SLOTS {
             self.check_slot(slot);
@@ -448,6 +466,7 @@ fn a_captured_frame_graph_replays_on_one_timeline_with_vulkan() {
         }
         cuok(unsafe { cu::cuGraphLaunch(exec, fr.stream) });
         set_us.push(t.elapsed().as_secs_f64() * 1e6);
+        fr.let_the_layer_see(a.signal_value);
         fr.vulkan_c(slot, f, c);
     }
     fr.drain();
@@ -474,6 +493,7 @@ fn a_captured_frame_graph_replays_on_one_timeline_with_vulkan() {
         fr.launch_kernel();
         ok(unsafe { vkcuda_semaphore_cuda_signal(fr.sem, b.signal_value, fr.stream.cast()) });
         stream_us.push(t.elapsed().as_secs_f64() * 1e6);
+        fr.let_the_layer_see(a.signal_value);
         fr.vulkan_c(slot, f, c);
     }
     fr.drain();
