@@ -1,4 +1,5 @@
-//! 4K NV12 frames (multi-planar images), in the same run as the rest of
+//! 4K NV12 frames, each shared as two single-plane images (R8 luma, R8G8 CbCr:
+//! the multi-planar format is refused with CUDA), in the same run as the rest of
 //! bench/interop.rs, on the same device, queue, CUDA context and stream:
 //!
 //! - zero-copy vs copy: frames handed from CUDA to Vulkan through a ring of three
@@ -8,7 +9,7 @@
 //!   pitch-linear CUDA memory into the image (what FFmpeg's Vulkan/CUDA interop
 //!   does for every frame). Per frame, medians of batches of 100 frames.
 //! - the pitched-copy helper (`vkcuda_image_cuda_copy_from_pitched`, one call per
-//!   frame) against the two raw `cuMemcpy2DAsync` calls it makes, timed in
+//!   plane image) against the two raw `cuMemcpy2DAsync` calls it makes, timed in
 //!   alternation: per frame over batches of 10 frames with a stream sync (GPU
 //!   time and host time together), and the host's enqueue time alone.
 
@@ -17,42 +18,53 @@ use super::*;
 const W: u32 = 3840;
 const H: u32 = 2160;
 
-/// A shared 4K NV12 image and its planes' level-0 arrays.
+/// A shared 4K NV12 frame as the library shares one: two single-plane images,
+/// luma (R8, W x H) and CbCr (R8G8, W/2 x H/2), and their level-0 arrays. (The
+/// multi-planar format itself is refused in a CUDA context: its planes read wrong
+/// once the data compresses, see `vkcuda::format::PLANAR`.)
 struct Nv12 {
-    image: *mut vkcuda_image,
+    images: [*mut vkcuda_image; 2],
     arrays: [cu::CUarray; 2],
 }
 
 impl Nv12 {
     fn new(env: &Env) -> Nv12 {
-        let info = vkcuda_image_create_info {
-            flags: 0,
-            image_type: vkcuda_image_type_raw(0),
-            format: vk::Format::G8_B8R8_2PLANE_420_UNORM.as_raw(),
-            extent: vk::Extent3D {
-                width: W,
-                height: H,
-                depth: 1,
-            },
-            mip_levels: 0,
-            array_layers: 0,
-            usage: 0,
-        };
-        let mut image = ptr::null_mut();
-        ok(unsafe { vkcuda_image_create(env.ctx, &info, &mut image) });
+        let mut images = [ptr::null_mut(); 2];
         let mut arrays = [ptr::null_mut(); 2];
-        for (p, a) in arrays.iter_mut().enumerate() {
+        for (p, (format, w, h)) in [
+            (vk::Format::R8_UNORM, W, H),
+            (vk::Format::R8G8_UNORM, W / 2, H / 2),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let info = vkcuda_image_create_info {
+                flags: 0,
+                image_type: vkcuda_image_type_raw(0),
+                format: format.as_raw(),
+                extent: vk::Extent3D {
+                    width: w,
+                    height: h,
+                    depth: 1,
+                },
+                mip_levels: 0,
+                array_layers: 0,
+                usage: 0,
+            };
+            ok(unsafe { vkcuda_image_create(env.ctx, &info, &mut images[p]) });
             let mut x = ptr::null_mut();
-            ok(unsafe { vkcuda_image_get_plane_cuda_array(image, p as u32, 0, &mut x) });
-            *a = x.cast();
+            ok(unsafe { vkcuda_image_get_plane_cuda_array(images[p], 0, 0, &mut x) });
+            arrays[p] = x.cast();
         }
-        Nv12 { image, arrays }
+        Nv12 { images, arrays }
     }
 }
 
 impl Drop for Nv12 {
     fn drop(&mut self) {
-        unsafe { vkcuda_image_destroy(self.image) };
+        for im in self.images {
+            unsafe { vkcuda_image_destroy(im) };
+        }
     }
 }
 
@@ -72,23 +84,27 @@ impl Pitched {
         Pitched { ptr, pitch }
     }
 
-    fn planes(&self) -> vkcuda_pitched_planes {
-        let plane = |device_pointer, pitch| vkcuda_pitched_plane {
-            device_pointer,
-            pitch,
+    /// The luma plane and the CbCr plane, each for its own image.
+    fn planes(&self) -> [vkcuda_pitched_planes; 2] {
+        let one = |device_pointer| {
+            let plane = |device_pointer, pitch| vkcuda_pitched_plane {
+                device_pointer,
+                pitch,
+            };
+            vkcuda_pitched_planes {
+                flags: 0,
+                plane_count: 1,
+                planes: [
+                    plane(device_pointer, self.pitch as u64),
+                    plane(0, 0),
+                    plane(0, 0),
+                ],
+            }
         };
-        vkcuda_pitched_planes {
-            flags: 0,
-            plane_count: 2,
-            planes: [
-                plane(self.ptr, self.pitch as u64),
-                plane(
-                    self.ptr + (self.pitch * H as usize) as u64,
-                    self.pitch as u64,
-                ),
-                plane(0, 0),
-            ],
-        }
+        [
+            one(self.ptr),
+            one(self.ptr + (self.pitch * H as usize) as u64),
+        ]
     }
 }
 
@@ -123,9 +139,11 @@ fn raw_copy(env: &Env, src: &Pitched, dst: &Nv12) {
     }
 }
 
-/// The library's path: one call for both planes.
-fn lib_copy(env: &Env, planes: &vkcuda_pitched_planes, dst: &Nv12) {
-    ok(unsafe { vkcuda_image_cuda_copy_from_pitched(dst.image, planes, env.stream.cast()) });
+/// The library's path: one call per plane image.
+fn lib_copy(env: &Env, planes: &[vkcuda_pitched_planes; 2], dst: &Nv12) {
+    for (p, pl) in planes.iter().enumerate() {
+        ok(unsafe { vkcuda_image_cuda_copy_from_pitched(dst.images[p], pl, env.stream.cast()) });
+    }
 }
 
 fn one_shot(env: &Env, record: impl FnOnce(vk::CommandBuffer)) -> vk::CommandBuffer {
@@ -161,8 +179,8 @@ fn handoff_info(env: &Env) -> vkcuda_handoff_info {
 fn release_new(env: &Env, images: &[&Nv12]) {
     let h = handoff_info(env);
     let cmd = one_shot(env, |cmd| {
-        for im in images {
-            ok(unsafe { vkcuda_image_cmd_release_to_cuda(im.image, cmd, &h, 0) });
+        for im in images.iter().flat_map(|f| f.images) {
+            ok(unsafe { vkcuda_image_cmd_release_to_cuda(im, cmd, &h, 0) });
         }
     });
     env.submit(&[], &[], cmd, vk::Fence::null());
@@ -188,10 +206,10 @@ fn ring(
         .iter()
         .map(|im| {
             one_shot(env, |cmd| unsafe {
-                ok(vkcuda_image_cmd_acquire_from_cuda(
-                    im.image, cmd, &h, sampled,
-                ));
-                ok(vkcuda_image_cmd_release_to_cuda(im.image, cmd, &h, sampled));
+                for i in im.images {
+                    ok(vkcuda_image_cmd_acquire_from_cuda(i, cmd, &h, sampled));
+                    ok(vkcuda_image_cmd_release_to_cuda(i, cmd, &h, sampled));
+                }
             })
         })
         .collect();
@@ -355,7 +373,7 @@ pub fn nv12_4k(env: &Env, lib: &LibTimeline, rep: &mut Report, quick: bool) {
         "nv12-4k",
         "enqueue, library",
         &mut el,
-        "host us per call (both planes)",
+        "host us per frame (both plane images)",
     );
     let erm = rep.add(
         "nv12-4k",

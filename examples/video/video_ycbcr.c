@@ -1,11 +1,14 @@
 /*
- * video_ycbcr [--vulkan-only] [--size WxH] [--out FILE]: an NV12 video frame (luma + CbCr at
- * half size) goes from CUDA memory into a shared multi-planar image as a decoder hands it over
- * (pitch-linear planes, as NVDEC's cuvidMapVideoFrame gives them: one
- * vkcuda_image_cuda_copy_from_pitched call per frame), and Vulkan samples it through a
- * VkSamplerYcbcrConversion (BT.709, narrow range) into RGB, checked pixel by pixel against a
- * host reference and written as a PNG. --vulkan-only: the CPU writes the planes (lavapipe).
- * Without a CUDA GPU, or NV12 sampling, it prints SKIP and exits 77 (1 with VKCUDA_REQUIRE_GPU=1).
+ * video_ycbcr [--vulkan-only] [--size WxH] [--out FILE]: an NV12 video frame goes from CUDA memory
+ * (pitch-linear planes, as NVDEC's cuvidMapVideoFrame gives them) into two shared single-plane
+ * images, luma (R8) and CbCr (R8G8 at half size), with vkcuda_image_cuda_copy_from_pitched; Vulkan
+ * copies them into the planes of its own NV12 image (vkCmdCopyImage) and samples that through a
+ * VkSamplerYcbcrConversion (BT.709, narrow range) into RGB, checked pixel by pixel against a host
+ * reference and written as a PNG. Why not one shared NV12 image: on NVIDIA's driver the planes of
+ * a multi-planar image read wrong through CUDA once the data compresses (as video does), so the
+ * library refuses them with CUDA and says what to do instead: this. --vulkan-only: the CPU writes
+ * the plane images (lavapipe). Without a CUDA GPU, or NV12 sampling, it prints SKIP and exits 77
+ * (1 with VKCUDA_REQUIRE_GPU=1).
  */
 #include "example.h"
 #include "ycbcr_comp_spv.h"
@@ -24,10 +27,19 @@
     X(vkCreateShaderModule) X(vkDestroyShaderModule) X(vkCreateComputePipelines)                   \
     X(vkDestroyPipeline) X(vkCreateDescriptorPool) X(vkDestroyDescriptorPool)                      \
     X(vkAllocateDescriptorSets) X(vkUpdateDescriptorSets) X(vkCmdBindPipeline)                     \
-    X(vkCmdBindDescriptorSets) X(vkCmdPushConstants) X(vkCmdDispatch) X(vkCmdCopyBufferToImage)
+    X(vkCmdBindDescriptorSets) X(vkCmdPushConstants) X(vkCmdDispatch) X(vkCmdCopyBufferToImage)            \
+    X(vkCreateImage) X(vkDestroyImage) X(vkGetImageMemoryRequirements) X(vkBindImageMemory) X(vkCmdCopyImage)
 #define X(name) static PFN_##name name;
 VIDEO_FUNCTIONS(X)
 #undef X
+
+/* A layout transition (and the accesses around it) of the given aspects of an image. */
+static void transition(example *ex, VkCommandBuffer cmd, VkImage image, VkImageAspectFlags aspects, VkImageLayout from,
+                       VkImageLayout to, VkAccessFlags src, VkAccessFlags dst, VkPipelineStageFlags dst_stage) {
+    VkImageMemoryBarrier b = {VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER, NULL, src, dst, from, to, VK_QUEUE_FAMILY_IGNORED,
+                              VK_QUEUE_FAMILY_IGNORED, image, {aspects, 0, 1, 0, 1}};
+    ex->vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, dst_stage, 0, 0, NULL, 0, NULL, 1, &b);
+}
 
 static void skip(const char *why) {
     const char *req = getenv("VKCUDA_REQUIRE_GPU");
@@ -65,13 +77,23 @@ int main(int argc, char **argv) {
     int cosited = (fp.optimalTilingFeatures & VK_FORMAT_FEATURE_COSITED_CHROMA_SAMPLES_BIT) != 0;
     VkChromaLocation where = cosited ? VK_CHROMA_LOCATION_COSITED_EVEN : VK_CHROMA_LOCATION_MIDPOINT;
 
-    /* 3. The shared NV12 image: two planes, each with its own exportable memory and CUDA array. */
-    vkcuda_image_create_info ii = {.format = NV12, .extent = {(uint32_t)w, (uint32_t)h, 1},
-                                   .usage = VK_IMAGE_USAGE_TRANSFER_DST_BIT | VK_IMAGE_USAGE_SAMPLED_BIT};
-    vkcuda_image *image;
-    vkcuda_image_info info;
-    CHECK(vkcuda_image_create(ex.ctx, &ii, &image));
-    CHECK(vkcuda_image_get_info(image, &info));
+    /* 3. The shared plane images (each with its own exportable memory and CUDA array), and Vulkan's
+     *    own NV12 image, which is never shared: the frame reaches it by one Vulkan copy per plane. */
+    vkcuda_image_create_info li = {.format = VK_FORMAT_R8_UNORM, .extent = {(uint32_t)w, (uint32_t)h, 1},
+                                   .usage = VK_IMAGE_USAGE_TRANSFER_SRC_BIT | VK_IMAGE_USAGE_TRANSFER_DST_BIT};
+    vkcuda_image_create_info ci = li;
+    ci.format = VK_FORMAT_R8G8_UNORM, ci.extent.width /= 2, ci.extent.height /= 2;
+    vkcuda_image *plane[2];
+    vkcuda_image_info pinfo[2];
+    for (a = 0; a < 2; a++) CHECK(vkcuda_image_create(ex.ctx, a ? &ci : &li, &plane[a])), CHECK(vkcuda_image_get_info(plane[a], &pinfo[a]));
+    VkImageCreateInfo nci = {.sType = VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO, .imageType = VK_IMAGE_TYPE_2D, .format = NV12,
+        .extent = {(uint32_t)w, (uint32_t)h, 1}, .mipLevels = 1, .arrayLayers = 1, .samples = VK_SAMPLE_COUNT_1_BIT,
+        .tiling = VK_IMAGE_TILING_OPTIMAL, .usage = VK_IMAGE_USAGE_TRANSFER_DST_BIT | VK_IMAGE_USAGE_SAMPLED_BIT};
+    VkImage nv12; VkMemoryRequirements mr; VkDeviceMemory nv12_memory;
+    CHECK_VK(vkCreateImage(dev, &nci, NULL, &nv12)), vkGetImageMemoryRequirements(dev, nv12, &mr);
+    VkMemoryAllocateInfo mai = {VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, NULL, mr.size,
+                                vk_find_memory_type(&ex.vk, mr.memoryTypeBits, 0, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)};
+    CHECK_VK(ex.vk.vkAllocateMemory(dev, &mai, NULL, &nv12_memory)), CHECK_VK(vkBindImageMemory(dev, nv12, nv12_memory, 0));
     size_t luma = (size_t)w * h, bytes = luma * 3 / 2, i;
     uint8_t *frame = malloc(bytes), *cbcr = frame + luma;
     uint32_t *expect = malloc(luma * 4);
@@ -95,7 +117,7 @@ int main(int argc, char **argv) {
     VkSamplerCreateInfo sci = {.sType = VK_STRUCTURE_TYPE_SAMPLER_CREATE_INFO, .pNext = &conv, .magFilter = VK_FILTER_LINEAR,
         .minFilter = VK_FILTER_LINEAR, .addressModeU = clamp, .addressModeV = clamp, .addressModeW = clamp};
     CHECK_VK(vkCreateSampler(dev, &sci, NULL, &sampler));
-    VkImageViewCreateInfo vci = {.sType = VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO, .pNext = &conv, .image = info.image,
+    VkImageViewCreateInfo vci = {.sType = VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO, .pNext = &conv, .image = nv12,
         .viewType = VK_IMAGE_VIEW_TYPE_2D, .format = NV12, .subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1}};
     CHECK_VK(vkCreateImageView(dev, &vci, NULL, &view));
     VkDescriptorSetLayoutBinding b[2] = {{0, VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, 1, VK_SHADER_STAGE_COMPUTE_BIT, &sampler},
@@ -128,45 +150,57 @@ int main(int argc, char **argv) {
         {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, NULL, set, 1, 0, 1, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, NULL, &dbi, NULL}};
     vkUpdateDescriptorSets(dev, 2, wr, 0, NULL);
 
-    /* 5. The frame into the image: CUDA memory -> both planes in one call, or the CPU's copy. */
+    /* 5. The frame into the plane images (CUDA memory -> one pitched copy per image, or the CPU's
+     *    copy), then into the NV12 image's planes: both ready for the shader. */
     VkCommandBuffer cmd = example_command_buffer(&ex);
+    VkImageAspectFlags both = VK_IMAGE_ASPECT_PLANE_0_BIT | VK_IMAGE_ASPECT_PLANE_1_BIT;
     example_record(&ex, cmd);
     if (!vulkan_only) {
-        vkcuda_buffer *decoded;
-        vkcuda_buffer_info bi;
+        vkcuda_buffer *decoded; vkcuda_buffer_info bi;
         vkcuda_buffer_create_info bci = {0, VKCUDA_ALLOCATOR_CUDA, bytes, 0};
         vkcuda_handoff_info to_cuda = example_handoff(&ex, 0, 0);
-        vkcuda_handoff_info to_shader = example_handoff(&ex, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
-        /* The new image goes to CUDA (old layout UNDEFINED: there is nothing to keep yet). */
+        vkcuda_handoff_info to_copy = example_handoff(&ex, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
+        /* The new images go to CUDA (old layout UNDEFINED: there is nothing to keep yet). */
         example_record(&ex, ex.cmd);
-        CHECK(vkcuda_image_cmd_release_to_cuda(image, ex.cmd, &to_cuda, VK_IMAGE_LAYOUT_UNDEFINED));
+        for (a = 0; a < 2; a++) CHECK(vkcuda_image_cmd_release_to_cuda(plane[a], ex.cmd, &to_cuda, VK_IMAGE_LAYOUT_UNDEFINED));
         example_run(&ex, ex.cmd);
         /* The "decoded" frame in CUDA memory: luma rows, then CbCr rows; pitch = width. */
         CHECK(vkcuda_buffer_create(ex.ctx, &bci, &decoded));
         CHECK(vkcuda_buffer_get_info(decoded, &bi));
         CHECK_CU(ex.cu.cuMemcpyHtoD(bi.cuda_pointer, frame, bytes));
-        vkcuda_pitched_planes pp = {0, 2, {{bi.cuda_pointer, (uint64_t)w}, {bi.cuda_pointer + luma, (uint64_t)w}, {0, 0}}};
-        CHECK(vkcuda_image_cuda_copy_from_pitched(image, &pp, ex.stream)); /* one call per frame: both planes */
-        CHECK_CU(ex.cu.cuStreamSynchronize(ex.stream));
-        vkcuda_buffer_destroy(decoded);
-        /* Back from CUDA, ready for the shader (the transition from GENERAL keeps CUDA's texels). */
-        CHECK(vkcuda_image_cmd_acquire_from_cuda(image, cmd, &to_shader, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL));
+        vkcuda_pitched_planes y = {0, 1, {{bi.cuda_pointer, (uint64_t)w}, {0, 0}, {0, 0}}};
+        vkcuda_pitched_planes uv = {0, 1, {{bi.cuda_pointer + luma, (uint64_t)w}, {0, 0}, {0, 0}}};
+        CHECK(vkcuda_image_cuda_copy_from_pitched(plane[0], &y, ex.stream));
+        CHECK(vkcuda_image_cuda_copy_from_pitched(plane[1], &uv, ex.stream));
+        CHECK_CU(ex.cu.cuStreamSynchronize(ex.stream)), vkcuda_buffer_destroy(decoded);
+        /* Back from CUDA, as copy sources (the transition from GENERAL keeps CUDA's texels). */
+        for (a = 0; a < 2; a++)
+            CHECK(vkcuda_image_cmd_acquire_from_cuda(plane[a], cmd, &to_copy, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL));
     } else {
-        VkImageMemoryBarrier ib = {VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER, NULL, 0, VK_ACCESS_TRANSFER_WRITE_BIT,
-            VK_IMAGE_LAYOUT_UNDEFINED, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, VK_QUEUE_FAMILY_IGNORED, VK_QUEUE_FAMILY_IGNORED,
-            info.image, {VK_IMAGE_ASPECT_PLANE_0_BIT | VK_IMAGE_ASPECT_PLANE_1_BIT, 0, 1, 0, 1}};
-        VkBufferImageCopy copy[2] = {{0, 0, 0, {VK_IMAGE_ASPECT_PLANE_0_BIT, 0, 0, 1}, {0, 0, 0}, {(uint32_t)w, (uint32_t)h, 1}},
-            {luma, 0, 0, {VK_IMAGE_ASPECT_PLANE_1_BIT, 0, 0, 1}, {0, 0, 0}, {(uint32_t)w / 2, (uint32_t)h / 2, 1}}};
+        VkBufferImageCopy copy[2] = {{0, 0, 0, {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1}, {0, 0, 0}, {(uint32_t)w, (uint32_t)h, 1}},
+            {luma, 0, 0, {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1}, {0, 0, 0}, {(uint32_t)w / 2, (uint32_t)h / 2, 1}}};
         staging = example_host_buffer(&ex, bytes);
         memcpy(staging.mapped, frame, bytes);
-        ex.vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, NULL, 0, NULL,
-                                   1, &ib);
-        vkCmdCopyBufferToImage(cmd, staging.buffer, info.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 2, copy);
-        ib.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT, ib.dstAccessMask = VK_ACCESS_SHADER_READ_BIT;
-        ib.oldLayout = ib.newLayout, ib.newLayout = VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL;
-        ex.vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 0, NULL, 0,
-                                   NULL, 1, &ib);
+        for (a = 0; a < 2; a++) {
+            transition(&ex, cmd, pinfo[a].image, VK_IMAGE_ASPECT_COLOR_BIT, VK_IMAGE_LAYOUT_UNDEFINED,
+                       VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 0, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT);
+            vkCmdCopyBufferToImage(cmd, staging.buffer, pinfo[a].image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 1, &copy[a]);
+            transition(&ex, cmd, pinfo[a].image, VK_IMAGE_ASPECT_COLOR_BIT, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL,
+                       VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, VK_ACCESS_TRANSFER_WRITE_BIT, VK_ACCESS_TRANSFER_READ_BIT,
+                       VK_PIPELINE_STAGE_TRANSFER_BIT);
+        }
     }
+    transition(&ex, cmd, nv12, both, VK_IMAGE_LAYOUT_UNDEFINED, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 0,
+               VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT);
+    VkImageCopy to_planes[2] = {
+        {{VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1}, {0, 0, 0}, {VK_IMAGE_ASPECT_PLANE_0_BIT, 0, 0, 1}, {0, 0, 0}, {(uint32_t)w, (uint32_t)h, 1}},
+        {{VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1}, {0, 0, 0}, {VK_IMAGE_ASPECT_PLANE_1_BIT, 0, 0, 1}, {0, 0, 0},
+         {(uint32_t)w / 2, (uint32_t)h / 2, 1}}};
+    for (a = 0; a < 2; a++)
+        vkCmdCopyImage(cmd, pinfo[a].image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, nv12, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 1,
+                       &to_planes[a]);
+    transition(&ex, cmd, nv12, both, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL,
+               VK_ACCESS_TRANSFER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
     /* 6. Sample, one invocation per pixel, and make the shader's writes visible to the host. */
     uint32_t size[2] = {(uint32_t)w, (uint32_t)h};
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
@@ -207,7 +241,8 @@ int main(int argc, char **argv) {
     vkDestroyImageView(dev, view, NULL);
     vkDestroySampler(dev, sampler, NULL);
     vkDestroySamplerYcbcrConversion(dev, conv.conversion, NULL);
-    vkcuda_image_destroy(image);
+    vkDestroyImage(dev, nv12, NULL), ex.vk.vkFreeMemory(dev, nv12_memory, NULL);
+    vkcuda_image_destroy(plane[0]), vkcuda_image_destroy(plane[1]);
     example_close(&ex);
     free(frame), free(expect);
     printf("video_ycbcr: PASS\n");
