@@ -6,6 +6,14 @@ mod common;
 use common::*;
 
 use std::ptr;
+use std::sync::{Mutex, MutexGuard};
+
+/// The tests of this file one at a time: several count the process's open fds,
+/// which another test's contexts and exports would change under them.
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 fn create_info(size: u64, allocator: i32, usage: u32) -> vkcuda_buffer_create_info {
     vkcuda_buffer_create_info {
@@ -91,21 +99,25 @@ fn roundtrip(size: u64, seed: u32) {
 
 #[test]
 fn fd_roundtrip_between_two_devices_4_bytes() {
+    let _g = serial();
     roundtrip(4, 1);
 }
 
 #[test]
 fn fd_roundtrip_between_two_devices_1mib_plus_1() {
+    let _g = serial();
     roundtrip((1 << 20) + 1, 2);
 }
 
 #[test]
 fn fd_roundtrip_between_two_devices_16mib() {
+    let _g = serial();
     roundtrip(16 << 20, 3);
 }
 
 #[test]
 fn import_takes_the_fd_only_on_success() {
+    let _g = serial();
     let a = vulkan_only_context();
     let buf = create_buffer(a, 65536, 0);
     let info = buffer_info(buf);
@@ -225,6 +237,7 @@ fn import_takes_the_fd_only_on_success() {
 
 #[test]
 fn create_checks_its_arguments() {
+    let _g = serial();
     let ctx = vulkan_only_context();
     let mut b = 1usize as *mut vkcuda_buffer;
     let msg = fails(
@@ -339,6 +352,7 @@ fn create_checks_its_arguments() {
 
 #[test]
 fn wrap_checks_sizes_before_anything_else() {
+    let _g = serial();
     use ash::vk;
     let ctx = vulkan_only_context();
     let v = Vk::new(ctx);
@@ -475,6 +489,7 @@ fn wrap_checks_sizes_before_anything_else() {
 
 #[test]
 fn thousand_cycles_leak_no_fds() {
+    let _g = serial();
     let a = vulkan_only_context();
     let b = vulkan_only_context();
     // Warm up once so lazily opened driver files are not counted.
@@ -506,6 +521,7 @@ fn thousand_cycles_leak_no_fds() {
 
 #[test]
 fn barriers_record_into_a_command_buffer() {
+    let _g = serial();
     let ctx = vulkan_only_context();
     let v = Vk::new(ctx);
     let buf = create_buffer(ctx, 4096, 0);
@@ -548,6 +564,7 @@ fn barriers_record_into_a_command_buffer() {
 #[test]
 #[ignore = "a deliberate hazard for the validation layer; run by scripts/gpu-test.sh"]
 fn validation_layer_canary() {
+    let _g = serial();
     if !std::env::args().any(|a| a == "validation_layer_canary") {
         println!("validation_layer_canary: not named on the command line: no hazard recorded");
         return;

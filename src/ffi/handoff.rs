@@ -1,7 +1,6 @@
 //! C API: the batched handoff barriers of buffers and images (what the per-object
 //! calls share, `vkcuda_handoff_info`, is in `types`).
 
-use std::cell::RefCell;
 use std::sync::Arc;
 
 use ash::vk;
@@ -31,10 +30,16 @@ pub struct vkcuda_handoff_resource {
     pub layout: VkImageLayout,
 }
 
-thread_local! {
-    /// The ranges of a batch, reused from call to call (no allocation once warm).
-    static RANGES: RefCell<(Vec<handoff::BufferRange>, Vec<handoff::ImageRange>)> =
-        const { RefCell::new((Vec::new(), Vec::new())) };
+/// The context of a well-formed entry's resource, or None (then [`refuse`] says
+/// what is wrong with it).
+unsafe fn owner(r: &vkcuda_handoff_resource, dir: handoff::Direction) -> Option<*const Context> {
+    if r.image.is_null() && r.layout == 0 {
+        handle::peek(r.buffer).map(|b: &crate::buffer::Buffer| Arc::as_ptr(b.context()))
+    } else if r.buffer.is_null() && handoff::layout_ok(vk::ImageLayout::from_raw(r.layout), dir) {
+        handle::peek(r.image).map(|im: &crate::image::Image| Arc::as_ptr(im.context()))
+    } else {
+        None
+    }
 }
 
 unsafe fn batch(
@@ -53,40 +58,37 @@ unsafe fn batch(
         return Err(Error::null("resources"));
     }
     let list = std::slice::from_raw_parts(resources, resource_count as usize);
-    RANGES.with(|ranges| {
-        let mut ranges = ranges.borrow_mut();
-        let (buffers, images) = &mut *ranges;
-        buffers.clear();
-        images.clear();
-        // The fast path: every entry well formed and of the first entry's context.
-        // Anything else goes to `refuse`, which says what is wrong with it.
-        let mut ctx: *const Context = std::ptr::null();
+    // The first entry's context records the barrier; each barrier goes straight
+    // into the array the driver gets (one pass). Any entry that is not well
+    // formed, or of another VkDevice, goes to `refuse`, which says what is wrong,
+    // and nothing is recorded.
+    let Some(first) = owner(&list[0], dir) else {
+        return Err(refuse(0, &list[0], dir, std::ptr::null()));
+    };
+    // SAFETY: `first` came from a live resource of the list, which keeps it alive.
+    let ctx = &*first;
+    handoff::record_from(&ctx.vk, cmd, dir, &scope, |sink| {
         for (i, r) in list.iter().enumerate() {
-            let owner = if r.image.is_null() && r.layout == 0 {
+            let c = if r.image.is_null() && r.layout == 0 {
                 handle::peek(r.buffer).map(|b: &crate::buffer::Buffer| {
-                    buffers.push(b.handoff_range());
+                    sink.buffer(&b.handoff_range());
                     Arc::as_ptr(b.context())
                 })
             } else if r.buffer.is_null()
                 && handoff::layout_ok(vk::ImageLayout::from_raw(r.layout), dir)
             {
                 handle::peek(r.image).map(|im: &crate::image::Image| {
-                    images.push(im.handoff_range(vk::ImageLayout::from_raw(r.layout)));
+                    sink.image(&im.handoff_range(vk::ImageLayout::from_raw(r.layout)));
                     Arc::as_ptr(im.context())
                 })
             } else {
                 None
             };
-            match owner {
-                Some(c) if ctx.is_null() || c == ctx => ctx = c,
+            match c {
                 // Two contexts of one VkDevice may share a barrier.
-                Some(c) if same_device(c, ctx) => {}
-                _ => return Err(refuse(i, r, dir, ctx)),
+                Some(c) if c == first || same_device(c, first) => {}
+                _ => return Err(refuse(i, r, dir, first)),
             }
-        }
-        // SAFETY: `ctx` came from a live resource of the list, which keeps it alive.
-        if let Some(c) = ctx.as_ref() {
-            handoff::record(&c.vk, cmd, dir, &scope, buffers, images);
         }
         Ok(())
     })

@@ -231,6 +231,90 @@ thread_local! {
         const { RefCell::new((Vec::new(), Vec::new())) };
 }
 
+/// Where [`record_from`] puts each resource's barrier: the arrays of the
+/// barrier call the device will get (synchronization2 or not), built in place.
+pub enum Sink<'a> {
+    Sync2(
+        &'a mut Vec<vk::BufferMemoryBarrier2<'static>>,
+        &'a mut Vec<vk::ImageMemoryBarrier2<'static>>,
+        Direction,
+        &'a Scope,
+    ),
+    Sync1(
+        &'a mut Vec<vk::BufferMemoryBarrier<'static>>,
+        &'a mut Vec<vk::ImageMemoryBarrier<'static>>,
+        Direction,
+        &'a Scope,
+    ),
+}
+
+impl Sink<'_> {
+    /// Adds the barrier of a buffer.
+    #[inline]
+    pub fn buffer(&mut self, r: &BufferRange) {
+        match self {
+            Sink::Sync2(b, _, dir, scope) => b.push(buffer_barrier2(*dir, scope, r)),
+            Sink::Sync1(b, _, dir, scope) => b.push(buffer_barrier(*dir, scope, r)),
+        }
+    }
+
+    /// Adds the barrier of an image.
+    #[inline]
+    pub fn image(&mut self, r: &ImageRange) {
+        match self {
+            Sink::Sync2(_, i, dir, scope) => i.push(image_barrier2(*dir, scope, r)),
+            Sink::Sync1(_, i, dir, scope) => i.push(image_barrier(*dir, scope, r)),
+        }
+    }
+}
+
+/// [`record`] in one pass: `fill` adds each resource's barrier to the sink (and
+/// checks it); when it returns `Ok`, the one pipeline barrier is recorded, and
+/// when it returns an error nothing is.
+///
+/// # Safety
+/// As for [`record`]: every resource `fill` adds belongs to `dev`.
+pub unsafe fn record_from<E>(
+    dev: &VulkanDevice,
+    cmd: vk::CommandBuffer,
+    dir: Direction,
+    scope: &Scope,
+    fill: impl FnOnce(&mut Sink) -> std::result::Result<(), E>,
+) -> std::result::Result<(), E> {
+    match dev.sync2 {
+        Some(barrier2) => SCRATCH2.with(|scratch| {
+            let mut scratch = scratch.borrow_mut();
+            let (b, i) = &mut *scratch;
+            b.clear();
+            i.clear();
+            fill(&mut Sink::Sync2(b, i, dir, scope))?;
+            let dep = vk::DependencyInfo::default()
+                .buffer_memory_barriers(b)
+                .image_memory_barriers(i);
+            barrier2(cmd, &dep);
+            Ok(())
+        }),
+        None => SCRATCH1.with(|scratch| {
+            let mut scratch = scratch.borrow_mut();
+            let (b, i) = &mut *scratch;
+            b.clear();
+            i.clear();
+            fill(&mut Sink::Sync1(b, i, dir, scope))?;
+            let (src_stage, dst_stage) = stages(dir, scope);
+            dev.device.cmd_pipeline_barrier(
+                cmd,
+                src_stage,
+                dst_stage,
+                vk::DependencyFlags::empty(),
+                &[],
+                b,
+                i,
+            );
+            Ok(())
+        }),
+    }
+}
+
 unsafe fn record2(
     barrier2: vk::PFN_vkCmdPipelineBarrier2,
     cmd: vk::CommandBuffer,
