@@ -1297,10 +1297,12 @@ typedef struct vkcuda_image_create_info {
    * `B8G8R8A8_*` (CUDA then sees the channels in memory order: x is blue); or a
    * multi-planar (YCbCr) format: NV12 (`VK_FORMAT_G8_B8R8_2PLANE_420_UNORM`),
    * NV16, NV24, I420, I422, I444 and the 10/12/16-bit P010, P012, P016 and their
-   * 4:2:2, 4:4:4 and 3-plane forms, whose planes are CUDA arrays of their own (2D,
-   * one level, one layer; even width for 4:2:2 and 4:2:0, even height for 4:2:0).
-   * Others are refused with `VKCUDA_ERROR_UNSUPPORTED` and a message naming
-   * a supported neighbour.
+   * 4:2:2, 4:4:4 and 3-plane forms (2D, one level, one layer; even width for 4:2:2
+   * and 4:2:0, even height for 4:2:0) in a Vulkan-only context. With CUDA those are
+   * refused (`VKCUDA_ERROR_UNSUPPORTED`): on NVIDIA's driver their planes read wrong
+   * once the data compresses; the message says to share one single-plane image per
+   * plane (R8 + R8G8 for NV12). Others are refused with `VKCUDA_ERROR_UNSUPPORTED`
+   * and a message naming a supported neighbour.
    */
   VkFormat format;
   /**
@@ -2349,8 +2351,9 @@ enum vkcuda_result vkcuda_handoff_cmd_acquire_from_cuda(uint32_t resource_count,
  * own: format, channels, size divisors, aspect). `VKCUDA_ERROR_UNSUPPORTED` for a
  * format CUDA arrays cannot hold (3 channels, packed, 64-bit, scaled,
  * block-compressed, depth/stencil, packed 4:2:2), with a message naming a supported
- * neighbour (and for a multi-planar format whose CUDA view is turned off in the
- * library's format table as not verified, with what to use instead);
+ * neighbour, and for every multi-planar format (no CUDA view of their planes is
+ * verified: they read wrong on NVIDIA's driver once the data compresses) with what
+ * to use instead, one single-plane image per plane;
  * `VKCUDA_ERROR_INVALID_ARGUMENT` for a value that is not a `VkFormat`. Needs no
  * context, device or driver.
  *
@@ -2599,9 +2602,10 @@ enum vkcuda_result vkcuda_image_export_plane_fd(const struct vkcuda_image *image
  * Enqueues on `stream` the copy from pitch-linear device memory into level 0 of
  * every plane of the image, one `cuMemcpy2DAsync` per plane, device to device:
  * what a video decoder hands over (NVDEC's `cuvidMapVideoFrame` gives a device
- * pointer and a pitch; NV12's CbCr plane starts `pitch * height` bytes after the
- * luma). One call per frame; nothing is copied through the host, and the call
- * returns once the copies are enqueued.
+ * pointer and a pitch; NV12's CbCr rows start `pitch * height` bytes after the
+ * luma: with CUDA, one call into an R8 image for the luma and one into an R8G8
+ * image for the CbCr). Nothing is copied through the host, and the call returns
+ * once the copies are enqueued.
  *
  * Checked before anything is enqueued: `planes->plane_count` is the image's
  * plane count, no device pointer is 0, every pitch is at least the plane's row
