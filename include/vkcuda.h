@@ -153,6 +153,23 @@
 #define VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT 1
 
 /**
+ * A shared video frame: a multi-planar (YCbCr) format with LINEAR tiling, not
+ * disjoint, in one dedicated exportable allocation that CUDA imports and maps
+ * whole as device memory. Each plane is pitched device memory at its
+ * `vkGetImageSubresourceLayout(VK_IMAGE_ASPECT_PLANE_i_BIT)` offset and row
+ * pitch (`vkcuda_image_get_plane_pointer`): what NVDEC writes, NVENC and NPP
+ * read and `cuMemcpy2D` copies. Vulkan samples it through a
+ * `VkSamplerYcbcrConversion` (where the format's linear-tiling features allow:
+ * NV12 on NVIDIA) and copies its planes. 2D, one level, one layer; the usage is
+ * checked against the linear-tiling features (no storage or attachment usage
+ * for NV12 on NVIDIA). Refused for single-plane formats
+ * (`VKCUDA_ERROR_INVALID_ARGUMENT`).
+ *
+ * @ingroup image
+ */
+#define VKCUDA_IMAGE_CREATE_LINEAR_BIT 2
+
+/**
  * Texture coordinates run over [0, 1) instead of [0, size).
  *
  * @ingroup image
@@ -175,12 +192,13 @@
 #define VKCUDA_SHARE_DESCRIPTION_SIZE 128
 
 /**
- * The description format version this library writes and reads (2: images carry
- * one fd and allocation size per plane; version 1 records are refused).
+ * The description format version this library writes and reads (3: images carry
+ * the linear flag of shared video frames, and one fd and allocation size per
+ * allocation; records of versions 1 and 2 are refused with both versions named).
  *
  * @ingroup share
  */
-#define VKCUDA_SHARE_FORMAT_VERSION 2
+#define VKCUDA_SHARE_FORMAT_VERSION 3
 
 /**
  * The most fds one description comes with: one per plane of a multi-planar
@@ -1298,11 +1316,12 @@ typedef struct vkcuda_image_create_info {
    * multi-planar (YCbCr) format: NV12 (`VK_FORMAT_G8_B8R8_2PLANE_420_UNORM`),
    * NV16, NV24, I420, I422, I444 and the 10/12/16-bit P010, P012, P016 and their
    * 4:2:2, 4:4:4 and 3-plane forms (2D, one level, one layer; even width for 4:2:2
-   * and 4:2:0, even height for 4:2:0) in a Vulkan-only context. With CUDA those are
-   * refused (`VKCUDA_ERROR_UNSUPPORTED`): on NVIDIA's driver their planes read wrong
-   * once the data compresses; the message says to share one single-plane image per
-   * plane (R8 + R8G8 for NV12). Others are refused with `VKCUDA_ERROR_UNSUPPORTED`
-   * and a message naming a supported neighbour.
+   * and 4:2:0, even height for 4:2:0). With CUDA a multi-planar image is a shared
+   * video frame (`VKCUDA_IMAGE_CREATE_LINEAR_BIT`); with optimal tiling it is
+   * refused (`VKCUDA_ERROR_UNSUPPORTED`: on NVIDIA's driver CUDA arrays of its
+   * planes read wrong once the data compresses) and made in a Vulkan-only context
+   * only. Others are refused with `VKCUDA_ERROR_UNSUPPORTED` and a message naming a
+   * supported neighbour.
    */
   VkFormat format;
   /**
@@ -1325,7 +1344,8 @@ typedef struct vkcuda_image_create_info {
    * STORAGE where the format and device support them for exportable images
    * (`vkcuda_image_get_info` says what was chosen). STORAGE is what lets CUDA
    * make surface objects. Transfer, sampled, storage and attachment usages are
-   * accepted; each is checked against the format's optimal-tiling features.
+   * accepted; each is checked against the format's optimal-tiling features
+   * (linear-tiling for a video frame).
    */
   VkImageUsageFlags usage;
 } vkcuda_image_create_info;
@@ -1572,6 +1592,60 @@ typedef struct vkcuda_texture_info {
    */
   float border_color[4];
 } vkcuda_texture_info;
+
+/**
+ * One plane of a shared video frame as CUDA sees it: pitched device memory
+ * (`vkcuda_image_get_plane_pointer`). `cuda_pointer`, `row_pitch`, `width` x
+ * `height` and `bytes_per_texel` are what `cuMemcpy2D`, NPP, NVDEC's output and
+ * NVENC's input take.
+ *
+ * @ingroup image
+ */
+typedef struct vkcuda_image_plane_pointer {
+  /**
+   * The plane's first row (`CUdeviceptr`) in the image's CUDA context, or 0 in a
+   * Vulkan-only context. Owned by the image: valid until `vkcuda_image_destroy`.
+   */
+  uint64_t cuda_pointer;
+  /**
+   * Where the plane starts in the image's allocation
+   * (`VkSubresourceLayout::offset` of `VK_IMAGE_ASPECT_PLANE_i_BIT`).
+   */
+  uint64_t offset;
+  /**
+   * Bytes from one row to the next (`VkSubresourceLayout::rowPitch`; at least
+   * `width` x `bytes_per_texel`, often padded: never assume it).
+   */
+  uint64_t row_pitch;
+  /**
+   * The bytes the plane spans (`VkSubresourceLayout::size`).
+   */
+  uint64_t size;
+  /**
+   * The plane's width in texels (half the frame's for the chroma planes of
+   * 4:2:0 and 4:2:2 formats).
+   */
+  uint32_t width;
+  /**
+   * The plane's height in rows (half the frame's for the chroma planes of
+   * 4:2:0 formats).
+   */
+  uint32_t height;
+  /**
+   * 1 (8-bit luma or Cb/Cr), 2 (interleaved 8-bit CbCr, or a 10/12/16-bit
+   * sample in a 16-bit word: the high bits), or 4 (interleaved 16-bit CbCr).
+   */
+  uint32_t bytes_per_texel;
+  /**
+   * The plane's single-plane `VkFormat` (`VK_FORMAT_R8_UNORM`,
+   * `VK_FORMAT_R8G8_UNORM`, `VK_FORMAT_R10X6_UNORM_PACK16`, ...).
+   */
+  VkFormat format;
+  /**
+   * The plane's aspect in Vulkan copies (`VK_IMAGE_ASPECT_PLANE_0_BIT` << plane).
+   */
+  uint32_t aspect;
+} vkcuda_image_plane_pointer;
 
 /**
  * One plane of pitch-linear device memory (`vkcuda_pitched_planes`).
@@ -2597,6 +2671,24 @@ VKCUDA_NODISCARD
 enum vkcuda_result vkcuda_image_export_plane_fd(const struct vkcuda_image *image,
                                                 uint32_t plane,
                                                 int32_t *fd);
+
+/**
+ * Fills `*pointer` with plane `plane` of a shared video frame (an image created,
+ * wrapped or imported with `VKCUDA_IMAGE_CREATE_LINEAR_BIT`): its CUDA device
+ * pointer (0 in a Vulkan-only context), offset, row pitch, extent and texel size.
+ * `VKCUDA_ERROR_INVALID_ARGUMENT` for a plane past the format's planes and for
+ * an image that is not a video frame (its CUDA view is arrays:
+ * `vkcuda_image_get_plane_cuda_array`). `*pointer` is untouched on failure.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup image
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_image_get_plane_pointer(const struct vkcuda_image *image,
+                                                  uint32_t plane,
+                                                  struct vkcuda_image_plane_pointer *pointer);
 
 /**
  * Enqueues on `stream` the copy from pitch-linear device memory into level 0 of

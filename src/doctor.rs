@@ -646,6 +646,7 @@ const PROBE_BUFFER_USAGE: vk::BufferUsageFlags = crate::buffer::DEFAULT_USAGE;
 fn probe_image() -> image::ImageParams {
     image::ImageParams {
         image_type: vk::ImageType::TYPE_2D,
+        tiling: vk::ImageTiling::OPTIMAL,
         format: vk::Format::R8G8B8A8_UNORM,
         extent: vk::Extent3D {
             width: 256,

@@ -16,8 +16,10 @@
 //! that names the format and a supported neighbour.
 //!
 //! Multi-planar (YCbCr) formats are a second table, [`PLANAR`]: each plane is a
-//! CUDA array of its own (1- or 2-channel, 8 or 16 bits), and one `verified` flag
-//! per format decides whether a CUDA view of it is made ([`check_cuda_view`]).
+//! 1- or 2-channel plane of 8- or 16-bit samples. With CUDA they are shared as
+//! video frames (LINEAR tiling, one dedicated allocation, each plane pitched device
+//! memory), and one `verified` flag per format decides whether that view is made
+//! ([`check_cuda_view`]).
 //! [`layout`] gives either kind as planes (a single-plane format is one plane).
 
 use ash::vk;
@@ -500,11 +502,16 @@ pub struct PlanarFormat {
     /// and write every texel right through surfaces with the image's usage
     /// transfer + sampled, without STORAGE.
     pub cuda_array_flags: u32,
-    /// Whether CUDA's view of the planes was verified, texel for texel in both
-    /// directions, on NVIDIA's driver. THE one place that decides: a CUDA view of
-    /// an unverified format is refused ([`check_cuda_view`]); Vulkan-only contexts
-    /// make such images (no CUDA view can read wrong there).
+    /// Whether CUDA's view of a shared video frame of this format (LINEAR tiling,
+    /// one dedicated allocation, each plane at `vkGetImageSubresourceLayout`'s
+    /// offset and row pitch) was verified byte for byte in both directions, with
+    /// compressible and random data, on NVIDIA's driver. THE one place that
+    /// decides: a CUDA view of an unverified format is refused
+    /// ([`check_cuda_view`]) with `unverified_why`; Vulkan-only contexts make such
+    /// images (no CUDA view can read wrong there).
     pub verified: bool,
+    /// What was measured when `verified` is false.
+    pub unverified_why: &'static str,
 }
 
 impl PlanarFormat {
@@ -628,191 +635,193 @@ const fn planar(
         planes,
         cuda_array_flags: cudarc::driver::sys::CUDA_ARRAY3D_SURFACE_LDST,
         verified,
+        unverified_why: "",
     }
 }
 
-/// Every format's planes as 1- or 2-channel CUDA arrays of 8 or 16 bits, each plane
-/// its own allocation imported at offset 0. None is verified: on the H200 (driver
-/// 580.159.04, 2026-12-03, docs/gpu-runs/2026-12-03-planar-compression-run15.log)
-/// the planes of a disjoint NV12 image read right in both directions only while
-/// the data does not compress. A frame of video (a smooth ramp: 48 + x/8) written
-/// by CUDA read 3,081,657 of 3,110,400 bytes wrong through Vulkan at 1920x1080, and
-/// the other way 2,986,811 wrong, with every usage, with and without
-/// `CUDA_ARRAY3D_SURFACE_LDST`, and with `MUTABLE_FORMAT | EXTENDED_USAGE` + STORAGE;
-/// pseudo-random bytes (what the earlier checks wrote) read 0 wrong. The planes'
-/// memory cannot be dedicated (a disjoint image), so CUDA cannot learn the
-/// driver's compression of it; single-plane images, whose memory is always a
-/// dedicated allocation, read the same ramp 0 wrong. A format is set to
-/// `verified: true` only after `tests/planar.rs`'s harness (in git history, commit
-/// fc6d8a1) passes with compressible data on a driver.
+/// Every multi-planar format the library knows. With CUDA each is shared as a
+/// video frame: LINEAR tiling, not disjoint, one dedicated exportable allocation
+/// imported into CUDA with `CUDA_EXTERNAL_MEMORY_DEDICATED` and mapped whole
+/// (`cuExternalMemoryGetMappedBuffer`), each plane at its
+/// `vkGetImageSubresourceLayout(PLANE_i)` offset and row pitch. A format is
+/// `verified: true` after `tests/video.rs`'s harness (`frames_read_back_both_ways`:
+/// ramp and random bytes, CUDA to Vulkan and back, at 64x64, 1920x1080, 3840x2160
+/// and 1282x722) passed on the H200 (driver 580.159.04, CUDA 13.0); see
+/// docs/GUIDE.md, "Video frames", for the run.
+///
+/// OPTIMAL tiling stays refused with CUDA for every format ([`check_cuda_view`]):
+/// on the H200 CUDA arrays over the planes of a disjoint image read a smooth frame
+/// 99 % wrong (random bytes right), a `CU_AD_FORMAT_NV12` array over a dedicated
+/// non-disjoint image faults the context on its first copy, P010/P016 arrays are
+/// refused, and per-plane arrays at non-zero offsets are refused.
 pub const PLANAR: &[PlanarFormat] = &[
     planar(
         vk::Format::G8_B8R8_2PLANE_420_UNORM,
         "NV12",
         8,
         &P2_420_8,
-        false,
+        true,
     ),
     planar(
         vk::Format::G8_B8R8_2PLANE_422_UNORM,
         "NV16",
         8,
         &P2_422_8,
-        false,
+        true,
     ),
     planar(
         vk::Format::G8_B8R8_2PLANE_444_UNORM,
         "NV24",
         8,
         &P2_444_8,
-        false,
+        true,
     ),
     planar(
         vk::Format::G8_B8_R8_3PLANE_420_UNORM,
         "I420",
         8,
         &P3_420_8,
-        false,
+        true,
     ),
     planar(
         vk::Format::G8_B8_R8_3PLANE_422_UNORM,
         "I422",
         8,
         &P3_422_8,
-        false,
+        true,
     ),
     planar(
         vk::Format::G8_B8_R8_3PLANE_444_UNORM,
         "I444",
         8,
         &P3_444_8,
-        false,
+        true,
     ),
     planar(
         vk::Format::G10X6_B10X6R10X6_2PLANE_420_UNORM_3PACK16,
         "P010",
         10,
         &P2_420_10,
-        false,
+        true,
     ),
     planar(
         vk::Format::G10X6_B10X6R10X6_2PLANE_422_UNORM_3PACK16,
         "P210",
         10,
         &P2_422_10,
-        false,
+        true,
     ),
     planar(
         vk::Format::G10X6_B10X6R10X6_2PLANE_444_UNORM_3PACK16,
         "P410",
         10,
         &P2_444_10,
-        false,
+        true,
     ),
     planar(
         vk::Format::G10X6_B10X6_R10X6_3PLANE_420_UNORM_3PACK16,
         "I010",
         10,
         &P3_420_10,
-        false,
+        true,
     ),
     planar(
         vk::Format::G10X6_B10X6_R10X6_3PLANE_422_UNORM_3PACK16,
         "I210",
         10,
         &P3_422_10,
-        false,
+        true,
     ),
     planar(
         vk::Format::G10X6_B10X6_R10X6_3PLANE_444_UNORM_3PACK16,
         "I410",
         10,
         &P3_444_10,
-        false,
+        true,
     ),
     planar(
         vk::Format::G12X4_B12X4R12X4_2PLANE_420_UNORM_3PACK16,
         "P012",
         12,
         &P2_420_12,
-        false,
+        true,
     ),
     planar(
         vk::Format::G12X4_B12X4R12X4_2PLANE_422_UNORM_3PACK16,
         "P212",
         12,
         &P2_422_12,
-        false,
+        true,
     ),
     planar(
         vk::Format::G12X4_B12X4R12X4_2PLANE_444_UNORM_3PACK16,
         "P412",
         12,
         &P2_444_12,
-        false,
+        true,
     ),
     planar(
         vk::Format::G12X4_B12X4_R12X4_3PLANE_420_UNORM_3PACK16,
         "I012",
         12,
         &P3_420_12,
-        false,
+        true,
     ),
     planar(
         vk::Format::G12X4_B12X4_R12X4_3PLANE_422_UNORM_3PACK16,
         "I212",
         12,
         &P3_422_12,
-        false,
+        true,
     ),
     planar(
         vk::Format::G12X4_B12X4_R12X4_3PLANE_444_UNORM_3PACK16,
         "I412",
         12,
         &P3_444_12,
-        false,
+        true,
     ),
     planar(
         vk::Format::G16_B16R16_2PLANE_420_UNORM,
         "P016",
         16,
         &P2_420_16,
-        false,
+        true,
     ),
     planar(
         vk::Format::G16_B16R16_2PLANE_422_UNORM,
         "P216",
         16,
         &P2_422_16,
-        false,
+        true,
     ),
     planar(
         vk::Format::G16_B16R16_2PLANE_444_UNORM,
         "P416",
         16,
         &P2_444_16,
-        false,
+        true,
     ),
     planar(
         vk::Format::G16_B16_R16_3PLANE_420_UNORM,
         "I016",
         16,
         &P3_420_16,
-        false,
+        true,
     ),
     planar(
         vk::Format::G16_B16_R16_3PLANE_422_UNORM,
         "I216",
         16,
         &P3_422_16,
-        false,
+        true,
     ),
     planar(
         vk::Format::G16_B16_R16_3PLANE_444_UNORM,
         "I416",
         16,
         &P3_444_16,
-        false,
+        true,
     ),
 ];
 
@@ -893,52 +902,42 @@ pub fn planar_row(format: vk::Format) -> Option<&'static PlanarFormat> {
     PLANAR.iter().find(|p| p.format == format)
 }
 
-/// Refuses a CUDA view of a format whose planes were not verified on NVIDIA's
-/// driver (see [`PlanarFormat::verified`]), saying what to use instead.
-pub fn check_cuda_view(layout: &Layout) -> Result<()> {
+/// Refuses a CUDA view of a multi-planar format that cannot be shared: OPTIMAL
+/// tiling (`linear` false) always, LINEAR tiling (a shared video frame: one
+/// dedicated allocation, each plane pitched device memory) where the format was not
+/// verified on NVIDIA's driver (see [`PlanarFormat::verified`]). Single-plane
+/// formats pass.
+pub fn check_cuda_view(layout: &Layout, linear: bool) -> Result<()> {
     let Layout::Planar(p) = layout else {
         return Ok(());
     };
+    if !linear {
+        return Err(Error::unsupported(format!(
+            "{} ({}) with optimal tiling cannot be shared with CUDA: on NVIDIA's driver CUDA \
+             arrays of its planes read wrong once the data compresses (a smooth frame: 99 % of \
+             the bytes wrong, both ways; random bytes read right, so no error shows), a \
+             CU_AD_FORMAT_NV12 array over the whole image faults the context on its first copy, \
+             and 16-bit plane arrays are refused. Create it with VKCUDA_IMAGE_CREATE_LINEAR_BIT: \
+             a shared video frame (linear tiling, one dedicated allocation) whose planes CUDA \
+             sees as pitched device memory (vkcuda_image_get_plane_pointer), the layout NVDEC \
+             writes and NVENC reads; or share one single-plane optimal image per plane and copy \
+             them into a Vulkan-only {} image (examples/video/README.md compares the two). A \
+             Vulkan-only context makes this image (it has no CUDA view)",
+            display(p.format),
+            p.name,
+            p.name,
+        )));
+    }
     if p.verified {
         return Ok(());
     }
-    let (x, y) = p.chroma_divisors();
-    let (luma, pair, single) = if p.bits == 8 {
-        (
-            "VK_FORMAT_R8_UNORM",
-            "VK_FORMAT_R8G8_UNORM",
-            "VK_FORMAT_R8_UNORM",
-        )
-    } else {
-        (
-            "VK_FORMAT_R16_UNORM",
-            "VK_FORMAT_R16G16_UNORM",
-            "VK_FORMAT_R16_UNORM",
-        )
-    };
-    let chroma = if p.planes.len() == 2 {
-        format!("{pair} for CbCr")
-    } else {
-        format!("{single} for Cb and for Cr")
-    };
-    let size = match (x, y) {
-        (2, 2) => " at half width and height",
-        (2, 1) => " at half width",
-        _ => "",
-    };
     Err(Error::unsupported(format!(
-        "{} ({}) cannot be shared with CUDA: on NVIDIA's driver the planes of a disjoint \
-         multi-planar image read wrong as soon as the data compresses (a smooth frame written \
-         by CUDA read 99 % of its bytes wrong through Vulkan, and the other way; random bytes \
-         read right, so no error shows). Share one single-plane image per plane instead \
-         ({luma} for luma, {chroma}{size}), filled from pitched planes with \
-         vkcuda_image_cuda_copy_from_pitched, and copy them into a Vulkan-only {} image with \
-         vkCmdCopyImage where a VkSamplerYcbcrConversion needs one \
-         (examples/video/video_ycbcr.c). A Vulkan-only context makes this image (it has no \
-         CUDA view)",
+        "{} ({}) cannot be shared with CUDA as a linear video frame: its planes did not read \
+         back right through CUDA on NVIDIA's driver ({}). A Vulkan-only context makes this \
+         image (it has no CUDA view)",
         display(p.format),
         p.name,
-        p.name,
+        p.unverified_why
     )))
 }
 
@@ -1499,8 +1498,7 @@ mod tests {
             assert_eq!(p.chroma_divisors(), want, "{short}");
             let bits: u32 = short[1..short.find(['_', 'X']).unwrap()].parse().unwrap();
             assert_eq!(p.bits, bits, "{short}");
-            // No format of the table is verified on NVIDIA (see PLANAR).
-            assert!(!p.verified, "{short}");
+            assert!(p.verified || !p.unverified_why.is_empty(), "{short}");
             assert_eq!(p.cuda_array_flags, sys_surface_ldst());
             let bytes = if bits == 8 { 1 } else { 2 };
             for (i, pl) in p.planes.iter().enumerate() {
@@ -1555,7 +1553,7 @@ mod tests {
         assert_eq!((p.width_divisor, p.height_divisor), (1, 1));
         assert_eq!(p.info, lookup(vk::Format::R8G8B8A8_UNORM).unwrap());
         assert_eq!(p.extent(67, 35), (67, 35));
-        check_cuda_view(&l).unwrap();
+        check_cuda_view(&l, false).unwrap();
         check_extent(&l, 67, 35).unwrap();
         assert_eq!(l.display(), "VK_FORMAT_R8G8B8A8_UNORM");
         let nv12 = layout(vk::Format::G8_B8R8_2PLANE_420_UNORM).unwrap();
@@ -1571,42 +1569,32 @@ mod tests {
     }
 
     #[test]
-    fn unverified_planes_are_refused_for_cuda_with_what_to_use() {
+    fn optimal_planes_are_refused_for_cuda_and_linear_frames_need_verification() {
         for p in PLANAR {
             let l = Layout::Planar(p);
-            let e = check_cuda_view(&l).unwrap_err();
+            let e = check_cuda_view(&l, false).unwrap_err();
             assert_eq!(e.kind, ErrorKind::Unsupported);
             let m = &e.message;
             assert!(m.starts_with(&l.display()), "{m}");
-            assert!(
-                m.contains("read wrong as soon as the data compresses"),
-                "{m}"
-            );
-            assert!(m.contains("vkcuda_image_cuda_copy_from_pitched"), "{m}");
+            assert!(m.contains("with optimal tiling cannot be shared"), "{m}");
+            assert!(m.contains("VKCUDA_IMAGE_CREATE_LINEAR_BIT"), "{m}");
             assert!(m.contains("A Vulkan-only context makes this image"), "{m}");
-            let (luma, pair) = if p.bits == 8 {
-                ("R8_UNORM for luma", "R8G8_UNORM for CbCr")
-            } else {
-                ("R16_UNORM for luma", "R16G16_UNORM for CbCr")
-            };
-            assert!(m.contains(luma), "{m}");
-            match (p.planes.len(), p.chroma_divisors()) {
-                (2, (2, 2)) => assert!(
-                    m.contains(&format!("{pair} at half width and height")),
-                    "{m}"
-                ),
-                (2, (2, 1)) => assert!(m.contains(&format!("{pair} at half width)")), "{m}"),
-                (2, _) => assert!(m.contains(&format!("{pair})")), "{m}"),
-                (3, (2, 1)) => assert!(m.contains("for Cb and for Cr at half width)"), "{m}"),
-                _ => assert!(m.contains("for Cb and for Cr"), "{m}"),
-            }
-            // A verified format would pass.
             let on: &'static PlanarFormat = Box::leak(Box::new(PlanarFormat {
                 verified: true,
                 ..*p
             }));
-            assert!(check_cuda_view(&Layout::Planar(on)).is_ok());
+            assert!(check_cuda_view(&Layout::Planar(on), true).is_ok());
+            let off: &'static PlanarFormat = Box::leak(Box::new(PlanarFormat {
+                verified: false,
+                unverified_why: "3 of 4 bytes wrong",
+                ..*p
+            }));
+            let e = check_cuda_view(&Layout::Planar(off), true).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Unsupported);
+            assert!(e.message.contains("(3 of 4 bytes wrong)"), "{}", e.message);
         }
+        let rgba = layout(vk::Format::R8G8B8A8_UNORM).unwrap();
+        check_cuda_view(&rgba, false).unwrap();
     }
 
     #[test]

@@ -1,11 +1,19 @@
 //! Shared images: a `VkImage` with exportable memory, imported into CUDA as
 //! mipmapped arrays, with per-level arrays, surface and texture objects.
 //!
-//! An image has 1 to 3 planes. Each plane owns its exportable memory and its CUDA
-//! mipmapped array with its surface and texture objects: single-plane formats are
-//! the one-plane case (one dedicated allocation, imported into CUDA with the
-//! dedicated flag), multi-planar (YCbCr) formats are disjoint images with one
-//! allocation per plane (never dedicated: a disjoint image cannot have one).
+//! An image has 1 to 3 planes. Single-plane formats have one dedicated
+//! allocation, imported into CUDA with the dedicated flag as a mipmapped array
+//! with surface and texture objects. Multi-planar (YCbCr) formats come in two
+//! layouts:
+//! - a **shared video frame** (`Description::linear`): LINEAR tiling, not
+//!   disjoint, one dedicated allocation that CUDA imports and maps whole as device
+//!   memory; each plane is pitched memory at its `vkGetImageSubresourceLayout`
+//!   offset and row pitch ([`Image::plane_pointer`]): what NVDEC writes, NVENC
+//!   and NPP read, and `cuMemcpy2D` copies;
+//! - OPTIMAL tiling: a disjoint image with one allocation per plane (never
+//!   dedicated: a disjoint image cannot have one), in Vulkan-only contexts alone
+//!   (CUDA arrays of such planes read wrong on NVIDIA's driver:
+//!   [`format::check_cuda_view`]).
 //!
 //! CUDA cannot export arrays, so the memory always comes from Vulkan: the library
 //! allocates it ([`Image::create`]) or the engine did ([`Image::wrap`]).
@@ -18,6 +26,7 @@ use cudarc::driver::sys;
 
 use crate::context::Context;
 use crate::cuda::array::{self, ArrayShape, MappedImage, Pitched, Placement, TextureDesc};
+use crate::cuda::external::ExternalMemory;
 use crate::error::{Error, Result};
 use crate::fd;
 use crate::format::{self, FormatInfo, Layout, PlaneFormat};
@@ -47,6 +56,20 @@ pub struct Description {
     pub array_layers: u32,
     pub cube: bool,
     pub usage: vk::ImageUsageFlags,
+    /// LINEAR tiling: a shared video frame (multi-planar formats only; not
+    /// disjoint, one dedicated allocation, planes as pitched CUDA memory).
+    pub linear: bool,
+}
+
+impl Description {
+    /// OPTIMAL, or LINEAR for a video frame.
+    pub fn tiling(&self) -> vk::ImageTiling {
+        if self.linear {
+            vk::ImageTiling::LINEAR
+        } else {
+            vk::ImageTiling::OPTIMAL
+        }
+    }
 }
 
 /// Usages the library accepts for shared images.
@@ -220,6 +243,14 @@ fn check_shape(d: &Description) -> Result<Description> {
 /// cube), and the extent its chroma subsampling divides.
 pub fn check_planar_shape(d: &Description, layout: &Layout) -> Result<()> {
     if layout.planar().is_none() {
+        if d.linear {
+            return Err(Error::invalid(format!(
+                "VKCUDA_IMAGE_CREATE_LINEAR_BIT makes a shared video frame of a multi-planar \
+                 format; {} has one plane: its images are CUDA arrays (optimal tiling), and \
+                 pitched data of one plane is a shared buffer",
+                layout.display()
+            )));
+        }
         return Ok(());
     }
     let name = layout.display();
@@ -306,10 +337,11 @@ fn params_of(d: &Description, layout: &Layout) -> ImageParams {
     } else {
         vk::ImageCreateFlags::empty()
     };
-    if layout.planar().is_some() {
+    if layout.planar().is_some() && !d.linear {
         flags |= vk::ImageCreateFlags::DISJOINT;
     }
     ImageParams {
+        tiling: d.tiling(),
         image_type: match d.dimension {
             Dimension::D1 => vk::ImageType::TYPE_1D,
             Dimension::D2 => vk::ImageType::TYPE_2D,
@@ -328,9 +360,10 @@ fn params_of(d: &Description, layout: &Layout) -> ImageParams {
     }
 }
 
-/// Refuses a multi-planar format the device cannot bind plane by plane.
-fn check_disjoint(ctx: &Context, layout: &Layout) -> Result<()> {
-    if layout.planar().is_none() {
+/// Refuses a multi-planar format the device cannot bind plane by plane (OPTIMAL
+/// tiling: a disjoint image).
+fn check_disjoint(ctx: &Context, d: &Description, layout: &Layout) -> Result<()> {
+    if layout.planar().is_none() || d.linear {
         return Ok(());
     }
     let features = vkimage::optimal_features(&ctx.vk, layout.format());
@@ -356,10 +389,11 @@ fn check_disjoint(ctx: &Context, layout: &Layout) -> Result<()> {
 pub fn resolve(ctx: &Context, desc: &Description, explicit_usage: bool) -> Result<Resolved> {
     let layout = format::layout(desc.format)?;
     if ctx.cuda.is_some() {
-        format::check_cuda_view(&layout)?;
+        format::check_cuda_view(&layout, desc.linear)?;
     }
     let mut d = check_shape(desc)?;
     check_planar_shape(&d, &layout)?;
+    let tiling = d.tiling();
     check_usage_bits(d.usage)?;
     let dev = &ctx.vk;
     if d.usage.is_empty() {
@@ -372,9 +406,9 @@ pub fn resolve(ctx: &Context, desc: &Description, explicit_usage: bool) -> Resul
         // storage where the format has them, dropping storage (then sampling) where
         // the device cannot export such images.
         let transfers = vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST;
-        vkimage::check_usage_features(dev, d.format, transfers)?;
-        check_disjoint(ctx, &layout)?;
-        let features = vkimage::optimal_features(dev, d.format);
+        vkimage::check_usage_features(dev, d.format, tiling, transfers)?;
+        check_disjoint(ctx, &d, &layout)?;
+        let features = vkimage::features(dev, d.format, tiling);
         let mut candidates = Vec::new();
         let mut usage = DEFAULT_USAGE;
         for (u, feature, _) in vkimage::USAGE_FEATURES {
@@ -400,8 +434,8 @@ pub fn resolve(ctx: &Context, desc: &Description, explicit_usage: bool) -> Resul
             return Err(e);
         }
     } else {
-        vkimage::check_usage_features(dev, d.format, d.usage)?;
-        check_disjoint(ctx, &layout)?;
+        vkimage::check_usage_features(dev, d.format, tiling, d.usage)?;
+        check_disjoint(ctx, &d, &layout)?;
         vkimage::check_exportable(dev, &params_of(&d, &layout))?;
     }
     Ok(Resolved {
@@ -440,10 +474,44 @@ enum VulkanView {
     Borrowed(vk::Image),
 }
 
-/// One plane: its memory, and its CUDA view.
+/// One allocation (one per plane of a disjoint image, else the image's only one)
+/// and its CUDA array view (none for a video frame).
 struct Plane {
     memory: PlaneMemory,
     cuda: Option<MappedImage>,
+}
+
+/// Where one plane of a shared video frame lies in its allocation
+/// (`vkGetImageSubresourceLayout` of the plane's aspect).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlaneLayout {
+    pub offset: u64,
+    pub row_pitch: u64,
+    /// The bytes the plane spans (`VkSubresourceLayout::size`).
+    pub size: u64,
+}
+
+/// One plane of a shared video frame as CUDA sees it: pitched device memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlanePointer {
+    /// The plane's first row (the mapped allocation + `layout.offset`); 0 in a
+    /// Vulkan-only context.
+    pub pointer: u64,
+    pub layout: PlaneLayout,
+    /// The plane's extent in texels (chroma planes of subsampled formats are
+    /// smaller than the frame).
+    pub width: u32,
+    pub height: u32,
+    /// 1 or 2 (one sample), 2 or 4 (interleaved CbCr).
+    pub bytes_per_texel: u32,
+    /// The plane's single-plane format (R8, R8G8, R10X6, ...).
+    pub format: vk::Format,
+}
+
+/// A shared video frame's planes, and CUDA's mapping of its one allocation.
+struct Frame {
+    planes: Vec<PlaneLayout>,
+    cuda: Option<(ExternalMemory, u64)>,
 }
 
 /// A shared image.
@@ -451,11 +519,35 @@ pub struct Image {
     ctx: Arc<Context>,
     resolved: Resolved,
     vulkan: VulkanView,
+    /// The allocations: one per plane of a disjoint (OPTIMAL multi-planar) image,
+    /// else one.
     planes: Vec<Plane>,
+    /// Set for a shared video frame (LINEAR multi-planar).
+    frame: Option<Frame>,
+}
+
+/// How many allocations an image of `r` has: one per plane of a disjoint image,
+/// else one (single-plane images and video frames).
+fn allocation_count(r: &Resolved) -> usize {
+    if r.desc.linear {
+        1
+    } else {
+        r.layout.plane_count()
+    }
 }
 
 /// Refuses a plane list that does not match the format (`what`: "fds", ...).
-fn check_plane_count(layout: &Layout, given: usize, what: &str) -> Result<()> {
+fn check_plane_count(layout: &Layout, linear: bool, given: usize, what: &str) -> Result<()> {
+    if linear {
+        if given != 1 {
+            return Err(Error::invalid(format!(
+                "a shared video frame ({}, linear) has one allocation, so it takes 1 {what}, not \
+                 {given}",
+                layout.display()
+            )));
+        }
+        return Ok(());
+    }
     let n = layout.plane_count();
     if given != n {
         return Err(Error::invalid(format!(
@@ -482,7 +574,46 @@ impl Image {
                 .iter()
                 .map(|&memory| Plane { memory, cuda: None })
                 .collect(),
+            frame: None,
         }
+    }
+
+    /// Reads where each plane of a video frame lies and checks that every plane
+    /// fits its allocation (so no pointer handed out runs past it).
+    fn lay_out_frame(&mut self) -> Result<()> {
+        if !self.resolved.desc.linear {
+            return Ok(());
+        }
+        let image = self.vk_image();
+        let m = self.planes[0].memory;
+        let mut planes = Vec::new();
+        for p in 0..self.resolved.layout.plane_count() {
+            let l = vkimage::subresource_layout(&self.ctx.vk, image, vkimage::plane_aspect(p));
+            let f = self.resolved.layout.plane(p);
+            let (w, h) = f.extent(self.resolved.desc.width, self.resolved.desc.height);
+            let row = w as u64 * f.info.bytes_per_texel() as u64;
+            let end = (l.row_pitch as u128) * (h.saturating_sub(1) as u128)
+                + row as u128
+                + l.offset as u128
+                + m.offset as u128;
+            if l.row_pitch < row || end > m.allocation_size as u128 {
+                return Err(Error::unsupported(format!(
+                    "plane {p} of this {} frame lies at offset {} with row pitch {} ({h} rows of \
+                     {row} bytes): it does not fit the allocation of {} bytes",
+                    self.resolved.layout.display(),
+                    l.offset,
+                    l.row_pitch,
+                    m.allocation_size
+                )));
+            }
+            planes.push(PlaneLayout {
+                offset: m.offset + l.offset,
+                row_pitch: l.row_pitch,
+                size: l.size,
+            });
+        }
+        self.frame = Some(Frame { planes, cuda: None });
+        Ok(())
     }
 
     /// Imports each plane's memory into CUDA (`handles[p]`, consumed) as the
@@ -492,6 +623,17 @@ impl Image {
         let Some(cuda) = &self.ctx.cuda else {
             return Ok(());
         };
+        if let Some(frame) = &mut self.frame {
+            // One dedicated allocation, mapped whole: each plane is device memory at
+            // its layout's offset.
+            let m = self.planes[0].memory;
+            let handle = handles.into_iter().next().expect("one fd for a frame");
+            let mut ext =
+                ExternalMemory::import_opaque_fd(cuda.clone(), handle, m.allocation_size, true)?;
+            let base = ext.map_buffer(0, m.allocation_size)?;
+            frame.cuda = Some((ext, base));
+            return Ok(());
+        }
         for (p, handle) in handles.into_iter().enumerate() {
             let m = self.planes[p].memory;
             let shape = self.resolved.shapes[p];
@@ -518,11 +660,12 @@ impl Image {
         if ctx.cuda.is_some() {
             check_layers_agree(&resolved.desc)?;
         }
-        let planes = resolved.layout.plane_count();
+        let planes = allocation_count(&resolved);
         let im = vkimage::create_exportable_image(&ctx.vk, &resolved.params, planes)?;
         let memory = im.planes.clone();
         // On error `image` drops and releases the Vulkan objects.
         let mut image = Image::new(ctx, resolved, VulkanView::Owned(im), &memory);
+        image.lay_out_frame()?;
         if ctx.cuda.is_some() {
             let handles = memory
                 .iter()
@@ -546,8 +689,14 @@ impl Image {
     ) -> Result<Image> {
         ctx.vk.memory_fd()?;
         let resolved = resolve(ctx, desc, true)?;
-        check_plane_count(&resolved.layout, handles.len(), "fds")?;
-        check_plane_count(&resolved.layout, allocation_sizes.len(), "allocation sizes")?;
+        let linear = resolved.desc.linear;
+        check_plane_count(&resolved.layout, linear, handles.len(), "fds")?;
+        check_plane_count(
+            &resolved.layout,
+            linear,
+            allocation_sizes.len(),
+            "allocation sizes",
+        )?;
         if ctx.cuda.is_some() {
             check_layers_agree(&resolved.desc)?;
         }
@@ -575,6 +724,7 @@ impl Image {
         let memory = im.planes.clone();
         // On error `image` drops and releases the Vulkan objects.
         let mut image = Image::new(ctx, resolved, VulkanView::Owned(im), &memory);
+        image.lay_out_frame()?;
         if ctx.cuda.is_some() {
             let dups = handles
                 .iter()
@@ -605,8 +755,19 @@ impl Image {
         }
         memory::check_export_types(export_handle_types, "export_handle_types")?;
         let layout = format::layout(desc.format)?;
-        check_plane_count(&layout, planes.len(), "memory allocations")?;
+        check_plane_count(&layout, desc.linear, planes.len(), "memory allocations")?;
         let n = planes.len();
+        if desc.linear
+            && layout.planar().is_some()
+            && !(planes[0].dedicated && planes[0].offset == 0)
+        {
+            return Err(Error::invalid(
+                "a shared video frame (VKCUDA_IMAGE_CREATE_LINEAR_BIT) is one dedicated allocation: \
+                 allocate the image's memory with VkMemoryDedicatedAllocateInfo naming it, bind it at \
+                 offset 0 and set dedicated to VK_TRUE (CUDA imports it with \
+                 CUDA_EXTERNAL_MEMORY_DEDICATED; memory shared with other resources cannot be)",
+            ));
+        }
         for (p, m) in planes.iter().enumerate() {
             let what = plane_name(n, p);
             if m.memory == vk::DeviceMemory::null() {
@@ -700,6 +861,7 @@ impl Image {
             handles.push(handle);
         }
         let mut wrapped = Image::new(ctx, resolved, VulkanView::Borrowed(image), planes);
+        wrapped.lay_out_frame()?;
         wrapped.import_cuda(handles)?;
         Ok(wrapped)
     }
@@ -721,34 +883,93 @@ impl Image {
         self.planes[0].memory.allocation_size
     }
 
+    /// The format's planes: 1, or 2-3 for a multi-planar format.
     pub fn plane_count(&self) -> usize {
+        self.resolved.layout.plane_count()
+    }
+
+    /// Whether the image is a shared video frame (LINEAR multi-planar, one
+    /// dedicated allocation, planes as pitched CUDA memory).
+    pub fn is_frame(&self) -> bool {
+        self.frame.is_some()
+    }
+
+    /// The number of allocations: one per plane of a disjoint image, else 1.
+    pub fn allocation_count(&self) -> usize {
         self.planes.len()
     }
 
-    /// Whether the memory is one dedicated allocation (single-plane formats).
+    /// Whether the memory is one dedicated allocation (single-plane images and
+    /// video frames).
     pub fn dedicated(&self) -> bool {
         self.planes.len() == 1
     }
 
-    /// Plane `p`'s memory and allocation size.
-    pub fn plane_memory(&self, p: usize) -> Result<PlaneMemory> {
-        self.check_plane(p)?;
-        Ok(self.planes[p].memory)
+    /// The allocation plane `p` lives in.
+    fn allocation_of(&self, p: usize) -> usize {
+        if self.planes.len() == 1 {
+            0
+        } else {
+            p
+        }
     }
 
-    /// Every plane's memory and allocation size.
+    /// Plane `p`'s memory and allocation size (a video frame's planes share one).
+    pub fn plane_memory(&self, p: usize) -> Result<PlaneMemory> {
+        self.check_plane(p)?;
+        Ok(self.planes[self.allocation_of(p)].memory)
+    }
+
+    /// Every plane's memory and allocation size, one per plane (a video frame's
+    /// planes name the same allocation).
     pub fn plane_memories(&self) -> Vec<PlaneMemory> {
+        (0..self.plane_count())
+            .map(|p| self.planes[self.allocation_of(p)].memory)
+            .collect()
+    }
+
+    /// Every allocation's memory and size: one, or one per plane of a disjoint image.
+    pub fn allocations(&self) -> Vec<PlaneMemory> {
         self.planes.iter().map(|p| p.memory).collect()
     }
 
-    /// The aspect of plane `p` in Vulkan calls: COLOR for single-plane formats,
-    /// PLANE_p for multi-planar ones.
+    /// The aspect of plane `p` in Vulkan calls (copies, views): COLOR for
+    /// single-plane formats, PLANE_p for multi-planar ones.
     pub fn plane_aspect(&self, p: usize) -> vk::ImageAspectFlags {
-        if self.planes.len() == 1 {
+        if self.plane_count() == 1 {
             vk::ImageAspectFlags::COLOR
         } else {
             vkimage::plane_aspect(p)
         }
+    }
+
+    /// Plane `p` of a shared video frame as pitched device memory: CUDA's pointer
+    /// (0 in a Vulkan-only context), the offset and row pitch, the extent and the
+    /// texel size. Refused for other images (their planes are CUDA arrays).
+    pub fn plane_pointer(&self, p: usize) -> Result<PlanePointer> {
+        self.check_plane(p)?;
+        let Some(frame) = &self.frame else {
+            return Err(Error::invalid(format!(
+                "this {} image is not a shared video frame: its CUDA view is arrays \
+                 (vkcuda_image_get_plane_cuda_array); a multi-planar image created with \
+                 VKCUDA_IMAGE_CREATE_LINEAR_BIT has pitched planes",
+                self.resolved.layout.display()
+            )));
+        };
+        let layout = frame.planes[p];
+        let f = self.resolved.layout.plane(p);
+        let e = self.plane_extent(p);
+        Ok(PlanePointer {
+            pointer: frame
+                .cuda
+                .as_ref()
+                .map_or(0, |(_, base)| base + layout.offset),
+            layout,
+            width: e.width,
+            height: e.height,
+            bytes_per_texel: f.info.bytes_per_texel(),
+            format: f.info.format,
+        })
     }
 
     /// Plane `p`'s extent at level 0.
@@ -766,9 +987,16 @@ impl Image {
     /// engine's layout (see [`handoff::ImageRange`]).
     pub fn handoff_range(&self, layout: vk::ImageLayout) -> handoff::ImageRange {
         let d = self.description();
-        let aspect_mask = (0..self.planes.len())
-            .map(|p| self.plane_aspect(p))
-            .fold(vk::ImageAspectFlags::empty(), |a, b| a | b);
+        // A barrier names every plane of a disjoint image, COLOR for any other
+        // (VUID-VkImageMemoryBarrier-image-01671: a non-disjoint multi-planar image
+        // takes COLOR, which covers its planes).
+        let aspect_mask = if self.planes.len() == 1 {
+            vk::ImageAspectFlags::COLOR
+        } else {
+            (0..self.planes.len())
+                .map(|p| self.plane_aspect(p))
+                .fold(vk::ImageAspectFlags::empty(), |a, b| a | b)
+        };
         handoff::ImageRange {
             image: self.vk_image(),
             range: vk::ImageSubresourceRange {
@@ -830,7 +1058,7 @@ impl Image {
     /// A new fd for plane `p`'s memory; the caller owns it.
     pub fn export_plane_fd(&self, p: usize) -> Result<OwnedFd> {
         self.check_plane(p)?;
-        let m = self.planes[p].memory;
+        let m = self.planes[self.allocation_of(p)].memory;
         // An fd hands over the whole allocation, and a description has no offset:
         // only memory that is the image's (plane's) alone can travel.
         if m.offset != 0 || (self.planes.len() == 1 && !m.dedicated) {
@@ -843,7 +1071,7 @@ impl Image {
     }
 
     fn check_plane(&self, p: usize) -> Result<()> {
-        let n = self.planes.len();
+        let n = self.plane_count();
         if p >= n {
             return Err(Error::invalid(format!(
                 "plane {p} is out of range: {} has {n} plane{}",
@@ -865,6 +1093,13 @@ impl Image {
     }
 
     fn mapped(&self, p: usize) -> Result<&MappedImage> {
+        if self.frame.is_some() {
+            return Err(Error::invalid(format!(
+                "this {} image is a shared video frame: CUDA sees its planes as pitched device \
+                 memory (vkcuda_image_get_plane_pointer), not as arrays, surfaces or textures",
+                self.resolved.layout.display()
+            )));
+        }
         match &self.planes[p].cuda {
             Some(m) => Ok(m),
             None => {
@@ -1030,7 +1265,16 @@ impl Image {
         let cuda = self.ctx.cuda()?;
         let mut jobs = Vec::with_capacity(pitched.len());
         for (p, pl) in pitched.into_iter().enumerate() {
-            jobs.push((self.mapped(p)?.level(0)?, pl));
+            let target = if self.frame.is_some() {
+                let plane = self.plane_pointer(p)?;
+                array::Target::Device {
+                    pointer: plane.pointer,
+                    pitch: plane.layout.row_pitch as usize,
+                }
+            } else {
+                array::Target::Array(self.mapped(p)?.level(0)?)
+            };
+            jobs.push((target, pl));
         }
         array::copy_pitched(cuda, &jobs, to_image, stream)
     }
@@ -1052,6 +1296,7 @@ impl Drop for Image {
         for p in &mut self.planes {
             p.cuda = None;
         }
+        self.frame = None;
         if let VulkanView::Owned(m) = &self.vulkan {
             m.destroy(&self.ctx.vk);
         }
@@ -1073,6 +1318,7 @@ mod tests {
             array_layers: 0,
             cube: false,
             usage: vk::ImageUsageFlags::empty(),
+            linear: false,
         }
     }
 

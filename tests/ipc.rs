@@ -703,14 +703,16 @@ fn unknown_versions_magic_and_kinds_are_refused() {
     let fd = export(buf);
     let f = [fd.as_raw_fd()];
     for ty in [libc::SOCK_STREAM, libc::SOCK_SEQPACKET] {
-        // Version 1 (before multi-planar images) and a future version 3.
-        for version in [1u8, 3] {
+        // Version 1 (before multi-planar images), 2 (before video frames) and a
+        // future version 4: both versions are named.
+        for version in [1u8, 2, 4] {
             let mut v = rec;
             v[8] = version;
             let msg = refused_message(ctx, ty, &v, &f, VKCUDA_ERROR_INVALID_ARGUMENT);
             assert!(
-                msg.contains(&format!("unknown description format version {version}"))
-                    && msg.contains("different vkcuda versions"),
+                msg.contains(&format!(
+                    "unknown description format version {version}: this library reads version 3"
+                )) && msg.contains("different vkcuda versions"),
                 "{msg}"
             );
             assert!(msg.contains("were closed"), "{msg}");

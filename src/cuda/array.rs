@@ -212,7 +212,7 @@ impl MappedImage {
 #[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn copy_pitched(
     ctx: &CudaContext,
-    jobs: &[(sys::CUarray, Pitched)],
+    jobs: &[(Target, Pitched)],
     to_array: bool,
     stream: sys::CUstream,
 ) -> Result<()> {
@@ -221,8 +221,8 @@ pub fn copy_pitched(
     for (i, (_, p)) in jobs.iter().enumerate() {
         check_range(p).map_err(|e| e.context(&format!("plane {i}")))?;
     }
-    for (array, p) in jobs {
-        let copy = memcpy2d(*array, p, to_array);
+    for (target, p) in jobs {
+        let copy = memcpy2d(*target, p, to_array);
         cu_check("cuMemcpy2DAsync_v2", unsafe {
             sys::cuMemcpy2DAsync_v2(&copy, stream)
         })
@@ -284,34 +284,55 @@ fn check_range(p: &Pitched) -> Result<()> {
     Ok(())
 }
 
+/// The image side of a pitched copy: a CUDA array (level 0 of a plane), or a
+/// plane of a shared video frame (device memory at a row pitch).
+#[derive(Clone, Copy, Debug)]
+pub enum Target {
+    Array(sys::CUarray),
+    Device {
+        pointer: sys::CUdeviceptr,
+        pitch: usize,
+    },
+}
+
 /// What `cuMemcpy2DAsync` is told (built field by field: `CUmemorytype` has no
-/// zero value).
-pub fn memcpy2d(array: sys::CUarray, p: &Pitched, to_array: bool) -> sys::CUDA_MEMCPY2D {
+/// zero value): `p.rows` rows of `p.row_bytes` between `p` and `target`
+/// (`to_array`: into the target).
+pub fn memcpy2d(target: Target, p: &Pitched, to_array: bool) -> sys::CUDA_MEMCPY2D {
     use sys::CUmemorytype::{CU_MEMORYTYPE_ARRAY, CU_MEMORYTYPE_DEVICE};
-    let (device, arr) = (CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_ARRAY);
+    // (memory type, device pointer, array, pitch) of each side.
+    let user = (
+        CU_MEMORYTYPE_DEVICE,
+        p.pointer,
+        std::ptr::null_mut(),
+        p.pitch,
+    );
+    let image = match target {
+        Target::Array(a) => (CU_MEMORYTYPE_ARRAY, 0, a, 0),
+        Target::Device { pointer, pitch } => {
+            (CU_MEMORYTYPE_DEVICE, pointer, std::ptr::null_mut(), pitch)
+        }
+    };
+    let (src, dst) = if to_array {
+        (user, image)
+    } else {
+        (image, user)
+    };
     sys::CUDA_MEMCPY2D {
         srcXInBytes: 0,
         srcY: 0,
-        srcMemoryType: if to_array { device } else { arr },
+        srcMemoryType: src.0,
         srcHost: std::ptr::null(),
-        srcDevice: if to_array { p.pointer } else { 0 },
-        srcArray: if to_array {
-            std::ptr::null_mut()
-        } else {
-            array
-        },
-        srcPitch: if to_array { p.pitch } else { 0 },
+        srcDevice: src.1,
+        srcArray: src.2,
+        srcPitch: src.3,
         dstXInBytes: 0,
         dstY: 0,
-        dstMemoryType: if to_array { arr } else { device },
+        dstMemoryType: dst.0,
         dstHost: std::ptr::null_mut(),
-        dstDevice: if to_array { 0 } else { p.pointer },
-        dstArray: if to_array {
-            array
-        } else {
-            std::ptr::null_mut()
-        },
-        dstPitch: if to_array { 0 } else { p.pitch },
+        dstDevice: dst.1,
+        dstArray: dst.2,
+        dstPitch: dst.3,
         WidthInBytes: p.row_bytes,
         Height: p.rows,
     }
@@ -490,16 +511,29 @@ mod tests {
         };
         assert_eq!(p.span(), Some(2048 * 1079 + 1920));
         let a = 0x77 as sys::CUarray;
-        let to = memcpy2d(a, &p, true);
+        let to = memcpy2d(Target::Array(a), &p, true);
         assert_eq!(to.srcMemoryType, sys::CUmemorytype::CU_MEMORYTYPE_DEVICE);
         assert_eq!((to.srcDevice, to.srcPitch), (0x1000, 2048));
         assert_eq!(to.dstMemoryType, sys::CUmemorytype::CU_MEMORYTYPE_ARRAY);
         assert_eq!(to.dstArray, a);
         assert_eq!((to.WidthInBytes, to.Height), (1920, 1080));
-        let from = memcpy2d(a, &p, false);
+        let from = memcpy2d(Target::Array(a), &p, false);
         assert_eq!(from.srcArray, a);
         assert_eq!((from.dstDevice, from.dstPitch), (0x1000, 2048));
         assert!(from.srcHost.is_null() && from.dstHost.is_null());
+        // A video frame's plane: device memory on both sides, each with its pitch.
+        let plane = Target::Device {
+            pointer: 0x9000,
+            pitch: 2304,
+        };
+        let into = memcpy2d(plane, &p, true);
+        assert_eq!(into.dstMemoryType, sys::CUmemorytype::CU_MEMORYTYPE_DEVICE);
+        assert_eq!((into.dstDevice, into.dstPitch), (0x9000, 2304));
+        assert_eq!((into.srcDevice, into.srcPitch), (0x1000, 2048));
+        assert!(into.dstArray.is_null() && into.srcArray.is_null());
+        let out = memcpy2d(plane, &p, false);
+        assert_eq!((out.srcDevice, out.srcPitch), (0x9000, 2304));
+        assert_eq!((out.dstDevice, out.dstPitch), (0x1000, 2048));
         let huge = Pitched {
             pitch: usize::MAX,
             rows: 3,

@@ -60,6 +60,25 @@ handle_kind!(vkcuda_image, Image, handle::IMAGE);
 /// @ingroup image
 pub const VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT: u32 = 0x1;
 
+/// A shared video frame: a multi-planar (YCbCr) format with LINEAR tiling, not
+/// disjoint, in one dedicated exportable allocation that CUDA imports and maps
+/// whole as device memory. Each plane is pitched device memory at its
+/// `vkGetImageSubresourceLayout(VK_IMAGE_ASPECT_PLANE_i_BIT)` offset and row
+/// pitch (`vkcuda_image_get_plane_pointer`): what NVDEC writes, NVENC and NPP
+/// read and `cuMemcpy2D` copies. Vulkan samples it through a
+/// `VkSamplerYcbcrConversion` (where the format's linear-tiling features allow:
+/// NV12 on NVIDIA) and copies its planes. 2D, one level, one layer; the usage is
+/// checked against the linear-tiling features (no storage or attachment usage
+/// for NV12 on NVIDIA). Refused for single-plane formats
+/// (`VKCUDA_ERROR_INVALID_ARGUMENT`).
+///
+/// @ingroup image
+pub const VKCUDA_IMAGE_CREATE_LINEAR_BIT: u32 = 0x2;
+
+/// Every `VKCUDA_IMAGE_CREATE_*` bit.
+const IMAGE_CREATE_BITS: u32 =
+    VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT | VKCUDA_IMAGE_CREATE_LINEAR_BIT;
+
 /// Texture coordinates run over [0, 1) instead of [0, size).
 ///
 /// @ingroup image
@@ -250,11 +269,12 @@ pub struct vkcuda_image_create_info {
     /// multi-planar (YCbCr) format: NV12 (`VK_FORMAT_G8_B8R8_2PLANE_420_UNORM`),
     /// NV16, NV24, I420, I422, I444 and the 10/12/16-bit P010, P012, P016 and their
     /// 4:2:2, 4:4:4 and 3-plane forms (2D, one level, one layer; even width for 4:2:2
-    /// and 4:2:0, even height for 4:2:0) in a Vulkan-only context. With CUDA those are
-    /// refused (`VKCUDA_ERROR_UNSUPPORTED`): on NVIDIA's driver their planes read wrong
-    /// once the data compresses; the message says to share one single-plane image per
-    /// plane (R8 + R8G8 for NV12). Others are refused with `VKCUDA_ERROR_UNSUPPORTED`
-    /// and a message naming a supported neighbour.
+    /// and 4:2:0, even height for 4:2:0). With CUDA a multi-planar image is a shared
+    /// video frame (`VKCUDA_IMAGE_CREATE_LINEAR_BIT`); with optimal tiling it is
+    /// refused (`VKCUDA_ERROR_UNSUPPORTED`: on NVIDIA's driver CUDA arrays of its
+    /// planes read wrong once the data compresses) and made in a Vulkan-only context
+    /// only. Others are refused with `VKCUDA_ERROR_UNSUPPORTED` and a message naming a
+    /// supported neighbour.
     pub format: VkFormat,
     /// Width (at least 1); height (1D: 0 or 1); depth (1D and 2D: 0 or 1).
     pub extent: VkExtent3D,
@@ -269,7 +289,8 @@ pub struct vkcuda_image_create_info {
     /// STORAGE where the format and device support them for exportable images
     /// (`vkcuda_image_get_info` says what was chosen). STORAGE is what lets CUDA
     /// make surface objects. Transfer, sampled, storage and attachment usages are
-    /// accepted; each is checked against the format's optimal-tiling features.
+    /// accepted; each is checked against the format's optimal-tiling features
+    /// (linear-tiling for a video frame).
     pub usage: VkImageUsageFlags,
 }
 
@@ -566,7 +587,12 @@ fn format_to_c(layout: &Layout) -> vkcuda_format_info {
 /// standing for plane 0 (see `vkcuda_image_wrap_info::planes`).
 fn wrap_planes(info: &vkcuda_image_wrap_info) -> Result<Vec<PlaneMemory>> {
     let layout = format::layout(vk::Format::from_raw(info.description.format))?;
-    let n = layout.plane_count();
+    // A video frame is one allocation: `memory` alone.
+    let n = if info.description.flags & VKCUDA_IMAGE_CREATE_LINEAR_BIT != 0 {
+        1
+    } else {
+        layout.plane_count()
+    };
     let top = PlaneMemory {
         memory: info.memory,
         allocation_size: info.allocation_size,
@@ -600,22 +626,27 @@ fn wrap_planes(info: &vkcuda_image_wrap_info) -> Result<Vec<PlaneMemory>> {
         if p < n {
             out.push(g);
         } else if !same(&g, &zero) {
-            return Err(Error::invalid(format!(
-                "info->planes[{p}] is set, but {} has {n} plane{}",
-                layout.display(),
-                if n == 1 { "" } else { "s" }
-            )));
+            return Err(Error::invalid(if n == 1 && layout.plane_count() > 1 {
+                format!(
+                    "info->planes[{p}] is set, but a shared video frame ({}, \
+                     VKCUDA_IMAGE_CREATE_LINEAR_BIT) is one allocation: memory and \
+                     allocation_size alone",
+                    layout.display()
+                )
+            } else {
+                format!(
+                    "info->planes[{p}] is set, but {} has {n} plane{}",
+                    layout.display(),
+                    if n == 1 { "" } else { "s" }
+                )
+            }));
         }
     }
     Ok(out)
 }
 
 fn description(info: &vkcuda_image_create_info, what: &str) -> Result<Description> {
-    check_flags(
-        info.flags,
-        VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT,
-        &format!("{what}flags"),
-    )?;
+    check_flags(info.flags, IMAGE_CREATE_BITS, &format!("{what}flags"))?;
     Ok(Description {
         dimension: info.image_type.get(&format!("{what}image_type"))?,
         format: vk::Format::from_raw(info.format),
@@ -626,7 +657,20 @@ fn description(info: &vkcuda_image_create_info, what: &str) -> Result<Descriptio
         array_layers: info.array_layers,
         cube: info.flags & VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT != 0,
         usage: vk::ImageUsageFlags::from_raw(info.usage),
+        linear: info.flags & VKCUDA_IMAGE_CREATE_LINEAR_BIT != 0,
     })
+}
+
+/// The `VKCUDA_IMAGE_CREATE_*` bits of a description.
+pub(crate) fn description_flags(d: &Description) -> u32 {
+    let mut flags = 0;
+    if d.cube {
+        flags |= VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT;
+    }
+    if d.linear {
+        flags |= VKCUDA_IMAGE_CREATE_LINEAR_BIT;
+    }
+    flags
 }
 
 unsafe fn image_arg<'a>(image: *const vkcuda_image) -> Result<&'a Image> {
@@ -656,7 +700,7 @@ pub unsafe extern "C" fn vkcuda_format_query(
     boundary("vkcuda_format_query", || {
         let info = out(info, "info")?;
         let layout = format::layout(vk::Format::from_raw(format))?;
-        format::check_cuda_view(&layout)?;
+        format::check_cuda_view(&layout, true)?;
         *info = format_to_c(&layout);
         Ok(())
     })
@@ -797,11 +841,7 @@ pub unsafe extern "C" fn vkcuda_image_get_info(
             mip_levels: d.mip_levels,
             array_layers: d.array_layers,
             usage: d.usage.as_raw(),
-            flags: if d.cube {
-                VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT
-            } else {
-                0
-            },
+            flags: description_flags(d),
             wrapped: im.is_wrapped() as u32,
             cuda_mipmapped_array: mipmap(0).cast(),
             // No CUDA view in a Vulkan-only context: no flags either.
@@ -1070,6 +1110,78 @@ pub unsafe extern "C" fn vkcuda_image_export_plane_fd(
         let im = image_arg(image)?;
         let fd = out(fd, "fd")?;
         *fd = im.export_plane_fd(plane as usize)?.into_raw_fd();
+        Ok(())
+    })
+}
+
+/// One plane of a shared video frame as CUDA sees it: pitched device memory
+/// (`vkcuda_image_get_plane_pointer`). `cuda_pointer`, `row_pitch`, `width` x
+/// `height` and `bytes_per_texel` are what `cuMemcpy2D`, NPP, NVDEC's output and
+/// NVENC's input take.
+///
+/// @ingroup image
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct vkcuda_image_plane_pointer {
+    /// The plane's first row (`CUdeviceptr`) in the image's CUDA context, or 0 in a
+    /// Vulkan-only context. Owned by the image: valid until `vkcuda_image_destroy`.
+    pub cuda_pointer: u64,
+    /// Where the plane starts in the image's allocation
+    /// (`VkSubresourceLayout::offset` of `VK_IMAGE_ASPECT_PLANE_i_BIT`).
+    pub offset: u64,
+    /// Bytes from one row to the next (`VkSubresourceLayout::rowPitch`; at least
+    /// `width` x `bytes_per_texel`, often padded: never assume it).
+    pub row_pitch: u64,
+    /// The bytes the plane spans (`VkSubresourceLayout::size`).
+    pub size: u64,
+    /// The plane's width in texels (half the frame's for the chroma planes of
+    /// 4:2:0 and 4:2:2 formats).
+    pub width: u32,
+    /// The plane's height in rows (half the frame's for the chroma planes of
+    /// 4:2:0 formats).
+    pub height: u32,
+    /// 1 (8-bit luma or Cb/Cr), 2 (interleaved 8-bit CbCr, or a 10/12/16-bit
+    /// sample in a 16-bit word: the high bits), or 4 (interleaved 16-bit CbCr).
+    pub bytes_per_texel: u32,
+    /// The plane's single-plane `VkFormat` (`VK_FORMAT_R8_UNORM`,
+    /// `VK_FORMAT_R8G8_UNORM`, `VK_FORMAT_R10X6_UNORM_PACK16`, ...).
+    pub format: VkFormat,
+    /// The plane's aspect in Vulkan copies (`VK_IMAGE_ASPECT_PLANE_0_BIT` << plane).
+    pub aspect: u32,
+}
+
+/// Fills `*pointer` with plane `plane` of a shared video frame (an image created,
+/// wrapped or imported with `VKCUDA_IMAGE_CREATE_LINEAR_BIT`): its CUDA device
+/// pointer (0 in a Vulkan-only context), offset, row pitch, extent and texel size.
+/// `VKCUDA_ERROR_INVALID_ARGUMENT` for a plane past the format's planes and for
+/// an image that is not a video frame (its CUDA view is arrays:
+/// `vkcuda_image_get_plane_cuda_array`). `*pointer` is untouched on failure.
+///
+/// Thread-safety: may be called from any thread.
+///
+/// @ingroup image
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_get_plane_pointer(
+    image: *const vkcuda_image,
+    plane: u32,
+    pointer: *mut vkcuda_image_plane_pointer,
+) -> vkcuda_result {
+    boundary("vkcuda_image_get_plane_pointer", || {
+        let im = image_arg(image)?;
+        let pointer = out(pointer, "pointer")?;
+        let p = im.plane_pointer(plane as usize)?;
+        *pointer = vkcuda_image_plane_pointer {
+            cuda_pointer: p.pointer,
+            offset: p.layout.offset,
+            row_pitch: p.layout.row_pitch,
+            size: p.layout.size,
+            width: p.width,
+            height: p.height,
+            bytes_per_texel: p.bytes_per_texel,
+            format: p.format.as_raw(),
+            aspect: im.plane_aspect(plane as usize).as_raw(),
+        };
         Ok(())
     })
 }

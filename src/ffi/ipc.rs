@@ -13,7 +13,7 @@ use super::context::{ctx_arg, vkcuda_context};
 use super::handle;
 use super::image::{
     vkcuda_image, vkcuda_image_create_info, vkcuda_image_type_raw,
-    VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT,
+    VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT, VKCUDA_IMAGE_CREATE_LINEAR_BIT,
 };
 use super::semaphore::vkcuda_semaphore;
 use super::types::*;
@@ -29,11 +29,12 @@ use crate::ipc::{self, description, Description, Kind, Object, Options, Peer, Pe
 ///
 /// @ingroup share
 pub const VKCUDA_SHARE_DESCRIPTION_SIZE: u32 = 128;
-/// The description format version this library writes and reads (2: images carry
-/// one fd and allocation size per plane; version 1 records are refused).
+/// The description format version this library writes and reads (3: images carry
+/// the linear flag of shared video frames, and one fd and allocation size per
+/// allocation; records of versions 1 and 2 are refused with both versions named).
 ///
 /// @ingroup share
-pub const VKCUDA_SHARE_FORMAT_VERSION: u32 = 2;
+pub const VKCUDA_SHARE_FORMAT_VERSION: u32 = 3;
 /// The most fds one description comes with: one per plane of a multi-planar
 /// image (buffers and semaphores: 1).
 ///
@@ -267,11 +268,7 @@ fn to_c(d: &Description) -> vkcuda_share_description {
         } => {
             c.image = vkcuda_share_image_description {
                 description: vkcuda_image_create_info {
-                    flags: if desc.cube {
-                        VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT
-                    } else {
-                        0
-                    },
+                    flags: super::image::description_flags(desc),
                     image_type: vkcuda_image_type_raw(
                         description::dimension_code(desc.dimension) as i32
                     ),
@@ -319,7 +316,7 @@ fn from_c(c: &vkcuda_share_description) -> Result<Description> {
             let i = &c.image.description;
             check_flags(
                 i.flags,
-                VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT,
+                VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT | VKCUDA_IMAGE_CREATE_LINEAR_BIT,
                 "description->image.description.flags",
             )?;
             let dimension = u32::try_from(i.image_type.0)
@@ -340,6 +337,7 @@ fn from_c(c: &vkcuda_share_description) -> Result<Description> {
                     array_layers: i.array_layers,
                     cube: i.flags & VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT != 0,
                     usage: vk::ImageUsageFlags::from_raw(i.usage),
+                    linear: i.flags & VKCUDA_IMAGE_CREATE_LINEAR_BIT != 0,
                 },
                 allocation_sizes: image_sizes(&c.image)?,
             }

@@ -1,15 +1,15 @@
 //! The share description: what a process that receives a buffer, semaphore or
 //! image fd needs to know to import it, as a fixed-size little-endian record.
 //!
-//! Format version 2 is 128 bytes:
+//! Format version 3 is 128 bytes:
 //!
 //! | offset | size | field |
 //! | --- | --- | --- |
 //! | 0 | 8 | magic `VKCUDASH` |
-//! | 8 | 2 | format version (2) |
+//! | 8 | 2 | format version (3) |
 //! | 10 | 2 | record size in bytes (128) |
 //! | 12 | 4 | kind: 1 buffer, 2 semaphore, 3 image |
-//! | 16 | 4 | number of fds that travel with it (1; an image: one per plane, 1-3) |
+//! | 16 | 4 | number of fds that travel with it (1; an image: one per allocation, 1-3) |
 //! | 20 | 4 | reserved, 0 |
 //! | 24 | 16 | device UUID (`VkPhysicalDeviceIDProperties::deviceUUID` of the exporter) |
 //! | 40 | 88 | the kind's fields (below), then zeros |
@@ -18,13 +18,16 @@
 //! offset u64, size u64. Semaphore: type u32 (0 timeline, 1 binary), reserved u32,
 //! value u64. Image: image type u32 (0 2D, 1 1D, 3 3D), VkFormat i32, width,
 //! height, depth, mip levels, array layers, VkImageUsageFlags, flags (1 = cube
-//! compatible), reserved u32 (all u32), then the allocation size of each plane
-//! (u64 at 80, 88, 96; 0 past the format's plane count). The fds travel in plane
-//! order.
+//! compatible, 2 = linear: a shared video frame), reserved u32 (all u32), then the
+//! allocation size of each allocation (u64 at 80, 88, 96): one per plane of a
+//! disjoint multi-planar image, else one (single-plane images and video frames,
+//! whose planes share one dedicated allocation); 0 past the count. The fds travel
+//! in the same order.
 //!
-//! Version 1 (before multi-planar images) had the same layout with one fd and
-//! one allocation size; its records are refused with a message (the two
-//! processes run different library versions).
+//! Version 1 (before multi-planar images) had one fd and one allocation size;
+//! version 2 (before video frames) had no linear flag. Records of another version
+//! are refused with both versions named (the two processes run different library
+//! versions).
 //!
 //! Parsing is strict: every reserved or unused byte must be zero and every value
 //! possible, so a record from a newer library or a corrupted one is refused, not
@@ -41,7 +44,7 @@ use crate::semaphore;
 /// The size of a record.
 pub const SIZE: usize = 128;
 /// The format version this library writes and reads.
-pub const VERSION: u16 = 2;
+pub const VERSION: u16 = 3;
 /// The first eight bytes of every record.
 pub const MAGIC: [u8; 8] = *b"VKCUDASH";
 /// The most fds a record of any kind carries (the receive buffer's room).
@@ -224,7 +227,7 @@ fn check_image(d: &image::Description, allocation_sizes: &[u64; 3]) -> Result<()
     }
     image::check_planar_shape(d, &layout)
         .map_err(|e| Error::invalid(format!("impossible image: {}", e.message)))?;
-    let n = layout.plane_count();
+    let n = plane_count(d);
     for (p, &size) in allocation_sizes.iter().enumerate() {
         if p < n && (size == 0 || size > i64::MAX as u64) {
             let which = if n == 1 {
@@ -237,20 +240,40 @@ fn check_image(d: &image::Description, allocation_sizes: &[u64; 3]) -> Result<()
             )));
         }
         if p >= n && size != 0 {
-            return Err(Error::invalid(format!(
-                "impossible allocation size {size} for plane {p}: {} has {n} plane{}",
-                layout.display(),
-                if n == 1 { "" } else { "s" }
-            )));
+            return Err(Error::invalid(if d.linear {
+                format!(
+                    "impossible allocation size {size} for plane {p}: a video frame ({}, linear) \
+                     has one allocation",
+                    layout.display()
+                )
+            } else {
+                format!(
+                    "impossible allocation size {size} for plane {p}: {} has {n} plane{}",
+                    layout.display(),
+                    if n == 1 { "" } else { "s" }
+                )
+            }));
         }
     }
     Ok(())
 }
 
-/// The number of planes of a described image's format (1 for a format that is
-/// not valid: [`Description::check`] refuses it).
+/// The number of allocations (and fds) of a described image: one per plane of a
+/// disjoint multi-planar image, else one (1 for a format that is not valid:
+/// [`Description::check`] refuses it).
 fn plane_count(d: &image::Description) -> usize {
-    format::layout(d.format).map_or(1, |l| l.plane_count())
+    if d.linear {
+        1
+    } else {
+        format::layout(d.format).map_or(1, |l| l.plane_count())
+    }
+}
+
+const IMAGE_CUBE: u32 = 1;
+const IMAGE_LINEAR: u32 = 2;
+
+fn image_flags(d: &image::Description) -> u32 {
+    (if d.cube { IMAGE_CUBE } else { 0 }) | (if d.linear { IMAGE_LINEAR } else { 0 })
 }
 
 fn put32(b: &mut [u8], at: usize, v: u32) {
@@ -353,7 +376,7 @@ impl Description {
                 put32(&mut b, p + 20, desc.mip_levels);
                 put32(&mut b, p + 24, desc.array_layers);
                 put32(&mut b, p + 28, desc.usage.as_raw());
-                put32(&mut b, p + 32, desc.cube as u32);
+                put32(&mut b, p + 32, image_flags(desc));
                 for (i, &size) in allocation_sizes.iter().enumerate() {
                     put64(&mut b, p + 40 + 8 * i, size);
                 }
@@ -457,7 +480,12 @@ impl Description {
                 )
             }
             Kind::Image => {
-                let cube = bool_at(bytes, p + 32, "the image flags (cube compatible)")?;
+                let flags = get32(bytes, p + 32);
+                if flags & !(IMAGE_CUBE | IMAGE_LINEAR) != 0 {
+                    return Err(Error::invalid(format!(
+                        "unknown image flags {flags:#x} (1 cube compatible, 2 linear)"
+                    )));
+                }
                 if get32(bytes, p + 36) != 0 {
                     return Err(Error::invalid("reserved image bytes are not zero"));
                 }
@@ -469,8 +497,9 @@ impl Description {
                     depth: get32(bytes, p + 16),
                     mip_levels: get32(bytes, p + 20),
                     array_layers: get32(bytes, p + 24),
-                    cube,
+                    cube: flags & IMAGE_CUBE != 0,
                     usage: vk::ImageUsageFlags::from_raw(get32(bytes, p + 28)),
+                    linear: flags & IMAGE_LINEAR != 0,
                 };
                 (
                     Object::Image {
@@ -547,6 +576,7 @@ mod tests {
                     array_layers: 6,
                     cube: true,
                     usage: vk::ImageUsageFlags::SAMPLED | vk::ImageUsageFlags::STORAGE,
+                    linear: false,
                 },
                 allocation_sizes: [1 << 20, 0, 0],
             },
@@ -567,10 +597,48 @@ mod tests {
                     array_layers: 1,
                     cube: false,
                     usage: vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::SAMPLED,
+                    linear: false,
                 },
                 allocation_sizes: [2_211_840, 1_228_800, 0],
             },
         }
+    }
+
+    fn nv12_frame() -> Description {
+        let mut d = nv12();
+        if let Object::Image {
+            desc,
+            allocation_sizes,
+        } = &mut d.object
+        {
+            desc.linear = true;
+            *allocation_sizes = [4_194_304, 0, 0];
+        }
+        d
+    }
+
+    #[test]
+    fn video_frames_carry_the_linear_flag_and_one_allocation() {
+        let d = nv12_frame();
+        assert_eq!(d.fd_count(), 1);
+        let b = d.to_bytes().unwrap();
+        assert_eq!(get32(&b, 16), 1, "one fd");
+        assert_eq!(get32(&b, HEADER + 32), 2, "the linear flag");
+        assert_eq!(Description::parse(&b).unwrap(), d);
+        // The same frame with a size for plane 1: impossible (one allocation).
+        let mut two = b;
+        two[HEADER + 48..HEADER + 56].copy_from_slice(&1_048_576u64.to_le_bytes());
+        refused(&two, "impossible allocation size 1048576 for plane 1");
+        let mut unknown = b;
+        unknown[HEADER + 32] = 6;
+        refused(&unknown, "unknown image flags 0x6");
+        // A linear single-plane image is not a thing the library makes.
+        let mut rgba = image();
+        if let Object::Image { desc, .. } = &mut rgba.object {
+            desc.linear = true;
+        }
+        let e = rgba.check().unwrap_err();
+        assert!(e.message.contains("LINEAR"), "{}", e.message);
     }
 
     #[track_caller]
@@ -598,7 +666,7 @@ mod tests {
     #[test]
     fn the_layout_is_little_endian_and_fixed() {
         let b = buffer().to_bytes().unwrap();
-        assert_eq!(&b[8..12], &[2, 0, 128, 0]);
+        assert_eq!(&b[8..12], &[3, 0, 128, 0]);
         assert_eq!(&b[12..24], &[1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
         assert_eq!(&b[24..40], b"0123456789abcdef");
         assert_eq!(&b[40..48], &[1, 0, 0, 0, 1, 0, 0, 0]);
@@ -632,12 +700,17 @@ mod tests {
     #[test]
     fn unknown_versions_kinds_and_sizes_are_refused() {
         let b = buffer().to_bytes().unwrap();
-        let mut v = b;
-        v[8] = 3;
-        refused(&v, "unknown description format version 3");
-        let mut v = b;
-        v[8] = 1;
-        refused(&v, "unknown description format version 1");
+        // A peer of another library version: both versions are named.
+        for other in [1u8, 2, 4] {
+            let mut v = b;
+            v[8] = other;
+            refused(
+                &v,
+                &format!(
+                    "unknown description format version {other}: this library reads version 3"
+                ),
+            );
+        }
         let mut v = b;
         v[8] = 0;
         refused(&v, "version 0");

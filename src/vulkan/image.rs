@@ -12,10 +12,13 @@ use crate::error::{Error, Result};
 use crate::format;
 use crate::stats;
 
-/// What `vkCreateImage` gets (tiling is always OPTIMAL, sharing EXCLUSIVE).
+/// What `vkCreateImage` gets (sharing is always EXCLUSIVE). Tiling is OPTIMAL,
+/// or LINEAR for shared video frames (multi-planar, non-disjoint, one dedicated
+/// allocation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ImageParams {
     pub image_type: vk::ImageType,
+    pub tiling: vk::ImageTiling,
     pub format: vk::Format,
     pub extent: vk::Extent3D,
     pub mip_levels: u32,
@@ -126,33 +129,73 @@ fn flags_text<T: std::fmt::Debug + PartialEq + Default>(flags: T) -> String {
 
 /// The optimal-tiling features of `format` on the device.
 pub fn optimal_features(dev: &VulkanDevice, format: vk::Format) -> vk::FormatFeatureFlags {
-    // SAFETY: valid physical device.
-    unsafe {
-        dev.instance
-            .get_physical_device_format_properties(dev.physical, format)
-    }
-    .optimal_tiling_features
+    features(dev, format, vk::ImageTiling::OPTIMAL)
 }
 
-/// Refuses usages the format's optimal-tiling features do not allow, naming the
+/// The features of `format` with `tiling` (OPTIMAL or LINEAR) on the device.
+pub fn features(
+    dev: &VulkanDevice,
+    format: vk::Format,
+    tiling: vk::ImageTiling,
+) -> vk::FormatFeatureFlags {
+    // SAFETY: valid physical device.
+    let props = unsafe {
+        dev.instance
+            .get_physical_device_format_properties(dev.physical, format)
+    };
+    if tiling == vk::ImageTiling::LINEAR {
+        props.linear_tiling_features
+    } else {
+        props.optimal_tiling_features
+    }
+}
+
+/// "optimal" or "linear".
+pub fn tiling_name(tiling: vk::ImageTiling) -> &'static str {
+    if tiling == vk::ImageTiling::LINEAR {
+        "linear"
+    } else {
+        "optimal"
+    }
+}
+
+/// Refuses usages the format's features with `tiling` do not allow, naming the
 /// usage and the missing feature.
 pub fn check_usage_features(
     dev: &VulkanDevice,
     format: vk::Format,
+    tiling: vk::ImageTiling,
     usage: vk::ImageUsageFlags,
 ) -> Result<()> {
-    let features = optimal_features(dev, format);
+    let features = features(dev, format, tiling);
     for (u, f, name) in USAGE_FEATURES {
         if usage.contains(u) && !features.contains(f) {
             return Err(Error::unsupported(format!(
-                "{} does not support {name} on this device: its optimal-tiling format features \
+                "{} does not support {name} on this device: its {}-tiling format features \
                  ({}) lack {f:?}",
                 format::display(format),
+                tiling_name(tiling),
                 flags_text(features)
             )));
         }
     }
     Ok(())
+}
+
+/// Where plane `plane` (aspect `aspect`) of a LINEAR image lies in its memory:
+/// offset, row pitch and size (`vkGetImageSubresourceLayout`, level 0, layer 0).
+pub fn subresource_layout(
+    dev: &VulkanDevice,
+    image: vk::Image,
+    aspect: vk::ImageAspectFlags,
+) -> vk::SubresourceLayout {
+    let sub = vk::ImageSubresource {
+        aspect_mask: aspect,
+        mip_level: 0,
+        array_layer: 0,
+    };
+    // SAFETY: the caller passes a LINEAR image of this device and one of its aspects.
+    unsafe { dev.device.get_image_subresource_layout(image, sub) }
 }
 
 /// What the device supports for images of `p` shared as `OPAQUE_FD`, or
@@ -175,7 +218,7 @@ pub fn external_image_properties_of(
     let info = vk::PhysicalDeviceImageFormatInfo2::default()
         .format(p.format)
         .ty(p.image_type)
-        .tiling(vk::ImageTiling::OPTIMAL)
+        .tiling(p.tiling)
         .usage(p.usage)
         .flags(p.flags)
         .push_next(&mut ext_info);
@@ -191,12 +234,13 @@ pub fn external_image_properties_of(
         Err(vk::Result::ERROR_FORMAT_NOT_SUPPORTED) => {
             return Err(Error::unsupported(format!(
                 "the device does not support {:?} images of {} with usage {} and flags {} \
-                 (optimal tiling) as exportable OPAQUE_FD memory: \
+                 ({} tiling) as exportable OPAQUE_FD memory: \
                  vkGetPhysicalDeviceImageFormatProperties2 returned VK_ERROR_FORMAT_NOT_SUPPORTED",
                 p.image_type,
                 format::display(p.format),
                 flags_text(p.usage),
-                flags_text(p.flags)
+                flags_text(p.flags),
+                tiling_name(p.tiling)
             )))
         }
         Err(r) => return Err(Error::vk("vkGetPhysicalDeviceImageFormatProperties2", r)),
@@ -402,7 +446,7 @@ fn create_external_image<'a>(dev: &'a VulkanDevice, p: &ImageParams) -> Result<P
         .mip_levels(p.mip_levels)
         .array_layers(p.array_layers)
         .samples(vk::SampleCountFlags::TYPE_1)
-        .tiling(vk::ImageTiling::OPTIMAL)
+        .tiling(p.tiling)
         .usage(p.usage)
         .sharing_mode(vk::SharingMode::EXCLUSIVE)
         .initial_layout(vk::ImageLayout::UNDEFINED)

@@ -19,6 +19,7 @@ const ARRAY: &str = "vkcuda_image_get_plane_cuda_array";
 const SURF: &str = "vkcuda_image_get_plane_surface_object";
 const TEX: &str = "vkcuda_image_create_plane_texture_object";
 const EXPORT: &str = "vkcuda_image_export_plane_fd";
+const POINTER: &str = "vkcuda_image_get_plane_pointer";
 const COPY_FROM: &str = "vkcuda_image_cuda_copy_from_pitched";
 const COPY_TO: &str = "vkcuda_image_cuda_copy_to_pitched";
 const SEND: &str = "vkcuda_share_send_fds";
@@ -94,6 +95,12 @@ pub fn cases(m: &mut Matrix) {
         }),
         null(TEX, "texture", |e, _| unsafe {
             vkcuda_image_create_plane_texture_object(e.image, 0, &plane_tex(), ptr::null_mut())
+        }),
+        null(POINTER, "image", |_, o| unsafe {
+            vkcuda_image_get_plane_pointer(ptr::null(), 0, o.plain())
+        }),
+        null(POINTER, "pointer", |e, _| unsafe {
+            vkcuda_image_get_plane_pointer(e.image, 0, ptr::null_mut())
         }),
         null(EXPORT, "image", |_, o| unsafe {
             vkcuda_image_export_plane_fd(ptr::null(), 0, o.plain())
@@ -293,6 +300,21 @@ pub fn cases(m: &mut Matrix) {
         "info->border_color",
         "every float is a colour (used with the BORDER mode only)",
     );
+    // The environment's image is single-plane and optimal: not a video frame, so
+    // even plane 0 has no pitched pointer (its CUDA view is an array).
+    for (label, plane) in [
+        ("not-a-frame:image", 0),
+        ("past-last:plane", 1),
+        ("absurd:plane", u32::MAX),
+    ] {
+        m.case(POINTER, label, move |c| {
+            let mut p = Poison::<vkcuda_image_plane_pointer>::new();
+            let r = unsafe { vkcuda_image_get_plane_pointer(c.env.image, plane, p.ptr()) };
+            c.refused(r, &[I]);
+            p.untouched();
+            Ran
+        });
+    }
     for (label, plane) in [("past-last:plane", 1), ("absurd:plane", u32::MAX)] {
         m.case(EXPORT, label, move |c| {
             let mut fd = Poison::<i32>::new();
