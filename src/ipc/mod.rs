@@ -53,7 +53,7 @@ pub fn describe_semaphore(s: &Semaphore) -> Result<Description> {
 /// plane).
 pub fn describe_image(i: &Image) -> Description {
     let mut allocation_sizes = [0; 3];
-    for (p, m) in i.plane_memories().iter().enumerate() {
+    for (p, m) in i.allocations().iter().enumerate() {
         allocation_sizes[p] = m.allocation_size;
     }
     Description {
@@ -345,12 +345,19 @@ pub fn receive_semaphore(ctx: &Arc<Context>, socket: RawFd, opts: &Options) -> R
     import_semaphore(ctx, &d, &fd)
 }
 
-/// Sends an image: its description and a new fd per plane (closed here once sent).
+/// Sends an image: its description and a new fd per allocation (closed here once
+/// sent).
 pub fn send_image(i: &Image, socket: RawFd, opts: &Options) -> Result<()> {
     send_object(
         socket,
         opts,
         || Ok(describe_image(i)),
-        || (0..i.plane_count()).map(|p| i.export_plane_fd(p)).collect(),
+        // One fd per allocation: per plane of a disjoint image, else one (a video
+        // frame's planes share its allocation).
+        || {
+            (0..i.allocation_count())
+                .map(|p| i.export_plane_fd(p))
+                .collect()
+        },
     )
 }

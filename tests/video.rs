@@ -1,0 +1,587 @@
+//! Shared video frames (issue 28): multi-planar images with LINEAR tiling in one
+//! dedicated allocation, whose planes CUDA sees as pitched device memory
+//! (`vkcuda_image_get_plane_pointer`).
+//!
+//! CPU (lavapipe): LINEAR on a single-plane format is refused; where the device
+//! offers a linear multi-planar format (Mesa 22.3's lavapipe offers none) a frame
+//! is made, its planes lie inside its allocation, and it travels through a share
+//! description as one fd.
+//!
+//! GPU (`gpu_*`, ignored without `--include-ignored`; with VKCUDA_REQUIRE_GPU=1 a
+//! missing GPU fails them): every format of `vkcuda::format::PLANAR` at 64x64,
+//! 1920x1080, 3840x2160 and 1282x722, a compressible ramp and pseudo-random bytes,
+//! CUDA -> Vulkan and Vulkan -> CUDA, every byte compared (the sample bits of 10-
+//! and 12-bit formats); the pitched-copy helper into a frame; a frame imported
+//! from its share description.
+
+mod common;
+use common::*;
+
+use std::os::fd::AsRawFd;
+use std::ptr;
+use std::sync::{Mutex, MutexGuard};
+
+use ash::vk;
+use cudarc::driver::sys as cu;
+use vkcuda::format::{PlanarFormat, PLANAR};
+
+fn serial() -> MutexGuard<'static, ()> {
+    static M: Mutex<()> = Mutex::new(());
+    M.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn frame_info(format: vk::Format, w: u32, h: u32) -> vkcuda_image_create_info {
+    vkcuda_image_create_info {
+        flags: VKCUDA_IMAGE_CREATE_LINEAR_BIT,
+        image_type: vkcuda_image_type_raw(0),
+        format: format.as_raw(),
+        extent: vk::Extent3D {
+            width: w,
+            height: h,
+            depth: 1,
+        },
+        mip_levels: 0,
+        array_layers: 0,
+        usage: 0,
+    }
+}
+
+fn try_create(
+    ctx: *const vkcuda_context,
+    info: &vkcuda_image_create_info,
+) -> Result<*mut vkcuda_image, (vkcuda_result, String)> {
+    let mut im = ptr::null_mut();
+    match unsafe { vkcuda_image_create(ctx, info, &mut im) } {
+        VKCUDA_SUCCESS => Ok(im),
+        r => {
+            assert!(im.is_null());
+            Err((r, last_error()))
+        }
+    }
+}
+
+fn plane_pointers(im: *const vkcuda_image, n: usize) -> Vec<vkcuda_image_plane_pointer> {
+    (0..n)
+        .map(|p| {
+            let mut out: vkcuda_image_plane_pointer = unsafe { std::mem::zeroed() };
+            ok(unsafe { vkcuda_image_get_plane_pointer(im, p as u32, &mut out) });
+            out
+        })
+        .collect()
+}
+
+fn image_info(im: *const vkcuda_image) -> vkcuda_image_info {
+    let mut i: vkcuda_image_info = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_image_get_info(im, &mut i) });
+    i
+}
+
+/// Checks what a frame says of its planes: each inside the one allocation, its
+/// row pitch at least a row, its extent the format's.
+fn check_planes(im: *const vkcuda_image, p: &PlanarFormat, w: u32, h: u32) {
+    let i = image_info(im);
+    assert_eq!(
+        i.flags & VKCUDA_IMAGE_CREATE_LINEAR_BIT,
+        VKCUDA_IMAGE_CREATE_LINEAR_BIT
+    );
+    assert_eq!(i.plane_count as usize, p.planes.len());
+    for (k, pp) in plane_pointers(im, p.planes.len()).iter().enumerate() {
+        let (pw, ph) = p.planes[k].extent(w, h);
+        assert_eq!((pp.width, pp.height), (pw, ph), "{} plane {k}", p.name);
+        assert_eq!(pp.bytes_per_texel, p.planes[k].info.bytes_per_texel());
+        assert_eq!(pp.format, p.planes[k].info.format.as_raw());
+        assert!(pp.row_pitch >= pw as u64 * pp.bytes_per_texel as u64);
+        let end =
+            pp.offset + pp.row_pitch * (ph as u64 - 1) + pw as u64 * pp.bytes_per_texel as u64;
+        assert!(
+            end <= i.allocation_size,
+            "{} plane {k} ends at {end}",
+            p.name
+        );
+        // Every plane names the frame's one allocation.
+        assert_eq!(i.planes[k].memory, i.memory);
+    }
+}
+
+#[test]
+fn linear_is_refused_for_single_plane_formats() {
+    let _g = serial();
+    let ctx = vulkan_only_context();
+    let m = fails(
+        try_create(ctx, &frame_info(vk::Format::R8G8B8A8_UNORM, 64, 64))
+            .map(|_| VKCUDA_SUCCESS)
+            .unwrap_or_else(|(r, _)| r),
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(
+        m.contains("VKCUDA_IMAGE_CREATE_LINEAR_BIT makes a shared video frame"),
+        "{m}"
+    );
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
+#[test]
+fn frames_where_the_device_offers_them_lie_in_one_allocation_and_travel_as_one_fd() {
+    let _g = serial();
+    let ctx = vulkan_only_context();
+    let mut made = 0;
+    for p in PLANAR {
+        let im = match try_create(ctx, &frame_info(p.format, 64, 32)) {
+            Ok(im) => im,
+            Err((r, m)) => {
+                // lavapipe of Debian 12 offers no multi-planar format.
+                assert_eq!(r, VKCUDA_ERROR_UNSUPPORTED, "{}: {m}", p.name);
+                continue;
+            }
+        };
+        made += 1;
+        check_planes(im, p, 64, 32);
+        for pp in plane_pointers(im, p.planes.len()) {
+            assert_eq!(pp.cuda_pointer, 0, "no CUDA in a Vulkan-only context");
+        }
+        // One fd, one allocation size in the description.
+        let mut d: vkcuda_share_description = unsafe { std::mem::zeroed() };
+        ok(unsafe { vkcuda_image_describe(im, &mut d) });
+        assert_ne!(
+            d.image.description.flags & VKCUDA_IMAGE_CREATE_LINEAR_BIT,
+            0
+        );
+        assert_eq!(d.image.plane_allocation_sizes[1], 0);
+        let mut fd = -1;
+        ok(unsafe { vkcuda_image_export_fd(im, &mut fd) });
+        let mut back = ptr::null_mut();
+        ok(unsafe { vkcuda_image_import_description_fds(ctx, &d, &fd, 1, &mut back) });
+        check_planes(back, p, 64, 32);
+        unsafe {
+            vkcuda_image_destroy(back);
+            vkcuda_image_destroy(im);
+        }
+    }
+    println!("{made} linear multi-planar formats offered here");
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
+// ---------------------------------------------------------------------------------
+// GPU
+
+#[track_caller]
+fn check(r: cu::CUresult, what: &str) {
+    assert_eq!(r, cu::CUresult::CUDA_SUCCESS, "{what}");
+}
+
+struct Cuda(cu::CUcontext);
+
+impl Cuda {
+    fn of(ctx: *const vkcuda_context) -> Cuda {
+        let mut info: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
+        ok(unsafe { vkcuda_context_get_cuda_info(ctx, &mut info) });
+        let c = Cuda(info.cuda_context.cast());
+        check(unsafe { cu::cuCtxPushCurrent_v2(c.0) }, "push");
+        c
+    }
+}
+
+impl Drop for Cuda {
+    fn drop(&mut self) {
+        let mut c = ptr::null_mut();
+        unsafe { cu::cuCtxPopCurrent_v2(&mut c) };
+    }
+}
+
+/// A synchronous 2D copy between host rows (`row` bytes, packed) and a plane.
+fn copy_plane(host: *mut u8, device: u64, pitch: u64, row: usize, rows: usize, to_device: bool) {
+    use cu::CUmemorytype::{CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_HOST};
+    let (h, d) = (CU_MEMORYTYPE_HOST, CU_MEMORYTYPE_DEVICE);
+    let p = cu::CUDA_MEMCPY2D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcMemoryType: if to_device { h } else { d },
+        srcHost: host.cast_const().cast(),
+        srcDevice: if to_device { 0 } else { device },
+        srcArray: ptr::null_mut(),
+        srcPitch: if to_device { row } else { pitch as usize },
+        dstXInBytes: 0,
+        dstY: 0,
+        dstMemoryType: if to_device { d } else { h },
+        dstHost: host.cast(),
+        dstDevice: if to_device { device } else { 0 },
+        dstArray: ptr::null_mut(),
+        dstPitch: if to_device { pitch as usize } else { row },
+        WidthInBytes: row,
+        Height: rows,
+    };
+    check(unsafe { cu::cuMemcpy2D_v2(&p) }, "cuMemcpy2D");
+}
+
+/// Plane `plane`'s bytes (rows packed): for even seeds a smooth ramp that
+/// compresses, as video does; for odd seeds pseudo-random bytes.
+fn plane_bytes(plane: usize, row: usize, rows: usize, seed: u32) -> Vec<u8> {
+    let mut out = vec![0u8; row * rows];
+    if seed % 2 == 0 {
+        for y in 0..rows {
+            for x in 0..row {
+                out[y * row + x] = (48 + x / 8 + y / 4 + 16 * plane + seed as usize) as u8;
+            }
+        }
+    } else {
+        let mut s = 0x9E37_79B9u32 ^ seed.wrapping_mul(7919) ^ (plane as u32) << 20;
+        for b in &mut out {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            *b = s as u8;
+        }
+    }
+    out
+}
+
+/// Bytes that differ in the sample bits (10- and 12-bit samples sit in the high
+/// bits of little-endian 16-bit words; the low bits are undefined).
+fn wrong_bytes(bits: u32, got: &[u8], want: &[u8]) -> (u64, Option<usize>) {
+    let low = match bits {
+        10 => 0xC0u8,
+        12 => 0xF0,
+        _ => 0xFF,
+    };
+    let mut n = 0;
+    let mut first = None;
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let mask = if bits > 8 && i % 2 == 0 { low } else { 0xFF };
+        if g & mask != w & mask {
+            n += 1;
+            first.get_or_insert(i);
+        }
+    }
+    (n, first)
+}
+
+fn handoff(v: &Vk) -> vkcuda_handoff_info {
+    handoff_info(v.family)
+}
+
+/// One frame of `p` at `w` x `h`: CUDA writes (seed), Vulkan reads; Vulkan writes
+/// (seed + 1), CUDA reads. Returns the bytes compared each way, or what differed.
+fn both_ways(
+    ctx: *const vkcuda_context,
+    v: &Vk,
+    p: &PlanarFormat,
+    (w, h): (u32, u32),
+    seed: u32,
+) -> Result<u64, String> {
+    let im = try_create(ctx, &frame_info(p.format, w, h))
+        .map_err(|(r, m)| format!("create: {r:?}: {m}"))?;
+    check_planes(im, p, w, h);
+    let vk_image = image_info(im).image;
+    let planes = plane_pointers(im, p.planes.len());
+    let rows: Vec<(usize, usize)> = planes
+        .iter()
+        .map(|pp| ((pp.width * pp.bytes_per_texel) as usize, pp.height as usize))
+        .collect();
+    let total: usize = rows.iter().map(|(r, n)| r * n).sum();
+    let mut offsets = vec![0usize];
+    for (r, n) in &rows {
+        offsets.push(offsets.last().unwrap() + r * n);
+    }
+    let read = v.host_buffer(total as u64);
+    let write = v.host_buffer(total as u64);
+    let regions: Vec<vk::BufferImageCopy> = planes
+        .iter()
+        .enumerate()
+        .map(|(k, pp)| vk::BufferImageCopy {
+            buffer_offset: offsets[k] as u64,
+            buffer_row_length: 0,
+            buffer_image_height: 0,
+            image_subresource: vk::ImageSubresourceLayers {
+                aspect_mask: vk::ImageAspectFlags::from_raw(pp.aspect),
+                mip_level: 0,
+                base_array_layer: 0,
+                layer_count: 1,
+            },
+            image_offset: vk::Offset3D::default(),
+            image_extent: vk::Extent3D {
+                width: pp.width,
+                height: pp.height,
+                depth: 1,
+            },
+        })
+        .collect();
+    let h_info = handoff(v);
+    // The frame starts as CUDA's.
+    v.run(|cmd| {
+        ok(unsafe {
+            vkcuda_image_cmd_release_to_cuda(im, cmd, &h_info, vk::ImageLayout::UNDEFINED.as_raw())
+        })
+    });
+    // CUDA writes every plane.
+    let sent: Vec<Vec<u8>> = (0..planes.len())
+        .map(|k| plane_bytes(k, rows[k].0, rows[k].1, seed))
+        .collect();
+    for (k, pp) in planes.iter().enumerate() {
+        let mut data = sent[k].clone();
+        copy_plane(
+            data.as_mut_ptr(),
+            pp.cuda_pointer,
+            pp.row_pitch,
+            rows[k].0,
+            rows[k].1,
+            true,
+        );
+    }
+    // Vulkan acquires, reads every plane, writes new bytes, and releases.
+    let back: Vec<Vec<u8>> = (0..planes.len())
+        .map(|k| plane_bytes(k, rows[k].0, rows[k].1, seed + 1))
+        .collect();
+    for k in 0..planes.len() {
+        write.bytes()[offsets[k]..offsets[k + 1]].copy_from_slice(&back[k]);
+    }
+    let color = vk::ImageSubresourceRange {
+        aspect_mask: vk::ImageAspectFlags::COLOR,
+        base_mip_level: 0,
+        level_count: 1,
+        base_array_layer: 0,
+        layer_count: 1,
+    };
+    v.run(|cmd| unsafe {
+        ok(vkcuda_image_cmd_acquire_from_cuda(
+            im,
+            cmd,
+            &h_info,
+            vk::ImageLayout::TRANSFER_SRC_OPTIMAL.as_raw(),
+        ));
+        v.device.cmd_copy_image_to_buffer(
+            cmd,
+            vk_image,
+            vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+            read.buffer,
+            &regions,
+        );
+        v.image_barrier(
+            cmd,
+            layout_barrier(
+                vk_image,
+                color,
+                vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+                vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+            ),
+        );
+        v.device.cmd_copy_buffer_to_image(
+            cmd,
+            write.buffer,
+            vk_image,
+            vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+            &regions,
+        );
+        ok(vkcuda_image_cmd_release_to_cuda(
+            im,
+            cmd,
+            &h_info,
+            vk::ImageLayout::TRANSFER_DST_OPTIMAL.as_raw(),
+        ));
+    });
+    let mut errors = Vec::new();
+    for k in 0..planes.len() {
+        let got = &read.bytes()[offsets[k]..offsets[k + 1]];
+        if let (n @ 1.., Some(i)) = wrong_bytes(p.bits, got, &sent[k]) {
+            errors.push(format!(
+                "CUDA -> Vulkan plane {k}: {n} of {} bytes wrong, first at row {} byte {}",
+                got.len(),
+                i / rows[k].0,
+                i % rows[k].0
+            ));
+        }
+        let mut got = vec![0u8; rows[k].0 * rows[k].1];
+        let pp = &planes[k];
+        copy_plane(
+            got.as_mut_ptr(),
+            pp.cuda_pointer,
+            pp.row_pitch,
+            rows[k].0,
+            rows[k].1,
+            false,
+        );
+        if let (n @ 1.., Some(i)) = wrong_bytes(p.bits, &got, &back[k]) {
+            errors.push(format!(
+                "Vulkan -> CUDA plane {k}: {n} of {} bytes wrong, first at row {} byte {}",
+                got.len(),
+                i / rows[k].0,
+                i % rows[k].0
+            ));
+        }
+    }
+    v.destroy_host_buffer(read);
+    v.destroy_host_buffer(write);
+    unsafe { vkcuda_image_destroy(im) };
+    if errors.is_empty() {
+        Ok(total as u64)
+    } else {
+        Err(errors.join("; "))
+    }
+}
+
+/// Every format of the table, four sizes (an odd one whose rows are padded), a
+/// ramp and random bytes, both ways: the harness that decides `verified`.
+#[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+fn gpu_frames_read_back_both_ways() {
+    let _g = serial();
+    let Some(ctx) = cuda_context_or_skip("gpu_frames_read_back_both_ways") else {
+        return;
+    };
+    let v = Vk::new(ctx);
+    let _c = Cuda::of(ctx);
+    let start = std::time::Instant::now();
+    let mut failed = Vec::new();
+    for p in PLANAR {
+        if !p.verified {
+            let (r, m) = try_create(ctx, &frame_info(p.format, 64, 64)).unwrap_err();
+            assert_eq!(r, VKCUDA_ERROR_UNSUPPORTED, "{m}");
+            println!("REFUSED {:<6} {m}", p.name);
+            continue;
+        }
+        let mut bytes = 0;
+        let mut ok_sizes = Vec::new();
+        for size in [(64, 64), (1920, 1080), (3840, 2160), (1282, 722)] {
+            for seed in [2, 7] {
+                match both_ways(ctx, &v, p, size, seed) {
+                    Ok(n) => bytes += n,
+                    Err(e) => {
+                        failed.push(format!("{} {}x{} seed {seed}: {e}", p.name, size.0, size.1))
+                    }
+                }
+            }
+            ok_sizes.push(format!("{}x{}", size.0, size.1));
+        }
+        println!(
+            "FRAME {:<6} {:<4} {}: {bytes} bytes each way (ramp and random), {}",
+            p.name,
+            p.subsampling(),
+            ok_sizes.join(" "),
+            if failed
+                .iter()
+                .any(|f| f.starts_with(&format!("{} ", p.name)))
+            {
+                "FAILED"
+            } else {
+                "0 wrong"
+            }
+        );
+    }
+    println!(
+        "frames: {} formats in {:.1} s",
+        PLANAR.len(),
+        start.elapsed().as_secs_f64()
+    );
+    drop(v);
+    unsafe { vkcuda_context_destroy(ctx) };
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+/// An NV12 frame: OPTIMAL is refused with the fix named; the pitched-copy helper
+/// fills a frame from pitched CUDA memory (as NVDEC's mapped frames are); the
+/// frame imported from its share description is the same memory.
+#[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+fn gpu_frame_pitched_copy_and_description() {
+    let _g = serial();
+    let Some(ctx) = cuda_context_or_skip("gpu_frame_pitched_copy_and_description") else {
+        return;
+    };
+    let _c = Cuda::of(ctx);
+    let nv12 = vk::Format::G8_B8R8_2PLANE_420_UNORM;
+    let mut optimal = frame_info(nv12, 64, 64);
+    optimal.flags = 0;
+    let (r, m) = try_create(ctx, &optimal).unwrap_err();
+    assert_eq!(r, VKCUDA_ERROR_UNSUPPORTED);
+    assert!(m.contains("VKCUDA_IMAGE_CREATE_LINEAR_BIT"), "{m}");
+    let (w, h) = (1920u32, 1080u32);
+    let im = try_create(ctx, &frame_info(nv12, w, h)).unwrap();
+    let planes = plane_pointers(im, 2);
+    // A decoder's frame: luma then chroma at pitch 2048 in one allocation.
+    let pitch = 2048usize;
+    let mut src = 0u64;
+    check(
+        unsafe { cu::cuMemAlloc_v2(&mut src, pitch * (h as usize * 3 / 2)) },
+        "cuMemAlloc",
+    );
+    let luma = plane_bytes(0, w as usize, h as usize, 4);
+    let chroma = plane_bytes(1, w as usize, h as usize / 2, 4);
+    copy_plane(
+        luma.as_ptr().cast_mut(),
+        src,
+        pitch as u64,
+        w as usize,
+        h as usize,
+        true,
+    );
+    let src_chroma = src + (pitch * h as usize) as u64;
+    copy_plane(
+        chroma.as_ptr().cast_mut(),
+        src_chroma,
+        pitch as u64,
+        w as usize,
+        h as usize / 2,
+        true,
+    );
+    let pitched = vkcuda_pitched_planes {
+        flags: 0,
+        plane_count: 2,
+        planes: [
+            vkcuda_pitched_plane {
+                device_pointer: src,
+                pitch: pitch as u64,
+            },
+            vkcuda_pitched_plane {
+                device_pointer: src_chroma,
+                pitch: pitch as u64,
+            },
+            vkcuda_pitched_plane {
+                device_pointer: 0,
+                pitch: 0,
+            },
+        ],
+    };
+    ok(unsafe { vkcuda_image_cuda_copy_from_pitched(im, &pitched, ptr::null_mut()) });
+    check(unsafe { cu::cuCtxSynchronize() }, "sync");
+    // The same memory, imported from the frame's description (one fd).
+    let mut d: vkcuda_share_description = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_image_describe(im, &mut d) });
+    let mut fd = -1;
+    ok(unsafe { vkcuda_image_export_fd(im, &mut fd) });
+    let owned = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    let raw = owned.as_raw_fd();
+    let mut twin = ptr::null_mut();
+    ok(unsafe { vkcuda_image_import_description_fds(ctx, &d, &raw, 1, &mut twin) });
+    std::mem::forget(owned); // the library took it
+    let twin_planes = plane_pointers(twin, 2);
+    for (k, want) in [luma, chroma].iter().enumerate() {
+        assert_eq!(twin_planes[k].row_pitch, planes[k].row_pitch);
+        assert_eq!(twin_planes[k].offset, planes[k].offset);
+        let row = w as usize;
+        let rows = want.len() / row;
+        let mut got = vec![0u8; want.len()];
+        copy_plane(
+            got.as_mut_ptr(),
+            twin_planes[k].cuda_pointer,
+            twin_planes[k].row_pitch,
+            row,
+            rows,
+            false,
+        );
+        assert_eq!(
+            wrong_bytes(8, &got, want).0,
+            0,
+            "plane {k} through the imported frame"
+        );
+    }
+    println!(
+        "NV12 {w}x{h}: pitched copy into the frame, read back through the frame imported from its \
+         description: 0 wrong (plane 1 at offset {}, row pitch {})",
+        planes[1].offset, planes[1].row_pitch
+    );
+    unsafe {
+        cu::cuMemFree_v2(src);
+        vkcuda_image_destroy(twin);
+        vkcuda_image_destroy(im);
+        vkcuda_context_destroy(ctx);
+    }
+}
