@@ -581,11 +581,7 @@ fn format_query_describes_every_plane() {
         let r = unsafe { vkcuda_format_query(p.format.as_raw(), &mut q) };
         if !p.verified {
             let m = fails(r, VKCUDA_ERROR_UNSUPPORTED);
-            assert!(
-                m.contains("read wrong as soon as the data compresses"),
-                "{m}"
-            );
-            assert!(m.contains("vkcuda_image_cuda_copy_from_pitched"), "{m}");
+            assert!(m.contains("as a linear video frame"), "{m}");
             continue;
         }
         ok(r);
@@ -618,16 +614,6 @@ fn format_query_describes_every_plane() {
         }
     }
     let mut q: vkcuda_format_info = unsafe { std::mem::zeroed() };
-    let m = fails(
-        unsafe { vkcuda_format_query(vk::Format::G8_B8R8_2PLANE_420_UNORM.as_raw(), &mut q) },
-        VKCUDA_ERROR_UNSUPPORTED,
-    );
-    assert!(
-        m.contains(
-            "VK_FORMAT_R8_UNORM for luma, VK_FORMAT_R8G8_UNORM for CbCr at half width and height"
-        ),
-        "{m}"
-    );
     // Single-plane formats are the one-plane case.
     ok(unsafe { vkcuda_format_query(vk::Format::R16G16_SFLOAT.as_raw(), &mut q) });
     assert_eq!(q.plane_count, 1);

@@ -678,15 +678,14 @@ unsafe fn image_arg<'a>(image: *const vkcuda_image) -> Result<&'a Image> {
 }
 
 /// Says what CUDA sees of `format`: its `CUarray_format`, channel count and texel
-/// size, and for a multi-planar (YCbCr) format its planes (each a CUDA array of its
-/// own: format, channels, size divisors, aspect). `VKCUDA_ERROR_UNSUPPORTED` for a
-/// format CUDA arrays cannot hold (3 channels, packed, 64-bit, scaled,
-/// block-compressed, depth/stencil, packed 4:2:2), with a message naming a supported
-/// neighbour, and for every multi-planar format (no CUDA view of their planes is
-/// verified: they read wrong on NVIDIA's driver once the data compresses) with what
-/// to use instead, one single-plane image per plane;
-/// `VKCUDA_ERROR_INVALID_ARGUMENT` for a value that is not a `VkFormat`. Needs no
-/// context, device or driver.
+/// size, and for a multi-planar (YCbCr) format its planes as a shared video frame
+/// has them (`VKCUDA_IMAGE_CREATE_LINEAR_BIT`: format, channels, texel size, size
+/// divisors, aspect of each pitched plane). `VKCUDA_ERROR_UNSUPPORTED` for a format
+/// CUDA arrays cannot hold (3 channels, packed, 64-bit, scaled, block-compressed,
+/// depth/stencil, packed 4:2:2), with a message naming a supported neighbour, and
+/// for a multi-planar format whose video frames were not verified on NVIDIA's
+/// driver, with the measured reason; `VKCUDA_ERROR_INVALID_ARGUMENT` for a value
+/// that is not a `VkFormat`. Needs no context, device or driver.
 ///
 /// Thread-safety: may be called from any thread.
 ///
