@@ -1,14 +1,17 @@
 /*
- * video_ycbcr [--vulkan-only] [--size WxH] [--out FILE]: an NV12 video frame goes from CUDA memory
- * (pitch-linear planes, as NVDEC's cuvidMapVideoFrame gives them) into two shared single-plane
- * images, luma (R8) and CbCr (R8G8 at half size), with vkcuda_image_cuda_copy_from_pitched; Vulkan
- * copies them into the planes of its own NV12 image (vkCmdCopyImage) and samples that through a
+ * video_ycbcr [--vulkan-only] [--size WxH] [--out FILE]: one NV12 video frame shared by CUDA and
+ * Vulkan, with no copy on the Vulkan side. CUDA writes the decoded planes into the frame's plane
+ * pointers (a CUDA buffer of pitched planes stands in for NVDEC's cuvidMapVideoFrame output: one
+ * cuMemcpy2DAsync per plane, device to device); Vulkan acquires the frame and samples it through a
  * VkSamplerYcbcrConversion (BT.709, narrow range) into RGB, checked pixel by pixel against a host
- * reference and written as a PNG. Why not one shared NV12 image: on NVIDIA's driver the planes of
- * a multi-planar image read wrong through CUDA once the data compresses (as video does), so the
- * library refuses them with CUDA and says what to do instead: this. --vulkan-only: the CPU writes
- * the plane images (lavapipe). Without a CUDA GPU, or NV12 sampling, it prints SKIP and exits 77
- * (1 with VKCUDA_REQUIRE_GPU=1).
+ * reference and written as a PNG. Why LINEAR tiling (VKCUDA_IMAGE_CREATE_LINEAR_BIT): each plane is
+ * then pitched device memory at the offset and row pitch Vulkan reports, the layout NVDEC writes and
+ * NVENC reads, and Vulkan's sampler reads those same bytes. Why not OPTIMAL: with CUDA the library
+ * refuses optimal multi-planar images (on NVIDIA's driver CUDA reads their planes wrong once the data
+ * compresses, as video does; the message says so and names the linear bit). --vulkan-only: the CPU
+ * plays the decoder (a staging copy into the frame's planes). Without a CUDA GPU, or a device that
+ * makes and samples linear NV12 frames (Debian 12's lavapipe has no multi-planar format), it prints
+ * SKIP and exits 77 (1 with VKCUDA_REQUIRE_GPU=1).
  */
 #include "example.h"
 #include "ycbcr_comp_spv.h"
@@ -27,23 +30,23 @@
     X(vkCreateShaderModule) X(vkDestroyShaderModule) X(vkCreateComputePipelines)                   \
     X(vkDestroyPipeline) X(vkCreateDescriptorPool) X(vkDestroyDescriptorPool)                      \
     X(vkAllocateDescriptorSets) X(vkUpdateDescriptorSets) X(vkCmdBindPipeline)                     \
-    X(vkCmdBindDescriptorSets) X(vkCmdPushConstants) X(vkCmdDispatch) X(vkCmdCopyBufferToImage)            \
-    X(vkCreateImage) X(vkDestroyImage) X(vkGetImageMemoryRequirements) X(vkBindImageMemory) X(vkCmdCopyImage)
+    X(vkCmdBindDescriptorSets) X(vkCmdPushConstants) X(vkCmdDispatch) X(vkCmdCopyBufferToImage)
 #define X(name) static PFN_##name name;
 VIDEO_FUNCTIONS(X)
 #undef X
 
-/* A layout transition (and the accesses around it) of the given aspects of an image. */
-static void transition(example *ex, VkCommandBuffer cmd, VkImage image, VkImageAspectFlags aspects, VkImageLayout from,
-                       VkImageLayout to, VkAccessFlags src, VkAccessFlags dst, VkPipelineStageFlags dst_stage) {
+/* A layout transition (and the accesses around it) of a whole image: COLOR, as a non-disjoint
+ * multi-planar image's barriers must name (VUID-VkImageMemoryBarrier-image-01671). */
+static void transition(example *ex, VkCommandBuffer cmd, VkImage image, VkImageLayout from, VkImageLayout to,
+                       VkAccessFlags src, VkAccessFlags dst, VkPipelineStageFlags dst_stage) {
     VkImageMemoryBarrier b = {VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER, NULL, src, dst, from, to, VK_QUEUE_FAMILY_IGNORED,
-                              VK_QUEUE_FAMILY_IGNORED, image, {aspects, 0, 1, 0, 1}};
+                              VK_QUEUE_FAMILY_IGNORED, image, {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1}};
     ex->vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, dst_stage, 0, 0, NULL, 0, NULL, 1, &b);
 }
 
-static void skip(const char *why) {
+static void skip(const char *why, const char *detail) {
     const char *req = getenv("VKCUDA_REQUIRE_GPU");
-    printf("video_ycbcr: SKIP: %s\n", why);
+    printf("video_ycbcr: SKIP: %s%s\n", why, detail);
     exit(req && strcmp(req, "1") == 0 ? 1 : 77);
 }
 
@@ -60,10 +63,21 @@ int main(int argc, char **argv) {
     example_open(&ex, "video_ycbcr", vulkan_only ? VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT : 0);
     VkDevice dev = ex.vh.device;
     PFN_vkGetInstanceProcAddr gipa = ex.vh.get_instance_proc_addr;
-#define X(name) if (!(name = (PFN_##name)ex.vk.vkGetDeviceProcAddr(dev, #name))) skip("no " #name);
+#define X(name) if (!(name = (PFN_##name)ex.vk.vkGetDeviceProcAddr(dev, #name))) skip("no ", #name);
     VIDEO_FUNCTIONS(X)
 #undef X
-    /* 2. Can the device sample NV12 through a YCbCr conversion, chroma filtered linearly? */
+    /* 2. The shared frame: NV12, LINEAR, one allocation that CUDA maps whole; each plane is pitched
+     *    memory (pp[p]: CUDA pointer, row pitch, extent, aspect). Sampled by Vulkan; with --vulkan-only
+     *    also a copy target. A device without linear NV12 frames refuses it: UNSUPPORTED, why. */
+    vkcuda_image_create_info fci = {.flags = VKCUDA_IMAGE_CREATE_LINEAR_BIT, .format = NV12,
+        .extent = {(uint32_t)w, (uint32_t)h, 1},
+        .usage = VK_IMAGE_USAGE_SAMPLED_BIT | (vulkan_only ? VK_IMAGE_USAGE_TRANSFER_DST_BIT : 0)};
+    vkcuda_image *shared; vkcuda_image_info fi; vkcuda_image_plane_pointer pp[2];
+    vkcuda_result made = vkcuda_image_create(ex.ctx, &fci, &shared);
+    if (made == VKCUDA_ERROR_UNSUPPORTED) skip("no shared linear NV12 frame on this device: ", vkcuda_last_error_message());
+    CHECK(made), CHECK(vkcuda_image_get_info(shared, &fi));
+    for (a = 0; a < 2; a++) CHECK(vkcuda_image_get_plane_pointer(shared, (uint32_t)a, &pp[a]));
+    /* 3. Can the device sample linear NV12 through a YCbCr conversion, chroma filtered linearly? */
     VkPhysicalDeviceSamplerYcbcrConversionFeatures yf = {
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SAMPLER_YCBCR_CONVERSION_FEATURES, 0, 0};
     VkPhysicalDeviceFeatures2 f2 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &yf, {0}};
@@ -72,28 +86,11 @@ int main(int argc, char **argv) {
     ((PFN_vkGetPhysicalDeviceFormatProperties)gipa(ex.vh.instance, "vkGetPhysicalDeviceFormatProperties"))(
         ex.vh.physical_device, NV12, &fp);
     if (!yf.samplerYcbcrConversion ||
-        !(fp.optimalTilingFeatures & VK_FORMAT_FEATURE_SAMPLED_IMAGE_YCBCR_CONVERSION_LINEAR_FILTER_BIT))
-        skip("the device cannot sample NV12 through a VkSamplerYcbcrConversion with linear chroma filtering");
-    int cosited = (fp.optimalTilingFeatures & VK_FORMAT_FEATURE_COSITED_CHROMA_SAMPLES_BIT) != 0;
+        !(fp.linearTilingFeatures & VK_FORMAT_FEATURE_SAMPLED_IMAGE_YCBCR_CONVERSION_LINEAR_FILTER_BIT))
+        skip("the device cannot sample linear NV12 through a VkSamplerYcbcrConversion with linear chroma filtering", "");
+    int cosited = (fp.linearTilingFeatures & VK_FORMAT_FEATURE_COSITED_CHROMA_SAMPLES_BIT) != 0;
     VkChromaLocation where = cosited ? VK_CHROMA_LOCATION_COSITED_EVEN : VK_CHROMA_LOCATION_MIDPOINT;
 
-    /* 3. The shared plane images (each with its own exportable memory and CUDA array), and Vulkan's
-     *    own NV12 image, which is never shared: the frame reaches it by one Vulkan copy per plane. */
-    vkcuda_image_create_info li = {.format = VK_FORMAT_R8_UNORM, .extent = {(uint32_t)w, (uint32_t)h, 1},
-                                   .usage = VK_IMAGE_USAGE_TRANSFER_SRC_BIT | VK_IMAGE_USAGE_TRANSFER_DST_BIT};
-    vkcuda_image_create_info ci = li;
-    ci.format = VK_FORMAT_R8G8_UNORM, ci.extent.width /= 2, ci.extent.height /= 2;
-    vkcuda_image *plane[2];
-    vkcuda_image_info pinfo[2];
-    for (a = 0; a < 2; a++) CHECK(vkcuda_image_create(ex.ctx, a ? &ci : &li, &plane[a])), CHECK(vkcuda_image_get_info(plane[a], &pinfo[a]));
-    VkImageCreateInfo nci = {.sType = VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO, .imageType = VK_IMAGE_TYPE_2D, .format = NV12,
-        .extent = {(uint32_t)w, (uint32_t)h, 1}, .mipLevels = 1, .arrayLayers = 1, .samples = VK_SAMPLE_COUNT_1_BIT,
-        .tiling = VK_IMAGE_TILING_OPTIMAL, .usage = VK_IMAGE_USAGE_TRANSFER_DST_BIT | VK_IMAGE_USAGE_SAMPLED_BIT};
-    VkImage nv12; VkMemoryRequirements mr; VkDeviceMemory nv12_memory;
-    CHECK_VK(vkCreateImage(dev, &nci, NULL, &nv12)), vkGetImageMemoryRequirements(dev, nv12, &mr);
-    VkMemoryAllocateInfo mai = {VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, NULL, mr.size,
-                                vk_find_memory_type(&ex.vk, mr.memoryTypeBits, 0, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)};
-    CHECK_VK(ex.vk.vkAllocateMemory(dev, &mai, NULL, &nv12_memory)), CHECK_VK(vkBindImageMemory(dev, nv12, nv12_memory, 0));
     size_t luma = (size_t)w * h, bytes = luma * 3 / 2, i;
     uint8_t *frame = malloc(bytes), *cbcr = frame + luma;
     uint32_t *expect = malloc(luma * 4);
@@ -104,7 +101,8 @@ int main(int argc, char **argv) {
     for (y = 0; y < h; y++)
         for (x = 0; x < w; x++) expect[(size_t)y * w + x] = reference(frame, cbcr, w, h, x, y, cosited);
 
-    /* 4. The conversion, an immutable sampler and view with it, and a compute pipeline that samples. */
+    /* 4. The conversion, an immutable sampler and a view of the shared frame's VkImage with it (the
+     *    view's format is the frame's, NV12), and a compute pipeline that samples. */
     VkSampler sampler; VkImageView view; VkDescriptorSetLayout dsl; VkPipelineLayout layout; VkShaderModule module;
     VkPipeline pipeline; VkDescriptorPool pool; VkDescriptorSet set;
     VkSamplerYcbcrConversionCreateInfo cci = {.sType = VK_STRUCTURE_TYPE_SAMPLER_YCBCR_CONVERSION_CREATE_INFO,
@@ -117,7 +115,7 @@ int main(int argc, char **argv) {
     VkSamplerCreateInfo sci = {.sType = VK_STRUCTURE_TYPE_SAMPLER_CREATE_INFO, .pNext = &conv, .magFilter = VK_FILTER_LINEAR,
         .minFilter = VK_FILTER_LINEAR, .addressModeU = clamp, .addressModeV = clamp, .addressModeW = clamp};
     CHECK_VK(vkCreateSampler(dev, &sci, NULL, &sampler));
-    VkImageViewCreateInfo vci = {.sType = VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO, .pNext = &conv, .image = nv12,
+    VkImageViewCreateInfo vci = {.sType = VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO, .pNext = &conv, .image = fi.image,
         .viewType = VK_IMAGE_VIEW_TYPE_2D, .format = NV12, .subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1}};
     CHECK_VK(vkCreateImageView(dev, &vci, NULL, &view));
     VkDescriptorSetLayoutBinding b[2] = {{0, VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, 1, VK_SHADER_STAGE_COMPUTE_BIT, &sampler},
@@ -150,57 +148,40 @@ int main(int argc, char **argv) {
         {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, NULL, set, 1, 0, 1, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, NULL, &dbi, NULL}};
     vkUpdateDescriptorSets(dev, 2, wr, 0, NULL);
 
-    /* 5. The frame into the plane images (CUDA memory -> one pitched copy per image, or the CPU's
-     *    copy), then into the NV12 image's planes: both ready for the shader. */
+    /* 5. The planes written (by CUDA, or the CPU's staging copy), the frame handed to the shader. */
     VkCommandBuffer cmd = example_command_buffer(&ex);
-    VkImageAspectFlags both = VK_IMAGE_ASPECT_PLANE_0_BIT | VK_IMAGE_ASPECT_PLANE_1_BIT;
     example_record(&ex, cmd);
     if (!vulkan_only) {
         vkcuda_buffer *decoded; vkcuda_buffer_info bi;
         vkcuda_buffer_create_info bci = {0, VKCUDA_ALLOCATOR_CUDA, bytes, 0};
         vkcuda_handoff_info to_cuda = example_handoff(&ex, 0, 0);
-        vkcuda_handoff_info to_copy = example_handoff(&ex, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
-        /* The new images go to CUDA (old layout UNDEFINED: there is nothing to keep yet). */
+        vkcuda_handoff_info to_shader = example_handoff(&ex, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
+        /* The new frame goes to CUDA (old layout UNDEFINED: there is nothing to keep yet). */
         example_record(&ex, ex.cmd);
-        for (a = 0; a < 2; a++) CHECK(vkcuda_image_cmd_release_to_cuda(plane[a], ex.cmd, &to_cuda, VK_IMAGE_LAYOUT_UNDEFINED));
+        CHECK(vkcuda_image_cmd_release_to_cuda(shared, ex.cmd, &to_cuda, VK_IMAGE_LAYOUT_UNDEFINED));
         example_run(&ex, ex.cmd);
         /* The "decoded" frame in CUDA memory: luma rows, then CbCr rows; pitch = width. */
-        CHECK(vkcuda_buffer_create(ex.ctx, &bci, &decoded));
-        CHECK(vkcuda_buffer_get_info(decoded, &bi));
+        CHECK(vkcuda_buffer_create(ex.ctx, &bci, &decoded)), CHECK(vkcuda_buffer_get_info(decoded, &bi));
         CHECK_CU(ex.cu.cuMemcpyHtoD(bi.cuda_pointer, frame, bytes));
-        vkcuda_pitched_planes y = {0, 1, {{bi.cuda_pointer, (uint64_t)w}, {0, 0}, {0, 0}}};
-        vkcuda_pitched_planes uv = {0, 1, {{bi.cuda_pointer + luma, (uint64_t)w}, {0, 0}, {0, 0}}};
-        CHECK(vkcuda_image_cuda_copy_from_pitched(plane[0], &y, ex.stream));
-        CHECK(vkcuda_image_cuda_copy_from_pitched(plane[1], &uv, ex.stream));
+        /* One cuMemcpy2DAsync per plane into pp[p].cuda_pointer at pp[p].row_pitch (never the width):
+         * what a decode loop does after cuvidMapVideoFrame. */
+        vkcuda_pitched_planes src = {0, 2, {{bi.cuda_pointer, (uint64_t)w}, {bi.cuda_pointer + luma, (uint64_t)w}, {0, 0}}};
+        CHECK(vkcuda_image_cuda_copy_from_pitched(shared, &src, ex.stream));
         CHECK_CU(ex.cu.cuStreamSynchronize(ex.stream)), vkcuda_buffer_destroy(decoded);
-        /* Back from CUDA, as copy sources (the transition from GENERAL keeps CUDA's texels). */
-        for (a = 0; a < 2; a++)
-            CHECK(vkcuda_image_cmd_acquire_from_cuda(plane[a], cmd, &to_copy, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL));
+        /* Back from CUDA straight into the shader's layout (the transition from GENERAL keeps CUDA's bytes). */
+        CHECK(vkcuda_image_cmd_acquire_from_cuda(shared, cmd, &to_shader, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL));
     } else {
-        VkBufferImageCopy copy[2] = {{0, 0, 0, {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1}, {0, 0, 0}, {(uint32_t)w, (uint32_t)h, 1}},
-            {luma, 0, 0, {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1}, {0, 0, 0}, {(uint32_t)w / 2, (uint32_t)h / 2, 1}}};
+        /* The barriers of a non-disjoint multi-planar image name COLOR; a copy names one plane. */
+        VkBufferImageCopy copy[2] = {{0, 0, 0, {pp[0].aspect, 0, 0, 1}, {0, 0, 0}, {pp[0].width, pp[0].height, 1}},
+                                     {luma, 0, 0, {pp[1].aspect, 0, 0, 1}, {0, 0, 0}, {pp[1].width, pp[1].height, 1}}};
         staging = example_host_buffer(&ex, bytes);
         memcpy(staging.mapped, frame, bytes);
-        for (a = 0; a < 2; a++) {
-            transition(&ex, cmd, pinfo[a].image, VK_IMAGE_ASPECT_COLOR_BIT, VK_IMAGE_LAYOUT_UNDEFINED,
-                       VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 0, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT);
-            vkCmdCopyBufferToImage(cmd, staging.buffer, pinfo[a].image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 1, &copy[a]);
-            transition(&ex, cmd, pinfo[a].image, VK_IMAGE_ASPECT_COLOR_BIT, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL,
-                       VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, VK_ACCESS_TRANSFER_WRITE_BIT, VK_ACCESS_TRANSFER_READ_BIT,
-                       VK_PIPELINE_STAGE_TRANSFER_BIT);
-        }
+        transition(&ex, cmd, fi.image, VK_IMAGE_LAYOUT_UNDEFINED, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 0,
+                   VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT);
+        vkCmdCopyBufferToImage(cmd, staging.buffer, fi.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 2, copy);
+        transition(&ex, cmd, fi.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL,
+                   VK_ACCESS_TRANSFER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
     }
-    transition(&ex, cmd, nv12, both, VK_IMAGE_LAYOUT_UNDEFINED, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 0,
-               VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT);
-    VkImageCopy to_planes[2] = {
-        {{VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1}, {0, 0, 0}, {VK_IMAGE_ASPECT_PLANE_0_BIT, 0, 0, 1}, {0, 0, 0}, {(uint32_t)w, (uint32_t)h, 1}},
-        {{VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1}, {0, 0, 0}, {VK_IMAGE_ASPECT_PLANE_1_BIT, 0, 0, 1}, {0, 0, 0},
-         {(uint32_t)w / 2, (uint32_t)h / 2, 1}}};
-    for (a = 0; a < 2; a++)
-        vkCmdCopyImage(cmd, pinfo[a].image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, nv12, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 1,
-                       &to_planes[a]);
-    transition(&ex, cmd, nv12, both, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL,
-               VK_ACCESS_TRANSFER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
     /* 6. Sample, one invocation per pixel, and make the shader's writes visible to the host. */
     uint32_t size[2] = {(uint32_t)w, (uint32_t)h};
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
@@ -221,9 +202,11 @@ int main(int argc, char **argv) {
             if (d > max_diff) max_diff = d, worst = i;
         }
     if (!stbi_write_png(out, w, h, 4, got, w * 4)) return printf("video_ycbcr: FAIL: cannot write %s\n", out), 1;
-    printf("video_ycbcr: %s %dx%d NV12 (%s chroma) sampled as BT.709 narrow-range RGB: %zu pixels, "
-           "max difference %d (at %zu,%zu); wrote %s\n", vulkan_only ? "CPU-written" : "CUDA-written", w, h,
-           cosited ? "cosited" : "midpoint", luma, max_diff, worst % w, worst / w, out);
+    printf("video_ycbcr: %s shared linear %dx%d NV12 frame (row pitches %llu and %llu, CbCr at +%llu; %s chroma) "
+           "sampled as BT.709 narrow-range RGB: %zu pixels, max difference %d (at %zu,%zu); wrote %s\n",
+           vulkan_only ? "CPU-written" : "CUDA-written", w, h, (unsigned long long)pp[0].row_pitch,
+           (unsigned long long)pp[1].row_pitch, (unsigned long long)pp[1].offset, cosited ? "cosited" : "midpoint", luma,
+           max_diff, worst % w, worst / w, out);
     if (max_diff > 2) {
         for (i = 0, a = 0; i < luma && a < 4; i++) /* the first pixels that differ, as RGB */
             if (abs((int)(got[i] & 255) - (int)(expect[i] & 255)) > 2 || abs((int)(got[i] >> 8 & 255) - (int)(expect[i] >> 8 & 255)) > 2 ||
@@ -241,8 +224,7 @@ int main(int argc, char **argv) {
     vkDestroyImageView(dev, view, NULL);
     vkDestroySampler(dev, sampler, NULL);
     vkDestroySamplerYcbcrConversion(dev, conv.conversion, NULL);
-    vkDestroyImage(dev, nv12, NULL), ex.vk.vkFreeMemory(dev, nv12_memory, NULL);
-    vkcuda_image_destroy(plane[0]), vkcuda_image_destroy(plane[1]);
+    vkcuda_image_destroy(shared);
     example_close(&ex);
     free(frame), free(expect);
     printf("video_ycbcr: PASS\n");
