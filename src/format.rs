@@ -633,7 +633,7 @@ const fn planar(
 
 /// Every format's planes as 1- or 2-channel CUDA arrays of 8 or 16 bits, each plane
 /// its own allocation imported at offset 0. None is verified: on the H200 (driver
-/// 580.159.04, 2026-12-03, docs/gpu-runs/2026-12-03-planar-compression-run15.log)
+/// 580.159.04, 2026-12-03; the raw log is kept on the `lab` branch)
 /// the planes of a disjoint NV12 image read right in both directions only while
 /// the data does not compress. A frame of video (a smooth ramp: 48 + x/8) written
 /// by CUDA read 3,081,657 of 3,110,400 bytes wrong through Vulkan at 1920x1080, and

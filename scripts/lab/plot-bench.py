@@ -2,7 +2,7 @@
 """Plots handoff time against buffer size, zero-copy vs staging copy, from the CSV
 that bench/interop.rs writes (--csv). Needs matplotlib (pip install matplotlib).
 
-    scripts/plot-bench.py docs/gpu-runs/bench.csv docs/handoff_vs_size.png
+    scripts/lab/plot-bench.py gpu-out/bench.csv docs/img/handoff_vs_size.png
 """
 import csv
 import sys

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# Runs scripts/repro/concurrent_devices.c (raw Vulkan, no vkcuda) in each of its
+# Runs scripts/lab/repro/concurrent_devices.c (raw Vulkan, no vkcuda) in each of its
 # variations REPEATS times (default 3) and prints a table: PASS, HANG (its watchdog
 # fired: each thread's last step and the kernel stacks are in the log), or CRASH.
 # On the GPU machine, after `scripts/gpu-test.sh setup` (loader unpacked):
 #
-#   scripts/repro/concurrent-devices.sh [REPEATS]
+#   scripts/lab/repro/concurrent-devices.sh [REPEATS]
 #
 # Vulkan headers: .dev/gpu/include (scripts/gpu-bundle.sh), else /usr/include.
 # Output: $OUT/concurrent-devices.log (default ./gpu-out), per run in the same log.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 repeats=${1:-3}
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
@@ -18,7 +18,7 @@ log=$OUT/concurrent-devices.log
 inc=.dev/gpu/include
 [ -d "$inc/vulkan" ] || inc=/usr/include
 exe=$OUT/concurrent_devices
-cc -Wall -Wextra -Werror -O2 -pthread -I"$inc" scripts/repro/concurrent_devices.c -ldl -o "$exe" 2>&1 | tee -a "$log"
+cc -Wall -Wextra -Werror -O2 -pthread -I"$inc" scripts/lab/repro/concurrent_devices.c -ldl -o "$exe" 2>&1 | tee -a "$log"
 [ -x "$exe" ] || { echo "concurrent-devices: the build failed" | tee -a "$log"; exit 1; }
 if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
     export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json

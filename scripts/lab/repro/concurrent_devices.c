@@ -20,7 +20,7 @@
  * Prints "concurrent_devices: PASS: ..." or, when the watchdog fires after --timeout
  * seconds, each thread's last step and the kernel stacks of the process's threads, and
  * exits 3. Build: cc -Wall -Wextra -Werror -O2 -pthread -I<vulkan headers>
- * concurrent_devices.c -ldl (scripts/gpu-hardening.sh, step driver-repro).
+ * concurrent_devices.c -ldl (scripts/lab/repro/concurrent-devices.sh does, on the GPU machine).
  */
 #define _GNU_SOURCE
 #define VK_NO_PROTOTYPES
