@@ -9,7 +9,7 @@
 # Vulkan headers: .dev/gpu/include (scripts/gpu-bundle.sh), else /usr/include.
 # Output: $OUT/concurrent-devices.log (default ./gpu-out), per run in the same log.
 set -uo pipefail
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../../.." || exit 1
 repeats=${1:-3}
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
