@@ -9,15 +9,21 @@
 #
 # vkcuda_example_drivers (static library)
 #   The CUDA driver API loaded with dlopen (c_examples/cuda_driver.c, with the
-#   kernels of kernels_ptx.h) and the Vulkan functions loaded from the context's
-#   vkGetInstanceProcAddr (c_examples/vk_loader.c): building a program needs no CUDA
-#   toolkit and no libvulkan. Its users get c_examples/ on their include path.
+#   kernels of c_examples/kernels.ptx, embedded as kernels_ptx.h) and the Vulkan
+#   functions loaded from the context's vkGetInstanceProcAddr (c_examples/vk_loader.c):
+#   building a program needs no CUDA toolkit and no libvulkan. Its users get
+#   c_examples/ on their include path.
 #
 # vkcuda_stb_image_write (static library), when stb_image_write.h is found
 #   stb_image_write (Debian/Ubuntu: libstb-dev), compiled once
 #   (c_examples/stb_image_write.c); VKCUDA_HAVE_STB_IMAGE_WRITE says whether it exists.
 #   The directory is VKCUDA_STB_INCLUDE_DIR (found in the usual include directories,
 #   their stb/ subdirectory, and the Vulkan include directory the GPU bundle passes).
+#
+# vkcuda_embed_ptx(<target> <DIR/NAME.ptx>...) (cmake/vkcudaPtx.cmake)
+#   The committed PTX of a kernel file as the header NAME_ptx.h, made in the build tree.
+
+include("${CMAKE_CURRENT_LIST_DIR}/vkcudaPtx.cmake")
 
 function(vkcuda_program name)
   cmake_parse_arguments(PARSE_ARGV 1 P "" "" "SOURCES;LIBS")
@@ -39,6 +45,7 @@ add_library(vkcuda_example_drivers STATIC
   "${_vkcuda_examples_dir}/cuda_driver.c"
   "${_vkcuda_examples_dir}/vk_loader.c")
 target_include_directories(vkcuda_example_drivers PUBLIC "${_vkcuda_examples_dir}")
+vkcuda_embed_ptx(vkcuda_example_drivers "${_vkcuda_examples_dir}/kernels.ptx")
 target_link_libraries(vkcuda_example_drivers PUBLIC vkcuda::vkcuda ${CMAKE_DL_LIBS})
 target_compile_definitions(vkcuda_example_drivers PRIVATE _POSIX_C_SOURCE=200809L)
 set_target_properties(vkcuda_example_drivers PROPERTIES

@@ -11,9 +11,10 @@
  * cross as struct CUctx_st * / struct CUstream_st * (what CUcontext, CUstream and
  * cudaStream_t are), device pointers as uint64_t (CUdeviceptr).
  *
- * The declarations come in the order of the groups below (cbindgen puts every
- * constant, enum and struct before the functions; the groups keep each object's
- * types beside its functions in the generated documentation).
+ * Declaration order: every constant, enum and struct first, then the functions,
+ * module by module in the order of src/ffi's modules (alphabetical: rustfmt sorts
+ * them). The groups below gather each object's types and functions in the
+ * generated documentation, wherever they stand in this file.
  */
 /** @defgroup context Contexts
  * Pairing the engine's VkDevice with the CUDA device of the same UUID: what to

@@ -21,7 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 suite=${1:-sid}
-state=/tmp/vkcuda-vvl-apt
+state=${TMPDIR:-/tmp}/vkcuda-vvl-apt
 apt_etc=${VKCUDA_APT_ETC:-/etc/apt}
 
 # shellcheck source=/dev/null

@@ -7,16 +7,22 @@
 #   scripts/fuzz.sh --cmin [TARGET...]
 #
 #   --time S   seconds per target (default 10: about a minute for the six targets)
-#   --merge    afterwards, merge what the run found into the committed corpus
+#   --merge    afterwards, merge what the run found into the local corpus
 #              (fuzz/corpus/TARGET, minimized by libFuzzer's -merge=1)
 #   --jobs N   run N targets at once (default 1)
-#   --cmin     no fuzzing: minimize the committed corpus (`cargo fuzz cmin` with
+#   --cmin     no fuzzing: minimize the local corpus (`cargo fuzz cmin` with
 #              libFuzzer's -set_cover_merge=1: a small set of inputs with all the
 #              edges and features of the corpus) and print, per target, the inputs
 #              and libFuzzer's cov/ft over them before and after
 #   TARGET     default: every target in fuzz/Cargo.toml
 #
-# The committed corpus is read, never written: new inputs go to a temporary
+# Git holds a few curated seeds per target (fuzz/seeds/TARGET, fuzz/README.md says
+# how they were picked); the corpus, fuzz/corpus/TARGET, is git-ignored and lives on
+# the machine that fuzzes. Every run first copies the seeds into it (an input already
+# there is kept), so a fresh checkout fuzzes from the seeds and a long-lived machine
+# keeps what earlier runs merged. To start from the full corpus of commit 2a7d443
+# instead: `git archive 2a7d443 fuzz/corpus | tar -x` in the repository root.
+# The corpus is read, never written: new inputs go to a temporary
 # directory (kept only with --merge; --cmin rewrites it). A finding stops its
 # target, is saved under $VKCUDA_FUZZ_OUT/artifacts/TARGET/ (default
 # target/fuzz-out) with libFuzzer's report, and makes the script exit 1. The summary gives, per target, the
@@ -47,7 +53,7 @@ while [ $# -gt 0 ]; do
     --merge) merge=1; shift ;;
     --jobs) jobs=$2; shift 2 ;;
     --cmin) cmin=1; shift ;;
-    -h|--help) sed -n '2,29p' "$root/scripts/fuzz.sh"; exit 0 ;;
+    -h|--help) sed -n '2,35p' "$root/scripts/fuzz.sh"; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -56,6 +62,15 @@ all=($(sed -n 's/^name = "\([a-z_]*\)"$/\1/p' Cargo.toml | grep -v '^vkcuda-fuzz
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 for t in "${targets[@]}"; do
   printf '%s\n' "${all[@]}" | grep -qx "$t" || { echo "fuzz.sh: no target $t (targets: ${all[*]})" >&2; exit 2; }
+done
+
+# The seeds into the (git-ignored) corpus, keeping what is already there.
+for t in "${targets[@]}"; do
+  mkdir -p "corpus/$t" || exit 1
+  for f in seeds/"$t"/*; do
+    [ -f "$f" ] || continue
+    [ -e "corpus/$t/${f##*/}" ] || cp "$f" "corpus/$t/" || exit 1
+  done
 done
 
 # cargo-fuzz, pinned, in a project-local directory: installed once, used from there.
@@ -110,7 +125,7 @@ run_one() { # TARGET: writes $work/TARGET.log and $work/TARGET.result
   local t=$1 rc
   mkdir -p "$work/new/$t" "$out/artifacts/$t" "corpus/$t"
   local start=$SECONDS
-  # The first corpus directory is where libFuzzer writes; the committed one is read.
+  # The first corpus directory is where libFuzzer writes; the local corpus is read.
   fuzz run "${flags[@]}" "$t" "$work/new/$t" "corpus/$t" -- \
     -max_total_time="$time_s" -print_final_stats=1 -rss_limit_mb=4096 -timeout=30 \
     -artifact_prefix="$out/artifacts/$t/" > "$work/$t.log" 2>&1

@@ -17,7 +17,9 @@
 #   .dev/gpu/python/vkcuda-*.whl the Python package (python/) with this libvkcuda.so
 #                                (py3-none-linux_x86_64: the GPU machine's Python 3.12 too)
 #   .dev/gpu/MANIFEST            commit, build directory, files with sizes and sha256
-#   .gl/*.deb                    the Vulkan loader (/work/shared/gpu/prepare-loader.sh)
+#   .gl/*.deb                    the Vulkan loader (the workplace's prepare-loader.sh:
+#                                VKCUDA_PREPARE_LOADER=FILE, else ../shared/gpu/ beside
+#                                the repository)
 #                                and the validation layer of Debian sid
 #                                (scripts/fetch-vvl.sh; see there why not Debian 12's)
 # .dev/ and .gl/ are git-ignored; the GPU run carries them (64 MiB at most in all).
@@ -30,9 +32,8 @@ limit_mib=64
 out=.dev/gpu
 prepare_loader=${VKCUDA_PREPARE_LOADER:-}
 if [ -z "$prepare_loader" ]; then
-    for c in "$top/../shared/gpu/prepare-loader.sh" /work/shared/gpu/prepare-loader.sh; do
-        if [ -x "$c" ]; then prepare_loader=$c; break; fi
-    done
+    c=$top/../shared/gpu/prepare-loader.sh
+    if [ -x "$c" ]; then prepare_loader=$c; fi
 fi
 [ -n "$prepare_loader" ] || { echo "gpu-bundle: prepare-loader.sh not found (set VKCUDA_PREPARE_LOADER)" >&2; exit 1; }
 for h in /usr/include/vulkan/vulkan_core.h /usr/include/vk_video; do

@@ -9,9 +9,9 @@
 # "STEP:", e.g. "rust" = every Rust test, "vvl" = every validation-layer run):
 #   setup            unpack the Vulkan loader into /, the validation layer into
 #                    .dev/vvl; print GPU, kernel, driver, nvcc (always runs)
-#   ptx              scripts/gen-ptx.sh --check: kernels_ptx.h (and every other
-#                    header gen-ptx.sh made) is what this nvcc makes of its .cu
-#                    (nvcc version line excepted)
+#   ptx              scripts/gen-ptx.sh --check: every committed .ptx (kernels.ptx
+#                    and the others in gen-ptx.sh's table) is what this nvcc makes
+#                    of its .cu (nvcc version line excepted)
 #   configure, build CMake with -DVKCUDA_PREBUILT_LIBRARY=.dev/gpu/libvkcuda.so, the
 #                    examples and the GPU test programs (tests/gpu); if CMake fails,
 #                    buffer_roundtrip and frame_loop are built with gcc directly so
@@ -169,13 +169,15 @@ build_by_hand() {
     local d=$build/manual flags="-std=c99 -O2 -g -Wall -Wextra -Wpedantic -Werror"
     mkdir -p "$d"
     echo "building buffer_roundtrip and frame_loop with gcc into $d (CMake did not)"
+    # kernels_ptx.h from the committed PTX, as the CMake build makes it.
+    cmake -DPTX=c_examples/kernels.ptx -DOUT="$d/kernels_ptx.h" -P cmake/vkcudaPtx.cmake || return 1
     # The library's soname (libvkcuda.so.0) must resolve at run time: link it there.
     soname=$(objdump -p "$bundle/libvkcuda.so" 2>/dev/null | awk '/SONAME/ { print $2 }')
     ln -sf "$bundle/libvkcuda.so" "$d/libvkcuda.so"
     [ -z "$soname" ] || ln -sf "$bundle/libvkcuda.so" "$d/$soname"
-    gcc $flags -D_POSIX_C_SOURCE=200809L -Iinclude -Ic_examples -I"$bundle/include" tests/gpu/buffer_roundtrip.c \
+    gcc $flags -D_POSIX_C_SOURCE=200809L -Iinclude -Ic_examples -I"$d" -I"$bundle/include" tests/gpu/buffer_roundtrip.c \
         c_examples/cuda_driver.c c_examples/vk_loader.c -L"$d" -lvkcuda -ldl -Wl,-rpath,"$d" -o "$d/buffer_roundtrip" &&
-    gcc $flags -D_POSIX_C_SOURCE=200809L -Iinclude -Ic_examples -I"$bundle/include" tests/gpu/frame_loop.c \
+    gcc $flags -D_POSIX_C_SOURCE=200809L -Iinclude -Ic_examples -I"$d" -I"$bundle/include" tests/gpu/frame_loop.c \
         c_examples/cuda_driver.c c_examples/vk_loader.c -L"$d" -lvkcuda -ldl -lpthread -Wl,-rpath,"$d" -o "$d/frame_loop"
 }
 
@@ -191,7 +193,7 @@ run_example() { # NAME ARGS...: runs a built example
 # shellcheck source=scripts/gpu-vvl.sh
 . "$top/scripts/gpu-vvl.sh"
 
-ptx_check() { # kernels.cu (its fresh PTX kept for fresh-ptx), then every generated header
+ptx_check() { # kernels.cu (its fresh PTX kept for fresh-ptx), then every kernel file
     local rc=0
     scripts/gen-ptx.sh --check --src c_examples/kernels.cu --ptx-out "$OUT/kernels.fresh.ptx" || rc=1
     scripts/gen-ptx.sh --check || rc=1

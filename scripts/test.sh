@@ -9,7 +9,9 @@
 #   layer is on; any "VUID" or "Validation Error" line fails; about 20 s), a
 #   one-minute fuzz run (scripts/fuzz.sh --time 10: six cargo-fuzz targets, 10 s
 #   each; the first run also installs cargo-fuzz and builds them, a few minutes),
-#   bench-smoke, the CMake build of the library, examples and C tests, ctest,
+#   bench-smoke, ptx (the committed PTX against its .cu: scripts/gen-ptx.sh --check
+#   with the pinned nvcc, installed from PyPI into target/tools on the first run;
+#   without it, a SKIPPED line says why), the CMake build of the library, examples and C tests, ctest,
 #   vkcuda_info in an empty environment, cmake --install into a temporary prefix,
 #   and the consumer checks against it (tests/consumer/run.sh), then the C++ checks
 #   (tests/cpp/run.sh: the vkcuda.hpp compiler matrix, the C++ consumers, Doxygen,
@@ -239,6 +241,10 @@ step --needs cargo-test --skips pytest_skipped python run_python
 step --needs cargo-test --note vvl_note vvl run_vvl
 step fuzz run_fuzz
 step bench-smoke run_bench_smoke
+# The PTX the examples and GPU tests embed (c_examples/*.ptx, examples/cpp/postfx.ptx,
+# tests/gpu/*.ptx) is what nvcc 13.0.88 makes of its .cu (scripts/gen-ptx.sh).
+run_ptx() { x "$root/scripts/gen-ptx.sh" --check --install --if-nvcc; }
+step ptx run_ptx
 step cmake-configure run_configure
 step --needs cmake-configure cmake-build run_build
 step --needs cmake-build --skips ctest_skipped ctest run_ctest

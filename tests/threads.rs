@@ -457,7 +457,7 @@ fn contexts_from_eight_threads() {
     // NVIDIA's driver 580 hung in vkDestroyDevice or crashed in 5 of 6 H200 runs of
     // this test, until the library kept one instance alive on NVIDIA devices
     // (keep_nvidia_instance in src/vulkan/standalone.rs; the same hang in raw Vulkan:
-    // scripts/repro/concurrent_devices.c; docs/RELIABILITY.md, "Threads").
+    // scripts/lab/repro/concurrent_devices.c; docs/RELIABILITY.md, "Threads").
     // fd_count puts the kept instance in the baseline.
     let (fds, objects) = (fd_count(), live_counts());
     let progress = Progress::new();

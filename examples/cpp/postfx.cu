@@ -5,12 +5,12 @@
 // reference (engine_postfx.cpp, postfx_pixel) and the Vulkan twin
 // (shaders/postfx.comp) agree with it exactly.
 //
-// postfx_ptx.h holds its PTX, made with
+// postfx.ptx, next to it, is its PTX, made with
 //
 //   scripts/gen-ptx.sh --src examples/cpp/postfx.cu
 //
-// (nvcc -ptx -arch=compute_75; never edit the header). Surface x coordinates are in
-// bytes.
+// (nvcc -ptx -arch=compute_75; never edit the .ptx); the build embeds it in
+// postfx_ptx.h (cmake/vkcudaPtx.cmake). Surface x coordinates are in bytes.
 
 #include <stdint.h>
 

@@ -5,8 +5,10 @@
 #![allow(non_camel_case_types)]
 #![allow(clippy::missing_safety_doc)]
 
-// The order of the modules is the order of the header (cbindgen follows it):
-// context, buffer, image, semaphore, cross-process, the library itself.
+// cbindgen emits the header's functions module by module in the order of these
+// declarations, which rustfmt keeps alphabetical; the header's documentation groups
+// (`@ingroup` in each doc comment, defined in cbindgen.toml) gather each object's
+// declarations, not this order.
 pub mod buffer;
 pub mod context;
 pub mod dlpack;

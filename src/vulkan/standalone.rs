@@ -32,7 +32,7 @@ const NVIDIA: u32 = 0x10de;
 /// driver 580 hung (a thread blocked for good in `vkDestroyDevice` on a driver
 /// priority-inheritance mutex) or crashed when a thread that had used the driver
 /// exited while other threads made and destroyed instances and devices: in raw
-/// Vulkan without this library too (scripts/repro/concurrent_devices.c: hangs or
+/// Vulkan without this library too (scripts/lab/repro/concurrent_devices.c: hangs or
 /// crashes in most runs without a kept instance, none with one; the figures are in
 /// docs/RELIABILITY.md). Called under `lifecycle_lock`. A failure here only
 /// leaves the workaround out.

@@ -48,7 +48,7 @@
 #include <time.h>
 
 #include "cuda_driver.h"
-#include "image_kernels_ptx.h"
+#include "format_kernels_ptx.h"
 #include "vk_loader.h"
 #include "gpu_test.h"
 
@@ -57,7 +57,7 @@
 #define FENCE_TIMEOUT_NS (120ull * 1000 * 1000 * 1000)
 #define MAX_LEVELS 16
 
-/* How the kernels address a surface (image_kernels.cu). */
+/* How the kernels address a surface (format_kernels.cu). */
 enum { KIND_1D = 0, KIND_2D = 1, KIND_3D = 2, KIND_1D_LAYERED = 3, KIND_2D_LAYERED = 4 };
 
 static struct {
@@ -121,7 +121,7 @@ static void report(const char *name, const char *what, int result, double second
     printf("%s %-66s %-27s (%.3f s)%s%s\n", word, name, what, seconds, detail[0] ? ": " : "", detail);
 }
 
-/* ---- patterns (byte pattern: must equal image_kernels.cu) ------------------------- */
+/* ---- patterns (byte pattern: must equal format_kernels.cu) ------------------------- */
 
 static uint8_t pattern_byte(uint32_t level, uint64_t i, uint32_t seed) {
     uint32_t x = (uint32_t)i * 0x9e3779b1u ^ (uint32_t)(i >> 32) ^ (level + 1u) * 0x85ebca77u ^ seed;
@@ -706,9 +706,9 @@ static CUresult load_module(void) {
     values[1] = (void *)(uintptr_t)sizeof info_log;
     values[2] = error_log;
     values[3] = (void *)(uintptr_t)sizeof error_log;
-    r = A.cu.cuModuleLoadDataEx(&A.module, image_kernels_ptx, 4, options, values);
+    r = A.cu.cuModuleLoadDataEx(&A.module, format_kernels_ptx, 4, options, values);
     if (r != CUDA_SUCCESS) {
-        printf("  cuModuleLoadDataEx(image_kernels_ptx.h) failed: %s\n  JIT error log: %s\n",
+        printf("  cuModuleLoadDataEx(format_kernels_ptx.h) failed: %s\n  JIT error log: %s\n",
                cuda_result_text(&A.cu, r), error_log);
         A.module = NULL;
         return r;
