@@ -5,15 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
-/// Builds the fake driver into `<target tmp>/<name>-<this test>/` (see
-/// `fake_cuda_driver`): one directory per test, since tests run in parallel and
-/// must not rebuild a library another test's child is loading.
+/// The fake driver (see `fake_cuda_driver`: built once per process, in a directory
+/// of its build content, never rewritten while a child may load it).
 pub fn build(name: &str, extra: &[&str]) -> PathBuf {
-    let test = std::thread::current()
-        .name()
-        .unwrap_or("main")
-        .replace(|c: char| !c.is_ascii_alphanumeric() && c != '_', "-");
-    super::fake_cuda_driver(&format!("{name}-{test}"), extra)
+    super::fake_cuda_driver(name, extra)
 }
 
 /// An empty directory: LD_LIBRARY_PATH for "no libcuda at all" (where the machine
