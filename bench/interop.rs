@@ -9,9 +9,9 @@
 //! semaphore values (spinning on vkGetSemaphoreCounterValue) or fences; every
 //! figure is a median over many repetitions, with the 99th percentile beside it.
 
-#[path = "../tests/common/mod.rs"]
-mod common;
 mod planar;
+#[path = "../tests/support/mod.rs"]
+mod support;
 
 use std::ffi::c_void;
 use std::fmt::Write as _;
@@ -19,8 +19,9 @@ use std::ptr;
 use std::time::{Duration, Instant};
 
 use ash::vk;
-use common::*;
 use cudarc::driver::sys as cu;
+use support::cuda::check;
+use support::*;
 
 const TINY_PTX: &str = "
 .version 7.0
@@ -38,11 +39,6 @@ const TINY_PTX: &str = "
     ret;
 }
 \0";
-
-#[track_caller]
-fn cuok(r: cu::CUresult) {
-    assert_eq!(r, cu::CUresult::CUDA_SUCCESS);
-}
 
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -104,15 +100,15 @@ impl Env {
         let mut info: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
         ok(unsafe { vkcuda_context_get_cuda_info(ctx, &mut info) });
         let cuctx: cu::CUcontext = info.cuda_context.cast();
-        cuok(unsafe { cu::cuCtxPushCurrent_v2(cuctx) });
+        check(unsafe { cu::cuCtxPushCurrent_v2(cuctx) });
         let mut stream = ptr::null_mut();
-        cuok(unsafe { cu::cuStreamCreate(&mut stream, 1) });
+        check(unsafe { cu::cuStreamCreate(&mut stream, 1) });
         let mut module = ptr::null_mut();
-        cuok(unsafe { cu::cuModuleLoadData(&mut module, TINY_PTX.as_ptr().cast()) });
+        check(unsafe { cu::cuModuleLoadData(&mut module, TINY_PTX.as_ptr().cast()) });
         let mut tiny = ptr::null_mut();
-        cuok(unsafe { cu::cuModuleGetFunction(&mut tiny, module, c"tiny".as_ptr()) });
+        check(unsafe { cu::cuModuleGetFunction(&mut tiny, module, c"tiny".as_ptr()) });
         let mut word = 0;
-        cuok(unsafe { cu::cuMemAlloc_v2(&mut word, 256) });
+        check(unsafe { cu::cuMemAlloc_v2(&mut word, 256) });
         let sem_fd = ash::khr::external_semaphore_fd::Device::new(&v.instance, &v.device);
         let mem_fd = ash::khr::external_memory_fd::Device::new(&v.instance, &v.device);
         let empty = unsafe {
@@ -144,7 +140,7 @@ impl Env {
     fn launch_tiny(&self) {
         let mut p = self.word;
         let mut args = [&mut p as *mut u64 as *mut c_void];
-        cuok(unsafe {
+        check(unsafe {
             cu::cuLaunchKernel(
                 self.tiny,
                 1,
@@ -204,7 +200,7 @@ impl Env {
 
     fn idle(&self) {
         unsafe { self.v.device.queue_wait_idle(self.v.queue) }.unwrap();
-        cuok(unsafe { cu::cuStreamSynchronize(self.stream) });
+        check(unsafe { cu::cuStreamSynchronize(self.stream) });
     }
 }
 
@@ -287,7 +283,7 @@ impl RawTimeline {
             reserved: [0; 16],
         };
         let mut ext = ptr::null_mut();
-        cuok(unsafe { cu::cuImportExternalSemaphore(&mut ext, &desc) });
+        check(unsafe { cu::cuImportExternalSemaphore(&mut ext, &desc) });
         RawTimeline {
             sem,
             ext,
@@ -303,12 +299,12 @@ impl Timeline for RawTimeline {
     fn cuda_wait(&self, env: &Env, value: u64) {
         let mut p: cu::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS = unsafe { std::mem::zeroed() };
         p.params.fence.value = value;
-        cuok(unsafe { cu::cuWaitExternalSemaphoresAsync(&self.ext, &p, 1, env.stream) });
+        check(unsafe { cu::cuWaitExternalSemaphoresAsync(&self.ext, &p, 1, env.stream) });
     }
     fn cuda_signal(&self, env: &Env, value: u64) {
         let mut p: cu::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS = unsafe { std::mem::zeroed() };
         p.params.fence.value = value;
-        cuok(unsafe { cu::cuSignalExternalSemaphoresAsync(&self.ext, &p, 1, env.stream) });
+        check(unsafe { cu::cuSignalExternalSemaphoresAsync(&self.ext, &p, 1, env.stream) });
     }
 }
 
@@ -361,7 +357,7 @@ fn no_interop_floor(env: &Env, rounds: usize) -> Vec<f64> {
     for _ in 0..rounds {
         let t0 = Instant::now();
         env.launch_tiny();
-        cuok(unsafe { cu::cuStreamSynchronize(env.stream) });
+        check(unsafe { cu::cuStreamSynchronize(env.stream) });
         env.submit(&[], &[], env.empty, fence);
         unsafe {
             env.v
@@ -564,7 +560,7 @@ fn staging_handoff(
     } == cu::CUresult::CUDA_SUCCESS;
     let mut pinned = ptr::null_mut();
     if !registered {
-        cuok(unsafe { cu::cuMemAllocHost_v2(&mut pinned, size as usize) });
+        check(unsafe { cu::cuMemAllocHost_v2(&mut pinned, size as usize) });
     }
     let fence = unsafe {
         env.v
@@ -597,13 +593,13 @@ fn staging_handoff(
     for _ in 0..rounds {
         let t0 = Instant::now();
         if registered {
-            cuok(unsafe {
+            check(unsafe {
                 cu::cuMemcpyDtoHAsync_v2(staging.ptr.cast(), src, size as usize, env.stream)
             });
-            cuok(unsafe { cu::cuStreamSynchronize(env.stream) });
+            check(unsafe { cu::cuStreamSynchronize(env.stream) });
         } else {
-            cuok(unsafe { cu::cuMemcpyDtoHAsync_v2(pinned, src, size as usize, env.stream) });
-            cuok(unsafe { cu::cuStreamSynchronize(env.stream) });
+            check(unsafe { cu::cuMemcpyDtoHAsync_v2(pinned, src, size as usize, env.stream) });
+            check(unsafe { cu::cuStreamSynchronize(env.stream) });
             unsafe { ptr::copy_nonoverlapping(pinned as *const u8, staging.ptr, size as usize) };
         }
         env.submit(&[], &[], cmd, fence);
@@ -667,15 +663,7 @@ fn raw_exportable_buffer(v: &Vk, size: u64) -> (vk::Buffer, vk::DeviceMemory, u6
     let req = req2.memory_requirements;
     let dedicated = ded.prefers_dedicated_allocation == vk::TRUE
         || ded.requires_dedicated_allocation == vk::TRUE;
-    let props = unsafe { v.instance.get_physical_device_memory_properties(v.physical) };
-    let index = (0..props.memory_type_count)
-        .find(|&i| {
-            req.memory_type_bits & (1 << i) != 0
-                && props.memory_types[i as usize]
-                    .property_flags
-                    .contains(vk::MemoryPropertyFlags::DEVICE_LOCAL)
-        })
-        .unwrap();
+    let index = device_local_type(v, req.memory_type_bits);
     let mut export = vk::ExportMemoryAllocateInfo::default()
         .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
     let mut dinfo = vk::MemoryDedicatedAllocateInfo::default().buffer(buffer);
@@ -716,7 +704,7 @@ fn raw_vulkan_buffer(env: &Env, size: u64) {
         reserved: [0; 16],
     };
     let mut extm = ptr::null_mut();
-    cuok(unsafe { cu::cuImportExternalMemory(&mut extm, &desc) });
+    check(unsafe { cu::cuImportExternalMemory(&mut extm, &desc) });
     let bdesc = cu::CUDA_EXTERNAL_MEMORY_BUFFER_DESC {
         offset: 0,
         size,
@@ -724,7 +712,7 @@ fn raw_vulkan_buffer(env: &Env, size: u64) {
         reserved: [0; 16],
     };
     let mut dptr = 0;
-    cuok(unsafe { cu::cuExternalMemoryGetMappedBuffer(&mut dptr, extm, &bdesc) });
+    check(unsafe { cu::cuExternalMemoryGetMappedBuffer(&mut dptr, extm, &bdesc) });
     unsafe {
         cu::cuMemFree_v2(dptr);
         cu::cuDestroyExternalMemory(extm);
@@ -743,7 +731,7 @@ fn raw_cuda_buffer(env: &Env, size: u64) {
     prop.location.type_ = cu::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
     prop.location.id = 0;
     let mut gran = 0usize;
-    cuok(unsafe {
+    check(unsafe {
         cu::cuMemGetAllocationGranularity(
             &mut gran,
             &prop,
@@ -752,17 +740,17 @@ fn raw_cuda_buffer(env: &Env, size: u64) {
     });
     let rounded = (size as usize).next_multiple_of(gran);
     let mut handle = 0;
-    cuok(unsafe { cu::cuMemCreate(&mut handle, rounded, &prop, 0) });
+    check(unsafe { cu::cuMemCreate(&mut handle, rounded, &prop, 0) });
     let mut dptr = 0;
-    cuok(unsafe { cu::cuMemAddressReserve(&mut dptr, rounded, gran, 0, 0) });
-    cuok(unsafe { cu::cuMemMap(dptr, rounded, 0, handle, 0) });
+    check(unsafe { cu::cuMemAddressReserve(&mut dptr, rounded, gran, 0, 0) });
+    check(unsafe { cu::cuMemMap(dptr, rounded, 0, handle, 0) });
     let access = cu::CUmemAccessDesc {
         location: prop.location,
         flags: cu::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
     };
-    cuok(unsafe { cu::cuMemSetAccess(dptr, rounded, &access, 1) });
+    check(unsafe { cu::cuMemSetAccess(dptr, rounded, &access, 1) });
     let mut fd: i32 = -1;
-    cuok(unsafe {
+    check(unsafe {
         cu::cuMemExportToShareableHandle(
             (&mut fd as *mut i32).cast(),
             handle,
@@ -788,19 +776,7 @@ fn raw_cuda_buffer(env: &Env, size: u64) {
     }
     .unwrap();
     let req = unsafe { d.get_buffer_memory_requirements(buffer) };
-    let props = unsafe {
-        env.v
-            .instance
-            .get_physical_device_memory_properties(env.v.physical)
-    };
-    let index = (0..props.memory_type_count)
-        .find(|&i| {
-            req.memory_type_bits & (1 << i) != 0
-                && props.memory_types[i as usize]
-                    .property_flags
-                    .contains(vk::MemoryPropertyFlags::DEVICE_LOCAL)
-        })
-        .unwrap();
+    let index = device_local_type(&env.v, req.memory_type_bits);
     let mut import = vk::ImportMemoryFdInfoKHR::default()
         .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD)
         .fd(fd);
@@ -1084,7 +1060,7 @@ fn gpu(quick: bool, rep: &mut Report) {
     creation(&env, rep, quick);
     drop(lib);
     drop(raw);
-    cuok(unsafe { cu::cuStreamDestroy_v2(env.stream) });
+    check(unsafe { cu::cuStreamDestroy_v2(env.stream) });
     let ctx = env.ctx;
     drop(env);
     unsafe { vkcuda_context_destroy(ctx) };

@@ -77,10 +77,10 @@ struct Pitched {
 impl Pitched {
     fn new() -> Pitched {
         let (mut ptr, mut pitch) = (0, 0);
-        cuok(unsafe {
+        check(unsafe {
             cu::cuMemAllocPitch_v2(&mut ptr, &mut pitch, W as usize, (H + H / 2) as usize, 16)
         });
-        cuok(unsafe { cu::cuMemsetD8_v2(ptr, 0x80, pitch * (H + H / 2) as usize) });
+        check(unsafe { cu::cuMemsetD8_v2(ptr, 0x80, pitch * (H + H / 2) as usize) });
         Pitched { ptr, pitch }
     }
 
@@ -135,7 +135,7 @@ fn raw_copy(env: &Env, src: &Pitched, dst: &Nv12) {
             WidthInBytes: W as usize,
             Height: rows,
         };
-        cuok(unsafe { cu::cuMemcpy2DAsync_v2(&copy, env.stream) });
+        check(unsafe { cu::cuMemcpy2DAsync_v2(&copy, env.stream) });
     }
 }
 
@@ -248,17 +248,17 @@ fn ring(
 /// GPU time of one frame's per-plane copy, from CUDA events around `n` copies.
 fn copy_gpu_time(env: &Env, src: &Pitched, dst: &Nv12, n: usize) -> f64 {
     let (mut a, mut b) = (ptr::null_mut(), ptr::null_mut());
-    cuok(unsafe { cu::cuEventCreate(&mut a, 0) });
-    cuok(unsafe { cu::cuEventCreate(&mut b, 0) });
+    check(unsafe { cu::cuEventCreate(&mut a, 0) });
+    check(unsafe { cu::cuEventCreate(&mut b, 0) });
     raw_copy(env, src, dst);
-    cuok(unsafe { cu::cuEventRecord(a, env.stream) });
+    check(unsafe { cu::cuEventRecord(a, env.stream) });
     for _ in 0..n {
         raw_copy(env, src, dst);
     }
-    cuok(unsafe { cu::cuEventRecord(b, env.stream) });
-    cuok(unsafe { cu::cuEventSynchronize(b) });
+    check(unsafe { cu::cuEventRecord(b, env.stream) });
+    check(unsafe { cu::cuEventSynchronize(b) });
     let mut ms = 0f32;
-    cuok(unsafe { cu::cuEventElapsedTime_v2(&mut ms, a, b) });
+    check(unsafe { cu::cuEventElapsedTime_v2(&mut ms, a, b) });
     unsafe {
         cu::cuEventDestroy_v2(a);
         cu::cuEventDestroy_v2(b);
@@ -310,7 +310,7 @@ pub fn nv12_4k(env: &Env, lib: &LibTimeline, rep: &mut Report, quick: bool) {
     // The helper against the two raw calls, alternating, 10 frames a sample.
     let batch = 10;
     let iters = if quick { 20 } else { 200 };
-    let sync = || cuok(unsafe { cu::cuStreamSynchronize(env.stream) });
+    let sync = || check(unsafe { cu::cuStreamSynchronize(env.stream) });
     let (mut l, mut r) = time_pair(
         iters,
         || {

@@ -2,8 +2,8 @@
 //! from one VkDevice, import it into a second, data written through one view and
 //! read through the other), and every argument check.
 
-mod common;
-use common::*;
+mod support;
+use support::*;
 
 use std::ptr;
 use std::sync::{Mutex, MutexGuard};

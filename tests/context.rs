@@ -1,8 +1,8 @@
 //! Device pairing and the context, on whatever Vulkan this machine has (lavapipe in
 //! CI). CUDA-less behaviour is tested for real where no CUDA driver exists.
 
-mod common;
-use common::*;
+mod support;
+use support::*;
 
 use std::ffi::CStr;
 use std::ptr;

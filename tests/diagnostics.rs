@@ -11,14 +11,14 @@
 //! - a memfd whose driver header is forged (data past the end of the file, a
 //!   mapping larger than the file, unsealed) is refused before the driver maps it.
 
-mod common;
+mod support;
 
 use std::ffi::CString;
 use std::os::fd::RawFd;
 use std::ptr;
 
 use ash::vk;
-use common::*;
+use support::*;
 
 fn buffer_fd(buf: *const vkcuda_buffer) -> RawFd {
     let mut fd = -1;

@@ -11,8 +11,8 @@
 //! `VKCUDA_FAULT_CYCLES` sets how many create/destroy cycles the leak test runs
 //! (default 200; scripts/gpu-hardening.sh runs 10,000 on the H200).
 
-mod common;
-use common::*;
+mod support;
+use support::*;
 
 use std::ptr;
 

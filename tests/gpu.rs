@@ -2,60 +2,15 @@
 //! printed reason; with VKCUDA_REQUIRE_GPU=1 they fail instead. CUDA writes and
 //! reads here with driver-API copies (the examples in c_examples/ use kernels).
 
-mod common;
-use common::*;
+mod support;
+use support::*;
 
 use std::ptr;
 use std::time::{Duration, Instant};
 
 use ash::vk;
 use cudarc::driver::sys as cu;
-
-struct Cuda {
-    ctx: cu::CUcontext,
-}
-
-impl Cuda {
-    fn of(ctx: *const vkcuda_context) -> Cuda {
-        let mut info: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
-        ok(unsafe { vkcuda_context_get_cuda_info(ctx, &mut info) });
-        Cuda {
-            ctx: info.cuda_context.cast(),
-        }
-    }
-    fn push(&self) {
-        check(unsafe { cu::cuCtxPushCurrent_v2(self.ctx) });
-    }
-    fn pop(&self) {
-        let mut c = ptr::null_mut();
-        check(unsafe { cu::cuCtxPopCurrent_v2(&mut c) });
-    }
-    fn write(&self, dst: u64, data: &[u8]) {
-        self.push();
-        check(unsafe { cu::cuMemcpyHtoD_v2(dst, data.as_ptr().cast(), data.len()) });
-        check(unsafe { cu::cuCtxSynchronize() });
-        self.pop();
-    }
-    fn read(&self, src: u64, len: usize) -> Vec<u8> {
-        let mut v = vec![0u8; len];
-        self.push();
-        check(unsafe { cu::cuMemcpyDtoH_v2(v.as_mut_ptr().cast(), src, len) });
-        self.pop();
-        v
-    }
-    fn free_memory(&self) -> usize {
-        self.push();
-        let (mut free, mut total) = (0, 0);
-        check(unsafe { cu::cuMemGetInfo_v2(&mut free, &mut total) });
-        self.pop();
-        free
-    }
-}
-
-#[track_caller]
-fn check(r: cu::CUresult) {
-    assert_eq!(r, cu::CUresult::CUDA_SUCCESS);
-}
+use support::cuda::{check, Cuda};
 
 fn mismatches(data: &[u8], seed: u32) -> usize {
     data.iter()
@@ -475,10 +430,10 @@ fn gpu_timeline_semaphore_both_ways() {
     let info = buffer_info(b);
     let host = v.host_buffer(1 << 20);
     let h = handoff_info(v.family);
-    cuda.push();
+    cuda.enter();
     let mut stream = ptr::null_mut();
     check(unsafe { cu::cuStreamCreate(&mut stream, 0) });
-    cuda.pop();
+    cuda.leave();
     let stream_c: *mut CUstream_st = stream.cast();
 
     // Host signal -> CUDA wait -> CUDA signal -> host wait.
@@ -516,11 +471,11 @@ fn gpu_timeline_semaphore_both_ways() {
         ok(unsafe { vkcuda_semaphore_next_stage(s, &mut custage) });
         assert_eq!(custage.wait_value, vkstage.signal_value);
         ok(unsafe { vkcuda_semaphore_cuda_wait(s, custage.wait_value, stream_c) });
-        cuda.push();
+        cuda.enter();
         check(unsafe {
             cu::cuMemsetD32Async(info.cuda_pointer + (1 << 19), frame + 1000, 1 << 17, stream)
         });
-        cuda.pop();
+        cuda.leave();
         ok(unsafe { vkcuda_semaphore_cuda_signal(s, custage.signal_value, stream_c) });
         let mut back = vkcuda_timeline_stage {
             wait_value: 0,
@@ -611,10 +566,10 @@ fn gpu_timeline_semaphore_both_ways() {
     check(unsafe { cu::cuCtxDestroy_v2(other) });
 
     unsafe { v.device.queue_wait_idle(v.queue) }.unwrap();
-    cuda.push();
+    cuda.enter();
     check(unsafe { cu::cuStreamSynchronize(stream) });
     check(unsafe { cu::cuStreamDestroy_v2(stream) });
-    cuda.pop();
+    cuda.leave();
     v.destroy_host_buffer(host);
     unsafe {
         vkcuda_buffer_destroy(b);
@@ -668,9 +623,9 @@ fn gpu_binary_semaphore() {
     ok(unsafe { vkcuda_semaphore_note_vulkan_signal(s) });
     ok(unsafe { vkcuda_semaphore_cuda_wait(s, 0, ptr::null_mut()) });
     let cuda = Cuda::of(ctx);
-    cuda.push();
+    cuda.enter();
     check(unsafe { cu::cuCtxSynchronize() });
-    cuda.pop();
+    cuda.leave();
     unsafe { v.device.wait_for_fences(&[fence], true, 5_000_000_000) }.unwrap();
     unsafe { v.device.destroy_fence(fence, None) };
     println!("binary semaphore: CUDA->Vulkan and Vulkan->CUDA, second wait refused");

@@ -10,15 +10,15 @@
 //! Without a GPU these are ignored; `VKCUDA_REQUIRE_GPU=1 cargo test --test graph
 //! -- --include-ignored` makes a missing GPU a failure.
 
-mod common;
+mod support;
 
 use std::ffi::c_void;
 use std::ptr;
 use std::time::Instant;
 
 use ash::vk;
-use common::*;
 use cudarc::driver::sys as cu;
+use support::*;
 
 /// w = 2w + 1 on `n` words.
 const PTX: &str = "

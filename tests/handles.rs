@@ -5,12 +5,12 @@
 //! or a success with garbage. Best effort by design: these tests use a handle
 //! right after destroy, before anything reuses its memory. Lavapipe is enough.
 
-mod common;
+mod support;
 
 use std::ptr;
 
 use ash::vk;
-use common::*;
+use support::*;
 
 struct Objects {
     ctx: *mut vkcuda_context,

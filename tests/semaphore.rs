@@ -2,8 +2,8 @@
 //! creation must fail clearly; the value contract and the frame-pacing helper are
 //! unit tested in src/semaphore.rs, and for real on the GPU (tests/gpu.rs).
 
-mod common;
-use common::*;
+mod support;
+use support::*;
 
 use std::ptr;
 

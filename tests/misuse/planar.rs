@@ -8,7 +8,7 @@ use std::ptr;
 
 use ash::vk;
 
-use crate::common::*;
+use crate::support::*;
 use crate::env::{Env, Kind};
 use crate::matrix::*;
 use crate::nulls::null;
