@@ -26,11 +26,6 @@ use support::*;
 
 const BATCH: usize = 64;
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
-
 #[derive(Default)]
 struct Table {
     rows: Vec<(String, f64, f64, String)>,

@@ -40,11 +40,6 @@ const TINY_PTX: &str = "
 }
 \0";
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
-
 fn p99(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[((v.len() as f64 * 0.99) as usize).min(v.len() - 1)]
@@ -155,32 +150,6 @@ impl Env {
                 ptr::null_mut(),
             )
         });
-    }
-
-    /// An empty submit that waits and/or signals timeline values.
-    fn submit(
-        &self,
-        waits: &[(vk::Semaphore, u64)],
-        signals: &[(vk::Semaphore, u64)],
-        cmd: vk::CommandBuffer,
-        fence: vk::Fence,
-    ) {
-        let ws: Vec<_> = waits.iter().map(|w| w.0).collect();
-        let wv: Vec<_> = waits.iter().map(|w| w.1).collect();
-        let ss: Vec<_> = signals.iter().map(|s| s.0).collect();
-        let sv: Vec<_> = signals.iter().map(|s| s.1).collect();
-        let stages = vec![vk::PipelineStageFlags::ALL_COMMANDS; ws.len()];
-        let mut tl = vk::TimelineSemaphoreSubmitInfo::default()
-            .wait_semaphore_values(&wv)
-            .signal_semaphore_values(&sv);
-        let cmds = [cmd];
-        let info = vk::SubmitInfo::default()
-            .command_buffers(&cmds)
-            .wait_semaphores(&ws)
-            .wait_dst_stage_mask(&stages)
-            .signal_semaphores(&ss)
-            .push_next(&mut tl);
-        unsafe { self.v.device.queue_submit(self.v.queue, &[info], fence) }.unwrap();
     }
 
     fn counter(&self, s: vk::Semaphore) -> u64 {
@@ -327,7 +296,8 @@ fn pingpong(env: &Env, t: &dyn Timeline, rounds: usize) -> Vec<f64> {
     let mut last = Instant::now();
     for r in 0..rounds as u64 {
         let v = base + 2 * r;
-        env.submit(&[(s, v)], &[(s, v + 1)], env.empty, vk::Fence::null());
+        env.v
+            .submit_timeline(&[(s, v)], &[(s, v + 1)], env.empty, vk::Fence::null());
         t.cuda_wait(env, v + 1);
         env.launch_tiny();
         t.cuda_signal(env, v + 2);
@@ -358,7 +328,7 @@ fn no_interop_floor(env: &Env, rounds: usize) -> Vec<f64> {
         let t0 = Instant::now();
         env.launch_tiny();
         check(unsafe { cu::cuStreamSynchronize(env.stream) });
-        env.submit(&[], &[], env.empty, fence);
+        env.v.submit_timeline(&[], &[], env.empty, fence);
         unsafe {
             env.v
                 .device
@@ -398,7 +368,8 @@ fn one_way(env: &Env, t: &dyn Timeline, done: &RawTimeline, o: OneWay) -> Vec<f6
             env.spin_until(done.vk(), d0 + k - o.in_flight);
         }
         if o.vulkan_to_cuda {
-            env.submit(&[], &[(s, b0 + k)], env.empty, vk::Fence::null());
+            env.v
+                .submit_timeline(&[], &[(s, b0 + k)], env.empty, vk::Fence::null());
             t.cuda_wait(env, b0 + k);
             if o.kernel {
                 env.launch_tiny();
@@ -409,7 +380,7 @@ fn one_way(env: &Env, t: &dyn Timeline, done: &RawTimeline, o: OneWay) -> Vec<f6
                 env.launch_tiny();
             }
             t.cuda_signal(env, b0 + k);
-            env.submit(
+            env.v.submit_timeline(
                 &[(s, b0 + k)],
                 &[(done.vk(), d0 + k)],
                 o.cmd.unwrap_or(env.empty),
@@ -437,7 +408,8 @@ fn host_wait(env: &Env, lib: &LibTimeline, how: &str, rounds: usize) -> Vec<f64>
     for r in 0..rounds as u64 {
         let v = base + 2 * r;
         let t0 = Instant::now();
-        env.submit(&[], &[(s, v + 1)], env.empty, vk::Fence::null());
+        env.v
+            .submit_timeline(&[], &[(s, v + 1)], env.empty, vk::Fence::null());
         lib.cuda_wait(env, v + 1);
         env.launch_tiny();
         lib.cuda_signal(env, v + 2);
@@ -502,7 +474,8 @@ fn zero_copy_handoff(
         let v = base + 2 * r;
         let t0 = Instant::now();
         t.cuda_signal(env, v + 1);
-        env.submit(&[(s, v + 1)], &[(s, v + 2)], cmd, vk::Fence::null());
+        env.v
+            .submit_timeline(&[(s, v + 1)], &[(s, v + 2)], cmd, vk::Fence::null());
         env.spin_until(s, v + 2);
         times.push(t0.elapsed().as_secs_f64() * 1e6);
     }
@@ -602,7 +575,7 @@ fn staging_handoff(
             check(unsafe { cu::cuStreamSynchronize(env.stream) });
             unsafe { ptr::copy_nonoverlapping(pinned as *const u8, staging.ptr, size as usize) };
         }
-        env.submit(&[], &[], cmd, fence);
+        env.v.submit_timeline(&[], &[], cmd, fence);
         unsafe {
             env.v
                 .device

@@ -183,7 +183,7 @@ fn release_new(env: &Env, images: &[&Nv12]) {
             ok(unsafe { vkcuda_image_cmd_release_to_cuda(im, cmd, &h, 0) });
         }
     });
-    env.submit(&[], &[], cmd, vk::Fence::null());
+    env.v.submit_timeline(&[], &[], cmd, vk::Fence::null());
     env.idle();
     unsafe { env.v.device.free_command_buffers(env.v.pool, &[cmd]) };
 }
@@ -226,7 +226,7 @@ fn ring(
             raw_copy(env, src, &images[i]);
         }
         lib.cuda_signal(env, b0 + k);
-        env.submit(
+        env.v.submit_timeline(
             &[(s, b0 + k)],
             &[(done.vk(), d0 + k)],
             cmds[i],

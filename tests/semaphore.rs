@@ -127,20 +127,9 @@ fn submit(
     let cmd = v.command_buffer();
     record(cmd);
     unsafe { v.device.end_command_buffer(cmd).unwrap() };
-    let (wsems, wvals): (Vec<_>, Vec<_>) = wait.map(|w| (sem, w)).into_iter().unzip();
-    let (ssems, svals): (Vec<_>, Vec<_>) = signal.map(|s| (sem, s)).into_iter().unzip();
-    let stages = vec![vk::PipelineStageFlags::ALL_COMMANDS; wsems.len()];
-    let mut tl = vk::TimelineSemaphoreSubmitInfo::default()
-        .wait_semaphore_values(&wvals)
-        .signal_semaphore_values(&svals);
-    let cmds = [cmd];
-    let info = vk::SubmitInfo::default()
-        .command_buffers(&cmds)
-        .wait_semaphores(&wsems)
-        .wait_dst_stage_mask(&stages)
-        .signal_semaphores(&ssems)
-        .push_next(&mut tl);
-    unsafe { v.device.queue_submit(v.queue, &[info], vk::Fence::null()) }.unwrap();
+    let waits: Vec<_> = wait.map(|w| (sem, w)).into_iter().collect();
+    let signals: Vec<_> = signal.map(|s| (sem, s)).into_iter().collect();
+    v.submit_timeline(&waits, &signals, cmd, vk::Fence::null());
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! `ok`/`fails`/`last_error` for results; `gpu_required` and
 //! `cuda_context_or_skip` for GPU-only tests (see the top of support/mod.rs);
 //! `serial` for tests that count per-process things; `fd_count`, `fd_is_open`,
-//! `fd_knows_size`, `live_objects`, `live_counts`; `pattern`, the bytes tests write.
+//! `fd_knows_size`, `live_objects`, `live_counts`; `pattern`, the bytes tests write; `median` of timings.
 
 use std::ffi::CStr;
 use std::ptr;
@@ -119,4 +119,10 @@ pub fn fd_knows_size(fd: i32) -> bool {
 /// The byte pattern tests write: depends on the position and a seed.
 pub fn pattern(i: usize, seed: u32) -> u8 {
     ((i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed) >> 13) as u8
+}
+
+/// The median of timings (sorts them).
+pub fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
 }

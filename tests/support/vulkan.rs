@@ -178,6 +178,33 @@ impl Vk {
         }
     }
 
+    /// Submits `cmd` (ended) waiting for and signalling timeline values, `fence`
+    /// (may be null) signalled when it completes; does not wait.
+    pub fn submit_timeline(
+        &self,
+        waits: &[(vk::Semaphore, u64)],
+        signals: &[(vk::Semaphore, u64)],
+        cmd: vk::CommandBuffer,
+        fence: vk::Fence,
+    ) {
+        let ws: Vec<_> = waits.iter().map(|w| w.0).collect();
+        let wv: Vec<_> = waits.iter().map(|w| w.1).collect();
+        let ss: Vec<_> = signals.iter().map(|s| s.0).collect();
+        let sv: Vec<_> = signals.iter().map(|s| s.1).collect();
+        let stages = vec![vk::PipelineStageFlags::ALL_COMMANDS; ws.len()];
+        let mut tl = vk::TimelineSemaphoreSubmitInfo::default()
+            .wait_semaphore_values(&wv)
+            .signal_semaphore_values(&sv);
+        let cmds = [cmd];
+        let info = vk::SubmitInfo::default()
+            .command_buffers(&cmds)
+            .wait_semaphores(&ws)
+            .wait_dst_stage_mask(&stages)
+            .signal_semaphores(&ss)
+            .push_next(&mut tl);
+        unsafe { self.device.queue_submit(self.queue, &[info], fence) }.unwrap();
+    }
+
     /// Records one image barrier between all commands before and after it.
     pub fn image_barrier(&self, cmd: vk::CommandBuffer, barrier: vk::ImageMemoryBarrier) {
         unsafe {
