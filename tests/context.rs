@@ -339,17 +339,7 @@ fn gpu_context_pairs_by_uuid() {
     };
     let mut c: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
     ok(unsafe { vkcuda_context_get_cuda_info(ctx, &mut c) });
-    let mut h: vkcuda_vulkan_handles = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_context_get_vulkan_handles(ctx, &mut h) });
-    let mut s: vkcuda_physical_device_support = unsafe { std::mem::zeroed() };
-    ok(unsafe {
-        vkcuda_physical_device_query(
-            h.instance,
-            h.physical_device,
-            h.get_instance_proc_addr,
-            &mut s,
-        )
-    });
+    let s = device_support(ctx);
     assert_eq!(
         c.device_uuid, s.device_uuid,
         "the CUDA device has the Vulkan device's UUID"

@@ -444,34 +444,11 @@ fn ten_thousand_cycles(ctx: *mut vkcuda_context) {
 // ---------------------------------------------------------------------------------
 // The fake driver paired with lavapipe, in a child process.
 
-/// Set in the child processes: the `child_*` tests do nothing without it (run with
-/// `--include-ignored`, they would otherwise test whatever driver this machine has).
-const CHILD_ENV: &str = "VKCUDA_DLPACK_FAKE_CHILD";
-
-/// Whether this process is a child of one of the tests; prints why not.
-fn in_child(case: &str) -> bool {
-    let child = std::env::var_os(CHILD_ENV).is_some();
-    if !child {
-        println!("{case}: not started by its parent test (no {CHILD_ENV}): nothing to do");
-    }
-    child
-}
-
 /// The UUID of the device a Vulkan-only standalone context picks, if its memory
 /// fds are memfds the fake driver can map (lavapipe's).
 fn lavapipe_uuid() -> Option<String> {
     let ctx = vulkan_only_context();
-    let mut h: vkcuda_vulkan_handles = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_context_get_vulkan_handles(ctx, &mut h) });
-    let mut s: vkcuda_physical_device_support = unsafe { std::mem::zeroed() };
-    ok(unsafe {
-        vkcuda_physical_device_query(
-            h.instance,
-            h.physical_device,
-            h.get_instance_proc_addr,
-            &mut s,
-        )
-    });
+    let s = device_support(ctx);
     let name = unsafe { std::ffi::CStr::from_ptr(s.device_name.as_ptr()) }
         .to_string_lossy()
         .into_owned();
@@ -480,7 +457,7 @@ fn lavapipe_uuid() -> Option<String> {
         println!("SKIPPED: the Vulkan device is {name}, not lavapipe: the fake driver maps only lavapipe's memfds (the GPU test covers this device)");
         return None;
     }
-    Some(s.device_uuid.iter().map(|b| format!("{b:02x}")).collect())
+    Some(uuid_hex(&s.device_uuid))
 }
 
 fn run_child(case: &str) {

@@ -9,15 +9,16 @@
 //!     `cuda_context_or_skip`; counting `serial` (one test at a time per file),
 //!     `fd_count`, `fd_is_open`, `fd_knows_size`, `live_objects`, `live_counts`;
 //!     `pattern`, the bytes tests write; `median` of timings;
-//!   - `objects`: `vulkan_only_context`, `buffer_create_info`, `create_buffer`,
-//!     `buffer_info`, `buffer_import_info`, `image_desc`, `image_desc_of`,
-//!     `image_info`, `texture_info`, `semaphore_create_info`, `create_semaphore`,
-//!     `handoff_info`;
+//!   - `objects`: `vulkan_only_context`, `device_support`, `buffer_create_info`,
+//!     `create_buffer`, `buffer_info`, `buffer_import_info`, `image_desc`,
+//!     `image_desc_of`, `image_info`, `texture_info`, `semaphore_create_info`,
+//!     `create_semaphore`, `handoff_info`;
 //!   - `vulkan`: the test's own Vulkan work, `Vk` (`run`, `command_buffer`, `copy`,
 //!     `image_barrier`, `host_buffer`), `layout_barrier`, `device_local_type`,
 //!     `EngineDevice`;
 //!   - `children`: this test executable run again (`this_test`, `child_passed`,
-//!     `run_child`, `in_child`), `library_path_with`, `empty_dir`;
+//!     `run_child`, `in_child`, `CHILD_ENV`), `library_path_with`, `empty_dir`,
+//!     `uuid_hex`;
 //!   - `stand_in`: `fake_cuda_driver`, the stand-in CUDA driver;
 //!   - `cuda` (not re-exported: `use support::cuda::{check, Cuda};`): the test's
 //!     own CUDA work, `Cuda` and `check`;
