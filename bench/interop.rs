@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use ash::vk;
 use cudarc::driver::sys as cu;
-use support::cuda::check;
+use support::cuda::{check, Cuda};
 use support::*;
 
 const TINY_PTX: &str = "
@@ -92,9 +92,7 @@ struct Env {
 impl Env {
     fn new(ctx: *mut vkcuda_context) -> Env {
         let v = Vk::new(ctx);
-        let mut info: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
-        ok(unsafe { vkcuda_context_get_cuda_info(ctx, &mut info) });
-        let cuctx: cu::CUcontext = info.cuda_context.cast();
+        let cuctx = Cuda::of(ctx).0;
         check(unsafe { cu::cuCtxPushCurrent_v2(cuctx) });
         let mut stream = ptr::null_mut();
         check(unsafe { cu::cuStreamCreate(&mut stream, 1) });
@@ -106,18 +104,8 @@ impl Env {
         check(unsafe { cu::cuMemAlloc_v2(&mut word, 256) });
         let sem_fd = ash::khr::external_semaphore_fd::Device::new(&v.instance, &v.device);
         let mem_fd = ash::khr::external_memory_fd::Device::new(&v.instance, &v.device);
-        let empty = unsafe {
-            v.device.allocate_command_buffers(
-                &vk::CommandBufferAllocateInfo::default()
-                    .command_pool(v.pool)
-                    .command_buffer_count(1),
-            )
-        }
-        .unwrap()[0];
+        let empty = v.command_buffer();
         unsafe {
-            v.device
-                .begin_command_buffer(empty, &vk::CommandBufferBeginInfo::default())
-                .unwrap();
             v.device.end_command_buffer(empty).unwrap();
         }
         Env {
@@ -447,25 +435,9 @@ fn zero_copy_handoff(
     // CUDA signal, Vulkan submit that waits and acquires the buffer, host sees it.
     let s = t.vk();
     let base = env.counter(s);
-    let h = vkcuda_handoff_info {
-        flags: 0,
-        queue_family_index: env.v.family,
-        stage_mask: 0,
-        access_mask: 0,
-    };
-    let cmd = unsafe {
-        env.v.device.allocate_command_buffers(
-            &vk::CommandBufferAllocateInfo::default()
-                .command_pool(env.v.pool)
-                .command_buffer_count(1),
-        )
-    }
-    .unwrap()[0];
+    let h = handoff_info(env.v.family);
+    let cmd = env.v.command_buffer();
     unsafe {
-        env.v
-            .device
-            .begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())
-            .unwrap();
         ok(vkcuda_buffer_cmd_acquire_from_cuda(buffer, cmd, &h));
         env.v.device.end_command_buffer(cmd).unwrap();
     }
@@ -487,25 +459,9 @@ fn zero_copy_handoff(
 
 /// A command buffer holding the acquire-from-CUDA barrier of `buffer`.
 fn acquire_cmd(env: &Env, buffer: *mut vkcuda_buffer) -> vk::CommandBuffer {
-    let h = vkcuda_handoff_info {
-        flags: 0,
-        queue_family_index: env.v.family,
-        stage_mask: 0,
-        access_mask: 0,
-    };
-    let cmd = unsafe {
-        env.v.device.allocate_command_buffers(
-            &vk::CommandBufferAllocateInfo::default()
-                .command_pool(env.v.pool)
-                .command_buffer_count(1),
-        )
-    }
-    .unwrap()[0];
+    let h = handoff_info(env.v.family);
+    let cmd = env.v.command_buffer();
     unsafe {
-        env.v
-            .device
-            .begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())
-            .unwrap();
         ok(vkcuda_buffer_cmd_acquire_from_cuda(buffer, cmd, &h));
         env.v.device.end_command_buffer(cmd).unwrap();
     }
@@ -541,19 +497,8 @@ fn staging_handoff(
             .create_fence(&vk::FenceCreateInfo::default(), None)
     }
     .unwrap();
-    let cmd = unsafe {
-        env.v.device.allocate_command_buffers(
-            &vk::CommandBufferAllocateInfo::default()
-                .command_pool(env.v.pool)
-                .command_buffer_count(1),
-        )
-    }
-    .unwrap()[0];
+    let cmd = env.v.command_buffer();
     unsafe {
-        env.v
-            .device
-            .begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())
-            .unwrap();
         env.v.device.cmd_copy_buffer(
             cmd,
             staging.buffer,

@@ -147,37 +147,17 @@ fn lib_copy(env: &Env, planes: &[vkcuda_pitched_planes; 2], dst: &Nv12) {
 }
 
 fn one_shot(env: &Env, record: impl FnOnce(vk::CommandBuffer)) -> vk::CommandBuffer {
-    let cmd = unsafe {
-        env.v.device.allocate_command_buffers(
-            &vk::CommandBufferAllocateInfo::default()
-                .command_pool(env.v.pool)
-                .command_buffer_count(1),
-        )
-    }
-    .unwrap()[0];
+    let cmd = env.v.command_buffer();
     unsafe {
-        env.v
-            .device
-            .begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())
-            .unwrap();
         record(cmd);
         env.v.device.end_command_buffer(cmd).unwrap();
     }
     cmd
 }
 
-fn handoff_info(env: &Env) -> vkcuda_handoff_info {
-    vkcuda_handoff_info {
-        flags: 0,
-        queue_family_index: env.v.family,
-        stage_mask: 0,
-        access_mask: 0,
-    }
-}
-
 /// Hands new images to CUDA (release from UNDEFINED) and waits.
 fn release_new(env: &Env, images: &[&Nv12]) {
-    let h = handoff_info(env);
+    let h = handoff_info(env.v.family);
     let cmd = one_shot(env, |cmd| {
         for im in images.iter().flat_map(|f| f.images) {
             ok(unsafe { vkcuda_image_cmd_release_to_cuda(im, cmd, &h, 0) });
@@ -200,7 +180,7 @@ fn ring(
     frames: usize,
 ) -> Vec<f64> {
     let done = RawTimeline::new(env);
-    let h = handoff_info(env);
+    let h = handoff_info(env.v.family);
     let sampled = vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL.as_raw();
     let cmds: Vec<vk::CommandBuffer> = images
         .iter()
