@@ -11,8 +11,8 @@
 //! `--quick` runs the Vulkan-only part with few calls (CI smoke test on lavapipe);
 //! `--csv FILE` writes the table as CSV.
 
-#[path = "../tests/common/mod.rs"]
-mod common;
+#[path = "../tests/support/mod.rs"]
+mod support;
 
 use std::cell::Cell;
 use std::fmt::Write as _;
@@ -20,20 +20,11 @@ use std::ptr;
 use std::time::Instant;
 
 use ash::vk;
-use common::*;
 use cudarc::driver::sys as cu;
+use support::cuda::check;
+use support::*;
 
 const BATCH: usize = 64;
-
-#[track_caller]
-fn cuok(r: cu::CUresult) {
-    assert_eq!(r, cu::CUresult::CUDA_SUCCESS);
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
 
 #[derive(Default)]
 struct Table {
@@ -593,9 +584,9 @@ fn semaphore_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
     let v = Vk::new(ctx);
     let mut cinfo: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
     ok(unsafe { vkcuda_context_get_cuda_info(ctx, &mut cinfo) });
-    cuok(unsafe { cu::cuCtxPushCurrent_v2(cinfo.cuda_context.cast()) });
+    check(unsafe { cu::cuCtxPushCurrent_v2(cinfo.cuda_context.cast()) });
     let mut stream = ptr::null_mut();
-    cuok(unsafe { cu::cuStreamCreate(&mut stream, 1) });
+    check(unsafe { cu::cuStreamCreate(&mut stream, 1) });
     let sem = create_semaphore(ctx, 0, 0);
     let mut vk_sem = vk::Semaphore::null();
     ok(unsafe { vkcuda_semaphore_get_vk_semaphore(sem, &mut vk_sem) });
@@ -610,8 +601,8 @@ fn semaphore_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
         reserved: [0; 16],
     };
     let mut raw_sem = ptr::null_mut();
-    cuok(unsafe { cu::cuImportExternalSemaphore(&mut raw_sem, &desc) });
-    let sync = || cuok(unsafe { cu::cuStreamSynchronize(stream) });
+    check(unsafe { cu::cuImportExternalSemaphore(&mut raw_sem, &desc) });
+    let sync = || check(unsafe { cu::cuStreamSynchronize(stream) });
 
     let next = || {
         let mut v = 0u64;
@@ -677,7 +668,7 @@ fn semaphore_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
         |_| {
             let mut p: cu::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS = unsafe { std::mem::zeroed() };
             p.params.fence.value = bump();
-            cuok(unsafe { cu::cuSignalExternalSemaphoresAsync(&raw_sem, &p, 1, stream) });
+            check(unsafe { cu::cuSignalExternalSemaphoresAsync(&raw_sem, &p, 1, stream) });
         },
         sync,
     );
@@ -697,7 +688,7 @@ fn semaphore_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
         |_| {
             let mut p: cu::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS = unsafe { std::mem::zeroed() };
             p.params.fence.value = reached;
-            cuok(unsafe { cu::cuWaitExternalSemaphoresAsync(&raw_sem, &p, 1, stream) });
+            check(unsafe { cu::cuWaitExternalSemaphoresAsync(&raw_sem, &p, 1, stream) });
         },
         sync,
     );
@@ -710,14 +701,14 @@ fn semaphore_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
 
     // The graph value setter vs cuGraphExecExternalSemaphoresSignalNodeSetParams.
     let mut graph = ptr::null_mut();
-    cuok(unsafe { cu::cuGraphCreate(&mut graph, 0) });
+    check(unsafe { cu::cuGraphCreate(&mut graph, 0) });
     let mut node = ptr::null_mut();
     value.set(next());
     ok(unsafe {
         vkcuda_semaphore_cuda_graph_add_signal(sem, graph.cast(), ptr::null(), 0, bump(), &mut node)
     });
     let mut exec = ptr::null_mut();
-    cuok(unsafe { cu::cuGraphInstantiateWithFlags(&mut exec, graph, 0) });
+    check(unsafe { cu::cuGraphInstantiateWithFlags(&mut exec, graph, 0) });
     let (l, r) = compare(
         rounds,
         |_| {
@@ -734,7 +725,7 @@ fn semaphore_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
                 paramsArray: &p,
                 numExtSems: 1,
             };
-            cuok(unsafe {
+            check(unsafe {
                 cu::cuGraphExecExternalSemaphoresSignalNodeSetParams(exec, node.cast(), &params)
             });
         },
@@ -750,7 +741,7 @@ fn semaphore_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
     // made of these): the liveness lookup, the current context, the stream's
     // context, its capture status, the counter read of the value contract.
     let mut probe: cu::CUdeviceptr = 0;
-    cuok(unsafe { cu::cuMemAlloc_v2(&mut probe, 256) });
+    check(unsafe { cu::cuMemAlloc_v2(&mut probe, 256) });
     let calls: [(&str, &dyn Fn()); 5] = [
         ("cuPointerGetAttribute(BUFFER_ID) (liveness)", &|| {
             let mut id = 0u64;
@@ -789,13 +780,13 @@ fn semaphore_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
     unsafe { cu::cuMemFree_v2(probe) };
     sync();
     unsafe {
-        cuok(cu::cuGraphExecDestroy(exec));
-        cuok(cu::cuGraphDestroy(graph));
-        cuok(cu::cuDestroyExternalSemaphore(raw_sem));
+        check(cu::cuGraphExecDestroy(exec));
+        check(cu::cuGraphDestroy(graph));
+        check(cu::cuDestroyExternalSemaphore(raw_sem));
         vkcuda_semaphore_destroy(sem);
-        cuok(cu::cuStreamDestroy_v2(stream));
+        check(cu::cuStreamDestroy_v2(stream));
         let mut p = ptr::null_mut();
-        cuok(cu::cuCtxPopCurrent_v2(&mut p));
+        check(cu::cuCtxPopCurrent_v2(&mut p));
     }
     drop(v);
 }

@@ -9,9 +9,9 @@
 //! semaphore values (spinning on vkGetSemaphoreCounterValue) or fences; every
 //! figure is a median over many repetitions, with the 99th percentile beside it.
 
-#[path = "../tests/common/mod.rs"]
-mod common;
 mod planar;
+#[path = "../tests/support/mod.rs"]
+mod support;
 
 use std::ffi::c_void;
 use std::fmt::Write as _;
@@ -19,8 +19,9 @@ use std::ptr;
 use std::time::{Duration, Instant};
 
 use ash::vk;
-use common::*;
 use cudarc::driver::sys as cu;
+use support::cuda::{check, Cuda};
+use support::*;
 
 const TINY_PTX: &str = "
 .version 7.0
@@ -38,16 +39,6 @@ const TINY_PTX: &str = "
     ret;
 }
 \0";
-
-#[track_caller]
-fn cuok(r: cu::CUresult) {
-    assert_eq!(r, cu::CUresult::CUDA_SUCCESS);
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
 
 fn p99(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -101,32 +92,20 @@ struct Env {
 impl Env {
     fn new(ctx: *mut vkcuda_context) -> Env {
         let v = Vk::new(ctx);
-        let mut info: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
-        ok(unsafe { vkcuda_context_get_cuda_info(ctx, &mut info) });
-        let cuctx: cu::CUcontext = info.cuda_context.cast();
-        cuok(unsafe { cu::cuCtxPushCurrent_v2(cuctx) });
+        let cuctx = Cuda::of(ctx).0;
+        check(unsafe { cu::cuCtxPushCurrent_v2(cuctx) });
         let mut stream = ptr::null_mut();
-        cuok(unsafe { cu::cuStreamCreate(&mut stream, 1) });
+        check(unsafe { cu::cuStreamCreate(&mut stream, 1) });
         let mut module = ptr::null_mut();
-        cuok(unsafe { cu::cuModuleLoadData(&mut module, TINY_PTX.as_ptr().cast()) });
+        check(unsafe { cu::cuModuleLoadData(&mut module, TINY_PTX.as_ptr().cast()) });
         let mut tiny = ptr::null_mut();
-        cuok(unsafe { cu::cuModuleGetFunction(&mut tiny, module, c"tiny".as_ptr()) });
+        check(unsafe { cu::cuModuleGetFunction(&mut tiny, module, c"tiny".as_ptr()) });
         let mut word = 0;
-        cuok(unsafe { cu::cuMemAlloc_v2(&mut word, 256) });
+        check(unsafe { cu::cuMemAlloc_v2(&mut word, 256) });
         let sem_fd = ash::khr::external_semaphore_fd::Device::new(&v.instance, &v.device);
         let mem_fd = ash::khr::external_memory_fd::Device::new(&v.instance, &v.device);
-        let empty = unsafe {
-            v.device.allocate_command_buffers(
-                &vk::CommandBufferAllocateInfo::default()
-                    .command_pool(v.pool)
-                    .command_buffer_count(1),
-            )
-        }
-        .unwrap()[0];
+        let empty = v.command_buffer();
         unsafe {
-            v.device
-                .begin_command_buffer(empty, &vk::CommandBufferBeginInfo::default())
-                .unwrap();
             v.device.end_command_buffer(empty).unwrap();
         }
         Env {
@@ -144,7 +123,7 @@ impl Env {
     fn launch_tiny(&self) {
         let mut p = self.word;
         let mut args = [&mut p as *mut u64 as *mut c_void];
-        cuok(unsafe {
+        check(unsafe {
             cu::cuLaunchKernel(
                 self.tiny,
                 1,
@@ -159,32 +138,6 @@ impl Env {
                 ptr::null_mut(),
             )
         });
-    }
-
-    /// An empty submit that waits and/or signals timeline values.
-    fn submit(
-        &self,
-        waits: &[(vk::Semaphore, u64)],
-        signals: &[(vk::Semaphore, u64)],
-        cmd: vk::CommandBuffer,
-        fence: vk::Fence,
-    ) {
-        let ws: Vec<_> = waits.iter().map(|w| w.0).collect();
-        let wv: Vec<_> = waits.iter().map(|w| w.1).collect();
-        let ss: Vec<_> = signals.iter().map(|s| s.0).collect();
-        let sv: Vec<_> = signals.iter().map(|s| s.1).collect();
-        let stages = vec![vk::PipelineStageFlags::ALL_COMMANDS; ws.len()];
-        let mut tl = vk::TimelineSemaphoreSubmitInfo::default()
-            .wait_semaphore_values(&wv)
-            .signal_semaphore_values(&sv);
-        let cmds = [cmd];
-        let info = vk::SubmitInfo::default()
-            .command_buffers(&cmds)
-            .wait_semaphores(&ws)
-            .wait_dst_stage_mask(&stages)
-            .signal_semaphores(&ss)
-            .push_next(&mut tl);
-        unsafe { self.v.device.queue_submit(self.v.queue, &[info], fence) }.unwrap();
     }
 
     fn counter(&self, s: vk::Semaphore) -> u64 {
@@ -204,7 +157,7 @@ impl Env {
 
     fn idle(&self) {
         unsafe { self.v.device.queue_wait_idle(self.v.queue) }.unwrap();
-        cuok(unsafe { cu::cuStreamSynchronize(self.stream) });
+        check(unsafe { cu::cuStreamSynchronize(self.stream) });
     }
 }
 
@@ -287,7 +240,7 @@ impl RawTimeline {
             reserved: [0; 16],
         };
         let mut ext = ptr::null_mut();
-        cuok(unsafe { cu::cuImportExternalSemaphore(&mut ext, &desc) });
+        check(unsafe { cu::cuImportExternalSemaphore(&mut ext, &desc) });
         RawTimeline {
             sem,
             ext,
@@ -303,12 +256,12 @@ impl Timeline for RawTimeline {
     fn cuda_wait(&self, env: &Env, value: u64) {
         let mut p: cu::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS = unsafe { std::mem::zeroed() };
         p.params.fence.value = value;
-        cuok(unsafe { cu::cuWaitExternalSemaphoresAsync(&self.ext, &p, 1, env.stream) });
+        check(unsafe { cu::cuWaitExternalSemaphoresAsync(&self.ext, &p, 1, env.stream) });
     }
     fn cuda_signal(&self, env: &Env, value: u64) {
         let mut p: cu::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS = unsafe { std::mem::zeroed() };
         p.params.fence.value = value;
-        cuok(unsafe { cu::cuSignalExternalSemaphoresAsync(&self.ext, &p, 1, env.stream) });
+        check(unsafe { cu::cuSignalExternalSemaphoresAsync(&self.ext, &p, 1, env.stream) });
     }
 }
 
@@ -331,7 +284,8 @@ fn pingpong(env: &Env, t: &dyn Timeline, rounds: usize) -> Vec<f64> {
     let mut last = Instant::now();
     for r in 0..rounds as u64 {
         let v = base + 2 * r;
-        env.submit(&[(s, v)], &[(s, v + 1)], env.empty, vk::Fence::null());
+        env.v
+            .submit_timeline(&[(s, v)], &[(s, v + 1)], env.empty, vk::Fence::null());
         t.cuda_wait(env, v + 1);
         env.launch_tiny();
         t.cuda_signal(env, v + 2);
@@ -361,8 +315,8 @@ fn no_interop_floor(env: &Env, rounds: usize) -> Vec<f64> {
     for _ in 0..rounds {
         let t0 = Instant::now();
         env.launch_tiny();
-        cuok(unsafe { cu::cuStreamSynchronize(env.stream) });
-        env.submit(&[], &[], env.empty, fence);
+        check(unsafe { cu::cuStreamSynchronize(env.stream) });
+        env.v.submit_timeline(&[], &[], env.empty, fence);
         unsafe {
             env.v
                 .device
@@ -402,7 +356,8 @@ fn one_way(env: &Env, t: &dyn Timeline, done: &RawTimeline, o: OneWay) -> Vec<f6
             env.spin_until(done.vk(), d0 + k - o.in_flight);
         }
         if o.vulkan_to_cuda {
-            env.submit(&[], &[(s, b0 + k)], env.empty, vk::Fence::null());
+            env.v
+                .submit_timeline(&[], &[(s, b0 + k)], env.empty, vk::Fence::null());
             t.cuda_wait(env, b0 + k);
             if o.kernel {
                 env.launch_tiny();
@@ -413,7 +368,7 @@ fn one_way(env: &Env, t: &dyn Timeline, done: &RawTimeline, o: OneWay) -> Vec<f6
                 env.launch_tiny();
             }
             t.cuda_signal(env, b0 + k);
-            env.submit(
+            env.v.submit_timeline(
                 &[(s, b0 + k)],
                 &[(done.vk(), d0 + k)],
                 o.cmd.unwrap_or(env.empty),
@@ -441,7 +396,8 @@ fn host_wait(env: &Env, lib: &LibTimeline, how: &str, rounds: usize) -> Vec<f64>
     for r in 0..rounds as u64 {
         let v = base + 2 * r;
         let t0 = Instant::now();
-        env.submit(&[], &[(s, v + 1)], env.empty, vk::Fence::null());
+        env.v
+            .submit_timeline(&[], &[(s, v + 1)], env.empty, vk::Fence::null());
         lib.cuda_wait(env, v + 1);
         env.launch_tiny();
         lib.cuda_signal(env, v + 2);
@@ -479,25 +435,9 @@ fn zero_copy_handoff(
     // CUDA signal, Vulkan submit that waits and acquires the buffer, host sees it.
     let s = t.vk();
     let base = env.counter(s);
-    let h = vkcuda_handoff_info {
-        flags: 0,
-        queue_family_index: env.v.family,
-        stage_mask: 0,
-        access_mask: 0,
-    };
-    let cmd = unsafe {
-        env.v.device.allocate_command_buffers(
-            &vk::CommandBufferAllocateInfo::default()
-                .command_pool(env.v.pool)
-                .command_buffer_count(1),
-        )
-    }
-    .unwrap()[0];
+    let h = handoff_info(env.v.family);
+    let cmd = env.v.command_buffer();
     unsafe {
-        env.v
-            .device
-            .begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())
-            .unwrap();
         ok(vkcuda_buffer_cmd_acquire_from_cuda(buffer, cmd, &h));
         env.v.device.end_command_buffer(cmd).unwrap();
     }
@@ -506,7 +446,8 @@ fn zero_copy_handoff(
         let v = base + 2 * r;
         let t0 = Instant::now();
         t.cuda_signal(env, v + 1);
-        env.submit(&[(s, v + 1)], &[(s, v + 2)], cmd, vk::Fence::null());
+        env.v
+            .submit_timeline(&[(s, v + 1)], &[(s, v + 2)], cmd, vk::Fence::null());
         env.spin_until(s, v + 2);
         times.push(t0.elapsed().as_secs_f64() * 1e6);
     }
@@ -518,25 +459,9 @@ fn zero_copy_handoff(
 
 /// A command buffer holding the acquire-from-CUDA barrier of `buffer`.
 fn acquire_cmd(env: &Env, buffer: *mut vkcuda_buffer) -> vk::CommandBuffer {
-    let h = vkcuda_handoff_info {
-        flags: 0,
-        queue_family_index: env.v.family,
-        stage_mask: 0,
-        access_mask: 0,
-    };
-    let cmd = unsafe {
-        env.v.device.allocate_command_buffers(
-            &vk::CommandBufferAllocateInfo::default()
-                .command_pool(env.v.pool)
-                .command_buffer_count(1),
-        )
-    }
-    .unwrap()[0];
+    let h = handoff_info(env.v.family);
+    let cmd = env.v.command_buffer();
     unsafe {
-        env.v
-            .device
-            .begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())
-            .unwrap();
         ok(vkcuda_buffer_cmd_acquire_from_cuda(buffer, cmd, &h));
         env.v.device.end_command_buffer(cmd).unwrap();
     }
@@ -564,7 +489,7 @@ fn staging_handoff(
     } == cu::CUresult::CUDA_SUCCESS;
     let mut pinned = ptr::null_mut();
     if !registered {
-        cuok(unsafe { cu::cuMemAllocHost_v2(&mut pinned, size as usize) });
+        check(unsafe { cu::cuMemAllocHost_v2(&mut pinned, size as usize) });
     }
     let fence = unsafe {
         env.v
@@ -572,19 +497,8 @@ fn staging_handoff(
             .create_fence(&vk::FenceCreateInfo::default(), None)
     }
     .unwrap();
-    let cmd = unsafe {
-        env.v.device.allocate_command_buffers(
-            &vk::CommandBufferAllocateInfo::default()
-                .command_pool(env.v.pool)
-                .command_buffer_count(1),
-        )
-    }
-    .unwrap()[0];
+    let cmd = env.v.command_buffer();
     unsafe {
-        env.v
-            .device
-            .begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())
-            .unwrap();
         env.v.device.cmd_copy_buffer(
             cmd,
             staging.buffer,
@@ -597,16 +511,16 @@ fn staging_handoff(
     for _ in 0..rounds {
         let t0 = Instant::now();
         if registered {
-            cuok(unsafe {
+            check(unsafe {
                 cu::cuMemcpyDtoHAsync_v2(staging.ptr.cast(), src, size as usize, env.stream)
             });
-            cuok(unsafe { cu::cuStreamSynchronize(env.stream) });
+            check(unsafe { cu::cuStreamSynchronize(env.stream) });
         } else {
-            cuok(unsafe { cu::cuMemcpyDtoHAsync_v2(pinned, src, size as usize, env.stream) });
-            cuok(unsafe { cu::cuStreamSynchronize(env.stream) });
+            check(unsafe { cu::cuMemcpyDtoHAsync_v2(pinned, src, size as usize, env.stream) });
+            check(unsafe { cu::cuStreamSynchronize(env.stream) });
             unsafe { ptr::copy_nonoverlapping(pinned as *const u8, staging.ptr, size as usize) };
         }
-        env.submit(&[], &[], cmd, fence);
+        env.v.submit_timeline(&[], &[], cmd, fence);
         unsafe {
             env.v
                 .device
@@ -667,15 +581,7 @@ fn raw_exportable_buffer(v: &Vk, size: u64) -> (vk::Buffer, vk::DeviceMemory, u6
     let req = req2.memory_requirements;
     let dedicated = ded.prefers_dedicated_allocation == vk::TRUE
         || ded.requires_dedicated_allocation == vk::TRUE;
-    let props = unsafe { v.instance.get_physical_device_memory_properties(v.physical) };
-    let index = (0..props.memory_type_count)
-        .find(|&i| {
-            req.memory_type_bits & (1 << i) != 0
-                && props.memory_types[i as usize]
-                    .property_flags
-                    .contains(vk::MemoryPropertyFlags::DEVICE_LOCAL)
-        })
-        .unwrap();
+    let index = device_local_type(v, req.memory_type_bits);
     let mut export = vk::ExportMemoryAllocateInfo::default()
         .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
     let mut dinfo = vk::MemoryDedicatedAllocateInfo::default().buffer(buffer);
@@ -716,7 +622,7 @@ fn raw_vulkan_buffer(env: &Env, size: u64) {
         reserved: [0; 16],
     };
     let mut extm = ptr::null_mut();
-    cuok(unsafe { cu::cuImportExternalMemory(&mut extm, &desc) });
+    check(unsafe { cu::cuImportExternalMemory(&mut extm, &desc) });
     let bdesc = cu::CUDA_EXTERNAL_MEMORY_BUFFER_DESC {
         offset: 0,
         size,
@@ -724,7 +630,7 @@ fn raw_vulkan_buffer(env: &Env, size: u64) {
         reserved: [0; 16],
     };
     let mut dptr = 0;
-    cuok(unsafe { cu::cuExternalMemoryGetMappedBuffer(&mut dptr, extm, &bdesc) });
+    check(unsafe { cu::cuExternalMemoryGetMappedBuffer(&mut dptr, extm, &bdesc) });
     unsafe {
         cu::cuMemFree_v2(dptr);
         cu::cuDestroyExternalMemory(extm);
@@ -743,7 +649,7 @@ fn raw_cuda_buffer(env: &Env, size: u64) {
     prop.location.type_ = cu::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
     prop.location.id = 0;
     let mut gran = 0usize;
-    cuok(unsafe {
+    check(unsafe {
         cu::cuMemGetAllocationGranularity(
             &mut gran,
             &prop,
@@ -752,17 +658,17 @@ fn raw_cuda_buffer(env: &Env, size: u64) {
     });
     let rounded = (size as usize).next_multiple_of(gran);
     let mut handle = 0;
-    cuok(unsafe { cu::cuMemCreate(&mut handle, rounded, &prop, 0) });
+    check(unsafe { cu::cuMemCreate(&mut handle, rounded, &prop, 0) });
     let mut dptr = 0;
-    cuok(unsafe { cu::cuMemAddressReserve(&mut dptr, rounded, gran, 0, 0) });
-    cuok(unsafe { cu::cuMemMap(dptr, rounded, 0, handle, 0) });
+    check(unsafe { cu::cuMemAddressReserve(&mut dptr, rounded, gran, 0, 0) });
+    check(unsafe { cu::cuMemMap(dptr, rounded, 0, handle, 0) });
     let access = cu::CUmemAccessDesc {
         location: prop.location,
         flags: cu::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
     };
-    cuok(unsafe { cu::cuMemSetAccess(dptr, rounded, &access, 1) });
+    check(unsafe { cu::cuMemSetAccess(dptr, rounded, &access, 1) });
     let mut fd: i32 = -1;
-    cuok(unsafe {
+    check(unsafe {
         cu::cuMemExportToShareableHandle(
             (&mut fd as *mut i32).cast(),
             handle,
@@ -788,19 +694,7 @@ fn raw_cuda_buffer(env: &Env, size: u64) {
     }
     .unwrap();
     let req = unsafe { d.get_buffer_memory_requirements(buffer) };
-    let props = unsafe {
-        env.v
-            .instance
-            .get_physical_device_memory_properties(env.v.physical)
-    };
-    let index = (0..props.memory_type_count)
-        .find(|&i| {
-            req.memory_type_bits & (1 << i) != 0
-                && props.memory_types[i as usize]
-                    .property_flags
-                    .contains(vk::MemoryPropertyFlags::DEVICE_LOCAL)
-        })
-        .unwrap();
+    let index = device_local_type(&env.v, req.memory_type_bits);
     let mut import = vk::ImportMemoryFdInfoKHR::default()
         .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD)
         .fd(fd);
@@ -1084,7 +978,7 @@ fn gpu(quick: bool, rep: &mut Report) {
     creation(&env, rep, quick);
     drop(lib);
     drop(raw);
-    cuok(unsafe { cu::cuStreamDestroy_v2(env.stream) });
+    check(unsafe { cu::cuStreamDestroy_v2(env.stream) });
     let ctx = env.ctx;
     drop(env);
     unsafe { vkcuda_context_destroy(ctx) };

@@ -77,10 +77,10 @@ struct Pitched {
 impl Pitched {
     fn new() -> Pitched {
         let (mut ptr, mut pitch) = (0, 0);
-        cuok(unsafe {
+        check(unsafe {
             cu::cuMemAllocPitch_v2(&mut ptr, &mut pitch, W as usize, (H + H / 2) as usize, 16)
         });
-        cuok(unsafe { cu::cuMemsetD8_v2(ptr, 0x80, pitch * (H + H / 2) as usize) });
+        check(unsafe { cu::cuMemsetD8_v2(ptr, 0x80, pitch * (H + H / 2) as usize) });
         Pitched { ptr, pitch }
     }
 
@@ -135,7 +135,7 @@ fn raw_copy(env: &Env, src: &Pitched, dst: &Nv12) {
             WidthInBytes: W as usize,
             Height: rows,
         };
-        cuok(unsafe { cu::cuMemcpy2DAsync_v2(&copy, env.stream) });
+        check(unsafe { cu::cuMemcpy2DAsync_v2(&copy, env.stream) });
     }
 }
 
@@ -147,43 +147,23 @@ fn lib_copy(env: &Env, planes: &[vkcuda_pitched_planes; 2], dst: &Nv12) {
 }
 
 fn one_shot(env: &Env, record: impl FnOnce(vk::CommandBuffer)) -> vk::CommandBuffer {
-    let cmd = unsafe {
-        env.v.device.allocate_command_buffers(
-            &vk::CommandBufferAllocateInfo::default()
-                .command_pool(env.v.pool)
-                .command_buffer_count(1),
-        )
-    }
-    .unwrap()[0];
+    let cmd = env.v.command_buffer();
     unsafe {
-        env.v
-            .device
-            .begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())
-            .unwrap();
         record(cmd);
         env.v.device.end_command_buffer(cmd).unwrap();
     }
     cmd
 }
 
-fn handoff_info(env: &Env) -> vkcuda_handoff_info {
-    vkcuda_handoff_info {
-        flags: 0,
-        queue_family_index: env.v.family,
-        stage_mask: 0,
-        access_mask: 0,
-    }
-}
-
 /// Hands new images to CUDA (release from UNDEFINED) and waits.
 fn release_new(env: &Env, images: &[&Nv12]) {
-    let h = handoff_info(env);
+    let h = handoff_info(env.v.family);
     let cmd = one_shot(env, |cmd| {
         for im in images.iter().flat_map(|f| f.images) {
             ok(unsafe { vkcuda_image_cmd_release_to_cuda(im, cmd, &h, 0) });
         }
     });
-    env.submit(&[], &[], cmd, vk::Fence::null());
+    env.v.submit_timeline(&[], &[], cmd, vk::Fence::null());
     env.idle();
     unsafe { env.v.device.free_command_buffers(env.v.pool, &[cmd]) };
 }
@@ -200,7 +180,7 @@ fn ring(
     frames: usize,
 ) -> Vec<f64> {
     let done = RawTimeline::new(env);
-    let h = handoff_info(env);
+    let h = handoff_info(env.v.family);
     let sampled = vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL.as_raw();
     let cmds: Vec<vk::CommandBuffer> = images
         .iter()
@@ -226,7 +206,7 @@ fn ring(
             raw_copy(env, src, &images[i]);
         }
         lib.cuda_signal(env, b0 + k);
-        env.submit(
+        env.v.submit_timeline(
             &[(s, b0 + k)],
             &[(done.vk(), d0 + k)],
             cmds[i],
@@ -248,17 +228,17 @@ fn ring(
 /// GPU time of one frame's per-plane copy, from CUDA events around `n` copies.
 fn copy_gpu_time(env: &Env, src: &Pitched, dst: &Nv12, n: usize) -> f64 {
     let (mut a, mut b) = (ptr::null_mut(), ptr::null_mut());
-    cuok(unsafe { cu::cuEventCreate(&mut a, 0) });
-    cuok(unsafe { cu::cuEventCreate(&mut b, 0) });
+    check(unsafe { cu::cuEventCreate(&mut a, 0) });
+    check(unsafe { cu::cuEventCreate(&mut b, 0) });
     raw_copy(env, src, dst);
-    cuok(unsafe { cu::cuEventRecord(a, env.stream) });
+    check(unsafe { cu::cuEventRecord(a, env.stream) });
     for _ in 0..n {
         raw_copy(env, src, dst);
     }
-    cuok(unsafe { cu::cuEventRecord(b, env.stream) });
-    cuok(unsafe { cu::cuEventSynchronize(b) });
+    check(unsafe { cu::cuEventRecord(b, env.stream) });
+    check(unsafe { cu::cuEventSynchronize(b) });
     let mut ms = 0f32;
-    cuok(unsafe { cu::cuEventElapsedTime_v2(&mut ms, a, b) });
+    check(unsafe { cu::cuEventElapsedTime_v2(&mut ms, a, b) });
     unsafe {
         cu::cuEventDestroy_v2(a);
         cu::cuEventDestroy_v2(b);
@@ -310,7 +290,7 @@ pub fn nv12_4k(env: &Env, lib: &LibTimeline, rep: &mut Report, quick: bool) {
     // The helper against the two raw calls, alternating, 10 frames a sample.
     let batch = 10;
     let iters = if quick { 20 } else { 200 };
-    let sync = || cuok(unsafe { cu::cuStreamSynchronize(env.stream) });
+    let sync = || check(unsafe { cu::cuStreamSynchronize(env.stream) });
     let (mut l, mut r) = time_pair(
         iters,
         || {

@@ -85,7 +85,7 @@ echo "== the Python wheel (python/)"
 VKCUDA_LIBRARY="$top/$out/libvkcuda.so" python3 -m pip wheel -q --no-deps -w "$out/python" ./python
 ls -l "$out"/python/*.whl
 
-# Each test executable as "<kind>-<name>": lib-vkcuda (unit tests), test-gpu, ...
+# Each test executable as "<kind>-<name>": lib-vkcuda (unit tests), test-buffer, ...
 python3 - "$json" "$out/tests" <<'EOF'
 import json, shutil, sys, os
 src, dst = sys.argv[1], sys.argv[2]

@@ -180,7 +180,7 @@ for t in "$bundle"/tests/test-*; do
         env VKCUDA_THREAD_CYCLES=100 VKCUDA_FAULT_CYCLES=100 VKCUDA_GRAPH_LAYER_SEES_A=1 bash -c 'with_vvl run_test "$0" --skip gpu_device_memory_exhausted' "$name"
 done
 
-for name in gpu buffer image semaphore ipc faults threads misuse context graph handoff planar; do
+for name in buffer image semaphore ipc faults threads misuse context graph handoff planar; do
     step --timeout 150 --note san_note --verdict san_verdict --na-if san_na "memcheck:$name" \
         env VKCUDA_THREAD_CYCLES=50 VKCUDA_FAULT_CYCLES=50 VKCUDA_PLANAR_FRAMES=100 bash -c 'sanitizer memcheck "$(test_exe "$0")" --test-threads=1 --include-ignored --skip gpu_device_memory_exhausted --skip gpu_cuda_context_destroyed_first --skip misuse_matrix_with_fake_driver' "$name"
 done

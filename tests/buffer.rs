@@ -1,19 +1,20 @@
-//! Shared buffers on the CPU: the Vulkan half for real on lavapipe (export an fd
+//! Shared buffers. On the CPU: the Vulkan half for real on lavapipe (export an fd
 //! from one VkDevice, import it into a second, data written through one view and
-//! read through the other), and every argument check.
+//! read through the other), and every argument check. On a GPU (`gpu_*`, ignored
+//! without `--include-ignored`): both halves for real, wrapped engine memory,
+//! 1000 cycles, a failed import.
+//!
+//! The tests of this file run one at a time (`serial`): several count the
+//! process's open fds, which another test's contexts and exports would change.
 
-mod common;
-use common::*;
+mod support;
+use support::*;
 
 use std::ptr;
-use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
 
-/// The tests of this file one at a time: several count the process's open fds,
-/// which another test's contexts and exports would change under them.
-fn serial() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
+use ash::vk;
+use support::cuda::Cuda;
 
 fn create_info(size: u64, allocator: i32, usage: u32) -> vkcuda_buffer_create_info {
     vkcuda_buffer_create_info {
@@ -583,4 +584,359 @@ fn validation_layer_canary() {
     vk.destroy_host_buffer(b);
     drop(vk);
     unsafe { vkcuda_context_destroy(ctx) };
+}
+
+// ---------------------------------------------------------------------------------
+// GPU: both halves for real, CUDA writing and reading with driver-API copies.
+
+fn mismatches(data: &[u8], seed: u32) -> usize {
+    data.iter()
+        .enumerate()
+        .filter(|(i, &x)| x != pattern(*i, seed))
+        .count()
+}
+
+fn both_directions(ctx: *mut vkcuda_context, v: &Vk, cuda: &Cuda, size: u64, allocator: i32) {
+    let b = create_buffer(ctx, size, allocator);
+    let info = buffer_info(b);
+    assert_eq!(info.size, size);
+    assert_ne!(info.cuda_pointer, 0);
+    assert!(info.allocation_size >= size);
+    let seed = size as u32 ^ allocator as u32;
+    let host = v.host_buffer(size);
+
+    // CUDA writes, Vulkan reads.
+    let data: Vec<u8> = (0..size as usize).map(|i| pattern(i, seed)).collect();
+    cuda.write(info.cuda_pointer, &data);
+    host.bytes().fill(0);
+    let h = handoff_info(v.family);
+    v.run(|cmd| unsafe {
+        ok(vkcuda_buffer_cmd_acquire_from_cuda(b, cmd, &h));
+        v.device.cmd_copy_buffer(
+            cmd,
+            info.buffer,
+            host.buffer,
+            &[vk::BufferCopy::default().size(size)],
+        );
+    });
+    let bad = mismatches(host.bytes(), seed);
+    assert_eq!(
+        bad, 0,
+        "CUDA->Vulkan, allocator {allocator}, {size} bytes: {bad} differ"
+    );
+
+    // Vulkan writes, CUDA reads.
+    for (i, x) in host.bytes().iter_mut().enumerate() {
+        *x = pattern(i, seed + 7);
+    }
+    v.run(|cmd| unsafe {
+        v.device.cmd_copy_buffer(
+            cmd,
+            host.buffer,
+            info.buffer,
+            &[vk::BufferCopy::default().size(size)],
+        );
+        ok(vkcuda_buffer_cmd_release_to_cuda(b, cmd, &h));
+    });
+    let back = cuda.read(info.cuda_pointer, size as usize);
+    let bad = mismatches(&back, seed + 7);
+    assert_eq!(
+        bad, 0,
+        "Vulkan->CUDA, allocator {allocator}, {size} bytes: {bad} differ"
+    );
+    println!(
+        "allocator {allocator}: {size} bytes (allocation {}, dedicated {}) checked both ways",
+        info.allocation_size, info.dedicated
+    );
+    v.destroy_host_buffer(host);
+    unsafe { vkcuda_buffer_destroy(b) };
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+fn gpu_buffers_both_directions() {
+    let _g = serial();
+    let Some(ctx) = cuda_context_or_skip("gpu_buffers_both_directions") else {
+        return;
+    };
+    let v = Vk::new(ctx);
+    let cuda = Cuda::of(ctx);
+    for size in [4u64, (1 << 20) + 1, 64 << 20, 1 << 30] {
+        for allocator in [1, 0] {
+            both_directions(ctx, &v, &cuda, size, allocator);
+        }
+    }
+    drop(v);
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
+/// The engine's own exportable allocation holding two buffers; the second is wrapped.
+struct EngineAllocation {
+    memory: vk::DeviceMemory,
+    buffers: [vk::Buffer; 2],
+    offset: u64,
+    allocation_size: u64,
+}
+
+fn engine_allocation(v: &Vk, each: u64) -> EngineAllocation {
+    let mk = || {
+        let mut ext = vk::ExternalMemoryBufferCreateInfo::default()
+            .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+        unsafe {
+            v.device.create_buffer(
+                &vk::BufferCreateInfo::default()
+                    .size(each)
+                    .usage(vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST)
+                    .push_next(&mut ext),
+                None,
+            )
+        }
+        .unwrap()
+    };
+    let buffers = [mk(), mk()];
+    let req = unsafe { v.device.get_buffer_memory_requirements(buffers[0]) };
+    let offset = req.size.next_multiple_of(req.alignment);
+    let allocation_size = offset + req.size;
+    let props = unsafe { v.instance.get_physical_device_memory_properties(v.physical) };
+    let index = (0..props.memory_type_count)
+        .find(|&i| {
+            req.memory_type_bits & (1 << i) != 0
+                && props.memory_types[i as usize]
+                    .property_flags
+                    .contains(vk::MemoryPropertyFlags::DEVICE_LOCAL)
+        })
+        .unwrap();
+    let mut export = vk::ExportMemoryAllocateInfo::default()
+        .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+    let memory = unsafe {
+        v.device.allocate_memory(
+            &vk::MemoryAllocateInfo::default()
+                .allocation_size(allocation_size)
+                .memory_type_index(index)
+                .push_next(&mut export),
+            None,
+        )
+    }
+    .unwrap();
+    unsafe {
+        v.device.bind_buffer_memory(buffers[0], memory, 0).unwrap();
+        v.device
+            .bind_buffer_memory(buffers[1], memory, offset)
+            .unwrap();
+    }
+    EngineAllocation {
+        memory,
+        buffers,
+        offset,
+        allocation_size,
+    }
+}
+
+fn free_engine_allocation(v: &Vk, a: EngineAllocation) {
+    unsafe {
+        v.device.destroy_buffer(a.buffers[0], None);
+        v.device.destroy_buffer(a.buffers[1], None);
+        v.device.free_memory(a.memory, None);
+    }
+}
+
+fn wrap(ctx: *const vkcuda_context, a: &EngineAllocation, size: u64) -> *mut vkcuda_buffer {
+    let info = vkcuda_buffer_wrap_info {
+        flags: 0,
+        buffer: a.buffers[1],
+        memory: a.memory,
+        allocation_size: a.allocation_size,
+        offset: a.offset,
+        size,
+        dedicated: 0,
+        export_handle_types: vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD.as_raw(),
+    };
+    let mut b = ptr::null_mut();
+    ok(unsafe { vkcuda_buffer_wrap(ctx, &info, &mut b) });
+    b
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+fn gpu_wrap_engine_memory() {
+    let _g = serial();
+    let Some(ctx) = cuda_context_or_skip("gpu_wrap_engine_memory") else {
+        return;
+    };
+    let v = Vk::new(ctx);
+    let cuda = Cuda::of(ctx);
+    let size = (3 << 20) + 5;
+    let a = engine_allocation(&v, size);
+    let b = wrap(ctx, &a, size);
+    let info = buffer_info(b);
+    assert_eq!(info.wrapped, 1);
+    assert_eq!(info.buffer, a.buffers[1]);
+    assert_eq!(info.offset, a.offset);
+    let data: Vec<u8> = (0..size as usize).map(|i| pattern(i, 99)).collect();
+    cuda.write(info.cuda_pointer, &data);
+    let host = v.host_buffer(size);
+    v.copy(a.buffers[1], host.buffer, size);
+    assert_eq!(
+        mismatches(host.bytes(), 99),
+        0,
+        "CUDA wrote through the wrapped view at offset {}",
+        a.offset
+    );
+    // The first buffer of the allocation was not touched by CUDA's write.
+    let zero = vec![0u8; 4096];
+    host.bytes()[..4096].copy_from_slice(&zero);
+    // A wrapped memory with a size larger than the allocation is refused.
+    let bad = vkcuda_buffer_wrap_info {
+        flags: 0,
+        buffer: a.buffers[1],
+        memory: a.memory,
+        allocation_size: a.allocation_size,
+        offset: a.offset,
+        size: a.allocation_size,
+        dedicated: 0,
+        export_handle_types: vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD.as_raw(),
+    };
+    let mut out = ptr::null_mut();
+    fails(
+        unsafe { vkcuda_buffer_wrap(ctx, &bad, &mut out) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    // What NVIDIA's opaque fds tell about their size (informational).
+    let mut fd = -1;
+    ok(unsafe { vkcuda_buffer_export_fd(b, &mut fd) });
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    unsafe { libc::fstat(fd, &mut st) };
+    println!(
+        "NVIDIA OPAQUE_FD: st_size {} st_mode {:o} lseek-end {}",
+        st.st_size,
+        st.st_mode,
+        unsafe { libc::lseek(fd, 0, libc::SEEK_END) }
+    );
+    unsafe { libc::close(fd) };
+    v.destroy_host_buffer(host);
+    unsafe { vkcuda_buffer_destroy(b) };
+    free_engine_allocation(&v, a);
+    drop(v);
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+fn gpu_thousand_cycles_do_not_grow() {
+    let _g = serial();
+    let Some(ctx) = cuda_context_or_skip("gpu_thousand_cycles_do_not_grow") else {
+        return;
+    };
+    let v = Vk::new(ctx);
+    let cuda = Cuda::of(ctx);
+    let a = engine_allocation(&v, 1 << 20);
+    // Warm up each path once (lazy driver state).
+    for alloc in [0, 1] {
+        unsafe { vkcuda_buffer_destroy(create_buffer(ctx, 1 << 20, alloc)) };
+    }
+    unsafe { vkcuda_buffer_destroy(wrap(ctx, &a, 1 << 20)) };
+    let (fds, free, objs) = (fd_count(), cuda.free_memory(), live_objects());
+    let start = Instant::now();
+    for _ in 0..1000 {
+        for alloc in [0, 1] {
+            let b = create_buffer(ctx, 1 << 20, alloc);
+            let mut fd = -1;
+            ok(unsafe { vkcuda_buffer_export_fd(b, &mut fd) });
+            unsafe { libc::close(fd) };
+            unsafe { vkcuda_buffer_destroy(b) };
+        }
+        unsafe { vkcuda_buffer_destroy(wrap(ctx, &a, 1 << 20)) };
+    }
+    let (fds2, free2, objs2) = (fd_count(), cuda.free_memory(), live_objects());
+    println!(
+        "1000 x (Vulkan, CUDA, wrapped) create/export/destroy in {:?}: fds {fds} -> {fds2}, \
+         CUDA free {free} -> {free2}, live vk buffers {} -> {}, vk memories {} -> {}, cuda allocations {} -> {}, \
+         cuda imports {} -> {}",
+        start.elapsed(),
+        objs.vk_buffers,
+        objs2.vk_buffers,
+        objs.vk_memories,
+        objs2.vk_memories,
+        objs.cuda_allocations,
+        objs2.cuda_allocations,
+        objs.cuda_external_memories,
+        objs2.cuda_external_memories
+    );
+    assert_eq!(fds, fds2, "open fds");
+    assert!(
+        free2 + (4 << 20) >= free,
+        "CUDA free memory went down by {}",
+        free - free2
+    );
+    assert_eq!(objs.vk_buffers, objs2.vk_buffers);
+    assert_eq!(objs.vk_memories, objs2.vk_memories);
+    assert_eq!(objs.cuda_allocations, objs2.cuda_allocations);
+    assert_eq!(objs.cuda_external_memories, objs2.cuda_external_memories);
+    free_engine_allocation(&v, a);
+    drop(v);
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
+/// A failed import (an allocation size larger than the memory object) must leave
+/// the library, the device and the exported memory usable.
+#[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+fn gpu_failed_imports_leave_the_library_usable() {
+    let _g = serial();
+    let Some(ctx) = cuda_context_or_skip("gpu_failed_imports_leave_the_library_usable") else {
+        return;
+    };
+    let b = create_buffer(ctx, 65536, 0);
+    let info = buffer_info(b);
+    let import = |fd: i32, allocation_size: u64| {
+        let ii = vkcuda_buffer_import_info {
+            allocator: vkcuda_allocator_raw(0),
+            allocation_size,
+            offset: 0,
+            ..buffer_import_info(&info)
+        };
+        let mut out = ptr::null_mut();
+        let r = unsafe { vkcuda_buffer_import_fd(ctx, &ii, fd, &mut out) };
+        println!(
+            "  import of fd {fd} with allocation_size {allocation_size}: {r:?} {}",
+            last_error()
+        );
+        if r == VKCUDA_SUCCESS {
+            unsafe { vkcuda_buffer_destroy(out) };
+        }
+        r
+    };
+    let mut fd = -1;
+    ok(unsafe { vkcuda_buffer_export_fd(b, &mut fd) });
+    let r1 = import(fd, info.allocation_size * 2);
+    let mut fresh = ptr::null_mut();
+    let bi = buffer_create_info(65536, 0);
+    let r2 = unsafe { vkcuda_buffer_create(ctx, &bi, &mut fresh) };
+    println!(
+        "  a new buffer after the failed import: {r2:?} {}",
+        last_error()
+    );
+    let mut fd2 = -1;
+    ok(unsafe { vkcuda_buffer_export_fd(b, &mut fd2) });
+    let r3 = import(fd2, info.allocation_size);
+    let r4 = import(fd, info.allocation_size);
+    let other = cuda_context_or_skip("second context").unwrap();
+    let mut in_other = ptr::null_mut();
+    let r5 = unsafe { vkcuda_buffer_create(other, &bi, &mut in_other) };
+    println!("  a buffer in a new context: {r5:?} {}", last_error());
+    println!("failed import: {r1:?}; afterwards: new buffer {r2:?}, import of a new fd {r3:?}, of the same fd {r4:?}, new context {r5:?}");
+    unsafe {
+        if r4 != VKCUDA_SUCCESS {
+            libc::close(fd);
+        }
+        vkcuda_buffer_destroy(fresh);
+        vkcuda_buffer_destroy(in_other);
+        vkcuda_buffer_destroy(b);
+        vkcuda_context_destroy(other);
+        vkcuda_context_destroy(ctx);
+    }
+    assert_ne!(r1, VKCUDA_SUCCESS);
+    assert_eq!(r2, VKCUDA_SUCCESS, "a new buffer after a failed import");
+    assert_eq!(r3, VKCUDA_SUCCESS, "importing a new fd of the same memory");
+    assert_eq!(r5, VKCUDA_SUCCESS, "a buffer in a new context");
 }

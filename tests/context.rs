@@ -1,8 +1,9 @@
 //! Device pairing and the context, on whatever Vulkan this machine has (lavapipe in
-//! CI). CUDA-less behaviour is tested for real where no CUDA driver exists.
+//! CI). CUDA-less behaviour is tested for real where no CUDA driver exists; on a GPU
+//! (`gpu_*`, ignored without `--include-ignored`) the pairing with CUDA for real.
 
-mod common;
-use common::*;
+mod support;
+use support::*;
 
 use std::ffi::CStr;
 use std::ptr;
@@ -325,4 +326,76 @@ fn engine_device_with_the_extension_shares_buffers() {
     unsafe { libc::close(fd) };
     unsafe { vkcuda_buffer_destroy(b) };
     unsafe { vkcuda_context_destroy(ctx) };
+}
+
+// ---------------------------------------------------------------------------------
+// GPU: the pairing with CUDA for real.
+
+#[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+fn gpu_context_pairs_by_uuid() {
+    let Some(ctx) = cuda_context_or_skip("gpu_context_pairs_by_uuid") else {
+        return;
+    };
+    let mut c: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_context_get_cuda_info(ctx, &mut c) });
+    let s = device_support(ctx);
+    assert_eq!(
+        c.device_uuid, s.device_uuid,
+        "the CUDA device has the Vulkan device's UUID"
+    );
+    assert_eq!(c.primary, 1);
+    assert_eq!(s.supported, 1, "full interop support");
+    println!(
+        "standalone: CUDA device {} uuid {:02x?} primary context {:p}",
+        c.device_ordinal, c.device_uuid, c.cuda_context
+    );
+
+    // Engine style: the test makes its own instance and device, as an engine would.
+    let e = EngineDevice::new(
+        &[
+            ash::khr::external_memory_fd::NAME,
+            ash::khr::external_semaphore_fd::NAME,
+        ],
+        |i, p| {
+            let mut id = vk::PhysicalDeviceIDProperties::default();
+            let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut id);
+            unsafe { i.get_physical_device_properties2(p, &mut p2) };
+            id.device_uuid == c.device_uuid
+        },
+    );
+    let info = e.create_info(0);
+    let mut ectx = ptr::null_mut();
+    ok(unsafe { vkcuda_context_create(&info, &mut ectx) });
+    let mut ec: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_context_get_cuda_info(ectx, &mut ec) });
+    assert_eq!(ec.device_uuid, c.device_uuid);
+    assert_eq!(
+        ec.cuda_context, c.cuda_context,
+        "both use the device's primary context"
+    );
+    println!(
+        "engine-style context paired with CUDA device {}",
+        ec.device_ordinal
+    );
+    // With the caller's own CUcontext.
+    let mut info = e.create_info(0);
+    info.cuda_context = c.cuda_context;
+    let mut bctx = ptr::null_mut();
+    ok(unsafe { vkcuda_context_create(&info, &mut bctx) });
+    let mut bc: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_context_get_cuda_info(bctx, &mut bc) });
+    assert_eq!(
+        bc.primary, 0,
+        "a context passed in is borrowed, not the library's primary retain"
+    );
+    // A buffer on the engine context works both ways.
+    let b = create_buffer(ectx, 4096, 1);
+    assert_ne!(buffer_info(b).cuda_pointer, 0);
+    unsafe {
+        vkcuda_buffer_destroy(b);
+        vkcuda_context_destroy(bctx);
+        vkcuda_context_destroy(ectx);
+        vkcuda_context_destroy(ctx);
+    }
 }

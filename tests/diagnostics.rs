@@ -11,14 +11,14 @@
 //! - a memfd whose driver header is forged (data past the end of the file, a
 //!   mapping larger than the file, unsealed) is refused before the driver maps it.
 
-mod common;
+mod support;
 
 use std::ffi::CString;
 use std::os::fd::RawFd;
 use std::ptr;
 
 use ash::vk;
-use common::*;
+use support::*;
 
 fn buffer_fd(buf: *const vkcuda_buffer) -> RawFd {
     let mut fd = -1;
@@ -192,17 +192,9 @@ fn cuda_array_flags_are_zero_without_a_cuda_view() {
     let _s = serial();
     let ctx = vulkan_only_context();
     let info = vkcuda_image_create_info {
-        flags: 0,
-        image_type: vkcuda_image_type_raw(0),
-        format: vk::Format::R8G8B8A8_UNORM.as_raw(),
-        extent: vk::Extent3D {
-            width: 16,
-            height: 16,
-            depth: 1,
-        },
         mip_levels: 1,
         array_layers: 1,
-        usage: 0,
+        ..image_desc(0, vk::Format::R8G8B8A8_UNORM, 16, 16, 1)
     };
     let mut im = ptr::null_mut();
     ok(unsafe { vkcuda_image_create(ctx, &info, &mut im) });

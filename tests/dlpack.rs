@@ -9,14 +9,14 @@
 //! Vulkan uses, so the data checks are real. On a GPU the same checks run with the
 //! real driver (reading and writing with cuMemcpy).
 
-mod common;
-use common::*;
+mod support;
+use support::*;
 
 use std::ffi::c_void;
 use std::ptr;
 
-use cudarc::driver::sys as cu;
 use dlpack_rs::ffi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
+use support::cuda::Cuda;
 
 fn spec(code: u8, bits: u8, shape: &[i64], offset: u64, flags: u32) -> vkcuda_dlpack_info {
     let mut s = [0i64; 8];
@@ -193,31 +193,12 @@ impl Io for HostIo {
     }
 }
 
-struct CudaIo(cu::CUcontext);
-impl CudaIo {
-    fn of(ctx: *const vkcuda_context) -> CudaIo {
-        let mut info: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
-        ok(unsafe { vkcuda_context_get_cuda_info(ctx, &mut info) });
-        CudaIo(info.cuda_context.cast())
-    }
-    fn run(&self, f: impl FnOnce() -> cu::CUresult) {
-        unsafe {
-            assert_eq!(cu::cuCtxPushCurrent_v2(self.0), cu::CUresult::CUDA_SUCCESS);
-            assert_eq!(f(), cu::CUresult::CUDA_SUCCESS);
-            assert_eq!(cu::cuCtxSynchronize(), cu::CUresult::CUDA_SUCCESS);
-            let mut c = ptr::null_mut();
-            cu::cuCtxPopCurrent_v2(&mut c);
-        }
-    }
-}
-impl Io for CudaIo {
+impl Io for Cuda {
     fn read(&self, ptr: u64, len: usize) -> Vec<u8> {
-        let mut v = vec![0u8; len];
-        self.run(|| unsafe { cu::cuMemcpyDtoH_v2(v.as_mut_ptr().cast(), ptr, len) });
-        v
+        Cuda::read(self, ptr, len)
     }
     fn write(&self, ptr: u64, data: &[u8]) {
-        self.run(|| unsafe { cu::cuMemcpyHtoD_v2(ptr, data.as_ptr().cast(), data.len()) });
+        Cuda::write(self, ptr, data)
     }
 }
 
@@ -463,34 +444,11 @@ fn ten_thousand_cycles(ctx: *mut vkcuda_context) {
 // ---------------------------------------------------------------------------------
 // The fake driver paired with lavapipe, in a child process.
 
-/// Set in the child processes: the `child_*` tests do nothing without it (run with
-/// `--include-ignored`, they would otherwise test whatever driver this machine has).
-const CHILD_ENV: &str = "VKCUDA_DLPACK_FAKE_CHILD";
-
-/// Whether this process is a child of one of the tests; prints why not.
-fn in_child(case: &str) -> bool {
-    let child = std::env::var_os(CHILD_ENV).is_some();
-    if !child {
-        println!("{case}: not started by its parent test (no {CHILD_ENV}): nothing to do");
-    }
-    child
-}
-
 /// The UUID of the device a Vulkan-only standalone context picks, if its memory
 /// fds are memfds the fake driver can map (lavapipe's).
 fn lavapipe_uuid() -> Option<String> {
     let ctx = vulkan_only_context();
-    let mut h: vkcuda_vulkan_handles = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_context_get_vulkan_handles(ctx, &mut h) });
-    let mut s: vkcuda_physical_device_support = unsafe { std::mem::zeroed() };
-    ok(unsafe {
-        vkcuda_physical_device_query(
-            h.instance,
-            h.physical_device,
-            h.get_instance_proc_addr,
-            &mut s,
-        )
-    });
+    let s = device_support(ctx);
     let name = unsafe { std::ffi::CStr::from_ptr(s.device_name.as_ptr()) }
         .to_string_lossy()
         .into_owned();
@@ -499,7 +457,7 @@ fn lavapipe_uuid() -> Option<String> {
         println!("SKIPPED: the Vulkan device is {name}, not lavapipe: the fake driver maps only lavapipe's memfds (the GPU test covers this device)");
         return None;
     }
-    Some(s.device_uuid.iter().map(|b| format!("{b:02x}")).collect())
+    Some(uuid_hex(&s.device_uuid))
 }
 
 fn run_child(case: &str) {
@@ -624,7 +582,7 @@ fn gpu_dlpack_tensors() {
     let Some(ctx) = cuda_context_or_skip("gpu_dlpack_tensors") else {
         return;
     };
-    let io = CudaIo::of(ctx);
+    let io = Cuda::of(ctx);
     tensor_fields_and_data(ctx, &io);
     wrapped_buffer_tensor(ctx, &io);
     ten_thousand_cycles(ctx);

@@ -4,9 +4,8 @@
 //! expected status, what it saw and its fix. Where a check matches an error of the
 //! library, the doctor's words must be the error's words.
 
-mod common;
-use common::fake_driver::{build, empty_dir, run_child};
-use common::*;
+mod support;
+use support::*;
 
 use std::path::{Path, PathBuf};
 use std::ptr;
@@ -162,7 +161,7 @@ fn icd_manifest_names_a_missing_library() {
     files.extend(working_other_manifests());
     run_child(
         "child_icd_missing_library",
-        &build("doctor-fake-cuda", &[]),
+        &fake_cuda_driver("doctor-fake-cuda", &[]),
         &[
             ("VK_DRIVER_FILES", Some(&join(&files))),
             ("VKCUDA_TEST_DIR", Some(dir.to_str().unwrap())),
@@ -173,7 +172,7 @@ fn icd_manifest_names_a_missing_library() {
 #[test]
 #[ignore = "runs in a child process of icd_manifest_names_a_missing_library"]
 fn child_icd_missing_library() {
-    if !common::fake_driver::in_child("child_icd_missing_library") {
+    if !in_child("child_icd_missing_library") {
         return;
     }
     let dir = PathBuf::from(std::env::var("VKCUDA_TEST_DIR").unwrap());
@@ -227,7 +226,7 @@ fn icd_none_from_nvidia() {
     let files = working_other_manifests();
     run_child(
         "child_no_nvidia_icd",
-        &build("doctor-fake-cuda", &[]),
+        &fake_cuda_driver("doctor-fake-cuda", &[]),
         &[
             // An empty VK_DRIVER_FILES would mean "unset": name a directory without manifests.
             (
@@ -249,7 +248,7 @@ fn icd_none_from_nvidia() {
 #[test]
 #[ignore = "runs in a child process of icd_none_from_nvidia"]
 fn child_no_nvidia_icd() {
-    if !common::fake_driver::in_child("child_no_nvidia_icd") {
+    if !in_child("child_no_nvidia_icd") {
         return;
     }
     let d = doctor(None);
@@ -279,7 +278,7 @@ fn icd_older_variable_is_read() {
     let nvidia = manifest(&dir, "nvidia_icd.json", "/nonexistent/libGLX_nvidia.so.0");
     run_child(
         "child_icd_old_variable",
-        &build("doctor-fake-cuda", &[]),
+        &fake_cuda_driver("doctor-fake-cuda", &[]),
         &[
             ("VK_DRIVER_FILES", None),
             ("VK_ICD_FILENAMES", Some(nvidia.to_str().unwrap())),
@@ -291,7 +290,7 @@ fn icd_older_variable_is_read() {
 #[test]
 #[ignore = "runs in a child process of icd_older_variable_is_read"]
 fn child_icd_old_variable() {
-    if !common::fake_driver::in_child("child_icd_old_variable") {
+    if !in_child("child_icd_old_variable") {
         return;
     }
     let dir = PathBuf::from(std::env::var("VKCUDA_TEST_DIR").unwrap());
@@ -324,7 +323,7 @@ fn cuda_driver_absent() {
 #[test]
 #[ignore = "runs in a child process of cuda_driver_absent"]
 fn child_cuda_absent() {
-    if !common::fake_driver::in_child("child_cuda_absent") {
+    if !in_child("child_cuda_absent") {
         return;
     }
     let mut v = 0;
@@ -355,7 +354,7 @@ fn child_cuda_absent() {
 fn cuda_driver_too_old() {
     run_child(
         "child_cuda_too_old",
-        &build("doctor-fake-cuda", &[]),
+        &fake_cuda_driver("doctor-fake-cuda", &[]),
         &[("FAKE_CUDA_VERSION", Some("11010"))],
     );
 }
@@ -363,7 +362,7 @@ fn cuda_driver_too_old() {
 #[test]
 #[ignore = "runs in a child process of cuda_driver_too_old"]
 fn child_cuda_too_old() {
-    if !common::fake_driver::in_child("child_cuda_too_old") {
+    if !in_child("child_cuda_too_old") {
         return;
     }
     let mut v = 0;
@@ -395,7 +394,7 @@ fn child_cuda_too_old() {
 fn cuda_driver_without_a_matching_uuid() {
     run_child(
         "child_no_matching_uuid",
-        &build("doctor-fake-cuda", &[]),
+        &fake_cuda_driver("doctor-fake-cuda", &[]),
         &[("FAKE_CUDA_UUIDS", None), ("CUDA_VISIBLE_DEVICES", None)],
     );
 }
@@ -403,7 +402,7 @@ fn cuda_driver_without_a_matching_uuid() {
 #[test]
 #[ignore = "runs in a child process of cuda_driver_without_a_matching_uuid"]
 fn child_no_matching_uuid() {
-    if !common::fake_driver::in_child("child_no_matching_uuid") {
+    if !in_child("child_no_matching_uuid") {
         return;
     }
     let mut ctx = ptr::null_mut();
@@ -458,7 +457,7 @@ fn child_no_matching_uuid() {
 fn engine_device_without_an_extension() {
     run_child(
         "child_engine_device",
-        &build("doctor-fake-cuda", &[]),
+        &fake_cuda_driver("doctor-fake-cuda", &[]),
         &[("FAKE_CUDA_UUIDS", None), ("CUDA_VISIBLE_DEVICES", None)],
     );
 }
@@ -554,7 +553,7 @@ fn container_child(case: &str, root: &Path, env: &[(&str, Option<&str>)]) {
         all.retain(|(a, _)| a != k);
         all.push((k, *v));
     }
-    run_child(case, &build("doctor-fake-cuda", &[]), &all);
+    run_child(case, &fake_cuda_driver("doctor-fake-cuda", &[]), &all);
 }
 
 #[test]
@@ -578,7 +577,7 @@ fn test_root() -> PathBuf {
 #[test]
 #[ignore = "runs in a child process of container_without_graphics"]
 fn child_container_without_graphics() {
-    if !common::fake_driver::in_child("child_container_without_graphics") {
+    if !in_child("child_container_without_graphics") {
         return;
     }
     let d = doctor(Some(&test_root()));
@@ -643,7 +642,7 @@ fn container_defaults_lack_graphics() {
 #[test]
 #[ignore = "runs in a child process of container_defaults_lack_graphics"]
 fn child_container_default_caps() {
-    if !common::fake_driver::in_child("child_container_default_caps") {
+    if !in_child("child_container_default_caps") {
         return;
     }
     let d = doctor(Some(&test_root()));
@@ -682,7 +681,7 @@ fn container_with_no_gpu() {
 #[test]
 #[ignore = "runs in a child process of container_with_no_gpu"]
 fn child_container_void() {
-    if !common::fake_driver::in_child("child_container_void") {
+    if !in_child("child_container_void") {
         return;
     }
     let d = doctor(Some(&test_root()));
@@ -739,7 +738,7 @@ fn container_set_up_right() {
 #[test]
 #[ignore = "runs in a child process of container_set_up_right"]
 fn child_container_complete() {
-    if !common::fake_driver::in_child("child_container_complete") {
+    if !in_child("child_container_complete") {
         return;
     }
     let root = test_root();
@@ -773,7 +772,7 @@ fn not_in_a_container() {
 #[test]
 #[ignore = "runs in a child process of not_in_a_container"]
 fn child_not_in_a_container() {
-    if !common::fake_driver::in_child("child_not_in_a_container") {
+    if !in_child("child_not_in_a_container") {
         return;
     }
     let d = doctor(Some(&test_root()));
@@ -792,7 +791,7 @@ fn child_not_in_a_container() {
 fn open_file_limit() {
     run_child(
         "child_open_file_limit",
-        &build("doctor-fake-cuda", &[]),
+        &fake_cuda_driver("doctor-fake-cuda", &[]),
         &[],
     );
 }
@@ -810,7 +809,7 @@ fn set_soft_limit(n: u64) {
 #[test]
 #[ignore = "runs in a child process of open_file_limit"]
 fn child_open_file_limit() {
-    if !common::fake_driver::in_child("child_open_file_limit") {
+    if !in_child("child_open_file_limit") {
         return;
     }
     set_soft_limit(64);

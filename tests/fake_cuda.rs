@@ -8,8 +8,8 @@
 //! Each case runs in a child process (the driver is loaded once per process) that
 //! runs one of the ignored tests below.
 
-mod common;
-use common::*;
+mod support;
+use support::*;
 
 use std::path::Path;
 use std::ptr;
@@ -216,17 +216,10 @@ fn vulkan_device0_uuid() -> [u8; 16] {
 const FAKE0: [u8; 16] = [0xab; 16];
 
 fn two_devices_env(visible: Option<&str>) -> Vec<(&'static str, String)> {
-    let uuids = format!(
-        "{},{}",
-        common::fake_driver::uuid_hex(&FAKE0),
-        common::fake_driver::uuid_hex(&vulkan_device0_uuid())
-    );
+    let uuids = format!("{},{}", uuid_hex(&FAKE0), uuid_hex(&vulkan_device0_uuid()));
     let mut env = vec![
         ("FAKE_CUDA_UUIDS", uuids),
-        (
-            "VKCUDA_TEST_VK_UUID",
-            common::fake_driver::uuid_hex(&vulkan_device0_uuid()),
-        ),
+        ("VKCUDA_TEST_VK_UUID", uuid_hex(&vulkan_device0_uuid())),
     ];
     if let Some(v) = visible {
         env.push(("CUDA_VISIBLE_DEVICES", v.to_string()));
@@ -241,7 +234,7 @@ fn run_two(case: &str, dir: &str, visible: Option<&str>) {
     if visible.is_none() {
         pairs.push(("CUDA_VISIBLE_DEVICES", None));
     }
-    common::fake_driver::run_child(case, &fake_cuda_driver(dir, &[]), &pairs);
+    support::children::run_child(case, &fake_cuda_driver(dir, &[]), &pairs);
 }
 
 #[test]
@@ -314,7 +307,7 @@ fn doctor_pairs() -> Vec<(i32, i32)> {
 #[test]
 #[ignore = "runs in a child process of fake_driver_two_devices_pair_by_uuid"]
 fn child_two_devices() {
-    if !common::fake_driver::in_child("child_two_devices") {
+    if !in_child("child_two_devices") {
         return;
     }
     let vk_uuid = test_vk_uuid();
@@ -431,7 +424,7 @@ fn child_two_devices() {
 #[test]
 #[ignore = "runs in a child process of fake_driver_visible_devices_twin_only"]
 fn child_visible_twin() {
-    if !common::fake_driver::in_child("child_visible_twin") {
+    if !in_child("child_visible_twin") {
         return;
     }
     let mut ctx = ptr::null_mut();
@@ -446,7 +439,7 @@ fn child_visible_twin() {
 #[test]
 #[ignore = "runs in a child process of fake_driver_visible_devices_no_twin"]
 fn child_visible_no_twin() {
-    if !common::fake_driver::in_child("child_visible_no_twin") {
+    if !in_child("child_visible_no_twin") {
         return;
     }
     let vk_text = vkcuda::cuda::format_uuid(&test_vk_uuid());

@@ -11,8 +11,9 @@
 //! `VKCUDA_FAULT_CYCLES` sets how many create/destroy cycles the leak test runs
 //! (default 200; scripts/gpu-hardening.sh runs 10,000 on the H200).
 
-mod common;
-use common::*;
+mod support;
+use support::cuda::Cuda;
+use support::*;
 
 use std::ptr;
 
@@ -352,20 +353,7 @@ fn fault_cycles() -> usize {
 
 /// The free device memory seen from `ctx`'s CUDA context (cuMemGetInfo).
 fn cuda_free_bytes(ctx: *const vkcuda_context) -> usize {
-    use cudarc::driver::sys as cu;
-    let mut c: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_context_get_cuda_info(ctx, &mut c) });
-    let (mut f, mut t) = (0usize, 0usize);
-    unsafe {
-        cu::cuCtxPushCurrent_v2(c.cuda_context.cast());
-        assert_eq!(
-            cu::cuMemGetInfo_v2(&mut f, &mut t),
-            cu::CUresult::CUDA_SUCCESS
-        );
-        let mut popped = ptr::null_mut();
-        cu::cuCtxPopCurrent_v2(&mut popped);
-    }
-    f
+    Cuda::of(ctx).free_memory()
 }
 
 /// Create/destroy cycles of every object kind the context can make: open fds and

@@ -10,15 +10,16 @@
 //! Without a GPU these are ignored; `VKCUDA_REQUIRE_GPU=1 cargo test --test graph
 //! -- --include-ignored` makes a missing GPU a failure.
 
-mod common;
+mod support;
 
 use std::ffi::c_void;
 use std::ptr;
 use std::time::Instant;
 
 use ash::vk;
-use common::*;
 use cudarc::driver::sys as cu;
+use support::cuda::check;
+use support::*;
 
 /// w = 2w + 1 on `n` words.
 const PTX: &str = "
@@ -53,16 +54,6 @@ DONE:
 const WORDS: u32 = 65536;
 const SLOTS: usize = 3;
 
-#[track_caller]
-fn cuok(r: cu::CUresult) {
-    assert_eq!(r, cu::CUresult::CUDA_SUCCESS);
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
-
 struct Frame {
     v: Vk,
     sem: *mut vkcuda_semaphore,
@@ -85,13 +76,13 @@ impl Frame {
         let v = Vk::new(ctx);
         let mut info: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
         ok(unsafe { vkcuda_context_get_cuda_info(ctx, &mut info) });
-        cuok(unsafe { cu::cuCtxPushCurrent_v2(info.cuda_context.cast()) });
+        check(unsafe { cu::cuCtxPushCurrent_v2(info.cuda_context.cast()) });
         let mut stream = ptr::null_mut();
-        cuok(unsafe { cu::cuStreamCreate(&mut stream, 1) });
+        check(unsafe { cu::cuStreamCreate(&mut stream, 1) });
         let mut module = ptr::null_mut();
-        cuok(unsafe { cu::cuModuleLoadData(&mut module, PTX.as_ptr().cast()) });
+        check(unsafe { cu::cuModuleLoadData(&mut module, PTX.as_ptr().cast()) });
         let mut kernel = ptr::null_mut();
-        cuok(unsafe { cu::cuModuleGetFunction(&mut kernel, module, c"twice_plus_one".as_ptr()) });
+        check(unsafe { cu::cuModuleGetFunction(&mut kernel, module, c"twice_plus_one".as_ptr()) });
         let buf = create_buffer(ctx, WORDS as u64 * 4, 0);
         let i = buffer_info(buf);
         let sem = create_semaphore(ctx, 0, 0);
@@ -139,7 +130,7 @@ impl Frame {
             &mut p as *mut u64 as *mut c_void,
             &mut n as *mut u32 as *mut c_void,
         ];
-        cuok(unsafe {
+        check(unsafe {
             cu::cuLaunchKernel(
                 self.kernel,
                 WORDS / 256,
@@ -157,26 +148,9 @@ impl Frame {
     }
 
     fn submit(&self, cmd: vk::CommandBuffer, wait: u64, signal: u64) {
-        let waits = [self.vk_sem];
-        let wv = [wait];
-        let sv = [signal];
-        let stages = [vk::PipelineStageFlags::ALL_COMMANDS];
-        let mut tl = vk::TimelineSemaphoreSubmitInfo::default()
-            .wait_semaphore_values(&wv)
-            .signal_semaphore_values(&sv);
-        let cmds = [cmd];
-        let info = vk::SubmitInfo::default()
-            .command_buffers(&cmds)
-            .wait_semaphores(&waits)
-            .wait_dst_stage_mask(&stages)
-            .signal_semaphores(&waits)
-            .push_next(&mut tl);
-        unsafe {
-            self.v
-                .device
-                .queue_submit(self.v.queue, &[info], vk::Fence::null())
-        }
-        .unwrap();
+        let sem = self.vk_sem;
+        self.v
+            .submit_timeline(&[(sem, wait)], &[(sem, signal)], cmd, vk::Fence::null());
     }
 
     /// Checks the slot's frame once its C stage is done.
@@ -337,7 +311,7 @@ fn a_captured_frame_graph_replays_on_one_timeline_with_vulkan() {
 
     // Capture the frame's CUDA work from the stream. A wait or signal on the
     // capturing stream is refused: the captured value would be replayed.
-    cuok(unsafe {
+    check(unsafe {
         cu::cuStreamBeginCapture_v2(
             fr.stream,
             cu::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL,
@@ -358,10 +332,10 @@ fn a_captured_frame_graph_replays_on_one_timeline_with_vulkan() {
     );
     fr.launch_kernel();
     let mut graph = ptr::null_mut();
-    cuok(unsafe { cu::cuStreamEndCapture(fr.stream, &mut graph) });
+    check(unsafe { cu::cuStreamEndCapture(fr.stream, &mut graph) });
     let mut kernel_node = ptr::null_mut();
     let mut roots = 1usize;
-    cuok(unsafe { cu::cuGraphGetRootNodes(graph, &mut kernel_node, &mut roots) });
+    check(unsafe { cu::cuGraphGetRootNodes(graph, &mut kernel_node, &mut roots) });
     assert_eq!(roots, 1, "the captured graph is one kernel");
 
     // The semaphore's nodes: wait -> kernel -> signal, with frame 0's values.
@@ -377,7 +351,7 @@ fn a_captured_frame_graph_replays_on_one_timeline_with_vulkan() {
             &mut wait_node,
         )
     });
-    cuok(unsafe { cu::cuGraphAddDependencies(graph, &wait_node.cast(), &kernel_node, 1) });
+    check(unsafe { cu::cuGraphAddDependencies(graph, &wait_node.cast(), &kernel_node, 1) });
     let mut signal_node = ptr::null_mut();
     let deps = [kernel_node.cast::<CUgraphNode_st>()];
     ok(unsafe {
@@ -391,7 +365,7 @@ fn a_captured_frame_graph_replays_on_one_timeline_with_vulkan() {
         )
     });
     let mut exec = ptr::null_mut();
-    cuok(unsafe { cu::cuGraphInstantiateWithFlags(&mut exec, graph, 0) });
+    check(unsafe { cu::cuGraphInstantiateWithFlags(&mut exec, graph, 0) });
 
     // Nodes that are not this semaphore's, or not of that kind, are refused.
     let other = create_semaphore(ctx, 0, 0);
@@ -464,7 +438,7 @@ fn a_captured_frame_graph_replays_on_one_timeline_with_vulkan() {
                 )
             });
         }
-        cuok(unsafe { cu::cuGraphLaunch(exec, fr.stream) });
+        check(unsafe { cu::cuGraphLaunch(exec, fr.stream) });
         set_us.push(t.elapsed().as_secs_f64() * 1e6);
         fr.let_the_layer_see(a.signal_value);
         fr.vulkan_c(slot, f, c);
@@ -503,8 +477,8 @@ fn a_captured_frame_graph_replays_on_one_timeline_with_vulkan() {
         median(&mut stream_us)
     );
     unsafe {
-        cuok(cu::cuGraphExecDestroy(exec));
-        cuok(cu::cuGraphDestroy(graph));
+        check(cu::cuGraphExecDestroy(exec));
+        check(cu::cuGraphDestroy(graph));
         vkcuda_semaphore_destroy(other);
     }
     drop(fr);

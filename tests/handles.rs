@@ -5,12 +5,12 @@
 //! or a success with garbage. Best effort by design: these tests use a handle
 //! right after destroy, before anything reuses its memory. Lavapipe is enough.
 
-mod common;
+mod support;
 
 use std::ptr;
 
 use ash::vk;
-use common::*;
+use support::*;
 
 struct Objects {
     ctx: *mut vkcuda_context,
@@ -22,17 +22,9 @@ fn objects() -> Objects {
     let ctx = vulkan_only_context();
     let buffer = create_buffer(ctx, 4096, 0);
     let info = vkcuda_image_create_info {
-        flags: 0,
-        image_type: vkcuda_image_type_raw(0),
-        format: vk::Format::R8G8B8A8_UNORM.as_raw(),
-        extent: vk::Extent3D {
-            width: 16,
-            height: 16,
-            depth: 1,
-        },
         mip_levels: 1,
         array_layers: 1,
-        usage: 0,
+        ..image_desc(0, vk::Format::R8G8B8A8_UNORM, 16, 16, 1)
     };
     let mut image = ptr::null_mut();
     ok(unsafe { vkcuda_image_create(ctx, &info, &mut image) });

@@ -7,12 +7,12 @@
 //! everything out and compares every byte. The validation layer runs these in the
 //! test command's vvl step (scripts/test.sh).
 
-mod common;
+mod support;
 
 use std::ptr;
 
 use ash::vk;
-use common::*;
+use support::*;
 
 const SIZE: u64 = 4096;
 const EXTENT: u32 = 16;

@@ -11,8 +11,9 @@
 //! arrays with cuMemcpy3D, then CUDA writes and Vulkan reads; 1D/2D/3D, layers,
 //! cubes, 1x1 and 16384x16384; surface and texture objects are made and kept.
 
-mod common;
-use common::*;
+mod support;
+use support::images::{create, d2, vulkan_read_packed, vulkan_write_packed, Packing, Side};
+use support::*;
 
 use std::ptr;
 
@@ -21,17 +22,6 @@ use ash::vk;
 const TYPE_2D: i32 = 0;
 const TYPE_1D: i32 = 1;
 const TYPE_3D: i32 = 3;
-
-fn d2(format: vk::Format, w: u32, h: u32) -> vkcuda_image_create_info {
-    image_desc(TYPE_2D, format, w, h, 0)
-}
-
-fn create(ctx: *const vkcuda_context, info: &vkcuda_image_create_info) -> *mut vkcuda_image {
-    let mut im = ptr::null_mut();
-    ok(unsafe { vkcuda_image_create(ctx, info, &mut im) });
-    assert!(!im.is_null());
-    im
-}
 
 /// Creation that must fail with `want`; checks the handle is set to NULL.
 #[track_caller]
@@ -107,147 +97,26 @@ fn range(i: &vkcuda_image_info) -> vk::ImageSubresourceRange {
     }
 }
 
-fn transition(
-    v: &Vk,
-    cmd: vk::CommandBuffer,
-    image: vk::Image,
-    r: vk::ImageSubresourceRange,
-    from: vk::ImageLayout,
-    to: vk::ImageLayout,
-) {
-    v.image_barrier(cmd, layout_barrier(image, r, from, to));
-}
-
-/// The image a helper works on: a vkcuda image (barriers by the library) or an
-/// engine's own image of the same description (barriers recorded here).
-#[derive(Clone, Copy)]
-enum Side<'a> {
-    Shared(*const vkcuda_image),
-    Raw(vk::Image, &'a vkcuda_image_info),
-}
-
-impl Side<'_> {
-    fn info(&self) -> vkcuda_image_info {
-        match self {
-            Side::Shared(im) => image_info(*im),
-            Side::Raw(image, i) => {
-                let mut i = **i;
-                i.image = *image;
-                i
-            }
-        }
+/// Every level and layer, as the staging buffer holds them (see [`levels`]).
+fn packing(i: &vkcuda_image_info) -> Packing {
+    Packing {
+        total: levels(i).1,
+        regions: regions(i),
+        range: range(i),
     }
-}
-
-/// The queue family ownership transfer the library records, by hand.
-#[allow(clippy::too_many_arguments)]
-fn qfot(
-    v: &Vk,
-    cmd: vk::CommandBuffer,
-    i: &vkcuda_image_info,
-    from: vk::ImageLayout,
-    to: vk::ImageLayout,
-    src_family: u32,
-    dst_family: u32,
-) {
-    let b = layout_barrier(i.image, range(i), from, to)
-        .src_queue_family_index(src_family)
-        .dst_queue_family_index(dst_family);
-    v.image_barrier(cmd, b);
 }
 
 /// Writes `seed`'s pattern into every level and layer of the image (in `from`
 /// layout) and releases it to the external side.
 fn vulkan_write(v: &Vk, side: Side, from: vk::ImageLayout, seed: u32) {
-    let i = side.info();
-    let (_, total) = levels(&i);
-    let stage = v.host_buffer(total);
-    for (k, x) in stage.bytes().iter_mut().enumerate() {
-        *x = pattern(k, seed);
-    }
-    let regions = regions(&i);
-    v.run(|cmd| {
-        transition(
-            v,
-            cmd,
-            i.image,
-            range(&i),
-            from,
-            vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-        );
-        unsafe {
-            v.device.cmd_copy_buffer_to_image(
-                cmd,
-                stage.buffer,
-                i.image,
-                vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-                &regions,
-            )
-        };
-        match side {
-            Side::Shared(im) => ok(unsafe {
-                vkcuda_image_cmd_release_to_cuda(
-                    im,
-                    cmd,
-                    &handoff_info(v.family),
-                    vk::ImageLayout::TRANSFER_DST_OPTIMAL.as_raw(),
-                )
-            }),
-            Side::Raw(..) => qfot(
-                v,
-                cmd,
-                &i,
-                vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-                vk::ImageLayout::GENERAL,
-                v.family,
-                vk::QUEUE_FAMILY_EXTERNAL,
-            ),
-        }
-    });
-    v.destroy_host_buffer(stage);
+    let p = packing(&side.info());
+    vulkan_write_packed(v, side, from, &p, |k| pattern(k, seed));
 }
 
 /// Acquires the image from the external side into TRANSFER_SRC_OPTIMAL and
 /// returns every level's bytes, packed as [`levels`] says.
 fn vulkan_read(v: &Vk, side: Side) -> Vec<u8> {
-    let i = side.info();
-    let (_, total) = levels(&i);
-    let out = v.host_buffer(total);
-    out.bytes().fill(0);
-    let regions = regions(&i);
-    v.run(|cmd| {
-        match side {
-            Side::Shared(im) => ok(unsafe {
-                vkcuda_image_cmd_acquire_from_cuda(
-                    im,
-                    cmd,
-                    &handoff_info(v.family),
-                    vk::ImageLayout::TRANSFER_SRC_OPTIMAL.as_raw(),
-                )
-            }),
-            Side::Raw(..) => qfot(
-                v,
-                cmd,
-                &i,
-                vk::ImageLayout::GENERAL,
-                vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
-                vk::QUEUE_FAMILY_EXTERNAL,
-                v.family,
-            ),
-        }
-        unsafe {
-            v.device.cmd_copy_image_to_buffer(
-                cmd,
-                i.image,
-                vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
-                out.buffer,
-                &regions,
-            )
-        };
-    });
-    let data = out.bytes().to_vec();
-    v.destroy_host_buffer(out);
-    data
+    vulkan_read_packed(v, side, &packing(&side.info()))
 }
 
 /// The texels of every level (not the alignment padding) that differ from the pattern.
@@ -278,18 +147,6 @@ fn vk_image_type(i: &vkcuda_image_info) -> vk::ImageType {
         vkcuda_image_type::VKCUDA_IMAGE_TYPE_3D => vk::ImageType::TYPE_3D,
         _ => vk::ImageType::TYPE_2D,
     }
-}
-
-fn device_local_type(v: &Vk, bits: u32) -> u32 {
-    let props = unsafe { v.instance.get_physical_device_memory_properties(v.physical) };
-    (0..props.memory_type_count)
-        .find(|&t| {
-            bits & (1 << t) != 0
-                && props.memory_types[t as usize]
-                    .property_flags
-                    .contains(vk::MemoryPropertyFlags::DEVICE_LOCAL)
-        })
-        .expect("a device-local memory type")
 }
 
 /// The engine's way: an exportable image of `i`'s description with its own
@@ -1206,28 +1063,7 @@ fn thousand_cycles_do_not_grow() {
 mod gpu {
     use super::*;
     use cudarc::driver::sys as cu;
-
-    #[track_caller]
-    fn check(r: cu::CUresult, what: &str) {
-        assert_eq!(r, cu::CUresult::CUDA_SUCCESS, "{what}");
-    }
-
-    struct Cuda(cu::CUcontext);
-
-    impl Cuda {
-        fn of(ctx: *const vkcuda_context) -> Cuda {
-            let mut info: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
-            ok(unsafe { vkcuda_context_get_cuda_info(ctx, &mut info) });
-            Cuda(info.cuda_context.cast())
-        }
-        fn enter(&self) {
-            check(unsafe { cu::cuCtxPushCurrent_v2(self.0) }, "push");
-        }
-        fn leave(&self) {
-            let mut c = ptr::null_mut();
-            check(unsafe { cu::cuCtxPopCurrent_v2(&mut c) }, "pop");
-        }
-    }
+    use support::cuda::{check, Cuda};
 
     /// Copies one level (every layer/slice) between host bytes packed like
     /// Vulkan's buffer copies and the level's CUDA array.
@@ -1299,7 +1135,7 @@ mod gpu {
             Height: height,
             Depth: depth,
         };
-        check(unsafe { cu::cuMemcpy3D_v2(&p) }, "cuMemcpy3D");
+        check(unsafe { cu::cuMemcpy3D_v2(&p) });
     }
 
     /// Vulkan writes, CUDA reads every level; CUDA writes, Vulkan reads.
@@ -1353,7 +1189,7 @@ mod gpu {
                 layered_1d,
             );
         }
-        check(unsafe { cu::cuCtxSynchronize() }, "sync");
+        check(unsafe { cu::cuCtxSynchronize() });
         c.leave();
         let back = vulkan_read(v, Side::Shared(im));
         let (bad_b, _) = texel_mismatches(&i, &back, 12);

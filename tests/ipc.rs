@@ -14,8 +14,9 @@
 //! tested as far as they go. `gpu_*` does buffers and timelines across processes
 //! for real on a CUDA GPU (skipped without one unless VKCUDA_REQUIRE_GPU=1).
 
-mod common;
-use common::*;
+mod support;
+use support::cuda::Cuda;
+use support::*;
 
 use std::ffi::{c_int, c_void};
 use std::io::{Read, Write};
@@ -1568,48 +1569,6 @@ fn images_are_described_sent_and_imported() {
 
 // ---- on a GPU: a CUDA-allocated buffer and a timeline across processes ----------------
 
-mod cuda_calls {
-    use cudarc::driver::sys as cu;
-
-    #[track_caller]
-    pub fn check(r: cu::CUresult) {
-        assert_eq!(r, cu::CUresult::CUDA_SUCCESS);
-    }
-
-    pub fn in_context<T>(ctx: *mut vkcuda::ffi::CUctx_st, f: impl FnOnce() -> T) -> T {
-        check(unsafe { cu::cuCtxPushCurrent_v2(ctx.cast()) });
-        let t = f();
-        let mut c = std::ptr::null_mut();
-        check(unsafe { cu::cuCtxPopCurrent_v2(&mut c) });
-        t
-    }
-
-    pub fn write(ctx: *mut vkcuda::ffi::CUctx_st, dst: u64, data: &[u8]) {
-        in_context(ctx, || {
-            check(unsafe { cu::cuMemcpyHtoD_v2(dst, data.as_ptr().cast(), data.len()) });
-            check(unsafe { cu::cuCtxSynchronize() });
-        })
-    }
-
-    pub fn read(ctx: *mut vkcuda::ffi::CUctx_st, src: u64, len: usize) -> Vec<u8> {
-        let mut v = vec![0u8; len];
-        in_context(ctx, || {
-            check(unsafe { cu::cuMemcpyDtoH_v2(v.as_mut_ptr().cast(), src, len) })
-        });
-        v
-    }
-
-    pub fn synchronize(ctx: *mut vkcuda::ffi::CUctx_st) {
-        in_context(ctx, || check(unsafe { cu::cuCtxSynchronize() }));
-    }
-}
-
-fn cuda_of(ctx: *const vkcuda_context) -> *mut CUctx_st {
-    let mut info: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_context_get_cuda_info(ctx, &mut info) });
-    info.cuda_context
-}
-
 fn pattern_bytes(len: usize, seed: u32) -> Vec<u8> {
     (0..len).map(|i| pattern(i, seed)).collect()
 }
@@ -1630,10 +1589,10 @@ fn gpu_buffer_and_timeline_cross_processes() {
     let Some(ctx) = cuda_context_or_skip("gpu_buffer_and_timeline_cross_processes") else {
         return;
     };
-    let cu = cuda_of(ctx);
+    let cu = Cuda::of(ctx);
     let buf = create_buffer(ctx, GPU_SIZE as u64, 1);
     let ptr_a = buffer_info(buf).cuda_pointer;
-    cuda_calls::write(cu, ptr_a, &pattern_bytes(GPU_SIZE, 71));
+    cu.write(ptr_a, &pattern_bytes(GPU_SIZE, 71));
     let sem = create_semaphore(ctx, 0, 0);
     let mut sd: vkcuda_share_description = unsafe { std::mem::zeroed() };
     ok(unsafe { vkcuda_semaphore_describe(sem, &mut sd) });
@@ -1653,7 +1612,7 @@ fn gpu_buffer_and_timeline_cross_processes() {
     // pattern 72 with CUDA and signals 2 on a CUDA stream.
     ok(unsafe { vkcuda_semaphore_host_signal(sem, 1) });
     ok(unsafe { vkcuda_semaphore_host_wait(sem, 2, 60 * SECOND) });
-    let back = cuda_calls::read(cu, ptr_a, GPU_SIZE);
+    let back = cu.read(ptr_a, GPU_SIZE);
     assert_eq!(
         count_bad(&back, 72),
         0,
@@ -1674,7 +1633,7 @@ fn child_gpu_peer() {
     let Some(path) = child_socket() else { return };
     let ctx = cuda_context_or_skip("child_gpu_peer").expect("the parent has a GPU");
     let v = Vk::new(ctx);
-    let cu = cuda_of(ctx);
+    let cu = Cuda::of(ctx);
     let conn = connect_retry(&path);
     let mut b = ptr::null_mut();
     ok(unsafe { vkcuda_buffer_receive(ctx, conn.as_raw_fd(), &opts(60 * SECOND), &mut b) });
@@ -1684,7 +1643,7 @@ fn child_gpu_peer() {
     assert_eq!(bi.allocator, vkcuda_allocator::VKCUDA_ALLOCATOR_CUDA);
     assert_eq!(bi.size, GPU_SIZE as u64);
     ok(unsafe { vkcuda_semaphore_host_wait(s, 1, 60 * SECOND) });
-    let seen = cuda_calls::read(cu, bi.cuda_pointer, GPU_SIZE);
+    let seen = cu.read(bi.cuda_pointer, GPU_SIZE);
     assert_eq!(
         count_bad(&seen, 71),
         0,
@@ -1695,9 +1654,9 @@ fn child_gpu_peer() {
         0,
         "the parent's data through Vulkan here"
     );
-    cuda_calls::write(cu, bi.cuda_pointer, &pattern_bytes(GPU_SIZE, 72));
+    cu.write(bi.cuda_pointer, &pattern_bytes(GPU_SIZE, 72));
     ok(unsafe { vkcuda_semaphore_cuda_signal(s, 2, ptr::null_mut()) });
-    cuda_calls::synchronize(cu);
+    cu.synchronize();
     println!("child: checked {GPU_SIZE} bytes through CUDA and Vulkan, wrote and signalled 2");
     unsafe {
         vkcuda_semaphore_destroy(s);

@@ -8,18 +8,15 @@
 //!
 //! The same pairing rules run on CPU with the fake driver in tests/fake_cuda.rs.
 
-mod common;
-use common::*;
+mod support;
+use support::*;
 
 use std::ptr;
 
 use cudarc::driver::sys as cu;
+use support::cuda::check;
 
 const IGNORE: &str = "needs two NVIDIA GPUs (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)";
-
-fn check(r: cu::CUresult) {
-    assert_eq!(r, cu::CUresult::CUDA_SUCCESS);
-}
 
 /// The Vulkan devices with a CUDA twin: (Vulkan index, CUDA ordinal, UUID).
 fn paired() -> Vec<(u32, i32, [u8; 16])> {

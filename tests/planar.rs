@@ -19,11 +19,14 @@
 //! seeds); the pitched helper's refusals; 1000 frames of pitched copies handed
 //! over on a timeline.
 
-mod common;
-use common::*;
+mod support;
+use support::images::{
+    create, d2, handoff, try_create, vulkan_read_packed, vulkan_write_packed, Packing, Side,
+};
+use support::live_objects as live;
+use support::*;
 
 use std::ptr;
-use std::sync::{Mutex, MutexGuard};
 
 use ash::vk;
 use vkcuda::format::{PlanarFormat, PLANAR};
@@ -36,68 +39,7 @@ fn pattern(i: usize, seed: u32) -> u8 {
     if seed % 2 == 0 {
         ((i / 8) as u32).wrapping_mul(3).wrapping_add(seed) as u8
     } else {
-        common::pattern(i, seed)
-    }
-}
-
-fn serial() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn d2(format: vk::Format, w: u32, h: u32) -> vkcuda_image_create_info {
-    vkcuda_image_create_info {
-        flags: 0,
-        image_type: vkcuda_image_type_raw(0),
-        format: format.as_raw(),
-        extent: vk::Extent3D {
-            width: w,
-            height: h,
-            depth: 0,
-        },
-        mip_levels: 0,
-        array_layers: 0,
-        usage: 0,
-    }
-}
-
-fn try_create(
-    ctx: *const vkcuda_context,
-    info: &vkcuda_image_create_info,
-) -> Result<*mut vkcuda_image, (vkcuda_result, String)> {
-    let mut im = 0x10 as *mut vkcuda_image;
-    let r = unsafe { vkcuda_image_create(ctx, info, &mut im) };
-    if r == VKCUDA_SUCCESS {
-        assert!(!im.is_null());
-        Ok(im)
-    } else {
-        assert!(im.is_null(), "the handle is set to NULL on failure");
-        Err((r, last_error()))
-    }
-}
-
-fn create(ctx: *const vkcuda_context, info: &vkcuda_image_create_info) -> *mut vkcuda_image {
-    try_create(ctx, info).unwrap_or_else(|(r, m)| panic!("{r:?}: {m}"))
-}
-
-fn image_info(im: *const vkcuda_image) -> vkcuda_image_info {
-    let mut i: vkcuda_image_info = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_image_get_info(im, &mut i) });
-    i
-}
-
-fn live() -> vkcuda_live_objects {
-    let mut l: vkcuda_live_objects = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_live_objects_get(&mut l) });
-    l
-}
-
-fn handoff(v: &Vk) -> vkcuda_handoff_info {
-    vkcuda_handoff_info {
-        flags: 0,
-        queue_family_index: v.family,
-        stage_mask: 0,
-        access_mask: 0,
+        support::pattern(i, seed)
     }
 }
 
@@ -217,157 +159,32 @@ fn texel_mismatches(i: &vkcuda_image_info, data: &[u8], seed: u32) -> (u64, u64)
     (bad, all)
 }
 
-/// A barrier on every plane: a layout transition, or the queue family transfer
-/// to or from VK_QUEUE_FAMILY_EXTERNAL an engine records for its own image.
-#[allow(clippy::too_many_arguments)]
-fn barrier(
-    v: &Vk,
-    cmd: vk::CommandBuffer,
-    image: vk::Image,
-    aspects: vk::ImageAspectFlags,
-    from: vk::ImageLayout,
-    to: vk::ImageLayout,
-    src_family: u32,
-    dst_family: u32,
-) {
-    let b = vk::ImageMemoryBarrier::default()
-        .src_access_mask(vk::AccessFlags::MEMORY_WRITE)
-        .dst_access_mask(vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE)
-        .old_layout(from)
-        .new_layout(to)
-        .src_queue_family_index(src_family)
-        .dst_queue_family_index(dst_family)
-        .image(image)
-        .subresource_range(vk::ImageSubresourceRange {
-            aspect_mask: aspects,
+/// Every plane, as the staging buffer holds them (see [`planes`]).
+fn packing(i: &vkcuda_image_info) -> Packing {
+    Packing {
+        total: planes(i).1,
+        regions: regions(i),
+        range: vk::ImageSubresourceRange {
+            aspect_mask: all_aspects(i),
             base_mip_level: 0,
             level_count: 1,
             base_array_layer: 0,
             layer_count: 1,
-        });
-    unsafe {
-        v.device.cmd_pipeline_barrier(
-            cmd,
-            vk::PipelineStageFlags::ALL_COMMANDS,
-            vk::PipelineStageFlags::ALL_COMMANDS,
-            vk::DependencyFlags::empty(),
-            &[],
-            &[],
-            &[b],
-        )
-    };
-}
-
-/// A vkcuda image (barriers by the library) or an engine's own image of the
-/// same description (barriers recorded here).
-#[derive(Clone, Copy)]
-enum Side<'a> {
-    Shared(*const vkcuda_image),
-    Raw(vk::Image, &'a vkcuda_image_info),
-}
-
-impl Side<'_> {
-    fn info(&self) -> vkcuda_image_info {
-        match self {
-            Side::Shared(im) => image_info(*im),
-            Side::Raw(image, i) => {
-                let mut i = **i;
-                i.image = *image;
-                i
-            }
-        }
+        },
     }
 }
 
 /// Writes `seed`'s pattern into every plane (the image in `from` layout) and
 /// hands the image to the external side.
 fn vulkan_write(v: &Vk, side: Side, from: vk::ImageLayout, seed: u32) {
-    let i = side.info();
-    let (_, total) = planes(&i);
-    let stage = v.host_buffer(total);
-    for (k, x) in stage.bytes().iter_mut().enumerate() {
-        *x = pattern(k, seed);
-    }
-    let dst = vk::ImageLayout::TRANSFER_DST_OPTIMAL;
-    v.run(|cmd| {
-        let ignored = vk::QUEUE_FAMILY_IGNORED;
-        barrier(
-            v,
-            cmd,
-            i.image,
-            all_aspects(&i),
-            from,
-            dst,
-            ignored,
-            ignored,
-        );
-        unsafe {
-            v.device
-                .cmd_copy_buffer_to_image(cmd, stage.buffer, i.image, dst, &regions(&i))
-        };
-        match side {
-            Side::Shared(im) => {
-                ok(unsafe { vkcuda_image_cmd_release_to_cuda(im, cmd, &handoff(v), dst.as_raw()) })
-            }
-            Side::Raw(..) => barrier(
-                v,
-                cmd,
-                i.image,
-                all_aspects(&i),
-                dst,
-                vk::ImageLayout::GENERAL,
-                v.family,
-                vk::QUEUE_FAMILY_EXTERNAL,
-            ),
-        }
-    });
-    v.destroy_host_buffer(stage);
+    let p = packing(&side.info());
+    vulkan_write_packed(v, side, from, &p, |k| pattern(k, seed));
 }
 
 /// Takes the image back from the external side into TRANSFER_SRC_OPTIMAL and
 /// returns every plane's bytes, packed as [`planes`] says.
 fn vulkan_read(v: &Vk, side: Side) -> Vec<u8> {
-    let i = side.info();
-    let (_, total) = planes(&i);
-    let out = v.host_buffer(total);
-    out.bytes().fill(0);
-    let src = vk::ImageLayout::TRANSFER_SRC_OPTIMAL;
-    v.run(|cmd| {
-        match side {
-            Side::Shared(im) => ok(unsafe {
-                vkcuda_image_cmd_acquire_from_cuda(im, cmd, &handoff(v), src.as_raw())
-            }),
-            Side::Raw(..) => barrier(
-                v,
-                cmd,
-                i.image,
-                all_aspects(&i),
-                vk::ImageLayout::GENERAL,
-                src,
-                vk::QUEUE_FAMILY_EXTERNAL,
-                v.family,
-            ),
-        }
-        unsafe {
-            v.device
-                .cmd_copy_image_to_buffer(cmd, i.image, src, out.buffer, &regions(&i))
-        };
-    });
-    let data = out.bytes().to_vec();
-    v.destroy_host_buffer(out);
-    data
-}
-
-fn device_local_type(v: &Vk, bits: u32) -> u32 {
-    let props = unsafe { v.instance.get_physical_device_memory_properties(v.physical) };
-    (0..props.memory_type_count)
-        .find(|&t| {
-            bits & (1 << t) != 0
-                && props.memory_types[t as usize]
-                    .property_flags
-                    .contains(vk::MemoryPropertyFlags::DEVICE_LOCAL)
-        })
-        .expect("a device-local memory type")
+    vulkan_read_packed(v, side, &packing(&side.info()))
 }
 
 /// An engine's disjoint multi-planar image of `i`'s description: one allocation
@@ -1155,28 +972,7 @@ fn planar_cycles_do_not_grow() {
 mod gpu {
     use super::*;
     use cudarc::driver::sys as cu;
-
-    #[track_caller]
-    fn check(r: cu::CUresult, what: &str) {
-        assert_eq!(r, cu::CUresult::CUDA_SUCCESS, "{what}");
-    }
-
-    pub struct Cuda(pub cu::CUcontext);
-
-    impl Cuda {
-        pub fn of(ctx: *const vkcuda_context) -> Cuda {
-            let mut info: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
-            ok(unsafe { vkcuda_context_get_cuda_info(ctx, &mut info) });
-            Cuda(info.cuda_context.cast())
-        }
-        pub fn enter(&self) {
-            check(unsafe { cu::cuCtxPushCurrent_v2(self.0) }, "push");
-        }
-        pub fn leave(&self) {
-            let mut c = ptr::null_mut();
-            check(unsafe { cu::cuCtxPopCurrent_v2(&mut c) }, "pop");
-        }
-    }
+    use support::cuda::{check, Cuda};
 
     /// What one side of a 2D copy is.
     #[derive(Clone, Copy)]
@@ -1220,7 +1016,7 @@ mod gpu {
             WidthInBytes: row,
             Height: rows,
         };
-        check(unsafe { cu::cuMemcpy2D_v2(&p) }, "cuMemcpy2D");
+        check(unsafe { cu::cuMemcpy2D_v2(&p) });
     }
 
     fn plane_array(im: *const vkcuda_image, p: usize) -> *mut CUarray_st {
@@ -1244,10 +1040,7 @@ mod gpu {
                     let row = (p.extent.width as u64 * p.texel) as usize;
                     let pitch = row + pad;
                     let mut d = 0;
-                    check(
-                        unsafe { cu::cuMemAlloc_v2(&mut d, pitch * p.extent.height as usize) },
-                        "cuMemAlloc",
-                    );
+                    check(unsafe { cu::cuMemAlloc_v2(&mut d, pitch * p.extent.height as usize) });
                     (d, pitch)
                 })
                 .collect();
@@ -1323,7 +1116,7 @@ mod gpu {
                 p.extent.height as usize,
             );
         }
-        check(unsafe { cu::cuCtxSynchronize() }, "sync");
+        check(unsafe { cu::cuCtxSynchronize() });
         c.leave();
         let back = vulkan_read(v, Side::Shared(im));
         let (bad, _) = texel_mismatches(&i, &back, 12);
@@ -1346,10 +1139,7 @@ mod gpu {
                     src[y * pitch + x] = pattern(p.offset as usize + y * row + x, 13);
                 }
             }
-            check(
-                unsafe { cu::cuMemcpyHtoD_v2(d, src.as_ptr().cast(), src.len()) },
-                "HtoD",
-            );
+            check(unsafe { cu::cuMemcpyHtoD_v2(d, src.as_ptr().cast(), src.len()) });
         }
         c.leave();
         // vulkan_read left the image Vulkan's, in TRANSFER_SRC_OPTIMAL: hand it to CUDA.
@@ -1365,7 +1155,7 @@ mod gpu {
         });
         ok(unsafe { vkcuda_image_cuda_copy_from_pitched(im, &pitched.c(), ptr::null_mut()) });
         c.enter();
-        check(unsafe { cu::cuCtxSynchronize() }, "sync");
+        check(unsafe { cu::cuCtxSynchronize() });
         c.leave();
         let seen = vulkan_read(v, Side::Shared(im));
         let (bad, _) = texel_mismatches(&i, &seen, 13);
@@ -1384,24 +1174,18 @@ mod gpu {
         c.enter();
         for (k, p) in ps.iter().enumerate() {
             let (d, pitch) = pitched.ptrs[k];
-            check(
-                unsafe { cu::cuMemsetD8_v2(d, pad, pitch * p.extent.height as usize) },
-                "memset",
-            );
+            check(unsafe { cu::cuMemsetD8_v2(d, pad, pitch * p.extent.height as usize) });
         }
         c.leave();
         ok(unsafe { vkcuda_image_cuda_copy_to_pitched(im, &pitched.c(), ptr::null_mut()) });
         c.enter();
-        check(unsafe { cu::cuCtxSynchronize() }, "sync");
+        check(unsafe { cu::cuCtxSynchronize() });
         let mut bad_texels = 0u64;
         let mut bad_padding = 0u64;
         for (k, p) in ps.iter().enumerate() {
             let (d, pitch) = pitched.ptrs[k];
             let mut got = vec![0u8; pitch * p.extent.height as usize];
-            check(
-                unsafe { cu::cuMemcpyDtoH_v2(got.as_mut_ptr().cast(), d, got.len()) },
-                "DtoH",
-            );
+            check(unsafe { cu::cuMemcpyDtoH_v2(got.as_mut_ptr().cast(), d, got.len()) });
             let row = (p.extent.width as u64 * p.texel) as usize;
             for y in 0..p.extent.height as usize {
                 for t in 0..p.extent.width as usize {
@@ -1516,15 +1300,9 @@ mod gpu {
         let p = Pitched::new(&i, 0);
         // A stream of another context: DEVICE_MISMATCH.
         let mut other = ptr::null_mut();
-        check(
-            unsafe { cu::cuCtxCreate_v2(&mut other, 0, 0) },
-            "cuCtxCreate",
-        );
+        check(unsafe { cu::cuCtxCreate_v2(&mut other, 0, 0) });
         let mut stream = ptr::null_mut();
-        check(
-            unsafe { cu::cuStreamCreate(&mut stream, 1) },
-            "cuStreamCreate",
-        );
+        check(unsafe { cu::cuStreamCreate(&mut stream, 1) });
         let mut popped = ptr::null_mut();
         unsafe { cu::cuCtxPopCurrent_v2(&mut popped) };
         c.leave();
@@ -1603,10 +1381,7 @@ mod gpu {
             expect.push(packed);
         }
         let mut stream = ptr::null_mut();
-        check(
-            unsafe { cu::cuStreamCreate(&mut stream, 1) },
-            "cuStreamCreate",
-        );
+        check(unsafe { cu::cuStreamCreate(&mut stream, 1) });
         c.leave();
         let stream_c: *mut CUstream_st = stream.cast();
         let sem = {
@@ -1721,7 +1496,7 @@ mod gpu {
         }
         v.destroy_host_buffer(out);
         c.enter();
-        check(unsafe { cu::cuStreamSynchronize(stream) }, "sync");
+        check(unsafe { cu::cuStreamSynchronize(stream) });
         unsafe { cu::cuStreamDestroy_v2(stream) };
         for s in sources {
             s.free();

@@ -13,8 +13,8 @@
 //! `RUSTC_BOOTSTRAP=1 RUSTFLAGS=-Zsanitizer=thread cargo test -Zbuild-std
 //! --target x86_64-unknown-linux-gnu --test threads`.
 
-mod common;
-use common::*;
+mod support;
+use support::*;
 
 use std::collections::HashSet;
 use std::ptr;

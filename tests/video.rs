@@ -14,21 +14,16 @@
 //! and 12-bit formats); the pitched-copy helper into a frame; a frame imported
 //! from its share description.
 
-mod common;
-use common::*;
+mod support;
+use support::cuda::{check, Cuda};
+use support::*;
 
 use std::os::fd::AsRawFd;
 use std::ptr;
-use std::sync::{Mutex, MutexGuard};
 
 use ash::vk;
 use cudarc::driver::sys as cu;
 use vkcuda::format::{PlanarFormat, PLANAR};
-
-fn serial() -> MutexGuard<'static, ()> {
-    static M: Mutex<()> = Mutex::new(());
-    M.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 fn frame_info(format: vk::Format, w: u32, h: u32) -> vkcuda_image_create_info {
     vkcuda_image_create_info {
@@ -164,27 +159,20 @@ fn frames_where_the_device_offers_them_lie_in_one_allocation_and_travel_as_one_f
 // ---------------------------------------------------------------------------------
 // GPU
 
-#[track_caller]
-fn check(r: cu::CUresult, what: &str) {
-    assert_eq!(r, cu::CUresult::CUDA_SUCCESS, "{what}");
-}
+/// The frame's context made current for the test's own driver calls.
+struct Current(Cuda);
 
-struct Cuda(cu::CUcontext);
-
-impl Cuda {
-    fn of(ctx: *const vkcuda_context) -> Cuda {
-        let mut info: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
-        ok(unsafe { vkcuda_context_get_cuda_info(ctx, &mut info) });
-        let c = Cuda(info.cuda_context.cast());
-        check(unsafe { cu::cuCtxPushCurrent_v2(c.0) }, "push");
-        c
+impl Current {
+    fn of(ctx: *const vkcuda_context) -> Current {
+        let c = Cuda::of(ctx);
+        c.enter();
+        Current(c)
     }
 }
 
-impl Drop for Cuda {
+impl Drop for Current {
     fn drop(&mut self) {
-        let mut c = ptr::null_mut();
-        unsafe { cu::cuCtxPopCurrent_v2(&mut c) };
+        self.0.leave();
     }
 }
 
@@ -210,7 +198,7 @@ fn copy_plane(host: *mut u8, device: u64, pitch: u64, row: usize, rows: usize, t
         WidthInBytes: row,
         Height: rows,
     };
-    check(unsafe { cu::cuMemcpy2D_v2(&p) }, "cuMemcpy2D");
+    check(unsafe { cu::cuMemcpy2D_v2(&p) });
 }
 
 /// Plane `plane`'s bytes (rows packed): for even seeds a smooth ramp that
@@ -428,7 +416,7 @@ fn gpu_frames_read_back_both_ways() {
         return;
     };
     let v = Vk::new(ctx);
-    let _c = Cuda::of(ctx);
+    let _c = Current::of(ctx);
     let start = std::time::Instant::now();
     let mut failed = Vec::new();
     for p in PLANAR {
@@ -486,7 +474,7 @@ fn gpu_frame_pitched_copy_and_description() {
     let Some(ctx) = cuda_context_or_skip("gpu_frame_pitched_copy_and_description") else {
         return;
     };
-    let _c = Cuda::of(ctx);
+    let _c = Current::of(ctx);
     let nv12 = vk::Format::G8_B8R8_2PLANE_420_UNORM;
     let mut optimal = frame_info(nv12, 64, 64);
     optimal.flags = 0;
@@ -499,10 +487,7 @@ fn gpu_frame_pitched_copy_and_description() {
     // A decoder's frame: luma then chroma at pitch 2048 in one allocation.
     let pitch = 2048usize;
     let mut src = 0u64;
-    check(
-        unsafe { cu::cuMemAlloc_v2(&mut src, pitch * (h as usize * 3 / 2)) },
-        "cuMemAlloc",
-    );
+    check(unsafe { cu::cuMemAlloc_v2(&mut src, pitch * (h as usize * 3 / 2)) });
     let luma = plane_bytes(0, w as usize, h as usize, 4);
     let chroma = plane_bytes(1, w as usize, h as usize / 2, 4);
     copy_plane(
@@ -541,7 +526,7 @@ fn gpu_frame_pitched_copy_and_description() {
         ],
     };
     ok(unsafe { vkcuda_image_cuda_copy_from_pitched(im, &pitched, ptr::null_mut()) });
-    check(unsafe { cu::cuCtxSynchronize() }, "sync");
+    check(unsafe { cu::cuCtxSynchronize() });
     // The same memory, imported from the frame's description (one fd).
     let mut d: vkcuda_share_description = unsafe { std::mem::zeroed() };
     ok(unsafe { vkcuda_image_describe(im, &mut d) });

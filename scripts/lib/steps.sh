@@ -42,7 +42,7 @@
 # did not run, and counts them on the last line:
 #   - every line of its output starting with "SKIPPED:" (the marker; leading blanks
 #     allowed), or with what the Rust tests and C programs print today for a check
-#     they could not run here: "SKIPPED <name>: why" (tests/common), "SKIP <case>"
+#     they could not run here: "SKIPPED <name>: why" (tests/support), "SKIP <case>"
 #     (image_formats' cases), "<program>: SKIP: why" (the examples);
 #   - Rust test harness output: the "N ignored" of every "test result:" line, each
 #     ignored test listed with cargo's reason ("test NAME ... ignored, REASON");

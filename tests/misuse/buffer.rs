@@ -4,7 +4,7 @@ use std::ptr;
 
 use ash::vk;
 
-use crate::common::*;
+use crate::support::*;
 use crate::env::Kind;
 use crate::matrix::*;
 use crate::nulls::null;

@@ -6,7 +6,7 @@ use std::ptr;
 
 use ash::vk;
 
-use crate::common::*;
+use crate::support::*;
 use crate::env::{Driver, Env};
 use crate::matrix::*;
 use crate::nulls::null;

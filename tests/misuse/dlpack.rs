@@ -5,7 +5,7 @@
 use std::ffi::c_void;
 use std::ptr;
 
-use crate::common::*;
+use crate::support::*;
 use crate::matrix::*;
 
 pub fn cases(m: &mut Matrix) {

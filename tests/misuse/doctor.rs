@@ -4,7 +4,7 @@ use std::ptr;
 
 use ash::vk;
 
-use crate::common::*;
+use crate::support::*;
 use crate::matrix::*;
 
 fn doctor_report() -> *mut vkcuda_doctor_report {

@@ -6,7 +6,7 @@ use std::ptr;
 
 use ash::vk;
 
-use crate::common::*;
+use crate::support::*;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Driver {

@@ -5,7 +5,7 @@
 
 use std::ptr;
 
-use crate::common::*;
+use crate::support::*;
 use crate::env::{no_timeline, Env};
 use crate::matrix::*;
 use crate::nulls::null;

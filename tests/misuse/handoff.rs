@@ -5,7 +5,7 @@ use std::ptr;
 
 use ash::vk;
 
-use crate::common::*;
+use crate::support::*;
 use crate::matrix::*;
 use crate::nulls::null;
 

@@ -46,8 +46,8 @@
 //!
 //! `every_export_has_misuse_cases` then tells what is still missing.
 
-#[path = "../common/mod.rs"]
-mod common;
+#[path = "../support/mod.rs"]
+mod support;
 
 mod env;
 mod header;
@@ -55,11 +55,11 @@ mod matrix;
 mod nulls;
 mod runner;
 
-use common::*;
 use env::{Driver, Env};
 use header::{header, parse_header, requirements};
 use matrix::Matrix;
 use runner::run_and_report;
+use support::*;
 
 /// Declares the group modules and `matrix()`, which registers the cases of each.
 macro_rules! groups {

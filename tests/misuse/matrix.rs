@@ -7,8 +7,8 @@ use std::mem::{size_of, MaybeUninit};
 use std::ptr;
 use std::rc::Rc;
 
-use crate::common::*;
 use crate::env::Env;
+use crate::support::*;
 
 pub const N: vkcuda_result = VKCUDA_ERROR_NULL_POINTER;
 pub const I: vkcuda_result = VKCUDA_ERROR_INVALID_ARGUMENT;

@@ -23,9 +23,9 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use crate::common::*;
 use crate::env::Env;
 use crate::matrix::{Call, Matrix, Outcome, Outcome::*, Poison, N};
+use crate::support::*;
 
 type NullCall = Rc<dyn Fn(&Env, &mut Out) -> vkcuda_result>;
 

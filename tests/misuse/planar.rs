@@ -8,7 +8,7 @@ use std::ptr;
 
 use ash::vk;
 
-use crate::common::*;
+use crate::support::*;
 use crate::env::{Env, Kind};
 use crate::matrix::*;
 use crate::nulls::null;
@@ -25,17 +25,6 @@ const COPY_TO: &str = "vkcuda_image_cuda_copy_to_pitched";
 const SEND: &str = "vkcuda_share_send_fds";
 const RECV: &str = "vkcuda_share_receive_fds";
 const IMPORT: &str = "vkcuda_image_import_description_fds";
-
-fn plane_tex() -> vkcuda_texture_info {
-    vkcuda_texture_info {
-        flags: 0,
-        level: 0,
-        filter: vkcuda_filter_raw(0),
-        address_mode: vkcuda_address_mode_raw(0),
-        read_mode: vkcuda_read_mode_raw(0),
-        border_color: [0.0; 4],
-    }
-}
 
 fn pitched(e: &Env) -> vkcuda_pitched_planes {
     // 16x16 RGBA8: rows of 64 bytes, inside the shared 64 KiB buffer (its CUDA
@@ -88,13 +77,13 @@ pub fn cases(m: &mut Matrix) {
             vkcuda_image_get_plane_surface_object(e.image, 0, 0, ptr::null_mut())
         }),
         null(TEX, "image", |_, o| unsafe {
-            vkcuda_image_create_plane_texture_object(ptr::null(), 0, &plane_tex(), o.plain())
+            vkcuda_image_create_plane_texture_object(ptr::null(), 0, &texture_info(), o.plain())
         }),
         null(TEX, "info", |e, o| unsafe {
             vkcuda_image_create_plane_texture_object(e.image, 0, ptr::null(), o.plain())
         }),
         null(TEX, "texture", |e, _| unsafe {
-            vkcuda_image_create_plane_texture_object(e.image, 0, &plane_tex(), ptr::null_mut())
+            vkcuda_image_create_plane_texture_object(e.image, 0, &texture_info(), ptr::null_mut())
         }),
         null(POINTER, "image", |_, o| unsafe {
             vkcuda_image_get_plane_pointer(ptr::null(), 0, o.plain())
@@ -257,7 +246,7 @@ pub fn cases(m: &mut Matrix) {
         m.case(TEX, label, move |c| {
             let mut t = Poison::<u64>::new();
             let r = unsafe {
-                vkcuda_image_create_plane_texture_object(c.env.image, plane, &plane_tex(), t.ptr())
+                vkcuda_image_create_plane_texture_object(c.env.image, plane, &texture_info(), t.ptr())
             };
             c.refused(r, &[I]);
             t.untouched();
@@ -285,7 +274,7 @@ pub fn cases(m: &mut Matrix) {
         m,
         TEX,
         muts,
-        |_| plane_tex(),
+        |_| texture_info(),
         |c, t, want| {
             let mut out = Poison::<u64>::new();
             let r =
@@ -348,18 +337,7 @@ pub fn cases(m: &mut Matrix) {
             let r = unsafe { copy(c.env.image, &p, ptr::null_mut()) };
             if c.env.cuda {
                 c.succeeded(r);
-                let mut info: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
-                ok(unsafe { vkcuda_context_get_cuda_info(c.env.ctx, &mut info) });
-                use cudarc::driver::sys as cu;
-                unsafe {
-                    assert_eq!(
-                        cu::cuCtxPushCurrent_v2(info.cuda_context.cast()),
-                        cu::CUresult::CUDA_SUCCESS
-                    );
-                    assert_eq!(cu::cuCtxSynchronize(), cu::CUresult::CUDA_SUCCESS);
-                    let mut popped = ptr::null_mut();
-                    cu::cuCtxPopCurrent_v2(&mut popped);
-                }
+                crate::support::cuda::Cuda::of(c.env.ctx).synchronize();
             } else {
                 c.refused(r, &[U]);
             }

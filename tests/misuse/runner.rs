@@ -5,9 +5,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 use std::sync::Mutex;
 
-use crate::common::*;
 use crate::env::Env;
 use crate::matrix::*;
+use crate::support::*;
 
 struct Summary {
     ran: usize,

@@ -4,7 +4,7 @@
 
 use std::ptr;
 
-use crate::common::*;
+use crate::support::*;
 use crate::env::{no_timeline, Env};
 use crate::matrix::*;
 use crate::nulls::null;
@@ -222,8 +222,9 @@ pub fn cases(m: &mut Matrix) {
         m.case(f, "foreign-stream:stream", move |c| {
             if c.env.cuda {
                 // A stream pointer of another context cannot be made without the
-                // driver API here; tests/gpu.rs covers DEVICE_MISMATCH for streams.
-                return Skipped("covered by tests/gpu.rs");
+                // driver API here; gpu_timeline_semaphore_both_ways in
+                // tests/semaphore.rs covers DEVICE_MISMATCH for streams.
+                return Skipped("covered by tests/semaphore.rs");
             }
             let s = match need(c.env, false) {
                 Ok(s) => s,

@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use ash::vk;
 
-use crate::common::*;
+use crate::support::*;
 use crate::env::{no_timeline, Env, Kind};
 use crate::image::{image_info_mutations, Zeros};
 use crate::matrix::*;
