@@ -2227,8 +2227,9 @@ enum vkcuda_result vkcuda_buffer_export_dlpack(const struct vkcuda_buffer *buffe
  * `RTLD_NODELETE`: a driver unloaded while threads it started still run could
  * crash the process); it makes a short-lived Vulkan instance. It always returns:
  * it reads only regular `*.json` files of at most 1 MiB as manifests, never a FIFO
- * or a device, and where the loader itself would never finish reading an entry (a
- * FIFO or a device named `*.json`) it makes no instance and says so in
+ * or a device, loads no library that is not a regular file, and where the loader
+ * itself would never get past an entry (a FIFO or a device named `*.json`, a
+ * manifest whose library is a FIFO) it makes no instance and says so in
  * `vulkan.devices`. `*report` is written on success, set to NULL on failure; the
  * caller destroys it.
  *

@@ -216,7 +216,7 @@ pub fn run(opts: &Options) -> Report {
     };
     let blocking: Vec<String> = manifests
         .iter()
-        .filter(|m| matches!(m.problem, Some(Problem::Blocks(_))))
+        .filter(|m| m.blocks_loader())
         .map(|m| m.path.display().to_string())
         .collect();
     if !blocking.is_empty() {
@@ -225,7 +225,7 @@ pub fn run(opts: &Options) -> Report {
             "vulkan.devices",
             Status::Fail,
             format!(
-                "not checked: the Vulkan loader would never finish reading {} (see {}), so no instance can be \
+                "not checked: the Vulkan loader would never get past {} (see {}), so no instance can be \
                  made in this environment",
                 blocking.join(", "),
                 blocking
@@ -314,11 +314,11 @@ pub enum Problem {
     Missing,
     /// It exists but could not be opened or read (the system's words).
     Unreadable(String),
-    /// Not read, and why: the loader does not read it either (a name that does not
-    /// end in `.json`), or it is not a regular file (a FIFO would block the read, a
-    /// character device would never end), or a directory holds no manifest.
+    /// Not read, and why: the loader skips it too (an entry of a variable that is
+    /// neither a `*.json` name nor a directory, such as `/dev/zero`), a directory
+    /// holds no manifest, or a `*.json` entry is a directory or a socket.
     Skipped(String),
-    /// Not read because the Vulkan loader itself would never finish reading it: a
+    /// Not read because the Vulkan loader itself would never get past it: a
     /// FIFO or a device whose name ends in `.json`, which the loader opens as a
     /// manifest (it waits for a FIFO's writer, and reads a device such as
     /// `/dev/zero` without end). Every Vulkan program of this environment hangs.
@@ -404,6 +404,16 @@ impl Manifest {
                 .probe
                 .as_ref()
                 .is_some_and(|p| p.loaded() && p.missing.is_empty())
+    }
+
+    /// The Vulkan loader would never get past this entry: it is a FIFO or a device
+    /// named `*.json`, or the library it names is a path to something that is not
+    /// a regular file (dlopen waits on a FIFO).
+    pub fn blocks_loader(&self) -> bool {
+        matches!(self.problem, Some(Problem::Blocks(_)))
+            || self.resolved.as_deref().is_some_and(|r| {
+                r.contains('/') && std::fs::metadata(r).is_ok_and(|md| !md.is_file())
+            })
     }
 
     /// The fix for its problem (empty without one).
@@ -692,7 +702,21 @@ pub fn read_manifest(path: &Path, source: &str) -> Manifest {
     } else {
         lib.to_string()
     };
-    m.probe = Some(dynlib::probe(&resolved, &["vk_icdGetInstanceProcAddr"]));
+    // dlopen would wait on a FIFO as read does: a path that is there but is not a
+    // regular file is not loaded (a bare name is the dynamic loader's to find).
+    let special =
+        resolved.contains('/') && std::fs::metadata(&resolved).is_ok_and(|md| !md.is_file());
+    m.probe = Some(if special {
+        dynlib::Probe {
+            path: None,
+            error: Some(format!(
+                "{resolved} is not a regular file (not loaded: dlopen would wait on a FIFO)"
+            )),
+            missing: Vec::new(),
+        }
+    } else {
+        dynlib::probe(&resolved, &["vk_icdGetInstanceProcAddr"])
+    });
     m.resolved = Some(resolved);
     m
 }
@@ -884,7 +908,7 @@ fn check_icds(r: &mut Report, s: &Search, manifests: &[Manifest], gap: Option<&s
         let name = format!("vulkan.icd[{}]", m.path.display());
         // A broken NVIDIA ICD stops interop; another one is only skipped by the
         // loader, unless the loader never gets past it.
-        let bad = if m.is_nvidia() || matches!(m.problem, Some(Problem::Blocks(_))) {
+        let bad = if m.is_nvidia() || m.blocks_loader() {
             Status::Fail
         } else {
             Status::Warn
@@ -1940,6 +1964,26 @@ mod tests {
             Err(Problem::Blocks(_))
         ));
         assert!(matches!(read_capped(&dir), Err(Problem::Skipped(_))));
+        // A manifest whose library is a FIFO: not loaded (dlopen would block).
+        let fifo = dir.join("lib.so");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let man = dir.join("fifo_lib.json");
+        std::fs::write(
+            &man,
+            format!(r#"{{"ICD": {{"library_path": "{}"}}}}"#, fifo.display()),
+        )
+        .unwrap();
+        let m = read_manifest(&man, "test");
+        assert!(m.blocks_loader());
+        assert!(
+            m.probe
+                .unwrap()
+                .error
+                .unwrap()
+                .contains("is not a regular file"),
+            "not loaded"
+        );
         let bad = dir.join("bad.json");
         std::fs::write(&bad, "{\n  \"ICD\": [1,\n").unwrap();
         let m = read_manifest(&bad, "test");

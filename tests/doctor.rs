@@ -347,7 +347,7 @@ fn mkfifo(p: &Path) {
 
 #[test]
 fn icd_entries_that_are_not_manifests_are_skipped() {
-    // What the loader skips, or would never finish reading, must not stop the
+    // What the loader skips, or would never get past, must not stop the
     // doctor: FIFOs, devices that never end (named directly, or through a *.json
     // link), a directory without manifests, a file that is not *.json, a file far
     // too large for a manifest, and a FIFO among a directory's *.json files.
@@ -361,6 +361,13 @@ fn icd_entries_that_are_not_manifests_are_skipped() {
     mkfifo(&dir.join("withfifo.d/pipe_icd.json"));
     std::fs::write(dir.join("notes.txt"), "not a manifest").unwrap();
     std::fs::write(dir.join("huge_icd.json"), vec![b' '; 2 << 20]).unwrap();
+    // A manifest whose library is a FIFO: dlopen would wait on it.
+    mkfifo(&dir.join("libfifo.so"));
+    manifest(
+        &dir,
+        "fifolib_icd.json",
+        dir.join("libfifo.so").to_str().unwrap(),
+    );
     let mut files: Vec<String> = [
         "fifo_icd.json",
         "fifo",
@@ -369,6 +376,7 @@ fn icd_entries_that_are_not_manifests_are_skipped() {
         "withfifo.d",
         "notes.txt",
         "huge_icd.json",
+        "fifolib_icd.json",
     ]
     .iter()
     .map(|f| dir.join(f).display().to_string())
@@ -467,11 +475,23 @@ fn child_icd_skipped() {
         );
         assert!(c.fix.starts_with(fix), "{fix:?}: {c:?}");
     }
+    let c = at(&dir.join("fifolib_icd.json"));
+    assert_eq!(c.status, FAIL, "{c:?}");
+    assert!(
+        c.seen
+            .contains("libfifo.so is not a regular file (not loaded: dlopen would wait on a FIFO)"),
+        "{c:?}"
+    );
     let c = d.get("vulkan.devices");
     assert_eq!(c.status, FAIL, "{c:?}");
     assert!(
         c.seen
-            .starts_with("not checked: the Vulkan loader would never finish reading")
+            .contains(&dir.join("fifolib_icd.json").display().to_string()),
+        "{c:?}"
+    );
+    assert!(
+        c.seen
+            .starts_with("not checked: the Vulkan loader would never get past")
             && blocking
                 .iter()
                 .all(|(p, _, _)| c.seen.contains(&p.display().to_string())),
