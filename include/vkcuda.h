@@ -2297,9 +2297,16 @@ enum vkcuda_result vkcuda_buffer_export_dlpack(const struct vkcuda_buffer *buffe
  *
  * Returns `VKCUDA_SUCCESS` when the checks ran, whatever they found
  * (`vkcuda_doctor_report_get_summary` says whether interop will work). The doctor
- * loads the Vulkan loader, every ICD's library (and unloads them), and the CUDA
- * driver, and makes a short-lived Vulkan instance. `*report` is written on
- * success, set to NULL on failure; the caller destroys it.
+ * loads the Vulkan loader, every ICD's library and the CUDA driver into this
+ * process, and they stay loaded until it exits (the ICD libraries are opened with
+ * `RTLD_NODELETE`: a driver unloaded while threads it started still run could
+ * crash the process); it makes a short-lived Vulkan instance. It always returns:
+ * it reads only regular `*.json` files of at most 1 MiB as manifests, never a FIFO
+ * or a device, loads no library that is not a regular file, and where the loader
+ * itself would never get past an entry (a FIFO or a device named `*.json`, a
+ * manifest whose library is a FIFO) it makes no instance and says so in
+ * `vulkan.devices`. `*report` is written on success, set to NULL on failure; the
+ * caller destroys it.
  *
  * Thread-safety: may be called from any thread.
  *
@@ -2521,6 +2528,7 @@ enum vkcuda_result vkcuda_image_get_vk_image(const struct vkcuda_image *image,
  * The CUDA mipmapped array (`CUmipmappedArray`) of the image (plane 0's for a
  * multi-planar image); it belongs to the image (do not destroy it). `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only
  * context.
+ * `*array` is set to NULL on failure.
  *
  * Thread-safety: may be called from any thread.
  *
@@ -2536,6 +2544,7 @@ enum vkcuda_result vkcuda_image_get_cuda_mipmapped_array(const struct vkcuda_ima
  * plane 0's for a multi-planar image); it belongs to the image (do not destroy it). For layered images it holds every
  * layer. `VKCUDA_ERROR_INVALID_ARGUMENT` for a level past the last,
  * `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only context.
+ * `*array` is set to NULL on failure.
  *
  * Thread-safety: may be called from any thread.
  *
@@ -2589,6 +2598,7 @@ enum vkcuda_result vkcuda_image_create_texture_object(const struct vkcuda_image 
  * `vkcuda_image_get_cuda_mipmapped_array`); it belongs to the image (do not
  * destroy it). `VKCUDA_ERROR_INVALID_ARGUMENT` for a plane past the last,
  * `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only context.
+ * `*array` is set to NULL on failure.
  *
  * Thread-safety: may be called from any thread.
  *
@@ -2606,6 +2616,7 @@ enum vkcuda_result vkcuda_image_get_plane_cuda_mipmapped_array(const struct vkcu
  * array (2 channels, half width and height; CUDA's x is Cb). It belongs to the
  * image (do not destroy it). `VKCUDA_ERROR_INVALID_ARGUMENT` for a plane or
  * level past the last, `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only context.
+ * `*array` is set to NULL on failure.
  *
  * Thread-safety: may be called from any thread.
  *
@@ -3286,7 +3297,8 @@ enum vkcuda_result vkcuda_semaphore_cuda_wait(const struct vkcuda_semaphore *sem
 /**
  * Adds to a CUDA graph a node that waits until the semaphore reaches `value`,
  * after the `dependency_count` nodes in `dependencies` (NULL when 0); `*node` is
- * the new node, owned by the graph. Timeline semaphores only. The value can be
+ * the new node, owned by the graph, set to NULL on failure. Timeline semaphores
+ * only. The value can be
  * changed for each launch of the instantiated graph with
  * `vkcuda_semaphore_cuda_graph_exec_set_wait`. The graph runs in the context's
  * CUcontext (`vkcuda_context_get_cuda_info`). This is how a semaphore goes into a
@@ -3308,8 +3320,8 @@ enum vkcuda_result vkcuda_semaphore_cuda_graph_add_wait(const struct vkcuda_sema
 
 /**
  * Adds to a CUDA graph a node that signals `value`, after the `dependency_count`
- * nodes in `dependencies`; `*node` is the new node, owned by the graph. Timeline
- * semaphores only. `value` is what the graph's first launch signals, so it is
+ * nodes in `dependencies`; `*node` is the new node, owned by the graph, set to
+ * NULL on failure. Timeline semaphores only. `value` is what the graph's first launch signals, so it is
  * checked like a `vkcuda_semaphore_cuda_signal` (a value from
  * `vkcuda_semaphore_next_stage`, greater than every value signalled before) and
  * recorded as signalled. Before every further launch, give the node its next value

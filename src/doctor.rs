@@ -15,6 +15,10 @@
 //! the container checks: `/.dockerenv`, `/run/.containerenv`, `/proc/1/cgroup`,
 //! `/dev/nvidia*` and the driver's libraries.
 
+use std::ffi::{OsStr, OsString};
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use ash::vk;
@@ -195,9 +199,13 @@ pub fn device_type_name(t: vk::PhysicalDeviceType) -> &'static str {
 /// Runs every check.
 pub fn run(opts: &Options) -> Report {
     let mut r = Report::default();
-    let loader_ok = check_loader(&mut r);
-    let manifests = check_icds(&mut r);
-    check_nvidia_icd(&mut r, &manifests);
+    let gap = graphics_gap(&opts.root);
+    let gap = gap.as_deref();
+    let loader_ok = check_loader(&mut r, gap);
+    let search = search();
+    let manifests = find_manifests();
+    check_icds(&mut r, &search, &manifests, gap);
+    check_nvidia_icd(&mut r, &manifests, gap);
     let cuda_devices = check_cuda(&mut r);
     let working = Working {
         nvidia_icd: manifests
@@ -206,8 +214,30 @@ pub fn run(opts: &Options) -> Report {
             .cloned(),
         cuda: cuda::driver_status().ok(),
     };
-    if loader_ok {
-        check_devices(&mut r, cuda_devices.as_deref());
+    let blocking: Vec<String> = manifests
+        .iter()
+        .filter(|m| m.blocks_loader())
+        .map(|m| m.path.display().to_string())
+        .collect();
+    if !blocking.is_empty() {
+        // vkCreateInstance would read them and never return.
+        r.add(
+            "vulkan.devices",
+            Status::Fail,
+            format!(
+                "not checked: the Vulkan loader would never get past {} (see {}), so no instance can be \
+                 made in this environment",
+                blocking.join(", "),
+                blocking
+                    .iter()
+                    .map(|b| format!("vulkan.icd[{b}]"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            "remove those entries (fix their vulkan.icd checks) and run the doctor again",
+        );
+    } else if loader_ok {
+        check_devices(&mut r, cuda_devices.as_deref(), &manifests, gap);
     } else {
         r.add(
             "vulkan.devices",
@@ -226,7 +256,7 @@ pub fn run(opts: &Options) -> Report {
 
 // --- Vulkan loader and ICDs ------------------------------------------------------
 
-fn check_loader(r: &mut Report) -> bool {
+fn check_loader(r: &mut Report, gap: Option<&str>) -> bool {
     let entry = match standalone::load_entry() {
         Ok(e) => e,
         Err(_) => {
@@ -235,7 +265,16 @@ fn check_loader(r: &mut Report) -> bool {
                 .error
                 .unwrap_or_else(|| "not found".into());
             let d = standalone::loader_missing(&why);
-            r.add("vulkan.loader", Status::Fail, d.seen, &d.fix);
+            // The toolkit mounts no loader: the image must have it. Without
+            // graphics, NVIDIA's driver is missing as well.
+            let fix = match gap {
+                Some(shown) => format!(
+                    "{}; and this container's {shown} lacks graphics: {GRAPHICS_FIX}",
+                    d.fix
+                ),
+                None => d.fix,
+            };
+            r.add("vulkan.loader", Status::Fail, d.seen, &fix);
             return false;
         }
     };
@@ -264,7 +303,60 @@ fn check_loader(r: &mut Report) -> bool {
     true
 }
 
-/// An ICD manifest the loader will read, and what its library did.
+/// The most of one manifest the doctor reads. An ICD manifest is a few hundred
+/// bytes; a larger file is not one, and a device such as `/dev/zero` never ends.
+pub const MANIFEST_SIZE_LIMIT: u64 = 1 << 20;
+
+/// Why an entry of the loader's search gave no usable manifest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Problem {
+    /// The path does not exist.
+    Missing,
+    /// It exists but could not be opened or read (the system's words).
+    Unreadable(String),
+    /// Not read, and why: the loader skips it too (an entry of a variable that is
+    /// neither a `*.json` name nor a directory, such as `/dev/zero`), a directory
+    /// holds no manifest, or a `*.json` entry is a directory or a socket.
+    Skipped(String),
+    /// Not read because the Vulkan loader itself would never get past it: a
+    /// FIFO or a device whose name ends in `.json`, which the loader opens as a
+    /// manifest (it waits for a FIFO's writer, and reads a device such as
+    /// `/dev/zero` without end). Every Vulkan program of this environment hangs.
+    Blocks(String),
+    /// A regular file larger than [`MANIFEST_SIZE_LIMIT`] (its size).
+    TooLarge(u64),
+    /// Not JSON: what the parser said, and where (from 1).
+    NotJson {
+        what: String,
+        line: usize,
+        column: usize,
+    },
+    /// JSON without `ICD.library_path`.
+    NoLibraryPath,
+}
+
+impl Problem {
+    /// What was seen, to follow the path: "does not exist", "is not valid JSON: ...".
+    pub fn describe(&self) -> String {
+        match self {
+            Problem::Missing => "does not exist".into(),
+            Problem::Unreadable(e) => format!("cannot be read ({e})"),
+            Problem::Skipped(why) => format!("was skipped: {why}"),
+            Problem::Blocks(why) => format!("was not read: {why}"),
+            Problem::TooLarge(n) => format!(
+                "was skipped: it is {n} bytes, and an ICD manifest is a few hundred (the doctor reads at \
+                 most {MANIFEST_SIZE_LIMIT})"
+            ),
+            Problem::NotJson { what, line, column } => {
+                format!("is not valid JSON: {what} at line {line}, column {column}")
+            }
+            Problem::NoLibraryPath => "has no ICD.library_path".into(),
+        }
+    }
+}
+
+/// An entry of the loader's search: an ICD manifest and what its library did, or
+/// an entry that gave none and why ([`Manifest::problem`]).
 #[derive(Clone, Debug)]
 pub struct Manifest {
     pub path: PathBuf,
@@ -273,9 +365,13 @@ pub struct Manifest {
     /// What the loader will dlopen (relative paths resolved against the manifest).
     pub resolved: Option<String>,
     pub probe: Option<dynlib::Probe>,
-    pub error: Option<String>,
+    /// Why it gave no manifest, or None when it is one.
+    pub problem: Option<Problem>,
     /// Where it came from: "VK_DRIVER_FILES", a directory, ...
     pub source: String,
+    /// The environment variable that names this path itself (not a directory
+    /// holding it), if any.
+    pub variable: Option<String>,
 }
 
 impl Manifest {
@@ -293,17 +389,170 @@ impl Manifest {
                 .is_some_and(|l| l.to_lowercase().contains("nvidia"))
     }
 
+    /// A file the loader takes for a manifest (whether or not it is a good one):
+    /// not a missing path or a skipped entry.
+    pub fn found(&self) -> bool {
+        !matches!(
+            self.problem,
+            Some(Problem::Missing | Problem::Skipped(_) | Problem::Blocks(_))
+        )
+    }
+
     pub fn works(&self) -> bool {
-        self.error.is_none()
+        self.problem.is_none()
             && self
                 .probe
                 .as_ref()
                 .is_some_and(|p| p.loaded() && p.missing.is_empty())
     }
+
+    /// The Vulkan loader would never get past this entry: it is a FIFO or a device
+    /// named `*.json`, or the library it names is a path to something that is not
+    /// a regular file (dlopen waits on a FIFO).
+    pub fn blocks_loader(&self) -> bool {
+        matches!(self.problem, Some(Problem::Blocks(_)))
+            || self.resolved.as_deref().is_some_and(|r| {
+                r.contains('/') && std::fs::metadata(r).is_ok_and(|md| !md.is_file())
+            })
+    }
+
+    /// The fix for its problem (empty without one).
+    fn problem_fix(&self) -> String {
+        let path = self.path.display();
+        let or_remove = match &self.variable {
+            Some(v) => format!("remove it from {v}"),
+            None => "remove the file".to_string(),
+        };
+        match &self.problem {
+            None => String::new(),
+            Some(Problem::Missing) => match &self.variable {
+                Some(v) => format!("correct the path in {v} or remove it"),
+                None => "reinstall the driver that owns this manifest".into(),
+            },
+            Some(Problem::Unreadable(_)) => format!(
+                "make {path} readable by this user (chmod a+r), or {or_remove}"
+            ),
+            Some(Problem::Skipped(_)) => match &self.variable {
+                Some(v) => format!(
+                    "remove it from {v}, or name the driver's manifest there (a regular *.json file) or the \
+                     directory that holds it"
+                ),
+                None => format!("replace {path} with the driver's manifest (a regular file), or remove it"),
+            },
+            Some(Problem::Blocks(_)) => match &self.variable {
+                Some(v) => format!(
+                    "remove it from {v}: the Vulkan loader opens every entry whose name ends in .json as a \
+                     manifest file"
+                ),
+                None => format!(
+                    "remove {path}: the Vulkan loader opens every *.json entry of the directory as a manifest file"
+                ),
+            },
+            Some(Problem::TooLarge(_)) => format!("{path} is not an ICD manifest: {or_remove}"),
+            Some(Problem::NotJson { line, column, .. }) => format!(
+                "correct the JSON at line {line}, column {column} of {path} (or reinstall the driver that owns \
+                 it), or {or_remove}: while a manifest it reads is not JSON, the Vulkan loader may fail every \
+                 vkCreateInstance with VK_ERROR_OUT_OF_HOST_MEMORY"
+            ),
+            Some(Problem::NoLibraryPath) => format!(
+                "add ICD.library_path (the driver's library) to {path} or reinstall the driver that owns it, \
+                 or {or_remove}"
+            ),
+        }
+    }
 }
 
+/// One of the loader's variables as the loader takes it: its bytes, None when
+/// unset or empty.
+fn env_bytes(name: &str) -> Option<OsString> {
+    std::env::var_os(name).filter(|v| !v.is_empty())
+}
+
+/// A variable the doctor reads for its own checks (`NVIDIA_*`, `container`,
+/// `CUDA_VISIBLE_DEVICES`): as text, None when unset or empty. Undecodable bytes
+/// show as U+FFFD.
 fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
+    env_bytes(name).map(|v| v.to_string_lossy().into_owned())
+}
+
+fn split_paths(v: &OsStr) -> Vec<PathBuf> {
+    v.as_bytes()
+        .split(|b| *b == b':')
+        .filter(|p| !p.is_empty())
+        .map(|p| PathBuf::from(OsStr::from_bytes(p)))
+        .collect()
+}
+
+/// The loader's driver search: where it looks, and the variables it takes that
+/// are not UTF-8.
+struct Search {
+    paths: Vec<(PathBuf, String)>,
+    /// (name, value with its undecodable bytes escaped), in the order read.
+    undecodable: Vec<(&'static str, String)>,
+    /// The variable that replaces the search (`VK_DRIVER_FILES` or
+    /// `VK_ICD_FILENAMES`), if one is set.
+    replaced_by: Option<&'static str>,
+}
+
+fn search() -> Search {
+    let mut s = Search {
+        paths: Vec::new(),
+        undecodable: Vec::new(),
+        replaced_by: None,
+    };
+    let read = |s: &mut Search, name: &'static str| -> Option<OsString> {
+        let v = env_bytes(name)?;
+        if v.to_str().is_none() {
+            s.undecodable.push((name, format!("{v:?}")));
+        }
+        Some(v)
+    };
+    for name in ["VK_DRIVER_FILES", "VK_ICD_FILENAMES"] {
+        if let Some(v) = read(&mut s, name) {
+            s.paths = split_paths(&v)
+                .into_iter()
+                .map(|p| (p, name.to_string()))
+                .collect();
+            s.replaced_by = Some(name);
+            return s;
+        }
+    }
+    if let Some(v) = read(&mut s, "VK_ADD_DRIVER_FILES") {
+        let add = split_paths(&v)
+            .into_iter()
+            .map(|p| (p, "VK_ADD_DRIVER_FILES".to_string()));
+        s.paths.extend(add);
+    }
+    let home = read(&mut s, "HOME").map(PathBuf::from);
+    let icd = |base: &Path, src: &str| (base.join("vulkan/icd.d"), src.to_string());
+    match read(&mut s, "XDG_CONFIG_HOME") {
+        Some(h) => s.paths.push(icd(Path::new(&h), "$XDG_CONFIG_HOME")),
+        None => {
+            if let Some(h) = &home {
+                s.paths.push(icd(&h.join(".config"), "$HOME/.config"))
+            }
+        }
+    }
+    let dirs = read(&mut s, "XDG_CONFIG_DIRS").unwrap_or_else(|| "/etc/xdg".into());
+    for d in split_paths(&dirs) {
+        s.paths.push(icd(&d, "$XDG_CONFIG_DIRS"));
+    }
+    s.paths.push(icd(Path::new("/etc"), "/etc"));
+    match read(&mut s, "XDG_DATA_HOME") {
+        Some(h) => s.paths.push(icd(Path::new(&h), "$XDG_DATA_HOME")),
+        None => {
+            if let Some(h) = &home {
+                s.paths
+                    .push(icd(&h.join(".local/share"), "$HOME/.local/share"))
+            }
+        }
+    }
+    let dirs =
+        read(&mut s, "XDG_DATA_DIRS").unwrap_or_else(|| "/usr/local/share:/usr/share".into());
+    for d in split_paths(&dirs) {
+        s.paths.push(icd(&d, "$XDG_DATA_DIRS"));
+    }
+    s
 }
 
 /// The directories and files the Vulkan loader searches for ICD manifests, in its
@@ -311,81 +560,127 @@ fn env(name: &str) -> Option<String> {
 /// on Linux"): `VK_DRIVER_FILES` (or the older `VK_ICD_FILENAMES`) replaces the
 /// search; otherwise `VK_ADD_DRIVER_FILES`, then `$XDG_CONFIG_HOME`,
 /// `$XDG_CONFIG_DIRS`, `/etc`, `$XDG_DATA_HOME` and `$XDG_DATA_DIRS`, each with
-/// `vulkan/icd.d` appended.
+/// `vulkan/icd.d` appended. The variables are taken as bytes, as the loader takes
+/// them, so a value that is not UTF-8 still names the paths it names.
 pub fn icd_search_paths() -> Vec<(PathBuf, String)> {
-    let split = |v: &str, src: &str| -> Vec<(PathBuf, String)> {
-        v.split(':')
-            .filter(|p| !p.is_empty())
-            .map(|p| (PathBuf::from(p), src.to_string()))
-            .collect()
-    };
-    if let Some(v) = env("VK_DRIVER_FILES") {
-        return split(&v, "VK_DRIVER_FILES");
-    }
-    if let Some(v) = env("VK_ICD_FILENAMES") {
-        return split(&v, "VK_ICD_FILENAMES");
-    }
-    let mut out = Vec::new();
-    if let Some(v) = env("VK_ADD_DRIVER_FILES") {
-        out.extend(split(&v, "VK_ADD_DRIVER_FILES"));
-    }
-    let home = env("HOME");
-    let icd = |base: &str, src: &str| (Path::new(base).join("vulkan/icd.d"), src.to_string());
-    match env("XDG_CONFIG_HOME") {
-        Some(h) => out.push(icd(&h, "$XDG_CONFIG_HOME")),
-        None => {
-            if let Some(h) = &home {
-                out.push(icd(&format!("{h}/.config"), "$HOME/.config"))
-            }
-        }
-    }
-    for d in env("XDG_CONFIG_DIRS")
-        .unwrap_or_else(|| "/etc/xdg".into())
-        .split(':')
-        .filter(|d| !d.is_empty())
-    {
-        out.push(icd(d, "$XDG_CONFIG_DIRS"));
-    }
-    out.push(icd("/etc", "/etc"));
-    match env("XDG_DATA_HOME") {
-        Some(h) => out.push(icd(&h, "$XDG_DATA_HOME")),
-        None => {
-            if let Some(h) = &home {
-                out.push(icd(&format!("{h}/.local/share"), "$HOME/.local/share"))
-            }
-        }
-    }
-    for d in env("XDG_DATA_DIRS")
-        .unwrap_or_else(|| "/usr/local/share:/usr/share".into())
-        .split(':')
-        .filter(|d| !d.is_empty())
-    {
-        out.push(icd(d, "$XDG_DATA_DIRS"));
-    }
-    out
+    search().paths
 }
 
-/// Reads one manifest and tries its library.
+/// What a file is, for "skipped" messages.
+fn file_kind(t: &std::fs::FileType) -> &'static str {
+    if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_file() {
+        "a regular file"
+    } else {
+        "a special file"
+    }
+}
+
+/// Why a path whose name ends in `.json` but that is not a regular file is not
+/// read as a manifest. The loader opens such a name as a manifest file: on a FIFO
+/// it waits for a writer, on a device it reads without end.
+fn not_regular(t: &std::fs::FileType) -> Problem {
+    let kind = file_kind(t);
+    if t.is_fifo() {
+        Problem::Blocks(format!(
+            "{kind} named *.json, not a regular file: the Vulkan loader opens it as a manifest and waits for a \
+             writer for ever, so every Vulkan program started with this environment hangs"
+        ))
+    } else if t.is_char_device() || t.is_block_device() {
+        Problem::Blocks(format!(
+            "{kind} named *.json, not a regular file: the Vulkan loader reads it as a manifest and, for a \
+             device such as /dev/zero, never reaches its end (every Vulkan program started with this \
+             environment hangs or runs out of memory)"
+        ))
+    } else if t.is_dir() {
+        Problem::Skipped(format!(
+            "{kind} whose name ends in .json: the loader takes such a name for a manifest file, and a \
+             directory cannot be read as one"
+        ))
+    } else {
+        Problem::Skipped(format!("{kind}, not a regular file: not read"))
+    }
+}
+
+/// The loader's test of a name: it reads an entry as a manifest file when its
+/// name ends in `.json`, and lists it as a directory otherwise.
+fn is_json_name(p: &Path) -> bool {
+    p.as_os_str().as_bytes().ends_with(b".json")
+}
+
+/// The bytes of a manifest: a regular file, at most [`MANIFEST_SIZE_LIMIT`] bytes,
+/// opened without blocking (a FIFO put in its place after the check would
+/// otherwise wait for a writer).
+fn read_capped(path: &Path) -> std::result::Result<Vec<u8>, Problem> {
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Problem::Missing,
+        _ => Problem::Unreadable(e.to_string()),
+    })?;
+    if !meta.is_file() {
+        return Err(not_regular(&meta.file_type()));
+    }
+    if meta.len() > MANIFEST_SIZE_LIMIT {
+        return Err(Problem::TooLarge(meta.len()));
+    }
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| Problem::Unreadable(e.to_string()))?;
+    let meta = f
+        .metadata()
+        .map_err(|e| Problem::Unreadable(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(not_regular(&meta.file_type()));
+    }
+    let mut bytes = Vec::new();
+    f.take(MANIFEST_SIZE_LIMIT + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Problem::Unreadable(e.to_string()))?;
+    if bytes.len() as u64 > MANIFEST_SIZE_LIMIT {
+        return Err(Problem::TooLarge(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+/// Reads one manifest (a regular file of at most [`MANIFEST_SIZE_LIMIT`] bytes)
+/// and tries its library.
 pub fn read_manifest(path: &Path, source: &str) -> Manifest {
     let mut m = Manifest {
         path: path.to_path_buf(),
         library: None,
         resolved: None,
         probe: None,
-        error: None,
+        problem: None,
         source: source.to_string(),
+        variable: None,
     };
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) => {
-            m.error = Some(format!("cannot be read ({e})"));
+    let bytes = match read_capped(path) {
+        Ok(b) => b,
+        Err(p) => {
+            m.problem = Some(p);
             return m;
         }
     };
-    let v: serde_json::Value = match serde_json::from_str(&text) {
+    let v: serde_json::Value = match serde_json::from_slice(&bytes) {
         Ok(v) => v,
         Err(e) => {
-            m.error = Some(format!("is not valid JSON ({e})"));
+            let (line, column) = (e.line(), e.column());
+            let text = e.to_string();
+            let what = text
+                .strip_suffix(&format!(" at line {line} column {column}"))
+                .unwrap_or(&text)
+                .to_string();
+            m.problem = Some(Problem::NotJson { what, line, column });
             return m;
         }
     };
@@ -394,7 +689,7 @@ pub fn read_manifest(path: &Path, source: &str) -> Manifest {
         .and_then(|i| i.get("library_path"))
         .and_then(|l| l.as_str())
     else {
-        m.error = Some("has no ICD.library_path".into());
+        m.problem = Some(Problem::NoLibraryPath);
         return m;
     };
     m.library = Some(lib.to_string());
@@ -407,86 +702,223 @@ pub fn read_manifest(path: &Path, source: &str) -> Manifest {
     } else {
         lib.to_string()
     };
-    m.probe = Some(dynlib::probe(&resolved, &["vk_icdGetInstanceProcAddr"]));
+    // dlopen would wait on a FIFO as read does: a path that is there but is not a
+    // regular file is not loaded (a bare name is the dynamic loader's to find).
+    let special =
+        resolved.contains('/') && std::fs::metadata(&resolved).is_ok_and(|md| !md.is_file());
+    m.probe = Some(if special {
+        dynlib::Probe {
+            path: None,
+            error: Some(format!(
+                "{resolved} is not a regular file (not loaded: dlopen would wait on a FIFO)"
+            )),
+            missing: Vec::new(),
+        }
+    } else {
+        dynlib::probe(&resolved, &["vk_icdGetInstanceProcAddr"])
+    });
     m.resolved = Some(resolved);
     m
 }
 
-/// The manifests the loader will read (a missing file named in `VK_DRIVER_FILES`
-/// is listed with its error).
+fn skipped(path: &Path, source: &str, variable: Option<&str>, problem: Problem) -> Manifest {
+    Manifest {
+        path: path.to_path_buf(),
+        library: None,
+        resolved: None,
+        probe: None,
+        problem: Some(problem),
+        source: source.to_string(),
+        variable: variable.map(str::to_string),
+    }
+}
+
+/// What the loader reads, entry by entry, as it reads it: an entry of a variable
+/// whose name ends in `.json` is a manifest file; any other entry, and each
+/// standard directory, is listed for `*.json` files. Only regular files are read,
+/// at most [`MANIFEST_SIZE_LIMIT`] bytes each. Entries of a variable that give no
+/// manifest (missing, not a `*.json` file or a directory, a directory without
+/// manifests, not a regular file) are listed with their [`Problem`].
 pub fn find_manifests() -> Vec<Manifest> {
     let mut out: Vec<Manifest> = Vec::new();
+    let mut push = |m: Manifest| {
+        if !out.iter().any(|o| o.path == m.path) {
+            out.push(m);
+        }
+    };
     for (p, src) in icd_search_paths() {
-        if p.is_dir() {
-            let mut files: Vec<PathBuf> = std::fs::read_dir(&p)
-                .map(|rd| {
-                    rd.filter_map(|e| e.ok().map(|e| e.path()))
-                        .filter(|f| f.extension().is_some_and(|x| x == "json"))
-                        .collect()
-                })
-                .unwrap_or_default();
-            files.sort();
-            for f in files {
-                if !out.iter().any(|m| m.path == f) {
-                    out.push(read_manifest(&f, &format!("{src} ({})", p.display())));
+        // An entry of a variable (not a standard directory).
+        let named = src.starts_with("VK_");
+        if named && is_json_name(&p) {
+            let mut m = read_manifest(&p, &src);
+            m.variable = Some(src.clone());
+            push(m);
+            continue;
+        }
+        let meta = match std::fs::metadata(&p) {
+            Ok(m) => m,
+            Err(e) => {
+                if named {
+                    let problem = match e.kind() {
+                        std::io::ErrorKind::NotFound => Problem::Missing,
+                        _ => Problem::Unreadable(e.to_string()),
+                    };
+                    push(skipped(&p, &src, Some(&src), problem));
                 }
+                continue;
             }
-        } else if src.starts_with("VK_") {
-            // A file named in an environment variable: listed even when missing.
-            if !out.iter().any(|m| m.path == p) {
-                out.push(read_manifest(&p, &src));
+        };
+        if !meta.is_dir() {
+            if named {
+                push(skipped(
+                    &p,
+                    &src,
+                    Some(&src),
+                    Problem::Skipped(format!(
+                        "{} whose name does not end in .json: the loader reads only *.json files and the \
+                         *.json files of directories, and skips it",
+                        file_kind(&meta.file_type())
+                    )),
+                ));
             }
+            continue;
+        }
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&p)
+            .map(|rd| {
+                rd.filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|f| is_json_name(f))
+                    .collect()
+            })
+            .unwrap_or_default();
+        files.sort();
+        if files.is_empty() && named {
+            push(skipped(
+                &p,
+                &src,
+                Some(&src),
+                Problem::Skipped(
+                    "a directory without *.json files: the loader finds no manifest in it".into(),
+                ),
+            ));
+        }
+        for f in files {
+            push(read_manifest(&f, &format!("{src} ({})", p.display())));
         }
     }
     out
 }
 
-fn check_icds(r: &mut Report) -> Vec<Manifest> {
-    let manifests = find_manifests();
-    let searched: Vec<String> = icd_search_paths()
+/// Inside a container whose `NVIDIA_DRIVER_CAPABILITIES` lacks `graphics` (unset
+/// means the toolkit's default, `utility,compute`): how the variable reads. The
+/// toolkit then mounts no Vulkan driver, which is the first thing the Vulkan checks
+/// that fail should say.
+fn graphics_gap(root: &Path) -> Option<String> {
+    container_evidence(root)?;
+    let caps = Capabilities::read();
+    (!caps.has("graphics")).then_some(caps.shown)
+}
+
+/// What the Vulkan checks that fail for lack of NVIDIA's Vulkan driver add in a
+/// container without `graphics`: to what was seen, and before the fix.
+fn with_gap(seen: String, fix: &str, gap: Option<&str>) -> (String, String) {
+    match gap {
+        None => (seen, fix.to_string()),
+        Some(shown) => (
+            format!(
+                "{seen}; this container lacks the graphics capability ({shown}), so the NVIDIA container \
+                 toolkit mounts no Vulkan driver (nvidia_icd.json, libGLX_nvidia.so.0)"
+            ),
+            format!("{GRAPHICS_FIX}; then: {fix}"),
+        ),
+    }
+}
+
+/// The fix for a container without `graphics`.
+const GRAPHICS_FIX: &str = "add graphics to NVIDIA_DRIVER_CAPABILITIES: set \
+     NVIDIA_DRIVER_CAPABILITIES=compute,utility,graphics (or all) in the image (ENV) or on docker run -e, and \
+     restart the container";
+
+fn check_icds(r: &mut Report, s: &Search, manifests: &[Manifest], gap: Option<&str>) {
+    let searched: Vec<String> = s
+        .paths
         .iter()
         .map(|(p, _)| p.display().to_string())
         .collect();
-    if manifests.is_empty() {
-        r.add(
-            "vulkan.icd_manifests",
-            Status::Fail,
-            format!(
-                "no ICD manifest (*.json) in the places the loader searches: {}",
-                searched.join(", ")
-            ),
-            "install a Vulkan driver (the NVIDIA driver puts nvidia_icd.json in /usr/share/vulkan/icd.d \
-             or /etc/vulkan/icd.d), or point VK_DRIVER_FILES at its manifest",
-        );
-        return manifests;
-    }
-    r.pass(
-        "vulkan.icd_manifests",
-        format!(
-            "{} manifest(s) where the loader searches ({})",
-            manifests.len(),
-            searched.join(", ")
-        ),
-    );
-    for m in &manifests {
-        let name = format!("vulkan.icd[{}]", m.path.display());
-        // A broken NVIDIA ICD stops interop; another one is only skipped by the loader.
-        let bad = if m.is_nvidia() {
+    if !s.undecodable.is_empty() {
+        let names: Vec<String> = s
+            .undecodable
+            .iter()
+            .map(|(n, v)| format!("{n}={v}"))
+            .collect();
+        let vars: Vec<&str> = s.undecodable.iter().map(|(n, _)| *n).collect();
+        // The variable that replaces the search decides everything when it is one of them.
+        let decisive = s.replaced_by.is_some_and(|v| vars.contains(&v));
+        let status = if decisive && !manifests.iter().any(|m| m.works()) {
             Status::Fail
         } else {
             Status::Warn
         };
-        if let Some(e) = &m.error {
-            let fix = if m.source.starts_with("VK_") {
-                format!("correct the path in {} or remove it", m.source)
-            } else {
-                "reinstall the driver that owns this manifest, or remove the file".to_string()
-            };
+        r.add(
+            "vulkan.icd_variables",
+            status,
+            format!(
+                "{} cannot be decoded as UTF-8 (\\x: bytes that are not UTF-8); the loader takes the bytes as \
+                 they are and reads what they name: {}",
+                names.join(", "),
+                if searched.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    searched.join(", ")
+                }
+            ),
+            &format!(
+                "set {} to UTF-8 paths of the driver manifests (check the script or service file that sets it)",
+                vars.join(" and ")
+            ),
+        );
+    }
+    let found = manifests.iter().filter(|m| m.found()).count();
+    if found == 0 {
+        let skipped = manifests.len() - found;
+        let (seen, fix) = with_gap(
+            format!(
+                "no ICD manifest (*.json) in the places the loader searches: {}{}",
+                searched.join(", "),
+                if skipped > 0 {
+                    format!(" ({skipped} entry(ies) skipped: see their vulkan.icd checks)")
+                } else {
+                    String::new()
+                }
+            ),
+            "install a Vulkan driver (the NVIDIA driver puts nvidia_icd.json in /usr/share/vulkan/icd.d \
+             or /etc/vulkan/icd.d), or point VK_DRIVER_FILES at its manifest",
+            gap,
+        );
+        r.add("vulkan.icd_manifests", Status::Fail, seen, &fix);
+    } else {
+        r.pass(
+            "vulkan.icd_manifests",
+            format!(
+                "{found} manifest(s) where the loader searches ({})",
+                searched.join(", ")
+            ),
+        );
+    }
+    for m in manifests {
+        let name = format!("vulkan.icd[{}]", m.path.display());
+        // A broken NVIDIA ICD stops interop; another one is only skipped by the
+        // loader, unless the loader never gets past it.
+        let bad = if m.is_nvidia() || m.blocks_loader() {
+            Status::Fail
+        } else {
+            Status::Warn
+        };
+        if let Some(p) = &m.problem {
             r.add(
                 name,
                 bad,
-                format!("{} {e} (from {})", m.path.display(), m.source),
-                &fix,
+                format!("{} (from {}) {}", m.path.display(), m.source, p.describe()),
+                &m.problem_fix(),
             );
             continue;
         }
@@ -539,38 +971,51 @@ fn check_icds(r: &mut Report) -> Vec<Manifest> {
             );
         }
     }
-    manifests
 }
 
-fn check_nvidia_icd(r: &mut Report, manifests: &[Manifest]) {
+fn check_nvidia_icd(r: &mut Report, manifests: &[Manifest], gap: Option<&str>) {
     let nvidia: Vec<&Manifest> = manifests.iter().filter(|m| m.is_nvidia()).collect();
-    match nvidia.iter().find(|m| m.works()) {
-        Some(m) => r.pass(
+    if let Some(m) = nvidia.iter().find(|m| m.works()) {
+        r.pass(
             "vulkan.nvidia_icd",
             format!(
                 "{} -> {}",
                 m.path.display(),
                 m.library.as_deref().unwrap_or("")
             ),
-        ),
-        None if nvidia.is_empty() => r.add(
-            "vulkan.nvidia_icd",
-            Status::Fail,
-            "no NVIDIA Vulkan driver manifest (nvidia_icd.json) among the ones the loader reads",
+        );
+        return;
+    }
+    let (seen, fix) = match nvidia.first() {
+        None => (
+            "no NVIDIA Vulkan driver manifest (nvidia_icd.json) among the ones the loader reads".to_string(),
             "install the NVIDIA driver with its Vulkan part (nvidia_icd.json and libGLX_nvidia.so.0); in a \
              container add graphics to NVIDIA_DRIVER_CAPABILITIES; if the file is elsewhere, point \
-             VK_DRIVER_FILES at it",
+             VK_DRIVER_FILES at it"
+                .to_string(),
         ),
-        None => r.add(
-            "vulkan.nvidia_icd",
-            Status::Fail,
-            format!(
-                "NVIDIA's manifest {} is there but its library does not load",
-                nvidia[0].path.display()
+        Some(m) => match &m.problem {
+            Some(p) => (
+                format!(
+                    "NVIDIA's manifest {} (from {}) {}",
+                    m.path.display(),
+                    m.source,
+                    p.describe()
+                ),
+                m.problem_fix(),
             ),
-            "see the vulkan.icd check of that manifest",
-        ),
-    }
+            None => (
+                format!(
+                    "NVIDIA's manifest {} is there but its library does not load ({})",
+                    m.path.display(),
+                    m.library.as_deref().unwrap_or("")
+                ),
+                format!("see the vulkan.icd[{}] check", m.path.display()),
+            ),
+        },
+    };
+    let (seen, fix) = with_gap(seen, &fix, gap);
+    r.add("vulkan.nvidia_icd", Status::Fail, seen, &fix);
 }
 
 // --- CUDA ---------------------------------------------------------------------
@@ -596,12 +1041,21 @@ fn check_cuda(r: &mut Report) -> Option<Vec<DeviceInfo>> {
     );
     match cuda::devices() {
         Ok(list) if list.is_empty() => {
-            r.add(
-                "cuda.devices",
-                Status::Fail,
-                "the CUDA driver lists no device",
-                "check CUDA_VISIBLE_DEVICES and nvidia-smi; in a container: NVIDIA_VISIBLE_DEVICES",
-            );
+            let (seen, fix) = match std::env::var_os("CUDA_VISIBLE_DEVICES") {
+                Some(v) => (
+                    format!(
+                        "the CUDA driver lists no device, and CUDA_VISIBLE_DEVICES=\"{}\" is set",
+                        v.to_string_lossy()
+                    ),
+                    "unset CUDA_VISIBLE_DEVICES or set it to GPUs this machine has (nvidia-smi -L lists them; \
+                     nvidia-smi itself ignores CUDA_VISIBLE_DEVICES)",
+                ),
+                None => (
+                    "the CUDA driver lists no device".to_string(),
+                    "check the driver with nvidia-smi; in a container: NVIDIA_VISIBLE_DEVICES",
+                ),
+            };
+            r.add("cuda.devices", Status::Fail, seen, fix);
             Some(list)
         }
         Ok(list) => {
@@ -686,26 +1140,72 @@ fn facts(
     }
 }
 
-fn check_devices(r: &mut Report, cuda_devices: Option<&[DeviceInfo]>) {
+/// What the loader's error means when a manifest is not JSON: the loader (1.3.239
+/// here, for one) fails `vkCreateInstance` with `VK_ERROR_OUT_OF_HOST_MEMORY` while
+/// a manifest it reads does not parse; memory is not short.
+fn explain_loader_error(message: &str, manifests: &[Manifest]) -> Option<(String, String)> {
+    if !message.contains("VK_ERROR_OUT_OF_HOST_MEMORY") {
+        return None;
+    }
+    let broken: Vec<String> = manifests
+        .iter()
+        .filter(|m| matches!(m.problem, Some(Problem::NotJson { .. })))
+        .map(|m| m.path.display().to_string())
+        .collect();
+    if broken.is_empty() {
+        return Some((
+            format!(
+                "{message} (the Vulkan loader also returns this when a manifest it reads is not JSON; every \
+                 manifest the doctor read parses, so memory may really be short)"
+            ),
+            "check the memory limit of this process (ulimit -v, the container's memory limit)".to_string(),
+        ));
+    }
+    Some((
+        format!(
+            "{message}: the Vulkan loader returns this when a manifest it reads is not valid JSON, not for lack \
+             of memory; not JSON here: {}",
+            broken.join(", ")
+        ),
+        format!(
+            "correct or remove {} (see {})",
+            broken.join(", "),
+            broken
+                .iter()
+                .map(|b| format!("vulkan.icd[{b}]"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    ))
+}
+
+fn check_devices(
+    r: &mut Report,
+    cuda_devices: Option<&[DeviceInfo]>,
+    manifests: &[Manifest],
+    gap: Option<&str>,
+) {
     let listed = match pairing::enumerate_with(facts) {
         Ok(l) => l,
         Err(e) => {
-            r.add(
-                "vulkan.devices",
-                Status::Fail,
-                e.message,
-                "check that a Vulkan driver is installed (vulkan.icd checks) and loads",
-            );
+            let (seen, fix) = explain_loader_error(&e.message, manifests).unwrap_or_else(|| {
+                with_gap(
+                    e.message,
+                    "check that a Vulkan driver is installed (vulkan.icd checks) and loads",
+                    gap,
+                )
+            });
+            r.add("vulkan.devices", Status::Fail, seen, &fix);
             return;
         }
     };
     if listed.is_empty() {
-        r.add(
-            "vulkan.devices",
-            Status::Fail,
-            "vkEnumeratePhysicalDevices lists no device",
+        let (seen, fix) = with_gap(
+            "vkEnumeratePhysicalDevices lists no device".to_string(),
             "install the NVIDIA driver's Vulkan part (see vulkan.nvidia_icd)",
+            gap,
         );
+        r.add("vulkan.devices", Status::Fail, seen, &fix);
         return;
     }
     let names: Vec<String> = listed
@@ -1142,6 +1642,37 @@ const CONTAINER_LIBRARIES: [(&str, &str, &str); 4] = [
     ),
 ];
 
+/// `NVIDIA_DRIVER_CAPABILITIES` as the toolkit reads it.
+struct Capabilities {
+    /// The list (the toolkit's default when unset).
+    list: String,
+    /// How the report shows it.
+    shown: String,
+}
+
+impl Capabilities {
+    fn read() -> Capabilities {
+        match env("NVIDIA_DRIVER_CAPABILITIES") {
+            Some(v) => Capabilities {
+                shown: format!("NVIDIA_DRIVER_CAPABILITIES={v}"),
+                list: v,
+            },
+            None => Capabilities {
+                list: "utility,compute".into(),
+                shown:
+                    "NVIDIA_DRIVER_CAPABILITIES is not set (the toolkit's default: utility,compute)"
+                        .into(),
+            },
+        }
+    }
+
+    fn has(&self, c: &str) -> bool {
+        self.list
+            .split(',')
+            .any(|x| x.trim() == c || x.trim() == "all")
+    }
+}
+
 fn check_container(r: &mut Report, root: &Path, working: &Working) {
     let Some(why) = container_evidence(root) else {
         r.pass(
@@ -1180,16 +1711,9 @@ fn check_container(r: &mut Report, root: &Path, working: &Working) {
             format!("NVIDIA_VISIBLE_DEVICES={v}"),
         ),
     }
-    let caps_raw = env("NVIDIA_DRIVER_CAPABILITIES");
-    let caps = caps_raw
-        .clone()
-        .unwrap_or_else(|| "utility,compute".to_string());
-    let has = |c: &str| caps.split(',').any(|x| x.trim() == c || x.trim() == "all");
-    let shown = match &caps_raw {
-        Some(v) => format!("NVIDIA_DRIVER_CAPABILITIES={v}"),
-        None => "NVIDIA_DRIVER_CAPABILITIES is not set (the toolkit's default: utility,compute)"
-            .to_string(),
-    };
+    let caps = Capabilities::read();
+    let has = |c: &str| caps.has(c);
+    let shown = caps.shown.clone();
     // A capability that is missing matters only when what it mounts is missing too.
     let mut missing = Vec::new();
     if !has("compute") && !cuda_ok {
@@ -1408,6 +1932,67 @@ mod tests {
         assert_eq!(v["summary"]["fail"], 1);
         assert_eq!(v["checks"][2]["seen"], "bad \"quoted\"");
         assert_eq!(v["checks"][1]["status"], "warn");
+    }
+
+    #[test]
+    fn loader_variables_are_bytes() {
+        let v = OsStr::from_bytes(b"/a/\xffnvidia_icd.json::/b/icd.d");
+        assert_eq!(
+            split_paths(v),
+            [
+                PathBuf::from(OsStr::from_bytes(b"/a/\xffnvidia_icd.json")),
+                PathBuf::from("/b/icd.d")
+            ]
+        );
+        assert!(is_json_name(Path::new("/x/nvidia_icd.json")));
+        assert!(!is_json_name(Path::new("/x/icd.d")));
+        assert!(!is_json_name(Path::new("/dev/zero")));
+    }
+
+    #[test]
+    fn manifests_are_read_with_a_limit() {
+        let dir = std::env::temp_dir().join(format!("vkcuda-doctor-read-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let big = dir.join("big.json");
+        std::fs::write(&big, vec![b' '; MANIFEST_SIZE_LIMIT as usize + 1]).unwrap();
+        assert_eq!(
+            read_capped(&big),
+            Err(Problem::TooLarge(MANIFEST_SIZE_LIMIT + 1))
+        );
+        assert_eq!(read_capped(&dir.join("none.json")), Err(Problem::Missing));
+        assert!(matches!(
+            read_capped(Path::new("/dev/zero")),
+            Err(Problem::Blocks(_))
+        ));
+        assert!(matches!(read_capped(&dir), Err(Problem::Skipped(_))));
+        // A manifest whose library is a FIFO: not loaded (dlopen would block).
+        let fifo = dir.join("lib.so");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let man = dir.join("fifo_lib.json");
+        std::fs::write(
+            &man,
+            format!(r#"{{"ICD": {{"library_path": "{}"}}}}"#, fifo.display()),
+        )
+        .unwrap();
+        let m = read_manifest(&man, "test");
+        assert!(m.blocks_loader());
+        assert!(
+            m.probe
+                .unwrap()
+                .error
+                .unwrap()
+                .contains("is not a regular file"),
+            "not loaded"
+        );
+        let bad = dir.join("bad.json");
+        std::fs::write(&bad, "{\n  \"ICD\": [1,\n").unwrap();
+        let m = read_manifest(&bad, "test");
+        assert_eq!(
+            m.problem.unwrap().describe(),
+            "is not valid JSON: EOF while parsing a value at line 3, column 0"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -209,7 +209,10 @@ fn child_icd_missing_library() {
         dir.join("absent_icd.json").display()
     ));
     assert_eq!(c.status, WARN);
-    assert!(c.seen.contains("cannot be read"), "{c:?}");
+    assert!(
+        c.seen.ends_with("(from VK_DRIVER_FILES) does not exist"),
+        "{c:?}"
+    );
     assert_eq!(c.fix, "correct the path in VK_DRIVER_FILES or remove it");
     let c = d.get("vulkan.nvidia_icd");
     assert_eq!(c.status, FAIL);
@@ -254,9 +257,13 @@ fn child_no_nvidia_icd() {
     let d = doctor(None);
     let c = d.get("vulkan.nvidia_icd");
     assert_eq!(c.status, FAIL);
-    assert_eq!(
-        c.seen,
-        "no NVIDIA Vulkan driver manifest (nvidia_icd.json) among the ones the loader reads"
+    // Inside a container without graphics (this machine may be one) the seen goes on
+    // to say so.
+    assert!(
+        c.seen.starts_with(
+            "no NVIDIA Vulkan driver manifest (nvidia_icd.json) among the ones the loader reads"
+        ),
+        "{c:?}"
     );
     assert!(
         c.fix.contains("nvidia_icd.json and libGLX_nvidia.so.0")
@@ -311,6 +318,372 @@ fn child_icd_old_variable() {
         1,
         "only the manifest VK_ICD_FILENAMES names"
     );
+}
+
+/// `doctor(None)` on another thread: fails the test unless it returns within
+/// `limit` (a doctor that blocks on a FIFO or reads /dev/zero for ever never would).
+fn doctor_within(limit: std::time::Duration) -> Doctor {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let started = std::time::Instant::now();
+    std::thread::spawn(move || {
+        let _ = tx.send(doctor(None));
+    });
+    let d = rx
+        .recv_timeout(limit)
+        .unwrap_or_else(|_| panic!("the doctor did not return within {limit:?}"));
+    println!("the doctor took {:?}", started.elapsed());
+    d
+}
+
+fn mkfifo(p: &Path) {
+    let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+    assert_eq!(
+        unsafe { libc::mkfifo(c.as_ptr(), 0o600) },
+        0,
+        "mkfifo {p:?}"
+    );
+}
+
+#[test]
+fn icd_entries_that_are_not_manifests_are_skipped() {
+    // What the loader skips, or would never get past, must not stop the
+    // doctor: FIFOs, devices that never end (named directly, or through a *.json
+    // link), a directory without manifests, a file that is not *.json, a file far
+    // too large for a manifest, and a FIFO among a directory's *.json files.
+    let dir = scratch("icd-skipped");
+    mkfifo(&dir.join("fifo_icd.json"));
+    mkfifo(&dir.join("fifo"));
+    std::os::unix::fs::symlink("/dev/zero", dir.join("zero_icd.json")).unwrap();
+    std::fs::create_dir_all(dir.join("empty.d")).unwrap();
+    std::fs::write(dir.join("empty.d/readme.txt"), "not a manifest").unwrap();
+    std::fs::create_dir_all(dir.join("withfifo.d")).unwrap();
+    mkfifo(&dir.join("withfifo.d/pipe_icd.json"));
+    std::fs::write(dir.join("notes.txt"), "not a manifest").unwrap();
+    std::fs::write(dir.join("huge_icd.json"), vec![b' '; 2 << 20]).unwrap();
+    // A manifest whose library is a FIFO: dlopen would wait on it.
+    mkfifo(&dir.join("libfifo.so"));
+    manifest(
+        &dir,
+        "fifolib_icd.json",
+        dir.join("libfifo.so").to_str().unwrap(),
+    );
+    let mut files: Vec<String> = [
+        "fifo_icd.json",
+        "fifo",
+        "zero_icd.json",
+        "empty.d",
+        "withfifo.d",
+        "notes.txt",
+        "huge_icd.json",
+        "fifolib_icd.json",
+    ]
+    .iter()
+    .map(|f| dir.join(f).display().to_string())
+    .collect();
+    files.push("/dev/zero".into());
+    files.push("/dev/urandom".into());
+    files.extend(working_other_manifests());
+    run_child(
+        "child_icd_skipped",
+        &build("doctor-fake-cuda", &[]),
+        &[
+            ("VK_DRIVER_FILES", Some(&join(&files))),
+            ("VKCUDA_TEST_DIR", Some(dir.to_str().unwrap())),
+        ],
+    );
+}
+
+#[test]
+#[ignore = "runs in a child process of icd_entries_that_are_not_manifests_are_skipped"]
+fn child_icd_skipped() {
+    if !common::fake_driver::in_child("child_icd_skipped") {
+        return;
+    }
+    let dir = PathBuf::from(std::env::var("VKCUDA_TEST_DIR").unwrap());
+    let d = doctor_within(std::time::Duration::from_secs(20));
+    let at = |p: &Path| d.get(&format!("vulkan.icd[{}]", p.display())).clone();
+    // The loader skips these: a warning each.
+    let skipped: [(PathBuf, &str, &str); 6] = [
+        (
+            dir.join("fifo"),
+            "a FIFO (named pipe) whose name does not end in .json: the loader reads only *.json files",
+            "remove it from VK_DRIVER_FILES",
+        ),
+        (
+            dir.join("empty.d"),
+            "a directory without *.json files",
+            "remove it from VK_DRIVER_FILES",
+        ),
+        (
+            dir.join("notes.txt"),
+            "a regular file whose name does not end in .json",
+            "remove it from VK_DRIVER_FILES",
+        ),
+        (
+            dir.join("huge_icd.json"),
+            "it is 2097152 bytes, and an ICD manifest is a few hundred",
+            "is not an ICD manifest: remove it from VK_DRIVER_FILES",
+        ),
+        (
+            PathBuf::from("/dev/zero"),
+            "a character device whose name does not end in .json",
+            "remove it from VK_DRIVER_FILES",
+        ),
+        (
+            PathBuf::from("/dev/urandom"),
+            "a character device whose name does not end in .json",
+            "remove it from VK_DRIVER_FILES",
+        ),
+    ];
+    for (path, why, fix) in skipped {
+        let c = at(&path);
+        assert_eq!(c.status, WARN, "{c:?}");
+        assert!(c.seen.starts_with(&path.display().to_string()), "{c:?}");
+        assert!(
+            c.seen.contains(&format!("was skipped: {why}")),
+            "{why:?}: {c:?}"
+        );
+        assert!(c.fix.contains(fix), "{fix:?}: {c:?}");
+    }
+    // The loader opens these as manifests and never finishes: each fails, and no
+    // instance is made (the doctor's own would hang too).
+    let blocking: [(PathBuf, &str, &str); 3] = [
+        (
+            dir.join("fifo_icd.json"),
+            "a FIFO (named pipe) named *.json, not a regular file: the Vulkan loader opens it as a manifest \
+             and waits for a writer for ever",
+            "remove it from VK_DRIVER_FILES",
+        ),
+        (
+            dir.join("zero_icd.json"),
+            "a character device named *.json, not a regular file: the Vulkan loader reads it as a manifest",
+            "remove it from VK_DRIVER_FILES",
+        ),
+        (
+            dir.join("withfifo.d/pipe_icd.json"),
+            "a FIFO (named pipe) named *.json",
+            "remove ",
+        ),
+    ];
+    for (path, why, fix) in &blocking {
+        let c = at(path);
+        assert_eq!(c.status, FAIL, "{c:?}");
+        assert!(
+            c.seen.contains(&format!("was not read: {why}")),
+            "{why:?}: {c:?}"
+        );
+        assert!(c.fix.starts_with(fix), "{fix:?}: {c:?}");
+    }
+    let c = at(&dir.join("fifolib_icd.json"));
+    assert_eq!(c.status, FAIL, "{c:?}");
+    assert!(
+        c.seen
+            .contains("libfifo.so is not a regular file (not loaded: dlopen would wait on a FIFO)"),
+        "{c:?}"
+    );
+    let c = d.get("vulkan.devices");
+    assert_eq!(c.status, FAIL, "{c:?}");
+    assert!(
+        c.seen
+            .contains(&dir.join("fifolib_icd.json").display().to_string()),
+        "{c:?}"
+    );
+    assert!(
+        c.seen
+            .starts_with("not checked: the Vulkan loader would never get past")
+            && blocking
+                .iter()
+                .all(|(p, _, _)| c.seen.contains(&p.display().to_string())),
+        "{c:?}"
+    );
+    // The entries that gave no manifest are not counted as manifests.
+    let c = d.get("vulkan.icd_manifests");
+    if working_other_manifests().is_empty() {
+        assert_eq!(c.status, FAIL, "{c:?}");
+        assert!(c.seen.contains("skipped"), "{c:?}");
+    } else {
+        assert!(
+            c.seen.starts_with("1 manifest(s)") || c.status == PASS,
+            "{c:?}"
+        );
+    }
+}
+
+#[test]
+fn icd_variable_that_is_not_utf8() {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    // The loader takes the bytes as they are: a manifest whose file name is not
+    // UTF-8 is still read, and the report names the variable.
+    let dir = scratch("icd-not-utf8");
+    let mut name = dir.as_os_str().as_bytes().to_vec();
+    name.extend_from_slice(b"/nvidia\xff_icd.json");
+    let path = PathBuf::from(std::ffi::OsString::from_vec(name));
+    std::fs::write(
+        &path,
+        r#"{"file_format_version": "1.0.0", "ICD": {"library_path": "/nonexistent/libGLX_nvidia.so.0"}}"#,
+    )
+    .unwrap();
+    let mut cmd = common::this_test("child_icd_not_utf8", true);
+    cmd.env("LD_LIBRARY_PATH", build("doctor-fake-cuda", &[]))
+        .env(common::fake_driver::CHILD_ENV, "1")
+        .env_remove(vkcuda::cuda::DISABLE_ENV)
+        .env("VK_DRIVER_FILES", &path)
+        .env("VKCUDA_TEST_DIR", &dir);
+    common::child_passed("child_icd_not_utf8", &cmd.output().unwrap());
+}
+
+#[test]
+#[ignore = "runs in a child process of icd_variable_that_is_not_utf8"]
+fn child_icd_not_utf8() {
+    if !common::fake_driver::in_child("child_icd_not_utf8") {
+        return;
+    }
+    assert!(std::env::var("VK_DRIVER_FILES").is_err(), "not UTF-8");
+    let d = doctor(None);
+    let c = d.get("vulkan.icd_variables");
+    assert_eq!(c.status, FAIL, "no manifest it names works: {c:?}");
+    assert!(
+        c.seen.starts_with("VK_DRIVER_FILES=\"")
+            && c.seen.contains("\\xFF_icd.json")
+            && c.seen.contains("cannot be decoded as UTF-8"),
+        "{c:?}"
+    );
+    assert!(
+        c.fix.starts_with("set VK_DRIVER_FILES to UTF-8 paths"),
+        "{c:?}"
+    );
+    // What the loader reads is what the bytes name, not the standard directories.
+    let icds: Vec<&Seen> = d
+        .checks
+        .iter()
+        .filter(|c| c.name.starts_with("vulkan.icd["))
+        .collect();
+    assert_eq!(icds.len(), 1, "{icds:?}");
+    assert!(
+        icds[0].seen.contains("/nonexistent/libGLX_nvidia.so.0")
+            && icds[0].seen.contains("does not load"),
+        "the manifest was read: {icds:?}"
+    );
+    assert!(
+        !d.get("vulkan.icd_manifests")
+            .seen
+            .contains("/usr/share/vulkan/icd.d"),
+        "the standard directories are not searched"
+    );
+}
+
+#[test]
+fn icd_nvidia_manifest_missing() {
+    let dir = scratch("icd-nvidia-missing");
+    let mut files = vec![dir.join("nvidia_icd.json").display().to_string()];
+    files.extend(working_other_manifests());
+    run_child(
+        "child_nvidia_manifest_missing",
+        &build("doctor-fake-cuda", &[]),
+        &[
+            ("VK_DRIVER_FILES", Some(&join(&files))),
+            ("VKCUDA_TEST_DIR", Some(dir.to_str().unwrap())),
+        ],
+    );
+}
+
+#[test]
+#[ignore = "runs in a child process of icd_nvidia_manifest_missing"]
+fn child_nvidia_manifest_missing() {
+    if !common::fake_driver::in_child("child_nvidia_manifest_missing") {
+        return;
+    }
+    let dir = PathBuf::from(std::env::var("VKCUDA_TEST_DIR").unwrap());
+    let nvidia = dir.join("nvidia_icd.json");
+    let d = doctor(None);
+    let c = d.get("vulkan.nvidia_icd");
+    assert_eq!(c.status, FAIL);
+    assert!(
+        c.seen.starts_with(&format!(
+            "NVIDIA's manifest {} (from VK_DRIVER_FILES) does not exist",
+            nvidia.display()
+        )),
+        "{c:?}"
+    );
+    assert!(!c.seen.contains("is there"), "{c:?}");
+    assert!(
+        c.fix
+            .contains("correct the path in VK_DRIVER_FILES or remove it"),
+        "{c:?}"
+    );
+    let c = d.get(&format!("vulkan.icd[{}]", nvidia.display()));
+    assert_eq!(c.status, FAIL);
+    assert!(c.seen.ends_with("does not exist"), "{c:?}");
+}
+
+#[test]
+fn icd_nvidia_manifest_not_json() {
+    let dir = scratch("icd-nvidia-not-json");
+    std::fs::write(
+        dir.join("nvidia_icd.json"),
+        "{\n  \"file_format_version\": \"1.0.0\",\n  \"ICD\": {\"library_path\": \"libGLX_nvidia.so.0\",\n}\n",
+    )
+    .unwrap();
+    let mut files = vec![dir.join("nvidia_icd.json").display().to_string()];
+    files.extend(working_other_manifests());
+    run_child(
+        "child_nvidia_manifest_not_json",
+        &build("doctor-fake-cuda", &[]),
+        &[
+            ("VK_DRIVER_FILES", Some(&join(&files))),
+            ("VKCUDA_TEST_DIR", Some(dir.to_str().unwrap())),
+        ],
+    );
+}
+
+#[test]
+#[ignore = "runs in a child process of icd_nvidia_manifest_not_json"]
+fn child_nvidia_manifest_not_json() {
+    if !common::fake_driver::in_child("child_nvidia_manifest_not_json") {
+        return;
+    }
+    let dir = PathBuf::from(std::env::var("VKCUDA_TEST_DIR").unwrap());
+    let nvidia = dir.join("nvidia_icd.json");
+    let d = doctor(None);
+    let c = d.get(&format!("vulkan.icd[{}]", nvidia.display()));
+    assert_eq!(c.status, FAIL);
+    assert!(
+        c.seen
+            .ends_with("is not valid JSON: trailing comma at line 4, column 1"),
+        "{c:?}"
+    );
+    assert!(
+        c.fix.starts_with(&format!(
+            "correct the JSON at line 4, column 1 of {}",
+            nvidia.display()
+        )) && c.fix.contains("VK_ERROR_OUT_OF_HOST_MEMORY"),
+        "about the content, not the path: {c:?}"
+    );
+    assert!(!c.fix.contains("correct the path"), "{c:?}");
+    let c = d.get("vulkan.nvidia_icd");
+    assert_eq!(c.status, FAIL);
+    assert!(
+        c.seen.contains("is not valid JSON") && !c.seen.contains("is there"),
+        "{c:?}"
+    );
+    // The loader of this machine may fail every instance while it reads a manifest
+    // that is not JSON (1.3.239 does): then the check says what that error means.
+    let c = d.get("vulkan.devices");
+    if c.seen.contains("VK_ERROR_OUT_OF_HOST_MEMORY") {
+        assert_eq!(c.status, FAIL);
+        assert!(
+            c.seen.contains("not for lack of memory")
+                && c.seen.contains(&nvidia.display().to_string()),
+            "{c:?}"
+        );
+        assert!(
+            c.fix
+                .starts_with(&format!("correct or remove {}", nvidia.display())),
+            "{c:?}"
+        );
+    } else {
+        println!("this loader skips a manifest that is not JSON: {c:?}");
+    }
 }
 
 // --- The CUDA driver ----------------------------------------------------------------
@@ -387,6 +760,75 @@ fn child_cuda_too_old() {
     assert_eq!(
         err,
         format!("vkcuda_cuda_driver_get_version: {}: {}", c.seen, c.fix)
+    );
+}
+
+#[test]
+fn cuda_visible_devices_empty() {
+    run_child(
+        "child_cuda_visible_devices",
+        &build("doctor-fake-cuda", &[]),
+        &[
+            ("CUDA_VISIBLE_DEVICES", Some("")),
+            ("FAKE_CUDA_UUIDS", None),
+        ],
+    );
+}
+
+#[test]
+fn cuda_visible_devices_names_no_gpu() {
+    run_child(
+        "child_cuda_visible_devices",
+        &build("doctor-fake-cuda", &[]),
+        &[
+            ("CUDA_VISIBLE_DEVICES", Some("7")),
+            ("FAKE_CUDA_UUIDS", None),
+        ],
+    );
+}
+
+#[test]
+#[ignore = "runs in a child process of cuda_visible_devices_empty and _names_no_gpu"]
+fn child_cuda_visible_devices() {
+    if !common::fake_driver::in_child("child_cuda_visible_devices") {
+        return;
+    }
+    // The stand-in driver, as the real one: no visible device is CUDA_ERROR_NO_DEVICE.
+    let visible = std::env::var("CUDA_VISIBLE_DEVICES").unwrap();
+    let mut v = 0;
+    let err = fails(
+        unsafe { vkcuda_cuda_driver_get_version(&mut v) },
+        VKCUDA_ERROR_CUDA_UNAVAILABLE,
+    );
+    let d = doctor(None);
+    let c = d.get("cuda.driver");
+    assert_eq!(c.status, FAIL);
+    assert!(
+        c.seen.starts_with(&format!(
+            "cuInit failed with CUDA_ERROR_NO_DEVICE and CUDA_VISIBLE_DEVICES=\"{visible}\": "
+        )),
+        "names the variable and its value: {c:?}"
+    );
+    if visible.is_empty() {
+        assert!(
+            c.seen.ends_with("empty, which hides every GPU from CUDA"),
+            "{c:?}"
+        );
+    } else {
+        assert!(c.seen.contains("it names no GPU this driver has"), "{c:?}");
+    }
+    assert!(
+        c.fix
+            .starts_with("unset CUDA_VISIBLE_DEVICES or set it to GPUs this machine has")
+            && c.fix
+                .contains("nvidia-smi itself ignores CUDA_VISIBLE_DEVICES"),
+        "{c:?}"
+    );
+    assert!(!c.fix.contains("kernel module"), "{c:?}");
+    assert_eq!(
+        err,
+        format!("vkcuda_cuda_driver_get_version: {}: {}", c.seen, c.fix),
+        "the doctor and the failing call say the same"
     );
 }
 
@@ -623,6 +1065,63 @@ fn child_container_without_graphics() {
     assert_eq!(c.status, FAIL);
     assert!(c.seen.contains("no /dev/nvidiactl"), "{c:?}");
     assert!(c.fix.contains("docker run --gpus all"), "{c:?}");
+}
+
+#[test]
+fn container_without_graphics_and_no_manifest() {
+    // The usual case: a container with compute only, no Vulkan driver at all. The
+    // first check that fails must say that graphics is missing.
+    let root = scratch("container-no-manifest");
+    std::fs::write(root.join(".dockerenv"), "").unwrap();
+    let icds = scratch("container-no-manifest-icds");
+    container_child(
+        "child_container_without_graphics_first_failure",
+        &root,
+        &[
+            ("NVIDIA_DRIVER_CAPABILITIES", Some("compute,utility")),
+            ("NVIDIA_VISIBLE_DEVICES", Some("all")),
+            ("VK_DRIVER_FILES", Some(icds.to_str().unwrap())),
+        ],
+    );
+}
+
+#[test]
+#[ignore = "runs in a child process of container_without_graphics_and_no_manifest"]
+fn child_container_without_graphics_first_failure() {
+    if !common::fake_driver::in_child("child_container_without_graphics_first_failure") {
+        return;
+    }
+    let d = doctor(Some(&test_root()));
+    let first = d
+        .checks
+        .iter()
+        .find(|c| c.status == FAIL)
+        .expect("a check fails");
+    assert!(
+        first.name.starts_with("vulkan."),
+        "the Vulkan checks come first: {first:?}"
+    );
+    assert!(
+        first
+            .seen
+            .contains("this container lacks the graphics capability (NVIDIA_DRIVER_CAPABILITIES=compute,utility)"),
+        "{first:?}"
+    );
+    assert!(
+        first
+            .fix
+            .starts_with("add graphics to NVIDIA_DRIVER_CAPABILITIES: set NVIDIA_DRIVER_CAPABILITIES=compute,utility,graphics"),
+        "not \"install a Vulkan driver\" first: {first:?}"
+    );
+    for name in ["vulkan.icd_manifests", "vulkan.nvidia_icd"] {
+        let c = d.get(name);
+        assert_eq!(c.status, FAIL, "{c:?}");
+        assert!(
+            c.fix
+                .starts_with("add graphics to NVIDIA_DRIVER_CAPABILITIES"),
+            "{c:?}"
+        );
+    }
 }
 
 #[test]

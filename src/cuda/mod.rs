@@ -148,6 +148,11 @@ fn load_driver() -> std::result::Result<DriverInfo, Diagnosis> {
     // SAFETY: every symbol used below was checked above.
     let r = unsafe { sys::cuInit(0) };
     if r != sys::CUresult::CUDA_SUCCESS {
+        if r == sys::CUresult::CUDA_ERROR_NO_DEVICE {
+            if let Some(d) = hidden_by_visible_devices() {
+                return Err(d);
+            }
+        }
         return Err(unavailable(
             format!("cuInit failed with {r:?}"),
             "check that the NVIDIA kernel module is loaded and this process can open /dev/nvidiactl \
@@ -177,6 +182,26 @@ fn load_driver() -> std::result::Result<DriverInfo, Diagnosis> {
         ));
     }
     Ok(DriverInfo { version, path })
+}
+
+/// `cuInit` found no device while `CUDA_VISIBLE_DEVICES` is set: the variable is
+/// the first suspect (empty, it hides every GPU; an index or UUID the machine does
+/// not have hides them too), and `nvidia-smi`, which ignores it, would show the
+/// GPUs and lead nowhere.
+fn hidden_by_visible_devices() -> Option<Diagnosis> {
+    let v = std::env::var_os("CUDA_VISIBLE_DEVICES")?;
+    let v = v.to_string_lossy();
+    let what = if v.trim().is_empty() {
+        "empty, which hides every GPU from CUDA".to_string()
+    } else {
+        "it names no GPU this driver has (indices count from 0 in nvidia-smi -L order; UUIDs as GPU-...)"
+            .to_string()
+    };
+    Some(unavailable(
+        format!("cuInit failed with CUDA_ERROR_NO_DEVICE and CUDA_VISIBLE_DEVICES=\"{v}\": {what}"),
+        "unset CUDA_VISIBLE_DEVICES or set it to GPUs this machine has (nvidia-smi -L lists them with their \
+         indices and UUIDs; nvidia-smi itself ignores CUDA_VISIBLE_DEVICES, so it lists every GPU either way)",
+    ))
 }
 
 /// The driver's CUDA version as `major * 1000 + minor * 10` (13000 for 13.0).

@@ -183,9 +183,16 @@ unsafe fn report_arg<'a>(report: *const vkcuda_doctor_report) -> Result<&'a Doct
 ///
 /// Returns `VKCUDA_SUCCESS` when the checks ran, whatever they found
 /// (`vkcuda_doctor_report_get_summary` says whether interop will work). The doctor
-/// loads the Vulkan loader, every ICD's library (and unloads them), and the CUDA
-/// driver, and makes a short-lived Vulkan instance. `*report` is written on
-/// success, set to NULL on failure; the caller destroys it.
+/// loads the Vulkan loader, every ICD's library and the CUDA driver into this
+/// process, and they stay loaded until it exits (the ICD libraries are opened with
+/// `RTLD_NODELETE`: a driver unloaded while threads it started still run could
+/// crash the process); it makes a short-lived Vulkan instance. It always returns:
+/// it reads only regular `*.json` files of at most 1 MiB as manifests, never a FIFO
+/// or a device, loads no library that is not a regular file, and where the loader
+/// itself would never get past an entry (a FIFO or a device named `*.json`, a
+/// manifest whose library is a FIFO) it makes no instance and says so in
+/// `vulkan.devices`. `*report` is written on success, set to NULL on failure; the
+/// caller destroys it.
 ///
 /// Thread-safety: may be called from any thread.
 ///

@@ -8,7 +8,9 @@ use cudarc::driver::sys;
 use super::context::{ctx_arg, vkcuda_context};
 use super::handle::{self, handle_kind, Tagged};
 use super::types::*;
-use super::{arg, boundary, check_bool, check_flags, out, quiet, vkcuda_result, write_handle};
+use super::{
+    arg, boundary, check_bool, check_flags, out, quiet, vkcuda_result, write_handle, write_native,
+};
 use crate::error::{Error, Result};
 use crate::format::{self, FormatInfo, Layout, Numeric, Order};
 use crate::image::{Description, Dimension, Image, PitchedPlane, Sampler};
@@ -879,6 +881,7 @@ pub unsafe extern "C" fn vkcuda_image_get_vk_image(
 /// The CUDA mipmapped array (`CUmipmappedArray`) of the image (plane 0's for a
 /// multi-planar image); it belongs to the image (do not destroy it). `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only
 /// context.
+/// `*array` is set to NULL on failure.
 ///
 /// Thread-safety: may be called from any thread.
 ///
@@ -890,10 +893,12 @@ pub unsafe extern "C" fn vkcuda_image_get_cuda_mipmapped_array(
     array: *mut *mut CUmipmappedArray_st,
 ) -> vkcuda_result {
     boundary("vkcuda_image_get_cuda_mipmapped_array", || {
-        let im = image_arg(image)?;
-        let array = out(array, "array")?;
-        *array = im.mipmapped_array(0)?.cast();
-        Ok(())
+        let made = (|| {
+            let im = image_arg(image)?;
+            out(array, "array")?;
+            Ok(im.mipmapped_array(0)?.cast())
+        })();
+        write_native(array, made)
     })
 }
 
@@ -901,6 +906,7 @@ pub unsafe extern "C" fn vkcuda_image_get_cuda_mipmapped_array(
 /// plane 0's for a multi-planar image); it belongs to the image (do not destroy it). For layered images it holds every
 /// layer. `VKCUDA_ERROR_INVALID_ARGUMENT` for a level past the last,
 /// `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only context.
+/// `*array` is set to NULL on failure.
 ///
 /// Thread-safety: may be called from any thread.
 ///
@@ -913,10 +919,12 @@ pub unsafe extern "C" fn vkcuda_image_get_cuda_array(
     array: *mut *mut CUarray_st,
 ) -> vkcuda_result {
     boundary("vkcuda_image_get_cuda_array", || {
-        let im = image_arg(image)?;
-        let array = out(array, "array")?;
-        *array = im.level_array(0, level)?.cast();
-        Ok(())
+        let made = (|| {
+            let im = image_arg(image)?;
+            out(array, "array")?;
+            Ok(im.level_array(0, level)?.cast())
+        })();
+        write_native(array, made)
     })
 }
 
@@ -993,6 +1001,7 @@ fn sampler_arg(info: &vkcuda_texture_info) -> Result<Sampler> {
 /// `vkcuda_image_get_cuda_mipmapped_array`); it belongs to the image (do not
 /// destroy it). `VKCUDA_ERROR_INVALID_ARGUMENT` for a plane past the last,
 /// `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only context.
+/// `*array` is set to NULL on failure.
 ///
 /// Thread-safety: may be called from any thread.
 ///
@@ -1005,10 +1014,12 @@ pub unsafe extern "C" fn vkcuda_image_get_plane_cuda_mipmapped_array(
     array: *mut *mut CUmipmappedArray_st,
 ) -> vkcuda_result {
     boundary("vkcuda_image_get_plane_cuda_mipmapped_array", || {
-        let im = image_arg(image)?;
-        let array = out(array, "array")?;
-        *array = im.mipmapped_array(plane as usize)?.cast();
-        Ok(())
+        let made = (|| {
+            let im = image_arg(image)?;
+            out(array, "array")?;
+            Ok(im.mipmapped_array(plane as usize)?.cast())
+        })();
+        write_native(array, made)
     })
 }
 
@@ -1017,6 +1028,7 @@ pub unsafe extern "C" fn vkcuda_image_get_plane_cuda_mipmapped_array(
 /// array (2 channels, half width and height; CUDA's x is Cb). It belongs to the
 /// image (do not destroy it). `VKCUDA_ERROR_INVALID_ARGUMENT` for a plane or
 /// level past the last, `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only context.
+/// `*array` is set to NULL on failure.
 ///
 /// Thread-safety: may be called from any thread.
 ///
@@ -1030,10 +1042,12 @@ pub unsafe extern "C" fn vkcuda_image_get_plane_cuda_array(
     array: *mut *mut CUarray_st,
 ) -> vkcuda_result {
     boundary("vkcuda_image_get_plane_cuda_array", || {
-        let im = image_arg(image)?;
-        let array = out(array, "array")?;
-        *array = im.level_array(plane as usize, level)?.cast();
-        Ok(())
+        let made = (|| {
+            let im = image_arg(image)?;
+            out(array, "array")?;
+            Ok(im.level_array(plane as usize, level)?.cast())
+        })();
+        write_native(array, made)
     })
 }
 

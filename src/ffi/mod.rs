@@ -190,6 +190,23 @@ pub(crate) unsafe fn write_handle<T>(p: *mut *mut T, made: Result<Box<T>>) -> Re
     }
 }
 
+/// Writes a native handle (a CUDA array, a graph node: not a box of ours) to `*p`
+/// on success and NULL on failure (when `p` is not NULL), as every handle output.
+pub(crate) unsafe fn write_native<T>(p: *mut *mut T, made: Result<*mut T>) -> Result<()> {
+    match made {
+        Ok(h) => {
+            *p = h;
+            Ok(())
+        }
+        Err(e) => {
+            if !p.is_null() {
+                *p = std::ptr::null_mut();
+            }
+            Err(e)
+        }
+    }
+}
+
 /// Imports through the caller's fd, which the drivers get duplicates of: on success
 /// the caller's fd is closed (the library has taken it); on failure it is left as
 /// it was, its file offset too (`fd::OffsetGuard`).

@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::context::{ctx_arg, vkcuda_context};
 use super::handle::{self, handle_kind, Tagged};
 use super::types::*;
-use super::{arg, boundary, check_flags, out, quiet, vkcuda_result, write_handle};
+use super::{arg, boundary, check_flags, out, quiet, vkcuda_result, write_handle, write_native};
 use crate::error::{Error, Result};
 use crate::semaphore::{GraphOp, Semaphore};
 
@@ -171,8 +171,22 @@ unsafe fn graph_add(
     value: u64,
     node: *mut *mut CUgraphNode_st,
 ) -> Result<()> {
-    let s = sem_arg(semaphore)?;
-    let node = out(node, "node")?;
+    let made = (|| {
+        let s = sem_arg(semaphore)?;
+        out(node, "node")?;
+        graph_node(s, op, graph, dependencies, dependency_count, value)
+    })();
+    write_native(node, made)
+}
+
+unsafe fn graph_node(
+    s: &Semaphore,
+    op: GraphOp,
+    graph: *mut CUgraph_st,
+    dependencies: *const *mut CUgraphNode_st,
+    dependency_count: usize,
+    value: u64,
+) -> Result<*mut CUgraphNode_st> {
     if graph.is_null() {
         return Err(Error::null("graph"));
     }
@@ -191,13 +205,13 @@ unsafe fn graph_add(
             d
         }
     };
-    *node = s.cuda_graph_add(op, graph.cast(), deps, value)?.cast();
-    Ok(())
+    Ok(s.cuda_graph_add(op, graph.cast(), deps, value)?.cast())
 }
 
 /// Adds to a CUDA graph a node that waits until the semaphore reaches `value`,
 /// after the `dependency_count` nodes in `dependencies` (NULL when 0); `*node` is
-/// the new node, owned by the graph. Timeline semaphores only. The value can be
+/// the new node, owned by the graph, set to NULL on failure. Timeline semaphores
+/// only. The value can be
 /// changed for each launch of the instantiated graph with
 /// `vkcuda_semaphore_cuda_graph_exec_set_wait`. The graph runs in the context's
 /// CUcontext (`vkcuda_context_get_cuda_info`). This is how a semaphore goes into a
@@ -231,8 +245,8 @@ pub unsafe extern "C" fn vkcuda_semaphore_cuda_graph_add_wait(
 }
 
 /// Adds to a CUDA graph a node that signals `value`, after the `dependency_count`
-/// nodes in `dependencies`; `*node` is the new node, owned by the graph. Timeline
-/// semaphores only. `value` is what the graph's first launch signals, so it is
+/// nodes in `dependencies`; `*node` is the new node, owned by the graph, set to
+/// NULL on failure. Timeline semaphores only. `value` is what the graph's first launch signals, so it is
 /// checked like a `vkcuda_semaphore_cuda_signal` (a value from
 /// `vkcuda_semaphore_next_stage`, greater than every value signalled before) and
 /// recorded as signalled. Before every further launch, give the node its next value

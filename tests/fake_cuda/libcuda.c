@@ -13,7 +13,9 @@
  *   FAKE_CUDA_UUID=hex32          one device of that UUID (set it to a lavapipe
  *                                 device's UUID and vkcuda pairs with this driver)
  *   CUDA_VISIBLE_DEVICES=1        as the real driver: only these indices of that
- *                                 list are devices, renumbered from 0
+ *                                 list are devices, renumbered from 0; when none
+ *                                 is left (empty, or no such index) cuInit fails
+ *                                 with CUDA_ERROR_NO_DEVICE
  * Building with -DOMIT_MEM_CREATE leaves cuMemCreate out (a driver too old).
  *
  * Contexts: cuDevicePrimaryCtxRetain hands out one fake CUcontext per device; they
@@ -160,7 +162,9 @@ static int ctx_device(const void *ctx) {
 int cuInit(unsigned flags) {
     (void)flags;
     load_devices();
-    return getenv("FAKE_CUDA_INIT_FAILS") ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS;
+    /* As the real driver: no visible device (CUDA_VISIBLE_DEVICES empty or naming
+     * none of them) is CUDA_ERROR_NO_DEVICE. */
+    return getenv("FAKE_CUDA_INIT_FAILS") || count == 0 ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS;
 }
 int cuDriverGetVersion(int *v) {
     const char *s = getenv("FAKE_CUDA_VERSION");

@@ -1,14 +1,15 @@
 //! CUDA-graph handoffs: wait and signal nodes of a semaphore in a graph, and their
 //! values set per launch of the instantiated graph. What needs a real graph (values
 //! checked against the timeline, nodes of another semaphore) is in tests/graph.rs,
-//! on the GPU; here the arguments every call checks before any CUDA call.
+//! on the GPU; here the arguments every call checks before any CUDA call. A failed
+//! add sets `*node` to NULL, as every handle output.
 
 use std::ptr;
 
 use crate::support::*;
 use crate::env::{no_timeline, Env};
 use crate::matrix::*;
-use crate::nulls::null;
+use crate::nulls::{not_ours, null};
 
 type Add = unsafe extern "C" fn(
     *const vkcuda_semaphore,
@@ -50,14 +51,14 @@ pub fn cases(m: &mut Matrix) {
     for (f, add) in adds {
         m.nulls(vec![
             null(f, "semaphore", move |_, o| unsafe {
-                add(ptr::null(), dangling(), ptr::null(), 0, 1, o.plain())
+                add(ptr::null(), dangling(), ptr::null(), 0, 1, o.handle(not_ours))
             }),
             null(f, "graph", move |e, o| unsafe {
-                add(timeline(e), ptr::null_mut(), ptr::null(), 0, 1, o.plain())
+                add(timeline(e), ptr::null_mut(), ptr::null(), 0, 1, o.handle(not_ours))
             })
             .needs(no_timeline),
             null(f, "dependencies", move |e, o| unsafe {
-                add(timeline(e), dangling(), ptr::null(), 2, 1, o.plain())
+                add(timeline(e), dangling(), ptr::null(), 2, 1, o.handle(not_ours))
             })
             .needs(no_timeline),
             null(f, "node", move |e, _| unsafe {
@@ -75,7 +76,7 @@ pub fn cases(m: &mut Matrix) {
                 unsafe { add(s, dangling(), deps.as_ptr(), 1, 1, node.ptr()) },
                 &[N],
             );
-            node.untouched();
+            node.nulled();
             Ran
         });
         m.case(f, "binary:semaphore", move |c| {
@@ -87,7 +88,7 @@ pub fn cases(m: &mut Matrix) {
                 unsafe { add(s, dangling(), ptr::null(), 0, 0, node.ptr()) },
                 &[I],
             );
-            node.untouched();
+            node.nulled();
             Ran
         });
         m.case(f, "vulkan-only:semaphore", move |c| {
@@ -102,7 +103,7 @@ pub fn cases(m: &mut Matrix) {
                 unsafe { add(s, dangling(), ptr::null(), 0, 1, node.ptr()) },
                 &[VKCUDA_ERROR_CUDA_UNAVAILABLE],
             );
-            node.untouched();
+            node.nulled();
             Ran
         });
         m.any(

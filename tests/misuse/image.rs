@@ -9,7 +9,7 @@ use ash::vk;
 use crate::support::*;
 use crate::env::image_create_info;
 use crate::matrix::*;
-use crate::nulls::null;
+use crate::nulls::{not_ours, null};
 
 const CREATE: &str = "vkcuda_image_create";
 const WRAP: &str = "vkcuda_image_wrap";
@@ -69,13 +69,13 @@ pub fn cases(m: &mut Matrix) {
             vkcuda_image_get_vk_image(e.image, ptr::null_mut())
         }),
         null(MIP, "image", |_, o| unsafe {
-            vkcuda_image_get_cuda_mipmapped_array(ptr::null(), o.plain())
+            vkcuda_image_get_cuda_mipmapped_array(ptr::null(), o.handle(not_ours))
         }),
         null(MIP, "array", |e, _| unsafe {
             vkcuda_image_get_cuda_mipmapped_array(e.image, ptr::null_mut())
         }),
         null(ARRAY, "image", |_, o| unsafe {
-            vkcuda_image_get_cuda_array(ptr::null(), 0, o.plain())
+            vkcuda_image_get_cuda_array(ptr::null(), 0, o.handle(not_ours))
         }),
         null(ARRAY, "array", |e, _| unsafe {
             vkcuda_image_get_cuda_array(e.image, 0, ptr::null_mut())
@@ -231,7 +231,7 @@ pub fn cases(m: &mut Matrix) {
             unsafe { vkcuda_image_get_cuda_mipmapped_array(c.env.image, a.ptr()) },
             &[U],
         );
-        a.untouched();
+        a.nulled();
         Ran
     });
     for (label, level) in [("past-last:level", 5), ("absurd:level", u32::MAX)] {
@@ -239,7 +239,7 @@ pub fn cases(m: &mut Matrix) {
             let mut a = Poison::<*mut CUarray_st>::new();
             let r = unsafe { vkcuda_image_get_cuda_array(c.env.image, level, a.ptr()) };
             c.refused(r, &[I]);
-            a.untouched();
+            a.nulled();
             Ran
         });
     }
@@ -252,7 +252,7 @@ pub fn cases(m: &mut Matrix) {
             unsafe { vkcuda_image_get_cuda_array(c.env.image, 4, a.ptr()) },
             &[U],
         );
-        a.untouched();
+        a.nulled();
         Ran
     });
     for (label, level) in [("past-last:level", 5), ("absurd:level", u32::MAX)] {

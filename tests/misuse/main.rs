@@ -32,6 +32,8 @@
 //!   - `library`, `context`, `buffer`, `image`, `semaphore`, `handoff` (the barrier
 //!     functions), `share` (descriptions and sockets), `planar` (multi-planar images:
 //!     the plane getters, the pitched copies, the multi-fd sharing calls);
+//!   - `outputs`: every export with a handle output, made to fail, must leave NULL
+//!     there (`every_handle_output_is_null_after_a_failure`);
 //!   - the framework: `header` (the header's prototypes and what must be covered),
 //!     `env` (the context and objects the cases use), `matrix` (`Matrix::case`,
 //!     `Call::refused`, `Poison`, `mutations`), `nulls` (the NULL table and its
@@ -53,6 +55,7 @@ mod env;
 mod header;
 mod matrix;
 mod nulls;
+mod outputs;
 mod runner;
 
 use env::{Driver, Env};

@@ -49,6 +49,18 @@ impl<T> Poison<T> {
     }
 }
 
+impl<T> Poison<*mut T> {
+    /// A handle output after a failure: set to NULL.
+    #[track_caller]
+    pub fn nulled(&self) {
+        let v = unsafe { self.v.assume_init_read() };
+        assert!(
+            v.is_null(),
+            "the handle output was not set to NULL by a call that failed ({v:?})"
+        );
+    }
+}
+
 /// A handle output before the call: not NULL, so that "set to NULL" is seen.
 pub fn poisoned<T>() -> *mut T {
     0xA5A5_A5A5_A5A5usize as *mut T

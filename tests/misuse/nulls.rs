@@ -113,6 +113,10 @@ impl Out {
     }
 }
 
+/// The "destroy" of a handle output the library lends (a CUDA array of an image,
+/// a graph node owned by its graph): nothing to release.
+pub unsafe extern "C" fn not_ours<T>(_: *mut T) {}
+
 /// The message names `arg`: as a whole word after "function: ", or for a field
 /// (`info->memory`, `description->image.format`) by its own name.
 fn names(msg: &str, f: &str, arg: &str) -> bool {

@@ -11,7 +11,7 @@ use ash::vk;
 use crate::support::*;
 use crate::env::{Env, Kind};
 use crate::matrix::*;
-use crate::nulls::null;
+use crate::nulls::{not_ours, null};
 use crate::share::{description_cases, options, socket_cases};
 
 const MIP: &str = "vkcuda_image_get_plane_cuda_mipmapped_array";
@@ -59,13 +59,13 @@ pub fn cases(m: &mut Matrix) {
     let copy_to = vkcuda_image_cuda_copy_to_pitched;
     m.nulls(vec![
         null(MIP, "image", |_, o| unsafe {
-            vkcuda_image_get_plane_cuda_mipmapped_array(ptr::null(), 0, o.plain())
+            vkcuda_image_get_plane_cuda_mipmapped_array(ptr::null(), 0, o.handle(not_ours))
         }),
         null(MIP, "array", |e, _| unsafe {
             vkcuda_image_get_plane_cuda_mipmapped_array(e.image, 0, ptr::null_mut())
         }),
         null(ARRAY, "image", |_, o| unsafe {
-            vkcuda_image_get_plane_cuda_array(ptr::null(), 0, 0, o.plain())
+            vkcuda_image_get_plane_cuda_array(ptr::null(), 0, 0, o.handle(not_ours))
         }),
         null(ARRAY, "array", |e, _| unsafe {
             vkcuda_image_get_plane_cuda_array(e.image, 0, 0, ptr::null_mut())
@@ -175,7 +175,7 @@ pub fn cases(m: &mut Matrix) {
             let r =
                 unsafe { vkcuda_image_get_plane_cuda_mipmapped_array(c.env.image, plane, a.ptr()) };
             c.refused(r, &[I]);
-            a.untouched();
+            a.nulled();
             Ran
         });
     }
@@ -189,7 +189,7 @@ pub fn cases(m: &mut Matrix) {
             assert_eq!(unsafe { *a.ptr() }, b, "plane 0 is the image's array");
         } else {
             c.refused(r, &[U]);
-            a.untouched();
+            a.nulled();
         }
         Ran
     });
@@ -204,7 +204,7 @@ pub fn cases(m: &mut Matrix) {
             let r =
                 unsafe { vkcuda_image_get_plane_cuda_array(c.env.image, plane, level, a.ptr()) };
             c.refused(r, &[I]);
-            a.untouched();
+            a.nulled();
             Ran
         });
     }
@@ -215,7 +215,7 @@ pub fn cases(m: &mut Matrix) {
         let mut a = Poison::<*mut CUarray_st>::new();
         let r = unsafe { vkcuda_image_get_plane_cuda_array(c.env.image, 0, 4, a.ptr()) };
         c.refused(r, &[U]);
-        a.untouched();
+        a.nulled();
         Ran
     });
     for (label, plane, level) in [
