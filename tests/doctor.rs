@@ -385,7 +385,7 @@ fn icd_entries_that_are_not_manifests_are_skipped() {
     files.extend(working_other_manifests());
     run_child(
         "child_icd_skipped",
-        &build("doctor-fake-cuda", &[]),
+        &fake_cuda_driver("doctor-fake-cuda", &[]),
         &[
             ("VK_DRIVER_FILES", Some(&join(&files))),
             ("VKCUDA_TEST_DIR", Some(dir.to_str().unwrap())),
@@ -396,7 +396,7 @@ fn icd_entries_that_are_not_manifests_are_skipped() {
 #[test]
 #[ignore = "runs in a child process of icd_entries_that_are_not_manifests_are_skipped"]
 fn child_icd_skipped() {
-    if !common::fake_driver::in_child("child_icd_skipped") {
+    if !support::in_child("child_icd_skipped") {
         return;
     }
     let dir = PathBuf::from(std::env::var("VKCUDA_TEST_DIR").unwrap());
@@ -523,19 +523,19 @@ fn icd_variable_that_is_not_utf8() {
         r#"{"file_format_version": "1.0.0", "ICD": {"library_path": "/nonexistent/libGLX_nvidia.so.0"}}"#,
     )
     .unwrap();
-    let mut cmd = common::this_test("child_icd_not_utf8", true);
-    cmd.env("LD_LIBRARY_PATH", build("doctor-fake-cuda", &[]))
-        .env(common::fake_driver::CHILD_ENV, "1")
+    let mut cmd = support::this_test("child_icd_not_utf8", true);
+    cmd.env("LD_LIBRARY_PATH", fake_cuda_driver("doctor-fake-cuda", &[]))
+        .env(support::CHILD_ENV, "1")
         .env_remove(vkcuda::cuda::DISABLE_ENV)
         .env("VK_DRIVER_FILES", &path)
         .env("VKCUDA_TEST_DIR", &dir);
-    common::child_passed("child_icd_not_utf8", &cmd.output().unwrap());
+    support::child_passed("child_icd_not_utf8", &cmd.output().unwrap());
 }
 
 #[test]
 #[ignore = "runs in a child process of icd_variable_that_is_not_utf8"]
 fn child_icd_not_utf8() {
-    if !common::fake_driver::in_child("child_icd_not_utf8") {
+    if !support::in_child("child_icd_not_utf8") {
         return;
     }
     assert!(std::env::var("VK_DRIVER_FILES").is_err(), "not UTF-8");
@@ -579,7 +579,7 @@ fn icd_nvidia_manifest_missing() {
     files.extend(working_other_manifests());
     run_child(
         "child_nvidia_manifest_missing",
-        &build("doctor-fake-cuda", &[]),
+        &fake_cuda_driver("doctor-fake-cuda", &[]),
         &[
             ("VK_DRIVER_FILES", Some(&join(&files))),
             ("VKCUDA_TEST_DIR", Some(dir.to_str().unwrap())),
@@ -590,7 +590,7 @@ fn icd_nvidia_manifest_missing() {
 #[test]
 #[ignore = "runs in a child process of icd_nvidia_manifest_missing"]
 fn child_nvidia_manifest_missing() {
-    if !common::fake_driver::in_child("child_nvidia_manifest_missing") {
+    if !support::in_child("child_nvidia_manifest_missing") {
         return;
     }
     let dir = PathBuf::from(std::env::var("VKCUDA_TEST_DIR").unwrap());
@@ -628,7 +628,7 @@ fn icd_nvidia_manifest_not_json() {
     files.extend(working_other_manifests());
     run_child(
         "child_nvidia_manifest_not_json",
-        &build("doctor-fake-cuda", &[]),
+        &fake_cuda_driver("doctor-fake-cuda", &[]),
         &[
             ("VK_DRIVER_FILES", Some(&join(&files))),
             ("VKCUDA_TEST_DIR", Some(dir.to_str().unwrap())),
@@ -639,7 +639,7 @@ fn icd_nvidia_manifest_not_json() {
 #[test]
 #[ignore = "runs in a child process of icd_nvidia_manifest_not_json"]
 fn child_nvidia_manifest_not_json() {
-    if !common::fake_driver::in_child("child_nvidia_manifest_not_json") {
+    if !support::in_child("child_nvidia_manifest_not_json") {
         return;
     }
     let dir = PathBuf::from(std::env::var("VKCUDA_TEST_DIR").unwrap());
@@ -767,7 +767,7 @@ fn child_cuda_too_old() {
 fn cuda_visible_devices_empty() {
     run_child(
         "child_cuda_visible_devices",
-        &build("doctor-fake-cuda", &[]),
+        &fake_cuda_driver("doctor-fake-cuda", &[]),
         &[
             ("CUDA_VISIBLE_DEVICES", Some("")),
             ("FAKE_CUDA_UUIDS", None),
@@ -779,7 +779,7 @@ fn cuda_visible_devices_empty() {
 fn cuda_visible_devices_names_no_gpu() {
     run_child(
         "child_cuda_visible_devices",
-        &build("doctor-fake-cuda", &[]),
+        &fake_cuda_driver("doctor-fake-cuda", &[]),
         &[
             ("CUDA_VISIBLE_DEVICES", Some("7")),
             ("FAKE_CUDA_UUIDS", None),
@@ -790,7 +790,7 @@ fn cuda_visible_devices_names_no_gpu() {
 #[test]
 #[ignore = "runs in a child process of cuda_visible_devices_empty and _names_no_gpu"]
 fn child_cuda_visible_devices() {
-    if !common::fake_driver::in_child("child_cuda_visible_devices") {
+    if !support::in_child("child_cuda_visible_devices") {
         return;
     }
     // The stand-in driver, as the real one: no visible device is CUDA_ERROR_NO_DEVICE.
@@ -1088,7 +1088,7 @@ fn container_without_graphics_and_no_manifest() {
 #[test]
 #[ignore = "runs in a child process of container_without_graphics_and_no_manifest"]
 fn child_container_without_graphics_first_failure() {
-    if !common::fake_driver::in_child("child_container_without_graphics_first_failure") {
+    if !support::in_child("child_container_without_graphics_first_failure") {
         return;
     }
     let d = doctor(Some(&test_root()));

@@ -12,10 +12,10 @@
 use std::ffi::c_void;
 use std::ptr;
 
-use crate::common::*;
 use crate::env::{Driver, Env};
 use crate::header::header;
 use crate::matrix::poisoned;
+use crate::support::*;
 
 /// What a row's call gave: its result and what the output holds after it; None
 /// when the row cannot run here (it says why).
