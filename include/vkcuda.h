@@ -1649,6 +1649,53 @@ typedef struct vkcuda_image_plane_pointer {
 } vkcuda_image_plane_pointer;
 
 /**
+ * How a multi-planar image's samples are read as colour
+ * (`vkcuda_image_set_video_color`): ITU-T H.273 code points, as NVDEC's
+ * `CUVIDEOFORMAT::video_signal_description` and a bitstream's VUI carry them,
+ * and where chroma sits. The matrix and range drive the
+ * `VkSamplerYcbcrConversion` (`vkcuda_image_get_ycbcr_conversion_info`); the
+ * transfer characteristics and primaries are carried for the engine's shader
+ * (Vulkan's conversion does not apply them). A frame starts as BT.709 (1, 1, 1),
+ * narrow range, chroma co-sited in x and between rows in y.
+ *
+ * @ingroup image
+ */
+typedef struct vkcuda_video_color {
+  /**
+   * Reserved; must be 0.
+   */
+  uint32_t flags;
+  /**
+   * H.273 MatrixCoefficients: 1 BT.709, 5 or 6 BT.601, 9 BT.2020 (non-constant
+   * luminance), 0 identity (GBR), 2 unspecified (sampled as BT.709). Others
+   * have no Vulkan model: `VKCUDA_ERROR_UNSUPPORTED`.
+   */
+  uint32_t matrix_coefficients;
+  /**
+   * H.273 TransferCharacteristics (1 BT.709, 13 sRGB, 16 PQ, 18 HLG, ...); 0-255.
+   */
+  uint32_t transfer_characteristics;
+  /**
+   * H.273 ColourPrimaries (1 BT.709, 5/6 BT.601, 9 BT.2020, ...); 0-255.
+   */
+  uint32_t colour_primaries;
+  /**
+   * VK_TRUE for full-range samples (`video_full_range_flag`), VK_FALSE for
+   * narrow ("video") range.
+   */
+  VkBool32 full_range;
+  /**
+   * Where chroma sits between luma columns: `VK_CHROMA_LOCATION_COSITED_EVEN`
+   * (0) or `VK_CHROMA_LOCATION_MIDPOINT` (1).
+   */
+  int32_t x_chroma_offset;
+  /**
+   * Where chroma sits between luma rows (same values).
+   */
+  int32_t y_chroma_offset;
+} vkcuda_video_color;
+
+/**
  * One plane of pitch-linear device memory (`vkcuda_pitched_planes`).
  *
  * @ingroup image
@@ -2700,6 +2747,60 @@ VKCUDA_NODISCARD
 enum vkcuda_result vkcuda_image_get_plane_pointer(const struct vkcuda_image *image,
                                                   uint32_t plane,
                                                   struct vkcuda_image_plane_pointer *pointer);
+
+/**
+ * Sets a multi-planar image's colour description (a decoder's: NVDEC's
+ * `CUVIDEOFORMAT`), which `vkcuda_image_get_ycbcr_conversion_info` turns into a
+ * sampler conversion. `VKCUDA_ERROR_INVALID_ARGUMENT` for a single-plane image, a
+ * code point past 255, a chroma offset that is not a `VkChromaLocation`, a
+ * non-boolean `full_range` or flags; `VKCUDA_ERROR_UNSUPPORTED` for a matrix
+ * Vulkan has no model for. The image keeps its previous description on failure.
+ *
+ * Thread-safety: may be called from any thread; a concurrent get sees the old or
+ * the new description, whole.
+ *
+ * @ingroup image
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_image_set_video_color(const struct vkcuda_image *image,
+                                                const struct vkcuda_video_color *color);
+
+/**
+ * Fills `*color` with a multi-planar image's colour description (the default
+ * until one is set). `VKCUDA_ERROR_INVALID_ARGUMENT` for a single-plane image;
+ * `*color` is untouched on failure.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup image
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_image_get_video_color(const struct vkcuda_image *image,
+                                                struct vkcuda_video_color *color);
+
+/**
+ * Fills `*info` (a `VkSamplerYcbcrConversionCreateInfo`) so that
+ * `vkCreateSamplerYcbcrConversion` samples the image as its colour description
+ * says: `sType`, `pNext` = NULL, the image's format, the model and range of the
+ * description, identity components, its chroma offsets, `chromaFilter` LINEAR
+ * where the format's features (with the image's tiling) allow linear chroma
+ * filtering, else NEAREST, and `forceExplicitReconstruction` VK_FALSE. The
+ * engine creates (and destroys) the conversion, the sampler and the view with it.
+ * `VKCUDA_ERROR_UNSUPPORTED` when the device cannot sample the image (no SAMPLED
+ * usage or feature) or cannot site chroma as described;
+ * `VKCUDA_ERROR_INVALID_ARGUMENT` for a single-plane image. `*info` is untouched
+ * on failure.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup image
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_image_get_ycbcr_conversion_info(const struct vkcuda_image *image,
+                                                          VkSamplerYcbcrConversionCreateInfo *info);
 
 /**
  * Enqueues on `stream` the copy from pitch-linear device memory into level 0 of

@@ -508,6 +508,108 @@ pub struct PlanePointer {
     pub format: vk::Format,
 }
 
+/// How a multi-planar image's samples are read as colour: ITU-T H.273 code points,
+/// as NVDEC's `CUVIDEOFORMAT::video_signal_description` and the bitstreams' VUI
+/// carry them, and where chroma sits. The matrix and range drive Vulkan's
+/// `VkSamplerYcbcrConversion` ([`Image::ycbcr_conversion`]); the transfer
+/// characteristics and primaries are carried for the engine's shader (Vulkan's
+/// conversion does not apply them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VideoColor {
+    /// H.273 MatrixCoefficients: 1 BT.709, 5 and 6 BT.601, 9 BT.2020
+    /// (non-constant luminance), 0 identity (GBR), 2 unspecified (read as BT.709).
+    pub matrix: u32,
+    /// H.273 TransferCharacteristics (1 BT.709, 13 sRGB, 16 PQ, 18 HLG, ...).
+    pub transfer: u32,
+    /// H.273 ColourPrimaries (1 BT.709, 5/6 BT.601, 9 BT.2020, ...).
+    pub primaries: u32,
+    /// Full-range samples (`video_full_range_flag`), else narrow ("video") range.
+    pub full_range: bool,
+    pub x_chroma: vk::ChromaLocation,
+    pub y_chroma: vk::ChromaLocation,
+}
+
+impl VideoColor {
+    /// What a frame carries until it is told: BT.709, narrow range, chroma
+    /// co-sited horizontally and between the rows (H.264/HEVC's default siting of
+    /// 4:2:0, "left").
+    pub const DEFAULT: VideoColor = VideoColor {
+        matrix: 1,
+        transfer: 1,
+        primaries: 1,
+        full_range: false,
+        x_chroma: vk::ChromaLocation::COSITED_EVEN,
+        y_chroma: vk::ChromaLocation::MIDPOINT,
+    };
+
+    /// Vulkan's model for the matrix, or why there is none.
+    pub fn model(&self) -> Result<vk::SamplerYcbcrModelConversion> {
+        use vk::SamplerYcbcrModelConversion as M;
+        Ok(match self.matrix {
+            0 => M::YCBCR_IDENTITY,
+            1 | 2 => M::YCBCR_709,
+            5 | 6 => M::YCBCR_601,
+            9 => M::YCBCR_2020,
+            m => {
+                return Err(Error::unsupported(format!(
+                    "matrix_coefficients {m} ({}) has no VkSamplerYcbcrModelConversion: Vulkan \
+                     converts BT.709 (1), BT.601 (5, 6), BT.2020 non-constant luminance (9) and \
+                     identity (0); convert this one in the shader",
+                    match m {
+                        4 => "FCC",
+                        7 => "SMPTE 240M",
+                        8 => "YCgCo",
+                        10 => "BT.2020 constant luminance",
+                        11 => "SMPTE 2085",
+                        12 | 13 => "chromaticity-derived",
+                        14 => "ICtCp",
+                        _ => "reserved",
+                    }
+                )))
+            }
+        })
+    }
+
+    /// Refuses values that are not H.273 code points or chroma locations.
+    pub fn check(&self) -> Result<()> {
+        for (name, v) in [
+            ("matrix_coefficients", self.matrix),
+            ("transfer_characteristics", self.transfer),
+            ("colour_primaries", self.primaries),
+        ] {
+            if v > 255 {
+                return Err(Error::invalid(format!(
+                    "{name} is {v}: ITU-T H.273 code points are 0 to 255"
+                )));
+            }
+        }
+        for (name, c) in [
+            ("x_chroma_offset", self.x_chroma),
+            ("y_chroma_offset", self.y_chroma),
+        ] {
+            if c != vk::ChromaLocation::COSITED_EVEN && c != vk::ChromaLocation::MIDPOINT {
+                return Err(Error::invalid(format!(
+                    "{name} is {}, not a VkChromaLocation (COSITED_EVEN 0, MIDPOINT 1)",
+                    c.as_raw()
+                )));
+            }
+        }
+        self.model().map(|_| ())
+    }
+}
+
+/// What `vkCreateSamplerYcbcrConversion` needs to sample a multi-planar image as
+/// its [`VideoColor`] says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Conversion {
+    pub format: vk::Format,
+    pub model: vk::SamplerYcbcrModelConversion,
+    pub range: vk::SamplerYcbcrRange,
+    pub x_chroma: vk::ChromaLocation,
+    pub y_chroma: vk::ChromaLocation,
+    pub chroma_filter: vk::Filter,
+}
+
 /// A shared video frame's planes, and CUDA's mapping of its one allocation.
 struct Frame {
     planes: Vec<PlaneLayout>,
@@ -524,6 +626,8 @@ pub struct Image {
     planes: Vec<Plane>,
     /// Set for a shared video frame (LINEAR multi-planar).
     frame: Option<Frame>,
+    /// A multi-planar image's colour description.
+    color: std::sync::Mutex<VideoColor>,
 }
 
 /// How many allocations an image of `r` has: one per plane of a disjoint image,
@@ -575,6 +679,7 @@ impl Image {
                 .map(|&memory| Plane { memory, cuda: None })
                 .collect(),
             frame: None,
+            color: std::sync::Mutex::new(VideoColor::DEFAULT),
         }
     }
 
@@ -972,6 +1077,86 @@ impl Image {
         })
     }
 
+    fn check_multi_planar(&self, what: &str) -> Result<()> {
+        if self.resolved.layout.planar().is_none() {
+            return Err(Error::invalid(format!(
+                "{what} is for multi-planar (YCbCr) images; {} has one plane",
+                self.resolved.layout.display()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Sets the frame's colour description (from the decoder: NVDEC's
+    /// `CUVIDEOFORMAT`), after checking it.
+    pub fn set_video_color(&self, c: &VideoColor) -> Result<()> {
+        c.check()?;
+        self.check_multi_planar("a colour description")?;
+        *self.color.lock().unwrap_or_else(|e| e.into_inner()) = *c;
+        Ok(())
+    }
+
+    /// The colour description ([`VideoColor::DEFAULT`] until one is set).
+    pub fn video_color(&self) -> Result<VideoColor> {
+        self.check_multi_planar("a colour description")?;
+        Ok(*self.color.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The `VkSamplerYcbcrConversion` that samples this image as its colour
+    /// description says, checked against the format's features with the image's
+    /// tiling: the chroma siting must be one the device can sample, chroma is
+    /// filtered linearly where the device can.
+    pub fn ycbcr_conversion(&self) -> Result<Conversion> {
+        let c = self.video_color()?;
+        let d = &self.resolved.desc;
+        let features = vkimage::features(&self.ctx.vk, d.format, d.tiling());
+        let name = self.resolved.layout.display();
+        let tiling = vkimage::tiling_name(d.tiling());
+        if !features.contains(vk::FormatFeatureFlags::SAMPLED_IMAGE)
+            || !d.usage.contains(vk::ImageUsageFlags::SAMPLED)
+        {
+            return Err(Error::unsupported(format!(
+                "this {name} image cannot be sampled: {}",
+                if d.usage.contains(vk::ImageUsageFlags::SAMPLED) {
+                    format!("the device's {tiling}-tiling features lack SAMPLED_IMAGE")
+                } else {
+                    "it was created without VK_IMAGE_USAGE_SAMPLED_BIT".to_string()
+                }
+            )));
+        }
+        for (axis, loc) in [("x", c.x_chroma), ("y", c.y_chroma)] {
+            let need = if loc == vk::ChromaLocation::MIDPOINT {
+                vk::FormatFeatureFlags::MIDPOINT_CHROMA_SAMPLES
+            } else {
+                vk::FormatFeatureFlags::COSITED_CHROMA_SAMPLES
+            };
+            if !features.contains(need) {
+                return Err(Error::unsupported(format!(
+                    "the device cannot sample {name} ({tiling} tiling) with {axis} chroma at \
+                     {loc:?}: its features lack {need:?}"
+                )));
+            }
+        }
+        let linear =
+            features.contains(vk::FormatFeatureFlags::SAMPLED_IMAGE_YCBCR_CONVERSION_LINEAR_FILTER);
+        Ok(Conversion {
+            format: d.format,
+            model: c.model()?,
+            range: if c.full_range {
+                vk::SamplerYcbcrRange::ITU_FULL
+            } else {
+                vk::SamplerYcbcrRange::ITU_NARROW
+            },
+            x_chroma: c.x_chroma,
+            y_chroma: c.y_chroma,
+            chroma_filter: if linear {
+                vk::Filter::LINEAR
+            } else {
+                vk::Filter::NEAREST
+            },
+        })
+    }
+
     /// Plane `p`'s extent at level 0.
     pub fn plane_extent(&self, p: usize) -> vk::Extent3D {
         let d = &self.resolved.desc;
@@ -1320,6 +1505,54 @@ mod tests {
             usage: vk::ImageUsageFlags::empty(),
             linear: false,
         }
+    }
+
+    #[test]
+    fn video_colors_map_to_vulkan_models_or_say_why_not() {
+        use vk::SamplerYcbcrModelConversion as M;
+        let with = |matrix| VideoColor {
+            matrix,
+            ..VideoColor::DEFAULT
+        };
+        for (m, want) in [
+            (0, M::YCBCR_IDENTITY),
+            (1, M::YCBCR_709),
+            (2, M::YCBCR_709),
+            (5, M::YCBCR_601),
+            (6, M::YCBCR_601),
+            (9, M::YCBCR_2020),
+        ] {
+            assert_eq!(with(m).model().unwrap(), want, "{m}");
+            with(m).check().unwrap();
+        }
+        for (m, name) in [
+            (4, "FCC"),
+            (8, "YCgCo"),
+            (10, "constant luminance"),
+            (14, "ICtCp"),
+        ] {
+            let e = with(m).check().unwrap_err();
+            assert_eq!(e.kind, crate::error::ErrorKind::Unsupported);
+            assert!(e.message.contains(name), "{}", e.message);
+        }
+        let e = VideoColor {
+            transfer: 256,
+            ..VideoColor::DEFAULT
+        }
+        .check()
+        .unwrap_err();
+        assert!(
+            e.message.contains("transfer_characteristics is 256"),
+            "{}",
+            e.message
+        );
+        let e = VideoColor {
+            y_chroma: vk::ChromaLocation::from_raw(7),
+            ..VideoColor::DEFAULT
+        }
+        .check()
+        .unwrap_err();
+        assert!(e.message.contains("y_chroma_offset is 7"), "{}", e.message);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::format::{self, FormatInfo, Layout, Numeric, Order};
-use crate::image::{Description, Dimension, Image, PitchedPlane, Sampler};
+use crate::image::{Description, Dimension, Image, PitchedPlane, Sampler, VideoColor};
 use crate::vulkan::handoff::{self, Direction};
 use crate::vulkan::image::PlaneMemory;
 
@@ -1195,6 +1195,143 @@ pub unsafe extern "C" fn vkcuda_image_get_plane_pointer(
             format: p.format.as_raw(),
             aspect: im.plane_aspect(plane as usize).as_raw(),
         };
+        Ok(())
+    })
+}
+
+/// How a multi-planar image's samples are read as colour
+/// (`vkcuda_image_set_video_color`): ITU-T H.273 code points, as NVDEC's
+/// `CUVIDEOFORMAT::video_signal_description` and a bitstream's VUI carry them,
+/// and where chroma sits. The matrix and range drive the
+/// `VkSamplerYcbcrConversion` (`vkcuda_image_get_ycbcr_conversion_info`); the
+/// transfer characteristics and primaries are carried for the engine's shader
+/// (Vulkan's conversion does not apply them). A frame starts as BT.709 (1, 1, 1),
+/// narrow range, chroma co-sited in x and between rows in y.
+///
+/// @ingroup image
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct vkcuda_video_color {
+    /// Reserved; must be 0.
+    pub flags: u32,
+    /// H.273 MatrixCoefficients: 1 BT.709, 5 or 6 BT.601, 9 BT.2020 (non-constant
+    /// luminance), 0 identity (GBR), 2 unspecified (sampled as BT.709). Others
+    /// have no Vulkan model: `VKCUDA_ERROR_UNSUPPORTED`.
+    pub matrix_coefficients: u32,
+    /// H.273 TransferCharacteristics (1 BT.709, 13 sRGB, 16 PQ, 18 HLG, ...); 0-255.
+    pub transfer_characteristics: u32,
+    /// H.273 ColourPrimaries (1 BT.709, 5/6 BT.601, 9 BT.2020, ...); 0-255.
+    pub colour_primaries: u32,
+    /// VK_TRUE for full-range samples (`video_full_range_flag`), VK_FALSE for
+    /// narrow ("video") range.
+    pub full_range: VkBool32,
+    /// Where chroma sits between luma columns: `VK_CHROMA_LOCATION_COSITED_EVEN`
+    /// (0) or `VK_CHROMA_LOCATION_MIDPOINT` (1).
+    pub x_chroma_offset: i32,
+    /// Where chroma sits between luma rows (same values).
+    pub y_chroma_offset: i32,
+}
+
+fn video_color_from_c(c: &vkcuda_video_color) -> Result<VideoColor> {
+    check_flags(c.flags, 0, "color->flags")?;
+    Ok(VideoColor {
+        matrix: c.matrix_coefficients,
+        transfer: c.transfer_characteristics,
+        primaries: c.colour_primaries,
+        full_range: check_bool(c.full_range, "color->full_range")?,
+        x_chroma: vk::ChromaLocation::from_raw(c.x_chroma_offset),
+        y_chroma: vk::ChromaLocation::from_raw(c.y_chroma_offset),
+    })
+}
+
+/// Sets a multi-planar image's colour description (a decoder's: NVDEC's
+/// `CUVIDEOFORMAT`), which `vkcuda_image_get_ycbcr_conversion_info` turns into a
+/// sampler conversion. `VKCUDA_ERROR_INVALID_ARGUMENT` for a single-plane image, a
+/// code point past 255, a chroma offset that is not a `VkChromaLocation`, a
+/// non-boolean `full_range` or flags; `VKCUDA_ERROR_UNSUPPORTED` for a matrix
+/// Vulkan has no model for. The image keeps its previous description on failure.
+///
+/// Thread-safety: may be called from any thread; a concurrent get sees the old or
+/// the new description, whole.
+///
+/// @ingroup image
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_set_video_color(
+    image: *const vkcuda_image,
+    color: *const vkcuda_video_color,
+) -> vkcuda_result {
+    boundary("vkcuda_image_set_video_color", || {
+        let im = image_arg(image)?;
+        let c = video_color_from_c(arg(color, "color")?)?;
+        im.set_video_color(&c)
+    })
+}
+
+/// Fills `*color` with a multi-planar image's colour description (the default
+/// until one is set). `VKCUDA_ERROR_INVALID_ARGUMENT` for a single-plane image;
+/// `*color` is untouched on failure.
+///
+/// Thread-safety: may be called from any thread.
+///
+/// @ingroup image
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_get_video_color(
+    image: *const vkcuda_image,
+    color: *mut vkcuda_video_color,
+) -> vkcuda_result {
+    boundary("vkcuda_image_get_video_color", || {
+        let im = image_arg(image)?;
+        let out = out(color, "color")?;
+        let c = im.video_color()?;
+        *out = vkcuda_video_color {
+            flags: 0,
+            matrix_coefficients: c.matrix,
+            transfer_characteristics: c.transfer,
+            colour_primaries: c.primaries,
+            full_range: c.full_range as u32,
+            x_chroma_offset: c.x_chroma.as_raw(),
+            y_chroma_offset: c.y_chroma.as_raw(),
+        };
+        Ok(())
+    })
+}
+
+/// Fills `*info` (a `VkSamplerYcbcrConversionCreateInfo`) so that
+/// `vkCreateSamplerYcbcrConversion` samples the image as its colour description
+/// says: `sType`, `pNext` = NULL, the image's format, the model and range of the
+/// description, identity components, its chroma offsets, `chromaFilter` LINEAR
+/// where the format's features (with the image's tiling) allow linear chroma
+/// filtering, else NEAREST, and `forceExplicitReconstruction` VK_FALSE. The
+/// engine creates (and destroys) the conversion, the sampler and the view with it.
+/// `VKCUDA_ERROR_UNSUPPORTED` when the device cannot sample the image (no SAMPLED
+/// usage or feature) or cannot site chroma as described;
+/// `VKCUDA_ERROR_INVALID_ARGUMENT` for a single-plane image. `*info` is untouched
+/// on failure.
+///
+/// Thread-safety: may be called from any thread.
+///
+/// @ingroup image
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_get_ycbcr_conversion_info(
+    image: *const vkcuda_image,
+    info: *mut VkSamplerYcbcrConversionCreateInfo,
+) -> vkcuda_result {
+    boundary("vkcuda_image_get_ycbcr_conversion_info", || {
+        let im = image_arg(image)?;
+        let out = out(info, "info")?;
+        let c = im.ycbcr_conversion()?;
+        *out = vk::SamplerYcbcrConversionCreateInfo::default()
+            .format(c.format)
+            .ycbcr_model(c.model)
+            .ycbcr_range(c.range)
+            .components(vk::ComponentMapping::default())
+            .x_chroma_offset(c.x_chroma)
+            .y_chroma_offset(c.y_chroma)
+            .chroma_filter(c.chroma_filter)
+            .force_explicit_reconstruction(false);
         Ok(())
     })
 }

@@ -20,6 +20,21 @@ const SURF: &str = "vkcuda_image_get_plane_surface_object";
 const TEX: &str = "vkcuda_image_create_plane_texture_object";
 const EXPORT: &str = "vkcuda_image_export_plane_fd";
 const POINTER: &str = "vkcuda_image_get_plane_pointer";
+const SET_COLOR: &str = "vkcuda_image_set_video_color";
+const GET_COLOR: &str = "vkcuda_image_get_video_color";
+const CONVERSION: &str = "vkcuda_image_get_ycbcr_conversion_info";
+
+fn bt709() -> vkcuda_video_color {
+    vkcuda_video_color {
+        flags: 0,
+        matrix_coefficients: 1,
+        transfer_characteristics: 1,
+        colour_primaries: 1,
+        full_range: 0,
+        x_chroma_offset: 0,
+        y_chroma_offset: 1,
+    }
+}
 const COPY_FROM: &str = "vkcuda_image_cuda_copy_from_pitched";
 const COPY_TO: &str = "vkcuda_image_cuda_copy_to_pitched";
 const SEND: &str = "vkcuda_share_send_fds";
@@ -84,6 +99,24 @@ pub fn cases(m: &mut Matrix) {
         }),
         null(TEX, "texture", |e, _| unsafe {
             vkcuda_image_create_plane_texture_object(e.image, 0, &texture_info(), ptr::null_mut())
+        }),
+        null(SET_COLOR, "image", |_, _| unsafe {
+            vkcuda_image_set_video_color(ptr::null(), &bt709())
+        }),
+        null(SET_COLOR, "color", |e, _| unsafe {
+            vkcuda_image_set_video_color(e.image, ptr::null())
+        }),
+        null(GET_COLOR, "image", |_, o| unsafe {
+            vkcuda_image_get_video_color(ptr::null(), o.plain())
+        }),
+        null(GET_COLOR, "color", |e, _| unsafe {
+            vkcuda_image_get_video_color(e.image, ptr::null_mut())
+        }),
+        null(CONVERSION, "image", |_, o| unsafe {
+            vkcuda_image_get_ycbcr_conversion_info(ptr::null(), o.plain())
+        }),
+        null(CONVERSION, "info", |e, _| unsafe {
+            vkcuda_image_get_ycbcr_conversion_info(e.image, ptr::null_mut())
         }),
         null(POINTER, "image", |_, o| unsafe {
             vkcuda_image_get_plane_pointer(ptr::null(), 0, o.plain())
@@ -289,6 +322,59 @@ pub fn cases(m: &mut Matrix) {
         "info->border_color",
         "every float is a colour (used with the BORDER mode only)",
     );
+    // -- colour descriptions: every field's bad values are refused before the
+    // image is looked at (the environment's image is single-plane, which the last
+    // rows check: colour is for multi-planar images).
+    type C = vkcuda_video_color;
+    let color_muts: Vec<Mutation<C>> = vec![
+        mutation("unknown-bits:color->flags", &[I], |_, c: &mut C| c.flags = 1),
+        mutation("no-vulkan-model:color->matrix_coefficients", &[UNSUP], |_, c: &mut C| {
+            c.matrix_coefficients = 10
+        }),
+        mutation("past-255:color->matrix_coefficients", &[I], |_, c: &mut C| {
+            c.matrix_coefficients = 256
+        }),
+        mutation("past-255:color->transfer_characteristics", &[I], |_, c: &mut C| {
+            c.transfer_characteristics = 300
+        }),
+        mutation("past-255:color->colour_primaries", &[I], |_, c: &mut C| {
+            c.colour_primaries = u32::MAX
+        }),
+        mutation("not-bool:color->full_range", &[I], |_, c: &mut C| c.full_range = 2),
+        mutation("enum-2:color->x_chroma_offset", &[I], |_, c: &mut C| c.x_chroma_offset = 2),
+        mutation("negative:color->y_chroma_offset", &[I], |_, c: &mut C| c.y_chroma_offset = -1),
+    ];
+    mutations(
+        m,
+        SET_COLOR,
+        color_muts,
+        |_| bt709(),
+        |c, color, want| {
+            let r = unsafe { vkcuda_image_set_video_color(c.env.image, color) };
+            c.refused(r, want);
+            Ran
+        },
+    );
+    m.case(SET_COLOR, "single-plane:image", |c| {
+        let r = unsafe { vkcuda_image_set_video_color(c.env.image, &bt709()) };
+        c.refused(r, &[I]);
+        Ran
+    });
+    m.case(GET_COLOR, "single-plane:image", |c| {
+        let mut out = Poison::<vkcuda_video_color>::new();
+        let r = unsafe { vkcuda_image_get_video_color(c.env.image, out.ptr()) };
+        c.refused(r, &[I]);
+        out.untouched();
+        Ran
+    });
+    m.case(CONVERSION, "single-plane:image", |c| {
+        let mut out = Poison::<VkSamplerYcbcrConversionCreateInfo>::new();
+        let r = unsafe { vkcuda_image_get_ycbcr_conversion_info(c.env.image, out.ptr()) };
+        c.refused(r, &[I]);
+        out.untouched();
+        Ran
+    });
+
     // The environment's image is single-plane and optimal: not a video frame, so
     // even plane 0 has no pitched pointer (its CUDA view is an array).
     for (label, plane) in [
