@@ -570,3 +570,424 @@ fn gpu_frame_pitched_copy_and_description() {
         vkcuda_context_destroy(ctx);
     }
 }
+
+// ---------------------------------------------------------------------------------
+// GPU: Vulkan samples a shared frame through the conversion the library describes.
+
+/// The SPIR-V of examples/video/shaders/ycbcr.comp (its committed header): one
+/// invocation per pixel samples the frame at the pixel's centre and writes RGBA8.
+fn ycbcr_spirv() -> Vec<u32> {
+    let h = include_str!("../examples/video/spirv/ycbcr_comp_spv.h");
+    let body = &h[h.find("ycbcr_comp_spv[] = {").unwrap()..];
+    let body = &body[body.find('{').unwrap() + 1..body.find("};").unwrap()];
+    body.split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(|t| u32::from_str_radix(t.trim_start_matches("0x"), 16).unwrap())
+        .collect()
+}
+
+/// The test frame's sample of `plane` (0 Y, 1 Cb, 2 Cr) at (x, y) of a `w` x `h`
+/// plane, a code value of `bits` bits in narrow range: a luma ramp with a bright
+/// disc; Cb and Cr sweep across.
+fn frame_sample(plane: usize, x: usize, y: usize, w: usize, h: usize, bits: u32) -> u32 {
+    let (u, v) = (x as f64 / w as f64, y as f64 / h as f64);
+    let r = ((u - 0.5).powi(2) + (v - 0.5).powi(2)).sqrt();
+    let s = (1u32 << (bits - 8)) as f64;
+    let n = match plane {
+        0 => 16.0 * s + 219.0 * s * if r < 0.25 { 0.9 } else { 0.15 + 0.6 * u },
+        1 => 16.0 * s + 224.0 * s * v,
+        _ => 16.0 * s + 224.0 * s * (1.0 - u),
+    };
+    n as u32
+}
+
+/// Chroma `c` (0 Cb, 1 Cr) at luma pixel (x, y), filtered linearly as implicit
+/// reconstruction does: co-sited chroma sits on even luma samples, midpoint chroma
+/// between two.
+fn chroma_at(
+    cbcr: &[[u32; 2]],
+    (cw, ch): (usize, usize),
+    c: usize,
+    (x, y): (usize, usize),
+    (x_cosited, y_cosited): (bool, bool),
+) -> f64 {
+    let u = x as f64 / 2.0 - if x_cosited { 0.0 } else { 0.25 };
+    let v = y as f64 / 2.0 - if y_cosited { 0.0 } else { 0.25 };
+    let (x0, y0) = (u.floor(), v.floor());
+    let mut s = 0.0;
+    for j in 0..2 {
+        for i in 0..2 {
+            let xi = (x0 as i64 + i).clamp(0, cw as i64 - 1) as usize;
+            let yj = (y0 as i64 + j).clamp(0, ch as i64 - 1) as usize;
+            let wx = if i == 1 { u - x0 } else { 1.0 - (u - x0) };
+            let wy = if j == 1 { v - y0 } else { 1.0 - (v - y0) };
+            s += wx * wy * cbcr[yj * cw + xi][c] as f64;
+        }
+    }
+    s
+}
+
+/// One frame of NV12 (8-bit) or P010 (10-bit), written by CUDA, sampled by Vulkan
+/// through the conversion `vkcuda_image_get_ycbcr_conversion_info` makes of the
+/// frame's colour description, every pixel compared with the host's conversion
+/// (`kr`, `kb`: the matrix's luma weights). Returns the largest difference (of 255).
+fn sample_frame(
+    ctx: *const vkcuda_context,
+    v: &Vk,
+    format: vk::Format,
+    bits: u32,
+    color: &vkcuda_video_color,
+    (kr, kb): (f64, f64),
+    (w, h): (u32, u32),
+) -> u32 {
+    let im =
+        try_create(ctx, &frame_info(format, w, h)).unwrap_or_else(|(r, m)| panic!("{r:?}: {m}"));
+    ok(unsafe { vkcuda_image_set_video_color(im, color) });
+    let mut back: vkcuda_video_color = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_image_get_video_color(im, &mut back) });
+    assert_eq!(
+        (
+            back.matrix_coefficients,
+            back.transfer_characteristics,
+            back.colour_primaries
+        ),
+        (
+            color.matrix_coefficients,
+            color.transfer_characteristics,
+            color.colour_primaries
+        )
+    );
+    let mut ci = vk::SamplerYcbcrConversionCreateInfo::default();
+    ok(unsafe { vkcuda_image_get_ycbcr_conversion_info(im, &mut ci) });
+    assert_eq!(ci.format, format);
+    let (wu, hu) = (w as usize, h as usize);
+    let bytes = if bits > 8 { 2 } else { 1 };
+    // CUDA writes the planes: luma, then CbCr interleaved (high bits for 10-bit).
+    let luma: Vec<u32> = (0..wu * hu)
+        .map(|i| frame_sample(0, i % wu, i / wu, wu, hu, bits))
+        .collect();
+    let (cw, ch) = (wu / 2, hu / 2);
+    let cbcr: Vec<[u32; 2]> = (0..cw * ch)
+        .map(|i| {
+            let (x, y) = (i % cw, i / cw);
+            [
+                frame_sample(1, x, y, cw, ch, bits),
+                frame_sample(2, x, y, cw, ch, bits),
+            ]
+        })
+        .collect();
+    let to_bytes = |vals: &mut dyn Iterator<Item = u32>| -> Vec<u8> {
+        let shift = if bits > 8 { 16 - bits } else { 0 };
+        vals.flat_map(|s| {
+            let word = s << shift;
+            if bytes == 2 {
+                vec![word as u8, (word >> 8) as u8]
+            } else {
+                vec![word as u8]
+            }
+        })
+        .collect()
+    };
+    let mut y_bytes = to_bytes(&mut luma.iter().copied());
+    let mut c_bytes = to_bytes(&mut cbcr.iter().flat_map(|p| p.iter().copied()));
+    let planes = plane_pointers(im, 2);
+    let h_info = handoff(v);
+    v.run(|cmd| {
+        ok(unsafe {
+            vkcuda_image_cmd_release_to_cuda(im, cmd, &h_info, vk::ImageLayout::UNDEFINED.as_raw())
+        })
+    });
+    copy_plane(
+        y_bytes.as_mut_ptr(),
+        planes[0].cuda_pointer,
+        planes[0].row_pitch,
+        wu * bytes,
+        hu,
+        true,
+    );
+    copy_plane(
+        c_bytes.as_mut_ptr(),
+        planes[1].cuda_pointer,
+        planes[1].row_pitch,
+        cw * 2 * bytes,
+        ch,
+        true,
+    );
+    // Vulkan: the conversion, a sampler and a view with it, the shader.
+    let d = &v.device;
+    let conv = unsafe { d.create_sampler_ycbcr_conversion(&ci, None) }.unwrap();
+    let mut conv_info = vk::SamplerYcbcrConversionInfo::default().conversion(conv);
+    let sampler = unsafe {
+        d.create_sampler(
+            &vk::SamplerCreateInfo::default()
+                .mag_filter(ci.chroma_filter)
+                .min_filter(ci.chroma_filter)
+                .address_mode_u(vk::SamplerAddressMode::CLAMP_TO_EDGE)
+                .address_mode_v(vk::SamplerAddressMode::CLAMP_TO_EDGE)
+                .address_mode_w(vk::SamplerAddressMode::CLAMP_TO_EDGE)
+                .push_next(&mut conv_info),
+            None,
+        )
+    }
+    .unwrap();
+    let mut conv_info = vk::SamplerYcbcrConversionInfo::default().conversion(conv);
+    let view = unsafe {
+        d.create_image_view(
+            &vk::ImageViewCreateInfo::default()
+                .image(image_info(im).image)
+                .view_type(vk::ImageViewType::TYPE_2D)
+                .format(format)
+                .subresource_range(vk::ImageSubresourceRange {
+                    aspect_mask: vk::ImageAspectFlags::COLOR,
+                    base_mip_level: 0,
+                    level_count: 1,
+                    base_array_layer: 0,
+                    layer_count: 1,
+                })
+                .push_next(&mut conv_info),
+            None,
+        )
+    }
+    .unwrap();
+    let out = v.host_buffer_for(
+        w as u64 * h as u64 * 4,
+        vk::BufferUsageFlags::STORAGE_BUFFER,
+    );
+    let samplers = [sampler];
+    let bindings = [
+        vk::DescriptorSetLayoutBinding::default()
+            .binding(0)
+            .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
+            .descriptor_count(1)
+            .stage_flags(vk::ShaderStageFlags::COMPUTE)
+            .immutable_samplers(&samplers),
+        vk::DescriptorSetLayoutBinding::default()
+            .binding(1)
+            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+            .descriptor_count(1)
+            .stage_flags(vk::ShaderStageFlags::COMPUTE),
+    ];
+    let dsl = unsafe {
+        d.create_descriptor_set_layout(
+            &vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings),
+            None,
+        )
+    }
+    .unwrap();
+    let ranges = [vk::PushConstantRange::default()
+        .stage_flags(vk::ShaderStageFlags::COMPUTE)
+        .size(8)];
+    let dsls = [dsl];
+    let layout = unsafe {
+        d.create_pipeline_layout(
+            &vk::PipelineLayoutCreateInfo::default()
+                .set_layouts(&dsls)
+                .push_constant_ranges(&ranges),
+            None,
+        )
+    }
+    .unwrap();
+    let code = ycbcr_spirv();
+    let module =
+        unsafe { d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&code), None) }
+            .unwrap();
+    let stage = vk::PipelineShaderStageCreateInfo::default()
+        .stage(vk::ShaderStageFlags::COMPUTE)
+        .module(module)
+        .name(c"main");
+    let pipeline = unsafe {
+        d.create_compute_pipelines(
+            vk::PipelineCache::null(),
+            &[vk::ComputePipelineCreateInfo::default()
+                .stage(stage)
+                .layout(layout)],
+            None,
+        )
+    }
+    .unwrap()[0];
+    let sizes = [
+        vk::DescriptorPoolSize {
+            ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER,
+            // A YCbCr conversion may take several descriptors.
+            descriptor_count: 4,
+        },
+        vk::DescriptorPoolSize {
+            ty: vk::DescriptorType::STORAGE_BUFFER,
+            descriptor_count: 1,
+        },
+    ];
+    let pool = unsafe {
+        d.create_descriptor_pool(
+            &vk::DescriptorPoolCreateInfo::default()
+                .max_sets(1)
+                .pool_sizes(&sizes),
+            None,
+        )
+    }
+    .unwrap();
+    let set = unsafe {
+        d.allocate_descriptor_sets(
+            &vk::DescriptorSetAllocateInfo::default()
+                .descriptor_pool(pool)
+                .set_layouts(&dsls),
+        )
+    }
+    .unwrap()[0];
+    let image_infos = [vk::DescriptorImageInfo::default()
+        .image_view(view)
+        .image_layout(vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL)];
+    let buffer_infos = [vk::DescriptorBufferInfo::default()
+        .buffer(out.buffer)
+        .range(vk::WHOLE_SIZE)];
+    unsafe {
+        d.update_descriptor_sets(
+            &[
+                vk::WriteDescriptorSet::default()
+                    .dst_set(set)
+                    .dst_binding(0)
+                    .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
+                    .image_info(&image_infos),
+                vk::WriteDescriptorSet::default()
+                    .dst_set(set)
+                    .dst_binding(1)
+                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                    .buffer_info(&buffer_infos),
+            ],
+            &[],
+        )
+    };
+    let acquire = handoff_info(v.family);
+    v.run(|cmd| unsafe {
+        ok(vkcuda_image_cmd_acquire_from_cuda(
+            im,
+            cmd,
+            &acquire,
+            vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL.as_raw(),
+        ));
+        d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, pipeline);
+        d.cmd_bind_descriptor_sets(cmd, vk::PipelineBindPoint::COMPUTE, layout, 0, &[set], &[]);
+        let size = [w, h];
+        let bytes: Vec<u8> = size.iter().flat_map(|x| x.to_ne_bytes()).collect();
+        d.cmd_push_constants(cmd, layout, vk::ShaderStageFlags::COMPUTE, 0, &bytes);
+        d.cmd_dispatch(cmd, w.div_ceil(16), h.div_ceil(16), 1);
+        d.cmd_pipeline_barrier(
+            cmd,
+            vk::PipelineStageFlags::COMPUTE_SHADER,
+            vk::PipelineStageFlags::HOST,
+            vk::DependencyFlags::empty(),
+            &[vk::MemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+                .dst_access_mask(vk::AccessFlags::HOST_READ)],
+            &[],
+            &[],
+        );
+    });
+    // The host's conversion of the same samples.
+    let s = (1u32 << (bits - 8)) as f64;
+    let x_cosited = color.x_chroma_offset == 0;
+    let y_cosited = color.y_chroma_offset == 0;
+    let got = out.bytes();
+    let mut worst = 0u32;
+    let mut first_bad = None;
+    for y in 0..hu {
+        for x in 0..wu {
+            let yy = (luma[y * wu + x] as f64 - 16.0 * s) / (219.0 * s);
+            let cb = (chroma_at(&cbcr, (cw, ch), 0, (x, y), (x_cosited, y_cosited)) - 128.0 * s)
+                / (224.0 * s);
+            let cr = (chroma_at(&cbcr, (cw, ch), 1, (x, y), (x_cosited, y_cosited)) - 128.0 * s)
+                / (224.0 * s);
+            let kg = 1.0 - kr - kb;
+            let rgb = [
+                yy + 2.0 * (1.0 - kr) * cr,
+                yy - 2.0 * kb * (1.0 - kb) / kg * cb - 2.0 * kr * (1.0 - kr) / kg * cr,
+                yy + 2.0 * (1.0 - kb) * cb,
+            ];
+            for (k, c) in rgb.iter().enumerate() {
+                let want = (c.clamp(0.0, 1.0) * 255.0 + 0.5).floor() as i32;
+                let have = got[(y * wu + x) * 4 + k] as i32;
+                let diff = (want - have).unsigned_abs();
+                if diff > worst {
+                    worst = diff;
+                }
+                if diff > 2 && first_bad.is_none() {
+                    first_bad = Some((x, y, k, have, want));
+                }
+            }
+        }
+    }
+    unsafe {
+        d.destroy_pipeline(pipeline, None);
+        d.destroy_shader_module(module, None);
+        d.destroy_pipeline_layout(layout, None);
+        d.destroy_descriptor_pool(pool, None);
+        d.destroy_descriptor_set_layout(dsl, None);
+        d.destroy_image_view(view, None);
+        d.destroy_sampler(sampler, None);
+        d.destroy_sampler_ycbcr_conversion(conv, None);
+    }
+    v.destroy_host_buffer(out);
+    unsafe { vkcuda_image_destroy(im) };
+    if let Some((x, y, k, have, want)) = first_bad {
+        panic!("{format:?}: pixel ({x}, {y}) channel {k} is {have}, the host's conversion gives {want}");
+    }
+    worst
+}
+
+/// BT.709 8-bit NV12 and BT.2020 10-bit P010 frames, written by CUDA and sampled
+/// by Vulkan through the conversion the library makes of their colour
+/// descriptions: every pixel within 2 of 255 of the host's conversion.
+#[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+fn gpu_frames_sample_as_their_colour_says() {
+    let _g = serial();
+    let Some(ctx) = cuda_context_or_skip("gpu_frames_sample_as_their_colour_says") else {
+        return;
+    };
+    let v = Vk::new(ctx);
+    let _c = Current::of(ctx);
+    let bt709 = vkcuda_video_color {
+        flags: 0,
+        matrix_coefficients: 1,
+        transfer_characteristics: 1,
+        colour_primaries: 1,
+        full_range: 0,
+        x_chroma_offset: 0,
+        y_chroma_offset: 1,
+    };
+    let bt2020 = vkcuda_video_color {
+        matrix_coefficients: 9,
+        transfer_characteristics: 14,
+        colour_primaries: 9,
+        x_chroma_offset: 0,
+        y_chroma_offset: 0,
+        ..bt709
+    };
+    let cases = [
+        (
+            "NV12 BT.709 narrow",
+            vk::Format::G8_B8R8_2PLANE_420_UNORM,
+            8,
+            bt709,
+            (0.2126, 0.0722),
+        ),
+        (
+            "P010 BT.2020 narrow",
+            vk::Format::G10X6_B10X6R10X6_2PLANE_420_UNORM_3PACK16,
+            10,
+            bt2020,
+            (0.2627, 0.0593),
+        ),
+    ];
+    for (what, format, bits, color, k) in cases {
+        for size in [(1920, 1080), (1282, 722)] {
+            let worst = sample_frame(ctx, &v, format, bits, &color, k, size);
+            println!(
+                "SAMPLED {what} {}x{}: every pixel within {worst} of 255 of the host's conversion",
+                size.0, size.1
+            );
+        }
+    }
+    drop(v);
+    unsafe { vkcuda_context_destroy(ctx) };
+}

@@ -81,13 +81,18 @@ impl Vk {
         }
     }
 
-    /// A host-visible, coherent buffer, mapped.
+    /// A host-visible, coherent buffer, mapped (transfer source and destination).
     pub fn host_buffer(&self, size: u64) -> HostBuffer {
+        self.host_buffer_for(size, vk::BufferUsageFlags::empty())
+    }
+
+    /// The same with `usage` too (a storage buffer a shader writes, ...).
+    pub fn host_buffer_for(&self, size: u64, usage: vk::BufferUsageFlags) -> HostBuffer {
         let buffer = unsafe {
             self.device.create_buffer(
-                &vk::BufferCreateInfo::default()
-                    .size(size)
-                    .usage(vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST),
+                &vk::BufferCreateInfo::default().size(size).usage(
+                    vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST | usage,
+                ),
                 None,
             )
         }
