@@ -797,17 +797,25 @@ typedef struct vkcuda_handoff_info {
    */
   uint32_t flags;
   /**
-   * The engine's queue family that the command buffer is submitted to.
+   * The engine's queue family that the command buffer is submitted to: one of
+   * the device's families (`VK_QUEUE_FAMILY_IGNORED`, `EXTERNAL` or `FOREIGN_EXT`
+   * and indices past the device's count are refused with
+   * `VKCUDA_ERROR_INVALID_ARGUMENT`).
    */
   uint32_t queue_family_index;
   /**
    * Release: the stages that wrote or read the resource before the handoff.
-   * Acquire: the stages that use it after. 0 means ALL_COMMANDS.
+   * Acquire: the stages that use it after. 0 means ALL_COMMANDS. Bits that are
+   * not stages of the barrier call the context records with
+   * (`VkPipelineStageFlagBits`; with synchronization2, the 32-bit part of
+   * `VkPipelineStageFlagBits2`), and stages the queue family's `queueFlags` do
+   * not support, are refused.
    */
   VkPipelineStageFlags stage_mask;
   /**
    * Release: the engine's writes to make available. Acquire: the accesses that
-   * follow. 0 means MEMORY_READ | MEMORY_WRITE.
+   * follow. 0 means MEMORY_READ | MEMORY_WRITE. Bits that are not
+   * `VkAccessFlagBits` are refused.
    */
   VkAccessFlags access_mask;
 } vkcuda_handoff_info;
@@ -871,7 +879,9 @@ typedef struct vkcuda_context_create_info {
    */
   uint32_t flags;
   /**
-   * The engine's instance (created with apiVersion 1.2 or later).
+   * The engine's instance, created with `VkApplicationInfo::apiVersion` 1.2 or
+   * later (an older one is refused with `VKCUDA_ERROR_INVALID_ARGUMENT`: its
+   * devices do not resolve the Vulkan 1.1 and 1.2 commands the library calls).
    */
   VkInstance instance;
   /**
@@ -1186,7 +1196,9 @@ typedef struct vkcuda_handoff_resource {
   /**
    * Images: on release, the layout the engine leaves the image in
    * (`VK_IMAGE_LAYOUT_UNDEFINED` only when its contents may be discarded); on
-   * acquire, the layout the engine wants it in. Buffers: 0.
+   * acquire, the layout the engine wants it in. A layout the image's usage does
+   * not allow (`TRANSFER_SRC_OPTIMAL` without `VK_IMAGE_USAGE_TRANSFER_SRC_BIT`,
+   * ...) is refused; `GENERAL` suits every usage. Buffers: 0.
    */
   VkImageLayout layout;
 } vkcuda_handoff_resource;
@@ -2207,8 +2219,10 @@ enum vkcuda_result vkcuda_physical_devices_enumerate(uint32_t *count,
  * Pairs the engine's `VkDevice` with the CUDA device of the same UUID (its primary
  * context unless `cuda_context` is given). Errors: `VKCUDA_ERROR_CUDA_UNAVAILABLE`
  * without a CUDA driver, `VKCUDA_ERROR_DEVICE_MISMATCH` when no CUDA device has
- * the Vulkan device's UUID (the message names both), and
- * `VKCUDA_ERROR_EXTENSION_NOT_PRESENT` later, from the first call that needs an
+ * the Vulkan device's UUID (the message names both),
+ * `VKCUDA_ERROR_INVALID_ARGUMENT` when a command the library calls does not
+ * resolve (an instance of apiVersion 1.0 or 1.1: the message names the version),
+ * and `VKCUDA_ERROR_EXTENSION_NOT_PRESENT` later, from the first call that needs an
  * extension the device was created without.
  *
  * The engine's handles are borrowed: they must outlive the context and every
@@ -2878,6 +2892,11 @@ enum vkcuda_result vkcuda_image_export_fd(const struct vkcuda_image *image,
  * layout the engine left it in) to `VK_IMAGE_LAYOUT_GENERAL`, the layout CUDA
  * works on, and making the engine's writes available. Submit it before the
  * semaphore signal CUDA waits on.
+ *
+ * `old_layout` must be one the image's usage allows (`GENERAL` suits every
+ * usage; `TRANSFER_SRC_OPTIMAL` needs `VK_IMAGE_USAGE_TRANSFER_SRC_BIT`, ...), as
+ * `new_layout` of `vkcuda_image_cmd_acquire_from_cuda`: `VKCUDA_ERROR_INVALID_ARGUMENT`
+ * otherwise, and for a queue family or masks `vkcuda_handoff_info` does not allow.
  *
  * `old_layout` UNDEFINED discards the contents: use it only for an image nobody
  * has written yet (a new image) or whose contents do not matter. **Never pass

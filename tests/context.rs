@@ -399,3 +399,73 @@ fn gpu_context_pairs_by_uuid() {
         vkcuda_context_destroy(ctx);
     }
 }
+
+/// What a Vulkan 1.0 engine enables for external memory: the instance extensions
+/// that carry the 1.1 queries, and the device's external memory extensions.
+fn vulkan_1_0_engine(with_extensions: bool) -> EngineDevice {
+    let (instance_exts, device_exts): (&[&CStr], &[&CStr]) = if with_extensions {
+        (
+            &[
+                ash::khr::get_physical_device_properties2::NAME,
+                ash::khr::external_memory_capabilities::NAME,
+                ash::khr::external_semaphore_capabilities::NAME,
+            ],
+            &[
+                ash::khr::external_memory::NAME,
+                ash::khr::external_memory_fd::NAME,
+            ],
+        )
+    } else {
+        (&[], &[])
+    };
+    EngineDevice::with_version(vk::API_VERSION_1_0, instance_exts, device_exts, |i, p| {
+        // The device itself has Vulkan 1.2 or later: the instance is the old part.
+        unsafe { i.get_physical_device_properties(p) }.api_version >= vk::API_VERSION_1_2
+    })
+}
+
+/// An instance of apiVersion 1.0 (the header asks for 1.2): refused at create,
+/// with or without the 1.0 engine's extensions, with a message that names the
+/// version; before, the first buffer_create aborted the process in ash ("Unable to
+/// load get_buffer_memory_requirements2"), or without the extensions it blamed the
+/// device's export support.
+#[test]
+fn an_instance_of_vulkan_1_0_is_refused_at_create() {
+    for with_extensions in [true, false] {
+        let e = vulkan_1_0_engine(with_extensions);
+        for flags in [VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT, 0] {
+            let info = e.create_info(flags);
+            let mut ctx = 1usize as *mut vkcuda_context;
+            let msg = fails(
+                unsafe { vkcuda_context_create(&info, &mut ctx) },
+                VKCUDA_ERROR_INVALID_ARGUMENT,
+            );
+            assert!(ctx.is_null());
+            println!("extensions {with_extensions}, flags {flags}: {msg}");
+            for want in [
+                "vkGetBufferMemoryRequirements2, core in Vulkan 1.1",
+                "apiVersion 1.0",
+                "VK_API_VERSION_1_2",
+                "the device itself supports Vulkan 1.",
+            ] {
+                assert!(
+                    msg.contains(want),
+                    "extensions {with_extensions}: wants {want:?}: {msg}"
+                );
+            }
+            assert!(
+                !msg.contains("export"),
+                "not the device's export support: {msg}"
+            );
+        }
+        // With the engine's own vkGetDeviceProcAddr too.
+        let mut info = e.create_info(VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT);
+        info.get_device_proc_addr = Some(e.instance.fp_v1_0().get_device_proc_addr);
+        let mut ctx = ptr::null_mut();
+        let msg = fails(
+            unsafe { vkcuda_context_create(&info, &mut ctx) },
+            VKCUDA_ERROR_INVALID_ARGUMENT,
+        );
+        assert!(msg.contains("apiVersion 1.0"), "{msg}");
+    }
+}

@@ -969,6 +969,34 @@ fn child_engine_device() {
     }
     assert!(!d.ready);
     drop(e);
+
+    // An engine instance of apiVersion 1.0, with the extensions a 1.0 engine enables
+    // for external memory: engine.device fails with vkcuda_context_create's words.
+    let old = EngineDevice::with_version(
+        ash::vk::API_VERSION_1_0,
+        &[
+            ash::khr::get_physical_device_properties2::NAME,
+            ash::khr::external_memory_capabilities::NAME,
+            ash::khr::external_semaphore_capabilities::NAME,
+        ],
+        &[
+            ash::khr::external_memory::NAME,
+            ash::khr::external_memory_fd::NAME,
+        ],
+        |i, p| unsafe { i.get_physical_device_properties(p) }.api_version >= ash::vk::API_VERSION_1_2,
+    );
+    let info = old.create_info(0);
+    let d = doctor_with(None, &info);
+    let c = d.get("engine.device");
+    assert_eq!(c.status, FAIL);
+    let mut ctx = ptr::null_mut();
+    let err = fails(
+        unsafe { vkcuda_context_create(&info, &mut ctx) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(c.seen.contains("apiVersion 1.0"), "{c:?}");
+    assert_eq!(err, format!("vkcuda_context_create: {}", c.seen));
+    assert!(!d.ready);
 }
 
 // --- Containers ---------------------------------------------------------------------

@@ -323,3 +323,153 @@ fn a_bad_batch_is_refused_with_the_resource_named() {
     drop(v);
     unsafe { vkcuda_context_destroy(ctx) };
 }
+
+/// What the library forwards into the engine's barrier is checked against the
+/// device and the image (issue 29 item 8), for the barrier call of each kind of
+/// context: vkCmdPipelineBarrier2 (a standalone context on lavapipe) and
+/// vkCmdPipelineBarrier (an engine context without synchronization2). Nothing is
+/// recorded on failure; the same calls with valid values succeed.
+#[test]
+fn forwarded_values_are_checked_for_both_barrier_calls() {
+    let engine = EngineDevice::new(&[ash::khr::external_memory_fd::NAME], |_, _| true);
+    let mut sync1 = ptr::null_mut();
+    ok(unsafe {
+        vkcuda_context_create(
+            &engine.create_info(VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT),
+            &mut sync1,
+        )
+    });
+    let sync2 = vulkan_only_context();
+    let v1 = Vk::for_engine(&engine.instance, &engine.device, engine.physical);
+    let v2 = Vk::new(sync2);
+    let video_decode = vk::PipelineStageFlags2::VIDEO_DECODE_KHR.as_raw() as u32;
+    for (ctx, v, has_sync2) in [(sync1, &v1, false), (sync2, &v2, true)] {
+        let families = unsafe {
+            v.instance
+                .get_physical_device_queue_family_properties(v.physical)
+        }
+        .len() as u32;
+        let b = create_buffer(ctx, SIZE, 0);
+        let mut d = image_desc(0, vk::Format::R8G8B8A8_UNORM, EXTENT, EXTENT, 1);
+        d.usage = vk::ImageUsageFlags::STORAGE.as_raw();
+        let mut storage = ptr::null_mut();
+        ok(unsafe { vkcuda_image_create(ctx, &d, &mut storage) });
+        d.usage = vk::ImageUsageFlags::SAMPLED.as_raw();
+        let mut sampled = ptr::null_mut();
+        ok(unsafe { vkcuda_image_create(ctx, &d, &mut sampled) });
+        let cmd = v.command_buffer();
+        let good = handoff_info(v.family);
+        let refused = |r: vkcuda_result, says: &str| {
+            let msg = fails(r, VKCUDA_ERROR_INVALID_ARGUMENT);
+            assert!(
+                msg.contains(says),
+                "sync2 {has_sync2}: wants {says:?}: {msg}"
+            );
+        };
+        for (q, says) in [
+            (families, "the device has"),
+            (vk::QUEUE_FAMILY_IGNORED, "VK_QUEUE_FAMILY_IGNORED"),
+            (vk::QUEUE_FAMILY_EXTERNAL, "VK_QUEUE_FAMILY_EXTERNAL"),
+        ] {
+            let h = handoff_info(q);
+            refused(
+                unsafe { vkcuda_buffer_cmd_release_to_cuda(b, cmd, &h) },
+                says,
+            );
+            let list = [vkcuda_handoff_resource {
+                buffer: b,
+                image: ptr::null(),
+                layout: 0,
+            }];
+            refused(
+                unsafe { vkcuda_handoff_cmd_acquire_from_cuda(1, list.as_ptr(), cmd, &h) },
+                says,
+            );
+        }
+        // A stage of synchronization2 only: not a stage of vkCmdPipelineBarrier; of
+        // vkCmdPipelineBarrier2, but not one lavapipe's universal queue runs.
+        let h = vkcuda_handoff_info {
+            stage_mask: video_decode,
+            ..good
+        };
+        refused(
+            unsafe { vkcuda_buffer_cmd_acquire_from_cuda(b, cmd, &h) },
+            if has_sync2 {
+                "that the queues of family"
+            } else {
+                "not VkPipelineStageFlagBits, which vkCmdPipelineBarrier takes"
+            },
+        );
+        let h = vkcuda_handoff_info {
+            access_mask: 1 << 31,
+            ..good
+        };
+        refused(
+            unsafe { vkcuda_buffer_cmd_acquire_from_cuda(b, cmd, &h) },
+            "info->access_mask 0x80000000 has bits 0x80000000",
+        );
+        // Layouts against the image's usage, single and batched (the second entry
+        // is named).
+        use vk::ImageLayout as L;
+        for l in [
+            L::TRANSFER_SRC_OPTIMAL,
+            L::SHADER_READ_ONLY_OPTIMAL,
+            L::COLOR_ATTACHMENT_OPTIMAL,
+        ] {
+            refused(
+                unsafe { vkcuda_image_cmd_acquire_from_cuda(storage, cmd, &good, l.as_raw()) },
+                "this image's usage is VK_IMAGE_USAGE_STORAGE_BIT",
+            );
+            refused(
+                unsafe { vkcuda_image_cmd_release_to_cuda(storage, cmd, &good, l.as_raw()) },
+                "old_layout",
+            );
+            let list = [
+                vkcuda_handoff_resource {
+                    buffer: ptr::null(),
+                    image: sampled,
+                    layout: L::GENERAL.as_raw(),
+                },
+                vkcuda_handoff_resource {
+                    buffer: ptr::null(),
+                    image: storage,
+                    layout: l.as_raw(),
+                },
+            ];
+            refused(
+                unsafe { vkcuda_handoff_cmd_acquire_from_cuda(2, list.as_ptr(), cmd, &good) },
+                "resources[1].layout (new layout)",
+            );
+        }
+        ok(unsafe { vkcuda_image_cmd_acquire_from_cuda(storage, cmd, &good, L::GENERAL.as_raw()) });
+        ok(unsafe {
+            vkcuda_image_cmd_acquire_from_cuda(
+                sampled,
+                cmd,
+                &good,
+                L::SHADER_READ_ONLY_OPTIMAL.as_raw(),
+            )
+        });
+        // READ_ONLY_OPTIMAL: sampled images may be in it, with synchronization2.
+        let r = unsafe {
+            vkcuda_image_cmd_acquire_from_cuda(sampled, cmd, &good, L::READ_ONLY_OPTIMAL.as_raw())
+        };
+        if has_sync2 {
+            ok(r);
+        } else {
+            refused(r, "synchronization2");
+        }
+        unsafe {
+            v.device.end_command_buffer(cmd).unwrap();
+            v.device.free_command_buffers(v.pool, &[cmd]);
+            vkcuda_image_destroy(sampled);
+            vkcuda_image_destroy(storage);
+            vkcuda_buffer_destroy(b);
+        }
+    }
+    drop((v1, v2));
+    unsafe {
+        vkcuda_context_destroy(sync1);
+        vkcuda_context_destroy(sync2);
+    }
+}

@@ -355,6 +355,7 @@ unsafe fn buffer_barrier(
     let b = buf_arg(buffer)?;
     let cmd = command_buffer_arg(command_buffer)?;
     let scope = scope_arg(info)?;
+    scope.check(&b.context().vk)?;
     handoff::record(&b.context().vk, cmd, dir, &scope, &[b.handoff_range()], &[]);
     Ok(())
 }

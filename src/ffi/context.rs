@@ -76,7 +76,9 @@ pub struct vkcuda_physical_device_support {
 pub struct vkcuda_context_create_info {
     /// `VKCUDA_CONTEXT_CREATE_*` bits; 0 for the defaults.
     pub flags: u32,
-    /// The engine's instance (created with apiVersion 1.2 or later).
+    /// The engine's instance, created with `VkApplicationInfo::apiVersion` 1.2 or
+    /// later (an older one is refused with `VKCUDA_ERROR_INVALID_ARGUMENT`: its
+    /// devices do not resolve the Vulkan 1.1 and 1.2 commands the library calls).
     pub instance: VkInstance,
     /// The physical device the engine's device was created on.
     pub physical_device: VkPhysicalDevice,
@@ -276,8 +278,10 @@ fn cuda_choice(flags: u32, cuda_context: *mut CUctx_st) -> Result<CudaChoice> {
 /// Pairs the engine's `VkDevice` with the CUDA device of the same UUID (its primary
 /// context unless `cuda_context` is given). Errors: `VKCUDA_ERROR_CUDA_UNAVAILABLE`
 /// without a CUDA driver, `VKCUDA_ERROR_DEVICE_MISMATCH` when no CUDA device has
-/// the Vulkan device's UUID (the message names both), and
-/// `VKCUDA_ERROR_EXTENSION_NOT_PRESENT` later, from the first call that needs an
+/// the Vulkan device's UUID (the message names both),
+/// `VKCUDA_ERROR_INVALID_ARGUMENT` when a command the library calls does not
+/// resolve (an instance of apiVersion 1.0 or 1.1: the message names the version),
+/// and `VKCUDA_ERROR_EXTENSION_NOT_PRESENT` later, from the first call that needs an
 /// extension the device was created without.
 ///
 /// The engine's handles are borrowed: they must outlive the context and every

@@ -26,7 +26,9 @@ pub struct vkcuda_handoff_resource {
     pub image: *const vkcuda_image,
     /// Images: on release, the layout the engine leaves the image in
     /// (`VK_IMAGE_LAYOUT_UNDEFINED` only when its contents may be discarded); on
-    /// acquire, the layout the engine wants it in. Buffers: 0.
+    /// acquire, the layout the engine wants it in. A layout the image's usage does
+    /// not allow (`TRANSFER_SRC_OPTIMAL` without `VK_IMAGE_USAGE_TRANSFER_SRC_BIT`,
+    /// ...) is refused; `GENERAL` suits every usage. Buffers: 0.
     pub layout: VkImageLayout,
 }
 
@@ -67,6 +69,8 @@ unsafe fn batch(
     };
     // SAFETY: `first` came from a live resource of the list, which keeps it alive.
     let ctx = &*first;
+    scope.check(&ctx.vk)?;
+    let sync2 = ctx.vk.sync2.is_some();
     handoff::record_from(&ctx.vk, cmd, dir, &scope, |sink| {
         for (i, r) in list.iter().enumerate() {
             let c = if r.image.is_null() && r.layout == 0 {
@@ -77,10 +81,15 @@ unsafe fn batch(
             } else if r.buffer.is_null()
                 && handoff::layout_ok(vk::ImageLayout::from_raw(r.layout), dir)
             {
-                handle::peek(r.image).map(|im: &crate::image::Image| {
-                    sink.image(&im.handoff_range(vk::ImageLayout::from_raw(r.layout)));
-                    Arc::as_ptr(im.context())
-                })
+                let layout = vk::ImageLayout::from_raw(r.layout);
+                handle::peek(r.image)
+                    .filter(|im: &&crate::image::Image| {
+                        handoff::layout_fits(layout, im.description().usage, sync2)
+                    })
+                    .map(|im| {
+                        sink.image(&im.handoff_range(layout));
+                        Arc::as_ptr(im.context())
+                    })
             } else {
                 None
             };
@@ -137,11 +146,18 @@ unsafe fn refuse(
                 Ok(im) => im,
                 Err(e) => return e,
             };
-            if let Err(e) =
-                handoff::check_layout_named(vk::ImageLayout::from_raw(r.layout), dir, || {
-                    format!("resources[{i}].layout ({what})")
-                })
-            {
+            let layout = vk::ImageLayout::from_raw(r.layout);
+            let name = || format!("resources[{i}].layout ({what})");
+            if let Err(e) = handoff::check_layout_named(layout, dir, name).and_then(|_| {
+                // The barrier call is the first resource's context's.
+                let recorder = if first.is_null() {
+                    im.context().as_ref()
+                } else {
+                    &*first
+                };
+                let sync2 = recorder.vk.sync2.is_some();
+                handoff::check_layout_usage(layout, im.description().usage, sync2, name)
+            }) {
                 return e;
             }
             Arc::as_ptr(im.context())

@@ -1502,6 +1502,11 @@ unsafe fn image_barrier(
         Direction::Acquire => "new_layout",
     };
     let layout = handoff::check_layout(vk::ImageLayout::from_raw(layout), dir, what)?;
+    let vk = &im.context().vk;
+    handoff::check_layout_usage(layout, im.description().usage, vk.sync2.is_some(), || {
+        what.to_string()
+    })?;
+    scope.check(vk)?;
     handoff::record(
         &im.context().vk,
         cmd,
@@ -1519,6 +1524,11 @@ unsafe fn image_barrier(
 /// layout the engine left it in) to `VK_IMAGE_LAYOUT_GENERAL`, the layout CUDA
 /// works on, and making the engine's writes available. Submit it before the
 /// semaphore signal CUDA waits on.
+///
+/// `old_layout` must be one the image's usage allows (`GENERAL` suits every
+/// usage; `TRANSFER_SRC_OPTIMAL` needs `VK_IMAGE_USAGE_TRANSFER_SRC_BIT`, ...), as
+/// `new_layout` of `vkcuda_image_cmd_acquire_from_cuda`: `VKCUDA_ERROR_INVALID_ARGUMENT`
+/// otherwise, and for a queue family or masks `vkcuda_handoff_info` does not allow.
 ///
 /// `old_layout` UNDEFINED discards the contents: use it only for an image nobody
 /// has written yet (a new image) or whose contents do not matter. **Never pass

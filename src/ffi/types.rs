@@ -153,13 +153,21 @@ impl From<crate::buffer::Allocator> for vkcuda_allocator {
 pub struct vkcuda_handoff_info {
     /// Reserved; must be 0.
     pub flags: u32,
-    /// The engine's queue family that the command buffer is submitted to.
+    /// The engine's queue family that the command buffer is submitted to: one of
+    /// the device's families (`VK_QUEUE_FAMILY_IGNORED`, `EXTERNAL` or `FOREIGN_EXT`
+    /// and indices past the device's count are refused with
+    /// `VKCUDA_ERROR_INVALID_ARGUMENT`).
     pub queue_family_index: u32,
     /// Release: the stages that wrote or read the resource before the handoff.
-    /// Acquire: the stages that use it after. 0 means ALL_COMMANDS.
+    /// Acquire: the stages that use it after. 0 means ALL_COMMANDS. Bits that are
+    /// not stages of the barrier call the context records with
+    /// (`VkPipelineStageFlagBits`; with synchronization2, the 32-bit part of
+    /// `VkPipelineStageFlagBits2`), and stages the queue family's `queueFlags` do
+    /// not support, are refused.
     pub stage_mask: VkPipelineStageFlags,
     /// Release: the engine's writes to make available. Acquire: the accesses that
-    /// follow. 0 means MEMORY_READ | MEMORY_WRITE.
+    /// follow. 0 means MEMORY_READ | MEMORY_WRITE. Bits that are not
+    /// `VkAccessFlagBits` are refused.
     pub access_mask: VkAccessFlags,
 }
 

@@ -485,6 +485,14 @@ pub fn import_image(
                 what_needs(planes, plane)
             )));
         }
+        if planes == 1 {
+            super::memory::check_dedicated_size(
+                size,
+                req.size,
+                "this image",
+                "VUID-VkMemoryDedicatedAllocateInfo-image-01433",
+            )?;
+        }
     }
     for ((handle, req), &size) in handles.into_iter().zip(&reqs).zip(sizes) {
         let type_index = find_memory_type(

@@ -203,6 +203,27 @@ pub fn create_exportable_buffer(
     Ok(partial.finish(req.size, dedicated))
 }
 
+/// Refuses a dedicated import whose `allocation_size` is not the resource's memory
+/// requirement `required` (`vkGet*MemoryRequirements2` of the new `VkBuffer` or
+/// `VkImage`): Vulkan requires them equal (`vuid`), and an export of the same
+/// resource always matches, so a different size is a description of something
+/// else. Checked before the fd reaches the driver.
+pub fn check_dedicated_size(
+    allocation_size: u64,
+    required: u64,
+    what: &str,
+    vuid: &str,
+) -> Result<()> {
+    if allocation_size == required {
+        return Ok(());
+    }
+    Err(Error::invalid(format!(
+        "allocation_size {allocation_size} differs from the {required} bytes {what} needs: the \
+         memory is a dedicated allocation, whose size must be exactly the resource's memory \
+         requirement ({vuid}); an export of the same description always has that size"
+    )))
+}
+
 /// A `VkBuffer` of `size` bytes bound at `offset` to memory imported from `handle`,
 /// an `OPAQUE_FD` of `allocation_size` bytes. The fd is consumed on success and
 /// closed on failure.
@@ -246,6 +267,20 @@ pub fn import_buffer(
             "a buffer of {size} bytes at offset {offset} needs {} bytes of memory, past the allocation size {allocation_size}",
             req.size
         )));
+    }
+    if dedicated {
+        if offset != 0 {
+            return Err(Error::invalid(format!(
+                "offset is {offset} but the memory is a dedicated allocation, which the buffer is \
+                 bound to at offset 0"
+            )));
+        }
+        check_dedicated_size(
+            allocation_size,
+            req.size,
+            &format!("a buffer of {size} bytes"),
+            "VUID-VkMemoryDedicatedAllocateInfo-buffer-01435",
+        )?;
     }
     let type_index = device_local_type(dev, req.memory_type_bits)?;
     let handle = fd::Handoff::new(handle);

@@ -63,21 +63,122 @@ pub struct EngineHandles {
     pub synchronization2: bool,
 }
 
-/// Loads the instance table from the caller's `vkGetInstanceProcAddr`.
+/// Every instance-level command the library calls through `ash::Instance`, with
+/// the Vulkan version it is core in. ash resolves a table of every command and
+/// puts a stub that panics ("Unable to load ...") where the loader returned
+/// NULL; that panic would abort the process inside an `extern "C"` call, so each
+/// command here is checked to resolve before the table is used. The unit test
+/// `every_ash_call_is_checked_at_create` keeps this list and the code in step.
+pub const INSTANCE_COMMANDS: [(&CStr, u32); 14] = [
+    (c"vkGetPhysicalDeviceProperties2", vk::API_VERSION_1_1),
+    (c"vkGetPhysicalDeviceFeatures2", vk::API_VERSION_1_1),
+    (
+        c"vkGetPhysicalDeviceExternalBufferProperties",
+        vk::API_VERSION_1_1,
+    ),
+    (
+        c"vkGetPhysicalDeviceExternalSemaphoreProperties",
+        vk::API_VERSION_1_1,
+    ),
+    (
+        c"vkGetPhysicalDeviceImageFormatProperties2",
+        vk::API_VERSION_1_1,
+    ),
+    (c"vkGetPhysicalDeviceProperties", vk::API_VERSION_1_0),
+    (c"vkGetPhysicalDeviceMemoryProperties", vk::API_VERSION_1_0),
+    (c"vkGetPhysicalDeviceFormatProperties", vk::API_VERSION_1_0),
+    (
+        c"vkGetPhysicalDeviceQueueFamilyProperties",
+        vk::API_VERSION_1_0,
+    ),
+    (c"vkEnumerateDeviceExtensionProperties", vk::API_VERSION_1_0),
+    (c"vkEnumeratePhysicalDevices", vk::API_VERSION_1_0),
+    (c"vkGetDeviceProcAddr", vk::API_VERSION_1_0),
+    (c"vkCreateDevice", vk::API_VERSION_1_0),
+    (c"vkDestroyInstance", vk::API_VERSION_1_0),
+];
+
+/// Every device-level command the library calls through `ash::Device`, with the
+/// Vulkan version it is core in (see [`INSTANCE_COMMANDS`]). A device of an
+/// instance created with an older `apiVersion` resolves the newer ones to NULL
+/// (the instance's extensions do not bring them back under their core names).
+pub const DEVICE_COMMANDS: [(&CStr, u32); 21] = [
+    (c"vkCreateBuffer", vk::API_VERSION_1_0),
+    (c"vkDestroyBuffer", vk::API_VERSION_1_0),
+    (c"vkCreateImage", vk::API_VERSION_1_0),
+    (c"vkDestroyImage", vk::API_VERSION_1_0),
+    (c"vkAllocateMemory", vk::API_VERSION_1_0),
+    (c"vkFreeMemory", vk::API_VERSION_1_0),
+    (c"vkBindBufferMemory", vk::API_VERSION_1_0),
+    (c"vkBindImageMemory", vk::API_VERSION_1_0),
+    (c"vkGetBufferMemoryRequirements", vk::API_VERSION_1_0),
+    (c"vkGetImageSubresourceLayout", vk::API_VERSION_1_0),
+    (c"vkCreateSemaphore", vk::API_VERSION_1_0),
+    (c"vkDestroySemaphore", vk::API_VERSION_1_0),
+    (c"vkCmdPipelineBarrier", vk::API_VERSION_1_0),
+    (c"vkGetDeviceQueue", vk::API_VERSION_1_0),
+    (c"vkDeviceWaitIdle", vk::API_VERSION_1_0),
+    (c"vkDestroyDevice", vk::API_VERSION_1_0),
+    (c"vkGetBufferMemoryRequirements2", vk::API_VERSION_1_1),
+    (c"vkGetImageMemoryRequirements2", vk::API_VERSION_1_1),
+    (c"vkBindImageMemory2", vk::API_VERSION_1_1),
+    (c"vkGetSemaphoreCounterValue", vk::API_VERSION_1_2),
+    (c"vkSignalSemaphore", vk::API_VERSION_1_2),
+];
+
+fn version_name(v: u32) -> String {
+    format!("{}.{}", vk::api_version_major(v), vk::api_version_minor(v))
+}
+
+/// The first command of `commands` that `resolve` returns NULL for, as an error
+/// that names the `apiVersion` the instance was evidently created with (the
+/// version below the one the command is core in). `how` names the resolver.
+fn check_commands(
+    commands: &[(&CStr, u32)],
+    resolve: impl Fn(&CStr) -> bool,
+    how: &str,
+) -> Result<()> {
+    // Oldest first, so the message names the lowest version that is missing.
+    let missing = commands
+        .iter()
+        .filter(|(name, _)| !resolve(name))
+        .min_by_key(|(_, v)| *v);
+    let Some(&(name, core_in)) = missing else {
+        return Ok(());
+    };
+    let name = name.to_string_lossy();
+    let msg = if core_in > vk::API_VERSION_1_0 {
+        let seen = vk::make_api_version(0, 1, vk::api_version_minor(core_in) - 1, 0);
+        format!(
+            "{how} returns NULL for {name}, core in Vulkan {}: the VkInstance was created with \
+             VkApplicationInfo::apiVersion {} (its {}+ commands do not resolve, whatever extensions \
+             an older engine enables for them), and vkcuda needs apiVersion VK_API_VERSION_1_2 or later",
+            version_name(core_in),
+            version_name(seen),
+            version_name(core_in),
+        )
+    } else {
+        format!(
+            "{how} returns NULL for {name}, a Vulkan 1.0 command: the handles are not a valid \
+             VkInstance and VkDevice of this vkGetInstanceProcAddr"
+        )
+    };
+    Err(Error::new(ErrorKind::InvalidArgument, msg))
+}
+
+/// Loads the instance table from the caller's `vkGetInstanceProcAddr`, after
+/// checking that every command of [`INSTANCE_COMMANDS`] resolves (nothing is
+/// called before).
 pub fn load_instance(
     gipa: vk::PFN_vkGetInstanceProcAddr,
     instance: vk::Instance,
 ) -> Result<ash::Instance> {
-    let name = c"vkGetPhysicalDeviceProperties2";
     // SAFETY: gipa is the caller's loader entry point and instance its instance.
-    let probe = unsafe { gipa(instance, name.as_ptr()) };
-    if probe.is_none() {
-        return Err(Error::new(
-            ErrorKind::InvalidArgument,
-            "vkGetInstanceProcAddr returned NULL for vkGetPhysicalDeviceProperties2: the instance \
-             must be a valid VkInstance created with apiVersion VK_API_VERSION_1_2 or later",
-        ));
-    }
+    check_commands(
+        &INSTANCE_COMMANDS,
+        |name| unsafe { gipa(instance, name.as_ptr()) }.is_some(),
+        "vkGetInstanceProcAddr",
+    )?;
     let static_fn = ash::StaticFn {
         get_instance_proc_addr: gipa,
     };
@@ -96,7 +197,6 @@ impl VulkanDevice {
             return Err(Error::null("device"));
         }
         let instance = load_instance(h.get_instance_proc_addr, h.instance)?;
-        let props = support::device_props(&instance, h.physical)?;
         let gdpa: vk::PFN_vkGetDeviceProcAddr = match h.get_device_proc_addr {
             Some(f) => f,
             None => instance.fp_v1_0().get_device_proc_addr,
@@ -116,11 +216,38 @@ impl VulkanDevice {
                  of this instance",
             ));
         }
+        // Before any command of Vulkan 1.1 is called: an instance of apiVersion 1.0
+        // is refused here, not by a panic in the first buffer_create.
+        if let Err(e) = check_commands(
+            &DEVICE_COMMANDS,
+            |name| !load(name).is_null(),
+            "vkGetDeviceProcAddr",
+        ) {
+            // The device's own version (a Vulkan 1.0 query): when the device is the
+            // older one, that is the cause to name.
+            // SAFETY: valid handles from the caller; checked to resolve above.
+            let own = unsafe { instance.get_physical_device_properties(h.physical) }.api_version;
+            if own < MIN_API_VERSION {
+                return Err(Error::unsupported(format!(
+                    "the device supports Vulkan {}, the library needs 1.2 or later",
+                    version_name(own)
+                )));
+            }
+            let mut e = e;
+            e.message = format!(
+                "{} (the device itself supports Vulkan {})",
+                e.message,
+                version_name(own)
+            );
+            return Err(e);
+        }
+        let props = support::device_props(&instance, h.physical)?;
         let device = unsafe { ash::Device::load_with(load, h.device) };
         let memory_fd = (!load(c"vkGetMemoryFdKHR").is_null())
             .then(|| ash::khr::external_memory_fd::DeviceFn::load(load));
-        let semaphore_fd = (!load(c"vkGetSemaphoreFdKHR").is_null())
-            .then(|| ash::khr::external_semaphore_fd::DeviceFn::load(load));
+        let semaphore_fd = (!load(c"vkGetSemaphoreFdKHR").is_null()
+            && !load(c"vkImportSemaphoreFdKHR").is_null())
+        .then(|| ash::khr::external_semaphore_fd::DeviceFn::load(load));
         let sync2 = if h.synchronization2 {
             Some(load_barrier2(load).ok_or_else(|| {
                 Error::new(
@@ -211,5 +338,114 @@ impl Drop for VulkanDevice {
         if let Some(owned) = self.owned.take() {
             owned.destroy(&self.instance, &self.device);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `get_buffer_memory_requirements2` -> `vkGetBufferMemoryRequirements2`.
+    fn vk_name(method: &str) -> String {
+        let mut s = String::from("vk");
+        for part in method.split('_') {
+            let mut c = part.chars();
+            if let Some(f) = c.next() {
+                s.push(f.to_ascii_uppercase());
+                s.extend(c);
+            }
+        }
+        s
+    }
+
+    /// The `ash::Device` / `ash::Instance` methods the crate calls
+    /// (`….device.NAME(` and `instance.NAME(`, whitespace removed).
+    fn ash_calls(dir: &std::path::Path, found: &mut std::collections::BTreeSet<(String, bool)>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                ash_calls(&p, found);
+                continue;
+            }
+            if p.extension().and_then(|x| x.to_str()) != Some("rs") {
+                continue;
+            }
+            let text: String = std::fs::read_to_string(&p)
+                .unwrap()
+                .chars()
+                .filter(|c| !c.is_whitespace())
+                .collect();
+            for (recv, is_device) in [("device.", true), ("instance.", false)] {
+                for (at, _) in text.match_indices(recv) {
+                    let before = text[..at].chars().next_back().unwrap_or(' ');
+                    if before == '_' || before.is_ascii_alphanumeric() {
+                        continue; // physical_device., owned_instance., ...
+                    }
+                    let rest = &text[at + recv.len()..];
+                    let name: String = rest
+                        .chars()
+                        .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
+                        .collect();
+                    if !name.is_empty() && rest[name.len()..].starts_with('(') {
+                        found.insert((name, is_device));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_ash_call_is_checked_at_create() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut found = Default::default();
+        ash_calls(&src, &mut found);
+        // Not commands: the handle, and the raw tables.
+        let not_commands = ["handle", "fp_v1_0"];
+        let mut missing = Vec::new();
+        for (method, is_device) in &found {
+            if not_commands.contains(&method.as_str()) {
+                continue;
+            }
+            let name = vk_name(method);
+            let list: &[(&CStr, u32)] = if *is_device {
+                &DEVICE_COMMANDS
+            } else {
+                &INSTANCE_COMMANDS
+            };
+            if !list.iter().any(|(n, _)| n.to_str() == Ok(name.as_str())) {
+                missing.push(name);
+            }
+        }
+        assert!(found.len() > 20, "found {found:?}");
+        assert!(
+            missing.is_empty(),
+            "ash calls not checked to resolve at context creation (add them to \
+             INSTANCE_COMMANDS / DEVICE_COMMANDS): {missing:?}"
+        );
+    }
+
+    #[test]
+    fn a_missing_command_names_the_instance_version() {
+        let only_1_0 = |name: &CStr| {
+            DEVICE_COMMANDS
+                .iter()
+                .any(|(n, v)| *n == name && *v == vk::API_VERSION_1_0)
+        };
+        let e = check_commands(&DEVICE_COMMANDS, only_1_0, "vkGetDeviceProcAddr").unwrap_err();
+        assert!(
+            e.message
+                .contains("vkGetBufferMemoryRequirements2, core in Vulkan 1.1")
+                && e.message.contains("apiVersion 1.0"),
+            "{}",
+            e.message
+        );
+        let not_1_2 = |name: &CStr| {
+            DEVICE_COMMANDS
+                .iter()
+                .any(|(n, v)| *n == name && *v < vk::API_VERSION_1_2)
+        };
+        let e = check_commands(&DEVICE_COMMANDS, not_1_2, "vkGetDeviceProcAddr").unwrap_err();
+        assert!(e.message.contains("apiVersion 1.1"), "{}", e.message);
+        assert!(check_commands(&DEVICE_COMMANDS, |_| true, "x").is_ok());
     }
 }

@@ -23,6 +23,11 @@ pub struct DeviceProps {
     pub max_timeline_difference: u64,
     pub memory: vk::PhysicalDeviceMemoryProperties,
     pub limits: vk::PhysicalDeviceLimits,
+    /// Per queue family, the pipeline stages its queues can run (from its
+    /// `queueFlags`, see [`crate::vulkan::handoff::stages_of_queue`]): the handoff
+    /// barriers refuse a family index past the end and stages the family cannot
+    /// run (read once here, not per call).
+    pub queue_family_stages: Box<[u32]>,
 }
 
 /// What the device supports, for `vkcuda_physical_device_query`.
@@ -57,6 +62,11 @@ pub fn device_props(instance: &ash::Instance, physical: vk::PhysicalDevice) -> R
         )));
     }
     let memory = unsafe { instance.get_physical_device_memory_properties(physical) };
+    let queue_family_stages =
+        unsafe { instance.get_physical_device_queue_family_properties(physical) }
+            .iter()
+            .map(|f| super::handoff::stages_of_queue(f.queue_flags))
+            .collect();
     // SAFETY: the driver writes a NUL-terminated name.
     let name = unsafe { CStr::from_ptr(props.device_name.as_ptr()) }
         .to_string_lossy()
@@ -72,6 +82,7 @@ pub fn device_props(instance: &ash::Instance, physical: vk::PhysicalDevice) -> R
         max_timeline_difference: timeline.max_timeline_semaphore_value_difference,
         memory,
         limits: props.limits,
+        queue_family_stages,
     })
 }
 

@@ -251,6 +251,27 @@ pub fn cases(m: &mut Matrix) {
         Ran
     });
 
+    m.case(CREATE, "vulkan-1.0:info->instance", |c| {
+        // An engine instance of apiVersion 1.0 with what a 1.0 engine enables for
+        // external memory: refused at create, not aborted at the first buffer.
+        let old = EngineDevice::with_version(
+            vk::API_VERSION_1_0,
+            &[
+                ash::khr::get_physical_device_properties2::NAME,
+                ash::khr::external_memory_capabilities::NAME,
+                ash::khr::external_semaphore_capabilities::NAME,
+            ],
+            &[
+                ash::khr::external_memory::NAME,
+                ash::khr::external_memory_fd::NAME,
+            ],
+            |i, p| unsafe { i.get_physical_device_properties(p) }.api_version >= vk::API_VERSION_1_2,
+        );
+        create_fails(c, &old.create_info(VULKAN_ONLY), &[I]);
+        assert!(last_error().contains("apiVersion 1.0"), "{}", last_error());
+        Ran
+    });
+
     // -- vkcuda_context_create_standalone
     m.case(STANDALONE, "null-ok:info", |c| {
         let mut ctx = poisoned();

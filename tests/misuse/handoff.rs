@@ -99,6 +99,14 @@ pub fn cases(m: &mut Matrix) {
         if !release {
             bad.push(("undefined", vk::ImageLayout::UNDEFINED.as_raw()));
         }
+        let call_with: ImageCall = if release {
+            |_, cmd, im, l| unsafe { vkcuda_image_cmd_release_to_cuda(im, cmd, &handoff_info(0), l) }
+        } else {
+            |_, cmd, im, l| unsafe {
+                vkcuda_image_cmd_acquire_from_cuda(im, cmd, &handoff_info(0), l)
+            }
+        };
+        usage_cases(m, f, layout, call_with);
         for (what, l) in bad {
             m.case(f, &format!("{what}:{layout}"), move |c| {
                 c.refused(
@@ -124,6 +132,37 @@ fn handoff_cases(
         mutation("all-bits:info->flags", &[I], |_, h: &mut H| {
             h.flags = u32::MAX
         }),
+        // The engine's family: one the device has (the count is read at context
+        // creation), never a special value: the other side is CUDA's EXTERNAL.
+        mutation(
+            "past-count:info->queue_family_index",
+            &[I],
+            |e, h: &mut H| h.queue_family_index = queue_family_count(e),
+        ),
+        mutation("ignored:info->queue_family_index", &[I], |_, h: &mut H| {
+            h.queue_family_index = vk::QUEUE_FAMILY_IGNORED
+        }),
+        mutation("external:info->queue_family_index", &[I], |_, h: &mut H| {
+            h.queue_family_index = vk::QUEUE_FAMILY_EXTERNAL
+        }),
+        mutation("foreign:info->queue_family_index", &[I], |_, h: &mut H| {
+            h.queue_family_index = vk::QUEUE_FAMILY_FOREIGN_EXT
+        }),
+        // Bits that are no stage or access of either barrier call (bit 31 is
+        // neither in the flags of vkCmdPipelineBarrier nor in the 32-bit part of
+        // those of vkCmdPipelineBarrier2).
+        mutation("unknown-bits:info->stage_mask", &[I], |_, h: &mut H| {
+            h.stage_mask = vk::PipelineStageFlags::TRANSFER.as_raw() | 1 << 31
+        }),
+        mutation("all-bits:info->stage_mask", &[I], |_, h: &mut H| {
+            h.stage_mask = u32::MAX
+        }),
+        mutation("unknown-bits:info->access_mask", &[I], |_, h: &mut H| {
+            h.access_mask = vk::AccessFlags::TRANSFER_WRITE.as_raw() | 1 << 31
+        }),
+        mutation("all-bits:info->access_mask", &[I], |_, h: &mut H| {
+            h.access_mask = u32::MAX
+        }),
     ];
     mutations(
         m,
@@ -135,11 +174,84 @@ fn handoff_cases(
             Ran
         },
     );
-    let why = "recorded into the engine's barrier as given; Vulkan's valid usage (checked by the \
-               validation layer in scripts/gpu-hardening.sh) decides";
-    m.any(f, "info->queue_family_index", why);
-    m.any(f, "info->stage_mask", why);
-    m.any(f, "info->access_mask", why);
+}
+
+/// How many queue families the environment's device has.
+fn queue_family_count(e: &crate::env::Env) -> u32 {
+    unsafe {
+        e.vk.instance
+            .get_physical_device_queue_family_properties(e.vk.physical)
+    }
+    .len() as u32
+}
+
+/// A barrier call on an image with a layout, into a command buffer.
+type ImageCall = fn(&Call, vk::CommandBuffer, *const vkcuda_image, i32) -> vkcuda_result;
+
+/// Layouts to hand an image over in, each with whether its usage allows it.
+type Layouts = Vec<(vk::ImageLayout, bool)>;
+
+/// Layouts a STORAGE-only image cannot be handed over in (the usage each needs is
+/// missing: VUID-VkImageMemoryBarrier-oldLayout-01208/01211/01212/01213,
+/// -srcQueueFamilyIndex-03938/03939), and GENERAL, which it can; TRANSFER_SRC/DST
+/// for a transfer-only image, and SHADER_READ_ONLY_OPTIMAL, which it cannot. The
+/// images are the case's own; each call gets a command buffer of its own, freed
+/// before the image is destroyed (the layer tracks layouts per command buffer and
+/// flags one that names a destroyed image).
+fn usage_cases(m: &mut Matrix, f: &'static str, path: &str, call: ImageCall) {
+    use vk::ImageLayout as L;
+    use vk::ImageUsageFlags as U;
+    let cases: [(&str, U, Layouts); 2] = [
+        (
+            "usage",
+            U::STORAGE,
+            vec![
+                (L::TRANSFER_SRC_OPTIMAL, false),
+                (L::TRANSFER_DST_OPTIMAL, false),
+                (L::SHADER_READ_ONLY_OPTIMAL, false),
+                (L::COLOR_ATTACHMENT_OPTIMAL, false),
+                (L::ATTACHMENT_OPTIMAL, false),
+                (L::READ_ONLY_OPTIMAL, false),
+                (L::GENERAL, true),
+            ],
+        ),
+        (
+            "usage-transfer",
+            U::TRANSFER_SRC | U::TRANSFER_DST,
+            vec![
+                (L::TRANSFER_SRC_OPTIMAL, true),
+                (L::TRANSFER_DST_OPTIMAL, true),
+                (L::SHADER_READ_ONLY_OPTIMAL, false),
+            ],
+        ),
+    ];
+    for (kind, usage, layouts) in cases {
+        m.case(f, &format!("{kind}:{path}"), move |c| {
+            let mut im = ptr::null_mut();
+            ok(unsafe {
+                vkcuda_image_create(
+                    c.env.ctx,
+                    &crate::env::image_create_info(usage.as_raw(), 1),
+                    &mut im,
+                )
+            });
+            for &(l, fits) in &layouts {
+                let cmd = c.env.vk.command_buffer();
+                let r = call(c, cmd, im, l.as_raw());
+                unsafe {
+                    c.env.vk.device.end_command_buffer(cmd).unwrap();
+                    c.env.vk.device.free_command_buffers(c.env.vk.pool, &[cmd]);
+                }
+                if fits {
+                    c.succeeded(r);
+                } else {
+                    c.refused(r, &[I]);
+                }
+            }
+            unsafe { vkcuda_image_destroy(im) };
+            Ran
+        });
+    }
 }
 
 type Batch = unsafe extern "C" fn(
@@ -233,6 +345,34 @@ pub fn batch_cases(m: &mut Matrix) {
                 Ran
             });
         }
+        let call_with: ImageCall = if release {
+            |_, cmd, im, l| {
+                let r = R {
+                    buffer: ptr::null(),
+                    image: im,
+                    layout: l,
+                };
+                unsafe { vkcuda_handoff_cmd_release_to_cuda(1, &r, cmd, &handoff_info(0)) }
+            }
+        } else {
+            |c, cmd, im, l| {
+                // Second in the list: the check runs for every entry.
+                let list = [
+                    R {
+                        buffer: c.env.buffer,
+                        image: ptr::null(),
+                        layout: 0,
+                    },
+                    R {
+                        buffer: ptr::null(),
+                        image: im,
+                        layout: l,
+                    },
+                ];
+                unsafe { vkcuda_handoff_cmd_acquire_from_cuda(2, list.as_ptr(), cmd, &handoff_info(0)) }
+            }
+        };
+        usage_cases(m, f, "resources->layout", call_with);
         // NULL is valid for one of the two when the other is set.
         m.case(f, "null-ok:resources->buffer", move |c| {
             let r = R {

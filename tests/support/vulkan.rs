@@ -287,11 +287,26 @@ impl EngineDevice {
         extensions: &[&CStr],
         pick: impl Fn(&ash::Instance, vk::PhysicalDevice) -> bool,
     ) -> EngineDevice {
+        Self::with_version(vk::API_VERSION_1_2, &[], extensions, pick)
+    }
+
+    /// An instance of `api_version` with `instance_extensions`, and a device with
+    /// `extensions` (the timeline semaphore feature only from Vulkan 1.2 on): an
+    /// engine written for an older Vulkan.
+    pub fn with_version(
+        api_version: u32,
+        instance_extensions: &[&CStr],
+        extensions: &[&CStr],
+        pick: impl Fn(&ash::Instance, vk::PhysicalDevice) -> bool,
+    ) -> EngineDevice {
         let entry = unsafe { ash::Entry::load() }.expect("libvulkan");
-        let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_2);
+        let app = vk::ApplicationInfo::default().api_version(api_version);
+        let iexts: Vec<_> = instance_extensions.iter().map(|e| e.as_ptr()).collect();
         let instance = unsafe {
             entry.create_instance(
-                &vk::InstanceCreateInfo::default().application_info(&app),
+                &vk::InstanceCreateInfo::default()
+                    .application_info(&app)
+                    .enabled_extension_names(&iexts),
                 None,
             )
         }
@@ -307,17 +322,13 @@ impl EngineDevice {
             .queue_family_index(0)
             .queue_priorities(&prio)];
         let mut v12 = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
-        let device = unsafe {
-            instance.create_device(
-                physical,
-                &vk::DeviceCreateInfo::default()
-                    .queue_create_infos(&queues)
-                    .enabled_extension_names(&exts)
-                    .push_next(&mut v12),
-                None,
-            )
+        let mut info = vk::DeviceCreateInfo::default()
+            .queue_create_infos(&queues)
+            .enabled_extension_names(&exts);
+        if api_version >= vk::API_VERSION_1_2 {
+            info = info.push_next(&mut v12);
         }
-        .unwrap();
+        let device = unsafe { instance.create_device(physical, &info, None) }.unwrap();
         EngineDevice {
             entry,
             instance,
