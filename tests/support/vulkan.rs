@@ -337,6 +337,20 @@ impl EngineDevice {
         }
     }
 
+    /// Whether the driver hides Vulkan 1.1 commands from a device of an instance
+    /// created with apiVersion 1.0 (Mesa does: `vkGetDeviceProcAddr` returns NULL;
+    /// NVIDIA's driver resolves them, and then they work).
+    pub fn hides_1_1_commands(&self) -> bool {
+        let gdpa = self.instance.fp_v1_0().get_device_proc_addr;
+        unsafe {
+            gdpa(
+                self.device.handle(),
+                c"vkGetBufferMemoryRequirements2".as_ptr(),
+            )
+        }
+        .is_none()
+    }
+
     pub fn create_info(&self, flags: u32) -> vkcuda_context_create_info {
         vkcuda_context_create_info {
             flags,
