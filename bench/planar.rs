@@ -1,6 +1,16 @@
-//! 4K NV12 frames, each shared as two single-plane images (R8 luma, R8G8 CbCr:
-//! the multi-planar format is refused with CUDA), in the same run as the rest of
+//! 4K NV12 frames shared two ways — one shared video frame (LINEAR NV12, one
+//! dedicated allocation, pitched CUDA planes) and the OPTIMAL alternative, two
+//! single-plane images (R8 luma, R8G8 CbCr) — in the same run as the rest of
 //! bench/interop.rs, on the same device, queue, CUDA context and stream:
+//!
+//! - the handoff: frames handed from CUDA to Vulkan through a ring of three shared
+//!   frames, three in flight, zero-copy, linear frame vs two images; and with each
+//!   frame first copied in from a decoder-shaped pitched allocation (NVDEC's
+//!   output): into the linear frame (device to device, one `cuMemcpy2DAsync` per
+//!   plane) and into the two images' arrays (FFmpeg's per-plane path);
+//! - sampling: one full-frame pass through a `VkSamplerYcbcrConversion` into RGBA8
+//!   over the LINEAR frame vs an OPTIMAL NV12 image (Vulkan's own), GPU time per
+//!   pass over batches of passes;
 //!
 //! - zero-copy vs copy: frames handed from CUDA to Vulkan through a ring of three
 //!   shared NV12 images, three frames in flight; zero-copy (CUDA's work lands in
@@ -64,6 +74,88 @@ impl Drop for Nv12 {
     fn drop(&mut self) {
         for im in self.images {
             unsafe { vkcuda_image_destroy(im) };
+        }
+    }
+}
+
+/// A shared 4K NV12 video frame: one LINEAR image, its planes pitched CUDA memory.
+struct Linear {
+    image: *mut vkcuda_image,
+    planes: [vkcuda_image_plane_pointer; 2],
+}
+
+impl Linear {
+    fn new(env: &Env) -> Linear {
+        let info = vkcuda_image_create_info {
+            flags: VKCUDA_IMAGE_CREATE_LINEAR_BIT,
+            image_type: vkcuda_image_type_raw(0),
+            format: vk::Format::G8_B8R8_2PLANE_420_UNORM.as_raw(),
+            extent: vk::Extent3D {
+                width: W,
+                height: H,
+                depth: 1,
+            },
+            mip_levels: 0,
+            array_layers: 0,
+            usage: 0,
+        };
+        let mut image = ptr::null_mut();
+        ok(unsafe { vkcuda_image_create(env.ctx, &info, &mut image) });
+        let mut planes: [vkcuda_image_plane_pointer; 2] = unsafe { std::mem::zeroed() };
+        for (p, out) in planes.iter_mut().enumerate() {
+            ok(unsafe { vkcuda_image_get_plane_pointer(image, p as u32, out) });
+        }
+        Linear { image, planes }
+    }
+}
+
+impl Drop for Linear {
+    fn drop(&mut self) {
+        unsafe { vkcuda_image_destroy(self.image) };
+    }
+}
+
+/// What a ring hands over: the images of one frame, and how a decoded frame is
+/// copied into it.
+trait Frame {
+    fn images(&self) -> Vec<*mut vkcuda_image>;
+    fn copy_in(&self, env: &Env, src: &Pitched);
+}
+
+impl Frame for Nv12 {
+    fn images(&self) -> Vec<*mut vkcuda_image> {
+        self.images.to_vec()
+    }
+    fn copy_in(&self, env: &Env, src: &Pitched) {
+        raw_copy(env, src, self)
+    }
+}
+
+impl Frame for Linear {
+    fn images(&self) -> Vec<*mut vkcuda_image> {
+        vec![self.image]
+    }
+    fn copy_in(&self, env: &Env, src: &Pitched) {
+        for (p, rows) in [(0, H as usize), (1, H as usize / 2)] {
+            let copy = cu::CUDA_MEMCPY2D {
+                srcXInBytes: 0,
+                srcY: 0,
+                srcMemoryType: cu::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                srcHost: ptr::null(),
+                srcDevice: src.ptr + (p * src.pitch * H as usize) as u64,
+                srcArray: ptr::null_mut(),
+                srcPitch: src.pitch,
+                dstXInBytes: 0,
+                dstY: 0,
+                dstMemoryType: cu::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                dstHost: ptr::null_mut(),
+                dstDevice: self.planes[p].cuda_pointer,
+                dstArray: ptr::null_mut(),
+                dstPitch: self.planes[p].row_pitch as usize,
+                WidthInBytes: W as usize,
+                Height: rows,
+            };
+            check(unsafe { cu::cuMemcpy2DAsync_v2(&copy, env.stream) });
         }
     }
 }
@@ -156,10 +248,10 @@ fn one_shot(env: &Env, record: impl FnOnce(vk::CommandBuffer)) -> vk::CommandBuf
 }
 
 /// Hands new images to CUDA (release from UNDEFINED) and waits.
-fn release_new(env: &Env, images: &[&Nv12]) {
+fn release_new<F: Frame>(env: &Env, images: &[&F]) {
     let h = handoff_info(env.v.family);
     let cmd = one_shot(env, |cmd| {
-        for im in images.iter().flat_map(|f| f.images) {
+        for im in images.iter().flat_map(|f| f.images()) {
             ok(unsafe { vkcuda_image_cmd_release_to_cuda(im, cmd, &h, 0) });
         }
     });
@@ -172,10 +264,10 @@ fn release_new(env: &Env, images: &[&Nv12]) {
 /// image k % 3 once Vulkan released it (CUDA waits for Vulkan's `done` value of
 /// frame k - 3), optionally copied in plane by plane, then signalled; Vulkan waits,
 /// acquires (for sampling) and releases it back. Per-frame µs over batches of 100.
-fn ring(
+fn ring<F: Frame>(
     env: &Env,
     lib: &LibTimeline,
-    images: &[Nv12; 3],
+    images: &[F; 3],
     src: Option<&Pitched>,
     frames: usize,
 ) -> Vec<f64> {
@@ -186,7 +278,7 @@ fn ring(
         .iter()
         .map(|im| {
             one_shot(env, |cmd| unsafe {
-                for i in im.images {
+                for i in im.images() {
                     ok(vkcuda_image_cmd_acquire_from_cuda(i, cmd, &h, sampled));
                     ok(vkcuda_image_cmd_release_to_cuda(i, cmd, &h, sampled));
                 }
@@ -203,7 +295,7 @@ fn ring(
             done.cuda_wait(env, d0 + k - 3);
         }
         if let Some(src) = src {
-            raw_copy(env, src, &images[i]);
+            images[i].copy_in(env, src);
         }
         lib.cuda_signal(env, b0 + k);
         env.v.submit_timeline(
@@ -254,8 +346,24 @@ pub fn nv12_4k(env: &Env, lib: &LibTimeline, rep: &mut Report, quick: bool) {
     let planes = src.planes();
     let frames = if quick { 300 } else { 3000 };
 
+    let linear = [Linear::new(env), Linear::new(env), Linear::new(env)];
+    release_new(env, &[&linear[0], &linear[1], &linear[2]]);
+    let mut lz = ring(env, lib, &linear, None, frames);
+    let mut lc = ring(env, lib, &linear, Some(&src), frames);
     let mut z = ring(env, lib, &images, None, frames);
     let mut c = ring(env, lib, &images, Some(&src), frames);
+    let lzm = rep.add(
+        "nv12-4k",
+        "zero-copy handoff, linear frame",
+        &mut lz,
+        "per frame, 3 shared video frames in flight",
+    );
+    let lcm = rep.add(
+        "nv12-4k",
+        "decoder copy into linear frame + handoff",
+        &mut lc,
+        "per frame, one cuMemcpy2DAsync per plane, device to device (NVDEC's path)",
+    );
     let zm = rep.add(
         "nv12-4k",
         "zero-copy handoff",
@@ -269,6 +377,18 @@ pub fn nv12_4k(env: &Env, lib: &LibTimeline, rep: &mut Report, quick: bool) {
         "per frame, FFmpeg's path: each frame copied in first",
     );
     rep.derived("nv12-4k", "copy path / zero-copy", cm / zm, "per frame");
+    rep.derived(
+        "nv12-4k",
+        "linear frame / two images, zero-copy",
+        lzm / zm,
+        "per frame (<= 1: the frame costs no more than the two-image recipe)",
+    );
+    rep.derived(
+        "nv12-4k",
+        "decoder copy: linear frame / two images",
+        lcm / cm,
+        "per frame, the copy in included",
+    );
     rep.derived(
         "nv12-4k",
         "copy path - zero-copy",
@@ -367,10 +487,219 @@ pub fn nv12_4k(env: &Env, lib: &LibTimeline, rep: &mut Report, quick: bool) {
         elm - erm,
         "host us the checks cost",
     );
-    println!(
-        "  [nv12 4K] zero-copy {zm:.1} us/frame, per-plane copy path {cm:.1} us/frame ({:.2}x); \
-         helper/raw {:.3}; copy GPU time {gpu:.1} us",
-        cm / zm,
-        lm / rm
+    let (sl, so) = sampling(env, &linear[0], quick);
+    rep.derived(
+        "nv12-4k",
+        "sampling pass, optimal image",
+        so,
+        "us per full-frame YCbCr pass (GPU, median of batches)",
     );
+    rep.derived(
+        "nv12-4k",
+        "sampling pass, linear frame",
+        sl,
+        "us per full-frame YCbCr pass (GPU, median of batches)",
+    );
+    rep.derived("nv12-4k", "sampling linear / optimal", sl / so, "per pass");
+    println!(
+        "  [nv12 4K] zero-copy: linear frame {lzm:.1} us/frame, two images {zm:.1} us/frame ({:.3}); \
+         copied in: linear {lcm:.1}, two images (FFmpeg's path) {cm:.1} us/frame; helper/raw {:.3}; \
+         copy GPU time {gpu:.1} us; one YCbCr pass: linear {sl:.1} us, optimal {so:.1} us ({:.2}x)",
+        lzm / zm,
+        lm / rm,
+        sl / so
+    );
+}
+
+/// GPU time of one full-frame YCbCr sampling pass (timestamp queries around
+/// batches of passes) over the linear frame and over an OPTIMAL NV12 image of
+/// Vulkan's own, both filled with the same ramp: medians in µs.
+fn sampling(env: &Env, frame: &Linear, quick: bool) -> (f64, f64) {
+    let v = &env.v;
+    let d = &v.device;
+    let nv12 = vk::Format::G8_B8R8_2PLANE_420_UNORM;
+    // Vulkan's own optimal NV12 image.
+    let optimal = unsafe {
+        d.create_image(
+            &vk::ImageCreateInfo::default()
+                .image_type(vk::ImageType::TYPE_2D)
+                .format(nv12)
+                .extent(vk::Extent3D {
+                    width: W,
+                    height: H,
+                    depth: 1,
+                })
+                .mip_levels(1)
+                .array_layers(1)
+                .samples(vk::SampleCountFlags::TYPE_1)
+                .tiling(vk::ImageTiling::OPTIMAL)
+                .usage(vk::ImageUsageFlags::SAMPLED | vk::ImageUsageFlags::TRANSFER_DST),
+            None,
+        )
+    }
+    .unwrap();
+    let req = unsafe { d.get_image_memory_requirements(optimal) };
+    let memory = unsafe {
+        d.allocate_memory(
+            &vk::MemoryAllocateInfo::default()
+                .allocation_size(req.size)
+                .memory_type_index(device_local_type(v, req.memory_type_bits)),
+            None,
+        )
+    }
+    .unwrap();
+    unsafe { d.bind_image_memory(optimal, memory, 0) }.unwrap();
+    let mut info: vkcuda_image_info = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_image_get_info(frame.image, &mut info) });
+    // The same ramp into both (luma then CbCr), through a staging buffer.
+    let luma = (W * H) as usize;
+    let staging = v.host_buffer((luma + luma / 2) as u64);
+    for (i, b) in staging.bytes().iter_mut().enumerate() {
+        *b = (48 + (i % W as usize) / 16 + (i / W as usize) / 16) as u8;
+    }
+    let regions = [
+        vk::BufferImageCopy::default()
+            .image_subresource(vk::ImageSubresourceLayers {
+                aspect_mask: vk::ImageAspectFlags::PLANE_0,
+                mip_level: 0,
+                base_array_layer: 0,
+                layer_count: 1,
+            })
+            .image_extent(vk::Extent3D {
+                width: W,
+                height: H,
+                depth: 1,
+            }),
+        vk::BufferImageCopy::default()
+            .buffer_offset(luma as u64)
+            .image_subresource(vk::ImageSubresourceLayers {
+                aspect_mask: vk::ImageAspectFlags::PLANE_1,
+                mip_level: 0,
+                base_array_layer: 0,
+                layer_count: 1,
+            })
+            .image_extent(vk::Extent3D {
+                width: W / 2,
+                height: H / 2,
+                depth: 1,
+            }),
+    ];
+    let color = vk::ImageSubresourceRange {
+        aspect_mask: vk::ImageAspectFlags::COLOR,
+        base_mip_level: 0,
+        level_count: 1,
+        base_array_layer: 0,
+        layer_count: 1,
+    };
+    // The frame is CUDA's after the ring: Vulkan acquires it for the copy.
+    let h = handoff_info(v.family);
+    v.run(|cmd| unsafe {
+        ok(vkcuda_image_cmd_acquire_from_cuda(
+            frame.image,
+            cmd,
+            &h,
+            vk::ImageLayout::TRANSFER_DST_OPTIMAL.as_raw(),
+        ));
+        v.image_barrier(
+            cmd,
+            layout_barrier(
+                optimal,
+                color,
+                vk::ImageLayout::UNDEFINED,
+                vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+            ),
+        );
+        for image in [info.image, optimal] {
+            d.cmd_copy_buffer_to_image(
+                cmd,
+                staging.buffer,
+                image,
+                vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+                &regions,
+            );
+            v.image_barrier(
+                cmd,
+                layout_barrier(
+                    image,
+                    color,
+                    vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+                    vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
+                ),
+            );
+        }
+    });
+    v.destroy_host_buffer(staging);
+    let mut conv = vk::SamplerYcbcrConversionCreateInfo::default();
+    ok(unsafe { vkcuda_image_get_ycbcr_conversion_info(frame.image, &mut conv) });
+    let passes = [
+        support::ycbcr::YcbcrPass::new(v, info.image, &conv, W, H),
+        support::ycbcr::YcbcrPass::new(v, optimal, &conv, W, H),
+    ];
+    let queries = unsafe {
+        d.create_query_pool(
+            &vk::QueryPoolCreateInfo::default()
+                .query_type(vk::QueryType::TIMESTAMP)
+                .query_count(4),
+            None,
+        )
+    }
+    .unwrap();
+    let period = unsafe { env.v.instance.get_physical_device_properties(v.physical) }
+        .limits
+        .timestamp_period as f64;
+    let (batch, rounds) = if quick { (5, 5) } else { (20, 30) };
+    let mut times = [Vec::new(), Vec::new()];
+    for _ in 0..rounds {
+        v.run(|cmd| unsafe {
+            d.cmd_reset_query_pool(cmd, queries, 0, 4);
+            for (k, pass) in passes.iter().enumerate() {
+                d.cmd_write_timestamp(
+                    cmd,
+                    vk::PipelineStageFlags::TOP_OF_PIPE,
+                    queries,
+                    2 * k as u32,
+                );
+                for _ in 0..batch {
+                    pass.record(v, cmd);
+                }
+                d.cmd_write_timestamp(
+                    cmd,
+                    vk::PipelineStageFlags::BOTTOM_OF_PIPE,
+                    queries,
+                    2 * k as u32 + 1,
+                );
+            }
+        });
+        let mut ts = [0u64; 4];
+        unsafe {
+            d.get_query_pool_results(
+                queries,
+                0,
+                &mut ts,
+                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
+            )
+        }
+        .unwrap();
+        for k in 0..2 {
+            times[k].push((ts[2 * k + 1] - ts[2 * k]) as f64 * period / 1e3 / batch as f64);
+        }
+    }
+    // Hand the frame back to CUDA as the ring left it.
+    v.run(|cmd| unsafe {
+        ok(vkcuda_image_cmd_release_to_cuda(
+            frame.image,
+            cmd,
+            &h,
+            vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL.as_raw(),
+        ))
+    });
+    for pass in passes {
+        pass.destroy(v);
+    }
+    unsafe {
+        d.destroy_query_pool(queries, None);
+        d.destroy_image(optimal, None);
+        d.free_memory(memory, None);
+    }
+    (median(&mut times[0]), median(&mut times[1]))
 }

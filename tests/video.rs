@@ -574,19 +574,6 @@ fn gpu_frame_pitched_copy_and_description() {
 // ---------------------------------------------------------------------------------
 // GPU: Vulkan samples a shared frame through the conversion the library describes.
 
-/// The SPIR-V of examples/video/shaders/ycbcr.comp (its committed header): one
-/// invocation per pixel samples the frame at the pixel's centre and writes RGBA8.
-fn ycbcr_spirv() -> Vec<u32> {
-    let h = include_str!("../examples/video/spirv/ycbcr_comp_spv.h");
-    let body = &h[h.find("ycbcr_comp_spv[] = {").unwrap()..];
-    let body = &body[body.find('{').unwrap() + 1..body.find("};").unwrap()];
-    body.split(',')
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .map(|t| u32::from_str_radix(t.trim_start_matches("0x"), 16).unwrap())
-        .collect()
-}
-
 /// The test frame's sample of `plane` (0 Y, 1 Cb, 2 Cr) at (x, y) of a `w` x `h`
 /// plane, a code value of `bits` bits in narrow range: a luma ramp with a bright
 /// disc; Cb and Cr sweep across.
@@ -715,179 +702,24 @@ fn sample_frame(
         true,
     );
     // Vulkan: the conversion, a sampler and a view with it, the shader.
-    let d = &v.device;
-    let conv = unsafe { d.create_sampler_ycbcr_conversion(&ci, None) }.unwrap();
-    let mut conv_info = vk::SamplerYcbcrConversionInfo::default().conversion(conv);
-    let sampler = unsafe {
-        d.create_sampler(
-            &vk::SamplerCreateInfo::default()
-                .mag_filter(ci.chroma_filter)
-                .min_filter(ci.chroma_filter)
-                .address_mode_u(vk::SamplerAddressMode::CLAMP_TO_EDGE)
-                .address_mode_v(vk::SamplerAddressMode::CLAMP_TO_EDGE)
-                .address_mode_w(vk::SamplerAddressMode::CLAMP_TO_EDGE)
-                .push_next(&mut conv_info),
-            None,
-        )
-    }
-    .unwrap();
-    let mut conv_info = vk::SamplerYcbcrConversionInfo::default().conversion(conv);
-    let view = unsafe {
-        d.create_image_view(
-            &vk::ImageViewCreateInfo::default()
-                .image(image_info(im).image)
-                .view_type(vk::ImageViewType::TYPE_2D)
-                .format(format)
-                .subresource_range(vk::ImageSubresourceRange {
-                    aspect_mask: vk::ImageAspectFlags::COLOR,
-                    base_mip_level: 0,
-                    level_count: 1,
-                    base_array_layer: 0,
-                    layer_count: 1,
-                })
-                .push_next(&mut conv_info),
-            None,
-        )
-    }
-    .unwrap();
-    let out = v.host_buffer_for(
-        w as u64 * h as u64 * 4,
-        vk::BufferUsageFlags::STORAGE_BUFFER,
-    );
-    let samplers = [sampler];
-    let bindings = [
-        vk::DescriptorSetLayoutBinding::default()
-            .binding(0)
-            .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
-            .descriptor_count(1)
-            .stage_flags(vk::ShaderStageFlags::COMPUTE)
-            .immutable_samplers(&samplers),
-        vk::DescriptorSetLayoutBinding::default()
-            .binding(1)
-            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-            .descriptor_count(1)
-            .stage_flags(vk::ShaderStageFlags::COMPUTE),
-    ];
-    let dsl = unsafe {
-        d.create_descriptor_set_layout(
-            &vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings),
-            None,
-        )
-    }
-    .unwrap();
-    let ranges = [vk::PushConstantRange::default()
-        .stage_flags(vk::ShaderStageFlags::COMPUTE)
-        .size(8)];
-    let dsls = [dsl];
-    let layout = unsafe {
-        d.create_pipeline_layout(
-            &vk::PipelineLayoutCreateInfo::default()
-                .set_layouts(&dsls)
-                .push_constant_ranges(&ranges),
-            None,
-        )
-    }
-    .unwrap();
-    let code = ycbcr_spirv();
-    let module =
-        unsafe { d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&code), None) }
-            .unwrap();
-    let stage = vk::PipelineShaderStageCreateInfo::default()
-        .stage(vk::ShaderStageFlags::COMPUTE)
-        .module(module)
-        .name(c"main");
-    let pipeline = unsafe {
-        d.create_compute_pipelines(
-            vk::PipelineCache::null(),
-            &[vk::ComputePipelineCreateInfo::default()
-                .stage(stage)
-                .layout(layout)],
-            None,
-        )
-    }
-    .unwrap()[0];
-    let sizes = [
-        vk::DescriptorPoolSize {
-            ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER,
-            // A YCbCr conversion may take several descriptors.
-            descriptor_count: 4,
-        },
-        vk::DescriptorPoolSize {
-            ty: vk::DescriptorType::STORAGE_BUFFER,
-            descriptor_count: 1,
-        },
-    ];
-    let pool = unsafe {
-        d.create_descriptor_pool(
-            &vk::DescriptorPoolCreateInfo::default()
-                .max_sets(1)
-                .pool_sizes(&sizes),
-            None,
-        )
-    }
-    .unwrap();
-    let set = unsafe {
-        d.allocate_descriptor_sets(
-            &vk::DescriptorSetAllocateInfo::default()
-                .descriptor_pool(pool)
-                .set_layouts(&dsls),
-        )
-    }
-    .unwrap()[0];
-    let image_infos = [vk::DescriptorImageInfo::default()
-        .image_view(view)
-        .image_layout(vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL)];
-    let buffer_infos = [vk::DescriptorBufferInfo::default()
-        .buffer(out.buffer)
-        .range(vk::WHOLE_SIZE)];
-    unsafe {
-        d.update_descriptor_sets(
-            &[
-                vk::WriteDescriptorSet::default()
-                    .dst_set(set)
-                    .dst_binding(0)
-                    .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
-                    .image_info(&image_infos),
-                vk::WriteDescriptorSet::default()
-                    .dst_set(set)
-                    .dst_binding(1)
-                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                    .buffer_info(&buffer_infos),
-            ],
-            &[],
-        )
-    };
+    let pass = support::ycbcr::YcbcrPass::new(v, image_info(im).image, &ci, w, h);
     let acquire = handoff_info(v.family);
-    v.run(|cmd| unsafe {
-        ok(vkcuda_image_cmd_acquire_from_cuda(
-            im,
-            cmd,
-            &acquire,
-            vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL.as_raw(),
-        ));
-        d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, pipeline);
-        d.cmd_bind_descriptor_sets(cmd, vk::PipelineBindPoint::COMPUTE, layout, 0, &[set], &[]);
-        let size = [w, h];
-        let bytes: Vec<u8> = size.iter().flat_map(|x| x.to_ne_bytes()).collect();
-        d.cmd_push_constants(cmd, layout, vk::ShaderStageFlags::COMPUTE, 0, &bytes);
-        d.cmd_dispatch(cmd, w.div_ceil(16), h.div_ceil(16), 1);
-        d.cmd_pipeline_barrier(
-            cmd,
-            vk::PipelineStageFlags::COMPUTE_SHADER,
-            vk::PipelineStageFlags::HOST,
-            vk::DependencyFlags::empty(),
-            &[vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::SHADER_WRITE)
-                .dst_access_mask(vk::AccessFlags::HOST_READ)],
-            &[],
-            &[],
-        );
+    v.run(|cmd| {
+        ok(unsafe {
+            vkcuda_image_cmd_acquire_from_cuda(
+                im,
+                cmd,
+                &acquire,
+                vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL.as_raw(),
+            )
+        });
+        pass.record(v, cmd);
     });
     // The host's conversion of the same samples.
     let s = (1u32 << (bits - 8)) as f64;
     let x_cosited = color.x_chroma_offset == 0;
     let y_cosited = color.y_chroma_offset == 0;
-    let got = out.bytes();
+    let got = pass.out.bytes();
     let mut worst = 0u32;
     let mut first_bad = None;
     for y in 0..hu {
@@ -916,17 +748,7 @@ fn sample_frame(
             }
         }
     }
-    unsafe {
-        d.destroy_pipeline(pipeline, None);
-        d.destroy_shader_module(module, None);
-        d.destroy_pipeline_layout(layout, None);
-        d.destroy_descriptor_pool(pool, None);
-        d.destroy_descriptor_set_layout(dsl, None);
-        d.destroy_image_view(view, None);
-        d.destroy_sampler(sampler, None);
-        d.destroy_sampler_ycbcr_conversion(conv, None);
-    }
-    v.destroy_host_buffer(out);
+    pass.destroy(v);
     unsafe { vkcuda_image_destroy(im) };
     if let Some((x, y, k, have, want)) = first_bad {
         panic!("{format:?}: pixel ({x}, {y}) channel {k} is {have}, the host's conversion gives {want}");

@@ -22,6 +22,8 @@
 //!   - `stand_in`: `fake_cuda_driver`, the stand-in CUDA driver;
 //!   - `cuda` (not re-exported: `use support::cuda::{check, Cuda};`): the test's
 //!     own CUDA work, `Cuda` and `check`;
+//!   - `ycbcr` (not re-exported): one pass that samples a multi-planar image
+//!     through a YCbCr conversion into RGBA8, for tests/video.rs and bench/;
 //!   - `images` (not re-exported): creation, `Side`, barriers and the pattern
 //!     written and read back through Vulkan, for tests/image.rs and tests/planar.rs.
 //!
@@ -60,6 +62,7 @@ pub mod images;
 pub mod objects;
 pub mod stand_in;
 pub mod vulkan;
+pub mod ycbcr;
 
 // Not every suite uses every part.
 #[allow(unused_imports)]
