@@ -42,4 +42,5 @@ __all__ = [
     "version",
     "library_path",
 ]
-__version__ = "0.2.0"
+#: The library's version, which is Cargo.toml's (the package is versioned with it).
+__version__: str = version()

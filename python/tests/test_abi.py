@@ -1,0 +1,185 @@
+"""The ctypes declarations against include/vkcuda.h: a C program compiled against
+the header prints every struct's size, alignment and field offsets, and the value
+of every constant Python declares; each must equal what ctypes says. Every struct
+of ``vkcuda._native`` (and the tests' own copies) is checked, found by walking the
+module, so a struct added there is checked without editing this file; each
+function of ``_native._signatures`` is checked against its prototype (argument
+count, widths, pointer or not). An ABI change can then not silently corrupt Python
+callers: this test fails and names the field."""
+
+from __future__ import annotations
+
+import ctypes
+import inspect
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Dict, List, Tuple, Type
+
+import pytest
+
+from vkcuda import _native
+
+import conftest
+
+REPO = Path(__file__).resolve().parents[2]
+HEADER = REPO / "include" / "vkcuda.h"
+
+#: Structs whose C name is not vkcuda_<snake_case of the class name>.
+C_NAMES: Dict[str, str] = {"_Support": "vkcuda_physical_device_support"}
+
+
+def _c_name(cls: type) -> str:
+    explicit = getattr(cls, "_c_name_", None) or C_NAMES.get(cls.__name__)
+    if explicit:
+        return str(explicit)
+    return "vkcuda_" + re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()
+
+
+def python_structs() -> Dict[str, Type[ctypes.Structure]]:
+    found: Dict[str, Type[ctypes.Structure]] = {}
+    for module in (_native, conftest):
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if issubclass(cls, ctypes.Structure) and cls is not ctypes.Structure and cls.__module__ == module.__name__:
+                found[_c_name(cls)] = cls
+    return found
+
+
+def python_constants() -> Dict[str, int]:
+    """`_native`'s integer constants (SUCCESS, ERROR_*, *_BIT, ALLOCATOR_*, ...):
+    each is VKCUDA_<name> in the header."""
+    return {
+        "VKCUDA_" + name: value
+        for name, value in vars(_native).items()
+        if name.isupper() and isinstance(value, int) and not isinstance(value, bool)
+    }
+
+
+def c_layout(structs: Dict[str, Type[ctypes.Structure]], constants: Dict[str, int], tmp: Path) -> List[str]:
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler (cc) to read the header's layout with")
+    lines = ["#include <stddef.h>", "#include <stdio.h>", '#include "vkcuda.h"', "int main(void) {"]
+    for c, cls in structs.items():
+        lines.append(f'    printf("S {c} %zu %zu\\n", sizeof(struct {c}), _Alignof(struct {c}));')
+        for field in cls._fields_:
+            f = field[0]
+            lines.append(
+                f'    printf("F {c}.{f} %zu %zu\\n", offsetof(struct {c}, {f}), sizeof(((struct {c} *)0)->{f}));'
+            )
+    for name in constants:
+        lines.append(f'    printf("C {name} %lld\\n", (long long)({name}));')
+    lines += ["    return 0;", "}"]
+    src = tmp / "abi.c"
+    src.write_text("\n".join(lines) + "\n")
+    exe = tmp / "abi"
+    # /usr/include has vulkan/ (vulkan_core.h, which the header includes).
+    build = subprocess.run([cc, "-std=c11", "-Wall", "-Werror", f"-I{HEADER.parent}", "-o", str(exe), str(src)],
+                           capture_output=True, text=True)
+    assert build.returncode == 0, (
+        "the C program built from the Python declarations does not compile against vkcuda.h "
+        f"(a struct, field or constant Python declares is not in the header):\n{build.stderr}"
+    )
+    return subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
+
+
+@pytest.fixture(scope="module")
+def layout(tmp_path_factory: pytest.TempPathFactory) -> Tuple[Dict[str, Type[ctypes.Structure]], Dict[str, int], List[str]]:
+    structs, constants = python_structs(), python_constants()
+    return structs, constants, c_layout(structs, constants, tmp_path_factory.mktemp("abi"))
+
+
+def test_declarations_found() -> None:
+    structs, constants = python_structs(), python_constants()
+    assert len(structs) >= 11 and "vkcuda_buffer_info" in structs
+    assert constants["VKCUDA_SUCCESS"] == 0 and "VKCUDA_ERROR_INVALID_ARGUMENT" in constants
+
+
+def test_structs_match_header(layout: Tuple[Dict[str, Type[ctypes.Structure]], Dict[str, int], List[str]]) -> None:
+    structs, _, lines = layout
+    wrong = []
+    for line in lines:
+        kind, name, *values = line.split()
+        if kind == "S":
+            cls = structs[name]
+            size, align = map(int, values)
+            if (ctypes.sizeof(cls), ctypes.alignment(cls)) != (size, align):
+                wrong.append(f"{name}: C size {size} align {align}, "
+                             f"Python {cls.__name__} size {ctypes.sizeof(cls)} align {ctypes.alignment(cls)}")
+        elif kind == "F":
+            struct, field = name.split(".")
+            desc = getattr(structs[struct], field)
+            offset, size = map(int, values)
+            if (desc.offset, desc.size) != (offset, size):
+                wrong.append(f"{name}: C offset {offset} size {size}, Python offset {desc.offset} size {desc.size}")
+    assert not wrong, "ctypes structs differ from vkcuda.h:\n  " + "\n  ".join(wrong)
+
+
+def test_constants_match_header(layout: Tuple[Dict[str, Type[ctypes.Structure]], Dict[str, int], List[str]]) -> None:
+    _, constants, lines = layout
+    wrong = [
+        f"{name}: C {value}, Python {constants[name]}"
+        for kind, name, value in (line.split() for line in lines if line.startswith("C "))
+        if int(value) != constants[name]
+    ]
+    assert not wrong, "constants differ from vkcuda.h:\n  " + "\n  ".join(wrong)
+
+
+# --- function signatures -------------------------------------------------------
+
+_SCALARS = {
+    "uint64_t": ctypes.c_uint64, "int64_t": ctypes.c_int64, "uint32_t": ctypes.c_uint32,
+    "int32_t": ctypes.c_int32, "int": ctypes.c_int, "VkBool32": ctypes.c_uint32,
+    "size_t": ctypes.c_size_t, "uint16_t": ctypes.c_uint16, "uint8_t": ctypes.c_uint8,
+}
+
+
+def _prototypes() -> Dict[str, Tuple[str, List[str]]]:
+    text = re.sub(r"/\*.*?\*/", "", HEADER.read_text(), flags=re.S)
+    protos = {}
+    for m in re.finditer(r"([A-Za-z_][\w \*]*?)\b(vkcuda_\w+)\s*\(([^;{]*?)\)\s*;", text):
+        ret = re.sub(r"\b(VKCUDA_API|VKCUDA_NODISCARD|const|struct)\b", "", m.group(1)).strip()
+        params = [p.strip() for p in m.group(3).split(",") if p.strip() and p.strip() != "void"]
+        protos[m.group(2)] = (ret, params)
+    return protos
+
+
+def _matches(c_type: str, py: object) -> bool:
+    """Whether a ctypes argument/result type is a faithful copy of a C type."""
+    c_type = re.sub(r"\b(const|struct)\b", "", c_type).strip()
+    if "*" in c_type or "PFN_" in c_type or c_type in {"CUstream", "CUcontext", "CUgraph"} or c_type.startswith("Vk") and c_type not in _SCALARS and not c_type.endswith("Flags"):
+        # A pointer or a handle: c_void_p, c_char_p, or POINTER(the right struct).
+        if py in (ctypes.c_void_p, ctypes.c_char_p):
+            return True
+        target = getattr(py, "_type_", None)
+        if isinstance(target, type) and issubclass(target, ctypes.Structure):
+            return _c_name(target) == re.sub(r"[\s*]", "", c_type)
+        return isinstance(py, type) and issubclass(py, ctypes._Pointer)  # type: ignore[attr-defined]
+    if c_type.startswith("enum ") or c_type.startswith("vkcuda_") or c_type.endswith("Flags"):
+        want = ctypes.c_uint32 if c_type.endswith("Flags") else ctypes.c_int32
+    else:
+        want = _SCALARS.get(c_type)  # type: ignore[assignment]
+    return want is not None and ctypes.sizeof(py) == ctypes.sizeof(want)  # type: ignore[arg-type]
+
+
+def test_signatures_match_header() -> None:
+    protos = _prototypes()
+    wrong = []
+    for name, (res, args) in _native._signatures.items():
+        if name not in protos:
+            wrong.append(f"{name}: not in vkcuda.h")
+            continue
+        c_ret, c_params = protos[name]
+        c_types = [re.sub(r"\s*\b\w+$", "", p) if not p.endswith("*") else p for p in c_params]
+        if len(c_types) != len(args):
+            wrong.append(f"{name}: C takes {len(c_types)} arguments, Python declares {len(args)}")
+            continue
+        if (res is None) != (c_ret == "void"):
+            wrong.append(f"{name}: C returns {c_ret}, Python {res}")
+        elif res is not None and not _matches(c_ret, res):
+            wrong.append(f"{name}: C returns {c_ret}, Python {res}")
+        for i, (c_t, py) in enumerate(zip(c_types, args)):
+            if not _matches(c_t, py):
+                wrong.append(f"{name}: argument {i} is {c_t} in C, {py} in Python")
+    assert not wrong, "ctypes signatures differ from vkcuda.h:\n  " + "\n  ".join(wrong)
