@@ -1,24 +1,29 @@
 """The ctypes declarations against include/vkcuda.h: a C program compiled against
 the header prints every struct's size, alignment and field offsets, and the value
 of every constant Python declares; each must equal what ctypes says. Every struct
-of ``vkcuda._native`` (and the tests' own copies) is checked, found by walking the
-module, so a struct added there is checked without editing this file; each
-function of ``_native._signatures`` is checked against its prototype (argument
-count, widths, pointer or not). An ABI change can then not silently corrupt Python
+of the package's modules (and the tests' own copies) is checked, found by walking
+the package, so a struct added anywhere is checked without editing this file (the
+Vulkan structs queue.py copies too, against vulkan_core.h); every library function
+the package declares is checked against its prototype (argument count, widths,
+pointer or not, the struct pointed to). An ABI change can then not silently corrupt Python
 callers: this test fails and names the field."""
 
 from __future__ import annotations
 
 import ctypes
+import importlib
 import inspect
+import pkgutil
 import re
 import shutil
 import subprocess
 from pathlib import Path
+from types import ModuleType
 from typing import Dict, List, Tuple, Type
 
 import pytest
 
+import vkcuda
 from vkcuda import _native
 
 import conftest
@@ -26,20 +31,42 @@ import conftest
 REPO = Path(__file__).resolve().parents[2]
 HEADER = REPO / "include" / "vkcuda.h"
 
-#: Structs whose C name is not vkcuda_<snake_case of the class name>.
-C_NAMES: Dict[str, str] = {"_Support": "vkcuda_physical_device_support"}
+#: Structs whose C name does not follow from the class name (see _c_name).
+C_NAMES: Dict[str, str] = {
+    "conftest._Support": "vkcuda_physical_device_support",
+    "vkcuda.queue._TimelineSubmitInfo": "VkTimelineSemaphoreSubmitInfo",
+    "vkcuda.queue._MemoryProperties": "VkPhysicalDeviceMemoryProperties",
+    "vkcuda.queue._HandoffInfo": "vkcuda_handoff_info",
+}
+#: Modules whose structs are not in vkcuda.h: the DLPack ABI (dlpack.h's).
+NOT_IN_HEADER = {"vkcuda._dlpack"}
+#: Modules whose integer constants are the header's VKCUDA_<name>.
+CONSTANT_MODULES = ("vkcuda._native", "vkcuda._doctor")
+
+
+def _modules() -> List[ModuleType]:
+    names = [m.name for m in pkgutil.walk_packages(vkcuda.__path__, "vkcuda.") if m.name != "vkcuda.__main__"]
+    return [importlib.import_module(n) for n in names] + [conftest]
 
 
 def _c_name(cls: type) -> str:
-    explicit = getattr(cls, "_c_name_", None) or C_NAMES.get(cls.__name__)
+    """``_c_name_`` if the class has one, else C_NAMES, else: Vk<Name> for queue.py's
+    Vulkan structs, vkcuda_<snake_case name> for the rest."""
+    explicit = getattr(cls, "_c_name_", None) or C_NAMES.get(f"{cls.__module__}.{cls.__name__}")
     if explicit:
         return str(explicit)
-    return "vkcuda_" + re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()
+    name = cls.__name__.lstrip("_")
+    if cls.__module__ == "vkcuda.queue":
+        return "Vk" + name
+    return "vkcuda_" + re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
 def python_structs() -> Dict[str, Type[ctypes.Structure]]:
+    """Every ctypes struct the package (and the tests) declare for the C ABI."""
     found: Dict[str, Type[ctypes.Structure]] = {}
-    for module in (_native, conftest):
+    for module in _modules():
+        if module.__name__ in NOT_IN_HEADER:
+            continue
         for _, cls in inspect.getmembers(module, inspect.isclass):
             if issubclass(cls, ctypes.Structure) and cls is not ctypes.Structure and cls.__module__ == module.__name__:
                 found[_c_name(cls)] = cls
@@ -47,12 +74,24 @@ def python_structs() -> Dict[str, Type[ctypes.Structure]]:
 
 
 def python_constants() -> Dict[str, int]:
-    """`_native`'s integer constants (SUCCESS, ERROR_*, *_BIT, ALLOCATOR_*, ...):
-    each is VKCUDA_<name> in the header."""
+    """The integer constants (SUCCESS, ERROR_*, *_BIT, ALLOCATOR_*, DOCTOR_STATUS_*,
+    ...) of CONSTANT_MODULES: each is VKCUDA_<name> in the header."""
     return {
         "VKCUDA_" + name: value
-        for name, value in vars(_native).items()
+        for module in _modules() if module.__name__ in CONSTANT_MODULES
+        for name, value in vars(module).items()
         if name.isupper() and isinstance(value, int) and not isinstance(value, bool)
+    }
+
+
+def python_functions() -> Dict[str, Tuple[object, object]]:
+    """(restype, argtypes) of every library function the package has touched, once
+    all its modules are imported (ctypes caches each on the CDLL object)."""
+    _modules()
+    return {
+        name: (f.restype, f.argtypes)
+        for name, f in vars(_native.lib).items()
+        if name.startswith("vkcuda_") and isinstance(f, ctypes._CFuncPtr)  # type: ignore[attr-defined]
     }
 
 
@@ -166,7 +205,12 @@ def _matches(c_type: str, py: object) -> bool:
 def test_signatures_match_header() -> None:
     protos = _prototypes()
     wrong = []
-    for name, (res, args) in _native._signatures.items():
+    functions = python_functions()
+    assert len(functions) >= 25
+    for name, (res, args) in sorted(functions.items()):
+        if args is None:
+            wrong.append(f"{name}: called without argtypes")
+            continue
         if name not in protos:
             wrong.append(f"{name}: not in vkcuda.h")
             continue

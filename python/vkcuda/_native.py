@@ -19,7 +19,7 @@ from ctypes import (
     c_void_p,
 )
 from pathlib import Path
-from typing import Optional
+from typing import Any, Mapping, Optional, Tuple
 
 __all__ = ["Error", "lib", "check", "library_path"]
 
@@ -229,10 +229,18 @@ _signatures = {
     "vkcuda_semaphore_export_fd": (c_int32, [_P, POINTER(c_int32)]),
     "vkcuda_semaphore_destroy": (None, [_P]),
 }
-for _name, (_res, _args) in _signatures.items():
-    _f = getattr(lib, _name)
-    _f.restype = _res
-    _f.argtypes = _args
+
+
+def declare(signatures: "Mapping[str, Tuple[Any, Any]]") -> None:
+    """Sets restype and argtypes of the library's functions (test_abi.py checks
+    every module's ``_signatures`` against vkcuda.h)."""
+    for name, (res, args) in signatures.items():
+        f = getattr(lib, name)
+        f.restype = res
+        f.argtypes = args
+
+
+declare(_signatures)
 
 
 def result_name(code: int) -> str:
