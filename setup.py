@@ -73,5 +73,7 @@ setup(
         )
     ],
     cmdclass={"build_rust": BuildRust, "bdist_wheel": BdistWheel},
+    # Not setuptools' build/: that is the CMake build directory here.
+    options={"build": {"build_base": "target/setuptools"}},
     zip_safe=False,
 )
