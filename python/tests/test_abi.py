@@ -167,63 +167,67 @@ def test_constants_match_header(layout: Tuple[Dict[str, Type[ctypes.Structure]],
 
 # --- function signatures -------------------------------------------------------
 
-_SCALARS = {
-    "uint64_t": ctypes.c_uint64, "int64_t": ctypes.c_int64, "uint32_t": ctypes.c_uint32,
-    "int32_t": ctypes.c_int32, "int": ctypes.c_int, "VkBool32": ctypes.c_uint32,
-    "size_t": ctypes.c_size_t, "uint16_t": ctypes.c_uint16, "uint8_t": ctypes.c_uint8,
-}
-
-
 def _prototypes() -> Dict[str, Tuple[str, List[str]]]:
+    """name -> (return type, parameter types) of every vkcuda_* prototype."""
     text = re.sub(r"/\*.*?\*/", "", HEADER.read_text(), flags=re.S)
     protos = {}
     for m in re.finditer(r"([A-Za-z_][\w \*]*?)\b(vkcuda_\w+)\s*\(([^;{]*?)\)\s*;", text):
-        ret = re.sub(r"\b(VKCUDA_API|VKCUDA_NODISCARD|const|struct)\b", "", m.group(1)).strip()
+        ret = re.sub(r"\b(VKCUDA_API|VKCUDA_NODISCARD)\b", "", m.group(1)).strip()
         params = [p.strip() for p in m.group(3).split(",") if p.strip() and p.strip() != "void"]
-        protos[m.group(2)] = (ret, params)
+        # Drop the parameter's name: "const struct vkcuda_buffer *buffer" -> "const struct vkcuda_buffer *".
+        protos[m.group(2)] = (ret, [re.sub(r"\b\w+$", "", p).strip() for p in params])
     return protos
 
 
-def _matches(c_type: str, py: object) -> bool:
-    """Whether a ctypes argument/result type is a faithful copy of a C type."""
-    c_type = re.sub(r"\b(const|struct)\b", "", c_type).strip()
-    if "*" in c_type or "PFN_" in c_type or c_type in {"CUstream", "CUcontext", "CUgraph"} or c_type.startswith("Vk") and c_type not in _SCALARS and not c_type.endswith("Flags"):
-        # A pointer or a handle: c_void_p, c_char_p, or POINTER(the right struct).
-        if py in (ctypes.c_void_p, ctypes.c_char_p):
-            return True
-        target = getattr(py, "_type_", None)
-        if isinstance(target, type) and issubclass(target, ctypes.Structure):
-            return _c_name(target) == re.sub(r"[\s*]", "", c_type)
-        return isinstance(py, type) and issubclass(py, ctypes._Pointer)  # type: ignore[attr-defined]
-    if c_type.startswith("enum ") or c_type.startswith("vkcuda_") or c_type.endswith("Flags"):
-        want = ctypes.c_uint32 if c_type.endswith("Flags") else ctypes.c_int32
-    else:
-        want = _SCALARS.get(c_type)  # type: ignore[assignment]
-    return want is not None and ctypes.sizeof(py) == ctypes.sizeof(want)  # type: ignore[arg-type]
+def _c_sizes(types: List[str], tmp: Path) -> Dict[str, int]:
+    """sizeof each C type, as the compiler says."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler (cc) to read the header's types with")
+    lines = ["#include <stdio.h>", '#include "vkcuda.h"', "int main(void) {"]
+    lines += [f'    printf("%zu\\n", sizeof({t}));' for t in types] + ["    return 0;", "}"]
+    (tmp / "types.c").write_text("\n".join(lines) + "\n")
+    subprocess.run([cc, "-std=c11", f"-I{HEADER.parent}", "-o", str(tmp / "types"), str(tmp / "types.c")], check=True)
+    out = subprocess.run([str(tmp / "types")], capture_output=True, text=True, check=True).stdout.split()
+    return dict(zip(types, map(int, out)))
 
 
-def test_signatures_match_header() -> None:
+def _mismatch(c_type: str, py: object, sizes: Dict[str, int]) -> bool:
+    """Whether a ctypes argument/result type differs from a C type: in size (a
+    pointer or a handle may be c_void_p, c_char_p, a POINTER or a 64-bit integer),
+    or, for a pointer to a vkcuda struct, in the struct pointed to."""
+    if ctypes.sizeof(py) != sizes[c_type]:  # type: ignore[arg-type]
+        return True
+    target = getattr(py, "_type_", None)
+    pointee = re.fullmatch(r"(?:const\s+)?struct\s+(\w+)\s*\*", c_type)
+    if isinstance(target, type) and issubclass(target, ctypes.Structure) and pointee:
+        return _c_name(target) != pointee.group(1)
+    return False
+
+
+def test_signatures_match_header(tmp_path: Path) -> None:
     protos = _prototypes()
-    wrong = []
     functions = python_functions()
     assert len(functions) >= 25
+    wrong = []
+    checked = {}
     for name, (res, args) in sorted(functions.items()):
         if args is None:
             wrong.append(f"{name}: called without argtypes")
-            continue
-        if name not in protos:
+        elif name not in protos:
             wrong.append(f"{name}: not in vkcuda.h")
-            continue
+        elif len(protos[name][1]) != len(args):
+            wrong.append(f"{name}: C takes {len(protos[name][1])} arguments, Python declares {len(args)}")
+        elif (res is None) != (protos[name][0] == "void"):
+            wrong.append(f"{name}: C returns {protos[name][0]}, Python {res}")
+        else:
+            checked[name] = (res, args)
+    sizes = _c_sizes(sorted({t for n in checked for t in [protos[n][0], *protos[n][1]] if t != "void"}), tmp_path)
+    for name, (res, args) in checked.items():
         c_ret, c_params = protos[name]
-        c_types = [re.sub(r"\s*\b\w+$", "", p) if not p.endswith("*") else p for p in c_params]
-        if len(c_types) != len(args):
-            wrong.append(f"{name}: C takes {len(c_types)} arguments, Python declares {len(args)}")
-            continue
-        if (res is None) != (c_ret == "void"):
+        if res is not None and _mismatch(c_ret, res, sizes):
             wrong.append(f"{name}: C returns {c_ret}, Python {res}")
-        elif res is not None and not _matches(c_ret, res):
-            wrong.append(f"{name}: C returns {c_ret}, Python {res}")
-        for i, (c_t, py) in enumerate(zip(c_types, args)):
-            if not _matches(c_t, py):
-                wrong.append(f"{name}: argument {i} is {c_t} in C, {py} in Python")
+        for i, (c_t, py) in enumerate(zip(c_params, args)):
+            if _mismatch(c_t, py, sizes):
+                wrong.append(f"{name}: argument {i} is {c_t} in C, {py.__name__} in Python")
     assert not wrong, "ctypes signatures differ from vkcuda.h:\n  " + "\n  ".join(wrong)

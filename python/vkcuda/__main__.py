@@ -31,7 +31,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     except Error as e:
         print(f"vkcuda doctor: {e}", file=sys.stderr)
         return 2
-    print(report.json if args.json else report)
+    try:
+        print(report.json if args.json else report, flush=True)
+    except BrokenPipeError:  # `python -m vkcuda doctor | head`: nothing left to flush at exit
+        sys.stdout = None  # type: ignore[assignment]
     return 0 if report.ready else 1
 
 
