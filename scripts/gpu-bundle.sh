@@ -14,8 +14,10 @@
 #                                with ThreadSanitizer (std rebuilt: needs rust-src and
 #                                RUSTC_BOOTSTRAP; about 2 minutes); the TSan runtime is
 #                                linked in, so it runs on the GPU machine as it is
-#   .dev/gpu/python/vkcuda-*.whl the Python package (python/) with this libvkcuda.so
-#                                (py3-none-linux_x86_64: the GPU machine's Python 3.12 too)
+#   .dev/gpu/python/vkcuda-*.whl the Python release wheel (scripts/python-wheel.sh:
+#                                py3-none-manylinux_2_28_x86_64, its own stripped
+#                                library; the GPU machine's Python 3.12, glibc 2.39) and
+#                                the sdist beside it
 #   .dev/gpu/MANIFEST            commit, build directory, files with sizes and sha256
 #   .gl/*.deb                    the Vulkan loader (the workplace's prepare-loader.sh:
 #                                VKCUDA_PREPARE_LOADER=FILE, else ../shared/gpu/ beside
@@ -80,10 +82,10 @@ strip --strip-debug "$out/bench-calls"
 cp target/release/libvkcuda.so "$out/libvkcuda.so"
 strip --strip-debug "$out/libvkcuda.so"
 
-# The Python wheel, with the stripped library (the GPU machine cannot build it).
-echo "== the Python wheel (python/)"
-VKCUDA_LIBRARY="$top/$out/libvkcuda.so" python3 -m pip wheel -q --no-deps -w "$out/python" ./python
-ls -l "$out"/python/*.whl
+# The Python release wheel (the GPU machine cannot build it): what users install.
+echo "== the Python release wheel and sdist (scripts/python-wheel.sh)"
+rm -rf "$out/python"
+scripts/python-wheel.sh "$out/python"
 
 # Each test executable as "<kind>-<name>": lib-vkcuda (unit tests), test-buffer, ...
 python3 - "$json" "$out/tests" <<'EOF'

@@ -222,16 +222,18 @@ step fmt run_fmt
 step clippy run_clippy
 step cargo-test run_cargo_test
 
-# The Python package (python/), installed into a fresh venv (pytest and mypy from
-# PyPI) with the library cargo just built; mypy on the package; its CPU tests: the
-# API on Vulkan-only contexts, and DLPack with the fake libcuda paired to lavapipe
-# (python/tests/conftest.py).
+# The Python package (pyproject.toml at the root, sources in python/), installed
+# into a fresh venv the way a user installs it (`pip install .`: setuptools-rust
+# builds the stripped cdylib into target/; -v shows cargo's output); pytest and mypy
+# from PyPI; mypy on the package; its CPU tests against the installed package: the
+# API on Vulkan-only contexts, DLPack with the fake libcuda paired to lavapipe
+# (python/tests/conftest.py), the ctypes declarations against vkcuda.h (test_abi),
+# the doctor and the packaging (test_package).
 run_python() {
   local venv="$tmp/venv"
-  x cargo build "${locked[@]}" --lib &&
-    x python3 -m venv "$venv" &&
+  x python3 -m venv "$venv" &&
     x "$venv/bin/python" -m pip install -q pytest mypy &&
-    VKCUDA_LIBRARY="$root/target/debug/libvkcuda.so" x "$venv/bin/python" -m pip install -q "$root/python" &&
+    x "$venv/bin/python" -m pip install "$root" &&
     x "$venv/bin/python" -m mypy --ignore-missing-imports --cache-dir "$tmp/mypy" "$root/python/vkcuda" &&
     (cd "$root" && x "$venv/bin/python" -m pytest -q -rs -p no:cacheprovider python/tests)
 }

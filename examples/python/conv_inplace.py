@@ -9,7 +9,7 @@ buffer's CUDA pointer.
     python3 examples/python/conv_inplace.py [--out conv.png] [--size 512]
 
 Needs an NVIDIA GPU, torch and torchvision (for the PNG), and the vkcuda package
-(pip install ./python).
+(pip install . in a checkout).
 """
 
 import argparse

@@ -5,17 +5,20 @@ and stream arguments."""
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
 import vkcuda
 from vkcuda import _dlpack
 
-from conftest import fd_count
+from conftest import REPO, fd_count
 
 
 def test_version_and_library() -> None:
-    assert vkcuda.version() == "0.2.0" == vkcuda.__version__
+    cargo = (REPO / "Cargo.toml").read_text()
+    want = re.search(r'^\[package\][^[]*?^version = "([^"]+)"', cargo, re.M | re.S)
+    assert want and vkcuda.version() == want.group(1) == vkcuda.__version__
     assert vkcuda.library_path.name.startswith("libvkcuda.so")
     assert set(vkcuda.live_objects()) == {
         "contexts", "vk_buffers", "vk_memories", "vk_images", "vk_semaphores",

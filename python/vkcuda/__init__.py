@@ -14,6 +14,7 @@ every check and message is the C library's, and every failure raises
 :class:`Error` with the result code and that message.
 """
 
+from ._doctor import DevicePair, DoctorCheck, DoctorReport, DoctorStatus, doctor
 from ._native import Error, library_path
 from ._objects import (
     Buffer,
@@ -41,5 +42,11 @@ __all__ = [
     "live_objects",
     "version",
     "library_path",
+    "doctor",
+    "DoctorReport",
+    "DoctorCheck",
+    "DoctorStatus",
+    "DevicePair",
 ]
-__version__ = "0.2.0"
+#: The library's version, which is Cargo.toml's (the package is versioned with it).
+__version__: str = version()

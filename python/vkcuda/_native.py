@@ -19,7 +19,7 @@ from ctypes import (
     c_void_p,
 )
 from pathlib import Path
-from typing import Optional
+from typing import Any, Mapping, Optional, Tuple
 
 __all__ = ["Error", "lib", "check", "library_path"]
 
@@ -28,15 +28,23 @@ LIBRARY_ENV = "VKCUDA_LIBRARY"
 
 
 def _find_library() -> Path:
-    """VKCUDA_LIBRARY, else the library in this package, else the soname on the
-    system's search path (an installed vkcuda)."""
+    """VKCUDA_LIBRARY, else the library in this package, else the system's
+    (CMake-installed) library: the soname of this package's version, else the
+    development link libvkcuda.so."""
     env = os.environ.get(LIBRARY_ENV)
     if env:
         return Path(env)
-    here = Path(__file__).resolve().parent / "libvkcuda.so"
+    # lib/ has no __init__.py: pkgutil lists no module for the library.
+    here = Path(__file__).resolve().parent / "lib" / "libvkcuda.so"
     if here.exists():
         return here
-    return Path("libvkcuda.so.0.2")
+    try:
+        from importlib.metadata import version
+
+        major, minor = version("vkcuda").split(".")[:2]
+        return Path(f"libvkcuda.so.{major if major != '0' else '0.' + minor}")
+    except Exception:  # not installed as a distribution (a checkout on sys.path)
+        return Path("libvkcuda.so")
 
 
 library_path: Path = _find_library()
@@ -45,7 +53,7 @@ try:
 except OSError as e:  # pragma: no cover - depends on the installation
     raise ImportError(
         f"vkcuda: cannot load {library_path} ({e}); set {LIBRARY_ENV} to a libvkcuda.so, "
-        "or reinstall the package from a checkout (pip install ./python)"
+        "or reinstall the package (pip install vkcuda, or pip install . in a checkout)"
     ) from e
 
 # Result codes (enum vkcuda_result).
@@ -221,10 +229,18 @@ _signatures = {
     "vkcuda_semaphore_export_fd": (c_int32, [_P, POINTER(c_int32)]),
     "vkcuda_semaphore_destroy": (None, [_P]),
 }
-for _name, (_res, _args) in _signatures.items():
-    _f = getattr(lib, _name)
-    _f.restype = _res
-    _f.argtypes = _args
+
+
+def declare(signatures: "Mapping[str, Tuple[Any, Any]]") -> None:
+    """Sets restype and argtypes of the library's functions (test_abi.py checks
+    every module's ``_signatures`` against vkcuda.h)."""
+    for name, (res, args) in signatures.items():
+        f = getattr(lib, name)
+        f.restype = res
+        f.argtypes = args
+
+
+declare(_signatures)
 
 
 def result_name(code: int) -> str:

@@ -24,7 +24,7 @@ __all__ = [
 
 
 def version() -> str:
-    """The library's version ("0.2.0")."""
+    """The library's version, "major.minor.patch" (Cargo.toml's)."""
     return (lib.vkcuda_version_string() or b"").decode()
 
 
