@@ -1,11 +1,13 @@
-//! DLPack tensors over shared buffers: a `DLManagedTensorVersioned` (DLPack 1.0,
+//! DLPack tensors over shared buffers and the planes of shared video frames: a
+//! `DLManagedTensorVersioned` (DLPack 1.0,
 //! <https://dmlc.github.io/dlpack/latest/c_api.html>) or, for consumers that ask
-//! for the older ABI, a `DLManagedTensor`, whose data is the buffer's CUDA view.
+//! for the older ABI, a `DLManagedTensor`, whose data is the CUDA view.
 //!
-//! The tensor holds a reference to the buffer's [`Allocation`], so the memory (and
-//! the context) stays valid until the tensor's deleter runs, even when the buffer's
-//! handle was destroyed first. Everything about the tensor (dtype, shape, strides,
-//! offset) is checked against the buffer's size before anything is allocated.
+//! The tensor holds a reference to what keeps the CUDA view valid (the buffer's
+//! [`Allocation`]; a frame's CUDA mapping), so the memory (and the context) stays
+//! valid until the tensor's deleter runs, even when the handle was destroyed
+//! first. Everything about the tensor (dtype, shape, strides, offset) is checked
+//! against the memory's size before anything is allocated.
 
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -16,7 +18,8 @@ use dlpack_rs::ffi::{
     DLPackVersion, DLTensor, DLPACK_FLAG_BITMASK_READ_ONLY,
 };
 
-use crate::buffer::{Allocation, Buffer};
+use crate::buffer::Buffer;
+use crate::cuda::context::CudaContext;
 use crate::error::{Error, ErrorKind, Result};
 use crate::stats;
 
@@ -267,8 +270,11 @@ struct Versioned {
     tensor: DLManagedTensorVersioned,
     shape: [i64; MAX_NDIM],
     strides: [i64; MAX_NDIM],
-    keep: Arc<Allocation>,
+    keep: Keep,
 }
+
+/// What a tensor keeps alive: the memory its data points into.
+pub type Keep = Arc<dyn std::any::Any + Send + Sync>;
 
 /// The same for the legacy `DLManagedTensor`.
 #[repr(C)]
@@ -276,7 +282,7 @@ struct Legacy {
     tensor: DLManagedTensor,
     shape: [i64; MAX_NDIM],
     strides: [i64; MAX_NDIM],
-    keep: Arc<Allocation>,
+    keep: Keep,
 }
 
 /// The deleter of versioned tensors: frees the tensor and drops its reference to
@@ -315,10 +321,16 @@ pub fn export(buffer: &Buffer, spec: &Spec) -> Result<*mut c_void> {
         e.context("a DLPack tensor is a CUDA (kDLCUDA) tensor and needs the buffer's CUDA view")
     })?;
     let cuda = alloc.context().cuda()?;
+    export_plan(base, cuda, alloc.clone(), &plan)
+}
+
+/// Makes the tensor of a checked plan over CUDA memory at `base` (the plan's offset
+/// is added), in `cuda`'s device, holding `keep`.
+pub fn export_plan(base: u64, cuda: &CudaContext, keep: Keep, plan: &Plan) -> Result<*mut c_void> {
     if !cuda.alive() {
         return Err(Error::new(
             ErrorKind::InvalidState,
-            "the buffer's CUDA context was destroyed or reset: its memory cannot be exported",
+            "the CUDA context was destroyed or reset: its memory cannot be exported",
         ));
     }
     let data = base + plan.offset;
@@ -352,7 +364,7 @@ pub fn export(buffer: &Buffer, spec: &Spec) -> Result<*mut c_void> {
             },
             shape: plan.shape,
             strides: plan.strides,
-            keep: alloc.clone(),
+            keep: keep.clone(),
         }));
         // SAFETY: `b` was just allocated; the pointers point into it.
         unsafe {
@@ -376,7 +388,7 @@ pub fn export(buffer: &Buffer, spec: &Spec) -> Result<*mut c_void> {
         },
         shape: plan.shape,
         strides: plan.strides,
-        keep: alloc.clone(),
+        keep,
     }));
     // SAFETY: as above.
     unsafe {

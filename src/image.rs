@@ -610,10 +610,18 @@ pub struct Conversion {
     pub chroma_filter: vk::Filter,
 }
 
+/// CUDA's import of a video frame's allocation, mapped whole at `base`: shared
+/// with the DLPack tensors of its planes, which keep it (and so the memory) alive.
+struct FrameMapping {
+    _ext: ExternalMemory,
+    base: u64,
+    size: u64,
+}
+
 /// A shared video frame's planes, and CUDA's mapping of its one allocation.
 struct Frame {
     planes: Vec<PlaneLayout>,
-    cuda: Option<(ExternalMemory, u64)>,
+    cuda: Option<Arc<FrameMapping>>,
 }
 
 /// A shared image.
@@ -736,7 +744,11 @@ impl Image {
             let mut ext =
                 ExternalMemory::import_opaque_fd(cuda.clone(), handle, m.allocation_size, true)?;
             let base = ext.map_buffer(0, m.allocation_size)?;
-            frame.cuda = Some((ext, base));
+            frame.cuda = Some(Arc::new(FrameMapping {
+                _ext: ext,
+                base,
+                size: m.allocation_size,
+            }));
             return Ok(());
         }
         for (p, handle) in handles.into_iter().enumerate() {
@@ -1065,10 +1077,7 @@ impl Image {
         let f = self.resolved.layout.plane(p);
         let e = self.plane_extent(p);
         Ok(PlanePointer {
-            pointer: frame
-                .cuda
-                .as_ref()
-                .map_or(0, |(_, base)| base + layout.offset),
+            pointer: frame.cuda.as_ref().map_or(0, |m| m.base + layout.offset),
             layout,
             width: e.width,
             height: e.height,
@@ -1155,6 +1164,56 @@ impl Image {
                 vk::Filter::NEAREST
             },
         })
+    }
+
+    /// Plane `p` of a shared video frame as a DLPack tensor on the context's CUDA
+    /// device, zero-copy: uint8 or uint16 samples (10/12-bit in the high bits),
+    /// shape (height, width) for one channel, (height, width, 2) for interleaved
+    /// CbCr, strides in elements from the row pitch. The tensor keeps CUDA's mapping
+    /// of the frame alive until its deleter runs (see [`crate::dlpack::export`]).
+    pub fn export_plane_dlpack(
+        &self,
+        p: usize,
+        read_only: bool,
+        legacy: bool,
+    ) -> Result<*mut std::ffi::c_void> {
+        let plane = self.plane_pointer(p)?;
+        let Some(mapping) = self.frame.as_ref().and_then(|f| f.cuda.clone()) else {
+            self.ctx.cuda()?;
+            return Err(Error::invalid("the frame has no CUDA view"));
+        };
+        let f = self.resolved.layout.plane(p).info;
+        let bytes = f.bytes_per_channel as u64;
+        if plane.layout.row_pitch % bytes != 0 {
+            return Err(Error::unsupported(format!(
+                "plane {p}'s row pitch {} is not a whole number of {bytes}-byte samples: DLPack \
+                 strides count elements",
+                plane.layout.row_pitch
+            )));
+        }
+        let row = (plane.layout.row_pitch / bytes) as i64;
+        let (h, w, c) = (plane.height as i64, plane.width as i64, f.channels as i64);
+        let (shape, strides): (Vec<i64>, Vec<i64>) = if c == 1 {
+            (vec![h, w], vec![row, 1])
+        } else {
+            (vec![h, w, c], vec![row, c, 1])
+        };
+        let spec = crate::dlpack::Spec {
+            dtype: crate::dlpack::DType {
+                code: 1, // kDLUInt
+                bits: (8 * bytes) as u8,
+                lanes: 1,
+            },
+            shape: &shape,
+            strides: Some(&strides),
+            offset: plane.layout.offset,
+            read_only,
+            legacy,
+        };
+        let plan = spec.plan(mapping.size)?;
+        let cuda = self.ctx.cuda()?;
+        let base = mapping.base;
+        crate::dlpack::export_plan(base, cuda, mapping, &plan)
     }
 
     /// Plane `p`'s extent at level 0.

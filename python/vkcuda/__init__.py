@@ -28,6 +28,7 @@ from ._objects import (
     live_objects,
     version,
 )
+from ._video import Plane, PlanePointer, VideoColor, VideoFrame
 
 __all__ = [
     "Error",
@@ -47,6 +48,10 @@ __all__ = [
     "DoctorCheck",
     "DoctorStatus",
     "DevicePair",
+    "VideoFrame",
+    "Plane",
+    "PlanePointer",
+    "VideoColor",
 ]
 #: The library's version, which is Cargo.toml's (the package is versioned with it).
 __version__: str = version()

@@ -4,10 +4,13 @@ owner of one C handle. Every check and message comes from the C library."""
 from __future__ import annotations
 
 import ctypes
-from typing import Any, NamedTuple, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Optional, Sequence, Tuple
 
 from . import _dlpack, _native
 from ._native import check, lib
+
+if TYPE_CHECKING:
+    from ._video import VideoFrame
 
 __all__ = [
     "Context",
@@ -194,6 +197,13 @@ class Context(_Handle):
         """A shared buffer of ``size`` bytes allocated by ``allocator`` ("vulkan" or
         "cuda"), with ``VkBufferUsageFlags`` ``usage`` (0: storage and transfers)."""
         return Buffer(self, size, allocator=allocator, usage=usage)
+
+    def video_frame(self, width: int, height: int, format: str = "nv12") -> "VideoFrame":
+        """A shared video frame (``format``: "nv12", "p010", ...; see
+        :class:`vkcuda.VideoFrame`): each plane a zero-copy DLPack tensor."""
+        from ._video import VideoFrame
+
+        return VideoFrame(self, width, height, format)
 
     def semaphore(self, *, initial_value: int = 0, binary: bool = False, host_wait_spin_ns: int = 0) -> "Semaphore":
         """A timeline (or binary) semaphore shared with CUDA."""

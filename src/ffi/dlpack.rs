@@ -4,11 +4,13 @@ use std::ffi::c_void;
 
 use super::buffer::vkcuda_buffer;
 use super::handle;
+use super::image::vkcuda_image;
 use super::vkcuda_result;
 use super::{arg, boundary, check_flags, out};
 use crate::buffer::Buffer;
 use crate::dlpack::{self, DType, Spec, MAX_NDIM};
 use crate::error::{Error, Result};
+use crate::image::Image;
 
 /// Mark the tensor read-only (`DLPACK_FLAG_BITMASK_READ_ONLY` in its `flags`):
 /// consumers that honour it refuse to write. Not with `VKCUDA_DLPACK_LEGACY_BIT`.
@@ -150,6 +152,54 @@ pub unsafe extern "C" fn vkcuda_buffer_export_dlpack(
                 legacy: info.flags & VKCUDA_DLPACK_LEGACY_BIT != 0,
             };
             dlpack::export(b, &spec)
+        })();
+        write_tensor(tensor, made)
+    })
+}
+
+/// Exports plane `plane` of a shared video frame (an image made with
+/// `VKCUDA_IMAGE_CREATE_LINEAR_BIT`) as a DLPack tensor on the context's CUDA device
+/// without copying: `*tensor` is a `DLManagedTensorVersioned *` (a
+/// `DLManagedTensor *` with `VKCUDA_DLPACK_LEGACY_BIT` in `flags`) of unsigned
+/// samples — uint8 for 8-bit formats, uint16 for 10/12/16-bit ones (10- and 12-bit
+/// samples in the high bits) — shape (height, width) for a plane of one channel
+/// (luma, or Cb or Cr of a 3-plane format) and (height, width, 2) for interleaved
+/// CbCr, strides in elements from the plane's row pitch (which is padded: the
+/// tensor is not contiguous), `data` the plane's CUDA pointer. Ownership and
+/// lifetime as for `vkcuda_buffer_export_dlpack`: the caller owns the tensor, which
+/// keeps CUDA's mapping of the frame valid until its deleter runs, even after
+/// `vkcuda_image_destroy`. `VKCUDA_ERROR_INVALID_ARGUMENT` for an image that is not
+/// a video frame, a plane out of range or unknown flags; `_CUDA_UNAVAILABLE` in a
+/// Vulkan-only context. `*tensor` is NULL on failure.
+///
+/// Synchronisation: none in the tensor; hand the frame over with the semaphores
+/// and the handoff calls as for any CUDA access.
+///
+/// Thread-safety: may be called from any thread.
+///
+/// @ingroup image
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_image_export_plane_dlpack(
+    image: *const vkcuda_image,
+    plane: u32,
+    flags: u32,
+    tensor: *mut *mut c_void,
+) -> vkcuda_result {
+    boundary("vkcuda_image_export_plane_dlpack", || {
+        let made = (|| {
+            out(tensor, "tensor")?;
+            let im: &Image = handle::get(image, "image")?;
+            check_flags(
+                flags,
+                VKCUDA_DLPACK_READ_ONLY_BIT | VKCUDA_DLPACK_LEGACY_BIT,
+                "flags",
+            )?;
+            im.export_plane_dlpack(
+                plane as usize,
+                flags & VKCUDA_DLPACK_READ_ONLY_BIT != 0,
+                flags & VKCUDA_DLPACK_LEGACY_BIT != 0,
+            )
         })();
         write_tensor(tensor, made)
     })

@@ -179,4 +179,41 @@ pub fn cases(m: &mut Matrix) {
         refused(c, &i, &[I]);
         Ran
     });
+    // -- the planes of shared video frames. The environment's image is optimal and
+    // single-plane: not a frame, so every valid-looking call is refused as such.
+    const P: &str = "vkcuda_image_export_plane_dlpack";
+    m.case(P, "null:image", |c| {
+        let mut t: *mut c_void = poisoned();
+        let r = unsafe { vkcuda_image_export_plane_dlpack(ptr::null(), 0, 0, &mut t) };
+        c.refused(r, &[N]);
+        assert!(t.is_null());
+        Ran
+    });
+    m.case(P, "wrong-kind:image", |c| {
+        let mut t: *mut c_void = poisoned();
+        let r = unsafe { vkcuda_image_export_plane_dlpack(c.env.buffer.cast(), 0, 0, &mut t) };
+        c.refused(r, &[I]);
+        assert!(t.is_null());
+        Ran
+    });
+    m.case(P, "null:tensor", |c| {
+        let r = unsafe { vkcuda_image_export_plane_dlpack(c.env.image, 0, 0, ptr::null_mut()) };
+        c.refused(r, &[N]);
+        Ran
+    });
+    for (label, plane, flags) in [
+        ("not-a-frame:image", 0u32, 0u32),
+        ("past-last:plane", 1, 0),
+        ("absurd:plane", u32::MAX, 0),
+        ("unknown-bits:flags", 0, 0x10),
+        ("read-only-legacy:flags", 0, VKCUDA_DLPACK_READ_ONLY_BIT | VKCUDA_DLPACK_LEGACY_BIT),
+    ] {
+        m.case(P, label, move |c| {
+            let mut t: *mut c_void = poisoned();
+            let r = unsafe { vkcuda_image_export_plane_dlpack(c.env.image, plane, flags, &mut t) };
+            c.refused(r, &[I]);
+            assert!(t.is_null(), "the tensor output was not set to NULL");
+            Ran
+        });
+    }
 }

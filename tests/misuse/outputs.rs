@@ -109,6 +109,17 @@ fn rows() -> Vec<Row> {
                 vkcuda_buffer_export_dlpack(e.buffer, ptr::null(), o)
             })
         }),
+        row("vkcuda_image_export_plane_dlpack", "early", |_| {
+            with_out(|o: *mut *mut c_void| unsafe {
+                vkcuda_image_export_plane_dlpack(ptr::null(), 0, 0, o)
+            })
+        }),
+        row("vkcuda_image_export_plane_dlpack", "late", |e| {
+            // Not a frame (the environment's image is optimal, single-plane).
+            with_out(|o: *mut *mut c_void| unsafe {
+                vkcuda_image_export_plane_dlpack(e.image, 0, 0, o)
+            })
+        }),
         row("vkcuda_image_create", "late", |e| {
             let info: vkcuda_image_create_info = zeroed();
             with_out(|o| unsafe { vkcuda_image_create(e.ctx, &info, o) })

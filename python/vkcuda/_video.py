@@ -1,0 +1,235 @@
+"""Shared video frames: a multi-planar (YCbCr) image with linear tiling in one
+allocation, whose planes CUDA sees as pitched device memory. Each plane is a
+DLPack tensor, zero-copy: ``torch.from_dlpack(frame.plane(0))`` is the luma as
+(height, width), ``frame.plane(1)`` NV12's interleaved CbCr as
+(height / 2, width / 2, 2); uint8 for 8-bit formats, uint16 for P010/P012/P016
+(10/12-bit samples in the high bits). Strides follow the row pitch, which is
+padded: the tensors are not contiguous."""
+
+from __future__ import annotations
+
+import ctypes
+from ctypes import POINTER, Structure, c_int32, c_uint32, c_uint64, c_void_p
+from typing import TYPE_CHECKING, Any, NamedTuple, Optional, Tuple
+
+from . import _dlpack
+from ._native import check, declare, lib
+
+if TYPE_CHECKING:
+    from ._objects import Context
+
+__all__ = ["VideoFrame", "Plane", "PlanePointer", "VideoColor", "FORMATS"]
+
+#: The multi-planar formats by the names video code uses, as ``VkFormat`` values.
+FORMATS = {
+    "nv12": 1000156003,  # VK_FORMAT_G8_B8R8_2PLANE_420_UNORM
+    "nv16": 1000156005,  # VK_FORMAT_G8_B8R8_2PLANE_422_UNORM
+    "nv24": 1000330000,  # VK_FORMAT_G8_B8R8_2PLANE_444_UNORM
+    "i420": 1000156002,  # VK_FORMAT_G8_B8_R8_3PLANE_420_UNORM
+    "i444": 1000156006,  # VK_FORMAT_G8_B8_R8_3PLANE_444_UNORM
+    "p010": 1000156013,  # VK_FORMAT_G10X6_B10X6R10X6_2PLANE_420_UNORM_3PACK16
+    "p012": 1000156023,  # VK_FORMAT_G12X4_B12X4R12X4_2PLANE_420_UNORM_3PACK16
+    "p016": 1000156030,  # VK_FORMAT_G16_B16R16_2PLANE_420_UNORM
+}
+
+IMAGE_CREATE_LINEAR_BIT = 0x2
+DLPACK_READ_ONLY_BIT = 0x1
+DLPACK_LEGACY_BIT = 0x2
+
+
+class _Extent(Structure):
+    _c_name_ = "VkExtent3D"
+    _fields_ = [("width", c_uint32), ("height", c_uint32), ("depth", c_uint32)]
+
+
+class ImageCreateInfo(Structure):
+    _fields_ = [
+        ("flags", c_uint32),
+        ("image_type", c_int32),
+        ("format", c_int32),
+        ("extent", _Extent),
+        ("mip_levels", c_uint32),
+        ("array_layers", c_uint32),
+        ("usage", c_uint32),
+    ]
+
+
+class ImagePlanePointer(Structure):
+    _fields_ = [
+        ("cuda_pointer", c_uint64),
+        ("offset", c_uint64),
+        ("row_pitch", c_uint64),
+        ("size", c_uint64),
+        ("width", c_uint32),
+        ("height", c_uint32),
+        ("bytes_per_texel", c_uint32),
+        ("format", c_int32),
+        ("aspect", c_uint32),
+    ]
+
+
+class _VideoColor(Structure):
+    _c_name_ = "vkcuda_video_color"
+    _fields_ = [
+        ("flags", c_uint32),
+        ("matrix_coefficients", c_uint32),
+        ("transfer_characteristics", c_uint32),
+        ("colour_primaries", c_uint32),
+        ("full_range", c_uint32),
+        ("x_chroma_offset", c_int32),
+        ("y_chroma_offset", c_int32),
+    ]
+
+
+_P = c_void_p
+_signatures = {
+    "vkcuda_image_create": (c_int32, [_P, POINTER(ImageCreateInfo), POINTER(_P)]),
+    "vkcuda_image_get_plane_pointer": (c_int32, [_P, c_uint32, POINTER(ImagePlanePointer)]),
+    "vkcuda_image_export_plane_dlpack": (c_int32, [_P, c_uint32, c_uint32, POINTER(_P)]),
+    "vkcuda_image_set_video_color": (c_int32, [_P, POINTER(_VideoColor)]),
+    "vkcuda_image_get_video_color": (c_int32, [_P, POINTER(_VideoColor)]),
+    "vkcuda_image_export_fd": (c_int32, [_P, POINTER(c_int32)]),
+    "vkcuda_image_destroy": (None, [_P]),
+}
+declare(_signatures)
+
+
+class PlanePointer(NamedTuple):
+    """One plane as pitched CUDA memory: what ``cuMemcpy2D``, NPP and NVDEC take."""
+
+    cuda_pointer: int
+    offset: int
+    row_pitch: int
+    width: int
+    height: int
+    bytes_per_texel: int
+
+
+class VideoColor(NamedTuple):
+    """ITU-T H.273 code points (as a decoder reports them), the range, and where
+    chroma sits (0 co-sited, 1 midpoint)."""
+
+    matrix_coefficients: int = 1
+    transfer_characteristics: int = 1
+    colour_primaries: int = 1
+    full_range: bool = False
+    x_chroma_offset: int = 0
+    y_chroma_offset: int = 1
+
+
+class VideoFrame:
+    """A shared video frame (see the module doc). ``close()`` releases the handle;
+    plane tensors already handed out keep the memory valid until freed."""
+
+    def __init__(self, context: "Context", width: int, height: int, format: str = "nv12") -> None:
+        if format not in FORMATS:
+            raise ValueError(f"format must be one of {sorted(FORMATS)}, not {format!r}")
+        info = ImageCreateInfo(flags=IMAGE_CREATE_LINEAR_BIT, format=FORMATS[format])
+        info.extent.width, info.extent.height, info.extent.depth = width, height, 1
+        h = c_void_p()
+        check(lib.vkcuda_image_create(context.handle, ctypes.byref(info), ctypes.byref(h)))
+        self._handle: Optional[int] = h.value
+        self.format = format
+        self.width, self.height = width, height
+        self.plane_count = 3 if format in ("i420", "i444") else 2
+        self._ordinal = context.cuda_info.ordinal if not context_is_vulkan_only(context) else None
+
+    def __repr__(self) -> str:
+        state = "closed" if self._handle is None else f"{self.plane_count} planes"
+        return f"VideoFrame({self.format}, {self.width}x{self.height}, {state})"
+
+    @property
+    def handle(self) -> Optional[int]:
+        return self._handle
+
+    def close(self) -> None:
+        h, self._handle = self._handle, None
+        if h is not None:
+            lib.vkcuda_image_destroy(h)
+
+    def __enter__(self) -> "VideoFrame":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+
+    def pointer(self, plane: int) -> PlanePointer:
+        """Plane ``plane`` as pitched CUDA memory (``cuda_pointer`` is 0 in a
+        Vulkan-only context)."""
+        p = ImagePlanePointer()
+        check(lib.vkcuda_image_get_plane_pointer(self._handle, plane, ctypes.byref(p)))
+        return PlanePointer(p.cuda_pointer, p.offset, p.row_pitch, p.width, p.height, p.bytes_per_texel)
+
+    def plane(self, plane: int, *, readonly: bool = False) -> "Plane":
+        """Plane ``plane`` as a DLPack producer (``torch.from_dlpack``,
+        ``cupy.from_dlpack``, ``jax.dlpack.from_dlpack``)."""
+        self.pointer(plane)  # the library's checks: a closed frame, a plane out of range
+        return Plane(self, plane, readonly)
+
+    @property
+    def color(self) -> VideoColor:
+        c = _VideoColor()
+        check(lib.vkcuda_image_get_video_color(self._handle, ctypes.byref(c)))
+        return VideoColor(
+            c.matrix_coefficients, c.transfer_characteristics, c.colour_primaries, bool(c.full_range),
+            c.x_chroma_offset, c.y_chroma_offset,
+        )
+
+    @color.setter
+    def color(self, value: VideoColor) -> None:
+        c = _VideoColor(0, value.matrix_coefficients, value.transfer_characteristics, value.colour_primaries,
+                        1 if value.full_range else 0, value.x_chroma_offset, value.y_chroma_offset)
+        check(lib.vkcuda_image_set_video_color(self._handle, ctypes.byref(c)))
+
+
+def context_is_vulkan_only(context: "Context") -> bool:
+    try:
+        context.cuda_info
+        return False
+    except Exception:
+        return True
+
+
+class Plane:
+    """One plane of a :class:`VideoFrame` as a DLPack producer: each ``__dlpack__``
+    exports a new tensor over the plane (the tensor keeps the frame's memory)."""
+
+    def __init__(self, frame: VideoFrame, index: int, readonly: bool) -> None:
+        self.frame, self.index, self.readonly = frame, index, readonly
+
+    def __repr__(self) -> str:
+        p = self.frame.pointer(self.index)
+        return f"Plane({self.frame.format} plane {self.index}, {p.width}x{p.height}, row pitch {p.row_pitch})"
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Optional[Tuple[int, int]] = None,
+                   dl_device: Optional[Tuple[int, int]] = None, copy: Optional[bool] = None) -> Any:
+        """The DLPack protocol, as :meth:`vkcuda.TensorView.__dlpack__`: the frame
+        has no pending CUDA work of the library's, so no wait is needed; hand it
+        over with the semaphores as for any CUDA access."""
+        if copy:
+            raise BufferError("vkcuda exports its frames without copying (copy=True is not possible)")
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError(f"the frame is on DLPack device {self.__dlpack_device__()}, not {tuple(dl_device)}")
+        if stream is not None and (isinstance(stream, bool) or not isinstance(stream, int)):
+            raise TypeError(f"stream must be None or an int, not {type(stream).__name__}")
+        versioned = max_version is not None and tuple(max_version)[0] >= 1
+        if self.readonly and not versioned:
+            raise BufferError("a read-only plane needs a DLPack >= 1.0 consumer (max_version=(1, 0))")
+        flags = (DLPACK_READ_ONLY_BIT if self.readonly else 0) | (0 if versioned else DLPACK_LEGACY_BIT)
+        out = c_void_p()
+        check(lib.vkcuda_image_export_plane_dlpack(self.frame.handle, self.index, flags, ctypes.byref(out)))
+        return _dlpack.make_capsule(out.value or 0, versioned)
+
+    def __dlpack_device__(self) -> Tuple[int, int]:
+        if self.frame._ordinal is None:
+            self.frame.pointer(self.index)
+            from ._native import ERROR_CUDA_UNAVAILABLE, Error
+
+            raise Error(ERROR_CUDA_UNAVAILABLE, "a Vulkan-only context has no CUDA device: the plane has no DLPack device")
+        return (_dlpack.KDL_CUDA, self.frame._ordinal)
