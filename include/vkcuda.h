@@ -2305,8 +2305,8 @@ VKCUDA_API VKCUDA_NODISCARD enum vkcuda_result vkcuda_cuda_driver_get_version(in
 VKCUDA_API void vkcuda_context_destroy(struct vkcuda_context *context);
 
 /**
- * Deprecated 0.1 name of `vkcuda_physical_device_query` (renamed in 0.2; removed
- * in 0.3). Same arguments and behaviour.
+ * Deprecated: the 0.1 name of `vkcuda_physical_device_query` (renamed in 0.2).
+ * Same arguments and behaviour. Kept through 0.3, removed in 0.4.
  *
  * @ingroup context
  */
@@ -2319,8 +2319,8 @@ enum vkcuda_result vkcuda_query_physical_device(VkInstance instance,
                                                 struct vkcuda_physical_device_support *support);
 
 /**
- * Deprecated 0.1 name of `vkcuda_physical_devices_enumerate` (renamed in 0.2;
- * removed in 0.3). Same arguments and behaviour.
+ * Deprecated: the 0.1 name of `vkcuda_physical_devices_enumerate` (renamed in 0.2).
+ * Same arguments and behaviour. Kept through 0.3, removed in 0.4.
  *
  * @ingroup context
  */
@@ -2331,8 +2331,8 @@ enum vkcuda_result vkcuda_enumerate_physical_devices(uint32_t *count,
                                                      struct vkcuda_physical_device_support *supports);
 
 /**
- * Deprecated 0.1 name of `vkcuda_device_extensions_enumerate` (renamed in 0.2;
- * removed in 0.3). Same arguments and behaviour.
+ * Deprecated: the 0.1 name of `vkcuda_device_extensions_enumerate` (renamed in 0.2).
+ * Same arguments and behaviour. Kept through 0.3, removed in 0.4.
  *
  * @ingroup context
  */
@@ -2343,8 +2343,8 @@ enum vkcuda_result vkcuda_enumerate_device_extensions(uint32_t *count,
                                                       const char **names);
 
 /**
- * Deprecated 0.1 name of `vkcuda_context_get_vulkan_handles` (renamed in 0.2;
- * removed in 0.3). Same arguments and behaviour.
+ * Deprecated: the 0.1 name of `vkcuda_context_get_vulkan_handles` (renamed in 0.2).
+ * Same arguments and behaviour. Kept through 0.3, removed in 0.4.
  *
  * @ingroup context
  */
@@ -2355,8 +2355,8 @@ enum vkcuda_result vkcuda_context_get_vulkan(const struct vkcuda_context *contex
                                              struct vkcuda_vulkan_handles *handles);
 
 /**
- * Deprecated 0.1 name of `vkcuda_context_get_cuda_info` (renamed in 0.2; removed
- * in 0.3). Same arguments and behaviour.
+ * Deprecated: the 0.1 name of `vkcuda_context_get_cuda_info` (renamed in 0.2).
+ * Same arguments and behaviour. Kept through 0.3, removed in 0.4.
  *
  * @ingroup context
  */
@@ -2367,8 +2367,8 @@ enum vkcuda_result vkcuda_context_get_cuda(const struct vkcuda_context *context,
                                            struct vkcuda_cuda_info *cuda_info);
 
 /**
- * Deprecated 0.1 name of `vkcuda_cuda_driver_get_version` (renamed in 0.2; removed
- * in 0.3). Same arguments and behaviour.
+ * Deprecated: the 0.1 name of `vkcuda_cuda_driver_get_version` (renamed in 0.2).
+ * Same arguments and behaviour. Kept through 0.3, removed in 0.4.
  *
  * @ingroup context
  */
@@ -2378,8 +2378,8 @@ VKCUDA_DEPRECATED("use vkcuda_cuda_driver_get_version")
 enum vkcuda_result vkcuda_cuda_driver_version(int32_t *version);
 
 /**
- * Deprecated 0.1 name of `vkcuda_live_objects_get` (renamed in 0.2; removed in
- * 0.3). Same arguments and behaviour.
+ * Deprecated: the 0.1 name of `vkcuda_live_objects_get` (renamed in 0.2). Same
+ * arguments and behaviour. Kept through 0.3, removed in 0.4.
  *
  * @ingroup library
  */

@@ -245,6 +245,9 @@ step bench-smoke run_bench_smoke
 # tests/gpu/*.ptx) is what nvcc 13.0.88 makes of its .cu (scripts/gen-ptx.sh).
 run_ptx() { x "$root/scripts/gen-ptx.sh" --check --install --if-nvcc; }
 step ptx run_ptx
+# The C ABI against the last release's baseline (abi/): every change named in
+# CHANGELOG.md's Unreleased section (scripts/abi-check.sh; abidiff from abigail-tools).
+step --needs cargo-test abi-check "$root/scripts/abi-check.sh"
 step cmake-configure run_configure
 step --needs cmake-configure cmake-build run_build
 step --needs cmake-build --skips ctest_skipped ctest run_ctest

@@ -2,7 +2,8 @@
 //! release (the ABI policy: README "ABI policy", docs/GUIDE.md section 9, and
 //! CHANGELOG.md). Each is a real exported function that calls its new name, so a
 //! program written against 0.1 still compiles (with a deprecation warning that
-//! names the new function) and links. They go in 0.3.
+//! names the new function) and links. They came back after 0.2.0, so they ship
+//! in the next minor (0.3) and are removed in the one after (0.4).
 //!
 //! The thread's message names the function the caller called: a failure of the new
 //! function ("vkcuda_physical_device_query: support must not be NULL") reads
@@ -39,8 +40,8 @@ fn alias(old: &str, new: &str, call: impl FnOnce() -> vkcuda_result) -> vkcuda_r
     r
 }
 
-/// Deprecated 0.1 name of `vkcuda_physical_device_query` (renamed in 0.2; removed
-/// in 0.3). Same arguments and behaviour.
+/// Deprecated: the 0.1 name of `vkcuda_physical_device_query` (renamed in 0.2).
+/// Same arguments and behaviour. Kept through 0.3, removed in 0.4.
 ///
 /// @ingroup context
 #[no_mangle]
@@ -61,8 +62,8 @@ pub unsafe extern "C" fn vkcuda_query_physical_device(
     )
 }
 
-/// Deprecated 0.1 name of `vkcuda_physical_devices_enumerate` (renamed in 0.2;
-/// removed in 0.3). Same arguments and behaviour.
+/// Deprecated: the 0.1 name of `vkcuda_physical_devices_enumerate` (renamed in 0.2).
+/// Same arguments and behaviour. Kept through 0.3, removed in 0.4.
 ///
 /// @ingroup context
 #[no_mangle]
@@ -79,8 +80,8 @@ pub unsafe extern "C" fn vkcuda_enumerate_physical_devices(
     )
 }
 
-/// Deprecated 0.1 name of `vkcuda_device_extensions_enumerate` (renamed in 0.2;
-/// removed in 0.3). Same arguments and behaviour.
+/// Deprecated: the 0.1 name of `vkcuda_device_extensions_enumerate` (renamed in 0.2).
+/// Same arguments and behaviour. Kept through 0.3, removed in 0.4.
 ///
 /// @ingroup context
 #[no_mangle]
@@ -97,8 +98,8 @@ pub unsafe extern "C" fn vkcuda_enumerate_device_extensions(
     )
 }
 
-/// Deprecated 0.1 name of `vkcuda_context_get_vulkan_handles` (renamed in 0.2;
-/// removed in 0.3). Same arguments and behaviour.
+/// Deprecated: the 0.1 name of `vkcuda_context_get_vulkan_handles` (renamed in 0.2).
+/// Same arguments and behaviour. Kept through 0.3, removed in 0.4.
 ///
 /// @ingroup context
 #[no_mangle]
@@ -115,8 +116,8 @@ pub unsafe extern "C" fn vkcuda_context_get_vulkan(
     )
 }
 
-/// Deprecated 0.1 name of `vkcuda_context_get_cuda_info` (renamed in 0.2; removed
-/// in 0.3). Same arguments and behaviour.
+/// Deprecated: the 0.1 name of `vkcuda_context_get_cuda_info` (renamed in 0.2).
+/// Same arguments and behaviour. Kept through 0.3, removed in 0.4.
 ///
 /// @ingroup context
 #[no_mangle]
@@ -133,8 +134,8 @@ pub unsafe extern "C" fn vkcuda_context_get_cuda(
     )
 }
 
-/// Deprecated 0.1 name of `vkcuda_cuda_driver_get_version` (renamed in 0.2; removed
-/// in 0.3). Same arguments and behaviour.
+/// Deprecated: the 0.1 name of `vkcuda_cuda_driver_get_version` (renamed in 0.2).
+/// Same arguments and behaviour. Kept through 0.3, removed in 0.4.
 ///
 /// @ingroup context
 #[no_mangle]
@@ -148,8 +149,8 @@ pub unsafe extern "C" fn vkcuda_cuda_driver_version(version: *mut i32) -> vkcuda
     )
 }
 
-/// Deprecated 0.1 name of `vkcuda_live_objects_get` (renamed in 0.2; removed in
-/// 0.3). Same arguments and behaviour.
+/// Deprecated: the 0.1 name of `vkcuda_live_objects_get` (renamed in 0.2). Same
+/// arguments and behaviour. Kept through 0.3, removed in 0.4.
 ///
 /// @ingroup library
 #[no_mangle]
