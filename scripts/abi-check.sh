@@ -87,7 +87,7 @@ if [ -n "$write" ]; then
   exit 0
 fi
 
-base="$(ls "$basedir"/vkcuda-*.abi.xml 2>/dev/null | sed 's/\.abi\.xml$//' | sort -V | tail -n1)"
+base="$(printf '%s\n' "$basedir"/vkcuda-*.abi.xml | grep -v '\*' | sed 's/\.abi\.xml$//' | sort -V | tail -n1)"
 [ -n "$base" ] || die "no baseline in $basedir (vkcuda-<version>.abi.xml)"
 for ext in symbols constants; do [ -f "$base.$ext" ] || die "missing $base.$ext"; done
 version="${base##*/vkcuda-}"
