@@ -22,7 +22,7 @@ pub struct Header {
     pub enums: BTreeSet<String>,
 }
 
-fn strip_comments(s: &str) -> String {
+pub fn strip_comments(s: &str) -> String {
     let mut out = String::new();
     let mut rest = s;
     while let Some(i) = rest.find("/*") {
