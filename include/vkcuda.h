@@ -60,6 +60,21 @@
 #if defined(VKCUDA_NODISCARD) && !defined(_WIN32) && (defined(__GNUC__) || defined(__clang__))
 #define VKCUDA_API [[gnu::visibility("default")]]
 #endif
+/*
+ * VKCUDA_DEPRECATED("use vkcuda_x") marks a function kept under an old name for
+ * one minor release (the ABI policy in README.md): calling it warns with the
+ * message. [[deprecated]] where the [[...]] syntax is in use (C++14, C23), GCC's
+ * and Clang's deprecated attribute otherwise, nothing elsewhere.
+ */
+#if defined(VKCUDA_NODISCARD) || (defined(__cplusplus) && __cplusplus >= 201402L && !defined(__GNUC__) && !defined(__clang__))
+#define VKCUDA_DEPRECATED(msg) [[deprecated(msg)]]
+#elif defined(__GNUC__) || defined(__clang__)
+#define VKCUDA_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#elif defined(_MSC_VER)
+#define VKCUDA_DEPRECATED(msg) __declspec(deprecated(msg))
+#else
+#define VKCUDA_DEPRECATED(msg)
+#endif
 #ifndef VKCUDA_NODISCARD
 #if defined(__clang__)
 #define VKCUDA_NODISCARD __attribute__((warn_unused_result))
@@ -995,6 +1010,47 @@ typedef struct vkcuda_cuda_info {
 } vkcuda_cuda_info;
 
 /**
+ * How many native objects the library holds right now, in the whole process (for
+ * leak checks: after destroying everything, all are 0).
+ *
+ * @ingroup library
+ */
+typedef struct vkcuda_live_objects {
+  /**
+   * Contexts (kept alive by their objects too).
+   */
+  int64_t contexts;
+  /**
+   * `VkBuffer`s the library created.
+   */
+  int64_t vk_buffers;
+  /**
+   * `VkDeviceMemory` objects the library allocated or imported.
+   */
+  int64_t vk_memories;
+  /**
+   * `VkImage`s the library created.
+   */
+  int64_t vk_images;
+  /**
+   * `VkSemaphore`s the library created.
+   */
+  int64_t vk_semaphores;
+  /**
+   * `cuMemCreate` allocations (and imported ones).
+   */
+  int64_t cuda_allocations;
+  /**
+   * `cuImportExternalMemory` imports.
+   */
+  int64_t cuda_external_memories;
+  /**
+   * `cuImportExternalSemaphore` imports.
+   */
+  int64_t cuda_external_semaphores;
+} vkcuda_live_objects;
+
+/**
  * A DLPack data type, laid out as DLPack's `DLDataType`.
  *
  * @ingroup buffer
@@ -1927,47 +1983,6 @@ typedef struct vkcuda_share_options {
 } vkcuda_share_options;
 
 /**
- * How many native objects the library holds right now, in the whole process (for
- * leak checks: after destroying everything, all are 0).
- *
- * @ingroup library
- */
-typedef struct vkcuda_live_objects {
-  /**
-   * Contexts (kept alive by their objects too).
-   */
-  int64_t contexts;
-  /**
-   * `VkBuffer`s the library created.
-   */
-  int64_t vk_buffers;
-  /**
-   * `VkDeviceMemory` objects the library allocated or imported.
-   */
-  int64_t vk_memories;
-  /**
-   * `VkImage`s the library created.
-   */
-  int64_t vk_images;
-  /**
-   * `VkSemaphore`s the library created.
-   */
-  int64_t vk_semaphores;
-  /**
-   * `cuMemCreate` allocations (and imported ones).
-   */
-  int64_t cuda_allocations;
-  /**
-   * `cuImportExternalMemory` imports.
-   */
-  int64_t cuda_external_memories;
-  /**
-   * `cuImportExternalSemaphore` imports.
-   */
-  int64_t cuda_external_semaphores;
-} vkcuda_live_objects;
-
-/**
  * How to make a shared semaphore; all zero gives a timeline starting at 0.
  *
  * @ingroup sync
@@ -2305,6 +2320,90 @@ VKCUDA_API VKCUDA_NODISCARD enum vkcuda_result vkcuda_cuda_driver_get_version(in
  * @ingroup context
  */
 VKCUDA_API void vkcuda_context_destroy(struct vkcuda_context *context);
+
+/**
+ * Deprecated: the 0.1 name of `vkcuda_physical_device_query` (renamed in 0.2).
+ * Same arguments and behaviour. Kept through 0.3, removed in 0.4.
+ *
+ * @ingroup context
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+VKCUDA_DEPRECATED("use vkcuda_physical_device_query")
+enum vkcuda_result vkcuda_query_physical_device(VkInstance instance,
+                                                VkPhysicalDevice physical_device,
+                                                PFN_vkGetInstanceProcAddr get_instance_proc_addr,
+                                                struct vkcuda_physical_device_support *support);
+
+/**
+ * Deprecated: the 0.1 name of `vkcuda_physical_devices_enumerate` (renamed in 0.2).
+ * Same arguments and behaviour. Kept through 0.3, removed in 0.4.
+ *
+ * @ingroup context
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+VKCUDA_DEPRECATED("use vkcuda_physical_devices_enumerate")
+enum vkcuda_result vkcuda_enumerate_physical_devices(uint32_t *count,
+                                                     struct vkcuda_physical_device_support *supports);
+
+/**
+ * Deprecated: the 0.1 name of `vkcuda_device_extensions_enumerate` (renamed in 0.2).
+ * Same arguments and behaviour. Kept through 0.3, removed in 0.4.
+ *
+ * @ingroup context
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+VKCUDA_DEPRECATED("use vkcuda_device_extensions_enumerate")
+enum vkcuda_result vkcuda_enumerate_device_extensions(uint32_t *count,
+                                                      const char **names);
+
+/**
+ * Deprecated: the 0.1 name of `vkcuda_context_get_vulkan_handles` (renamed in 0.2).
+ * Same arguments and behaviour. Kept through 0.3, removed in 0.4.
+ *
+ * @ingroup context
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+VKCUDA_DEPRECATED("use vkcuda_context_get_vulkan_handles")
+enum vkcuda_result vkcuda_context_get_vulkan(const struct vkcuda_context *context,
+                                             struct vkcuda_vulkan_handles *handles);
+
+/**
+ * Deprecated: the 0.1 name of `vkcuda_context_get_cuda_info` (renamed in 0.2).
+ * Same arguments and behaviour. Kept through 0.3, removed in 0.4.
+ *
+ * @ingroup context
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+VKCUDA_DEPRECATED("use vkcuda_context_get_cuda_info")
+enum vkcuda_result vkcuda_context_get_cuda(const struct vkcuda_context *context,
+                                           struct vkcuda_cuda_info *cuda_info);
+
+/**
+ * Deprecated: the 0.1 name of `vkcuda_cuda_driver_get_version` (renamed in 0.2).
+ * Same arguments and behaviour. Kept through 0.3, removed in 0.4.
+ *
+ * @ingroup context
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+VKCUDA_DEPRECATED("use vkcuda_cuda_driver_get_version")
+enum vkcuda_result vkcuda_cuda_driver_version(int32_t *version);
+
+/**
+ * Deprecated: the 0.1 name of `vkcuda_live_objects_get` (renamed in 0.2). Same
+ * arguments and behaviour. Kept through 0.3, removed in 0.4.
+ *
+ * @ingroup library
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+VKCUDA_DEPRECATED("use vkcuda_live_objects_get")
+enum vkcuda_result vkcuda_get_live_objects(struct vkcuda_live_objects *counts);
 
 /**
  * Exports the buffer, or a range of it, as a DLPack tensor on the context's CUDA

@@ -40,7 +40,8 @@ packages=(
   clang               # the vkcuda.hpp compiler matrix (tests/cpp/run.sh)
   doxygen             # the HTML docs of the headers (scripts/docs.sh)
   libc6-dev
-  binutils            # readelf, for the soname check
+  binutils            # readelf, for the soname check; nm, for scripts/abi-check.sh
+  abigail-tools       # abidw/abidiff: the ABI against the last release (scripts/abi-check.sh)
   valgrind
   libstb-dev          # stb_image_write.h (/usr/include/stb): PNG output of the examples
   ca-certificates     # cargo downloads crates over HTTPS

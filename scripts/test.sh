@@ -247,6 +247,11 @@ step bench-smoke run_bench_smoke
 # tests/gpu/*.ptx) is what nvcc 13.0.88 makes of its .cu (scripts/gen-ptx.sh).
 run_ptx() { x "$root/scripts/gen-ptx.sh" --check --install --if-nvcc; }
 step ptx run_ptx
+# The C ABI against the last release's baseline (abi/): every change named in
+# CHANGELOG.md's Unreleased section (scripts/abi-check.sh; abidiff from abigail-tools),
+# and the check's own test: unlisted changes in scratch copies fail it.
+run_abi() { x "$root/scripts/abi-check.sh" && x "$root/tests/abi/self_test.sh"; }
+step --needs cargo-test abi-check run_abi
 step cmake-configure run_configure
 step --needs cmake-configure cmake-build run_build
 step --needs cmake-build --skips ctest_skipped ctest run_ctest

@@ -27,6 +27,21 @@ fn after_includes() -> String {
 #if defined(VKCUDA_NODISCARD) && !defined(_WIN32) && (defined(__GNUC__) || defined(__clang__))
 #define VKCUDA_API [[gnu::visibility("default")]]
 #endif
+/*
+ * VKCUDA_DEPRECATED("use vkcuda_x") marks a function kept under an old name for
+ * one minor release (the ABI policy in README.md): calling it warns with the
+ * message. [[deprecated]] where the [[...]] syntax is in use (C++14, C23), GCC's
+ * and Clang's deprecated attribute otherwise, nothing elsewhere.
+ */
+#if defined(VKCUDA_NODISCARD) || (defined(__cplusplus) && __cplusplus >= 201402L && !defined(__GNUC__) && !defined(__clang__))
+#define VKCUDA_DEPRECATED(msg) [[deprecated(msg)]]
+#elif defined(__GNUC__) || defined(__clang__)
+#define VKCUDA_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#elif defined(_MSC_VER)
+#define VKCUDA_DEPRECATED(msg) __declspec(deprecated(msg))
+#else
+#define VKCUDA_DEPRECATED(msg)
+#endif
 #ifndef VKCUDA_NODISCARD
 #if defined(__clang__)
 #define VKCUDA_NODISCARD __attribute__((warn_unused_result))
@@ -137,6 +152,7 @@ fn every_declaration_is_in_a_group() {
             || (l.starts_with("#define VKCUDA_")
                 && !l.starts_with("#define VKCUDA_API")
                 && !l.starts_with("#define VKCUDA_NODISCARD")
+                && !l.starts_with("#define VKCUDA_DEPRECATED")
                 && !l.starts_with("#define VKCUDA_H"));
         if !declares {
             continue;

@@ -11,6 +11,7 @@
 // declarations, not this order.
 pub mod buffer;
 pub mod context;
+pub mod deprecated;
 pub mod dlpack;
 pub mod doctor;
 pub(crate) mod handle;
@@ -23,6 +24,7 @@ pub mod types;
 
 pub use buffer::*;
 pub use context::*;
+pub use deprecated::*;
 pub use dlpack::*;
 pub use doctor::*;
 pub use handoff::*;

@@ -608,6 +608,120 @@ void test_destroy_order() {
           end.vk_memories - before.vk_memories);
 }
 
+// The wrappers of the batched handoffs, DLPack, video frames, CUDA graphs and the
+// doctor, on a Vulkan-only context (lavapipe offers no multi-planar format: the
+// frame part says SKIPPED there and checks the refusals instead).
+void test_more_wrappers() {
+    GET(ctx, vkcuda::Context::create_standalone(vulkan_only()));
+    GET(h, ctx.vulkan_handles());
+    Gpu gpu;
+    std::string why = gpu.init(h);
+    REQUIRE(why.empty(), "Vulkan functions: %s", why.c_str());
+
+    vkcuda_buffer_create_info bi{};
+    bi.size = 4096;
+    GET(buf, vkcuda::Buffer::create(ctx, bi));
+    vkcuda_image_create_info ci{};
+    ci.format = VK_FORMAT_R8G8B8A8_UNORM;
+    ci.extent = {16, 16, 1};
+    ci.usage = VK_IMAGE_USAGE_STORAGE_BIT | VK_IMAGE_USAGE_TRANSFER_SRC_BIT | VK_IMAGE_USAGE_TRANSFER_DST_BIT;
+    GET(img, vkcuda::Image::create(ctx, ci));
+
+    // Batched handoffs: one barrier for a buffer and an image, both ways.
+    std::vector<vkcuda_handoff_resource> release{{buf.get(), nullptr, VK_IMAGE_LAYOUT_UNDEFINED},
+                                                 {nullptr, img.get(), VK_IMAGE_LAYOUT_UNDEFINED}};
+    std::vector<vkcuda_handoff_resource> acquire{{buf.get(), nullptr, VK_IMAGE_LAYOUT_UNDEFINED},
+                                                 {nullptr, img.get(), VK_IMAGE_LAYOUT_GENERAL}};
+    vkcuda_handoff_info hi{0, h.queue_family_index, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT};
+    bool recorded = true;
+    std::string record_error;
+#if VKCUDA_HPP_EXCEPTIONS
+#define NOTE(expr) (expr)
+#else
+    auto note = [&](const vkcuda::Result<void>& result) {
+        if (!result.ok() && recorded) {
+            recorded = false;
+            record_error = result.error().what();
+        }
+    };
+#define NOTE(expr) note(expr)
+#endif
+    VkResult vr = gpu.run([&](VkCommandBuffer cmd) {
+        NOTE(vkcuda::handoff_cmd_release_to_cuda(release, cmd, hi));
+        NOTE(vkcuda::handoff_cmd_acquire_from_cuda(acquire.data(), static_cast<std::uint32_t>(acquire.size()), cmd,
+                                                   hi));
+    });
+#undef NOTE
+    CHECK(recorded, "recording the batched handoffs: %s", record_error.c_str());
+    CHECK(vr == VK_SUCCESS, "batched handoffs: %s", vk_result_name(vr));
+    EXPECT_ERROR(vkcuda::handoff_cmd_release_to_cuda(release, VK_NULL_HANDLE, hi), VKCUDA_ERROR_NULL_POINTER,
+                 "command_buffer");
+
+    // DLPack needs the CUDA view.
+    vkcuda_dlpack_info di{};
+    di.dtype = {1, 8, 1};  // kDLUInt, 8 bits
+    di.ndim = 1;
+    di.shape[0] = 4096;
+    EXPECT_ERROR(buf.export_dlpack(di), VKCUDA_ERROR_CUDA_UNAVAILABLE, "");
+
+    // Video frames: a single-plane image is none.
+    EXPECT_ERROR(img.plane_pointer(0), VKCUDA_ERROR_INVALID_ARGUMENT, "");
+    EXPECT_ERROR(img.video_color(), VKCUDA_ERROR_INVALID_ARGUMENT, "");
+    vkcuda_video_color bt709{0, 1, 1, 1, VK_FALSE, 0, 0};
+    EXPECT_ERROR(img.set_video_color(bt709), VKCUDA_ERROR_INVALID_ARGUMENT, "");
+    EXPECT_ERROR(img.ycbcr_conversion_info(), VKCUDA_ERROR_INVALID_ARGUMENT, "");
+    vkcuda_image_create_info nv12{};
+    nv12.flags = VKCUDA_IMAGE_CREATE_LINEAR_BIT;
+    nv12.format = VK_FORMAT_G8_B8R8_2PLANE_420_UNORM;
+    nv12.extent = {64, 32, 1};
+    vkcuda_image* raw_frame = nullptr;
+    if (vkcuda_image_create(ctx.get(), &nv12, &raw_frame) != VKCUDA_SUCCESS) {
+        std::printf("    SKIPPED: NV12 video frame wrappers: the device offers no linear NV12 (%s)\n",
+                    vkcuda_last_error_message());
+    } else {
+        vkcuda::Image frame(raw_frame);
+        GET(luma, frame.plane_pointer(0));
+        GET(chroma, frame.plane_pointer(1));
+        CHECK(luma.width == 64 && luma.height == 32 && chroma.width == 32 && chroma.height == 16 &&
+                  luma.row_pitch >= 64 && chroma.offset >= luma.size,
+              "plane pointers");
+        EXPECT_ERROR(frame.plane_pointer(2), VKCUDA_ERROR_INVALID_ARGUMENT, "");
+        vkcuda_video_color full = bt709;
+        full.full_range = VK_TRUE;
+        DO(frame.set_video_color(full));
+        GET(got, frame.video_color());
+        CHECK(got.matrix_coefficients == 1 && got.full_range == VK_TRUE, "video_color() after set_video_color()");
+        GET(conv, frame.ycbcr_conversion_info());
+        CHECK(conv.sType == VK_STRUCTURE_TYPE_SAMPLER_YCBCR_CONVERSION_CREATE_INFO &&
+                  conv.format == VK_FORMAT_G8_B8R8_2PLANE_420_UNORM &&
+                  conv.ycbcrRange == VK_SAMPLER_YCBCR_RANGE_ITU_FULL,
+              "ycbcr_conversion_info()");
+    }
+
+    // CUDA graphs: checked before any CUDA call (an empty Semaphore is NULL).
+    vkcuda::Semaphore none;
+    EXPECT_ERROR(none.cuda_graph_add_wait(nullptr, nullptr, 0, 1), VKCUDA_ERROR_NULL_POINTER, "semaphore");
+    EXPECT_ERROR(none.cuda_graph_add_signal(nullptr, nullptr, 0, 1), VKCUDA_ERROR_NULL_POINTER, "semaphore");
+    EXPECT_ERROR(none.cuda_graph_exec_set_wait(nullptr, nullptr, 1), VKCUDA_ERROR_NULL_POINTER, "semaphore");
+    EXPECT_ERROR(none.cuda_graph_exec_set_signal(nullptr, nullptr, 1), VKCUDA_ERROR_NULL_POINTER, "semaphore");
+
+    // The doctor: a report with checks, device pairs and JSON, released by the handle.
+    GET(report, vkcuda::doctor_run());
+    GET(summary, report.summary());
+    CHECK(summary.check_count > 0 && summary.check_count == summary.pass_count + summary.warn_count +
+                                                                  summary.fail_count,
+          "doctor summary: %u checks", summary.check_count);
+    GET(first, report.check(0));
+    CHECK(first.name != nullptr && first.name[0] != '\0', "the first check has no name");
+    EXPECT_ERROR(report.check(summary.check_count), VKCUDA_ERROR_INVALID_ARGUMENT, "");
+    if (summary.device_pair_count > 0) {
+        GET(pair, report.device_pair(0));
+        (void)pair;
+    }
+    GET(json, report.json());
+    CHECK(!json.empty() && json.front() == '{', "doctor JSON starts with %c", json.empty() ? '?' : json.front());
+}
+
 #if defined(VKCUDA_SHARE_DESCRIPTION_SIZE)
 // Descriptions and a buffer sent over a socketpair into a second context.
 void test_cross_process_api() {
@@ -693,6 +807,7 @@ int main() {
     harness::run_test("images; handoff barriers", test_images);
     harness::run_test("semaphores", test_semaphores);
     harness::run_test("destroy order", test_destroy_order);
+    harness::run_test("batched handoffs, DLPack, video frames, graphs, the doctor", test_more_wrappers);
 #if defined(VKCUDA_SHARE_DESCRIPTION_SIZE)
     harness::run_test("cross-process: descriptions, send/receive over a socketpair", test_cross_process_api);
 #endif

@@ -22,7 +22,7 @@ pub struct Header {
     pub enums: BTreeSet<String>,
 }
 
-fn strip_comments(s: &str) -> String {
+pub fn strip_comments(s: &str) -> String {
     let mut out = String::new();
     let mut rest = s;
     while let Some(i) = rest.find("/*") {
@@ -40,6 +40,18 @@ fn strip_comments(s: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// A prototype without its `VKCUDA_DEPRECATED("...")` attribute (the 0.1 names kept
+/// for one minor), whose parentheses would read as the parameter list.
+fn without_deprecated(decl: &str) -> String {
+    match decl.find("VKCUDA_DEPRECATED(") {
+        Some(i) => {
+            let close = i + decl[i..].find(')').expect("VKCUDA_DEPRECATED(...)");
+            format!("{}{}", &decl[..i], &decl[close + 1..])
+        }
+        None => decl.to_string(),
+    }
 }
 
 /// "const struct vkcuda_buffer *buffer" -> (type "const struct vkcuda_buffer *", name "buffer");
@@ -70,7 +82,8 @@ pub fn parse_header(text: &str) -> Header {
             continue; // a longer identifier
         }
         let end = rest.find(';').expect("a prototype ends with ;");
-        let decl = &rest[..end];
+        let decl = without_deprecated(&rest[..end]);
+        let decl = decl.as_str();
         rest = &rest[end..];
         if decl.contains("#define") || !decl.contains('(') {
             continue;

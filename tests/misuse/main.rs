@@ -91,6 +91,7 @@ groups! {
     planar,
     dlpack,
     doctor,
+    deprecated,
 }
 
 /// Every function of the header has a table entry, and every entry covers every
@@ -200,9 +201,12 @@ fn header_parser_reads_what_it_should() {
     let h = parse_header(
         "/* c */ VKCUDA_API VKCUDA_NODISCARD enum vkcuda_result vkcuda_x(const struct s *info, // x\n uint32_t level, int32_t *fd);\n\
          typedef struct s { uint32_t flags; VkExtent3D extent; uint8_t uuid[16]; } s;\n\
-         VKCUDA_API void vkcuda_y(void);",
+         VKCUDA_API void vkcuda_y(void);\n\
+         VKCUDA_API VKCUDA_NODISCARD VKCUDA_DEPRECATED(\"use vkcuda_y\") enum vkcuda_result vkcuda_z(uint32_t *count);",
     );
-    assert_eq!(h.protos.len(), 2);
+    assert_eq!(h.protos.len(), 3);
+    assert_eq!(h.protos[2].name, "vkcuda_z");
+    assert_eq!(h.protos[2].params[0].name, "count");
     assert_eq!(h.protos[0].name, "vkcuda_x");
     assert_eq!(h.protos[0].params[0].ty, "const struct s *");
     assert_eq!(h.protos[0].params[2].name, "fd");
