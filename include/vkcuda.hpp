@@ -844,6 +844,19 @@ public:
     }
 
     /**
+     * Plane `plane` of a shared video frame as a DLPack tensor on the context's CUDA
+     * device, without a copy (`vkcuda_image_export_plane_dlpack`; `flags`:
+     * `VKCUDA_DLPACK_READ_ONLY_BIT`, `VKCUDA_DLPACK_LEGACY_BIT`). **The caller owns
+     * it**: hand it to one consumer, or call its deleter exactly once. It keeps the
+     * frame's CUDA mapping alive after this Image is destroyed.
+     */
+    [[nodiscard]] Fallible<void*> export_plane_dlpack(std::uint32_t plane, std::uint32_t flags = 0) const {
+        void* tensor = nullptr;
+        vkcuda_result r = vkcuda_image_export_plane_dlpack(get(), plane, flags, &tensor);
+        return detail::finish(r, tensor);
+    }
+
+    /**
      * Sets how a multi-planar image's samples read as colour: H.273 matrix,
      * transfer and primaries, range, chroma siting (`vkcuda_image_set_video_color`).
      */
