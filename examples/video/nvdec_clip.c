@@ -35,6 +35,8 @@ static int CUDAAPI on_sequence(void *user, CUVIDEOFORMAT *f) {
     CUVIDDECODECAPS caps;
     CUresult r;
     if (d->failed) return 0;
+    if (w == 0 || h == 0 || w > 16384 || h > 16384)
+        return fail(d, "the sequence header gives no usable display area", 0);
     if (d->decoder) { /* a repeated sequence header: the same format keeps the decoder */
         if (d->info.ulTargetWidth == w && d->info.ulTargetHeight == h && d->info.bitDepthMinus8 == f->bit_depth_luma_minus8)
             return (int)d->info.ulNumDecodeSurfaces;
@@ -68,6 +70,8 @@ static int CUDAAPI on_sequence(void *user, CUVIDEOFORMAT *f) {
     nf.color.matrix_coefficients = f->video_signal_description.matrix_coefficients;
     nf.color.transfer_characteristics = f->video_signal_description.transfer_characteristics;
     nf.color.colour_primaries = f->video_signal_description.color_primaries;
+    if (!nf.color.matrix_coefficients && !nf.color.transfer_characteristics && !nf.color.colour_primaries)
+        nf.color.matrix_coefficients = nf.color.transfer_characteristics = nf.color.colour_primaries = 2; /* not filled */
     nf.color.full_range = f->video_signal_description.video_full_range_flag ? VK_TRUE : VK_FALSE;
     nf.color.x_chroma_offset = VK_CHROMA_LOCATION_COSITED_EVEN; /* H.264/HEVC's default siting (type 0) */
     nf.color.y_chroma_offset = VK_CHROMA_LOCATION_MIDPOINT;
@@ -98,7 +102,8 @@ static int CUDAAPI on_display(void *user, CUVIDPARSERDISPINFO *di) {
     pp.output_stream = d->stream;
     if ((r = d->cv->cuvidMapVideoFrame(d->decoder, di->picture_index, &src, &pitch, &pp)) != CUDA_SUCCESS)
         return fail(d, "cuvidMapVideoFrame failed", r);
-    nvdec_frame fr = {src, src + (CUdeviceptr)pitch * d->info.ulTargetHeight, pitch, (uint32_t)d->frames};
+    /* The CbCr rows follow the luma rows of the (even) target height. */
+    nvdec_frame fr = {src, src + (CUdeviceptr)pitch * ((d->info.ulTargetHeight + 1) & ~1ul), pitch, (uint32_t)d->frames};
     int stop = d->cb.frame ? d->cb.frame(d->cb.user, &fr) : 0;
     if ((r = d->cv->cuvidUnmapVideoFrame(d->decoder, src)) != CUDA_SUCCESS) return fail(d, "cuvidUnmapVideoFrame failed", r);
     if (stop) return fail(d, "the frame callback stopped the decode", 0);
