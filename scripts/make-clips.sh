@@ -2,8 +2,12 @@
 # Makes the NVDEC test clips and their CPU reference (run by scripts/gpu-bundle.sh;
 # needs Debian's ffmpeg with libx264 and libx265, and a C compiler):
 #   h264_1080p.h264              H.264 High, 1920x1080, 300 frames of testsrc2, B-frames
-#                                (libx264 -bf 3), about 1.5 Mbit/s; Annex B elementary stream
-#   hevc_main10_1080p.hevc       HEVC Main10 (libx265, yuv420p10le), 1920x1080, 60 frames
+#                                (libx264 -bf 3), about 1.5 Mbit/s; Annex B elementary stream;
+#                                tagged BT.709 (matrix, transfer, primaries 1, 1, 1), narrow range
+#   hevc_main10_1080p.hevc       HEVC Main10 (libx265, yuv420p10le), 1920x1080, 60 frames;
+#                                tagged BT.2020 (matrix 9 non-constant, transfer 14, primaries 9),
+#                                narrow range
+# (the tags travel in the VUI: NVDEC reports them in CUVIDEOFORMAT, nvdec_frames checks them)
 #   <clip>.fnv                   the CPU reference: Debian ffmpeg's decode of the clip as
 #                                packed NV12 (8-bit) or P010LE (10-bit) frames, one line
 #                                per frame "INDEX FNV1A64" (16 hex digits) of the frame's
@@ -49,10 +53,12 @@ EOC
     src=testsrc2=size=1920x1080:rate=30
     echo "make-clips: H.264 1080p, 300 frames (libx264, B-frames)"
     ffmpeg -nostdin -v error -y -f lavfi -i "$src" -frames:v 300 -pix_fmt yuv420p \
+        -colorspace bt709 -color_primaries bt709 -color_trc bt709 -color_range tv \
         -c:v libx264 -preset veryfast -profile:v high -bf 3 -b:v 1500k -maxrate 2000k -bufsize 4000k \
         -f h264 "$cache/h264_1080p.h264"
     echo "make-clips: HEVC Main10 1080p, 60 frames (libx265)"
     ffmpeg -nostdin -v error -y -f lavfi -i "$src" -frames:v 60 -pix_fmt yuv420p10le \
+        -colorspace bt2020nc -color_primaries bt2020 -color_trc bt2020-10 -color_range tv \
         -c:v libx265 -preset fast -b:v 1500k -x265-params log-level=error \
         -f hevc "$cache/hevc_main10_1080p.hevc"
     echo "make-clips: CPU reference hashes"

@@ -4,7 +4,8 @@
  *   h264_1080p.h264 (300 frames, B-frames -> NV12), hevc_main10_1080p.hevc (60 frames -> P010),
  *   each with CLIP.fnv: FNV-1a 64 of every frame of Debian ffmpeg's CPU decode (packed planes).
  * Per clip:
- *   verify     every decoded frame copied (vkcuda_image_cuda_copy_from_pitched, one cuMemcpy2DAsync
+ *   verify     the colour NVDEC reads from the VUI (CUVIDEOFORMAT) is the clip's tags (BT.709 for
+ *              H.264, BT.2020 for HEVC: scripts/make-clips.sh); every decoded frame copied (vkcuda_image_cuda_copy_from_pitched, one cuMemcpy2DAsync
  *              per plane) into a shared LINEAR frame, read back by Vulkan (vkCmdCopyImageToBuffer per
  *              plane aspect into a host buffer), hashed and compared with the CPU reference: 0
  *              mismatching frames and the reference's frame count required
@@ -49,6 +50,7 @@ typedef struct run {
     const uint64_t *ref;
     long nref, mismatches;
     uint32_t size[2], bit_depth;
+    vkcuda_video_color color;         /* what NVDEC read from the stream's VUI */
     vkcuda_image *frame[2];
     vkcuda_image_plane_pointer pp[2];
     VkCommandBuffer cmd[2];
@@ -147,7 +149,7 @@ static int on_format(void *user, const nvdec_format *f) {
     example *ex = r->ex;
     int s;
     if (r->bit_depth) return r->size[0] != f->width || r->size[1] != f->height; /* one size per clip */
-    r->size[0] = f->width, r->size[1] = f->height, r->bit_depth = f->bit_depth;
+    r->size[0] = f->width, r->size[1] = f->height, r->bit_depth = f->bit_depth, r->color = f->color;
     if (r->mode == ALONE) return 0;
     VkFormat format = f->bit_depth > 8 ? VK_FORMAT_G10X6_B10X6R10X6_2PLANE_420_UNORM_3PACK16 : VK_FORMAT_G8_B8R8_2PLANE_420_UNORM;
     vkcuda_image_create_info ci = {.flags = VKCUDA_IMAGE_CREATE_LINEAR_BIT, .format = format, .extent = {f->width, f->height, 1},
@@ -304,6 +306,8 @@ static unsigned char *read_file(const char *path, size_t *size) {
 int main(int argc, char **argv) {
     const char *dir = ".dev/gpu/clips";
     static const char *clips[2][2] = {{"h264_1080p.h264", "h264"}, {"hevc_main10_1080p.hevc", "hevc"}};
+    /* The tags make-clips.sh gives them: matrix, transfer, primaries (H.273), bit depth. */
+    static const uint32_t tags[2][4] = {{1, 1, 1, 8}, {9, 14, 9, 10}};
     unsigned char *data[2] = {NULL, NULL};
     size_t bytes[2] = {0, 0};
     int rounds = 2, c, i;
@@ -338,6 +342,12 @@ int main(int argc, char **argv) {
         EXPECT(r.mismatches == 0, "verify: %ld of %ld frames differ from the CPU decode", r.mismatches, frames);
         printf("  verify: %ld frames (%u-bit, %ux%u) read back by Vulkan, %ld differ from the CPU decode\n", frames,
                r.bit_depth, r.size[0], r.size[1], r.mismatches);
+        printf("  colour from CUVIDEOFORMAT: matrix %u, transfer %u, primaries %u, %s range\n", r.color.matrix_coefficients,
+               r.color.transfer_characteristics, r.color.colour_primaries, r.color.full_range ? "full" : "narrow");
+        EXPECT(r.color.matrix_coefficients == tags[c][0] && r.color.transfer_characteristics == tags[c][1] &&
+               r.color.colour_primaries == tags[c][2] && !r.color.full_range && r.bit_depth == tags[c][3],
+               "the stream's colour/depth is not the clip's tags (%u, %u, %u, narrow, %u-bit)", tags[c][0], tags[c][1],
+               tags[c][2], tags[c][3]);
         best[c][0] = best[c][1] = 0;
         for (i = 0; i < 2 * rounds; i++) { /* alone, pipeline, alone, pipeline, ... */
             run t = run_of(i % 2 ? PIPELINE : ALONE, ref, nref);
