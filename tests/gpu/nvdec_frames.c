@@ -13,7 +13,8 @@
  *   pipeline   decode -> shared frame (two in flight, paced on one timeline, as
  *              examples/video/nvdec_to_vulkan.c) -> Vulkan samples it through the frame's YCbCr
  *              conversion: frames/s, and its ratio to `alone` (the issue asks >= 0.95; reported,
- *              the best of --rounds runs each, alternated; a ratio below 0.95 is a FAIL)
+ *              the best of --rounds runs each (default 2), alternated; a ratio below 0.95 is a
+ *              FAIL; --rounds 0 leaves the timing out, as under compute-sanitizer)
  * Bad input: 4 KiB of random bytes, the H.264 clip cut to a third, each clip given to the other
  * codec's parser, a pitch too small for the frame: a clear error (or, cut, fewer frames) and no leak:
  * vkcuda_live_objects_get all 0 after the context is gone. Prints "nvdec_frames: PASS"; without a
