@@ -20,6 +20,16 @@
 #   The directory is VKCUDA_STB_INCLUDE_DIR (found in the usual include directories,
 #   their stb/ subdirectory, and the Vulkan include directory the GPU bundle passes).
 #
+# vkcuda_nvdec_clip (static library), when FFmpeg's nv-codec-headers are found
+#   NVDEC parsing and decoding a clip (examples/video/nvdec_clip.c) through
+#   <ffnvcodec/dynlink_loader.h> (Debian/Ubuntu: libffmpeg-nvenc-dev; header-only: it
+#   loads libcuda.so.1 and libnvcuvid.so.1 at run time, nothing links them). The
+#   directory is VKCUDA_FFNVCODEC_INCLUDE_DIR (the usual include directories and the
+#   Vulkan include directory the GPU bundle passes, which carries them);
+#   VKCUDA_HAVE_FFNVCODEC says whether it was found. Its users (nvdec_to_vulkan,
+#   tests/gpu/nvdec_frames and nvenc_open) get the headers as SYSTEM includes: they
+#   are not -Wpedantic clean (dlsym casts).
+#
 # vkcuda_embed_ptx(<target> <DIR/NAME.ptx>...) (cmake/vkcudaPtx.cmake)
 #   The committed PTX of a kernel file as the header NAME_ptx.h, made in the build tree.
 
@@ -74,4 +84,25 @@ else()
   message(STATUS "vkcuda: stb_image_write.h NOT found (apt-get install libstb-dev, or "
     "-DVKCUDA_STB_INCLUDE_DIR=<dir>): the examples that write a PNG (image_to_png, "
     "engine_postfx) are not built, and the GPU test programs write no PNG")
+endif()
+
+find_path(VKCUDA_FFNVCODEC_INCLUDE_DIR ffnvcodec/dynlink_loader.h
+  HINTS ${Vulkan_INCLUDE_DIR} ${VKCUDA_VULKAN_INCLUDE_DIR}
+  DOC "The directory holding ffnvcodec/dynlink_loader.h (Debian/Ubuntu: apt-get install libffmpeg-nvenc-dev)")
+if(VKCUDA_FFNVCODEC_INCLUDE_DIR)
+  set(VKCUDA_HAVE_FFNVCODEC ON)
+  message(STATUS "vkcuda: NVDEC/NVENC programs through ${VKCUDA_FFNVCODEC_INCLUDE_DIR}/ffnvcodec/dynlink_loader.h")
+  add_library(vkcuda_ffnvcodec INTERFACE)
+  target_include_directories(vkcuda_ffnvcodec SYSTEM INTERFACE "${VKCUDA_FFNVCODEC_INCLUDE_DIR}")
+  target_link_libraries(vkcuda_ffnvcodec INTERFACE ${CMAKE_DL_LIBS})
+  add_library(vkcuda_nvdec_clip STATIC "${PROJECT_SOURCE_DIR}/examples/video/nvdec_clip.c")
+  target_include_directories(vkcuda_nvdec_clip PUBLIC "${PROJECT_SOURCE_DIR}/examples/video")
+  target_link_libraries(vkcuda_nvdec_clip PUBLIC vkcuda::vkcuda PRIVATE vkcuda_ffnvcodec)
+  target_compile_definitions(vkcuda_nvdec_clip PRIVATE _POSIX_C_SOURCE=200809L)
+  set_target_properties(vkcuda_nvdec_clip PROPERTIES C_STANDARD 99 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF)
+  vkcuda_strict_warnings(vkcuda_nvdec_clip)
+else()
+  set(VKCUDA_HAVE_FFNVCODEC OFF)
+  message(STATUS "vkcuda: ffnvcodec/dynlink_loader.h NOT found (apt-get install libffmpeg-nvenc-dev, or "
+    "-DVKCUDA_FFNVCODEC_INCLUDE_DIR=<dir>): no NVDEC/NVENC programs (nvdec_to_vulkan, nvdec_frames, nvenc_open)")
 endif()

@@ -9,7 +9,11 @@
 #                                stb/stb_image_write.h (libstb-dev: the PNG writer of the
 #                                examples and GPU tests; CMake finds it as
 #                                VKCUDA_STB_INCLUDE_DIR, gpu-test.sh passes the path),
-#                                and vk_mem_alloc.h (scripts/fetch-vma.sh)
+#                                vk_mem_alloc.h (scripts/fetch-vma.sh) and ffnvcodec/
+#                                (libffmpeg-nvenc-dev: FFmpeg's nv-codec-headers, for the
+#                                NVDEC/NVENC programs; CMake finds them there)
+#   .dev/gpu/clips/              the NVDEC test clips and their CPU reference hashes
+#                                (scripts/make-clips.sh, about 2.3 MB)
 #   .dev/gpu/tsan-threads        with VKCUDA_BUNDLE_TSAN=1 only: tests/threads.rs built
 #                                with ThreadSanitizer (std rebuilt: needs rust-src and
 #                                RUSTC_BOOTSTRAP; about 2 minutes); the TSan runtime is
@@ -41,6 +45,8 @@ fi
 for h in /usr/include/vulkan/vulkan_core.h /usr/include/vk_video; do
     [ -e "$h" ] || { echo "gpu-bundle: $h is missing: apt-get install libvulkan-dev" >&2; exit 1; }
 done
+[ -e /usr/include/ffnvcodec/dynlink_loader.h ] ||
+    { echo "gpu-bundle: /usr/include/ffnvcodec is missing: apt-get install libffmpeg-nvenc-dev" >&2; exit 1; }
 [ -e /usr/include/stb/stb_image_write.h ] ||
     { echo "gpu-bundle: /usr/include/stb/stb_image_write.h is missing: apt-get install libstb-dev" >&2; exit 1; }
 
@@ -128,6 +134,10 @@ find /usr/include/vulkan -maxdepth 1 -type f ! -name '*.hpp' -exec cp {} "$out/i
 cp -r /usr/include/vk_video "$out/include/"
 mkdir -p "$out/include/stb"
 cp /usr/include/stb/stb_image_write.h "$out/include/stb/"
+cp -r /usr/include/ffnvcodec "$out/include/"
+
+echo "== scripts/make-clips.sh (the NVDEC clips and their CPU reference)"
+scripts/make-clips.sh "$out/clips"
 
 # VulkanMemoryAllocator's header for the VMA example and test (examples/vma,
 # tests/gpu): from the vk-mem crate's package (scripts/fetch-vma.sh); CMake finds
@@ -156,7 +166,7 @@ fi
 cat "$out/MANIFEST"
 
 echo "== sizes"
-du -sh .dev/gpu/libvkcuda.so .dev/gpu/tests .dev/gpu/include .gl
+du -sh .dev/gpu/libvkcuda.so .dev/gpu/tests .dev/gpu/include .dev/gpu/clips .gl
 total_kib=$(du -sk .dev .gl | awk '{ s += $1 } END { print s }')
 echo "total .dev + .gl: $((total_kib / 1024)) MiB ($total_kib KiB; limit $limit_mib MiB)"
 if [ "$total_kib" -gt $((limit_mib * 1024)) ]; then

@@ -212,6 +212,8 @@ examples=(
     "example:cross_process|"
     "example:engine_postfx|$OUT/engine_postfx-example-sanitizer.png"
     "example:video_ycbcr|--size 1280x720 --out $OUT/video_ycbcr-sanitizer.png"
+    "example:nvdec_to_vulkan|$bundle/clips/hevc_main10_1080p.hevc"
+    "nvdec_frames|--clips $bundle/clips --rounds 0" # no timing under the sanitizer
 )
 example_exe() { # NAME: the executable the step runs
     case $1 in

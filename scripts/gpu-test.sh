@@ -75,7 +75,7 @@ log() { steps_log "$@"; }
 
 # The examples, in the order they run (their steps are at the end of this file).
 examples="vkcuda_info buffer_roundtrip frame_loop image_formats image_fractal ipc_demo engine_postfx"
-examples="$examples doctor doctor-json vma_interop vma_wrap"
+examples="$examples doctor doctor-json vma_interop vma_wrap nvdec_frames nvenc_open"
 steps_select "setup ptx configure build build-by-hand rust $examples example fresh-ptx python calls vvl bench" "$@"
 
 last_line_note() { # the example's last PASS/FAIL/SKIP line, shortened
@@ -93,6 +93,7 @@ pytest_skipped() { grep -E '^SKIPPED \[[0-9]+\]' "$1" || true; }
 vvl_count() { grep -cE 'Validation Error|\[ VUID-' "$1" || true; } # the layer's messages, not a VUID the library's own message names
 vvl_note() { echo "$(vvl_count "$1") validation messages; $(last_line_note "$1")"; }
 vvl_verdict() { [ "$(vvl_count "$1")" -eq 0 ]; }
+exited_77() { [ "$2" -eq 77 ]; } # a skip with its reason (nvenc_open: no encoder engine)
 
 # ---------------------------------------------------------------------------------
 setup() {
@@ -229,6 +230,8 @@ short_examples=(
     "cross_process|cross_process_producer"
     "engine_postfx|engine_postfx $OUT/engine_postfx-example.png"
     "video_ycbcr|video_ycbcr --out $OUT/video_ycbcr.png" # examples/video: NV12 + YCbCr sampling
+    "nvdec_to_vulkan|nvdec_to_vulkan $bundle/clips/h264_1080p.h264 --out $OUT/nvdec_to_vulkan.png" # NVDEC -> Vulkan
+    "nvdec_to_vulkan_hevc|nvdec_to_vulkan $bundle/clips/hevc_main10_1080p.hevc --out $OUT/nvdec_to_vulkan_hevc.png"
 )
 
 # ---------------------------------------------------------------------------------
@@ -285,6 +288,8 @@ else
     ex doctor-json       60 bash -c 'run_example vkcuda_doctor --json | tee "$OUT/doctor.json"; exit ${PIPESTATUS[0]}'
     ex vma_interop      120 run_example vma_interop
     ex vma_wrap         180 run_example vma_wrap
+    ex nvdec_frames     240 run_example nvdec_frames --clips "$bundle/clips" # NVDEC, both clips (issue 28)
+    step --timeout 60 --note last_line_note --na-if exited_77 nvenc_open run_example nvenc_open # no encoder: N/A
     # The short examples, as a user runs them (each ends with "NAME: PASS").
     for e in "${short_examples[@]}"; do
         # shellcheck disable=SC2086 # the arguments are split on purpose
