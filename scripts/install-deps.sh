@@ -45,7 +45,6 @@ packages=(
   valgrind
   libstb-dev          # stb_image_write.h (/usr/include/stb): PNG output of the examples
   libffmpeg-nvenc-dev # FFmpeg's nv-codec-headers (header-only): the NVDEC/NVENC programs
-  ffmpeg              # scripts/make-clips.sh: the NVDEC test clips and their CPU reference
   ca-certificates     # cargo downloads crates over HTTPS
   python3             # the Python package (python/) and its tests
   python3-venv        # scripts/test.sh installs it and pytest into a venv

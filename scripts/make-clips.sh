@@ -24,7 +24,12 @@ cd "$(dirname "$0")/.."
 out=${1:-.dev/gpu/clips}
 cache=target/clips
 key=$(sha256sum "$0" | cut -c1-16)
-command -v ffmpeg > /dev/null || { echo "make-clips: no ffmpeg (apt-get install ffmpeg)" >&2; exit 1; }
+# ffmpeg is only needed here (for the GPU bundle), so CI does not install it.
+if ! command -v ffmpeg > /dev/null; then
+  echo "make-clips: installing Debian's ffmpeg (libx264, libx265)"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ffmpeg > /dev/null; } ||
+    { echo "make-clips: no ffmpeg and it could not be installed (apt-get install ffmpeg)" >&2; exit 1; }
+fi
 cc=${CC:-cc}
 
 if [ "$(cat "$cache/KEY" 2> /dev/null || true)" != "$key" ]; then
