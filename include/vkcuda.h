@@ -296,6 +296,17 @@ typedef enum vkcuda_result {
    */
   VKCUDA_ERROR_PERMISSION_DENIED = -14,
   /**
+   * The context's CUDA context hit a sticky error (a kernel or copy faulted:
+   * `CUDA_ERROR_ILLEGAL_ADDRESS`, `CUDA_ERROR_LAUNCH_FAILED`, ...) or its
+   * `VkDevice` returned `VK_ERROR_DEVICE_LOST`. The message names the original
+   * error and the call that first saw it. Every later call on the context and on
+   * its buffers, images and semaphores returns this code; destroy still releases
+   * what it can. A sticky CUDA error is for the rest of the process (for the
+   * device's primary context, the default, that includes PyTorch/CuPy in this
+   * process): destroy the objects and restart the process.
+   */
+  VKCUDA_ERROR_DEVICE_LOST = -15,
+  /**
    * Keeps the enum 32 bits wide; never returned.
    */
   VKCUDA_RESULT_MAX_ENUM = 2147483647,

@@ -25,7 +25,7 @@ use crate::vulkan::memory::check_export_types;
 pub struct vkcuda_buffer {
     h: Tagged<Buffer>,
 }
-handle_kind!(vkcuda_buffer, Buffer, handle::BUFFER);
+handle_kind!(vkcuda_buffer, Buffer, handle::BUFFER, |b| Some(b.context()));
 
 /// How to make a shared buffer. All zero except `size` gives a Vulkan-allocated
 /// buffer usable as a storage buffer and for transfers.

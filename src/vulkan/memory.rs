@@ -6,7 +6,7 @@ use ash::vk;
 
 use super::support::find_memory_type;
 use super::VulkanDevice;
-use crate::error::{vk_check, Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::fd;
 use crate::stats;
 
@@ -126,7 +126,7 @@ fn create_external_buffer<'a>(
         .sharing_mode(vk::SharingMode::EXCLUSIVE)
         .push_next(&mut ext);
     let buffer = unsafe { dev.device.create_buffer(&info, None) }
-        .map_err(|r| Error::vk("vkCreateBuffer", r))?;
+        .map_err(|r| dev.error("vkCreateBuffer", r))?;
     Ok(Partial {
         dev,
         buffer,
@@ -194,12 +194,12 @@ pub fn create_exportable_buffer(
         alloc = alloc.push_next(&mut ded);
     }
     partial.memory = unsafe { dev.device.allocate_memory(&alloc, None) }
-        .map_err(|r| Error::vk("vkAllocateMemory", r))?;
+        .map_err(|r| dev.error("vkAllocateMemory", r))?;
     unsafe {
         dev.device
             .bind_buffer_memory(partial.buffer, partial.memory, 0)
     }
-    .map_err(|r| Error::vk("vkBindBufferMemory", r))?;
+    .map_err(|r| dev.error("vkBindBufferMemory", r))?;
     Ok(partial.finish(req.size, dedicated))
 }
 
@@ -261,14 +261,14 @@ pub fn import_buffer(
         alloc = alloc.push_next(&mut ded);
     }
     partial.memory = unsafe { dev.device.allocate_memory(&alloc, None) }
-        .map_err(|r| Error::vk("vkAllocateMemory (importing an OPAQUE_FD)", r))?;
+        .map_err(|r| dev.error("vkAllocateMemory (importing an OPAQUE_FD)", r))?;
     // Vulkan owns the descriptor from the successful import on.
     handle.taken();
     unsafe {
         dev.device
             .bind_buffer_memory(partial.buffer, partial.memory, offset)
     }
-    .map_err(|r| Error::vk("vkBindBufferMemory", r))?;
+    .map_err(|r| dev.error("vkBindBufferMemory", r))?;
     Ok(partial.finish(allocation_size, dedicated))
 }
 
@@ -477,7 +477,7 @@ pub fn export_memory_fd(dev: &VulkanDevice, memory: vk::DeviceMemory) -> Result<
         .memory(memory)
         .handle_type(HANDLE_TYPE);
     let mut raw = -1;
-    vk_check("vkGetMemoryFdKHR", unsafe {
+    dev.check("vkGetMemoryFdKHR", unsafe {
         (f.get_memory_fd_khr)(dev.device.handle(), &info, &mut raw)
     })?;
     if raw < 0 {
