@@ -77,11 +77,18 @@ fn record(key: Key, message: &str) {
 }
 
 /// The error for a CUDA call that returned a sticky result; records the current
-/// context as lost.
+/// context (the library makes its context current before its calls) as lost.
 pub fn cuda(call: &str, r: CUresult) -> Error {
     let mut ctx = std::ptr::null_mut();
     // SAFETY: the driver is loaded (it returned `r`); asks for the thread's context only.
-    let current = unsafe { sys::cuCtxGetCurrent(&mut ctx) } == CUresult::CUDA_SUCCESS;
+    if unsafe { sys::cuCtxGetCurrent(&mut ctx) } != CUresult::CUDA_SUCCESS {
+        ctx = std::ptr::null_mut();
+    }
+    cuda_on(ctx, call, r)
+}
+
+/// [`cuda`] for a call about `ctx` made while it is not current.
+pub fn cuda_on(ctx: sys::CUcontext, call: &str, r: CUresult) -> Error {
     let message = format!(
         "the CUDA context {ctx:p} is lost: {call} failed with {r:?}, a sticky error (a kernel, \
          copy or other work in this context faulted, maybe long before this call); every CUDA \
@@ -90,7 +97,7 @@ pub fn cuda(call: &str, r: CUresult) -> Error {
          process): destroy the library's objects (destroy still releases what it can) and \
          restart the process"
     );
-    if current && !ctx.is_null() {
+    if !ctx.is_null() {
         record(Key::Cuda(ctx as usize), &message);
     }
     Error::new(ErrorKind::DeviceLost, message)

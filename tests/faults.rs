@@ -591,3 +591,171 @@ fn gpu_cuda_context_destroyed_first() {
         vkcuda_context_destroy(primary);
     }
 }
+
+// --- A faulting kernel (issue 29, item 11). A kernel that stores to address 0x8
+// makes CUDA_ERROR_ILLEGAL_ADDRESS, a sticky error: the CUDA context (the primary
+// context, which the rest of this process would share) is unusable afterwards, so
+// the case runs in a child process. The first library call after the fault sees
+// the sticky error and returns VKCUDA_ERROR_DEVICE_LOST naming it; every later
+// call on the context and its objects returns the same; destroy releases what it
+// can within a watchdog's time (no crash, no hang).
+
+/// One thread stores a word at address 0x8.
+const FAULT_PTX: &str = "
+.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry store_to_8()
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<2>;
+    mov.u64 %rd1, 8;
+    mov.u32 %r1, 1;
+    st.global.u32 [%rd1], %r1;
+    ret;
+}
+\0";
+
+#[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+fn gpu_sticky_fault_loses_the_context() {
+    let Some(ctx) = cuda_context_or_skip("gpu_sticky_fault_loses_the_context") else {
+        return;
+    };
+    unsafe { vkcuda_context_destroy(ctx) };
+    // The child gets 60 s; a hang in it (a destroy that waits for ever) fails here.
+    let mut child = this_test("child_gpu_sticky_fault", true)
+        .env(CHILD_ENV, "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "the child still ran after 60 s (a hang after the fault); its output:\n{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    child_passed("child_gpu_sticky_fault", &out);
+    println!(
+        "gpu_sticky_fault_loses_the_context: the fault gave DEVICE_LOST on every later call and \
+         destroy completed ({:.1} s in the child)",
+        start.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+#[ignore = "runs in a child process of gpu_sticky_fault_loses_the_context"]
+fn child_gpu_sticky_fault() {
+    if !in_child("child_gpu_sticky_fault") {
+        return;
+    }
+    use cudarc::driver::sys as cu;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    // A watchdog: each stage must end within 20 s.
+    static STAGE: AtomicU32 = AtomicU32::new(0);
+    const STAGES: [&str; 4] = ["setup", "the faulting kernel", "calls after the fault", "destroy"];
+    std::thread::spawn(|| loop {
+        let seen = STAGE.load(Ordering::SeqCst);
+        std::thread::sleep(std::time::Duration::from_secs(20));
+        let now = STAGE.load(Ordering::SeqCst);
+        if now == seen && (now as usize) < STAGES.len() {
+            eprintln!("watchdog: stage '{}' ran past 20 s: a hang", STAGES[now as usize]);
+            std::process::exit(3);
+        }
+    });
+
+    let mut ctx = ptr::null_mut();
+    ok(unsafe { vkcuda_context_create_standalone(ptr::null(), &mut ctx) });
+    let vk_alloc = create_buffer(ctx, 1 << 20, 0);
+    let cuda_alloc = create_buffer(ctx, 1 << 20, 1);
+    let sem = create_semaphore(ctx, 0, 0);
+    let cuda = Cuda::of(ctx);
+
+    STAGE.store(1, Ordering::SeqCst);
+    let r = cuda.within(|| unsafe {
+        let mut module = ptr::null_mut();
+        support::cuda::check(cu::cuModuleLoadData(&mut module, FAULT_PTX.as_ptr().cast()));
+        let mut f = ptr::null_mut();
+        support::cuda::check(cu::cuModuleGetFunction(&mut f, module, c"store_to_8".as_ptr()));
+        support::cuda::check(cu::cuLaunchKernel(
+            f,
+            1,
+            1,
+            1,
+            1,
+            1,
+            1,
+            0,
+            ptr::null_mut(),
+            ptr::null_mut(),
+            ptr::null_mut(),
+        ));
+        cu::cuCtxSynchronize()
+    });
+    println!("the kernel storing to 0x8: cuCtxSynchronize returned {r:?}");
+    assert!(vkcuda::lost::is_sticky(r), "a sticky error, got {r:?}");
+    let code = format!("{r:?}");
+
+    STAGE.store(2, Ordering::SeqCst);
+    // The first library call that calls CUDA sees the sticky error.
+    let first = fails(
+        unsafe { vkcuda_semaphore_cuda_signal(sem, 1, ptr::null_mut()) },
+        VKCUDA_ERROR_DEVICE_LOST,
+    );
+    println!("first call after the fault, vkcuda_semaphore_cuda_signal: {first}");
+    assert!(first.contains(&code) && first.contains("restart the process"), "{first}");
+    // Every later call on the context and its objects, CUDA or not.
+    let mut b = ptr::null_mut();
+    let mut fd = -1;
+    let mut info: vkcuda_buffer_info = unsafe { std::mem::zeroed() };
+    let mut value = 0u64;
+    let later: [(&str, vkcuda_result); 6] = [
+        ("vkcuda_buffer_create", unsafe {
+            vkcuda_buffer_create(ctx, &buffer_create_info(4096, 0), &mut b)
+        }),
+        ("vkcuda_buffer_get_info (Vulkan-allocated)", unsafe {
+            vkcuda_buffer_get_info(vk_alloc, &mut info)
+        }),
+        ("vkcuda_buffer_export_fd (CUDA-allocated)", unsafe {
+            vkcuda_buffer_export_fd(cuda_alloc, &mut fd)
+        }),
+        ("vkcuda_semaphore_get_value", unsafe {
+            vkcuda_semaphore_get_value(sem, &mut value)
+        }),
+        ("vkcuda_semaphore_cuda_wait", unsafe {
+            vkcuda_semaphore_cuda_wait(sem, 0, ptr::null_mut())
+        }),
+        ("vkcuda_semaphore_host_signal", unsafe {
+            vkcuda_semaphore_host_signal(sem, 2)
+        }),
+    ];
+    for (call, r) in later {
+        let msg = fails(r, VKCUDA_ERROR_DEVICE_LOST);
+        assert!(msg.contains(&code), "{call} names {code}: {msg}");
+        println!("later: {call}: VKCUDA_ERROR_DEVICE_LOST");
+    }
+
+    STAGE.store(3, Ordering::SeqCst);
+    let t = std::time::Instant::now();
+    unsafe {
+        vkcuda_semaphore_destroy(sem);
+        vkcuda_buffer_destroy(cuda_alloc);
+        vkcuda_buffer_destroy(vk_alloc);
+        vkcuda_context_destroy(ctx);
+    }
+    println!(
+        "destroy of 2 buffers, a semaphore and the context after the fault: {:.1} ms",
+        t.elapsed().as_secs_f64() * 1e3
+    );
+    assert_eq!(live_counts(), [0; 8], "every object released (the library's counters)");
+    STAGE.store(4, Ordering::SeqCst);
+}
