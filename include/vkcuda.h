@@ -654,6 +654,13 @@ typedef struct vkcuda_buffer_create_info {
   /**
    * Size in bytes, at least 1. CUDA allocations are rounded up to the allocation
    * granularity (`allocation_size` in `vkcuda_buffer_info`); the views are `size` long.
+   * Up to the device's `maxBufferSize` and its largest memory heap (larger sizes:
+   * `VKCUDA_ERROR_INVALID_ARGUMENT`). Sizes past `maxMemoryAllocationSize` are
+   * passed to the driver, not refused: the Vulkan spec makes that limit advice
+   * (NVIDIA's driver shares 48 GiB buffers; the validation layer reports such an
+   * allocation as `UNASSIGNED-vkAllocateMemory-maxMemoryAllocationSize`, a
+   * message without a VUID); when the driver refuses one, the message says the
+   * size exceeds the advertised `maxMemoryAllocationSize`.
    */
   uint64_t size;
   /**

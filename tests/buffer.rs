@@ -252,7 +252,7 @@ fn create_checks_its_arguments() {
         VKCUDA_ERROR_INVALID_ARGUMENT,
     );
     assert!(
-        msg.contains("maxMemoryAllocationSize") || msg.contains("heap"),
+        msg.contains("maxBufferSize") || msg.contains("heap"),
         "{msg}"
     );
     fails(

@@ -36,6 +36,22 @@ fn limits(ctx: *const vkcuda_context) -> (u64, u64) {
     (maint3.max_memory_allocation_size, heap)
 }
 
+/// `maxBufferSize` (Vulkan 1.3), or u64::MAX on a device that does not say.
+fn max_buffer_size(ctx: *const vkcuda_context) -> u64 {
+    let v = Vk::new(ctx);
+    let p = unsafe { v.instance.get_physical_device_properties(v.physical) };
+    if p.api_version < vk::API_VERSION_1_3 {
+        return u64::MAX;
+    }
+    let mut maint4 = vk::PhysicalDeviceMaintenance4Properties::default();
+    let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut maint4);
+    unsafe {
+        v.instance
+            .get_physical_device_properties2(v.physical, &mut p2)
+    };
+    maint4.max_buffer_size
+}
+
 fn try_buffer(
     ctx: *const vkcuda_context,
     size: u64,
@@ -177,23 +193,31 @@ fn driver_out_of_memory_during_creation() {
     unsafe { vkcuda_context_destroy(ctx) };
 }
 
-/// Sizes at and past the device's limits: past maxMemoryAllocationSize or the
-/// largest heap is refused by the library itself (INVALID_ARGUMENT, naming the
-/// limit) before the driver is asked; exactly at the limit is the driver's call.
+/// Sizes at and past the device's limits: past maxBufferSize or the largest heap
+/// is refused by the library itself (INVALID_ARGUMENT, naming the limit) before
+/// the driver is asked; exactly at the limit is the driver's call.
+/// (maxMemoryAllocationSize is advice: `sizes_past_max_memory_allocation_size_are_attempted`.)
 #[test]
 fn sizes_at_the_device_limits() {
     let _g = serial();
     let ctx = vulkan_only_context();
     let (max, heap) = limits(ctx);
+    let max_buffer = max_buffer_size(ctx);
     let (fds, objects) = (fd_count(), live_counts());
-    for size in [max + 1, heap + 1, heap.saturating_mul(2), i64::MAX as u64] {
+    for size in [
+        heap + 1,
+        heap.saturating_mul(2),
+        max_buffer.saturating_add(1),
+        i64::MAX as u64,
+    ] {
         let (r, b) = try_buffer(ctx, size, 0);
         let msg = fails(r, VKCUDA_ERROR_INVALID_ARGUMENT);
         assert!(
-            msg.contains("maxMemoryAllocationSize") || msg.contains("heap") || msg.contains("2^63"),
+            msg.contains("maxBufferSize") || msg.contains("heap") || msg.contains("2^63"),
             "{msg}"
         );
         assert!(b.is_null());
+        println!("a buffer of {size} bytes: refused: {msg}");
     }
     // At the limit: made (lavapipe maps lazily) or refused by the driver, cleanly.
     let (r, b) = try_buffer(ctx, max.min(heap), 0);
@@ -211,6 +235,58 @@ fn sizes_at_the_device_limits() {
         ));
     }
     assert_eq!((fd_count(), live_counts()), (fds, objects));
+    still_usable(ctx);
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
+/// maxMemoryAllocationSize is advice (issue 29, item 12): a size past it and
+/// within maxBufferSize and the heap goes to the driver; if the driver refuses,
+/// the message says the size exceeds the advertised maxMemoryAllocationSize.
+/// On lavapipe the heap is maxMemoryAllocationSize (2 GiB both): nothing lies
+/// between, and the test says so; the rule itself is unit-tested with the
+/// H200's figures (`vulkan::memory::size_tests`) and run for real by
+/// `gpu_large_buffers_share_past_4_gib` (tests/buffer.rs).
+#[test]
+fn sizes_past_max_memory_allocation_size_are_attempted() {
+    let _g = serial();
+    let ctx = vulkan_only_context();
+    let (max, heap) = limits(ctx);
+    let max_buffer = max_buffer_size(ctx);
+    println!(
+        "this device: maxMemoryAllocationSize {max}, maxBufferSize {max_buffer}, largest heap {heap}"
+    );
+    let size = max + 1;
+    if size > heap || size > max_buffer {
+        println!(
+            "NOTE: no size lies past maxMemoryAllocationSize and within the heap and maxBufferSize \
+             on this device; {size} bytes must be refused for the heap or maxBufferSize"
+        );
+        let (r, b) = try_buffer(ctx, size, 0);
+        let msg = fails(r, VKCUDA_ERROR_INVALID_ARGUMENT);
+        assert!(msg.contains("heap") || msg.contains("maxBufferSize"), "{msg}");
+        assert!(
+            !msg.contains("maxMemoryAllocationSize"),
+            "not refused for the advice: {msg}"
+        );
+        assert!(b.is_null());
+    } else {
+        let objects = live_counts();
+        let (r, b) = try_buffer(ctx, size, 0);
+        if r == VKCUDA_SUCCESS {
+            assert_eq!(buffer_info(b).size, size);
+            unsafe { vkcuda_buffer_destroy(b) };
+            println!("a buffer of {size} bytes (maxMemoryAllocationSize + 1) was made");
+        } else {
+            let msg = fails(r, r);
+            println!("a buffer of {size} bytes: the driver refused: {r:?}: {msg}");
+            assert_ne!(r, VKCUDA_ERROR_INVALID_ARGUMENT, "attempted, not refused up front: {msg}");
+            assert!(
+                msg.contains("exceeds the device's advertised maxMemoryAllocationSize"),
+                "{msg}"
+            );
+        }
+        assert_eq!(live_counts(), objects);
+    }
     still_usable(ctx);
     unsafe { vkcuda_context_destroy(ctx) };
 }
