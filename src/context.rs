@@ -34,6 +34,10 @@ impl Drop for Context {
 }
 
 fn made(vk: VulkanDevice, cuda: Option<Arc<CudaContext>>) -> Arc<Context> {
+    // A context made from a device handle: that handle names a live device now.
+    lost::forget(lost::Key::Vulkan(ash::vk::Handle::as_raw(
+        vk.device.handle(),
+    )));
     crate::stats::CONTEXTS.add();
     Arc::new(Context { vk, cuda })
 }

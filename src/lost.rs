@@ -117,6 +117,18 @@ pub fn vulkan(device: vk::Device, call: &str) -> Error {
     Error::new(ErrorKind::DeviceLost, message)
 }
 
+/// Forgets a loss of `key`: a library context is being made from that handle, so
+/// it names a live object again (an engine that recreated its `VkDevice` after
+/// `VK_ERROR_DEVICE_LOST` may get the same handle value back). Not used for CUDA
+/// contexts: a sticky error lasts as long as the process.
+pub fn forget(key: Key) {
+    if !any() {
+        return;
+    }
+    let mut list = LOST.lock().unwrap_or_else(|p| p.into_inner());
+    list.retain(|(k, _)| *k != key);
+}
+
 /// `Err(DeviceLost)` naming the first error when any of `keys` is lost.
 /// Call it behind [`any`] (the slow path).
 #[cold]
@@ -171,7 +183,11 @@ mod tests {
         assert!(any());
         let later = check(&[Key::Cuda(1), Key::Vulkan(dev.as_raw())]).unwrap_err();
         assert_eq!(later.kind, ErrorKind::DeviceLost);
-        assert!(later.message.contains("vkAllocateMemory failed with VK_ERROR_DEVICE_LOST"));
+        assert!(later
+            .message
+            .contains("vkAllocateMemory failed with VK_ERROR_DEVICE_LOST"));
         assert!(check(&[Key::Vulkan(0x5eed_0002)]).is_ok());
+        forget(Key::Vulkan(dev.as_raw()));
+        assert!(check(&[Key::Vulkan(dev.as_raw())]).is_ok());
     }
 }

@@ -987,7 +987,12 @@ fn marks(start: u64, seed: u32) -> Vec<u8> {
 fn wrong(got: &[Vec<u8>], ws: &[u64], seed: u32) -> usize {
     got.iter()
         .zip(ws)
-        .map(|(g, &w)| g.iter().zip(marks(w, seed)).filter(|(a, b)| **a != *b).count())
+        .map(|(g, &w)| {
+            g.iter()
+                .zip(marks(w, seed))
+                .filter(|(a, b)| **a != *b)
+                .count()
+        })
         .sum()
 }
 
@@ -1012,7 +1017,11 @@ fn vk_read_windows(v: &Vk, buf: vk::Buffer, ws: &[u64]) -> Vec<Vec<u8>> {
     let host = v.host_buffer(ws.len() as u64 * WINDOW);
     let regions = vk_regions(ws, true);
     v.run(|cmd| unsafe { v.device.cmd_copy_buffer(cmd, buf, host.buffer, &regions) });
-    let out = host.bytes().chunks(WINDOW as usize).map(<[u8]>::to_vec).collect();
+    let out = host
+        .bytes()
+        .chunks(WINDOW as usize)
+        .map(<[u8]>::to_vec)
+        .collect();
     v.destroy_host_buffer(host);
     out
 }
@@ -1034,12 +1043,19 @@ fn cuda_write_windows(cu: &Cuda, ptr: u64, ws: &[u64], seed: u32) {
 }
 
 fn cuda_read_windows(cu: &Cuda, ptr: u64, ws: &[u64]) -> Vec<Vec<u8>> {
-    ws.iter().map(|&w| cu.read(ptr + w, WINDOW as usize)).collect()
+    ws.iter()
+        .map(|&w| cu.read(ptr + w, WINDOW as usize))
+        .collect()
 }
 
 /// A uint8 DLPack tensor of `b` from `offset` over the rest: checks its fields
 /// and returns the CUDA read of its first window.
-fn dlpack_check(b: *const vkcuda_buffer, info: &vkcuda_buffer_info, offset: u64, cu: &Cuda) -> Vec<u8> {
+fn dlpack_check(
+    b: *const vkcuda_buffer,
+    info: &vkcuda_buffer_info,
+    offset: u64,
+    cu: &Cuda,
+) -> Vec<u8> {
     use dlpack_rs::ffi::DLManagedTensorVersioned;
     let spec = vkcuda_dlpack_info {
         flags: 0,
@@ -1060,10 +1076,18 @@ fn dlpack_check(b: *const vkcuda_buffer, info: &vkcuda_buffer_info, offset: u64,
     assert_eq!(dl.ndim, 1, "one dimension");
     let shape = unsafe { *dl.shape };
     let stride = unsafe { *dl.strides };
-    assert_eq!(shape as u64, info.size - offset, "shape[0] is every byte from the offset");
+    assert_eq!(
+        shape as u64,
+        info.size - offset,
+        "shape[0] is every byte from the offset"
+    );
     assert_eq!(stride, 1);
     assert_eq!(dl.byte_offset, 0);
-    assert_eq!(dl.data as u64, info.cuda_pointer + offset, "data is the CUDA view plus the offset");
+    assert_eq!(
+        dl.data as u64,
+        info.cuda_pointer + offset,
+        "data is the CUDA view plus the offset"
+    );
     let first = cu.read(dl.data as u64, WINDOW as usize);
     unsafe { ((*t).deleter.expect("a deleter"))(t) };
     first
@@ -1113,7 +1137,10 @@ fn large_buffer(ctx: *mut vkcuda_context, size: u64) {
             .env(LARGE_FD_ENV, fd.to_string())
             .env(
                 LARGE_RECORD_ENV,
-                record.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+                record
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect::<String>(),
             )
             .output()
             .unwrap();

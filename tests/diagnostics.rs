@@ -358,7 +358,10 @@ fn memfd_export(ctx: *const vkcuda_context) -> Option<(*mut vkcuda_buffer, RawFd
         return None;
     }
     let mut real = [0u8; 32];
-    assert_eq!(unsafe { libc::pread(fd, real.as_mut_ptr().cast(), 32, 0) }, 32);
+    assert_eq!(
+        unsafe { libc::pread(fd, real.as_mut_ptr().cast(), 32, 0) },
+        32
+    );
     Some((src, fd, real, st.st_size as u64))
 }
 
@@ -403,8 +406,14 @@ fn after_the_import_a_peer_can_write_the_data_but_not_resize_the_file() {
         unsafe { libc::pwrite(peer, data.as_ptr().cast(), data.len(), offset as i64) },
         65536
     );
-    assert_eq!(vulkan_bytes(&v, b, 0, 65536), data, "the peer's data, every byte");
-    println!("after a header rewrite the receiver's buffer reads all 65536 bytes of the peer's data");
+    assert_eq!(
+        vulkan_bytes(&v, b, 0, 65536),
+        data,
+        "the peer's data, every byte"
+    );
+    println!(
+        "after a header rewrite the receiver's buffer reads all 65536 bytes of the peer's data"
+    );
 
     // A new import of the rewritten file is refused before the driver maps it.
     let fd = unsafe { libc::dup(peer) };
@@ -418,7 +427,10 @@ fn after_the_import_a_peer_can_write_the_data_but_not_resize_the_file() {
 
     // The real header back before the frees, which read it
     // (`a_peer_rewriting_the_header_decides_what_the_receivers_free_unmaps`).
-    assert_eq!(unsafe { libc::pwrite(peer, real.as_ptr().cast(), 32, 0) }, 32);
+    assert_eq!(
+        unsafe { libc::pwrite(peer, real.as_ptr().cast(), 32, 0) },
+        32
+    );
     drop(v);
     unsafe {
         libc::close(peer);
@@ -485,7 +497,10 @@ fn a_peer_rewriting_the_header_decides_what_the_receivers_free_unmaps() {
 
     // The peer writes a size of one page into the header; the receiver destroys.
     let small = header(4096, offset, &real[16..]);
-    assert_eq!(unsafe { libc::pwrite(peer, small.as_ptr().cast(), 32, 0) }, 32);
+    assert_eq!(
+        unsafe { libc::pwrite(peer, small.as_ptr().cast(), 32, 0) },
+        32
+    );
     unsafe { vkcuda_buffer_destroy(b) };
     let (after, _) = mapped_from(ino);
     println!(
@@ -503,7 +518,10 @@ fn a_peer_rewriting_the_header_decides_what_the_receivers_free_unmaps() {
     // Clean up: the real header back for the sender's free, then unmap the
     // receiver's leftover (the only mapping of the file once the sender is gone).
     let _ = size;
-    assert_eq!(unsafe { libc::pwrite(peer, real.as_ptr().cast(), 32, 0) }, 32);
+    assert_eq!(
+        unsafe { libc::pwrite(peer, real.as_ptr().cast(), 32, 0) },
+        32
+    );
     unsafe {
         libc::close(peer);
         vkcuda_buffer_destroy(src);
@@ -514,7 +532,10 @@ fn a_peer_rewriting_the_header_decides_what_the_receivers_free_unmaps() {
     if let Some((a, b)) = range {
         // Only the receiver's leftover is still mapped now: unmap it.
         assert_eq!(left, pages - 4096, "only the leftover");
-        assert_eq!(unsafe { libc::munmap(a as *mut libc::c_void, (b - a) as usize) }, 0);
+        assert_eq!(
+            unsafe { libc::munmap(a as *mut libc::c_void, (b - a) as usize) },
+            0
+        );
     }
 }
 
@@ -585,7 +606,9 @@ fn memfd_header_race_kills_only_the_receiver() {
         }
         other => panic!("the receiver ended otherwise ({other:?}):\n{text}"),
     };
-    println!("---- receiver ----\n{text}---- end ----\n{flips} header flips by the peer; {outcome}");
+    println!(
+        "---- receiver ----\n{text}---- end ----\n{flips} header flips by the peer; {outcome}"
+    );
     // The peer is untouched: its buffer works and its header is its own again.
     let v = Vk::new(ctx);
     assert_eq!(vulkan_bytes(&v, src, 0, 16).len(), 16);
@@ -623,7 +646,9 @@ fn child_memfd_race_receiver() {
         let _ = vulkan_bytes(&v, b, 65536 - 16, 16);
         unsafe { vkcuda_buffer_destroy(b) };
     }
-    println!("child: {imported} imports read to their end, {refused} refused by the pre-import check");
+    println!(
+        "child: {imported} imports read to their end, {refused} refused by the pre-import check"
+    );
     drop(v);
     unsafe { vkcuda_context_destroy(ctx) };
 }

@@ -465,21 +465,29 @@ fn child_visible_no_twin() {
 
 #[test]
 fn fake_driver_sticky_error_loses_the_context() {
-    for (code, name) in [("700", "CUDA_ERROR_ILLEGAL_ADDRESS"), ("719", "CUDA_ERROR_LAUNCH_FAILED")] {
+    for (code, name) in [
+        ("700", "CUDA_ERROR_ILLEGAL_ADDRESS"),
+        ("719", "CUDA_ERROR_LAUNCH_FAILED"),
+    ] {
         let uuid = uuid_hex(&vulkan_device0_uuid());
         let out = support::children::run_child(
             "child_sticky_error",
             &fake_cuda_driver("fake-cuda-sticky", &[]),
             &[
                 ("FAKE_CUDA_UUIDS", Some(uuid.as_str())),
-                ("FAKE_CUDA_STICKY", Some("cuExternalMemoryGetMappedBuffer:2")),
+                (
+                    "FAKE_CUDA_STICKY",
+                    Some("cuExternalMemoryGetMappedBuffer:2"),
+                ),
                 ("FAKE_CUDA_STICKY_CODE", Some(code)),
                 ("VKCUDA_TEST_STICKY_NAME", Some(name)),
                 ("CUDA_VISIBLE_DEVICES", None),
             ],
         );
         println!("{out}");
-        println!("a sticky {name} ({code}) loses the context: every call says so, destroy releases all");
+        println!(
+            "a sticky {name} ({code}) loses the context: every call says so, destroy releases all"
+        );
     }
 }
 
@@ -513,7 +521,12 @@ fn child_sticky_error() {
     );
     println!("the failing call: {first}");
     assert!(b.is_null());
-    for want in [name.as_str(), "cuExternalMemoryGetMappedBuffer", "sticky", "restart the process"] {
+    for want in [
+        name.as_str(),
+        "cuExternalMemoryGetMappedBuffer",
+        "sticky",
+        "restart the process",
+    ] {
         assert!(first.contains(want), "the message names {want:?}: {first}");
     }
 
@@ -527,17 +540,22 @@ fn child_sticky_error() {
         ("vkcuda_buffer_create", unsafe {
             vkcuda_buffer_create(ctx, &buffer_create_info(4096, 0), &mut b)
         }),
-        ("vkcuda_buffer_get_info", unsafe { vkcuda_buffer_get_info(a, &mut got) }),
+        ("vkcuda_buffer_get_info", unsafe {
+            vkcuda_buffer_get_info(a, &mut got)
+        }),
         ("vkcuda_buffer_get_cuda_pointer", unsafe {
             vkcuda_buffer_get_cuda_pointer(a, &mut p)
         }),
-        ("vkcuda_buffer_export_fd", unsafe { vkcuda_buffer_export_fd(a, &mut fd) }),
+        ("vkcuda_buffer_export_fd", unsafe {
+            vkcuda_buffer_export_fd(a, &mut fd)
+        }),
         ("vkcuda_context_get_cuda_info", unsafe {
             vkcuda_context_get_cuda_info(ctx, &mut cuda)
         }),
-        ("vkcuda_buffer_create (another context, same CUDA context)", unsafe {
-            vkcuda_buffer_create(other, &buffer_create_info(4096, 0), &mut b)
-        }),
+        (
+            "vkcuda_buffer_create (another context, same CUDA context)",
+            unsafe { vkcuda_buffer_create(other, &buffer_create_info(4096, 0), &mut b) },
+        ),
     ];
     for (call, r) in later {
         let msg = fails(r, VKCUDA_ERROR_DEVICE_LOST);
@@ -547,7 +565,10 @@ fn child_sticky_error() {
         );
         println!("later: {call}: {}", vkcuda_result_name(r));
     }
-    assert!(b.is_null() && fd == -1 && p == 0, "outputs untouched / NULL");
+    assert!(
+        b.is_null() && fd == -1 && p == 0,
+        "outputs untouched / NULL"
+    );
 
     // The Vulkan-only context on another VkDevice still works.
     let c = create_buffer(vonly, 4096, 0);
@@ -563,11 +584,16 @@ fn child_sticky_error() {
     }
     drop(e);
     assert_eq!(live_counts(), [0; 8], "the library's live objects");
-    assert_eq!(unsafe { live() }, 0, "the stand-in's allocations, imports and retains");
+    assert_eq!(
+        unsafe { live() },
+        0,
+        "the stand-in's allocations, imports and retains"
+    );
     let _ = a_info;
 }
 
 fn vkcuda_result_name(r: vkcuda_result) -> String {
-    let s = unsafe { std::ffi::CStr::from_ptr(vkcuda_result_to_string(vkcuda_result_raw(r as i32))) };
+    let s =
+        unsafe { std::ffi::CStr::from_ptr(vkcuda_result_to_string(vkcuda_result_raw(r as i32))) };
     s.to_string_lossy().into_owned()
 }

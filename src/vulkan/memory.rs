@@ -108,7 +108,12 @@ pub fn external_buffer_properties_of(
 fn check_size(dev: &VulkanDevice, buffer_size: u64, allocation_size: u64) -> Result<()> {
     let heaps = &dev.props.memory.memory_heaps[..dev.props.memory.memory_heap_count as usize];
     let largest_heap = heaps.iter().map(|h| h.size).max().unwrap_or(0);
-    match size_problem(buffer_size, allocation_size, dev.props.max_buffer_size, largest_heap) {
+    match size_problem(
+        buffer_size,
+        allocation_size,
+        dev.props.max_buffer_size,
+        largest_heap,
+    ) {
         Some(problem) => Err(Error::invalid(problem)),
         None => Ok(()),
     }
@@ -549,7 +554,14 @@ mod size_tests {
 
     #[test]
     fn sizes_past_max_memory_allocation_size_are_allowed() {
-        for size in [4_292_870_145, 9 * GIB / 2, 8 * GIB, 16 * GIB, 48 * GIB, HEAP] {
+        for size in [
+            4_292_870_145,
+            9 * GIB / 2,
+            8 * GIB,
+            16 * GIB,
+            48 * GIB,
+            HEAP,
+        ] {
             assert_eq!(size_problem(size, size, TIB, HEAP), None, "{size}");
         }
     }
