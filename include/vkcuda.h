@@ -311,6 +311,17 @@ typedef enum vkcuda_result {
    */
   VKCUDA_ERROR_PERMISSION_DENIED = -14,
   /**
+   * The context's CUDA context hit a sticky error (a kernel or copy faulted:
+   * `CUDA_ERROR_ILLEGAL_ADDRESS`, `CUDA_ERROR_LAUNCH_FAILED`, ...) or its
+   * `VkDevice` returned `VK_ERROR_DEVICE_LOST`. The message names the original
+   * error and the call that first saw it. Every later call on the context and on
+   * its buffers, images and semaphores returns this code; destroy still releases
+   * what it can. A sticky CUDA error is for the rest of the process (for the
+   * device's primary context, the default, that includes PyTorch/CuPy in this
+   * process): destroy the objects and restart the process.
+   */
+  VKCUDA_ERROR_DEVICE_LOST = -15,
+  /**
    * Keeps the enum 32 bits wide; never returned.
    */
   VKCUDA_RESULT_MAX_ENUM = 2147483647,
@@ -658,6 +669,13 @@ typedef struct vkcuda_buffer_create_info {
   /**
    * Size in bytes, at least 1. CUDA allocations are rounded up to the allocation
    * granularity (`allocation_size` in `vkcuda_buffer_info`); the views are `size` long.
+   * Up to the device's `maxBufferSize` and its largest memory heap (larger sizes:
+   * `VKCUDA_ERROR_INVALID_ARGUMENT`). Sizes past `maxMemoryAllocationSize` are
+   * passed to the driver, not refused: the Vulkan spec makes that limit advice
+   * (NVIDIA's driver shares 48 GiB buffers; the validation layer reports such an
+   * allocation as `UNASSIGNED-vkAllocateMemory-maxMemoryAllocationSize`, a
+   * message without a VUID); when the driver refuses one, the message says the
+   * size exceeds the advertised `maxMemoryAllocationSize`.
    */
   uint64_t size;
   /**

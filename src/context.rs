@@ -6,6 +6,7 @@ use cudarc::driver::sys;
 
 use crate::cuda::{self, CudaContext};
 use crate::error::{Error, ErrorKind, Result};
+use crate::lost;
 use crate::pairing::{match_device, mismatch};
 use crate::vulkan::{standalone, EngineHandles, VulkanDevice};
 
@@ -33,6 +34,10 @@ impl Drop for Context {
 }
 
 fn made(vk: VulkanDevice, cuda: Option<Arc<CudaContext>>) -> Arc<Context> {
+    // A context made from a device handle: that handle names a live device now.
+    lost::forget(lost::Key::Vulkan(ash::vk::Handle::as_raw(
+        vk.device.handle(),
+    )));
     crate::stats::CONTEXTS.add();
     Arc::new(Context { vk, cuda })
 }
@@ -67,6 +72,26 @@ impl Context {
         let vk = standalone::create(&pick)?;
         let cuda = pair(&vk, choice)?;
         Ok(made(vk, cuda))
+    }
+
+    /// `DeviceLost` when this context's CUDA context hit a sticky error or its
+    /// `VkDevice` was lost (`crate::lost`), naming the first error. One atomic load
+    /// while nothing in the process is lost.
+    #[inline]
+    pub fn check_lost(&self) -> Result<()> {
+        if !lost::any() {
+            return Ok(());
+        }
+        self.lost_slow()
+    }
+
+    #[cold]
+    fn lost_slow(&self) -> Result<()> {
+        let vk = lost::Key::Vulkan(ash::vk::Handle::as_raw(self.vk.device.handle()));
+        match &self.cuda {
+            Some(c) => lost::check(&[lost::Key::Cuda(c.raw() as usize), vk]),
+            None => lost::check(&[vk]),
+        }
     }
 
     /// The CUDA context, or CUDA_UNAVAILABLE for a Vulkan-only context.

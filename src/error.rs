@@ -23,6 +23,8 @@ pub enum ErrorKind {
     Panic,
     InvalidState,
     PermissionDenied,
+    /// A sticky CUDA error or `VK_ERROR_DEVICE_LOST` (see `crate::lost`).
+    DeviceLost,
 }
 
 /// An error with its class and a message for the thread-local last-error string.
@@ -64,6 +66,8 @@ impl Error {
             vk::Result::ERROR_INVALID_EXTERNAL_HANDLE => ErrorKind::InvalidArgument,
             vk::Result::ERROR_FORMAT_NOT_SUPPORTED => ErrorKind::Unsupported,
             vk::Result::TIMEOUT => ErrorKind::Timeout,
+            // Recorded on the device by `VulkanDevice::error`, which knows it.
+            vk::Result::ERROR_DEVICE_LOST => ErrorKind::DeviceLost,
             _ => ErrorKind::Vulkan,
         };
         Self::new(kind, format!("{call} failed with {}", vk_result_name(r)))
@@ -71,6 +75,9 @@ impl Error {
 
     /// A failed CUDA driver call: `call` is the function name, `r` its `CUresult`.
     pub fn cuda(call: &str, r: CUresult) -> Self {
+        if crate::lost::is_sticky(r) {
+            return crate::lost::cuda(call, r);
+        }
         let kind = match r {
             CUresult::CUDA_ERROR_OUT_OF_MEMORY => ErrorKind::OutOfMemory,
             CUresult::CUDA_ERROR_NO_DEVICE | CUresult::CUDA_ERROR_STUB_LIBRARY => {

@@ -15,6 +15,7 @@ pub mod ffi;
 pub mod format;
 pub mod image;
 pub mod ipc;
+pub mod lost;
 pub mod pairing;
 pub mod semaphore;
 pub mod stats;

@@ -252,7 +252,7 @@ fn create_checks_its_arguments() {
         VKCUDA_ERROR_INVALID_ARGUMENT,
     );
     assert!(
-        msg.contains("maxMemoryAllocationSize") || msg.contains("heap"),
+        msg.contains("maxBufferSize") || msg.contains("heap"),
         "{msg}"
     );
     fails(
@@ -939,4 +939,319 @@ fn gpu_failed_imports_leave_the_library_usable() {
     assert_eq!(r2, VKCUDA_SUCCESS, "a new buffer after a failed import");
     assert_eq!(r3, VKCUDA_SUCCESS, "importing a new fd of the same memory");
     assert_eq!(r5, VKCUDA_SUCCESS, "a buffer in a new context");
+}
+
+// --- Buffers past 4 GiB (issue 29, item 12). On the H200 (maxMemoryAllocationSize
+// 4,292,870,144; maxBufferSize 1 TiB; heap 140 GiB) each size is made with each
+// allocator, zeroed, and marked in 4 KiB windows at 0, on both sides of every
+// 4 GiB boundary and at the end, each byte a function of its absolute offset (a
+// 32-bit truncation lands a mark elsewhere and leaves zeros where it belongs):
+// CUDA writes (cuMemcpyHtoD) and Vulkan reads (vkCmdCopyBuffer of the windows to a
+// host buffer); Vulkan writes and CUDA reads (cuMemcpyDtoH); a DLPack tensor over
+// the whole buffer and one starting past 4 GiB have the right shape, strides and
+// data pointer, and CUDA reads the marks through the latter; a child process
+// imports the exported fd with the description, checks the marks with CUDA and
+// Vulkan and writes its own, which the parent reads. Each buffer is destroyed
+// before the next. One line per size and allocator.
+
+const GIB: u64 = 1 << 30;
+const WINDOW: u64 = 4096;
+const LARGE_FD_ENV: &str = "VKCUDA_TEST_LARGE_FD";
+const LARGE_RECORD_ENV: &str = "VKCUDA_TEST_LARGE_RECORD";
+
+/// The byte written at absolute offset `off` with `seed` (never 0: the buffer is
+/// zeroed first).
+fn mark(off: u64, seed: u32) -> u8 {
+    let x = (off ^ ((seed as u64) << 56)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (x >> 57) as u8 ^ (off as u8) ^ (seed as u8).wrapping_mul(37) | 1
+}
+
+/// The windows' first offsets: 0, both sides of every 4 GiB boundary, the end.
+fn windows(size: u64) -> Vec<u64> {
+    let mut w = vec![0];
+    let mut b = 4 * GIB;
+    while b < size {
+        w.extend([b - WINDOW, b]);
+        b += 4 * GIB;
+    }
+    w.push(size - WINDOW);
+    w.dedup();
+    w
+}
+
+fn marks(start: u64, seed: u32) -> Vec<u8> {
+    (start..start + WINDOW).map(|o| mark(o, seed)).collect()
+}
+
+/// Wrong bytes of `got` (one Vec per window) against the marks of `seed`.
+fn wrong(got: &[Vec<u8>], ws: &[u64], seed: u32) -> usize {
+    got.iter()
+        .zip(ws)
+        .map(|(g, &w)| {
+            g.iter()
+                .zip(marks(w, seed))
+                .filter(|(a, b)| **a != *b)
+                .count()
+        })
+        .sum()
+}
+
+fn vk_regions(ws: &[u64], device_is_src: bool) -> Vec<vk::BufferCopy> {
+    ws.iter()
+        .enumerate()
+        .map(|(i, &w)| {
+            let (src, dst) = if device_is_src {
+                (w, i as u64 * WINDOW)
+            } else {
+                (i as u64 * WINDOW, w)
+            };
+            vk::BufferCopy::default()
+                .src_offset(src)
+                .dst_offset(dst)
+                .size(WINDOW)
+        })
+        .collect()
+}
+
+fn vk_read_windows(v: &Vk, buf: vk::Buffer, ws: &[u64]) -> Vec<Vec<u8>> {
+    let host = v.host_buffer(ws.len() as u64 * WINDOW);
+    let regions = vk_regions(ws, true);
+    v.run(|cmd| unsafe { v.device.cmd_copy_buffer(cmd, buf, host.buffer, &regions) });
+    let out = host
+        .bytes()
+        .chunks(WINDOW as usize)
+        .map(<[u8]>::to_vec)
+        .collect();
+    v.destroy_host_buffer(host);
+    out
+}
+
+fn vk_write_windows(v: &Vk, buf: vk::Buffer, ws: &[u64], seed: u32) {
+    let host = v.host_buffer(ws.len() as u64 * WINDOW);
+    for (chunk, &w) in host.bytes().chunks_mut(WINDOW as usize).zip(ws) {
+        chunk.copy_from_slice(&marks(w, seed));
+    }
+    let regions = vk_regions(ws, false);
+    v.run(|cmd| unsafe { v.device.cmd_copy_buffer(cmd, host.buffer, buf, &regions) });
+    v.destroy_host_buffer(host);
+}
+
+fn cuda_write_windows(cu: &Cuda, ptr: u64, ws: &[u64], seed: u32) {
+    for &w in ws {
+        cu.write(ptr + w, &marks(w, seed));
+    }
+}
+
+fn cuda_read_windows(cu: &Cuda, ptr: u64, ws: &[u64]) -> Vec<Vec<u8>> {
+    ws.iter()
+        .map(|&w| cu.read(ptr + w, WINDOW as usize))
+        .collect()
+}
+
+/// A uint8 DLPack tensor of `b` from `offset` over the rest: checks its fields
+/// and returns the CUDA read of its first window.
+fn dlpack_check(
+    b: *const vkcuda_buffer,
+    info: &vkcuda_buffer_info,
+    offset: u64,
+    cu: &Cuda,
+) -> Vec<u8> {
+    use dlpack_rs::ffi::DLManagedTensorVersioned;
+    let spec = vkcuda_dlpack_info {
+        flags: 0,
+        dtype: vkcuda_dlpack_dtype {
+            code: 1, // kDLUInt
+            bits: 8,
+            lanes: 1,
+        },
+        ndim: 0,
+        shape: [0; 8],
+        strides: ptr::null(),
+        offset,
+    };
+    let mut t: *mut std::ffi::c_void = ptr::null_mut();
+    ok(unsafe { vkcuda_buffer_export_dlpack(b, &spec, &mut t) });
+    let t = t.cast::<DLManagedTensorVersioned>();
+    let dl = unsafe { &(*t).dl_tensor };
+    assert_eq!(dl.ndim, 1, "one dimension");
+    let shape = unsafe { *dl.shape };
+    let stride = unsafe { *dl.strides };
+    assert_eq!(
+        shape as u64,
+        info.size - offset,
+        "shape[0] is every byte from the offset"
+    );
+    assert_eq!(stride, 1);
+    assert_eq!(dl.byte_offset, 0);
+    assert_eq!(
+        dl.data as u64,
+        info.cuda_pointer + offset,
+        "data is the CUDA view plus the offset"
+    );
+    let first = cu.read(dl.data as u64, WINDOW as usize);
+    unsafe { ((*t).deleter.expect("a deleter"))(t) };
+    first
+}
+
+fn large_buffer(ctx: *mut vkcuda_context, size: u64) {
+    use cudarc::driver::sys as cu;
+    let v = Vk::new(ctx);
+    let cuda = Cuda::of(ctx);
+    let ws = windows(size);
+    let objects = live_counts();
+    for (allocator, name) in [(0, "Vulkan-allocated"), (1, "CUDA-allocated")] {
+        let t = Instant::now();
+        let mut b = ptr::null_mut();
+        let r = unsafe { vkcuda_buffer_create(ctx, &buffer_create_info(size, allocator), &mut b) };
+        assert_eq!(r, VKCUDA_SUCCESS, "{size} bytes, {name}: {}", last_error());
+        let info = buffer_info(b);
+        assert_eq!(info.size, size);
+        assert!(info.allocation_size >= size);
+        cuda.within(|| {
+            support::cuda::check(unsafe { cu::cuMemsetD8_v2(info.cuda_pointer, 0, size as usize) });
+            support::cuda::check(unsafe { cu::cuCtxSynchronize() });
+        });
+
+        // CUDA writes, Vulkan reads; then Vulkan writes, CUDA reads.
+        cuda_write_windows(&cuda, info.cuda_pointer, &ws, 1);
+        let cuda_to_vk = wrong(&vk_read_windows(&v, info.buffer, &ws), &ws, 1);
+        vk_write_windows(&v, info.buffer, &ws, 2);
+        let vk_to_cuda = wrong(&cuda_read_windows(&cuda, info.cuda_pointer, &ws), &ws, 2);
+
+        // DLPack: the whole buffer, and a tensor starting past the last 4 GiB boundary.
+        let last = *ws.last().unwrap();
+        let whole = dlpack_check(b, &info, 0, &cuda);
+        let tail = dlpack_check(b, &info, last, &cuda);
+        let dlpack_wrong = wrong(&[whole, tail], &[0, last], 2);
+
+        // Another process: the fd and the description; it reads seed 2, writes seed 3.
+        let mut d: vkcuda_share_description = unsafe { std::mem::zeroed() };
+        ok(unsafe { vkcuda_buffer_describe(b, &mut d) });
+        let mut record = [0u8; 128];
+        ok(unsafe { vkcuda_share_description_serialize(&d, record.as_mut_ptr(), record.len()) });
+        let mut fd = -1;
+        ok(unsafe { vkcuda_buffer_export_fd(b, &mut fd) });
+        unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
+        let out = this_test("child_large_buffer_peer", true)
+            .env(CHILD_ENV, "1")
+            .env(LARGE_FD_ENV, fd.to_string())
+            .env(
+                LARGE_RECORD_ENV,
+                record
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect::<String>(),
+            )
+            .output()
+            .unwrap();
+        unsafe { libc::close(fd) };
+        let child = child_passed("child_large_buffer_peer", &out);
+        let child_line = child
+            .lines()
+            .find(|l| l.starts_with("child:"))
+            .unwrap_or("child: (no line)")
+            .to_string();
+        let from_child = wrong(&vk_read_windows(&v, info.buffer, &ws), &ws, 3);
+
+        unsafe { vkcuda_buffer_destroy(b) };
+        println!(
+            "{:>4.1} GiB {name}: allocation {} bytes, {} windows of 4 KiB up to offset {last}: \
+             CUDA->Vulkan {cuda_to_vk} wrong, Vulkan->CUDA {vk_to_cuda} wrong, DLPack (shape {size} \
+             and {} from offset {last}) {dlpack_wrong} wrong, {child_line}, child's writes read \
+             here {from_child} wrong ({:.1} s)",
+            size as f64 / GIB as f64,
+            info.allocation_size,
+            ws.len(),
+            size - last,
+            t.elapsed().as_secs_f64()
+        );
+        assert_eq!(
+            (cuda_to_vk, vk_to_cuda, dlpack_wrong, from_child),
+            (0, 0, 0, 0),
+            "wrong bytes (CUDA->Vulkan, Vulkan->CUDA, DLPack, from the child)"
+        );
+    }
+    assert_eq!(live_counts(), objects, "every buffer destroyed");
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+fn gpu_large_buffer_4_5_gib() {
+    let _g = serial();
+    let Some(ctx) = cuda_context_or_skip("gpu_large_buffer_4_5_gib") else {
+        return;
+    };
+    large_buffer(ctx, 9 * GIB / 2);
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+fn gpu_large_buffer_8_gib() {
+    let _g = serial();
+    let Some(ctx) = cuda_context_or_skip("gpu_large_buffer_8_gib") else {
+        return;
+    };
+    large_buffer(ctx, 8 * GIB);
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+fn gpu_large_buffer_16_gib() {
+    let _g = serial();
+    let Some(ctx) = cuda_context_or_skip("gpu_large_buffer_16_gib") else {
+        return;
+    };
+    large_buffer(ctx, 16 * GIB);
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+fn gpu_large_buffer_48_gib() {
+    let _g = serial();
+    let Some(ctx) = cuda_context_or_skip("gpu_large_buffer_48_gib") else {
+        return;
+    };
+    large_buffer(ctx, 48 * GIB);
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
+/// The other process of `large_buffer`: imports the inherited fd with the
+/// description, checks seed 2 through CUDA and Vulkan, writes seed 3 with CUDA.
+#[test]
+#[ignore = "runs in a child process of the gpu_large_buffer_* tests"]
+fn child_large_buffer_peer() {
+    if !in_child("child_large_buffer_peer") {
+        return;
+    }
+    let fd: i32 = std::env::var(LARGE_FD_ENV).unwrap().parse().unwrap();
+    let hex = std::env::var(LARGE_RECORD_ENV).unwrap();
+    let record: Vec<u8> = (0..hex.len() / 2)
+        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+        .collect();
+    let mut d: vkcuda_share_description = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_share_description_parse(record.as_ptr(), record.len(), &mut d) });
+    let mut ctx = ptr::null_mut();
+    ok(unsafe { vkcuda_context_create_standalone(ptr::null(), &mut ctx) });
+    let mut b = ptr::null_mut();
+    ok(unsafe { vkcuda_buffer_import_description(ctx, &d, fd, 0, &mut b) });
+    let info = buffer_info(b);
+    let ws = windows(info.size);
+    let v = Vk::new(ctx);
+    let cuda = Cuda::of(ctx);
+    let by_cuda = wrong(&cuda_read_windows(&cuda, info.cuda_pointer, &ws), &ws, 2);
+    let by_vk = wrong(&vk_read_windows(&v, info.buffer, &ws), &ws, 2);
+    cuda_write_windows(&cuda, info.cuda_pointer, &ws, 3);
+    println!(
+        "child: imported {} bytes, marks read by CUDA {by_cuda} wrong and by Vulkan {by_vk} wrong",
+        info.size
+    );
+    assert_eq!((by_cuda, by_vk), (0, 0));
+    drop(v);
+    unsafe {
+        vkcuda_buffer_destroy(b);
+        vkcuda_context_destroy(ctx);
+    }
 }

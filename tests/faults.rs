@@ -36,6 +36,22 @@ fn limits(ctx: *const vkcuda_context) -> (u64, u64) {
     (maint3.max_memory_allocation_size, heap)
 }
 
+/// `maxBufferSize` (Vulkan 1.3), or u64::MAX on a device that does not say.
+fn max_buffer_size(ctx: *const vkcuda_context) -> u64 {
+    let v = Vk::new(ctx);
+    let p = unsafe { v.instance.get_physical_device_properties(v.physical) };
+    if p.api_version < vk::API_VERSION_1_3 {
+        return u64::MAX;
+    }
+    let mut maint4 = vk::PhysicalDeviceMaintenance4Properties::default();
+    let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut maint4);
+    unsafe {
+        v.instance
+            .get_physical_device_properties2(v.physical, &mut p2)
+    };
+    maint4.max_buffer_size
+}
+
 fn try_buffer(
     ctx: *const vkcuda_context,
     size: u64,
@@ -177,23 +193,31 @@ fn driver_out_of_memory_during_creation() {
     unsafe { vkcuda_context_destroy(ctx) };
 }
 
-/// Sizes at and past the device's limits: past maxMemoryAllocationSize or the
-/// largest heap is refused by the library itself (INVALID_ARGUMENT, naming the
-/// limit) before the driver is asked; exactly at the limit is the driver's call.
+/// Sizes at and past the device's limits: past maxBufferSize or the largest heap
+/// is refused by the library itself (INVALID_ARGUMENT, naming the limit) before
+/// the driver is asked; exactly at the limit is the driver's call.
+/// (maxMemoryAllocationSize is advice: `sizes_past_max_memory_allocation_size_are_attempted`.)
 #[test]
 fn sizes_at_the_device_limits() {
     let _g = serial();
     let ctx = vulkan_only_context();
     let (max, heap) = limits(ctx);
+    let max_buffer = max_buffer_size(ctx);
     let (fds, objects) = (fd_count(), live_counts());
-    for size in [max + 1, heap + 1, heap.saturating_mul(2), i64::MAX as u64] {
+    for size in [
+        heap + 1,
+        heap.saturating_mul(2),
+        max_buffer.saturating_add(1),
+        i64::MAX as u64,
+    ] {
         let (r, b) = try_buffer(ctx, size, 0);
         let msg = fails(r, VKCUDA_ERROR_INVALID_ARGUMENT);
         assert!(
-            msg.contains("maxMemoryAllocationSize") || msg.contains("heap") || msg.contains("2^63"),
+            msg.contains("maxBufferSize") || msg.contains("heap") || msg.contains("2^63"),
             "{msg}"
         );
         assert!(b.is_null());
+        println!("a buffer of {size} bytes: refused: {msg}");
     }
     // At the limit: made (lavapipe maps lazily) or refused by the driver, cleanly.
     let (r, b) = try_buffer(ctx, max.min(heap), 0);
@@ -211,6 +235,64 @@ fn sizes_at_the_device_limits() {
         ));
     }
     assert_eq!((fd_count(), live_counts()), (fds, objects));
+    still_usable(ctx);
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
+/// maxMemoryAllocationSize is advice (issue 29, item 12): a size past it and
+/// within maxBufferSize and the heap goes to the driver; if the driver refuses,
+/// the message says the size exceeds the advertised maxMemoryAllocationSize.
+/// On lavapipe the heap is maxMemoryAllocationSize (2 GiB both): nothing lies
+/// between, and the test says so; the rule itself is unit-tested with the
+/// H200's figures (`vulkan::memory::size_tests`) and run for real by
+/// `gpu_large_buffers_share_past_4_gib` (tests/buffer.rs).
+#[test]
+fn sizes_past_max_memory_allocation_size_are_attempted() {
+    let _g = serial();
+    let ctx = vulkan_only_context();
+    let (max, heap) = limits(ctx);
+    let max_buffer = max_buffer_size(ctx);
+    println!(
+        "this device: maxMemoryAllocationSize {max}, maxBufferSize {max_buffer}, largest heap {heap}"
+    );
+    let size = max + 1;
+    if size > heap || size > max_buffer {
+        println!(
+            "NOTE: no size lies past maxMemoryAllocationSize and within the heap and maxBufferSize \
+             on this device; {size} bytes must be refused for the heap or maxBufferSize"
+        );
+        let (r, b) = try_buffer(ctx, size, 0);
+        let msg = fails(r, VKCUDA_ERROR_INVALID_ARGUMENT);
+        assert!(
+            msg.contains("heap") || msg.contains("maxBufferSize"),
+            "{msg}"
+        );
+        assert!(
+            !msg.contains("maxMemoryAllocationSize"),
+            "not refused for the advice: {msg}"
+        );
+        assert!(b.is_null());
+    } else {
+        let objects = live_counts();
+        let (r, b) = try_buffer(ctx, size, 0);
+        if r == VKCUDA_SUCCESS {
+            assert_eq!(buffer_info(b).size, size);
+            unsafe { vkcuda_buffer_destroy(b) };
+            println!("a buffer of {size} bytes (maxMemoryAllocationSize + 1) was made");
+        } else {
+            let msg = fails(r, r);
+            println!("a buffer of {size} bytes: the driver refused: {r:?}: {msg}");
+            assert_ne!(
+                r, VKCUDA_ERROR_INVALID_ARGUMENT,
+                "attempted, not refused up front: {msg}"
+            );
+            assert!(
+                msg.contains("exceeds the device's advertised maxMemoryAllocationSize"),
+                "{msg}"
+            );
+        }
+        assert_eq!(live_counts(), objects);
+    }
     still_usable(ctx);
     unsafe { vkcuda_context_destroy(ctx) };
 }
@@ -589,5 +671,257 @@ fn gpu_cuda_context_destroyed_first() {
     unsafe {
         vkcuda_buffer_destroy(cbuf);
         vkcuda_context_destroy(primary);
+    }
+}
+
+// --- A faulting kernel (issue 29, item 11). A kernel that stores to address 0x8
+// makes CUDA_ERROR_ILLEGAL_ADDRESS, a sticky error: the CUDA context (the primary
+// context, which the rest of this process would share) is unusable afterwards, so
+// the case runs in a child process. The first library call after the fault sees
+// the sticky error and returns VKCUDA_ERROR_DEVICE_LOST naming it; every later
+// call on the context and its objects returns the same; destroy releases what it
+// can within a watchdog's time (no crash, no hang).
+
+/// One thread stores a word at address 0x8.
+const FAULT_PTX: &str = "
+.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry store_to_8()
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<2>;
+    mov.u64 %rd1, 8;
+    mov.u32 %r1, 1;
+    st.global.u32 [%rd1], %r1;
+    ret;
+}
+\0";
+
+#[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+fn gpu_sticky_fault_loses_the_context() {
+    let Some(ctx) = cuda_context_or_skip("gpu_sticky_fault_loses_the_context") else {
+        return;
+    };
+    unsafe { vkcuda_context_destroy(ctx) };
+    // The child gets 60 s; a hang in it (a destroy that waits for ever) fails here.
+    let mut child = this_test("child_gpu_sticky_fault", true)
+        .env(CHILD_ENV, "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "the child still ran after 60 s (a hang after the fault); its output:\n{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    child_passed("child_gpu_sticky_fault", &out);
+    println!(
+        "gpu_sticky_fault_loses_the_context: the fault gave DEVICE_LOST on every later call and \
+         destroy completed ({:.1} s in the child)",
+        start.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+#[ignore = "runs in a child process of gpu_sticky_fault_loses_the_context"]
+fn child_gpu_sticky_fault() {
+    if !in_child("child_gpu_sticky_fault") {
+        return;
+    }
+    use cudarc::driver::sys as cu;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    // A watchdog: each stage must end within 20 s.
+    static STAGE: AtomicU32 = AtomicU32::new(0);
+    const STAGES: [&str; 4] = [
+        "setup",
+        "the faulting kernel",
+        "calls after the fault",
+        "destroy",
+    ];
+    std::thread::spawn(|| loop {
+        let seen = STAGE.load(Ordering::SeqCst);
+        std::thread::sleep(std::time::Duration::from_secs(20));
+        let now = STAGE.load(Ordering::SeqCst);
+        if now == seen && (now as usize) < STAGES.len() {
+            eprintln!(
+                "watchdog: stage '{}' ran past 20 s: a hang",
+                STAGES[now as usize]
+            );
+            std::process::exit(3);
+        }
+    });
+
+    let mut ctx = ptr::null_mut();
+    ok(unsafe { vkcuda_context_create_standalone(ptr::null(), &mut ctx) });
+    let vk_alloc = create_buffer(ctx, 1 << 20, 0);
+    let cuda_alloc = create_buffer(ctx, 1 << 20, 1);
+    let sem = create_semaphore(ctx, 0, 0);
+    let cuda = Cuda::of(ctx);
+
+    STAGE.store(1, Ordering::SeqCst);
+    let r = cuda.within(|| unsafe {
+        let mut module = ptr::null_mut();
+        support::cuda::check(cu::cuModuleLoadData(&mut module, FAULT_PTX.as_ptr().cast()));
+        let mut f = ptr::null_mut();
+        support::cuda::check(cu::cuModuleGetFunction(
+            &mut f,
+            module,
+            c"store_to_8".as_ptr(),
+        ));
+        support::cuda::check(cu::cuLaunchKernel(
+            f,
+            1,
+            1,
+            1,
+            1,
+            1,
+            1,
+            0,
+            ptr::null_mut(),
+            ptr::null_mut(),
+            ptr::null_mut(),
+        ));
+        cu::cuCtxSynchronize()
+    });
+    println!("the kernel storing to 0x8: cuCtxSynchronize returned {r:?}");
+    assert!(vkcuda::lost::is_sticky(r), "a sticky error, got {r:?}");
+    let code = format!("{r:?}");
+
+    STAGE.store(2, Ordering::SeqCst);
+    // The first library call that calls CUDA sees the sticky error.
+    let first = fails(
+        unsafe { vkcuda_semaphore_cuda_signal(sem, 1, ptr::null_mut()) },
+        VKCUDA_ERROR_DEVICE_LOST,
+    );
+    println!("first call after the fault, vkcuda_semaphore_cuda_signal: {first}");
+    assert!(
+        first.contains(&code) && first.contains("restart the process"),
+        "{first}"
+    );
+    // Every later call on the context and its objects, CUDA or not.
+    let mut b = ptr::null_mut();
+    let mut fd = -1;
+    let mut info: vkcuda_buffer_info = unsafe { std::mem::zeroed() };
+    let mut value = 0u64;
+    let later: [(&str, vkcuda_result); 6] = [
+        ("vkcuda_buffer_create", unsafe {
+            vkcuda_buffer_create(ctx, &buffer_create_info(4096, 0), &mut b)
+        }),
+        ("vkcuda_buffer_get_info (Vulkan-allocated)", unsafe {
+            vkcuda_buffer_get_info(vk_alloc, &mut info)
+        }),
+        ("vkcuda_buffer_export_fd (CUDA-allocated)", unsafe {
+            vkcuda_buffer_export_fd(cuda_alloc, &mut fd)
+        }),
+        ("vkcuda_semaphore_get_value", unsafe {
+            vkcuda_semaphore_get_value(sem, &mut value)
+        }),
+        ("vkcuda_semaphore_cuda_wait", unsafe {
+            vkcuda_semaphore_cuda_wait(sem, 0, ptr::null_mut())
+        }),
+        ("vkcuda_semaphore_host_signal", unsafe {
+            vkcuda_semaphore_host_signal(sem, 2)
+        }),
+    ];
+    for (call, r) in later {
+        let msg = fails(r, VKCUDA_ERROR_DEVICE_LOST);
+        assert!(msg.contains(&code), "{call} names {code}: {msg}");
+        println!("later: {call}: VKCUDA_ERROR_DEVICE_LOST");
+    }
+
+    STAGE.store(3, Ordering::SeqCst);
+    let t = std::time::Instant::now();
+    unsafe {
+        vkcuda_semaphore_destroy(sem);
+        vkcuda_buffer_destroy(cuda_alloc);
+        vkcuda_buffer_destroy(vk_alloc);
+        vkcuda_context_destroy(ctx);
+    }
+    println!(
+        "destroy of 2 buffers, a semaphore and the context after the fault: {:.1} ms",
+        t.elapsed().as_secs_f64() * 1e3
+    );
+    assert_eq!(
+        live_counts(),
+        [0; 8],
+        "every object released (the library's counters)"
+    );
+    STAGE.store(4, Ordering::SeqCst);
+}
+
+/// VK_ERROR_DEVICE_LOST (issue 29, item 11). No driver here loses its device on
+/// demand, so the test records the loss as the library does when a Vulkan call
+/// returns it (`vkcuda::lost::vulkan`, what `VulkanDevice::error` calls): every
+/// call on the context and its objects then returns VKCUDA_ERROR_DEVICE_LOST
+/// naming the first error, another device's context is not affected, destroy
+/// releases everything, and a context made afterwards (an engine's new device,
+/// which may get the same handle value) works.
+#[test]
+fn a_lost_vulkan_device_refuses_every_call_and_destroy_still_releases() {
+    let _g = serial();
+    let objects = live_counts();
+    let ctx = vulkan_only_context();
+    let other = vulkan_only_context();
+    let b = create_buffer(ctx, 4096, 0);
+    let mut h: vkcuda_vulkan_handles = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_context_get_vulkan_handles(ctx, &mut h) });
+    let _ = vkcuda::lost::vulkan(
+        h.device,
+        "vkQueueSubmit (the test's stand-in for the driver)",
+    );
+
+    let mut info: vkcuda_buffer_info = unsafe { std::mem::zeroed() };
+    let mut nb = ptr::null_mut();
+    let mut fd = -1;
+    let later: [(&str, vkcuda_result); 4] = [
+        ("vkcuda_buffer_get_info", unsafe {
+            vkcuda_buffer_get_info(b, &mut info)
+        }),
+        ("vkcuda_buffer_export_fd", unsafe {
+            vkcuda_buffer_export_fd(b, &mut fd)
+        }),
+        ("vkcuda_buffer_create", unsafe {
+            vkcuda_buffer_create(ctx, &buffer_create_info(4096, 0), &mut nb)
+        }),
+        ("vkcuda_context_get_vulkan_handles", unsafe {
+            vkcuda_context_get_vulkan_handles(ctx, &mut h)
+        }),
+    ];
+    for (call, r) in later {
+        let msg = fails(r, VKCUDA_ERROR_DEVICE_LOST);
+        assert!(
+            msg.contains("VK_ERROR_DEVICE_LOST") && msg.contains("vkQueueSubmit"),
+            "{call}: {msg}"
+        );
+        println!("{call}: {msg}");
+    }
+    assert!(nb.is_null() && fd == -1);
+    // Another device's context is not affected.
+    let c = create_buffer(other, 4096, 0);
+    unsafe {
+        vkcuda_buffer_destroy(c);
+        vkcuda_buffer_destroy(b);
+        vkcuda_context_destroy(ctx);
+        vkcuda_context_destroy(other);
+    }
+    assert_eq!(live_counts(), objects, "destroy released everything");
+    // A new device works, whatever handle value it gets.
+    let again = vulkan_only_context();
+    let c = create_buffer(again, 4096, 0);
+    unsafe {
+        vkcuda_buffer_destroy(c);
+        vkcuda_context_destroy(again);
     }
 }

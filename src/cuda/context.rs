@@ -108,7 +108,19 @@ impl CudaContext {
     /// driver freed the context's objects with it, and destroying them again
     /// corrupts its heap, so `Drop` code skips them when this fails.
     pub fn enter(&self) -> Result<CurrentGuard> {
-        if !self.alive() {
+        let alive = match buffer_id(self.sentinel) {
+            Ok(id) => id == self.sentinel_id,
+            // The driver answers with a sticky error: the context is lost, not gone.
+            Err(r) if crate::lost::is_sticky(r) => {
+                return Err(crate::lost::cuda_on(
+                    self.ctx,
+                    "cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_BUFFER_ID)",
+                    r,
+                ))
+            }
+            Err(_) => false,
+        };
+        if !alive {
             return Err(Error::new(
                 ErrorKind::InvalidState,
                 format!(
@@ -201,7 +213,8 @@ fn make_sentinel(ctx: sys::CUcontext) -> Result<(sys::CUdeviceptr, u64)> {
     })?;
     match buffer_id(ptr) {
         Ok(id) => Ok((ptr, id)),
-        Err(e) => {
+        Err(r) => {
+            let e = Error::cuda("cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_BUFFER_ID)", r);
             // SAFETY: the allocation made above, in the current context.
             unsafe { sys::cuMemFree_v2(ptr) };
             Err(e)
@@ -211,19 +224,20 @@ fn make_sentinel(ctx: sys::CUcontext) -> Result<(sys::CUdeviceptr, u64)> {
 
 /// The process-wide unique id of the allocation at `ptr`; fails for an address
 /// that is no (longer an) allocation. Needs no current context.
-fn buffer_id(ptr: sys::CUdeviceptr) -> Result<u64> {
+fn buffer_id(ptr: sys::CUdeviceptr) -> std::result::Result<u64, sys::CUresult> {
     let mut id = 0u64;
-    cu_check(
-        "cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_BUFFER_ID)",
-        unsafe {
-            sys::cuPointerGetAttribute(
-                (&mut id as *mut u64).cast(),
-                sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_BUFFER_ID,
-                ptr,
-            )
-        },
-    )?;
-    Ok(id)
+    let r = unsafe {
+        sys::cuPointerGetAttribute(
+            (&mut id as *mut u64).cast(),
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_BUFFER_ID,
+            ptr,
+        )
+    };
+    if r == sys::CUresult::CUDA_SUCCESS {
+        Ok(id)
+    } else {
+        Err(r)
+    }
 }
 
 impl Drop for CudaContext {
@@ -258,9 +272,16 @@ impl CurrentGuard {
                 _not_send: std::marker::PhantomData,
             });
         }
-        cu_check("cuCtxPushCurrent_v2", unsafe {
-            sys::cuCtxPushCurrent_v2(ctx)
-        })?;
+        let r = unsafe { sys::cuCtxPushCurrent_v2(ctx) };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            // Not through `cu_check`: the context a sticky error belongs to is
+            // `ctx`, which is not current.
+            return Err(if crate::lost::is_sticky(r) {
+                crate::lost::cuda_on(ctx, "cuCtxPushCurrent_v2", r)
+            } else {
+                Error::cuda("cuCtxPushCurrent_v2", r)
+            });
+        }
         Ok(CurrentGuard {
             pushed: true,
             _not_send: std::marker::PhantomData,

@@ -25,7 +25,7 @@ use crate::vulkan::memory::check_export_types;
 pub struct vkcuda_buffer {
     h: Tagged<Buffer>,
 }
-handle_kind!(vkcuda_buffer, Buffer, handle::BUFFER);
+handle_kind!(vkcuda_buffer, Buffer, handle::BUFFER, |b| Some(b.context()));
 
 /// How to make a shared buffer. All zero except `size` gives a Vulkan-allocated
 /// buffer usable as a storage buffer and for transfers.
@@ -39,6 +39,13 @@ pub struct vkcuda_buffer_create_info {
     pub allocator: vkcuda_allocator_raw,
     /// Size in bytes, at least 1. CUDA allocations are rounded up to the allocation
     /// granularity (`allocation_size` in `vkcuda_buffer_info`); the views are `size` long.
+    /// Up to the device's `maxBufferSize` and its largest memory heap (larger sizes:
+    /// `VKCUDA_ERROR_INVALID_ARGUMENT`). Sizes past `maxMemoryAllocationSize` are
+    /// passed to the driver, not refused: the Vulkan spec makes that limit advice
+    /// (NVIDIA's driver shares 48 GiB buffers; the validation layer reports such an
+    /// allocation as `UNASSIGNED-vkAllocateMemory-maxMemoryAllocationSize`, a
+    /// message without a VUID); when the driver refuses one, the message says the
+    /// size exceeds the advertised `maxMemoryAllocationSize`.
     pub size: u64,
     /// `VkBufferUsageFlags` of the `VkBuffer`; 0 means TRANSFER_SRC | TRANSFER_DST |
     /// STORAGE_BUFFER. Transfer, uniform/storage (texel), index, vertex and indirect

@@ -23,7 +23,7 @@ use crate::vulkan::{self, EngineHandles};
 pub struct vkcuda_context {
     h: Tagged<Arc<Context>>,
 }
-handle_kind!(vkcuda_context, Arc<Context>, handle::CONTEXT);
+handle_kind!(vkcuda_context, Arc<Context>, handle::CONTEXT, |c| Some(c));
 
 /// Create without a CUDA side: only the Vulkan half works (export/import of fds),
 /// and every CUDA call returns `VKCUDA_ERROR_CUDA_UNAVAILABLE`.

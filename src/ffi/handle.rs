@@ -54,11 +54,19 @@ pub(crate) trait Handle: Sized {
     const NAME: &'static str;
     fn tagged(&self) -> &Tagged<Self::Inner>;
     fn from_tagged(t: Tagged<Self::Inner>) -> Self;
+    /// The context the object belongs to, whose loss (`crate::lost`) refuses
+    /// every call on the object.
+    fn owner(_inner: &Self::Inner) -> Option<&crate::context::Context> {
+        None
+    }
 }
 
 /// Implements [`Handle`] for a C handle struct `$ty { h: Tagged<$inner> }`.
 macro_rules! handle_kind {
     ($ty:ident, $inner:ty, $tag:expr) => {
+        $crate::ffi::handle::handle_kind!($ty, $inner, $tag, |_i| None);
+    };
+    ($ty:ident, $inner:ty, $tag:expr, $owner:expr) => {
         impl $crate::ffi::handle::Handle for $ty {
             type Inner = $inner;
             const TAG: u64 = $tag;
@@ -68,6 +76,11 @@ macro_rules! handle_kind {
             }
             fn from_tagged(h: $crate::ffi::handle::Tagged<$inner>) -> Self {
                 $ty { h }
+            }
+            #[inline]
+            fn owner(inner: &$inner) -> Option<&$crate::context::Context> {
+                let owner: fn(&$inner) -> Option<&$crate::context::Context> = $owner;
+                owner(inner)
             }
         }
         const _: () = assert!(std::mem::offset_of!($ty, h) == 0);
@@ -117,7 +130,8 @@ unsafe fn tag_at<H>(p: *const H) -> Option<u64> {
 }
 
 /// The object behind a handle from C: NULL is `VKCUDA_ERROR_NULL_POINTER`; a
-/// handle of another kind or a destroyed one is `VKCUDA_ERROR_INVALID_ARGUMENT`.
+/// handle of another kind or a destroyed one is `VKCUDA_ERROR_INVALID_ARGUMENT`;
+/// an object whose context is lost (`crate::lost`) is `VKCUDA_ERROR_DEVICE_LOST`.
 ///
 /// # Safety
 /// `p` is NULL or points to readable memory of at least 24 bytes.
@@ -138,7 +152,15 @@ pub(crate) unsafe fn get_named<'a, H: Handle + 'a>(
         return Err(Error::null(&what()));
     }
     match tag_at(p) {
-        Some(t) if t == H::TAG => Ok(&(*p).tagged().inner),
+        Some(t) if t == H::TAG => {
+            let inner = &(*p).tagged().inner;
+            if crate::lost::any() {
+                if let Some(ctx) = H::owner(inner) {
+                    ctx.check_lost()?;
+                }
+            }
+            Ok(inner)
+        }
         Some(t) => Err(refuse::<H>(t, &what())),
         None => Err(Error::invalid(format!(
             "{} is not a {} (a misaligned pointer)",
@@ -159,7 +181,8 @@ pub(crate) unsafe fn peek<'a, H: Handle + 'a>(p: *const H) -> Option<&'a H::Inne
         return None;
     }
     match tag_at(p) {
-        Some(t) if t == H::TAG => Some(&(*p).tagged().inner),
+        // After a loss the slow path (`get`) says so.
+        Some(t) if t == H::TAG && !crate::lost::any() => Some(&(*p).tagged().inner),
         _ => None,
     }
 }

@@ -53,7 +53,7 @@ pub struct CUmipmappedArray_st {
 pub struct vkcuda_image {
     h: Tagged<Image>,
 }
-handle_kind!(vkcuda_image, Image, handle::IMAGE);
+handle_kind!(vkcuda_image, Image, handle::IMAGE, |i| Some(i.context()));
 
 /// The image is cube compatible (`VK_IMAGE_CREATE_CUBE_COMPATIBLE_BIT`): 2D,
 /// square, a multiple of 6 array layers. CUDA maps it as a cubemap

@@ -53,6 +53,7 @@ pub extern "C" fn vkcuda_result_to_string(result: types::vkcuda_result_raw) -> *
         -12 => "VKCUDA_ERROR_PANIC\0",
         -13 => "VKCUDA_ERROR_INVALID_STATE\0",
         -14 => "VKCUDA_ERROR_PERMISSION_DENIED\0",
+        -15 => "VKCUDA_ERROR_DEVICE_LOST\0",
         _ => "VKCUDA_UNKNOWN_RESULT\0",
     };
     s.as_ptr().cast()

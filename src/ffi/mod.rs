@@ -82,6 +82,15 @@ pub enum vkcuda_result {
     /// The peer on a socket is not allowed: another user than this process's, or
     /// refused by the caller's peer check (`vkcuda_share_options::peer_check`).
     VKCUDA_ERROR_PERMISSION_DENIED = -14,
+    /// The context's CUDA context hit a sticky error (a kernel or copy faulted:
+    /// `CUDA_ERROR_ILLEGAL_ADDRESS`, `CUDA_ERROR_LAUNCH_FAILED`, ...) or its
+    /// `VkDevice` returned `VK_ERROR_DEVICE_LOST`. The message names the original
+    /// error and the call that first saw it. Every later call on the context and on
+    /// its buffers, images and semaphores returns this code; destroy still releases
+    /// what it can. A sticky CUDA error is for the rest of the process (for the
+    /// device's primary context, the default, that includes PyTorch/CuPy in this
+    /// process): destroy the objects and restart the process.
+    VKCUDA_ERROR_DEVICE_LOST = -15,
     /// Keeps the enum 32 bits wide; never returned.
     VKCUDA_RESULT_MAX_ENUM = 0x7FFF_FFFF,
 }
@@ -105,6 +114,7 @@ impl From<ErrorKind> for vkcuda_result {
             ErrorKind::Panic => VKCUDA_ERROR_PANIC,
             ErrorKind::InvalidState => VKCUDA_ERROR_INVALID_STATE,
             ErrorKind::PermissionDenied => VKCUDA_ERROR_PERMISSION_DENIED,
+            ErrorKind::DeviceLost => VKCUDA_ERROR_DEVICE_LOST,
         }
     }
 }
@@ -268,7 +278,7 @@ mod tests {
 
     #[test]
     fn every_code_has_a_name() {
-        for code in -14..=0 {
+        for code in -15..=0 {
             let s = unsafe {
                 std::ffi::CStr::from_ptr(vkcuda_result_to_string(types::vkcuda_result_raw(code)))
             };

@@ -19,7 +19,9 @@ use crate::semaphore::{GraphOp, Semaphore};
 pub struct vkcuda_semaphore {
     h: Tagged<Semaphore>,
 }
-handle_kind!(vkcuda_semaphore, Semaphore, handle::SEMAPHORE);
+handle_kind!(vkcuda_semaphore, Semaphore, handle::SEMAPHORE, |s| Some(
+    s.context()
+));
 
 /// Host waits do not spin first: they poll with short sleeps from the start.
 ///

@@ -412,7 +412,7 @@ fn bind(dev: &VulkanDevice, image: vk::Image, memory: &[PlaneMemory]) -> Result<
     if let [one] = memory {
         // SAFETY: the memory was allocated for this image, offset 0.
         return unsafe { dev.device.bind_image_memory(image, one.memory, 0) }
-            .map_err(|r| Error::vk("vkBindImageMemory", r));
+            .map_err(|r| dev.error("vkBindImageMemory", r));
     }
     let mut planes: Vec<_> = (0..memory.len())
         .map(|p| vk::BindImagePlaneMemoryInfo::default().plane_aspect(plane_aspect(p)))
@@ -430,7 +430,7 @@ fn bind(dev: &VulkanDevice, image: vk::Image, memory: &[PlaneMemory]) -> Result<
         .collect();
     // SAFETY: each allocation was made for its plane of this image, offset 0.
     unsafe { dev.device.bind_image_memory2(&infos) }
-        .map_err(|r| Error::vk("vkBindImageMemory2 (one allocation per plane)", r))
+        .map_err(|r| dev.error("vkBindImageMemory2 (one allocation per plane)", r))
 }
 
 /// A `VkImage` of `p` created for `OPAQUE_FD` external memory (optimal tiling,
@@ -453,7 +453,7 @@ fn create_external_image<'a>(dev: &'a VulkanDevice, p: &ImageParams) -> Result<P
         .push_next(&mut ext);
     // SAFETY: valid device; the create info lives for the call.
     let image = unsafe { dev.device.create_image(&info, None) }
-        .map_err(|r| Error::vk("vkCreateImage", r))?;
+        .map_err(|r| dev.error("vkCreateImage", r))?;
     Ok(Partial {
         dev,
         image,
@@ -518,7 +518,7 @@ pub fn import_image(
         }
         // SAFETY: valid device; the allocate info lives for the call.
         let memory = unsafe { dev.device.allocate_memory(&alloc, None) }
-            .map_err(|r| Error::vk("vkAllocateMemory (importing an image's OPAQUE_FD)", r))?;
+            .map_err(|r| dev.error("vkAllocateMemory (importing an image's OPAQUE_FD)", r))?;
         handle.taken();
         partial.memory.push(PlaneMemory {
             memory,
@@ -588,7 +588,7 @@ pub fn create_exportable_image(
         };
         // SAFETY: valid device; the allocate info lives for the call.
         let memory =
-            unsafe { dev.device.allocate_memory(&alloc, None) }.map_err(|r| Error::vk(what, r))?;
+            unsafe { dev.device.allocate_memory(&alloc, None) }.map_err(|r| dev.error(what, r))?;
         partial.memory.push(PlaneMemory {
             memory,
             allocation_size: req.size,

@@ -6,7 +6,7 @@ use ash::vk;
 
 use super::support::find_memory_type;
 use super::VulkanDevice;
-use crate::error::{vk_check, Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::fd;
 use crate::stats;
 
@@ -94,24 +94,71 @@ pub fn external_buffer_properties_of(
     out.external_memory_properties
 }
 
-fn check_size(dev: &VulkanDevice, size: u64) -> Result<()> {
+/// Checks a buffer's size and its memory's size before any driver call.
+///
+/// `maxMemoryAllocationSize` is not checked: the Vulkan spec makes it advice (for
+/// a larger `allocationSize` "the error VK_ERROR_OUT_OF_DEVICE_MEMORY may be
+/// returned"; no valid-usage rule forbids it, and the validation layer's `UNASSIGNED-vkAllocateMemory-maxMemoryAllocationSize`
+/// message has no VUID for that reason), and NVIDIA's driver, which advertises
+/// 4,292,870,144 bytes on the H200, shares 4.5 to 48 GiB buffers both ways
+/// (docs/GUIDE.md, "Large buffers"). What the spec does bound is checked:
+/// `maxBufferSize` (`VUID-VkBufferCreateInfo-size-06409`) and the heap
+/// (`VUID-vkAllocateMemory-pAllocateInfo-01713`). When the driver then refuses
+/// an allocation past the advice, [`over_advice`] says so.
+fn check_size(dev: &VulkanDevice, buffer_size: u64, allocation_size: u64) -> Result<()> {
+    let heaps = &dev.props.memory.memory_heaps[..dev.props.memory.memory_heap_count as usize];
+    let largest_heap = heaps.iter().map(|h| h.size).max().unwrap_or(0);
+    match size_problem(
+        buffer_size,
+        allocation_size,
+        dev.props.max_buffer_size,
+        largest_heap,
+    ) {
+        Some(problem) => Err(Error::invalid(problem)),
+        None => Ok(()),
+    }
+}
+
+/// What is wrong with a buffer of `buffer_size` bytes in memory of
+/// `allocation_size` bytes on a device of `max_buffer_size` (0: unknown) and a
+/// largest heap of `largest_heap` bytes, if anything.
+fn size_problem(
+    buffer_size: u64,
+    allocation_size: u64,
+    max_buffer_size: u64,
+    largest_heap: u64,
+) -> Option<String> {
+    if max_buffer_size != 0 && buffer_size > max_buffer_size {
+        return Some(format!(
+            "size {buffer_size} is larger than the device's maxBufferSize {max_buffer_size}"
+        ));
+    }
+    if allocation_size > largest_heap {
+        return Some(format!(
+            "size {allocation_size} is larger than the device's largest memory heap ({largest_heap} bytes)"
+        ));
+    }
+    None
+}
+
+/// A failed `vkAllocateMemory` of `allocation_size` bytes: past the device's
+/// advertised `maxMemoryAllocationSize`, the message says that this is the likely
+/// cause (see [`check_size`]).
+fn over_advice(dev: &VulkanDevice, allocation_size: u64, e: Error) -> Error {
     let max = dev.props.max_allocation_size;
-    if max != 0 && size > max {
-        return Err(Error::invalid(format!(
-            "size {size} is larger than the device's maxMemoryAllocationSize {max}"
-        )));
+    if max == 0 || allocation_size <= max {
+        return e;
     }
-    let largest_heap = dev.props.memory.memory_heaps[..dev.props.memory.memory_heap_count as usize]
-        .iter()
-        .map(|h| h.size)
-        .max()
-        .unwrap_or(0);
-    if size > largest_heap {
-        return Err(Error::invalid(format!(
-            "size {size} is larger than the device's largest memory heap ({largest_heap} bytes)"
-        )));
-    }
-    Ok(())
+    Error::new(
+        e.kind,
+        format!(
+            "{}: the size {allocation_size} exceeds the device's advertised \
+             maxMemoryAllocationSize {max}, which the library does not enforce (the Vulkan spec \
+             makes it advice, and NVIDIA's driver takes larger sizes), and this driver refused \
+             it: on this device use buffers of at most {max} bytes",
+            e.message
+        ),
+    )
 }
 
 fn create_external_buffer<'a>(
@@ -126,7 +173,7 @@ fn create_external_buffer<'a>(
         .sharing_mode(vk::SharingMode::EXCLUSIVE)
         .push_next(&mut ext);
     let buffer = unsafe { dev.device.create_buffer(&info, None) }
-        .map_err(|r| Error::vk("vkCreateBuffer", r))?;
+        .map_err(|r| dev.error("vkCreateBuffer", r))?;
     Ok(Partial {
         dev,
         buffer,
@@ -167,7 +214,7 @@ pub fn create_exportable_buffer(
     usage: vk::BufferUsageFlags,
 ) -> Result<BufferMemory> {
     dev.memory_fd()?;
-    check_size(dev, size)?;
+    check_size(dev, size, size)?;
     let props = external_buffer_properties(dev, usage);
     if !props
         .external_memory_features
@@ -194,12 +241,12 @@ pub fn create_exportable_buffer(
         alloc = alloc.push_next(&mut ded);
     }
     partial.memory = unsafe { dev.device.allocate_memory(&alloc, None) }
-        .map_err(|r| Error::vk("vkAllocateMemory", r))?;
+        .map_err(|r| over_advice(dev, req.size, dev.error("vkAllocateMemory", r)))?;
     unsafe {
         dev.device
             .bind_buffer_memory(partial.buffer, partial.memory, 0)
     }
-    .map_err(|r| Error::vk("vkBindBufferMemory", r))?;
+    .map_err(|r| dev.error("vkBindBufferMemory", r))?;
     Ok(partial.finish(req.size, dedicated))
 }
 
@@ -237,7 +284,7 @@ pub fn import_buffer(
     dedicated: bool,
 ) -> Result<BufferMemory> {
     dev.memory_fd()?;
-    check_size(dev, allocation_size)?;
+    check_size(dev, size, allocation_size)?;
     let props = external_buffer_properties(dev, usage);
     if !props
         .external_memory_features
@@ -295,15 +342,20 @@ pub fn import_buffer(
     if dedicated {
         alloc = alloc.push_next(&mut ded);
     }
-    partial.memory = unsafe { dev.device.allocate_memory(&alloc, None) }
-        .map_err(|r| Error::vk("vkAllocateMemory (importing an OPAQUE_FD)", r))?;
+    partial.memory = unsafe { dev.device.allocate_memory(&alloc, None) }.map_err(|r| {
+        over_advice(
+            dev,
+            allocation_size,
+            dev.error("vkAllocateMemory (importing an OPAQUE_FD)", r),
+        )
+    })?;
     // Vulkan owns the descriptor from the successful import on.
     handle.taken();
     unsafe {
         dev.device
             .bind_buffer_memory(partial.buffer, partial.memory, offset)
     }
-    .map_err(|r| Error::vk("vkBindBufferMemory", r))?;
+    .map_err(|r| dev.error("vkBindBufferMemory", r))?;
     Ok(partial.finish(allocation_size, dedicated))
 }
 
@@ -512,7 +564,7 @@ pub fn export_memory_fd(dev: &VulkanDevice, memory: vk::DeviceMemory) -> Result<
         .memory(memory)
         .handle_type(HANDLE_TYPE);
     let mut raw = -1;
-    vk_check("vkGetMemoryFdKHR", unsafe {
+    dev.check("vkGetMemoryFdKHR", unsafe {
         (f.get_memory_fd_khr)(dev.device.handle(), &info, &mut raw)
     })?;
     if raw < 0 {
@@ -523,4 +575,42 @@ pub fn export_memory_fd(dev: &VulkanDevice, memory: vk::DeviceMemory) -> Result<
     }
     // SAFETY: each vkGetMemoryFdKHR call creates a new descriptor owned by the caller.
     Ok(unsafe { fd::adopt(raw) })
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::size_problem;
+
+    /// The H200's figures (docs/GUIDE.md): maxMemoryAllocationSize 4,292,870,144,
+    /// maxBufferSize 1 TiB, heap 0 of 140 GiB.
+    const TIB: u64 = 1 << 40;
+    const GIB: u64 = 1 << 30;
+    const HEAP: u64 = 140 * GIB;
+
+    #[test]
+    fn sizes_past_max_memory_allocation_size_are_allowed() {
+        for size in [
+            4_292_870_145,
+            9 * GIB / 2,
+            8 * GIB,
+            16 * GIB,
+            48 * GIB,
+            HEAP,
+        ] {
+            assert_eq!(size_problem(size, size, TIB, HEAP), None, "{size}");
+        }
+    }
+
+    #[test]
+    fn sizes_past_the_buffer_limit_or_the_heap_are_refused() {
+        let p = size_problem(HEAP + 1, HEAP + 1, TIB, HEAP).unwrap();
+        assert!(p.contains("largest memory heap"), "{p}");
+        let p = size_problem(TIB + 1, TIB + 1, TIB, 2 * TIB).unwrap();
+        assert!(p.contains("maxBufferSize 1099511627776"), "{p}");
+        // A device that does not say its maxBufferSize: only the heap bounds it.
+        assert_eq!(size_problem(48 * GIB, 48 * GIB, 0, HEAP), None);
+        // An import: the buffer within the limit, its allocation past the heap.
+        let p = size_problem(GIB, HEAP + 1, TIB, HEAP).unwrap();
+        assert!(p.contains(&format!("size {}", HEAP + 1)), "{p}");
+    }
 }

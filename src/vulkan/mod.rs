@@ -46,6 +46,28 @@ pub struct VulkanDevice {
     pub export_format: std::sync::OnceLock<Option<memory::ExportFormat>>,
 }
 
+impl VulkanDevice {
+    /// The error for a failed Vulkan call on this device; `VK_ERROR_DEVICE_LOST`
+    /// also records the device as lost (`crate::lost`), so every later call on it
+    /// is refused with the same message.
+    pub fn error(&self, call: &str, r: vk::Result) -> crate::error::Error {
+        if r == vk::Result::ERROR_DEVICE_LOST {
+            crate::lost::vulkan(self.device.handle(), call)
+        } else {
+            crate::error::Error::vk(call, r)
+        }
+    }
+
+    /// `Ok` for `SUCCESS`, else [`Self::error`].
+    pub fn check(&self, call: &str, r: vk::Result) -> crate::error::Result<()> {
+        if r == vk::Result::SUCCESS {
+            Ok(())
+        } else {
+            Err(self.error(call, r))
+        }
+    }
+}
+
 // SAFETY: Vulkan handles and function pointers may be used from any thread; the
 // objects that need external synchronisation say so in the C header.
 unsafe impl Send for VulkanDevice {}

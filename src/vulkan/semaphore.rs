@@ -6,7 +6,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use ash::vk;
 
 use super::VulkanDevice;
-use crate::error::{vk_check, Error, Result};
+use crate::error::{Error, Result};
 use crate::fd;
 use crate::stats;
 
@@ -63,7 +63,7 @@ fn create(
         info = info.push_next(&mut export);
     }
     let sem = unsafe { dev.device.create_semaphore(&info, None) }
-        .map_err(|r| Error::vk("vkCreateSemaphore", r))?;
+        .map_err(|r| dev.error("vkCreateSemaphore", r))?;
     stats::VK_SEMAPHORES.add();
     Ok(sem)
 }
@@ -112,7 +112,7 @@ pub fn import_fd(dev: &VulkanDevice, sem: vk::Semaphore, handle: &OwnedFd) -> Re
         .semaphore(sem)
         .handle_type(HANDLE_TYPE)
         .fd(dup.raw());
-    vk_check("vkImportSemaphoreFdKHR", unsafe {
+    dev.check("vkImportSemaphoreFdKHR", unsafe {
         (f.import_semaphore_fd_khr)(dev.device.handle(), &import)
     })?;
     // Vulkan owns the descriptor from the successful import on.
@@ -127,7 +127,7 @@ pub fn export_fd(dev: &VulkanDevice, sem: vk::Semaphore) -> Result<OwnedFd> {
         .semaphore(sem)
         .handle_type(HANDLE_TYPE);
     let mut raw = -1;
-    vk_check("vkGetSemaphoreFdKHR", unsafe {
+    dev.check("vkGetSemaphoreFdKHR", unsafe {
         (f.get_semaphore_fd_khr)(dev.device.handle(), &info, &mut raw)
     })?;
     // SAFETY: each call creates a new descriptor owned by the caller.
@@ -137,7 +137,7 @@ pub fn export_fd(dev: &VulkanDevice, sem: vk::Semaphore) -> Result<OwnedFd> {
 /// A timeline's current value (`vkGetSemaphoreCounterValue`).
 pub fn counter_value(dev: &VulkanDevice, sem: vk::Semaphore) -> Result<u64> {
     unsafe { dev.device.get_semaphore_counter_value(sem) }
-        .map_err(|r| Error::vk("vkGetSemaphoreCounterValue", r))
+        .map_err(|r| dev.error("vkGetSemaphoreCounterValue", r))
 }
 
 /// Signals a timeline from the host (`vkSignalSemaphore`).
@@ -145,7 +145,7 @@ pub fn host_signal(dev: &VulkanDevice, sem: vk::Semaphore, value: u64) -> Result
     let info = vk::SemaphoreSignalInfo::default()
         .semaphore(sem)
         .value(value);
-    unsafe { dev.device.signal_semaphore(&info) }.map_err(|r| Error::vk("vkSignalSemaphore", r))
+    unsafe { dev.device.signal_semaphore(&info) }.map_err(|r| dev.error("vkSignalSemaphore", r))
 }
 
 /// Destroys a semaphore made by this module.

@@ -19,7 +19,12 @@ pub struct DeviceProps {
     /// `VkPhysicalDeviceProperties::driverVersion`, as the driver encodes it.
     pub driver_version: u32,
     pub api_version: u32,
+    /// `VkPhysicalDeviceMaintenance3Properties::maxMemoryAllocationSize`: advice
+    /// for buffers (see `vulkan::memory::check_size`), a limit for images.
     pub max_allocation_size: u64,
+    /// `VkPhysicalDeviceMaintenance4Properties::maxBufferSize` on a Vulkan 1.3
+    /// device; 0 when the device does not say (1.2 without maintenance4).
+    pub max_buffer_size: u64,
     pub max_timeline_difference: u64,
     pub memory: vk::PhysicalDeviceMemoryProperties,
     pub limits: vk::PhysicalDeviceLimits,
@@ -47,10 +52,17 @@ pub fn device_props(instance: &ash::Instance, physical: vk::PhysicalDevice) -> R
     let mut id = vk::PhysicalDeviceIDProperties::default();
     let mut maint3 = vk::PhysicalDeviceMaintenance3Properties::default();
     let mut timeline = vk::PhysicalDeviceTimelineSemaphoreProperties::default();
+    let mut maint4 = vk::PhysicalDeviceMaintenance4Properties::default();
+    // The device's version decides which structs may be chained (1.3 for maintenance4).
+    // SAFETY: valid handles from the caller.
+    let version = unsafe { instance.get_physical_device_properties(physical) }.api_version;
     let mut p2 = vk::PhysicalDeviceProperties2::default()
         .push_next(&mut id)
         .push_next(&mut maint3)
         .push_next(&mut timeline);
+    if version >= vk::API_VERSION_1_3 {
+        p2 = p2.push_next(&mut maint4);
+    }
     // SAFETY: valid handles from the caller, structs owned here.
     unsafe { instance.get_physical_device_properties2(physical, &mut p2) };
     let props = p2.properties;
@@ -79,6 +91,11 @@ pub fn device_props(instance: &ash::Instance, physical: vk::PhysicalDevice) -> R
         driver_version: props.driver_version,
         api_version: props.api_version,
         max_allocation_size: maint3.max_memory_allocation_size,
+        max_buffer_size: if version >= vk::API_VERSION_1_3 {
+            maint4.max_buffer_size
+        } else {
+            0
+        },
         max_timeline_difference: timeline.max_timeline_semaphore_value_difference,
         memory,
         limits: props.limits,

@@ -103,8 +103,9 @@ static void test_result_names(void)
         {VKCUDA_ERROR_PANIC, "VKCUDA_ERROR_PANIC"},
         {VKCUDA_ERROR_INVALID_STATE, "VKCUDA_ERROR_INVALID_STATE"},
         {VKCUDA_ERROR_PERMISSION_DENIED, "VKCUDA_ERROR_PERMISSION_DENIED"},
+        {VKCUDA_ERROR_DEVICE_LOST, "VKCUDA_ERROR_DEVICE_LOST"},
     };
-    static const int unknown[] = {1, 2, -15, -100, 12345, 0x7FFFFFFF, -0x7FFFFFFF};
+    static const int unknown[] = {1, 2, -16, -100, 12345, 0x7FFFFFFF, -0x7FFFFFFF};
     size_t i;
     for (i = 0; i < sizeof names / sizeof names[0]; i++) {
         const char *s = vkcuda_result_to_string(names[i].code);

@@ -16,6 +16,17 @@
  *                                 list are devices, renumbered from 0; when none
  *                                 is left (empty, or no such index) cuInit fails
  *                                 with CUDA_ERROR_NO_DEVICE
+ *   FAKE_CUDA_STICKY=name[:n]     the n-th call (default the first) of the driver
+ *                                 function `name` raises a sticky error, as a
+ *                                 faulting kernel does on a real GPU: from then
+ *                                 on the context calls below (cuMemAlloc,
+ *                                 cuMemFree, the imports and mappings,
+ *                                 cuStreamGetCtx, cuCtxGetDevice) return it;
+ *                                 the release calls still release (so
+ *                                 fake_cuda_live can show what the library gave
+ *                                 back)
+ *   FAKE_CUDA_STICKY_CODE=719     the sticky CUresult (default 700,
+ *                                 CUDA_ERROR_ILLEGAL_ADDRESS)
  * Building with -DOMIT_MEM_CREATE leaves cuMemCreate out (a driver too old).
  *
  * Contexts: cuDevicePrimaryCtxRetain hands out one fake CUcontext per device; they
@@ -81,6 +92,37 @@ typedef struct {
 } CUDA_EXTERNAL_MEMORY_BUFFER_DESC;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- sticky errors (FAKE_CUDA_STICKY) ------------------------------------ */
+
+#define CUDA_ERROR_ILLEGAL_ADDRESS 700
+
+static int sticky;       /* the sticky error once raised, else 0 */
+static int sticky_calls; /* calls of the named function so far */
+
+/* The sticky error to return from `fn`, or 0; raises it on the chosen call. */
+static int sticky_check(const char *fn) {
+    pthread_mutex_lock(&lock);
+    if (!sticky) {
+        const char *s = getenv("FAKE_CUDA_STICKY");
+        size_t n = s ? strcspn(s, ":") : 0;
+        if (s && strlen(fn) == n && strncmp(s, fn, n) == 0) {
+            int nth = s[n] == ':' ? atoi(s + n + 1) : 1;
+            if (++sticky_calls >= nth) {
+                const char *c = getenv("FAKE_CUDA_STICKY_CODE");
+                sticky = c ? atoi(c) : CUDA_ERROR_ILLEGAL_ADDRESS;
+            }
+        }
+    }
+    int r = sticky;
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+#define STICKY()                           \
+    do {                                   \
+        int sticky_ = sticky_check(__func__); \
+        if (sticky_) return sticky_;       \
+    } while (0)
 
 /* ---- devices ------------------------------------------------------------- */
 
@@ -230,6 +272,7 @@ int cuCtxGetCurrent(void **ctx) {
     return CUDA_SUCCESS;
 }
 int cuCtxGetDevice(int *d) {
+    STICKY();
     if (depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
     *d = ctx_device(stack[depth - 1]);
     return CUDA_SUCCESS;
@@ -242,6 +285,7 @@ void *fake_cuda_stream(int d) {
 }
 int cuStreamGetCtx(void *stream, void **ctx) {
     int i;
+    STICKY();
     for (i = 0; i < count; i++) {
         if (stream == (void *)&streams[i]) {
             *ctx = &contexts[i];
@@ -300,6 +344,7 @@ int fake_cuda_live(void) {
 }
 
 int cuMemAlloc_v2(CUdeviceptr *ptr, size_t size) {
+    STICKY();
     if (depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
     void *p = malloc(size ? size : 1);
     if (!p) return CUDA_ERROR_UNKNOWN;
@@ -314,6 +359,7 @@ int cuMemAlloc_v2(CUdeviceptr *ptr, size_t size) {
 
 /* Frees a cuMemAlloc block or unmaps a mapped buffer of imported memory. */
 int cuMemFree_v2(CUdeviceptr ptr) {
+    int sticky_ = sticky_check(__func__);
     pthread_mutex_lock(&lock);
     struct object *o = find(ALLOC, ptr, NULL);
     if (!o) o = find(MAPPING, ptr, NULL);
@@ -325,7 +371,7 @@ int cuMemFree_v2(CUdeviceptr ptr) {
         r = CUDA_SUCCESS;
     }
     pthread_mutex_unlock(&lock);
-    return r;
+    return sticky_ ? sticky_ : r;
 }
 
 int cuPointerGetAttribute(void *data, int attribute, CUdeviceptr ptr) {
@@ -340,6 +386,7 @@ int cuPointerGetAttribute(void *data, int attribute, CUdeviceptr ptr) {
 
 /* Takes the fd (closed by cuDestroyExternalMemory). */
 int cuImportExternalMemory(void **ext, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC *desc) {
+    STICKY();
     if (depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
     if (desc->type != CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD) return CUDA_ERROR_UNKNOWN;
     struct stat st;
@@ -357,6 +404,7 @@ int cuImportExternalMemory(void **ext, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC *d
  * Mesa's header (util/os_memory_fd.c: the file's size, the payload's offset, a
  * driver id), so that is where offset 0 of the allocation is. */
 int cuExternalMemoryGetMappedBuffer(CUdeviceptr *ptr, void *ext, const CUDA_EXTERNAL_MEMORY_BUFFER_DESC *desc) {
+    STICKY();
     pthread_mutex_lock(&lock);
     struct object *imp = find(IMPORT, 0, ext);
     pthread_mutex_unlock(&lock);
@@ -387,11 +435,12 @@ int cuExternalMemoryGetMappedBuffer(CUdeviceptr *ptr, void *ext, const CUDA_EXTE
 }
 
 int cuDestroyExternalMemory(void *ext) {
+    int sticky_ = sticky_check(__func__);
     pthread_mutex_lock(&lock);
     struct object *o = find(IMPORT, 0, ext);
     if (o) { close(o->fd); unlink_object(o); }
     pthread_mutex_unlock(&lock);
-    return o ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    return sticky_ ? sticky_ : o ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 /* ---- everything else: there, but refused --------------------------------- */

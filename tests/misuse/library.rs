@@ -31,7 +31,7 @@ pub fn cases(m: &mut Matrix) {
         Ran
     });
     m.case("vkcuda_result_to_string", "enum:result", |_| {
-        for v in [1, 2, -15, -100, 12345, i32::MAX, i32::MIN, -0x7FFF_FFFF] {
+        for v in [1, 2, -16, -100, 12345, i32::MAX, i32::MIN, -0x7FFF_FFFF] {
             let s = unsafe { CStr::from_ptr(vkcuda_result_to_string(vkcuda_result_raw(v))) };
             assert_eq!(s.to_str().unwrap(), "VKCUDA_UNKNOWN_RESULT", "{v}");
         }
