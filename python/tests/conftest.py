@@ -23,6 +23,18 @@ from typing import Iterator
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def c_include_flags() -> "list[str]":
+    """-I flags for C programs the tests compile against vkcuda.h: the repo's
+    include/, and Vulkan's headers where the system has none (the GPU bundle's
+    .dev/gpu/include, or the directories in VKCUDA_C_INCLUDE, colon-separated)."""
+    dirs = [REPO / "include"]
+    dirs += [Path(d) for d in os.environ.get("VKCUDA_C_INCLUDE", "").split(":") if d]
+    bundle = REPO / ".dev" / "gpu" / "include"
+    if not Path("/usr/include/vulkan/vulkan_core.h").exists() and bundle.is_dir():
+        dirs.append(bundle)
+    return [f"-I{d}" for d in dirs]
 REQUIRE_GPU = os.environ.get("VKCUDA_REQUIRE_GPU") == "1"
 
 

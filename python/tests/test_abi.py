@@ -114,7 +114,7 @@ def c_layout(structs: Dict[str, Type[ctypes.Structure]], constants: Dict[str, in
     src.write_text("\n".join(lines) + "\n")
     exe = tmp / "abi"
     # /usr/include has vulkan/ (vulkan_core.h, which the header includes).
-    build = subprocess.run([cc, "-std=c11", "-Wall", "-Werror", f"-I{HEADER.parent}", "-o", str(exe), str(src)],
+    build = subprocess.run([cc, "-std=c11", "-Wall", "-Werror", *conftest.c_include_flags(), "-o", str(exe), str(src)],
                            capture_output=True, text=True)
     assert build.returncode == 0, (
         "the C program built from the Python declarations does not compile against vkcuda.h "
@@ -187,7 +187,8 @@ def _c_sizes(types: List[str], tmp: Path) -> Dict[str, int]:
     lines = ["#include <stdio.h>", '#include "vkcuda.h"', "int main(void) {"]
     lines += [f'    printf("%zu\\n", sizeof({t}));' for t in types] + ["    return 0;", "}"]
     (tmp / "types.c").write_text("\n".join(lines) + "\n")
-    subprocess.run([cc, "-std=c11", f"-I{HEADER.parent}", "-o", str(tmp / "types"), str(tmp / "types.c")], check=True)
+    subprocess.run([cc, "-std=c11", *conftest.c_include_flags(), "-o", str(tmp / "types"), str(tmp / "types.c")],
+                   check=True)
     out = subprocess.run([str(tmp / "types")], capture_output=True, text=True, check=True).stdout.split()
     return dict(zip(types, map(int, out)))
 

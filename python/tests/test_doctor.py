@@ -87,7 +87,7 @@ def test_text_is_the_c_tools(tmp_path: Path) -> None:
     if not cc or not vkcuda.library_path.is_file():
         pytest.skip("no C compiler, or the library is not a file to link with")
     exe = tmp_path / "vkcuda_doctor"
-    subprocess.run([cc, "-std=c11", f"-I{REPO / 'include'}", "-o", str(exe), str(REPO / "tools" / "vkcuda_doctor.c"),
+    subprocess.run([cc, "-std=c11", *conftest.c_include_flags(), "-o", str(exe), str(REPO / "tools" / "vkcuda_doctor.c"),
                     str(vkcuda.library_path)], check=True)
     # LD_PRELOAD: the loaded library's soname satisfies the tool's NEEDED entry.
     env = dict(os.environ, LD_PRELOAD=str(vkcuda.library_path))

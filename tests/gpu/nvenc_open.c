@@ -6,9 +6,10 @@
  * (bytes R, G, B, A: what Vulkan's R8G8B8A8 writes). libnvidia-encode.so.1 (and libcuda.so.1) are
  * loaded at run time through FFmpeg's nv-codec-headers (dynlink_loader.h), nothing links them.
  * Then nvEncOpenEncodeSessionEx on the context's CUDA context:
- *   - NV_ENC_ERR_NO_ENCODE_DEVICE (H100/H200-class chips have no encoder engine): prints
- *     "SKIPPED: no NVENC engine on this GPU (NV_ENC_ERR_NO_ENCODE_DEVICE)" and exits 77: a skip,
- *     not a pass, even with VKCUDA_REQUIRE_GPU=1 (there is a GPU; it has no encoder);
+ *   - NV_ENC_ERR_NO_ENCODE_DEVICE (1) or NV_ENC_ERR_UNSUPPORTED_DEVICE (2; what the H200's driver
+ *     580 returns: H100/H200-class chips have no encoder engine): prints "SKIPPED: no NVENC
+ *     engine on this GPU (NV_ENC_ERR_...)" and exits 77: a skip, not a pass, even with
+ *     VKCUDA_REQUIRE_GPU=1 (there is a GPU; it has no encoder);
  *   - a session: the encoder is initialised (H.264, preset P4, the frame's size), the shared buffer
  *     registered and mapped as its ABGR input, then everything released: "nvenc_open: PASS" (no
  *     frame is encoded: on such a GPU, the next step). Not run yet: no GPU with NVENC here.
@@ -120,8 +121,11 @@ int main(void) {
     op.device = ci.cuda_context, op.apiVersion = NVENCAPI_VERSION;
     s = fl.nvEncOpenEncodeSessionEx(&op, &enc);
     printf("nvenc_open: nvEncOpenEncodeSessionEx -> %d\n", (int)s);
-    if (s == NV_ENC_ERR_NO_ENCODE_DEVICE) {
-        rc = skip(0, "no NVENC engine on this GPU (NV_ENC_ERR_NO_ENCODE_DEVICE)", "");
+    if (s == NV_ENC_ERR_NO_ENCODE_DEVICE || s == NV_ENC_ERR_UNSUPPORTED_DEVICE) {
+        rc = skip(0,
+                  s == NV_ENC_ERR_NO_ENCODE_DEVICE ? "no NVENC engine on this GPU (NV_ENC_ERR_NO_ENCODE_DEVICE)"
+                                                   : "no NVENC engine on this GPU (NV_ENC_ERR_UNSUPPORTED_DEVICE)",
+                  "");
         goto done;
     }
     if (s != NV_ENC_SUCCESS) {
