@@ -114,7 +114,7 @@ fn driver_out_of_memory_during_creation() {
     if !cpu {
         // A GPU's memory is not in the process's address space: the limit would not
         // reach it (gpu_device_memory_exhausted exhausts it for real).
-        println!("SKIPPED driver_out_of_memory_during_creation: not a CPU device");
+        println!("SKIPPED: driver_out_of_memory_during_creation: not a CPU device");
         unsafe { vkcuda_context_destroy(ctx) };
         return;
     }
