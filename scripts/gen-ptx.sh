@@ -22,7 +22,7 @@
 #   --install          first install the pinned nvcc into a venv (below) when no
 #                      nvcc is found
 #   --if-nvcc          without nvcc (and with --install, when installing failed):
-#                      print "SKIPPED: ..." with the reason and exit 0
+#                      print "SKIPPED: ..." with the reason and exit 77 (skipped)
 #
 # nvcc is taken from $NVCC, else PATH, else /usr/local/cuda/bin, else the venv
 # $VKCUDA_NVCC_HOME (default target/tools/nvcc-13.0.88). --install makes that venv
@@ -32,8 +32,8 @@
 # machine is enough. nvcc needs a host compiler (gcc) for preprocessing. nvcc 13 has
 # no sm_70, so the target is compute_75; its PTX (ISA 9.0) needs a CUDA 13.0 (R580)
 # driver or newer. --check ignores only our nvcc version line (nvcc's own banner
-# lines are not kept): the PTX must match byte for byte. scripts/test.sh (step ptx)
-# and scripts/gpu-test.sh (step ptx) run it.
+# lines are not kept): the PTX must match byte for byte. CTest runs it (ptx_committed,
+# ptx_committed_gpu, ptx_fresh: tests/CMakeLists.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -69,7 +69,7 @@ done
 no_nvcc() {
     if [ $if_nvcc = 1 ]; then
         echo "SKIPPED: gen-ptx.sh: the committed PTX was not compiled again: $1"
-        exit 0
+        exit 77
     fi
     echo "gen-ptx.sh: $1" >&2
     exit 1
