@@ -8,12 +8,11 @@
 #   scripts/gpu-test.sh -L gpu -LE vvl     the GPU tests without the validation-layer runs
 #   scripts/gpu-test.sh -L bench           the long benchmark (bench/interop.rs)
 #
-# Unpacks the Vulkan loader into / and the validation layer into .dev/vvl, finds the
-# NVIDIA ICD, prints the machine, configures with the prebuilt library and test
-# executables (VKCUDA_PREBUILT_LIBRARY, VKCUDA_RUST_TEST_DIR: tests/CMakeLists.txt
-# registers them), builds the C/C++ programs and runs ctest. No test starts after
-# $VKCUDA_GPU_TEST_BUDGET_S seconds (default 450). PNGs, CSVs and doctor.json go to
-# $OUT (default gpu-out/), CTest's log to $OUT/LastTest.log.
+# Unpacks the Vulkan loader into / and the layer into .dev/vvl, finds the NVIDIA ICD,
+# configures with the prebuilt library and test executables (tests/CMakeLists.txt),
+# builds the C/C++ programs and runs ctest; no test starts after
+# $VKCUDA_GPU_TEST_BUDGET_S s (default 450). PNGs, CSVs, doctor.json and CTest's
+# LastTest.log go to $OUT (default gpu-out/).
 # Elsewhere: VKCUDA_GPU_TEST_ROOT=DIR unpacks the loader into DIR instead of /,
 # VKCUDA_GPU_TEST_ICD=FILE uses that Vulkan ICD json.
 set -uo pipefail
@@ -44,8 +43,7 @@ export VK_DRIVER_FILES=$icd LD_LIBRARY_PATH="$bundle${LD_LIBRARY_PATH:+:$LD_LIBR
 export PATH=$PATH:/usr/local/cuda/bin RUST_BACKTRACE=1
 echo "VK_DRIVER_FILES=$icd; kernel $(uname -r)"
 nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv 2>/dev/null
-echo "libvulkan: $(ldconfig -p | grep -m1 'libvulkan.so.1')"
-echo "nvcc: $(nvcc --version 2>/dev/null | grep release); $(cmake --version | head -1); $(gcc --version | head -1)"
+echo "libvulkan: $(ldconfig -p | grep -m1 'libvulkan.so.1'); nvcc: $(nvcc --version 2>/dev/null | grep release)"
 
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DVKCUDA_PREBUILT_LIBRARY="$bundle/libvkcuda.so" \
     -DVulkan_INCLUDE_DIR="$bundle/include" -DVulkan_LIBRARY=/usr/lib/x86_64-linux-gnu/libvulkan.so.1 \

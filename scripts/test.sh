@@ -1,16 +1,12 @@
 #!/usr/bin/env bash
 # THE test command: scripts/test.sh (from any directory).
 #
-# Installs what is missing (scripts/install-deps.sh), checks the formatting (cargo fmt)
-# and the lints (cargo clippy --all-targets -D warnings), then configures and builds
-# with CMake and runs every test that needs no GPU: `ctest -L cpu`. The registry is
-# tests/CMakeLists.txt: the cargo suites, the C/C++ programs and examples, the
-# consumers of the installed tree, pytest, the fuzz smoke run, the benchmarks' smoke
-# runs, the PTX and SPIR-V checks, Doxygen, and the _vvl runs under the validation
-# layer. CTest's summary ends the run (a skip is "Skipped", exit status 77), followed
-# by the reason of every skip: the "SKIPPED:" lines the tests printed (CTest keeps
-# their output in LastTest.log), and the count of the tests cargo ignored (the GPU
-# tests: `ctest -L gpu` runs them). Exits non-zero on any failure.
+# Installs what is missing (scripts/install-deps.sh), runs cargo fmt --check and
+# clippy, configures and builds with CMake, and runs every test that needs no GPU:
+# `ctest -L cpu` (the registry: tests/CMakeLists.txt). CTest's summary ends the run,
+# then the reason of every skip: the "SKIPPED:" lines of the tests' output (CTest
+# keeps it in LastTest.log) and the count of the tests cargo ignored (the GPU tests:
+# `ctest -L gpu` runs them). Exits non-zero on any failure.
 #
 #   scripts/test.sh [CTEST ARG...]   e.g. -R rust_ (only the cargo suites)
 #   scripts/test.sh python           the Python package's tests (CTest's test python)
@@ -25,9 +21,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root" || exit 1
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/vkcuda-test.XXXXXX")" || exit 1
 trap 'rm -rf "$tmp"' EXIT
-if [ -d "$HOME/.cargo/bin" ]; then
-  PATH="$HOME/.cargo/bin:$PATH"
-fi
+[ ! -d "$HOME/.cargo/bin" ] || PATH="$HOME/.cargo/bin:$PATH"
 jobs="$(nproc 2>/dev/null || echo 2)"
 locked=()
 [ -f Cargo.lock ] && locked=(--locked)
