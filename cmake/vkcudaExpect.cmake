@@ -4,7 +4,8 @@
 # Prints the command's output; fails unless it exits 0 and every EXPECT_n matches.
 set(cmd "")
 set(take OFF)
-foreach(i RANGE ${CMAKE_ARGC})
+math(EXPR last "${CMAKE_ARGC} - 1")
+foreach(i RANGE ${last})
   if(take)
     list(APPEND cmd "${CMAKE_ARGV${i}}")
   elseif("${CMAKE_ARGV${i}}" MATCHES "vkcudaExpect\\.cmake$")
