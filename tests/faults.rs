@@ -9,7 +9,7 @@
 //! allocations of `maxMemoryAllocationSize` (or 4 GiB) until the driver says no,
 //! and a CUDA context the caller made is destroyed before the objects made on it.
 //! `VKCUDA_FAULT_CYCLES` sets how many create/destroy cycles the leak test runs
-//! (default 200; scripts/gpu-hardening.sh runs 10,000 on the H200).
+//! (default 200; CTest's hardening_leaks runs 10,000 on the H200).
 
 mod support;
 use support::cuda::Cuda;

@@ -136,7 +136,7 @@ fn handoff_cases(
         },
     );
     let why = "recorded into the engine's barrier as given; Vulkan's valid usage (checked by the \
-               validation layer in scripts/gpu-hardening.sh) decides";
+               validation layer in CTest's rust_misuse_gpu_vvl) decides";
     m.any(f, "info->queue_family_index", why);
     m.any(f, "info->stage_mask", why);
     m.any(f, "info->access_mask", why);
