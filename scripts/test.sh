@@ -67,7 +67,7 @@ log="$build/Testing/Temporary/LastTest.log"
 echo
 echo "Skip reasons (the SKIPPED: lines in $log):"
 awk '/^[0-9]+\/[0-9]+ Test: / { t = $3 }
-  /SKIPPED[: ]/ { l = $0; sub(/^[ \t]*/, "", l); print "  " t ": " substr(l, 1, 220) }' "$log" | sort -u
+  /SKIPPED[: ]/ && !/^Command: / { l = $0; sub(/^[ \t]*/, "", l); print "  " t ": " substr(l, 1, 220) }' "$log" | sort -u
 echo "  cargo: $(grep -c ' \.\.\. ignored' "$log") tests #[ignore]d here (the GPU tests: ctest -L gpu runs them)"
 if [ ${#failed[@]} -gt 0 ]; then
   echo "test.sh: FAILED: ${failed[*]}"
