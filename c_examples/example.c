@@ -33,7 +33,7 @@ void example_check_cu(CUresult r, const char *call, const char *file, int line) 
 /* No usable GPU: skipped (77), unless VKCUDA_REQUIRE_GPU=1 asks for one. */
 static void skip(const char *why, const char *detail) {
     const char *require = getenv("VKCUDA_REQUIRE_GPU");
-    printf("%s: SKIP: %s: %s\n", g_name, why, detail);
+    printf("SKIPPED: %s: %s: %s\n", g_name, why, detail);
     if (require != NULL && strcmp(require, "1") == 0) {
         printf("%s: FAIL: VKCUDA_REQUIRE_GPU=1 and there is no usable GPU\n", g_name);
         exit(1);

@@ -14,7 +14,7 @@
  * links libvulkan), loads the CUDA driver API (cuda_driver.h: libcuda.so.1 by dlopen,
  * no CUDA toolkit), makes the context's CUDA context current, creates a CUDA stream,
  * loads the example kernels (kernels.cu, as PTX) and a command buffer. Without a CUDA
- * GPU it prints "<name>: SKIP: <why>" and exits 77 (CTest: skipped), or 1 when
+ * GPU it prints "SKIPPED: <name>: <why>" and exits 77 (CTest: skipped), or 1 when
  * VKCUDA_REQUIRE_GPU=1 is set.
  */
 #ifndef VKCUDA_EXAMPLE_H

@@ -1,16 +1,10 @@
 #!/usr/bin/env bash
-# Doxygen HTML of include/vkcuda.h and include/vkcuda.hpp, with docs/GUIDE.md as
-# the main page (docs/Doxyfile). Any Doxygen warning fails it (WARN_AS_ERROR):
-# the warnings are printed and the exit status is 1. Two passes:
-#   1. include/vkcuda.hpp alone with WARN_IF_UNDOCUMENTED=YES (no output): every
-#      class, function and member of the C++ layer has a doc comment;
-#   2. the HTML of both headers, docs/GUIDE.md and docs/CROSS_PROCESS.md (the guide
-#      links to it), every other warning on (vkcuda.h is
-#      generated from src/ffi and some of its struct members have no comment yet).
+# Doxygen HTML of include/vkcuda.h and vkcuda.hpp with docs/GUIDE.md as the main page
+# (docs/Doxyfile); any warning fails (CTest: docs). Pass 1: vkcuda.hpp alone with
+# WARN_IF_UNDOCUMENTED=YES (no output); pass 2: the HTML of both headers, GUIDE.md
+# and CROSS_PROCESS.md (vkcuda.h, generated, has members without comments yet).
 #
 #   scripts/docs.sh [OUT-DIR]     default: build/docs; the HTML is OUT-DIR/html/index.html
-#
-# Needs doxygen (apt-get install doxygen; scripts/install-deps.sh installs it).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -32,15 +26,9 @@ run_pass() {
   local name="$1" extra="$2" status=0
   rm -f "$out/warnings.log"
   { cat docs/Doxyfile; printf '%s\n' "$extra"; } | doxygen - || status=$?
-  if [ -s "$out/warnings.log" ]; then
-    echo "docs.sh: FAIL: doxygen warnings ($name):" >&2
-    sed 's/^/  /' "$out/warnings.log" >&2
-    exit 1
-  fi
-  if [ "$status" -ne 0 ]; then
-    echo "docs.sh: FAIL: doxygen exited with status $status ($name)" >&2
-    exit 1
-  fi
+  [ ! -s "$out/warnings.log" ] ||
+    { echo "docs.sh: FAIL: doxygen warnings ($name):" >&2; sed 's/^/  /' "$out/warnings.log" >&2; exit 1; }
+  [ "$status" -eq 0 ] || { echo "docs.sh: FAIL: doxygen exited with status $status ($name)" >&2; exit 1; }
   echo "docs.sh: $name: no warnings"
 }
 run_pass "pass 1: vkcuda.hpp, every member documented" "INPUT = include/vkcuda.hpp
@@ -52,9 +40,6 @@ OUTPUT_DIRECTORY = $out/strict"
 rm -rf "$out/strict"
 run_pass "pass 2: HTML of vkcuda.h, vkcuda.hpp, docs/GUIDE.md and docs/CROSS_PROCESS.md" ""
 for page in index.html vkcuda_8h.html vkcuda_8hpp.html classvkcuda_1_1Buffer.html; do
-  if [ ! -s "$out/html/$page" ]; then
-    echo "docs.sh: FAIL: $out/html/$page was not generated" >&2
-    exit 1
-  fi
+  [ -s "$out/html/$page" ] || { echo "docs.sh: FAIL: $out/html/$page was not generated" >&2; exit 1; }
 done
 echo "docs.sh: PASS: no warnings; $(find "$out/html" -name '*.html' | wc -l) pages, open $out/html/index.html"

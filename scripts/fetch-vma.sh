@@ -1,14 +1,9 @@
 #!/usr/bin/env bash
-# Fetches VulkanMemoryAllocator's header (vk_mem_alloc.h) from a registry package,
-# never from a copy in this repository: the sources of the `vk-mem` crate on
-# crates.io carry it (vendor/VulkanMemoryAllocator/include). A throwaway cargo
-# project that depends on that exact crate version is fetched with cargo, and the
-# header and VMA's license are copied to .dev/vma/include (git-ignored), where
-# CMake looks first (VKCUDA_VMA_INCLUDE_DIR overrides it). Used by the VMA example
-# and test (examples/vma, tests/gpu); scripts/gpu-bundle.sh carries the header to
-# the GPU machine.
-#
-#   scripts/fetch-vma.sh          does nothing when the header is already there
+# VulkanMemoryAllocator's header (vk_mem_alloc.h) for examples/vma and tests/gpu, from
+# a registry package, never a copy in this repository: the `vk-mem` crate's sources
+# carry it. A throwaway cargo project fetches that exact version; the header goes to
+# .dev/vma/include (git-ignored), where CMake looks first (VKCUDA_VMA_INCLUDE_DIR
+# overrides it). Does nothing when the header is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 crate=vk-mem

@@ -1,30 +1,19 @@
 #!/usr/bin/env bash
 # Replaces the Khronos validation layer package in ./.gl with a newer one for the
-# GPU machine (Ubuntu 24.04, glibc 2.39, libstdc++ of GCC 14):
+# GPU machine (Ubuntu 24.04, glibc 2.39): Debian 12's layer (1.3.239) does not follow
+# timeline semaphores signalled outside Vulkan (by CUDA) and reports false errors
+# (Vulkan-ValidationLayers #8212, #10055). Uses apt with a private package list from
+# the archive this machine's apt uses (the first "deb" source of this Debian release,
+# one-line or deb822, with its Signed-By keyring); nothing is installed here.
+# VKCUDA_APT_ETC=DIR reads DIR instead of /etc/apt.
 #
 #   scripts/fetch-vvl.sh [SUITE]      default SUITE: sid (Debian unstable)
-#
-# Debian 12's layer (1.3.239, what prepare-loader.sh --validation fetches) does not
-# follow timeline semaphores signalled outside Vulkan (here: by CUDA through an
-# exported fd) and reports false errors about command buffers "in use" and signal
-# values (Vulkan-ValidationLayers issues #8212 and #10055, fixed in later layers).
-# The package of SUITE needs glibc >= 2.38: it runs on the GPU machine, not on
-# Debian 12. Its version is printed, and the run logs show it. Uses apt with a
-# private package list (nothing is installed or changed on this machine).
-#
-# The archive is the one this machine's apt already uses: the first URI of a "deb"
-# source (deb822 /etc/apt/sources.list.d/*.sources, or one-line /etc/apt/sources.list
-# and sources.list.d/*.list) whose suites include this machine's Debian release
-# (VERSION_CODENAME in /etc/os-release), with that source's Signed-By keyring if it
-# names a file. No such source: it stops and says so. VKCUDA_APT_ETC=DIR reads DIR
-# instead of /etc/apt (to try the parsing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 suite=${1:-sid}
 state=${TMPDIR:-/tmp}/vkcuda-vvl-apt
 apt_etc=${VKCUDA_APT_ETC:-/etc/apt}
 
-# shellcheck source=/dev/null
 release=$( (. /etc/os-release && echo "${VERSION_CODENAME:-}") 2>/dev/null || true)
 [ -n "$release" ] || { echo "fetch-vvl: no VERSION_CODENAME in /etc/os-release: is this Debian?" >&2; exit 1; }
 
@@ -78,10 +67,7 @@ apt_sources() {
     done
 }
 read -r uri keyring < <(apt_sources | grep -v '^cdrom:' | head -1) || true
-if [ -z "${uri:-}" ]; then
-    echo "fetch-vvl: no \"deb\" source for Debian $release in $apt_etc/sources.list or $apt_etc/sources.list.d/: cannot tell which archive to use" >&2
-    exit 1
-fi
+[ -n "${uri:-}" ] || { echo "fetch-vvl: no \"deb\" source for Debian $release in $apt_etc/sources.list{,.d/}: cannot tell which archive to use" >&2; exit 1; }
 keyring=${keyring:-/usr/share/keyrings/debian-archive-keyring.gpg}
 echo "fetch-vvl: archive $uri (this machine's source for Debian $release), keyring $keyring"
 
@@ -95,7 +81,5 @@ version=$(apt-cache "${o[@]}" policy vulkan-validationlayers | sed -n "s/^ *\(\*
 tmp=$(mktemp -d)
 (cd "$tmp" && apt-get "${o[@]}" download "vulkan-validationlayers=$version" > /dev/null 2>&1)
 new=$(ls "$tmp"/vulkan-validationlayers_*.deb)
-rm -f .gl/vulkan-validationlayers_*.deb
-mv "$new" .gl/
-rmdir "$tmp"
+rm -f .gl/vulkan-validationlayers_*.deb && mv "$new" .gl/ && rmdir "$tmp"
 echo "fetch-vvl: .gl/$(basename "$new") (Debian $suite)"

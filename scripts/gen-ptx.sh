@@ -1,39 +1,24 @@
 #!/usr/bin/env bash
 # Compiles the CUDA kernel files of the examples and GPU tests to PTX with nvcc:
-# DIR/NAME.cu -> DIR/NAME.ptx, committed next to the .cu (nvcc's own comment lines
-# at column 0 removed, three of ours on top: the source, the nvcc version, the
-# flags). The PTX is stored only there: the build turns it into the NAME_ptx.h the
-# programs include (a NUL-terminated byte array NAME_ptx[] and NAME_PTX_ARCH,
-# cmake/vkcudaPtx.cmake), and they load it with cuModuleLoadData, so building them
-# needs no CUDA toolkit. The kernel files and their nvcc flags (the table `kernels`
-# below):
-#   c_examples/kernels.cu          the buffer kernels of the examples and GPU tests
-#   c_examples/image_kernels.cu    the fractal of image_to_png and image_fractal
-#                                  (-fmad=false: the host reference is exact)
-#   examples/cpp/postfx.cu         the post-processing pass of engine_postfx
-#   tests/gpu/format_kernels.cu    the format checks of tests/gpu/image_formats.c
+# DIR/NAME.cu -> DIR/NAME.ptx, committed next to the .cu (nvcc's comment lines at
+# column 0 removed; ours on top: the source, the nvcc version, the flags). The build
+# embeds it as NAME_ptx.h (cmake/vkcudaPtx.cmake) and the programs load it with
+# cuModuleLoadData: building them needs no CUDA toolkit. The kernel files and their
+# flags are the table `kernels` below.
 #
-#   scripts/gen-ptx.sh [--src FILE.cu]
-#                      regenerate FILE.ptx (default: every kernel file)
+#   scripts/gen-ptx.sh [--src FILE.cu]   regenerate FILE.ptx (default: every kernel file)
 #   scripts/gen-ptx.sh --check [--src FILE.cu] [--ptx-out FILE]
-#                      compile into a temporary directory and fail if the result
-#                      differs from the committed .ptx (our nvcc version line
-#                      excepted); --ptx-out also keeps nvcc's raw PTX (one --src)
-#   --install          first install the pinned nvcc into a venv (below) when no
-#                      nvcc is found
-#   --if-nvcc          without nvcc (and with --install, when installing failed):
-#                      print "SKIPPED: ..." with the reason and exit 0
+#                      fail if what nvcc makes differs from the committed .ptx (our
+#                      nvcc version line excepted); --ptx-out keeps nvcc's raw PTX
+#   --install          first install the pinned nvcc into a venv when none is found
+#   --if-nvcc          without nvcc: print "SKIPPED: ..." and exit 77 (skipped)
 #
-# nvcc is taken from $NVCC, else PATH, else /usr/local/cuda/bin, else the venv
-# $VKCUDA_NVCC_HOME (default target/tools/nvcc-13.0.88). --install makes that venv
-# from PyPI's wheels, pinned: nvidia-cuda-nvcc 13.0.88 (the version the committed PTX
-# came from: the H200's CUDA 13.0 driver may refuse PTX of a newer ISA), with the
-# nvvm (cicc), crt and runtime headers of the same release; about 300 MB, a CPU
-# machine is enough. nvcc needs a host compiler (gcc) for preprocessing. nvcc 13 has
-# no sm_70, so the target is compute_75; its PTX (ISA 9.0) needs a CUDA 13.0 (R580)
-# driver or newer. --check ignores only our nvcc version line (nvcc's own banner
-# lines are not kept): the PTX must match byte for byte. scripts/test.sh (step ptx)
-# and scripts/gpu-test.sh (step ptx) run it.
+# nvcc: $NVCC, else PATH, else /usr/local/cuda/bin, else the venv $VKCUDA_NVCC_HOME
+# (default target/tools/nvcc-13.0.88), which --install makes from PyPI's wheels, pinned
+# to nvidia-cuda-nvcc 13.0.88 (the committed PTX's: the H200's CUDA 13.0 driver may
+# refuse a newer ISA); about 300 MB, a CPU machine and gcc are enough. The target is
+# compute_75 (nvcc 13 has no sm_70). CTest runs it: ptx_committed, ptx_committed_gpu,
+# ptx_fresh (tests/CMakeLists.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -59,26 +44,22 @@ while [ $# -gt 0 ]; do
         --if-nvcc) if_nvcc=1 ;;
         --src) src=$2; shift ;;
         --ptx-out) ptx_out=$2; shift ;;
-        -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
         *) echo "gen-ptx.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
 done
 
-# no_nvcc WHY: the end of the road without nvcc.
-no_nvcc() {
-    if [ $if_nvcc = 1 ]; then
-        echo "SKIPPED: gen-ptx.sh: the committed PTX was not compiled again: $1"
-        exit 0
-    fi
+no_nvcc() { # WHY: the end of the road without nvcc
+    [ $if_nvcc = 0 ] || { echo "SKIPPED: gen-ptx.sh: the committed PTX was not compiled again: $1"; exit 77; }
     echo "gen-ptx.sh: $1" >&2
     exit 1
 }
 
 find_nvcc() {
+    local c
     nvcc=${NVCC:-}
     [ -z "$nvcc" ] || return 0
-    local c
     for c in "$(command -v nvcc || true)" /usr/local/cuda/bin/nvcc \
              "$VKCUDA_NVCC_HOME"/lib/python3*/site-packages/nvidia/cu13/bin/nvcc; do
         if [ -n "$c" ] && [ -x "$c" ]; then nvcc=$c; return 0; fi

@@ -1,36 +1,20 @@
 #!/usr/bin/env bash
-# Prepares, on this (Rust) machine, everything scripts/gpu-test.sh needs on the GPU
-# machine, which has no Rust, no Vulkan loader and no Vulkan headers:
-#   .dev/gpu/libvkcuda.so        the release library (debug info stripped)
-#   .dev/gpu/tests/<kind>-<name> every Rust test executable (lib unit tests and each
-#                                integration test), built with --release, stripped
-#   .dev/gpu/include/            /usr/include/vulkan (the C headers; the *.hpp C++
-#                                bindings are left out for size), /usr/include/vk_video and
-#                                stb/stb_image_write.h (libstb-dev: the PNG writer of the
-#                                examples and GPU tests; CMake finds it as
-#                                VKCUDA_STB_INCLUDE_DIR, gpu-test.sh passes the path),
-#                                vk_mem_alloc.h (scripts/fetch-vma.sh) and ffnvcodec/
-#                                (libffmpeg-nvenc-dev: FFmpeg's nv-codec-headers, for the
-#                                NVDEC/NVENC programs; CMake finds them there)
-#   .dev/gpu/clips/              the NVDEC test clips and their CPU reference hashes
-#                                (scripts/make-clips.sh, about 2.3 MB)
-#   .dev/gpu/tsan-threads        with VKCUDA_BUNDLE_TSAN=1 only: tests/threads.rs built
-#                                with ThreadSanitizer (std rebuilt: needs rust-src and
-#                                RUSTC_BOOTSTRAP; about 2 minutes); the TSan runtime is
-#                                linked in, so it runs on the GPU machine as it is
-#   .dev/gpu/python/vkcuda-*.whl the Python release wheel (scripts/python-wheel.sh:
-#                                py3-none-manylinux_2_28_x86_64, its own stripped
-#                                library; the GPU machine's Python 3.12, glibc 2.39) and
-#                                the sdist beside it
-#   .dev/gpu/MANIFEST            commit, build directory, files with sizes and sha256
-#   .gl/*.deb                    the Vulkan loader (the workplace's prepare-loader.sh:
-#                                VKCUDA_PREPARE_LOADER=FILE, else ../shared/gpu/ beside
-#                                the repository)
-#                                and the validation layer of Debian sid
-#                                (scripts/fetch-vvl.sh; see there why not Debian 12's)
-# .dev/ and .gl/ are git-ignored; the GPU run carries them (64 MiB at most in all).
-#
-#   scripts/gpu-bundle.sh        then, there: scripts/gpu-test.sh
+# Prepares, on this (Rust) machine, what scripts/gpu-test.sh needs on the GPU machine
+# (no Rust, no Vulkan loader, no Vulkan headers), in .dev/gpu:
+#   libvkcuda.so, bench-interop, bench-calls   release builds, debug info stripped
+#   tests/<kind>-<name>   every cargo test executable (lib-vkcuda, test-<suite>),
+#                         release, stripped: CTest's VKCUDA_RUST_TEST_DIR there
+#   tsan-threads          with VKCUDA_BUNDLE_TSAN=1: tests/threads.rs under
+#                         ThreadSanitizer (std rebuilt: rust-src, RUSTC_BOOTSTRAP)
+#   include/              the Vulkan C headers, vk_video, stb_image_write.h, vk_mem_alloc.h,
+#                         ffnvcodec/ (FFmpeg's nv-codec-headers: the NVDEC/NVENC programs)
+#   clips/                the NVDEC test clips and their CPU reference (make-clips.sh)
+#   python/               the Python release wheel and sdist (scripts/python-wheel.sh)
+#   MANIFEST              commit, build directory, files with sizes and sha256
+# and in .gl/ the Vulkan loader (the workplace's prepare-loader.sh: VKCUDA_PREPARE_LOADER,
+# else ../shared/gpu/ beside the repository) and the validation layer of Debian sid
+# (scripts/fetch-vvl.sh says why not Debian 12's). Both are git-ignored; the GPU run
+# carries them (64 MiB at most).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
@@ -63,60 +47,36 @@ cargo bench --no-run --message-format=json > "$bench_json"
 
 rm -rf "$out"
 mkdir -p "$out/tests" "$out/include"
-# JSON TARGET DEST WHAT: copies the executable cargo reported for TARGET to DEST.
+# copy_executable JSON TARGET DEST: the executable cargo reported for TARGET, stripped.
 copy_executable() {
-    python3 - "$@" <<'EOF2'
-import json, shutil, sys
-src, target, dst, what = sys.argv[1:5]
-for line in open(src):
-    try:
-        m = json.loads(line)
-    except ValueError:
-        continue
+    python3 -c 'import json, shutil, sys
+src, target, dst = sys.argv[1:4]
+for m in map(json.loads, filter(lambda l: l.startswith("{"), open(src))):
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == target:
-        shutil.copy2(m["executable"], dst)
-        print("  %s %s <- %s" % (what, dst, m["executable"]))
-        break
-else:
-    sys.exit("gpu-bundle: cargo built no %s" % what)
-EOF2
+        shutil.copy2(m["executable"], dst); print("  %s <- %s" % (dst, m["executable"])); sys.exit()
+sys.exit("gpu-bundle: cargo built no " + target)' "$@" && strip --strip-debug "$3"
 }
-copy_executable "$bench_json" interop "$out/bench-interop" "interop benchmark"
-strip --strip-debug "$out/bench-interop"
-copy_executable "$bench_json" calls "$out/bench-calls" "per-call CPU cost benchmark"
-strip --strip-debug "$out/bench-calls"
+copy_executable "$bench_json" interop "$out/bench-interop"
+copy_executable "$bench_json" calls "$out/bench-calls"
 cp target/release/libvkcuda.so "$out/libvkcuda.so"
 strip --strip-debug "$out/libvkcuda.so"
 
 # The Python release wheel (the GPU machine cannot build it): what users install.
 echo "== the Python release wheel and sdist (scripts/python-wheel.sh)"
-rm -rf "$out/python"
 scripts/python-wheel.sh "$out/python"
 
 # Each test executable as "<kind>-<name>": lib-vkcuda (unit tests), test-buffer, ...
-python3 - "$json" "$out/tests" <<'EOF'
-import json, shutil, sys, os
-src, dst = sys.argv[1], sys.argv[2]
+python3 -c 'import json, os, shutil, sys
 seen = 0
-for line in open(src):
-    try:
-        m = json.loads(line)
-    except ValueError:
-        continue
-    if m.get("reason") != "compiler-artifact" or not m.get("executable"):
-        continue
-    if not m.get("profile", {}).get("test"):
-        continue
-    kind = m["target"]["kind"][0]
-    kind = {"cdylib": "lib", "staticlib": "lib", "rlib": "lib"}.get(kind, kind)
-    name = "%s-%s" % (kind, m["target"]["name"])
-    shutil.copy2(m["executable"], os.path.join(dst, name))
-    print("  test executable %-30s <- %s" % (name, os.path.relpath(m["executable"])))
-    seen += 1
-if seen == 0:
-    sys.exit("gpu-bundle: cargo reported no test executables")
-EOF
-# All symbols out: the bundle travels under 64 MiB (debug info alone left 44 MiB of tests).
+for m in map(json.loads, filter(lambda l: l.startswith("{"), open(sys.argv[1]))):
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m.get("profile", {}).get("test"):
+        kind = {"cdylib": "lib", "staticlib": "lib", "rlib": "lib"}.get(m["target"]["kind"][0], m["target"]["kind"][0])
+        name = "%s-%s" % (kind, m["target"]["name"])
+        shutil.copy2(m["executable"], os.path.join(sys.argv[2], name))
+        print("  test executable %-30s <- %s" % (name, os.path.relpath(m["executable"])))
+        seen += 1
+sys.exit(0 if seen else "gpu-bundle: cargo reported no test executables")' "$json" "$out/tests"
+# All symbols out: the bundle travels under 64 MiB (with debug symbols, 44 MiB of tests).
 strip --strip-all "$out"/tests/*
 
 if [ "${VKCUDA_BUNDLE_TSAN:-0}" = 1 ]; then
@@ -125,8 +85,7 @@ if [ "${VKCUDA_BUNDLE_TSAN:-0}" = 1 ]; then
     RUSTC_BOOTSTRAP=1 RUSTFLAGS=-Zsanitizer=thread CARGO_TARGET_DIR=target/tsan \
         cargo test -Zbuild-std --target x86_64-unknown-linux-gnu --release --test threads \
         --no-run --message-format=json > "$tsan_json"
-    copy_executable "$tsan_json" threads "$out/tsan-threads" "ThreadSanitizer threads test"
-    strip --strip-debug "$out/tsan-threads"
+    copy_executable "$tsan_json" threads "$out/tsan-threads"
 fi
 
 # The C headers only: the C++ bindings (*.hpp, about 11 MB) are not needed for C.
@@ -136,8 +95,6 @@ cp -r /usr/include/vk_video "$out/include/"
 mkdir -p "$out/include/stb"
 cp /usr/include/stb/stb_image_write.h "$out/include/stb/"
 cp -r /usr/include/ffnvcodec "$out/include/"
-
-echo "== scripts/make-clips.sh (the NVDEC clips and their CPU reference)"
 scripts/make-clips.sh "$out/clips"
 
 # VulkanMemoryAllocator's header for the VMA example and test (examples/vma,

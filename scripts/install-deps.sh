@@ -1,36 +1,30 @@
 #!/usr/bin/env bash
 # Installs what building and testing vkcuda needs on Debian 12 / Ubuntu, only what
-# is missing, without questions: the Vulkan loader, headers, Mesa's CPU driver
-# (lavapipe) and the Khronos validation layer, CMake, pkg-config, GCC, Clang,
-# valgrind, glslang, Doxygen, stb (stb_image_write.h, for the examples' PNG output).
-# `apt-get update` runs only when a package is missing. With rustup, adds the clippy
-# and rustfmt components when they are missing.
+# is missing, without questions (the apt packages below; `apt-get update` only when
+# one is missing), rustup's clippy and rustfmt, and VMA's header (scripts/fetch-vma.sh).
 #
 #   scripts/install-deps.sh [--no-rust]
 #
-# Exit status: 0 when everything is there; 1 when something could not be installed,
-# or cargo is missing (unless --no-rust is given or VKCUDA_PREBUILT_LIBRARY is set:
-# then no Rust toolchain is needed, the library is prebuilt).
+# Exit status 1 when something could not be installed, or cargo is missing (unless
+# --no-rust or VKCUDA_PREBUILT_LIBRARY: the library is prebuilt, no Rust needed).
 set -euo pipefail
 
 need_rust=1
 for arg in "$@"; do
   case "$arg" in
     --no-rust) need_rust=0 ;;
-    -h | --help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,9p' "$0"; exit 0 ;;
     *) echo "install-deps: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
-if [ -n "${VKCUDA_PREBUILT_LIBRARY:-}" ]; then
-  need_rust=0
-fi
+[ -z "${VKCUDA_PREBUILT_LIBRARY:-}" ] || need_rust=0
 
 packages=(
   mesa-vulkan-drivers # lavapipe: Vulkan on the CPU, for tests without a GPU
   libvulkan1          # the Vulkan loader the library dlopens
   libvulkan-dev       # Vulkan headers (vkcuda.h includes them), vulkan.pc, VulkanHeaders CMake package
   vulkan-tools        # vulkaninfo
-  vulkan-validationlayers # VK_LAYER_KHRONOS_validation (scripts/test.sh's vvl step, tests/cpp/run.sh)
+  vulkan-validationlayers # VK_LAYER_KHRONOS_validation (the _vvl CTest tests)
   glslang-tools       # glslangValidator, for the examples' shaders
   cmake
   make
@@ -56,22 +50,15 @@ status=0
 log() { echo "install-deps: $*"; }
 
 as_root() {
-  if [ "$(id -u)" -eq 0 ]; then
-    "$@"
-  elif command -v sudo >/dev/null 2>&1; then
-    sudo "$@"
-  else
-    log "need root for: $* (not root, and no sudo)"
-    return 1
+  if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null 2>&1; then sudo "$@"; else
+    log "need root for: $* (not root, and no sudo)"; return 1
   fi
 }
 
 if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   missing=()
   for p in "${packages[@]}"; do
-    if [ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)" != "installed" ]; then
-      missing+=("$p")
-    fi
+    [ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)" = installed ] || missing+=("$p")
   done
   if [ "${#missing[@]}" -eq 0 ]; then
     log "apt packages: all ${#packages[@]} installed"
@@ -94,16 +81,11 @@ else
 fi
 
 # Lavapipe's ICD file: the loader finds it without VK_ICD_FILENAMES / VK_DRIVER_FILES.
-if ls /usr/share/vulkan/icd.d/lvp_icd.*.json >/dev/null 2>&1; then
-  log "lavapipe: $(ls /usr/share/vulkan/icd.d/lvp_icd.*.json | head -n1)"
-else
+ls /usr/share/vulkan/icd.d/lvp_icd.*.json >/dev/null 2>&1 ||
   log "warning: no lavapipe ICD in /usr/share/vulkan/icd.d (mesa-vulkan-drivers)"
-fi
 
 # --- Rust -------------------------------------------------------------------------
-if [ -d "$HOME/.cargo/bin" ]; then
-  PATH="$HOME/.cargo/bin:$PATH"
-fi
+[ ! -d "$HOME/.cargo/bin" ] || PATH="$HOME/.cargo/bin:$PATH"
 if command -v rustup >/dev/null 2>&1; then
   installed="$(rustup component list --installed 2>/dev/null || true)"
   for c in clippy rustfmt; do
@@ -119,7 +101,6 @@ if command -v rustup >/dev/null 2>&1; then
 fi
 if command -v cargo >/dev/null 2>&1; then
   log "$(cargo --version)"
-  # Cargo.toml's rust-version.
   want="$(sed -n 's/^rust-version *= *"\([0-9.]*\)".*/\1/p' "$(dirname "$0")/../Cargo.toml" | head -n1)"
   have="$(cargo --version | sed -n 's/^cargo \([0-9]*\.[0-9]*\).*/\1/p')"
   if [ -n "$want" ] && [ -n "$have" ] &&
@@ -128,24 +109,17 @@ if command -v cargo >/dev/null 2>&1; then
     [ "$need_rust" -eq 1 ] && status=1
   fi
 elif [ "$need_rust" -eq 1 ]; then
-  log "cargo is missing. Install the Rust toolchain (1.80 or newer) with rustup:"
+  log "cargo is missing (Debian 12's rustc is too old): install Rust 1.80 or newer with rustup:"
   log "  curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal --component clippy,rustfmt"
-  log "  . \"\$HOME/.cargo/env\""
-  log "(Debian 12's own rustc is too old.) Or build elsewhere and pass VKCUDA_PREBUILT_LIBRARY."
+  log "  . \"\$HOME/.cargo/env\"    (or build elsewhere and pass VKCUDA_PREBUILT_LIBRARY)"
   status=1
 else
   log "cargo: not needed (--no-rust / VKCUDA_PREBUILT_LIBRARY)"
 fi
 
-# --- VulkanMemoryAllocator's header (the VMA example and test) ---------------------
-# From the vk-mem crate's package, into .dev/vma (scripts/fetch-vma.sh). Optional:
-# without it CMake leaves the VMA programs out.
-if command -v cargo >/dev/null 2>&1; then
-  if "$(dirname "$0")/fetch-vma.sh"; then
-    log "VMA header: .dev/vma/include/vk_mem_alloc.h"
-  else
-    log "warning: scripts/fetch-vma.sh failed: the VMA example and test will be left out"
-  fi
+# VMA's header (optional: without it CMake leaves the VMA example and test out).
+if command -v cargo >/dev/null 2>&1 && ! "$(dirname "$0")/fetch-vma.sh"; then
+  log "warning: scripts/fetch-vma.sh failed: the VMA example and test will be left out"
 fi
 
 exit "$status"

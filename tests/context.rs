@@ -121,7 +121,7 @@ fn query_from_engine_handles_and_bad_arguments() {
 #[test]
 fn missing_cuda_driver_is_a_clear_error() {
     if cuda_present() {
-        eprintln!("SKIPPED missing_cuda_driver_is_a_clear_error: this machine has a CUDA driver");
+        eprintln!("SKIPPED: missing_cuda_driver_is_a_clear_error: this machine has a CUDA driver");
         return;
     }
     let mut v = 7;

@@ -701,7 +701,7 @@ fn child_cuda_absent() {
     let r = unsafe { vkcuda_cuda_driver_get_version(&mut v) };
     if r == VKCUDA_SUCCESS {
         // This machine has a libcuda.so.1 of its own: absence cannot be simulated.
-        eprintln!("SKIPPED child_cuda_absent: the machine has a CUDA driver (version {v})");
+        eprintln!("SKIPPED: child_cuda_absent: the machine has a CUDA driver (version {v})");
         return;
     }
     let err = fails(r, VKCUDA_ERROR_CUDA_UNAVAILABLE);

@@ -9,7 +9,7 @@
 //! allocations of `maxMemoryAllocationSize` (or 4 GiB) until the driver says no,
 //! and a CUDA context the caller made is destroyed before the objects made on it.
 //! `VKCUDA_FAULT_CYCLES` sets how many create/destroy cycles the leak test runs
-//! (default 200; scripts/gpu-hardening.sh runs 10,000 on the H200).
+//! (default 200; CTest's hardening_leaks runs 10,000 on the H200).
 
 mod support;
 use support::cuda::Cuda;
@@ -130,7 +130,7 @@ fn driver_out_of_memory_during_creation() {
     if !cpu {
         // A GPU's memory is not in the process's address space: the limit would not
         // reach it (gpu_device_memory_exhausted exhausts it for real).
-        println!("SKIPPED driver_out_of_memory_during_creation: not a CPU device");
+        println!("SKIPPED: driver_out_of_memory_during_creation: not a CPU device");
         unsafe { vkcuda_context_destroy(ctx) };
         return;
     }

@@ -244,7 +244,7 @@ impl Frame {
     /// signals: to it, C's wait on the value CUDA signals orders nothing, and
     /// C's copy looks unsynchronized with A's fill. This wait shows it A's
     /// completion, so that synchronization validation checks the rest of the
-    /// frame (scripts/gpu-hardening.sh runs vvl:graph with it; docs/GUIDE.md).
+    /// frame (CTest's rust_graph_gpu_vvl runs with it; docs/GUIDE.md).
     fn let_the_layer_see(&self, a_signal: u64) {
         if std::env::var("VKCUDA_GRAPH_LAYER_SEES_A").as_deref() != Ok("1") {
             return;

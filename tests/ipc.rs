@@ -417,7 +417,7 @@ unsafe extern "C" fn accept_uid(_pid: i32, uid: u32, _gid: u32, user: *mut c_voi
 fn a_peer_of_another_user_is_refused() {
     let _s = serial();
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIPPED a_peer_of_another_user_is_refused: needs root to fork a child that changes its uid");
+        eprintln!("SKIPPED: a_peer_of_another_user_is_refused: needs root to fork a child that changes its uid");
         return;
     }
     use std::os::unix::fs::PermissionsExt;

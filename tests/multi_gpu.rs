@@ -47,7 +47,7 @@ fn two_gpus(test: &str) -> Option<Vec<(u32, i32, [u8; 16])>> {
     if std::env::var("VKCUDA_REQUIRE_GPUS").as_deref() == Ok("2") {
         panic!("{test}: VKCUDA_REQUIRE_GPUS=2 but {why}");
     }
-    eprintln!("SKIPPED {test}: {why}; set VKCUDA_REQUIRE_GPUS=2 to make this a failure");
+    eprintln!("SKIPPED: {test}: {why}; set VKCUDA_REQUIRE_GPUS=2 to make this a failure");
     None
 }
 

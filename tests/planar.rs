@@ -912,7 +912,7 @@ fn planar_texels_cross_devices_where_the_device_has_them() {
     unsafe { vkcuda_context_destroy(ctx) };
     if supported.is_empty() {
         println!(
-            "SKIPPED planar_texels_cross_devices: this device offers no multi-planar format \
+            "SKIPPED: planar_texels_cross_devices: this device offers no multi-planar format \
              with DISJOINT and transfers (Mesa 22.3's lavapipe offers none; \
              the_device_offers_what_it_offers_and_creation_follows checks the refusals)"
         );

@@ -62,7 +62,7 @@ int main(int argc, char** argv) try {
         if (phys == VK_NULL_HANDLE && vkcuda::physical_device_query(instance, pd, vkGetInstanceProcAddr).supported)
             phys = pd;
     if (phys == VK_NULL_HANDLE) {
-        std::printf("engine_postfx: SKIP: no Vulkan device has a CUDA twin (vkcuda_info says why)\n");
+        std::printf("SKIPPED: engine_postfx: no Vulkan device has a CUDA twin (vkcuda_info says why)\n");
         return 77;
     }
 

@@ -46,7 +46,7 @@ static void transition(example *ex, VkCommandBuffer cmd, VkImage image, VkImageL
 
 static void skip(const char *why, const char *detail) {
     const char *req = getenv("VKCUDA_REQUIRE_GPU");
-    printf("video_ycbcr: SKIP: %s%s\n", why, detail);
+    printf("SKIPPED: video_ycbcr: %s%s\n", why, detail);
     exit(req && strcmp(req, "1") == 0 ? 1 : 77);
 }
 

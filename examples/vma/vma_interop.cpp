@@ -212,7 +212,7 @@ int main(int argc, char** argv) {
         bool no_gpu = err.code() == VKCUDA_ERROR_CUDA_UNAVAILABLE || err.code() == VKCUDA_ERROR_DEVICE_MISMATCH;
         const char* require = std::getenv("VKCUDA_REQUIRE_GPU");
         if (!vulkan_only && no_gpu && !(require && std::strcmp(require, "1") == 0)) {
-            std::printf("vma_interop: SKIP: no CUDA GPU here (%s); --vulkan-only runs without one\n", err.what());
+            std::printf("SKIPPED: vma_interop: no CUDA GPU here (%s); --vulkan-only runs without one\n", err.what());
             return 0;
         }
         std::printf("vma_interop: FAIL: %s\n", err.what());

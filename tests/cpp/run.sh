@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# The C++ checks of scripts/test.sh (its "cpp" step), after the CMake build and the
-# install:
-#   tests/cpp/run.sh <build-dir> <install-prefix> [work-dir]
+# The vkcuda.hpp compiler matrix (CTest: cpp_matrix), after the CMake build:
+#   tests/cpp/run.sh <build-dir> [work-dir]
 #
 #   1. matrix: the vkcuda.hpp unit tests (tests/cpp/*.cpp + c_examples/vk_loader.c)
 #      compiled, linked against <build-dir>/lib/libvkcuda.so and run with every
@@ -10,23 +9,18 @@
 #      missing is a failure (scripts/install-deps.sh installs both);
 #   2. strict: vkcuda.hpp alone under an engine's stricter warnings (-Wshadow
 #      -Wconversion -Wsign-conversion -Wold-style-cast -Wzero-as-null-pointer-constant
-#      ...), each compiler x standard x mode;
-#   3. consumers: tests/consumer_cpp/run.sh (the install tree with find_package, and
-#      add_subdirectory on this source tree);
-#   4. docs: scripts/docs.sh (Doxygen, any warning fails);
-#   5. tests/gpu's engine_postfx_test --vulkan-only (the engine of
-#      examples/cpp/engine_postfx.cpp) under VK_LAYER_KHRONOS_validation, when the layer is
-#      installed: any validation message fails.
+#      ...), each compiler x standard x mode.
+# The C++ consumers (consumer_cpp), Doxygen (docs) and the engine under the
+# validation layer (gpu_engine_postfx_vulkan_only_vvl) are CTest tests of their own.
 # Prints one line per check and a summary; exits 1 if any failed. A check that
-# cannot run here prints a line starting with "SKIPPED:" (scripts/test.sh counts them).
+# cannot run here prints a line starting with "SKIPPED:".
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-build="${1:?usage: $0 <build-dir> <install-prefix> [work-dir]}"
+build="${1:?usage: $0 <build-dir> [work-dir]}"
 build="$(cd "$build" && pwd)" || exit 2
-prefix="${2:?usage: $0 <build-dir> <install-prefix> [work-dir]}"
-work="${3:-$(mktemp -d "${TMPDIR:-/tmp}/vkcuda-cpp.XXXXXX")}"
+work="${2:-$(mktemp -d "${TMPDIR:-/tmp}/vkcuda-cpp.XXXXXX")}"
 mkdir -p "$work"
 work="$(cd "$work" && pwd)"
 lib="$build/lib"
@@ -40,7 +34,7 @@ check() { # check <description> <command...>
   if "$@" >"$work/last.log" 2>&1; then pass "$what"; else fail "$what"; sed 's/^/        /' "$work/last.log" | tail -40; fi
 }
 
-echo "cpp: build $build, install prefix $prefix, work dir $work"
+echo "cpp: build $build, work dir $work"
 if [ ! -e "$lib/libvkcuda.so" ]; then
   echo "cpp: no $lib/libvkcuda.so: build first (cmake --build $build)"
   echo "cpp checks: 0 passed, 1 failed"
@@ -119,40 +113,6 @@ for pair in "${compilers[@]}"; do
     done
   done
 done
-
-# --- 3. the C++ consumers ------------------------------------------------------------------
-check "consumers: tests/consumer_cpp/run.sh (install tree, add_subdirectory)" \
-  "$root/tests/consumer_cpp/run.sh" "$prefix" "$build" "$work/consumer_cpp"
-grep -E '^  (ok|FAIL) ' "$work/last.log" | sed 's/^/      /'
-
-# --- 4. Doxygen ------------------------------------------------------------------------------
-check "docs: scripts/docs.sh (Doxygen HTML, no warnings)" "$root/scripts/docs.sh" "$work/docs"
-grep '^docs.sh:' "$work/last.log" | sed 's/^/        /'
-
-# --- 5. the engine example under the validation layer ------------------------------------------
-example="$build/tests/gpu/engine_postfx_test"
-layer_json=""
-for d in ${VK_LAYER_PATH:-} /usr/share/vulkan/explicit_layer.d /usr/local/share/vulkan/explicit_layer.d; do
-  [ -f "$d/VkLayer_khronos_validation.json" ] && { layer_json="$d/VkLayer_khronos_validation.json"; break; }
-done
-if [ ! -x "$example" ]; then
-  fail "validation: $example was not built"
-elif [ -z "$layer_json" ]; then
-  echo "  SKIPPED: validation: VK_LAYER_KHRONOS_validation is not installed (apt-get install vulkan-validationlayers)"
-else
-  vvl_run() {
-    VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation "$example" --vulkan-only --frames 30 --size 96x64 \
-      --out "$work/engine_postfx_vvl.png" > "$work/vvl.log" 2>&1
-    local rc=$? n
-    n=$(grep -cE 'VUID|Validation Error|Validation Warning' "$work/vvl.log")
-    grep -E 'VUID|Validation' "$work/vvl.log" | head -20
-    tail -n 1 "$work/vvl.log"
-    echo "$n validation messages"
-    [ "$rc" -eq 0 ] && [ "$n" -eq 0 ]
-  }
-  check "validation: engine_postfx_test --vulkan-only under VK_LAYER_KHRONOS_validation: no messages" vvl_run
-  tail -n 1 "$work/last.log" | sed 's/^/        /'
-fi
 
 echo "cpp checks: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -790,7 +790,7 @@ int main() {
         vkcuda_standalone_create_info si = vulkan_only();
         vkcuda_result r = vkcuda_context_create_standalone(&si, &probe);
         if (r != VKCUDA_SUCCESS) {
-            std::printf("SKIP: no Vulkan-only standalone context: %s: %s\n", vkcuda_result_to_string(r),
+            std::printf("SKIPPED: wrapper_test: no Vulkan-only standalone context: %s: %s\n", vkcuda_result_to_string(r),
                         vkcuda_last_error_message());
             return r == VKCUDA_ERROR_VULKAN_UNAVAILABLE || r == VKCUDA_ERROR_EXTENSION_NOT_PRESENT ? 77 : 1;
         }

@@ -680,7 +680,7 @@ static void usage(void) {
 }
 
 static void finish_unavailable(const char *why) {
-    printf("buffer_roundtrip: SKIP: %s\n", why);
+    printf("SKIPPED: buffer_roundtrip: %s\n", why);
     if (require_gpu()) {
         printf("buffer_roundtrip: FAIL: VKCUDA_REQUIRE_GPU=1 and there is no usable GPU\n");
         exit(1);

@@ -930,7 +930,7 @@ int main(int argc, char** argv) {
             ran = true;
         } catch (const Skip& s) {
             engine.teardown();
-            std::printf("engine_postfx: SKIP: %s\n", s.why.c_str());
+            std::printf("SKIPPED: engine_postfx: %s\n", s.why.c_str());
             if (require_gpu()) {
                 std::printf("engine_postfx: FAIL: VKCUDA_REQUIRE_GPU=1 and there is no usable GPU\n");
                 return 1;

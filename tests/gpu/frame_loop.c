@@ -730,7 +730,7 @@ done:
 /* ---- setup ------------------------------------------------------------------------------ */
 
 static void finish_unavailable(const char *why) {
-    printf("frame_loop: SKIP: %s\n", why);
+    printf("SKIPPED: frame_loop: %s\n", why);
     if (require_gpu()) {
         printf("frame_loop: FAIL: VKCUDA_REQUIRE_GPU=1 and there is no usable GPU\n");
         exit(1);

@@ -684,7 +684,7 @@ done:
 /* ---- setup ------------------------------------------------------------------------- */
 
 static void finish_unavailable(const char *why) {
-    printf("image_formats: SKIP: %s\n", why);
+    printf("SKIPPED: image_formats: %s\n", why);
     if (require_gpu()) {
         printf("image_formats: FAIL: VKCUDA_REQUIRE_GPU=1 and there is no usable GPU\n");
         exit(1);

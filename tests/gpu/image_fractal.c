@@ -165,7 +165,7 @@ static void image_barrier(VkImage image, VkImageLayout from, VkImageLayout to, V
 /* ---- setup --------------------------------------------------------------------------- */
 
 static void finish_unavailable(const char *why) {
-    printf("image_fractal: SKIP: %s\n", why);
+    printf("SKIPPED: image_fractal: %s\n", why);
     if (require_gpu()) {
         printf("image_fractal: FAIL: VKCUDA_REQUIRE_GPU=1 and there is no usable GPU\n");
         exit(1);

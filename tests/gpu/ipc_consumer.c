@@ -394,7 +394,7 @@ done:
         }
     }
     if (skipped) {
-        printf("ipc_consumer: SKIP: %s\n", why[0] ? why : C.h.note);
+        printf("SKIPPED: ipc_consumer: %s\n", why[0] ? why : C.h.note);
         return require_gpu() ? 1 : EXIT_SKIP;
     }
     printf("ipc_consumer: %s: %" PRIu64 " frames checked, %" PRIu64 " words compared, %" PRIu64

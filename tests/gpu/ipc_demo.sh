@@ -3,7 +3,7 @@
 # socket in a new private temporary directory, ipc_producer (the CUDA process)
 # connects, and they run the frames; each checks what it can and prints a final
 # PASS/FAIL/SKIP line. This script prints both, each line prefixed, and ends with
-#   ipc_demo: PASS | FAIL | SKIP
+#   ipc_demo: PASS | FAIL, or SKIPPED: ipc_demo: <why>
 # Exit status: 0 pass, 1 fail, 77 skipped (no CUDA GPU; 1 with VKCUDA_REQUIRE_GPU=1).
 #
 #   tests/gpu/ipc_demo.sh [--bin DIR] [--frames N] [--size BYTES] [--vulkan-only]
@@ -63,7 +63,7 @@ if [ "$producer_rc" -eq 0 ] && [ "$consumer_rc" -eq 0 ]; then
   exit 0
 fi
 if { [ "$producer_rc" -eq 77 ] || [ "$producer_rc" -eq 0 ]; } && { [ "$consumer_rc" -eq 77 ] || [ "$consumer_rc" -eq 0 ]; }; then
-  echo "ipc_demo: SKIP (no CUDA GPU here; try --vulkan-only)"
+  echo "SKIPPED: ipc_demo: no CUDA GPU here (try --vulkan-only)"
   exit 77
 fi
 echo "ipc_demo: FAIL"

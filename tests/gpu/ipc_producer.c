@@ -398,7 +398,7 @@ done:
         }
     }
     if (skipped) {
-        printf("ipc_producer: SKIP: %s\n", why);
+        printf("SKIPPED: ipc_producer: %s\n", why);
         return require_gpu() ? 1 : EXIT_SKIP;
     }
     printf("ipc_producer: %s: %" PRIu64 " frames written, the consumer checked %" PRIu64 " frames (%" PRIu64

@@ -364,7 +364,7 @@ int main(int argc, char** argv) {
         bool no_gpu = err.code() == VKCUDA_ERROR_CUDA_UNAVAILABLE || err.code() == VKCUDA_ERROR_DEVICE_MISMATCH;
         const char* require = std::getenv("VKCUDA_REQUIRE_GPU");
         if (!vulkan_only && no_gpu && !(require && std::strcmp(require, "1") == 0)) {
-            std::printf("vma_wrap: SKIP: no CUDA GPU here (%s)\n", err.what());
+            std::printf("SKIPPED: vma_wrap: no CUDA GPU here (%s)\n", err.what());
             return 0;
         }
         std::printf("vma_wrap: FAIL: %s\n", err.what());

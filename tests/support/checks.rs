@@ -81,7 +81,7 @@ pub fn cuda_context_or_skip(test: &str) -> Option<*mut vkcuda_context> {
     if gpu_required() {
         panic!("{test}: VKCUDA_REQUIRE_GPU=1 but no CUDA-paired device: {r:?}: {why}");
     }
-    eprintln!("SKIPPED {test}: no CUDA GPU here ({r:?}: {why}); set VKCUDA_REQUIRE_GPU=1 to make this a failure");
+    eprintln!("SKIPPED: {test}: no CUDA GPU here ({r:?}: {why}); set VKCUDA_REQUIRE_GPU=1 to make this a failure");
     None
 }
 

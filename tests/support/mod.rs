@@ -41,7 +41,7 @@
 //! - To run them: `VKCUDA_REQUIRE_GPU=1 cargo test -- --include-ignored` (or a
 //!   bundled test executable with `--include-ignored`). With VKCUDA_REQUIRE_GPU=1
 //!   a machine without a CUDA device paired to a Vulkan device fails them; without
-//!   it they print `SKIPPED ...` on stderr and return.
+//!   it they print `SKIPPED: <test>: <why>` on stderr and return.
 //! - Tests that run on lavapipe and only skip a part (no GPU, not root, no external
 //!   semaphores on the device) are not ignored: they say on stderr what they left
 //!   out.
