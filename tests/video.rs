@@ -813,3 +813,174 @@ fn gpu_frames_sample_as_their_colour_says() {
     drop(v);
     unsafe { vkcuda_context_destroy(ctx) };
 }
+
+/// An engine's own LINEAR NV12 image (one dedicated exportable allocation, made
+/// with raw Vulkan calls) wrapped as a shared video frame: CUDA writes through the
+/// library's plane pointers, the engine's Vulkan copy reads every byte back. A
+/// non-dedicated wrap of a linear frame is refused, naming the fix.
+#[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+fn gpu_engine_frames_are_wrapped() {
+    let _g = serial();
+    let Some(ctx) = cuda_context_or_skip("gpu_engine_frames_are_wrapped") else {
+        return;
+    };
+    let v = Vk::new(ctx);
+    let _c = Current::of(ctx);
+    let nv12 = vk::Format::G8_B8R8_2PLANE_420_UNORM;
+    let (w, h) = (1282u32, 722u32);
+    let usage = vk::ImageUsageFlags::TRANSFER_SRC
+        | vk::ImageUsageFlags::TRANSFER_DST
+        | vk::ImageUsageFlags::SAMPLED;
+    let d = &v.device;
+    let mut ext = vk::ExternalMemoryImageCreateInfo::default()
+        .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+    let image = unsafe {
+        d.create_image(
+            &vk::ImageCreateInfo::default()
+                .image_type(vk::ImageType::TYPE_2D)
+                .format(nv12)
+                .extent(vk::Extent3D {
+                    width: w,
+                    height: h,
+                    depth: 1,
+                })
+                .mip_levels(1)
+                .array_layers(1)
+                .samples(vk::SampleCountFlags::TYPE_1)
+                .tiling(vk::ImageTiling::LINEAR)
+                .usage(usage)
+                .initial_layout(vk::ImageLayout::UNDEFINED)
+                .push_next(&mut ext),
+            None,
+        )
+    }
+    .unwrap();
+    let req = unsafe { d.get_image_memory_requirements(image) };
+    let mut export = vk::ExportMemoryAllocateInfo::default()
+        .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+    let mut dedicated = vk::MemoryDedicatedAllocateInfo::default().image(image);
+    let memory = unsafe {
+        d.allocate_memory(
+            &vk::MemoryAllocateInfo::default()
+                .allocation_size(req.size)
+                .memory_type_index(device_local_type(&v, req.memory_type_bits))
+                .push_next(&mut export)
+                .push_next(&mut dedicated),
+            None,
+        )
+    }
+    .unwrap();
+    unsafe { d.bind_image_memory(image, memory, 0) }.unwrap();
+    let zero_plane = vkcuda_image_plane_memory {
+        memory: vk::DeviceMemory::null(),
+        allocation_size: 0,
+        offset: 0,
+    };
+    let mut info = vkcuda_image_wrap_info {
+        flags: 0,
+        image,
+        memory,
+        allocation_size: req.size,
+        description: vkcuda_image_create_info {
+            usage: usage.as_raw(),
+            ..frame_info(nv12, w, h)
+        },
+        offset: 0,
+        dedicated: 0,
+        export_handle_types: vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD.as_raw(),
+        planes: [zero_plane; 3],
+    };
+    let mut im = ptr::null_mut();
+    let m = fails(
+        unsafe { vkcuda_image_wrap(ctx, &info, &mut im) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(m.contains("one dedicated allocation"), "{m}");
+    info.dedicated = 1;
+    ok(unsafe { vkcuda_image_wrap(ctx, &info, &mut im) });
+    check_planes(im, vkcuda::format::planar_row(nv12).unwrap(), w, h);
+    let planes = plane_pointers(im, 2);
+    // CUDA writes a ramp into both planes; the engine's copy reads them.
+    let rows = [(w as usize, h as usize), (w as usize, h as usize / 2)];
+    let sent: Vec<Vec<u8>> = (0..2)
+        .map(|k| plane_bytes(k, rows[k].0, rows[k].1, 6))
+        .collect();
+    let total = rows[0].0 * rows[0].1 + rows[1].0 * rows[1].1;
+    let read = v.host_buffer(total as u64);
+    let h_info = handoff(&v);
+    v.run(|cmd| unsafe {
+        ok(vkcuda_image_cmd_release_to_cuda(
+            im,
+            cmd,
+            &h_info,
+            vk::ImageLayout::UNDEFINED.as_raw(),
+        ));
+    });
+    // CUDA writes, now that the frame is its own (released from UNDEFINED above).
+    for k in 0..2 {
+        let mut data = sent[k].clone();
+        copy_plane(
+            data.as_mut_ptr(),
+            planes[k].cuda_pointer,
+            planes[k].row_pitch,
+            rows[k].0,
+            rows[k].1,
+            true,
+        );
+    }
+    v.run(|cmd| unsafe {
+        ok(vkcuda_image_cmd_acquire_from_cuda(
+            im,
+            cmd,
+            &h_info,
+            vk::ImageLayout::TRANSFER_SRC_OPTIMAL.as_raw(),
+        ));
+        let regions: Vec<vk::BufferImageCopy> = (0..2)
+            .map(|k| vk::BufferImageCopy {
+                buffer_offset: if k == 0 {
+                    0
+                } else {
+                    (rows[0].0 * rows[0].1) as u64
+                },
+                buffer_row_length: 0,
+                buffer_image_height: 0,
+                image_subresource: vk::ImageSubresourceLayers {
+                    aspect_mask: vk::ImageAspectFlags::from_raw(planes[k].aspect),
+                    mip_level: 0,
+                    base_array_layer: 0,
+                    layer_count: 1,
+                },
+                image_offset: vk::Offset3D::default(),
+                image_extent: vk::Extent3D {
+                    width: planes[k].width,
+                    height: planes[k].height,
+                    depth: 1,
+                },
+            })
+            .collect();
+        d.cmd_copy_image_to_buffer(
+            cmd,
+            image,
+            vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+            read.buffer,
+            &regions,
+        );
+    });
+    let got = read.bytes();
+    assert_eq!(wrong_bytes(8, &got[..sent[0].len()], &sent[0]).0, 0, "luma");
+    assert_eq!(
+        wrong_bytes(8, &got[sent[0].len()..], &sent[1]).0,
+        0,
+        "chroma"
+    );
+    println!("engine's linear NV12 {w}x{h} wrapped: CUDA wrote, Vulkan read both planes, 0 wrong");
+    v.destroy_host_buffer(read);
+    unsafe {
+        vkcuda_image_destroy(im);
+        d.destroy_image(image, None);
+        d.free_memory(memory, None);
+    }
+    drop(v);
+    unsafe { vkcuda_context_destroy(ctx) };
+}
