@@ -51,6 +51,30 @@ fn cited_path(doc: &str, cited: &str) -> std::path::PathBuf {
     }
 }
 
+/// The paragraphs of a Markdown text (a citation may wrap), each joined into one
+/// line, with the line number it starts at; a table row is a paragraph of its own.
+fn paragraphs(text: &str) -> Vec<(usize, String)> {
+    let mut out: Vec<(usize, String)> = Vec::new();
+    let mut open = false;
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('|') || t.starts_with('#') || t.starts_with("```") {
+            if !t.is_empty() {
+                out.push((i + 1, t.to_string()));
+            }
+            open = false;
+        } else if open {
+            let last = out.last_mut().unwrap();
+            last.1.push(' ');
+            last.1.push_str(t);
+        } else {
+            out.push((i + 1, t.to_string()));
+            open = true;
+        }
+    }
+    out
+}
+
 /// Every `tests/...` path a doc cites exists, every test function named after a
 /// `tests/X.rs` on the same line is a `fn` of that file, and every
 /// `cargo test --test NAME [FILTER]` names a target that exists and a filter that
@@ -60,8 +84,9 @@ fn cited_tests_exist() {
     let mut bad = Vec::new();
     let mut cited = 0;
     for (doc, text) in docs() {
-        for (i, line) in text.lines().enumerate() {
-            let at = format!("{doc}:{}", i + 1);
+        for (i, paragraph) in paragraphs(&text) {
+            let line = paragraph.as_str();
+            let at = format!("{doc}:{i}");
             // Markdown links and backticked paths.
             let mut paths: Vec<String> = backticked(line)
                 .into_iter()
