@@ -900,12 +900,7 @@ fn gpu(quick: bool, rep: &mut Report) {
     );
     let lw = rep.add("host-wait", "vkcuda_semaphore_host_wait", &mut libw, "");
     let vw = rep.add("host-wait", "vkWaitSemaphores", &mut vkw, "");
-    rep.derived(
-        "host-wait",
-        "library - spin",
-        lw - sm,
-        TARGET_HOST_WAIT,
-    );
+    rep.derived("host-wait", "library - spin", lw - sm, TARGET_HOST_WAIT);
     rep.derived(
         "host-wait",
         "vkWaitSemaphores - spin",

@@ -17,7 +17,11 @@ use doc_claims::{check_count, docs, root, test_source};
 fn documented_export_count_is_the_header() {
     let h = header::header();
     let n = h.protos.len() as u64;
-    let bad = check_count(" functions of `include/vkcuda.h`", n, "the header's function count");
+    let bad = check_count(
+        " functions of `include/vkcuda.h`",
+        n,
+        "the header's function count",
+    );
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
@@ -36,7 +40,8 @@ fn backticked(line: &str) -> Vec<&str> {
 /// A cited name that reads as a Rust test function: snake_case with an underscore.
 fn looks_like_test_fn(s: &str) -> bool {
     s.contains('_')
-        && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
         && !s.starts_with("vkcuda_")
 }
 
@@ -148,11 +153,17 @@ fn cited_tests_exist() {
                         let src = test_source(&root().join(format!("tests/{name}.rs")))
                             .or_else(|| test_source(&root().join(format!("tests/{name}"))));
                         match src {
-                            None => bad.push(format!("{at}: `cargo test --test {name}`: no such test target")),
+                            None => bad.push(format!(
+                                "{at}: `cargo test --test {name}`: no such test target"
+                            )),
                             Some(src) => {
-                                if let Some(filter) = words.get(k + 2).filter(|f| !f.starts_with('-')) {
+                                if let Some(filter) =
+                                    words.get(k + 2).filter(|f| !f.starts_with('-'))
+                                {
                                     if !src.contains(&format!("fn {filter}"))
-                                        && !src.lines().any(|l| l.contains("fn ") && l.contains(*filter))
+                                        && !src
+                                            .lines()
+                                            .any(|l| l.contains("fn ") && l.contains(*filter))
                                     {
                                         bad.push(format!("{at}: `cargo test --test {name} {filter}`: no test fn matches {filter}"));
                                     }
@@ -167,6 +178,13 @@ fn cited_tests_exist() {
             }
         }
     }
-    assert!(cited > 20, "only {cited} citations found: is the parser still reading the docs?");
-    assert!(bad.is_empty(), "the docs cite tests that do not exist:\n{}", bad.join("\n"));
+    assert!(
+        cited > 20,
+        "only {cited} citations found: is the parser still reading the docs?"
+    );
+    assert!(
+        bad.is_empty(),
+        "the docs cite tests that do not exist:\n{}",
+        bad.join("\n")
+    );
 }

@@ -158,7 +158,8 @@ fn every_export_has_misuse_cases() {
 fn documented_counts_are_the_matrix() {
     let m = matrix();
     let any: usize = m.entries.values().map(|e| e.any.len()).sum();
-    let mut bad = doc_claims::check_count(" misuse cases", m.count() as u64, "the matrix's case count");
+    let mut bad =
+        doc_claims::check_count(" misuse cases", m.count() as u64, "the matrix's case count");
     bad.extend(doc_claims::check_count(
         " parameters or fields declared",
         any as u64,
