@@ -10,6 +10,15 @@
 //! figure is a median over many repetitions, with the 99th percentile beside it.
 
 mod planar;
+
+/// The targets the project holds, as docs/PERFORMANCE.md writes them ("The
+/// table"): the library's per-call handoff costs the same as the raw calls, and
+/// its host wait is close to a spin. Figures without a target are printed as they
+/// are (the one-way latency and the zero-copy/staging ratio had targets once,
+/// 15 µs and 50x at 4K, retired: they are the driver's context switches, not the
+/// library's cost; PERFORMANCE.md says why).
+const TARGET_RATIO: &str = "target <= 1.02 (docs/PERFORMANCE.md)";
+const TARGET_HOST_WAIT: &str = "us over the spin, target <= 20 (docs/PERFORMANCE.md)";
 #[path = "../tests/support/mod.rs"]
 mod support;
 
@@ -302,32 +311,54 @@ fn pingpong(env: &Env, t: &dyn Timeline, rounds: usize) -> Vec<f64> {
     times
 }
 
-/// The floor: the same alternation with no interop at all: a CUDA kernel and a
-/// stream sync, then an empty Vulkan submit and a fence wait.
-fn no_interop_floor(env: &Env, rounds: usize) -> Vec<f64> {
-    let fence = unsafe {
+/// The same alternation with no interop at all, timed as [`pingpong`] is: a tiny
+/// CUDA kernel, the host spinning on a CUDA event until it is done, then an empty
+/// Vulkan submit that signals a Vulkan-only timeline, the host spinning on its
+/// counter; a round ends when the host sees the value, and a sample is the time
+/// between round ends. No fence, no blocking sync: what is left is the two GPU
+/// round trips the host orders itself, the reference the ping-pong is compared to.
+fn no_interop_alternation(env: &Env, rounds: usize) -> Vec<f64> {
+    let mut ty = vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE);
+    let sem = unsafe {
         env.v
             .device
-            .create_fence(&vk::FenceCreateInfo::default(), None)
+            .create_semaphore(&vk::SemaphoreCreateInfo::default().push_next(&mut ty), None)
     }
     .unwrap();
+    let mut event = ptr::null_mut();
+    check(unsafe {
+        cu::cuEventCreate(
+            &mut event,
+            cu::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32,
+        )
+    });
     let mut times = Vec::with_capacity(rounds);
-    for _ in 0..rounds {
-        let t0 = Instant::now();
+    let mut last = Instant::now();
+    for r in 1..=rounds as u64 {
         env.launch_tiny();
-        check(unsafe { cu::cuStreamSynchronize(env.stream) });
-        env.v.submit_timeline(&[], &[], env.empty, fence);
-        unsafe {
-            env.v
-                .device
-                .wait_for_fences(&[fence], true, u64::MAX)
-                .unwrap();
-            env.v.device.reset_fences(&[fence]).unwrap();
+        check(unsafe { cu::cuEventRecord(event, env.stream) });
+        let t = Instant::now();
+        loop {
+            match unsafe { cu::cuEventQuery(event) } {
+                cu::CUresult::CUDA_SUCCESS => break,
+                cu::CUresult::CUDA_ERROR_NOT_READY => std::hint::spin_loop(),
+                e => check(e),
+            }
+            assert!(t.elapsed() < Duration::from_secs(10), "CUDA event stuck");
         }
-        times.push(t0.elapsed().as_secs_f64() * 1e6);
+        env.v
+            .submit_timeline(&[], &[(sem, r)], env.empty, vk::Fence::null());
+        env.spin_until(sem, r);
+        let now = Instant::now();
+        times.push((now - last).as_secs_f64() * 1e6);
+        last = now;
     }
-    unsafe { env.v.device.destroy_fence(fence, None) };
-    times.drain(..20);
+    env.idle();
+    unsafe {
+        cu::cuEventDestroy_v2(event);
+        env.v.device.destroy_semaphore(sem, None);
+    }
+    times.drain(..times.len().min(20));
     times
 }
 
@@ -802,17 +833,22 @@ fn gpu(quick: bool, rep: &mut Report) {
     println!("\n[ping-pong] strict alternation, work on both sides, device-side waits only");
     let mut l = pingpong(&env, &lib, n(2000));
     let mut r = pingpong(&env, &raw, n(2000));
-    let mut f = no_interop_floor(&env, n(2000));
+    let mut f = no_interop_alternation(&env, n(2000));
     let lm = rep.add("pingpong", "library", &mut l, "per round");
     let rm = rep.add("pingpong", "raw", &mut r, "per round");
     let fm = rep.add(
         "pingpong",
-        "no-interop floor",
+        "no-interop alternation",
         &mut f,
-        "kernel+sync, empty submit+fence",
+        "kernel, spin on an event; empty submit, spin on the counter",
     );
-    rep.derived("pingpong", "library/raw", lm / rm, "target <= 1.02");
-    rep.derived("pingpong", "library/floor", lm / fm, "target <= 1.05");
+    rep.derived("pingpong", "library/raw", lm / rm, TARGET_RATIO);
+    rep.derived(
+        "pingpong",
+        "library/no-interop",
+        lm / fm,
+        "reference, no target",
+    );
 
     println!("\n[one-way] pipelined handoff, 3 frames in flight, per frame");
     for (dir, v2c) in [("vulkan->cuda", true), ("cuda->vulkan", false)] {
@@ -839,7 +875,7 @@ fn gpu(quick: bool, rep: &mut Report) {
                 let note = if kernel {
                     "per frame, a tiny CUDA kernel each frame"
                 } else {
-                    "per frame, semaphores only; target <= 15 us"
+                    "per frame, semaphores only"
                 };
                 res.push(rep.add("one-way", &format!("{dir} {name}{suffix}"), &mut s, note));
             }
@@ -847,7 +883,7 @@ fn gpu(quick: bool, rep: &mut Report) {
                 "one-way",
                 &format!("{dir} library/raw{suffix}"),
                 res[0] / res[1],
-                "target <= 1.02",
+                TARGET_RATIO,
             );
         }
     }
@@ -864,12 +900,7 @@ fn gpu(quick: bool, rep: &mut Report) {
     );
     let lw = rep.add("host-wait", "vkcuda_semaphore_host_wait", &mut libw, "");
     let vw = rep.add("host-wait", "vkWaitSemaphores", &mut vkw, "");
-    rep.derived(
-        "host-wait",
-        "library - spin",
-        lw - sm,
-        "us over the spin, target <= 20",
-    );
+    rep.derived("host-wait", "library - spin", lw - sm, TARGET_HOST_WAIT);
     rep.derived(
         "host-wait",
         "vkWaitSemaphores - spin",
@@ -966,7 +997,7 @@ fn gpu(quick: bool, rep: &mut Report) {
             "handoff",
             &format!("{label} staging/zero-copy"),
             sm / zm,
-            "x faster, target >= 50 at 4K",
+            "x faster",
         );
         unsafe {
             vkcuda_buffer_destroy(dst);
@@ -1047,14 +1078,14 @@ fn main() {
         ("pingpong", "library/raw", "strict ping-pong, library/raw"),
         (
             "pingpong",
-            "library/floor",
-            "strict ping-pong, library/no-interop floor",
+            "library/no-interop",
+            "strict ping-pong, library/no-interop alternation",
         ),
         ("pingpong", "library", "strict ping-pong per round (us)"),
         (
             "pingpong",
-            "no-interop floor",
-            "no-interop floor per round (us)",
+            "no-interop alternation",
+            "no-interop alternation per round (us)",
         ),
         (
             "one-way",

@@ -445,7 +445,7 @@ pub fn nv12_4k(env: &Env, lib: &LibTimeline, rep: &mut Report, quick: bool) {
         "nv12-4k",
         "pitched copy library/raw",
         lm / rm,
-        "target <= 1.02",
+        super::TARGET_RATIO,
     );
     // The host's enqueue time alone (the stream drained, untimed, in between).
     let (mut el, mut er) = (Vec::new(), Vec::new());

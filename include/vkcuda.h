@@ -217,7 +217,7 @@
 #define VKCUDA_SHARE_FORMAT_VERSION 3
 
 /**
- * The most fds one description comes with: one per plane of a multi-planar
+ * The most fds one description comes with: one per plane of a disjoint multi-planar
  * image (buffers and semaphores: 1).
  *
  * @ingroup share
@@ -629,9 +629,16 @@ typedef struct vkcuda_context vkcuda_context;
 typedef struct vkcuda_doctor_report vkcuda_doctor_report;
 
 /**
- * A `VkImage` (with its dedicated `VkDeviceMemory`, or one allocation per plane
- * of a multi-planar format) seen by CUDA as a mipmapped array per plane. Made by
- * `vkcuda_image_create` or `vkcuda_image_wrap`, released by `vkcuda_image_destroy`.
+ * A `VkImage` with exportable memory and its CUDA view. A single-plane format
+ * has one allocation, seen by CUDA as a mipmapped array (per level a `CUarray`,
+ * on request surface and texture objects). A multi-planar (YCbCr) format shared
+ * with CUDA is a shared video frame (`VKCUDA_IMAGE_CREATE_LINEAR_BIT`): one
+ * dedicated allocation, each plane pitched device memory
+ * (`vkcuda_image_get_plane_pointer`), no arrays. An OPTIMAL multi-planar image
+ * (disjoint, one allocation per plane) is refused with CUDA
+ * (`VKCUDA_ERROR_UNSUPPORTED`) and made only in a Vulkan-only context, where it has
+ * no CUDA view. Made by `vkcuda_image_create`, `vkcuda_image_wrap` or an import,
+ * released by `vkcuda_image_destroy`.
  *
  * Thread-safety: every function but destroy may be called from any thread at
  * once (surface and texture creation are locked); destroy must not overlap any
@@ -1353,9 +1360,10 @@ typedef struct vkcuda_format_info {
    */
   VkBool32 bgra;
   /**
-   * 1 for a single-plane format; 2 or 3 for a multi-planar (YCbCr) format, whose
-   * planes are CUDA arrays of their own: luma, then CbCr interleaved (2 planes:
-   * CUDA's x is Cb, y is Cr) or Cb and Cr (3 planes).
+   * 1 for a single-plane format; 2 or 3 for a multi-planar (YCbCr) format:
+   * luma, then CbCr interleaved (2 planes: Cb first, then Cr) or Cb and Cr (3
+   * planes). CUDA sees the planes of a shared video frame as pitched device
+   * memory (`vkcuda_image_get_plane_pointer`), not as arrays.
    */
   uint32_t plane_count;
   /**
@@ -1441,8 +1449,10 @@ typedef struct vkcuda_image_create_info {
 } vkcuda_image_create_info;
 
 /**
- * The memory of one plane of an engine's disjoint multi-planar image, for
- * `vkcuda_image_wrap_info::planes`.
+ * The memory of one plane of an engine's disjoint (OPTIMAL) multi-planar image,
+ * for `vkcuda_image_wrap_info::planes`. Such an image is wrapped only in a
+ * Vulkan-only context (it has no CUDA view); a video frame shared with CUDA is one
+ * dedicated allocation (`VKCUDA_IMAGE_CREATE_LINEAR_BIT`).
  *
  * @ingroup image
  */
@@ -1476,17 +1486,20 @@ typedef struct vkcuda_image_wrap_info {
    */
   uint32_t flags;
   /**
-   * The engine's image: optimal tiling, created with
-   * `VkExternalMemoryImageCreateInfo` (OPAQUE_FD) and exactly the description
-   * in `description`; for a multi-planar format also with
-   * `VK_IMAGE_CREATE_DISJOINT_BIT`. Stays the engine's.
+   * The engine's image, created with `VkExternalMemoryImageCreateInfo`
+   * (OPAQUE_FD) and exactly the description in `description`: optimal tiling,
+   * or for a shared video frame (`VKCUDA_IMAGE_CREATE_LINEAR_BIT` in
+   * `description.flags`) linear tiling and not disjoint. An OPTIMAL multi-planar
+   * image (Vulkan-only contexts only) also has `VK_IMAGE_CREATE_DISJOINT_BIT`.
+   * Stays the engine's.
    */
   VkImage image;
   /**
    * The image's memory, made with `VkExportMemoryAllocateInfo` (OPAQUE_FD): a
    * dedicated allocation (`VkMemoryDedicatedAllocateInfo` naming `image`, the
    * image at offset 0), or a block shared with other resources (a VMA pool) with
-   * the image at `offset`. For a multi-planar format: plane 0's memory (see
+   * the image at `offset`. A shared video frame: its one dedicated allocation.
+   * A disjoint multi-planar image (Vulkan-only): plane 0's memory (see
    * `planes`). Stays the engine's.
    */
   VkDeviceMemory memory;
@@ -1507,8 +1520,9 @@ typedef struct vkcuda_image_wrap_info {
    */
   uint64_t offset;
   /**
-   * VK_TRUE when `memory` is a dedicated allocation for `image` (single-plane
-   * formats only: the planes of a disjoint image cannot be dedicated); CUDA then
+   * VK_TRUE when `memory` is a dedicated allocation for `image` (required for a
+   * shared video frame; refused for a disjoint multi-planar image, whose planes
+   * cannot be dedicated); CUDA then
    * imports it with `CUDA_EXTERNAL_MEMORY_DEDICATED`. Refused as VK_FALSE where
    * the driver requires a dedicated allocation for the image. With VMA:
    * `VmaAllocationInfo2::dedicatedMemory`.
@@ -1524,10 +1538,12 @@ typedef struct vkcuda_image_wrap_info {
    */
   uint32_t export_handle_types;
   /**
-   * The planes of a multi-planar format, one allocation each (a disjoint
-   * image's memory cannot be dedicated): `planes[1]` and `planes[2]`. Plane 0 is
-   * `memory` and `allocation_size`; `planes[0]` is zero or the same. Planes past
-   * the format's plane count (all of them for single-plane formats) are zero.
+   * The planes of a disjoint (OPTIMAL) multi-planar image, wrapped in a
+   * Vulkan-only context, one allocation each (a disjoint image's memory cannot
+   * be dedicated): `planes[1]` and `planes[2]`. Plane 0 is `memory` and
+   * `allocation_size`; `planes[0]` is zero or the same. Zero for single-plane
+   * formats and shared video frames (one allocation), and past the format's
+   * plane count.
    */
   struct vkcuda_image_plane_memory planes[3];
 } vkcuda_image_wrap_info;
@@ -1539,8 +1555,9 @@ typedef struct vkcuda_image_wrap_info {
  */
 typedef struct vkcuda_image_plane_info {
   /**
-   * The plane's memory (the image's only allocation for single-plane images,
-   * dedicated then; one allocation per plane for multi-planar ones). Owned like
+   * The plane's memory: the image's only allocation for single-plane images and
+   * shared video frames (every plane names it); one allocation per plane for a
+   * disjoint multi-planar image (Vulkan-only). Owned like
    * `vkcuda_image_info::image`.
    */
   VkDeviceMemory memory;
@@ -1559,13 +1576,14 @@ typedef struct vkcuda_image_plane_info {
    */
   uint32_t aspect;
   /**
-   * The plane's CUDA mipmapped array, or NULL in a Vulkan-only context.
+   * The plane's CUDA mipmapped array (plane 0 of a single-plane image); NULL in a
+   * Vulkan-only context and for the planes of multi-planar images (a shared
+   * video frame's planes are pitched pointers: `vkcuda_image_get_plane_pointer`).
    */
   struct CUmipmappedArray_st *cuda_mipmapped_array;
   /**
-   * The `CUDA_ARRAY3D_*` flags of the plane's CUDA array; 0 in a Vulkan-only
-   * context. Multi-planar images have SURFACE_LDST (0x2) on every plane: surface
-   * objects work without STORAGE usage there (measured on NVIDIA's driver).
+   * The `CUDA_ARRAY3D_*` flags of the plane's CUDA array; 0 where
+   * `cuda_mipmapped_array` is NULL.
    */
   uint32_t cuda_array_flags;
 } vkcuda_image_plane_info;
@@ -1581,8 +1599,9 @@ typedef struct vkcuda_image_info {
    */
   VkImage image;
   /**
-   * Its dedicated memory (multi-planar images: plane 0's; see `planes`). Owned
-   * like `image`.
+   * Its memory: dedicated, or the engine's block for a wrapped image; a shared
+   * video frame's one allocation; plane 0's for a disjoint multi-planar image
+   * (Vulkan-only; see `planes`). Owned like `image`.
    */
   VkDeviceMemory memory;
   /**
@@ -1622,15 +1641,16 @@ typedef struct vkcuda_image_info {
    */
   VkBool32 wrapped;
   /**
-   * The CUDA view (`CUmipmappedArray`; plane 0's), or NULL in a Vulkan-only
-   * context.
+   * The CUDA view of a single-plane image (`CUmipmappedArray`); NULL in a
+   * Vulkan-only context and for multi-planar images (a shared video frame's
+   * planes are pitched pointers: `vkcuda_image_get_plane_pointer`).
    */
   struct CUmipmappedArray_st *cuda_mipmapped_array;
   /**
    * The `CUDA_ARRAY3D_*` flags of the CUDA view (LAYERED = 0x1, SURFACE_LDST =
    * 0x2 with STORAGE usage, CUBEMAP = 0x4, COLOR_ATTACHMENT = 0x20 with
-   * COLOR_ATTACHMENT usage); 0 in a Vulkan-only context (there is no CUDA view).
-   * Multi-planar images: plane 0's.
+   * COLOR_ATTACHMENT usage); 0 where `cuda_mipmapped_array` is NULL (a
+   * Vulkan-only context, a multi-planar image).
    */
   uint32_t cuda_array_flags;
   /**
@@ -1638,9 +1658,8 @@ typedef struct vkcuda_image_info {
    */
   struct vkcuda_format_info format_info;
   /**
-   * The number of planes: 1, or 2-3 for a multi-planar format. `memory`,
-   * `allocation_size`, `cuda_mipmapped_array` and `cuda_array_flags` above are
-   * plane 0's.
+   * The number of planes: 1, or 2-3 for a multi-planar format. `memory` and
+   * `allocation_size` above are plane 0's.
    */
   uint32_t plane_count;
   /**
@@ -1880,22 +1899,26 @@ typedef struct vkcuda_share_image_description {
   /**
    * The image's description with every default resolved: extent, mip levels and
    * array layers at least 1, the usage it was created with. Import it as a
-   * `VkImage` of exactly this description (optimal tiling, exclusive sharing,
-   * `VkExternalMemoryImageCreateInfo` OPAQUE_FD; multi-planar formats also
-   * `VK_IMAGE_CREATE_DISJOINT_BIT`).
+   * `VkImage` of exactly this description (exclusive sharing,
+   * `VkExternalMemoryImageCreateInfo` OPAQUE_FD; optimal tiling, or linear and
+   * not disjoint for a shared video frame, `VKCUDA_IMAGE_CREATE_LINEAR_BIT` in
+   * `flags`; an OPTIMAL multi-planar image, which only Vulkan-only contexts
+   * make, also `VK_IMAGE_CREATE_DISJOINT_BIT`).
    */
   struct vkcuda_image_create_info description;
   /**
    * The size of its dedicated allocation (`VkMemoryAllocateInfo::allocationSize`
-   * of the import, which must be dedicated to the new image). Multi-planar
-   * images: plane 0's.
+   * of the import, which must be dedicated to the new image): a shared video
+   * frame's one allocation; plane 0's for a disjoint multi-planar image.
    */
   uint64_t allocation_size;
   /**
-   * The allocation size of each plane of a multi-planar image, whose planes
-   * come as one fd each in plane order (each imported as its own allocation,
-   * bound with `VkBindImagePlaneMemoryInfo`); zeros past the plane count. `[0]`
-   * is 0 or `allocation_size` (the library writes `allocation_size`).
+   * The allocation size of each plane of a disjoint (OPTIMAL, Vulkan-only)
+   * multi-planar image, whose planes come as one fd each in plane order (each
+   * imported as its own allocation, bound with `VkBindImagePlaneMemoryInfo`);
+   * zeros past the allocation count (a single-plane image or a shared video
+   * frame has one allocation and one fd). `[0]` is 0 or `allocation_size` (the
+   * library writes `allocation_size`).
    */
   uint64_t plane_allocation_sizes[3];
 } vkcuda_share_image_description;
@@ -2663,10 +2686,15 @@ enum vkcuda_result vkcuda_format_query(VkFormat format,
  * after checking with `vkGetPhysicalDeviceImageFormatProperties2` that the device
  * can export such an image (`VKCUDA_ERROR_UNSUPPORTED` with the reason
  * otherwise), imported into CUDA whole with the dedicated flag and mapped as a
- * mipmapped array of the same shape. A multi-planar format makes a disjoint image
+ * mipmapped array of the same shape. A multi-planar format with
+ * `VKCUDA_IMAGE_CREATE_LINEAR_BIT` makes a shared video frame: linear tiling, not
+ * disjoint, one dedicated allocation that CUDA maps whole, each plane pitched
+ * device memory (`vkcuda_image_get_plane_pointer`). A multi-planar format without
+ * it (OPTIMAL tiling) is refused in a context with CUDA
+ * (`VKCUDA_ERROR_UNSUPPORTED`: its planes read wrong as CUDA arrays once the data
+ * compresses); in a Vulkan-only context it makes a disjoint image
  * (`VK_IMAGE_CREATE_DISJOINT_BIT`; the device must offer
- * `VK_FORMAT_FEATURE_DISJOINT_BIT`) with one exportable allocation per plane,
- * each imported into CUDA (not dedicated) and mapped as the plane's array. In a
+ * `VK_FORMAT_FEATURE_DISJOINT_BIT`) with one exportable allocation per plane. In a
  * Vulkan-only context only the Vulkan half is made. `*image` is written on
  * success, set to NULL on failure; nothing is left allocated on failure.
  *
@@ -2687,8 +2715,9 @@ enum vkcuda_result vkcuda_image_create(const struct vkcuda_context *context,
 /**
  * Makes the CUDA view of an image the engine created on exportable memory (see
  * `vkcuda_image_wrap_info`): a dedicated allocation, the image at `offset` in a
- * block shared with other resources (as VMA pools make them), or one allocation
- * per plane of a disjoint multi-planar image; from the description the engine
+ * block shared with other resources (as VMA pools make them), a shared video
+ * frame's dedicated allocation, or (Vulkan-only contexts) one allocation per
+ * plane of a disjoint multi-planar image; from the description the engine
  * passes. Checks `export_handle_types` first (memory allocated without export
  * info is refused before any driver call), the description like
  * `vkcuda_image_create`, each offset + memory requirement against its
@@ -2736,9 +2765,10 @@ enum vkcuda_result vkcuda_image_get_vk_image(const struct vkcuda_image *image,
                                              VkImage *vk_image);
 
 /**
- * The CUDA mipmapped array (`CUmipmappedArray`) of the image (plane 0's for a
- * multi-planar image); it belongs to the image (do not destroy it). `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only
- * context.
+ * The CUDA mipmapped array (`CUmipmappedArray`) of a single-plane image; it
+ * belongs to the image (do not destroy it). `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a
+ * Vulkan-only context; `VKCUDA_ERROR_INVALID_ARGUMENT` for a shared video frame
+ * (its planes are pitched pointers: `vkcuda_image_get_plane_pointer`).
  * `*array` is set to NULL on failure.
  *
  * Thread-safety: may be called from any thread.
@@ -2751,10 +2781,12 @@ enum vkcuda_result vkcuda_image_get_cuda_mipmapped_array(const struct vkcuda_ima
                                                          struct CUmipmappedArray_st **array);
 
 /**
- * The CUDA array (`CUarray`) of mip level `level` (`cuMipmappedArrayGetLevel`;
- * plane 0's for a multi-planar image); it belongs to the image (do not destroy it). For layered images it holds every
- * layer. `VKCUDA_ERROR_INVALID_ARGUMENT` for a level past the last,
- * `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only context.
+ * The CUDA array (`CUarray`) of mip level `level` (`cuMipmappedArrayGetLevel`) of
+ * a single-plane image; it belongs to the image (do not destroy it). For layered
+ * images it holds every layer. `VKCUDA_ERROR_INVALID_ARGUMENT` for a level past
+ * the last and for a shared video frame (pitched planes:
+ * `vkcuda_image_get_plane_pointer`), `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a
+ * Vulkan-only context.
  * `*array` is set to NULL on failure.
  *
  * Thread-safety: may be called from any thread.
@@ -2769,8 +2801,8 @@ enum vkcuda_result vkcuda_image_get_cuda_array(const struct vkcuda_image *image,
 
 /**
  * The CUDA surface object (`CUsurfObject`, for `surf2Dwrite` and friends) of mip
- * level `level` (plane 0's for a multi-planar image). Made on the first call for that level; later calls return the
- * same object. It belongs to the image and is destroyed with it. The image needs
+ * level `level` of a single-plane image. Made on the first call for that level;
+ * later calls return the same object. It belongs to the image and is destroyed with it. The image needs
  * `VK_IMAGE_USAGE_STORAGE_BIT` (`VKCUDA_ERROR_UNSUPPORTED` otherwise).
  * Surface x coordinates are in bytes (x * `bytes_per_texel`), as in CUDA.
  *
@@ -2785,8 +2817,8 @@ enum vkcuda_result vkcuda_image_get_surface_object(const struct vkcuda_image *im
                                                    uint64_t *surface);
 
 /**
- * Makes a CUDA texture object (`CUtexObject`) on one mip level of the image (plane
- * 0 of a multi-planar image), or on all of them with `VKCUDA_TEXTURE_ALL_LEVELS_BIT`. Each call makes a new
+ * Makes a CUDA texture object (`CUtexObject`) on one mip level of a single-plane
+ * image, or on all of them with `VKCUDA_TEXTURE_ALL_LEVELS_BIT`. Each call makes a new
  * object; it belongs to the image and is destroyed with it. Refused
  * (`VKCUDA_ERROR_INVALID_ARGUMENT`): linear filtering of integers read as
  * integers, the normalized-float read mode on 32-bit integer formats, wrap or
@@ -2804,11 +2836,13 @@ enum vkcuda_result vkcuda_image_create_texture_object(const struct vkcuda_image 
                                                       uint64_t *texture);
 
 /**
- * The CUDA mipmapped array (`CUmipmappedArray`) of plane `plane` of the image
- * (luma is plane 0; a single-plane image has plane 0 only, the same as
- * `vkcuda_image_get_cuda_mipmapped_array`); it belongs to the image (do not
- * destroy it). `VKCUDA_ERROR_INVALID_ARGUMENT` for a plane past the last,
- * `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only context.
+ * The CUDA mipmapped array (`CUmipmappedArray`) of plane `plane` of the image. Only
+ * single-plane images have CUDA arrays, so the one plane that has one is plane 0
+ * of a single-plane image (the same as `vkcuda_image_get_cuda_mipmapped_array`);
+ * it belongs to the image (do not destroy it). `VKCUDA_ERROR_INVALID_ARGUMENT`
+ * for a plane past the last and for a shared video frame (its planes are pitched
+ * pointers: `vkcuda_image_get_plane_pointer`), `VKCUDA_ERROR_CUDA_UNAVAILABLE` in
+ * a Vulkan-only context (the only place an OPTIMAL multi-planar image exists).
  * `*array` is set to NULL on failure.
  *
  * Thread-safety: may be called from any thread.
@@ -2823,10 +2857,11 @@ enum vkcuda_result vkcuda_image_get_plane_cuda_mipmapped_array(const struct vkcu
 
 /**
  * The CUDA array (`CUarray`) of mip level `level` of plane `plane` of the image:
- * for NV12, plane 0 is the luma array (1 channel, full size) and plane 1 the CbCr
- * array (2 channels, half width and height; CUDA's x is Cb). It belongs to the
- * image (do not destroy it). `VKCUDA_ERROR_INVALID_ARGUMENT` for a plane or
- * level past the last, `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only context.
+ * plane 0 of a single-plane image (the same as `vkcuda_image_get_cuda_array`). It
+ * belongs to the image (do not destroy it). `VKCUDA_ERROR_INVALID_ARGUMENT` for a
+ * plane or level past the last and for a shared video frame (its planes are
+ * pitched pointers: `vkcuda_image_get_plane_pointer`),
+ * `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only context.
  * `*array` is set to NULL on failure.
  *
  * Thread-safety: may be called from any thread.
@@ -2844,9 +2879,10 @@ enum vkcuda_result vkcuda_image_get_plane_cuda_array(const struct vkcuda_image *
  * The CUDA surface object (`CUsurfObject`) of mip level `level` of plane
  * `plane`, made on the first call for that plane and level and kept until the
  * image is destroyed (later calls return the same object). Surface x
- * coordinates are in bytes (x * the plane's `bytes_per_texel`). Planes of
- * multi-planar images always have surfaces; a single-plane image needs
- * `VK_IMAGE_USAGE_STORAGE_BIT` (`VKCUDA_ERROR_UNSUPPORTED` otherwise).
+ * coordinates are in bytes (x * the plane's `bytes_per_texel`). Only plane 0 of a
+ * single-plane image has one; it needs `VK_IMAGE_USAGE_STORAGE_BIT`
+ * (`VKCUDA_ERROR_UNSUPPORTED` otherwise). `VKCUDA_ERROR_INVALID_ARGUMENT` for a
+ * shared video frame (pitched planes: `vkcuda_image_get_plane_pointer`).
  *
  * Thread-safety: may be called from any thread.
  *
@@ -2861,11 +2897,12 @@ enum vkcuda_result vkcuda_image_get_plane_surface_object(const struct vkcuda_ima
 
 /**
  * Makes a CUDA texture object (`CUtexObject`) on plane `plane` of the image, as
- * `vkcuda_image_create_texture_object` does on plane 0 (the same checks, against
- * the plane's format: the planes of multi-planar formats are 8- or 16-bit
- * unsigned integers, read as normalized floats with
- * `VKCUDA_READ_MODE_NORMALIZED_FLOAT`; no YCbCr to RGB conversion is made). Each
- * call makes a new object; it belongs to the image and is destroyed with it.
+ * `vkcuda_image_create_texture_object` does on plane 0 (the same checks). Only
+ * plane 0 of a single-plane image has a CUDA array to sample;
+ * `VKCUDA_ERROR_INVALID_ARGUMENT` for a shared video frame (pitched planes:
+ * `vkcuda_image_get_plane_pointer`; Vulkan samples it through a
+ * `VkSamplerYcbcrConversion`). Each call makes a new object; it belongs to the
+ * image and is destroyed with it.
  *
  * Thread-safety: may be called from any thread.
  *
@@ -2881,8 +2918,9 @@ enum vkcuda_result vkcuda_image_create_plane_texture_object(const struct vkcuda_
 /**
  * Exports the memory of plane `plane` as a new POSIX fd (OPAQUE_FD,
  * vkGetMemoryFdKHR); **the caller owns it**. Plane 0 of a single-plane image is
- * what `vkcuda_image_export_fd` exports. Import a multi-planar image elsewhere
- * with all its planes' fds (`vkcuda_image_import_description_fds`).
+ * what `vkcuda_image_export_fd` exports; every plane of a shared video frame
+ * names its one allocation. Import a disjoint multi-planar image (Vulkan-only)
+ * elsewhere with all its planes' fds (`vkcuda_image_import_description_fds`).
  *
  * Thread-safety: may be called from any thread.
  *
@@ -2899,8 +2937,9 @@ enum vkcuda_result vkcuda_image_export_plane_fd(const struct vkcuda_image *image
  * wrapped or imported with `VKCUDA_IMAGE_CREATE_LINEAR_BIT`): its CUDA device
  * pointer (0 in a Vulkan-only context), offset, row pitch, extent and texel size.
  * `VKCUDA_ERROR_INVALID_ARGUMENT` for a plane past the format's planes and for
- * an image that is not a video frame (its CUDA view is arrays:
- * `vkcuda_image_get_plane_cuda_array`). `*pointer` is untouched on failure.
+ * an image that is not a video frame (a single-plane image's CUDA view is arrays:
+ * `vkcuda_image_get_cuda_array`; an OPTIMAL multi-planar image, Vulkan-only, has
+ * no CUDA view). `*pointer` is untouched on failure.
  *
  * Thread-safety: may be called from any thread.
  *
@@ -3022,9 +3061,10 @@ enum vkcuda_result vkcuda_image_cuda_copy_to_pitched(const struct vkcuda_image *
  * Exports the image's memory as a new POSIX fd (OPAQUE_FD, vkGetMemoryFdKHR).
  * Each call makes a new fd and **the caller owns it**: close it, or import it
  * (`VkImportMemoryFdInfoKHR`, which takes it on success) as a dedicated allocation
- * of `allocation_size` bytes for an image of the same description. A multi-planar
- * image has one allocation per plane: `VKCUDA_ERROR_INVALID_ARGUMENT`, export
- * each with `vkcuda_image_export_plane_fd`.
+ * of `allocation_size` bytes for an image of the same description (a shared video
+ * frame's one allocation too). A disjoint multi-planar image (Vulkan-only) has one
+ * allocation per plane: `VKCUDA_ERROR_INVALID_ARGUMENT`, export each with
+ * `vkcuda_image_export_plane_fd`.
  *
  * Thread-safety: may be called from any thread.
  *
@@ -3123,9 +3163,10 @@ enum vkcuda_result vkcuda_semaphore_describe(const struct vkcuda_semaphore *sema
 
 /**
  * Fills `*description` with the image's description (defaults resolved), its
- * allocation size (each plane's for a multi-planar image) and the device UUID:
- * what another process needs to make a `VkImage` of the same description on the
- * memory fd (`vkcuda_image_export_fd`; one fd per plane,
+ * allocation size (each plane's for a disjoint multi-planar image) and the device
+ * UUID: what another process needs to make a `VkImage` of the same description on
+ * the memory fd (`vkcuda_image_export_fd`; for a disjoint multi-planar image,
+ * made only in Vulkan-only contexts, one fd per plane,
  * `vkcuda_image_export_plane_fd`), or `vkcuda_image_send`.
  *
  * Thread-safety: may be called from any thread.
@@ -3241,7 +3282,7 @@ enum vkcuda_result vkcuda_share_send(int32_t socket_fd,
 
 /**
  * Sends a description and its `fd_count` fds (`fds`, in plane order for a
- * multi-planar image: as many as the description says, at most
+ * disjoint multi-planar image: as many as the description says, at most
  * `VKCUDA_SHARE_MAX_FDS`) over `socket_fd`, as `vkcuda_share_send` sends one:
  * one record with every fd attached (`SCM_RIGHTS`), the same checks and errors.
  * The fds stay the caller's.
@@ -3288,7 +3329,7 @@ enum vkcuda_result vkcuda_share_receive(int32_t socket_fd,
  * `vkcuda_share_receive` does: the same checks, timeouts and errors. `fds` has
  * room for `fd_capacity` fds (`VKCUDA_SHARE_MAX_FDS` is always enough). On
  * success `*description`, `*fd_count` and the first `*fd_count` entries of `fds`
- * are written (in plane order for a multi-planar image), and those fds are new
+ * are written (in plane order for a disjoint multi-planar image), and those fds are new
  * descriptors **the caller owns**; on any failure every fd that arrived is closed
  * and nothing is written (a description with more fds than `fd_capacity`:
  * `VKCUDA_ERROR_INVALID_ARGUMENT`).
@@ -3379,7 +3420,7 @@ enum vkcuda_result vkcuda_semaphore_receive(const struct vkcuda_context *context
 
 /**
  * Sends the image to the peer on `socket_fd`: its description and a new memory
- * fd (one per plane of a multi-planar image; closed here once the kernel has them). The peer receives it with
+ * fd (one per plane of a disjoint multi-planar image; closed here once the kernel has them). The peer receives it with
  * `vkcuda_image_receive` (or `vkcuda_share_receive` and
  * `vkcuda_image_import_description`).
  *
@@ -3397,10 +3438,11 @@ enum vkcuda_result vkcuda_image_send(const struct vkcuda_image *image,
  * Imports an image from another process's description and memory fd into
  * `context`: a new `VkImage` of `description->image.description` on a dedicated
  * allocation of `description->image.allocation_size` bytes imported from `fd` and,
- * unless the context is Vulkan-only, its CUDA mipmapped array. The description
+ * unless the context is Vulkan-only, its CUDA view (a single-plane image's
+ * mipmapped array, a shared video frame's pitched planes). The description
  * must be of an image (`VKCUDA_ERROR_INVALID_ARGUMENT`) from the context's device
- * (`VKCUDA_ERROR_DEVICE_MISMATCH`); a multi-planar image comes with one fd per
- * plane: `VKCUDA_ERROR_INVALID_ARGUMENT`, use
+ * (`VKCUDA_ERROR_DEVICE_MISMATCH`); a disjoint multi-planar image comes with one
+ * fd per plane: `VKCUDA_ERROR_INVALID_ARGUMENT`, use
  * `vkcuda_image_import_description_fds`. On success the library has taken `fd`;
  * on failure `fd` is untouched and still the caller's.
  *
@@ -3417,11 +3459,14 @@ enum vkcuda_result vkcuda_image_import_description(const struct vkcuda_context *
 
 /**
  * Imports an image from another process's description and its memory fds, one
- * per plane in plane order (`fd_count` of them: the description's plane count),
- * into `context`, as `vkcuda_image_import_description` does: a new `VkImage` of
- * the description on the imported memory (a multi-planar image: one allocation
- * per plane of `description->image.plane_allocation_sizes`) and, unless the
- * context is Vulkan-only, each plane's CUDA mipmapped array. On success the
+ * per allocation (`fd_count` of them: 1, or the plane count of a disjoint
+ * multi-planar image, in plane order), into `context`, as
+ * `vkcuda_image_import_description` does: a new `VkImage` of the description on
+ * the imported memory (a disjoint multi-planar image: one allocation per plane of
+ * `description->image.plane_allocation_sizes`, Vulkan-only contexts alone) and,
+ * unless the context is Vulkan-only, the CUDA view: a single-plane image's
+ * mipmapped array, or a shared video frame's mapped allocation (pitched planes,
+ * `vkcuda_image_get_plane_pointer`). On success the
  * library has taken every fd; on failure none is touched.
  *
  * Thread-safety: may be called from any thread.

@@ -720,9 +720,14 @@ public:
 };
 
 /**
- * A `VkImage` with exportable memory, seen by CUDA as a mipmapped array per plane
- * (`vkcuda_image`): one plane (one dedicated allocation) for single-plane formats,
- * 2-3 for multi-planar (YCbCr) ones. The functions without a plane work on plane 0.
+ * A `VkImage` with exportable memory and its CUDA view (`vkcuda_image`). A
+ * single-plane format has one dedicated allocation, seen by CUDA as a mipmapped
+ * array (per level a `CUarray`, surface and texture objects). A multi-planar
+ * (YCbCr) format shared with CUDA is a shared video frame
+ * (`VKCUDA_IMAGE_CREATE_LINEAR_BIT`): one dedicated allocation, each plane pitched
+ * device memory (`plane_pointer`), no arrays, surfaces or textures. An OPTIMAL
+ * multi-planar image is refused with CUDA and made only in a Vulkan-only context,
+ * where it has no CUDA view. The functions without a plane work on plane 0.
  * Everything but destroying may run on any thread at once.
  */
 class Image : public UniqueHandle<vkcuda_image, detail::ImageTraits> {
@@ -795,28 +800,32 @@ public:
         return detail::finish(r, Fd(r == VKCUDA_SUCCESS ? fd : -1));
     }
 
-    /** Plane `plane`'s `CUmipmappedArray`, owned by the image (`vkcuda_image_get_plane_cuda_mipmapped_array`). */
+    /** Plane `plane`'s `CUmipmappedArray`, owned by the image (`vkcuda_image_get_plane_cuda_mipmapped_array`):
+     *  plane 0 of a single-plane image; a shared video frame has pitched planes instead (`plane_pointer`). */
     [[nodiscard]] Fallible<CUmipmappedArray_st*> plane_cuda_mipmapped_array(std::uint32_t plane) const {
         CUmipmappedArray_st* a = nullptr;
         vkcuda_result r = vkcuda_image_get_plane_cuda_mipmapped_array(get(), plane, &a);
         return detail::finish(r, a);
     }
 
-    /** Plane `plane`'s `CUarray` of mip level `level`, owned by the image (`vkcuda_image_get_plane_cuda_array`). */
+    /** Plane `plane`'s `CUarray` of mip level `level`, owned by the image (`vkcuda_image_get_plane_cuda_array`):
+     *  plane 0 of a single-plane image; a shared video frame has pitched planes instead (`plane_pointer`). */
     [[nodiscard]] Fallible<CUarray_st*> plane_cuda_array(std::uint32_t plane, std::uint32_t level = 0) const {
         CUarray_st* a = nullptr;
         vkcuda_result r = vkcuda_image_get_plane_cuda_array(get(), plane, level, &a);
         return detail::finish(r, a);
     }
 
-    /** Plane `plane`'s `CUsurfObject` of level `level`, owned by the image (`vkcuda_image_get_plane_surface_object`). */
+    /** Plane `plane`'s `CUsurfObject` of level `level`, owned by the image (`vkcuda_image_get_plane_surface_object`):
+     *  plane 0 of a single-plane image with STORAGE usage. */
     [[nodiscard]] Fallible<std::uint64_t> plane_surface_object(std::uint32_t plane, std::uint32_t level = 0) const {
         std::uint64_t s = 0;
         vkcuda_result r = vkcuda_image_get_plane_surface_object(get(), plane, level, &s);
         return detail::finish(r, s);
     }
 
-    /** A new `CUtexObject` on plane `plane`, owned by the image (`vkcuda_image_create_plane_texture_object`). */
+    /** A new `CUtexObject` on plane `plane`, owned by the image (`vkcuda_image_create_plane_texture_object`):
+     *  plane 0 of a single-plane image. */
     [[nodiscard]] Fallible<std::uint64_t> create_plane_texture_object(std::uint32_t plane,
                                                                       const vkcuda_texture_info& info = {}) const {
         std::uint64_t t = 0;
@@ -951,8 +960,9 @@ public:
     }
 
     /**
-     * Imports a multi-planar image from a description and its `count` memory fds,
-     * one per plane (`vkcuda_image_import_description_fds`). On success every fd is
+     * Imports an image from a description and its `count` memory fds, one per
+     * allocation: 1, or one per plane of a disjoint multi-planar image, which only a
+     * Vulkan-only context imports (`vkcuda_image_import_description_fds`). On success every fd is
      * taken and left empty; on failure they all still own theirs.
      */
     [[nodiscard]] static Fallible<Image> import_description_fds(const Context& context,
@@ -1258,7 +1268,7 @@ inline Fallible<void> share_send(int socket_fd, const vkcuda_share_description& 
 }
 
 /**
- * Sends a description and its `count` fds (one per plane of a multi-planar image)
+ * Sends a description and its `count` fds (one per plane of a disjoint multi-planar image)
  * over a connected Unix socket (`vkcuda_share_send_fds`); the fds stay the caller's.
  */
 inline Fallible<void> share_send_fds(int socket_fd, const vkcuda_share_description& description,
@@ -1271,7 +1281,7 @@ inline Fallible<void> share_send_fds(int socket_fd, const vkcuda_share_descripti
 struct ShareFdsMessage {
     /** What the peer sent. */
     vkcuda_share_description description;
-    /** The fds, `count` of them (one per plane of a multi-planar image). */
+    /** The fds, `count` of them (one per plane of a disjoint multi-planar image). */
     std::array<Fd, VKCUDA_SHARE_MAX_FDS> fds;
     /** How many fds came. */
     std::uint32_t count;

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Doxygen HTML of include/vkcuda.h and vkcuda.hpp with docs/GUIDE.md as the main page
-# (docs/Doxyfile); any warning fails (CTest: docs). Pass 1: vkcuda.hpp alone with
+# (docs/Doxyfile); any warning, dead link or dead anchor fails (CTest: docs). Pass 1: vkcuda.hpp alone with
 # WARN_IF_UNDOCUMENTED=YES (no output); pass 2: the HTML of both headers, GUIDE.md
 # and CROSS_PROCESS.md (vkcuda.h, generated, has members without comments yet).
+# Then the sources the guides link to are copied into html/files/ and every
+# relative link and anchor of every page must resolve.
 #
 #   scripts/docs.sh [OUT-DIR]     default: build/docs; the HTML is OUT-DIR/html/index.html
 set -euo pipefail
@@ -39,6 +41,41 @@ GENERATE_XML = YES
 OUTPUT_DIRECTORY = $out/strict"
 rm -rf "$out/strict"
 run_pass "pass 2: HTML of vkcuda.h, vkcuda.hpp, docs/GUIDE.md and docs/CROSS_PROCESS.md" ""
+# The sources the guides link to (read as files/PATH: docs/Doxyfile) are copied
+# there, so the HTML stands alone; then every relative link and anchor must resolve.
+html="$out/html"
+{ grep -oh 'href="files/[^"#]*' "$html"/*.html || true; } | sed 's/^href="files\///' | sort -u |
+  while read -r f; do
+    if [ ! -f "$root/$f" ]; then
+      echo "docs.sh: FAIL: a guide links to $f, which is not in the tree" >&2
+      exit 1
+    fi
+    mkdir -p "$html/files/$(dirname "$f")"
+    cp "$root/$f" "$html/files/$f"
+  done
+dead=0
+for page in "$html"/*.html; do
+  while read -r href; do
+    target="${href%%#*}"
+    anchor=""
+    [[ "$href" == *"#"* ]] && anchor="${href#*#}"
+    file="$html/${target:-$(basename "$page")}"
+    if [ ! -e "$file" ]; then
+      echo "docs.sh: dead link in $(basename "$page"): $href" >&2
+      dead=1
+    elif [ -n "$anchor" ] && [[ "$file" == *.html ]] &&
+      ! grep -q "id=\"$anchor\"\|name=\"$anchor\"" "$file"; then
+      echo "docs.sh: dead anchor in $(basename "$page"): $href" >&2
+      dead=1
+    fi
+  done < <({ grep -o 'href="[^"]*"' "$page" || true; } | sed 's/^href="//; s/"$//' |
+    { grep -v '^[a-z]*:' || true; } | sort -u)
+done
+if [ "$dead" -ne 0 ]; then
+  echo "docs.sh: FAIL: dead links in the HTML" >&2
+  exit 1
+fi
+echo "docs.sh: every link and anchor resolves"
 for page in index.html vkcuda_8h.html vkcuda_8hpp.html classvkcuda_1_1Buffer.html; do
   [ -s "$out/html/$page" ] || { echo "docs.sh: FAIL: $out/html/$page was not generated" >&2; exit 1; }
 done

@@ -41,9 +41,16 @@ pub struct CUmipmappedArray_st {
     _opaque: [u8; 0],
 }
 
-/// A `VkImage` (with its dedicated `VkDeviceMemory`, or one allocation per plane
-/// of a multi-planar format) seen by CUDA as a mipmapped array per plane. Made by
-/// `vkcuda_image_create` or `vkcuda_image_wrap`, released by `vkcuda_image_destroy`.
+/// A `VkImage` with exportable memory and its CUDA view. A single-plane format
+/// has one allocation, seen by CUDA as a mipmapped array (per level a `CUarray`,
+/// on request surface and texture objects). A multi-planar (YCbCr) format shared
+/// with CUDA is a shared video frame (`VKCUDA_IMAGE_CREATE_LINEAR_BIT`): one
+/// dedicated allocation, each plane pitched device memory
+/// (`vkcuda_image_get_plane_pointer`), no arrays. An OPTIMAL multi-planar image
+/// (disjoint, one allocation per plane) is refused with CUDA
+/// (`VKCUDA_ERROR_UNSUPPORTED`) and made only in a Vulkan-only context, where it has
+/// no CUDA view. Made by `vkcuda_image_create`, `vkcuda_image_wrap` or an import,
+/// released by `vkcuda_image_destroy`.
 ///
 /// Thread-safety: every function but destroy may be called from any thread at
 /// once (surface and texture creation are locked); destroy must not overlap any
@@ -296,8 +303,10 @@ pub struct vkcuda_image_create_info {
     pub usage: VkImageUsageFlags,
 }
 
-/// The memory of one plane of an engine's disjoint multi-planar image, for
-/// `vkcuda_image_wrap_info::planes`.
+/// The memory of one plane of an engine's disjoint (OPTIMAL) multi-planar image,
+/// for `vkcuda_image_wrap_info::planes`. Such an image is wrapped only in a
+/// Vulkan-only context (it has no CUDA view); a video frame shared with CUDA is one
+/// dedicated allocation (`VKCUDA_IMAGE_CREATE_LINEAR_BIT`).
 ///
 /// @ingroup image
 #[repr(C)]
@@ -323,15 +332,18 @@ pub struct vkcuda_image_plane_memory {
 pub struct vkcuda_image_wrap_info {
     /// Reserved; must be 0.
     pub flags: u32,
-    /// The engine's image: optimal tiling, created with
-    /// `VkExternalMemoryImageCreateInfo` (OPAQUE_FD) and exactly the description
-    /// in `description`; for a multi-planar format also with
-    /// `VK_IMAGE_CREATE_DISJOINT_BIT`. Stays the engine's.
+    /// The engine's image, created with `VkExternalMemoryImageCreateInfo`
+    /// (OPAQUE_FD) and exactly the description in `description`: optimal tiling,
+    /// or for a shared video frame (`VKCUDA_IMAGE_CREATE_LINEAR_BIT` in
+    /// `description.flags`) linear tiling and not disjoint. An OPTIMAL multi-planar
+    /// image (Vulkan-only contexts only) also has `VK_IMAGE_CREATE_DISJOINT_BIT`.
+    /// Stays the engine's.
     pub image: VkImage,
     /// The image's memory, made with `VkExportMemoryAllocateInfo` (OPAQUE_FD): a
     /// dedicated allocation (`VkMemoryDedicatedAllocateInfo` naming `image`, the
     /// image at offset 0), or a block shared with other resources (a VMA pool) with
-    /// the image at `offset`. For a multi-planar format: plane 0's memory (see
+    /// the image at `offset`. A shared video frame: its one dedicated allocation.
+    /// A disjoint multi-planar image (Vulkan-only): plane 0's memory (see
     /// `planes`). Stays the engine's.
     pub memory: VkDeviceMemory,
     /// `VkMemoryAllocateInfo::allocationSize` of `memory` (the whole block); at
@@ -344,8 +356,9 @@ pub struct vkcuda_image_wrap_info {
     /// Where the image (plane 0) is bound in `memory` (`vkBindImageMemory`'s
     /// memoryOffset); 0 for a dedicated allocation.
     pub offset: u64,
-    /// VK_TRUE when `memory` is a dedicated allocation for `image` (single-plane
-    /// formats only: the planes of a disjoint image cannot be dedicated); CUDA then
+    /// VK_TRUE when `memory` is a dedicated allocation for `image` (required for a
+    /// shared video frame; refused for a disjoint multi-planar image, whose planes
+    /// cannot be dedicated); CUDA then
     /// imports it with `CUDA_EXTERNAL_MEMORY_DEDICATED`. Refused as VK_FALSE where
     /// the driver requires a dedicated allocation for the image. With VMA:
     /// `VmaAllocationInfo2::dedicatedMemory`.
@@ -357,10 +370,12 @@ pub struct vkcuda_image_wrap_info {
     /// cannot see how memory was allocated, and exporting memory allocated without
     /// it is undefined behaviour.
     pub export_handle_types: u32,
-    /// The planes of a multi-planar format, one allocation each (a disjoint
-    /// image's memory cannot be dedicated): `planes[1]` and `planes[2]`. Plane 0 is
-    /// `memory` and `allocation_size`; `planes[0]` is zero or the same. Planes past
-    /// the format's plane count (all of them for single-plane formats) are zero.
+    /// The planes of a disjoint (OPTIMAL) multi-planar image, wrapped in a
+    /// Vulkan-only context, one allocation each (a disjoint image's memory cannot
+    /// be dedicated): `planes[1]` and `planes[2]`. Plane 0 is `memory` and
+    /// `allocation_size`; `planes[0]` is zero or the same. Zero for single-plane
+    /// formats and shared video frames (one allocation), and past the format's
+    /// plane count.
     pub planes: [vkcuda_image_plane_memory; 3],
 }
 
@@ -412,9 +427,10 @@ pub struct vkcuda_format_info {
     pub numeric: vkcuda_format_numeric,
     /// VK_TRUE for `B8G8R8A8_*`: CUDA's x channel is blue, z is red.
     pub bgra: VkBool32,
-    /// 1 for a single-plane format; 2 or 3 for a multi-planar (YCbCr) format, whose
-    /// planes are CUDA arrays of their own: luma, then CbCr interleaved (2 planes:
-    /// CUDA's x is Cb, y is Cr) or Cb and Cr (3 planes).
+    /// 1 for a single-plane format; 2 or 3 for a multi-planar (YCbCr) format:
+    /// luma, then CbCr interleaved (2 planes: Cb first, then Cr) or Cb and Cr (3
+    /// planes). CUDA sees the planes of a shared video frame as pitched device
+    /// memory (`vkcuda_image_get_plane_pointer`), not as arrays.
     pub plane_count: u32,
     /// The chroma planes' width is the image's divided by this: 2 for 4:2:0 and
     /// 4:2:2 formats, else 1.
@@ -438,8 +454,9 @@ pub struct vkcuda_format_info {
 pub struct vkcuda_image_info {
     /// The Vulkan image. Owned by the vkcuda image, except for wrapped images.
     pub image: VkImage,
-    /// Its dedicated memory (multi-planar images: plane 0's; see `planes`). Owned
-    /// like `image`.
+    /// Its memory: dedicated, or the engine's block for a wrapped image; a shared
+    /// video frame's one allocation; plane 0's for a disjoint multi-planar image
+    /// (Vulkan-only; see `planes`). Owned like `image`.
     pub memory: VkDeviceMemory,
     /// The whole allocation's size (what CUDA imported; plane 0's).
     pub allocation_size: u64,
@@ -459,19 +476,19 @@ pub struct vkcuda_image_info {
     pub flags: u32,
     /// VK_TRUE when `image` and `memory` are the engine's (`vkcuda_image_wrap`).
     pub wrapped: VkBool32,
-    /// The CUDA view (`CUmipmappedArray`; plane 0's), or NULL in a Vulkan-only
-    /// context.
+    /// The CUDA view of a single-plane image (`CUmipmappedArray`); NULL in a
+    /// Vulkan-only context and for multi-planar images (a shared video frame's
+    /// planes are pitched pointers: `vkcuda_image_get_plane_pointer`).
     pub cuda_mipmapped_array: *mut CUmipmappedArray_st,
     /// The `CUDA_ARRAY3D_*` flags of the CUDA view (LAYERED = 0x1, SURFACE_LDST =
     /// 0x2 with STORAGE usage, CUBEMAP = 0x4, COLOR_ATTACHMENT = 0x20 with
-    /// COLOR_ATTACHMENT usage); 0 in a Vulkan-only context (there is no CUDA view).
-    /// Multi-planar images: plane 0's.
+    /// COLOR_ATTACHMENT usage); 0 where `cuda_mipmapped_array` is NULL (a
+    /// Vulkan-only context, a multi-planar image).
     pub cuda_array_flags: u32,
     /// What CUDA sees of the format (every plane).
     pub format_info: vkcuda_format_info,
-    /// The number of planes: 1, or 2-3 for a multi-planar format. `memory`,
-    /// `allocation_size`, `cuda_mipmapped_array` and `cuda_array_flags` above are
-    /// plane 0's.
+    /// The number of planes: 1, or 2-3 for a multi-planar format. `memory` and
+    /// `allocation_size` above are plane 0's.
     pub plane_count: u32,
     /// Each plane, `plane_count` of them; the rest zero.
     pub planes: [vkcuda_image_plane_info; 3],
@@ -483,8 +500,9 @@ pub struct vkcuda_image_info {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct vkcuda_image_plane_info {
-    /// The plane's memory (the image's only allocation for single-plane images,
-    /// dedicated then; one allocation per plane for multi-planar ones). Owned like
+    /// The plane's memory: the image's only allocation for single-plane images and
+    /// shared video frames (every plane names it); one allocation per plane for a
+    /// disjoint multi-planar image (Vulkan-only). Owned like
     /// `vkcuda_image_info::image`.
     pub memory: VkDeviceMemory,
     /// Its allocation size (what CUDA imported).
@@ -495,11 +513,12 @@ pub struct vkcuda_image_plane_info {
     /// The plane's aspect in Vulkan calls (`VK_IMAGE_ASPECT_COLOR_BIT`, or
     /// `VK_IMAGE_ASPECT_PLANE_0_BIT` << plane).
     pub aspect: u32,
-    /// The plane's CUDA mipmapped array, or NULL in a Vulkan-only context.
+    /// The plane's CUDA mipmapped array (plane 0 of a single-plane image); NULL in a
+    /// Vulkan-only context and for the planes of multi-planar images (a shared
+    /// video frame's planes are pitched pointers: `vkcuda_image_get_plane_pointer`).
     pub cuda_mipmapped_array: *mut CUmipmappedArray_st,
-    /// The `CUDA_ARRAY3D_*` flags of the plane's CUDA array; 0 in a Vulkan-only
-    /// context. Multi-planar images have SURFACE_LDST (0x2) on every plane: surface
-    /// objects work without STORAGE usage there (measured on NVIDIA's driver).
+    /// The `CUDA_ARRAY3D_*` flags of the plane's CUDA array; 0 where
+    /// `cuda_mipmapped_array` is NULL.
     pub cuda_array_flags: u32,
 }
 
@@ -711,10 +730,15 @@ pub unsafe extern "C" fn vkcuda_format_query(
 /// after checking with `vkGetPhysicalDeviceImageFormatProperties2` that the device
 /// can export such an image (`VKCUDA_ERROR_UNSUPPORTED` with the reason
 /// otherwise), imported into CUDA whole with the dedicated flag and mapped as a
-/// mipmapped array of the same shape. A multi-planar format makes a disjoint image
+/// mipmapped array of the same shape. A multi-planar format with
+/// `VKCUDA_IMAGE_CREATE_LINEAR_BIT` makes a shared video frame: linear tiling, not
+/// disjoint, one dedicated allocation that CUDA maps whole, each plane pitched
+/// device memory (`vkcuda_image_get_plane_pointer`). A multi-planar format without
+/// it (OPTIMAL tiling) is refused in a context with CUDA
+/// (`VKCUDA_ERROR_UNSUPPORTED`: its planes read wrong as CUDA arrays once the data
+/// compresses); in a Vulkan-only context it makes a disjoint image
 /// (`VK_IMAGE_CREATE_DISJOINT_BIT`; the device must offer
-/// `VK_FORMAT_FEATURE_DISJOINT_BIT`) with one exportable allocation per plane,
-/// each imported into CUDA (not dedicated) and mapped as the plane's array. In a
+/// `VK_FORMAT_FEATURE_DISJOINT_BIT`) with one exportable allocation per plane. In a
 /// Vulkan-only context only the Vulkan half is made. `*image` is written on
 /// success, set to NULL on failure; nothing is left allocated on failure.
 ///
@@ -747,8 +771,9 @@ pub unsafe extern "C" fn vkcuda_image_create(
 
 /// Makes the CUDA view of an image the engine created on exportable memory (see
 /// `vkcuda_image_wrap_info`): a dedicated allocation, the image at `offset` in a
-/// block shared with other resources (as VMA pools make them), or one allocation
-/// per plane of a disjoint multi-planar image; from the description the engine
+/// block shared with other resources (as VMA pools make them), a shared video
+/// frame's dedicated allocation, or (Vulkan-only contexts) one allocation per
+/// plane of a disjoint multi-planar image; from the description the engine
 /// passes. Checks `export_handle_types` first (memory allocated without export
 /// info is refused before any driver call), the description like
 /// `vkcuda_image_create`, each offset + memory requirement against its
@@ -878,9 +903,10 @@ pub unsafe extern "C" fn vkcuda_image_get_vk_image(
     })
 }
 
-/// The CUDA mipmapped array (`CUmipmappedArray`) of the image (plane 0's for a
-/// multi-planar image); it belongs to the image (do not destroy it). `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only
-/// context.
+/// The CUDA mipmapped array (`CUmipmappedArray`) of a single-plane image; it
+/// belongs to the image (do not destroy it). `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a
+/// Vulkan-only context; `VKCUDA_ERROR_INVALID_ARGUMENT` for a shared video frame
+/// (its planes are pitched pointers: `vkcuda_image_get_plane_pointer`).
 /// `*array` is set to NULL on failure.
 ///
 /// Thread-safety: may be called from any thread.
@@ -902,10 +928,12 @@ pub unsafe extern "C" fn vkcuda_image_get_cuda_mipmapped_array(
     })
 }
 
-/// The CUDA array (`CUarray`) of mip level `level` (`cuMipmappedArrayGetLevel`;
-/// plane 0's for a multi-planar image); it belongs to the image (do not destroy it). For layered images it holds every
-/// layer. `VKCUDA_ERROR_INVALID_ARGUMENT` for a level past the last,
-/// `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only context.
+/// The CUDA array (`CUarray`) of mip level `level` (`cuMipmappedArrayGetLevel`) of
+/// a single-plane image; it belongs to the image (do not destroy it). For layered
+/// images it holds every layer. `VKCUDA_ERROR_INVALID_ARGUMENT` for a level past
+/// the last and for a shared video frame (pitched planes:
+/// `vkcuda_image_get_plane_pointer`), `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a
+/// Vulkan-only context.
 /// `*array` is set to NULL on failure.
 ///
 /// Thread-safety: may be called from any thread.
@@ -929,8 +957,8 @@ pub unsafe extern "C" fn vkcuda_image_get_cuda_array(
 }
 
 /// The CUDA surface object (`CUsurfObject`, for `surf2Dwrite` and friends) of mip
-/// level `level` (plane 0's for a multi-planar image). Made on the first call for that level; later calls return the
-/// same object. It belongs to the image and is destroyed with it. The image needs
+/// level `level` of a single-plane image. Made on the first call for that level;
+/// later calls return the same object. It belongs to the image and is destroyed with it. The image needs
 /// `VK_IMAGE_USAGE_STORAGE_BIT` (`VKCUDA_ERROR_UNSUPPORTED` otherwise).
 /// Surface x coordinates are in bytes (x * `bytes_per_texel`), as in CUDA.
 ///
@@ -952,8 +980,8 @@ pub unsafe extern "C" fn vkcuda_image_get_surface_object(
     })
 }
 
-/// Makes a CUDA texture object (`CUtexObject`) on one mip level of the image (plane
-/// 0 of a multi-planar image), or on all of them with `VKCUDA_TEXTURE_ALL_LEVELS_BIT`. Each call makes a new
+/// Makes a CUDA texture object (`CUtexObject`) on one mip level of a single-plane
+/// image, or on all of them with `VKCUDA_TEXTURE_ALL_LEVELS_BIT`. Each call makes a new
 /// object; it belongs to the image and is destroyed with it. Refused
 /// (`VKCUDA_ERROR_INVALID_ARGUMENT`): linear filtering of integers read as
 /// integers, the normalized-float read mode on 32-bit integer formats, wrap or
@@ -996,11 +1024,13 @@ fn sampler_arg(info: &vkcuda_texture_info) -> Result<Sampler> {
     })
 }
 
-/// The CUDA mipmapped array (`CUmipmappedArray`) of plane `plane` of the image
-/// (luma is plane 0; a single-plane image has plane 0 only, the same as
-/// `vkcuda_image_get_cuda_mipmapped_array`); it belongs to the image (do not
-/// destroy it). `VKCUDA_ERROR_INVALID_ARGUMENT` for a plane past the last,
-/// `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only context.
+/// The CUDA mipmapped array (`CUmipmappedArray`) of plane `plane` of the image. Only
+/// single-plane images have CUDA arrays, so the one plane that has one is plane 0
+/// of a single-plane image (the same as `vkcuda_image_get_cuda_mipmapped_array`);
+/// it belongs to the image (do not destroy it). `VKCUDA_ERROR_INVALID_ARGUMENT`
+/// for a plane past the last and for a shared video frame (its planes are pitched
+/// pointers: `vkcuda_image_get_plane_pointer`), `VKCUDA_ERROR_CUDA_UNAVAILABLE` in
+/// a Vulkan-only context (the only place an OPTIMAL multi-planar image exists).
 /// `*array` is set to NULL on failure.
 ///
 /// Thread-safety: may be called from any thread.
@@ -1024,10 +1054,11 @@ pub unsafe extern "C" fn vkcuda_image_get_plane_cuda_mipmapped_array(
 }
 
 /// The CUDA array (`CUarray`) of mip level `level` of plane `plane` of the image:
-/// for NV12, plane 0 is the luma array (1 channel, full size) and plane 1 the CbCr
-/// array (2 channels, half width and height; CUDA's x is Cb). It belongs to the
-/// image (do not destroy it). `VKCUDA_ERROR_INVALID_ARGUMENT` for a plane or
-/// level past the last, `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only context.
+/// plane 0 of a single-plane image (the same as `vkcuda_image_get_cuda_array`). It
+/// belongs to the image (do not destroy it). `VKCUDA_ERROR_INVALID_ARGUMENT` for a
+/// plane or level past the last and for a shared video frame (its planes are
+/// pitched pointers: `vkcuda_image_get_plane_pointer`),
+/// `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only context.
 /// `*array` is set to NULL on failure.
 ///
 /// Thread-safety: may be called from any thread.
@@ -1054,9 +1085,10 @@ pub unsafe extern "C" fn vkcuda_image_get_plane_cuda_array(
 /// The CUDA surface object (`CUsurfObject`) of mip level `level` of plane
 /// `plane`, made on the first call for that plane and level and kept until the
 /// image is destroyed (later calls return the same object). Surface x
-/// coordinates are in bytes (x * the plane's `bytes_per_texel`). Planes of
-/// multi-planar images always have surfaces; a single-plane image needs
-/// `VK_IMAGE_USAGE_STORAGE_BIT` (`VKCUDA_ERROR_UNSUPPORTED` otherwise).
+/// coordinates are in bytes (x * the plane's `bytes_per_texel`). Only plane 0 of a
+/// single-plane image has one; it needs `VK_IMAGE_USAGE_STORAGE_BIT`
+/// (`VKCUDA_ERROR_UNSUPPORTED` otherwise). `VKCUDA_ERROR_INVALID_ARGUMENT` for a
+/// shared video frame (pitched planes: `vkcuda_image_get_plane_pointer`).
 ///
 /// Thread-safety: may be called from any thread.
 ///
@@ -1078,11 +1110,12 @@ pub unsafe extern "C" fn vkcuda_image_get_plane_surface_object(
 }
 
 /// Makes a CUDA texture object (`CUtexObject`) on plane `plane` of the image, as
-/// `vkcuda_image_create_texture_object` does on plane 0 (the same checks, against
-/// the plane's format: the planes of multi-planar formats are 8- or 16-bit
-/// unsigned integers, read as normalized floats with
-/// `VKCUDA_READ_MODE_NORMALIZED_FLOAT`; no YCbCr to RGB conversion is made). Each
-/// call makes a new object; it belongs to the image and is destroyed with it.
+/// `vkcuda_image_create_texture_object` does on plane 0 (the same checks). Only
+/// plane 0 of a single-plane image has a CUDA array to sample;
+/// `VKCUDA_ERROR_INVALID_ARGUMENT` for a shared video frame (pitched planes:
+/// `vkcuda_image_get_plane_pointer`; Vulkan samples it through a
+/// `VkSamplerYcbcrConversion`). Each call makes a new object; it belongs to the
+/// image and is destroyed with it.
 ///
 /// Thread-safety: may be called from any thread.
 ///
@@ -1106,8 +1139,9 @@ pub unsafe extern "C" fn vkcuda_image_create_plane_texture_object(
 
 /// Exports the memory of plane `plane` as a new POSIX fd (OPAQUE_FD,
 /// vkGetMemoryFdKHR); **the caller owns it**. Plane 0 of a single-plane image is
-/// what `vkcuda_image_export_fd` exports. Import a multi-planar image elsewhere
-/// with all its planes' fds (`vkcuda_image_import_description_fds`).
+/// what `vkcuda_image_export_fd` exports; every plane of a shared video frame
+/// names its one allocation. Import a disjoint multi-planar image (Vulkan-only)
+/// elsewhere with all its planes' fds (`vkcuda_image_import_description_fds`).
 ///
 /// Thread-safety: may be called from any thread.
 ///
@@ -1167,8 +1201,9 @@ pub struct vkcuda_image_plane_pointer {
 /// wrapped or imported with `VKCUDA_IMAGE_CREATE_LINEAR_BIT`): its CUDA device
 /// pointer (0 in a Vulkan-only context), offset, row pitch, extent and texel size.
 /// `VKCUDA_ERROR_INVALID_ARGUMENT` for a plane past the format's planes and for
-/// an image that is not a video frame (its CUDA view is arrays:
-/// `vkcuda_image_get_plane_cuda_array`). `*pointer` is untouched on failure.
+/// an image that is not a video frame (a single-plane image's CUDA view is arrays:
+/// `vkcuda_image_get_cuda_array`; an OPTIMAL multi-planar image, Vulkan-only, has
+/// no CUDA view). `*pointer` is untouched on failure.
 ///
 /// Thread-safety: may be called from any thread.
 ///
@@ -1466,9 +1501,10 @@ pub unsafe extern "C" fn vkcuda_image_cuda_copy_to_pitched(
 /// Exports the image's memory as a new POSIX fd (OPAQUE_FD, vkGetMemoryFdKHR).
 /// Each call makes a new fd and **the caller owns it**: close it, or import it
 /// (`VkImportMemoryFdInfoKHR`, which takes it on success) as a dedicated allocation
-/// of `allocation_size` bytes for an image of the same description. A multi-planar
-/// image has one allocation per plane: `VKCUDA_ERROR_INVALID_ARGUMENT`, export
-/// each with `vkcuda_image_export_plane_fd`.
+/// of `allocation_size` bytes for an image of the same description (a shared video
+/// frame's one allocation too). A disjoint multi-planar image (Vulkan-only) has one
+/// allocation per plane: `VKCUDA_ERROR_INVALID_ARGUMENT`, export each with
+/// `vkcuda_image_export_plane_fd`.
 ///
 /// Thread-safety: may be called from any thread.
 ///

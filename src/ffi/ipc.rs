@@ -35,7 +35,7 @@ pub const VKCUDA_SHARE_DESCRIPTION_SIZE: u32 = 128;
 ///
 /// @ingroup share
 pub const VKCUDA_SHARE_FORMAT_VERSION: u32 = 3;
-/// The most fds one description comes with: one per plane of a multi-planar
+/// The most fds one description comes with: one per plane of a disjoint multi-planar
 /// image (buffers and semaphores: 1).
 ///
 /// @ingroup share
@@ -106,18 +106,22 @@ pub struct vkcuda_share_semaphore_description {
 pub struct vkcuda_share_image_description {
     /// The image's description with every default resolved: extent, mip levels and
     /// array layers at least 1, the usage it was created with. Import it as a
-    /// `VkImage` of exactly this description (optimal tiling, exclusive sharing,
-    /// `VkExternalMemoryImageCreateInfo` OPAQUE_FD; multi-planar formats also
-    /// `VK_IMAGE_CREATE_DISJOINT_BIT`).
+    /// `VkImage` of exactly this description (exclusive sharing,
+    /// `VkExternalMemoryImageCreateInfo` OPAQUE_FD; optimal tiling, or linear and
+    /// not disjoint for a shared video frame, `VKCUDA_IMAGE_CREATE_LINEAR_BIT` in
+    /// `flags`; an OPTIMAL multi-planar image, which only Vulkan-only contexts
+    /// make, also `VK_IMAGE_CREATE_DISJOINT_BIT`).
     pub description: vkcuda_image_create_info,
     /// The size of its dedicated allocation (`VkMemoryAllocateInfo::allocationSize`
-    /// of the import, which must be dedicated to the new image). Multi-planar
-    /// images: plane 0's.
+    /// of the import, which must be dedicated to the new image): a shared video
+    /// frame's one allocation; plane 0's for a disjoint multi-planar image.
     pub allocation_size: u64,
-    /// The allocation size of each plane of a multi-planar image, whose planes
-    /// come as one fd each in plane order (each imported as its own allocation,
-    /// bound with `VkBindImagePlaneMemoryInfo`); zeros past the plane count. `[0]`
-    /// is 0 or `allocation_size` (the library writes `allocation_size`).
+    /// The allocation size of each plane of a disjoint (OPTIMAL, Vulkan-only)
+    /// multi-planar image, whose planes come as one fd each in plane order (each
+    /// imported as its own allocation, bound with `VkBindImagePlaneMemoryInfo`);
+    /// zeros past the allocation count (a single-plane image or a shared video
+    /// frame has one allocation and one fd). `[0]` is 0 or `allocation_size` (the
+    /// library writes `allocation_size`).
     pub plane_allocation_sizes: [u64; 3],
 }
 
@@ -481,9 +485,10 @@ pub unsafe extern "C" fn vkcuda_semaphore_describe(
 }
 
 /// Fills `*description` with the image's description (defaults resolved), its
-/// allocation size (each plane's for a multi-planar image) and the device UUID:
-/// what another process needs to make a `VkImage` of the same description on the
-/// memory fd (`vkcuda_image_export_fd`; one fd per plane,
+/// allocation size (each plane's for a disjoint multi-planar image) and the device
+/// UUID: what another process needs to make a `VkImage` of the same description on
+/// the memory fd (`vkcuda_image_export_fd`; for a disjoint multi-planar image,
+/// made only in Vulkan-only contexts, one fd per plane,
 /// `vkcuda_image_export_plane_fd`), or `vkcuda_image_send`.
 ///
 /// Thread-safety: may be called from any thread.
@@ -673,7 +678,7 @@ pub unsafe extern "C" fn vkcuda_share_send(
 }
 
 /// Sends a description and its `fd_count` fds (`fds`, in plane order for a
-/// multi-planar image: as many as the description says, at most
+/// disjoint multi-planar image: as many as the description says, at most
 /// `VKCUDA_SHARE_MAX_FDS`) over `socket_fd`, as `vkcuda_share_send` sends one:
 /// one record with every fd attached (`SCM_RIGHTS`), the same checks and errors.
 /// The fds stay the caller's.
@@ -743,7 +748,7 @@ pub unsafe extern "C" fn vkcuda_share_receive(
 /// `vkcuda_share_receive` does: the same checks, timeouts and errors. `fds` has
 /// room for `fd_capacity` fds (`VKCUDA_SHARE_MAX_FDS` is always enough). On
 /// success `*description`, `*fd_count` and the first `*fd_count` entries of `fds`
-/// are written (in plane order for a multi-planar image), and those fds are new
+/// are written (in plane order for a disjoint multi-planar image), and those fds are new
 /// descriptors **the caller owns**; on any failure every fd that arrived is closed
 /// and nothing is written (a description with more fds than `fd_capacity`:
 /// `VKCUDA_ERROR_INVALID_ARGUMENT`).
@@ -894,7 +899,7 @@ pub unsafe extern "C" fn vkcuda_semaphore_receive(
 }
 
 /// Sends the image to the peer on `socket_fd`: its description and a new memory
-/// fd (one per plane of a multi-planar image; closed here once the kernel has them). The peer receives it with
+/// fd (one per plane of a disjoint multi-planar image; closed here once the kernel has them). The peer receives it with
 /// `vkcuda_image_receive` (or `vkcuda_share_receive` and
 /// `vkcuda_image_import_description`).
 ///
@@ -917,10 +922,11 @@ pub unsafe extern "C" fn vkcuda_image_send(
 /// Imports an image from another process's description and memory fd into
 /// `context`: a new `VkImage` of `description->image.description` on a dedicated
 /// allocation of `description->image.allocation_size` bytes imported from `fd` and,
-/// unless the context is Vulkan-only, its CUDA mipmapped array. The description
+/// unless the context is Vulkan-only, its CUDA view (a single-plane image's
+/// mipmapped array, a shared video frame's pitched planes). The description
 /// must be of an image (`VKCUDA_ERROR_INVALID_ARGUMENT`) from the context's device
-/// (`VKCUDA_ERROR_DEVICE_MISMATCH`); a multi-planar image comes with one fd per
-/// plane: `VKCUDA_ERROR_INVALID_ARGUMENT`, use
+/// (`VKCUDA_ERROR_DEVICE_MISMATCH`); a disjoint multi-planar image comes with one
+/// fd per plane: `VKCUDA_ERROR_INVALID_ARGUMENT`, use
 /// `vkcuda_image_import_description_fds`. On success the library has taken `fd`;
 /// on failure `fd` is untouched and still the caller's.
 ///
@@ -955,11 +961,14 @@ pub unsafe extern "C" fn vkcuda_image_import_description(
 }
 
 /// Imports an image from another process's description and its memory fds, one
-/// per plane in plane order (`fd_count` of them: the description's plane count),
-/// into `context`, as `vkcuda_image_import_description` does: a new `VkImage` of
-/// the description on the imported memory (a multi-planar image: one allocation
-/// per plane of `description->image.plane_allocation_sizes`) and, unless the
-/// context is Vulkan-only, each plane's CUDA mipmapped array. On success the
+/// per allocation (`fd_count` of them: 1, or the plane count of a disjoint
+/// multi-planar image, in plane order), into `context`, as
+/// `vkcuda_image_import_description` does: a new `VkImage` of the description on
+/// the imported memory (a disjoint multi-planar image: one allocation per plane of
+/// `description->image.plane_allocation_sizes`, Vulkan-only contexts alone) and,
+/// unless the context is Vulkan-only, the CUDA view: a single-plane image's
+/// mipmapped array, or a shared video frame's mapped allocation (pitched planes,
+/// `vkcuda_image_get_plane_pointer`). On success the
 /// library has taken every fd; on failure none is touched.
 ///
 /// Thread-safety: may be called from any thread.

@@ -51,6 +51,9 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+#[path = "../doc_claims/mod.rs"]
+mod doc_claims;
+
 mod env;
 mod header;
 mod matrix;
@@ -146,6 +149,23 @@ fn every_export_has_misuse_cases() {
         "the misuse table is incomplete:\n  {}",
         missing.join("\n  ")
     );
+}
+
+/// The case count and the "any value is valid" count the docs state (README,
+/// docs/RELIABILITY.md) are the matrix's: a new case makes this fail until the docs
+/// say the new number.
+#[test]
+fn documented_counts_are_the_matrix() {
+    let m = matrix();
+    let any: usize = m.entries.values().map(|e| e.any.len()).sum();
+    let mut bad =
+        doc_claims::check_count(" misuse cases", m.count() as u64, "the matrix's case count");
+    bad.extend(doc_claims::check_count(
+        " parameters or fields declared",
+        any as u64,
+        "the matrix's count of values declared valid",
+    ));
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
 #[test]
