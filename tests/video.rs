@@ -984,3 +984,133 @@ fn gpu_engine_frames_are_wrapped() {
     drop(v);
     unsafe { vkcuda_context_destroy(ctx) };
 }
+
+/// The environment variable that gives the child the socket's fd number.
+const FRAME_SOCKET: &str = "VKCUDA_TEST_FRAME_SOCKET";
+
+/// A shared video frame across processes: this process creates an NV12 frame,
+/// CUDA writes both planes, and sends it (`vkcuda_image_send`: the description,
+/// version 3 with the linear flag, and one fd); a child process receives it
+/// (`vkcuda_image_receive`), reads both planes through its own CUDA plane pointers
+/// and writes a new chroma plane, which this process then reads through its own.
+#[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+fn gpu_frames_cross_processes() {
+    let _g = serial();
+    let Some(ctx) = cuda_context_or_skip("gpu_frames_cross_processes") else {
+        return;
+    };
+    let _c = Current::of(ctx);
+    let nv12 = vk::Format::G8_B8R8_2PLANE_420_UNORM;
+    let (w, h) = (1920usize, 1080usize);
+    let im = try_create(ctx, &frame_info(nv12, w as u32, h as u32)).unwrap();
+    let planes = plane_pointers(im, 2);
+    for (k, rows) in [(0usize, h), (1, h / 2)] {
+        let mut data = plane_bytes(k, w, rows, 8);
+        copy_plane(
+            data.as_mut_ptr(),
+            planes[k].cuda_pointer,
+            planes[k].row_pitch,
+            w,
+            rows,
+            true,
+        );
+    }
+    let mut fds = [0i32; 2];
+    assert_eq!(
+        unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, fds.as_mut_ptr()) },
+        0
+    );
+    // Only the child's end crosses exec.
+    unsafe { libc::fcntl(fds[0], libc::F_SETFD, libc::FD_CLOEXEC) };
+    let mut cmd = this_test("child_receives_a_frame", true);
+    cmd.env(CHILD_ENV, "1")
+        .env(FRAME_SOCKET, fds[1].to_string());
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    unsafe { libc::close(fds[1]) };
+    ok(unsafe { vkcuda_image_send(im, fds[0], ptr::null()) });
+    let out = child.wait_with_output().unwrap();
+    child_passed("child_receives_a_frame", &out);
+    unsafe { libc::close(fds[0]) };
+    let want = plane_bytes(1, w, h / 2, 9);
+    let mut got = vec![0u8; want.len()];
+    copy_plane(
+        got.as_mut_ptr(),
+        planes[1].cuda_pointer,
+        planes[1].row_pitch,
+        w,
+        h / 2,
+        false,
+    );
+    assert_eq!(
+        wrong_bytes(8, &got, &want).0,
+        0,
+        "the child's chroma through this process's frame"
+    );
+    println!(
+        "NV12 {w}x{h} frame across processes: both planes read there, chroma written back, 0 wrong"
+    );
+    unsafe {
+        vkcuda_image_destroy(im);
+        vkcuda_context_destroy(ctx);
+    }
+}
+
+/// The child of `gpu_frames_cross_processes`.
+#[test]
+#[ignore = "runs in a child process of gpu_frames_cross_processes"]
+fn child_receives_a_frame() {
+    if !in_child("child_receives_a_frame") {
+        return;
+    }
+    let fd: i32 = std::env::var(FRAME_SOCKET).unwrap().parse().unwrap();
+    let ctx = cuda_context_or_skip("child_receives_a_frame").expect("a CUDA GPU in the child");
+    let _c = Current::of(ctx);
+    let mut im = ptr::null_mut();
+    ok(unsafe { vkcuda_image_receive(ctx, fd, ptr::null(), &mut im) });
+    let nv12 = vk::Format::G8_B8R8_2PLANE_420_UNORM;
+    let (w, h) = (1920usize, 1080usize);
+    check_planes(
+        im,
+        vkcuda::format::planar_row(nv12).unwrap(),
+        w as u32,
+        h as u32,
+    );
+    let planes = plane_pointers(im, 2);
+    for (k, rows) in [(0usize, h), (1, h / 2)] {
+        let want = plane_bytes(k, w, rows, 8);
+        let mut got = vec![0u8; want.len()];
+        copy_plane(
+            got.as_mut_ptr(),
+            planes[k].cuda_pointer,
+            planes[k].row_pitch,
+            w,
+            rows,
+            false,
+        );
+        assert_eq!(
+            wrong_bytes(8, &got, &want).0,
+            0,
+            "plane {k} in the receiving process"
+        );
+    }
+    let mut chroma = plane_bytes(1, w, h / 2, 9);
+    copy_plane(
+        chroma.as_mut_ptr(),
+        planes[1].cuda_pointer,
+        planes[1].row_pitch,
+        w,
+        h / 2,
+        true,
+    );
+    println!("child: received an NV12 frame (one fd), both planes right, chroma rewritten");
+    unsafe {
+        libc::close(fd);
+        vkcuda_image_destroy(im);
+        vkcuda_context_destroy(ctx);
+    }
+}
