@@ -21,14 +21,31 @@ from ._objects import (
     BufferInfo,
     Context,
     CudaInfo,
+    DeviceSupport,
     Semaphore,
     Stage,
     TensorView,
     VulkanHandles,
+    device_extensions,
     live_objects,
+    physical_devices,
+    query_device,
     version,
 )
+from ._share import ShareDescription, receive, send
 from ._video import Plane, PlanePointer, VideoColor, VideoFrame
+from ._image import (  # noqa: I001  (after _objects: it builds on it)
+    FORMATS,
+    LAYOUTS,
+    FormatInfo,
+    Image,
+    ImageInfo,
+    ImageLevel,
+    format_info,
+    handoff_acquire,
+    handoff_release,
+)
+from ._batch import BufferBatch
 
 __all__ = [
     "Error",
@@ -52,6 +69,23 @@ __all__ = [
     "Plane",
     "PlanePointer",
     "VideoColor",
+    "Image",
+    "ImageLevel",
+    "ImageInfo",
+    "FormatInfo",
+    "FORMATS",
+    "LAYOUTS",
+    "format_info",
+    "handoff_release",
+    "handoff_acquire",
+    "BufferBatch",
+    "ShareDescription",
+    "send",
+    "receive",
+    "DeviceSupport",
+    "physical_devices",
+    "query_device",
+    "device_extensions",
 ]
 #: The library's version, which is Cargo.toml's (the package is versioned with it).
 __version__: str = version()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ctypes
 from ctypes import POINTER, Structure, c_int32, c_uint32, c_uint64, c_void_p
-from typing import TYPE_CHECKING, Any, NamedTuple, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, NamedTuple, Optional, Tuple
 
 from . import _dlpack
 from ._native import check, declare, lib
@@ -202,6 +202,21 @@ class Plane:
 
     def __init__(self, frame: VideoFrame, index: int, readonly: bool) -> None:
         self.frame, self.index, self.readonly = frame, index, readonly
+        self._cai: Optional[_dlpack.Held] = None
+
+    @property
+    def __cuda_array_interface__(self) -> Dict[str, Any]:
+        """The plane for Numba and CuPy (CUDA Array Interface version 3): one
+        DLPack export held by this Plane object, so the memory stays valid while
+        it lives, even after ``frame.close()``. Strides follow the row pitch."""
+        if self._cai is None:
+            out = c_void_p()
+            flags = DLPACK_READ_ONLY_BIT if self.readonly else 0
+            check(lib.vkcuda_image_export_plane_dlpack(self.frame.handle, self.index, flags, ctypes.byref(out)))
+            self._cai = _dlpack.Held(out.value or 0)
+        mv = _dlpack.DLManagedTensorVersioned.from_address(self._cai.ptr)
+        dt = mv.dl_tensor.dtype
+        return _dlpack.cuda_array_interface(self._cai, dt.code, dt.bits, dt.lanes, None)
 
     def __repr__(self) -> str:
         p = self.frame.pointer(self.index)

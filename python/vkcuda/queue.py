@@ -92,9 +92,7 @@ class _MemoryProperties(Structure):
                 ("memoryHeaps", _MemoryHeap * 16)]
 
 
-class _HandoffInfo(Structure):
-    _fields_ = [("flags", c_uint32), ("queue_family_index", c_uint32), ("stage_mask", c_uint32),
-                ("access_mask", c_uint32)]
+_HandoffInfo = _native.HandoffInfo
 
 
 _P, _U64, _U32, _I32 = c_void_p, c_uint64, c_uint32, c_int32
@@ -117,11 +115,7 @@ _DEVICE_FUNCTIONS: "dict[str, Tuple[Any, List[Any]]]" = {
     "vkMapMemory": (_I32, [_P, _U64, _U64, _U64, _U32, POINTER(_P)]),
 }
 
-_lib = _native.lib
-_lib.vkcuda_buffer_cmd_release_to_cuda.restype = c_int32
-_lib.vkcuda_buffer_cmd_release_to_cuda.argtypes = [_P, _P, POINTER(_HandoffInfo)]
-_lib.vkcuda_buffer_cmd_acquire_from_cuda.restype = c_int32
-_lib.vkcuda_buffer_cmd_acquire_from_cuda.argtypes = [_P, _P, POINTER(_HandoffInfo)]
+_lib = _native.lib  # the handoff calls are declared in _native (HandoffInfo)
 
 
 def _vk(call: str, r: int) -> None:
