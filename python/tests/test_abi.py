@@ -33,7 +33,6 @@ HEADER = REPO / "include" / "vkcuda.h"
 
 #: Structs whose C name does not follow from the class name (see _c_name).
 C_NAMES: Dict[str, str] = {
-    "conftest._Support": "vkcuda_physical_device_support",
     "vkcuda.queue._TimelineSubmitInfo": "VkTimelineSemaphoreSubmitInfo",
     "vkcuda.queue._MemoryProperties": "VkPhysicalDeviceMemoryProperties",
 }

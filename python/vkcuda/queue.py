@@ -144,6 +144,9 @@ class HostBuffer:
         self.address = ptr.value or 0
         self.data = (ctypes.c_uint8 * size).from_address(self.address)
 
+    def __repr__(self) -> str:
+        return f"HostBuffer({self.size} bytes{'' if self._memory else ', closed'})"
+
     def close(self) -> None:
         if self._memory:
             self._q._f["vkDestroyBuffer"](self._q.device, self.vk_buffer, None)
@@ -192,6 +195,9 @@ class CommandBuffer:
     def __init__(self, handle: int) -> None:
         self.handle = handle
 
+    def __repr__(self) -> str:
+        return f"CommandBuffer({self.handle:#x})"
+
 
 class Queue:
     """The queue of a standalone context (``Context.standalone()``), with its own
@@ -218,6 +224,9 @@ class Queue:
         self._pool = _U64()
         _vk("vkCreateCommandPool", self._f["vkCreateCommandPool"](self.device, byref(info), None, byref(self._pool)))
         self._keep: List[object] = []
+
+    def __repr__(self) -> str:
+        return f"Queue(family {self.family}{'' if self._pool else ', closed'})"
 
     def _memory_type(self, bits: int, flags: int) -> int:
         for i in range(self._props.memoryTypeCount):
