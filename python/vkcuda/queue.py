@@ -6,6 +6,27 @@ commands (and ``vkcuda_buffer_cmd_release_to_cuda`` / ``_acquire_from_cuda``)
 into its own command buffers instead.
 
 Vulkan is called through the context's ``vkGetInstanceProcAddr`` with ctypes.
+
+Example (a standalone context; ``data`` is bytes)::
+
+    from vkcuda.queue import Queue
+
+    with vkcuda.Context.standalone() as ctx, Queue(ctx) as q, ctx.buffer(4096) as buf:
+        q.upload(buf, data)                                 # staging copy; waits
+        sem = ctx.semaphore()
+        stage = sem.next_stage()
+        cmd = q.record(lambda r: r.release_to_cuda(buf))    # reusable command buffer
+        q.submit(cmd, signal=[(sem, stage.signal_value)])   # no host wait
+        buf.ready_on(sem, stage.signal_value)               # consumers' streams wait for it
+        t = torch.from_dlpack(buf.view("float32"))
+        q.download(buf)                                     # what Vulkan reads
+
+Objects: :class:`Queue` (``record``, ``submit``, ``run``, ``upload``,
+``download``, ``host_buffer``, ``wait_idle``), :class:`Recorder` (``fill``,
+``copy``, ``release_to_cuda``, ``acquire_from_cuda``), :class:`CommandBuffer`
+(``handle`` is the int ``VkCommandBuffer``, which ``Buffer.cmd_release_to_cuda``
+and ``vkcuda.handoff_release`` also take) and :class:`HostBuffer`. Not
+thread-safe: a ``VkQueue`` is externally synchronised.
 """
 
 from __future__ import annotations
