@@ -242,3 +242,27 @@ def test_graph_nodes(gpu: Tuple[vkcuda.Context, Queue]) -> None:
         if graph.value:
             cu.cuGraphDestroy(graph)
         cu.cuCtxPopCurrent_v2(ctypes.byref(P()))
+
+
+def test_capture_nodes_in_a_torch_graph(gpu: Tuple[vkcuda.Context, Queue]) -> None:
+    torch = need("torch")
+    ctx, _ = gpu
+    with ctx.semaphore() as sem:
+        a, b = sem.next_stage(), sem.next_stage()
+        x = torch.zeros(1024, device="cuda")
+        torch.cuda.synchronize()
+        sem.host_signal(a.signal_value)  # before the signal node records the larger value
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            s = torch.cuda.current_stream()  # the capturing stream
+            assert sem.cuda_capture_wait(s, a.signal_value)
+            x.add_(1)
+            assert sem.cuda_capture_signal(s, b.signal_value)
+        g.replay()
+        sem.host_wait(b.signal_value, timeout=5)  # the captured signal ran after the kernel
+        torch.cuda.synchronize()
+        assert float(x[0]) == 1.0
+        with pytest.raises(vkcuda.Error) as e:  # not capturing
+            sem.cuda_capture_wait(torch.cuda.Stream(), a.signal_value)
+        assert e.value.name == "VKCUDA_ERROR_INVALID_STATE"
+        del g, x

@@ -258,7 +258,15 @@ def test_receive_errors(vulkan_only: vkcuda.Context) -> None:
     with pytest.raises(TypeError):
         vulkan_only.receive_image("socket")  # type: ignore[arg-type]
     with pytest.raises(ValueError):
-        vulkan_only.receive_semaphore(a.fileno() if False else 0, timeout=-1)
+        vulkan_only.receive_semaphore(0, timeout=-1)
+
+
+def test_capture_needs_a_capturing_stream() -> None:
+    sem = vkcuda.Semaphore.__new__(vkcuda.Semaphore)
+    sem._handle = None
+    for stream in (None, 1, 2):
+        with pytest.raises(ValueError, match="capture"):
+            sem.cuda_capture_wait(stream, 1)
 
 
 # --- handoff on an engine's command buffer -----------------------------------------
@@ -360,7 +368,8 @@ def test_cuda_array_interface(cuda_ctx: vkcuda.Context, io: DeviceIo) -> None:
 def test_cuda_array_interface_checks_are_the_librarys(cuda_ctx: vkcuda.Context) -> None:
     with cuda_ctx.buffer(1024) as b:
         for view in (b.view("float32", (512,)), b.view("uint8", (10, 10), strides=(200, 1)),
-                     b.view("uint8", offset=2048)):
+                     b.view("uint8", offset=2048), b.view((2, 12, 1)), b.view("float32", (4,), offset=2),
+                     b.view("uint8", (4, 4), strides=(-4, 1))):
             with pytest.raises(vkcuda.Error) as e:
                 view.__cuda_array_interface__
             assert e.value.message.startswith("vkcuda_buffer_export_dlpack:")

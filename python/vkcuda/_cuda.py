@@ -77,3 +77,31 @@ def memcpy3d(context: int, params: Memcpy3D, stream: int) -> None:
         _call(cu, "cuMemcpy3DAsync_v2", ctypes.byref(params), c_void_p(stream or None))
     finally:
         cu.cuCtxPopCurrent_v2(ctypes.byref(c_void_p()))
+
+
+CAPTURE_STATUS_ACTIVE = 1
+SET_CAPTURE_DEPENDENCIES = 1
+
+
+def capture_graph(stream: int) -> "tuple[int, list[int]]":
+    """(graph, current dependencies) of a stream that is capturing a CUDA graph
+    (``cuStreamGetCaptureInfo_v2``); :class:`Error` ``VKCUDA_ERROR_INVALID_STATE``
+    when it is not capturing."""
+    cu = driver()
+    status, cid, graph = c_int(), c_uint64(), c_void_p()
+    deps, count = ctypes.POINTER(c_void_p)(), c_size_t()
+    _call(cu, "cuStreamGetCaptureInfo_v2", c_void_p(stream), ctypes.byref(status), ctypes.byref(cid),
+          ctypes.byref(graph), ctypes.byref(deps), ctypes.byref(count))
+    if status.value != CAPTURE_STATUS_ACTIVE:
+        raise _native.Error(_native.ERROR_INVALID_STATE, "the stream is not capturing a CUDA graph (use "
+                            "Semaphore.cuda_wait/cuda_signal outside a capture, cuda_graph_add_* on a graph)")
+    return graph.value or 0, [deps[i] or 0 for i in range(count.value)]
+
+
+def capture_continue_after(stream: int, node: int) -> None:
+    """Makes ``node`` the only dependency of the capture's next work
+    (``cuStreamUpdateCaptureDependencies``, SET)."""
+    cu = driver()
+    nodes = (c_void_p * 1)(node)
+    _call(cu, "cuStreamUpdateCaptureDependencies", c_void_p(stream), nodes, c_size_t(1),
+          ctypes.c_uint(SET_CAPTURE_DEPENDENCIES))

@@ -860,6 +860,34 @@ class Semaphore(_Handle):
         launch its own with :meth:`cuda_graph_exec_set_signal`)."""
         return self._graph_add(True, graph, value, dependencies)
 
+    def _capture_add(self, signal: bool, stream: Any, value: int) -> int:
+        from . import _cuda
+
+        s = _dlpack.stream_handle(stream)
+        if s in (0, 1, 2):
+            raise ValueError("a graph capture runs on a stream of its own, not a default stream: pass the "
+                             "capturing stream (torch.cuda.current_stream() inside torch.cuda.graph(...))")
+        graph, deps = _cuda.capture_graph(s)
+        node = self._graph_add(signal, graph, value, deps)
+        _cuda.capture_continue_after(s, node)
+        return node
+
+    def cuda_capture_wait(self, stream: Any, value: int) -> int:
+        """Inside a stream capture (``torch.cuda.graph``, CuPy's
+        ``stream.begin_capture()``): adds the wait node to the graph being
+        captured on ``stream``, after the work captured so far, and makes the
+        work captured next depend on it (``cuda_wait`` is refused on a capturing
+        stream: a captured wait would keep its value). Returns the node; every
+        replay waits for ``value`` unless changed with
+        :meth:`cuda_graph_exec_set_wait`."""
+        return self._capture_add(False, stream, value)
+
+    def cuda_capture_signal(self, stream: Any, value: int) -> int:
+        """The signal node, as :meth:`cuda_capture_wait`: ``value`` is the first
+        replay's; give each later replay a new one with
+        :meth:`cuda_graph_exec_set_signal` (a timeline cannot signal a value twice)."""
+        return self._capture_add(True, stream, value)
+
     def cuda_graph_exec_set_wait(self, graph_exec: Any, node: Any, value: int) -> None:
         """The value the wait ``node`` waits for in the next launches of ``graph_exec``."""
         e = cuda_handle(graph_exec, "CUDA graph exec", self._EXEC_ATTRS)
