@@ -266,3 +266,28 @@ def test_capture_nodes_in_a_torch_graph(gpu: Tuple[vkcuda.Context, Queue]) -> No
             sem.cuda_capture_wait(torch.cuda.Stream(), a.signal_value)
         assert e.value.name == "VKCUDA_ERROR_INVALID_STATE"
         del g, x
+
+
+def test_semaphore_import_and_receive(gpu: Tuple[vkcuda.Context, Queue]) -> None:
+    """lavapipe has no shareable semaphores: their import and receive run here."""
+    need("torch")
+    import socket
+
+    ctx, _ = gpu
+    with ctx.semaphore() as sem:
+        d = sem.describe()
+        assert d.kind == "semaphore" and vkcuda.ShareDescription.from_bytes(bytes(d)) == d
+        with ctx.import_semaphore(d, sem.export_fd()) as twin:
+            stage = sem.next_stage()
+            sem.host_signal(stage.signal_value)
+            twin.host_wait(stage.signal_value, timeout=5)  # one payload
+        a, b = socket.socketpair()
+        try:
+            sem.send(a, timeout=5)
+            with ctx.receive_semaphore(b, timeout=5) as third:
+                stage = sem.next_stage()
+                third.host_signal(stage.signal_value)
+                sem.host_wait(stage.signal_value, timeout=5)
+        finally:
+            a.close()
+            b.close()

@@ -363,6 +363,15 @@ def test_cuda_array_interface(cuda_ctx: vkcuda.Context, io: DeviceIo) -> None:
     with pytest.raises(TypeError, match="typestr"):
         cuda_ctx.buffer(64).view("bfloat16").__cuda_array_interface__
     del view, cai, b
+    held = cuda_ctx.buffer(64)  # the buffer object holds its own interface's export
+    ptr = held.__cuda_array_interface__["data"][0]
+    assert held.__cuda_array_interface__["data"][0] == ptr  # one export, not one per access
+    io.write(ptr, b"\x09" * 8)
+    held.close()
+    assert io.read(ptr, 8) == b"\x09" * 8
+    with cuda_ctx.buffer_batch(2, 256) as batch:
+        assert batch.__cuda_array_interface__["shape"] == (2, 256)
+    del held, batch
 
 
 def test_cuda_array_interface_checks_are_the_librarys(cuda_ctx: vkcuda.Context) -> None:

@@ -101,6 +101,7 @@ class BufferBatch:
         self._memory = 0
         self._buffers: List[Buffer] = []
         self.whole: Optional[Buffer] = None
+        self._cai_view: Optional[TensorView] = None
         usage = usage or _DEFAULT_USAGE
         try:
             one = self._create_buffer(_BufferCreateInfo, nbytes, usage)
@@ -211,7 +212,11 @@ class BufferBatch:
 
     @property
     def __cuda_array_interface__(self) -> Dict[str, Any]:
-        return self.tensor().__cuda_array_interface__
+        """The ``(N, nbytes)`` uint8 tensor, held by this object (see
+        :meth:`Buffer.__cuda_array_interface__`)."""
+        if self._cai_view is None:
+            self._cai_view = self.tensor()
+        return self._cai_view.__cuda_array_interface__
 
     def close(self) -> None:
         """Destroys the N + 1 vkcuda buffers, then the Vulkan buffers and memory

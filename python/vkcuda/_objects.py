@@ -515,7 +515,7 @@ class Buffer(_Handle):
         paired = lib.vkcuda_context_get_cuda_info(context.handle, ctypes.byref(cuda)) == _native.SUCCESS
         self._ordinal: Optional[int] = cuda.device_ordinal if paired else None
         self._ready: Optional[Tuple["Semaphore", int]] = None
-        self._cai: Optional[_dlpack.Held] = None
+        self._cai_view: Optional[TensorView] = None
 
     @classmethod
     def _adopt(cls, context: Context, handle: int) -> "Buffer":
@@ -597,8 +597,12 @@ class Buffer(_Handle):
     @property
     def __cuda_array_interface__(self) -> Dict[str, Any]:
         """The whole buffer as bytes, for Numba and CuPy (version 3; see
-        :meth:`TensorView.__cuda_array_interface__`)."""
-        return self.view().__cuda_array_interface__
+        :meth:`TensorView.__cuda_array_interface__`). The export is held by this
+        Buffer object: a consumer holding the buffer keeps the memory valid
+        after :meth:`close`, until the object is freed."""
+        if self._cai_view is None:
+            self._cai_view = self.view()
+        return self._cai_view.__cuda_array_interface__
 
     @property
     def info(self) -> BufferInfo:
