@@ -500,3 +500,79 @@ def test_reprs(vulkan_only: vkcuda.Context) -> None:
         assert repr(b.view("uint16", (32,))).startswith("TensorView(dtype=uint16")
         assert "ShareDescription(buffer: size=64" in repr(b.describe())
         assert repr(q).startswith("Queue(") and repr(q.record(lambda r: None)).startswith("CommandBuffer(")
+
+
+# --- an engine's own image -------------------------------------------------------------
+
+def test_wrap_an_engine_image(vulkan_only: vkcuda.Context) -> None:
+    """An image the 'engine' (ctypes here) made on dedicated exportable memory."""
+    import ctypes
+    from ctypes import CFUNCTYPE, POINTER, Structure, byref, c_char_p, c_int32, c_uint32, c_uint64, c_void_p
+
+    class Extent(Structure):
+        _fields_ = [("width", c_uint32), ("height", c_uint32), ("depth", c_uint32)]
+
+    class ImageCreateInfo(Structure):  # VkImageCreateInfo
+        _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("flags", c_uint32), ("imageType", c_int32),
+                    ("format", c_int32), ("extent", Extent), ("mipLevels", c_uint32), ("arrayLayers", c_uint32),
+                    ("samples", c_uint32), ("tiling", c_int32), ("usage", c_uint32), ("sharingMode", c_int32),
+                    ("queueFamilyIndexCount", c_uint32), ("pQueueFamilyIndices", c_void_p),
+                    ("initialLayout", c_int32)]
+
+    class Chain(Structure):  # VkExternalMemoryImageCreateInfo / VkExportMemoryAllocateInfo
+        _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("handleTypes", c_uint32)]
+
+    class Dedicated(Structure):  # VkMemoryDedicatedAllocateInfo
+        _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("image", c_uint64), ("buffer", c_uint64)]
+
+    class Requirements(Structure):
+        _fields_ = [("size", c_uint64), ("alignment", c_uint64), ("memoryTypeBits", c_uint32)]
+
+    class Allocate(Structure):
+        _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("allocationSize", c_uint64),
+                    ("memoryTypeIndex", c_uint32)]
+
+    h = vulkan_only.vulkan_handles
+    gipa = CFUNCTYPE(c_void_p, c_void_p, c_char_p)(h.get_instance_proc_addr)
+    gdpa = CFUNCTYPE(c_void_p, c_void_p, c_char_p)(gipa(h.instance, b"vkGetDeviceProcAddr"))
+    P, U64 = c_void_p, c_uint64
+
+    def fn(name: str, res: Any, *args: Any) -> Any:
+        return CFUNCTYPE(res, *args)(gdpa(h.device, name.encode()))
+
+    create = fn("vkCreateImage", c_int32, P, P, P, POINTER(U64))
+    destroy = fn("vkDestroyImage", None, P, U64, P)
+    requirements = fn("vkGetImageMemoryRequirements", None, P, U64, P)
+    allocate = fn("vkAllocateMemory", c_int32, P, P, P, POINTER(U64))
+    free = fn("vkFreeMemory", None, P, U64, P)
+    bind = fn("vkBindImageMemory", c_int32, P, U64, U64, U64)
+
+    external = Chain(1000072001, None, 1)  # OPAQUE_FD
+    info = ImageCreateInfo(sType=14, pNext=ctypes.addressof(external), imageType=1, format=37,
+                           extent=Extent(16, 16, 1), mipLevels=1, arrayLayers=1, samples=1, usage=0x7)
+    image = U64()
+    assert create(h.device, byref(info), None, byref(image)) == 0
+    memory = U64()
+    try:
+        req = Requirements()
+        requirements(h.device, image, byref(req))
+        dedicated = Dedicated(1000127001, None, image.value, 0)
+        export = Chain(1000072002, ctypes.addressof(dedicated), 1)
+        index = (req.memoryTypeBits & -req.memoryTypeBits).bit_length() - 1
+        alloc = Allocate(5, ctypes.addressof(export), req.size, index)
+        assert allocate(h.device, byref(alloc), None, byref(memory)) == 0
+        assert bind(h.device, image, memory, 0) == 0
+        with pytest.raises(vkcuda.Error) as e:  # memory "allocated without export info"
+            vulkan_only.wrap_image(image.value, memory.value, req.size, RGBA8, (16, 16), usage=0x7,
+                                   export_handle_types=0)
+        assert e.value.name == "VKCUDA_ERROR_INVALID_ARGUMENT"
+        with pytest.raises(vkcuda.Error):  # memory smaller than the image needs
+            vulkan_only.wrap_image(image.value, memory.value, 16, RGBA8, (16, 16), usage=0x7)
+        with vulkan_only.wrap_image(image.value, memory.value, req.size, RGBA8, (16, 16), usage=0x7) as im:
+            i = im.info
+            assert i.wrapped and i.vk_image == image.value and i.vk_memory == memory.value
+            assert (i.extent, i.usage, i.format) == ((16, 16, 1), 0x7, 37) and "wrapped" in repr(im)
+    finally:
+        destroy(h.device, image, None)
+        if memory.value:
+            free(h.device, memory, None)
