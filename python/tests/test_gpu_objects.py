@@ -291,3 +291,27 @@ def test_semaphore_import_and_receive(gpu: Tuple[vkcuda.Context, Queue]) -> None
         finally:
             a.close()
             b.close()
+
+
+def test_frame_ready_on(gpu: Tuple[vkcuda.Context, Queue]) -> None:
+    torch = need("torch")
+    ctx, _ = gpu
+    with ctx.semaphore() as sem:
+        frame = ctx.video_frame(640, 360, "nv12")
+        try:
+            stage = sem.next_stage()
+            frame.ready_on(sem, stage.signal_value)
+            side = torch.cuda.Stream()
+            with torch.cuda.stream(side):
+                luma = torch.from_dlpack(frame.plane(0))
+                luma.fill_(16)
+                done = torch.cuda.Event()
+                done.record(side)
+            time.sleep(0.1)
+            assert not done.query(), "the consumer's stream did not wait for the frame"
+            sem.host_signal(stage.signal_value)
+            done.synchronize()
+            assert int(luma[0, 0]) == 16
+            del luma
+        finally:
+            frame.close()

@@ -133,6 +133,29 @@ class VideoFrame:
         self.width, self.height = width, height
         self.plane_count = 3 if format in ("i420", "i444") else 2
         self._ordinal = context.cuda_info.ordinal if not context_is_vulkan_only(context) else None
+        self._ready: Optional[Tuple[Any, int]] = None
+
+    def ready_on(self, semaphore: Any, value: int = 0) -> None:
+        """The frame is ready when ``semaphore`` reaches ``value`` (the Vulkan or
+        decoder submit that writes it signals that value): each plane's
+        ``__dlpack__(stream=s)`` then enqueues the wait on the consumer's stream
+        ``s``, as :meth:`vkcuda.Buffer.ready_on` does; ``ready_on(None)`` forgets it."""
+        from ._objects import Semaphore
+
+        if semaphore is None:
+            self._ready = None
+            return
+        if not isinstance(semaphore, Semaphore):
+            raise TypeError(f"ready_on takes a vkcuda.Semaphore, not {type(semaphore).__name__}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"value must be a timeline value (an int >= 0), not {value!r}")
+        self._ready = (semaphore, value)
+
+    def _consumer_wait(self, stream: Any) -> None:
+        if self._ready is None or stream == -1:
+            return
+        sem, value = self._ready
+        sem.cuda_wait(value, None if stream in (None, 1) else stream)
 
     def __repr__(self) -> str:
         state = "closed" if self._handle is None else f"{self.plane_count} planes"
@@ -216,7 +239,11 @@ class Plane:
             self._cai = _dlpack.Held(out.value or 0)
         mv = _dlpack.DLManagedTensorVersioned.from_address(self._cai.ptr)
         dt = mv.dl_tensor.dtype
-        return _dlpack.cuda_array_interface(self._cai, dt.code, dt.bits, dt.lanes, None)
+        stream = None
+        if self.frame._ready is not None:
+            self.frame._consumer_wait(None)
+            stream = 1
+        return _dlpack.cuda_array_interface(self._cai, dt.code, dt.bits, dt.lanes, stream)
 
     def __repr__(self) -> str:
         p = self.frame.pointer(self.index)
@@ -224,9 +251,10 @@ class Plane:
 
     def __dlpack__(self, *, stream: Any = None, max_version: Optional[Tuple[int, int]] = None,
                    dl_device: Optional[Tuple[int, int]] = None, copy: Optional[bool] = None) -> Any:
-        """The DLPack protocol, as :meth:`vkcuda.TensorView.__dlpack__`: the frame
-        has no pending CUDA work of the library's, so no wait is needed; hand it
-        over with the semaphores as for any CUDA access."""
+        """The DLPack protocol, as :meth:`vkcuda.TensorView.__dlpack__`: with a
+        pending write (:meth:`VideoFrame.ready_on`) the consumer's ``stream``
+        waits for it on the GPU (-1: no wait); otherwise nothing is enqueued and
+        the frame is handed over with the semaphores as for any CUDA access."""
         if copy:
             raise BufferError("vkcuda exports its frames without copying (copy=True is not possible)")
         if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
@@ -239,7 +267,9 @@ class Plane:
         flags = (DLPACK_READ_ONLY_BIT if self.readonly else 0) | (0 if versioned else DLPACK_LEGACY_BIT)
         out = c_void_p()
         check(lib.vkcuda_image_export_plane_dlpack(self.frame.handle, self.index, flags, ctypes.byref(out)))
-        return _dlpack.make_capsule(out.value or 0, versioned)
+        capsule = _dlpack.make_capsule(out.value or 0, versioned)
+        self.frame._consumer_wait(stream)  # VideoFrame.ready_on: the consumer's stream waits on the GPU
+        return capsule
 
     def __dlpack_device__(self) -> Tuple[int, int]:
         if self.frame._ordinal is None:
