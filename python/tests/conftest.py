@@ -57,14 +57,6 @@ def _load_fake() -> "ctypes.CDLL | None":
     return ctypes.CDLL(str(out))
 
 
-class _Support(ctypes.Structure):
-    _fields_ = [("api_version", ctypes.c_uint32), ("external_memory_fd", ctypes.c_uint32),
-                ("external_semaphore_fd", ctypes.c_uint32), ("timeline_semaphore", ctypes.c_uint32),
-                ("cuda_available", ctypes.c_uint32), ("cuda_device_found", ctypes.c_uint32),
-                ("cuda_device_ordinal", ctypes.c_int32), ("supported", ctypes.c_uint32),
-                ("device_uuid", ctypes.c_uint8 * 16), ("device_name", ctypes.c_char * 256)]
-
-
 MODE = "real" if _real_driver() and not os.environ.get("VKCUDA_TEST_FAKE_CUDA") else "none"
 FAKE = None
 if MODE == "none":
@@ -75,13 +67,9 @@ from vkcuda import _native  # noqa: E402
 
 if FAKE is not None:
     with vkcuda.Context.standalone(vulkan_only=True) as probe:
-        h = probe.vulkan_handles
-        s = _Support()
-        _native.lib.vkcuda_physical_device_query.argtypes = [ctypes.c_void_p] * 3 + [ctypes.POINTER(_Support)]
-        _native.check(_native.lib.vkcuda_physical_device_query(h.instance, h.physical_device,
-                                                               h.get_instance_proc_addr, ctypes.byref(s)))
-    if b"llvmpipe" in s.device_name:
-        os.environ["FAKE_CUDA_UUID"] = bytes(s.device_uuid).hex()
+        support = probe.device_support  # vkcuda_physical_device_query
+    if "llvmpipe" in support.name:
+        os.environ["FAKE_CUDA_UUID"] = support.uuid.hex()
         MODE = "fake"
 
 

@@ -33,13 +33,11 @@ HEADER = REPO / "include" / "vkcuda.h"
 
 #: Structs whose C name does not follow from the class name (see _c_name).
 C_NAMES: Dict[str, str] = {
-    "conftest._Support": "vkcuda_physical_device_support",
     "vkcuda.queue._TimelineSubmitInfo": "VkTimelineSemaphoreSubmitInfo",
     "vkcuda.queue._MemoryProperties": "VkPhysicalDeviceMemoryProperties",
-    "vkcuda.queue._HandoffInfo": "vkcuda_handoff_info",
 }
-#: Modules whose structs are not in vkcuda.h: the DLPack ABI (dlpack.h's).
-NOT_IN_HEADER = {"vkcuda._dlpack"}
+#: Modules whose structs are not in vkcuda.h: the DLPack ABI (dlpack.h's), cuda.h's CUDA_MEMCPY3D.
+NOT_IN_HEADER = {"vkcuda._dlpack", "vkcuda._cuda"}
 #: Modules whose integer constants are the header's VKCUDA_<name>.
 CONSTANT_MODULES = ("vkcuda._native", "vkcuda._doctor")
 

@@ -11,7 +11,21 @@ DLPack::
 
 A thin, typed layer over libvkcuda.so (the C ABI of ``vkcuda.h``) through ctypes:
 every check and message is the C library's, and every failure raises
-:class:`Error` with the result code and that message.
+:class:`Error` with the result code and that message (C names in it are
+followed by their Python spelling).
+
+The objects: :class:`Context`; :class:`Buffer` (and its :class:`TensorView` s),
+:class:`BufferBatch` (N buffers in one allocation), :class:`Image` and its
+:class:`ImageLevel` s (CUDA arrays, surfaces, textures, ``copy_to`` /
+``copy_from`` tensors), :class:`VideoFrame`, :class:`Semaphore` (CUDA streams,
+graphs and stream captures); sharing with :class:`ShareDescription`,
+:func:`send` / :func:`receive` and ``Context.import_*`` / ``receive_*``; the
+handoff barriers on an engine's command buffer (``cmd_release_to_cuda``,
+:func:`handoff_release`); :func:`physical_devices` and :func:`query_device`;
+:mod:`vkcuda.queue` for a standalone Vulkan queue. Buffers, views, batches and
+frame planes are DLPack producers and have ``__cuda_array_interface__``;
+``Buffer.ready_on(semaphore, value)`` makes each consumer's stream wait for the
+engine's write (see python/README.md, "Tensors and the stream model").
 """
 
 from ._doctor import DevicePair, DoctorCheck, DoctorReport, DoctorStatus, doctor
@@ -21,14 +35,31 @@ from ._objects import (
     BufferInfo,
     Context,
     CudaInfo,
+    DeviceSupport,
     Semaphore,
     Stage,
     TensorView,
     VulkanHandles,
+    device_extensions,
     live_objects,
+    physical_devices,
+    query_device,
     version,
 )
+from ._share import ShareDescription, receive, send
 from ._video import Plane, PlanePointer, VideoColor, VideoFrame
+from ._image import (  # noqa: I001  (after _objects: it builds on it)
+    FORMATS,
+    LAYOUTS,
+    FormatInfo,
+    Image,
+    ImageInfo,
+    ImageLevel,
+    format_info,
+    handoff_acquire,
+    handoff_release,
+)
+from ._batch import BufferBatch
 
 __all__ = [
     "Error",
@@ -52,6 +83,23 @@ __all__ = [
     "Plane",
     "PlanePointer",
     "VideoColor",
+    "Image",
+    "ImageLevel",
+    "ImageInfo",
+    "FormatInfo",
+    "FORMATS",
+    "LAYOUTS",
+    "format_info",
+    "handoff_release",
+    "handoff_acquire",
+    "BufferBatch",
+    "ShareDescription",
+    "send",
+    "receive",
+    "DeviceSupport",
+    "physical_devices",
+    "query_device",
+    "device_extensions",
 ]
 #: The library's version, which is Cargo.toml's (the package is versioned with it).
 __version__: str = version()

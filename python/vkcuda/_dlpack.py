@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ctypes
 from ctypes import CFUNCTYPE, POINTER, Structure, c_int32, c_int64, c_uint8, c_uint16, c_uint32, c_uint64, c_void_p
-from typing import Any, Tuple, Union
+from typing import Any, Dict, Optional, Tuple, Union
 
 __all__ = [
     "DLDevice",
@@ -224,6 +224,53 @@ _Py_IncRef(_destructor)
 _destructor_ptr = ctypes.cast(_destructor, c_void_p).value
 
 
+_PyCapsule_IsValidObj = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(("PyCapsule_IsValid", _api))
+_PyCapsule_GetPointerObj = ctypes.PYFUNCTYPE(c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", _api))
+_DTYPE_CHARS = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b"}
+
+
+def typestr(code: int, bits: int, lanes: int) -> str:
+    """The ``__cuda_array_interface__`` typestr of a DLPack dtype ("<f4", "|u1"),
+    or ``TypeError`` for one it cannot name (bfloat16, vector lanes)."""
+    if lanes != 1 or code not in _DTYPE_CHARS or bits % 8:
+        raise TypeError(f"dtype {dtype_name(code, bits, lanes)} has no __cuda_array_interface__ typestr "
+                        "(use DLPack: torch.from_dlpack)")
+    size = bits // 8
+    return f"{'|' if size == 1 else '<'}{_DTYPE_CHARS[code]}{size}"
+
+
+def read_tensor(ptr: int, versioned: bool) -> "Tuple[int, Tuple[int, ...], Tuple[int, ...] | None, int, bool, int]":
+    """(data pointer, shape, strides in bytes or None, itemsize, read-only,
+    device type) of a DLManagedTensor(Versioned)*."""
+    if versioned:
+        mv = DLManagedTensorVersioned.from_address(ptr)
+        t, ro = mv.dl_tensor, bool(mv.flags & FLAG_READ_ONLY)
+    else:
+        t, ro = DLManagedTensor.from_address(ptr).dl_tensor, False
+    shape = tuple(t.shape[i] for i in range(t.ndim))
+    itemsize = max(1, t.dtype.bits * t.dtype.lanes // 8)
+    strides = None if not t.strides else tuple(t.strides[i] * itemsize for i in range(t.ndim))
+    return (t.data or 0) + t.byte_offset, shape, strides, itemsize, ro, t.device.device_type
+
+
+def tensor_interface(obj: Any) -> "Tuple[int, Tuple[int, ...], Tuple[int, ...] | None, int, bool]":
+    """What :func:`read_tensor` says of ``obj.__dlpack__()`` (a CUDA tensor; the
+    export is released before returning: ``obj`` keeps the memory)."""
+    try:
+        capsule = obj.__dlpack__(max_version=(1, 0))
+    except TypeError:
+        capsule = obj.__dlpack__()
+    for name, versioned in ((VERSIONED_NAME, True), (LEGACY_NAME, False)):
+        if _PyCapsule_IsValidObj(capsule, name):
+            ptr = _PyCapsule_GetPointerObj(capsule, name)
+            data, shape, strides, itemsize, ro, device = read_tensor(ptr or 0, versioned)
+            if device not in (KDL_CUDA, 13):  # kDLCUDA, kDLCUDAManaged
+                raise TypeError(f"{type(obj).__name__} is not on a CUDA device (DLPack device type {device})")
+            return data, shape, strides, itemsize, ro
+    raise TypeError(f"{type(obj).__name__}.__dlpack__() did not return a DLPack capsule")
+
+
 def make_capsule(tensor: int, versioned: bool) -> Any:
     """A PyCapsule owning ``tensor`` (a DLManagedTensorVersioned* or DLManagedTensor*
     from ``vkcuda_buffer_export_dlpack``). If the capsule is freed unconsumed, its
@@ -234,3 +281,44 @@ def make_capsule(tensor: int, versioned: bool) -> Any:
     except BaseException:
         _delete(tensor, versioned)
         raise
+
+
+class Held:
+    """Owns one exported ``DLManagedTensorVersioned*`` and calls its deleter when
+    released or freed: what keeps the memory behind a ``__cuda_array_interface__``
+    valid for as long as the object that handed it out lives."""
+
+    def __init__(self, ptr: int) -> None:
+        self.ptr = ptr
+
+    def release(self) -> None:
+        p, self.ptr = self.ptr, 0
+        if p:
+            _delete(p, True)
+
+    def __del__(self) -> None:
+        try:
+            self.release()
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+
+
+def cuda_array_interface(held: Held, code: int, bits: int, lanes: int, stream: Optional[int]) -> Dict[str, Any]:
+    """A ``__cuda_array_interface__`` (version 3) dict of a held tensor."""
+    ptr, shape, strides, itemsize, ro, _ = read_tensor(held.ptr, True)
+    if strides is not None:
+        contiguous = tuple(itemsize * _prod(shape[i + 1:]) for i in range(len(shape)))
+        if strides == contiguous:
+            strides = None
+    d: Dict[str, Any] = {"version": 3, "shape": shape, "typestr": typestr(code, bits, lanes), "data": (ptr, ro),
+                         "strides": strides}
+    if stream is not None:
+        d["stream"] = stream
+    return d
+
+
+def _prod(values: Any) -> int:
+    out = 1
+    for v in values:
+        out *= int(v)
+    return out

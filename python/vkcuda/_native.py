@@ -12,6 +12,7 @@ from ctypes import (
     c_char_p,
     c_int32,
     c_int64,
+    c_size_t,
     c_uint8,
     c_uint16,
     c_uint32,
@@ -85,6 +86,9 @@ class Error(Exception):
         self.name = result_name(code)
         self.message = message
         super().__init__(f"{self.name}: {message}")
+
+    def __repr__(self) -> str:
+        return f"vkcuda.Error({self.name}, {self.message!r})"
 
 
 class Uuid(ctypes.Array):  # type: ignore[type-arg]
@@ -161,6 +165,11 @@ class SemaphoreCreateInfo(Structure):
     ]
 
 
+class HandoffInfo(Structure):
+    _fields_ = [("flags", c_uint32), ("queue_family_index", c_uint32), ("stage_mask", c_uint32),
+                ("access_mask", c_uint32)]
+
+
 class TimelineStage(Structure):
     _fields_ = [("wait_value", c_uint64), ("signal_value", c_uint64)]
 
@@ -229,6 +238,14 @@ _signatures = {
     "vkcuda_semaphore_next_stage": (c_int32, [_P, POINTER(TimelineStage)]),
     "vkcuda_semaphore_export_fd": (c_int32, [_P, POINTER(c_int32)]),
     "vkcuda_semaphore_destroy": (None, [_P]),
+    "vkcuda_semaphore_note_vulkan_signal": (c_int32, [_P]),
+    "vkcuda_semaphore_note_vulkan_wait": (c_int32, [_P]),
+    "vkcuda_semaphore_cuda_graph_add_wait": (c_int32, [_P, _P, POINTER(_P), c_size_t, c_uint64, POINTER(_P)]),
+    "vkcuda_semaphore_cuda_graph_add_signal": (c_int32, [_P, _P, POINTER(_P), c_size_t, c_uint64, POINTER(_P)]),
+    "vkcuda_semaphore_cuda_graph_exec_set_wait": (c_int32, [_P, _P, _P, c_uint64]),
+    "vkcuda_semaphore_cuda_graph_exec_set_signal": (c_int32, [_P, _P, _P, c_uint64]),
+    "vkcuda_buffer_cmd_release_to_cuda": (c_int32, [_P, _P, POINTER(HandoffInfo)]),
+    "vkcuda_buffer_cmd_acquire_from_cuda": (c_int32, [_P, _P, POINTER(HandoffInfo)]),
 }
 
 
@@ -255,8 +272,59 @@ def last_error_message() -> str:
     return (msg or b"").decode("utf-8", "replace")
 
 
+#: C identifiers in the library's messages, and what a Python caller writes
+#: instead; :func:`python_hint` appends "(Python: ...)" naming each one found.
+PYTHON_NAMES: "Tuple[Tuple[str, str], ...]" = (
+    ("VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT", "Context.standalone(vulkan_only=True) or Context.from_engine(..., vulkan_only=True)"),
+    ("VKCUDA_CONTEXT_CREATE_PHYSICAL_DEVICE_INDEX_BIT", "Context.standalone(physical_device_index=...)"),
+    ("VKCUDA_IMAGE_CREATE_LINEAR_BIT", "Context.video_frame(...)"),
+    ("VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT", "Context.image(..., cube=True)"),
+    ("VKCUDA_TEXTURE_ALL_LEVELS_BIT", "ImageLevel.texture_object(all_levels=True)"),
+    ("VKCUDA_TEXTURE_NORMALIZED_COORDINATES_BIT", "ImageLevel.texture_object(normalized=True)"),
+    ("vkcuda_physical_devices_enumerate", "vkcuda.physical_devices()"),
+    ("vkcuda_physical_device_query", "vkcuda.query_device(...) or Context.device_support"),
+    ("vkcuda_device_extensions_enumerate", "vkcuda.device_extensions()"),
+    ("vkcuda_context_create_standalone", "Context.standalone()"),
+    ("vkcuda_context_create", "Context.from_engine()"),
+    ("vkcuda_buffer_cmd_release_to_cuda", "Buffer.cmd_release_to_cuda(command_buffer)"),
+    ("vkcuda_buffer_cmd_acquire_from_cuda", "Buffer.cmd_acquire_from_cuda(command_buffer)"),
+    ("vkcuda_image_cmd_release_to_cuda", "Image.cmd_release_to_cuda(command_buffer, old_layout)"),
+    ("vkcuda_image_cmd_acquire_from_cuda", "Image.cmd_acquire_from_cuda(command_buffer, new_layout)"),
+    ("vkcuda_handoff_cmd_release_to_cuda", "vkcuda.handoff_release(command_buffer, resources)"),
+    ("vkcuda_handoff_cmd_acquire_from_cuda", "vkcuda.handoff_acquire(command_buffer, resources)"),
+    ("vkcuda_image_export_plane_fd", "Image.export_fds()"),
+    ("vkcuda_image_import_description_fds", "Context.import_image(description, fds)"),
+    ("vkcuda_image_import_description", "Context.import_image(description, fds)"),
+    ("vkcuda_buffer_import_description", "Context.import_buffer(description, fd)"),
+    ("vkcuda_semaphore_import_description", "Context.import_semaphore(description, fd)"),
+    ("vkcuda_buffer_import_fd", "Context.import_buffer_fd(fd, ...)"),
+    ("vkcuda_semaphore_cuda_graph_exec_set_wait", "Semaphore.cuda_graph_exec_set_wait(exec, node, value)"),
+    ("vkcuda_semaphore_cuda_graph_exec_set_signal", "Semaphore.cuda_graph_exec_set_signal(exec, node, value)"),
+    ("vkcuda_semaphore_cuda_graph_add_wait", "Semaphore.cuda_graph_add_wait(graph, value)"),
+    ("vkcuda_semaphore_cuda_graph_add_signal", "Semaphore.cuda_graph_add_signal(graph, value)"),
+    ("vkcuda_semaphore_cuda_wait", "Semaphore.cuda_wait(value, stream)"),
+    ("vkcuda_semaphore_cuda_signal", "Semaphore.cuda_signal(value, stream)"),
+    ("vkcuda_semaphore_next_stage", "Semaphore.next_stage()"),
+    ("vkcuda_context_get_cuda_info", "Context.cuda_info"),
+    ("vkcuda_buffer_export_dlpack", "torch.from_dlpack(buffer.view(...))"),
+)
+
+
+def python_hint(message: str) -> str:
+    """``message`` with "(Python: ...)" appended for each C name of
+    :data:`PYTHON_NAMES` in it (a longer name hides the shorter names inside it)."""
+    found = []
+    text = message
+    for c_name, py in PYTHON_NAMES:
+        if c_name in text:
+            found.append(py)
+            text = text.replace(c_name, "")
+    return f"{message} (Python: {'; '.join(dict.fromkeys(found))})" if found else message
+
+
 def check(result: int) -> None:
     """Raises :class:`Error` with the thread's message unless ``result`` is 0.
-    Called right after the call, on the same thread (the message is per thread)."""
+    Called right after the call, on the same thread (the message is per thread).
+    C names in the message get their Python spelling appended (:func:`python_hint`)."""
     if result != SUCCESS:
-        raise Error(result, last_error_message())
+        raise Error(result, python_hint(last_error_message()))

@@ -4,13 +4,18 @@ owner of one C handle. Every check and message comes from the C library."""
 from __future__ import annotations
 
 import ctypes
-from typing import TYPE_CHECKING, Any, NamedTuple, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, TypeVar, Union
 
 from . import _dlpack, _native
 from ._native import check, lib
+from ._share import ShareDescription, share_options, socket_fd
 
 if TYPE_CHECKING:
+    from ._batch import BufferBatch
+    from ._image import Image
     from ._video import VideoFrame
+
+_T = TypeVar("_T", bound="_Handle")
 
 __all__ = [
     "Context",
@@ -23,6 +28,11 @@ __all__ = [
     "BufferInfo",
     "live_objects",
     "version",
+    "DeviceSupport",
+    "physical_devices",
+    "query_device",
+    "device_extensions",
+    "command_buffer_handle",
 ]
 
 
@@ -85,6 +95,127 @@ class Stage(NamedTuple):
 _ALLOCATORS = {"vulkan": _native.ALLOCATOR_VULKAN, "cuda": _native.ALLOCATOR_CUDA}
 
 
+class _PhysicalDeviceSupport(ctypes.Structure):
+    _fields_ = [("api_version", ctypes.c_uint32), ("external_memory_fd", ctypes.c_uint32),
+                ("external_semaphore_fd", ctypes.c_uint32), ("timeline_semaphore", ctypes.c_uint32),
+                ("cuda_available", ctypes.c_uint32), ("cuda_device_found", ctypes.c_uint32),
+                ("cuda_device_ordinal", ctypes.c_int32), ("supported", ctypes.c_uint32),
+                ("device_uuid", ctypes.c_uint8 * 16), ("device_name", ctypes.c_char * 256)]
+
+
+class _BufferWrapInfo(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint32), ("buffer", ctypes.c_uint64), ("memory", ctypes.c_uint64),
+                ("allocation_size", ctypes.c_uint64), ("offset", ctypes.c_uint64), ("size", ctypes.c_uint64),
+                ("dedicated", ctypes.c_uint32), ("export_handle_types", ctypes.c_uint32)]
+
+
+class _BufferImportInfo(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint32), ("allocator", ctypes.c_int32), ("allocation_size", ctypes.c_uint64),
+                ("offset", ctypes.c_uint64), ("size", ctypes.c_uint64), ("dedicated", ctypes.c_uint32),
+                ("usage", ctypes.c_uint32)]
+
+
+_P = ctypes.c_void_p
+_native.declare({
+    "vkcuda_physical_devices_enumerate": (ctypes.c_int32, [ctypes.POINTER(ctypes.c_uint32),
+                                                           ctypes.POINTER(_PhysicalDeviceSupport)]),
+    "vkcuda_physical_device_query": (ctypes.c_int32, [_P, _P, _P, ctypes.POINTER(_PhysicalDeviceSupport)]),
+    "vkcuda_device_extensions_enumerate": (ctypes.c_int32, [ctypes.POINTER(ctypes.c_uint32),
+                                                            ctypes.POINTER(ctypes.c_char_p)]),
+    "vkcuda_buffer_wrap": (ctypes.c_int32, [_P, ctypes.POINTER(_BufferWrapInfo), ctypes.POINTER(_P)]),
+    "vkcuda_buffer_import_fd": (ctypes.c_int32, [_P, ctypes.POINTER(_BufferImportInfo), ctypes.c_int32,
+                                                 ctypes.POINTER(_P)]),
+})
+
+
+class DeviceSupport(NamedTuple):
+    """What a Vulkan physical device offers for interop
+    (``vkcuda_physical_device_support``)."""
+
+    name: str
+    uuid: bytes
+    api_version: Tuple[int, int, int]
+    external_memory_fd: bool
+    external_semaphore_fd: bool
+    timeline_semaphore: bool
+    cuda_available: bool
+    cuda_device_found: bool
+    cuda_ordinal: Optional[int]
+    supported: bool
+
+
+def _support(s: _PhysicalDeviceSupport) -> DeviceSupport:
+    v = s.api_version
+    return DeviceSupport(
+        s.device_name.decode("utf-8", "replace"), bytes(s.device_uuid), (v >> 22, (v >> 12) & 0x3FF, v & 0xFFF),
+        bool(s.external_memory_fd), bool(s.external_semaphore_fd), bool(s.timeline_semaphore),
+        bool(s.cuda_available), bool(s.cuda_device_found),
+        s.cuda_device_ordinal if s.cuda_device_ordinal >= 0 else None, bool(s.supported),
+    )
+
+
+def physical_devices() -> List[DeviceSupport]:
+    """Every Vulkan device the system's loader reports, with what it supports
+    (``vkcuda_physical_devices_enumerate``); works without a CUDA driver."""
+    n = ctypes.c_uint32()
+    check(lib.vkcuda_physical_devices_enumerate(ctypes.byref(n), None))
+    arr = (_PhysicalDeviceSupport * max(1, n.value))()
+    check(lib.vkcuda_physical_devices_enumerate(ctypes.byref(n), arr))
+    return [_support(arr[i]) for i in range(n.value)]
+
+
+def query_device(instance: int, physical_device: int, get_instance_proc_addr: int) -> DeviceSupport:
+    """What an engine's physical device supports, before it creates its
+    ``VkDevice`` (``vkcuda_physical_device_query``; the handles are ints)."""
+    s = _PhysicalDeviceSupport()
+    check(lib.vkcuda_physical_device_query(instance, physical_device, get_instance_proc_addr, ctypes.byref(s)))
+    return _support(s)
+
+
+def device_extensions() -> List[str]:
+    """The device extensions to enable on an engine's device (those it has)."""
+    n = ctypes.c_uint32()
+    check(lib.vkcuda_device_extensions_enumerate(ctypes.byref(n), None))
+    names = (ctypes.c_char_p * max(1, n.value))()
+    check(lib.vkcuda_device_extensions_enumerate(ctypes.byref(n), names))
+    return [(names[i] or b"").decode() for i in range(n.value)]
+
+
+def command_buffer_handle(command_buffer: Any) -> int:
+    """A ``VkCommandBuffer`` as an int: an int, or an object with an int
+    ``handle`` (``vkcuda.queue.CommandBuffer``) or ``value`` (``ctypes.c_void_p``)."""
+    if isinstance(command_buffer, bool):
+        raise TypeError("a command buffer is an int VkCommandBuffer, not a bool")
+    if isinstance(command_buffer, int):
+        if command_buffer <= 0:
+            raise ValueError(f"command buffer handle {command_buffer} is not a VkCommandBuffer")
+        return command_buffer
+    for attr in ("handle", "value"):
+        v = getattr(command_buffer, attr, None)
+        if isinstance(v, int) and not isinstance(v, bool):
+            return command_buffer_handle(v)
+    raise TypeError(f"{type(command_buffer).__name__} is not a VkCommandBuffer: pass an int handle")
+
+
+def cuda_handle(obj: Any, what: str, attrs: Sequence[str]) -> int:
+    """A CUDA handle (graph, graph exec, node) as an int: an int, or an object
+    with one of ``attrs`` (an int, or a method returning one)."""
+    if isinstance(obj, bool):
+        raise TypeError(f"a {what} is an int handle or an object with {' / '.join(attrs)}, not a bool")
+    if isinstance(obj, int):
+        if obj <= 0:
+            raise ValueError(f"{what} handle {obj} is not valid")
+        return obj
+    for attr in attrs:
+        v = getattr(obj, attr, None)
+        if callable(v):
+            v = v()
+        if isinstance(v, int) and not isinstance(v, bool):
+            return cuda_handle(v, what, attrs)
+    raise TypeError(f"{type(obj).__name__} is not a {what}: pass an int handle or an object with "
+                    f"{' / '.join(attrs)}")
+
+
 class _Handle:
     """Owns one C handle; ``close()`` (or garbage collection) destroys it."""
 
@@ -109,7 +240,7 @@ class _Handle:
         if h is not None:
             type(self)._destroy(h)
 
-    def __enter__(self) -> Any:
+    def __enter__(self: _T) -> _T:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -209,6 +340,158 @@ class Context(_Handle):
         """A timeline (or binary) semaphore shared with CUDA."""
         return Semaphore(self, initial_value=initial_value, binary=binary, host_wait_spin_ns=host_wait_spin_ns)
 
+    def __repr__(self) -> str:
+        if self.closed:
+            return "Context(closed)"
+        kind = "standalone" if self.vulkan_handles.queue else "engine"
+        cuda = self._cuda_context()
+        side = "Vulkan-only" if cuda is None else f"CUDA device {self.cuda_info.ordinal}"
+        return f"Context({kind}, {side})"
+
+    def _cuda_context(self) -> Optional[int]:
+        """The CUcontext, or None in a Vulkan-only context (no error)."""
+        c = _native.CudaInfo()
+        if lib.vkcuda_context_get_cuda_info(self._handle, ctypes.byref(c)) != _native.SUCCESS:
+            return None
+        return c.cuda_context or 0
+
+    @property
+    def device_support(self) -> DeviceSupport:
+        """What this context's physical device supports (``vkcuda_physical_device_query``)."""
+        h = self.vulkan_handles
+        return query_device(h.instance, h.physical_device, h.get_instance_proc_addr)
+
+    # --- images ---------------------------------------------------------------
+    def image(self, format: Union[str, int], extent: Sequence[int], *, levels: int = 1, layers: int = 1,
+              usage: int = 0, cube: bool = False) -> "Image":
+        """A shared image (``vkcuda_image_create``): ``format`` a name of
+        :data:`vkcuda.FORMATS` ("r8g8b8a8_unorm", ...) or a ``VkFormat`` int;
+        ``extent`` (width,) for 1D, (width, height) for 2D, (width, height, depth)
+        for 3D; ``levels`` mip levels, ``layers`` array layers, ``usage``
+        ``VkImageUsageFlags`` (0: transfers, sampled and storage where possible),
+        ``cube`` cube-compatible."""
+        from ._image import Image, create_info
+
+        info = create_info(format, extent, levels, layers, usage, cube)
+        h = ctypes.c_void_p()
+        check(lib.vkcuda_image_create(self._handle, ctypes.byref(info), ctypes.byref(h)))
+        return Image(h.value or 0, self._cuda_context())
+
+    def wrap_image(self, vk_image: int, vk_memory: int, allocation_size: int, format: Union[str, int],
+                   extent: Sequence[int], *, usage: int, levels: int = 1, layers: int = 1, cube: bool = False,
+                   offset: int = 0, dedicated: bool = True, export_handle_types: int = 0x1) -> "Image":
+        """The CUDA view of an engine's own ``VkImage`` on exportable memory
+        (``vkcuda_image_wrap``): the image and memory (ints) stay the engine's and
+        must outlive the returned :class:`Image`. The description is the one the
+        image was created with (``usage`` its real usage)."""
+        from ._image import Image, create_info, wrap_info
+
+        desc = create_info(format, extent, levels, layers, usage, cube)
+        info = wrap_info(vk_image, vk_memory, allocation_size, desc, offset, dedicated, export_handle_types)
+        h = ctypes.c_void_p()
+        check(lib.vkcuda_image_wrap(self._handle, ctypes.byref(info), ctypes.byref(h)))
+        return Image(h.value or 0, self._cuda_context())
+
+    def import_image(self, description: ShareDescription, fds: Union[int, Sequence[int]]) -> "Image":
+        """Imports an image another process (or this one) exported: its
+        :meth:`Image.describe` and :meth:`Image.export_fds`. On success the
+        library owns the fds; on failure they stay the caller's."""
+        from ._image import Image
+
+        _check_description(description)
+        fd_list = [fds] if isinstance(fds, int) else list(fds)
+        arr = (ctypes.c_int32 * max(1, len(fd_list)))(*fd_list)
+        h = ctypes.c_void_p()
+        check(lib.vkcuda_image_import_description_fds(self._handle, ctypes.byref(description.raw), arr,
+                                                      len(fd_list), ctypes.byref(h)))
+        return Image(h.value or 0, self._cuda_context())
+
+    def receive_image(self, sock: Any, *, timeout: Optional[float] = None) -> "Image":
+        """Receives an image sent with :meth:`Image.send` and imports it."""
+        from ._image import Image
+
+        o = share_options(timeout)
+        h = ctypes.c_void_p()
+        check(lib.vkcuda_image_receive(self._handle, socket_fd(sock), ctypes.byref(o), ctypes.byref(h)))
+        return Image(h.value or 0, self._cuda_context())
+
+    # --- buffers from elsewhere -----------------------------------------------
+    def wrap_buffer(self, vk_buffer: int, vk_memory: int, allocation_size: int, size: int, *, offset: int = 0,
+                    dedicated: bool = False, export_handle_types: int = 0x1) -> "Buffer":
+        """The CUDA view of an engine's own ``VkBuffer`` bound at ``offset`` in
+        exportable memory (``vkcuda_buffer_wrap``); both stay the engine's."""
+        info = _BufferWrapInfo(0, vk_buffer, vk_memory, allocation_size, offset, size, 1 if dedicated else 0,
+                               export_handle_types)
+        h = ctypes.c_void_p()
+        check(lib.vkcuda_buffer_wrap(self._handle, ctypes.byref(info), ctypes.byref(h)))
+        return Buffer._adopt(self, h.value or 0)
+
+    def import_buffer_fd(self, fd: int, size: int, allocation_size: int, *, offset: int = 0,
+                         allocator: str = "vulkan", dedicated: bool = False, usage: int = 0) -> "Buffer":
+        """Imports a buffer fd (``Buffer.export_fd``; the values are the
+        exporter's :attr:`Buffer.info`). On success the library owns ``fd``; on
+        failure it stays the caller's."""
+        if allocator not in _ALLOCATORS:
+            raise ValueError(f"allocator must be 'vulkan' or 'cuda', not {allocator!r}")
+        _check_fd(fd)
+        info = _BufferImportInfo(0, _ALLOCATORS[allocator], allocation_size, offset, size, 1 if dedicated else 0,
+                                 usage)
+        h = ctypes.c_void_p()
+        check(lib.vkcuda_buffer_import_fd(self._handle, ctypes.byref(info), fd, ctypes.byref(h)))
+        return Buffer._adopt(self, h.value or 0)
+
+    def import_buffer(self, description: ShareDescription, fd: int, *, usage: int = 0) -> "Buffer":
+        """Imports a buffer from its :meth:`Buffer.describe` and an fd (taken on success)."""
+        _check_description(description)
+        _check_fd(fd)
+        h = ctypes.c_void_p()
+        check(lib.vkcuda_buffer_import_description(self._handle, ctypes.byref(description.raw), fd, usage,
+                                                   ctypes.byref(h)))
+        return Buffer._adopt(self, h.value or 0)
+
+    def receive_buffer(self, sock: Any, *, usage: int = 0, timeout: Optional[float] = None) -> "Buffer":
+        """Receives a buffer sent with :meth:`Buffer.send` and imports it."""
+        o = share_options(timeout, usage)
+        h = ctypes.c_void_p()
+        check(lib.vkcuda_buffer_receive(self._handle, socket_fd(sock), ctypes.byref(o), ctypes.byref(h)))
+        return Buffer._adopt(self, h.value or 0)
+
+    def import_semaphore(self, description: ShareDescription, fd: int) -> "Semaphore":
+        """Imports a semaphore from its :meth:`Semaphore.describe` and an fd (taken on success)."""
+        _check_description(description)
+        _check_fd(fd)
+        h = ctypes.c_void_p()
+        check(lib.vkcuda_semaphore_import_description(self._handle, ctypes.byref(description.raw), fd,
+                                                      ctypes.byref(h)))
+        return Semaphore._adopt(h.value or 0)
+
+    def receive_semaphore(self, sock: Any, *, timeout: Optional[float] = None) -> "Semaphore":
+        """Receives a semaphore sent with :meth:`Semaphore.send` and imports it."""
+        o = share_options(timeout)
+        h = ctypes.c_void_p()
+        check(lib.vkcuda_semaphore_receive(self._handle, socket_fd(sock), ctypes.byref(o), ctypes.byref(h)))
+        return Semaphore._adopt(h.value or 0)
+
+    def buffer_batch(self, n: int, nbytes: int, *, usage: int = 0) -> "BufferBatch":
+        """N equal buffers carved from ONE Vulkan allocation (see
+        :class:`vkcuda.BufferBatch`): one ``(N, nbytes)`` tensor and N views,
+        zero-copy, each slice a Vulkan buffer of its own."""
+        from ._batch import BufferBatch
+
+        return BufferBatch(self, n, nbytes, usage=usage)
+
+
+def _check_description(description: Any) -> None:
+    if not isinstance(description, ShareDescription):
+        raise TypeError(f"description must be a vkcuda.ShareDescription, not {type(description).__name__}")
+
+
+def _check_fd(fd: Any) -> None:
+    """An fd is an int; the library checks that it is open (a closed fd: its
+    "Bad file descriptor" message, nothing taken)."""
+    if isinstance(fd, bool) or not isinstance(fd, int):
+        raise TypeError(f"an fd is an int, not {type(fd).__name__}")
+
 
 class Buffer(_Handle):
     """One allocation seen by Vulkan as a ``VkBuffer`` and by CUDA as a device
@@ -225,9 +508,101 @@ class Buffer(_Handle):
         h = ctypes.c_void_p()
         check(lib.vkcuda_buffer_create(context.handle, ctypes.byref(info), ctypes.byref(h)))
         super().__init__(h.value or 0)
+        self._setup(context)
+
+    def _setup(self, context: Context) -> None:
         cuda = _native.CudaInfo()
         paired = lib.vkcuda_context_get_cuda_info(context.handle, ctypes.byref(cuda)) == _native.SUCCESS
         self._ordinal: Optional[int] = cuda.device_ordinal if paired else None
+        self._ready: Optional[Tuple["Semaphore", int]] = None
+        self._cai_view: Optional[TensorView] = None
+
+    @classmethod
+    def _adopt(cls, context: Context, handle: int) -> "Buffer":
+        """A Buffer owning a handle the library made (wrap, import, receive)."""
+        b = cls.__new__(cls)
+        _Handle.__init__(b, handle)
+        b._setup(context)
+        return b
+
+    def __repr__(self) -> str:
+        if self.closed:
+            return "Buffer(closed)"
+        i = self.info
+        side = "Vulkan-only" if not i.cuda_pointer else f"cuda_pointer={i.cuda_pointer:#x}"
+        extra = ", wrapped" if i.wrapped else ""
+        return f"Buffer({i.size} bytes, {i.allocator}-allocated, {side}{extra})"
+
+    def describe(self) -> ShareDescription:
+        """What another process needs to import the buffer (with :meth:`export_fd`)."""
+        d = ShareDescription()
+        check(lib.vkcuda_buffer_describe(self._handle, ctypes.byref(d.raw)))
+        return d
+
+    def send(self, sock: Any, *, timeout: Optional[float] = None) -> None:
+        """Sends the buffer over a connected Unix socket (``vkcuda_buffer_send``:
+        a description and a new fd, closed here); the peer calls
+        :meth:`Context.receive_buffer`."""
+        o = share_options(timeout)
+        check(lib.vkcuda_buffer_send(self._handle, socket_fd(sock), ctypes.byref(o)))
+
+    def cmd_release_to_cuda(self, command_buffer: Any, *, queue_family_index: int = 0, stage_mask: int = 0,
+                            access_mask: int = 0) -> None:
+        """Records into the engine's command buffer (an int ``VkCommandBuffer``)
+        the barrier releasing the buffer to CUDA (``vkcuda_buffer_cmd_release_to_cuda``):
+        the engine's writes at ``stage_mask``/``access_mask`` (0: all) on
+        ``queue_family_index`` become available."""
+        h = _native.HandoffInfo(0, queue_family_index, stage_mask, access_mask)
+        check(lib.vkcuda_buffer_cmd_release_to_cuda(self._handle, command_buffer_handle(command_buffer),
+                                                    ctypes.byref(h)))
+
+    def cmd_acquire_from_cuda(self, command_buffer: Any, *, queue_family_index: int = 0, stage_mask: int = 0,
+                              access_mask: int = 0) -> None:
+        """Records the barrier acquiring the buffer back from CUDA for the
+        accesses in ``stage_mask``/``access_mask`` (0: all)."""
+        h = _native.HandoffInfo(0, queue_family_index, stage_mask, access_mask)
+        check(lib.vkcuda_buffer_cmd_acquire_from_cuda(self._handle, command_buffer_handle(command_buffer),
+                                                      ctypes.byref(h)))
+
+    def ready_on(self, semaphore: Optional["Semaphore"], value: int = 0) -> None:
+        """Says that the buffer's contents are ready when ``semaphore`` reaches
+        ``value`` (the Vulkan submit that writes it signals that value). From
+        then on every export makes the consumer wait for it on the GPU:
+        ``__dlpack__(stream=s)`` enqueues ``vkcuda_semaphore_cuda_wait(semaphore,
+        value, s)`` on the consumer's stream ``s`` (None or 1: the legacy default
+        stream; -1: no wait, the consumer synchronises itself), and
+        ``__cuda_array_interface__`` enqueues it on the legacy default stream and
+        names that stream (``"stream": 1``). ``ready_on(None)`` forgets it."""
+        if semaphore is None:
+            self._ready = None
+            return
+        if not isinstance(semaphore, Semaphore):
+            raise TypeError(f"ready_on takes a vkcuda.Semaphore, not {type(semaphore).__name__}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"value must be a timeline value (an int >= 0), not {value!r}")
+        self._ready = (semaphore, value)
+
+    @property
+    def ready(self) -> Optional[Tuple["Semaphore", int]]:
+        """The (semaphore, value) a consumer waits for (:meth:`ready_on`), or None."""
+        return self._ready
+
+    def _consumer_wait(self, stream: Any) -> None:
+        """Enqueues the wait of :meth:`ready_on` on a DLPack consumer's ``stream``."""
+        if self._ready is None or stream == -1:
+            return
+        sem, value = self._ready
+        sem.cuda_wait(value, None if stream in (None, 1) else stream)
+
+    @property
+    def __cuda_array_interface__(self) -> Dict[str, Any]:
+        """The whole buffer as bytes, for Numba and CuPy (version 3; see
+        :meth:`TensorView.__cuda_array_interface__`). The export is held by this
+        Buffer object: a consumer holding the buffer keeps the memory valid
+        after :meth:`close`, until the object is freed."""
+        if self._cai_view is None:
+            self._cai_view = self.view()
+        return self._cai_view.__cuda_array_interface__
 
     @property
     def info(self) -> BufferInfo:
@@ -310,9 +685,14 @@ class TensorView:
     ``cupy.from_dlpack``, ``jax.dlpack.from_dlpack``). Zero-copy: the tensor's
     data pointer is the buffer's CUDA pointer plus ``offset``.
 
-    Synchronisation: vkcuda enqueues no CUDA work on the buffer, so there is
-    nothing for the consumer's ``stream`` to wait for; order the consumer's work
-    after Vulkan's with :meth:`Semaphore.cuda_wait` on that stream."""
+    Synchronisation (the stream model): vkcuda itself enqueues no CUDA work on a
+    buffer. What the consumer must wait for is the engine's Vulkan write, known
+    as a timeline value: after ``buffer.ready_on(semaphore, value)`` (the value
+    the engine's submit signals), ``__dlpack__(stream=s)`` enqueues on the
+    consumer's stream ``s`` a GPU wait for ``value`` before returning the
+    tensor, so the consumer's kernels on ``s`` read what Vulkan wrote, with no
+    host wait. Without ``ready_on`` nothing is pending and no wait is enqueued;
+    order the consumer's work yourself with :meth:`Semaphore.cuda_wait`."""
 
     def __init__(
         self,
@@ -336,6 +716,7 @@ class TensorView:
             raise ValueError("strides need a shape of the same length")
         self.offset = int(offset)
         self.readonly = bool(readonly)
+        self._cai: Optional[_dlpack.Held] = None
 
     def __repr__(self) -> str:
         return (
@@ -369,8 +750,9 @@ class TensorView:
         """The DLPack protocol: a "dltensor_versioned" capsule when the consumer
         passes ``max_version`` >= (1, 0), else a legacy "dltensor" one (which
         cannot be read-only). ``stream`` is the consumer's stream (None, 1 or 2
-        for the default streams, or a handle): vkcuda has no pending CUDA work on
-        the buffer, so no wait is needed (see the class doc). ``copy=True`` and a
+        for the default streams, a handle, or -1 for "no synchronisation"): with
+        a pending write (:meth:`Buffer.ready_on`) the stream waits for it on the
+        GPU, otherwise nothing is enqueued (see the class doc). ``copy=True`` and a
         ``dl_device`` other than the buffer's raise ``BufferError``."""
         if copy:
             raise BufferError("vkcuda exports its buffers without copying (copy=True is not possible)")
@@ -382,7 +764,26 @@ class TensorView:
         versioned = max_version is not None and tuple(max_version)[0] >= 1
         if self.readonly and not versioned:
             raise BufferError("a read-only view needs a DLPack >= 1.0 consumer (max_version=(1, 0))")
-        return _dlpack.make_capsule(self.export(versioned=versioned), versioned)
+        capsule = _dlpack.make_capsule(self.export(versioned=versioned), versioned)
+        self.buffer._consumer_wait(stream)  # after the export: its checks come first
+        return capsule
+
+    @property
+    def __cuda_array_interface__(self) -> Dict[str, Any]:
+        """The CUDA Array Interface (version 3) for Numba and CuPy: the view's
+        pointer, shape, typestr and strides in bytes, checked by the library (one
+        DLPack export, held by this view: the memory stays valid while the view
+        lives, even after ``buffer.close()``). With :meth:`Buffer.ready_on` the
+        legacy default stream waits for the semaphore and ``"stream"`` is 1 (the
+        consumer orders its stream after it). bfloat16 and vector dtypes have no
+        typestr: ``TypeError`` (use DLPack)."""
+        if self._cai is None:
+            self._cai = _dlpack.Held(self.export(versioned=True))
+        stream = None
+        if self.buffer._ready is not None:
+            self.buffer._consumer_wait(None)
+            stream = 1
+        return _dlpack.cuda_array_interface(self._cai, *self.dtype, stream)
 
     def __dlpack_device__(self) -> Tuple[int, int]:
         """``(kDLCUDA, ordinal)`` of the paired CUDA device; :class:`Error`
@@ -405,6 +806,103 @@ class Semaphore(_Handle):
         h = ctypes.c_void_p()
         check(lib.vkcuda_semaphore_create(context.handle, ctypes.byref(info), ctypes.byref(h)))
         super().__init__(h.value or 0)
+
+    @classmethod
+    def _adopt(cls, handle: int) -> "Semaphore":
+        s = cls.__new__(cls)
+        _Handle.__init__(s, handle)
+        return s
+
+    def __repr__(self) -> str:
+        if self.closed:
+            return "Semaphore(closed)"
+        d = self.describe().raw.semaphore
+        return f"Semaphore(binary)" if d.semaphore_type else f"Semaphore(timeline, value={self.value})"
+
+    def describe(self) -> ShareDescription:
+        """What another process needs to import the semaphore (with :meth:`export_fd`)."""
+        d = ShareDescription()
+        check(lib.vkcuda_semaphore_describe(self._handle, ctypes.byref(d.raw)))
+        return d
+
+    def send(self, sock: Any, *, timeout: Optional[float] = None) -> None:
+        """Sends the semaphore over a connected Unix socket; the peer calls
+        :meth:`Context.receive_semaphore`."""
+        o = share_options(timeout)
+        check(lib.vkcuda_semaphore_send(self._handle, socket_fd(sock), ctypes.byref(o)))
+
+    def note_vulkan_signal(self) -> None:
+        """Binary semaphores: the engine put it in a submit's signal list."""
+        check(lib.vkcuda_semaphore_note_vulkan_signal(self._handle))
+
+    def note_vulkan_wait(self) -> None:
+        """Binary semaphores: the engine put it in a submit's wait list."""
+        check(lib.vkcuda_semaphore_note_vulkan_wait(self._handle))
+
+    _GRAPH_ATTRS = ("ptr", "graph", "raw_cuda_graph", "handle")
+    _EXEC_ATTRS = ("ptr", "graph_exec", "graphExec", "raw_cuda_graph_exec", "handle")
+
+    def _graph_add(self, signal: bool, graph: Any, value: int, dependencies: Sequence[Any]) -> int:
+        g = cuda_handle(graph, "CUDA graph", self._GRAPH_ATTRS)
+        deps = [cuda_handle(d, "CUDA graph node", ("ptr", "handle")) for d in dependencies]
+        arr = (ctypes.c_void_p * max(1, len(deps)))(*deps)
+        node = ctypes.c_void_p()
+        add = lib.vkcuda_semaphore_cuda_graph_add_signal if signal else lib.vkcuda_semaphore_cuda_graph_add_wait
+        check(add(self._handle, g, arr if deps else None, len(deps), value, ctypes.byref(node)))
+        return node.value or 0
+
+    def cuda_graph_add_wait(self, graph: Any, value: int, dependencies: Sequence[Any] = ()) -> int:
+        """Adds to a CUDA graph (a ``CUgraph`` int, or an object with ``ptr``,
+        ``graph`` or ``raw_cuda_graph()``: CuPy's ``cupy.cuda.graph.Graph``,
+        torch's ``CUDAGraph(keep_graph=True)``) a node waiting for ``value``
+        after ``dependencies`` (node ints); returns the node (an int, owned by the
+        graph). Set the value per launch with :meth:`cuda_graph_exec_set_wait`."""
+        return self._graph_add(False, graph, value, dependencies)
+
+    def cuda_graph_add_signal(self, graph: Any, value: int, dependencies: Sequence[Any] = ()) -> int:
+        """Adds a node signalling ``value`` (the first launch's; give each later
+        launch its own with :meth:`cuda_graph_exec_set_signal`)."""
+        return self._graph_add(True, graph, value, dependencies)
+
+    def _capture_add(self, signal: bool, stream: Any, value: int) -> int:
+        from . import _cuda
+
+        s = _dlpack.stream_handle(stream)
+        if s in (0, 1, 2):
+            raise ValueError("a graph capture runs on a stream of its own, not a default stream: pass the "
+                             "capturing stream (torch.cuda.current_stream() inside torch.cuda.graph(...))")
+        graph, deps = _cuda.capture_graph(s)
+        node = self._graph_add(signal, graph, value, deps)
+        _cuda.capture_continue_after(s, node)
+        return node
+
+    def cuda_capture_wait(self, stream: Any, value: int) -> int:
+        """Inside a stream capture (``torch.cuda.graph``, CuPy's
+        ``stream.begin_capture()``): adds the wait node to the graph being
+        captured on ``stream``, after the work captured so far, and makes the
+        work captured next depend on it (``cuda_wait`` is refused on a capturing
+        stream: a captured wait would keep its value). Returns the node; every
+        replay waits for ``value`` unless changed with
+        :meth:`cuda_graph_exec_set_wait`."""
+        return self._capture_add(False, stream, value)
+
+    def cuda_capture_signal(self, stream: Any, value: int) -> int:
+        """The signal node, as :meth:`cuda_capture_wait`: ``value`` is the first
+        replay's; give each later replay a new one with
+        :meth:`cuda_graph_exec_set_signal` (a timeline cannot signal a value twice)."""
+        return self._capture_add(True, stream, value)
+
+    def cuda_graph_exec_set_wait(self, graph_exec: Any, node: Any, value: int) -> None:
+        """The value the wait ``node`` waits for in the next launches of ``graph_exec``."""
+        e = cuda_handle(graph_exec, "CUDA graph exec", self._EXEC_ATTRS)
+        n = cuda_handle(node, "CUDA graph node", ("ptr", "handle"))
+        check(lib.vkcuda_semaphore_cuda_graph_exec_set_wait(self._handle, e, n, value))
+
+    def cuda_graph_exec_set_signal(self, graph_exec: Any, node: Any, value: int) -> None:
+        """The value the signal ``node`` signals in the next launch of ``graph_exec``."""
+        e = cuda_handle(graph_exec, "CUDA graph exec", self._EXEC_ATTRS)
+        n = cuda_handle(node, "CUDA graph node", ("ptr", "handle"))
+        check(lib.vkcuda_semaphore_cuda_graph_exec_set_signal(self._handle, e, n, value))
 
     @property
     def vk_semaphore(self) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ctypes
 from ctypes import POINTER, Structure, c_int32, c_uint32, c_uint64, c_void_p
-from typing import TYPE_CHECKING, Any, NamedTuple, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, NamedTuple, Optional, Tuple
 
 from . import _dlpack
 from ._native import check, declare, lib
@@ -133,6 +133,29 @@ class VideoFrame:
         self.width, self.height = width, height
         self.plane_count = 3 if format in ("i420", "i444") else 2
         self._ordinal = context.cuda_info.ordinal if not context_is_vulkan_only(context) else None
+        self._ready: Optional[Tuple[Any, int]] = None
+
+    def ready_on(self, semaphore: Any, value: int = 0) -> None:
+        """The frame is ready when ``semaphore`` reaches ``value`` (the Vulkan or
+        decoder submit that writes it signals that value): each plane's
+        ``__dlpack__(stream=s)`` then enqueues the wait on the consumer's stream
+        ``s``, as :meth:`vkcuda.Buffer.ready_on` does; ``ready_on(None)`` forgets it."""
+        from ._objects import Semaphore
+
+        if semaphore is None:
+            self._ready = None
+            return
+        if not isinstance(semaphore, Semaphore):
+            raise TypeError(f"ready_on takes a vkcuda.Semaphore, not {type(semaphore).__name__}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"value must be a timeline value (an int >= 0), not {value!r}")
+        self._ready = (semaphore, value)
+
+    def _consumer_wait(self, stream: Any) -> None:
+        if self._ready is None or stream == -1:
+            return
+        sem, value = self._ready
+        sem.cuda_wait(value, None if stream in (None, 1) else stream)
 
     def __repr__(self) -> str:
         state = "closed" if self._handle is None else f"{self.plane_count} planes"
@@ -202,6 +225,25 @@ class Plane:
 
     def __init__(self, frame: VideoFrame, index: int, readonly: bool) -> None:
         self.frame, self.index, self.readonly = frame, index, readonly
+        self._cai: Optional[_dlpack.Held] = None
+
+    @property
+    def __cuda_array_interface__(self) -> Dict[str, Any]:
+        """The plane for Numba and CuPy (CUDA Array Interface version 3): one
+        DLPack export held by this Plane object, so the memory stays valid while
+        it lives, even after ``frame.close()``. Strides follow the row pitch."""
+        if self._cai is None:
+            out = c_void_p()
+            flags = DLPACK_READ_ONLY_BIT if self.readonly else 0
+            check(lib.vkcuda_image_export_plane_dlpack(self.frame.handle, self.index, flags, ctypes.byref(out)))
+            self._cai = _dlpack.Held(out.value or 0)
+        mv = _dlpack.DLManagedTensorVersioned.from_address(self._cai.ptr)
+        dt = mv.dl_tensor.dtype
+        stream = None
+        if self.frame._ready is not None:
+            self.frame._consumer_wait(None)
+            stream = 1
+        return _dlpack.cuda_array_interface(self._cai, dt.code, dt.bits, dt.lanes, stream)
 
     def __repr__(self) -> str:
         p = self.frame.pointer(self.index)
@@ -209,9 +251,10 @@ class Plane:
 
     def __dlpack__(self, *, stream: Any = None, max_version: Optional[Tuple[int, int]] = None,
                    dl_device: Optional[Tuple[int, int]] = None, copy: Optional[bool] = None) -> Any:
-        """The DLPack protocol, as :meth:`vkcuda.TensorView.__dlpack__`: the frame
-        has no pending CUDA work of the library's, so no wait is needed; hand it
-        over with the semaphores as for any CUDA access."""
+        """The DLPack protocol, as :meth:`vkcuda.TensorView.__dlpack__`: with a
+        pending write (:meth:`VideoFrame.ready_on`) the consumer's ``stream``
+        waits for it on the GPU (-1: no wait); otherwise nothing is enqueued and
+        the frame is handed over with the semaphores as for any CUDA access."""
         if copy:
             raise BufferError("vkcuda exports its frames without copying (copy=True is not possible)")
         if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
@@ -224,7 +267,9 @@ class Plane:
         flags = (DLPACK_READ_ONLY_BIT if self.readonly else 0) | (0 if versioned else DLPACK_LEGACY_BIT)
         out = c_void_p()
         check(lib.vkcuda_image_export_plane_dlpack(self.frame.handle, self.index, flags, ctypes.byref(out)))
-        return _dlpack.make_capsule(out.value or 0, versioned)
+        capsule = _dlpack.make_capsule(out.value or 0, versioned)
+        self.frame._consumer_wait(stream)  # VideoFrame.ready_on: the consumer's stream waits on the GPU
+        return capsule
 
     def __dlpack_device__(self) -> Tuple[int, int]:
         if self.frame._ordinal is None:

@@ -6,6 +6,27 @@ commands (and ``vkcuda_buffer_cmd_release_to_cuda`` / ``_acquire_from_cuda``)
 into its own command buffers instead.
 
 Vulkan is called through the context's ``vkGetInstanceProcAddr`` with ctypes.
+
+Example (a standalone context; ``data`` is bytes)::
+
+    from vkcuda.queue import Queue
+
+    with vkcuda.Context.standalone() as ctx, Queue(ctx) as q, ctx.buffer(4096) as buf:
+        q.upload(buf, data)                                 # staging copy; waits
+        sem = ctx.semaphore()
+        stage = sem.next_stage()
+        cmd = q.record(lambda r: r.release_to_cuda(buf))    # reusable command buffer
+        q.submit(cmd, signal=[(sem, stage.signal_value)])   # no host wait
+        buf.ready_on(sem, stage.signal_value)               # consumers' streams wait for it
+        t = torch.from_dlpack(buf.view("float32"))
+        q.download(buf)                                     # what Vulkan reads
+
+Objects: :class:`Queue` (``record``, ``submit``, ``run``, ``upload``,
+``download``, ``host_buffer``, ``wait_idle``), :class:`Recorder` (``fill``,
+``copy``, ``release_to_cuda``, ``acquire_from_cuda``), :class:`CommandBuffer`
+(``handle`` is the int ``VkCommandBuffer``, which ``Buffer.cmd_release_to_cuda``
+and ``vkcuda.handoff_release`` also take) and :class:`HostBuffer`. Not
+thread-safe: a ``VkQueue`` is externally synchronised.
 """
 
 from __future__ import annotations
@@ -92,9 +113,7 @@ class _MemoryProperties(Structure):
                 ("memoryHeaps", _MemoryHeap * 16)]
 
 
-class _HandoffInfo(Structure):
-    _fields_ = [("flags", c_uint32), ("queue_family_index", c_uint32), ("stage_mask", c_uint32),
-                ("access_mask", c_uint32)]
+_HandoffInfo = _native.HandoffInfo
 
 
 _P, _U64, _U32, _I32 = c_void_p, c_uint64, c_uint32, c_int32
@@ -117,11 +136,7 @@ _DEVICE_FUNCTIONS: "dict[str, Tuple[Any, List[Any]]]" = {
     "vkMapMemory": (_I32, [_P, _U64, _U64, _U64, _U32, POINTER(_P)]),
 }
 
-_lib = _native.lib
-_lib.vkcuda_buffer_cmd_release_to_cuda.restype = c_int32
-_lib.vkcuda_buffer_cmd_release_to_cuda.argtypes = [_P, _P, POINTER(_HandoffInfo)]
-_lib.vkcuda_buffer_cmd_acquire_from_cuda.restype = c_int32
-_lib.vkcuda_buffer_cmd_acquire_from_cuda.argtypes = [_P, _P, POINTER(_HandoffInfo)]
+_lib = _native.lib  # the handoff calls are declared in _native (HandoffInfo)
 
 
 def _vk(call: str, r: int) -> None:
@@ -149,6 +164,9 @@ class HostBuffer:
         _vk("vkMapMemory", f["vkMapMemory"](dev, self._memory, 0, size, 0, byref(ptr)))
         self.address = ptr.value or 0
         self.data = (ctypes.c_uint8 * size).from_address(self.address)
+
+    def __repr__(self) -> str:
+        return f"HostBuffer({self.size} bytes{'' if self._memory else ', closed'})"
 
     def close(self) -> None:
         if self._memory:
@@ -198,6 +216,9 @@ class CommandBuffer:
     def __init__(self, handle: int) -> None:
         self.handle = handle
 
+    def __repr__(self) -> str:
+        return f"CommandBuffer({self.handle:#x})"
+
 
 class Queue:
     """The queue of a standalone context (``Context.standalone()``), with its own
@@ -224,6 +245,9 @@ class Queue:
         self._pool = _U64()
         _vk("vkCreateCommandPool", self._f["vkCreateCommandPool"](self.device, byref(info), None, byref(self._pool)))
         self._keep: List[object] = []
+
+    def __repr__(self) -> str:
+        return f"Queue(family {self.family}{'' if self._pool else ', closed'})"
 
     def _memory_type(self, bits: int, flags: int) -> int:
         for i in range(self._props.memoryTypeCount):
