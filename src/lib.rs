@@ -16,6 +16,7 @@ pub mod format;
 pub mod image;
 pub mod ipc;
 pub mod pairing;
+pub mod selftest;
 pub mod semaphore;
 pub mod stats;
 pub mod vulkan;
