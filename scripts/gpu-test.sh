@@ -29,6 +29,8 @@
 #                    video_ycbcr (examples/video: PNG to $OUT/video_ycbcr.png)
 #   doctor, doctor-json  tools/vkcuda_doctor, text and --json ($OUT/doctor.json): must
 #                    exit 0 (every check passes or warns: interop will work)
+#   doctor-deep      tools/vkcuda_doctor --deep: every shared resource both ways,
+#                    one line per resource with its time, deep.total (<= 10 s)
 #   vma_interop, vma_wrap  the VMA example (examples/vma) and test (tests/gpu): VMA
 #                    pools with export info, every byte both ways; also as vvl: steps
 #   fresh-ptx        buffer_roundtrip and frame_loop once more with the PTX this
@@ -75,7 +77,7 @@ log() { steps_log "$@"; }
 
 # The examples, in the order they run (their steps are at the end of this file).
 examples="vkcuda_info buffer_roundtrip frame_loop image_formats image_fractal ipc_demo engine_postfx"
-examples="$examples doctor doctor-json vma_interop vma_wrap"
+examples="$examples doctor doctor-json doctor-deep vma_interop vma_wrap"
 steps_select "setup ptx configure build build-by-hand rust $examples example fresh-ptx python calls vvl bench" "$@"
 
 last_line_note() { # the example's last PASS/FAIL/SKIP line, shortened
@@ -283,6 +285,7 @@ else
     # The doctor (tools/) and the VMA recipe (examples/vma, tests/gpu).
     ex doctor            60 run_example vkcuda_doctor
     ex doctor-json       60 bash -c 'run_example vkcuda_doctor --json | tee "$OUT/doctor.json"; exit ${PIPESTATUS[0]}'
+    ex doctor-deep       60 run_example vkcuda_doctor --deep
     ex vma_interop      120 run_example vma_interop
     ex vma_wrap         180 run_example vma_wrap
     # The short examples, as a user runs them (each ends with "NAME: PASS").
