@@ -334,10 +334,19 @@ impl Lab {
                 .get_physical_device_memory_properties(vkd.physical);
             let want =
                 vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
-            let Some(index) = (0..props.memory_type_count).find(|&i| {
+            let fits = |i: u32, flags: vk::MemoryPropertyFlags| {
                 req.memory_type_bits & (1 << i) != 0
-                    && props.memory_types[i as usize].property_flags.contains(want)
-            }) else {
+                    && props.memory_types[i as usize]
+                        .property_flags
+                        .contains(flags)
+            };
+            // Cached where there is such a type: every byte is read back on the host,
+            // and reading uncached (write-combined) memory is slow.
+            let cached = want | vk::MemoryPropertyFlags::HOST_CACHED;
+            let index = (0..props.memory_type_count)
+                .find(|&i| fits(i, cached))
+                .or_else(|| (0..props.memory_type_count).find(|&i| fits(i, want)));
+            let Some(index) = index else {
                 d.destroy_buffer(buffer, None);
                 return Err(Error::unsupported("no host-visible coherent memory type"));
             };
@@ -1239,7 +1248,9 @@ fn frame_case(lab: &mut Lab, p: &format::PlanarFormat) -> Outcome {
         mip_levels: 1,
         array_layers: 1,
         cube: false,
-        usage: vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST,
+        // The default usage (transfers, sampled where the format allows): what a
+        // decoder's frame that the engine samples has.
+        usage: vk::ImageUsageFlags::empty(),
         linear: true,
     };
     let image = match Image::create(&lab.ctx, &desc) {
