@@ -26,7 +26,6 @@
 //! [`format::PLANAR`], [`SEMAPHORES`].
 
 use std::ffi::c_void;
-use std::os::fd::AsRawFd;
 use std::ptr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -1362,7 +1361,6 @@ fn semaphore_vulkan_only(lab: &mut Lab, s: &Semaphore) -> std::result::Result<St
         .map_err(sem_err("vkcuda_semaphore_export_fd"))?;
     let twin = Semaphore::import_fd(&lab.ctx, &fd, s.kind(), None)
         .map_err(sem_err("vkcuda_semaphore_import_fd"))?;
-    let _ = fd.as_raw_fd();
     let r = match s.kind() {
         Kind::Timeline => {
             lab.run(&[], &[(s.vk_semaphore(), 1)], |_, _| {})
