@@ -151,14 +151,26 @@ impl Pattern {
     }
 }
 
+/// Bytes of the random block [`fill`] repeats: odd-sized, so that no row pitch,
+/// plane offset or level offset lines the repeats up with the image.
+pub const RANDOM_BLOCK: usize = (1 << 20) + 4093;
+
+/// Copies `block` over `out` again and again (memcpy speed even in a debug build).
+fn repeat(block: &[u8], out: &mut [u8]) {
+    for chunk in out.chunks_mut(block.len()) {
+        chunk.copy_from_slice(&block[..chunk.len()]);
+    }
+}
+
 /// Fills `out` with `p`; `seed` differs per direction so that data left over from
-/// the other direction never passes.
+/// the other direction never passes. The ramp repeats every 256 bytes, the tiles
+/// are 4 KiB of one value each, the random bytes repeat every [`RANDOM_BLOCK`]
+/// bytes (far more than any compression block).
 pub fn fill(p: Pattern, seed: u64, out: &mut [u8]) {
     match p {
         Pattern::Ramp => {
-            for (i, b) in out.iter_mut().enumerate() {
-                *b = (i as u64).wrapping_add(seed) as u8;
-            }
+            let period: Vec<u8> = (0..256u64).map(|i| i.wrapping_add(seed) as u8).collect();
+            repeat(&period, out);
         }
         Pattern::Tiles => {
             for (t, tile) in out.chunks_mut(4096).enumerate() {
@@ -167,14 +179,16 @@ pub fn fill(p: Pattern, seed: u64, out: &mut [u8]) {
         }
         Pattern::Random => {
             // xorshift64*: fast and good enough to defeat any compression.
+            let mut block = vec![0u8; RANDOM_BLOCK.min(out.len())];
             let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-            for chunk in out.chunks_mut(8) {
+            for chunk in block.chunks_mut(8) {
                 s ^= s >> 12;
                 s ^= s << 25;
                 s ^= s >> 27;
                 let v = s.wrapping_mul(0x2545_f491_4f6c_dd1d).to_le_bytes();
                 chunk.copy_from_slice(&v[..chunk.len()]);
             }
+            repeat(&block, out);
         }
     }
 }
