@@ -160,6 +160,25 @@
 #define VKCUDA_DLPACK_MAX_NDIM 8
 
 /**
+ * `vkcuda_doctor_options::flags`: also run the deep self-test. On this machine's
+ * GPU it creates each kind of shared resource the library offers (buffers of both
+ * allocators, images of every format class and shape, shared video frames of
+ * every verified multi-planar format, timeline and binary semaphores), writes a
+ * ramp, constant tiles and random bytes through each in both directions (Vulkan
+ * copies and the library's release/acquire barriers on one side, CUDA copies on
+ * the other), compares every byte, and adds one check per resource
+ * ("deep.buffer.vulkan", "deep.image.R8G8B8A8_UNORM.2D", "deep.frame.NV12",
+ * "deep.semaphore.timeline", ...) that fails with the first wrong byte, then
+ * "deep.total" with the run time. Each check's `seen` ends with its time. Without
+ * CUDA (no driver, or no CUDA twin of the Vulkan device) the Vulkan-only part
+ * runs and "deep.cuda" warns that the CUDA part was skipped, and why. It takes
+ * seconds (a few MiB per resource) and makes its own standalone context.
+ *
+ * @ingroup library
+ */
+#define VKCUDA_DOCTOR_RUN_DEEP_BIT 1
+
+/**
  * The image is cube compatible (`VK_IMAGE_CREATE_CUBE_COMPATIBLE_BIT`): 2D,
  * square, a multiple of 6 array layers. CUDA maps it as a cubemap
  * (`CUDA_ARRAY3D_CUBEMAP`, layered when more than 6 layers).
@@ -1140,7 +1159,7 @@ typedef struct vkcuda_dlpack_info {
  */
 typedef struct vkcuda_doctor_options {
   /**
-   * Reserved; must be 0.
+   * `VKCUDA_DOCTOR_RUN_DEEP_BIT` or 0; other bits are refused.
    */
   uint32_t flags;
   /**

@@ -1221,6 +1221,18 @@ public:
     return detail::finish(r, DoctorReport(report));
 }
 
+/**
+ * The doctor with its deep self-test (`VKCUDA_DOCTOR_RUN_DEEP_BIT`): every kind of
+ * shared resource made on this machine's GPU, data written through each both ways
+ * and compared byte for byte, one "deep.*" check per resource with its time.
+ * Takes seconds.
+ */
+[[nodiscard]] inline Fallible<DoctorReport> doctor_run_deep() {
+    vkcuda_doctor_options options{};
+    options.flags = VKCUDA_DOCTOR_RUN_DEEP_BIT;
+    return doctor_run(options);
+}
+
 #if defined(VKCUDA_SHARE_DESCRIPTION_SIZE)
 // ---- cross-process: descriptions and sockets --------------------------------------
 

@@ -95,6 +95,10 @@ pub struct Options {
     /// doctor then also checks that `VkDevice` (the extensions it was created with,
     /// its CUDA twin), with the words of the errors a context on it would return.
     pub engine: Option<EngineHandles>,
+    /// Also run the deep self-test ([`crate::selftest`]): every kind of shared
+    /// resource made on this machine's GPU, data pushed through both ways and
+    /// compared byte for byte (`deep.*` checks).
+    pub deep: bool,
 }
 
 impl Default for Options {
@@ -102,6 +106,7 @@ impl Default for Options {
         Options {
             root: PathBuf::from("/"),
             engine: None,
+            deep: false,
         }
     }
 }
@@ -251,6 +256,16 @@ pub fn run(opts: &Options) -> Report {
     }
     check_container(&mut r, &opts.root, &working);
     check_open_files(&mut r);
+    if opts.deep {
+        let not_run = if !blocking.is_empty() {
+            Some("the Vulkan loader would never get past an ICD entry (see vulkan.devices)")
+        } else if !loader_ok {
+            Some("the Vulkan loader did not load (see vulkan.loader)")
+        } else {
+            None
+        };
+        r.checks.extend(crate::selftest::run(not_run));
+    }
     r
 }
 

@@ -17,6 +17,7 @@ pub mod image;
 pub mod ipc;
 pub mod lost;
 pub mod pairing;
+pub mod selftest;
 pub mod semaphore;
 pub mod stats;
 pub mod vulkan;

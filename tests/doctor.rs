@@ -36,9 +36,17 @@ fn doctor(root: Option<&Path>) -> Doctor {
 }
 
 fn doctor_with(root: Option<&Path>, engine: *const vkcuda_context_create_info) -> Doctor {
+    doctor_flags(root, engine, 0)
+}
+
+fn doctor_flags(
+    root: Option<&Path>,
+    engine: *const vkcuda_context_create_info,
+    flags: u32,
+) -> Doctor {
     let root_c = root.map(|r| std::ffi::CString::new(r.to_str().unwrap()).unwrap());
     let options = vkcuda_doctor_options {
-        flags: 0,
+        flags,
         root: root_c.as_ref().map_or(ptr::null(), |c| c.as_ptr()),
         engine,
     };
@@ -1398,4 +1406,310 @@ fn getters_refuse_bad_indices_and_options() {
         VKCUDA_ERROR_INVALID_ARGUMENT,
     );
     assert!(report.is_null(), "NULL on failure");
+}
+
+// --- The deep self-test ---------------------------------------------------------------
+
+/// The deep checks of a report, with the time each one's `seen` ends with.
+fn deep_checks(d: &Doctor) -> Vec<(&Seen, f64)> {
+    d.checks
+        .iter()
+        .filter(|c| c.name.starts_with("deep."))
+        .map(|c| {
+            let ms = c
+                .seen
+                .rsplit_once(" (")
+                .and_then(|(_, t)| t.strip_suffix(" ms)"))
+                .and_then(|t| t.parse::<f64>().ok())
+                .unwrap_or_else(|| panic!("{} states its time: {}", c.name, c.seen));
+            (c, ms)
+        })
+        .collect()
+}
+
+/// Prints the deep checks one line each, and the total.
+fn print_deep(d: &Doctor, started: std::time::Instant) {
+    for (c, ms) in deep_checks(d) {
+        println!(
+            "DEEP {:?} {:<40} {ms:>9.1} ms  {}",
+            c.status, c.name, c.seen
+        );
+        if !c.fix.is_empty() {
+            println!("     fix: {}", c.fix);
+        }
+    }
+    println!(
+        "DEEP total {:.2} s (the run, as the test measured it)",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn deep_vulkan_only() {
+    run_child(
+        "child_deep_vulkan_only",
+        &empty_dir("doctor-deep"),
+        &[("VKCUDA_DISABLE_CUDA", Some("1"))],
+    );
+}
+
+#[test]
+#[ignore = "runs in a child process of deep_vulkan_only"]
+fn child_deep_vulkan_only() {
+    if !in_child("child_deep_vulkan_only") {
+        return;
+    }
+    let started = std::time::Instant::now();
+    let d = doctor_flags(None, ptr::null(), VKCUDA_DOCTOR_RUN_DEEP_BIT);
+    print_deep(&d, started);
+    let c = d.get("deep.cuda");
+    assert_eq!(c.status, WARN, "{c:?}");
+    assert!(
+        c.seen.starts_with("skipped: the CUDA part (") && c.seen.contains("VKCUDA_DISABLE_CUDA"),
+        "says why the CUDA part is skipped: {c:?}"
+    );
+    let c = d.get("deep.buffer.cuda");
+    assert_eq!(c.status, WARN, "a CUDA-allocated buffer needs CUDA: {c:?}");
+    for name in [
+        "deep.buffer.vulkan",
+        "deep.image.R8G8B8A8_UNORM.2D",
+        "deep.image.R32_SFLOAT.3D",
+        "deep.image.R8G8B8A8_UNORM.CUBE",
+        "deep.image.R16_UNORM.1D_ARRAY",
+        "deep.image.R16G16B16A16_SFLOAT.2D_ARRAY",
+    ] {
+        let c = d.get(name);
+        assert_eq!(c.status, PASS, "{c:?}");
+        assert!(c.seen.contains("Vulkan only"), "{c:?}");
+    }
+    // Semaphores need VK_KHR_external_semaphore_fd, which lavapipe lacks: a skip
+    // that says so; where the device has it, the exported fd is imported again.
+    for name in ["deep.semaphore.timeline", "deep.semaphore.binary"] {
+        let c = d.get(name);
+        match c.status {
+            PASS => assert!(
+                c.seen.contains("exported as an fd and imported again"),
+                "{c:?}"
+            ),
+            _ => {
+                assert_eq!(c.status, WARN, "{c:?}");
+                assert!(c.seen.contains("VK_KHR_external_semaphore_fd"), "{c:?}");
+            }
+        }
+    }
+    // Frames are LINEAR images: skipped where the device cannot copy them.
+    for c in d
+        .checks
+        .iter()
+        .filter(|c| c.name.starts_with("deep.frame."))
+    {
+        assert!(
+            c.status == PASS
+                || c.seen
+                    .starts_with("skipped: this device cannot copy LINEAR"),
+            "{c:?}"
+        );
+    }
+    assert!(d
+        .get("deep.buffer.vulkan")
+        .seen
+        .contains("exported as an fd and imported again"));
+    // Every case is reported: no deep check fails on a working Vulkan device.
+    let deep = deep_checks(&d);
+    for (c, _) in &deep {
+        assert_ne!(c.status, FAIL, "{c:?}");
+    }
+    assert!(deep.iter().any(|(c, _)| c.name.starts_with("deep.frame.")));
+    let total = d.get("deep.total");
+    assert!(
+        total.seen.contains(" resources in ") && total.seen.contains(" failed"),
+        "{total:?}"
+    );
+    // The JSON carries the same checks.
+    let names: Vec<_> = d.json["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(names.contains(&"deep.total".to_string()));
+}
+
+#[test]
+fn deep_with_the_stand_in_driver() {
+    let (uuid, name) = first_device();
+    let paired: [(&str, Option<&str>); 3] = [
+        ("FAKE_CUDA_UUID", Some(&uuid)),
+        ("FAKE_CUDA_UUIDS", None),
+        ("CUDA_VISIBLE_DEVICES", None),
+    ];
+    // Without the self-test's copies: a clear skip of the CUDA part.
+    let plain = fake_cuda_driver("doctor-fake-cuda", &[]);
+    run_child("child_deep_stand_in_skips", &plain, &paired);
+    // A stand-in whose device is no Vulkan device's twin: a skip that says so.
+    let copies = fake_cuda_driver("doctor-fake-cuda-copies", &["-DWITH_COPIES"]);
+    run_child(
+        "child_deep_stand_in_skips",
+        &copies,
+        &[
+            ("FAKE_CUDA_UUIDS", None),
+            ("FAKE_CUDA_UUID", None),
+            ("CUDA_VISIBLE_DEVICES", None),
+        ],
+    );
+    // Paired with this machine's Vulkan device (its UUID), with the copies: the
+    // CUDA part runs for real through lavapipe's memory where the stand-in can
+    // (Vulkan-allocated buffers), and fails clearly where it cannot. The stand-in
+    // maps lavapipe's memfds; another driver's fds are not files it can map.
+    if !name.contains("llvmpipe") {
+        eprintln!("SKIPPED the stand-in's CUDA part: it maps lavapipe's memory, and this device is '{name}'");
+        return;
+    }
+    run_child("child_deep_stand_in_runs", &copies, &paired);
+    // A driver that reads one byte wrong: the first wrong byte is reported.
+    let mut flipped = paired.to_vec();
+    flipped.push(("FAKE_CUDA_FLIP_BYTE", Some("123457")));
+    run_child("child_deep_stand_in_wrong_byte", &copies, &flipped);
+}
+
+/// The UUID of this machine's first Vulkan device (as the stand-in driver takes
+/// it) and its name.
+fn first_device() -> (String, String) {
+    let ctx = vulkan_only_context();
+    let s = device_support(ctx);
+    unsafe { vkcuda_context_destroy(ctx) };
+    let name = text(s.device_name.as_ptr());
+    (
+        s.device_uuid.iter().map(|b| format!("{b:02x}")).collect(),
+        name,
+    )
+}
+
+fn deep_run() -> Doctor {
+    let started = std::time::Instant::now();
+    let d = doctor_flags(None, ptr::null(), VKCUDA_DOCTOR_RUN_DEEP_BIT);
+    print_deep(&d, started);
+    d
+}
+
+#[test]
+#[ignore = "runs in a child process of deep_with_the_stand_in_driver"]
+fn child_deep_stand_in_skips() {
+    if !in_child("child_deep_stand_in_skips") {
+        return;
+    }
+    let d = deep_run();
+    let c = d.get("deep.cuda");
+    assert_eq!(c.status, WARN, "{c:?}");
+    assert!(c.seen.starts_with("skipped: the CUDA part ("), "{c:?}");
+    assert!(
+        c.seen.contains("the CUDA driver has no cuMemcpyHtoD_v2")
+            || c.seen.contains("no context with CUDA: "),
+        "says why: {c:?}"
+    );
+    for (c, _) in deep_checks(&d) {
+        assert_ne!(c.status, FAIL, "the Vulkan-only part still runs: {c:?}");
+    }
+    assert_eq!(d.get("deep.buffer.vulkan").status, PASS);
+}
+
+#[test]
+#[ignore = "runs in a child process of deep_with_the_stand_in_driver"]
+fn child_deep_stand_in_runs() {
+    if !in_child("child_deep_stand_in_runs") {
+        return;
+    }
+    let d = deep_run();
+    assert_eq!(d.get("deep.cuda").status, PASS, "{:?}", d.get("deep.cuda"));
+    let c = d.get("deep.buffer.vulkan");
+    assert_eq!(c.status, PASS, "{c:?}");
+    assert!(
+        c.seen.contains("Vulkan -> CUDA and CUDA -> Vulkan"),
+        "{c:?}"
+    );
+    // The stand-in has no cuMemCreate and no arrays: clear failures, not a crash.
+    let c = d.get("deep.buffer.cuda");
+    assert_eq!(c.status, FAIL, "{c:?}");
+    assert!(
+        c.seen.contains("cuMemGetAllocationGranularity") || c.seen.contains("cuMemCreate"),
+        "{c:?}"
+    );
+    assert!(c.fix.contains("vkcuda_doctor --deep --json"), "{c:?}");
+    let c = d.get("deep.image.R8G8B8A8_UNORM.2D");
+    assert_eq!(c.status, FAIL, "{c:?}");
+    assert!(c.seen.starts_with("vkcuda_image_create failed: "), "{c:?}");
+    assert_eq!(d.get("deep.total").status, FAIL);
+    assert!(!d.ready);
+}
+
+#[test]
+#[ignore = "runs in a child process of deep_with_the_stand_in_driver"]
+fn child_deep_stand_in_wrong_byte() {
+    if !in_child("child_deep_stand_in_wrong_byte") {
+        return;
+    }
+    let d = deep_run();
+    let c = d.get("deep.buffer.vulkan");
+    assert_eq!(c.status, FAIL, "{c:?}");
+    // The ramp first: byte 123457 of a ramp seeded 0x11 is (123457 + 0x11) mod 256.
+    let want = ((123457u64 + 0x11) % 256) as u8;
+    assert!(
+        c.seen.starts_with(&format!(
+            "Vulkan wrote a ramp, CUDA read: first wrong byte at offset 123457: expected {want:#04x}, got {:#04x} (1 of 4194304 bytes wrong)",
+            want ^ 0xff
+        )),
+        "{c:?}"
+    );
+    assert!(
+        c.fix.starts_with("do not share this kind of resource"),
+        "{c:?}"
+    );
+}
+
+mod gpu {
+    use super::*;
+
+    #[test]
+    #[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+    fn gpu_deep_doctor_every_check_passes() {
+        let Some(ctx) = cuda_context_or_skip("gpu_deep_doctor_every_check_passes") else {
+            return;
+        };
+        // Only to know there is a GPU: the deep doctor makes its own context.
+        unsafe { vkcuda_context_destroy(ctx) };
+        let started = std::time::Instant::now();
+        let d = doctor_flags(None, ptr::null(), VKCUDA_DOCTOR_RUN_DEEP_BIT);
+        print_deep(&d, started);
+        let deep = deep_checks(&d);
+        let c = d.get("deep.cuda");
+        assert_eq!(c.status, PASS, "the CUDA part runs: {c:?}");
+        let not_passed: Vec<_> = deep
+            .iter()
+            .filter(|(c, _)| c.status != PASS)
+            .map(|(c, _)| format!("{} [{:?}]: {} | fix: {}", c.name, c.status, c.seen, c.fix))
+            .collect();
+        assert!(
+            not_passed.is_empty(),
+            "{} deep checks did not pass:\n  {}",
+            not_passed.len(),
+            not_passed.join("\n  ")
+        );
+        for name in [
+            "deep.buffer.vulkan",
+            "deep.buffer.cuda",
+            "deep.image.R8G8B8A8_UNORM.2D",
+            "deep.frame.NV12",
+            "deep.semaphore.timeline",
+            "deep.semaphore.binary",
+        ] {
+            assert!(d.get(name).seen.contains("CUDA"), "{:?}", d.get(name));
+        }
+        let total = d.get("deep.total");
+        println!("DEEP deep.total: {}", total.seen);
+        let secs = started.elapsed().as_secs_f64();
+        assert!(
+            secs <= 10.0,
+            "the deep doctor took {secs:.2} s (target <= 10 s)"
+        );
+    }
 }

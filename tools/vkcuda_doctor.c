@@ -4,9 +4,13 @@
  * Vulkan loader, the ICD manifests and their libraries, NVIDIA's ICD, the CUDA
  * driver and its version, every Vulkan device against every CUDA device by UUID,
  * what each device supports, the NVIDIA container toolkit's setup inside a
- * container, and the open-file limit.
+ * container, and the open-file limit. With --deep it also runs the deep
+ * self-test: every kind of shared resource made on this machine's GPU, a ramp,
+ * constant tiles and random bytes pushed through each both ways and compared
+ * byte for byte (deep.* checks, each with its time; deep.total with the whole run's).
  *
  *   vkcuda_doctor            text: the pairing table, then each check with its fix
+ *   vkcuda_doctor --deep     also the deep self-test (seconds)
  *   vkcuda_doctor --json     the same as JSON (for CI systems and support tickets)
  *   vkcuda_doctor --root DIR read the container checks' files under DIR (tests)
  *
@@ -19,8 +23,10 @@
 #include <vkcuda.h>
 
 static void usage(FILE *to) {
-    fprintf(to, "usage: vkcuda_doctor [--json] [--root DIR]\n"
+    fprintf(to, "usage: vkcuda_doctor [--deep] [--json] [--root DIR]\n"
                 "  Checks whether Vulkan-CUDA interop (vkcuda) will work here.\n"
+                "  --deep also creates every kind of shared resource and compares every byte\n"
+                "  written through it both ways (seconds).\n"
                 "  Exit status 0: it will; 1: a check failed (each says how to fix it); 2: error.\n");
 }
 
@@ -89,6 +95,8 @@ int main(int argc, char **argv) {
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             json = 1;
+        } else if (strcmp(argv[i], "--deep") == 0) {
+            options.flags |= VKCUDA_DOCTOR_RUN_DEEP_BIT;
         } else if (strcmp(argv[i], "--root") == 0 && i + 1 < argc) {
             options.root = argv[++i];
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {

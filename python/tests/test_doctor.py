@@ -99,3 +99,28 @@ def test_text_is_the_c_tools(tmp_path: Path) -> None:
         return re.sub(r"\d+ open now", "N open now", text)
 
     assert same(py.stdout) == same(c.stdout)
+
+
+def test_deep() -> None:
+    """vkcuda.doctor(deep=True): one deep.* check per resource, each with its time,
+    and deep.total; here (no NVIDIA driver) the Vulkan-only part runs."""
+    report = vkcuda.doctor(deep=True)
+    deep = {c.name: c for c in report.checks if c.name.startswith("deep.")}
+    assert "deep.total" in deep and "deep.buffer.vulkan" in deep and "deep.image.R8G8B8A8_UNORM.2D" in deep
+    assert all(re.search(r" \(\d+\.\d ms\)$", c.seen) for c in deep.values()), deep
+    assert deep["deep.buffer.vulkan"].status is vkcuda.DoctorStatus.PASS, deep["deep.buffer.vulkan"]
+    if conftest.MODE != "real":
+        assert deep["deep.cuda"].status is vkcuda.DoctorStatus.WARN
+        assert deep["deep.cuda"].seen.startswith("skipped: the CUDA part (")
+    if conftest.MODE == "real":
+        assert all(c.status is vkcuda.DoctorStatus.PASS for c in deep.values()), [
+            (c.name, c.seen) for c in deep.values() if c.status is not vkcuda.DoctorStatus.PASS]
+    assert not [c for c in deep.values() if c.status is vkcuda.DoctorStatus.FAIL]
+
+
+def test_cli_deep() -> None:
+    r = cli("doctor", "--deep", "--json")
+    names = [c["name"] for c in json.loads(r.stdout)["checks"]]
+    assert "deep.total" in names and names[-1] == "deep.total", names
+    help_ = cli("doctor", "--help")
+    assert "--deep" in help_.stdout

@@ -20,6 +20,8 @@ __all__ = ["doctor", "DoctorReport", "DoctorCheck", "DevicePair", "DoctorStatus"
 DOCTOR_STATUS_PASS = 0
 DOCTOR_STATUS_WARN = 1
 DOCTOR_STATUS_FAIL = 2
+# vkcuda_doctor_options::flags
+DOCTOR_RUN_DEEP_BIT = 0x1
 
 
 class DoctorOptions(Structure):
@@ -172,14 +174,21 @@ def _uuid(u: Uuid) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-def doctor(root: Optional[str] = None) -> DoctorReport:
+def doctor(root: Optional[str] = None, deep: bool = False) -> DoctorReport:
     """Runs every check of the doctor (the Vulkan loader and ICDs, NVIDIA's ICD, the
     CUDA driver and its version, every Vulkan device against every CUDA device by
     UUID, what each device supports, the NVIDIA container toolkit's setup inside a
     container, the open-file limit) and returns the report. ``root``: the directory
     the container checks read their files under (for tests), default "/".
+    ``deep=True`` also runs the deep self-test (``VKCUDA_DOCTOR_RUN_DEEP_BIT``,
+    seconds): every kind of shared resource made on this machine's GPU, a ramp,
+    constant tiles and random bytes written through each both ways and compared
+    byte for byte, one ``deep.*`` check per resource (its time at the end of
+    ``seen``) and ``deep.total``; without CUDA the Vulkan-only part runs and
+    ``deep.cuda`` says why the CUDA part was skipped.
     Raises :class:`vkcuda.Error` only when the doctor itself cannot run."""
-    options = DoctorOptions(root=root.encode() if root is not None else None)
+    options = DoctorOptions(flags=DOCTOR_RUN_DEEP_BIT if deep else 0,
+                            root=root.encode() if root is not None else None)
     handle = c_void_p()
     check(lib.vkcuda_doctor_run(ctypes.byref(options), ctypes.byref(handle)))
     try:

@@ -27,12 +27,29 @@ pub enum vkcuda_doctor_status {
     VKCUDA_DOCTOR_STATUS_MAX_ENUM = 0x7FFF_FFFF,
 }
 
+/// `vkcuda_doctor_options::flags`: also run the deep self-test. On this machine's
+/// GPU it creates each kind of shared resource the library offers (buffers of both
+/// allocators, images of every format class and shape, shared video frames of
+/// every verified multi-planar format, timeline and binary semaphores), writes a
+/// ramp, constant tiles and random bytes through each in both directions (Vulkan
+/// copies and the library's release/acquire barriers on one side, CUDA copies on
+/// the other), compares every byte, and adds one check per resource
+/// ("deep.buffer.vulkan", "deep.image.R8G8B8A8_UNORM.2D", "deep.frame.NV12",
+/// "deep.semaphore.timeline", ...) that fails with the first wrong byte, then
+/// "deep.total" with the run time. Each check's `seen` ends with its time. Without
+/// CUDA (no driver, or no CUDA twin of the Vulkan device) the Vulkan-only part
+/// runs and "deep.cuda" warns that the CUDA part was skipped, and why. It takes
+/// seconds (a few MiB per resource) and makes its own standalone context.
+///
+/// @ingroup library
+pub const VKCUDA_DOCTOR_RUN_DEEP_BIT: u32 = 0x1;
+
 /// Options of `vkcuda_doctor_run`; all zero (or a NULL pointer) for the defaults.
 ///
 /// @ingroup library
 #[repr(C)]
 pub struct vkcuda_doctor_options {
-    /// Reserved; must be 0.
+    /// `VKCUDA_DOCTOR_RUN_DEEP_BIT` or 0; other bits are refused.
     pub flags: u32,
     /// The directory the container checks read `/.dockerenv`, `/run/.containerenv`,
     /// `/proc/1/cgroup`, `/dev/nvidia*` and the driver's libraries under; NULL for
@@ -208,7 +225,8 @@ pub unsafe extern "C" fn vkcuda_doctor_run(
             out(report, "report")?;
             let mut opts = doctor::Options::default();
             if let Some(o) = options.as_ref() {
-                check_flags(o.flags, 0, "options->flags")?;
+                check_flags(o.flags, VKCUDA_DOCTOR_RUN_DEEP_BIT, "options->flags")?;
+                opts.deep = o.flags & VKCUDA_DOCTOR_RUN_DEEP_BIT != 0;
                 if !o.root.is_null() {
                     let root = CStr::from_ptr(o.root)
                         .to_str()

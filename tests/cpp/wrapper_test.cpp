@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include <cinttypes>
+#include <cstring>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -720,6 +721,13 @@ void test_more_wrappers() {
     }
     GET(json, report.json());
     CHECK(!json.empty() && json.front() == '{', "doctor JSON starts with %c", json.empty() ? '?' : json.front());
+
+    // The deep self-test: more checks, the last one deep.total.
+    GET(deep, vkcuda::doctor_run_deep());
+    GET(deep_summary, deep.summary());
+    CHECK(deep_summary.check_count > summary.check_count, "deep: %u checks", deep_summary.check_count);
+    GET(last, deep.check(deep_summary.check_count - 1));
+    CHECK(std::strcmp(last.name, "deep.total") == 0, "the last deep check is %s", last.name);
 }
 
 #if defined(VKCUDA_SHARE_DESCRIPTION_SIZE)

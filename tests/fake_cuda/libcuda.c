@@ -28,6 +28,11 @@
  *   FAKE_CUDA_STICKY_CODE=719     the sticky CUresult (default 700,
  *                                 CUDA_ERROR_ILLEGAL_ADDRESS)
  * Building with -DOMIT_MEM_CREATE leaves cuMemCreate out (a driver too old).
+ * Building with -DWITH_COPIES adds the copies of the deep self-test
+ * (src/selftest.rs): cuMemcpyHtoD/DtoH between host memory and a mapped buffer of
+ * imported memory (so data really crosses lavapipe's memory), cuCtxSynchronize,
+ * and cuMemcpy2D/3D returning CUDA_ERROR_UNKNOWN; with FAKE_CUDA_FLIP_BYTE=N
+ * cuMemcpyDtoH inverts byte N of what it copies (a driver that reads wrong).
  *
  * Contexts: cuDevicePrimaryCtxRetain hands out one fake CUcontext per device; they
  * can be pushed, popped and asked for their device. fake_cuda_stream(i) returns a
@@ -443,6 +448,45 @@ int cuDestroyExternalMemory(void *ext) {
     return sticky_ ? sticky_ : o ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+#ifdef WITH_COPIES
+/* The mapping `ptr .. ptr + n` lies in, or NULL. */
+static struct object *mapped_range(CUdeviceptr ptr, size_t n) {
+    for (struct object *o = objects; o; o = o->next) {
+        if (o->kind != MAPPING) continue;
+        CUdeviceptr start = (CUdeviceptr)(uintptr_t)o->base, end = start + o->len;
+        if (ptr >= start && ptr + n <= end) return o;
+    }
+    return NULL;
+}
+
+int cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
+    if (depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
+    pthread_mutex_lock(&lock);
+    struct object *o = mapped_range(dst, n);
+    pthread_mutex_unlock(&lock);
+    if (!o) return CUDA_ERROR_INVALID_VALUE;
+    memcpy((void *)(uintptr_t)dst, src, n);
+    return CUDA_SUCCESS;
+}
+
+int cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
+    if (depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
+    pthread_mutex_lock(&lock);
+    struct object *o = mapped_range(src, n);
+    pthread_mutex_unlock(&lock);
+    if (!o) return CUDA_ERROR_INVALID_VALUE;
+    memcpy(dst, (const void *)(uintptr_t)src, n);
+    const char *flip = getenv("FAKE_CUDA_FLIP_BYTE");
+    if (flip) {
+        size_t at = (size_t)strtoull(flip, NULL, 10);
+        if (at < n) ((unsigned char *)dst)[at] ^= 0xff;
+    }
+    return CUDA_SUCCESS;
+}
+
+int cuCtxSynchronize(void) { return depth ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
+#endif
+
 /* ---- everything else: there, but refused --------------------------------- */
 
 #define UNKNOWN(name) int name(void) { return CUDA_ERROR_UNKNOWN; }
@@ -480,3 +524,7 @@ UNKNOWN(cuGraphExecExternalSemaphoresWaitNodeSetParams)
 UNKNOWN(cuGraphExternalSemaphoresSignalNodeGetParams)
 UNKNOWN(cuGraphExternalSemaphoresWaitNodeGetParams)
 UNKNOWN(cuGraphNodeGetType)
+#ifdef WITH_COPIES
+UNKNOWN(cuMemcpy2D_v2)
+UNKNOWN(cuMemcpy3D_v2)
+#endif

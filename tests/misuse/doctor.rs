@@ -30,14 +30,43 @@ pub fn cases(m: &mut Matrix) {
         Ran
     });
     m.case(RUN, "unknown-bits:options->flags", |c| {
+        // Every bit but VKCUDA_DOCTOR_RUN_DEEP_BIT.
         let o = vkcuda_doctor_options {
-            flags: 1,
+            flags: !VKCUDA_DOCTOR_RUN_DEEP_BIT,
             root: ptr::null(),
             engine: ptr::null(),
         };
         let mut r = poisoned();
         let res = unsafe { vkcuda_doctor_run(&o, &mut r) };
         c.refused_made(res, &[I], r, vkcuda_doctor_report_destroy);
+        Ran
+    });
+    m.case(RUN, "unknown-bits-with-deep:options->flags", |c| {
+        // A known bit does not let an unknown one through (nothing is run).
+        let o = vkcuda_doctor_options {
+            flags: VKCUDA_DOCTOR_RUN_DEEP_BIT | 0x8000_0000,
+            root: ptr::null(),
+            engine: ptr::null(),
+        };
+        let mut r = poisoned();
+        let res = unsafe { vkcuda_doctor_run(&o, &mut r) };
+        c.refused_made(res, &[I], r, vkcuda_doctor_report_destroy);
+        Ran
+    });
+    m.case(RUN, "deep-ok:options->flags", |c| {
+        // The deep self-test: deep.* checks, whatever this machine can run.
+        let o = vkcuda_doctor_options {
+            flags: VKCUDA_DOCTOR_RUN_DEEP_BIT,
+            root: ptr::null(),
+            engine: ptr::null(),
+        };
+        let mut r = poisoned();
+        c.succeeded(unsafe { vkcuda_doctor_run(&o, &mut r) });
+        let mut j = ptr::null();
+        ok(unsafe { vkcuda_doctor_report_get_json(r, &mut j) });
+        let json = unsafe { std::ffi::CStr::from_ptr(j) }.to_string_lossy().into_owned();
+        unsafe { vkcuda_doctor_report_destroy(r) };
+        assert!(json.contains("\"deep.total\""), "{json}");
         Ran
     });
     m.case(RUN, "null-ok:options->root", |c| {

@@ -69,7 +69,7 @@ fn rows() -> Vec<Row> {
         }),
         row("vkcuda_doctor_run", "late", |_| {
             let o = vkcuda_doctor_options {
-                flags: 1,
+                flags: !VKCUDA_DOCTOR_RUN_DEEP_BIT,
                 root: ptr::null(),
                 engine: ptr::null(),
             };
