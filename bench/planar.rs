@@ -631,9 +631,10 @@ fn sampling(env: &Env, frame: &Linear, quick: bool) -> (f64, f64) {
     v.destroy_host_buffer(staging);
     let mut conv = vk::SamplerYcbcrConversionCreateInfo::default();
     ok(unsafe { vkcuda_image_get_ycbcr_conversion_info(frame.image, &mut conv) });
+    // Device-local output: the pass's time is the sampling, not writes across PCIe.
     let passes = [
-        support::ycbcr::YcbcrPass::new(v, info.image, &conv, W, H),
-        support::ycbcr::YcbcrPass::new(v, optimal, &conv, W, H),
+        support::ycbcr::YcbcrPass::new(v, info.image, &conv, (W, H), false),
+        support::ycbcr::YcbcrPass::new(v, optimal, &conv, (W, H), false),
     ];
     let queries = unsafe {
         d.create_query_pool(

@@ -702,7 +702,7 @@ fn sample_frame(
         true,
     );
     // Vulkan: the conversion, a sampler and a view with it, the shader.
-    let pass = support::ycbcr::YcbcrPass::new(v, image_info(im).image, &ci, w, h);
+    let pass = support::ycbcr::YcbcrPass::new(v, image_info(im).image, &ci, (w, h), true);
     let acquire = handoff_info(v.family);
     v.run(|cmd| {
         ok(unsafe {

@@ -67,7 +67,9 @@ def test_image_copies_torch(gpu: Tuple[vkcuda.Context, Queue]) -> None:
     torch = need("torch")
     ctx, _ = gpu
     W, H = 320, 200
-    with ctx.image(RGBA8, (W, H), levels=2, layers=3) as im:
+    # All 9 levels: layered images with CUDA take 1 level or the full chain (a partial
+    # chain is refused: CUDA places its layers elsewhere than Vulkan does).
+    with ctx.image(RGBA8, (W, H), levels=9, layers=3) as im:
         one = im.level(0, layer=1)
         assert one.cuda_array and im.level(1).cuda_array and one.cuda_array != im.level(1).cuda_array
         assert one.surface_object and one.surface_object == im.level(0).surface_object

@@ -6,7 +6,7 @@
 
 use ash::vk;
 
-use super::vulkan::{HostBuffer, Vk};
+use super::vulkan::{device_local_type, HostBuffer, Vk};
 
 /// The SPIR-V words of examples/video/shaders/ycbcr.comp.
 pub fn ycbcr_spirv() -> Vec<u32> {
@@ -37,12 +37,15 @@ pub struct YcbcrPass {
 }
 
 impl YcbcrPass {
+    /// `host_output`: the RGBA8 output in host-visible memory (to compare on the
+    /// host), else in device-local memory (to time the sampling, not the writes
+    /// across the bus).
     pub fn new(
         v: &Vk,
         image: vk::Image,
         ci: &vk::SamplerYcbcrConversionCreateInfo,
-        w: u32,
-        h: u32,
+        (w, h): (u32, u32),
+        host_output: bool,
     ) -> YcbcrPass {
         let d = &v.device;
         let conv = unsafe { d.create_sampler_ycbcr_conversion(ci, None) }.unwrap();
@@ -79,10 +82,14 @@ impl YcbcrPass {
             )
         }
         .unwrap();
-        let out = v.host_buffer_for(
-            w as u64 * h as u64 * 4,
-            vk::BufferUsageFlags::STORAGE_BUFFER,
-        );
+        let out = if host_output {
+            v.host_buffer_for(
+                w as u64 * h as u64 * 4,
+                vk::BufferUsageFlags::STORAGE_BUFFER,
+            )
+        } else {
+            device_buffer(v, w as u64 * h as u64 * 4)
+        };
         let samplers = [sampler];
         let bindings = [
             vk::DescriptorSetLayoutBinding::default()
@@ -245,5 +252,36 @@ impl YcbcrPass {
             d.destroy_sampler_ycbcr_conversion(self.conv, None);
         }
         v.destroy_host_buffer(self.out);
+    }
+}
+
+/// A device-local storage buffer (not mapped: `ptr` is null), freed like a host buffer.
+fn device_buffer(v: &Vk, size: u64) -> HostBuffer {
+    let d = &v.device;
+    let buffer = unsafe {
+        d.create_buffer(
+            &vk::BufferCreateInfo::default()
+                .size(size)
+                .usage(vk::BufferUsageFlags::STORAGE_BUFFER),
+            None,
+        )
+    }
+    .unwrap();
+    let req = unsafe { d.get_buffer_memory_requirements(buffer) };
+    let memory = unsafe {
+        d.allocate_memory(
+            &vk::MemoryAllocateInfo::default()
+                .allocation_size(req.size)
+                .memory_type_index(device_local_type(v, req.memory_type_bits)),
+            None,
+        )
+    }
+    .unwrap();
+    unsafe { d.bind_buffer_memory(buffer, memory, 0) }.unwrap();
+    HostBuffer {
+        buffer,
+        memory,
+        ptr: std::ptr::null_mut(),
+        size,
     }
 }
