@@ -1,8 +1,26 @@
 /*
- * gpu_test.h: the result checks and small helpers the GPU test programs share (the
- * examples' equivalent is c_examples/example.h). A failed check prints
- * "  FAIL at FILE:LINE: what" and jumps to the enclosing function's `done:` label; the
- * first failure's text is kept for a final summary line (gpu_test_first_failure()).
+ * rig.h: what every GPU test program stands on (the examples' equivalent is
+ * c_examples/example.h, and the rig builds on it: the device setup is example_open's,
+ * not a copy of it).
+ *
+ * Device (rig.c):
+ *   rig_open(e, name, vulkan_only, ci)  example_open() (a standalone context, its
+ *                               Vulkan functions, the CUDA driver API, a stream, the
+ *                               example kernels, a command pool, `cmd` and `fence`);
+ *                               no usable GPU: the skip line and exit 77 (1 with
+ *                               VKCUDA_REQUIRE_GPU=1); the context's CUDA device in *ci
+ *   rig_close(e)                waits for the GPU and destroys what rig_open made
+ *   rig_begin(e, cmd, flags)    resets and begins a command buffer (RIG_ONCE: one-time)
+ *   rig_submit_and_wait(e, cmd) ends, submits with e->fence, waits, resets the fence
+ *   rig_staging(e, size, b)     a host-visible TRANSFER_SRC|DST buffer, filled with 0xa5
+ *   rig_skip(name, why)         prints "SKIPPED: <name>: <why>"; returns the exit status
+ *                               (77, or 1 with a FAIL line when VKCUDA_REQUIRE_GPU=1)
+ *   rig_record(counts, name, ok, s)  one "ok  "/"FAIL" line and the tally
+ *   rig_nothing_alive()         1 when the library holds no object (else prints them)
+ *
+ * Result checks (inline here). A failed check prints "  FAIL at FILE:LINE: what" and
+ * jumps to the enclosing function's `done:` label; the first failure's text is kept
+ * for a final summary line (gpu_test_first_failure()).
  *
  *   FAILF(fmt, ...)             fail with a message
  *   CHECK(cond, fmt, ...)       fail unless cond
@@ -13,9 +31,11 @@
  *   CHECK_CU(call)              a CUresult that must be CUDA_SUCCESS; the program
  *                               defines GPU_TEST_CUDA_DRIVER (a const cuda_driver *) for
  *                               the error names before it uses CHECK_CU
+ *
+ * C++ programs include it too (extern "C").
  */
-#ifndef VKCUDA_GPU_TEST_H
-#define VKCUDA_GPU_TEST_H
+#ifndef VKCUDA_GPU_RIG_H
+#define VKCUDA_GPU_RIG_H
 
 #ifndef VK_NO_PROTOTYPES
 #define VK_NO_PROTOTYPES
@@ -29,8 +49,33 @@
 #include <string.h>
 #include <time.h>
 
-#include "cuda_driver.h"
-#include "vk_loader.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "example.h"
+/* The tests' checks jump to `done:` instead of exiting: example.h's go. */
+#undef CHECK
+#undef CHECK_VK
+#undef CHECK_CU
+
+#define RIG_FENCE_TIMEOUT_NS (120ull * 1000 * 1000 * 1000)
+
+void rig_open(example *e, const char *name, int vulkan_only, vkcuda_cuda_info *ci);
+void rig_close(example *e);
+/* flags: RIG_ONCE (VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT), or 0 for a command
+ * buffer submitted again and again. */
+#define RIG_ONCE VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT
+VkResult rig_begin(example *e, VkCommandBuffer cmd, VkCommandBufferUsageFlags flags);
+VkResult rig_submit_and_wait(example *e, VkCommandBuffer cmd);
+VkResult rig_staging(example *e, VkDeviceSize size, vk_owned_buffer *b);
+int rig_skip(const char *name, const char *why);
+
+typedef struct rig_counts {
+    unsigned passed, failed;
+} rig_counts;
+void rig_record(rig_counts *c, const char *name, int ok, double seconds);
+int rig_nothing_alive(void);
 
 /* The text of the first failure, "" while nothing has failed. */
 static inline char *gpu_test_first_failure(void) {
@@ -111,4 +156,8 @@ static inline double now_s(void) {
         if (r_ != CUDA_SUCCESS) FAILF("%s -> %s", #call, cuda_result_text(GPU_TEST_CUDA_DRIVER, r_)); \
     } while (0)
 
-#endif /* VKCUDA_GPU_TEST_H */
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VKCUDA_GPU_RIG_H */
