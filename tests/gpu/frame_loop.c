@@ -30,7 +30,7 @@
  * a Vulkan-only context, a plain Vulkan timeline semaphore, and stage 2 done by a
  * Vulkan submit that writes what the kernel would; no edge cases, no latency.
  *
- * Without a CUDA driver it says why and exits 0, or 1 when VKCUDA_REQUIRE_GPU=1.
+ * Without a CUDA driver it says why and exits 77 (skipped), or 1 when VKCUDA_REQUIRE_GPU=1.
  */
 #define _POSIX_C_SOURCE 200809L
 #define VK_NO_PROTOTYPES

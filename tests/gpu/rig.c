@@ -59,6 +59,32 @@ VkResult rig_staging(example *e, VkDeviceSize size, vk_owned_buffer *b) {
     return r;
 }
 
+CUresult rig_load_ptx(example *e, const char *ptx, const char *what, CUmodule *module) {
+    static char info_log[8192], error_log[8192];
+    CUjit_option options[4] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                               CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *values[4];
+    CUresult r;
+    info_log[0] = error_log[0] = '\0';
+    values[0] = info_log;
+    values[1] = (void *)(uintptr_t)sizeof info_log;
+    values[2] = error_log;
+    values[3] = (void *)(uintptr_t)sizeof error_log;
+    r = e->cu.cuModuleLoadDataEx(module, ptx, 4, options, values);
+    if (r != CUDA_SUCCESS) {
+        printf("  cuModuleLoadDataEx(%s) failed: %s\n  JIT error log: %s\n", what, cuda_result_text(&e->cu, r),
+               error_log);
+        *module = NULL;
+    }
+    return r;
+}
+
+int rig_image_copies(example *e, PFN_vkCmdCopyImageToBuffer *to_buffer, PFN_vkCmdCopyBufferToImage *to_image) {
+    *to_buffer = (PFN_vkCmdCopyImageToBuffer)e->vk.vkGetDeviceProcAddr(e->vh.device, "vkCmdCopyImageToBuffer");
+    *to_image = (PFN_vkCmdCopyBufferToImage)e->vk.vkGetDeviceProcAddr(e->vh.device, "vkCmdCopyBufferToImage");
+    return *to_buffer != NULL && *to_image != NULL;
+}
+
 int rig_skip(const char *name, const char *why) {
     printf("SKIPPED: %s: %s\n", name, why);
     if (require_gpu()) {

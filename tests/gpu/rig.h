@@ -13,6 +13,8 @@
  *   rig_begin(e, cmd, flags)    resets and begins a command buffer (RIG_ONCE: one-time)
  *   rig_submit_and_wait(e, cmd) ends, submits with e->fence, waits, resets the fence
  *   rig_staging(e, size, b)     a host-visible TRANSFER_SRC|DST buffer, filled with 0xa5
+ *   rig_load_ptx(e, ptx, what, m)  a module from embedded PTX; prints the JIT error log
+ *   rig_image_copies(e, a, b)   vkCmdCopyImageToBuffer/BufferToImage (not in vk_loader.h); 1 ok
  *   rig_skip(name, why)         prints "SKIPPED: <name>: <why>"; returns the exit status
  *                               (77, or 1 with a FAIL line when VKCUDA_REQUIRE_GPU=1)
  *   rig_record(counts, name, ok, s)  one "ok  "/"FAIL" line and the tally
@@ -70,6 +72,8 @@ VkResult rig_begin(example *e, VkCommandBuffer cmd, VkCommandBufferUsageFlags fl
 VkResult rig_submit_and_wait(example *e, VkCommandBuffer cmd);
 VkResult rig_staging(example *e, VkDeviceSize size, vk_owned_buffer *b);
 int rig_skip(const char *name, const char *why);
+CUresult rig_load_ptx(example *e, const char *ptx, const char *what, CUmodule *module);
+int rig_image_copies(example *e, PFN_vkCmdCopyImageToBuffer *to_buffer, PFN_vkCmdCopyBufferToImage *to_image);
 
 typedef struct rig_counts {
     unsigned passed, failed;
