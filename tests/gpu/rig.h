@@ -9,6 +9,8 @@
  *                               example kernels, a command pool, `cmd` and `fence`);
  *                               no usable GPU: the skip line and exit 77 (1 with
  *                               VKCUDA_REQUIRE_GPU=1); the context's CUDA device in *ci
+ *   rig_available(vulkan_only, why, n)  0 (with why) where rig_open would skip: for a
+ *                               process that must tell its peer before it goes (ipc_*)
  *   rig_close(e)                waits for the GPU and destroys what rig_open made
  *   rig_begin(e, cmd, flags)    resets and begins a command buffer (RIG_ONCE: one-time)
  *   rig_submit_and_wait(e, cmd) ends, submits with e->fence, waits, resets the fence
@@ -63,6 +65,7 @@ extern "C" {
 
 #define RIG_FENCE_TIMEOUT_NS (120ull * 1000 * 1000 * 1000)
 
+int rig_available(int vulkan_only, char *why, size_t why_size);
 void rig_open(example *e, const char *name, int vulkan_only, vkcuda_cuda_info *ci);
 void rig_close(example *e);
 /* flags: RIG_ONCE (VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT), or 0 for a command
