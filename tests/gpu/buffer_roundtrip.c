@@ -59,7 +59,7 @@ static struct {
 
 static example E; /* the device: rig.h */
 
-/* ---- reporting (the checks are gpu_test.h's) -------------------- */
+/* ---- reporting (the checks are rig.h's) -------------------- */
 
 static int count_open_fds(void) {
     DIR *d = opendir("/proc/self/fd");

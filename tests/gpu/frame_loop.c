@@ -77,7 +77,7 @@ static struct {
 
 static example E; /* the device: rig.h */
 
-/* ---- reporting (the checks are gpu_test.h's) -------------------- */
+/* ---- reporting (the checks are rig.h's) -------------------- */
 
 /* ---- frame values ------------------------------------------------------------------ */
 

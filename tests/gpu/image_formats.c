@@ -92,7 +92,7 @@ static const struct {
 };
 #define FORMAT_COUNT (sizeof FORMATS / sizeof FORMATS[0])
 
-/* ---- reporting (the checks are gpu_test.h's) -------------------- */
+/* ---- reporting (the checks are rig.h's) -------------------- */
 
 static int selected(const char *name) {
     return A.only == NULL || strstr(name, A.only) != NULL;

@@ -58,10 +58,13 @@ extern "C" {
 #endif
 
 #include "example.h"
-/* The tests' checks jump to `done:` instead of exiting: example.h's go. */
+/* The tests' checks jump to `done:` instead of exiting: example.h's go, unless the
+ * program defines RIG_EXAMPLE_CHECKS (the first failure ends it, as in the examples). */
+#ifndef RIG_EXAMPLE_CHECKS
 #undef CHECK
 #undef CHECK_VK
 #undef CHECK_CU
+#endif
 
 #define RIG_FENCE_TIMEOUT_NS (120ull * 1000 * 1000 * 1000)
 
@@ -128,10 +131,12 @@ static inline double now_s(void) {
         gpu_test_fail_at(__FILE__, __LINE__, __VA_ARGS__); \
         goto done;                                         \
     } while (0)
+#ifndef RIG_EXAMPLE_CHECKS
 #define CHECK(cond, ...)                 \
     do {                                 \
         if (!(cond)) FAILF(__VA_ARGS__); \
     } while (0)
+#endif
 #define CHECK_VKCUDA(call)                                                             \
     do {                                                                               \
         vkcuda_result r_ = (call);                                                     \
@@ -152,6 +157,7 @@ static inline double now_s(void) {
                    gpu_test_message());                                                \
         }                                                                              \
     } while (0)
+#ifndef RIG_EXAMPLE_CHECKS
 #define CHECK_VK(call)                                                      \
     do {                                                                    \
         VkResult r_ = (call);                                               \
@@ -162,6 +168,7 @@ static inline double now_s(void) {
         CUresult r_ = (call);                                                                      \
         if (r_ != CUDA_SUCCESS) FAILF("%s -> %s", #call, cuda_result_text(GPU_TEST_CUDA_DRIVER, r_)); \
     } while (0)
+#endif
 
 #ifdef __cplusplus
 }
