@@ -141,29 +141,10 @@ static void unblock(vkcuda_semaphore *s, VkSemaphore vs) {
     printf("  unblocking the queue and the stream: host-signalled %" PRIu64 "\n", v);
 }
 
-/* One queue submit that waits for `wait` and signals `signal` on `sem` (and `fence`, if
- * not VK_NULL_HANDLE). */
+/* One submit on the timeline: waits for `wait`, signals `signal` (and `fence`, if not
+ * VK_NULL_HANDLE). */
 static VkResult submit_timeline(VkSemaphore sem, VkCommandBuffer cmd, uint64_t wait, uint64_t signal, VkFence fence) {
-    VkTimelineSemaphoreSubmitInfo ts;
-    VkSubmitInfo si;
-    VkPipelineStageFlags stage = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
-    memset(&ts, 0, sizeof ts);
-    ts.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO;
-    ts.waitSemaphoreValueCount = 1;
-    ts.pWaitSemaphoreValues = &wait;
-    ts.signalSemaphoreValueCount = 1;
-    ts.pSignalSemaphoreValues = &signal;
-    memset(&si, 0, sizeof si);
-    si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
-    si.pNext = &ts;
-    si.waitSemaphoreCount = 1;
-    si.pWaitSemaphores = &sem;
-    si.pWaitDstStageMask = &stage;
-    si.commandBufferCount = 1;
-    si.pCommandBuffers = &cmd;
-    si.signalSemaphoreCount = 1;
-    si.pSignalSemaphores = &sem;
-    return E.vk.vkQueueSubmit(E.vh.queue, 1, &si, fence);
+    return rig_submit(&E, cmd, sem, wait, signal, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, fence);
 }
 
 /* ---- the frame loop ---------------------------------------------------------------- */

@@ -669,14 +669,6 @@ done:
     return ok;
 }
 
-static void teardown(void) {
-    if (A.module != NULL) {
-        E.cu.cuStreamSynchronize(E.stream);
-        E.cu.cuModuleUnload(A.module);
-    }
-    rig_close(&E);
-}
-
 int main(int argc, char **argv) {
     static const shape per_format = {"2D 67x35, 7 levels, 2 layers", VKCUDA_IMAGE_TYPE_2D, 67, 35, 0, 7, 2, 0};
     static const struct {
@@ -727,7 +719,7 @@ int main(int argc, char **argv) {
     }
     printf("image_formats: vkcuda %s, %u formats\n", vkcuda_version_string(), (unsigned)FORMAT_COUNT);
     if (!setup(vulkan_only)) {
-        teardown();
+        rig_close_module(&E, A.module);
         printf("image_formats: FAIL: setup failed (see above)\n");
         return 1;
     }
@@ -766,7 +758,7 @@ int main(int argc, char **argv) {
             printf("SKIP 16384x16384: the device's maxImageDimension2D is %u\n",
                    E.vk.properties.limits.maxImageDimension2D);
     }
-    teardown();
+    rig_close_module(&E, A.module);
     printf("image_formats: %u passed, %u failed, %u skipped (%.1f s): %s\n", A.passed, A.failed, A.skipped,
            now_s() - start, A.failed == 0 && A.passed > 0 ? "PASS" : "FAIL");
     return A.failed == 0 && A.passed > 0 ? 0 : 1;

@@ -138,14 +138,6 @@ done:
     return ok;
 }
 
-static void teardown(void) {
-    if (A.module != NULL) {
-        E.cu.cuStreamSynchronize(E.stream);
-        E.cu.cuModuleUnload(A.module);
-    }
-    rig_close(&E);
-}
-
 /* ---- the picture ---------------------------------------------------------------------- */
 
 static int draw(const view *v, const char *out_path) {
@@ -315,12 +307,12 @@ int main(int argc, char **argv) {
 
     printf("image_fractal: vkcuda %s\n", vkcuda_version_string());
     if (!setup(vulkan_only)) {
-        teardown();
+        rig_close_module(&E, A.module);
         printf("image_fractal: FAIL: setup failed (see above)\n");
         return 1;
     }
     ok = draw(&v, out_path);
-    teardown();
+    rig_close_module(&E, A.module);
     printf("image_fractal: %s\n", ok ? "PASS" : "FAIL");
     return ok ? 0 : 1;
 }

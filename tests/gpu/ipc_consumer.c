@@ -168,29 +168,8 @@ done:
 
 /* Frame k in slot s: the submit waits for the producer's 2k+1 and signals 2k+2. */
 static VkResult submit_frame(unsigned s, uint64_t frame) {
-    VkTimelineSemaphoreSubmitInfo ts;
-    VkSubmitInfo si;
-    VkPipelineStageFlags stage = VK_PIPELINE_STAGE_TRANSFER_BIT;
-    uint64_t wait = 2 * frame + 1, signal = 2 * frame + 2;
-    memset(&si, 0, sizeof si);
-    si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
-    si.commandBufferCount = 1;
-    si.pCommandBuffers = &C.cmd[s];
-    if (C.sem != NULL) {
-        memset(&ts, 0, sizeof ts);
-        ts.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO;
-        ts.waitSemaphoreValueCount = 1;
-        ts.pWaitSemaphoreValues = &wait;
-        ts.signalSemaphoreValueCount = 1;
-        ts.pSignalSemaphoreValues = &signal;
-        si.pNext = &ts;
-        si.waitSemaphoreCount = 1;
-        si.pWaitSemaphores = &C.vk_sem;
-        si.pWaitDstStageMask = &stage;
-        si.signalSemaphoreCount = 1;
-        si.pSignalSemaphores = &C.vk_sem;
-    }
-    return E.vk.vkQueueSubmit(E.vh.queue, 1, &si, C.fence[s]);
+    return rig_submit(&E, C.cmd[s], C.sem != NULL ? C.vk_sem : VK_NULL_HANDLE, 2 * frame + 1, 2 * frame + 2,
+                      VK_PIPELINE_STAGE_TRANSFER_BIT, C.fence[s]);
 }
 
 static int wait_and_check(unsigned s, uint64_t frame) {

@@ -50,6 +50,14 @@ void rig_close(example *e) {
     if (e->ctx != NULL) example_close(e);
 }
 
+void rig_close_module(example *e, CUmodule module) {
+    if (module != NULL) {
+        e->cu.cuStreamSynchronize(e->stream);
+        e->cu.cuModuleUnload(module);
+    }
+    rig_close(e);
+}
+
 VkResult rig_begin(example *e, VkCommandBuffer cmd, VkCommandBufferUsageFlags flags) {
     VkCommandBufferBeginInfo bi;
     VkResult r = e->vk.vkResetCommandBuffer(cmd, 0);
@@ -60,19 +68,37 @@ VkResult rig_begin(example *e, VkCommandBuffer cmd, VkCommandBufferUsageFlags fl
     return e->vk.vkBeginCommandBuffer(cmd, &bi);
 }
 
-VkResult rig_submit_and_wait(example *e, VkCommandBuffer cmd) {
+VkResult rig_submit(example *e, VkCommandBuffer cmd, VkSemaphore timeline, uint64_t wait, uint64_t signal,
+                    VkPipelineStageFlags wait_stage, VkFence fence) {
+    VkTimelineSemaphoreSubmitInfo ts;
     VkSubmitInfo si;
-    VkResult r = e->vk.vkEndCommandBuffer(cmd);
-    if (r != VK_SUCCESS) return r;
     memset(&si, 0, sizeof si);
     si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
     si.commandBufferCount = 1;
     si.pCommandBuffers = &cmd;
-    r = e->vk.vkQueueSubmit(e->vh.queue, 1, &si, e->fence);
-    if (r != VK_SUCCESS) return r;
-    r = e->vk.vkWaitForFences(e->vh.device, 1, &e->fence, VK_TRUE, RIG_FENCE_TIMEOUT_NS);
-    if (r != VK_SUCCESS) return r;
-    return e->vk.vkResetFences(e->vh.device, 1, &e->fence);
+    if (timeline != VK_NULL_HANDLE) {
+        memset(&ts, 0, sizeof ts);
+        ts.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO;
+        ts.waitSemaphoreValueCount = 1;
+        ts.pWaitSemaphoreValues = &wait;
+        ts.signalSemaphoreValueCount = 1;
+        ts.pSignalSemaphoreValues = &signal;
+        si.pNext = &ts;
+        si.waitSemaphoreCount = 1;
+        si.pWaitSemaphores = &timeline;
+        si.pWaitDstStageMask = &wait_stage;
+        si.signalSemaphoreCount = 1;
+        si.pSignalSemaphores = &timeline;
+    }
+    return e->vk.vkQueueSubmit(e->vh.queue, 1, &si, fence);
+}
+
+VkResult rig_submit_and_wait(example *e, VkCommandBuffer cmd) {
+    VkResult r = e->vk.vkEndCommandBuffer(cmd);
+    if (r == VK_SUCCESS) r = rig_submit(e, cmd, VK_NULL_HANDLE, 0, 0, 0, e->fence);
+    if (r == VK_SUCCESS) r = e->vk.vkWaitForFences(e->vh.device, 1, &e->fence, VK_TRUE, RIG_FENCE_TIMEOUT_NS);
+    if (r == VK_SUCCESS) r = e->vk.vkResetFences(e->vh.device, 1, &e->fence);
+    return r;
 }
 
 VkResult rig_staging(example *e, VkDeviceSize size, vk_owned_buffer *b) {

@@ -12,7 +12,11 @@
  *   rig_available(vulkan_only, why, n)  0 (with why) where rig_open would skip: for a
  *                               process that must tell its peer before it goes (ipc_*)
  *   rig_close(e)                waits for the GPU and destroys what rig_open made
+ *   rig_close_module(e, m)      the same, unloading the program's module m first
  *   rig_begin(e, cmd, flags)    resets and begins a command buffer (RIG_ONCE: one-time)
+ *   rig_submit(e, cmd, timeline, wait, signal, stage, fence)  one submit of an ended
+ *                               `cmd`; with a timeline (not VK_NULL_HANDLE) it waits for
+ *                               `wait` at `stage` and signals `signal`
  *   rig_submit_and_wait(e, cmd) ends, submits with e->fence, waits, resets the fence
  *   rig_staging(e, size, b)     a host-visible TRANSFER_SRC|DST buffer, filled with 0xa5
  *   rig_load_ptx(e, ptx, what, m)  a module from embedded PTX; prints the JIT error log
@@ -75,7 +79,10 @@ void rig_close(example *e);
  * buffer submitted again and again. */
 #define RIG_ONCE VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT
 VkResult rig_begin(example *e, VkCommandBuffer cmd, VkCommandBufferUsageFlags flags);
+VkResult rig_submit(example *e, VkCommandBuffer cmd, VkSemaphore timeline, uint64_t wait, uint64_t signal,
+                    VkPipelineStageFlags wait_stage, VkFence fence);
 VkResult rig_submit_and_wait(example *e, VkCommandBuffer cmd);
+void rig_close_module(example *e, CUmodule module);
 VkResult rig_staging(example *e, VkDeviceSize size, vk_owned_buffer *b);
 int rig_skip(const char *name, const char *why);
 CUresult rig_load_ptx(example *e, const char *ptx, const char *what, CUmodule *module);
