@@ -77,8 +77,6 @@ static struct {
 
 static example E; /* the device: rig.h */
 
-/* ---- reporting (the checks are rig.h's) -------------------- */
-
 /* ---- frame values ------------------------------------------------------------------ */
 
 static uint32_t frame_fill(uint64_t frame) {
