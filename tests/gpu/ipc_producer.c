@@ -108,7 +108,7 @@ static int setup(int vulkan_only, int *skipped, char *why, size_t why_size) {
         sci.semaphore_type = VKCUDA_SEMAPHORE_TYPE_TIMELINE;
         r = vkcuda_semaphore_create(E.ctx, &sci, &P.sem);
         if (r == VKCUDA_ERROR_EXTENSION_NOT_PRESENT || r == VKCUDA_ERROR_UNSUPPORTED) {
-            snprintf(why, why_size, "vkcuda_semaphore_create -> %s: %s", vkcuda_result_to_string(r),
+            snprintf(why, why_size, "vkcuda_semaphore_create -> %s: %.800s", vkcuda_result_to_string(r),
                      gpu_test_message());
             *skipped = 1;
             FAILF("%s", why);

@@ -15,7 +15,7 @@ int rig_available(int vulkan_only, char *why, size_t why_size) {
     r = vkcuda_context_create_standalone(&si, &ctx);
     if (r == VKCUDA_ERROR_CUDA_UNAVAILABLE || r == VKCUDA_ERROR_VULKAN_UNAVAILABLE ||
         r == VKCUDA_ERROR_DEVICE_MISMATCH || r == VKCUDA_ERROR_EXTENSION_NOT_PRESENT) {
-        snprintf(why, why_size, "vkcuda_context_create_standalone -> %s: %s", vkcuda_result_to_string(r),
+        snprintf(why, why_size, "vkcuda_context_create_standalone -> %s: %.800s", vkcuda_result_to_string(r),
                  gpu_test_message());
         return 0;
     }
