@@ -14,7 +14,7 @@
  * --vulkan-only (lavapipe in CI): the same pools and wraps in a Vulkan-only
  * context; buffers and dedicated images are checked through a second Vulkan view
  * imported from the wrapped memory's fd; sub-allocated images must refuse export.
- * Without a CUDA GPU it prints SKIP (exit 0; exit 1 with VKCUDA_REQUIRE_GPU=1).
+ * Without a CUDA GPU it prints the rig's skip line (exit 77; exit 1 with VKCUDA_REQUIRE_GPU=1).
  * Results are printed line by line as they come (unbuffered).
  */
 #include "vma_support.hpp"
