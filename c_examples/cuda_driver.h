@@ -7,6 +7,15 @@
  *
  * Also: the example kernels (kernels.cu, embedded as PTX in kernels_ptx.h), their
  * launch helpers and host references of what they compute.
+ *
+ * Why a loader and not <cuda.h> + CUDA::cuda_driver (issue 27, item 5): these programs
+ * must start where there is no libcuda.so.1. The GPU test programs' --vulkan-only
+ * self-tests (tests/gpu, on this file through example.c) run on CI's lavapipe, and a
+ * program without a CUDA driver prints "SKIPPED: <name>: <why>" and exits 77; linked
+ * against libcuda it stops before main (exit 127, "libcuda.so.1: cannot open shared
+ * object file"). CI has no CUDA toolkit either: PyPI's nvidia-cuda-runtime gives
+ * cuda.h (which C99 -Wpedantic accepts only as a system header) but no libcuda stub
+ * to link against.
  */
 #ifndef VKCUDA_EXAMPLES_CUDA_DRIVER_H
 #define VKCUDA_EXAMPLES_CUDA_DRIVER_H

@@ -25,19 +25,14 @@ mkdir -p "$work"
 work="$(cd "$work" && pwd)"
 lib="$build/lib"
 
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); echo "  ok    $*"; }
-fail() { failed=$((failed + 1)); echo "  FAIL  $*"; }
-check() { # check <description> <command...>
-  local what="$1"; shift
-  if "$@" >"$work/last.log" 2>&1; then pass "$what"; else fail "$what"; sed 's/^/        /' "$work/last.log" | tail -40; fi
-}
+# shellcheck source-path=SCRIPTDIR source=../checks.sh
+. "$here/../checks.sh"
 
 echo "cpp: build $build, work dir $work"
 if [ ! -e "$lib/libvkcuda.so" ]; then
   echo "cpp: no $lib/libvkcuda.so: build first (cmake --build $build)"
-  echo "cpp checks: 0 passed, 1 failed"
+  fail "libvkcuda.so built"
+  summary cpp
   exit 1
 fi
 
@@ -114,5 +109,4 @@ for pair in "${compilers[@]}"; do
   done
 done
 
-echo "cpp checks: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+summary cpp

@@ -28,7 +28,7 @@
  * buffer_vulkan_to_cuda.c are the short examples.
  *
  * Without a CUDA driver (or without a Vulkan device that matches a CUDA device) it
- * says why and exits 0, or 1 when VKCUDA_REQUIRE_GPU=1. Synchronisation is by fences
+ * prints the skip line and exits 77, or 1 when VKCUDA_REQUIRE_GPU=1 (rig.h). Synchronisation is by fences
  * and cuStreamSynchronize; frame_loop shows the semaphores.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -43,45 +43,23 @@
 #include <string.h>
 #include <time.h>
 
-#include "cuda_driver.h"
-#include "vk_loader.h"
-#include "gpu_test.h"
+#include "rig.h"
 
-#define GPU_TEST_CUDA_DRIVER (&A.cu) /* for CHECK_CU */
+#define GPU_TEST_CUDA_DRIVER (&E.cu) /* for CHECK_CU */
 
 #define MiB ((uint64_t)1024 * 1024)
-#define FENCE_TIMEOUT_NS (30ull * 1000 * 1000 * 1000)
 #define MAX_SIZES 32
 #define FREE_MEMORY_TOLERANCE (4 * MiB)
 
 static struct {
-    vkcuda_context *ctx;
-    vkcuda_vulkan_handles vh;
-    vk_functions vk;
-    int cuda; /* 0 in --vulkan-only mode */
-    cuda_driver cu;
-    vkcuda_cuda_info ci;
-    int cuda_pushed;
-    CUstream stream;
-    cuda_kernels kernels;
-    VkCommandPool pool;
-    VkCommandBuffer cmd;
-    VkFence fence;
     int quiet; /* no per-allocation lines (the create/destroy cycles) */
-    unsigned checks_passed, checks_failed;
+    rig_counts checks;
     unsigned long long elements, mismatches;
 } A;
 
-/* ---- reporting (the checks are gpu_test.h's) -------------------- */
+static example E; /* the device: rig.h */
 
-static void record_check(const char *name, int ok, double seconds) {
-    if (ok)
-        A.checks_passed++;
-    else
-        A.checks_failed++;
-    printf("%s %s (%.3f s)\n", ok ? "ok  " : "FAIL", name, seconds);
-    fflush(stdout);
-}
+/* ---- reporting (the checks are rig.h's) -------------------- */
 
 static int count_open_fds(void) {
     DIR *d = opendir("/proc/self/fd");
@@ -163,78 +141,34 @@ static void fill_words(void *data, uint64_t bytes, const expectation *e) {
 
 /* ---- Vulkan command helpers ------------------------------------------------------ */
 
-static VkResult begin_commands(void) {
-    VkCommandBufferBeginInfo bi;
-    VkResult r = A.vk.vkResetCommandBuffer(A.cmd, 0);
-    if (r != VK_SUCCESS) return r;
-    memset(&bi, 0, sizeof bi);
-    bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
-    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    return A.vk.vkBeginCommandBuffer(A.cmd, &bi);
-}
-
-/* Ends, submits to the context's queue and waits for the fence. */
-static VkResult submit_and_wait(void) {
-    VkSubmitInfo si;
-    VkResult r = A.vk.vkEndCommandBuffer(A.cmd);
-    if (r != VK_SUCCESS) return r;
-    memset(&si, 0, sizeof si);
-    si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
-    si.commandBufferCount = 1;
-    si.pCommandBuffers = &A.cmd;
-    r = A.vk.vkQueueSubmit(A.vh.queue, 1, &si, A.fence);
-    if (r != VK_SUCCESS) return r;
-    r = A.vk.vkWaitForFences(A.vh.device, 1, &A.fence, VK_TRUE, FENCE_TIMEOUT_NS);
-    if (r != VK_SUCCESS) return r;
-    return A.vk.vkResetFences(A.vh.device, 1, &A.fence);
-}
-
-static vkcuda_handoff_info handoff(VkPipelineStageFlags stage, VkAccessFlags access) {
-    vkcuda_handoff_info h;
-    memset(&h, 0, sizeof h);
-    h.queue_family_index = A.vh.queue_family_index;
-    h.stage_mask = stage;
-    h.access_mask = access;
-    return h;
-}
-
 static void copy_cmd(VkBuffer src, VkBuffer dst, VkDeviceSize size) {
     VkBufferCopy c;
     c.srcOffset = 0;
     c.dstOffset = 0;
     c.size = size;
-    A.vk.vkCmdCopyBuffer(A.cmd, src, dst, 1, &c);
+    E.vk.vkCmdCopyBuffer(E.cmd, src, dst, 1, &c);
 }
 
 static void to_host_barrier(void) {
-    vk_cmd_barrier(&A.vk, A.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+    vk_cmd_barrier(&E.vk, E.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
                    VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
-}
-
-static VkResult staging_create(VkDeviceSize size, vk_owned_buffer *b) {
-    VkResult r = vk_owned_buffer_create(
-        &A.vk, size, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT,
-        VK_MEMORY_PROPERTY_HOST_CACHED_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, b);
-    if (r == VK_SUCCESS) memset(b->mapped, 0xa5, (size_t)size); /* not the pattern */
-    return r;
 }
 
 /* Vulkan acquires `buffers` from CUDA and copies each into its staging buffer. */
 static int vulkan_readback(vkcuda_buffer *const *buffers, vk_owned_buffer *const *staging,
                            int count, uint64_t size) {
-    vkcuda_handoff_info acquire = handoff(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
+    vkcuda_handoff_info acquire = example_handoff(&E, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
     int ok = 0, i;
-    CHECK_VK(begin_commands());
+    CHECK_VK(rig_begin(&E, E.cmd, RIG_ONCE));
     for (i = 0; i < count; i++) {
         VkBuffer vb = VK_NULL_HANDLE;
         CHECK_VKCUDA(vkcuda_buffer_get_vk_buffer(buffers[i], &vb));
-        CHECK_VKCUDA(vkcuda_buffer_cmd_acquire_from_cuda(buffers[i], A.cmd, &acquire));
+        CHECK_VKCUDA(vkcuda_buffer_cmd_acquire_from_cuda(buffers[i], E.cmd, &acquire));
         copy_cmd(vb, staging[i]->buffer, size);
     }
     to_host_barrier();
-    CHECK_VK(submit_and_wait());
-    for (i = 0; i < count; i++) CHECK_VK(vk_owned_buffer_invalidate(&A.vk, staging[i]));
+    CHECK_VK(rig_submit_and_wait(&E, E.cmd));
+    for (i = 0; i < count; i++) CHECK_VK(vk_owned_buffer_invalidate(&E.vk, staging[i]));
     ok = 1;
 done:
     return ok;
@@ -257,7 +191,7 @@ static int check_info(vkcuda_buffer *b, uint64_t size, vkcuda_allocator allocato
         CHECK(info.buffer != VK_NULL_HANDLE && info.buffer == vb,
               "info.buffer is not the VkBuffer of the buffer");
     }
-    CHECK(!A.cuda || info.cuda_pointer != 0, "info.cuda_pointer is 0");
+    CHECK(!E.cuda || info.cuda_pointer != 0, "info.cuda_pointer is 0");
     if (out) *out = info;
     ok = 1;
 done:
@@ -280,20 +214,20 @@ static int test_cuda_to_vulkan(uint64_t size, uint32_t seed) {
     ci.allocator = VKCUDA_ALLOCATOR_CUDA;
     ci.size = size;
     ci.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-    if (!A.cuda) {
-        EXPECT_VKCUDA(vkcuda_buffer_create(A.ctx, &ci, &buf), VKCUDA_ERROR_CUDA_UNAVAILABLE);
+    if (!E.cuda) {
+        EXPECT_VKCUDA(vkcuda_buffer_create(E.ctx, &ci, &buf), VKCUDA_ERROR_CUDA_UNAVAILABLE);
         CHECK(buf == NULL, "the output handle is not NULL after a failure");
         ok = 1;
         goto done;
     }
-    CHECK_VKCUDA(vkcuda_buffer_create(A.ctx, &ci, &buf));
+    CHECK_VKCUDA(vkcuda_buffer_create(E.ctx, &ci, &buf));
     if (!check_info(buf, size, VKCUDA_ALLOCATOR_CUDA, VK_FALSE, 0, &info)) goto done;
     printf("  CUDA allocation of %s: allocation_size %" PRIu64 ", dedicated %u\n", human(size),
            info.allocation_size, info.dedicated);
-    CHECK_VK(staging_create(size, &staging));
+    CHECK_VK(rig_staging(&E, size, &staging));
 
-    CHECK_CU(cuda_fill_pattern(&A.cu, &A.kernels, A.stream, info.cuda_pointer, size, seed));
-    CHECK_CU(A.cu.cuStreamSynchronize(A.stream));
+    CHECK_CU(cuda_fill_pattern(&E.cu, &E.kernels, E.stream, info.cuda_pointer, size, seed));
+    CHECK_CU(E.cu.cuStreamSynchronize(E.stream));
     stagings[0] = &staging;
     if (!vulkan_readback(&buf, stagings, 1, size)) goto done;
 
@@ -302,7 +236,7 @@ static int test_cuda_to_vulkan(uint64_t size, uint32_t seed) {
     ok = compare_words("Vulkan copy of the CUDA-written buffer", staging.mapped, size, &e) == 0;
 done:
     vkcuda_buffer_destroy(buf);
-    vk_owned_buffer_destroy(&A.vk, &staging);
+    vk_owned_buffer_destroy(&E.vk, &staging);
     return ok;
 }
 
@@ -314,7 +248,7 @@ static int test_vulkan_to_cuda(uint64_t size, uint32_t seed) {
     vkcuda_buffer_info info;
     vk_owned_buffer staging;
     vk_owned_buffer *stagings[1];
-    vkcuda_handoff_info release = handoff(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
+    vkcuda_handoff_info release = example_handoff(&E, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
     expectation e;
     void *host = NULL;
     int ok = 0;
@@ -323,46 +257,46 @@ static int test_vulkan_to_cuda(uint64_t size, uint32_t seed) {
     memset(&ci, 0, sizeof ci);
     ci.allocator = VKCUDA_ALLOCATOR_VULKAN;
     ci.size = size;
-    CHECK_VKCUDA(vkcuda_buffer_create(A.ctx, &ci, &buf));
+    CHECK_VKCUDA(vkcuda_buffer_create(E.ctx, &ci, &buf));
     if (!check_info(buf, size, VKCUDA_ALLOCATOR_VULKAN, VK_FALSE, 0, &info)) goto done;
     printf("  Vulkan allocation of %s: allocation_size %" PRIu64 ", dedicated %u\n", human(size),
            info.allocation_size, info.dedicated);
-    CHECK_VK(staging_create(size, &staging));
+    CHECK_VK(rig_staging(&E, size, &staging));
     memset(&e, 0, sizeof e);
     e.seed = seed;
     fill_words(staging.mapped, size, &e);
-    CHECK_VK(vk_owned_buffer_flush(&A.vk, &staging));
+    CHECK_VK(vk_owned_buffer_flush(&E.vk, &staging));
 
     /* Vulkan writes the shared buffer, then releases it to CUDA. */
-    CHECK_VK(begin_commands());
+    CHECK_VK(rig_begin(&E, E.cmd, RIG_ONCE));
     copy_cmd(staging.buffer, info.buffer, size);
-    CHECK_VKCUDA(vkcuda_buffer_cmd_release_to_cuda(buf, A.cmd, &release));
-    CHECK_VK(submit_and_wait());
+    CHECK_VKCUDA(vkcuda_buffer_cmd_release_to_cuda(buf, E.cmd, &release));
+    CHECK_VK(rig_submit_and_wait(&E, E.cmd));
     memset(staging.mapped, 0x5a, (size_t)size);
-    CHECK_VK(vk_owned_buffer_flush(&A.vk, &staging));
+    CHECK_VK(vk_owned_buffer_flush(&E.vk, &staging));
 
-    if (A.cuda) {
+    if (E.cuda) {
         e.transformed = 1;
         e.mul = 2654435761u;
         e.add = seed ^ 0x0badcafeu;
-        CHECK_CU(cuda_transform(&A.cu, &A.kernels, A.stream, info.cuda_pointer, size, e.mul, e.add));
-        CHECK_CU(A.cu.cuStreamSynchronize(A.stream));
+        CHECK_CU(cuda_transform(&E.cu, &E.kernels, E.stream, info.cuda_pointer, size, e.mul, e.add));
+        CHECK_CU(E.cu.cuStreamSynchronize(E.stream));
         host = malloc((size_t)size);
         CHECK(host != NULL, "malloc(%" PRIu64 ") failed", size);
         memset(host, 0x5a, (size_t)size);
-        CHECK_CU(A.cu.cuMemcpyDtoH(host, info.cuda_pointer, (size_t)size));
+        CHECK_CU(E.cu.cuMemcpyDtoH(host, info.cuda_pointer, (size_t)size));
         if (compare_words("cuMemcpyDtoH of the transformed buffer", host, size, &e) != 0) goto done;
     }
 
     /* And back to Vulkan: acquire from CUDA, copy into the staging buffer. */
     stagings[0] = &staging;
     if (!vulkan_readback(&buf, stagings, 1, size)) goto done;
-    ok = compare_words(A.cuda ? "Vulkan copy of the transformed buffer" : "Vulkan copy (no CUDA)",
+    ok = compare_words(E.cuda ? "Vulkan copy of the transformed buffer" : "Vulkan copy (no CUDA)",
                        staging.mapped, size, &e) == 0;
 done:
     free(host);
     vkcuda_buffer_destroy(buf);
-    vk_owned_buffer_destroy(&A.vk, &staging);
+    vk_owned_buffer_destroy(&E.vk, &staging);
     return ok;
 }
 
@@ -390,7 +324,7 @@ static VkResult create_exportable_buffer(VkDeviceSize size, VkBuffer *buffer) {
     bci.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
                 VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
     bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-    return A.vk.vkCreateBuffer(A.vh.device, &bci, NULL, buffer);
+    return E.vk.vkCreateBuffer(E.vh.device, &bci, NULL, buffer);
 }
 
 static void requirements(VkBuffer buffer, VkMemoryRequirements *req, VkMemoryDedicatedRequirements *ded) {
@@ -404,15 +338,15 @@ static void requirements(VkBuffer buffer, VkMemoryRequirements *req, VkMemoryDed
     memset(&r2, 0, sizeof r2);
     r2.sType = VK_STRUCTURE_TYPE_MEMORY_REQUIREMENTS_2;
     r2.pNext = ded;
-    A.vk.vkGetBufferMemoryRequirements2(A.vh.device, &info, &r2);
+    E.vk.vkGetBufferMemoryRequirements2(E.vh.device, &info, &r2);
     *req = r2.memoryRequirements;
 }
 
 static void engine_free(engine_allocation *e) {
     int i;
     for (i = 0; i < 2; i++)
-        if (e->buffers[i] != VK_NULL_HANDLE) A.vk.vkDestroyBuffer(A.vh.device, e->buffers[i], NULL);
-    if (e->memory != VK_NULL_HANDLE) A.vk.vkFreeMemory(A.vh.device, e->memory, NULL);
+        if (e->buffers[i] != VK_NULL_HANDLE) E.vk.vkDestroyBuffer(E.vh.device, e->buffers[i], NULL);
+    if (e->memory != VK_NULL_HANDLE) E.vk.vkFreeMemory(E.vh.device, e->memory, NULL);
     memset(e, 0, sizeof *e);
 }
 
@@ -456,7 +390,7 @@ static int engine_allocate(uint64_t size, int count, VkBool32 dedicated, engine_
         e->offsets[1] = (req[0].size + align - 1) / align * align;
         e->allocation_size = e->offsets[1] + req[1].size;
     }
-    type = vk_find_memory_type(&A.vk, bits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
+    type = vk_find_memory_type(&E.vk, bits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
     CHECK(type != UINT32_MAX, "no DEVICE_LOCAL memory type in memoryTypeBits 0x%x", bits);
 
     memset(&export_info, 0, sizeof export_info);
@@ -471,9 +405,9 @@ static int engine_allocate(uint64_t size, int count, VkBool32 dedicated, engine_
     mai.pNext = &export_info;
     mai.allocationSize = e->allocation_size;
     mai.memoryTypeIndex = type;
-    CHECK_VK(A.vk.vkAllocateMemory(A.vh.device, &mai, NULL, &e->memory));
+    CHECK_VK(E.vk.vkAllocateMemory(E.vh.device, &mai, NULL, &e->memory));
     for (i = 0; i < count; i++)
-        CHECK_VK(A.vk.vkBindBufferMemory(A.vh.device, e->buffers[i], e->memory, e->offsets[i]));
+        CHECK_VK(E.vk.vkBindBufferMemory(E.vh.device, e->buffers[i], e->memory, e->offsets[i]));
     ok = 1;
 done:
     if (!ok) engine_free(e);
@@ -490,7 +424,7 @@ static int wrap(const engine_allocation *e, int i, uint64_t size, vkcuda_buffer 
     wi.size = size;
     wi.dedicated = e->dedicated;
     wi.export_handle_types = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT; /* what it was allocated with */
-    return vkcuda_buffer_wrap(A.ctx, &wi, out);
+    return vkcuda_buffer_wrap(E.ctx, &wi, out);
 }
 
 static int test_wrap(uint64_t size, uint32_t seed, int count, VkBool32 dedicated) {
@@ -513,7 +447,7 @@ static int test_wrap(uint64_t size, uint32_t seed, int count, VkBool32 dedicated
            dedicated ? "dedicated" : "not dedicated");
     for (i = 0; i < count; i++) printf(" %" PRIu64, (uint64_t)e.offsets[i]);
     printf("\n");
-    if (!A.cuda) {
+    if (!E.cuda) {
         /* Vulkan-only: wrap checks everything and makes no CUDA view. */
         CHECK_VKCUDA(wrap(&e, 0, size, &bufs[0]));
         if (!check_info(bufs[0], size, VKCUDA_ALLOCATOR_VULKAN, VK_TRUE, e.offsets[0], NULL)) goto done;
@@ -528,15 +462,15 @@ static int test_wrap(uint64_t size, uint32_t seed, int count, VkBool32 dedicated
             CHECK_VKCUDA(vkcuda_buffer_get_vk_buffer(bufs[i], &vb));
             CHECK(vb == e.buffers[i], "the wrapped VkBuffer changed");
         }
-        CHECK_VK(staging_create(size, &staging[i]));
+        CHECK_VK(rig_staging(&E, size, &staging[i]));
         stagings[i] = &staging[i];
     }
     for (i = 0; i < count; i++) {
         uint64_t ptr;
         CHECK_VKCUDA(vkcuda_buffer_get_cuda_pointer(bufs[i], &ptr));
-        CHECK_CU(cuda_fill_pattern(&A.cu, &A.kernels, A.stream, ptr, size, seed + (uint32_t)i));
+        CHECK_CU(cuda_fill_pattern(&E.cu, &E.kernels, E.stream, ptr, size, seed + (uint32_t)i));
     }
-    CHECK_CU(A.cu.cuStreamSynchronize(A.stream));
+    CHECK_CU(E.cu.cuStreamSynchronize(E.stream));
     if (!vulkan_readback(bufs, stagings, count, size)) goto done;
     ok = 1;
     for (i = 0; i < count; i++) {
@@ -551,7 +485,7 @@ static int test_wrap(uint64_t size, uint32_t seed, int count, VkBool32 dedicated
 done:
     for (i = 0; i < 2; i++) {
         vkcuda_buffer_destroy(bufs[i]); /* before the engine's buffer and memory */
-        vk_owned_buffer_destroy(&A.vk, &staging[i]);
+        vk_owned_buffer_destroy(&E.vk, &staging[i]);
     }
     engine_free(&e);
     return ok;
@@ -586,7 +520,7 @@ static int measure(resources *r) {
     memset(r, 0, sizeof *r);
     CHECK_VKCUDA(vkcuda_live_objects_get(&r->live));
     r->fds = count_open_fds();
-    if (A.cuda) CHECK_CU(A.cu.cuMemGetInfo(&r->cuda_free, &r->cuda_total));
+    if (E.cuda) CHECK_CU(E.cu.cuMemGetInfo(&r->cuda_free, &r->cuda_total));
     ok = 1;
 done:
     return ok;
@@ -606,7 +540,7 @@ static int one_cycle(cycle_kind kind, uint64_t size) {
         memset(&ci, 0, sizeof ci);
         ci.allocator = kind == CYCLE_CUDA ? VKCUDA_ALLOCATOR_CUDA : VKCUDA_ALLOCATOR_VULKAN;
         ci.size = size;
-        CHECK_VKCUDA(vkcuda_buffer_create(A.ctx, &ci, &buf));
+        CHECK_VKCUDA(vkcuda_buffer_create(E.ctx, &ci, &buf));
     }
     if (!check_info(buf, size, kind == CYCLE_CUDA ? VKCUDA_ALLOCATOR_CUDA : VKCUDA_ALLOCATOR_VULKAN,
                     kind == CYCLE_WRAPPED ? VK_TRUE : VK_FALSE, 0, NULL))
@@ -636,13 +570,13 @@ static int test_cycles(cycle_kind kind, unsigned cycles, uint64_t size) {
     printf("  live objects after:        %s\n", live_text(&end.live));
     printf("  open fds: %d before the warm-up cycle, %d at the start, %d after %u cycles\n",
            before_warmup.fds, start.fds, end.fds, cycles);
-    if (A.cuda)
+    if (E.cuda)
         printf("  cuMemGetInfo free: %zu B at the start, %zu B after (%+lld B; tolerance %llu B)\n",
                start.cuda_free, end.cuda_free, -free_diff, (unsigned long long)FREE_MEMORY_TOLERANCE);
     CHECK(memcmp(&end.live, &start.live, sizeof end.live) == 0, "the library holds other objects than at the start");
     CHECK(end.fds == start.fds, "%d fds open after the cycles, %d before: %d leaked", end.fds, start.fds,
           end.fds - start.fds);
-    CHECK(!A.cuda || (free_diff <= (long long)FREE_MEMORY_TOLERANCE && free_diff >= -(long long)FREE_MEMORY_TOLERANCE),
+    CHECK(!E.cuda || (free_diff <= (long long)FREE_MEMORY_TOLERANCE && free_diff >= -(long long)FREE_MEMORY_TOLERANCE),
           "CUDA free memory changed by %lld B over the cycles", -free_diff);
     ok = 1;
 done:
@@ -650,7 +584,7 @@ done:
     return ok;
 }
 
-/* ---- setup --------------------------------------------------------------------------- */
+/* ---- arguments ------------------------------------------------------------------------ */
 
 static int parse_size(const char *s, uint64_t *out) {
     char *end;
@@ -677,95 +611,6 @@ static int parse_size(const char *s, uint64_t *out) {
 static void usage(void) {
     printf("usage: buffer_roundtrip [--cycles N] [--vulkan-only] [SIZE...]\n"
            "  SIZE: bytes, with an optional K/M/G suffix and +N (default: 4 1M+1 64M 1G)\n");
-}
-
-static void finish_unavailable(const char *why) {
-    printf("SKIPPED: buffer_roundtrip: %s\n", why);
-    if (require_gpu()) {
-        printf("buffer_roundtrip: FAIL: VKCUDA_REQUIRE_GPU=1 and there is no usable GPU\n");
-        exit(1);
-    }
-    exit(0);
-}
-
-static int setup(int vulkan_only) {
-    vkcuda_standalone_create_info si;
-    vkcuda_result r;
-    VkCommandPoolCreateInfo pci;
-    VkCommandBufferAllocateInfo cai;
-    VkFenceCreateInfo fci;
-    char why[1024];
-    int driver_version = 0, ok = 0;
-
-    memset(&si, 0, sizeof si);
-    if (vulkan_only) si.flags = VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT;
-    r = vkcuda_context_create_standalone(&si, &A.ctx);
-    if (r != VKCUDA_SUCCESS) {
-        const char *m = gpu_test_message();
-        snprintf(why, sizeof why, "vkcuda_context_create_standalone -> %s: %s", vkcuda_result_to_string(r), m);
-        if (r == VKCUDA_ERROR_CUDA_UNAVAILABLE || r == VKCUDA_ERROR_VULKAN_UNAVAILABLE ||
-            r == VKCUDA_ERROR_DEVICE_MISMATCH || r == VKCUDA_ERROR_EXTENSION_NOT_PRESENT)
-            finish_unavailable(why);
-        FAILF("%s", why);
-    }
-    CHECK_VKCUDA(vkcuda_context_get_vulkan_handles(A.ctx, &A.vh));
-    CHECK(A.vh.queue != VK_NULL_HANDLE, "a standalone context has no queue");
-    if (vk_load(&A.vk, A.vh.get_instance_proc_addr, A.vh.instance, A.vh.physical_device, A.vh.device,
-                why, sizeof why) != 0)
-        FAILF("loading Vulkan functions: %s", why);
-    printf("Vulkan device: %s (API %u.%u.%u), queue family %u\n", A.vk.properties.deviceName,
-           VK_API_VERSION_MAJOR(A.vk.properties.apiVersion), VK_API_VERSION_MINOR(A.vk.properties.apiVersion),
-           VK_API_VERSION_PATCH(A.vk.properties.apiVersion), A.vh.queue_family_index);
-
-    A.cuda = !vulkan_only;
-    if (A.cuda) {
-        CHECK_VKCUDA(vkcuda_context_get_cuda_info(A.ctx, &A.ci));
-        CHECK_VKCUDA(vkcuda_cuda_driver_get_version(&driver_version));
-        if (cuda_driver_load(&A.cu, why, sizeof why) != 0) FAILF("loading the CUDA driver API: %s", why);
-        printf("CUDA device %d (%s context), driver API %d.%d\n", A.ci.device_ordinal,
-               A.ci.primary ? "primary" : "borrowed", driver_version / 1000, driver_version % 1000 / 10);
-        CHECK_CU(A.cu.cuCtxPushCurrent(A.ci.cuda_context));
-        A.cuda_pushed = 1;
-        CHECK_CU(A.cu.cuStreamCreate(&A.stream, CU_STREAM_NON_BLOCKING));
-        CHECK_CU(cuda_kernels_load(&A.cu, &A.kernels));
-        printf("kernels: %s\n", A.kernels.source);
-    } else {
-        printf("Vulkan-only self-test: the CUDA steps are skipped, CUDA calls must fail cleanly\n");
-    }
-
-    memset(&pci, 0, sizeof pci);
-    pci.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
-    pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
-    pci.queueFamilyIndex = A.vh.queue_family_index;
-    CHECK_VK(A.vk.vkCreateCommandPool(A.vh.device, &pci, NULL, &A.pool));
-    memset(&cai, 0, sizeof cai);
-    cai.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
-    cai.commandPool = A.pool;
-    cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    cai.commandBufferCount = 1;
-    CHECK_VK(A.vk.vkAllocateCommandBuffers(A.vh.device, &cai, &A.cmd));
-    memset(&fci, 0, sizeof fci);
-    fci.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
-    CHECK_VK(A.vk.vkCreateFence(A.vh.device, &fci, NULL, &A.fence));
-    ok = 1;
-done:
-    return ok;
-}
-
-static void teardown(void) {
-    if (A.vk.vkDeviceWaitIdle != NULL && A.vh.device != VK_NULL_HANDLE) A.vk.vkDeviceWaitIdle(A.vh.device);
-    if (A.fence != VK_NULL_HANDLE) A.vk.vkDestroyFence(A.vh.device, A.fence, NULL);
-    if (A.pool != VK_NULL_HANDLE) A.vk.vkDestroyCommandPool(A.vh.device, A.pool, NULL);
-    if (A.cu.library != NULL) {
-        if (A.stream != NULL) A.cu.cuStreamDestroy(A.stream);
-        cuda_kernels_unload(&A.cu, &A.kernels);
-        if (A.cuda_pushed) {
-            CUcontext popped;
-            A.cu.cuCtxPopCurrent(&popped);
-        }
-    }
-    vkcuda_context_destroy(A.ctx);
-    if (A.cu.library != NULL) cuda_driver_unload(&A.cu);
 }
 
 int main(int argc, char **argv) {
@@ -804,56 +649,47 @@ int main(int argc, char **argv) {
                (unsigned)VKCUDA_VERSION);
         return 1;
     }
-    if (!setup(vulkan_only)) {
-        teardown();
-        printf("buffer_roundtrip: FAIL: setup failed (see above)\n");
-        return 1;
-    }
+    rig_open(&E, "buffer_roundtrip", vulkan_only, NULL);
+    if (!E.cuda) printf("Vulkan-only self-test: the CUDA steps are skipped, CUDA calls must fail cleanly\n");
 
     for (s = 0; s < nsizes; s++) {
         uint32_t seed = 0x1000u * (s + 1);
         snprintf(name, sizeof name, "(a) CUDA -> Vulkan, %s", human(sizes[s]));
         t0 = now_s();
         ok = test_cuda_to_vulkan(sizes[s], seed + 1);
-        record_check(name, ok, now_s() - t0);
+        rig_record(&A.checks, name, ok, now_s() - t0);
 
         snprintf(name, sizeof name, "(b) Vulkan -> CUDA -> Vulkan, %s", human(sizes[s]));
         t0 = now_s();
         ok = test_vulkan_to_cuda(sizes[s], seed + 2);
-        record_check(name, ok, now_s() - t0);
+        rig_record(&A.checks, name, ok, now_s() - t0);
 
         snprintf(name, sizeof name, "(c) wrap: two buffers in one allocation, %s", human(sizes[s]));
         t0 = now_s();
         ok = test_wrap(sizes[s], seed + 3, 2, VK_FALSE);
-        record_check(name, ok, now_s() - t0);
+        rig_record(&A.checks, name, ok, now_s() - t0);
 
         snprintf(name, sizeof name, "(c) wrap: dedicated allocation, %s", human(sizes[s]));
         t0 = now_s();
         ok = test_wrap(sizes[s], seed + 5, 1, VK_TRUE);
-        record_check(name, ok, now_s() - t0);
+        rig_record(&A.checks, name, ok, now_s() - t0);
     }
     if (cycles > 0) {
         cycle_kind k;
         for (k = CYCLE_CUDA; k <= CYCLE_WRAPPED; k = (cycle_kind)(k + 1)) {
-            if (!A.cuda && k != CYCLE_VULKAN) continue;
+            if (!E.cuda && k != CYCLE_VULKAN) continue;
             snprintf(name, sizeof name, "(d) %u create/destroy cycles, %s, 1 MiB", cycles, cycle_names[k]);
             t0 = now_s();
             ok = test_cycles(k, cycles, MiB);
-            record_check(name, ok, now_s() - t0);
+            rig_record(&A.checks, name, ok, now_s() - t0);
         }
     }
-    teardown();
-    {
-        vkcuda_live_objects live, zero;
-        memset(&zero, 0, sizeof zero);
-        t0 = now_s();
-        ok = vkcuda_live_objects_get(&live) == VKCUDA_SUCCESS && memcmp(&live, &zero, sizeof live) == 0;
-        if (!ok) printf("  live objects after destroying everything: %s\n", live_text(&live));
-        record_check("nothing left alive after destroying everything", ok, now_s() - t0);
-    }
+    rig_close(&E);
+    t0 = now_s();
+    rig_record(&A.checks, "nothing left alive after destroying everything", rig_nothing_alive(), now_s() - t0);
 
     printf("buffer_roundtrip: %s: %u checks passed, %u failed; %llu words compared, %llu mismatched%s (%.1f s)\n",
-           A.checks_failed == 0 && A.mismatches == 0 ? "PASS" : "FAIL", A.checks_passed, A.checks_failed,
-           A.elements, A.mismatches, A.cuda ? "" : " [Vulkan-only self-test]", now_s() - start);
-    return A.checks_failed == 0 && A.mismatches == 0 ? 0 : 1;
+           A.checks.failed == 0 && A.mismatches == 0 ? "PASS" : "FAIL", A.checks.passed, A.checks.failed,
+           A.elements, A.mismatches, E.cuda ? "" : " [Vulkan-only self-test]", now_s() - start);
+    return A.checks.failed == 0 && A.mismatches == 0 ? 0 : 1;
 }

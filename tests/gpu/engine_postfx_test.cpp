@@ -43,8 +43,8 @@
  * stage 2 done by a Vulkan compute pass that computes what the kernel computes
  * (shaders/postfx.comp), between the same acquire and release barriers.
  *
- * Without a CUDA GPU (and without --vulkan-only) it prints SKIP and why and exits
- * 0, or 1 with VKCUDA_REQUIRE_GPU=1. PASS exits 0, FAIL 1.
+ * Without a CUDA GPU (and without --vulkan-only) it prints the rig's skip line and
+ * exits 77, or 1 with VKCUDA_REQUIRE_GPU=1. PASS exits 0, FAIL 1.
  *
  * Uses include/vkcuda.hpp with exceptions: every vkcuda failure is a vkcuda::Error
  * with the library's message.
@@ -64,10 +64,7 @@
 #include <string>
 #include <vector>
 
-extern "C" {
-#include "cuda_driver.h"
-#include "vk_loader.h"
-}
+#include "rig.h" /* extern "C": the skip line, require_gpu, cuda_driver.h, vk_loader.h */
 
 #ifdef VKCUDA_HAVE_STB_IMAGE_WRITE
 #include <stb_image_write.h>
@@ -97,11 +94,6 @@ std::string vk_failure(const char* call, VkResult r) { return std::string(call) 
         VkResult r_ = (call);                                                 \
         if (r_ != VK_SUCCESS) throw std::runtime_error(vk_failure(#call, r_)); \
     } while (0)
-
-bool require_gpu() {
-    const char* v = std::getenv("VKCUDA_REQUIRE_GPU");
-    return v != nullptr && std::strcmp(v, "1") == 0;
-}
 
 std::string uuid_text(const std::uint8_t* u) {
     char s[40];
@@ -930,12 +922,7 @@ int main(int argc, char** argv) {
             ran = true;
         } catch (const Skip& s) {
             engine.teardown();
-            std::printf("SKIPPED: engine_postfx: %s\n", s.why.c_str());
-            if (require_gpu()) {
-                std::printf("engine_postfx: FAIL: VKCUDA_REQUIRE_GPU=1 and there is no usable GPU\n");
-                return 1;
-            }
-            return 0;
+            return rig_skip("engine_postfx", s.why.c_str());
         } catch (const vkcuda::Error& e) {
             failure = std::string("vkcuda::Error: ") + e.what();
         } catch (const std::exception& e) {

@@ -30,7 +30,7 @@
  * a Vulkan-only context, a plain Vulkan timeline semaphore, and stage 2 done by a
  * Vulkan submit that writes what the kernel would; no edge cases, no latency.
  *
- * Without a CUDA driver it says why and exits 0, or 1 when VKCUDA_REQUIRE_GPU=1.
+ * Without a CUDA driver it says why and exits 77 (skipped), or 1 when VKCUDA_REQUIRE_GPU=1.
  */
 #define _POSIX_C_SOURCE 200809L
 #define VK_NO_PROTOTYPES
@@ -44,11 +44,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "cuda_driver.h"
-#include "vk_loader.h"
-#include "gpu_test.h"
+#include "rig.h"
 
-#define GPU_TEST_CUDA_DRIVER (&A.cu) /* for CHECK_CU */
+#define GPU_TEST_CUDA_DRIVER (&E.cu) /* for CHECK_CU */
 
 #define MAX_SLOTS 16
 #define MS (1000ull * 1000ull)
@@ -66,36 +64,18 @@ typedef struct slot {
 } slot;
 
 static struct {
-    vkcuda_context *ctx;
-    vkcuda_vulkan_handles vh;
-    vk_functions vk;
-    int cuda;
-    cuda_driver cu;
     vkcuda_cuda_info ci;
-    int cuda_pushed;
-    CUstream stream;
-    cuda_kernels kernels;
-    VkCommandPool pool;
     vkcuda_semaphore *sem;  /* NULL in --vulkan-only mode */
     VkSemaphore vk_sem;     /* the timeline's VkSemaphore */
     uint64_t emulated_next; /* --vulkan-only: the next stage's wait value */
     slot slots[MAX_SLOTS];
     unsigned nslots;
     uint64_t size;
-    unsigned checks_passed, checks_failed;
+    rig_counts checks;
     unsigned long long frames_checked, elements, mismatches;
 } A;
 
-/* ---- reporting (the checks are gpu_test.h's) -------------------- */
-
-static void record_check(const char *name, int ok, double seconds) {
-    if (ok)
-        A.checks_passed++;
-    else
-        A.checks_failed++;
-    printf("%s %s (%.3f s)\n", ok ? "ok  " : "FAIL", name, seconds);
-    fflush(stdout);
-}
+static example E; /* the device: rig.h */
 
 /* ---- frame values ------------------------------------------------------------------ */
 
@@ -129,13 +109,13 @@ static vkcuda_result timeline_host_wait(uint64_t value, uint64_t timeout_ns) {
     wi.semaphoreCount = 1;
     wi.pSemaphores = &A.vk_sem;
     wi.pValues = &value;
-    r = A.vk.vkWaitSemaphores(A.vh.device, &wi, timeout_ns);
+    r = E.vk.vkWaitSemaphores(E.vh.device, &wi, timeout_ns);
     return r == VK_SUCCESS ? VKCUDA_SUCCESS : r == VK_TIMEOUT ? VKCUDA_ERROR_TIMEOUT : VKCUDA_ERROR_VULKAN;
 }
 
 static uint64_t timeline_value(void) {
     uint64_t v = 0;
-    if (A.vk.vkGetSemaphoreCounterValue(A.vh.device, A.vk_sem, &v) != VK_SUCCESS) return UINT64_MAX;
+    if (E.vk.vkGetSemaphoreCounterValue(E.vh.device, A.vk_sem, &v) != VK_SUCCESS) return UINT64_MAX;
     return v;
 }
 
@@ -143,7 +123,7 @@ static uint64_t timeline_value(void) {
  * a host signal far ahead releases every waiter, so the teardown does not hang. */
 static void unblock(vkcuda_semaphore *s, VkSemaphore vs) {
     uint64_t v = 0;
-    if (A.vk.vkGetSemaphoreCounterValue(A.vh.device, vs, &v) != VK_SUCCESS) return;
+    if (E.vk.vkGetSemaphoreCounterValue(E.vh.device, vs, &v) != VK_SUCCESS) return;
     v += 1u << 20;
     if (s != NULL) {
         if (vkcuda_semaphore_host_signal(s, v) != VKCUDA_SUCCESS)
@@ -154,53 +134,15 @@ static void unblock(vkcuda_semaphore *s, VkSemaphore vs) {
         si.sType = VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO;
         si.semaphore = vs;
         si.value = v;
-        A.vk.vkSignalSemaphore(A.vh.device, &si);
+        E.vk.vkSignalSemaphore(E.vh.device, &si);
     }
     printf("  unblocking the queue and the stream: host-signalled %" PRIu64 "\n", v);
 }
 
-/* One queue submit that waits for `wait` and signals `signal` on `sem` (and `fence`, if
- * not VK_NULL_HANDLE). */
+/* One submit on the timeline: waits for `wait`, signals `signal` (and `fence`, if not
+ * VK_NULL_HANDLE). */
 static VkResult submit_timeline(VkSemaphore sem, VkCommandBuffer cmd, uint64_t wait, uint64_t signal, VkFence fence) {
-    VkTimelineSemaphoreSubmitInfo ts;
-    VkSubmitInfo si;
-    VkPipelineStageFlags stage = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
-    memset(&ts, 0, sizeof ts);
-    ts.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO;
-    ts.waitSemaphoreValueCount = 1;
-    ts.pWaitSemaphoreValues = &wait;
-    ts.signalSemaphoreValueCount = 1;
-    ts.pSignalSemaphoreValues = &signal;
-    memset(&si, 0, sizeof si);
-    si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
-    si.pNext = &ts;
-    si.waitSemaphoreCount = 1;
-    si.pWaitSemaphores = &sem;
-    si.pWaitDstStageMask = &stage;
-    si.commandBufferCount = 1;
-    si.pCommandBuffers = &cmd;
-    si.signalSemaphoreCount = 1;
-    si.pSignalSemaphores = &sem;
-    return A.vk.vkQueueSubmit(A.vh.queue, 1, &si, fence);
-}
-
-static VkResult begin(VkCommandBuffer cmd, VkCommandBufferUsageFlags flags) {
-    VkCommandBufferBeginInfo bi;
-    VkResult r = A.vk.vkResetCommandBuffer(cmd, 0);
-    if (r != VK_SUCCESS) return r;
-    memset(&bi, 0, sizeof bi);
-    bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
-    bi.flags = flags;
-    return A.vk.vkBeginCommandBuffer(cmd, &bi);
-}
-
-static vkcuda_handoff_info handoff(VkPipelineStageFlags stage, VkAccessFlags access) {
-    vkcuda_handoff_info h;
-    memset(&h, 0, sizeof h);
-    h.queue_family_index = A.vh.queue_family_index;
-    h.stage_mask = stage;
-    h.access_mask = access;
-    return h;
+    return rig_submit(&E, cmd, sem, wait, signal, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, fence);
 }
 
 /* ---- the frame loop ---------------------------------------------------------------- */
@@ -208,7 +150,7 @@ static vkcuda_handoff_info handoff(VkPipelineStageFlags stage, VkAccessFlags acc
 static int create_slots(void) {
     VkCommandBufferAllocateInfo cai;
     VkCommandBuffer cmds[3];
-    vkcuda_handoff_info acquire = handoff(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
+    vkcuda_handoff_info acquire = example_handoff(&E, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
     unsigned i;
     int ok = 0;
     for (i = 0; i < A.nslots; i++) {
@@ -217,35 +159,35 @@ static int create_slots(void) {
         VkBufferCopy copy;
         memset(&bi, 0, sizeof bi);
         /* Alternate the allocating side, so both kinds go through the loop. */
-        bi.allocator = (A.cuda && i % 2 == 1) ? VKCUDA_ALLOCATOR_CUDA : VKCUDA_ALLOCATOR_VULKAN;
+        bi.allocator = (E.cuda && i % 2 == 1) ? VKCUDA_ALLOCATOR_CUDA : VKCUDA_ALLOCATOR_VULKAN;
         bi.size = A.size;
-        CHECK_VKCUDA(vkcuda_buffer_create(A.ctx, &bi, &s->shared));
+        CHECK_VKCUDA(vkcuda_buffer_create(E.ctx, &bi, &s->shared));
         CHECK_VKCUDA(vkcuda_buffer_get_vk_buffer(s->shared, &s->vk_buffer));
-        if (A.cuda) CHECK_VKCUDA(vkcuda_buffer_get_cuda_pointer(s->shared, &s->cuda_pointer));
-        CHECK_VK(vk_owned_buffer_create(&A.vk, A.size, VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+        if (E.cuda) CHECK_VKCUDA(vkcuda_buffer_get_cuda_pointer(s->shared, &s->cuda_pointer));
+        CHECK_VK(vk_owned_buffer_create(&E.vk, A.size, VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                                         VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT,
                                         VK_MEMORY_PROPERTY_HOST_CACHED_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
                                         &s->readback));
         memset(&cai, 0, sizeof cai);
         cai.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
-        cai.commandPool = A.pool;
+        cai.commandPool = E.pool;
         cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
         cai.commandBufferCount = 3;
-        CHECK_VK(A.vk.vkAllocateCommandBuffers(A.vh.device, &cai, cmds));
+        CHECK_VK(E.vk.vkAllocateCommandBuffers(E.vh.device, &cai, cmds));
         s->fill_cmd = cmds[0];
         s->copy_cmd = cmds[1];
         s->emulated_cuda_cmd = cmds[2];
         s->frame = -1;
 
         /* Stage 3 is the same every time: recorded once, resubmitted each frame. */
-        CHECK_VK(begin(s->copy_cmd, 0));
+        CHECK_VK(rig_begin(&E, s->copy_cmd, 0));
         CHECK_VKCUDA(vkcuda_buffer_cmd_acquire_from_cuda(s->shared, s->copy_cmd, &acquire));
         copy.srcOffset = copy.dstOffset = 0;
         copy.size = A.size;
-        A.vk.vkCmdCopyBuffer(s->copy_cmd, s->vk_buffer, s->readback.buffer, 1, &copy);
-        vk_cmd_barrier(&A.vk, s->copy_cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+        E.vk.vkCmdCopyBuffer(s->copy_cmd, s->vk_buffer, s->readback.buffer, 1, &copy);
+        vk_cmd_barrier(&E.vk, s->copy_cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
                        VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
-        CHECK_VK(A.vk.vkEndCommandBuffer(s->copy_cmd));
+        CHECK_VK(E.vk.vkEndCommandBuffer(s->copy_cmd));
     }
     ok = 1;
 done:
@@ -257,7 +199,7 @@ static void destroy_slots(void) {
     for (i = 0; i < A.nslots; i++) {
         slot *s = &A.slots[i];
         vkcuda_buffer_destroy(s->shared);
-        vk_owned_buffer_destroy(&A.vk, &s->readback);
+        vk_owned_buffer_destroy(&E.vk, &s->readback);
         memset(s, 0, sizeof *s);
     }
 }
@@ -265,20 +207,20 @@ static void destroy_slots(void) {
 /* Stage 2 of frame `frame` in slot `s`: CUDA, or its Vulkan stand-in. */
 static int cuda_stage(slot *s, uint64_t frame, const vkcuda_timeline_stage *st) {
     int ok = 0;
-    if (A.cuda) {
-        CHECK_VKCUDA(vkcuda_semaphore_cuda_wait(A.sem, st->wait_value, A.stream));
-        CHECK_CU(cuda_transform(&A.cu, &A.kernels, A.stream, s->cuda_pointer, A.size, TRANSFORM_MUL,
+    if (E.cuda) {
+        CHECK_VKCUDA(vkcuda_semaphore_cuda_wait(A.sem, st->wait_value, E.stream));
+        CHECK_CU(cuda_transform(&E.cu, &E.kernels, E.stream, s->cuda_pointer, A.size, TRANSFORM_MUL,
                                 frame_add(frame)));
-        CHECK_VKCUDA(vkcuda_semaphore_cuda_signal(A.sem, st->signal_value, A.stream));
+        CHECK_VKCUDA(vkcuda_semaphore_cuda_signal(A.sem, st->signal_value, E.stream));
     } else {
         /* What the kernel would write, by a Vulkan submit that acquires the buffer
          * from and releases it back to "CUDA" (VK_QUEUE_FAMILY_EXTERNAL). */
-        vkcuda_handoff_info acquire = handoff(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
-        CHECK_VK(begin(s->emulated_cuda_cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT));
+        vkcuda_handoff_info acquire = example_handoff(&E, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
+        CHECK_VK(rig_begin(&E, s->emulated_cuda_cmd, RIG_ONCE));
         CHECK_VKCUDA(vkcuda_buffer_cmd_acquire_from_cuda(s->shared, s->emulated_cuda_cmd, &acquire));
-        A.vk.vkCmdFillBuffer(s->emulated_cuda_cmd, s->vk_buffer, 0, A.size, frame_expected(frame));
+        E.vk.vkCmdFillBuffer(s->emulated_cuda_cmd, s->vk_buffer, 0, A.size, frame_expected(frame));
         CHECK_VKCUDA(vkcuda_buffer_cmd_release_to_cuda(s->shared, s->emulated_cuda_cmd, &acquire));
-        CHECK_VK(A.vk.vkEndCommandBuffer(s->emulated_cuda_cmd));
+        CHECK_VK(E.vk.vkEndCommandBuffer(s->emulated_cuda_cmd));
         CHECK_VK(submit_timeline(A.vk_sem, s->emulated_cuda_cmd, st->wait_value, st->signal_value, VK_NULL_HANDLE));
     }
     ok = 1;
@@ -308,7 +250,7 @@ static int retire_slot(slot *s, loop_stats *stats) {
         FAILF("frame %" PRId64 ": waiting for value %" PRIu64 " -> %s (semaphore at %" PRIu64 "): %s",
               s->frame, s->done_value, vkcuda_result_to_string(r), timeline_value(), m);
     }
-    CHECK_VK(vk_owned_buffer_invalidate(&A.vk, &s->readback));
+    CHECK_VK(vk_owned_buffer_invalidate(&E.vk, &s->readback));
     want = frame_expected((uint64_t)s->frame);
     for (i = 0; i < words; i++) {
         if (w[i] != want) {
@@ -330,7 +272,7 @@ done:
 }
 
 static int run_frames(uint64_t frames) {
-    vkcuda_handoff_info release = handoff(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
+    vkcuda_handoff_info release = example_handoff(&E, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
     loop_stats stats;
     uint64_t f;
     unsigned i;
@@ -347,10 +289,10 @@ static int run_frames(uint64_t frames) {
         if (!retire_slot(s, &stats)) goto done;
 
         CHECK_VKCUDA(next_stage(&st1));
-        CHECK_VK(begin(s->fill_cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT));
-        A.vk.vkCmdFillBuffer(s->fill_cmd, s->vk_buffer, 0, A.size, frame_fill(f));
+        CHECK_VK(rig_begin(&E, s->fill_cmd, RIG_ONCE));
+        E.vk.vkCmdFillBuffer(s->fill_cmd, s->vk_buffer, 0, A.size, frame_fill(f));
         CHECK_VKCUDA(vkcuda_buffer_cmd_release_to_cuda(s->shared, s->fill_cmd, &release));
-        CHECK_VK(A.vk.vkEndCommandBuffer(s->fill_cmd));
+        CHECK_VK(E.vk.vkEndCommandBuffer(s->fill_cmd));
         CHECK_VK(submit_timeline(A.vk_sem, s->fill_cmd, st1.wait_value, st1.signal_value, VK_NULL_HANDLE));
 
         CHECK_VKCUDA(next_stage(&st2));
@@ -386,7 +328,7 @@ static vkcuda_semaphore *make_semaphore(vkcuda_semaphore_type type, uint32_t fla
     memset(&si, 0, sizeof si);
     si.semaphore_type = type;
     si.flags = flags;
-    r = vkcuda_semaphore_create(A.ctx, &si, &s);
+    r = vkcuda_semaphore_create(E.ctx, &si, &s);
     if (r != VKCUDA_SUCCESS) {
         const char *m = gpu_test_message();
         printf("  FAIL: vkcuda_semaphore_create -> %s: %s\n", vkcuda_result_to_string(r), m);
@@ -424,7 +366,7 @@ done:
 static CUresult stream_wait(CUstream stream, uint64_t timeout_ns) {
     uint64_t deadline = now_ns() + timeout_ns;
     for (;;) {
-        CUresult r = A.cu.cuStreamQuery(stream);
+        CUresult r = E.cu.cuStreamQuery(stream);
         if (r != CUDA_ERROR_NOT_READY) return r;
         if (now_ns() > deadline) return CUDA_ERROR_NOT_READY;
     }
@@ -438,15 +380,15 @@ static int test_refused_signals(void) {
     CHECK_VKCUDA(vkcuda_semaphore_host_signal(s, 5));
     EXPECT_VKCUDA(vkcuda_semaphore_host_signal(s, 5), VKCUDA_ERROR_INVALID_ARGUMENT);
     EXPECT_VKCUDA(vkcuda_semaphore_host_signal(s, 4), VKCUDA_ERROR_INVALID_ARGUMENT);
-    EXPECT_VKCUDA(vkcuda_semaphore_cuda_signal(s, 5, A.stream), VKCUDA_ERROR_INVALID_ARGUMENT);
-    EXPECT_VKCUDA(vkcuda_semaphore_cuda_signal(s, 3, A.stream), VKCUDA_ERROR_INVALID_ARGUMENT);
-    CHECK_VKCUDA(vkcuda_semaphore_cuda_signal(s, 6, A.stream));
+    EXPECT_VKCUDA(vkcuda_semaphore_cuda_signal(s, 5, E.stream), VKCUDA_ERROR_INVALID_ARGUMENT);
+    EXPECT_VKCUDA(vkcuda_semaphore_cuda_signal(s, 3, E.stream), VKCUDA_ERROR_INVALID_ARGUMENT);
+    CHECK_VKCUDA(vkcuda_semaphore_cuda_signal(s, 6, E.stream));
     CHECK_VKCUDA(vkcuda_semaphore_host_wait(s, 6, 5000 * MS));
     CHECK_VKCUDA(vkcuda_semaphore_get_value(s, &v));
     CHECK(v == 6, "the value is %" PRIu64 ", expected 6", v);
     ok = 1;
 done:
-    if (A.stream) stream_wait(A.stream, 5000 * MS);
+    if (E.stream) stream_wait(E.stream, 5000 * MS);
     vkcuda_semaphore_destroy(s);
     return ok;
 }
@@ -455,17 +397,17 @@ static int test_binary(void) {
     vkcuda_semaphore *s = make_semaphore(VKCUDA_SEMAPHORE_TYPE_BINARY, 0);
     int ok = 0;
     if (s == NULL) return 0;
-    EXPECT_VKCUDA(vkcuda_semaphore_cuda_wait(s, 0, A.stream), VKCUDA_ERROR_INVALID_STATE);
-    CHECK_VKCUDA(vkcuda_semaphore_cuda_signal(s, 0, A.stream));
-    EXPECT_VKCUDA(vkcuda_semaphore_cuda_signal(s, 0, A.stream), VKCUDA_ERROR_INVALID_STATE);
-    CHECK_VKCUDA(vkcuda_semaphore_cuda_wait(s, 0, A.stream));
-    EXPECT_VKCUDA(vkcuda_semaphore_cuda_wait(s, 0, A.stream), VKCUDA_ERROR_INVALID_STATE);
-    EXPECT_VKCUDA(vkcuda_semaphore_cuda_signal(s, 1, A.stream), VKCUDA_ERROR_INVALID_ARGUMENT);
+    EXPECT_VKCUDA(vkcuda_semaphore_cuda_wait(s, 0, E.stream), VKCUDA_ERROR_INVALID_STATE);
+    CHECK_VKCUDA(vkcuda_semaphore_cuda_signal(s, 0, E.stream));
+    EXPECT_VKCUDA(vkcuda_semaphore_cuda_signal(s, 0, E.stream), VKCUDA_ERROR_INVALID_STATE);
+    CHECK_VKCUDA(vkcuda_semaphore_cuda_wait(s, 0, E.stream));
+    EXPECT_VKCUDA(vkcuda_semaphore_cuda_wait(s, 0, E.stream), VKCUDA_ERROR_INVALID_STATE);
+    EXPECT_VKCUDA(vkcuda_semaphore_cuda_signal(s, 1, E.stream), VKCUDA_ERROR_INVALID_ARGUMENT);
     EXPECT_VKCUDA(vkcuda_semaphore_host_wait(s, 0, 0), VKCUDA_ERROR_INVALID_ARGUMENT);
-    CHECK_CU(stream_wait(A.stream, 5000 * MS));
+    CHECK_CU(stream_wait(E.stream, 5000 * MS));
     ok = 1;
 done:
-    if (!ok && A.stream) stream_wait(A.stream, 5000 * MS);
+    if (!ok && E.stream) stream_wait(E.stream, 5000 * MS);
     vkcuda_semaphore_destroy(s);
     return ok;
 }
@@ -476,25 +418,25 @@ static int test_other_context_stream(void) {
     CUstream other_stream = NULL;
     int ok = 0;
     if (s == NULL) return 0;
-    CHECK_CU(cuda_context_create(&A.cu, A.ci.cuda_device, &other)); /* now current */
-    CHECK_CU(A.cu.cuStreamCreate(&other_stream, CU_STREAM_NON_BLOCKING));
-    CHECK_CU(A.cu.cuCtxPopCurrent(&popped));
+    CHECK_CU(cuda_context_create(&E.cu, A.ci.cuda_device, &other)); /* now current */
+    CHECK_CU(E.cu.cuStreamCreate(&other_stream, CU_STREAM_NON_BLOCKING));
+    CHECK_CU(E.cu.cuCtxPopCurrent(&popped));
     CHECK(popped == other, "popped another context than the one created");
     EXPECT_VKCUDA(vkcuda_semaphore_cuda_signal(s, 1, other_stream), VKCUDA_ERROR_DEVICE_MISMATCH);
     EXPECT_VKCUDA(vkcuda_semaphore_cuda_wait(s, 1, other_stream), VKCUDA_ERROR_DEVICE_MISMATCH);
     /* The refused signal did not use up the value. */
-    CHECK_VKCUDA(vkcuda_semaphore_cuda_signal(s, 1, A.stream));
+    CHECK_VKCUDA(vkcuda_semaphore_cuda_signal(s, 1, E.stream));
     CHECK_VKCUDA(vkcuda_semaphore_host_wait(s, 1, 5000 * MS));
     ok = 1;
 done:
     if (other != NULL) {
-        if (other_stream != NULL && A.cu.cuCtxPushCurrent(other) == CUDA_SUCCESS) {
-            A.cu.cuStreamDestroy(other_stream);
-            A.cu.cuCtxPopCurrent(&popped);
+        if (other_stream != NULL && E.cu.cuCtxPushCurrent(other) == CUDA_SUCCESS) {
+            E.cu.cuStreamDestroy(other_stream);
+            E.cu.cuCtxPopCurrent(&popped);
         }
-        A.cu.cuCtxDestroy(other);
+        E.cu.cuCtxDestroy(other);
     }
-    if (A.stream) stream_wait(A.stream, 5000 * MS);
+    if (E.stream) stream_wait(E.stream, 5000 * MS);
     vkcuda_semaphore_destroy(s);
     return ok;
 }
@@ -524,7 +466,7 @@ static void *spinner_main(void *unused) {
             continue;
         }
         if (__atomic_load_n(&spinner.seen_for, __ATOMIC_ACQUIRE) == target) continue;
-        if (A.vk.vkGetSemaphoreCounterValue(A.vh.device, spinner.sem, &v) == VK_SUCCESS && v >= target) {
+        if (E.vk.vkGetSemaphoreCounterValue(E.vh.device, spinner.sem, &v) == VK_SUCCESS && v >= target) {
             __atomic_store_n(&spinner.seen_ns, now_ns(), __ATOMIC_RELAXED);
             __atomic_store_n(&spinner.seen_for, target, __ATOMIC_RELEASE);
         }
@@ -564,11 +506,11 @@ static int wait_by(wait_method m, vkcuda_semaphore *s, VkSemaphore vs, uint64_t 
         wi.semaphoreCount = 1;
         wi.pSemaphores = &vs;
         wi.pValues = &value;
-        CHECK_VK(A.vk.vkWaitSemaphores(A.vh.device, &wi, timeout));
+        CHECK_VK(E.vk.vkWaitSemaphores(E.vh.device, &wi, timeout));
     } else {
         uint64_t v = 0, deadline = now_ns() + timeout;
         for (;;) {
-            CHECK_VK(A.vk.vkGetSemaphoreCounterValue(A.vh.device, vs, &v));
+            CHECK_VK(E.vk.vkGetSemaphoreCounterValue(E.vh.device, vs, &v));
             if (v >= value) break;
             CHECK(now_ns() < deadline, "spinning: value %" PRIu64 " not reached in 2 s (at %" PRIu64 ")", value, v);
         }
@@ -589,8 +531,8 @@ static int test_latency(unsigned rounds) {
     VkCommandBufferAllocateInfo cai;
     VkFenceCreateInfo fci;
     VkSemaphore vs = VK_NULL_HANDLE;
-    vkcuda_handoff_info acquire = handoff(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
-    vkcuda_handoff_info release = handoff(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
+    vkcuda_handoff_info acquire = example_handoff(&E, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
+    vkcuda_handoff_info release = example_handoff(&E, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
     int64_t *vs_hostfn = NULL, *vs_spinner = NULL, *round_ns = NULL;
     double table[WAIT_METHODS][5];
     uint64_t ptr = 0, hostfn_ns = 0;
@@ -604,18 +546,18 @@ static int test_latency(unsigned rounds) {
     CHECK_VKCUDA(vkcuda_semaphore_get_vk_semaphore(s, &vs));
     memset(&bi, 0, sizeof bi);
     bi.size = size;
-    CHECK_VKCUDA(vkcuda_buffer_create(A.ctx, &bi, &buf));
+    CHECK_VKCUDA(vkcuda_buffer_create(E.ctx, &bi, &buf));
     CHECK_VKCUDA(vkcuda_buffer_get_cuda_pointer(buf, &ptr));
     memset(&cai, 0, sizeof cai);
     cai.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
-    cai.commandPool = A.pool;
+    cai.commandPool = E.pool;
     cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     cai.commandBufferCount = 2;
-    CHECK_VK(A.vk.vkAllocateCommandBuffers(A.vh.device, &cai, cmds));
+    CHECK_VK(E.vk.vkAllocateCommandBuffers(E.vh.device, &cai, cmds));
     memset(&fci, 0, sizeof fci);
     fci.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
-    CHECK_VK(A.vk.vkCreateFence(A.vh.device, &fci, NULL, &fences[0]));
-    CHECK_VK(A.vk.vkCreateFence(A.vh.device, &fci, NULL, &fences[1]));
+    CHECK_VK(E.vk.vkCreateFence(E.vh.device, &fci, NULL, &fences[0]));
+    CHECK_VK(E.vk.vkCreateFence(E.vh.device, &fci, NULL, &fences[1]));
     vs_hostfn = (int64_t *)calloc(rounds, sizeof *vs_hostfn);
     vs_spinner = (int64_t *)calloc(rounds, sizeof *vs_spinner);
     round_ns = (int64_t *)calloc(rounds, sizeof *round_ns);
@@ -643,21 +585,21 @@ static int test_latency(unsigned rounds) {
                  * vkWaitSemaphores for a value below it, to the completion of earlier
                  * queue work. */
                 if (submitted[r % 2]) {
-                    CHECK_VK(A.vk.vkWaitForFences(A.vh.device, 1, &fences[r % 2], VK_TRUE, 2000 * MS));
-                    CHECK_VK(A.vk.vkResetFences(A.vh.device, 1, &fences[r % 2]));
+                    CHECK_VK(E.vk.vkWaitForFences(E.vh.device, 1, &fences[r % 2], VK_TRUE, 2000 * MS));
+                    CHECK_VK(E.vk.vkResetFences(E.vh.device, 1, &fences[r % 2]));
                     submitted[r % 2] = 0;
                 }
                 t_start = now_ns();
 
                 /* Vulkan queue work: acquire the buffer back from CUDA, fill it, release it. */
                 CHECK_VKCUDA(vkcuda_semaphore_next_stage(s, &st1));
-                CHECK_VK(begin(cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT));
+                CHECK_VK(rig_begin(&E, cmd, RIG_ONCE));
                 if (m > 0 || pass > 0 || r > 0) /* from the second round on, CUDA had it last */
                     CHECK_VKCUDA(vkcuda_buffer_cmd_acquire_from_cuda(buf, cmd, &acquire));
                 CHECK_VKCUDA(vkcuda_buffer_get_vk_buffer(buf, &vb));
-                A.vk.vkCmdFillBuffer(cmd, vb, 0, size, r);
+                E.vk.vkCmdFillBuffer(cmd, vb, 0, size, r);
                 CHECK_VKCUDA(vkcuda_buffer_cmd_release_to_cuda(buf, cmd, &release));
-                CHECK_VK(A.vk.vkEndCommandBuffer(cmd));
+                CHECK_VK(E.vk.vkEndCommandBuffer(cmd));
                 CHECK_VKCUDA(vkcuda_semaphore_next_stage(s, &st2));
                 __atomic_store_n(&spinner.target, pass == 1 ? st2.signal_value : 0, __ATOMIC_RELEASE);
                 __atomic_store_n(&hostfn_ns, 0, __ATOMIC_RELEASE);
@@ -665,10 +607,10 @@ static int test_latency(unsigned rounds) {
                 submitted[r % 2] = 1;
 
                 /* CUDA work, then the signal the host waits for. */
-                CHECK_VKCUDA(vkcuda_semaphore_cuda_wait(s, st2.wait_value, A.stream));
-                CHECK_CU(cuda_transform(&A.cu, &A.kernels, A.stream, ptr, size, 3, 1));
-                CHECK_CU(A.cu.cuLaunchHostFunc(A.stream, hostfn_stamp, &hostfn_ns));
-                CHECK_VKCUDA(vkcuda_semaphore_cuda_signal(s, st2.signal_value, A.stream));
+                CHECK_VKCUDA(vkcuda_semaphore_cuda_wait(s, st2.wait_value, E.stream));
+                CHECK_CU(cuda_transform(&E.cu, &E.kernels, E.stream, ptr, size, 3, 1));
+                CHECK_CU(E.cu.cuLaunchHostFunc(E.stream, hostfn_stamp, &hostfn_ns));
+                CHECK_VKCUDA(vkcuda_semaphore_cuda_signal(s, st2.signal_value, E.stream));
 
                 if (!wait_by((wait_method)m, s, vs, st2.signal_value)) goto done;
                 t_seen = now_ns();
@@ -714,11 +656,11 @@ done:
         __atomic_store_n(&spinner.stop, 1, __ATOMIC_RELEASE);
         pthread_join(thread, NULL);
     }
-    if (A.stream) stream_wait(A.stream, 5000 * MS);
-    if (A.vk.vkQueueWaitIdle) A.vk.vkQueueWaitIdle(A.vh.queue);
-    if (cmds[0] != VK_NULL_HANDLE) A.vk.vkFreeCommandBuffers(A.vh.device, A.pool, 2, cmds);
+    if (E.stream) stream_wait(E.stream, 5000 * MS);
+    if (E.vk.vkQueueWaitIdle) E.vk.vkQueueWaitIdle(E.vh.queue);
+    if (cmds[0] != VK_NULL_HANDLE) E.vk.vkFreeCommandBuffers(E.vh.device, E.pool, 2, cmds);
     for (r = 0; r < 2; r++)
-        if (fences[r] != VK_NULL_HANDLE) A.vk.vkDestroyFence(A.vh.device, fences[r], NULL);
+        if (fences[r] != VK_NULL_HANDLE) E.vk.vkDestroyFence(E.vh.device, fences[r], NULL);
     free(vs_hostfn);
     free(vs_spinner);
     free(round_ns);
@@ -729,55 +671,14 @@ done:
 
 /* ---- setup ------------------------------------------------------------------------------ */
 
-static void finish_unavailable(const char *why) {
-    printf("SKIPPED: frame_loop: %s\n", why);
-    if (require_gpu()) {
-        printf("frame_loop: FAIL: VKCUDA_REQUIRE_GPU=1 and there is no usable GPU\n");
-        exit(1);
-    }
-    exit(0);
-}
-
 static int setup(int vulkan_only) {
-    vkcuda_standalone_create_info si;
-    VkCommandPoolCreateInfo pci;
-    vkcuda_result r;
-    char why[1024];
-    int driver_version = 0, ok = 0;
-
-    memset(&si, 0, sizeof si);
-    if (vulkan_only) si.flags = VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT;
-    r = vkcuda_context_create_standalone(&si, &A.ctx);
-    if (r != VKCUDA_SUCCESS) {
-        const char *m = gpu_test_message();
-        snprintf(why, sizeof why, "vkcuda_context_create_standalone -> %s: %s", vkcuda_result_to_string(r), m);
-        if (r == VKCUDA_ERROR_CUDA_UNAVAILABLE || r == VKCUDA_ERROR_VULKAN_UNAVAILABLE ||
-            r == VKCUDA_ERROR_DEVICE_MISMATCH || r == VKCUDA_ERROR_EXTENSION_NOT_PRESENT)
-            finish_unavailable(why);
-        FAILF("%s", why);
-    }
-    CHECK_VKCUDA(vkcuda_context_get_vulkan_handles(A.ctx, &A.vh));
-    CHECK(A.vh.queue != VK_NULL_HANDLE, "a standalone context has no queue");
-    if (vk_load(&A.vk, A.vh.get_instance_proc_addr, A.vh.instance, A.vh.physical_device, A.vh.device, why,
-                sizeof why) != 0)
-        FAILF("loading Vulkan functions: %s", why);
-    printf("Vulkan device: %s, queue family %u\n", A.vk.properties.deviceName, A.vh.queue_family_index);
-    A.cuda = !vulkan_only;
-    if (A.cuda) {
+    int ok = 0;
+    rig_open(&E, "frame_loop", vulkan_only, &A.ci);
+    if (E.cuda) {
         vkcuda_semaphore_create_info sci;
-        CHECK_VKCUDA(vkcuda_context_get_cuda_info(A.ctx, &A.ci));
-        CHECK_VKCUDA(vkcuda_cuda_driver_get_version(&driver_version));
-        if (cuda_driver_load(&A.cu, why, sizeof why) != 0) FAILF("loading the CUDA driver API: %s", why);
-        printf("CUDA device %d (%s context), driver API %d.%d\n", A.ci.device_ordinal,
-               A.ci.primary ? "primary" : "borrowed", driver_version / 1000, driver_version % 1000 / 10);
-        CHECK_CU(A.cu.cuCtxPushCurrent(A.ci.cuda_context));
-        A.cuda_pushed = 1;
-        CHECK_CU(A.cu.cuStreamCreate(&A.stream, CU_STREAM_NON_BLOCKING));
-        CHECK_CU(cuda_kernels_load(&A.cu, &A.kernels));
-        printf("kernels: %s\n", A.kernels.source);
         memset(&sci, 0, sizeof sci);
         sci.semaphore_type = VKCUDA_SEMAPHORE_TYPE_TIMELINE;
-        CHECK_VKCUDA(vkcuda_semaphore_create(A.ctx, &sci, &A.sem));
+        CHECK_VKCUDA(vkcuda_semaphore_create(E.ctx, &sci, &A.sem));
         CHECK_VKCUDA(vkcuda_semaphore_get_vk_semaphore(A.sem, &A.vk_sem));
     } else {
         VkSemaphoreTypeCreateInfo ti;
@@ -789,43 +690,28 @@ static int setup(int vulkan_only) {
         memset(&sci, 0, sizeof sci);
         sci.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO;
         sci.pNext = &ti;
-        CHECK_VK(A.vk.vkCreateSemaphore(A.vh.device, &sci, NULL, &A.vk_sem));
+        CHECK_VK(E.vk.vkCreateSemaphore(E.vh.device, &sci, NULL, &A.vk_sem));
     }
-    memset(&pci, 0, sizeof pci);
-    pci.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
-    pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
-    pci.queueFamilyIndex = A.vh.queue_family_index;
-    CHECK_VK(A.vk.vkCreateCommandPool(A.vh.device, &pci, NULL, &A.pool));
     ok = 1;
 done:
     return ok;
 }
 
 static void teardown(void) {
-    if (A.stream != NULL) {
-        CUresult r = stream_wait(A.stream, 10000 * MS);
-        if (r != CUDA_SUCCESS) printf("  teardown: the CUDA stream did not finish: %s\n", cuda_result_text(&A.cu, r));
+    if (E.stream != NULL) {
+        CUresult r = stream_wait(E.stream, 10000 * MS);
+        if (r != CUDA_SUCCESS) printf("  teardown: the CUDA stream did not finish: %s\n", cuda_result_text(&E.cu, r));
     }
-    if (A.vk.vkDeviceWaitIdle != NULL && A.vh.device != VK_NULL_HANDLE) {
-        VkResult r = A.vk.vkDeviceWaitIdle(A.vh.device);
+    if (E.vk.vkDeviceWaitIdle != NULL && E.vh.device != VK_NULL_HANDLE) {
+        VkResult r = E.vk.vkDeviceWaitIdle(E.vh.device);
         if (r != VK_SUCCESS) printf("  teardown: vkDeviceWaitIdle -> %s\n", vk_result_name(r));
     }
     destroy_slots();
-    if (A.pool != VK_NULL_HANDLE) A.vk.vkDestroyCommandPool(A.vh.device, A.pool, NULL);
     if (A.sem != NULL)
         vkcuda_semaphore_destroy(A.sem);
     else if (A.vk_sem != VK_NULL_HANDLE)
-        A.vk.vkDestroySemaphore(A.vh.device, A.vk_sem, NULL);
-    if (A.cu.library != NULL) {
-        if (A.stream != NULL) A.cu.cuStreamDestroy(A.stream);
-        cuda_kernels_unload(&A.cu, &A.kernels);
-        if (A.cuda_pushed) {
-            CUcontext popped;
-            A.cu.cuCtxPopCurrent(&popped);
-        }
-    }
-    vkcuda_context_destroy(A.ctx);
-    if (A.cu.library != NULL) cuda_driver_unload(&A.cu);
+        E.vk.vkDestroySemaphore(E.vh.device, A.vk_sem, NULL);
+    rig_close(&E);
 }
 
 static void usage(void) {
@@ -881,49 +767,38 @@ int main(int argc, char **argv) {
         return 1;
     }
 
-    if (A.cuda) {
+    if (E.cuda) {
         t0 = now_s();
-        record_check("host_wait timeouts (spinning first)", test_timeouts(0), now_s() - t0);
+        rig_record(&A.checks, "host_wait timeouts (spinning first)", test_timeouts(0), now_s() - t0);
         t0 = now_s();
-        record_check("host_wait timeouts (VKCUDA_SEMAPHORE_CREATE_NO_SPIN_BIT)",
+        rig_record(&A.checks, "host_wait timeouts (VKCUDA_SEMAPHORE_CREATE_NO_SPIN_BIT)",
                      test_timeouts(VKCUDA_SEMAPHORE_CREATE_NO_SPIN_BIT), now_s() - t0);
         t0 = now_s();
-        record_check("signal values must increase", test_refused_signals(), now_s() - t0);
+        rig_record(&A.checks, "signal values must increase", test_refused_signals(), now_s() - t0);
         t0 = now_s();
-        record_check("binary semaphore: one wait per signal", test_binary(), now_s() - t0);
+        rig_record(&A.checks, "binary semaphore: one wait per signal", test_binary(), now_s() - t0);
         t0 = now_s();
-        record_check("a stream of another CUcontext is refused", test_other_context_stream(), now_s() - t0);
+        rig_record(&A.checks, "a stream of another CUcontext is refused", test_other_context_stream(), now_s() - t0);
     }
 
     t0 = now_s();
     ok = create_slots() && run_frames(frames);
     snprintf(name, sizeof name, "frame loop: %" PRIu64 " frames, %u in flight, %" PRIu64 " B a frame", frames,
              A.nslots, A.size);
-    record_check(name, ok, now_s() - t0);
+    rig_record(&A.checks, name, ok, now_s() - t0);
 
-    if (A.cuda && latency_rounds > 0 && ok) {
+    if (E.cuda && latency_rounds > 0 && ok) {
         t0 = now_s();
-        record_check("host-wait latency (alternating pattern)", test_latency(latency_rounds), now_s() - t0);
+        rig_record(&A.checks, "host-wait latency (alternating pattern)", test_latency(latency_rounds), now_s() - t0);
     }
     teardown();
-    {
-        vkcuda_live_objects live, zero;
-        memset(&zero, 0, sizeof zero);
-        t0 = now_s();
-        ok = vkcuda_live_objects_get(&live) == VKCUDA_SUCCESS && memcmp(&live, &zero, sizeof live) == 0;
-        if (!ok)
-            printf("  live objects after destroying everything: contexts %" PRId64 ", VkBuffers %" PRId64
-                   ", VkDeviceMemory %" PRId64 ", VkSemaphores %" PRId64 ", CUDA allocations %" PRId64
-                   ", CUDA external memories %" PRId64 ", CUDA external semaphores %" PRId64 "\n",
-                   live.contexts, live.vk_buffers, live.vk_memories, live.vk_semaphores, live.cuda_allocations,
-                   live.cuda_external_memories, live.cuda_external_semaphores);
-        record_check("nothing left alive after destroying everything", ok, now_s() - t0);
-    }
+    t0 = now_s();
+    rig_record(&A.checks, "nothing left alive after destroying everything", rig_nothing_alive(), now_s() - t0);
 
-    ok = A.checks_failed == 0 && A.mismatches == 0;
+    ok = A.checks.failed == 0 && A.mismatches == 0;
     printf("frame_loop: %s: %u checks passed, %u failed; %llu frames checked, %llu words compared, %llu mismatched%s "
            "(%.1f s)\n",
-           ok ? "PASS" : "FAIL", A.checks_passed, A.checks_failed, A.frames_checked, A.elements, A.mismatches,
-           A.cuda ? "" : " [Vulkan-only self-test]", now_s() - start);
+           ok ? "PASS" : "FAIL", A.checks.passed, A.checks.failed, A.frames_checked, A.elements, A.mismatches,
+           E.cuda ? "" : " [Vulkan-only self-test]", now_s() - start);
     return ok ? 0 : 1;
 }

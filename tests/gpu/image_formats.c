@@ -34,7 +34,7 @@
  * SUBSTRING.
  *
  * Without a CUDA driver (or a Vulkan device matching a CUDA device) it says why and
- * exits 0, or 1 when VKCUDA_REQUIRE_GPU=1. Exit status 1 when any case fails.
+ * exits 77 (skipped), or 1 when VKCUDA_REQUIRE_GPU=1. Exit status 1 when any case fails.
  */
 #define _POSIX_C_SOURCE 200809L
 #define VK_NO_PROTOTYPES
@@ -47,38 +47,26 @@
 #include <string.h>
 #include <time.h>
 
-#include "cuda_driver.h"
 #include "format_kernels_ptx.h"
-#include "vk_loader.h"
-#include "gpu_test.h"
+#include "rig.h"
 
-#define GPU_TEST_CUDA_DRIVER (&A.cu) /* for CHECK_CU */
+#define GPU_TEST_CUDA_DRIVER (&E.cu) /* for CHECK_CU */
 
-#define FENCE_TIMEOUT_NS (120ull * 1000 * 1000 * 1000)
 #define MAX_LEVELS 16
 
 /* How the kernels address a surface (format_kernels.cu). */
 enum { KIND_1D = 0, KIND_2D = 1, KIND_3D = 2, KIND_1D_LAYERED = 3, KIND_2D_LAYERED = 4 };
 
 static struct {
-    vkcuda_context *ctx;
-    vkcuda_vulkan_handles vh;
-    vk_functions vk;
     PFN_vkCmdCopyImageToBuffer vkCmdCopyImageToBuffer;
     PFN_vkCmdCopyBufferToImage vkCmdCopyBufferToImage;
-    int cuda;
-    cuda_driver cu;
-    vkcuda_cuda_info ci;
-    int cuda_pushed;
-    CUstream stream;
     CUmodule module;
     CUfunction write_pattern[5], read_texels[5], fetch_float4, fetch_uint4;
-    VkCommandPool pool;
-    VkCommandBuffer cmd;
-    VkFence fence;
     const char *only;
     unsigned passed, failed, skipped;
 } A;
+
+static example E; /* the device: rig.h */
 
 #define FORMAT(f) {f, #f}
 static const struct {
@@ -104,7 +92,7 @@ static const struct {
 };
 #define FORMAT_COUNT (sizeof FORMATS / sizeof FORMATS[0])
 
-/* ---- reporting (the checks are gpu_test.h's) -------------------- */
+/* ---- reporting (the checks are rig.h's) -------------------- */
 
 static int selected(const char *name) {
     return A.only == NULL || strstr(name, A.only) != NULL;
@@ -134,40 +122,6 @@ static uint8_t pattern_byte(uint32_t level, uint64_t i, uint32_t seed) {
 }
 
 /* ---- Vulkan helpers ---------------------------------------------------------------- */
-
-static VkResult begin_commands(void) {
-    VkCommandBufferBeginInfo bi;
-    VkResult r = A.vk.vkResetCommandBuffer(A.cmd, 0);
-    if (r != VK_SUCCESS) return r;
-    memset(&bi, 0, sizeof bi);
-    bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
-    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    return A.vk.vkBeginCommandBuffer(A.cmd, &bi);
-}
-
-static VkResult submit_and_wait(void) {
-    VkSubmitInfo si;
-    VkResult r = A.vk.vkEndCommandBuffer(A.cmd);
-    if (r != VK_SUCCESS) return r;
-    memset(&si, 0, sizeof si);
-    si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
-    si.commandBufferCount = 1;
-    si.pCommandBuffers = &A.cmd;
-    r = A.vk.vkQueueSubmit(A.vh.queue, 1, &si, A.fence);
-    if (r != VK_SUCCESS) return r;
-    r = A.vk.vkWaitForFences(A.vh.device, 1, &A.fence, VK_TRUE, FENCE_TIMEOUT_NS);
-    if (r != VK_SUCCESS) return r;
-    return A.vk.vkResetFences(A.vh.device, 1, &A.fence);
-}
-
-static vkcuda_handoff_info handoff(VkPipelineStageFlags stage, VkAccessFlags access) {
-    vkcuda_handoff_info h;
-    memset(&h, 0, sizeof h);
-    h.queue_family_index = A.vh.queue_family_index;
-    h.stage_mask = stage;
-    h.access_mask = access;
-    return h;
-}
 
 /* One level of an image and where it sits in a packed staging buffer. */
 typedef struct level_layout {
@@ -237,7 +191,7 @@ static void layout_barrier(const layout *l, VkImageLayout from, VkImageLayout to
     b.subresourceRange.aspectMask = VK_IMAGE_ASPECT_COLOR_BIT;
     b.subresourceRange.levelCount = l->levels;
     b.subresourceRange.layerCount = l->info.array_layers;
-    A.vk.vkCmdPipelineBarrier(A.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, NULL,
+    E.vk.vkCmdPipelineBarrier(E.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, NULL,
                               0, NULL, 1, &b);
 }
 
@@ -245,16 +199,16 @@ static void layout_barrier(const layout *l, VkImageLayout from, VkImageLayout to
  * to CUDA in GENERAL. */
 static int vulkan_upload(vkcuda_image *image, const layout *l, VkImageLayout from, const vk_owned_buffer *staging) {
     VkBufferImageCopy regions[MAX_LEVELS];
-    vkcuda_handoff_info h = handoff(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
+    vkcuda_handoff_info h = example_handoff(&E, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
     int ok = 0;
     copy_regions(l, regions);
-    CHECK_VK(vk_owned_buffer_flush(&A.vk, staging));
-    CHECK_VK(begin_commands());
+    CHECK_VK(vk_owned_buffer_flush(&E.vk, staging));
+    CHECK_VK(rig_begin(&E, E.cmd, RIG_ONCE));
     layout_barrier(l, from, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL);
-    A.vkCmdCopyBufferToImage(A.cmd, staging->buffer, l->info.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL,
+    A.vkCmdCopyBufferToImage(E.cmd, staging->buffer, l->info.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL,
                              l->levels, regions);
-    CHECK_VKCUDA(vkcuda_image_cmd_release_to_cuda(image, A.cmd, &h, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL));
-    CHECK_VK(submit_and_wait());
+    CHECK_VKCUDA(vkcuda_image_cmd_release_to_cuda(image, E.cmd, &h, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL));
+    CHECK_VK(rig_submit_and_wait(&E, E.cmd));
     ok = 1;
 done:
     return ok;
@@ -264,17 +218,17 @@ done:
  * into the readback buffer. */
 static int vulkan_download(vkcuda_image *image, const layout *l, const vk_owned_buffer *readback) {
     VkBufferImageCopy regions[MAX_LEVELS];
-    vkcuda_handoff_info h = handoff(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
+    vkcuda_handoff_info h = example_handoff(&E, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
     int ok = 0;
     copy_regions(l, regions);
-    CHECK_VK(begin_commands());
-    CHECK_VKCUDA(vkcuda_image_cmd_acquire_from_cuda(image, A.cmd, &h, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL));
-    A.vkCmdCopyImageToBuffer(A.cmd, l->info.image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, readback->buffer,
+    CHECK_VK(rig_begin(&E, E.cmd, RIG_ONCE));
+    CHECK_VKCUDA(vkcuda_image_cmd_acquire_from_cuda(image, E.cmd, &h, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL));
+    A.vkCmdCopyImageToBuffer(E.cmd, l->info.image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, readback->buffer,
                              l->levels, regions);
-    vk_cmd_barrier(&A.vk, A.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+    vk_cmd_barrier(&E.vk, E.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
                    VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
-    CHECK_VK(submit_and_wait());
-    CHECK_VK(vk_owned_buffer_invalidate(&A.vk, readback));
+    CHECK_VK(rig_submit_and_wait(&E, E.cmd));
+    CHECK_VK(vk_owned_buffer_invalidate(&E.vk, readback));
     ok = 1;
 done:
     return ok;
@@ -323,7 +277,7 @@ static int bpt_index(uint32_t bpt) {
 
 static CUresult launch3(CUfunction f, uint32_t w, uint32_t h, uint32_t d, void **params) {
     unsigned bx = w >= 16 ? 16 : w, by = h >= 16 ? 16 : h;
-    return A.cu.cuLaunchKernel(f, (w + bx - 1) / bx, (h + by - 1) / by, d, bx, by, 1, 0, A.stream, params, NULL);
+    return E.cu.cuLaunchKernel(f, (w + bx - 1) / bx, (h + by - 1) / by, d, bx, by, 1, 0, E.stream, params, NULL);
 }
 
 /* Depth argument of the kernels: slices of 3D levels, layers otherwise. */
@@ -338,7 +292,7 @@ static int scratch(uint64_t bytes, vkcuda_buffer **buffer, uint64_t *pointer) {
     memset(&bi, 0, sizeof bi);
     bi.size = bytes;
     bi.allocator = VKCUDA_ALLOCATOR_CUDA;
-    CHECK_VKCUDA(vkcuda_buffer_create(A.ctx, &bi, buffer));
+    CHECK_VKCUDA(vkcuda_buffer_create(E.ctx, &bi, buffer));
     CHECK_VKCUDA(vkcuda_buffer_get_cuda_pointer(*buffer, pointer));
     ok = 1;
 done:
@@ -368,7 +322,7 @@ static int create_image(VkFormat format, const shape *s, vkcuda_image **image, l
     ci.extent.depth = s->d;
     ci.mip_levels = s->levels;
     ci.array_layers = s->layers;
-    r = vkcuda_image_create(A.ctx, &ci, image);
+    r = vkcuda_image_create(E.ctx, &ci, image);
     if (r == VKCUDA_ERROR_UNSUPPORTED) {
         report(name, "create", -1, 0.0, gpu_test_message());
         return -1;
@@ -407,14 +361,14 @@ static void surface_case(VkFormat format, const char *format_name, const shape *
     case -1: result = -2; goto done;
     default: break;
     }
-    CHECK_VK(vk_owned_buffer_create(&A.vk, l.total, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+    CHECK_VK(vk_owned_buffer_create(&E.vk, l.total, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                                     VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT, VK_MEMORY_PROPERTY_HOST_CACHED_BIT, &staging));
-    CHECK_VK(vk_owned_buffer_create(&A.vk, l.total, VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+    CHECK_VK(vk_owned_buffer_create(&E.vk, l.total, VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                                     VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT, VK_MEMORY_PROPERTY_HOST_CACHED_BIT, &readback));
     kernel = bpt_index(l.bpt);
     if (kernel < 0) FAILF("unexpected texel size %u", l.bpt);
 
-    if (!A.cuda) {
+    if (!E.cuda) {
         fill_pattern(&l, (uint8_t *)staging.mapped, seed);
         if (!vulkan_upload(image, &l, VK_IMAGE_LAYOUT_UNDEFINED, &staging)) goto done;
         if (!vulkan_download(image, &l, &readback)) goto done;
@@ -436,10 +390,10 @@ static void surface_case(VkFormat format, const char *format_name, const shape *
 
     /* CUDA -> Vulkan: the kernel writes every level (the image is new: UNDEFINED). */
     {
-        vkcuda_handoff_info h = handoff(VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, 0);
-        CHECK_VK(begin_commands());
-        CHECK_VKCUDA(vkcuda_image_cmd_release_to_cuda(image, A.cmd, &h, VK_IMAGE_LAYOUT_UNDEFINED));
-        CHECK_VK(submit_and_wait());
+        vkcuda_handoff_info h = example_handoff(&E, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, 0);
+        CHECK_VK(rig_begin(&E, E.cmd, RIG_ONCE));
+        CHECK_VKCUDA(vkcuda_image_cmd_release_to_cuda(image, E.cmd, &h, VK_IMAGE_LAYOUT_UNDEFINED));
+        CHECK_VK(rig_submit_and_wait(&E, E.cmd));
     }
     for (i = 0; i < l.levels; i++) {
         uint64_t surface = 0;
@@ -456,7 +410,7 @@ static void surface_case(VkFormat format, const char *format_name, const shape *
         CHECK_VKCUDA(vkcuda_image_get_surface_object(image, i, &surface));
         CHECK_CU(launch3(A.write_pattern[kernel], w, hh, d, params));
     }
-    CHECK_CU(A.cu.cuStreamSynchronize(A.stream));
+    CHECK_CU(E.cu.cuStreamSynchronize(E.stream));
     if (!vulkan_download(image, &l, &readback)) goto done;
     for (i = 0; i < l.levels; i++)
         bad += compare_level(&l, i, (const uint8_t *)readback.mapped + l.level[i].offset, seed, &bytes);
@@ -484,8 +438,8 @@ static void surface_case(VkFormat format, const char *format_name, const shape *
         params[5] = &out_ptr;
         CHECK_VKCUDA(vkcuda_image_get_surface_object(image, i, &surface));
         CHECK_CU(launch3(A.read_texels[kernel], w, hh, d, params));
-        CHECK_CU(A.cu.cuStreamSynchronize(A.stream));
-        CHECK_CU(A.cu.cuMemcpyDtoH(host, out_ptr, (size_t)l.level[i].bytes));
+        CHECK_CU(E.cu.cuStreamSynchronize(E.stream));
+        CHECK_CU(E.cu.cuMemcpyDtoH(host, out_ptr, (size_t)l.level[i].bytes));
         bad += compare_level(&l, i, host, seed + 1, &bytes);
     }
     snprintf(detail, sizeof detail, "%llu of %llu bytes differ", (unsigned long long)bad, (unsigned long long)bytes);
@@ -497,8 +451,8 @@ done:
     free(host);
     vkcuda_buffer_destroy(out);
     vkcuda_image_destroy(image);
-    vk_owned_buffer_destroy(&A.vk, &staging);
-    vk_owned_buffer_destroy(&A.vk, &readback);
+    vk_owned_buffer_destroy(&E.vk, &staging);
+    vk_owned_buffer_destroy(&E.vk, &readback);
 }
 
 /* ---- the texture cases ------------------------------------------------------------- */
@@ -589,7 +543,7 @@ static void texture_case(VkFormat format, const char *format_name) {
     uint8_t *got = NULL;
 
     snprintf(name, sizeof name, "%s %s", format_name, s.name);
-    if (!selected(name) || !A.cuda) return;
+    if (!selected(name) || !E.cuda) return;
     memset(&staging, 0, sizeof staging);
     detail[0] = '\0';
     switch (create_image(format, &s, &image, &l, name)) {
@@ -597,7 +551,7 @@ static void texture_case(VkFormat format, const char *format_name) {
     case -1: result = -2; goto done;
     default: break;
     }
-    CHECK_VK(vk_owned_buffer_create(&A.vk, l.total, VK_BUFFER_USAGE_TRANSFER_SRC_BIT, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT,
+    CHECK_VK(vk_owned_buffer_create(&E.vk, l.total, VK_BUFFER_USAGE_TRANSFER_SRC_BIT, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT,
                                     0, &staging));
     want = (expected *)calloc((size_t)l.level[0].w * l.level[0].h, sizeof *want);
     got = (uint8_t *)malloc((size_t)l.level[0].w * l.level[0].h * 16);
@@ -638,8 +592,8 @@ static void texture_case(VkFormat format, const char *format_name) {
         params[3] = &lod;
         params[4] = &out_ptr;
         CHECK_CU(launch3(as_float ? A.fetch_float4 : A.fetch_uint4, w, h, 1, params));
-        CHECK_CU(A.cu.cuStreamSynchronize(A.stream));
-        CHECK_CU(A.cu.cuMemcpyDtoH(got, out_ptr, (size_t)w * h * 16));
+        CHECK_CU(E.cu.cuStreamSynchronize(E.stream));
+        CHECK_CU(E.cu.cuMemcpyDtoH(got, out_ptr, (size_t)w * h * 16));
         for (t = 0; t < (uint64_t)w * h; t++) {
             expected e;
             uint8_t scratch_bytes[4];
@@ -678,130 +632,41 @@ done:
     free(got);
     vkcuda_buffer_destroy(out);
     vkcuda_image_destroy(image);
-    vk_owned_buffer_destroy(&A.vk, &staging);
+    vk_owned_buffer_destroy(&E.vk, &staging);
 }
 
 /* ---- setup ------------------------------------------------------------------------- */
 
-static void finish_unavailable(const char *why) {
-    printf("SKIPPED: image_formats: %s\n", why);
-    if (require_gpu()) {
-        printf("image_formats: FAIL: VKCUDA_REQUIRE_GPU=1 and there is no usable GPU\n");
-        exit(1);
-    }
-    exit(0);
-}
-
 static CUresult load_module(void) {
-    static char info_log[8192], error_log[8192];
     static const char *sizes[5] = {"1", "2", "4", "8", "16"};
-    CUjit_option options[4] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
-                               CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-    void *values[4];
     char fname[64];
-    CUresult r;
+    CUresult r = rig_load_ptx(&E, format_kernels_ptx, "format_kernels_ptx.h", &A.module);
     int k;
-    info_log[0] = error_log[0] = '\0';
-    values[0] = info_log;
-    values[1] = (void *)(uintptr_t)sizeof info_log;
-    values[2] = error_log;
-    values[3] = (void *)(uintptr_t)sizeof error_log;
-    r = A.cu.cuModuleLoadDataEx(&A.module, format_kernels_ptx, 4, options, values);
-    if (r != CUDA_SUCCESS) {
-        printf("  cuModuleLoadDataEx(format_kernels_ptx.h) failed: %s\n  JIT error log: %s\n",
-               cuda_result_text(&A.cu, r), error_log);
-        A.module = NULL;
-        return r;
-    }
     for (k = 0; k < 5 && r == CUDA_SUCCESS; k++) {
         snprintf(fname, sizeof fname, "write_pattern_%s", sizes[k]);
-        r = A.cu.cuModuleGetFunction(&A.write_pattern[k], A.module, fname);
+        r = E.cu.cuModuleGetFunction(&A.write_pattern[k], A.module, fname);
         if (r != CUDA_SUCCESS) break;
         snprintf(fname, sizeof fname, "read_texels_%s", sizes[k]);
-        r = A.cu.cuModuleGetFunction(&A.read_texels[k], A.module, fname);
+        r = E.cu.cuModuleGetFunction(&A.read_texels[k], A.module, fname);
     }
-    if (r == CUDA_SUCCESS) r = A.cu.cuModuleGetFunction(&A.fetch_float4, A.module, "fetch_float4");
-    if (r == CUDA_SUCCESS) r = A.cu.cuModuleGetFunction(&A.fetch_uint4, A.module, "fetch_uint4");
+    if (r == CUDA_SUCCESS) r = E.cu.cuModuleGetFunction(&A.fetch_float4, A.module, "fetch_float4");
+    if (r == CUDA_SUCCESS) r = E.cu.cuModuleGetFunction(&A.fetch_uint4, A.module, "fetch_uint4");
     return r;
 }
 
 static int setup(int vulkan_only) {
-    vkcuda_standalone_create_info si;
-    vkcuda_result r;
-    VkCommandPoolCreateInfo pci;
-    VkCommandBufferAllocateInfo cai;
-    VkFenceCreateInfo fci;
-    char why[1024];
     int ok = 0;
-
-    memset(&si, 0, sizeof si);
-    if (vulkan_only) si.flags = VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT;
-    r = vkcuda_context_create_standalone(&si, &A.ctx);
-    if (r != VKCUDA_SUCCESS) {
-        const char *m = gpu_test_message();
-        snprintf(why, sizeof why, "vkcuda_context_create_standalone -> %s: %s", vkcuda_result_to_string(r), m);
-        if (r == VKCUDA_ERROR_CUDA_UNAVAILABLE || r == VKCUDA_ERROR_VULKAN_UNAVAILABLE ||
-            r == VKCUDA_ERROR_DEVICE_MISMATCH || r == VKCUDA_ERROR_EXTENSION_NOT_PRESENT)
-            finish_unavailable(why);
-        FAILF("%s", why);
-    }
-    CHECK_VKCUDA(vkcuda_context_get_vulkan_handles(A.ctx, &A.vh));
-    if (vk_load(&A.vk, A.vh.get_instance_proc_addr, A.vh.instance, A.vh.physical_device, A.vh.device, why,
-                sizeof why) != 0)
-        FAILF("loading Vulkan functions: %s", why);
-    A.vkCmdCopyImageToBuffer =
-        (PFN_vkCmdCopyImageToBuffer)A.vk.vkGetDeviceProcAddr(A.vh.device, "vkCmdCopyImageToBuffer");
-    A.vkCmdCopyBufferToImage =
-        (PFN_vkCmdCopyBufferToImage)A.vk.vkGetDeviceProcAddr(A.vh.device, "vkCmdCopyBufferToImage");
-    if (A.vkCmdCopyImageToBuffer == NULL || A.vkCmdCopyBufferToImage == NULL)
-        FAILF("vkGetDeviceProcAddr returned NULL for the image copies");
-    printf("Vulkan device: %s (maxImageDimension2D %u)\n", A.vk.properties.deviceName,
-           A.vk.properties.limits.maxImageDimension2D);
-    A.cuda = !vulkan_only;
-    if (A.cuda) {
-        CHECK_VKCUDA(vkcuda_context_get_cuda_info(A.ctx, &A.ci));
-        if (cuda_driver_load(&A.cu, why, sizeof why) != 0) FAILF("loading the CUDA driver API: %s", why);
-        printf("CUDA device %d (%s context)\n", A.ci.device_ordinal, A.ci.primary ? "primary" : "borrowed");
-        CHECK_CU(A.cu.cuCtxPushCurrent(A.ci.cuda_context));
-        A.cuda_pushed = 1;
-        CHECK_CU(A.cu.cuStreamCreate(&A.stream, CU_STREAM_NON_BLOCKING));
+    rig_open(&E, "image_formats", vulkan_only, NULL);
+    CHECK(rig_image_copies(&E, &A.vkCmdCopyImageToBuffer, &A.vkCmdCopyBufferToImage),
+          "vkGetDeviceProcAddr returned NULL for the image copies");
+    printf("maxImageDimension2D %u\n", E.vk.properties.limits.maxImageDimension2D);
+    if (E.cuda)
         CHECK_CU(load_module());
-    } else {
+    else
         printf("Vulkan-only self-test: each case is Vulkan -> Vulkan through the handoff barriers\n");
-    }
-    memset(&pci, 0, sizeof pci);
-    pci.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
-    pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
-    pci.queueFamilyIndex = A.vh.queue_family_index;
-    CHECK_VK(A.vk.vkCreateCommandPool(A.vh.device, &pci, NULL, &A.pool));
-    memset(&cai, 0, sizeof cai);
-    cai.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
-    cai.commandPool = A.pool;
-    cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    cai.commandBufferCount = 1;
-    CHECK_VK(A.vk.vkAllocateCommandBuffers(A.vh.device, &cai, &A.cmd));
-    memset(&fci, 0, sizeof fci);
-    fci.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
-    CHECK_VK(A.vk.vkCreateFence(A.vh.device, &fci, NULL, &A.fence));
     ok = 1;
 done:
     return ok;
-}
-
-static void teardown(void) {
-    if (A.vk.vkDeviceWaitIdle != NULL && A.vh.device != VK_NULL_HANDLE) A.vk.vkDeviceWaitIdle(A.vh.device);
-    if (A.fence != VK_NULL_HANDLE) A.vk.vkDestroyFence(A.vh.device, A.fence, NULL);
-    if (A.pool != VK_NULL_HANDLE) A.vk.vkDestroyCommandPool(A.vh.device, A.pool, NULL);
-    if (A.cu.library != NULL) {
-        if (A.module != NULL) A.cu.cuModuleUnload(A.module);
-        if (A.stream != NULL) A.cu.cuStreamDestroy(A.stream);
-        if (A.cuda_pushed) {
-            CUcontext popped;
-            A.cu.cuCtxPopCurrent(&popped);
-        }
-    }
-    vkcuda_context_destroy(A.ctx);
-    if (A.cu.library != NULL) cuda_driver_unload(&A.cu);
 }
 
 int main(int argc, char **argv) {
@@ -854,7 +719,7 @@ int main(int argc, char **argv) {
     }
     printf("image_formats: vkcuda %s, %u formats\n", vkcuda_version_string(), (unsigned)FORMAT_COUNT);
     if (!setup(vulkan_only)) {
-        teardown();
+        rig_close_module(&E, A.module);
         printf("image_formats: FAIL: setup failed (see above)\n");
         return 1;
     }
@@ -871,7 +736,7 @@ int main(int argc, char **argv) {
         surface_case(shapes[k].format, shapes[k].format_name, &shapes[k].s, 0x900u + k);
     /* A layered image with a partial mip chain: CUDA would see other layer offsets
      * than Vulkan, so the library refuses it. */
-    if (A.cuda && selected("partial mip chain")) {
+    if (E.cuda && selected("partial mip chain")) {
         vkcuda_image_create_info ci;
         vkcuda_image *im = NULL;
         vkcuda_result r;
@@ -881,19 +746,19 @@ int main(int argc, char **argv) {
         ci.extent.height = 35;
         ci.mip_levels = 3;
         ci.array_layers = 2;
-        r = vkcuda_image_create(A.ctx, &ci, &im);
+        r = vkcuda_image_create(E.ctx, &ci, &im);
         report("VK_FORMAT_R8G8B8A8_UNORM 2D 67x35, 3 levels, 2 layers", "partial mip chain refused",
                r == VKCUDA_ERROR_UNSUPPORTED && im == NULL, 0.0, r == VKCUDA_ERROR_UNSUPPORTED ? "" : vkcuda_result_to_string(r));
         vkcuda_image_destroy(im);
     }
     if (!no_big) {
-        if (A.vk.properties.limits.maxImageDimension2D >= 16384)
+        if (E.vk.properties.limits.maxImageDimension2D >= 16384)
             surface_case(VK_FORMAT_R8G8B8A8_UNORM, "VK_FORMAT_R8G8B8A8_UNORM", &big, 0xb16u);
         else
             printf("SKIP 16384x16384: the device's maxImageDimension2D is %u\n",
-                   A.vk.properties.limits.maxImageDimension2D);
+                   E.vk.properties.limits.maxImageDimension2D);
     }
-    teardown();
+    rig_close_module(&E, A.module);
     printf("image_formats: %u passed, %u failed, %u skipped (%.1f s): %s\n", A.passed, A.failed, A.skipped,
            now_s() - start, A.failed == 0 && A.passed > 0 ? "PASS" : "FAIL");
     return A.failed == 0 && A.passed > 0 ? 0 : 1;

@@ -23,7 +23,7 @@
  * and copies it out (a self-test of everything but CUDA, for lavapipe).
  *
  * Without a CUDA driver (or a Vulkan device matching a CUDA device) it says why and
- * exits 0, or 1 when VKCUDA_REQUIRE_GPU=1. The PNG is written by stb_image_write
+ * exits 77 (skipped), or 1 when VKCUDA_REQUIRE_GPU=1. The PNG is written by stb_image_write
  * (libstb-dev); built without it, the checks run and no PNG is written.
  *
  * A GPU test program (tests/gpu): c_examples/image_to_png.c is the short example.
@@ -38,37 +38,25 @@
 #include <string.h>
 #include <time.h>
 
-#include "cuda_driver.h"
 #include "fractal.h"
 #include "image_kernels_ptx.h"
-#include "vk_loader.h"
-#include "gpu_test.h"
+#include "rig.h"
 
-#define GPU_TEST_CUDA_DRIVER (&A.cu) /* for CHECK_CU */
+#define GPU_TEST_CUDA_DRIVER (&E.cu) /* for CHECK_CU */
 
 #ifdef VKCUDA_HAVE_STB_IMAGE_WRITE
 #include <stb_image_write.h>
 #endif
 
-#define FENCE_TIMEOUT_NS (30ull * 1000 * 1000 * 1000)
 
 static struct {
-    vkcuda_context *ctx;
-    vkcuda_vulkan_handles vh;
-    vk_functions vk;
     PFN_vkCmdCopyImageToBuffer vkCmdCopyImageToBuffer;
     PFN_vkCmdCopyBufferToImage vkCmdCopyBufferToImage;
-    int cuda;
-    cuda_driver cu;
-    vkcuda_cuda_info ci;
-    int cuda_pushed;
-    CUstream stream;
     CUmodule module;
     CUfunction mandelbrot;
-    VkCommandPool pool;
-    VkCommandBuffer cmd;
-    VkFence fence;
 } A;
+
+static example E; /* the device: rig.h */
 
 /* What to draw. */
 typedef struct view {
@@ -98,40 +86,6 @@ static void render_reference(const view *v, uint8_t *rgba) {
 
 /* ---- Vulkan helpers ------------------------------------------------------------------ */
 
-static VkResult begin_commands(void) {
-    VkCommandBufferBeginInfo bi;
-    VkResult r = A.vk.vkResetCommandBuffer(A.cmd, 0);
-    if (r != VK_SUCCESS) return r;
-    memset(&bi, 0, sizeof bi);
-    bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
-    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    return A.vk.vkBeginCommandBuffer(A.cmd, &bi);
-}
-
-static VkResult submit_and_wait(void) {
-    VkSubmitInfo si;
-    VkResult r = A.vk.vkEndCommandBuffer(A.cmd);
-    if (r != VK_SUCCESS) return r;
-    memset(&si, 0, sizeof si);
-    si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
-    si.commandBufferCount = 1;
-    si.pCommandBuffers = &A.cmd;
-    r = A.vk.vkQueueSubmit(A.vh.queue, 1, &si, A.fence);
-    if (r != VK_SUCCESS) return r;
-    r = A.vk.vkWaitForFences(A.vh.device, 1, &A.fence, VK_TRUE, FENCE_TIMEOUT_NS);
-    if (r != VK_SUCCESS) return r;
-    return A.vk.vkResetFences(A.vh.device, 1, &A.fence);
-}
-
-static vkcuda_handoff_info handoff(VkPipelineStageFlags stage, VkAccessFlags access) {
-    vkcuda_handoff_info h;
-    memset(&h, 0, sizeof h);
-    h.queue_family_index = A.vh.queue_family_index;
-    h.stage_mask = stage;
-    h.access_mask = access;
-    return h;
-}
-
 static VkBufferImageCopy whole_image(uint32_t width, uint32_t height) {
     VkBufferImageCopy c;
     memset(&c, 0, sizeof c);
@@ -158,120 +112,30 @@ static void image_barrier(VkImage image, VkImageLayout from, VkImageLayout to, V
     b.subresourceRange.aspectMask = VK_IMAGE_ASPECT_COLOR_BIT;
     b.subresourceRange.levelCount = 1;
     b.subresourceRange.layerCount = 1;
-    A.vk.vkCmdPipelineBarrier(A.cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0,
+    E.vk.vkCmdPipelineBarrier(E.cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0,
                               0, NULL, 0, NULL, 1, &b);
 }
 
 /* ---- setup --------------------------------------------------------------------------- */
 
-static void finish_unavailable(const char *why) {
-    printf("SKIPPED: image_fractal: %s\n", why);
-    if (require_gpu()) {
-        printf("image_fractal: FAIL: VKCUDA_REQUIRE_GPU=1 and there is no usable GPU\n");
-        exit(1);
-    }
-    exit(0);
-}
-
 static CUresult load_module(void) {
-    static char info_log[8192], error_log[8192];
-    CUjit_option options[4] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
-                               CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-    void *values[4];
-    CUresult r;
-    info_log[0] = error_log[0] = '\0';
-    values[0] = info_log;
-    values[1] = (void *)(uintptr_t)sizeof info_log;
-    values[2] = error_log;
-    values[3] = (void *)(uintptr_t)sizeof error_log;
-    r = A.cu.cuModuleLoadDataEx(&A.module, image_kernels_ptx, 4, options, values);
-    if (r != CUDA_SUCCESS) {
-        printf("  cuModuleLoadDataEx(image_kernels_ptx.h) failed: %s\n  JIT error log: %s\n",
-               cuda_result_text(&A.cu, r), error_log);
-        A.module = NULL;
-        return r;
-    }
-    return A.cu.cuModuleGetFunction(&A.mandelbrot, A.module, "mandelbrot");
+    CUresult r = rig_load_ptx(&E, image_kernels_ptx, "image_kernels_ptx.h", &A.module);
+    if (r != CUDA_SUCCESS) return r;
+    return E.cu.cuModuleGetFunction(&A.mandelbrot, A.module, "mandelbrot");
 }
 
 static int setup(int vulkan_only) {
-    vkcuda_standalone_create_info si;
-    vkcuda_result r;
-    VkCommandPoolCreateInfo pci;
-    VkCommandBufferAllocateInfo cai;
-    VkFenceCreateInfo fci;
-    char why[1024];
     int ok = 0;
-
-    memset(&si, 0, sizeof si);
-    if (vulkan_only) si.flags = VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT;
-    r = vkcuda_context_create_standalone(&si, &A.ctx);
-    if (r != VKCUDA_SUCCESS) {
-        const char *m = gpu_test_message();
-        snprintf(why, sizeof why, "vkcuda_context_create_standalone -> %s: %s", vkcuda_result_to_string(r), m);
-        if (r == VKCUDA_ERROR_CUDA_UNAVAILABLE || r == VKCUDA_ERROR_VULKAN_UNAVAILABLE ||
-            r == VKCUDA_ERROR_DEVICE_MISMATCH || r == VKCUDA_ERROR_EXTENSION_NOT_PRESENT)
-            finish_unavailable(why);
-        FAILF("%s", why);
-    }
-    CHECK_VKCUDA(vkcuda_context_get_vulkan_handles(A.ctx, &A.vh));
-    if (vk_load(&A.vk, A.vh.get_instance_proc_addr, A.vh.instance, A.vh.physical_device, A.vh.device, why,
-                sizeof why) != 0)
-        FAILF("loading Vulkan functions: %s", why);
-    A.vkCmdCopyImageToBuffer =
-        (PFN_vkCmdCopyImageToBuffer)A.vk.vkGetDeviceProcAddr(A.vh.device, "vkCmdCopyImageToBuffer");
-    A.vkCmdCopyBufferToImage =
-        (PFN_vkCmdCopyBufferToImage)A.vk.vkGetDeviceProcAddr(A.vh.device, "vkCmdCopyBufferToImage");
-    if (A.vkCmdCopyImageToBuffer == NULL || A.vkCmdCopyBufferToImage == NULL)
-        FAILF("vkGetDeviceProcAddr returned NULL for the image copies");
-    printf("Vulkan device: %s\n", A.vk.properties.deviceName);
-
-    A.cuda = !vulkan_only;
-    if (A.cuda) {
-        CHECK_VKCUDA(vkcuda_context_get_cuda_info(A.ctx, &A.ci));
-        if (cuda_driver_load(&A.cu, why, sizeof why) != 0) FAILF("loading the CUDA driver API: %s", why);
-        printf("CUDA device %d (%s context)\n", A.ci.device_ordinal, A.ci.primary ? "primary" : "borrowed");
-        CHECK_CU(A.cu.cuCtxPushCurrent(A.ci.cuda_context));
-        A.cuda_pushed = 1;
-        CHECK_CU(A.cu.cuStreamCreate(&A.stream, CU_STREAM_NON_BLOCKING));
+    rig_open(&E, "image_fractal", vulkan_only, NULL);
+    CHECK(rig_image_copies(&E, &A.vkCmdCopyImageToBuffer, &A.vkCmdCopyBufferToImage),
+          "vkGetDeviceProcAddr returned NULL for the image copies");
+    if (E.cuda)
         CHECK_CU(load_module());
-    } else {
+    else
         printf("Vulkan-only self-test: the host draws the reference and Vulkan uploads it\n");
-    }
-
-    memset(&pci, 0, sizeof pci);
-    pci.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
-    pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
-    pci.queueFamilyIndex = A.vh.queue_family_index;
-    CHECK_VK(A.vk.vkCreateCommandPool(A.vh.device, &pci, NULL, &A.pool));
-    memset(&cai, 0, sizeof cai);
-    cai.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
-    cai.commandPool = A.pool;
-    cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    cai.commandBufferCount = 1;
-    CHECK_VK(A.vk.vkAllocateCommandBuffers(A.vh.device, &cai, &A.cmd));
-    memset(&fci, 0, sizeof fci);
-    fci.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
-    CHECK_VK(A.vk.vkCreateFence(A.vh.device, &fci, NULL, &A.fence));
     ok = 1;
 done:
     return ok;
-}
-
-static void teardown(void) {
-    if (A.vk.vkDeviceWaitIdle != NULL && A.vh.device != VK_NULL_HANDLE) A.vk.vkDeviceWaitIdle(A.vh.device);
-    if (A.fence != VK_NULL_HANDLE) A.vk.vkDestroyFence(A.vh.device, A.fence, NULL);
-    if (A.pool != VK_NULL_HANDLE) A.vk.vkDestroyCommandPool(A.vh.device, A.pool, NULL);
-    if (A.cu.library != NULL) {
-        if (A.module != NULL) A.cu.cuModuleUnload(A.module);
-        if (A.stream != NULL) A.cu.cuStreamDestroy(A.stream);
-        if (A.cuda_pushed) {
-            CUcontext popped;
-            A.cu.cuCtxPopCurrent(&popped);
-        }
-    }
-    vkcuda_context_destroy(A.ctx);
-    if (A.cu.library != NULL) cuda_driver_unload(&A.cu);
 }
 
 /* ---- the picture ---------------------------------------------------------------------- */
@@ -303,36 +167,36 @@ static int draw(const view *v, const char *out_path) {
     ci.extent.width = v->width;
     ci.extent.height = v->height;
     ci.usage = VK_IMAGE_USAGE_TRANSFER_SRC_BIT | VK_IMAGE_USAGE_TRANSFER_DST_BIT | VK_IMAGE_USAGE_STORAGE_BIT;
-    CHECK_VKCUDA(vkcuda_image_create(A.ctx, &ci, &image));
+    CHECK_VKCUDA(vkcuda_image_create(E.ctx, &ci, &image));
     CHECK_VKCUDA(vkcuda_image_get_info(image, &info));
     printf("shared image: %ux%u R8G8B8A8_UNORM, %llu bytes of dedicated memory, CUDA array flags 0x%x\n",
            info.extent.width, info.extent.height, (unsigned long long)info.allocation_size,
            info.cuda_array_flags);
-    CHECK_VK(vk_owned_buffer_create(&A.vk, bytes, VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+    CHECK_VK(vk_owned_buffer_create(&E.vk, bytes, VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                                     VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
                                     VK_MEMORY_PROPERTY_HOST_CACHED_BIT, &readback));
 
     /* Hand the new image to CUDA (its contents do not matter yet: UNDEFINED). */
-    CHECK_VK(begin_commands());
-    if (A.cuda) {
-        h = handoff(VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, 0);
-        CHECK_VKCUDA(vkcuda_image_cmd_release_to_cuda(image, A.cmd, &h, VK_IMAGE_LAYOUT_UNDEFINED));
+    CHECK_VK(rig_begin(&E, E.cmd, RIG_ONCE));
+    if (E.cuda) {
+        h = example_handoff(&E, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, 0);
+        CHECK_VKCUDA(vkcuda_image_cmd_release_to_cuda(image, E.cmd, &h, VK_IMAGE_LAYOUT_UNDEFINED));
     } else {
         /* Vulkan-only: the host's picture goes in through a copy, then the same release. */
-        CHECK_VK(vk_owned_buffer_create(&A.vk, bytes, VK_BUFFER_USAGE_TRANSFER_SRC_BIT,
+        CHECK_VK(vk_owned_buffer_create(&E.vk, bytes, VK_BUFFER_USAGE_TRANSFER_SRC_BIT,
                                         VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
                                         0, &staging));
         memcpy(staging.mapped, reference, (size_t)bytes);
         image_barrier(info.image, VK_IMAGE_LAYOUT_UNDEFINED, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 0,
                       VK_ACCESS_TRANSFER_WRITE_BIT);
-        A.vkCmdCopyBufferToImage(A.cmd, staging.buffer, info.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 1,
+        A.vkCmdCopyBufferToImage(E.cmd, staging.buffer, info.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 1,
                                  &region);
-        h = handoff(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
-        CHECK_VKCUDA(vkcuda_image_cmd_release_to_cuda(image, A.cmd, &h, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL));
+        h = example_handoff(&E, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
+        CHECK_VKCUDA(vkcuda_image_cmd_release_to_cuda(image, E.cmd, &h, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL));
     }
-    CHECK_VK(submit_and_wait());
+    CHECK_VK(rig_submit_and_wait(&E, E.cmd));
 
-    if (A.cuda) {
+    if (E.cuda) {
         uint64_t surface = 0;
         view p = *v; /* the kernel's arguments */
         void *params[7];
@@ -346,21 +210,21 @@ static int draw(const view *v, const char *out_path) {
         params[5] = &p.step;
         params[6] = &p.max_iter;
         t0 = now_s();
-        CHECK_CU(A.cu.cuLaunchKernel(A.mandelbrot, gx, gy, 1, 16, 16, 1, 0, A.stream, params, NULL));
-        CHECK_CU(A.cu.cuStreamSynchronize(A.stream));
+        CHECK_CU(E.cu.cuLaunchKernel(A.mandelbrot, gx, gy, 1, 16, 16, 1, 0, E.stream, params, NULL));
+        CHECK_CU(E.cu.cuStreamSynchronize(E.stream));
         printf("CUDA kernel (%u iterations at most): %.3f ms\n", v->max_iter, (now_s() - t0) * 1e3);
     }
 
     /* Take it back (GENERAL -> TRANSFER_SRC_OPTIMAL keeps CUDA's writes) and copy it out. */
-    CHECK_VK(begin_commands());
-    h = handoff(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
-    CHECK_VKCUDA(vkcuda_image_cmd_acquire_from_cuda(image, A.cmd, &h, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL));
-    A.vkCmdCopyImageToBuffer(A.cmd, info.image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, readback.buffer, 1,
+    CHECK_VK(rig_begin(&E, E.cmd, RIG_ONCE));
+    h = example_handoff(&E, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
+    CHECK_VKCUDA(vkcuda_image_cmd_acquire_from_cuda(image, E.cmd, &h, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL));
+    A.vkCmdCopyImageToBuffer(E.cmd, info.image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, readback.buffer, 1,
                              &region);
-    vk_cmd_barrier(&A.vk, A.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+    vk_cmd_barrier(&E.vk, E.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
                    VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
-    CHECK_VK(submit_and_wait());
-    CHECK_VK(vk_owned_buffer_invalidate(&A.vk, &readback));
+    CHECK_VK(rig_submit_and_wait(&E, E.cmd));
+    CHECK_VK(vk_owned_buffer_invalidate(&E.vk, &readback));
 
     for (y = 0; y < v->height; y++)
         for (x = 0; x < v->width; x++) {
@@ -388,8 +252,8 @@ static int draw(const view *v, const char *out_path) {
     ok = 1;
 done:
     vkcuda_image_destroy(image);
-    vk_owned_buffer_destroy(&A.vk, &staging);
-    vk_owned_buffer_destroy(&A.vk, &readback);
+    vk_owned_buffer_destroy(&E.vk, &staging);
+    vk_owned_buffer_destroy(&E.vk, &readback);
     free(reference);
     return ok;
 }
@@ -443,12 +307,12 @@ int main(int argc, char **argv) {
 
     printf("image_fractal: vkcuda %s\n", vkcuda_version_string());
     if (!setup(vulkan_only)) {
-        teardown();
+        rig_close_module(&E, A.module);
         printf("image_fractal: FAIL: setup failed (see above)\n");
         return 1;
     }
     ok = draw(&v, out_path);
-    teardown();
+    rig_close_module(&E, A.module);
     printf("image_fractal: %s\n", ok ? "PASS" : "FAIL");
     return ok ? 0 : 1;
 }

@@ -46,14 +46,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cuda_driver.h"
-#include "vk_loader.h"
-#include "gpu_test.h"
-#include "ipc_test.h"
+#include "ipc_test.h" /* and rig.h */
 
-extern char **environ;
-
-#define GPU_TEST_CUDA_DRIVER (&P.cu) /* for CHECK_CU */
+#define GPU_TEST_CUDA_DRIVER (&E.cu) /* for CHECK_CU */
 
 /* Connects to `path`, retrying while the consumer starts; the socket or -1. */
 static int connect_retry(const char *path, uint64_t timeout_ns) {
@@ -82,101 +77,52 @@ static int connect_retry(const char *path, uint64_t timeout_ns) {
 /* ---- the producer ---------------------------------------------------------------------- */
 
 static struct {
-    vkcuda_context *ctx;
-    vkcuda_vulkan_handles vh;
-    vk_functions vk;
-    int cuda; /* 0 in --vulkan-only mode */
-    cuda_driver cu;
-    vkcuda_cuda_info ci;
-    int cuda_pushed;
-    CUstream stream;
-    cuda_kernels kernels;
     vkcuda_buffer *buffer;
     uint64_t cuda_pointer;
     vkcuda_semaphore *sem;
     /* --vulkan-only */
-    VkCommandPool pool;
-    VkCommandBuffer cmd;
-    VkFence fence;
     vk_owned_buffer staging;
     int conn;
     uint64_t frames, size;
     result res;
 } P;
 
+static example E; /* the device: rig.h */
+
 /* The context, the CUDA stream and kernels, the shared buffer and timeline. Sets
  * `*skipped` (with `why`) when this machine cannot run the CUDA half. */
 static int setup(int vulkan_only, int *skipped, char *why, size_t why_size) {
-    vkcuda_standalone_create_info si;
     vkcuda_buffer_create_info bi;
     vkcuda_result r;
     int ok = 0;
-    memset(&si, 0, sizeof si);
-    if (vulkan_only) si.flags = VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT;
-    r = vkcuda_context_create_standalone(&si, &P.ctx);
-    if (r != VKCUDA_SUCCESS) {
-        snprintf(why, why_size, "vkcuda_context_create_standalone -> %s: %s", vkcuda_result_to_string(r),
-                 gpu_test_message());
-        if (r == VKCUDA_ERROR_CUDA_UNAVAILABLE || r == VKCUDA_ERROR_VULKAN_UNAVAILABLE ||
-            r == VKCUDA_ERROR_DEVICE_MISMATCH || r == VKCUDA_ERROR_EXTENSION_NOT_PRESENT)
-            *skipped = 1;
+    if (!rig_available(vulkan_only, why, why_size)) {
+        *skipped = 1;
         FAILF("%s", why);
     }
-    CHECK_VKCUDA(vkcuda_context_get_vulkan_handles(P.ctx, &P.vh));
-    if (vk_load(&P.vk, P.vh.get_instance_proc_addr, P.vh.instance, P.vh.physical_device, P.vh.device, why,
-                why_size) != 0)
-        FAILF("loading Vulkan functions: %s", why);
-    printf("ipc_producer: Vulkan device %s\n", P.vk.properties.deviceName);
-    P.cuda = !vulkan_only;
+    rig_open(&E, "ipc_producer", vulkan_only, NULL);
     memset(&bi, 0, sizeof bi);
     bi.size = P.size;
-    if (P.cuda) {
+    if (E.cuda) {
         vkcuda_semaphore_create_info sci;
-        CHECK_VKCUDA(vkcuda_context_get_cuda_info(P.ctx, &P.ci));
-        if (cuda_driver_load(&P.cu, why, why_size) != 0) FAILF("loading the CUDA driver API: %s", why);
-        printf("ipc_producer: CUDA device %d (%s context)\n", P.ci.device_ordinal,
-               P.ci.primary ? "primary" : "borrowed");
-        CHECK_CU(P.cu.cuCtxPushCurrent(P.ci.cuda_context));
-        P.cuda_pushed = 1;
-        CHECK_CU(P.cu.cuStreamCreate(&P.stream, CU_STREAM_NON_BLOCKING));
-        CHECK_CU(cuda_kernels_load(&P.cu, &P.kernels));
-        printf("ipc_producer: kernels: %s\n", P.kernels.source);
         memset(&sci, 0, sizeof sci);
         sci.semaphore_type = VKCUDA_SEMAPHORE_TYPE_TIMELINE;
-        r = vkcuda_semaphore_create(P.ctx, &sci, &P.sem);
+        r = vkcuda_semaphore_create(E.ctx, &sci, &P.sem);
         if (r == VKCUDA_ERROR_EXTENSION_NOT_PRESENT || r == VKCUDA_ERROR_UNSUPPORTED) {
-            snprintf(why, why_size, "vkcuda_semaphore_create -> %s: %s", vkcuda_result_to_string(r),
+            snprintf(why, why_size, "vkcuda_semaphore_create -> %s: %.800s", vkcuda_result_to_string(r),
                      gpu_test_message());
             *skipped = 1;
             FAILF("%s", why);
         }
         CHECK_VKCUDA(r);
         bi.allocator = VKCUDA_ALLOCATOR_CUDA;
-        CHECK_VKCUDA(vkcuda_buffer_create(P.ctx, &bi, &P.buffer));
+        CHECK_VKCUDA(vkcuda_buffer_create(E.ctx, &bi, &P.buffer));
         CHECK_VKCUDA(vkcuda_buffer_get_cuda_pointer(P.buffer, &P.cuda_pointer));
     } else {
-        VkCommandPoolCreateInfo pci;
-        VkCommandBufferAllocateInfo cai;
-        VkFenceCreateInfo fci;
         bi.allocator = VKCUDA_ALLOCATOR_VULKAN;
-        CHECK_VKCUDA(vkcuda_buffer_create(P.ctx, &bi, &P.buffer));
-        CHECK_VK(vk_owned_buffer_create(&P.vk, P.size, VK_BUFFER_USAGE_TRANSFER_SRC_BIT,
+        CHECK_VKCUDA(vkcuda_buffer_create(E.ctx, &bi, &P.buffer));
+        CHECK_VK(vk_owned_buffer_create(&E.vk, P.size, VK_BUFFER_USAGE_TRANSFER_SRC_BIT,
                                         VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT, VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
                                         &P.staging));
-        memset(&pci, 0, sizeof pci);
-        pci.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
-        pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
-        pci.queueFamilyIndex = P.vh.queue_family_index;
-        CHECK_VK(P.vk.vkCreateCommandPool(P.vh.device, &pci, NULL, &P.pool));
-        memset(&cai, 0, sizeof cai);
-        cai.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
-        cai.commandPool = P.pool;
-        cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-        cai.commandBufferCount = 1;
-        CHECK_VK(P.vk.vkAllocateCommandBuffers(P.vh.device, &cai, &P.cmd));
-        memset(&fci, 0, sizeof fci);
-        fci.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
-        CHECK_VK(P.vk.vkCreateFence(P.vh.device, &fci, NULL, &P.fence));
     }
     ok = 1;
 done:
@@ -198,48 +144,26 @@ static void host_pattern(void *dst, uint64_t size, uint64_t frame) {
     }
 }
 
-static vkcuda_handoff_info handoff(VkPipelineStageFlags stage, VkAccessFlags access) {
-    vkcuda_handoff_info h;
-    memset(&h, 0, sizeof h);
-    h.queue_family_index = P.vh.queue_family_index;
-    h.stage_mask = stage;
-    h.access_mask = access;
-    return h;
-}
-
 /* --vulkan-only: frame k written by a Vulkan copy (what the kernel writes), handed
  * to the consumer (VK_QUEUE_FAMILY_EXTERNAL), announced on the socket. */
 static int vulkan_frame(uint64_t k) {
-    VkCommandBufferBeginInfo bi;
-    VkSubmitInfo si;
     VkBufferCopy copy;
     VkBuffer dst = VK_NULL_HANDLE;
-    vkcuda_handoff_info write = handoff(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
+    vkcuda_handoff_info write = example_handoff(&E, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
     uint64_t ack = UINT64_MAX;
     VkResult vr;
     int ok = 0, r;
     host_pattern(P.staging.mapped, P.size, k);
-    CHECK_VK(vk_owned_buffer_flush(&P.vk, &P.staging));
-    CHECK_VK(P.vk.vkResetCommandBuffer(P.cmd, 0));
-    memset(&bi, 0, sizeof bi);
-    bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
-    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    CHECK_VK(P.vk.vkBeginCommandBuffer(P.cmd, &bi));
-    CHECK_VKCUDA(vkcuda_buffer_cmd_acquire_from_cuda(P.buffer, P.cmd, &write));
+    CHECK_VK(vk_owned_buffer_flush(&E.vk, &P.staging));
+    CHECK_VK(rig_begin(&E, E.cmd, RIG_ONCE));
+    CHECK_VKCUDA(vkcuda_buffer_cmd_acquire_from_cuda(P.buffer, E.cmd, &write));
     copy.srcOffset = copy.dstOffset = 0;
     copy.size = P.size;
     CHECK_VKCUDA(vkcuda_buffer_get_vk_buffer(P.buffer, &dst));
-    P.vk.vkCmdCopyBuffer(P.cmd, P.staging.buffer, dst, 1, &copy);
-    CHECK_VKCUDA(vkcuda_buffer_cmd_release_to_cuda(P.buffer, P.cmd, &write));
-    CHECK_VK(P.vk.vkEndCommandBuffer(P.cmd));
-    memset(&si, 0, sizeof si);
-    si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
-    si.commandBufferCount = 1;
-    si.pCommandBuffers = &P.cmd;
-    CHECK_VK(P.vk.vkQueueSubmit(P.vh.queue, 1, &si, P.fence));
-    vr = P.vk.vkWaitForFences(P.vh.device, 1, &P.fence, VK_TRUE, 10 * SECOND);
+    E.vk.vkCmdCopyBuffer(E.cmd, P.staging.buffer, dst, 1, &copy);
+    CHECK_VKCUDA(vkcuda_buffer_cmd_release_to_cuda(P.buffer, E.cmd, &write));
+    vr = rig_submit_and_wait(&E, E.cmd);
     CHECK(vr == VK_SUCCESS, "frame %" PRIu64 ": the copy did not finish (%s)", k, vk_result_name(vr));
-    CHECK_VK(P.vk.vkResetFences(P.vh.device, 1, &P.fence));
     CHECK(send_all(P.conn, &k, sizeof k) == 0, "announcing frame %" PRIu64 ": %s", k, strerror(errno));
     r = recv_all(P.conn, &ack, sizeof ack, 10 * SECOND);
     CHECK(r == 0, "frame %" PRIu64 ": waiting for the consumer: %s", k, recv_error(r));
@@ -255,9 +179,9 @@ static int cuda_frame(uint64_t k) {
     /* At most one frame ahead of the consumer (a stream that runs far ahead of the
      * waits it depends on only fills its queue). */
     if (k >= 2) CHECK_VKCUDA(vkcuda_semaphore_host_wait(P.sem, 2 * k - 2, 10 * SECOND));
-    CHECK_VKCUDA(vkcuda_semaphore_cuda_wait(P.sem, 2 * k, P.stream));
-    CHECK_CU(cuda_fill_pattern(&P.cu, &P.kernels, P.stream, P.cuda_pointer, P.size, frame_seed(k)));
-    CHECK_VKCUDA(vkcuda_semaphore_cuda_signal(P.sem, 2 * k + 1, P.stream));
+    CHECK_VKCUDA(vkcuda_semaphore_cuda_wait(P.sem, 2 * k, E.stream));
+    CHECK_CU(cuda_fill_pattern(&E.cu, &E.kernels, E.stream, P.cuda_pointer, P.size, frame_seed(k)));
+    CHECK_VKCUDA(vkcuda_semaphore_cuda_signal(P.sem, 2 * k + 1, E.stream));
     ok = 1;
 done:
     return ok;
@@ -272,8 +196,8 @@ static int cuda_final_check(void) {
     CHECK_VKCUDA(vkcuda_semaphore_host_wait(P.sem, 2 * P.frames, 10 * SECOND));
     host = (unsigned char *)malloc((size_t)P.size);
     CHECK(host != NULL, "out of host memory");
-    CHECK_CU(P.cu.cuStreamSynchronize(P.stream));
-    CHECK_CU(P.cu.cuMemcpyDtoH(host, P.cuda_pointer, (size_t)P.size));
+    CHECK_CU(E.cu.cuStreamSynchronize(E.stream));
+    CHECK_CU(E.cu.cuMemcpyDtoH(host, P.cuda_pointer, (size_t)P.size));
     for (i = 0; i < n; i++)
         if (load_word(host, P.size, i) != pattern_word(i, seed)) bad++;
     CHECK(bad == 0, "%" PRIu64 " words of the last frame differ in the producer's own CUDA view", bad);
@@ -286,7 +210,7 @@ done:
 static CUresult stream_wait(uint64_t timeout_ns) {
     uint64_t deadline = now_ns() + timeout_ns;
     for (;;) {
-        CUresult r = P.cu.cuStreamQuery(P.stream);
+        CUresult r = E.cu.cuStreamQuery(E.stream);
         if (r != CUDA_ERROR_NOT_READY) return r;
         if (now_ns() > deadline) return CUDA_ERROR_NOT_READY;
         sleep_ms(1);
@@ -301,24 +225,13 @@ static void teardown(int failed) {
             vkcuda_semaphore_host_signal(P.sem, v + (1u << 20)) == VKCUDA_SUCCESS)
             printf("  unblocking the stream: host-signalled %" PRIu64 "\n", v + (1u << 20));
     }
-    if (P.stream != NULL && stream_wait(10 * SECOND) != CUDA_SUCCESS)
+    if (E.stream != NULL && stream_wait(10 * SECOND) != CUDA_SUCCESS)
         printf("  teardown: the CUDA stream did not finish\n");
-    if (P.vk.vkDeviceWaitIdle != NULL && P.vh.device != VK_NULL_HANDLE) P.vk.vkDeviceWaitIdle(P.vh.device);
-    if (P.fence != VK_NULL_HANDLE) P.vk.vkDestroyFence(P.vh.device, P.fence, NULL);
-    if (P.pool != VK_NULL_HANDLE) P.vk.vkDestroyCommandPool(P.vh.device, P.pool, NULL);
-    if (P.staging.buffer != VK_NULL_HANDLE) vk_owned_buffer_destroy(&P.vk, &P.staging);
+    if (E.vk.vkDeviceWaitIdle != NULL && E.vh.device != VK_NULL_HANDLE) E.vk.vkDeviceWaitIdle(E.vh.device);
+    if (P.staging.buffer != VK_NULL_HANDLE) vk_owned_buffer_destroy(&E.vk, &P.staging);
     vkcuda_semaphore_destroy(P.sem);
     vkcuda_buffer_destroy(P.buffer);
-    if (P.cu.library != NULL) {
-        if (P.stream != NULL) P.cu.cuStreamDestroy(P.stream);
-        cuda_kernels_unload(&P.cu, &P.kernels);
-        if (P.cuda_pushed) {
-            CUcontext popped;
-            P.cu.cuCtxPopCurrent(&popped);
-        }
-    }
-    vkcuda_context_destroy(P.ctx);
-    if (P.cu.library != NULL) cuda_driver_unload(&P.cu);
+    rig_close(&E);
     if (P.conn >= 0) close(P.conn);
 }
 
@@ -361,12 +274,12 @@ static int produce(const char *path, int vulkan_only, uint64_t timeout_ns) {
     CHECK_VKCUDA(vkcuda_buffer_send(P.buffer, P.conn, &opts));
     if (P.sem != NULL) CHECK_VKCUDA(vkcuda_semaphore_send(P.sem, P.conn, &opts));
     printf("ipc_producer: sent the %s buffer%s; %" PRIu64 " frames of %" PRIu64 " bytes\n",
-           P.cuda ? "CUDA-allocated" : "Vulkan-allocated", P.sem ? " and the timeline" : "", P.frames, P.size);
+           E.cuda ? "CUDA-allocated" : "Vulkan-allocated", P.sem ? " and the timeline" : "", P.frames, P.size);
 
     t_frames = now_ns();
     for (k = 0; k < P.frames; k++)
-        if (!(P.cuda ? cuda_frame(k) : vulkan_frame(k))) goto done;
-    if (P.cuda && !cuda_final_check()) goto done;
+        if (!(E.cuda ? cuda_frame(k) : vulkan_frame(k))) goto done;
+    if (E.cuda && !cuda_final_check()) goto done;
     t_frames = now_ns() - t_frames;
     r = recv_all(P.conn, &P.res, sizeof P.res, 10 * SECOND);
     CHECK(r == 0, "waiting for the consumer's result: %s", recv_error(r));
@@ -389,18 +302,11 @@ done:
                    res.frames_checked, res.mismatches);
     }
     teardown(!ok);
-    {
-        vkcuda_live_objects live, zero;
-        memset(&zero, 0, sizeof zero);
-        if (vkcuda_live_objects_get(&live) != VKCUDA_SUCCESS || memcmp(&live, &zero, sizeof live) != 0) {
-            printf("  FAIL: objects left alive after destroying everything\n");
-            ok = 0;
-        }
+    if (!rig_nothing_alive()) {
+        printf("  FAIL: objects left alive after destroying everything\n");
+        ok = 0;
     }
-    if (skipped) {
-        printf("SKIPPED: ipc_producer: %s\n", why);
-        return require_gpu() ? 1 : EXIT_SKIP;
-    }
+    if (skipped) return rig_skip("ipc_producer", why);
     printf("ipc_producer: %s: %" PRIu64 " frames written, the consumer checked %" PRIu64 " frames (%" PRIu64
            " words, %" PRIu64 " mismatched)%s (%.1f s)%s%s\n",
            ok ? "PASS" : "FAIL", ok ? P.frames : 0, P.res.frames_checked, P.res.words, P.res.mismatches,
@@ -411,71 +317,8 @@ done:
 
 /* ---- the one-command demo: start the consumer next to this executable ---------------- */
 
-static int sibling(const char *name, char *out, size_t size) {
-    char self[4096];
-    char *slash;
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) return -1;
-    self[n] = '\0';
-    slash = strrchr(self, '/');
-    if (slash == NULL) return -1;
-    *slash = '\0';
-    snprintf(out, size, "%s/%s", self, name);
-    return access(out, X_OK);
-}
-
-/* The child's exit status, or -1 (it was killed after `timeout_s`). */
-static int wait_child(pid_t pid, unsigned timeout_s) {
-    uint64_t deadline = now_ns() + (uint64_t)timeout_s * SECOND;
-    int status = 0;
-    for (;;) {
-        pid_t r = waitpid(pid, &status, WNOHANG);
-        if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        if (r < 0 && errno != EINTR) return -1;
-        if (now_ns() > deadline) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            return -1;
-        }
-        sleep_ms(20);
-    }
-}
-
-static int run_both(int vulkan_only) {
-    char dir[512], path[600], consumer[4200];
-    const char *tmp = getenv("TMPDIR");
-    char *args[3];
-    int mine, theirs;
-    pid_t pid;
-    if (sibling("ipc_consumer", consumer, sizeof consumer) != 0) {
-        printf("ipc_producer: FAIL: no ipc_consumer next to this executable (%s); or pass a socket path\n",
-               consumer);
-        return 1;
-    }
-    snprintf(dir, sizeof dir, "%s/vkcuda-ipc-XXXXXX", tmp != NULL && tmp[0] ? tmp : "/tmp");
-    if (mkdtemp(dir) == NULL) {
-        printf("ipc_producer: FAIL: mkdtemp %s: %s\n", dir, strerror(errno));
-        return 1;
-    }
-    snprintf(path, sizeof path, "%s/socket", dir);
-    args[0] = consumer;
-    args[1] = path;
-    args[2] = NULL;
-    printf("ipc_producer: starting %s %s ...\n", consumer, path);
-    fflush(stdout);
-    if (posix_spawn(&pid, consumer, NULL, NULL, args, environ) != 0) {
-        printf("ipc_producer: FAIL: posix_spawn %s: %s\n", consumer, strerror(errno));
-        rmdir(dir);
-        return 1;
-    }
-    mine = produce(path, vulkan_only, 30 * SECOND);
-    theirs = wait_child(pid, 60);
-    unlink(path);
-    rmdir(dir);
-    printf("ipc_producer: the consumer exited with %d\n", theirs);
-    if (mine == 1 || (theirs != 0 && theirs != EXIT_SKIP)) return 1;
-    if (mine == EXIT_SKIP || theirs == EXIT_SKIP) return require_gpu() ? 1 : EXIT_SKIP;
-    return 0;
+static int produce_here(const char *path, void *vulkan_only) {
+    return produce(path, *(const int *)vulkan_only, 30 * SECOND);
 }
 
 static void usage(void) {
@@ -521,6 +364,6 @@ int main(int argc, char **argv) {
         printf("ipc_producer: FAIL: bad --frames or --size\n");
         return 1;
     }
-    if (path == NULL) return run_both(vulkan_only);
+    if (path == NULL) return ipc_run_both("ipc_producer", "ipc_consumer", NULL, produce_here, &vulkan_only);
     return produce(path, vulkan_only, timeout_ms * MS);
 }

@@ -1,20 +1,28 @@
 /*
  * ipc_test.h: what ipc_producer.c and ipc_consumer.c (the two processes of the
  * cross-process GPU test) share: the demo's own messages around the library's (a hello
- * each way, a result at the end), the frame seed, and the socket helpers.
+ * each way, a result at the end), the frame seed, the socket helpers, and the
+ * one-command run (each starts the other). The rest is the rig's (rig.h).
  */
 #ifndef VKCUDA_IPC_TEST_H
 #define VKCUDA_IPC_TEST_H
 
 #include <errno.h>
+#include <signal.h>
+#include <spawn.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
-#include "gpu_test.h" /* now_ns */
+#include "rig.h" /* now_ns, require_gpu */
+
+extern char **environ;
 
 #define MS (1000ull * 1000ull)
 #define SECOND (1000ull * MS)
@@ -107,6 +115,80 @@ static inline const char *recv_error(int r) {
     if (r == -3) return "the peer closed the connection";
     snprintf(text, sizeof text, "%s", strerror(errno));
     return text;
+}
+
+/* ---- the one-command run: start the peer next to this executable ------------------- */
+
+/* `name` next to this executable, in `out`; 0 when it is there and executable. */
+static inline int ipc_sibling(const char *name, char *out, size_t size) {
+    char self[4096];
+    char *slash;
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) return -1;
+    self[n] = '\0';
+    slash = strrchr(self, '/');
+    if (slash == NULL) return -1;
+    *slash = '\0';
+    snprintf(out, size, "%s/%s", self, name);
+    return access(out, X_OK);
+}
+
+/* The child's exit status, or -1 (it was killed after `timeout_s`). */
+static inline int ipc_wait_child(pid_t pid, unsigned timeout_s) {
+    uint64_t deadline = now_ns() + (uint64_t)timeout_s * SECOND;
+    int status = 0;
+    for (;;) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        if (r < 0 && errno != EINTR) return -1;
+        if (now_ns() > deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            return -1;
+        }
+        sleep_ms(20);
+    }
+}
+
+/* Runs `peer` (next to this executable) on a fresh socket path with the arguments
+ * `extra` (NULL-terminated), and this side as side(path, arg); 0 pass, 1 fail,
+ * EXIT_SKIP when either side skipped (1 with VKCUDA_REQUIRE_GPU=1). */
+static inline int ipc_run_both(const char *self, const char *peer, char *const *extra,
+                               int (*side)(const char *path, void *arg), void *arg) {
+    char dir[512], path[600], exe[4200];
+    const char *tmp = getenv("TMPDIR");
+    char *args[16];
+    int n = 0, mine, theirs;
+    pid_t pid;
+    if (ipc_sibling(peer, exe, sizeof exe) != 0) {
+        printf("%s: FAIL: no %s next to this executable (%s); or pass a socket path\n", self, peer, exe);
+        return 1;
+    }
+    snprintf(dir, sizeof dir, "%s/vkcuda-ipc-XXXXXX", tmp != NULL && tmp[0] ? tmp : "/tmp");
+    if (mkdtemp(dir) == NULL) {
+        printf("%s: FAIL: mkdtemp %s: %s\n", self, dir, strerror(errno));
+        return 1;
+    }
+    snprintf(path, sizeof path, "%s/socket", dir);
+    args[n++] = exe;
+    args[n++] = path;
+    while (extra != NULL && *extra != NULL && n < 15) args[n++] = *extra++;
+    args[n] = NULL;
+    printf("%s: starting %s %s ...\n", self, exe, path);
+    fflush(stdout);
+    if (posix_spawn(&pid, exe, NULL, NULL, args, environ) != 0) {
+        printf("%s: FAIL: posix_spawn %s: %s\n", self, exe, strerror(errno));
+        rmdir(dir);
+        return 1;
+    }
+    mine = side(path, arg);
+    theirs = ipc_wait_child(pid, 60);
+    unlink(path);
+    rmdir(dir);
+    printf("%s: the %s exited with %d\n", self, strcmp(peer, "ipc_consumer") == 0 ? "consumer" : "producer", theirs);
+    if (mine == 1 || (theirs != 0 && theirs != EXIT_SKIP)) return 1;
+    if (mine == EXIT_SKIP || theirs == EXIT_SKIP) return require_gpu() ? 1 : EXIT_SKIP;
+    return 0;
 }
 
 #endif /* VKCUDA_IPC_TEST_H */

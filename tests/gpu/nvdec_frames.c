@@ -18,9 +18,10 @@
  * Bad input: 4 KiB of random bytes, the H.264 clip cut to a third, each clip given to the other
  * codec's parser, a pitch too small for the frame: a clear error (or, cut, fewer frames) and no leak:
  * vkcuda_live_objects_get all 0 after the context is gone. Prints "nvdec_frames: PASS"; without a
- * CUDA GPU or NVDEC, "nvdec_frames: SKIP: why" and exit 77 (1 with VKCUDA_REQUIRE_GPU=1).
+ * CUDA GPU or NVDEC, "SKIPPED: nvdec_frames: why" and exit 77 (1 with VKCUDA_REQUIRE_GPU=1).
  */
-#include "example.h"
+#define RIG_EXAMPLE_CHECKS /* the first failure ends it, as in the examples */
+#include "rig.h"
 #include "nvdec_clip.h"
 #include "ycbcr_comp_spv.h"
 
@@ -80,12 +81,6 @@ static uint64_t fnv1a(const uint8_t *p, size_t n) {
     size_t i;
     for (i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
     return h;
-}
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
 static int skip_pipeline(run *r, const char *why) {
@@ -250,16 +245,16 @@ static long decode(example *ex, run *r, const char *codec, const void *clip, siz
     int s;
     r->ex = ex;
     if (nvdec_open(&d, codec, ex->stream, &cb, why, sizeof why) != 0) {
-        const char *req = getenv("VKCUDA_REQUIRE_GPU");
-        printf("nvdec_frames: SKIP: no NVDEC: %s\n", why);
-        exit(req && strcmp(req, "1") == 0 ? 1 : 77);
+        char line[600];
+        snprintf(line, sizeof line, "no NVDEC: %s", why);
+        exit(rig_skip("nvdec_frames", line));
     }
     CHECK(vkcuda_semaphore_create(ex->ctx, &sci, &r->timeline));
     CHECK(vkcuda_semaphore_get_vk_semaphore(r->timeline, &r->vk_timeline));
-    double t0 = now();
+    double t0 = now_s();
     long frames = nvdec_decode(d, clip, bytes);
     if (frames > 0 && r->mode != ALONE) CHECK(vkcuda_semaphore_host_wait(r->timeline, 2 * (uint64_t)frames, 10000000000ull));
-    double t = now() - t0;
+    double t = now_s() - t0;
     *fps = frames > 0 ? (double)frames / t : 0;
     snprintf(error, n, "%s", frames < 0 ? nvdec_error(d) : "");
     nvdec_close(d);

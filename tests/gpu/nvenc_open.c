@@ -7,14 +7,16 @@
  * loaded at run time through FFmpeg's nv-codec-headers (dynlink_loader.h), nothing links them.
  * Then nvEncOpenEncodeSessionEx on the context's CUDA context:
  *   - NV_ENC_ERR_NO_ENCODE_DEVICE (1) or NV_ENC_ERR_UNSUPPORTED_DEVICE (2; what the H200's driver
- *     580 returns: H100/H200-class chips have no encoder engine): prints "SKIPPED: no NVENC
+ *     580 returns: H100/H200-class chips have no encoder engine): prints "SKIPPED: nvenc_open: no NVENC
  *     engine on this GPU (NV_ENC_ERR_...)" and exits 77: a skip, not a pass, even with
  *     VKCUDA_REQUIRE_GPU=1 (there is a GPU; it has no encoder);
  *   - a session: the encoder is initialised (H.264, preset P4, the frame's size), the shared buffer
  *     registered and mapped as its ABGR input, then everything released: "nvenc_open: PASS" (no
  *     frame is encoded: on such a GPU, the next step). Not run yet: no GPU with NVENC here.
- * Without a CUDA GPU or libnvidia-encode: "SKIPPED: why" and exit 77 (1 with VKCUDA_REQUIRE_GPU=1).
- * Its own translation unit without c_examples/example.h: nv-codec-headers declare the CUDA types.
+ * Without a CUDA GPU or libnvidia-encode: "SKIPPED: nvenc_open: why" and exit 77 (1 with VKCUDA_REQUIRE_GPU=1).
+ * Its own translation unit without c_examples/example.h or the rig (rig.h includes it):
+ * nv-codec-headers declare the CUDA types. Its skip is its own too: on a GPU without an
+ * encoder engine it skips (77) even with VKCUDA_REQUIRE_GPU=1, where rig_skip fails.
  */
 #ifndef VK_NO_PROTOTYPES
 #define VK_NO_PROTOTYPES
@@ -39,7 +41,7 @@ static int fail(const char *what, long long code) {
 
 static int skip(int gpu_missing, const char *why, const char *detail) {
     const char *req = getenv("VKCUDA_REQUIRE_GPU");
-    printf("SKIPPED: %s%s\n", why, detail);
+    printf("SKIPPED: nvenc_open: %s%s\n", why, detail);
     return gpu_missing && req && strcmp(req, "1") == 0 ? 1 : 77;
 }
 

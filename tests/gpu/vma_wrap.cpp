@@ -14,10 +14,11 @@
  * --vulkan-only (lavapipe in CI): the same pools and wraps in a Vulkan-only
  * context; buffers and dedicated images are checked through a second Vulkan view
  * imported from the wrapped memory's fd; sub-allocated images must refuse export.
- * Without a CUDA GPU it prints SKIP (exit 0; exit 1 with VKCUDA_REQUIRE_GPU=1).
+ * Without a CUDA GPU it prints the rig's skip line (exit 77; exit 1 with VKCUDA_REQUIRE_GPU=1).
  * Results are printed line by line as they come (unbuffered).
  */
 #include "vma_support.hpp"
+#include "rig.h" /* the skip line */
 
 #include <cstdlib>
 #include <cstring>
@@ -362,11 +363,7 @@ int main(int argc, char** argv) {
         return pass ? 0 : 1;
     } catch (const vkcuda::Error& err) {
         bool no_gpu = err.code() == VKCUDA_ERROR_CUDA_UNAVAILABLE || err.code() == VKCUDA_ERROR_DEVICE_MISMATCH;
-        const char* require = std::getenv("VKCUDA_REQUIRE_GPU");
-        if (!vulkan_only && no_gpu && !(require && std::strcmp(require, "1") == 0)) {
-            std::printf("SKIPPED: vma_wrap: no CUDA GPU here (%s)\n", err.what());
-            return 0;
-        }
+        if (!vulkan_only && no_gpu) return rig_skip("vma_wrap", (std::string("no CUDA GPU here: ") + err.what()).c_str());
         std::printf("vma_wrap: FAIL: %s\n", err.what());
         return 1;
     } catch (const std::exception& err) {

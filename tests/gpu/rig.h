@@ -1,8 +1,34 @@
 /*
- * gpu_test.h: the result checks and small helpers the GPU test programs share (the
- * examples' equivalent is c_examples/example.h). A failed check prints
- * "  FAIL at FILE:LINE: what" and jumps to the enclosing function's `done:` label; the
- * first failure's text is kept for a final summary line (gpu_test_first_failure()).
+ * rig.h: what every GPU test program stands on (the examples' equivalent is
+ * c_examples/example.h, and the rig builds on it: the device setup is example_open's,
+ * not a copy of it).
+ *
+ * Device (rig.c):
+ *   rig_open(e, name, vulkan_only, ci)  example_open() (a standalone context, its
+ *                               Vulkan functions, the CUDA driver API, a stream, the
+ *                               example kernels, a command pool, `cmd` and `fence`);
+ *                               no usable GPU: the skip line and exit 77 (1 with
+ *                               VKCUDA_REQUIRE_GPU=1); the context's CUDA device in *ci
+ *   rig_available(vulkan_only, why, n)  0 (with why) where rig_open would skip: for a
+ *                               process that must tell its peer before it goes (ipc_*)
+ *   rig_close(e)                waits for the GPU and destroys what rig_open made
+ *   rig_close_module(e, m)      the same, unloading the program's module m first
+ *   rig_begin(e, cmd, flags)    resets and begins a command buffer (RIG_ONCE: one-time)
+ *   rig_submit(e, cmd, timeline, wait, signal, stage, fence)  one submit of an ended
+ *                               `cmd`; with a timeline (not VK_NULL_HANDLE) it waits for
+ *                               `wait` at `stage` and signals `signal`
+ *   rig_submit_and_wait(e, cmd) ends, submits with e->fence, waits, resets the fence
+ *   rig_staging(e, size, b)     a host-visible TRANSFER_SRC|DST buffer, filled with 0xa5
+ *   rig_load_ptx(e, ptx, what, m)  a module from embedded PTX; prints the JIT error log
+ *   rig_image_copies(e, a, b)   vkCmdCopyImageToBuffer/BufferToImage (not in vk_loader.h); 1 ok
+ *   rig_skip(name, why)         prints "SKIPPED: <name>: <why>"; returns the exit status
+ *                               (77, or 1 with a FAIL line when VKCUDA_REQUIRE_GPU=1)
+ *   rig_record(counts, name, ok, s)  one "ok  "/"FAIL" line and the tally
+ *   rig_nothing_alive()         1 when the library holds no object (else prints them)
+ *
+ * Result checks (inline here). A failed check prints "  FAIL at FILE:LINE: what" and
+ * jumps to the enclosing function's `done:` label; the first failure's text is kept
+ * for a final summary line (gpu_test_first_failure()).
  *
  *   FAILF(fmt, ...)             fail with a message
  *   CHECK(cond, fmt, ...)       fail unless cond
@@ -13,9 +39,11 @@
  *   CHECK_CU(call)              a CUresult that must be CUDA_SUCCESS; the program
  *                               defines GPU_TEST_CUDA_DRIVER (a const cuda_driver *) for
  *                               the error names before it uses CHECK_CU
+ *
+ * C++ programs include it too (extern "C").
  */
-#ifndef VKCUDA_GPU_TEST_H
-#define VKCUDA_GPU_TEST_H
+#ifndef VKCUDA_GPU_RIG_H
+#define VKCUDA_GPU_RIG_H
 
 #ifndef VK_NO_PROTOTYPES
 #define VK_NO_PROTOTYPES
@@ -29,8 +57,42 @@
 #include <string.h>
 #include <time.h>
 
-#include "cuda_driver.h"
-#include "vk_loader.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "example.h"
+/* The tests' checks jump to `done:` instead of exiting: example.h's go, unless the
+ * program defines RIG_EXAMPLE_CHECKS (the first failure ends it, as in the examples). */
+#ifndef RIG_EXAMPLE_CHECKS
+#undef CHECK
+#undef CHECK_VK
+#undef CHECK_CU
+#endif
+
+#define RIG_FENCE_TIMEOUT_NS (120ull * 1000 * 1000 * 1000)
+
+int rig_available(int vulkan_only, char *why, size_t why_size);
+void rig_open(example *e, const char *name, int vulkan_only, vkcuda_cuda_info *ci);
+void rig_close(example *e);
+/* flags: RIG_ONCE (VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT), or 0 for a command
+ * buffer submitted again and again. */
+#define RIG_ONCE VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT
+VkResult rig_begin(example *e, VkCommandBuffer cmd, VkCommandBufferUsageFlags flags);
+VkResult rig_submit(example *e, VkCommandBuffer cmd, VkSemaphore timeline, uint64_t wait, uint64_t signal,
+                    VkPipelineStageFlags wait_stage, VkFence fence);
+VkResult rig_submit_and_wait(example *e, VkCommandBuffer cmd);
+void rig_close_module(example *e, CUmodule module);
+VkResult rig_staging(example *e, VkDeviceSize size, vk_owned_buffer *b);
+int rig_skip(const char *name, const char *why);
+CUresult rig_load_ptx(example *e, const char *ptx, const char *what, CUmodule *module);
+int rig_image_copies(example *e, PFN_vkCmdCopyImageToBuffer *to_buffer, PFN_vkCmdCopyBufferToImage *to_image);
+
+typedef struct rig_counts {
+    unsigned passed, failed;
+} rig_counts;
+void rig_record(rig_counts *c, const char *name, int ok, double seconds);
+int rig_nothing_alive(void);
 
 /* The text of the first failure, "" while nothing has failed. */
 static inline char *gpu_test_first_failure(void) {
@@ -76,10 +138,12 @@ static inline double now_s(void) {
         gpu_test_fail_at(__FILE__, __LINE__, __VA_ARGS__); \
         goto done;                                         \
     } while (0)
+#ifndef RIG_EXAMPLE_CHECKS
 #define CHECK(cond, ...)                 \
     do {                                 \
         if (!(cond)) FAILF(__VA_ARGS__); \
     } while (0)
+#endif
 #define CHECK_VKCUDA(call)                                                             \
     do {                                                                               \
         vkcuda_result r_ = (call);                                                     \
@@ -100,6 +164,7 @@ static inline double now_s(void) {
                    gpu_test_message());                                                \
         }                                                                              \
     } while (0)
+#ifndef RIG_EXAMPLE_CHECKS
 #define CHECK_VK(call)                                                      \
     do {                                                                    \
         VkResult r_ = (call);                                               \
@@ -110,5 +175,10 @@ static inline double now_s(void) {
         CUresult r_ = (call);                                                                      \
         if (r_ != CUDA_SUCCESS) FAILF("%s -> %s", #call, cuda_result_text(GPU_TEST_CUDA_DRIVER, r_)); \
     } while (0)
+#endif
 
-#endif /* VKCUDA_GPU_TEST_H */
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VKCUDA_GPU_RIG_H */

@@ -1,0 +1,168 @@
+/* The GPU test programs' rig; see rig.h. The device is example_open()'s (example.c). */
+#include "rig.h"
+
+#include <inttypes.h>
+
+/* The same questions example_open asks before it skips, asked without exiting: a
+ * context made and destroyed (so the answer costs one more context), the driver
+ * loaded and unloaded. Other failures are rig_open's to report. */
+int rig_available(int vulkan_only, char *why, size_t why_size) {
+    vkcuda_standalone_create_info si;
+    vkcuda_context *ctx = NULL;
+    vkcuda_result r;
+    memset(&si, 0, sizeof si);
+    si.flags = vulkan_only ? VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT : 0;
+    r = vkcuda_context_create_standalone(&si, &ctx);
+    if (r == VKCUDA_ERROR_CUDA_UNAVAILABLE || r == VKCUDA_ERROR_VULKAN_UNAVAILABLE ||
+        r == VKCUDA_ERROR_DEVICE_MISMATCH || r == VKCUDA_ERROR_EXTENSION_NOT_PRESENT) {
+        snprintf(why, why_size, "vkcuda_context_create_standalone -> %s: %.800s", vkcuda_result_to_string(r),
+                 gpu_test_message());
+        return 0;
+    }
+    vkcuda_context_destroy(ctx);
+    if (!vulkan_only) {
+        cuda_driver cu;
+        if (cuda_driver_load(&cu, why, why_size) != 0) return 0;
+        cuda_driver_unload(&cu);
+    }
+    return 1;
+}
+
+void rig_open(example *e, const char *name, int vulkan_only, vkcuda_cuda_info *ci) {
+    vkcuda_cuda_info own;
+    int driver_version = 0;
+    if (ci == NULL) ci = &own;
+    /* example_open skips (77) without a usable GPU, or exits 1 with "<name>: FAIL at ...". */
+    example_open(e, name, vulkan_only ? VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT : 0);
+    printf("Vulkan device: %s (API %u.%u.%u), queue family %u\n", e->vk.properties.deviceName,
+           VK_API_VERSION_MAJOR(e->vk.properties.apiVersion), VK_API_VERSION_MINOR(e->vk.properties.apiVersion),
+           VK_API_VERSION_PATCH(e->vk.properties.apiVersion), e->vh.queue_family_index);
+    memset(ci, 0, sizeof *ci);
+    if (!e->cuda) return;
+    if (vkcuda_context_get_cuda_info(e->ctx, ci) == VKCUDA_SUCCESS &&
+        vkcuda_cuda_driver_get_version(&driver_version) == VKCUDA_SUCCESS)
+        printf("CUDA device %d (%s context), driver API %d.%d; kernels: %s\n", ci->device_ordinal,
+               ci->primary ? "primary" : "borrowed", driver_version / 1000, driver_version % 1000 / 10,
+               e->kernels.source);
+}
+
+void rig_close(example *e) {
+    if (e->ctx != NULL) example_close(e);
+}
+
+void rig_close_module(example *e, CUmodule module) {
+    if (module != NULL) {
+        e->cu.cuStreamSynchronize(e->stream);
+        e->cu.cuModuleUnload(module);
+    }
+    rig_close(e);
+}
+
+VkResult rig_begin(example *e, VkCommandBuffer cmd, VkCommandBufferUsageFlags flags) {
+    VkCommandBufferBeginInfo bi;
+    VkResult r = e->vk.vkResetCommandBuffer(cmd, 0);
+    if (r != VK_SUCCESS) return r;
+    memset(&bi, 0, sizeof bi);
+    bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+    bi.flags = flags;
+    return e->vk.vkBeginCommandBuffer(cmd, &bi);
+}
+
+VkResult rig_submit(example *e, VkCommandBuffer cmd, VkSemaphore timeline, uint64_t wait, uint64_t signal,
+                    VkPipelineStageFlags wait_stage, VkFence fence) {
+    VkTimelineSemaphoreSubmitInfo ts;
+    VkSubmitInfo si;
+    memset(&si, 0, sizeof si);
+    si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &cmd;
+    if (timeline != VK_NULL_HANDLE) {
+        memset(&ts, 0, sizeof ts);
+        ts.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO;
+        ts.waitSemaphoreValueCount = 1;
+        ts.pWaitSemaphoreValues = &wait;
+        ts.signalSemaphoreValueCount = 1;
+        ts.pSignalSemaphoreValues = &signal;
+        si.pNext = &ts;
+        si.waitSemaphoreCount = 1;
+        si.pWaitSemaphores = &timeline;
+        si.pWaitDstStageMask = &wait_stage;
+        si.signalSemaphoreCount = 1;
+        si.pSignalSemaphores = &timeline;
+    }
+    return e->vk.vkQueueSubmit(e->vh.queue, 1, &si, fence);
+}
+
+VkResult rig_submit_and_wait(example *e, VkCommandBuffer cmd) {
+    VkResult r = e->vk.vkEndCommandBuffer(cmd);
+    if (r == VK_SUCCESS) r = rig_submit(e, cmd, VK_NULL_HANDLE, 0, 0, 0, e->fence);
+    if (r == VK_SUCCESS) r = e->vk.vkWaitForFences(e->vh.device, 1, &e->fence, VK_TRUE, RIG_FENCE_TIMEOUT_NS);
+    if (r == VK_SUCCESS) r = e->vk.vkResetFences(e->vh.device, 1, &e->fence);
+    return r;
+}
+
+VkResult rig_staging(example *e, VkDeviceSize size, vk_owned_buffer *b) {
+    VkResult r = vk_owned_buffer_create(
+        &e->vk, size, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT,
+        VK_MEMORY_PROPERTY_HOST_CACHED_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, b);
+    if (r == VK_SUCCESS) memset(b->mapped, 0xa5, (size_t)size); /* not a test pattern */
+    return r;
+}
+
+CUresult rig_load_ptx(example *e, const char *ptx, const char *what, CUmodule *module) {
+    static char info_log[8192], error_log[8192];
+    CUjit_option options[4] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                               CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *values[4];
+    CUresult r;
+    info_log[0] = error_log[0] = '\0';
+    values[0] = info_log;
+    values[1] = (void *)(uintptr_t)sizeof info_log;
+    values[2] = error_log;
+    values[3] = (void *)(uintptr_t)sizeof error_log;
+    r = e->cu.cuModuleLoadDataEx(module, ptx, 4, options, values);
+    if (r != CUDA_SUCCESS) {
+        printf("  cuModuleLoadDataEx(%s) failed: %s\n  JIT error log: %s\n", what, cuda_result_text(&e->cu, r),
+               error_log);
+        *module = NULL;
+    }
+    return r;
+}
+
+int rig_image_copies(example *e, PFN_vkCmdCopyImageToBuffer *to_buffer, PFN_vkCmdCopyBufferToImage *to_image) {
+    *to_buffer = (PFN_vkCmdCopyImageToBuffer)e->vk.vkGetDeviceProcAddr(e->vh.device, "vkCmdCopyImageToBuffer");
+    *to_image = (PFN_vkCmdCopyBufferToImage)e->vk.vkGetDeviceProcAddr(e->vh.device, "vkCmdCopyBufferToImage");
+    return *to_buffer != NULL && *to_image != NULL;
+}
+
+int rig_skip(const char *name, const char *why) {
+    printf("SKIPPED: %s: %s\n", name, why);
+    if (require_gpu()) {
+        printf("%s: FAIL: VKCUDA_REQUIRE_GPU=1 and there is no usable GPU\n", name);
+        return 1;
+    }
+    return 77;
+}
+
+void rig_record(rig_counts *c, const char *name, int ok, double seconds) {
+    if (ok)
+        c->passed++;
+    else
+        c->failed++;
+    printf("%s %s (%.3f s)\n", ok ? "ok  " : "FAIL", name, seconds);
+    fflush(stdout);
+}
+
+int rig_nothing_alive(void) {
+    vkcuda_live_objects l, zero;
+    memset(&zero, 0, sizeof zero);
+    if (vkcuda_live_objects_get(&l) == VKCUDA_SUCCESS && memcmp(&l, &zero, sizeof l) == 0) return 1;
+    printf("  live objects after destroying everything: contexts %" PRId64 ", VkBuffers %" PRId64
+           ", VkDeviceMemory %" PRId64 ", VkImages %" PRId64 ", VkSemaphores %" PRId64
+           ", CUDA allocations %" PRId64 ", CUDA external memories %" PRId64
+           ", CUDA external semaphores %" PRId64 "\n",
+           l.contexts, l.vk_buffers, l.vk_memories, l.vk_images, l.vk_semaphores, l.cuda_allocations,
+           l.cuda_external_memories, l.cuda_external_semaphores);
+    return 0;
+}
