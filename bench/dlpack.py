@@ -6,42 +6,39 @@ Median over REPEATS (default 2000) of, in one run:
   raw: cupy -> torch   torch.from_dlpack(cupy array over the same pointer
                        through cupy.cuda.UnownedMemory): the hand-written path
   raw: torch -> torch  torch.from_dlpack(a torch tensor): torch's own round trip
-and data_ptr() == the buffer's CUDA pointer for the vkcuda tensor.
+and data_ptr() == the buffer's CUDA pointer for the vkcuda tensor. Then the
+target of issue 30 ("Speed"): DLPack export + torch.from_dlpack <= 5 us, the
+"vkcuda -> torch.from_dlpack" figure, with the raw torch -> torch round trip of
+the same run beside it.
 
-    python3 bench/dlpack.py [--repeats N] [--csv FILE]
+    python3 bench/dlpack.py [--repeats N] [--csv FILE] [--strict]
+
+Exit 0 when the tensor is zero-copy (with --strict, also the target met), 1
+otherwise; 77 (SKIPPED) without torch or a CUDA GPU (bench/_pybench.py).
 """
 
 import argparse
-import statistics
 import sys
-import time
 
-import torch
+import _pybench
+from _pybench import median_us
 
-import vkcuda
-
-
-def median_us(fn, repeats: int) -> float:
-    for _ in range(50):
-        fn()
-    samples = []
-    for _ in range(repeats):
-        t0 = time.perf_counter_ns()
-        fn()
-        samples.append(time.perf_counter_ns() - t0)
-    return statistics.median(samples) / 1000.0
+NAME = "dlpack"
+TARGET_US = 5.0
 
 
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--repeats", type=int, default=2000)
     p.add_argument("--csv")
+    p.add_argument("--strict", action="store_true", help="exit 1 when export + from_dlpack is over 5 us")
     args = p.parse_args()
     if args.repeats < 1000:
         print("--repeats must be at least 1000")
         return 2
 
-    ctx = vkcuda.Context.standalone()
+    torch = _pybench.torch_or_skip(NAME)
+    vkcuda, ctx = _pybench.context_or_skip(NAME)
     buf = ctx.buffer(64 << 20)
     view = buf.view("float32", (4096, 4096))
     t = torch.from_dlpack(view)
@@ -71,6 +68,11 @@ def main() -> int:
     print(f"median of {args.repeats} repeats each:")
     for name, us in rows:
         print(f"  {name:<46} {us:8.2f} us", flush=True)
+    lib_us, raw_us = rows[1][1], rows[-1][1]
+    met = lib_us <= TARGET_US
+    print(f"  {'vkcuda -> torch / torch -> torch':<46} {lib_us / raw_us:8.2f} x   (raw: torch's own round trip)")
+    print(f"DLPack export + torch.from_dlpack: {lib_us:.2f} us, target <= {TARGET_US:g} us (issue 30): "
+          f"{_pybench.verdict(met)}", flush=True)
     if args.csv:
         with open(args.csv, "w") as f:
             f.write("what,median_us,repeats\n")
@@ -79,8 +81,14 @@ def main() -> int:
     del t
     buf.close()
     ctx.close()
-    print("PASS" if zero_copy else "FAIL: the tensor is a copy")
-    return 0 if zero_copy else 1
+    if not zero_copy:
+        print("FAIL: the tensor is a copy")
+        return 1
+    if args.strict and not met:
+        print(f"FAIL: export + from_dlpack is over {TARGET_US:g} us (--strict)")
+        return 1
+    print("PASS")
+    return 0
 
 
 if __name__ == "__main__":
