@@ -11,13 +11,16 @@ use std::sync::Arc;
 
 use ash::vk;
 
+use super::cuda::external::ExternalMemory;
+use super::cuda::vmm::VmmAllocation;
+use super::vulkan::handoff::BufferRange;
+use super::vulkan::memory::{self, BufferMemory};
 use crate::context::Context;
-use crate::cuda::external::ExternalMemory;
-use crate::cuda::vmm::VmmAllocation;
 use crate::error::{Error, Result};
 use crate::fd;
-use crate::vulkan::handoff;
-use crate::vulkan::memory::{self, BufferMemory};
+use crate::handoff::{self, Direction, Resource, Scope};
+
+pub use super::vulkan::memory::check_export_types;
 
 /// Which side allocated the memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -434,9 +437,34 @@ impl Buffer {
         self.alloc.cuda_ptr()
     }
 
+    /// Records into `cmd` the barrier that releases the whole buffer from
+    /// `scope.queue_family` to CUDA (`VK_QUEUE_FAMILY_EXTERNAL`), making the
+    /// engine's writes in `scope` available: the batch of one ([`handoff::batch`]).
+    ///
+    /// # Safety
+    /// `cmd` is a command buffer of this buffer's device in the recording state,
+    /// externally synchronised by the caller.
+    pub unsafe fn cmd_release_to_cuda(&self, cmd: vk::CommandBuffer, scope: &Scope) -> Result<()> {
+        handoff::batch(cmd, Direction::Release, scope, [Ok(Resource::Buffer(self))])
+    }
+
+    /// Records the barrier that acquires the whole buffer back from CUDA into
+    /// `scope.queue_family`, making CUDA's writes visible to the accesses in
+    /// `scope` (see [`cmd_release_to_cuda`](Self::cmd_release_to_cuda)).
+    ///
+    /// # Safety
+    /// As for [`cmd_release_to_cuda`](Self::cmd_release_to_cuda).
+    pub unsafe fn cmd_acquire_from_cuda(
+        &self,
+        cmd: vk::CommandBuffer,
+        scope: &Scope,
+    ) -> Result<()> {
+        handoff::batch(cmd, Direction::Acquire, scope, [Ok(Resource::Buffer(self))])
+    }
+
     /// The whole buffer, for the handoff barriers.
-    pub fn handoff_range(&self) -> handoff::BufferRange {
-        handoff::BufferRange {
+    pub(super) fn handoff_range(&self) -> BufferRange {
+        BufferRange {
             buffer: self.vk_buffer(),
             offset: 0,
             size: self.alloc.layout.size,

@@ -1,0 +1,125 @@
+//! Handing buffers and images between the engine's queue family and CUDA
+//! (`VK_QUEUE_FAMILY_EXTERNAL`), and which of them may share one barrier.
+//!
+//! A buffer or an image records its own handoff (`Buffer::cmd_release_to_cuda`,
+//! `Image::cmd_acquire_from_cuda`, ...): that is the batch of one. [`batch`]
+//! records any number of them in one pipeline barrier, and the rule of who may
+//! share it is here, once: every resource belongs to the `VkDevice` of the first,
+//! whose context records the barrier, and each image is in a layout that its
+//! direction, its usage and that barrier call allow.
+
+use ash::vk;
+
+use super::vulkan::handoff as barrier;
+use crate::buffer::Buffer;
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::image::Image;
+
+pub use super::vulkan::handoff::{Direction, Scope};
+
+/// One resource of a handoff.
+#[derive(Clone, Copy)]
+pub enum Resource<'a> {
+    /// A whole buffer.
+    Buffer(&'a Buffer),
+    /// A whole image (every level, layer and plane) and the engine's layout: on
+    /// release the layout it leaves the image in (`UNDEFINED` only when the
+    /// contents may be discarded), on acquire the layout it wants it in.
+    Image(&'a Image, vk::ImageLayout),
+}
+
+impl Resource<'_> {
+    fn context(&self) -> &Context {
+        match self {
+            Resource::Buffer(b) => b.context(),
+            Resource::Image(im, _) => im.context(),
+        }
+    }
+}
+
+/// Records into `cmd` ONE pipeline barrier that hands every resource over in
+/// direction `dir`: `vkCmdPipelineBarrier2` where the first resource's context
+/// has synchronization2, `vkCmdPipelineBarrier` otherwise. The resources come as
+/// the caller read them: an `Err` among them (an entry the caller could not turn
+/// into a resource) is returned as it is. The scope is checked against the first
+/// resource's device; entry `i` that may not share the barrier is refused,
+/// naming `resources[i]`. Nothing is recorded on failure; an empty batch records
+/// nothing.
+///
+/// # Safety
+/// `cmd` is a command buffer of the resources' device in the recording state,
+/// externally synchronised by the caller.
+pub unsafe fn batch<'a>(
+    cmd: vk::CommandBuffer,
+    dir: Direction,
+    scope: &Scope,
+    resources: impl IntoIterator<Item = Result<Resource<'a>>>,
+) -> Result<()> {
+    let mut resources = resources.into_iter();
+    let first = match resources.next() {
+        Some(r) => r?,
+        None => return Ok(()),
+    };
+    let ctx = first.context();
+    let rule = Rule {
+        device: ctx.vk.device.handle(),
+        sync2: ctx.vk.sync2.is_some(),
+        dir,
+    };
+    rule.admit(0, &first)?;
+    scope.check(&ctx.vk)?;
+    barrier::record(&ctx.vk, cmd, dir, scope, |sink| {
+        add(sink, &first);
+        for (i, r) in resources.enumerate() {
+            let r = r?;
+            rule.admit(i + 1, &r)?;
+            add(sink, &r);
+        }
+        Ok(())
+    })
+}
+
+/// What a resource must agree with to share the barrier.
+struct Rule {
+    device: vk::Device,
+    sync2: bool,
+    dir: Direction,
+}
+
+impl Rule {
+    /// Whether entry `i` may share the barrier: an image's layout first, then its
+    /// device. The fast path is a few comparisons; the checks that say what is
+    /// wrong run only on a refusal.
+    #[inline]
+    fn admit(&self, i: usize, r: &Resource) -> Result<()> {
+        if let Resource::Image(im, layout) = *r {
+            let usage = im.description().usage;
+            if !(barrier::layout_ok(layout, self.dir)
+                && barrier::layout_fits(layout, usage, self.sync2))
+            {
+                let what = match self.dir {
+                    Direction::Release => "old layout",
+                    Direction::Acquire => "new layout",
+                };
+                let name = || format!("resources[{i}].layout ({what})");
+                barrier::check_layout_named(layout, self.dir, name)?;
+                barrier::check_layout_usage(layout, usage, self.sync2, name)?;
+            }
+        }
+        if r.context().vk.device.handle() != self.device {
+            return Err(Error::invalid(format!(
+                "resources[{i}] belongs to another VkDevice than resources[0]: one barrier \
+                 records into one device's command buffer"
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn add(sink: &mut barrier::Sink, r: &Resource) {
+    match *r {
+        Resource::Buffer(b) => sink.buffer(&b.handoff_range()),
+        Resource::Image(im, layout) => sink.image(&im.handoff_range(layout)),
+    }
+}
