@@ -18,7 +18,6 @@ use super::vulkan::memory::{self, BufferMemory};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::fd;
-use crate::handoff::{self, Direction, Resource, Scope};
 
 pub use super::vulkan::memory::check_export_types;
 
@@ -435,31 +434,6 @@ impl Buffer {
     /// The CUDA device pointer, or CUDA_UNAVAILABLE in a Vulkan-only context.
     pub fn cuda_ptr(&self) -> Result<u64> {
         self.alloc.cuda_ptr()
-    }
-
-    /// Records into `cmd` the barrier that releases the whole buffer from
-    /// `scope.queue_family` to CUDA (`VK_QUEUE_FAMILY_EXTERNAL`), making the
-    /// engine's writes in `scope` available: the batch of one ([`handoff::batch`]).
-    ///
-    /// # Safety
-    /// `cmd` is a command buffer of this buffer's device in the recording state,
-    /// externally synchronised by the caller.
-    pub unsafe fn cmd_release_to_cuda(&self, cmd: vk::CommandBuffer, scope: &Scope) -> Result<()> {
-        handoff::batch(cmd, Direction::Release, scope, [Ok(Resource::Buffer(self))])
-    }
-
-    /// Records the barrier that acquires the whole buffer back from CUDA into
-    /// `scope.queue_family`, making CUDA's writes visible to the accesses in
-    /// `scope` (see [`cmd_release_to_cuda`](Self::cmd_release_to_cuda)).
-    ///
-    /// # Safety
-    /// As for [`cmd_release_to_cuda`](Self::cmd_release_to_cuda).
-    pub unsafe fn cmd_acquire_from_cuda(
-        &self,
-        cmd: vk::CommandBuffer,
-        scope: &Scope,
-    ) -> Result<()> {
-        handoff::batch(cmd, Direction::Acquire, scope, [Ok(Resource::Buffer(self))])
     }
 
     /// The whole buffer, for the handoff barriers.

@@ -2,7 +2,8 @@
 //! (`VK_QUEUE_FAMILY_EXTERNAL`), and which of them may share one barrier.
 //!
 //! A buffer or an image records its own handoff (`Buffer::cmd_release_to_cuda`,
-//! `Image::cmd_acquire_from_cuda`, ...): that is the batch of one. [`batch`]
+//! `Image::cmd_acquire_from_cuda`, ...; defined here, beside the rule, so the
+//! objects do not import this module back): that is the batch of one. [`batch`]
 //! records any number of them in one pipeline barrier, and the rule of who may
 //! share it is here, once: every resource belongs to the `VkDevice` of the first,
 //! whose context records the barrier, and each image is in a layout that its
@@ -30,11 +31,93 @@ pub enum Resource<'a> {
 }
 
 impl Resource<'_> {
+    #[inline]
     fn context(&self) -> &Context {
         match self {
             Resource::Buffer(b) => b.context(),
             Resource::Image(im, _) => im.context(),
         }
+    }
+}
+
+impl Buffer {
+    /// Records into `cmd` the barrier that releases the whole buffer from
+    /// `scope.queue_family` to CUDA (`VK_QUEUE_FAMILY_EXTERNAL`), making the
+    /// engine's writes in `scope` available: the batch of one ([`batch`]).
+    ///
+    /// # Safety
+    /// `cmd` is a command buffer of this buffer's device in the recording state,
+    /// externally synchronised by the caller.
+    pub unsafe fn cmd_release_to_cuda(&self, cmd: vk::CommandBuffer, scope: &Scope) -> Result<()> {
+        batch(cmd, Direction::Release, scope, [Ok(Resource::Buffer(self))])
+    }
+
+    /// Records the barrier that acquires the whole buffer back from CUDA into
+    /// `scope.queue_family`, making CUDA's writes visible to the accesses in
+    /// `scope` (see [`cmd_release_to_cuda`](Self::cmd_release_to_cuda)).
+    ///
+    /// # Safety
+    /// As for [`cmd_release_to_cuda`](Self::cmd_release_to_cuda).
+    pub unsafe fn cmd_acquire_from_cuda(
+        &self,
+        cmd: vk::CommandBuffer,
+        scope: &Scope,
+    ) -> Result<()> {
+        batch(cmd, Direction::Acquire, scope, [Ok(Resource::Buffer(self))])
+    }
+}
+
+impl Image {
+    /// Records into `cmd` the barrier that releases the whole image (every level,
+    /// layer and plane) from `scope.queue_family` to CUDA (`VK_QUEUE_FAMILY_EXTERNAL`),
+    /// from `old_layout` (the layout the engine left it in; `UNDEFINED` discards
+    /// the contents) to `GENERAL`, the layout CUDA works on, making the engine's
+    /// writes in `scope` available: the batch of one ([`batch`]). A
+    /// layout that is not a colour image's, or that the image's usage or the
+    /// context's barrier call does not allow, is refused.
+    ///
+    /// # Safety
+    /// `cmd` is a command buffer of this image's device in the recording state,
+    /// externally synchronised by the caller.
+    pub unsafe fn cmd_release_to_cuda(
+        &self,
+        cmd: vk::CommandBuffer,
+        scope: &Scope,
+        old_layout: vk::ImageLayout,
+    ) -> Result<()> {
+        self.cmd_handoff(cmd, Direction::Release, scope, old_layout, "old_layout")
+    }
+
+    /// Records the barrier that acquires the whole image back from CUDA into
+    /// `scope.queue_family`, from `GENERAL` to `new_layout` (not `UNDEFINED`),
+    /// making CUDA's writes visible to the accesses in `scope` (see
+    /// [`cmd_release_to_cuda`](Self::cmd_release_to_cuda)).
+    ///
+    /// # Safety
+    /// As for [`cmd_release_to_cuda`](Self::cmd_release_to_cuda).
+    pub unsafe fn cmd_acquire_from_cuda(
+        &self,
+        cmd: vk::CommandBuffer,
+        scope: &Scope,
+        new_layout: vk::ImageLayout,
+    ) -> Result<()> {
+        self.cmd_handoff(cmd, Direction::Acquire, scope, new_layout, "new_layout")
+    }
+
+    /// The layout checked with its argument's name in the messages, then the
+    /// batch of one.
+    unsafe fn cmd_handoff(
+        &self,
+        cmd: vk::CommandBuffer,
+        dir: Direction,
+        scope: &Scope,
+        layout: vk::ImageLayout,
+        what: &str,
+    ) -> Result<()> {
+        let layout = barrier::check_layout(layout, dir, what)?;
+        let sync2 = self.context().vk.sync2.is_some();
+        barrier::check_layout_usage(layout, self.description().usage, sync2, || what.into())?;
+        batch(cmd, dir, scope, [Ok(Resource::Image(self, layout))])
     }
 }
 
@@ -63,6 +146,7 @@ pub unsafe fn batch<'a>(
     };
     let ctx = first.context();
     let rule = Rule {
+        context: ctx,
         device: ctx.vk.device.handle(),
         sync2: ctx.vk.sync2.is_some(),
         dir,
@@ -81,13 +165,15 @@ pub unsafe fn batch<'a>(
 }
 
 /// What a resource must agree with to share the barrier.
-struct Rule {
+struct Rule<'a> {
+    /// The context that records (the first resource's).
+    context: &'a Context,
     device: vk::Device,
     sync2: bool,
     dir: Direction,
 }
 
-impl Rule {
+impl Rule<'_> {
     /// Whether entry `i` may share the barrier: an image's layout first, then its
     /// device. The fast path is a few comparisons; the checks that say what is
     /// wrong run only on a refusal.
@@ -107,7 +193,9 @@ impl Rule {
                 barrier::check_layout_usage(layout, usage, self.sync2, name)?;
             }
         }
-        if r.context().vk.device.handle() != self.device {
+        // Two contexts of one VkDevice may share a barrier.
+        let c = r.context();
+        if !std::ptr::eq(c, self.context) && c.vk.device.handle() != self.device {
             return Err(Error::invalid(format!(
                 "resources[{i}] belongs to another VkDevice than resources[0]: one barrier \
                  records into one device's command buffer"
@@ -117,6 +205,7 @@ impl Rule {
     }
 }
 
+#[inline]
 fn add(sink: &mut barrier::Sink, r: &Resource) {
     match *r {
         Resource::Buffer(b) => sink.buffer(&b.handoff_range()),

@@ -26,14 +26,13 @@ use cudarc::driver::sys;
 
 use super::cuda::array::{self, ArrayShape, MappedImage, Pitched, Placement, TextureDesc};
 use super::cuda::external::ExternalMemory;
-use super::vulkan::handoff::{check_layout, check_layout_usage, ImageRange};
+use super::vulkan::handoff::ImageRange;
 use super::vulkan::image::{self as vkimage, ImageMemory, ImageParams};
 use super::vulkan::memory;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::fd;
 use crate::format::{self, FormatInfo, Layout, PlaneFormat};
-use crate::handoff::{self, Direction, Resource, Scope};
 
 pub use super::vulkan::image::PlaneMemory;
 
@@ -1228,58 +1227,6 @@ impl Image {
             height,
             depth: d.depth,
         }
-    }
-
-    /// Records into `cmd` the barrier that releases the whole image (every level,
-    /// layer and plane) from `scope.queue_family` to CUDA (`VK_QUEUE_FAMILY_EXTERNAL`),
-    /// from `old_layout` (the layout the engine left it in; `UNDEFINED` discards
-    /// the contents) to `GENERAL`, the layout CUDA works on, making the engine's
-    /// writes in `scope` available: the batch of one ([`handoff::batch`]). A
-    /// layout that is not a colour image's, or that the image's usage or the
-    /// context's barrier call does not allow, is refused.
-    ///
-    /// # Safety
-    /// `cmd` is a command buffer of this image's device in the recording state,
-    /// externally synchronised by the caller.
-    pub unsafe fn cmd_release_to_cuda(
-        &self,
-        cmd: vk::CommandBuffer,
-        scope: &Scope,
-        old_layout: vk::ImageLayout,
-    ) -> Result<()> {
-        self.cmd_handoff(cmd, Direction::Release, scope, old_layout, "old_layout")
-    }
-
-    /// Records the barrier that acquires the whole image back from CUDA into
-    /// `scope.queue_family`, from `GENERAL` to `new_layout` (not `UNDEFINED`),
-    /// making CUDA's writes visible to the accesses in `scope` (see
-    /// [`cmd_release_to_cuda`](Self::cmd_release_to_cuda)).
-    ///
-    /// # Safety
-    /// As for [`cmd_release_to_cuda`](Self::cmd_release_to_cuda).
-    pub unsafe fn cmd_acquire_from_cuda(
-        &self,
-        cmd: vk::CommandBuffer,
-        scope: &Scope,
-        new_layout: vk::ImageLayout,
-    ) -> Result<()> {
-        self.cmd_handoff(cmd, Direction::Acquire, scope, new_layout, "new_layout")
-    }
-
-    /// The layout checked with its argument's name in the messages, then the
-    /// batch of one.
-    unsafe fn cmd_handoff(
-        &self,
-        cmd: vk::CommandBuffer,
-        dir: Direction,
-        scope: &Scope,
-        layout: vk::ImageLayout,
-        what: &str,
-    ) -> Result<()> {
-        let layout = check_layout(layout, dir, what)?;
-        let sync2 = self.context().vk.sync2.is_some();
-        check_layout_usage(layout, self.description().usage, sync2, || what.into())?;
-        handoff::batch(cmd, dir, scope, [Ok(Resource::Image(self, layout))])
     }
 
     /// Every subresource of every plane, for the handoff barriers, with the
