@@ -30,9 +30,9 @@ pub enum Resource<'a> {
     Image(&'a Image, vk::ImageLayout),
 }
 
-impl Resource<'_> {
-    #[inline]
-    fn context(&self) -> &Context {
+impl<'a> Resource<'a> {
+    #[inline(always)]
+    fn context(self) -> &'a Context {
         match self {
             Resource::Buffer(b) => b.context(),
             Resource::Image(im, _) => im.context(),
@@ -151,14 +151,18 @@ pub unsafe fn batch<'a>(
         sync2: ctx.vk.sync2.is_some(),
         dir,
     };
-    rule.admit(0, &first)?;
+    if !rule.admits(first) {
+        return Err(rule.refusal(0, &first));
+    }
     scope.check(&ctx.vk)?;
     barrier::record(&ctx.vk, cmd, dir, scope, |sink| {
-        add(sink, &first);
+        add(sink, first);
         for (i, r) in resources.enumerate() {
             let r = r?;
-            rule.admit(i + 1, &r)?;
-            add(sink, &r);
+            if !rule.admits(r) {
+                return Err(rule.refusal(i + 1, &r));
+            }
+            add(sink, r);
         }
         Ok(())
     })
@@ -174,40 +178,48 @@ struct Rule<'a> {
 }
 
 impl Rule<'_> {
-    /// Whether entry `i` may share the barrier: an image's layout first, then its
-    /// device. The fast path is a few comparisons; the checks that say what is
-    /// wrong run only on a refusal.
-    #[inline]
-    fn admit(&self, i: usize, r: &Resource) -> Result<()> {
+    /// Whether a resource may share the barrier: an image in a layout its
+    /// direction, its usage and the barrier call allow, on the recording device
+    /// (two contexts of one `VkDevice` may share a barrier). A few comparisons.
+    #[inline(always)]
+    fn admits(&self, r: Resource) -> bool {
+        let fits = match r {
+            Resource::Buffer(_) => true,
+            Resource::Image(im, layout) => {
+                barrier::layout_ok(layout, self.dir)
+                    && barrier::layout_fits(layout, im.description().usage, self.sync2)
+            }
+        };
+        let c = r.context();
+        fits && (std::ptr::eq(c, self.context) || c.vk.device.handle() == self.device)
+    }
+
+    /// Why entry `i` may not share the barrier, in words: an image's layout
+    /// first, then its device.
+    #[cold]
+    fn refusal(&self, i: usize, r: &Resource) -> Error {
         if let Resource::Image(im, layout) = *r {
-            let usage = im.description().usage;
-            if !(barrier::layout_ok(layout, self.dir)
-                && barrier::layout_fits(layout, usage, self.sync2))
-            {
-                let what = match self.dir {
-                    Direction::Release => "old layout",
-                    Direction::Acquire => "new layout",
-                };
-                let name = || format!("resources[{i}].layout ({what})");
-                barrier::check_layout_named(layout, self.dir, name)?;
-                barrier::check_layout_usage(layout, usage, self.sync2, name)?;
+            let what = match self.dir {
+                Direction::Release => "old layout",
+                Direction::Acquire => "new layout",
+            };
+            let name = || format!("resources[{i}].layout ({what})");
+            if let Err(e) = barrier::check_layout_named(layout, self.dir, name).and_then(|_| {
+                barrier::check_layout_usage(layout, im.description().usage, self.sync2, name)
+            }) {
+                return e;
             }
         }
-        // Two contexts of one VkDevice may share a barrier.
-        let c = r.context();
-        if !std::ptr::eq(c, self.context) && c.vk.device.handle() != self.device {
-            return Err(Error::invalid(format!(
-                "resources[{i}] belongs to another VkDevice than resources[0]: one barrier \
-                 records into one device's command buffer"
-            )));
-        }
-        Ok(())
+        Error::invalid(format!(
+            "resources[{i}] belongs to another VkDevice than resources[0]: one barrier \
+             records into one device's command buffer"
+        ))
     }
 }
 
-#[inline]
-fn add(sink: &mut barrier::Sink, r: &Resource) {
-    match *r {
+#[inline(always)]
+fn add(sink: &mut barrier::Sink, r: Resource) {
+    match r {
         Resource::Buffer(b) => sink.buffer(&b.handoff_range()),
         Resource::Image(im, layout) => sink.image(&im.handoff_range(layout)),
     }
