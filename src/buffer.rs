@@ -11,13 +11,15 @@ use std::sync::Arc;
 
 use ash::vk;
 
+use super::cuda::external::ExternalMemory;
+use super::cuda::vmm::VmmAllocation;
+use super::vulkan::handoff::BufferRange;
+use super::vulkan::memory::{self, BufferMemory};
 use crate::context::Context;
-use crate::cuda::external::ExternalMemory;
-use crate::cuda::vmm::VmmAllocation;
 use crate::error::{Error, Result};
 use crate::fd;
-use crate::vulkan::handoff;
-use crate::vulkan::memory::{self, BufferMemory};
+
+pub use super::vulkan::memory::check_export_types;
 
 /// Which side allocated the memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -435,8 +437,8 @@ impl Buffer {
     }
 
     /// The whole buffer, for the handoff barriers.
-    pub fn handoff_range(&self) -> handoff::BufferRange {
-        handoff::BufferRange {
+    pub(super) fn handoff_range(&self) -> BufferRange {
+        BufferRange {
             buffer: self.vk_buffer(),
             offset: 0,
             size: self.alloc.layout.size,

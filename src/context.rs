@@ -4,11 +4,11 @@ use std::sync::Arc;
 
 use cudarc::driver::sys;
 
-use crate::cuda::{self, CudaContext};
+use super::cuda::{self, CudaContext};
+use super::vulkan::{standalone, VulkanDevice};
 use crate::error::{Error, ErrorKind, Result};
 use crate::lost;
 use crate::pairing::{match_device, mismatch};
-use crate::vulkan::{standalone, EngineHandles, VulkanDevice};
 
 /// How the CUDA side of a context is chosen.
 pub enum CudaChoice {
@@ -20,9 +20,33 @@ pub enum CudaChoice {
     None,
 }
 
+pub use super::vulkan::EngineHandles;
+
 pub struct Context {
-    pub vk: VulkanDevice,
-    pub cuda: Option<Arc<CudaContext>>,
+    pub(super) vk: VulkanDevice,
+    pub(super) cuda: Option<Arc<CudaContext>>,
+}
+
+/// A context's Vulkan handles: the engine's, or those a standalone context made.
+#[derive(Clone, Copy, Debug)]
+pub struct VulkanHandles {
+    pub instance: ash::vk::Instance,
+    pub physical_device: ash::vk::PhysicalDevice,
+    pub device: ash::vk::Device,
+    pub get_instance_proc_addr: ash::vk::PFN_vkGetInstanceProcAddr,
+    /// A standalone context's queue family and queue; None on the engine's device.
+    pub queue: Option<(u32, ash::vk::Queue)>,
+}
+
+/// A context's CUDA side.
+#[derive(Clone, Copy, Debug)]
+pub struct CudaInfo {
+    pub context: sys::CUcontext,
+    pub device: sys::CUdevice,
+    pub ordinal: i32,
+    /// The device's primary context (not one the caller passed in).
+    pub primary: bool,
+    pub uuid: [u8; 16],
 }
 
 impl Drop for Context {
@@ -94,8 +118,43 @@ impl Context {
         }
     }
 
+    pub fn vulkan_handles(&self) -> VulkanHandles {
+        let v = &self.vk;
+        VulkanHandles {
+            instance: v.instance.handle(),
+            physical_device: v.physical,
+            device: v.device.handle(),
+            get_instance_proc_addr: v.get_instance_proc_addr,
+            queue: v.owned.as_ref().map(|o| (o.queue_family_index, o.queue)),
+        }
+    }
+
+    /// The CUDA side, or CUDA_UNAVAILABLE for a Vulkan-only context.
+    pub fn cuda_info(&self) -> Result<CudaInfo> {
+        let c = self.cuda()?;
+        Ok(CudaInfo {
+            context: c.raw(),
+            device: c.device().device,
+            ordinal: c.device().ordinal,
+            primary: c.is_primary(),
+            uuid: c.device().uuid,
+        })
+    }
+
+    /// Checks that `stream` is a stream of this context's CUDA context (the check
+    /// every call that enqueues work on a caller's stream makes): a stream of
+    /// another device is refused naming both devices. The default streams (0,
+    /// `CU_STREAM_LEGACY`, `CU_STREAM_PER_THREAD`) always are.
+    // A CUstream is an opaque driver handle, passed through, never dereferenced here.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
+    pub fn check_stream(&self, stream: sys::CUstream) -> Result<()> {
+        let c = self.cuda()?;
+        let _current = c.enter()?;
+        c.check_stream(stream)
+    }
+
     /// The CUDA context, or CUDA_UNAVAILABLE for a Vulkan-only context.
-    pub fn cuda(&self) -> Result<&Arc<CudaContext>> {
+    pub(super) fn cuda(&self) -> Result<&Arc<CudaContext>> {
         self.cuda.as_ref().ok_or_else(|| {
             Error::new(
                 ErrorKind::CudaUnavailable,

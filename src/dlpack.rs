@@ -18,8 +18,8 @@ use dlpack_rs::ffi::{
     DLPackVersion, DLTensor, DLPACK_FLAG_BITMASK_READ_ONLY,
 };
 
+use super::cuda::context::CudaContext;
 use crate::buffer::Buffer;
-use crate::cuda::context::CudaContext;
 use crate::error::{Error, ErrorKind, Result};
 use crate::stats;
 

@@ -24,10 +24,10 @@ use std::path::{Path, PathBuf};
 use ash::vk;
 use serde_json::json;
 
-use crate::cuda::{self, DeviceInfo};
+use super::cuda::{self, DeviceInfo};
+use super::vulkan::{image, memory, semaphore, standalone, EngineHandles, VulkanDevice};
 use crate::dynlib;
 use crate::pairing::{self, DeviceReport};
-use crate::vulkan::{image, memory, semaphore, standalone, EngineHandles, VulkanDevice};
 
 /// How a check came out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -305,7 +305,7 @@ fn check_loader(r: &mut Report, gap: Option<&str>) -> bool {
         vk::api_version_minor(version),
         vk::api_version_patch(version)
     );
-    if version < crate::vulkan::MIN_API_VERSION {
+    if version < super::vulkan::MIN_API_VERSION {
         r.add(
             "vulkan.loader",
             Status::Fail,

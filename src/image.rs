@@ -24,15 +24,17 @@ use std::sync::Arc;
 use ash::vk;
 use cudarc::driver::sys;
 
+use super::cuda::array::{self, ArrayShape, MappedImage, Pitched, Placement, TextureDesc};
+use super::cuda::external::ExternalMemory;
+use super::vulkan::handoff::ImageRange;
+use super::vulkan::image::{self as vkimage, ImageMemory, ImageParams};
+use super::vulkan::memory;
 use crate::context::Context;
-use crate::cuda::array::{self, ArrayShape, MappedImage, Pitched, Placement, TextureDesc};
-use crate::cuda::external::ExternalMemory;
 use crate::error::{Error, Result};
 use crate::fd;
 use crate::format::{self, FormatInfo, Layout, PlaneFormat};
-use crate::vulkan::handoff;
-use crate::vulkan::image::{self as vkimage, ImageMemory, ImageParams, PlaneMemory};
-use crate::vulkan::memory;
+
+pub use super::vulkan::image::PlaneMemory;
 
 /// 1D, 2D or 3D.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1228,8 +1230,8 @@ impl Image {
     }
 
     /// Every subresource of every plane, for the handoff barriers, with the
-    /// engine's layout (see [`handoff::ImageRange`]).
-    pub fn handoff_range(&self, layout: vk::ImageLayout) -> handoff::ImageRange {
+    /// engine's layout (see [`ImageRange`]).
+    pub(super) fn handoff_range(&self, layout: vk::ImageLayout) -> ImageRange {
         let d = self.description();
         // A barrier names every plane of a disjoint image, COLOR for any other
         // (VUID-VkImageMemoryBarrier-image-01671: a non-disjoint multi-planar image
@@ -1241,7 +1243,7 @@ impl Image {
                 .map(|p| self.plane_aspect(p))
                 .fold(vk::ImageAspectFlags::empty(), |a, b| a | b)
         };
-        handoff::ImageRange {
+        ImageRange {
             image: self.vk_image(),
             range: vk::ImageSubresourceRange {
                 aspect_mask,

@@ -4,9 +4,9 @@
 
 use ash::vk;
 
-use crate::cuda::{self, DeviceInfo};
+use super::cuda::{self, DeviceInfo};
+use super::vulkan::{load_instance, standalone, support, Support};
 use crate::error::{Diagnosis, Error, ErrorKind, Result};
-use crate::vulkan::{standalone, support, Support};
 
 /// A physical device, what it supports, and its CUDA twin.
 #[derive(Clone, Debug)]
@@ -47,9 +47,19 @@ impl DeviceReport {
     }
 }
 
-/// The report of one of the engine's physical devices.
-pub fn report(instance: &ash::Instance, physical: vk::PhysicalDevice) -> Result<DeviceReport> {
-    Ok(DeviceReport::new(support::query(instance, physical)?))
+pub use super::cuda::DISABLE_ENV as CUDA_DISABLE_ENV;
+pub use super::cuda::{driver_version as cuda_driver_version, format_uuid};
+pub use super::vulkan::extension_name_ptrs as device_extension_names;
+
+/// The report of one of the engine's physical devices, through the engine's
+/// instance and loader.
+pub fn report(
+    get_instance_proc_addr: vk::PFN_vkGetInstanceProcAddr,
+    instance: vk::Instance,
+    physical: vk::PhysicalDevice,
+) -> Result<DeviceReport> {
+    let instance = load_instance(get_instance_proc_addr, instance)?;
+    Ok(DeviceReport::new(support::query(&instance, physical)?))
 }
 
 /// The report of every physical device the system's Vulkan loader lists, through a

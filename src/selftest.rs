@@ -6,7 +6,7 @@
 //!
 //! - Vulkan side: a standalone context's queue, a host-visible staging buffer,
 //!   `vkCmdCopyBuffer` / `vkCmdCopyBufferToImage` / `vkCmdCopyImageToBuffer`, and
-//!   the library's release and acquire barriers ([`handoff::record`]) around
+//!   the library's release and acquire barriers (`Buffer::cmd_release_to_cuda`, ...) around
 //!   every handoff.
 //! - CUDA side: the driver API the library already loads: `cuMemcpyHtoD`/`DtoH`
 //!   for buffers, `cuMemcpy3D` for every level array of an image (layers and
@@ -33,15 +33,15 @@ use std::time::{Duration, Instant};
 use ash::vk;
 use cudarc::driver::sys;
 
+use super::cuda;
 use crate::buffer::{Allocator, Buffer};
 use crate::context::{Context, CudaChoice};
-use crate::cuda;
 use crate::doctor::{Check, Status};
 use crate::error::{cu_check, Error, ErrorKind, Result};
 use crate::format;
+use crate::handoff::Scope;
 use crate::image::{Description, Dimension, Image};
 use crate::semaphore::{Kind, Semaphore};
-use crate::vulkan::handoff::{self, Direction, Scope};
 
 /// Bytes of each shared buffer.
 pub const BUFFER_BYTES: u64 = 4 << 20;
@@ -511,7 +511,6 @@ impl Drop for Lab {
 
 /// What a subject records its barriers with: the device and the lab's queue family.
 struct Hand {
-    ctx: Arc<Context>,
     scope: Scope,
 }
 
@@ -557,14 +556,9 @@ impl Subject for BufferSubject {
                 self.buffer.vk_buffer(),
                 &[vk::BufferCopy::default().size(size)],
             );
-            handoff::record(
-                &h.ctx.vk,
-                cmd,
-                Direction::Release,
-                &h.scope,
-                &[self.buffer.handoff_range()],
-                &[],
-            );
+            self.buffer
+                .cmd_release_to_cuda(cmd, &h.scope)
+                .expect("the lab's own buffer and scope");
         }
     }
 
@@ -572,14 +566,9 @@ impl Subject for BufferSubject {
         let size = self.regions[0].len as u64;
         // SAFETY: as above.
         unsafe {
-            handoff::record(
-                &h.ctx.vk,
-                cmd,
-                Direction::Acquire,
-                &h.scope,
-                &[self.buffer.handoff_range()],
-                &[],
-            );
+            self.buffer
+                .cmd_acquire_from_cuda(cmd, &h.scope)
+                .expect("the lab's own buffer and scope");
             d.cmd_copy_buffer(
                 cmd,
                 self.buffer.vk_buffer(),
@@ -858,14 +847,9 @@ impl Subject for ImageSubject {
                     .subresource_range(self.range())],
             );
             d.cmd_copy_buffer_to_image(cmd, staging, self.image.vk_image(), dst, &self.copies);
-            handoff::record(
-                &h.ctx.vk,
-                cmd,
-                Direction::Release,
-                &h.scope,
-                &[],
-                &[self.image.handoff_range(dst)],
-            );
+            self.image
+                .cmd_release_to_cuda(cmd, &h.scope, dst)
+                .expect("the lab's own image, scope and layout");
         }
         self.layout = vk::ImageLayout::GENERAL;
     }
@@ -874,14 +858,9 @@ impl Subject for ImageSubject {
         let src = vk::ImageLayout::TRANSFER_SRC_OPTIMAL;
         // SAFETY: as above.
         unsafe {
-            handoff::record(
-                &h.ctx.vk,
-                cmd,
-                Direction::Acquire,
-                &h.scope,
-                &[],
-                &[self.image.handoff_range(src)],
-            );
+            self.image
+                .cmd_acquire_from_cuda(cmd, &h.scope, src)
+                .expect("the lab's own image, scope and layout");
             d.cmd_copy_image_to_buffer(cmd, self.image.vk_image(), src, staging, &self.copies);
         }
         self.layout = src;
@@ -1001,10 +980,7 @@ fn round_trips(lab: &mut Lab, s: &mut dyn Subject) -> std::result::Result<usize,
     let mut want = vec![0u8; n];
     let mut got = vec![0u8; n];
     let cuda = lab.cuda();
-    let hand = Hand {
-        ctx: lab.ctx.clone(),
-        scope: lab.scope(),
-    };
+    let hand = Hand { scope: lab.scope() };
     for (i, p) in PATTERNS.into_iter().enumerate() {
         fill(p, 0x11 + i as u64, &mut want);
         let staging = {

@@ -11,12 +11,12 @@ use std::time::{Duration, Instant};
 use ash::vk;
 use cudarc::driver::sys::{CUgraph, CUgraphExec, CUgraphNode, CUstream};
 
+use super::cuda::external::ExternalSemaphore;
+pub use super::cuda::external::GraphOp;
+use super::vulkan::semaphore as vksem;
 use crate::context::Context;
-use crate::cuda::external::ExternalSemaphore;
-pub use crate::cuda::external::GraphOp;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fd;
-use crate::vulkan::semaphore as vksem;
 
 /// How long the host wait spins on the counter before it starts sleeping between
 /// polls, unless the create info says otherwise.

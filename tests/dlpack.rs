@@ -468,7 +468,7 @@ fn run_child(case: &str) {
         .env(CHILD_ENV, "1")
         .env("LD_LIBRARY_PATH", library_path_with(&dir))
         .env("FAKE_CUDA_UUID", uuid)
-        .env_remove(vkcuda::cuda::DISABLE_ENV)
+        .env_remove(vkcuda::pairing::CUDA_DISABLE_ENV)
         .output()
         .unwrap();
     child_passed(case, &out);

@@ -532,7 +532,7 @@ fn icd_variable_that_is_not_utf8() {
     let mut cmd = support::this_test("child_icd_not_utf8", true);
     cmd.env("LD_LIBRARY_PATH", fake_cuda_driver("doctor-fake-cuda", &[]))
         .env(support::CHILD_ENV, "1")
-        .env_remove(vkcuda::cuda::DISABLE_ENV)
+        .env_remove(vkcuda::pairing::CUDA_DISABLE_ENV)
         .env("VK_DRIVER_FILES", &path)
         .env("VKCUDA_TEST_DIR", &dir);
     support::child_passed("child_icd_not_utf8", &cmd.output().unwrap());

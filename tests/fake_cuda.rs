@@ -34,7 +34,7 @@ fn run_child(case: &str, lib_dir: &Path, env: &[(&str, &str)]) {
         .env(CHILD_ENV, "1")
         .env("LD_LIBRARY_PATH", lib_dir)
         .envs(env.iter().copied())
-        .env_remove(vkcuda::cuda::DISABLE_ENV)
+        .env_remove(vkcuda::pairing::CUDA_DISABLE_ENV)
         .output()
         .unwrap();
     child_passed(case, &out);
@@ -115,7 +115,7 @@ fn child_device_mismatch() {
     assert_eq!(s.cuda_available, 1);
     assert_eq!(s.cuda_device_found, 0);
     assert_eq!(s.cuda_device_ordinal, -1);
-    let vk_uuid = vkcuda::cuda::format_uuid(&s.device_uuid);
+    let vk_uuid = vkcuda::pairing::format_uuid(&s.device_uuid);
     let info = e.create_info(0);
     let msg = fails(
         unsafe { vkcuda_context_create(&info, &mut ctx) },
@@ -311,8 +311,8 @@ fn child_two_devices() {
         return;
     }
     let vk_uuid = test_vk_uuid();
-    let fake0 = vkcuda::cuda::format_uuid(&FAKE0);
-    let vk_text = vkcuda::cuda::format_uuid(&vk_uuid);
+    let fake0 = vkcuda::pairing::format_uuid(&FAKE0);
+    let vk_text = vkcuda::pairing::format_uuid(&vk_uuid);
 
     // The query says ordinal 1.
     let mut n = 1u32;
@@ -367,21 +367,19 @@ fn child_two_devices() {
     assert_eq!((borrowed.device_ordinal, borrowed.primary), (1, 0));
 
     // A CUDA stream of GPU 0 given to GPU 1's context: refused, naming both.
-    let devices = vkcuda::cuda::devices().unwrap();
-    let c1 = vkcuda::cuda::CudaContext::primary(devices[1].clone()).unwrap();
+    // (Through the Rust API: the fake driver has no call that takes a stream.)
+    use vkcuda::context::{Context, CudaChoice};
+    let c1 = Context::standalone(None, CudaChoice::Primary).unwrap();
     type Stream = unsafe extern "C" fn(i32) -> *mut std::ffi::c_void;
     let stream_of: Stream = unsafe { std::mem::transmute(fake_fn(c"fake_cuda_stream")) };
-    {
-        let _g = c1.enter().unwrap();
-        let e0 = c1.check_stream(unsafe { stream_of(0) }.cast()).unwrap_err();
-        assert_eq!(e0.kind, vkcuda::ErrorKind::DeviceMismatch);
-        assert!(
-            e0.message.contains(&fake0) && e0.message.contains(&vk_text),
-            "names both devices: {}",
-            e0.message
-        );
-        c1.check_stream(unsafe { stream_of(1) }.cast()).unwrap();
-    }
+    let e0 = c1.check_stream(unsafe { stream_of(0) }.cast()).unwrap_err();
+    assert_eq!(e0.kind, vkcuda::ErrorKind::DeviceMismatch);
+    assert!(
+        e0.message.contains(&fake0) && e0.message.contains(&vk_text),
+        "names both devices: {}",
+        e0.message
+    );
+    c1.check_stream(unsafe { stream_of(1) }.cast()).unwrap();
     drop(c1);
 
     // A cross-process description from GPU 0 imported by a context on GPU 1.
@@ -442,14 +440,14 @@ fn child_visible_no_twin() {
     if !in_child("child_visible_no_twin") {
         return;
     }
-    let vk_text = vkcuda::cuda::format_uuid(&test_vk_uuid());
+    let vk_text = vkcuda::pairing::format_uuid(&test_vk_uuid());
     let mut ctx = ptr::null_mut();
     let msg = fails(
         unsafe { vkcuda_context_create_standalone(ptr::null(), &mut ctx) },
         VKCUDA_ERROR_DEVICE_MISMATCH,
     );
     assert!(
-        msg.contains(&vk_text) && msg.contains(&vkcuda::cuda::format_uuid(&FAKE0)),
+        msg.contains(&vk_text) && msg.contains(&vkcuda::pairing::format_uuid(&FAKE0)),
         "{msg}"
     );
     // The doctor: no twin for Vulkan 0, CUDA 0 alone.

@@ -182,8 +182,8 @@ fn the_other_gpus_objects_are_refused() {
     let (vk0, cuda0, uuid0) = gpus[0];
     let (vk1, _, uuid1) = gpus[1];
     let (t0, t1) = (
-        vkcuda::cuda::format_uuid(&uuid0),
-        vkcuda::cuda::format_uuid(&uuid1),
+        vkcuda::pairing::format_uuid(&uuid0),
+        vkcuda::pairing::format_uuid(&uuid1),
     );
     // GPU 0's CUcontext with GPU 1's Vulkan device.
     let e = EngineDevice::new(

@@ -56,8 +56,8 @@ pub struct MappedImage {
     levels: Vec<sys::CUarray>,
     shape: ArrayShape,
     objects: Mutex<Objects>,
-    // Dropped last (after `Drop::drop` released everything made from it).
-    ext: ExternalMemory,
+    // Held, and dropped last (after `Drop::drop` released everything made from it).
+    _ext: ExternalMemory,
 }
 
 /// Where an image (a plane) lies in its memory: a dedicated allocation (offset 0),
@@ -121,20 +121,12 @@ impl MappedImage {
                 surfaces: vec![None; shape.levels as usize],
                 textures: Vec::new(),
             }),
-            ext,
+            _ext: ext,
         })
     }
 
     pub fn mipmapped_array(&self) -> sys::CUmipmappedArray {
         self.mipmap
-    }
-
-    pub fn shape(&self) -> &ArrayShape {
-        &self.shape
-    }
-
-    pub fn context(&self) -> &Arc<CudaContext> {
-        &self.ctx
     }
 
     fn check_level(&self, level: u32) -> Result<()> {
@@ -195,11 +187,6 @@ impl MappedImage {
         })?;
         objects.textures.push(obj);
         Ok(obj)
-    }
-
-    /// The import this array maps.
-    pub fn external_memory(&self) -> &ExternalMemory {
-        &self.ext
     }
 }
 

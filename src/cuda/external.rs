@@ -120,10 +120,6 @@ impl ExternalMemory {
     pub fn raw(&self) -> sys::CUexternalMemory {
         self.ext
     }
-
-    pub fn context(&self) -> &Arc<CudaContext> {
-        &self.ctx
-    }
 }
 
 impl Drop for ExternalMemory {

@@ -16,7 +16,7 @@ use cudarc::driver::sys;
 
 use crate::error::{cu_check, Diagnosis, Error, ErrorKind, Result};
 
-pub use context::{CudaContext, CurrentGuard};
+pub use context::CudaContext;
 
 /// Every driver symbol the library calls; all must resolve before the first call.
 const REQUIRED_SYMBOLS: &[&str] = &[
@@ -255,11 +255,6 @@ fn device_info(ordinal: i32, device: sys::CUdevice) -> Result<DeviceInfo> {
         uuid: uuid.bytes.map(|b| b as u8),
         name,
     })
-}
-
-/// The CUDA device whose UUID is `uuid`, if any.
-pub fn device_by_uuid(uuid: &[u8; 16]) -> Result<Option<DeviceInfo>> {
-    Ok(devices()?.into_iter().find(|d| &d.uuid == uuid))
 }
 
 /// A device's info from its handle (for a caller-supplied context).

@@ -10,10 +10,8 @@ use super::types::*;
 use super::{
     arg, boundary, check_bool, check_flags, import_taking, out, quiet, vkcuda_result, write_handle,
 };
-use crate::buffer::{Buffer, Layout};
+use crate::buffer::{check_export_types, Buffer, Layout};
 use crate::error::Result;
-use crate::vulkan::handoff::{self, Direction};
-use crate::vulkan::memory::check_export_types;
 
 /// One allocation seen as a `VkBuffer` (with its `VkDeviceMemory`) by Vulkan and as
 /// a device pointer by CUDA. Released by `vkcuda_buffer_destroy`.
@@ -353,20 +351,6 @@ pub unsafe extern "C" fn vkcuda_buffer_export_fd(
     })
 }
 
-unsafe fn buffer_barrier(
-    buffer: *const vkcuda_buffer,
-    command_buffer: VkCommandBuffer,
-    info: *const vkcuda_handoff_info,
-    dir: Direction,
-) -> Result<()> {
-    let b = buf_arg(buffer)?;
-    let cmd = command_buffer_arg(command_buffer)?;
-    let scope = scope_arg(info)?;
-    scope.check(&b.context().vk)?;
-    handoff::record(&b.context().vk, cmd, dir, &scope, &[b.handoff_range()], &[]);
-    Ok(())
-}
-
 /// Records into the engine's command buffer the barrier that releases the buffer
 /// from `info->queue_family_index` to `VK_QUEUE_FAMILY_EXTERNAL` (CUDA), making
 /// the engine's writes available. Submit it before the semaphore signal CUDA waits on.
@@ -382,7 +366,8 @@ pub unsafe extern "C" fn vkcuda_buffer_cmd_release_to_cuda(
     info: *const vkcuda_handoff_info,
 ) -> vkcuda_result {
     boundary("vkcuda_buffer_cmd_release_to_cuda", || {
-        buffer_barrier(buffer, command_buffer, info, Direction::Release)
+        let b = buf_arg(buffer)?;
+        b.cmd_release_to_cuda(command_buffer_arg(command_buffer)?, &scope_arg(info)?)
     })
 }
 
@@ -401,7 +386,8 @@ pub unsafe extern "C" fn vkcuda_buffer_cmd_acquire_from_cuda(
     info: *const vkcuda_handoff_info,
 ) -> vkcuda_result {
     boundary("vkcuda_buffer_cmd_acquire_from_cuda", || {
-        buffer_barrier(buffer, command_buffer, info, Direction::Acquire)
+        let b = buf_arg(buffer)?;
+        b.cmd_acquire_from_cuda(command_buffer_arg(command_buffer)?, &scope_arg(info)?)
     })
 }
 

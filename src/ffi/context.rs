@@ -8,11 +8,9 @@ use ash::vk;
 use super::handle::{self, handle_kind, Tagged};
 use super::types::*;
 use super::{arg, boundary, check_flags, out, quiet, vkcuda_result, write_handle};
-use crate::context::{Context, CudaChoice};
-use crate::cuda;
+use crate::context::{Context, CudaChoice, EngineHandles};
 use crate::error::{Error, Result};
 use crate::pairing::{self, DeviceReport};
-use crate::vulkan::{self, EngineHandles};
 
 /// A Vulkan device paired with a CUDA device. Made by `vkcuda_context_create` or
 /// `vkcuda_context_create_standalone`, released by `vkcuda_context_destroy`.
@@ -189,7 +187,7 @@ pub unsafe extern "C" fn vkcuda_device_extensions_enumerate(
 ) -> vkcuda_result {
     boundary("vkcuda_device_extensions_enumerate", || {
         let count = out(count, "count")?;
-        let all = vulkan::extension_name_ptrs();
+        let all = pairing::device_extension_names();
         if names.is_null() {
             *count = all.len() as u32;
             return Ok(());
@@ -231,8 +229,7 @@ pub unsafe extern "C" fn vkcuda_physical_device_query(
         if instance == vk::Instance::null() {
             return Err(Error::null("instance"));
         }
-        let inst = vulkan::load_instance(gipa, instance)?;
-        *support = report_to_c(&pairing::report(&inst, physical_device)?);
+        *support = report_to_c(&pairing::report(gipa, instance, physical_device)?);
         Ok(())
     })
 }
@@ -389,15 +386,12 @@ pub unsafe extern "C" fn vkcuda_context_get_vulkan_handles(
     boundary("vkcuda_context_get_vulkan_handles", || {
         let ctx = ctx_arg(context)?;
         let handles = out(handles, "handles")?;
-        let v = &ctx.vk;
-        let (family, queue) = match &v.owned {
-            Some(o) => (o.queue_family_index, o.queue),
-            None => (u32::MAX, vk::Queue::null()),
-        };
+        let v = ctx.vulkan_handles();
+        let (family, queue) = v.queue.unwrap_or((u32::MAX, vk::Queue::null()));
         *handles = vkcuda_vulkan_handles {
-            instance: v.instance.handle(),
-            physical_device: v.physical,
-            device: v.device.handle(),
+            instance: v.instance,
+            physical_device: v.physical_device,
+            device: v.device,
             get_instance_proc_addr: Some(v.get_instance_proc_addr),
             queue_family_index: family,
             queue,
@@ -420,13 +414,13 @@ pub unsafe extern "C" fn vkcuda_context_get_cuda_info(
     boundary("vkcuda_context_get_cuda_info", || {
         let ctx = ctx_arg(context)?;
         let cuda_info = out(cuda_info, "cuda_info")?;
-        let c = ctx.cuda()?;
+        let c = ctx.cuda_info()?;
         *cuda_info = vkcuda_cuda_info {
-            cuda_context: c.raw().cast(),
-            cuda_device: c.device().device,
-            device_ordinal: c.device().ordinal,
-            primary: c.is_primary() as u32,
-            device_uuid: c.device().uuid,
+            cuda_context: c.context.cast(),
+            cuda_device: c.device,
+            device_ordinal: c.ordinal,
+            primary: c.primary as u32,
+            device_uuid: c.uuid,
         };
         Ok(())
     })
@@ -443,7 +437,7 @@ pub unsafe extern "C" fn vkcuda_context_get_cuda_info(
 pub unsafe extern "C" fn vkcuda_cuda_driver_get_version(version: *mut i32) -> vkcuda_result {
     boundary("vkcuda_cuda_driver_get_version", || {
         let version = out(version, "version")?;
-        *version = cuda::driver_version()?;
+        *version = pairing::cuda_driver_version()?;
         Ok(())
     })
 }

@@ -7,9 +7,9 @@ use super::context::vkcuda_context_create_info;
 use super::handle::{self, handle_kind, Tagged};
 use super::types::*;
 use super::{boundary, check_flags, out, quiet, vkcuda_result, write_handle};
+use crate::context::EngineHandles;
 use crate::doctor::{self, Report, Status};
 use crate::error::{Error, Result};
-use crate::vulkan::EngineHandles;
 
 /// How a doctor check came out.
 ///

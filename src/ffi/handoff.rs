@@ -1,8 +1,6 @@
 //! C API: the batched handoff barriers of buffers and images (what the per-object
 //! calls share, `vkcuda_handoff_info`, is in `types`).
 
-use std::sync::Arc;
-
 use ash::vk;
 
 use super::buffer::vkcuda_buffer;
@@ -10,9 +8,8 @@ use super::handle;
 use super::image::{vkcuda_image, VkImageLayout};
 use super::types::*;
 use super::{boundary, vkcuda_result};
-use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::vulkan::handoff;
+use crate::handoff::{self, Direction, Resource};
 
 /// One resource of a batched handoff: a buffer or an image (exactly one of the two
 /// set).
@@ -32,15 +29,47 @@ pub struct vkcuda_handoff_resource {
     pub layout: VkImageLayout,
 }
 
-/// The context of a well-formed entry's resource, or None (then [`refuse`] says
-/// what is wrong with it).
-unsafe fn owner(r: &vkcuda_handoff_resource, dir: handoff::Direction) -> Option<*const Context> {
+/// Entry `i` of a batch as a resource: exactly one of `buffer` and `image` set, a
+/// live handle of that kind, and no layout for a buffer. Whether it may share the
+/// barrier is `handoff::batch`'s to say.
+#[inline]
+unsafe fn resource(i: usize, r: &vkcuda_handoff_resource) -> Result<Resource<'_>> {
     if r.image.is_null() && r.layout == 0 {
-        handle::peek(r.buffer).map(|b: &crate::buffer::Buffer| Arc::as_ptr(b.context()))
-    } else if r.buffer.is_null() && handoff::layout_ok(vk::ImageLayout::from_raw(r.layout), dir) {
-        handle::peek(r.image).map(|im: &crate::image::Image| Arc::as_ptr(im.context()))
-    } else {
-        None
+        if let Some(b) = handle::peek(r.buffer) {
+            return Ok(Resource::Buffer(b));
+        }
+    } else if r.buffer.is_null() {
+        if let Some(im) = handle::peek(r.image) {
+            return Ok(Resource::Image(im, vk::ImageLayout::from_raw(r.layout)));
+        }
+    }
+    resource_checked(i, r)
+}
+
+/// [`resource`] through the full handle checks, which say what is wrong.
+#[cold]
+unsafe fn resource_checked(i: usize, r: &vkcuda_handoff_resource) -> Result<Resource<'_>> {
+    match (r.buffer.is_null(), r.image.is_null()) {
+        (true, true) => Err(Error::null(&format!(
+            "resources[{i}].buffer and resources[{i}].image"
+        ))),
+        (false, false) => Err(Error::invalid(format!(
+            "resources[{i}] sets both buffer and image; set exactly one"
+        ))),
+        (false, true) => {
+            let b = handle::get_named(r.buffer, || format!("resources[{i}].buffer"))?;
+            if r.layout != 0 {
+                return Err(Error::invalid(format!(
+                    "resources[{i}].layout is {} for a buffer; buffers have no layout (0)",
+                    r.layout
+                )));
+            }
+            Ok(Resource::Buffer(b))
+        }
+        (true, false) => {
+            let im = handle::get_named(r.image, || format!("resources[{i}].image"))?;
+            Ok(Resource::Image(im, vk::ImageLayout::from_raw(r.layout)))
+        }
     }
 }
 
@@ -49,7 +78,7 @@ unsafe fn batch(
     resources: *const vkcuda_handoff_resource,
     command_buffer: VkCommandBuffer,
     info: *const vkcuda_handoff_info,
-    dir: handoff::Direction,
+    dir: Direction,
 ) -> Result<()> {
     let cmd = command_buffer_arg(command_buffer)?;
     let scope = scope_arg(info)?;
@@ -60,116 +89,8 @@ unsafe fn batch(
         return Err(Error::null("resources"));
     }
     let list = std::slice::from_raw_parts(resources, resource_count as usize);
-    // The first entry's context records the barrier; each barrier goes straight
-    // into the array the driver gets (one pass). Any entry that is not well
-    // formed, or of another VkDevice, goes to `refuse`, which says what is wrong,
-    // and nothing is recorded.
-    let Some(first) = owner(&list[0], dir) else {
-        return Err(refuse(0, &list[0], dir, std::ptr::null()));
-    };
-    // SAFETY: `first` came from a live resource of the list, which keeps it alive.
-    let ctx = &*first;
-    scope.check(&ctx.vk)?;
-    let sync2 = ctx.vk.sync2.is_some();
-    handoff::record_from(&ctx.vk, cmd, dir, &scope, |sink| {
-        for (i, r) in list.iter().enumerate() {
-            let c = if r.image.is_null() && r.layout == 0 {
-                handle::peek(r.buffer).map(|b: &crate::buffer::Buffer| {
-                    sink.buffer(&b.handoff_range());
-                    Arc::as_ptr(b.context())
-                })
-            } else if r.buffer.is_null()
-                && handoff::layout_ok(vk::ImageLayout::from_raw(r.layout), dir)
-            {
-                let layout = vk::ImageLayout::from_raw(r.layout);
-                handle::peek(r.image)
-                    .filter(|im: &&crate::image::Image| {
-                        handoff::layout_fits(layout, im.description().usage, sync2)
-                    })
-                    .map(|im| {
-                        sink.image(&im.handoff_range(layout));
-                        Arc::as_ptr(im.context())
-                    })
-            } else {
-                None
-            };
-            match c {
-                // Two contexts of one VkDevice may share a barrier.
-                Some(c) if c == first || same_device(c, first) => {}
-                _ => return Err(refuse(i, r, dir, first)),
-            }
-        }
-        Ok(())
-    })
-}
-
-/// Whether two contexts (of live resources) are on one VkDevice.
-unsafe fn same_device(a: *const Context, b: *const Context) -> bool {
-    (*a).vk.device.handle() == (*b).vk.device.handle()
-}
-
-/// Why entry `i` of a batch is refused: the full checks with their messages.
-unsafe fn refuse(
-    i: usize,
-    r: &vkcuda_handoff_resource,
-    dir: handoff::Direction,
-    first: *const Context,
-) -> Error {
-    let what = match dir {
-        handoff::Direction::Release => "old layout",
-        handoff::Direction::Acquire => "new layout",
-    };
-    let owner = match (r.buffer.is_null(), r.image.is_null()) {
-        (true, true) => {
-            return Error::null(&format!("resources[{i}].buffer and resources[{i}].image"))
-        }
-        (false, false) => {
-            return Error::invalid(format!(
-                "resources[{i}] sets both buffer and image; set exactly one"
-            ))
-        }
-        (false, true) => {
-            let b = match handle::get_named(r.buffer, || format!("resources[{i}].buffer")) {
-                Ok(b) => b,
-                Err(e) => return e,
-            };
-            if r.layout != 0 {
-                return Error::invalid(format!(
-                    "resources[{i}].layout is {} for a buffer; buffers have no layout (0)",
-                    r.layout
-                ));
-            }
-            Arc::as_ptr(b.context())
-        }
-        (true, false) => {
-            let im = match handle::get_named(r.image, || format!("resources[{i}].image")) {
-                Ok(im) => im,
-                Err(e) => return e,
-            };
-            let layout = vk::ImageLayout::from_raw(r.layout);
-            let name = || format!("resources[{i}].layout ({what})");
-            if let Err(e) = handoff::check_layout_named(layout, dir, name).and_then(|_| {
-                // The barrier call is the first resource's context's.
-                let recorder = if first.is_null() {
-                    im.context().as_ref()
-                } else {
-                    &*first
-                };
-                let sync2 = recorder.vk.sync2.is_some();
-                handoff::check_layout_usage(layout, im.description().usage, sync2, name)
-            }) {
-                return e;
-            }
-            Arc::as_ptr(im.context())
-        }
-    };
-    if !first.is_null() && !same_device(owner, first) {
-        return Error::invalid(format!(
-            "resources[{i}] belongs to another VkDevice than resources[0]: one barrier \
-             records into one device's command buffer"
-        ));
-    }
-    Error::invalid(format!("resources[{i}] is refused"))
+    let entries = list.iter().enumerate().map(|(i, r)| resource(i, r));
+    handoff::batch(cmd, dir, &scope, entries)
 }
 
 /// Records into the engine's command buffer ONE pipeline barrier that releases
@@ -199,7 +120,7 @@ pub unsafe extern "C" fn vkcuda_handoff_cmd_release_to_cuda(
             resources,
             command_buffer,
             info,
-            handoff::Direction::Release,
+            Direction::Release,
         )
     })
 }
@@ -227,7 +148,7 @@ pub unsafe extern "C" fn vkcuda_handoff_cmd_acquire_from_cuda(
             resources,
             command_buffer,
             info,
-            handoff::Direction::Acquire,
+            Direction::Acquire,
         )
     })
 }

@@ -13,9 +13,7 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::format::{self, FormatInfo, Layout, Numeric, Order};
-use crate::image::{Description, Dimension, Image, PitchedPlane, Sampler, VideoColor};
-use crate::vulkan::handoff::{self, Direction};
-use crate::vulkan::image::PlaneMemory;
+use crate::image::{Description, Dimension, Image, PitchedPlane, PlaneMemory, Sampler, VideoColor};
 
 pub type VkImage = vk::Image;
 /// A `VkFormat` as C passes it (the Vulkan header's enum, 32 bits); checked
@@ -1523,37 +1521,6 @@ pub unsafe extern "C" fn vkcuda_image_export_fd(
     })
 }
 
-unsafe fn image_barrier(
-    image: *const vkcuda_image,
-    command_buffer: VkCommandBuffer,
-    info: *const vkcuda_handoff_info,
-    layout: VkImageLayout,
-    dir: Direction,
-) -> Result<()> {
-    let im = image_arg(image)?;
-    let cmd = command_buffer_arg(command_buffer)?;
-    let scope = scope_arg(info)?;
-    let what = match dir {
-        Direction::Release => "old_layout",
-        Direction::Acquire => "new_layout",
-    };
-    let layout = handoff::check_layout(vk::ImageLayout::from_raw(layout), dir, what)?;
-    let vk = &im.context().vk;
-    handoff::check_layout_usage(layout, im.description().usage, vk.sync2.is_some(), || {
-        what.to_string()
-    })?;
-    scope.check(vk)?;
-    handoff::record(
-        &im.context().vk,
-        cmd,
-        dir,
-        &scope,
-        &[],
-        &[im.handoff_range(layout)],
-    );
-    Ok(())
-}
-
 /// Records into the engine's command buffer the barrier that releases the whole
 /// image (every level, layer and plane) from `info->queue_family_index` to
 /// `VK_QUEUE_FAMILY_EXTERNAL` (CUDA), transitioning it from `old_layout` (the
@@ -1582,7 +1549,13 @@ pub unsafe extern "C" fn vkcuda_image_cmd_release_to_cuda(
     old_layout: VkImageLayout,
 ) -> vkcuda_result {
     boundary("vkcuda_image_cmd_release_to_cuda", || {
-        image_barrier(image, command_buffer, info, old_layout, Direction::Release)
+        let im = image_arg(image)?;
+        let cmd = command_buffer_arg(command_buffer)?;
+        im.cmd_release_to_cuda(
+            cmd,
+            &scope_arg(info)?,
+            vk::ImageLayout::from_raw(old_layout),
+        )
     })
 }
 
@@ -1605,7 +1578,13 @@ pub unsafe extern "C" fn vkcuda_image_cmd_acquire_from_cuda(
     new_layout: VkImageLayout,
 ) -> vkcuda_result {
     boundary("vkcuda_image_cmd_acquire_from_cuda", || {
-        image_barrier(image, command_buffer, info, new_layout, Direction::Acquire)
+        let im = image_arg(image)?;
+        let cmd = command_buffer_arg(command_buffer)?;
+        im.cmd_acquire_from_cuda(
+            cmd,
+            &scope_arg(info)?,
+            vk::ImageLayout::from_raw(new_layout),
+        )
     })
 }
 

@@ -10,6 +10,7 @@ use ash::vk;
 
 use super::{arg, check_flags};
 use crate::error::{Error, Result};
+use crate::handoff::Scope;
 
 pub type VkBool32 = u32;
 pub type VkInstance = vk::Instance;
@@ -172,10 +173,10 @@ pub struct vkcuda_handoff_info {
 }
 
 /// The engine's side of a handoff, with the defaults for zero masks.
-pub(crate) fn scope_arg(info: *const vkcuda_handoff_info) -> Result<crate::vulkan::handoff::Scope> {
+pub(crate) fn scope_arg(info: *const vkcuda_handoff_info) -> Result<Scope> {
     let info = unsafe { arg(info, "info")? };
     check_flags(info.flags, 0, "info->flags")?;
-    Ok(crate::vulkan::handoff::Scope::with_defaults(
+    Ok(Scope::with_defaults(
         info.queue_family_index,
         info.stage_mask,
         info.access_mask,

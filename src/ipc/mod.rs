@@ -16,9 +16,9 @@ use std::sync::Arc;
 
 use ash::vk;
 
+use super::cuda;
 use crate::buffer::Buffer;
 use crate::context::Context;
-use crate::cuda;
 use crate::error::{Error, ErrorKind, Result};
 use crate::image::Image;
 use crate::semaphore::{self, Semaphore};

@@ -4,8 +4,9 @@
 //! waits for CUDA. Images are handed over in `GENERAL` layout, which is the layout
 //! CUDA's view of the memory assumes.
 //!
-//! One function records any number of buffers and images in one pipeline barrier
-//! (the single-resource C calls are the batch of one).
+//! One function, [`record`], records any number of buffers and images in one
+//! pipeline barrier; which resources may share it is decided a floor up, in
+//! `crate::handoff` (a single buffer or image is the batch of one).
 
 use std::cell::RefCell;
 
@@ -452,27 +453,6 @@ pub fn image_barrier2(
         .subresource_range(i.range)
 }
 
-/// Records one pipeline barrier that hands every buffer and image over: with
-/// `vkCmdPipelineBarrier2` where the device has synchronization2 enabled,
-/// `vkCmdPipelineBarrier` otherwise.
-///
-/// # Safety
-/// `cmd` is a command buffer of `dev` in the recording state, externally
-/// synchronised by the caller; the buffers and images belong to `dev`.
-pub unsafe fn record(
-    dev: &VulkanDevice,
-    cmd: vk::CommandBuffer,
-    dir: Direction,
-    scope: &Scope,
-    buffers: &[BufferRange],
-    images: &[ImageRange],
-) {
-    match dev.sync2 {
-        Some(barrier2) => record2(barrier2, cmd, dir, scope, buffers, images),
-        None => record1(dev, cmd, dir, scope, buffers, images),
-    }
-}
-
 thread_local! {
     /// Barrier arrays reused from call to call, so a batched handoff allocates
     /// nothing once warm.
@@ -482,7 +462,7 @@ thread_local! {
         const { RefCell::new((Vec::new(), Vec::new())) };
 }
 
-/// Where [`record_from`] puts each resource's barrier: the arrays of the
+/// Where [`record`] puts each resource's barrier: the arrays of the
 /// barrier call the device will get (synchronization2 or not), built in place.
 pub enum Sink<'a> {
     Sync2(
@@ -519,13 +499,16 @@ impl Sink<'_> {
     }
 }
 
-/// [`record`] in one pass: `fill` adds each resource's barrier to the sink (and
-/// checks it); when it returns `Ok`, the one pipeline barrier is recorded, and
-/// when it returns an error nothing is.
+/// Records one pipeline barrier that hands every buffer and image over, in one
+/// pass: `fill` adds each resource's barrier to the sink (and checks it); when it
+/// returns `Ok`, the barrier is recorded (`vkCmdPipelineBarrier2` where the device
+/// has synchronization2 enabled, `vkCmdPipelineBarrier` otherwise), and when it
+/// returns an error nothing is.
 ///
 /// # Safety
-/// As for [`record`]: every resource `fill` adds belongs to `dev`.
-pub unsafe fn record_from<E>(
+/// `cmd` is a command buffer of `dev` in the recording state, externally
+/// synchronised by the caller; every resource `fill` adds belongs to `dev`.
+pub unsafe fn record<E>(
     dev: &VulkanDevice,
     cmd: vk::CommandBuffer,
     dir: Direction,
@@ -564,56 +547,6 @@ pub unsafe fn record_from<E>(
             Ok(())
         }),
     }
-}
-
-unsafe fn record2(
-    barrier2: vk::PFN_vkCmdPipelineBarrier2,
-    cmd: vk::CommandBuffer,
-    dir: Direction,
-    scope: &Scope,
-    buffers: &[BufferRange],
-    images: &[ImageRange],
-) {
-    SCRATCH2.with(|scratch| {
-        let mut scratch = scratch.borrow_mut();
-        let (b, i) = &mut *scratch;
-        b.clear();
-        i.clear();
-        b.extend(buffers.iter().map(|x| buffer_barrier2(dir, scope, x)));
-        i.extend(images.iter().map(|x| image_barrier2(dir, scope, x)));
-        let dep = vk::DependencyInfo::default()
-            .buffer_memory_barriers(b)
-            .image_memory_barriers(i);
-        barrier2(cmd, &dep);
-    });
-}
-
-unsafe fn record1(
-    dev: &VulkanDevice,
-    cmd: vk::CommandBuffer,
-    dir: Direction,
-    scope: &Scope,
-    buffers: &[BufferRange],
-    images: &[ImageRange],
-) {
-    let (src_stage, dst_stage) = stages(dir, scope);
-    SCRATCH1.with(|scratch| {
-        let mut scratch = scratch.borrow_mut();
-        let (b, i) = &mut *scratch;
-        b.clear();
-        i.clear();
-        b.extend(buffers.iter().map(|x| buffer_barrier(dir, scope, x)));
-        i.extend(images.iter().map(|x| image_barrier(dir, scope, x)));
-        dev.device.cmd_pipeline_barrier(
-            cmd,
-            src_stage,
-            dst_stage,
-            vk::DependencyFlags::empty(),
-            &[],
-            b,
-            i,
-        );
-    });
 }
 
 fn layout_name(l: vk::ImageLayout) -> String {
@@ -754,18 +687,11 @@ pub fn check_layout_named(
     use vk::ImageLayout as L;
     let old = dir == Direction::Release;
     match l {
-        L::UNDEFINED if old => Ok(l),
+        _ if layout_ok(l, dir) => Ok(l),
         L::UNDEFINED => Err(Error::invalid(format!(
             "{} must not be VK_IMAGE_LAYOUT_UNDEFINED (a transition cannot go to it)",
             what()
         ))),
-        L::GENERAL
-        | L::COLOR_ATTACHMENT_OPTIMAL
-        | L::SHADER_READ_ONLY_OPTIMAL
-        | L::TRANSFER_SRC_OPTIMAL
-        | L::TRANSFER_DST_OPTIMAL
-        | L::READ_ONLY_OPTIMAL
-        | L::ATTACHMENT_OPTIMAL => Ok(l),
         _ => {
             let what = what();
             let name = layout_name(l);

@@ -63,11 +63,6 @@ impl ImageMemory {
         }
         stats::VK_IMAGES.sub();
     }
-
-    /// Whether the memory is one dedicated allocation (single-plane images).
-    pub fn dedicated(&self) -> bool {
-        self.planes.len() == 1
-    }
 }
 
 /// The aspect of plane `p` of a multi-planar image.

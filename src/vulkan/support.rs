@@ -29,7 +29,7 @@ pub struct DeviceProps {
     pub memory: vk::PhysicalDeviceMemoryProperties,
     pub limits: vk::PhysicalDeviceLimits,
     /// Per queue family, the pipeline stages its queues can run (from its
-    /// `queueFlags`, see [`crate::vulkan::handoff::stages_of_queue`]): the handoff
+    /// `queueFlags`, see [`super::handoff::stages_of_queue`]): the handoff
     /// barriers refuse a family index past the end and stages the family cannot
     /// run (read once here, not per call).
     pub queue_family_stages: Box<[u32]>,

@@ -209,7 +209,7 @@ fn misuse_matrix_with_fake_driver() {
     let out = this_test("misuse_matrix_vulkan_only", false)
         .env("LD_LIBRARY_PATH", library_path_with(&dir))
         .env("VKCUDA_MISUSE_FAKE_DRIVER", "1")
-        .env_remove(vkcuda::cuda::DISABLE_ENV)
+        .env_remove(vkcuda::pairing::CUDA_DISABLE_ENV)
         .output()
         .unwrap();
     let text = child_passed("misuse_matrix_vulkan_only", &out);

@@ -74,7 +74,7 @@ pub fn run_child(case: &str, lib_dir: &Path, env: &[(&str, Option<&str>)]) -> St
     let mut cmd = this_test(case, true);
     cmd.env("LD_LIBRARY_PATH", lib_dir)
         .env(CHILD_ENV, "1")
-        .env_remove(vkcuda::cuda::DISABLE_ENV);
+        .env_remove(vkcuda::pairing::CUDA_DISABLE_ENV);
     for (k, v) in env {
         match v {
             Some(v) => cmd.env(k, v),
