@@ -167,6 +167,30 @@ def test_jax(gpu: Tuple[vkcuda.Context, Queue], allocator: str) -> None:
     roundtrip("jax", allocator, gpu, read, write)
 
 
+@pytest.mark.parametrize("allocator", ["vulkan", "cuda"])
+def test_torch_tensors_past_4_gib(gpu: Tuple[vkcuda.Context, Queue], allocator: str) -> None:
+    """A 4.5 GiB buffer (past maxMemoryAllocationSize on the H200) as torch tensors: the
+    whole buffer's element count and a mark written past 4 GiB through it, read back
+    through a second tensor whose DLPack offset is past 4 GiB (64-bit sizes, offsets
+    and shapes end to end)."""
+    torch = need("torch")
+    ctx, _ = gpu
+    size = (9 << 30) // 2  # 4.5 GiB
+    with ctx.buffer(size, allocator=allocator) as buf:
+        whole = torch.from_dlpack(buf.view("uint8", (size,)))
+        assert whole.numel() == size and whole.data_ptr() == buf.cuda_pointer
+        mark = torch.arange(4096, device="cuda", dtype=torch.int32).to(torch.uint8)
+        at = (4 << 30) + 12345  # past 4 GiB
+        whole[at:at + 4096].copy_(mark)
+        torch.cuda.synchronize()
+        tail = torch.from_dlpack(buf.view("uint8", (4096,), offset=at))
+        assert tail.data_ptr() == buf.cuda_pointer + at
+        assert torch.equal(tail, mark)
+        del whole, tail, mark
+        torch.cuda.synchronize()
+    report(f"torch over a {allocator}-allocated 4.5 GiB buffer: numel {size}, a mark at {at} read back")
+
+
 def test_torch_vulkan_frame_loop(gpu: Tuple[vkcuda.Context, Queue]) -> None:
     """1,000 frames on one timeline: Vulkan fills the buffer with the frame number,
     a torch stream adds 1 in place, Vulkan copies the result into frame k's slot.
