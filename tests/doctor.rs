@@ -149,6 +149,21 @@ fn working_other_manifests() -> Vec<String> {
         .collect()
 }
 
+/// Runs the ignored test `case` in a child with the doctor's stand-in CUDA driver,
+/// `VK_DRIVER_FILES` = `files` and this machine's working manifests, and
+/// `VKCUDA_TEST_DIR` = `dir` (where the child finds what the parent made).
+fn icd_child(case: &str, dir: &Path, mut files: Vec<String>) {
+    files.extend(working_other_manifests());
+    run_child(
+        case,
+        &fake_cuda_driver("doctor-fake-cuda", &[]),
+        &[
+            ("VK_DRIVER_FILES", Some(&join(&files))),
+            ("VKCUDA_TEST_DIR", Some(dir.to_str().unwrap())),
+        ],
+    );
+}
+
 fn join(paths: &[String]) -> String {
     paths.join(":")
 }
@@ -161,20 +176,12 @@ fn icd_manifest_names_a_missing_library() {
     let nvidia = manifest(&dir, "nvidia_icd.json", "/nonexistent/libGLX_nvidia.so.0");
     let other = manifest(&dir, "other_icd.json", "libvkcuda_no_such_driver.so");
     let absent = dir.join("absent_icd.json");
-    let mut files = vec![
+    let files = vec![
         nvidia.display().to_string(),
         other.display().to_string(),
         absent.display().to_string(),
     ];
-    files.extend(working_other_manifests());
-    run_child(
-        "child_icd_missing_library",
-        &fake_cuda_driver("doctor-fake-cuda", &[]),
-        &[
-            ("VK_DRIVER_FILES", Some(&join(&files))),
-            ("VKCUDA_TEST_DIR", Some(dir.to_str().unwrap())),
-        ],
-    );
+    icd_child("child_icd_missing_library", &dir, files);
 }
 
 #[test]
@@ -390,15 +397,7 @@ fn icd_entries_that_are_not_manifests_are_skipped() {
     .collect();
     files.push("/dev/zero".into());
     files.push("/dev/urandom".into());
-    files.extend(working_other_manifests());
-    run_child(
-        "child_icd_skipped",
-        &fake_cuda_driver("doctor-fake-cuda", &[]),
-        &[
-            ("VK_DRIVER_FILES", Some(&join(&files))),
-            ("VKCUDA_TEST_DIR", Some(dir.to_str().unwrap())),
-        ],
-    );
+    icd_child("child_icd_skipped", &dir, files);
 }
 
 #[test]
@@ -581,16 +580,8 @@ fn child_icd_not_utf8() {
 #[test]
 fn icd_nvidia_manifest_missing() {
     let dir = scratch("icd-nvidia-missing");
-    let mut files = vec![dir.join("nvidia_icd.json").display().to_string()];
-    files.extend(working_other_manifests());
-    run_child(
-        "child_nvidia_manifest_missing",
-        &fake_cuda_driver("doctor-fake-cuda", &[]),
-        &[
-            ("VK_DRIVER_FILES", Some(&join(&files))),
-            ("VKCUDA_TEST_DIR", Some(dir.to_str().unwrap())),
-        ],
-    );
+    let files = vec![dir.join("nvidia_icd.json").display().to_string()];
+    icd_child("child_nvidia_manifest_missing", &dir, files);
 }
 
 #[test]
@@ -630,16 +621,8 @@ fn icd_nvidia_manifest_not_json() {
         "{\n  \"file_format_version\": \"1.0.0\",\n  \"ICD\": {\"library_path\": \"libGLX_nvidia.so.0\",\n}\n",
     )
     .unwrap();
-    let mut files = vec![dir.join("nvidia_icd.json").display().to_string()];
-    files.extend(working_other_manifests());
-    run_child(
-        "child_nvidia_manifest_not_json",
-        &fake_cuda_driver("doctor-fake-cuda", &[]),
-        &[
-            ("VK_DRIVER_FILES", Some(&join(&files))),
-            ("VKCUDA_TEST_DIR", Some(dir.to_str().unwrap())),
-        ],
-    );
+    let files = vec![dir.join("nvidia_icd.json").display().to_string()];
+    icd_child("child_nvidia_manifest_not_json", &dir, files);
 }
 
 #[test]
