@@ -516,10 +516,13 @@ impl Interop {
     where
         I: IntoIterator<Item = wgpu::CommandBuffer>,
     {
-        for (list, to_cuda) in [(h.acquire, false), (h.release, true)] {
-            for r in list {
-                self.check_resource(r, to_cuda)?;
-            }
+        for r in h.acquire {
+            self.check_resource(r, false, false)?;
+        }
+        for r in h.release {
+            // Taken back and handed over again in one submission (a frame loop).
+            let acquired = h.acquire.iter().any(|a| a.same(r));
+            self.check_resource(r, true, acquired)?;
         }
         for (s, _) in h.wait.iter().chain(h.signal.iter()) {
             if s.device != self.inner.raw_device {
@@ -628,7 +631,7 @@ impl Interop {
         Ok(enc.finish())
     }
 
-    fn check_resource(&self, r: &Shared<'_>, to_cuda: bool) -> Result<()> {
+    fn check_resource(&self, r: &Shared<'_>, to_cuda: bool, acquired: bool) -> Result<()> {
         let (device, what) = match r {
             Shared::Buffer(b) => (b.device, "shared buffer"),
             Shared::Texture(t) => (t.device, "shared texture"),
@@ -638,7 +641,7 @@ impl Interop {
                 what: format!("a {what} handed to this bridge's submit"),
             });
         }
-        let held = r.with_cuda().load(Ordering::Acquire);
+        let held = r.with_cuda().load(Ordering::Acquire) && !acquired;
         match (to_cuda, held) {
             (true, true) => Err(Error::InvalidState(format!(
                 "a {what} released to CUDA again: CUDA holds it already (acquire it back first)"
@@ -695,6 +698,10 @@ pub enum Shared<'a> {
 }
 
 impl Shared<'_> {
+    fn same(&self, other: &Shared<'_>) -> bool {
+        std::ptr::eq(self.with_cuda(), other.with_cuda())
+    }
+
     fn with_cuda(&self) -> &AtomicBool {
         match self {
             Shared::Buffer(b) => &b.with_cuda,

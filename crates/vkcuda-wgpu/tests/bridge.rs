@@ -311,7 +311,16 @@ fn handoffs_out_of_turn_are_errors() {
     b.submit([], &release).unwrap();
     let e = b.submit([], &release).unwrap_err();
     assert!(matches!(e, Error::InvalidState(_)), "{e}");
+    // Taken back and handed over again in one submission: a frame loop's step.
+    let both = Handoff {
+        acquire: &shared,
+        release: &shared,
+        ..Default::default()
+    };
+    b.submit([], &both).unwrap();
+    assert!(buf.with_cuda());
     b.submit([], &acquire).unwrap();
+    assert!(!buf.with_cuda());
     // A signal that does not move the timeline forward.
     if let Some(sem) = timeline(&b, 5, "handoffs_out_of_turn_are_errors") {
         let e = b
