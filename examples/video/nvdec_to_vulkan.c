@@ -202,7 +202,7 @@ int main(int argc, char **argv) {
     vkcuda_semaphore_create_info sci = {0};
     CHECK(vkcuda_semaphore_create(p.ex.ctx, &sci, &p.timeline));
     CHECK(vkcuda_semaphore_get_vk_semaphore(p.timeline, &p.vk_timeline));
-    nvdec_callbacks cb = {&p, on_format, on_frame};
+    nvdec_callbacks cb = {&p, on_format, on_frame, NULL};
     if (nvdec_open(&dec, codec, p.ex.stream, &cb, why, sizeof why) != 0) skip("no NVDEC: ", why);
     /* 4. Decode: every frame through the shared frames into Vulkan's sampler. */
     struct timespec t0, t1;

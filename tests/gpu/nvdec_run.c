@@ -249,7 +249,7 @@ long nvdec_run_decode(example *ex, nvdec_run *r, const char *codec, const void *
                       size_t error_size) {
     VkDevice dev = ex->vh.device;
     vkcuda_semaphore_create_info sci = {0};
-    nvdec_callbacks cb = {r, on_format, on_frame};
+    nvdec_callbacks cb = {r, on_format, on_frame, NULL};
     nvdec *d;
     char why[512];
     int s;
