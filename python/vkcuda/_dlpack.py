@@ -22,6 +22,7 @@ __all__ = [
     "parse_dtype",
     "dtype_name",
     "make_capsule",
+    "call_deleter",
     "stream_handle",
     "KDL_CUDA",
     "VERSIONED_NAME",
