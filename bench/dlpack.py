@@ -141,7 +141,7 @@ def main() -> int:
     whole = {name: median_us(lambda x=x: torch.from_dlpack(x), n) for name, x in producers}
     # The capsule path: the caller knows its stream (read once) and hands torch the
     # capsule, so torch asks neither the device nor the current stream.
-    cur = torch.cuda.current_stream()
+    cur = torch.cuda.current_stream(f"cuda:{view.__dlpack_device__()[1]}")
     stream = 1 if cur.cuda_stream == 0 else cur.cuda_stream
     capsule_us = median_us(lambda: torch.from_dlpack(view.__dlpack__(stream=stream, max_version=(1, 0))), n)
     clock_us = timer_us(n)
