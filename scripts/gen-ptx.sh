@@ -3,7 +3,7 @@
 # DIR/NAME.cu -> DIR/NAME.ptx, committed next to the .cu (nvcc's comment lines at
 # column 0 removed; ours on top: the source, the nvcc version, the flags). The build
 # embeds it as NAME_ptx.h (cmake/vkcudaPtx.cmake) and the programs load it with
-# cuModuleLoadData: building them needs no CUDA toolkit. The kernel files and their
+# cuModuleLoadData: building them needs no nvcc. The kernel files and their
 # flags are the table `kernels` below.
 #
 #   scripts/gen-ptx.sh [--src FILE.cu]   regenerate FILE.ptx (default: every kernel file)
