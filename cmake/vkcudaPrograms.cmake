@@ -106,8 +106,16 @@ if(TARGET Vulkan::Vulkan AND TARGET vkcuda_cuda)
     C_STANDARD 99 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF)
   vkcuda_strict_warnings(vkcuda_example_support)
 else()
-  message(STATUS "vkcuda: no Vulkan loader to link (libvulkan-dev) or no cuda.h (a CUDA toolkit, or "
-    "scripts/install-deps.sh): only vkcuda_info of the examples and none of tests/gpu are built")
+  set(_vkcuda_missing "")
+  if(NOT TARGET Vulkan::Vulkan)
+    list(APPEND _vkcuda_missing "the Vulkan loader to link (libvulkan-dev)")
+  endif()
+  if(NOT TARGET vkcuda_cuda)
+    list(APPEND _vkcuda_missing "cuda.h (a CUDA toolkit, or scripts/install-deps.sh)")
+  endif()
+  string(REPLACE ";" " and " _vkcuda_missing "${_vkcuda_missing}")
+  message(STATUS "vkcuda: no ${_vkcuda_missing}: of the examples only vkcuda_info is built, "
+    "and none of tests/gpu")
 endif()
 
 find_path(VKCUDA_STB_INCLUDE_DIR stb_image_write.h
