@@ -8,7 +8,7 @@
  * bits (= P010). Used by nvdec_to_vulkan.c and tests/gpu/nvdec_frames.c.
  *
  * Why a separate file: nv-codec-headers declare the CUDA driver types themselves (CUresult as an
- * enum), so they cannot share a translation unit with c_examples/cuda_driver.h (CUresult as int);
+ * enum), so they cannot share a translation unit with <cuda.h>, which declares the same names;
  * nothing of theirs appears here.
  */
 #ifndef VKCUDA_NVDEC_CLIP_H

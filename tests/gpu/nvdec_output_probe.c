@@ -63,8 +63,8 @@ static int on_format(void *user, const nvdec_format *f) {
 static int on_output(void *user, uint32_t index, uint64_t *dptr, uint32_t *pitch) {
     probe *p = user;
     if (index >= p->frames_to_probe) return 0; /* NVDEC's own surface, as usual */
-    CHECK_CU(p->ex->cu.cuMemcpyHtoD(p->dst, p->fill, p->size));
-    CHECK_CU(p->ex->cu.cuCtxSynchronize()); /* from pageable memory the copy may still be in flight */
+    CHECK_CU(cuMemcpyHtoD(p->dst, p->fill, p->size));
+    CHECK_CU(cuCtxSynchronize()); /* from pageable memory the copy may still be in flight */
     *dptr = p->dst, *pitch = (uint32_t)p->pitch;
     return 0;
 }
@@ -80,15 +80,14 @@ static int rows_equal(const unsigned char *got, uint64_t gp, const unsigned char
 
 static int on_frame(void *user, const nvdec_frame *f) {
     probe *p = user;
-    cuda_driver *cu = &p->ex->cu;
     uint64_t row = (uint64_t)p->width * p->bytes_per_sample, h16 = ((uint64_t)p->height + 15) & ~15ull;
     uint64_t luma = f->pitch * p->height, chroma = f->pitch * (p->height / 2), i;
     if (f->index >= p->frames_to_probe) return 0;
-    CHECK_CU(cu->cuStreamSynchronize(p->ex->stream)); /* the map's post-processing is on the stream */
+    CHECK_CU(cuStreamSynchronize(p->ex->stream)); /* the map's post-processing is on the stream */
     if (f->luma == p->dst) p->same_pointer++;
-    CHECK_CU(cu->cuMemcpyDtoH(p->want, f->luma, luma));
-    CHECK_CU(cu->cuMemcpyDtoH(p->want + luma, f->chroma, chroma));
-    CHECK_CU(cu->cuMemcpyDtoH(p->got, p->dst, p->size));
+    CHECK_CU(cuMemcpyDtoH(p->want, f->luma, luma));
+    CHECK_CU(cuMemcpyDtoH(p->want + luma, f->chroma, chroma));
+    CHECK_CU(cuMemcpyDtoH(p->got, p->dst, p->size));
     for (i = 0; i < p->size && p->got[i] == SENTINEL; i++) {
     }
     if (i == p->size) {
@@ -159,7 +158,7 @@ int main(int argc, char **argv) {
                    p.other, probed);
         }
         nvdec_close(d);
-        CHECK_CU(ex.cu.cuStreamSynchronize(ex.stream));
+        CHECK_CU(cuStreamSynchronize(ex.stream));
         vkcuda_buffer_destroy(p.buffer);
         free(p.fill), free(p.got), free(p.want);
         nvdec_run_clip_free(&clip);

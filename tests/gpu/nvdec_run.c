@@ -7,18 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define VIDEO_FUNCTIONS(X)                                                                         \
-    X(vkCreateSamplerYcbcrConversion) X(vkDestroySamplerYcbcrConversion) X(vkCreateSampler)        \
-    X(vkDestroySampler) X(vkCreateImageView) X(vkDestroyImageView) X(vkCreateDescriptorSetLayout)  \
-    X(vkDestroyDescriptorSetLayout) X(vkCreatePipelineLayout) X(vkDestroyPipelineLayout)           \
-    X(vkCreateShaderModule) X(vkDestroyShaderModule) X(vkCreateComputePipelines)                   \
-    X(vkDestroyPipeline) X(vkCreateDescriptorPool) X(vkDestroyDescriptorPool)                      \
-    X(vkAllocateDescriptorSets) X(vkUpdateDescriptorSets) X(vkCmdBindPipeline)                     \
-    X(vkCmdBindDescriptorSets) X(vkCmdPushConstants) X(vkCmdDispatch)
-#define X(name) static PFN_##name name;
-VIDEO_FUNCTIONS(X)
-#undef X
-
 static const char *program = "nvdec_run";
 
 /* The tags scripts/make-clips.sh gives the clips: matrix, transfer, primaries (H.273), bit depth. */
@@ -70,9 +58,7 @@ void nvdec_run_clip_free(nvdec_run_clip *clip) {
 
 int nvdec_run_init(example *ex, const char *name) {
     program = name;
-#define X(fn) if (!(fn = (PFN_##fn)ex->vk.vkGetDeviceProcAddr(ex->vh.device, #fn))) return printf("%s: FAIL: no %s\n", name, #fn), -1;
-    VIDEO_FUNCTIONS(X)
-#undef X
+    (void)ex;
     return 0;
 }
 
@@ -175,7 +161,7 @@ static int on_format(void *user, const nvdec_format *f) {
     if (r->mode == NVDEC_RUN_VERIFY) r->host = example_host_buffer(ex, r->frame_bytes);
     if (r->mode == NVDEC_RUN_PIPELINE && make_sampling(r, format)) return 1;
     vkcuda_handoff_info to_cuda = example_handoff(ex, 0, 0);
-    example_record(ex, ex->cmd);
+    example_record(ex->cmd);
     for (s = 0; s < 2; s++) {
         r->cmd[s] = example_command_buffer(ex);
         CHECK(vkcuda_image_cmd_release_to_cuda(r->frame[s], ex->cmd, &to_cuda, VK_IMAGE_LAYOUT_UNDEFINED));
@@ -191,7 +177,7 @@ static int on_frame(void *user, const nvdec_frame *f) {
     int s = (int)(f->index % 2);
     if (f->index == 0) r->t_first = now_s();
     if (r->mode == NVDEC_RUN_ALONE) { /* decode + map, finished on the stream */
-        CHECK_CU(ex->cu.cuStreamSynchronize(ex->stream));
+        CHECK_CU(cuStreamSynchronize(ex->stream));
         return 0;
     }
     vkcuda_pitched_planes planes = {0, 2, {{f->luma, f->pitch}, {f->chroma, f->pitch}, {0, 0}}};
@@ -201,12 +187,12 @@ static int on_frame(void *user, const nvdec_frame *f) {
         r->short_pitch = vkcuda_image_cuda_copy_from_pitched(r->frame[s], &bad, ex->stream);
     }
     CHECK(vkcuda_image_cuda_copy_from_pitched(r->frame[s], &planes, ex->stream));
-    CHECK_CU(ex->cu.cuStreamSynchronize(ex->stream)); /* the mapped frame goes back to NVDEC on return */
+    CHECK_CU(cuStreamSynchronize(ex->stream)); /* the mapped frame goes back to NVDEC on return */
     if (n > 1) CHECK(vkcuda_semaphore_cuda_wait(r->timeline, 2 * n - 2, ex->stream));
     CHECK(vkcuda_semaphore_cuda_signal(r->timeline, 2 * n - 1, ex->stream));
     if (n > 2) CHECK(vkcuda_semaphore_host_wait(r->timeline, 2 * n - 4, 0));
     VkCommandBuffer cmd = r->cmd[s];
-    example_record(ex, cmd);
+    example_record(cmd);
     if (r->mode == NVDEC_RUN_PIPELINE) {
         vkcuda_handoff_info h = example_handoff(ex, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
         CHECK(vkcuda_image_cmd_acquire_from_cuda(r->frame[s], cmd, &h, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL));
@@ -224,8 +210,8 @@ static int on_frame(void *user, const nvdec_frame *f) {
         vkcuda_image_info fi;
         CHECK(vkcuda_image_get_info(r->frame[s], &fi));
         CHECK(vkcuda_image_cmd_acquire_from_cuda(r->frame[s], cmd, &h, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL));
-        ex->vk.vkCmdCopyImageToBuffer(cmd, fi.image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, r->host.buffer, 2, copy);
-        vk_cmd_barrier(&ex->vk, cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+        vkCmdCopyImageToBuffer(cmd, fi.image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, r->host.buffer, 2, copy);
+        vk_cmd_barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
                        VK_ACCESS_HOST_READ_BIT);
         CHECK(vkcuda_image_cmd_release_to_cuda(r->frame[s], cmd, &h, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL));
     }
@@ -267,11 +253,11 @@ long nvdec_run_decode(example *ex, nvdec_run *r, const char *codec, const void *
     r->t_end = now_s();
     snprintf(error, error_size, "%s", frames < 0 ? nvdec_error(d) : "");
     nvdec_close(d);
-    CHECK_CU(ex->cu.cuStreamSynchronize(ex->stream));
-    CHECK_VK(ex->vk.vkDeviceWaitIdle(dev));
+    CHECK_CU(cuStreamSynchronize(ex->stream));
+    CHECK_VK(vkDeviceWaitIdle(dev));
     for (s = 0; s < 2; s++) {
         if (r->view[s]) vkDestroyImageView(dev, r->view[s], NULL);
-        if (r->cmd[s]) ex->vk.vkFreeCommandBuffers(dev, ex->pool, 1, &r->cmd[s]);
+        if (r->cmd[s]) vkFreeCommandBuffers(dev, ex->pool, 1, &r->cmd[s]);
         vkcuda_image_destroy(r->frame[s]);
     }
     if (r->host.buffer) vk_owned_buffer_destroy(&ex->vk, &r->host);
