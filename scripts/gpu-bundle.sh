@@ -12,7 +12,10 @@
 #                         ThreadSanitizer (std rebuilt: rust-src, RUSTC_BOOTSTRAP)
 #   include/              the Vulkan C headers, vk_video, stb_image_write.h, vk_mem_alloc.h,
 #                         ffnvcodec/ (FFmpeg's nv-codec-headers: the NVDEC/NVENC programs)
-#   clips/                the NVDEC test clips and their CPU reference (make-clips.sh)
+#   clips/                the NVDEC clips and their CPU reference (make-clips.sh), for
+#                         tests/gpu/nvdec_frames, examples/video/nvdec_to_vulkan and the
+#                         benchmark bench/c/nvdec_throughput (built there from the source
+#                         tree, as every C program: CTest bench_nvdec_throughput)
 #   python/               the Python release wheel and sdist (scripts/python-wheel.sh)
 #   MANIFEST              commit, build directory, files with sizes and sha256
 # and in .gl/ the Vulkan loader (the workplace's prepare-loader.sh: VKCUDA_PREPARE_LOADER,

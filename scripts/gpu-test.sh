@@ -6,7 +6,9 @@
 #   scripts/gpu-test.sh [CTEST ARG...]     default: -L gpu
 #   scripts/gpu-test.sh -L sanitizer       the hardening run (compute-sanitizer, leaks, threads)
 #   scripts/gpu-test.sh -L gpu -LE vvl     the GPU tests without the validation-layer runs
-#   scripts/gpu-test.sh -L bench           the long benchmarks (bench/interop.rs, bench_wgpu)
+#   scripts/gpu-test.sh -L bench           the benchmarks: bench/c/nvdec_throughput.c (NVDEC
+#                                          throughput), then bench/interop.rs (minutes)
+#                                          and bench_wgpu (crates/vkcuda-wgpu)
 #
 # Unpacks the Vulkan loader into / and the layer into .dev/vvl, finds the NVIDIA ICD,
 # configures with the prebuilt library and test executables (tests/CMakeLists.txt),
