@@ -3,7 +3,6 @@
 //! info and share descriptions (their description mutations are in share.rs). The
 //! shared image of the environment is single-plane: its only plane is plane 0.
 
-use std::ffi::c_void;
 use std::ptr;
 
 use ash::vk;
@@ -12,7 +11,7 @@ use crate::support::*;
 use crate::env::{Env, Kind};
 use crate::matrix::*;
 use crate::nulls::{not_ours, null};
-use crate::share::{description_cases, options, socket_cases};
+use crate::share::{description_cases, options, send_cases, socket_cases};
 
 const MIP: &str = "vkcuda_image_get_plane_cuda_mipmapped_array";
 const ARRAY: &str = "vkcuda_image_get_plane_cuda_array";
@@ -286,23 +285,8 @@ pub fn cases(m: &mut Matrix) {
             Ran
         });
     }
-    type T = vkcuda_texture_info;
-    let muts: Vec<Mutation<T>> = vec![
-        mutation("unknown-bits:info->flags", &[I], |_, t: &mut T| t.flags = 4),
-        mutation("past-last:info->level", &[I], |_, t: &mut T| t.level = 5),
-        mutation("enum-2:info->filter", &[I], |_, t: &mut T| {
-            t.filter = vkcuda_filter_raw(2)
-        }),
-        mutation("linear-integers:info->filter", &[I], |_, t: &mut T| {
-            t.filter = vkcuda_filter_raw(1)
-        }),
-        mutation("enum-4:info->address_mode", &[I], |_, t: &mut T| {
-            t.address_mode = vkcuda_address_mode_raw(4)
-        }),
-        mutation("enum-2:info->read_mode", &[I], |_, t: &mut T| {
-            t.read_mode = vkcuda_read_mode_raw(2)
-        }),
-    ];
+    // The same bad descriptions as the whole image's texture object.
+    let muts = crate::image::texture_mutations();
     mutations(
         m,
         TEX,
@@ -557,37 +541,7 @@ pub fn cases(m: &mut Matrix) {
         [a, b].into_iter().for_each(close);
         Ran
     });
-    m.any(
-        SEND,
-        "description->device_uuid",
-        "any device's description may be sent",
-    );
-    description_cases(m, SEND, |c, d, want| {
-        let (a, b) = socketpair();
-        let fd = c.env.buffer_fd();
-        let r = unsafe { vkcuda_share_send_fds(a, d, &fd, 1, &options()) };
-        [a, b, fd].into_iter().for_each(close);
-        if want.is_empty() {
-            c.succeeded(r);
-        } else {
-            c.refused(r, want);
-        }
-    });
-    socket_cases(
-        m,
-        SEND,
-        false,
-        |_| None,
-        |c, socket, o, want| {
-            let d = c.env.describe(Kind::Buffer);
-            let fd = c.env.buffer_fd();
-            c.refused(
-                unsafe { vkcuda_share_send_fds(socket, &d, &fd, 1, o) },
-                want,
-            );
-            close(fd);
-        },
-    );
+    send_cases(m, SEND, |s, d, fd, o| unsafe { vkcuda_share_send_fds(s, d, &fd, 1, o) });
     m.case("vkcuda_share_send", "multi-fd-description", |c| {
         // A description that comes with 2 fds: vkcuda_share_send takes one.
         let (a, b) = socketpair();
@@ -618,7 +572,7 @@ pub fn cases(m: &mut Matrix) {
         let bytes = nv12_record(c.env);
         let f1 = c.env.buffer_fd();
         let f2 = c.env.buffer_fd();
-        send_raw(b, &bytes, &[f1, f2]);
+        assert_eq!(send_with_fds(b, &bytes, &[f1, f2]), 128);
         [f1, f2].into_iter().for_each(close);
         let mut d = Poison::<vkcuda_share_description>::new();
         let mut fds = Poison::<[i32; 3]>::new();
@@ -639,7 +593,7 @@ pub fn cases(m: &mut Matrix) {
         let bytes = nv12_record(c.env);
         let f1 = c.env.buffer_fd();
         let f2 = c.env.buffer_fd();
-        send_raw(b, &bytes, &[f1, f2]);
+        assert_eq!(send_with_fds(b, &bytes, &[f1, f2]), 128);
         [f1, f2].into_iter().for_each(close);
         let mut d = Poison::<vkcuda_share_description>::new();
         let mut fd = Poison::<i32>::new();
@@ -791,27 +745,4 @@ fn nv12_record(e: &Env) -> [u8; 128] {
     let mut b = [0u8; 128];
     ok(unsafe { vkcuda_share_description_serialize(&d, b.as_mut_ptr(), 128) });
     b
-}
-
-/// Sends `bytes` with `fds` attached (SCM_RIGHTS) on `socket`.
-fn send_raw(socket: i32, bytes: &[u8], fds: &[i32]) {
-    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of_val(fds) as u32) } as usize;
-    let mut control = vec![0u8; space];
-    let mut iov = libc::iovec {
-        iov_base: bytes.as_ptr() as *mut c_void,
-        iov_len: bytes.len(),
-    };
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = space as _;
-    unsafe {
-        let cmsg = libc::CMSG_FIRSTHDR(&msg);
-        (*cmsg).cmsg_level = libc::SOL_SOCKET;
-        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of_val(fds) as u32) as _;
-        std::ptr::copy_nonoverlapping(fds.as_ptr(), libc::CMSG_DATA(cmsg).cast(), fds.len());
-        assert_eq!(libc::sendmsg(socket, &msg, 0), bytes.len() as isize);
-    }
 }

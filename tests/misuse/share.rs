@@ -361,6 +361,33 @@ pub fn socket_cases(
     );
 }
 
+/// The send function `f`'s cases, `send` calling it with one fd: any device's
+/// description may be sent; every description mutation; every bad socket and option.
+pub fn send_cases(
+    m: &mut Matrix,
+    f: &'static str,
+    send: fn(i32, *const vkcuda_share_description, i32, *const vkcuda_share_options) -> vkcuda_result,
+) {
+    m.any(f, "description->device_uuid", "any device's description may be sent");
+    description_cases(m, f, move |c, d, want| {
+        let (a, b) = socketpair();
+        let fd = c.env.buffer_fd();
+        let r = send(a, d, fd, &options());
+        [a, b, fd].into_iter().for_each(close);
+        if want.is_empty() {
+            c.succeeded(r);
+        } else {
+            c.refused(r, want);
+        }
+    });
+    socket_cases(m, f, false, |_| None, move |c, socket, o, want| {
+        let d = c.env.describe(Kind::Buffer);
+        let fd = c.env.buffer_fd();
+        c.refused(send(socket, &d, fd, o), want);
+        close(fd);
+    });
+}
+
 /// The description mutations of every kind, for a function taking a description:
 /// `call` makes the call and checks it is refused with the given codes.
 /// `want` is empty for a change that leaves a possible record (see `RECORD_OK`),
@@ -680,34 +707,7 @@ pub fn cases(m: &mut Matrix) {
             Ran
         });
     }
-    m.any(
-        SEND,
-        "description->device_uuid",
-        "any device's description may be sent",
-    );
-    description_cases(m, SEND, |c, d, want| {
-        let (a, b) = socketpair();
-        let fd = c.env.buffer_fd();
-        let r = unsafe { vkcuda_share_send(a, d, fd, &options()) };
-        [a, b, fd].into_iter().for_each(close);
-        if want.is_empty() {
-            c.succeeded(r);
-        } else {
-            c.refused(r, want);
-        }
-    });
-    socket_cases(
-        m,
-        SEND,
-        false,
-        |_| None,
-        |c, socket, o, want| {
-            let d = c.env.describe(Kind::Buffer);
-            let fd = c.env.buffer_fd();
-            c.refused(unsafe { vkcuda_share_send(socket, &d, fd, o) }, want);
-            close(fd);
-        },
-    );
+    send_cases(m, SEND, |s, d, fd, o| unsafe { vkcuda_share_send(s, d, fd, o) });
 
     m.case(RECV, "garbage-record", |c| {
         // The peer sends 128 bytes that are not a record, with an fd: refused, fd closed.
