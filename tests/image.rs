@@ -208,21 +208,7 @@ fn free_engine_image(v: &Vk, e: Imported) {
 }
 
 fn wrap_info(e: &Imported, size: u64, i: &vkcuda_image_info) -> vkcuda_image_wrap_info {
-    vkcuda_image_wrap_info {
-        flags: 0,
-        image: e.image,
-        memory: e.memory,
-        allocation_size: size,
-        description: image_desc_of(i),
-        offset: 0,
-        dedicated: 1,
-        export_handle_types: vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD.as_raw(),
-        planes: [vkcuda_image_plane_memory {
-            memory: vk::DeviceMemory::null(),
-            allocation_size: 0,
-            offset: 0,
-        }; 3],
-    }
+    image_wrap_info(e.image, e.memory, size, image_desc_of(i))
 }
 
 fn wrap(ctx: *const vkcuda_context, w: &vkcuda_image_wrap_info) -> *mut vkcuda_image {

@@ -89,12 +89,6 @@ fn describe(b: *const vkcuda_buffer) -> vkcuda_share_description {
     d
 }
 
-fn record(d: &vkcuda_share_description) -> [u8; 128] {
-    let mut b = [0u8; 128];
-    ok(unsafe { vkcuda_share_description_serialize(d, b.as_mut_ptr(), b.len()) });
-    b
-}
-
 fn export(b: *const vkcuda_buffer) -> OwnedFd {
     let mut fd = -1;
     ok(unsafe { vkcuda_buffer_export_fd(b, &mut fd) });

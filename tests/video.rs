@@ -15,7 +15,8 @@
 //! from its share description.
 
 mod support;
-use support::cuda::{check, Cuda};
+use support::cuda::{check, copy2d, Cuda, Mem};
+use support::images::{handoff, sample_bits, try_create};
 use support::*;
 
 use std::os::fd::AsRawFd;
@@ -41,20 +42,6 @@ fn frame_info(format: vk::Format, w: u32, h: u32) -> vkcuda_image_create_info {
     }
 }
 
-fn try_create(
-    ctx: *const vkcuda_context,
-    info: &vkcuda_image_create_info,
-) -> Result<*mut vkcuda_image, (vkcuda_result, String)> {
-    let mut im = ptr::null_mut();
-    match unsafe { vkcuda_image_create(ctx, info, &mut im) } {
-        VKCUDA_SUCCESS => Ok(im),
-        r => {
-            assert!(im.is_null());
-            Err((r, last_error()))
-        }
-    }
-}
-
 fn plane_pointers(im: *const vkcuda_image, n: usize) -> Vec<vkcuda_image_plane_pointer> {
     (0..n)
         .map(|p| {
@@ -63,12 +50,6 @@ fn plane_pointers(im: *const vkcuda_image, n: usize) -> Vec<vkcuda_image_plane_p
             out
         })
         .collect()
-}
-
-fn image_info(im: *const vkcuda_image) -> vkcuda_image_info {
-    let mut i: vkcuda_image_info = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_image_get_info(im, &mut i) });
-    i
 }
 
 /// Checks what a frame says of its planes: each inside the one allocation, its
@@ -178,27 +159,12 @@ impl Drop for Current {
 
 /// A synchronous 2D copy between host rows (`row` bytes, packed) and a plane.
 fn copy_plane(host: *mut u8, device: u64, pitch: u64, row: usize, rows: usize, to_device: bool) {
-    use cu::CUmemorytype::{CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_HOST};
-    let (h, d) = (CU_MEMORYTYPE_HOST, CU_MEMORYTYPE_DEVICE);
-    let p = cu::CUDA_MEMCPY2D {
-        srcXInBytes: 0,
-        srcY: 0,
-        srcMemoryType: if to_device { h } else { d },
-        srcHost: host.cast_const().cast(),
-        srcDevice: if to_device { 0 } else { device },
-        srcArray: ptr::null_mut(),
-        srcPitch: if to_device { row } else { pitch as usize },
-        dstXInBytes: 0,
-        dstY: 0,
-        dstMemoryType: if to_device { d } else { h },
-        dstHost: host.cast(),
-        dstDevice: if to_device { device } else { 0 },
-        dstArray: ptr::null_mut(),
-        dstPitch: if to_device { pitch as usize } else { row },
-        WidthInBytes: row,
-        Height: rows,
-    };
-    check(unsafe { cu::cuMemcpy2D_v2(&p) });
+    let (h, d) = (Mem::Host(host, row), Mem::Device(device, pitch as usize));
+    if to_device {
+        copy2d(h, d, row, rows)
+    } else {
+        copy2d(d, h, row, rows)
+    }
 }
 
 /// Plane `plane`'s bytes (rows packed): for even seeds a smooth ramp that
@@ -226,25 +192,15 @@ fn plane_bytes(plane: usize, row: usize, rows: usize, seed: u32) -> Vec<u8> {
 /// Bytes that differ in the sample bits (10- and 12-bit samples sit in the high
 /// bits of little-endian 16-bit words; the low bits are undefined).
 fn wrong_bytes(bits: u32, got: &[u8], want: &[u8]) -> (u64, Option<usize>) {
-    let low = match bits {
-        10 => 0xC0u8,
-        12 => 0xF0,
-        _ => 0xFF,
-    };
     let mut n = 0;
     let mut first = None;
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        let mask = if bits > 8 && i % 2 == 0 { low } else { 0xFF };
-        if g & mask != w & mask {
+        if (g ^ w) & sample_bits(bits, i) != 0 {
             n += 1;
             first.get_or_insert(i);
         }
     }
     (n, first)
-}
-
-fn handoff(v: &Vk) -> vkcuda_handoff_info {
-    handoff_info(v.family)
 }
 
 /// One frame of `p` at `w` x `h`: CUDA writes (seed), Vulkan reads; Vulkan writes
@@ -768,15 +724,7 @@ fn gpu_frames_sample_as_their_colour_says() {
     };
     let v = Vk::new(ctx);
     let _c = Current::of(ctx);
-    let bt709 = vkcuda_video_color {
-        flags: 0,
-        matrix_coefficients: 1,
-        transfer_characteristics: 1,
-        colour_primaries: 1,
-        full_range: 0,
-        x_chroma_offset: 0,
-        y_chroma_offset: 1,
-    };
+    let bt709 = bt709();
     let bt2020 = vkcuda_video_color {
         matrix_coefficients: 9,
         transfer_characteristics: 14,
@@ -872,25 +820,12 @@ fn gpu_engine_frames_are_wrapped() {
     }
     .unwrap();
     unsafe { d.bind_image_memory(image, memory, 0) }.unwrap();
-    let zero_plane = vkcuda_image_plane_memory {
-        memory: vk::DeviceMemory::null(),
-        allocation_size: 0,
-        offset: 0,
+    let description = vkcuda_image_create_info {
+        usage: usage.as_raw(),
+        ..frame_info(nv12, w, h)
     };
-    let mut info = vkcuda_image_wrap_info {
-        flags: 0,
-        image,
-        memory,
-        allocation_size: req.size,
-        description: vkcuda_image_create_info {
-            usage: usage.as_raw(),
-            ..frame_info(nv12, w, h)
-        },
-        offset: 0,
-        dedicated: 0,
-        export_handle_types: vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD.as_raw(),
-        planes: [zero_plane; 3],
-    };
+    let mut info = image_wrap_info(image, memory, req.size, description);
+    info.dedicated = 0;
     let mut im = ptr::null_mut();
     let m = fails(
         unsafe { vkcuda_image_wrap(ctx, &info, &mut im) },

@@ -11,7 +11,7 @@ use crate::support::*;
 use crate::env::{Env, Kind};
 use crate::matrix::*;
 use crate::nulls::{not_ours, null};
-use crate::share::{description_cases, options, send_cases, socket_cases};
+use crate::share::{description_cases, options, receive_refused, send_cases, socket_cases};
 
 const MIP: &str = "vkcuda_image_get_plane_cuda_mipmapped_array";
 const ARRAY: &str = "vkcuda_image_get_plane_cuda_array";
@@ -23,17 +23,6 @@ const SET_COLOR: &str = "vkcuda_image_set_video_color";
 const GET_COLOR: &str = "vkcuda_image_get_video_color";
 const CONVERSION: &str = "vkcuda_image_get_ycbcr_conversion_info";
 
-fn bt709() -> vkcuda_video_color {
-    vkcuda_video_color {
-        flags: 0,
-        matrix_coefficients: 1,
-        transfer_characteristics: 1,
-        colour_primaries: 1,
-        full_range: 0,
-        x_chroma_offset: 0,
-        y_chroma_offset: 1,
-    }
-}
 const COPY_FROM: &str = "vkcuda_image_cuda_copy_from_pitched";
 const COPY_TO: &str = "vkcuda_image_cuda_copy_to_pitched";
 const SEND: &str = "vkcuda_share_send_fds";
@@ -65,6 +54,14 @@ fn pitched(e: &Env) -> vkcuda_pitched_planes {
         ],
     }
 }
+
+/// Planes and levels the environment's image does not have (a single plane, 5 levels).
+const BAD_PLANE_LEVEL: [(&str, u32, u32); 4] = [
+    ("past-last:plane", 1, 0),
+    ("absurd:plane", u32::MAX, 0),
+    ("past-last:level", 0, 5),
+    ("absurd:level", 0, u32::MAX),
+];
 
 pub fn cases(m: &mut Matrix) {
     // NULL for every pointer and handle argument of the new functions.
@@ -225,12 +222,7 @@ pub fn cases(m: &mut Matrix) {
         }
         Ran
     });
-    for (label, plane, level) in [
-        ("past-last:plane", 1, 0),
-        ("absurd:plane", u32::MAX, 0),
-        ("past-last:level", 0, 5),
-        ("absurd:level", 0, u32::MAX),
-    ] {
+    for (label, plane, level) in BAD_PLANE_LEVEL {
         m.case(ARRAY, label, move |c| {
             let mut a = Poison::<*mut CUarray_st>::new();
             let r =
@@ -250,12 +242,7 @@ pub fn cases(m: &mut Matrix) {
         a.nulled();
         Ran
     });
-    for (label, plane, level) in [
-        ("past-last:plane", 1, 0),
-        ("absurd:plane", u32::MAX, 0),
-        ("past-last:level", 0, 5),
-        ("absurd:level", 0, u32::MAX),
-    ] {
+    for (label, plane, level) in BAD_PLANE_LEVEL {
         m.case(SURF, label, move |c| {
             let mut s = Poison::<u64>::new();
             let r = unsafe {
@@ -553,16 +540,7 @@ pub fn cases(m: &mut Matrix) {
     });
     m.case(RECV, "zero:fd_capacity", |c| {
         let (a, b) = socketpair();
-        let mut d = Poison::<vkcuda_share_description>::new();
-        let mut fds = Poison::<[i32; 3]>::new();
-        let mut n = Poison::<u32>::new();
-        let r = unsafe {
-            vkcuda_share_receive_fds(a, &options(), d.ptr(), fds.ptr().cast(), 0, n.ptr())
-        };
-        c.refused(r, &[I]);
-        d.untouched();
-        fds.untouched();
-        n.untouched();
+        receive_fds_refused(c, a, &options(), 0, &[I]);
         [a, b].into_iter().for_each(close);
         Ran
     });
@@ -574,16 +552,7 @@ pub fn cases(m: &mut Matrix) {
         let f2 = c.env.buffer_fd();
         assert_eq!(send_with_fds(b, &bytes, &[f1, f2]), 128);
         [f1, f2].into_iter().for_each(close);
-        let mut d = Poison::<vkcuda_share_description>::new();
-        let mut fds = Poison::<[i32; 3]>::new();
-        let mut n = Poison::<u32>::new();
-        let r = unsafe {
-            vkcuda_share_receive_fds(a, &options(), d.ptr(), fds.ptr().cast(), 1, n.ptr())
-        };
-        c.refused(r, &[I]);
-        d.untouched();
-        fds.untouched();
-        n.untouched();
+        receive_fds_refused(c, a, &options(), 1, &[I]);
         [a, b].into_iter().for_each(close);
         Ran
     });
@@ -595,33 +564,13 @@ pub fn cases(m: &mut Matrix) {
         let f2 = c.env.buffer_fd();
         assert_eq!(send_with_fds(b, &bytes, &[f1, f2]), 128);
         [f1, f2].into_iter().for_each(close);
-        let mut d = Poison::<vkcuda_share_description>::new();
-        let mut fd = Poison::<i32>::new();
-        let r = unsafe { vkcuda_share_receive(a, &options(), d.ptr(), fd.ptr()) };
-        c.refused(r, &[I]);
-        d.untouched();
-        fd.untouched();
+        receive_refused(c, a, &options(), &[I]);
         [a, b].into_iter().for_each(close);
         Ran
     });
-    socket_cases(
-        m,
-        RECV,
-        true,
-        |_| None,
-        |c, socket, o, want| {
-            let mut d = Poison::<vkcuda_share_description>::new();
-            let mut fds = Poison::<[i32; 3]>::new();
-            let mut n = Poison::<u32>::new();
-            let r = unsafe {
-                vkcuda_share_receive_fds(socket, o, d.ptr(), fds.ptr().cast(), 3, n.ptr())
-            };
-            c.refused(r, want);
-            d.untouched();
-            fds.untouched();
-            n.untouched();
-        },
-    );
+    socket_cases(m, RECV, true, |_| None, |c, socket, o, want| {
+        receive_fds_refused(c, socket, o, 3, want)
+    });
     let import_fails = |c: &Call,
                         ctx: *const vkcuda_context,
                         d: *const vkcuda_share_description,
@@ -720,6 +669,27 @@ pub fn cases(m: &mut Matrix) {
     });
 }
 
+/// vkcuda_share_receive_fds on `socket` with room for `capacity` fds is refused with
+/// one of `want`; its outputs stay untouched.
+fn receive_fds_refused(
+    c: &Call,
+    socket: i32,
+    o: *const vkcuda_share_options,
+    capacity: u32,
+    want: &[vkcuda_result],
+) {
+    let mut d = Poison::<vkcuda_share_description>::new();
+    let mut fds = Poison::<[i32; 3]>::new();
+    let mut n = Poison::<u32>::new();
+    let r = unsafe {
+        vkcuda_share_receive_fds(socket, o, d.ptr(), fds.ptr().cast(), capacity, n.ptr())
+    };
+    c.refused(r, want);
+    d.untouched();
+    fds.untouched();
+    n.untouched();
+}
+
 /// A possible description of a 64x64 NV12 image on the environment's device.
 fn nv12_description(e: &Env) -> vkcuda_share_description {
     let mut d = e.describe(Kind::Image);
@@ -741,8 +711,5 @@ fn nv12_description(e: &Env) -> vkcuda_share_description {
 }
 
 fn nv12_record(e: &Env) -> [u8; 128] {
-    let d = nv12_description(e);
-    let mut b = [0u8; 128];
-    ok(unsafe { vkcuda_share_description_serialize(&d, b.as_mut_ptr(), 128) });
-    b
+    record(&nv12_description(e))
 }

@@ -11,8 +11,8 @@
 //!     `pattern`, the bytes tests write; `median` of timings;
 //!   - `objects`: `vulkan_only_context`, `device_support`, `buffer_create_info`,
 //!     `create_buffer`, `buffer_info`, `buffer_import_info`, `image_desc`,
-//!     `image_desc_of`, `image_info`, `texture_info`, `semaphore_create_info`,
-//!     `create_semaphore`, `handoff_info`;
+//!     `image_desc_of`, `image_info`, `image_wrap_info`, `bt709`, `texture_info`, `semaphore_create_info`,
+//!     `create_semaphore`, `handoff_info`, `record` (a description's bytes);
 //!   - `vulkan`: the test's own Vulkan work, `Vk` (`run`, `command_buffer`, `copy`,
 //!     `image_barrier`, `host_buffer`), `layout_barrier`, `device_local_type`,
 //!     `EngineDevice`;
