@@ -24,7 +24,6 @@ use support::images::{
     create, d2, handoff, sample_bits, try_create, vulkan_read_packed, vulkan_write_packed, Packing,
     Side,
 };
-use support::live_objects as live;
 use support::*;
 
 use std::ptr;
@@ -307,7 +306,7 @@ fn the_device_offers_what_it_offers_and_creation_follows() {
     let _g = serial();
     let ctx = vulkan_only_context();
     let v = Vk::new(ctx);
-    let (before, fds) = (live(), fd_count());
+    let before = image_counts();
     let mut made = 0;
     println!("multi-planar formats on this device (Vulkan-only context):");
     for p in PLANAR {
@@ -359,12 +358,7 @@ fn the_device_offers_what_it_offers_and_creation_follows() {
         }
     }
     println!("{made} of {} multi-planar formats made here", PLANAR.len());
-    let after = live();
-    assert_eq!(
-        (after.vk_images, after.vk_memories),
-        (before.vk_images, before.vk_memories)
-    );
-    assert_eq!(fd_count(), fds);
+    assert_eq!(image_counts(), before);
     drop(v);
     unsafe { vkcuda_context_destroy(ctx) };
 }
@@ -890,7 +884,7 @@ fn planar_texels_cross_devices_where_the_device_has_them() {
         );
         return;
     }
-    let (before, fds) = (live(), fd_count());
+    let before = image_counts();
     for p in supported {
         let (x, y) = p.chroma_divisors();
         for (w, h) in [(x, y), (64, 64), (130 * x / 2 * 2, 34)] {
@@ -898,12 +892,7 @@ fn planar_texels_cross_devices_where_the_device_has_them() {
             println!("PASS {:<6} {w}x{h}: {all} texels each way, 0 wrong", p.name);
         }
     }
-    let after = live();
-    assert_eq!(
-        (after.vk_images, after.vk_memories),
-        (before.vk_images, before.vk_memories)
-    );
-    assert_eq!(fd_count(), fds, "no fd leaked");
+    assert_eq!(image_counts(), before, "no image, memory or fd leaked");
 }
 
 #[test]
@@ -916,7 +905,7 @@ fn planar_cycles_do_not_grow() {
     if let Ok(im) = warm {
         unsafe { vkcuda_image_destroy(im) };
     }
-    let (before, fds) = (live(), fd_count());
+    let before = image_counts();
     for _ in 0..300 {
         match try_create(ctx, &info) {
             Ok(im) => {
@@ -929,12 +918,7 @@ fn planar_cycles_do_not_grow() {
         }
         assert!(try_create(ctx, &odd).is_err());
     }
-    let after = live();
-    assert_eq!(
-        (after.vk_images, after.vk_memories),
-        (before.vk_images, before.vk_memories)
-    );
-    assert_eq!(fd_count(), fds);
+    assert_eq!(image_counts(), before);
     unsafe { vkcuda_context_destroy(ctx) };
 }
 

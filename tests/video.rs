@@ -157,14 +157,26 @@ impl Drop for Current {
     }
 }
 
-/// A synchronous 2D copy between host rows (`row` bytes, packed) and a plane.
-fn copy_plane(host: *mut u8, device: u64, pitch: u64, row: usize, rows: usize, to_device: bool) {
-    let (h, d) = (Mem::Host(host, row), Mem::Device(device, pitch as usize));
-    if to_device {
-        copy2d(h, d, row, rows)
-    } else {
-        copy2d(d, h, row, rows)
-    }
+/// Copies `host` (rows of `row` bytes, packed) into the plane at `device`, `pitch`.
+fn to_plane(host: &[u8], device: u64, pitch: u64, row: usize) {
+    let (h, d) = (host.as_ptr().cast_mut(), pitch as usize);
+    copy2d(
+        Mem::Host(h, row),
+        Mem::Device(device, d),
+        row,
+        host.len() / row,
+    );
+}
+
+/// Copies the plane at `device`, `pitch` into `host` (rows of `row` bytes, packed).
+fn from_plane(host: &mut [u8], device: u64, pitch: u64, row: usize) {
+    let rows = host.len() / row;
+    copy2d(
+        Mem::Device(device, pitch as usize),
+        Mem::Host(host.as_mut_ptr(), row),
+        row,
+        rows,
+    );
 }
 
 /// Plane `plane`'s bytes (rows packed): for even seeds a smooth ramp that
@@ -261,15 +273,7 @@ fn both_ways(
         .map(|k| plane_bytes(k, rows[k].0, rows[k].1, seed))
         .collect();
     for (k, pp) in planes.iter().enumerate() {
-        let mut data = sent[k].clone();
-        copy_plane(
-            data.as_mut_ptr(),
-            pp.cuda_pointer,
-            pp.row_pitch,
-            rows[k].0,
-            rows[k].1,
-            true,
-        );
+        to_plane(&sent[k], pp.cuda_pointer, pp.row_pitch, rows[k].0);
     }
     // Vulkan acquires, reads every plane, writes new bytes, and releases.
     let back: Vec<Vec<u8>> = (0..planes.len())
@@ -335,14 +339,7 @@ fn both_ways(
         }
         let mut got = vec![0u8; rows[k].0 * rows[k].1];
         let pp = &planes[k];
-        copy_plane(
-            got.as_mut_ptr(),
-            pp.cuda_pointer,
-            pp.row_pitch,
-            rows[k].0,
-            rows[k].1,
-            false,
-        );
+        from_plane(&mut got, pp.cuda_pointer, pp.row_pitch, rows[k].0);
         if let (n @ 1.., Some(i)) = wrong_bytes(p.bits, &got, &back[k]) {
             errors.push(format!(
                 "Vulkan -> CUDA plane {k}: {n} of {} bytes wrong, first at row {} byte {}",
@@ -446,23 +443,9 @@ fn gpu_frame_pitched_copy_and_description() {
     check(unsafe { cu::cuMemAlloc_v2(&mut src, pitch * (h as usize * 3 / 2)) });
     let luma = plane_bytes(0, w as usize, h as usize, 4);
     let chroma = plane_bytes(1, w as usize, h as usize / 2, 4);
-    copy_plane(
-        luma.as_ptr().cast_mut(),
-        src,
-        pitch as u64,
-        w as usize,
-        h as usize,
-        true,
-    );
+    to_plane(&luma, src, pitch as u64, w as usize);
     let src_chroma = src + (pitch * h as usize) as u64;
-    copy_plane(
-        chroma.as_ptr().cast_mut(),
-        src_chroma,
-        pitch as u64,
-        w as usize,
-        h as usize / 2,
-        true,
-    );
+    to_plane(&chroma, src_chroma, pitch as u64, w as usize);
     let pitched = vkcuda_pitched_planes {
         flags: 0,
         plane_count: 2,
@@ -498,15 +481,12 @@ fn gpu_frame_pitched_copy_and_description() {
         assert_eq!(twin_planes[k].row_pitch, planes[k].row_pitch);
         assert_eq!(twin_planes[k].offset, planes[k].offset);
         let row = w as usize;
-        let rows = want.len() / row;
         let mut got = vec![0u8; want.len()];
-        copy_plane(
-            got.as_mut_ptr(),
+        from_plane(
+            &mut got,
             twin_planes[k].cuda_pointer,
             twin_planes[k].row_pitch,
             row,
-            rows,
-            false,
         );
         assert_eq!(
             wrong_bytes(8, &got, want).0,
@@ -632,8 +612,8 @@ fn sample_frame(
         })
         .collect()
     };
-    let mut y_bytes = to_bytes(&mut luma.iter().copied());
-    let mut c_bytes = to_bytes(&mut cbcr.iter().flat_map(|p| p.iter().copied()));
+    let y_bytes = to_bytes(&mut luma.iter().copied());
+    let c_bytes = to_bytes(&mut cbcr.iter().flat_map(|p| p.iter().copied()));
     let planes = plane_pointers(im, 2);
     let h_info = handoff(v);
     v.run(|cmd| {
@@ -641,21 +621,17 @@ fn sample_frame(
             vkcuda_image_cmd_release_to_cuda(im, cmd, &h_info, vk::ImageLayout::UNDEFINED.as_raw())
         })
     });
-    copy_plane(
-        y_bytes.as_mut_ptr(),
+    to_plane(
+        &y_bytes,
         planes[0].cuda_pointer,
         planes[0].row_pitch,
         wu * bytes,
-        hu,
-        true,
     );
-    copy_plane(
-        c_bytes.as_mut_ptr(),
+    to_plane(
+        &c_bytes,
         planes[1].cuda_pointer,
         planes[1].row_pitch,
         cw * 2 * bytes,
-        ch,
-        true,
     );
     // Vulkan: the conversion, a sampler and a view with it, the shader.
     let pass = support::ycbcr::YcbcrPass::new(v, image_info(im).image, &ci, (w, h), true);
@@ -854,14 +830,11 @@ fn gpu_engine_frames_are_wrapped() {
     });
     // CUDA writes, now that the frame is its own (released from UNDEFINED above).
     for k in 0..2 {
-        let mut data = sent[k].clone();
-        copy_plane(
-            data.as_mut_ptr(),
+        to_plane(
+            &sent[k],
             planes[k].cuda_pointer,
             planes[k].row_pitch,
             rows[k].0,
-            rows[k].1,
-            true,
         );
     }
     v.run(|cmd| unsafe {
@@ -941,15 +914,8 @@ fn gpu_frames_cross_processes() {
     let im = try_create(ctx, &frame_info(nv12, w as u32, h as u32)).unwrap();
     let planes = plane_pointers(im, 2);
     for (k, rows) in [(0usize, h), (1, h / 2)] {
-        let mut data = plane_bytes(k, w, rows, 8);
-        copy_plane(
-            data.as_mut_ptr(),
-            planes[k].cuda_pointer,
-            planes[k].row_pitch,
-            w,
-            rows,
-            true,
-        );
+        let data = plane_bytes(k, w, rows, 8);
+        to_plane(&data, planes[k].cuda_pointer, planes[k].row_pitch, w);
     }
     let mut fds = [0i32; 2];
     assert_eq!(
@@ -973,14 +939,7 @@ fn gpu_frames_cross_processes() {
     unsafe { libc::close(fds[0]) };
     let want = plane_bytes(1, w, h / 2, 9);
     let mut got = vec![0u8; want.len()];
-    copy_plane(
-        got.as_mut_ptr(),
-        planes[1].cuda_pointer,
-        planes[1].row_pitch,
-        w,
-        h / 2,
-        false,
-    );
+    from_plane(&mut got, planes[1].cuda_pointer, planes[1].row_pitch, w);
     assert_eq!(
         wrong_bytes(8, &got, &want).0,
         0,
@@ -1019,29 +978,15 @@ fn child_receives_a_frame() {
     for (k, rows) in [(0usize, h), (1, h / 2)] {
         let want = plane_bytes(k, w, rows, 8);
         let mut got = vec![0u8; want.len()];
-        copy_plane(
-            got.as_mut_ptr(),
-            planes[k].cuda_pointer,
-            planes[k].row_pitch,
-            w,
-            rows,
-            false,
-        );
+        from_plane(&mut got, planes[k].cuda_pointer, planes[k].row_pitch, w);
         assert_eq!(
             wrong_bytes(8, &got, &want).0,
             0,
             "plane {k} in the receiving process"
         );
     }
-    let mut chroma = plane_bytes(1, w, h / 2, 9);
-    copy_plane(
-        chroma.as_mut_ptr(),
-        planes[1].cuda_pointer,
-        planes[1].row_pitch,
-        w,
-        h / 2,
-        true,
-    );
+    let chroma = plane_bytes(1, w, h / 2, 9);
+    to_plane(&chroma, planes[1].cuda_pointer, planes[1].row_pitch, w);
     println!("child: received an NV12 frame (one fd), both planes right, chroma rewritten");
     unsafe {
         libc::close(fd);

@@ -7,8 +7,8 @@
 //! benchmark: `#[path = "../support/mod.rs"] mod support;`). By concern:
 //!   - `checks`: results `ok`, `fails`, `last_error`; skips `gpu_required`,
 //!     `cuda_context_or_skip`; counting `serial` (one test at a time per file),
-//!     `fd_count`, `fd_is_open`, `fd_knows_size`, `live_objects`, `live_counts`;
-//!     `pattern`, the bytes tests write; `median` of timings;
+//!     `fd_count`, `fd_is_open`, `fd_knows_size`, `live_objects`, `live_counts`,
+//!     `image_counts`; `pattern`, the bytes tests write; `median` of timings;
 //!   - `objects`: `vulkan_only_context`, `device_support`, `buffer_create_info`,
 //!     `create_buffer`, `buffer_info`, `buffer_import_info`, `image_desc`,
 //!     `image_desc_of`, `image_info`, `image_wrap_info`, `bt709`, `texture_info`, `semaphore_create_info`,
