@@ -59,28 +59,13 @@ fn pair(ty: c_int) -> (OwnedFd, OwnedFd) {
 
 fn write_buffer(v: &Vk, b: *const vkcuda_buffer, seed: u32) {
     let info = buffer_info(b);
-    let stage = v.host_buffer(info.size);
-    for (i, x) in stage.bytes().iter_mut().enumerate() {
-        *x = pattern(i, seed);
-    }
-    v.copy(stage.buffer, info.buffer, info.size);
-    v.destroy_host_buffer(stage);
+    v.fill_pattern(info.buffer, info.size, seed);
 }
 
 /// Copies the buffer out and counts the bytes that differ from the pattern.
 fn mismatches(v: &Vk, b: *const vkcuda_buffer, seed: u32) -> usize {
     let info = buffer_info(b);
-    let out = v.host_buffer(info.size);
-    out.bytes().fill(!pattern(0, seed));
-    v.copy(info.buffer, out.buffer, info.size);
-    let bad = out
-        .bytes()
-        .iter()
-        .enumerate()
-        .filter(|(i, &x)| x != pattern(*i, seed))
-        .count();
-    v.destroy_host_buffer(out);
-    bad
+    v.pattern_mismatches(info.buffer, info.size, seed)
 }
 
 fn describe(b: *const vkcuda_buffer) -> vkcuda_share_description {
