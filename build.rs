@@ -3,7 +3,7 @@
 //! ABI, so the soname carries the minor version (`libvkcuda.so.0.2`); from 1.0 on
 //! it is `libvkcuda.so.<major>` (docs/GUIDE.md, "Names and ABI"). CMake installs the
 //! real file `libvkcuda.so.<version>` with the soname and `.so` links. Nothing else:
-//! this script never writes the header (`scripts/gen-header.sh` does, and
+//! this script never writes the header (`VKCUDA_UPDATE_HEADER=1 cargo test --test header` does, and
 //! `tests/header.rs` checks it).
 
 fn main() {

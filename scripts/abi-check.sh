@@ -1,32 +1,19 @@
 #!/usr/bin/env bash
-# The C ABI against the last release (the ABI policy: README.md "ABI policy",
-# docs/GUIDE.md section 9). Fails on a change that CHANGELOG.md's Unreleased section
-# does not name.
+# The C ABI against the last release (README.md "ABI policy", docs/GUIDE.md section 9):
+# fails on a change that CHANGELOG.md's Unreleased section does not name.
 #
 #   scripts/abi-check.sh [--header H] [--lib SO] [--changelog MD] [--baseline-dir DIR]
 #   scripts/abi-check.sh --write-baseline VERSION [--header H] [--lib SO]
 #
-# The baseline is the newest abi/vkcuda-<version>.* (committed, since a CI clone may
-# have no tags; abi/README.md says which tag each set was made from):
-#   .abi.xml     `abidw` over a small C translation unit built with -g that includes
-#                vkcuda.h and references every public type and function (the Rust
-#                library's own debug info does not describe the C types); the unit
-#                is generated from the header by scripts/lib/abi-surface.py, so new
-#                types and functions are covered without a list to keep;
-#   .symbols     the library's exported vkcuda_* symbols (nm -D --defined-only);
-#   .constants   the header's object-like VKCUDA_* macros with their values.
-# The check makes the same three from the current header and library, runs
-# `abidiff --harmless --leaf-changes-only` (--harmless: added enumerators and
-# renamed members count too) and diffs the two lists, and requires each name it
-# finds removed, changed or added (functions, types, enumerators, symbols, constants)
-# to appear as a word in the Unreleased section of CHANGELOG.md. Type changes of
-# types that are not vkcuda's (a newer Vulkan header's VkFormat) are shown, not
-# required.
-#
-# Without --lib it builds the library (cargo build --lib) and reads
-# target/debug/libvkcuda.so. Needs abidw/abidiff (Debian's abigail-tools, installed by
-# scripts/install-deps.sh), cc, nm and python3. Exit status: 0 every change is
-# listed, 1 a change is not listed, 2 the check could not run.
+# It describes the current header and library as the baseline abi/vkcuda-<version>.*
+# describes the last release (abi/README.md: .abi.xml, .symbols, .constants), runs
+# `abidiff --harmless --leaf-changes-only` (added enumerators and renamed members count
+# too) and diffs the lists; each function, type, enumerator, symbol or constant removed,
+# changed or added must appear as a word in the Unreleased section. Changes of types
+# that are not vkcuda's (a newer Vulkan header's VkFormat) are shown, not required.
+# Without --lib it builds target/debug/libvkcuda.so. Needs abidw/abidiff (abigail-tools:
+# scripts/install-deps.sh), cc, nm, python3. Exit status: 0 every change is listed,
+# 1 a change is not listed, 2 the check could not run.
 set -uo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -42,17 +29,15 @@ while [ $# -gt 0 ]; do
     --changelog) changelog="$2"; shift 2 ;;
     --baseline-dir) basedir="$2"; shift 2 ;;
     --write-baseline) write="$2"; shift 2 ;;
-    -h | --help) sed -n '2,31p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "abi-check: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 die() { echo "abi-check: $*" >&2; exit 2; }
-for t in abidw abidiff nm python3; do
-  command -v "$t" >/dev/null 2>&1 ||
-    die "$t not found (abidw/abidiff: apt-get install abigail-tools; scripts/install-deps.sh does)"
-done
 cc="${CC:-cc}"
-command -v "$cc" >/dev/null 2>&1 || die "no C compiler ($cc)"
+for t in abidw abidiff nm python3 "$cc"; do
+  command -v "$t" >/dev/null 2>&1 || die "$t not found (abidw/abidiff: apt-get install abigail-tools)"
+done
 [ -f "$header" ] || die "no header $header"
 work="$(mktemp -d "${TMPDIR:-/tmp}/vkcuda-abi.XXXXXX")" || exit 2
 trap 'rm -rf "$work"' EXIT
@@ -102,10 +87,7 @@ awk '/^## \[Unreleased\]/ { on = 1; next } /^## \[/ { on = 0 } on' "$changelog" 
 # What changed, one "KIND NAME" line each, from the three comparisons.
 abidiff --harmless --leaf-changes-only --no-show-locs "$base.abi.xml" "$work/current.abi.xml" > "$work/abidiff.txt"
 rc=$?
-if [ $((rc & 3)) -ne 0 ]; then
-  cat "$work/abidiff.txt"
-  die "abidiff could not compare (exit status $rc)"
-fi
+[ $((rc & 3)) -eq 0 ] || { cat "$work/abidiff.txt"; die "abidiff could not compare (exit status $rc)"; }
 echo "--- abidiff --harmless --leaf-changes-only (exit status $rc)"
 sed 's/^/  /' "$work/abidiff.txt"
 {

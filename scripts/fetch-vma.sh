@@ -17,22 +17,10 @@ fi
 command -v cargo >/dev/null || PATH="$HOME/.cargo/bin:$PATH"
 work=$(mktemp -d "${TMPDIR:-/tmp}/vkcuda-fetch-vma.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/src"
-cat > "$work/Cargo.toml" <<TOML
-[package]
-name = "vkcuda-fetch-vma"
-version = "0.0.0"
-edition = "2021"
-publish = false
-
-[dependencies]
-$crate = "=$version"
-TOML
-echo 'fn main() {}' > "$work/src/main.rs"
 echo "fetch-vma: cargo fetch $crate $version"
-(cd "$work" && cargo fetch --quiet)
-src=$(cd "$work" && cargo metadata --format-version 1 --quiet |
-    python3 -c 'import json, os, sys
+src=$(cd "$work" && cargo new --quiet --vcs none fetch-vma && cd fetch-vma &&
+    cargo add --quiet "$crate@=$version" && cargo fetch --quiet &&
+    cargo metadata --format-version 1 --quiet | python3 -c 'import json, os, sys
 m = json.load(sys.stdin)
 p = next(p for p in m["packages"] if p["name"] == sys.argv[1] and p["version"] == sys.argv[2])
 print(os.path.dirname(p["manifest_path"]))' "$crate" "$version")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The GPU run, on the GPU machine (NVIDIA driver, CUDA 13, nvcc, CMake, gcc; no Rust,
-# no Vulkan loader), from the repository root, as root, with the bundle that
-# scripts/gpu-bundle.sh made on the Rust machine (.dev/gpu and .gl):
+# The GPU run, on the maintainers' GPU machine (NVIDIA driver, CUDA 13, nvcc, CMake, gcc;
+# no Rust, no Vulkan loader), from the repository root, as root, with the bundle that
+# scripts/lab/gpu-bundle.sh made on the Rust machine (.dev/gpu and .gl). (Elsewhere, with
+# Rust and a Vulkan loader: `ctest -L gpu` in the build directory of scripts/test.sh.)
 #
 #   scripts/gpu-test.sh [CTEST ARG...]     default: -L gpu
 #   scripts/gpu-test.sh -L sanitizer       the hardening run (compute-sanitizer, leaks, threads)
@@ -25,18 +26,17 @@ bundle=$top/.dev/gpu
 build=$top/build/gpu
 mkdir -p "$OUT"
 [ -f "$bundle/libvkcuda.so" ] && [ -d "$bundle/tests" ] && ls .gl/*.deb > /dev/null 2>&1 ||
-    { echo "gpu-test: no bundle: run scripts/gpu-bundle.sh on the Rust machine and carry .dev and .gl"; exit 1; }
+    { echo "gpu-test: no bundle: run scripts/lab/gpu-bundle.sh on the Rust machine and carry .dev and .gl"; exit 1; }
 sed -n '1,3p' "$bundle/MANIFEST"
 # crates/vkcuda-wgpu's executables travel xz-compressed; CMake registers them from wgpu/.
 if [ -f "$bundle/wgpu.tar.xz" ]; then
     rm -rf "$bundle/wgpu" && mkdir -p "$bundle/wgpu" && tar -xJf "$bundle/wgpu.tar.xz" -C "$bundle/wgpu" || exit 1
 fi
-for f in .gl/*.deb; do
-    case $f in *validationlayers*) ;; *) dpkg -x "$f" "${VKCUDA_GPU_TEST_ROOT:-/}" || exit 1 ;; esac
+rm -rf .dev/vvl && mkdir -p .dev/vvl
+for f in .gl/*.deb; do # the layer into .dev/vvl, the loader into /
+    case $f in *validationlayers*) dpkg -x "$f" .dev/vvl ;; *) dpkg -x "$f" "${VKCUDA_GPU_TEST_ROOT:-/}" || exit 1 ;; esac
 done
 [ -n "${VKCUDA_GPU_TEST_ROOT:-}" ] || ldconfig
-rm -rf .dev/vvl && mkdir -p .dev/vvl
-for f in .gl/*validationlayers*.deb; do [ -e "$f" ] && dpkg -x "$f" .dev/vvl; done
 icd=${VKCUDA_GPU_TEST_ICD:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
 [ -f "$icd" ] || icd=$(find /usr/share/vulkan /etc/vulkan /usr/local/nvidia -name 'nvidia_icd*.json' 2>/dev/null | head -1)
 [ -n "$icd" ] || { echo "gpu-test: no NVIDIA Vulkan ICD json found"; exit 1; }

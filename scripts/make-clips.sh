@@ -1,22 +1,16 @@
 #!/usr/bin/env bash
-# Makes the NVDEC test clips and their CPU reference (run by scripts/gpu-bundle.sh;
-# needs Debian's ffmpeg with libx264 and libx265, and a C compiler):
-#   h264_1080p.h264              H.264 High, 1920x1080, 300 frames of testsrc2, B-frames
-#                                (libx264 -bf 3), about 1.5 Mbit/s; Annex B elementary stream;
-#                                tagged BT.709 (matrix, transfer, primaries 1, 1, 1), narrow range
-#   hevc_main10_1080p.hevc       HEVC Main10 (libx265, yuv420p10le), 1920x1080, 60 frames;
-#                                tagged BT.2020 (matrix 9 non-constant, transfer 14, primaries 9),
-#                                narrow range
-# (the tags travel in the VUI: NVDEC reports them in CUVIDEOFORMAT, nvdec_frames checks them)
-#   <clip>.fnv                   the CPU reference: Debian ffmpeg's decode of the clip as
-#                                packed NV12 (8-bit) or P010LE (10-bit) frames, one line
-#                                per frame "INDEX FNV1A64" (16 hex digits) of the frame's
-#                                bytes: luma rows then CbCr rows, no padding
-# The raw frames never leave this machine (300 raw 1080p NV12 frames are 933 MB): only
-# the hashes travel. The clips are narrow ("tv") range, so a plain -pix_fmt conversion
-# keeps every sample (a full-range clip would need scale=in_range=full:out_range=full:
-# NVDEC keeps a clip's range). The encodes take a minute or two on two cores, so they
-# are cached in target/clips (keyed by this script's content) and copied from there.
+# Makes the NVDEC test clips and their CPU reference (Debian's ffmpeg with libx264 and
+# libx265, and a C compiler; scripts/lab/gpu-bundle.sh runs it):
+#   h264_1080p.h264          H.264 High, 1920x1080, 300 frames of testsrc2, B-frames (libx264
+#                            -bf 3), about 1.5 Mbit/s, Annex B; BT.709, narrow range
+#   hevc_main10_1080p.hevc   HEVC Main10 (libx265, yuv420p10le), 1920x1080, 60 frames;
+#                            BT.2020 (matrix 9 non-constant, transfer 14, primaries 9), narrow
+#   <clip>.fnv               the CPU reference: "INDEX FNV1A64" (16 hex digits) per frame of
+#                            ffmpeg's decode as packed NV12 or P010LE (luma rows, then CbCr)
+# The colour tags travel in the VUI (NVDEC reports them in CUVIDEOFORMAT, nvdec_frames
+# checks them). Only the hashes travel, not the 933 MB of raw frames. Narrow range keeps
+# every sample through a plain -pix_fmt conversion (NVDEC keeps a clip's range). The
+# encodes take minutes on two cores: cached in target/clips, keyed by this script.
 #
 #   scripts/make-clips.sh [DIR]       default: .dev/gpu/clips
 set -euo pipefail
@@ -30,7 +24,6 @@ if ! command -v ffmpeg > /dev/null; then
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ffmpeg > /dev/null; } ||
     { echo "make-clips: no ffmpeg and it could not be installed (apt-get install ffmpeg)" >&2; exit 1; }
 fi
-cc=${CC:-cc}
 
 if [ "$(cat "$cache/KEY" 2> /dev/null || true)" != "$key" ]; then
     rm -rf "$cache"
@@ -54,7 +47,7 @@ int main(int argc, char **argv) {
     return 0;
 }
 EOC
-    "$cc" -O2 -o "$cache/hashframes" "$cache/hashframes.c"
+    "${CC:-cc}" -O2 -o "$cache/hashframes" "$cache/hashframes.c"
     src=testsrc2=size=1920x1080:rate=30
     echo "make-clips: H.264 1080p, 300 frames (libx264, B-frames)"
     ffmpeg -nostdin -v error -y -f lavfi -i "$src" -frames:v 300 -pix_fmt yuv420p \

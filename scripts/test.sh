@@ -8,8 +8,7 @@
 # keeps it in LastTest.log) and the count of the tests cargo ignored (the GPU tests:
 # `ctest -L gpu` runs them). Exits non-zero on any failure.
 #
-#   scripts/test.sh [CTEST ARG...]   e.g. -R rust_ (only the cargo suites)
-#   scripts/test.sh python           the Python package's tests (CTest's test python)
+#   scripts/test.sh [CTEST ARG...]   e.g. -R rust_ (only the cargo suites), -R python
 #
 # Environment:
 #   VKCUDA_BUILD_DIR    the CMake build directory (default: <repo>/build)
@@ -23,38 +22,14 @@ tmp="$(mktemp -d "${TMPDIR:-/tmp}/vkcuda-test.XXXXXX")" || exit 1
 trap 'rm -rf "$tmp"' EXIT
 [ ! -d "$HOME/.cargo/bin" ] || PATH="$HOME/.cargo/bin:$PATH"
 jobs="$(nproc 2>/dev/null || echo 2)"
-locked=()
-[ -f Cargo.lock ] && locked=(--locked)
-
-x() { # prints a command, then runs it
-  echo "+ $*"
-  "$@"
-}
-
-# The Python package (pyproject.toml at the root, sources in python/), installed
-# into a fresh venv the way a user installs it (`pip install .`: setuptools-rust
-# builds the stripped cdylib into target/); pytest and mypy from PyPI; mypy on the
-# package; its CPU tests against the installed package (python/tests/conftest.py).
-run_python() {
-  local venv="$tmp/venv"
-  x python3 -m venv "$venv" &&
-    x "$venv/bin/python" -m pip install -q pytest mypy &&
-    x "$venv/bin/python" -m pip install "$root" &&
-    x "$venv/bin/python" -m mypy --ignore-missing-imports --cache-dir "$tmp/mypy" "$root/python/vkcuda" &&
-    (cd "$root" && x "$venv/bin/python" -m pytest -q -rs -p no:cacheprovider python/tests)
-}
-if [ "${1:-}" = python ]; then
-  run_python
-  exit
-fi
-
 build="${VKCUDA_BUILD_DIR:-$root/build}"
+x() { echo "+ $*"; "$@"; } # prints a command, then runs it
 failed=()
 if [ "${VKCUDA_SKIP_DEPS:-0}" != 1 ]; then
   x "$root/scripts/install-deps.sh" || failed+=(install-deps)
 fi
 x cargo fmt --all --check || failed+=(fmt)
-x cargo clippy "${locked[@]}" --workspace --all-targets -- -D warnings || failed+=(clippy)
+x cargo clippy --locked --workspace --all-targets -- -D warnings || failed+=(clippy)
 # The consumers' install prefix lies outside the source tree, so their check that no
 # installed file names a source path means something.
 x cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DVKCUDA_BUILD_EXAMPLES=ON \

@@ -47,11 +47,7 @@ fn roundtrip(size: u64, seed: u32) {
     assert_eq!(info.size, size);
     assert!(info.allocation_size >= size);
     assert_eq!(info.cuda_pointer, 0, "Vulkan-only context: no CUDA view");
-    let stage = va.host_buffer(size);
-    for (i, x) in stage.bytes().iter_mut().enumerate() {
-        *x = pattern(i, seed);
-    }
-    va.copy(stage.buffer, info.buffer, size);
+    va.fill_pattern(info.buffer, size, seed);
 
     let mut fd = -1;
     ok(unsafe { vkcuda_buffer_export_fd(buf, &mut fd) });
@@ -60,35 +56,15 @@ fn roundtrip(size: u64, seed: u32) {
     let iinfo = buffer_info(imported);
     assert_eq!(iinfo.size, size);
     assert_eq!(iinfo.allocation_size, info.allocation_size);
-    let out = vb.host_buffer(size);
-    out.bytes().fill(0);
-    vb.copy(iinfo.buffer, out.buffer, size);
-    let bad = out
-        .bytes()
-        .iter()
-        .enumerate()
-        .filter(|(i, &x)| x != pattern(*i, seed))
-        .count();
+    let bad = vb.pattern_mismatches(iinfo.buffer, size, seed);
     assert_eq!(
         bad, 0,
         "{bad} of {size} bytes differ after the fd round trip"
     );
 
     // And back: device b writes, device a sees it.
-    for (i, x) in out.bytes().iter_mut().enumerate() {
-        *x = pattern(i, seed + 1);
-    }
-    vb.copy(out.buffer, iinfo.buffer, size);
-    stage.bytes().fill(0);
-    va.copy(info.buffer, stage.buffer, size);
-    assert!(stage
-        .bytes()
-        .iter()
-        .enumerate()
-        .all(|(i, &x)| x == pattern(i, seed + 1)));
-
-    va.destroy_host_buffer(stage);
-    vb.destroy_host_buffer(out);
+    vb.fill_pattern(iinfo.buffer, size, seed + 1);
+    assert_eq!(va.pattern_mismatches(info.buffer, size, seed + 1), 0);
     drop((va, vb));
     unsafe {
         vkcuda_buffer_destroy(imported);

@@ -110,6 +110,34 @@ impl Doctor {
             .find(|c| c.name == name)
             .unwrap_or_else(|| panic!("no check {name}"))
     }
+
+    /// The check of the ICD manifest at `path`.
+    #[track_caller]
+    fn icd(&self, path: &Path) -> &Seen {
+        self.get(&format!("vulkan.icd[{}]", path.display()))
+    }
+}
+
+impl Seen {
+    /// Asserts the status, and that `seen` and `fix` contain every part given.
+    #[track_caller]
+    fn says(&self, status: vkcuda_doctor_status, seen: &[&str], fix: &[&str]) -> &Self {
+        assert_eq!(self.status, status, "{self:?}");
+        for part in seen {
+            assert!(self.seen.contains(part), "seen lacks {part:?}: {self:?}");
+        }
+        for part in fix {
+            assert!(self.fix.contains(part), "fix lacks {part:?}: {self:?}");
+        }
+        self
+    }
+
+    /// `err`, the message of a failed call of `function`, says the doctor's words.
+    #[track_caller]
+    fn is_the_error(&self, function: &str, err: &str) {
+        let words = format!("{function}: {}: {}", self.seen, self.fix);
+        assert_eq!(err, words, "the doctor and the failing call say the same");
+    }
 }
 
 use vkcuda_doctor_status::{
@@ -127,8 +155,16 @@ fn scratch(name: &str) -> PathBuf {
     d
 }
 
+/// Writes `text` to `root`/`rel`, making the directories on the way.
+fn put(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
 fn manifest(dir: &Path, name: &str, library: &str) -> PathBuf {
     let p = dir.join(name);
+    std::fs::create_dir_all(dir).unwrap();
     std::fs::write(
         &p,
         format!(
@@ -149,14 +185,19 @@ fn working_other_manifests() -> Vec<String> {
         .collect()
 }
 
-/// Runs the ignored test `case` in a child with the doctor's stand-in CUDA driver,
-/// `VK_DRIVER_FILES` = `files` and this machine's working manifests, and
-/// `VKCUDA_TEST_DIR` = `dir` (where the child finds what the parent made).
+/// Runs the ignored test `case` in a child with the doctor's stand-in CUDA driver
+/// and `env` set (None removes a variable).
+fn doctor_child(case: &str, env: &[(&str, Option<&str>)]) {
+    run_child(case, &fake_cuda_driver("doctor-fake-cuda", &[]), env);
+}
+
+/// [`doctor_child`] with `VK_DRIVER_FILES` = `files` and this machine's working
+/// manifests, and `VKCUDA_TEST_DIR` = `dir` (where the child finds what the parent
+/// made: [`test_root`]).
 fn icd_child(case: &str, dir: &Path, mut files: Vec<String>) {
     files.extend(working_other_manifests());
-    run_child(
+    doctor_child(
         case,
-        &fake_cuda_driver("doctor-fake-cuda", &[]),
         &[
             ("VK_DRIVER_FILES", Some(&join(&files))),
             ("VKCUDA_TEST_DIR", Some(dir.to_str().unwrap())),
@@ -166,6 +207,10 @@ fn icd_child(case: &str, dir: &Path, mut files: Vec<String>) {
 
 fn join(paths: &[String]) -> String {
     paths.join(":")
+}
+
+fn test_root() -> PathBuf {
+    PathBuf::from(std::env::var("VKCUDA_TEST_DIR").unwrap())
 }
 
 // --- ICD manifests ----------------------------------------------------------------
@@ -190,51 +235,36 @@ fn child_icd_missing_library() {
     if !in_child("child_icd_missing_library") {
         return;
     }
-    let dir = PathBuf::from(std::env::var("VKCUDA_TEST_DIR").unwrap());
+    let dir = test_root();
     let d = doctor(None);
     let nvidia = dir.join("nvidia_icd.json");
-    let c = d.get(&format!("vulkan.icd[{}]", nvidia.display()));
-    assert_eq!(c.status, FAIL, "NVIDIA's ICD not loading stops interop");
-    assert!(
-        c.seen.contains("/nonexistent/libGLX_nvidia.so.0") && c.seen.contains("does not load"),
-        "{c:?}"
+    // NVIDIA's ICD not loading stops interop; the VK_DRIVER_FILES part says where
+    // it came from.
+    let library_path = format!("correct library_path in {}", nvidia.display());
+    d.icd(&nvidia).says(
+        FAIL,
+        &[
+            "/nonexistent/libGLX_nvidia.so.0",
+            "does not load",
+            "VK_DRIVER_FILES",
+        ],
+        &[
+            "install the driver library /nonexistent/libGLX_nvidia.so.0",
+            &library_path,
+        ],
     );
-    assert!(
-        c.seen.contains("VK_DRIVER_FILES"),
-        "says where it came from: {c:?}"
-    );
-    assert!(
-        c.fix
-            .contains("install the driver library /nonexistent/libGLX_nvidia.so.0")
-            && c.fix
-                .contains(&format!("correct library_path in {}", nvidia.display())),
-        "{c:?}"
-    );
-    let c = d.get(&format!(
-        "vulkan.icd[{}]",
-        dir.join("other_icd.json").display()
-    ));
-    assert_eq!(
-        c.status, WARN,
-        "another driver is only skipped by the loader"
-    );
-    assert!(c.seen.contains("libvkcuda_no_such_driver.so"), "{c:?}");
-    let c = d.get(&format!(
-        "vulkan.icd[{}]",
-        dir.join("absent_icd.json").display()
-    ));
-    assert_eq!(c.status, WARN);
+    // Another driver is only skipped by the loader.
+    let other = dir.join("other_icd.json");
+    d.icd(&other)
+        .says(WARN, &["libvkcuda_no_such_driver.so"], &[]);
+    let c = d.icd(&dir.join("absent_icd.json")).says(WARN, &[], &[]);
     assert!(
         c.seen.ends_with("(from VK_DRIVER_FILES) does not exist"),
         "{c:?}"
     );
     assert_eq!(c.fix, "correct the path in VK_DRIVER_FILES or remove it");
-    let c = d.get("vulkan.nvidia_icd");
-    assert_eq!(c.status, FAIL);
-    assert!(
-        c.seen.contains("is there but its library does not load"),
-        "{c:?}"
-    );
+    let nvidia_icd = d.get("vulkan.nvidia_icd");
+    nvidia_icd.says(FAIL, &["is there but its library does not load"], &[]);
     assert!(!d.ready);
     assert_eq!(d.json["ready"], false);
 }
@@ -242,9 +272,8 @@ fn child_icd_missing_library() {
 #[test]
 fn icd_none_from_nvidia() {
     let files = working_other_manifests();
-    run_child(
+    doctor_child(
         "child_no_nvidia_icd",
-        &fake_cuda_driver("doctor-fake-cuda", &[]),
         &[
             // An empty VK_DRIVER_FILES would mean "unset": name a directory without manifests.
             (
@@ -270,22 +299,19 @@ fn child_no_nvidia_icd() {
         return;
     }
     let d = doctor(None);
-    let c = d.get("vulkan.nvidia_icd");
-    assert_eq!(c.status, FAIL);
+    let c = d.get("vulkan.nvidia_icd").says(
+        FAIL,
+        &[],
+        &[
+            "nvidia_icd.json and libGLX_nvidia.so.0",
+            "graphics to NVIDIA_DRIVER_CAPABILITIES",
+            "VK_DRIVER_FILES",
+        ],
+    );
     // Inside a container without graphics (this machine may be one) the seen goes on
     // to say so.
-    assert!(
-        c.seen.starts_with(
-            "no NVIDIA Vulkan driver manifest (nvidia_icd.json) among the ones the loader reads"
-        ),
-        "{c:?}"
-    );
-    assert!(
-        c.fix.contains("nvidia_icd.json and libGLX_nvidia.so.0")
-            && c.fix.contains("graphics to NVIDIA_DRIVER_CAPABILITIES")
-            && c.fix.contains("VK_DRIVER_FILES"),
-        "{c:?}"
-    );
+    let none = "no NVIDIA Vulkan driver manifest (nvidia_icd.json) among the ones the loader reads";
+    assert!(c.seen.starts_with(none), "{c:?}");
     // VK_ICD_FILENAMES is ignored while VK_DRIVER_FILES is set, as the loader does.
     assert!(
         !d.checks.iter().any(|c| c.name.contains("ignored_when")),
@@ -298,9 +324,8 @@ fn child_no_nvidia_icd() {
 fn icd_older_variable_is_read() {
     let dir = scratch("icd-old-variable");
     let nvidia = manifest(&dir, "nvidia_icd.json", "/nonexistent/libGLX_nvidia.so.0");
-    run_child(
+    doctor_child(
         "child_icd_old_variable",
-        &fake_cuda_driver("doctor-fake-cuda", &[]),
         &[
             ("VK_DRIVER_FILES", None),
             ("VK_ICD_FILENAMES", Some(nvidia.to_str().unwrap())),
@@ -315,16 +340,10 @@ fn child_icd_old_variable() {
     if !in_child("child_icd_old_variable") {
         return;
     }
-    let dir = PathBuf::from(std::env::var("VKCUDA_TEST_DIR").unwrap());
     let d = doctor(None);
-    let c = d.get(&format!(
-        "vulkan.icd[{}]",
-        dir.join("nvidia_icd.json").display()
-    ));
-    assert_eq!(c.status, FAIL);
-    assert!(c.seen.contains("(from VK_ICD_FILENAMES)"), "{c:?}");
-    let c = d.get("vulkan.icd_manifests");
-    assert_eq!(c.status, PASS);
+    let nvidia = test_root().join("nvidia_icd.json");
+    d.icd(&nvidia).says(FAIL, &["(from VK_ICD_FILENAMES)"], &[]);
+    d.get("vulkan.icd_manifests").says(PASS, &[], &[]);
     assert_eq!(
         d.checks
             .iter()
@@ -403,12 +422,11 @@ fn icd_entries_that_are_not_manifests_are_skipped() {
 #[test]
 #[ignore = "runs in a child process of icd_entries_that_are_not_manifests_are_skipped"]
 fn child_icd_skipped() {
-    if !support::in_child("child_icd_skipped") {
+    if !in_child("child_icd_skipped") {
         return;
     }
-    let dir = PathBuf::from(std::env::var("VKCUDA_TEST_DIR").unwrap());
+    let dir = test_root();
     let d = doctor_within(std::time::Duration::from_secs(20));
-    let at = |p: &Path| d.get(&format!("vulkan.icd[{}]", p.display())).clone();
     // The loader skips these: a warning each.
     let skipped: [(PathBuf, &str, &str); 6] = [
         (
@@ -443,14 +461,10 @@ fn child_icd_skipped() {
         ),
     ];
     for (path, why, fix) in skipped {
-        let c = at(&path);
-        assert_eq!(c.status, WARN, "{c:?}");
+        let c = d
+            .icd(&path)
+            .says(WARN, &[&format!("was skipped: {why}")], &[fix]);
         assert!(c.seen.starts_with(&path.display().to_string()), "{c:?}");
-        assert!(
-            c.seen.contains(&format!("was skipped: {why}")),
-            "{why:?}: {c:?}"
-        );
-        assert!(c.fix.contains(fix), "{fix:?}: {c:?}");
     }
     // The loader opens these as manifests and never finishes: each fails, and no
     // instance is made (the doctor's own would hang too).
@@ -473,45 +487,28 @@ fn child_icd_skipped() {
         ),
     ];
     for (path, why, fix) in &blocking {
-        let c = at(path);
-        assert_eq!(c.status, FAIL, "{c:?}");
-        assert!(
-            c.seen.contains(&format!("was not read: {why}")),
-            "{why:?}: {c:?}"
-        );
+        let c = d
+            .icd(path)
+            .says(FAIL, &[&format!("was not read: {why}")], &[]);
         assert!(c.fix.starts_with(fix), "{fix:?}: {c:?}");
     }
-    let c = at(&dir.join("fifolib_icd.json"));
-    assert_eq!(c.status, FAIL, "{c:?}");
-    assert!(
-        c.seen
-            .contains("libfifo.so is not a regular file (not loaded: dlopen would wait on a FIFO)"),
-        "{c:?}"
-    );
-    let c = d.get("vulkan.devices");
-    assert_eq!(c.status, FAIL, "{c:?}");
-    assert!(
-        c.seen
-            .contains(&dir.join("fifolib_icd.json").display().to_string()),
-        "{c:?}"
-    );
-    assert!(
-        c.seen
-            .starts_with("not checked: the Vulkan loader would never get past")
-            && blocking
-                .iter()
-                .all(|(p, _, _)| c.seen.contains(&p.display().to_string())),
-        "{c:?}"
-    );
+    let fifolib = dir.join("fifolib_icd.json");
+    let fifo = "libfifo.so is not a regular file (not loaded: dlopen would wait on a FIFO)";
+    d.icd(&fifolib).says(FAIL, &[fifo], &[]);
+    let mut never_past: Vec<String> = blocking
+        .iter()
+        .map(|(p, _, _)| p.display().to_string())
+        .collect();
+    never_past.push(fifolib.display().to_string());
+    let never_past: Vec<&str> = never_past.iter().map(String::as_str).collect();
+    let c = d.get("vulkan.devices").says(FAIL, &never_past, &[]);
+    let not_checked = "not checked: the Vulkan loader would never get past";
+    assert!(c.seen.starts_with(not_checked), "{c:?}");
     // fifolib_icd.json is a manifest the loader takes (its library is the
     // problem), so manifests are found; the entries that gave none have their own
     // checks above. (On the H200, with no other manifest named, 2 were counted.)
-    let c = d.get("vulkan.icd_manifests");
-    assert_eq!(c.status, PASS, "{c:?}");
-    assert!(
-        c.seen.contains("manifest(s) where the loader searches"),
-        "{c:?}"
-    );
+    let manifests = "manifest(s) where the loader searches";
+    d.get("vulkan.icd_manifests").says(PASS, &[manifests], &[]);
 }
 
 #[test]
@@ -540,19 +537,15 @@ fn icd_variable_that_is_not_utf8() {
 #[test]
 #[ignore = "runs in a child process of icd_variable_that_is_not_utf8"]
 fn child_icd_not_utf8() {
-    if !support::in_child("child_icd_not_utf8") {
+    if !in_child("child_icd_not_utf8") {
         return;
     }
     assert!(std::env::var("VK_DRIVER_FILES").is_err(), "not UTF-8");
     let d = doctor(None);
-    let c = d.get("vulkan.icd_variables");
-    assert_eq!(c.status, FAIL, "no manifest it names works: {c:?}");
-    assert!(
-        c.seen.starts_with("VK_DRIVER_FILES=\"")
-            && c.seen.contains("\\xFF_icd.json")
-            && c.seen.contains("cannot be decoded as UTF-8"),
-        "{c:?}"
-    );
+    // No manifest it names works.
+    let undecodable = ["\\xFF_icd.json", "cannot be decoded as UTF-8"];
+    let c = d.get("vulkan.icd_variables").says(FAIL, &undecodable, &[]);
+    assert!(c.seen.starts_with("VK_DRIVER_FILES=\""), "{c:?}");
     assert!(
         c.fix.starts_with("set VK_DRIVER_FILES to UTF-8 paths"),
         "{c:?}"
@@ -564,10 +557,11 @@ fn child_icd_not_utf8() {
         .filter(|c| c.name.starts_with("vulkan.icd["))
         .collect();
     assert_eq!(icds.len(), 1, "{icds:?}");
-    assert!(
-        icds[0].seen.contains("/nonexistent/libGLX_nvidia.so.0")
-            && icds[0].seen.contains("does not load"),
-        "the manifest was read: {icds:?}"
+    // The manifest was read.
+    icds[0].says(
+        FAIL,
+        &["/nonexistent/libGLX_nvidia.so.0", "does not load"],
+        &[],
     );
     assert!(
         !d.get("vulkan.icd_manifests")
@@ -587,29 +581,20 @@ fn icd_nvidia_manifest_missing() {
 #[test]
 #[ignore = "runs in a child process of icd_nvidia_manifest_missing"]
 fn child_nvidia_manifest_missing() {
-    if !support::in_child("child_nvidia_manifest_missing") {
+    if !in_child("child_nvidia_manifest_missing") {
         return;
     }
-    let dir = PathBuf::from(std::env::var("VKCUDA_TEST_DIR").unwrap());
-    let nvidia = dir.join("nvidia_icd.json");
+    let nvidia = test_root().join("nvidia_icd.json");
     let d = doctor(None);
-    let c = d.get("vulkan.nvidia_icd");
-    assert_eq!(c.status, FAIL);
-    assert!(
-        c.seen.starts_with(&format!(
-            "NVIDIA's manifest {} (from VK_DRIVER_FILES) does not exist",
-            nvidia.display()
-        )),
-        "{c:?}"
+    let correct = "correct the path in VK_DRIVER_FILES or remove it";
+    let c = d.get("vulkan.nvidia_icd").says(FAIL, &[], &[correct]);
+    let missing = format!(
+        "NVIDIA's manifest {} (from VK_DRIVER_FILES) does not exist",
+        nvidia.display()
     );
+    assert!(c.seen.starts_with(&missing), "{c:?}");
     assert!(!c.seen.contains("is there"), "{c:?}");
-    assert!(
-        c.fix
-            .contains("correct the path in VK_DRIVER_FILES or remove it"),
-        "{c:?}"
-    );
-    let c = d.get(&format!("vulkan.icd[{}]", nvidia.display()));
-    assert_eq!(c.status, FAIL);
+    let c = d.icd(&nvidia).says(FAIL, &[], &[]);
     assert!(c.seen.ends_with("does not exist"), "{c:?}");
 }
 
@@ -628,46 +613,38 @@ fn icd_nvidia_manifest_not_json() {
 #[test]
 #[ignore = "runs in a child process of icd_nvidia_manifest_not_json"]
 fn child_nvidia_manifest_not_json() {
-    if !support::in_child("child_nvidia_manifest_not_json") {
+    if !in_child("child_nvidia_manifest_not_json") {
         return;
     }
-    let dir = PathBuf::from(std::env::var("VKCUDA_TEST_DIR").unwrap());
-    let nvidia = dir.join("nvidia_icd.json");
+    let nvidia = test_root().join("nvidia_icd.json");
+    let path = nvidia.display().to_string();
     let d = doctor(None);
-    let c = d.get(&format!("vulkan.icd[{}]", nvidia.display()));
-    assert_eq!(c.status, FAIL);
+    // About the content, not the path.
+    let c = d
+        .icd(&nvidia)
+        .says(FAIL, &[], &["VK_ERROR_OUT_OF_HOST_MEMORY"]);
     assert!(
         c.seen
             .ends_with("is not valid JSON: trailing comma at line 4, column 1"),
         "{c:?}"
     );
     assert!(
-        c.fix.starts_with(&format!(
-            "correct the JSON at line 4, column 1 of {}",
-            nvidia.display()
-        )) && c.fix.contains("VK_ERROR_OUT_OF_HOST_MEMORY"),
-        "about the content, not the path: {c:?}"
-    );
-    assert!(!c.fix.contains("correct the path"), "{c:?}");
-    let c = d.get("vulkan.nvidia_icd");
-    assert_eq!(c.status, FAIL);
-    assert!(
-        c.seen.contains("is not valid JSON") && !c.seen.contains("is there"),
+        c.fix
+            .starts_with(&format!("correct the JSON at line 4, column 1 of {path}")),
         "{c:?}"
     );
+    assert!(!c.fix.contains("correct the path"), "{c:?}");
+    let c = d
+        .get("vulkan.nvidia_icd")
+        .says(FAIL, &["is not valid JSON"], &[]);
+    assert!(!c.seen.contains("is there"), "{c:?}");
     // The loader of this machine may fail every instance while it reads a manifest
     // that is not JSON (1.3.239 does): then the check says what that error means.
     let c = d.get("vulkan.devices");
     if c.seen.contains("VK_ERROR_OUT_OF_HOST_MEMORY") {
-        assert_eq!(c.status, FAIL);
+        c.says(FAIL, &["not for lack of memory", &path], &[]);
         assert!(
-            c.seen.contains("not for lack of memory")
-                && c.seen.contains(&nvidia.display().to_string()),
-            "{c:?}"
-        );
-        assert!(
-            c.fix
-                .starts_with(&format!("correct or remove {}", nvidia.display())),
+            c.fix.starts_with(&format!("correct or remove {path}")),
             "{c:?}"
         );
     } else {
@@ -697,26 +674,19 @@ fn child_cuda_absent() {
     }
     let err = fails(r, VKCUDA_ERROR_CUDA_UNAVAILABLE);
     let d = doctor(None);
-    let c = d.get("cuda.driver");
-    assert_eq!(c.status, FAIL);
+    let c = d.get("cuda.driver").says(FAIL, &[], &[]);
     assert_eq!(c.seen, "the CUDA driver library libcuda.so.1 was not found");
     assert!(c.fix.starts_with("install the NVIDIA driver"), "{c:?}");
-    assert_eq!(
-        err,
-        format!("vkcuda_cuda_driver_get_version: {}: {}", c.seen, c.fix),
-        "the doctor and the failing call say the same"
-    );
-    let c = d.get("pairing");
-    assert_eq!(c.status, FAIL);
+    c.is_the_error("vkcuda_cuda_driver_get_version", &err);
+    let c = d.get("pairing").says(FAIL, &[], &[]);
     assert!(c.fix.starts_with("fix cuda.driver first"), "{c:?}");
     assert!(!d.ready);
 }
 
 #[test]
 fn cuda_driver_too_old() {
-    run_child(
+    doctor_child(
         "child_cuda_too_old",
-        &fake_cuda_driver("doctor-fake-cuda", &[]),
         &[("FAKE_CUDA_VERSION", Some("11010"))],
     );
 }
@@ -727,36 +697,33 @@ fn child_cuda_too_old() {
     if !in_child("child_cuda_too_old") {
         return;
     }
-    let mut v = 0;
-    let err = fails(
-        unsafe { vkcuda_cuda_driver_get_version(&mut v) },
-        VKCUDA_ERROR_CUDA_UNAVAILABLE,
-    );
+    let err = driver_version_error();
     let d = doctor(None);
-    let c = d.get("cuda.driver");
-    assert_eq!(c.status, FAIL);
-    assert!(
-        c.seen.contains("too old")
-            && c.seen.contains("CUDA 11.1 (11010)")
-            && c.seen.contains("CUDA 11.2"),
-        "{c:?}"
-    );
-    assert!(c.seen.contains("TIMELINE_SEMAPHORE_FD"), "{c:?}");
+    let too_old = [
+        "too old",
+        "CUDA 11.1 (11010)",
+        "CUDA 11.2",
+        "TIMELINE_SEMAPHORE_FD",
+    ];
+    let c = d.get("cuda.driver").says(FAIL, &too_old, &[]);
     assert!(
         c.fix.starts_with("install NVIDIA driver 525 or newer"),
         "{c:?}"
     );
-    assert_eq!(
-        err,
-        format!("vkcuda_cuda_driver_get_version: {}: {}", c.seen, c.fix)
-    );
+    c.is_the_error("vkcuda_cuda_driver_get_version", &err);
+}
+
+/// The message of `vkcuda_cuda_driver_get_version`, which must fail as CUDA_UNAVAILABLE.
+fn driver_version_error() -> String {
+    let mut v = 0;
+    let r = unsafe { vkcuda_cuda_driver_get_version(&mut v) };
+    fails(r, VKCUDA_ERROR_CUDA_UNAVAILABLE)
 }
 
 #[test]
 fn cuda_visible_devices_empty() {
-    run_child(
+    doctor_child(
         "child_cuda_visible_devices",
-        &fake_cuda_driver("doctor-fake-cuda", &[]),
         &[
             ("CUDA_VISIBLE_DEVICES", Some("")),
             ("FAKE_CUDA_UUIDS", None),
@@ -766,9 +733,8 @@ fn cuda_visible_devices_empty() {
 
 #[test]
 fn cuda_visible_devices_names_no_gpu() {
-    run_child(
+    doctor_child(
         "child_cuda_visible_devices",
-        &fake_cuda_driver("doctor-fake-cuda", &[]),
         &[
             ("CUDA_VISIBLE_DEVICES", Some("7")),
             ("FAKE_CUDA_UUIDS", None),
@@ -779,25 +745,19 @@ fn cuda_visible_devices_names_no_gpu() {
 #[test]
 #[ignore = "runs in a child process of cuda_visible_devices_empty and _names_no_gpu"]
 fn child_cuda_visible_devices() {
-    if !support::in_child("child_cuda_visible_devices") {
+    if !in_child("child_cuda_visible_devices") {
         return;
     }
     // The stand-in driver, as the real one: no visible device is CUDA_ERROR_NO_DEVICE.
     let visible = std::env::var("CUDA_VISIBLE_DEVICES").unwrap();
-    let mut v = 0;
-    let err = fails(
-        unsafe { vkcuda_cuda_driver_get_version(&mut v) },
-        VKCUDA_ERROR_CUDA_UNAVAILABLE,
-    );
+    let err = driver_version_error();
     let d = doctor(None);
-    let c = d.get("cuda.driver");
-    assert_eq!(c.status, FAIL);
-    assert!(
-        c.seen.starts_with(&format!(
-            "cuInit failed with CUDA_ERROR_NO_DEVICE and CUDA_VISIBLE_DEVICES=\"{visible}\": "
-        )),
-        "names the variable and its value: {c:?}"
-    );
+    let ignored = "nvidia-smi itself ignores CUDA_VISIBLE_DEVICES";
+    let c = d.get("cuda.driver").says(FAIL, &[], &[ignored]);
+    // Names the variable and its value.
+    let no_device =
+        format!("cuInit failed with CUDA_ERROR_NO_DEVICE and CUDA_VISIBLE_DEVICES=\"{visible}\": ");
+    assert!(c.seen.starts_with(&no_device), "{c:?}");
     if visible.is_empty() {
         assert!(
             c.seen.ends_with("empty, which hides every GPU from CUDA"),
@@ -806,26 +766,16 @@ fn child_cuda_visible_devices() {
     } else {
         assert!(c.seen.contains("it names no GPU this driver has"), "{c:?}");
     }
-    assert!(
-        c.fix
-            .starts_with("unset CUDA_VISIBLE_DEVICES or set it to GPUs this machine has")
-            && c.fix
-                .contains("nvidia-smi itself ignores CUDA_VISIBLE_DEVICES"),
-        "{c:?}"
-    );
+    let unset = "unset CUDA_VISIBLE_DEVICES or set it to GPUs this machine has";
+    assert!(c.fix.starts_with(unset), "{c:?}");
     assert!(!c.fix.contains("kernel module"), "{c:?}");
-    assert_eq!(
-        err,
-        format!("vkcuda_cuda_driver_get_version: {}: {}", c.seen, c.fix),
-        "the doctor and the failing call say the same"
-    );
+    c.is_the_error("vkcuda_cuda_driver_get_version", &err);
 }
 
 #[test]
 fn cuda_driver_without_a_matching_uuid() {
-    run_child(
+    doctor_child(
         "child_no_matching_uuid",
-        &fake_cuda_driver("doctor-fake-cuda", &[]),
         &[("FAKE_CUDA_UUIDS", None), ("CUDA_VISIBLE_DEVICES", None)],
     );
 }
@@ -842,22 +792,11 @@ fn child_no_matching_uuid() {
         VKCUDA_ERROR_DEVICE_MISMATCH,
     );
     let d = doctor(None);
-    let c = d.get("cuda.driver");
-    assert_eq!(c.status, PASS);
-    assert!(
-        c.seen.contains("libcuda.so") && c.seen.contains("CUDA 12.8 (12080)"),
-        "says which driver it loaded: {c:?}"
-    );
-    assert!(
-        c.seen.contains("doctor-fake-cuda"),
-        "the path of the fake driver: {c:?}"
-    );
-    let c = d.get("vulkan_device[0].pairing");
-    assert_eq!(c.status, WARN);
-    assert!(
-        c.seen.contains("abababab-abab-abab-abab-abababababab"),
-        "{c:?}"
-    );
+    // Says which driver it loaded: the path of the fake driver.
+    let loaded = ["libcuda.so", "CUDA 12.8 (12080)", "doctor-fake-cuda"];
+    d.get("cuda.driver").says(PASS, &loaded, &[]);
+    let uuid = "abababab-abab-abab-abab-abababababab";
+    let c = d.get("vulkan_device[0].pairing").says(WARN, &[uuid], &[]);
     // The error is "function: seen: fix"; the doctor's seen adds what kind of device it is.
     let err_seen = err
         .strip_prefix("vkcuda_context_create_standalone: ")
@@ -871,12 +810,8 @@ fn child_no_matching_uuid() {
         c.seen.contains("software (CPU) device") || !c.seen.contains("llvmpipe"),
         "{c:?}"
     );
-    let c = d.get("cuda_device[0].pairing");
-    assert_eq!(c.status, WARN);
-    assert!(
-        c.seen.contains("has no Vulkan device with its UUID"),
-        "{c:?}"
-    );
+    let no_twin = "has no Vulkan device with its UUID";
+    d.get("cuda_device[0].pairing").says(WARN, &[no_twin], &[]);
     assert_eq!(d.get("pairing").status, FAIL);
     assert_eq!(d.pairs, vec![(0, -1), (-1, 0)]);
     assert_eq!(d.json["devices"][1]["cuda_name"], "vkcuda fake GPU");
@@ -886,9 +821,8 @@ fn child_no_matching_uuid() {
 
 #[test]
 fn engine_device_without_an_extension() {
-    run_child(
+    doctor_child(
         "child_engine_device",
-        &fake_cuda_driver("doctor-fake-cuda", &[]),
         &[("FAKE_CUDA_UUIDS", None), ("CUDA_VISIBLE_DEVICES", None)],
     );
 }
@@ -902,15 +836,12 @@ fn child_engine_device() {
     let info = e.create_info(0);
     let d = doctor_with(None, &info);
     assert_eq!(d.get("engine.device").status, PASS);
-    let mem = d.get("engine.external_memory_fd");
-    assert_eq!(mem.status, FAIL);
-    assert_eq!(
-        mem.seen,
-        "VK_KHR_external_memory_fd is not enabled on the VkDevice (its functions resolve to NULL)"
-    );
+    let mem = d.get("engine.external_memory_fd").says(FAIL, &[], &[]);
+    let disabled =
+        "VK_KHR_external_memory_fd is not enabled on the VkDevice (its functions resolve to NULL)";
+    assert_eq!(mem.seen, disabled);
     let sem = d.get("engine.external_semaphore_fd");
-    assert_eq!(sem.status, FAIL);
-    assert!(sem.seen.contains("VK_KHR_external_semaphore_fd"), "{sem:?}");
+    sem.says(FAIL, &["VK_KHR_external_semaphore_fd"], &[]);
     // The same words as the first calls of a context on that device that need them.
     let vonly = e.create_info(VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT);
     let mut ctx = ptr::null_mut();
@@ -924,20 +855,14 @@ fn child_engine_device() {
         unsafe { vkcuda_buffer_create(ctx, &bi, &mut b) },
         VKCUDA_ERROR_EXTENSION_NOT_PRESENT,
     );
-    assert_eq!(
-        err,
-        format!("vkcuda_buffer_create: {}: {}", mem.seen, mem.fix)
-    );
+    mem.is_the_error("vkcuda_buffer_create", &err);
     let mut s = ptr::null_mut();
     let si: vkcuda_semaphore_create_info = unsafe { std::mem::zeroed() };
     let err = fails(
         unsafe { vkcuda_semaphore_create(ctx, &si, &mut s) },
         VKCUDA_ERROR_EXTENSION_NOT_PRESENT,
     );
-    assert_eq!(
-        err,
-        format!("vkcuda_semaphore_create: {}: {}", sem.seen, sem.fix)
-    );
+    sem.is_the_error("vkcuda_semaphore_create", &err);
     unsafe { vkcuda_context_destroy(ctx) };
     // Pairing: the fake driver's device is not this one; on a machine whose real
     // driver has this device's twin (an NVIDIA GPU), the pairing passes and the
@@ -954,7 +879,7 @@ fn child_engine_device() {
             unsafe { vkcuda_context_create(&info, &mut ctx) },
             VKCUDA_ERROR_DEVICE_MISMATCH,
         );
-        assert_eq!(err, format!("vkcuda_context_create: {}: {}", c.seen, c.fix));
+        c.is_the_error("vkcuda_context_create", &err);
     }
     assert!(!d.ready);
     drop(e);
@@ -1017,13 +942,13 @@ fn container_child(case: &str, root: &Path, env: &[(&str, Option<&str>)]) {
         all.retain(|(a, _)| a != k);
         all.push((k, *v));
     }
-    run_child(case, &fake_cuda_driver("doctor-fake-cuda", &[]), &all);
+    doctor_child(case, &all);
 }
 
 #[test]
 fn container_without_graphics() {
     let root = scratch("container-compute-only");
-    std::fs::write(root.join(".dockerenv"), "").unwrap();
+    put(&root, ".dockerenv", "");
     container_child(
         "child_container_without_graphics",
         &root,
@@ -1034,10 +959,6 @@ fn container_without_graphics() {
     );
 }
 
-fn test_root() -> PathBuf {
-    PathBuf::from(std::env::var("VKCUDA_TEST_DIR").unwrap())
-}
-
 #[test]
 #[ignore = "runs in a child process of container_without_graphics"]
 fn child_container_without_graphics() {
@@ -1045,18 +966,13 @@ fn child_container_without_graphics() {
         return;
     }
     let d = doctor(Some(&test_root()));
-    let c = d.get("container");
-    assert_eq!(c.status, PASS);
+    let c = d.get("container").says(PASS, &[], &[]);
     assert_eq!(c.seen, "in a container: /.dockerenv exists (Docker)");
     assert_eq!(d.get("container.visible_devices").status, PASS);
     let c = d.get("container.driver_capabilities");
-    assert_eq!(c.status, FAIL);
-    assert!(
-        c.seen
-            .starts_with("NVIDIA_DRIVER_CAPABILITIES=compute,utility: graphics missing")
-            && c.seen.contains("libnvidia-glvkspirv"),
-        "{c:?}"
-    );
+    c.says(FAIL, &["libnvidia-glvkspirv"], &[]);
+    let missing = "NVIDIA_DRIVER_CAPABILITIES=compute,utility: graphics missing";
+    assert!(c.seen.starts_with(missing), "{c:?}");
     assert_eq!(
         c.fix,
         "set NVIDIA_DRIVER_CAPABILITIES=compute,utility,graphics (or all) in the image (ENV) or on docker run -e, \
@@ -1068,25 +984,17 @@ fn child_container_without_graphics() {
         ("libnvidia-glvkspirv.so", "graphics"),
         ("libcuda.so.1", "compute"),
     ] {
-        let c = d.get(&format!("container.library[{lib}]"));
-        assert_eq!(c.status, FAIL, "{c:?}");
-        assert!(
-            c.fix.starts_with(&format!(
-                "add {cap} to NVIDIA_DRIVER_CAPABILITIES so the toolkit mounts it"
-            )),
-            "{c:?}"
-        );
+        let c = d
+            .get(&format!("container.library[{lib}]"))
+            .says(FAIL, &[], &[]);
+        let add = format!("add {cap} to NVIDIA_DRIVER_CAPABILITIES so the toolkit mounts it");
+        assert!(c.fix.starts_with(&add), "{c:?}");
     }
-    let c = d.get("container.nvidia_icd_json");
-    assert_eq!(c.status, FAIL);
-    assert!(
-        c.fix.contains("add graphics to NVIDIA_DRIVER_CAPABILITIES"),
-        "{c:?}"
-    );
-    let c = d.get("container.device_nodes");
-    assert_eq!(c.status, FAIL);
-    assert!(c.seen.contains("no /dev/nvidiactl"), "{c:?}");
-    assert!(c.fix.contains("docker run --gpus all"), "{c:?}");
+    let add = "add graphics to NVIDIA_DRIVER_CAPABILITIES";
+    d.get("container.nvidia_icd_json").says(FAIL, &[], &[add]);
+    let gpus = "docker run --gpus all";
+    d.get("container.device_nodes")
+        .says(FAIL, &["no /dev/nvidiactl"], &[gpus]);
 }
 
 #[test]
@@ -1094,7 +1002,7 @@ fn container_without_graphics_and_no_manifest() {
     // The usual case: a container with compute only, no Vulkan driver at all. The
     // first check that fails must say that graphics is missing.
     let root = scratch("container-no-manifest");
-    std::fs::write(root.join(".dockerenv"), "").unwrap();
+    put(&root, ".dockerenv", "");
     let icds = scratch("container-no-manifest-icds");
     container_child(
         "child_container_without_graphics_first_failure",
@@ -1110,7 +1018,7 @@ fn container_without_graphics_and_no_manifest() {
 #[test]
 #[ignore = "runs in a child process of container_without_graphics_and_no_manifest"]
 fn child_container_without_graphics_first_failure() {
-    if !support::in_child("child_container_without_graphics_first_failure") {
+    if !in_child("child_container_without_graphics_first_failure") {
         return;
     }
     let d = doctor(Some(&test_root()));
@@ -1123,21 +1031,14 @@ fn child_container_without_graphics_first_failure() {
         first.name.starts_with("vulkan."),
         "the Vulkan checks come first: {first:?}"
     );
-    assert!(
-        first
-            .seen
-            .contains("this container lacks the graphics capability (NVIDIA_DRIVER_CAPABILITIES=compute,utility)"),
-        "{first:?}"
-    );
-    assert!(
-        first
-            .fix
-            .starts_with("add graphics to NVIDIA_DRIVER_CAPABILITIES: set NVIDIA_DRIVER_CAPABILITIES=compute,utility,graphics"),
-        "not \"install a Vulkan driver\" first: {first:?}"
-    );
+    let lacks =
+        "this container lacks the graphics capability (NVIDIA_DRIVER_CAPABILITIES=compute,utility)";
+    first.says(FAIL, &[lacks], &[]);
+    // Not "install a Vulkan driver" first.
+    let add = "add graphics to NVIDIA_DRIVER_CAPABILITIES: set NVIDIA_DRIVER_CAPABILITIES=compute,utility,graphics";
+    assert!(first.fix.starts_with(add), "{first:?}");
     for name in ["vulkan.icd_manifests", "vulkan.nvidia_icd"] {
-        let c = d.get(name);
-        assert_eq!(c.status, FAIL, "{c:?}");
+        let c = d.get(name).says(FAIL, &[], &[]);
         assert!(
             c.fix
                 .starts_with("add graphics to NVIDIA_DRIVER_CAPABILITIES"),
@@ -1151,12 +1052,11 @@ fn container_defaults_lack_graphics() {
     // The toolkit's default capabilities (the variable unset) are utility,compute;
     // the container is recognised by /proc/1/cgroup.
     let root = scratch("container-default-caps");
-    std::fs::create_dir_all(root.join("proc/1")).unwrap();
-    std::fs::write(
-        root.join("proc/1/cgroup"),
+    put(
+        &root,
+        "proc/1/cgroup",
         "12:devices:/docker/0123456789abcdef\n",
-    )
-    .unwrap();
+    );
     container_child("child_container_default_caps", &root, &[]);
 }
 
@@ -1171,24 +1071,17 @@ fn child_container_default_caps() {
         d.get("container").seen,
         "in a container: /proc/1/cgroup mentions docker"
     );
-    let c = d.get("container.visible_devices");
-    assert_eq!(c.status, WARN);
-    assert!(c.fix.contains("docker run --gpus all"), "{c:?}");
-    let c = d.get("container.driver_capabilities");
-    assert_eq!(c.status, FAIL);
-    assert!(
-        c.seen.starts_with(
-            "NVIDIA_DRIVER_CAPABILITIES is not set (the toolkit's default: utility,compute): graphics missing"
-        ),
-        "{c:?}"
-    );
+    d.get("container.visible_devices")
+        .says(WARN, &[], &["docker run --gpus all"]);
+    let c = d.get("container.driver_capabilities").says(FAIL, &[], &[]);
+    let unset = "NVIDIA_DRIVER_CAPABILITIES is not set (the toolkit's default: utility,compute): graphics missing";
+    assert!(c.seen.starts_with(unset), "{c:?}");
 }
 
 #[test]
 fn container_with_no_gpu() {
     let root = scratch("container-void");
-    std::fs::create_dir_all(root.join("run")).unwrap();
-    std::fs::write(root.join("run/.containerenv"), "").unwrap();
+    put(&root, "run/.containerenv", "");
     container_child(
         "child_container_void",
         &root,
@@ -1210,8 +1103,7 @@ fn child_container_void() {
         d.get("container").seen,
         "in a container: /run/.containerenv exists (Podman)"
     );
-    let c = d.get("container.visible_devices");
-    assert_eq!(c.status, FAIL);
+    let c = d.get("container.visible_devices").says(FAIL, &[], &[]);
     assert_eq!(
         c.seen,
         "NVIDIA_VISIBLE_DEVICES=void: the toolkit exposes no GPU"
@@ -1222,26 +1114,23 @@ fn child_container_void() {
 #[test]
 fn container_set_up_right() {
     let root = scratch("container-complete");
-    std::fs::write(root.join(".dockerenv"), "").unwrap();
-    let lib = root.join(format!("usr/lib/{}-linux-gnu", std::env::consts::ARCH));
-    std::fs::create_dir_all(&lib).unwrap();
+    put(&root, ".dockerenv", "");
+    let lib = format!("usr/lib/{}-linux-gnu", std::env::consts::ARCH);
     for f in [
         "libcuda.so.1",
         "libGLX_nvidia.so.0",
         "libnvidia-glcore.so.580.159.04",
         "libnvidia-glvkspirv.so.580.159.04",
     ] {
-        std::fs::write(lib.join(f), "").unwrap();
+        put(&root, &format!("{lib}/{f}"), "");
     }
-    std::fs::create_dir_all(root.join("etc/vulkan/icd.d")).unwrap();
     manifest(
         &root.join("etc/vulkan/icd.d"),
         "nvidia_icd.json",
         "libGLX_nvidia.so.0",
     );
-    std::fs::create_dir_all(root.join("dev")).unwrap();
     for f in ["nvidiactl", "nvidia0", "nvidia-uvm"] {
-        std::fs::write(root.join("dev").join(f), "").unwrap();
+        put(&root, &format!("dev/{f}"), "");
     }
     container_child(
         "child_container_complete",
@@ -1297,8 +1186,7 @@ fn child_not_in_a_container() {
         return;
     }
     let d = doctor(Some(&test_root()));
-    let c = d.get("container");
-    assert_eq!(c.status, PASS);
+    let c = d.get("container").says(PASS, &[], &[]);
     assert!(c.seen.starts_with("not in a container"), "{c:?}");
     assert!(
         !d.checks.iter().any(|c| c.name.starts_with("container.")),
@@ -1310,11 +1198,7 @@ fn child_not_in_a_container() {
 
 #[test]
 fn open_file_limit() {
-    run_child(
-        "child_open_file_limit",
-        &fake_cuda_driver("doctor-fake-cuda", &[]),
-        &[],
-    );
+    doctor_child("child_open_file_limit", &[]);
 }
 
 fn set_soft_limit(n: u64) {
@@ -1335,14 +1219,12 @@ fn child_open_file_limit() {
     }
     set_soft_limit(64);
     let d = doctor(None);
-    let c = d.get("process.open_files");
-    assert_eq!(c.status, FAIL);
+    let raise = ["LimitNOFILE=", "--ulimit nofile=4096:4096"];
+    let c = d.get("process.open_files").says(FAIL, &[], &raise);
     assert!(c.seen.starts_with("open-file limit 64 (hard "), "{c:?}");
     assert!(
         c.fix
-            .starts_with("raise it to at least 1024: ulimit -n 4096")
-            && c.fix.contains("LimitNOFILE=")
-            && c.fix.contains("--ulimit nofile=4096:4096"),
+            .starts_with("raise it to at least 1024: ulimit -n 4096"),
         "{c:?}"
     );
     assert!(!d.ready);
@@ -1351,9 +1233,7 @@ fn child_open_file_limit() {
     assert_eq!(d.get("process.open_files").status, WARN);
     set_soft_limit(4096);
     let d = doctor(None);
-    let c = d.get("process.open_files");
-    assert_eq!(c.status, PASS);
-    assert_eq!(c.fix, "");
+    assert_eq!(d.get("process.open_files").says(PASS, &[], &[]).fix, "");
 }
 
 // --- The C surface ---------------------------------------------------------------------
@@ -1442,17 +1322,12 @@ fn child_deep_vulkan_only() {
     if !in_child("child_deep_vulkan_only") {
         return;
     }
-    let started = std::time::Instant::now();
-    let d = doctor_flags(None, ptr::null(), VKCUDA_DOCTOR_RUN_DEEP_BIT);
-    print_deep(&d, started);
-    let c = d.get("deep.cuda");
-    assert_eq!(c.status, WARN, "{c:?}");
-    assert!(
-        c.seen.starts_with("skipped: the CUDA part (") && c.seen.contains("VKCUDA_DISABLE_CUDA"),
-        "says why the CUDA part is skipped: {c:?}"
-    );
-    let c = d.get("deep.buffer.cuda");
-    assert_eq!(c.status, WARN, "a CUDA-allocated buffer needs CUDA: {c:?}");
+    let d = deep_run();
+    // Says why the CUDA part is skipped.
+    let c = d.get("deep.cuda").says(WARN, &["VKCUDA_DISABLE_CUDA"], &[]);
+    assert!(c.seen.starts_with("skipped: the CUDA part ("), "{c:?}");
+    // A CUDA-allocated buffer needs CUDA.
+    d.get("deep.buffer.cuda").says(WARN, &[], &[]);
     for name in [
         "deep.buffer.vulkan",
         "deep.image.R8G8B8A8_UNORM.2D",
@@ -1461,24 +1336,16 @@ fn child_deep_vulkan_only() {
         "deep.image.R16_UNORM.1D_ARRAY",
         "deep.image.R16G16B16A16_SFLOAT.2D_ARRAY",
     ] {
-        let c = d.get(name);
-        assert_eq!(c.status, PASS, "{c:?}");
-        assert!(c.seen.contains("Vulkan only"), "{c:?}");
+        d.get(name).says(PASS, &["Vulkan only"], &[]);
     }
     // Semaphores need VK_KHR_external_semaphore_fd, which lavapipe lacks: a skip
     // that says so; where the device has it, the exported fd is imported again.
     for name in ["deep.semaphore.timeline", "deep.semaphore.binary"] {
         let c = d.get(name);
         match c.status {
-            PASS => assert!(
-                c.seen.contains("exported as an fd and imported again"),
-                "{c:?}"
-            ),
-            _ => {
-                assert_eq!(c.status, WARN, "{c:?}");
-                assert!(c.seen.contains("VK_KHR_external_semaphore_fd"), "{c:?}");
-            }
-        }
+            PASS => c.says(PASS, &["exported as an fd and imported again"], &[]),
+            _ => c.says(WARN, &["VK_KHR_external_semaphore_fd"], &[]),
+        };
     }
     // Frames are LINEAR images: skipped where the device cannot copy them.
     for c in d
@@ -1504,10 +1371,7 @@ fn child_deep_vulkan_only() {
     }
     assert!(deep.iter().any(|(c, _)| c.name.starts_with("deep.frame.")));
     let total = d.get("deep.total");
-    assert!(
-        total.seen.contains(" resources in ") && total.seen.contains(" failed"),
-        "{total:?}"
-    );
+    total.says(total.status, &[" resources in ", " failed"], &[]);
     // The JSON carries the same checks.
     let names: Vec<_> = d.json["checks"]
         .as_array()
@@ -1582,8 +1446,7 @@ fn child_deep_stand_in_skips() {
         return;
     }
     let d = deep_run();
-    let c = d.get("deep.cuda");
-    assert_eq!(c.status, WARN, "{c:?}");
+    let c = d.get("deep.cuda").says(WARN, &[], &[]);
     assert!(c.seen.starts_with("skipped: the CUDA part ("), "{c:?}");
     assert!(
         c.seen.contains("the CUDA driver has no cuMemcpyHtoD_v2")
@@ -1603,23 +1466,17 @@ fn child_deep_stand_in_runs() {
         return;
     }
     let d = deep_run();
-    assert_eq!(d.get("deep.cuda").status, PASS, "{:?}", d.get("deep.cuda"));
-    let c = d.get("deep.buffer.vulkan");
-    assert_eq!(c.status, PASS, "{c:?}");
-    assert!(
-        c.seen.contains("Vulkan -> CUDA and CUDA -> Vulkan"),
-        "{c:?}"
-    );
+    d.get("deep.cuda").says(PASS, &[], &[]);
+    let both_ways = "Vulkan -> CUDA and CUDA -> Vulkan";
+    d.get("deep.buffer.vulkan").says(PASS, &[both_ways], &[]);
     // The stand-in has no cuMemCreate and no arrays: clear failures, not a crash.
     let c = d.get("deep.buffer.cuda");
-    assert_eq!(c.status, FAIL, "{c:?}");
+    c.says(FAIL, &[], &["vkcuda_doctor --deep --json"]);
     assert!(
         c.seen.contains("cuMemGetAllocationGranularity") || c.seen.contains("cuMemCreate"),
         "{c:?}"
     );
-    assert!(c.fix.contains("vkcuda_doctor --deep --json"), "{c:?}");
-    let c = d.get("deep.image.R8G8B8A8_UNORM.2D");
-    assert_eq!(c.status, FAIL, "{c:?}");
+    let c = d.get("deep.image.R8G8B8A8_UNORM.2D").says(FAIL, &[], &[]);
     assert!(c.seen.starts_with("vkcuda_image_create failed: "), "{c:?}");
     assert_eq!(d.get("deep.total").status, FAIL);
     assert!(!d.ready);
@@ -1632,8 +1489,7 @@ fn child_deep_stand_in_wrong_byte() {
         return;
     }
     let d = deep_run();
-    let c = d.get("deep.buffer.vulkan");
-    assert_eq!(c.status, FAIL, "{c:?}");
+    let c = d.get("deep.buffer.vulkan").says(FAIL, &[], &[]);
     // The ramp first: byte 123457 of a ramp seeded 0x11 is (123457 + 0x11) mod 256.
     let want = ((123457u64 + 0x11) % 256) as u8;
     assert!(
@@ -1664,8 +1520,7 @@ mod gpu {
         let d = doctor_flags(None, ptr::null(), VKCUDA_DOCTOR_RUN_DEEP_BIT);
         print_deep(&d, started);
         let deep = deep_checks(&d);
-        let c = d.get("deep.cuda");
-        assert_eq!(c.status, PASS, "the CUDA part runs: {c:?}");
+        d.get("deep.cuda").says(PASS, &[], &[]); // the CUDA part runs
         let not_passed: Vec<_> = deep
             .iter()
             .filter(|(c, _)| c.status != PASS)

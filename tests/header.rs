@@ -1,5 +1,5 @@
 //! The committed include/vkcuda.h must be exactly what cbindgen generates from
-//! src/ffi. `scripts/gen-header.sh` (VKCUDA_UPDATE_HEADER=1) rewrites it.
+//! src/ffi. `VKCUDA_UPDATE_HEADER=1 cargo test --test header` rewrites it.
 
 use std::path::PathBuf;
 
@@ -104,7 +104,7 @@ fn header_is_up_to_date() {
     let committed = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         committed == fresh,
-        "include/vkcuda.h is stale: run scripts/gen-header.sh and commit the result"
+        "include/vkcuda.h is stale: run `VKCUDA_UPDATE_HEADER=1 cargo test --test header` and commit the result"
     );
 }
 

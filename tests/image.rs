@@ -208,21 +208,7 @@ fn free_engine_image(v: &Vk, e: Imported) {
 }
 
 fn wrap_info(e: &Imported, size: u64, i: &vkcuda_image_info) -> vkcuda_image_wrap_info {
-    vkcuda_image_wrap_info {
-        flags: 0,
-        image: e.image,
-        memory: e.memory,
-        allocation_size: size,
-        description: image_desc_of(i),
-        offset: 0,
-        dedicated: 1,
-        export_handle_types: vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD.as_raw(),
-        planes: [vkcuda_image_plane_memory {
-            memory: vk::DeviceMemory::null(),
-            allocation_size: 0,
-            offset: 0,
-        }; 3],
-    }
+    image_wrap_info(e.image, e.memory, size, image_desc_of(i))
 }
 
 fn wrap(ctx: *const vkcuda_context, w: &vkcuda_image_wrap_info) -> *mut vkcuda_image {
@@ -338,8 +324,7 @@ fn every_table_format_is_created_where_the_device_can_copy_it() {
     let _g = serial();
     let ctx = vulkan_only_context();
     let v = Vk::new(ctx);
-    let before = live_objects();
-    let fds = fd_count();
+    let before = image_counts();
     for row in vkcuda::format::TABLE {
         let feats = unsafe {
             v.instance
@@ -394,10 +379,7 @@ fn every_table_format_is_created_where_the_device_can_copy_it() {
         unsafe { libc::close(fd) };
         unsafe { vkcuda_image_destroy(im) };
     }
-    let after = live_objects();
-    assert_eq!(after.vk_images, before.vk_images);
-    assert_eq!(after.vk_memories, before.vk_memories);
-    assert_eq!(fd_count(), fds, "no fd leaked");
+    assert_eq!(image_counts(), before, "no image, memory or fd leaked");
     drop(v);
     unsafe { vkcuda_context_destroy(ctx) };
 }
@@ -531,8 +513,7 @@ fn texels_cross_devices_cube_srgb_bgra_and_tiny() {
 fn create_checks_its_arguments() {
     let _g = serial();
     let ctx = vulkan_only_context();
-    let before = live_objects();
-    let fds = fd_count();
+    let before = image_counts();
     let base = d2(vk::Format::R8G8B8A8_UNORM, 64, 32);
 
     // Zero extent.
@@ -706,12 +687,11 @@ fn create_checks_its_arguments() {
     );
     unsafe { vkcuda_image_destroy(ptr::null_mut()) };
 
-    let after = live_objects();
     assert_eq!(
-        (after.vk_images, after.vk_memories),
-        (before.vk_images, before.vk_memories)
+        image_counts(),
+        before,
+        "no image, memory or fd leaked by the failures"
     );
-    assert_eq!(fd_count(), fds, "no fd leaked by the failures");
     drop(v);
     unsafe { vkcuda_context_destroy(ctx) };
 }
@@ -1039,7 +1019,7 @@ fn thousand_cycles_do_not_grow() {
     let bad = d2(vk::Format::R8G8B8_UNORM, 64, 64);
     // Warm up, then count.
     unsafe { vkcuda_image_destroy(create(ctx, &info)) };
-    let (before, fds) = (live_objects(), fd_count());
+    let before = image_counts();
     for _ in 0..1000 {
         let im = create(ctx, &info);
         let mut fd = -1;
@@ -1048,12 +1028,7 @@ fn thousand_cycles_do_not_grow() {
         unsafe { vkcuda_image_destroy(im) };
         create_fails(ctx, &bad, VKCUDA_ERROR_UNSUPPORTED);
     }
-    let after = live_objects();
-    assert_eq!(
-        (after.vk_images, after.vk_memories),
-        (before.vk_images, before.vk_memories)
-    );
-    assert_eq!(fd_count(), fds);
+    assert_eq!(image_counts(), before);
     unsafe { vkcuda_context_destroy(ctx) };
 }
 
@@ -1138,6 +1113,24 @@ mod gpu {
         check(unsafe { cu::cuMemcpy3D_v2(&p) });
     }
 
+    /// Copies every level between `host` (packed as [`levels`] says) and the image's
+    /// CUDA arrays, in the current context.
+    fn copy_levels(
+        im: *const vkcuda_image,
+        lvs: &[Level],
+        bpt: u32,
+        host: &mut [u8],
+        to_array: bool,
+        layered_1d: bool,
+    ) {
+        for (l, lv) in lvs.iter().enumerate() {
+            let mut arr = ptr::null_mut();
+            ok(unsafe { vkcuda_image_get_cuda_array(im, l as u32, &mut arr) });
+            let at = host[lv.offset as usize..].as_mut_ptr();
+            memcpy_level(arr, lv, bpt, at, to_array, layered_1d);
+        }
+    }
+
     /// Vulkan writes, CUDA reads every level; CUDA writes, Vulkan reads.
     fn both_ways(
         ctx: *mut vkcuda_context,
@@ -1160,35 +1153,13 @@ mod gpu {
         unsafe { v.device.queue_wait_idle(v.queue) }.unwrap();
         let mut host = vec![0u8; total as usize];
         c.enter();
-        for (l, lv) in lvs.iter().enumerate() {
-            let mut arr = ptr::null_mut();
-            ok(unsafe { vkcuda_image_get_cuda_array(im, l as u32, &mut arr) });
-            memcpy_level(
-                arr,
-                lv,
-                bpt,
-                host[lv.offset as usize..].as_mut_ptr(),
-                false,
-                layered_1d,
-            );
-        }
+        copy_levels(im, &lvs, bpt, &mut host, false, layered_1d);
         let (bad_a, all) = texel_mismatches(&i, &host, 11);
 
         for (k, x) in host.iter_mut().enumerate() {
             *x = pattern(k, 12);
         }
-        for (l, lv) in lvs.iter().enumerate() {
-            let mut arr = ptr::null_mut();
-            ok(unsafe { vkcuda_image_get_cuda_array(im, l as u32, &mut arr) });
-            memcpy_level(
-                arr,
-                lv,
-                bpt,
-                host[lv.offset as usize..].as_mut_ptr(),
-                true,
-                layered_1d,
-            );
-        }
+        copy_levels(im, &lvs, bpt, &mut host, true, layered_1d);
         check(unsafe { cu::cuCtxSynchronize() });
         c.leave();
         let back = vulkan_read(v, Side::Shared(im));
@@ -1362,18 +1333,7 @@ mod gpu {
         let (lvs, total) = levels(&i);
         let mut host = vec![0u8; total as usize];
         c.enter();
-        for (l, lv) in lvs.iter().enumerate() {
-            let mut arr = ptr::null_mut();
-            ok(unsafe { vkcuda_image_get_cuda_array(im, l as u32, &mut arr) });
-            memcpy_level(
-                arr,
-                lv,
-                4,
-                host[lv.offset as usize..].as_mut_ptr(),
-                false,
-                false,
-            );
-        }
+        copy_levels(im, &lvs, 4, &mut host, false, false);
         c.leave();
         assert_eq!(texel_mismatches(&i, &host, 21).0, 0);
         unsafe { vkcuda_image_destroy(im) };
@@ -1411,24 +1371,11 @@ mod gpu {
             unsafe { vkcuda_image_destroy(im) };
         };
         cycle();
-        let (before, fds) = (live_objects(), fd_count());
+        let before = image_counts();
         for _ in 0..1000 {
             cycle();
         }
-        let after = live_objects();
-        assert_eq!(
-            (
-                after.vk_images,
-                after.vk_memories,
-                after.cuda_external_memories
-            ),
-            (
-                before.vk_images,
-                before.vk_memories,
-                before.cuda_external_memories
-            )
-        );
-        assert_eq!(fd_count(), fds);
+        assert_eq!(image_counts(), before);
         unsafe { vkcuda_context_destroy(ctx) };
     }
 }

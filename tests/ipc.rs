@@ -57,73 +57,21 @@ fn pair(ty: c_int) -> (OwnedFd, OwnedFd) {
     unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
 }
 
-/// sendmsg of `bytes` with `fds` attached (at most 16), on the stack only: safe to
-/// call in a forked child.
-fn raw_send(sock: i32, bytes: &[u8], fds: &[i32]) -> isize {
-    assert!(fds.len() <= 16);
-    let mut control = [0u64; 16];
-    let mut iov = libc::iovec {
-        iov_base: bytes.as_ptr() as *mut c_void,
-        iov_len: bytes.len(),
-    };
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    if !fds.is_empty() {
-        let payload = std::mem::size_of_val(fds) as u32;
-        msg.msg_control = control.as_mut_ptr().cast();
-        unsafe {
-            msg.msg_controllen = libc::CMSG_SPACE(payload) as _;
-            let c = libc::CMSG_FIRSTHDR(&msg);
-            (*c).cmsg_level = libc::SOL_SOCKET;
-            (*c).cmsg_type = libc::SCM_RIGHTS;
-            (*c).cmsg_len = libc::CMSG_LEN(payload) as _;
-            ptr::copy_nonoverlapping(
-                fds.as_ptr().cast::<u8>(),
-                libc::CMSG_DATA(c),
-                payload as usize,
-            );
-        }
-    }
-    unsafe { libc::sendmsg(sock, &msg, libc::MSG_NOSIGNAL) }
-}
-
 fn write_buffer(v: &Vk, b: *const vkcuda_buffer, seed: u32) {
     let info = buffer_info(b);
-    let stage = v.host_buffer(info.size);
-    for (i, x) in stage.bytes().iter_mut().enumerate() {
-        *x = pattern(i, seed);
-    }
-    v.copy(stage.buffer, info.buffer, info.size);
-    v.destroy_host_buffer(stage);
+    v.fill_pattern(info.buffer, info.size, seed);
 }
 
 /// Copies the buffer out and counts the bytes that differ from the pattern.
 fn mismatches(v: &Vk, b: *const vkcuda_buffer, seed: u32) -> usize {
     let info = buffer_info(b);
-    let out = v.host_buffer(info.size);
-    out.bytes().fill(!pattern(0, seed));
-    v.copy(info.buffer, out.buffer, info.size);
-    let bad = out
-        .bytes()
-        .iter()
-        .enumerate()
-        .filter(|(i, &x)| x != pattern(*i, seed))
-        .count();
-    v.destroy_host_buffer(out);
-    bad
+    v.pattern_mismatches(info.buffer, info.size, seed)
 }
 
 fn describe(b: *const vkcuda_buffer) -> vkcuda_share_description {
     let mut d: vkcuda_share_description = unsafe { std::mem::zeroed() };
     ok(unsafe { vkcuda_buffer_describe(b, &mut d) });
     d
-}
-
-fn record(d: &vkcuda_share_description) -> [u8; 128] {
-    let mut b = [0u8; 128];
-    ok(unsafe { vkcuda_share_description_serialize(d, b.as_mut_ptr(), b.len()) });
-    b
 }
 
 fn export(b: *const vkcuda_buffer) -> OwnedFd {
@@ -400,7 +348,7 @@ fn as_nobody(open: &libc::sockaddr_un, private: &libc::sockaddr_un, rec: &[u8], 
             if libc::connect(s, (open as *const libc::sockaddr_un).cast(), len) != 0 {
                 return 15;
             }
-            if raw_send(s, rec, &[fd]) != rec.len() as isize {
+            if send_with_fds(s, rec, &[fd]) != rec.len() as isize {
                 return 16;
             }
             libc::close(s);
@@ -546,11 +494,14 @@ fn a_message_in_pieces_is_put_together() {
     let (s0, s1) = pair(libc::SOCK_STREAM);
     let base = fd_count();
     let sender = std::thread::spawn(move || {
-        assert_eq!(raw_send(s0.as_raw_fd(), &rec[..10], &[fd.as_raw_fd()]), 10);
+        assert_eq!(
+            send_with_fds(s0.as_raw_fd(), &rec[..10], &[fd.as_raw_fd()]),
+            10
+        );
         std::thread::sleep(Duration::from_millis(50));
-        assert_eq!(raw_send(s0.as_raw_fd(), &rec[10..61], &[]), 51);
+        assert_eq!(send_with_fds(s0.as_raw_fd(), &rec[10..61], &[]), 51);
         std::thread::sleep(Duration::from_millis(50));
-        assert_eq!(raw_send(s0.as_raw_fd(), &rec[61..], &[]), 67);
+        assert_eq!(send_with_fds(s0.as_raw_fd(), &rec[61..], &[]), 67);
         (s0, fd)
     });
     let mut r = ptr::null_mut();
@@ -597,7 +548,7 @@ fn signals_do_not_break_a_receive() {
             std::thread::sleep(Duration::from_millis(40));
             unsafe { libc::pthread_kill(me, libc::SIGUSR1) };
         }
-        assert_eq!(raw_send(s0.as_raw_fd(), &rec, &[fd.as_raw_fd()]), 128);
+        assert_eq!(send_with_fds(s0.as_raw_fd(), &rec, &[fd.as_raw_fd()]), 128);
         (s0, fd)
     });
     let start = Instant::now();
@@ -686,7 +637,10 @@ fn refused_message(
 ) -> String {
     let (s0, s1) = pair(ty);
     let base = fd_count();
-    assert_eq!(raw_send(s0.as_raw_fd(), bytes, fds), bytes.len() as isize);
+    assert_eq!(
+        send_with_fds(s0.as_raw_fd(), bytes, fds),
+        bytes.len() as isize
+    );
     let msg = receive_fails(ctx, s1.as_raw_fd(), SECOND, want);
     assert_eq!(fd_count(), base, "every received fd was closed: {msg}");
     for &f in fds {
@@ -880,7 +834,7 @@ fn truncated_messages_and_disconnects_are_refused() {
         let (s0, s1) = pair(libc::SOCK_STREAM);
         let base = fd_count();
         let fds: &[i32] = if with_fd { &f } else { &[] };
-        assert_eq!(raw_send(s0.as_raw_fd(), &rec[..60], fds), 60);
+        assert_eq!(send_with_fds(s0.as_raw_fd(), &rec[..60], fds), 60);
         drop(s0);
         let msg = receive_fails(ctx, s1.as_raw_fd(), SECOND, VKCUDA_ERROR_INVALID_STATE);
         assert!(
@@ -909,7 +863,7 @@ fn truncated_messages_and_disconnects_are_refused() {
         let (s0, s1) = pair(libc::SOCK_STREAM);
         let base = fd_count();
         if n > 0 {
-            assert_eq!(raw_send(s0.as_raw_fd(), &rec[..n], &f), n as isize);
+            assert_eq!(send_with_fds(s0.as_raw_fd(), &rec[..n], &f), n as isize);
         }
         let start = Instant::now();
         let msg = receive_fails(ctx, s1.as_raw_fd(), 200_000_000, VKCUDA_ERROR_TIMEOUT);
@@ -1030,7 +984,10 @@ fn fds_that_are_not_gpu_memory_are_refused() {
     // The driver refuses the rest (lavapipe: /dev/null has no memfd header).
     let (s0, s1) = pair(libc::SOCK_STREAM);
     let base = fd_count();
-    assert_eq!(raw_send(s0.as_raw_fd(), &rec, &[null.as_raw_fd()]), 128);
+    assert_eq!(
+        send_with_fds(s0.as_raw_fd(), &rec, &[null.as_raw_fd()]),
+        128
+    );
     let mut b = 1usize as *mut vkcuda_buffer;
     let r = unsafe { vkcuda_buffer_receive(ctx, s1.as_raw_fd(), &opts(SECOND), &mut b) };
     let msg = last_error();
@@ -1371,7 +1328,7 @@ fn semaphores_go_as_far_as_lavapipe_allows() {
         assert_eq!(fd_count(), base);
         // A semaphore description with two fds: the count is checked first.
         let two = [event.as_raw_fd(), event.as_raw_fd()];
-        assert_eq!(raw_send(s0.as_raw_fd(), &rec, &two), 128);
+        assert_eq!(send_with_fds(s0.as_raw_fd(), &rec, &two), 128);
         let msg = fails(
             unsafe { vkcuda_semaphore_receive(ctx, s1.as_raw_fd(), &opts(SECOND), &mut s) },
             VKCUDA_ERROR_INVALID_ARGUMENT,
@@ -1679,7 +1636,7 @@ fn image_refused_message(
     let base = fd_count();
     let bytes = record(d);
     assert_eq!(
-        raw_send(s0.as_raw_fd(), &bytes, &[fd]),
+        send_with_fds(s0.as_raw_fd(), &bytes, &[fd]),
         bytes.len() as isize
     );
     let mut im = 1usize as *mut vkcuda_image;

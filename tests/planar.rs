@@ -21,9 +21,9 @@
 
 mod support;
 use support::images::{
-    create, d2, handoff, try_create, vulkan_read_packed, vulkan_write_packed, Packing, Side,
+    create, d2, handoff, sample_bits, try_create, vulkan_read_packed, vulkan_write_packed, Packing,
+    Side,
 };
-use support::live_objects as live;
 use support::*;
 
 use std::ptr;
@@ -121,17 +121,6 @@ fn regions(i: &vkcuda_image_info) -> Vec<vk::BufferImageCopy> {
                 .image_extent(p.extent)
         })
         .collect()
-}
-
-/// The bits of byte `b` of a texel that carry the sample: 10- and 12-bit samples
-/// sit in the high bits of little-endian 16-bit words, and what the low (padding)
-/// bits hold after a write is not defined, so they are not compared.
-fn sample_bits(bits: u32, b: usize) -> u8 {
-    if matches!(bits, 10 | 12) && b % 2 == 0 {
-        ((0xFFFF_u32 << (16 - bits)) & 0xFF) as u8
-    } else {
-        0xFF
-    }
 }
 
 /// Whether the texel `got` differs from `want(byte index in the texel)` in any
@@ -274,39 +263,27 @@ fn free_engine_image(v: &Vk, e: EngineImage) {
 }
 
 fn wrap_info(e: &EngineImage, i: &vkcuda_image_info) -> vkcuda_image_wrap_info {
-    let none = vkcuda_image_plane_memory {
-        memory: vk::DeviceMemory::null(),
-        allocation_size: 0,
-        offset: 0,
+    let description = vkcuda_image_create_info {
+        flags: 0,
+        image_type: vkcuda_image_type_raw(0),
+        format: i.format,
+        extent: i.extent,
+        mip_levels: 1,
+        array_layers: 1,
+        usage: i.usage,
     };
-    let mut planes = [none; 3];
+    let (memory, size) = e.memory[0];
+    let mut w = image_wrap_info(e.image, memory, size, description);
+    // The planes of a disjoint image are never dedicated allocations.
+    w.dedicated = 0;
     for (p, &(memory, allocation_size)) in e.memory.iter().enumerate() {
-        planes[p] = vkcuda_image_plane_memory {
+        w.planes[p] = vkcuda_image_plane_memory {
             memory,
             allocation_size,
             offset: 0,
         };
     }
-    vkcuda_image_wrap_info {
-        flags: 0,
-        image: e.image,
-        memory: e.memory[0].0,
-        allocation_size: e.memory[0].1,
-        description: vkcuda_image_create_info {
-            flags: 0,
-            image_type: vkcuda_image_type_raw(0),
-            format: i.format,
-            extent: i.extent,
-            mip_levels: 1,
-            array_layers: 1,
-            usage: i.usage,
-        },
-        offset: 0,
-        // The planes of a disjoint image are never dedicated allocations.
-        dedicated: 0,
-        export_handle_types: vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD.as_raw(),
-        planes,
-    }
+    w
 }
 
 fn plane_fds(im: *const vkcuda_image) -> Vec<i32> {
@@ -329,7 +306,7 @@ fn the_device_offers_what_it_offers_and_creation_follows() {
     let _g = serial();
     let ctx = vulkan_only_context();
     let v = Vk::new(ctx);
-    let (before, fds) = (live(), fd_count());
+    let before = image_counts();
     let mut made = 0;
     println!("multi-planar formats on this device (Vulkan-only context):");
     for p in PLANAR {
@@ -381,12 +358,7 @@ fn the_device_offers_what_it_offers_and_creation_follows() {
         }
     }
     println!("{made} of {} multi-planar formats made here", PLANAR.len());
-    let after = live();
-    assert_eq!(
-        (after.vk_images, after.vk_memories),
-        (before.vk_images, before.vk_memories)
-    );
-    assert_eq!(fd_count(), fds);
+    assert_eq!(image_counts(), before);
     drop(v);
     unsafe { vkcuda_context_destroy(ctx) };
 }
@@ -713,12 +685,6 @@ fn socketpair() -> (i32, i32) {
     (p[0], p[1])
 }
 
-fn record(d: &vkcuda_share_description) -> [u8; 128] {
-    let mut b = [0u8; 128];
-    ok(unsafe { vkcuda_share_description_serialize(d, b.as_mut_ptr(), 128) });
-    b
-}
-
 #[test]
 fn multi_fd_descriptions_travel_over_a_socket() {
     let _g = serial();
@@ -918,7 +884,7 @@ fn planar_texels_cross_devices_where_the_device_has_them() {
         );
         return;
     }
-    let (before, fds) = (live(), fd_count());
+    let before = image_counts();
     for p in supported {
         let (x, y) = p.chroma_divisors();
         for (w, h) in [(x, y), (64, 64), (130 * x / 2 * 2, 34)] {
@@ -926,12 +892,7 @@ fn planar_texels_cross_devices_where_the_device_has_them() {
             println!("PASS {:<6} {w}x{h}: {all} texels each way, 0 wrong", p.name);
         }
     }
-    let after = live();
-    assert_eq!(
-        (after.vk_images, after.vk_memories),
-        (before.vk_images, before.vk_memories)
-    );
-    assert_eq!(fd_count(), fds, "no fd leaked");
+    assert_eq!(image_counts(), before, "no image, memory or fd leaked");
 }
 
 #[test]
@@ -944,7 +905,7 @@ fn planar_cycles_do_not_grow() {
     if let Ok(im) = warm {
         unsafe { vkcuda_image_destroy(im) };
     }
-    let (before, fds) = (live(), fd_count());
+    let before = image_counts();
     for _ in 0..300 {
         match try_create(ctx, &info) {
             Ok(im) => {
@@ -957,12 +918,7 @@ fn planar_cycles_do_not_grow() {
         }
         assert!(try_create(ctx, &odd).is_err());
     }
-    let after = live();
-    assert_eq!(
-        (after.vk_images, after.vk_memories),
-        (before.vk_images, before.vk_memories)
-    );
-    assert_eq!(fd_count(), fds);
+    assert_eq!(image_counts(), before);
     unsafe { vkcuda_context_destroy(ctx) };
 }
 
@@ -972,52 +928,7 @@ fn planar_cycles_do_not_grow() {
 mod gpu {
     use super::*;
     use cudarc::driver::sys as cu;
-    use support::cuda::{check, Cuda};
-
-    /// What one side of a 2D copy is.
-    #[derive(Clone, Copy)]
-    enum Mem {
-        Host(*mut u8, usize),
-        Device(u64, usize),
-        Array(*mut CUarray_st),
-    }
-
-    /// A synchronous 2D copy of `rows` rows of `row` bytes.
-    fn copy2d(src: Mem, dst: Mem, row: usize, rows: usize) {
-        use cu::CUmemorytype::*;
-        let side = |m: Mem| match m {
-            Mem::Host(p, pitch) => (CU_MEMORYTYPE_HOST, p, 0u64, ptr::null_mut(), pitch),
-            Mem::Device(d, pitch) => (
-                CU_MEMORYTYPE_DEVICE,
-                ptr::null_mut(),
-                d,
-                ptr::null_mut(),
-                pitch,
-            ),
-            Mem::Array(a) => (CU_MEMORYTYPE_ARRAY, ptr::null_mut(), 0, a, 0),
-        };
-        let (st, sh, sd, sa, sp) = side(src);
-        let (dt, dh, dd, da, dp) = side(dst);
-        let p = cu::CUDA_MEMCPY2D {
-            srcXInBytes: 0,
-            srcY: 0,
-            srcMemoryType: st,
-            srcHost: sh.cast_const().cast(),
-            srcDevice: sd,
-            srcArray: sa.cast(),
-            srcPitch: sp,
-            dstXInBytes: 0,
-            dstY: 0,
-            dstMemoryType: dt,
-            dstHost: dh.cast(),
-            dstDevice: dd,
-            dstArray: da.cast(),
-            dstPitch: dp,
-            WidthInBytes: row,
-            Height: rows,
-        };
-        check(unsafe { cu::cuMemcpy2D_v2(&p) });
-    }
+    use support::cuda::{check, copy2d, Cuda, Mem};
 
     fn plane_array(im: *const vkcuda_image, p: usize) -> *mut CUarray_st {
         let mut a = ptr::null_mut();
@@ -1402,21 +1313,9 @@ mod gpu {
         let src_layout = vk::ImageLayout::TRANSFER_SRC_OPTIMAL.as_raw();
         // One command buffer for every frame: acquire, copy out, release.
         let alloc = |record: &dyn Fn(vk::CommandBuffer)| {
-            let cmd = unsafe {
-                v.device.allocate_command_buffers(
-                    &vk::CommandBufferAllocateInfo::default()
-                        .command_pool(v.pool)
-                        .command_buffer_count(1),
-                )
-            }
-            .unwrap()[0];
-            unsafe {
-                v.device
-                    .begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())
-                    .unwrap();
-                record(cmd);
-                v.device.end_command_buffer(cmd).unwrap();
-            }
+            let cmd = v.command_buffer();
+            record(cmd);
+            unsafe { v.device.end_command_buffer(cmd).unwrap() };
             cmd
         };
         let first = alloc(&|cmd| ok(unsafe { vkcuda_image_cmd_release_to_cuda(im, cmd, &h, 0) }));
@@ -1434,21 +1333,8 @@ mod gpu {
         let fence =
             unsafe { v.device.create_fence(&vk::FenceCreateInfo::default(), None) }.unwrap();
         let submit = |cmd: vk::CommandBuffer, wait: Option<u64>, signal: u64| {
-            let (ws, wv): (Vec<_>, Vec<_>) = wait.map(|w| (vs, w)).into_iter().unzip();
-            let stages = vec![vk::PipelineStageFlags::ALL_COMMANDS; ws.len()];
-            let sv = [signal];
-            let ss = [vs];
-            let mut tl = vk::TimelineSemaphoreSubmitInfo::default()
-                .wait_semaphore_values(&wv)
-                .signal_semaphore_values(&sv);
-            let cmds = [cmd];
-            let info = vk::SubmitInfo::default()
-                .command_buffers(&cmds)
-                .wait_semaphores(&ws)
-                .wait_dst_stage_mask(&stages)
-                .signal_semaphores(&ss)
-                .push_next(&mut tl);
-            unsafe { v.device.queue_submit(v.queue, &[info], fence) }.unwrap();
+            let waits: Vec<_> = wait.map(|w| (vs, w)).into_iter().collect();
+            v.submit_timeline(&waits, &[(vs, signal)], cmd, fence);
             unsafe {
                 v.device.wait_for_fences(&[fence], true, u64::MAX).unwrap();
                 v.device.reset_fences(&[fence]).unwrap();

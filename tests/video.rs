@@ -15,7 +15,8 @@
 //! from its share description.
 
 mod support;
-use support::cuda::{check, Cuda};
+use support::cuda::{check, copy2d, Cuda, Mem};
+use support::images::{handoff, sample_bits, try_create};
 use support::*;
 
 use std::os::fd::AsRawFd;
@@ -41,20 +42,6 @@ fn frame_info(format: vk::Format, w: u32, h: u32) -> vkcuda_image_create_info {
     }
 }
 
-fn try_create(
-    ctx: *const vkcuda_context,
-    info: &vkcuda_image_create_info,
-) -> Result<*mut vkcuda_image, (vkcuda_result, String)> {
-    let mut im = ptr::null_mut();
-    match unsafe { vkcuda_image_create(ctx, info, &mut im) } {
-        VKCUDA_SUCCESS => Ok(im),
-        r => {
-            assert!(im.is_null());
-            Err((r, last_error()))
-        }
-    }
-}
-
 fn plane_pointers(im: *const vkcuda_image, n: usize) -> Vec<vkcuda_image_plane_pointer> {
     (0..n)
         .map(|p| {
@@ -63,12 +50,6 @@ fn plane_pointers(im: *const vkcuda_image, n: usize) -> Vec<vkcuda_image_plane_p
             out
         })
         .collect()
-}
-
-fn image_info(im: *const vkcuda_image) -> vkcuda_image_info {
-    let mut i: vkcuda_image_info = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_image_get_info(im, &mut i) });
-    i
 }
 
 /// Checks what a frame says of its planes: each inside the one allocation, its
@@ -176,29 +157,26 @@ impl Drop for Current {
     }
 }
 
-/// A synchronous 2D copy between host rows (`row` bytes, packed) and a plane.
-fn copy_plane(host: *mut u8, device: u64, pitch: u64, row: usize, rows: usize, to_device: bool) {
-    use cu::CUmemorytype::{CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_HOST};
-    let (h, d) = (CU_MEMORYTYPE_HOST, CU_MEMORYTYPE_DEVICE);
-    let p = cu::CUDA_MEMCPY2D {
-        srcXInBytes: 0,
-        srcY: 0,
-        srcMemoryType: if to_device { h } else { d },
-        srcHost: host.cast_const().cast(),
-        srcDevice: if to_device { 0 } else { device },
-        srcArray: ptr::null_mut(),
-        srcPitch: if to_device { row } else { pitch as usize },
-        dstXInBytes: 0,
-        dstY: 0,
-        dstMemoryType: if to_device { d } else { h },
-        dstHost: host.cast(),
-        dstDevice: if to_device { device } else { 0 },
-        dstArray: ptr::null_mut(),
-        dstPitch: if to_device { pitch as usize } else { row },
-        WidthInBytes: row,
-        Height: rows,
-    };
-    check(unsafe { cu::cuMemcpy2D_v2(&p) });
+/// Copies `host` (rows of `row` bytes, packed) into the plane at `device`, `pitch`.
+fn to_plane(host: &[u8], device: u64, pitch: u64, row: usize) {
+    let (h, d) = (host.as_ptr().cast_mut(), pitch as usize);
+    copy2d(
+        Mem::Host(h, row),
+        Mem::Device(device, d),
+        row,
+        host.len() / row,
+    );
+}
+
+/// Copies the plane at `device`, `pitch` into `host` (rows of `row` bytes, packed).
+fn from_plane(host: &mut [u8], device: u64, pitch: u64, row: usize) {
+    let rows = host.len() / row;
+    copy2d(
+        Mem::Device(device, pitch as usize),
+        Mem::Host(host.as_mut_ptr(), row),
+        row,
+        rows,
+    );
 }
 
 /// Plane `plane`'s bytes (rows packed): for even seeds a smooth ramp that
@@ -226,25 +204,15 @@ fn plane_bytes(plane: usize, row: usize, rows: usize, seed: u32) -> Vec<u8> {
 /// Bytes that differ in the sample bits (10- and 12-bit samples sit in the high
 /// bits of little-endian 16-bit words; the low bits are undefined).
 fn wrong_bytes(bits: u32, got: &[u8], want: &[u8]) -> (u64, Option<usize>) {
-    let low = match bits {
-        10 => 0xC0u8,
-        12 => 0xF0,
-        _ => 0xFF,
-    };
     let mut n = 0;
     let mut first = None;
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        let mask = if bits > 8 && i % 2 == 0 { low } else { 0xFF };
-        if g & mask != w & mask {
+        if (g ^ w) & sample_bits(bits, i) != 0 {
             n += 1;
             first.get_or_insert(i);
         }
     }
     (n, first)
-}
-
-fn handoff(v: &Vk) -> vkcuda_handoff_info {
-    handoff_info(v.family)
 }
 
 /// One frame of `p` at `w` x `h`: CUDA writes (seed), Vulkan reads; Vulkan writes
@@ -305,15 +273,7 @@ fn both_ways(
         .map(|k| plane_bytes(k, rows[k].0, rows[k].1, seed))
         .collect();
     for (k, pp) in planes.iter().enumerate() {
-        let mut data = sent[k].clone();
-        copy_plane(
-            data.as_mut_ptr(),
-            pp.cuda_pointer,
-            pp.row_pitch,
-            rows[k].0,
-            rows[k].1,
-            true,
-        );
+        to_plane(&sent[k], pp.cuda_pointer, pp.row_pitch, rows[k].0);
     }
     // Vulkan acquires, reads every plane, writes new bytes, and releases.
     let back: Vec<Vec<u8>> = (0..planes.len())
@@ -379,14 +339,7 @@ fn both_ways(
         }
         let mut got = vec![0u8; rows[k].0 * rows[k].1];
         let pp = &planes[k];
-        copy_plane(
-            got.as_mut_ptr(),
-            pp.cuda_pointer,
-            pp.row_pitch,
-            rows[k].0,
-            rows[k].1,
-            false,
-        );
+        from_plane(&mut got, pp.cuda_pointer, pp.row_pitch, rows[k].0);
         if let (n @ 1.., Some(i)) = wrong_bytes(p.bits, &got, &back[k]) {
             errors.push(format!(
                 "Vulkan -> CUDA plane {k}: {n} of {} bytes wrong, first at row {} byte {}",
@@ -490,23 +443,9 @@ fn gpu_frame_pitched_copy_and_description() {
     check(unsafe { cu::cuMemAlloc_v2(&mut src, pitch * (h as usize * 3 / 2)) });
     let luma = plane_bytes(0, w as usize, h as usize, 4);
     let chroma = plane_bytes(1, w as usize, h as usize / 2, 4);
-    copy_plane(
-        luma.as_ptr().cast_mut(),
-        src,
-        pitch as u64,
-        w as usize,
-        h as usize,
-        true,
-    );
+    to_plane(&luma, src, pitch as u64, w as usize);
     let src_chroma = src + (pitch * h as usize) as u64;
-    copy_plane(
-        chroma.as_ptr().cast_mut(),
-        src_chroma,
-        pitch as u64,
-        w as usize,
-        h as usize / 2,
-        true,
-    );
+    to_plane(&chroma, src_chroma, pitch as u64, w as usize);
     let pitched = vkcuda_pitched_planes {
         flags: 0,
         plane_count: 2,
@@ -542,15 +481,12 @@ fn gpu_frame_pitched_copy_and_description() {
         assert_eq!(twin_planes[k].row_pitch, planes[k].row_pitch);
         assert_eq!(twin_planes[k].offset, planes[k].offset);
         let row = w as usize;
-        let rows = want.len() / row;
         let mut got = vec![0u8; want.len()];
-        copy_plane(
-            got.as_mut_ptr(),
+        from_plane(
+            &mut got,
             twin_planes[k].cuda_pointer,
             twin_planes[k].row_pitch,
             row,
-            rows,
-            false,
         );
         assert_eq!(
             wrong_bytes(8, &got, want).0,
@@ -676,8 +612,8 @@ fn sample_frame(
         })
         .collect()
     };
-    let mut y_bytes = to_bytes(&mut luma.iter().copied());
-    let mut c_bytes = to_bytes(&mut cbcr.iter().flat_map(|p| p.iter().copied()));
+    let y_bytes = to_bytes(&mut luma.iter().copied());
+    let c_bytes = to_bytes(&mut cbcr.iter().flat_map(|p| p.iter().copied()));
     let planes = plane_pointers(im, 2);
     let h_info = handoff(v);
     v.run(|cmd| {
@@ -685,21 +621,17 @@ fn sample_frame(
             vkcuda_image_cmd_release_to_cuda(im, cmd, &h_info, vk::ImageLayout::UNDEFINED.as_raw())
         })
     });
-    copy_plane(
-        y_bytes.as_mut_ptr(),
+    to_plane(
+        &y_bytes,
         planes[0].cuda_pointer,
         planes[0].row_pitch,
         wu * bytes,
-        hu,
-        true,
     );
-    copy_plane(
-        c_bytes.as_mut_ptr(),
+    to_plane(
+        &c_bytes,
         planes[1].cuda_pointer,
         planes[1].row_pitch,
         cw * 2 * bytes,
-        ch,
-        true,
     );
     // Vulkan: the conversion, a sampler and a view with it, the shader.
     let pass = support::ycbcr::YcbcrPass::new(v, image_info(im).image, &ci, (w, h), true);
@@ -768,15 +700,7 @@ fn gpu_frames_sample_as_their_colour_says() {
     };
     let v = Vk::new(ctx);
     let _c = Current::of(ctx);
-    let bt709 = vkcuda_video_color {
-        flags: 0,
-        matrix_coefficients: 1,
-        transfer_characteristics: 1,
-        colour_primaries: 1,
-        full_range: 0,
-        x_chroma_offset: 0,
-        y_chroma_offset: 1,
-    };
+    let bt709 = bt709();
     let bt2020 = vkcuda_video_color {
         matrix_coefficients: 9,
         transfer_characteristics: 14,
@@ -872,25 +796,12 @@ fn gpu_engine_frames_are_wrapped() {
     }
     .unwrap();
     unsafe { d.bind_image_memory(image, memory, 0) }.unwrap();
-    let zero_plane = vkcuda_image_plane_memory {
-        memory: vk::DeviceMemory::null(),
-        allocation_size: 0,
-        offset: 0,
+    let description = vkcuda_image_create_info {
+        usage: usage.as_raw(),
+        ..frame_info(nv12, w, h)
     };
-    let mut info = vkcuda_image_wrap_info {
-        flags: 0,
-        image,
-        memory,
-        allocation_size: req.size,
-        description: vkcuda_image_create_info {
-            usage: usage.as_raw(),
-            ..frame_info(nv12, w, h)
-        },
-        offset: 0,
-        dedicated: 0,
-        export_handle_types: vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD.as_raw(),
-        planes: [zero_plane; 3],
-    };
+    let mut info = image_wrap_info(image, memory, req.size, description);
+    info.dedicated = 0;
     let mut im = ptr::null_mut();
     let m = fails(
         unsafe { vkcuda_image_wrap(ctx, &info, &mut im) },
@@ -919,14 +830,11 @@ fn gpu_engine_frames_are_wrapped() {
     });
     // CUDA writes, now that the frame is its own (released from UNDEFINED above).
     for k in 0..2 {
-        let mut data = sent[k].clone();
-        copy_plane(
-            data.as_mut_ptr(),
+        to_plane(
+            &sent[k],
             planes[k].cuda_pointer,
             planes[k].row_pitch,
             rows[k].0,
-            rows[k].1,
-            true,
         );
     }
     v.run(|cmd| unsafe {
@@ -1006,15 +914,8 @@ fn gpu_frames_cross_processes() {
     let im = try_create(ctx, &frame_info(nv12, w as u32, h as u32)).unwrap();
     let planes = plane_pointers(im, 2);
     for (k, rows) in [(0usize, h), (1, h / 2)] {
-        let mut data = plane_bytes(k, w, rows, 8);
-        copy_plane(
-            data.as_mut_ptr(),
-            planes[k].cuda_pointer,
-            planes[k].row_pitch,
-            w,
-            rows,
-            true,
-        );
+        let data = plane_bytes(k, w, rows, 8);
+        to_plane(&data, planes[k].cuda_pointer, planes[k].row_pitch, w);
     }
     let mut fds = [0i32; 2];
     assert_eq!(
@@ -1038,14 +939,7 @@ fn gpu_frames_cross_processes() {
     unsafe { libc::close(fds[0]) };
     let want = plane_bytes(1, w, h / 2, 9);
     let mut got = vec![0u8; want.len()];
-    copy_plane(
-        got.as_mut_ptr(),
-        planes[1].cuda_pointer,
-        planes[1].row_pitch,
-        w,
-        h / 2,
-        false,
-    );
+    from_plane(&mut got, planes[1].cuda_pointer, planes[1].row_pitch, w);
     assert_eq!(
         wrong_bytes(8, &got, &want).0,
         0,
@@ -1084,29 +978,15 @@ fn child_receives_a_frame() {
     for (k, rows) in [(0usize, h), (1, h / 2)] {
         let want = plane_bytes(k, w, rows, 8);
         let mut got = vec![0u8; want.len()];
-        copy_plane(
-            got.as_mut_ptr(),
-            planes[k].cuda_pointer,
-            planes[k].row_pitch,
-            w,
-            rows,
-            false,
-        );
+        from_plane(&mut got, planes[k].cuda_pointer, planes[k].row_pitch, w);
         assert_eq!(
             wrong_bytes(8, &got, &want).0,
             0,
             "plane {k} in the receiving process"
         );
     }
-    let mut chroma = plane_bytes(1, w, h / 2, 9);
-    copy_plane(
-        chroma.as_mut_ptr(),
-        planes[1].cuda_pointer,
-        planes[1].row_pitch,
-        w,
-        h / 2,
-        true,
-    );
+    let chroma = plane_bytes(1, w, h / 2, 9);
+    to_plane(&chroma, planes[1].cuda_pointer, planes[1].row_pitch, w);
     println!("child: received an NV12 frame (one fd), both planes right, chroma rewritten");
     unsafe {
         libc::close(fd);

@@ -1,11 +1,13 @@
 //! The doctor: vkcuda_doctor_run and the report's getters.
 
+use std::ffi::{c_char, CStr};
 use std::ptr;
 
 use ash::vk;
 
-use crate::support::*;
 use crate::matrix::*;
+use crate::nulls::null;
+use crate::support::*;
 
 fn doctor_report() -> *mut vkcuda_doctor_report {
     let mut r = ptr::null_mut();
@@ -13,8 +15,83 @@ fn doctor_report() -> *mut vkcuda_doctor_report {
     r
 }
 
+/// `getter` on a fresh report, destroyed after; its result.
+fn on_report(getter: impl Fn(*mut vkcuda_doctor_report) -> vkcuda_result) -> vkcuda_result {
+    let r = doctor_report();
+    let res = getter(r);
+    unsafe { vkcuda_doctor_report_destroy(r) };
+    res
+}
+
+fn options(
+    flags: u32,
+    root: *const c_char,
+    engine: *const vkcuda_context_create_info,
+) -> vkcuda_doctor_options {
+    vkcuda_doctor_options {
+        flags,
+        root,
+        engine,
+    }
+}
+
+/// vkcuda_doctor_run with `o`: it must succeed (`refused` empty) or be refused with
+/// one of `refused`, leaving no report.
+fn run_with(c: &Call, o: &vkcuda_doctor_options, refused: &[vkcuda_result]) -> Outcome {
+    let mut r = poisoned();
+    let res = unsafe { vkcuda_doctor_run(o, &mut r) };
+    if refused.is_empty() {
+        c.succeeded(res);
+        assert!(!r.is_null());
+        unsafe { vkcuda_doctor_report_destroy(r) };
+    } else {
+        c.refused_made(res, refused, r, vkcuda_doctor_report_destroy);
+    }
+    Ran
+}
+
 pub fn cases(m: &mut Matrix) {
     const RUN: &str = "vkcuda_doctor_run";
+    const SUMMARY: &str = "vkcuda_doctor_report_get_summary";
+    const CHECK: &str = "vkcuda_doctor_report_get_check";
+    const PAIR: &str = "vkcuda_doctor_report_get_device_pair";
+    const JSON: &str = "vkcuda_doctor_report_get_json";
+    let out = vkcuda_doctor_report_destroy;
+    m.nulls(vec![
+        null(RUN, "report", |_, _| unsafe {
+            vkcuda_doctor_run(ptr::null(), ptr::null_mut())
+        }),
+        null(RUN, "options->engine->instance", move |e, o| {
+            let mut info = e.engine.create_info(0);
+            info.instance = vk::Instance::null();
+            unsafe { vkcuda_doctor_run(&options(0, ptr::null(), &info), o.handle(out)) }
+        }),
+        null(SUMMARY, "report", |_, o| unsafe {
+            vkcuda_doctor_report_get_summary(ptr::null(), o.plain())
+        }),
+        null(SUMMARY, "summary", |_, _| {
+            on_report(|r| unsafe { vkcuda_doctor_report_get_summary(r, ptr::null_mut()) })
+        }),
+        null(CHECK, "report", |_, o| unsafe {
+            vkcuda_doctor_report_get_check(ptr::null(), 0, o.plain())
+        }),
+        null(CHECK, "check", |_, _| {
+            on_report(|r| unsafe { vkcuda_doctor_report_get_check(r, 0, ptr::null_mut()) })
+        }),
+        null(PAIR, "report", |_, o| unsafe {
+            vkcuda_doctor_report_get_device_pair(ptr::null(), 0, o.plain())
+        }),
+        null(PAIR, "pair", |_, _| {
+            on_report(|r| unsafe { vkcuda_doctor_report_get_device_pair(r, 0, ptr::null_mut()) })
+        }),
+        null(JSON, "report", |_, o| unsafe {
+            vkcuda_doctor_report_get_json(ptr::null(), o.plain())
+        }),
+        null(JSON, "json", |_, _| {
+            on_report(|r| unsafe { vkcuda_doctor_report_get_json(r, ptr::null_mut()) })
+        }),
+    ]);
+
     m.case(RUN, "null-ok:options", |c| {
         let mut r = poisoned();
         c.succeeded(unsafe { vkcuda_doctor_run(ptr::null(), &mut r) });
@@ -22,147 +99,52 @@ pub fn cases(m: &mut Matrix) {
         unsafe { vkcuda_doctor_report_destroy(r) };
         Ran
     });
-    m.case(RUN, "null:report", |c| {
-        c.refused(
-            unsafe { vkcuda_doctor_run(ptr::null(), ptr::null_mut()) },
-            &[N],
-        );
-        Ran
-    });
+    // Every bit but VKCUDA_DOCTOR_RUN_DEEP_BIT; and a known bit does not let an
+    // unknown one through (nothing is run).
     m.case(RUN, "unknown-bits:options->flags", |c| {
-        // Every bit but VKCUDA_DOCTOR_RUN_DEEP_BIT.
-        let o = vkcuda_doctor_options {
-            flags: !VKCUDA_DOCTOR_RUN_DEEP_BIT,
-            root: ptr::null(),
-            engine: ptr::null(),
-        };
-        let mut r = poisoned();
-        let res = unsafe { vkcuda_doctor_run(&o, &mut r) };
-        c.refused_made(res, &[I], r, vkcuda_doctor_report_destroy);
-        Ran
+        let o = options(!VKCUDA_DOCTOR_RUN_DEEP_BIT, ptr::null(), ptr::null());
+        run_with(c, &o, &[I])
     });
     m.case(RUN, "unknown-bits-with-deep:options->flags", |c| {
-        // A known bit does not let an unknown one through (nothing is run).
-        let o = vkcuda_doctor_options {
-            flags: VKCUDA_DOCTOR_RUN_DEEP_BIT | 0x8000_0000,
-            root: ptr::null(),
-            engine: ptr::null(),
-        };
-        let mut r = poisoned();
-        let res = unsafe { vkcuda_doctor_run(&o, &mut r) };
-        c.refused_made(res, &[I], r, vkcuda_doctor_report_destroy);
-        Ran
+        let o = options(
+            VKCUDA_DOCTOR_RUN_DEEP_BIT | 0x8000_0000,
+            ptr::null(),
+            ptr::null(),
+        );
+        run_with(c, &o, &[I])
     });
     m.case(RUN, "deep-ok:options->flags", |c| {
         // The deep self-test: deep.* checks, whatever this machine can run.
-        let o = vkcuda_doctor_options {
-            flags: VKCUDA_DOCTOR_RUN_DEEP_BIT,
-            root: ptr::null(),
-            engine: ptr::null(),
-        };
+        let o = options(VKCUDA_DOCTOR_RUN_DEEP_BIT, ptr::null(), ptr::null());
         let mut r = poisoned();
         c.succeeded(unsafe { vkcuda_doctor_run(&o, &mut r) });
         let mut j = ptr::null();
         ok(unsafe { vkcuda_doctor_report_get_json(r, &mut j) });
-        let json = unsafe { std::ffi::CStr::from_ptr(j) }.to_string_lossy().into_owned();
+        let json = unsafe { CStr::from_ptr(j) }.to_string_lossy().into_owned();
         unsafe { vkcuda_doctor_report_destroy(r) };
         assert!(json.contains("\"deep.total\""), "{json}");
         Ran
     });
     m.case(RUN, "null-ok:options->root", |c| {
-        let o = vkcuda_doctor_options {
-            flags: 0,
-            root: ptr::null(),
-            engine: ptr::null(),
-        };
-        let mut r = poisoned();
-        c.succeeded(unsafe { vkcuda_doctor_run(&o, &mut r) });
-        unsafe { vkcuda_doctor_report_destroy(r) };
-        Ran
+        run_with(c, &options(0, ptr::null(), ptr::null()), &[])
     });
     m.case(RUN, "empty:options->root", |c| {
-        let o = vkcuda_doctor_options {
-            flags: 0,
-            root: c"".as_ptr(),
-            engine: ptr::null(),
-        };
-        let mut r = poisoned();
-        let res = unsafe { vkcuda_doctor_run(&o, &mut r) };
-        c.refused_made(res, &[I], r, vkcuda_doctor_report_destroy);
-        Ran
+        run_with(c, &options(0, c"".as_ptr(), ptr::null()), &[I])
     });
     m.case(RUN, "not-utf8:options->root", |c| {
-        let o = vkcuda_doctor_options {
-            flags: 0,
-            root: c"/tmp/\xff".as_ptr(),
-            engine: ptr::null(),
-        };
-        let mut r = poisoned();
-        let res = unsafe { vkcuda_doctor_run(&o, &mut r) };
-        c.refused_made(res, &[I], r, vkcuda_doctor_report_destroy);
-        Ran
+        run_with(c, &options(0, c"/tmp/\xff".as_ptr(), ptr::null()), &[I])
     });
-
     m.case(RUN, "null-ok:options->engine", |c| {
         // With the engine's handles the doctor checks that device too.
         let info = c.env.engine.create_info(0);
-        let o = vkcuda_doctor_options {
-            flags: 0,
-            root: ptr::null(),
-            engine: &info,
-        };
-        let mut r = poisoned();
-        c.succeeded(unsafe { vkcuda_doctor_run(&o, &mut r) });
-        unsafe { vkcuda_doctor_report_destroy(r) };
-        Ran
-    });
-    m.case(RUN, "null:options->engine->instance", |c| {
-        let mut info = c.env.engine.create_info(0);
-        info.instance = vk::Instance::null();
-        let o = vkcuda_doctor_options {
-            flags: 0,
-            root: ptr::null(),
-            engine: &info,
-        };
-        let mut r = poisoned();
-        let res = unsafe { vkcuda_doctor_run(&o, &mut r) };
-        c.refused_made(res, &[N], r, vkcuda_doctor_report_destroy);
-        Ran
+        run_with(c, &options(0, ptr::null(), &info), &[])
     });
 
-    const SUMMARY: &str = "vkcuda_doctor_report_get_summary";
-    m.case(SUMMARY, "null:report", |c| {
-        let mut s = Poison::<vkcuda_doctor_summary>::new();
-        c.refused(
-            unsafe { vkcuda_doctor_report_get_summary(ptr::null(), s.ptr()) },
-            &[N],
-        );
-        s.untouched();
-        Ran
-    });
-    m.case(SUMMARY, "null:summary", |c| {
-        let r = doctor_report();
-        let res = unsafe { vkcuda_doctor_report_get_summary(r, ptr::null_mut()) };
-        unsafe { vkcuda_doctor_report_destroy(r) };
-        c.refused(res, &[N]);
-        Ran
-    });
     m.case(SUMMARY, "wrong-kind:report", |c| {
         let mut s = Poison::<vkcuda_doctor_summary>::new();
         let res = unsafe { vkcuda_doctor_report_get_summary(c.env.ctx.cast(), s.ptr()) };
         c.refused(res, &[I]);
         s.untouched();
-        Ran
-    });
-
-    const CHECK: &str = "vkcuda_doctor_report_get_check";
-    m.case(CHECK, "null:report", |c| {
-        let mut k = Poison::<vkcuda_doctor_check>::new();
-        c.refused(
-            unsafe { vkcuda_doctor_report_get_check(ptr::null(), 0, k.ptr()) },
-            &[N],
-        );
-        k.untouched();
         Ran
     });
     m.case(CHECK, "out-of-range:index", |c| {
@@ -178,59 +160,14 @@ pub fn cases(m: &mut Matrix) {
         k.untouched();
         Ran
     });
-    m.case(CHECK, "null:check", |c| {
-        let r = doctor_report();
-        let res = unsafe { vkcuda_doctor_report_get_check(r, 0, ptr::null_mut()) };
-        unsafe { vkcuda_doctor_report_destroy(r) };
-        c.refused(res, &[N]);
-        Ran
-    });
-
-    const PAIR: &str = "vkcuda_doctor_report_get_device_pair";
-    m.case(PAIR, "null:report", |c| {
-        let mut p = Poison::<vkcuda_doctor_device_pair>::new();
-        c.refused(
-            unsafe { vkcuda_doctor_report_get_device_pair(ptr::null(), 0, p.ptr()) },
-            &[N],
-        );
-        p.untouched();
-        Ran
-    });
     m.case(PAIR, "out-of-range:index", |c| {
-        let r = doctor_report();
         let mut p = Poison::<vkcuda_doctor_device_pair>::new();
-        let res = unsafe { vkcuda_doctor_report_get_device_pair(r, u32::MAX, p.ptr()) };
-        unsafe { vkcuda_doctor_report_destroy(r) };
+        let out = p.ptr();
+        let res = on_report(|r| unsafe { vkcuda_doctor_report_get_device_pair(r, u32::MAX, out) });
         c.refused(res, &[I]);
         p.untouched();
         Ran
     });
-    m.case(PAIR, "null:pair", |c| {
-        let r = doctor_report();
-        let res = unsafe { vkcuda_doctor_report_get_device_pair(r, 0, ptr::null_mut()) };
-        unsafe { vkcuda_doctor_report_destroy(r) };
-        c.refused(res, &[N]);
-        Ran
-    });
-
-    const JSON: &str = "vkcuda_doctor_report_get_json";
-    m.case(JSON, "null:report", |c| {
-        let mut j = Poison::<*const std::ffi::c_char>::new();
-        c.refused(
-            unsafe { vkcuda_doctor_report_get_json(ptr::null(), j.ptr()) },
-            &[N],
-        );
-        j.untouched();
-        Ran
-    });
-    m.case(JSON, "null:json", |c| {
-        let r = doctor_report();
-        let res = unsafe { vkcuda_doctor_report_get_json(r, ptr::null_mut()) };
-        unsafe { vkcuda_doctor_report_destroy(r) };
-        c.refused(res, &[N]);
-        Ran
-    });
-
     const DESTROY: &str = "vkcuda_doctor_report_destroy";
     m.case(DESTROY, "null-ok:report", |_| {
         unsafe { vkcuda_doctor_report_destroy(ptr::null_mut()) };

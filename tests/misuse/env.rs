@@ -205,21 +205,7 @@ impl Env {
 
     pub fn image_wrap_info(&self) -> vkcuda_image_wrap_info {
         let i = image_info(self.image);
-        vkcuda_image_wrap_info {
-            flags: 0,
-            image: i.image,
-            memory: i.memory,
-            allocation_size: i.allocation_size,
-            description: image_desc_of(&i),
-            offset: 0,
-            dedicated: 1,
-            export_handle_types: vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD.as_raw(),
-            planes: [vkcuda_image_plane_memory {
-                memory: vk::DeviceMemory::null(),
-                allocation_size: 0,
-                offset: 0,
-            }; 3],
-        }
+        image_wrap_info(i.image, i.memory, i.allocation_size, image_desc_of(&i))
     }
 
     pub fn largest_heap(&self) -> u64 {

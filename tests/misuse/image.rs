@@ -288,40 +288,7 @@ pub fn cases(m: &mut Matrix) {
     });
 
     // -- vkcuda_image_create_texture_object
-    type T = vkcuda_texture_info;
-    let muts: Vec<Mutation<T>> = vec![
-        mutation("unknown-bits:info->flags", &[I], |_, t: &mut T| t.flags = 4),
-        mutation("all-bits:info->flags", &[I], |_, t: &mut T| {
-            t.flags = u32::MAX
-        }),
-        mutation("past-last:info->level", &[I], |_, t: &mut T| t.level = 5),
-        mutation("absurd:info->level", &[I], |_, t: &mut T| {
-            t.level = u32::MAX
-        }),
-        mutation("enum-2:info->filter", &[I], |_, t: &mut T| {
-            t.filter = vkcuda_filter_raw(2)
-        }),
-        mutation("enum-negative:info->filter", &[I], |_, t: &mut T| {
-            t.filter = vkcuda_filter_raw(-1)
-        }),
-        mutation("linear-integers:info->filter", &[I], |_, t: &mut T| {
-            t.filter = vkcuda_filter_raw(1)
-        }),
-        mutation("enum-4:info->address_mode", &[I], |_, t: &mut T| {
-            t.address_mode = vkcuda_address_mode_raw(4)
-        }),
-        mutation(
-            "wrap-unnormalized:info->address_mode",
-            &[I],
-            |_, t: &mut T| t.address_mode = vkcuda_address_mode_raw(1),
-        ),
-        mutation("enum-2:info->read_mode", &[I], |_, t: &mut T| {
-            t.read_mode = vkcuda_read_mode_raw(2)
-        }),
-        mutation("enum-max:info->read_mode", &[I], |_, t: &mut T| {
-            t.read_mode = vkcuda_read_mode_raw(0x7FFF_FFFF)
-        }),
-    ];
+    let muts = texture_mutations();
     mutations(
         m,
         TEX,
@@ -462,4 +429,42 @@ pub fn image_info_mutations<T: 'static>(
             mu
         })
         .collect()
+}
+
+/// Bad texture descriptions: every field (the border colour aside: any float).
+pub fn texture_mutations() -> Vec<Mutation<vkcuda_texture_info>> {
+    type T = vkcuda_texture_info;
+    vec![
+        mutation("unknown-bits:info->flags", &[I], |_, t: &mut T| t.flags = 4),
+        mutation("all-bits:info->flags", &[I], |_, t: &mut T| {
+            t.flags = u32::MAX
+        }),
+        mutation("past-last:info->level", &[I], |_, t: &mut T| t.level = 5),
+        mutation("absurd:info->level", &[I], |_, t: &mut T| {
+            t.level = u32::MAX
+        }),
+        mutation("enum-2:info->filter", &[I], |_, t: &mut T| {
+            t.filter = vkcuda_filter_raw(2)
+        }),
+        mutation("enum-negative:info->filter", &[I], |_, t: &mut T| {
+            t.filter = vkcuda_filter_raw(-1)
+        }),
+        mutation("linear-integers:info->filter", &[I], |_, t: &mut T| {
+            t.filter = vkcuda_filter_raw(1)
+        }),
+        mutation("enum-4:info->address_mode", &[I], |_, t: &mut T| {
+            t.address_mode = vkcuda_address_mode_raw(4)
+        }),
+        mutation(
+            "wrap-unnormalized:info->address_mode",
+            &[I],
+            |_, t: &mut T| t.address_mode = vkcuda_address_mode_raw(1),
+        ),
+        mutation("enum-2:info->read_mode", &[I], |_, t: &mut T| {
+            t.read_mode = vkcuda_read_mode_raw(2)
+        }),
+        mutation("enum-max:info->read_mode", &[I], |_, t: &mut T| {
+            t.read_mode = vkcuda_read_mode_raw(0x7FFF_FFFF)
+        }),
+    ]
 }

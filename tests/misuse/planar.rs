@@ -3,7 +3,6 @@
 //! info and share descriptions (their description mutations are in share.rs). The
 //! shared image of the environment is single-plane: its only plane is plane 0.
 
-use std::ffi::c_void;
 use std::ptr;
 
 use ash::vk;
@@ -12,7 +11,7 @@ use crate::support::*;
 use crate::env::{Env, Kind};
 use crate::matrix::*;
 use crate::nulls::{not_ours, null};
-use crate::share::{description_cases, options, socket_cases};
+use crate::share::{description_cases, options, receive_refused, send_cases, socket_cases};
 
 const MIP: &str = "vkcuda_image_get_plane_cuda_mipmapped_array";
 const ARRAY: &str = "vkcuda_image_get_plane_cuda_array";
@@ -24,17 +23,6 @@ const SET_COLOR: &str = "vkcuda_image_set_video_color";
 const GET_COLOR: &str = "vkcuda_image_get_video_color";
 const CONVERSION: &str = "vkcuda_image_get_ycbcr_conversion_info";
 
-fn bt709() -> vkcuda_video_color {
-    vkcuda_video_color {
-        flags: 0,
-        matrix_coefficients: 1,
-        transfer_characteristics: 1,
-        colour_primaries: 1,
-        full_range: 0,
-        x_chroma_offset: 0,
-        y_chroma_offset: 1,
-    }
-}
 const COPY_FROM: &str = "vkcuda_image_cuda_copy_from_pitched";
 const COPY_TO: &str = "vkcuda_image_cuda_copy_to_pitched";
 const SEND: &str = "vkcuda_share_send_fds";
@@ -66,6 +54,14 @@ fn pitched(e: &Env) -> vkcuda_pitched_planes {
         ],
     }
 }
+
+/// Planes and levels the environment's image does not have (a single plane, 5 levels).
+const BAD_PLANE_LEVEL: [(&str, u32, u32); 4] = [
+    ("past-last:plane", 1, 0),
+    ("absurd:plane", u32::MAX, 0),
+    ("past-last:level", 0, 5),
+    ("absurd:level", 0, u32::MAX),
+];
 
 pub fn cases(m: &mut Matrix) {
     // NULL for every pointer and handle argument of the new functions.
@@ -226,12 +222,7 @@ pub fn cases(m: &mut Matrix) {
         }
         Ran
     });
-    for (label, plane, level) in [
-        ("past-last:plane", 1, 0),
-        ("absurd:plane", u32::MAX, 0),
-        ("past-last:level", 0, 5),
-        ("absurd:level", 0, u32::MAX),
-    ] {
+    for (label, plane, level) in BAD_PLANE_LEVEL {
         m.case(ARRAY, label, move |c| {
             let mut a = Poison::<*mut CUarray_st>::new();
             let r =
@@ -251,12 +242,7 @@ pub fn cases(m: &mut Matrix) {
         a.nulled();
         Ran
     });
-    for (label, plane, level) in [
-        ("past-last:plane", 1, 0),
-        ("absurd:plane", u32::MAX, 0),
-        ("past-last:level", 0, 5),
-        ("absurd:level", 0, u32::MAX),
-    ] {
+    for (label, plane, level) in BAD_PLANE_LEVEL {
         m.case(SURF, label, move |c| {
             let mut s = Poison::<u64>::new();
             let r = unsafe {
@@ -286,23 +272,8 @@ pub fn cases(m: &mut Matrix) {
             Ran
         });
     }
-    type T = vkcuda_texture_info;
-    let muts: Vec<Mutation<T>> = vec![
-        mutation("unknown-bits:info->flags", &[I], |_, t: &mut T| t.flags = 4),
-        mutation("past-last:info->level", &[I], |_, t: &mut T| t.level = 5),
-        mutation("enum-2:info->filter", &[I], |_, t: &mut T| {
-            t.filter = vkcuda_filter_raw(2)
-        }),
-        mutation("linear-integers:info->filter", &[I], |_, t: &mut T| {
-            t.filter = vkcuda_filter_raw(1)
-        }),
-        mutation("enum-4:info->address_mode", &[I], |_, t: &mut T| {
-            t.address_mode = vkcuda_address_mode_raw(4)
-        }),
-        mutation("enum-2:info->read_mode", &[I], |_, t: &mut T| {
-            t.read_mode = vkcuda_read_mode_raw(2)
-        }),
-    ];
+    // The same bad descriptions as the whole image's texture object.
+    let muts = crate::image::texture_mutations();
     mutations(
         m,
         TEX,
@@ -557,37 +528,7 @@ pub fn cases(m: &mut Matrix) {
         [a, b].into_iter().for_each(close);
         Ran
     });
-    m.any(
-        SEND,
-        "description->device_uuid",
-        "any device's description may be sent",
-    );
-    description_cases(m, SEND, |c, d, want| {
-        let (a, b) = socketpair();
-        let fd = c.env.buffer_fd();
-        let r = unsafe { vkcuda_share_send_fds(a, d, &fd, 1, &options()) };
-        [a, b, fd].into_iter().for_each(close);
-        if want.is_empty() {
-            c.succeeded(r);
-        } else {
-            c.refused(r, want);
-        }
-    });
-    socket_cases(
-        m,
-        SEND,
-        false,
-        |_| None,
-        |c, socket, o, want| {
-            let d = c.env.describe(Kind::Buffer);
-            let fd = c.env.buffer_fd();
-            c.refused(
-                unsafe { vkcuda_share_send_fds(socket, &d, &fd, 1, o) },
-                want,
-            );
-            close(fd);
-        },
-    );
+    send_cases(m, SEND, |s, d, fd, o| unsafe { vkcuda_share_send_fds(s, d, &fd, 1, o) });
     m.case("vkcuda_share_send", "multi-fd-description", |c| {
         // A description that comes with 2 fds: vkcuda_share_send takes one.
         let (a, b) = socketpair();
@@ -599,16 +540,7 @@ pub fn cases(m: &mut Matrix) {
     });
     m.case(RECV, "zero:fd_capacity", |c| {
         let (a, b) = socketpair();
-        let mut d = Poison::<vkcuda_share_description>::new();
-        let mut fds = Poison::<[i32; 3]>::new();
-        let mut n = Poison::<u32>::new();
-        let r = unsafe {
-            vkcuda_share_receive_fds(a, &options(), d.ptr(), fds.ptr().cast(), 0, n.ptr())
-        };
-        c.refused(r, &[I]);
-        d.untouched();
-        fds.untouched();
-        n.untouched();
+        receive_fds_refused(c, a, &options(), 0, &[I]);
         [a, b].into_iter().for_each(close);
         Ran
     });
@@ -618,18 +550,9 @@ pub fn cases(m: &mut Matrix) {
         let bytes = nv12_record(c.env);
         let f1 = c.env.buffer_fd();
         let f2 = c.env.buffer_fd();
-        send_raw(b, &bytes, &[f1, f2]);
+        assert_eq!(send_with_fds(b, &bytes, &[f1, f2]), 128);
         [f1, f2].into_iter().for_each(close);
-        let mut d = Poison::<vkcuda_share_description>::new();
-        let mut fds = Poison::<[i32; 3]>::new();
-        let mut n = Poison::<u32>::new();
-        let r = unsafe {
-            vkcuda_share_receive_fds(a, &options(), d.ptr(), fds.ptr().cast(), 1, n.ptr())
-        };
-        c.refused(r, &[I]);
-        d.untouched();
-        fds.untouched();
-        n.untouched();
+        receive_fds_refused(c, a, &options(), 1, &[I]);
         [a, b].into_iter().for_each(close);
         Ran
     });
@@ -639,35 +562,15 @@ pub fn cases(m: &mut Matrix) {
         let bytes = nv12_record(c.env);
         let f1 = c.env.buffer_fd();
         let f2 = c.env.buffer_fd();
-        send_raw(b, &bytes, &[f1, f2]);
+        assert_eq!(send_with_fds(b, &bytes, &[f1, f2]), 128);
         [f1, f2].into_iter().for_each(close);
-        let mut d = Poison::<vkcuda_share_description>::new();
-        let mut fd = Poison::<i32>::new();
-        let r = unsafe { vkcuda_share_receive(a, &options(), d.ptr(), fd.ptr()) };
-        c.refused(r, &[I]);
-        d.untouched();
-        fd.untouched();
+        receive_refused(c, a, &options(), &[I]);
         [a, b].into_iter().for_each(close);
         Ran
     });
-    socket_cases(
-        m,
-        RECV,
-        true,
-        |_| None,
-        |c, socket, o, want| {
-            let mut d = Poison::<vkcuda_share_description>::new();
-            let mut fds = Poison::<[i32; 3]>::new();
-            let mut n = Poison::<u32>::new();
-            let r = unsafe {
-                vkcuda_share_receive_fds(socket, o, d.ptr(), fds.ptr().cast(), 3, n.ptr())
-            };
-            c.refused(r, want);
-            d.untouched();
-            fds.untouched();
-            n.untouched();
-        },
-    );
+    socket_cases(m, RECV, true, |_| None, |c, socket, o, want| {
+        receive_fds_refused(c, socket, o, 3, want)
+    });
     let import_fails = |c: &Call,
                         ctx: *const vkcuda_context,
                         d: *const vkcuda_share_description,
@@ -766,6 +669,27 @@ pub fn cases(m: &mut Matrix) {
     });
 }
 
+/// vkcuda_share_receive_fds on `socket` with room for `capacity` fds is refused with
+/// one of `want`; its outputs stay untouched.
+fn receive_fds_refused(
+    c: &Call,
+    socket: i32,
+    o: *const vkcuda_share_options,
+    capacity: u32,
+    want: &[vkcuda_result],
+) {
+    let mut d = Poison::<vkcuda_share_description>::new();
+    let mut fds = Poison::<[i32; 3]>::new();
+    let mut n = Poison::<u32>::new();
+    let r = unsafe {
+        vkcuda_share_receive_fds(socket, o, d.ptr(), fds.ptr().cast(), capacity, n.ptr())
+    };
+    c.refused(r, want);
+    d.untouched();
+    fds.untouched();
+    n.untouched();
+}
+
 /// A possible description of a 64x64 NV12 image on the environment's device.
 fn nv12_description(e: &Env) -> vkcuda_share_description {
     let mut d = e.describe(Kind::Image);
@@ -787,31 +711,5 @@ fn nv12_description(e: &Env) -> vkcuda_share_description {
 }
 
 fn nv12_record(e: &Env) -> [u8; 128] {
-    let d = nv12_description(e);
-    let mut b = [0u8; 128];
-    ok(unsafe { vkcuda_share_description_serialize(&d, b.as_mut_ptr(), 128) });
-    b
-}
-
-/// Sends `bytes` with `fds` attached (SCM_RIGHTS) on `socket`.
-fn send_raw(socket: i32, bytes: &[u8], fds: &[i32]) {
-    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of_val(fds) as u32) } as usize;
-    let mut control = vec![0u8; space];
-    let mut iov = libc::iovec {
-        iov_base: bytes.as_ptr() as *mut c_void,
-        iov_len: bytes.len(),
-    };
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = space as _;
-    unsafe {
-        let cmsg = libc::CMSG_FIRSTHDR(&msg);
-        (*cmsg).cmsg_level = libc::SOL_SOCKET;
-        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of_val(fds) as u32) as _;
-        std::ptr::copy_nonoverlapping(fds.as_ptr(), libc::CMSG_DATA(cmsg).cast(), fds.len());
-        assert_eq!(libc::sendmsg(socket, &msg, 0), bytes.len() as isize);
-    }
+    record(&nv12_description(e))
 }

@@ -361,6 +361,48 @@ pub fn socket_cases(
     );
 }
 
+/// vkcuda_share_receive on `socket` is refused with one of `want`; its outputs
+/// stay untouched.
+pub fn receive_refused(
+    c: &Call,
+    socket: i32,
+    o: *const vkcuda_share_options,
+    want: &[vkcuda_result],
+) {
+    let mut d = Poison::<vkcuda_share_description>::new();
+    let mut fd = Poison::<i32>::new();
+    c.refused(unsafe { vkcuda_share_receive(socket, o, d.ptr(), fd.ptr()) }, want);
+    d.untouched();
+    fd.untouched();
+}
+
+/// The send function `f`'s cases, `send` calling it with one fd: any device's
+/// description may be sent; every description mutation; every bad socket and option.
+pub fn send_cases(
+    m: &mut Matrix,
+    f: &'static str,
+    send: fn(i32, *const vkcuda_share_description, i32, *const vkcuda_share_options) -> vkcuda_result,
+) {
+    m.any(f, "description->device_uuid", "any device's description may be sent");
+    description_cases(m, f, move |c, d, want| {
+        let (a, b) = socketpair();
+        let fd = c.env.buffer_fd();
+        let r = send(a, d, fd, &options());
+        [a, b, fd].into_iter().for_each(close);
+        if want.is_empty() {
+            c.succeeded(r);
+        } else {
+            c.refused(r, want);
+        }
+    });
+    socket_cases(m, f, false, |_| None, move |c, socket, o, want| {
+        let d = c.env.describe(Kind::Buffer);
+        let fd = c.env.buffer_fd();
+        c.refused(send(socket, &d, fd, o), want);
+        close(fd);
+    });
+}
+
 /// The description mutations of every kind, for a function taking a description:
 /// `call` makes the call and checks it is refused with the given codes.
 /// `want` is empty for a change that leaves a possible record (see `RECORD_OK`),
@@ -384,11 +426,8 @@ pub fn description_cases(
 }
 
 /// A serialized description of the environment's buffer.
-fn record(e: &Env) -> [u8; SIZE] {
-    let d = e.describe(Kind::Buffer);
-    let mut b = [0u8; SIZE];
-    ok(unsafe { vkcuda_share_description_serialize(&d, b.as_mut_ptr(), SIZE) });
-    b
+fn buffer_record(e: &Env) -> [u8; SIZE] {
+    record(&e.describe(Kind::Buffer))
 }
 
 pub fn cases(m: &mut Matrix) {
@@ -423,7 +462,7 @@ pub fn cases(m: &mut Matrix) {
             vkcuda_share_description_parse(ptr::null(), SIZE, o.plain())
         }),
         null(PARSE, "description", |e, _| unsafe {
-            let b = record(e);
+            let b = buffer_record(e);
             vkcuda_share_description_parse(b.as_ptr(), SIZE, ptr::null_mut())
         }),
         null(SEND, "description", |e, _| {
@@ -499,7 +538,7 @@ pub fn cases(m: &mut Matrix) {
             // The buffer is twice a record: a size past it would be the caller lying,
             // but the library must not read past SIZE + 1 bytes to find that out.
             let mut b = [0u8; 2 * SIZE];
-            b[..SIZE].copy_from_slice(&record(c.env));
+            b[..SIZE].copy_from_slice(&buffer_record(c.env));
             let mut d = Poison::<vkcuda_share_description>::new();
             let r = unsafe { vkcuda_share_description_parse(b.as_ptr(), size, d.ptr()) };
             c.refused(r, &[I]);
@@ -508,7 +547,7 @@ pub fn cases(m: &mut Matrix) {
         });
     }
     m.case(PARSE, "corrupt-magic", |c| {
-        let mut b = record(c.env);
+        let mut b = buffer_record(c.env);
         b[0] ^= 1;
         let mut d = Poison::<vkcuda_share_description>::new();
         c.refused(
@@ -680,34 +719,7 @@ pub fn cases(m: &mut Matrix) {
             Ran
         });
     }
-    m.any(
-        SEND,
-        "description->device_uuid",
-        "any device's description may be sent",
-    );
-    description_cases(m, SEND, |c, d, want| {
-        let (a, b) = socketpair();
-        let fd = c.env.buffer_fd();
-        let r = unsafe { vkcuda_share_send(a, d, fd, &options()) };
-        [a, b, fd].into_iter().for_each(close);
-        if want.is_empty() {
-            c.succeeded(r);
-        } else {
-            c.refused(r, want);
-        }
-    });
-    socket_cases(
-        m,
-        SEND,
-        false,
-        |_| None,
-        |c, socket, o, want| {
-            let d = c.env.describe(Kind::Buffer);
-            let fd = c.env.buffer_fd();
-            c.refused(unsafe { vkcuda_share_send(socket, &d, fd, o) }, want);
-            close(fd);
-        },
-    );
+    send_cases(m, SEND, |s, d, fd, o| unsafe { vkcuda_share_send(s, d, fd, o) });
 
     m.case(RECV, "garbage-record", |c| {
         // The peer sends 128 bytes that are not a record, with an fd: refused, fd closed.
@@ -717,33 +729,11 @@ pub fn cases(m: &mut Matrix) {
             unsafe { libc::write(b, junk.as_ptr().cast(), SIZE) },
             SIZE as isize
         );
-        let mut d = Poison::<vkcuda_share_description>::new();
-        let mut fd = Poison::<i32>::new();
-        c.refused(
-            unsafe { vkcuda_share_receive(a, &options(), d.ptr(), fd.ptr()) },
-            &[I],
-        );
-        d.untouched();
-        fd.untouched();
+        receive_refused(c, a, &options(), &[I]);
         [a, b].into_iter().for_each(close);
         Ran
     });
-    socket_cases(
-        m,
-        RECV,
-        true,
-        |_| None,
-        |c, socket, o, want| {
-            let mut d = Poison::<vkcuda_share_description>::new();
-            let mut fd = Poison::<i32>::new();
-            c.refused(
-                unsafe { vkcuda_share_receive(socket, o, d.ptr(), fd.ptr()) },
-                want,
-            );
-            d.untouched();
-            fd.untouched();
-        },
-    );
+    socket_cases(m, RECV, true, |_| None, receive_refused);
 
     // -- object sends
     socket_cases(

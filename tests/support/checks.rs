@@ -3,7 +3,7 @@
 //! `ok`/`fails`/`last_error` for results; `gpu_required` and
 //! `cuda_context_or_skip` for GPU-only tests (see the top of support/mod.rs);
 //! `serial` for tests that count per-process things; `fd_count`, `fd_is_open`,
-//! `fd_knows_size`, `live_objects`, `live_counts`; `pattern`, the bytes tests write; `median` of timings.
+//! `fd_knows_size`, `live_objects`, `live_counts`, `image_counts`; `pattern`, the bytes tests write; `median` of timings.
 
 use std::ffi::CStr;
 use std::ptr;
@@ -31,6 +31,18 @@ pub fn fails(r: vkcuda_result, want: vkcuda_result) -> String {
     assert_eq!(r, want, "message: {msg}");
     assert!(!msg.is_empty(), "no message for {want:?}");
     msg
+}
+
+/// The VkImages, VkDeviceMemorys and CUDA external memories alive and the open fds:
+/// what making and destroying images leaves as it found.
+pub fn image_counts() -> (i64, i64, i64, usize) {
+    let l = live_objects();
+    (
+        l.vk_images,
+        l.vk_memories,
+        l.cuda_external_memories,
+        fd_count(),
+    )
 }
 
 /// Tests of one file that count fds or live objects, or set process limits, take

@@ -1,6 +1,7 @@
 //! Child processes: this test executable run again for one test, with the
 //! environment a case needs (a stand-in driver first on LD_LIBRARY_PATH,
-//! variables set or removed), and what the parent checks of its output.
+//! variables set or removed), and what the parent checks of its output; and what a
+//! peer process puts on a socket, byte for byte (`send_with_fds`).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -88,4 +89,35 @@ pub fn run_child(case: &str, lib_dir: &Path, env: &[(&str, Option<&str>)]) -> St
 /// 32 hex digits, as FAKE_CUDA_UUIDS takes them.
 pub fn uuid_hex(u: &[u8; 16]) -> String {
     u.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// sendmsg of `bytes` with `fds` attached (SCM_RIGHTS, at most 16), on the stack
+/// only: safe to call in a forked child. Returns sendmsg's result.
+pub fn send_with_fds(sock: i32, bytes: &[u8], fds: &[i32]) -> isize {
+    assert!(fds.len() <= 16);
+    let mut control = [0u64; 16];
+    let mut iov = libc::iovec {
+        iov_base: bytes.as_ptr() as *mut std::ffi::c_void,
+        iov_len: bytes.len(),
+    };
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    if !fds.is_empty() {
+        let payload = std::mem::size_of_val(fds) as u32;
+        msg.msg_control = control.as_mut_ptr().cast();
+        unsafe {
+            msg.msg_controllen = libc::CMSG_SPACE(payload) as _;
+            let c = libc::CMSG_FIRSTHDR(&msg);
+            (*c).cmsg_level = libc::SOL_SOCKET;
+            (*c).cmsg_type = libc::SCM_RIGHTS;
+            (*c).cmsg_len = libc::CMSG_LEN(payload) as _;
+            std::ptr::copy_nonoverlapping(
+                fds.as_ptr().cast::<u8>(),
+                libc::CMSG_DATA(c),
+                payload as usize,
+            );
+        }
+    }
+    unsafe { libc::sendmsg(sock, &msg, libc::MSG_NOSIGNAL) }
 }

@@ -1,6 +1,6 @@
 //! The test's own CUDA work, through the driver API (`cudarc`'s bindings, loaded
-//! at run time like the library's): one guard of a context's CUcontext and one
-//! check of a CUresult.
+//! at run time like the library's): one guard of a context's CUcontext, one
+//! check of a CUresult, and one synchronous 2D copy (`copy2d`).
 
 use std::ptr;
 
@@ -75,4 +75,50 @@ impl Cuda {
         self.within(|| check(unsafe { cu::cuMemGetInfo_v2(&mut free, &mut total) }));
         free
     }
+}
+
+/// What one side of a 2D copy is: host or device memory with its pitch, or an array.
+#[derive(Clone, Copy)]
+pub enum Mem {
+    Host(*mut u8, usize),
+    Device(u64, usize),
+    Array(*mut CUarray_st),
+}
+
+/// A synchronous 2D copy of `rows` rows of `row` bytes (in the current context).
+#[track_caller]
+pub fn copy2d(src: Mem, dst: Mem, row: usize, rows: usize) {
+    use cu::CUmemorytype::*;
+    let side = |m: Mem| match m {
+        Mem::Host(p, pitch) => (CU_MEMORYTYPE_HOST, p, 0u64, ptr::null_mut(), pitch),
+        Mem::Device(d, pitch) => (
+            CU_MEMORYTYPE_DEVICE,
+            ptr::null_mut(),
+            d,
+            ptr::null_mut(),
+            pitch,
+        ),
+        Mem::Array(a) => (CU_MEMORYTYPE_ARRAY, ptr::null_mut(), 0, a, 0),
+    };
+    let (st, sh, sd, sa, sp) = side(src);
+    let (dt, dh, dd, da, dp) = side(dst);
+    let p = cu::CUDA_MEMCPY2D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcMemoryType: st,
+        srcHost: sh.cast_const().cast(),
+        srcDevice: sd,
+        srcArray: sa.cast(),
+        srcPitch: sp,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstMemoryType: dt,
+        dstHost: dh.cast(),
+        dstDevice: dd,
+        dstArray: da.cast(),
+        dstPitch: dp,
+        WidthInBytes: row,
+        Height: rows,
+    };
+    check(unsafe { cu::cuMemcpy2D_v2(&p) });
 }

@@ -2,7 +2,8 @@
 //! tests/image.rs (levels and layers) and tests/planar.rs (planes): creation, the
 //! two kinds of image a helper works on (`Side`), and writing a pattern into an
 //! image and reading it back with the handoff to and from the external side.
-//! Each suite says how its texels are packed in a staging buffer (`Packing`).
+//! Each suite says how its texels are packed in a staging buffer (`Packing`);
+//! `sample_bits` says which bits of a 10- or 12-bit texel carry the sample.
 
 use ash::vk;
 use vkcuda::ffi::vkcuda_result::*;
@@ -163,4 +164,15 @@ pub fn vulkan_read_packed(v: &Vk, side: Side, p: &Packing) -> Vec<u8> {
     let data = out.bytes().to_vec();
     v.destroy_host_buffer(out);
     data
+}
+
+/// The bits of byte `b` of a texel that carry the sample: 10- and 12-bit samples
+/// sit in the high bits of little-endian 16-bit words, and what the low (padding)
+/// bits hold after a write is not defined, so they are not compared.
+pub fn sample_bits(bits: u32, b: usize) -> u8 {
+    if matches!(bits, 10 | 12) && b % 2 == 0 {
+        ((0xFFFF_u32 << (16 - bits)) & 0xFF) as u8
+    } else {
+        0xFF
+    }
 }

@@ -7,18 +7,18 @@
 //! benchmark: `#[path = "../support/mod.rs"] mod support;`). By concern:
 //!   - `checks`: results `ok`, `fails`, `last_error`; skips `gpu_required`,
 //!     `cuda_context_or_skip`; counting `serial` (one test at a time per file),
-//!     `fd_count`, `fd_is_open`, `fd_knows_size`, `live_objects`, `live_counts`;
-//!     `pattern`, the bytes tests write; `median` of timings;
+//!     `fd_count`, `fd_is_open`, `fd_knows_size`, `live_objects`, `live_counts`,
+//!     `image_counts`; `pattern`, the bytes tests write; `median` of timings;
 //!   - `objects`: `vulkan_only_context`, `device_support`, `buffer_create_info`,
 //!     `create_buffer`, `buffer_info`, `buffer_import_info`, `image_desc`,
-//!     `image_desc_of`, `image_info`, `texture_info`, `semaphore_create_info`,
-//!     `create_semaphore`, `handoff_info`;
+//!     `image_desc_of`, `image_info`, `image_wrap_info`, `bt709`, `texture_info`, `semaphore_create_info`,
+//!     `create_semaphore`, `handoff_info`, `record` (a description's bytes);
 //!   - `vulkan`: the test's own Vulkan work, `Vk` (`run`, `command_buffer`, `copy`,
 //!     `image_barrier`, `host_buffer`), `layout_barrier`, `device_local_type`,
 //!     `EngineDevice`;
 //!   - `children`: this test executable run again (`this_test`, `child_passed`,
 //!     `run_child`, `in_child`, `CHILD_ENV`), `library_path_with`, `empty_dir`,
-//!     `uuid_hex`;
+//!     `uuid_hex`, `send_with_fds` (a peer's raw message with fds);
 //!   - `stand_in`: `fake_cuda_driver`, the stand-in CUDA driver;
 //!   - `cuda` (not re-exported: `use support::cuda::{check, Cuda};`): the test's
 //!     own CUDA work, `Cuda` and `check`;

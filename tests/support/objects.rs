@@ -1,5 +1,6 @@
 //! The library's objects as a C caller makes them: a Vulkan-only context, the
-//! create infos with the defaults, and the getters of buffers and images.
+//! create infos with the defaults, the getters of buffers and images, and a share
+//! description's bytes (`record`).
 
 use std::ptr;
 
@@ -108,6 +109,46 @@ pub fn image_desc_of(i: &vkcuda_image_info) -> vkcuda_image_create_info {
     }
 }
 
+/// A wrap of `image`, bound at offset 0 to `memory` (`allocation_size` bytes, a
+/// dedicated OPAQUE_FD allocation), described by `description`; no per-plane memory.
+pub fn image_wrap_info(
+    image: vk::Image,
+    memory: vk::DeviceMemory,
+    allocation_size: u64,
+    description: vkcuda_image_create_info,
+) -> vkcuda_image_wrap_info {
+    let no_plane = vkcuda_image_plane_memory {
+        memory: vk::DeviceMemory::null(),
+        allocation_size: 0,
+        offset: 0,
+    };
+    vkcuda_image_wrap_info {
+        flags: 0,
+        image,
+        memory,
+        allocation_size,
+        description,
+        offset: 0,
+        dedicated: 1,
+        export_handle_types: vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD.as_raw(),
+        planes: [no_plane; 3],
+    }
+}
+
+/// BT.709 colour as video carries it: narrow range, chroma cosited with the even
+/// columns and midway between the rows.
+pub fn bt709() -> vkcuda_video_color {
+    vkcuda_video_color {
+        flags: 0,
+        matrix_coefficients: 1,
+        transfer_characteristics: 1,
+        colour_primaries: 1,
+        full_range: 0,
+        x_chroma_offset: 0,
+        y_chroma_offset: 1,
+    }
+}
+
 /// A texture of level 0: point filtering, clamped, element-type reads, no flags.
 pub fn texture_info() -> vkcuda_texture_info {
     vkcuda_texture_info {
@@ -158,4 +199,11 @@ pub fn handoff_info(queue_family_index: u32) -> vkcuda_handoff_info {
         stage_mask: 0,
         access_mask: 0,
     }
+}
+
+/// The 128 bytes of a share description, as they go over a socket.
+pub fn record(d: &vkcuda_share_description) -> [u8; 128] {
+    let mut b = [0u8; 128];
+    ok(unsafe { vkcuda_share_description_serialize(d, b.as_mut_ptr(), b.len()) });
+    b
 }

@@ -9,7 +9,7 @@ use std::ptr;
 use ash::vk;
 use vkcuda::ffi::*;
 
-use super::ok;
+use super::{ok, pattern};
 
 /// The test's own Vulkan work on a context's device.
 pub struct Vk {
@@ -230,6 +230,27 @@ impl Vk {
             self.device
                 .cmd_copy_buffer(cmd, src, dst, &[vk::BufferCopy::default().size(size)]);
         });
+    }
+
+    /// Writes `pattern(i, seed)` at every byte `i` of `buffer` (`size` bytes).
+    pub fn fill_pattern(&self, buffer: vk::Buffer, size: u64, seed: u32) {
+        let stage = self.host_buffer(size);
+        for (i, x) in stage.bytes().iter_mut().enumerate() {
+            *x = pattern(i, seed);
+        }
+        self.copy(stage.buffer, buffer, size);
+        self.destroy_host_buffer(stage);
+    }
+
+    /// The bytes of `buffer` (`size` bytes) that differ from `pattern(i, seed)`.
+    pub fn pattern_mismatches(&self, buffer: vk::Buffer, size: u64, seed: u32) -> usize {
+        let out = self.host_buffer(size);
+        out.bytes().fill(!pattern(0, seed));
+        self.copy(buffer, out.buffer, size);
+        let bytes = out.bytes().iter().enumerate();
+        let bad = bytes.filter(|(i, &x)| x != pattern(*i, seed)).count();
+        self.destroy_host_buffer(out);
+        bad
     }
 }
 

@@ -2,11 +2,11 @@
 # Runs scripts/lab/repro/concurrent_devices.c (raw Vulkan, no vkcuda) in each of its
 # variations REPEATS times (default 3) and prints a table: PASS, HANG (its watchdog
 # fired: each thread's last step and the kernel stacks are in the log), or CRASH.
-# On the GPU machine, after `scripts/gpu-test.sh setup` (loader unpacked):
+# On the GPU machine, after a `scripts/gpu-test.sh` run (loader unpacked):
 #
 #   scripts/lab/repro/concurrent-devices.sh [REPEATS]
 #
-# Vulkan headers: .dev/gpu/include (scripts/gpu-bundle.sh), else /usr/include.
+# Vulkan headers: .dev/gpu/include (scripts/lab/gpu-bundle.sh), else /usr/include.
 # Output: $OUT/concurrent-devices.log (default ./gpu-out), per run in the same log.
 set -uo pipefail
 cd "$(dirname "$0")/../../.." || exit 1
