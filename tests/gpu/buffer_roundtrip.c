@@ -195,10 +195,36 @@ done:
     return ok;
 }
 
+/* A buffer of `size` bytes that the library allocates with `allocator` (`usage` 0: the
+ * default), checked (check_info) into *info where info is not NULL, and printed. With `want`
+ * a failure: the call must return it and leave NULL in *buf. 1, or 0 after a failure. */
+static int create_checked(vkcuda_allocator allocator, uint64_t size, VkBufferUsageFlags usage, vkcuda_result want,
+                          vkcuda_buffer **buf, vkcuda_buffer_info *info) {
+    vkcuda_buffer_create_info ci;
+    int ok = 0;
+    memset(&ci, 0, sizeof ci);
+    ci.allocator = allocator;
+    ci.size = size;
+    ci.usage = usage;
+    EXPECT_VKCUDA(vkcuda_buffer_create(E.ctx, &ci, buf), want);
+    if (want != VKCUDA_SUCCESS) {
+        CHECK(*buf == NULL, "the output handle is not NULL after a failure");
+        return 1;
+    }
+    if (!check_info(*buf, size, allocator, VK_FALSE, 0, info)) goto done;
+    if (info != NULL)
+        printf("  %s allocation of %s: allocation_size %" PRIu64 ", dedicated %u\n",
+               allocator == VKCUDA_ALLOCATOR_CUDA ? "CUDA" : "Vulkan", human(size), info->allocation_size,
+               info->dedicated);
+    ok = 1;
+done:
+    return ok;
+}
+
 /* ---- (a) CUDA -> Vulkan ----------------------------------------------------------- */
 
 static int test_cuda_to_vulkan(uint64_t size, uint32_t seed) {
-    vkcuda_buffer_create_info ci;
+    const VkBufferUsageFlags usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
     vkcuda_buffer *buf = NULL;
     vkcuda_buffer_info info;
     vk_owned_buffer staging;
@@ -207,20 +233,11 @@ static int test_cuda_to_vulkan(uint64_t size, uint32_t seed) {
     int ok = 0;
 
     memset(&staging, 0, sizeof staging);
-    memset(&ci, 0, sizeof ci);
-    ci.allocator = VKCUDA_ALLOCATOR_CUDA;
-    ci.size = size;
-    ci.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
     if (!E.cuda) {
-        EXPECT_VKCUDA(vkcuda_buffer_create(E.ctx, &ci, &buf), VKCUDA_ERROR_CUDA_UNAVAILABLE);
-        CHECK(buf == NULL, "the output handle is not NULL after a failure");
-        ok = 1;
+        ok = create_checked(VKCUDA_ALLOCATOR_CUDA, size, usage, VKCUDA_ERROR_CUDA_UNAVAILABLE, &buf, NULL);
         goto done;
     }
-    CHECK_VKCUDA(vkcuda_buffer_create(E.ctx, &ci, &buf));
-    if (!check_info(buf, size, VKCUDA_ALLOCATOR_CUDA, VK_FALSE, 0, &info)) goto done;
-    printf("  CUDA allocation of %s: allocation_size %" PRIu64 ", dedicated %u\n", human(size),
-           info.allocation_size, info.dedicated);
+    if (!create_checked(VKCUDA_ALLOCATOR_CUDA, size, usage, VKCUDA_SUCCESS, &buf, &info)) goto done;
     CHECK_VK(rig_staging(&E, size, &staging));
 
     CHECK_CU(cuda_fill_pattern(&E.kernels, E.stream, info.cuda_pointer, size, seed));
@@ -240,7 +257,6 @@ done:
 /* ---- (b) Vulkan -> CUDA ----------------------------------------------------------- */
 
 static int test_vulkan_to_cuda(uint64_t size, uint32_t seed) {
-    vkcuda_buffer_create_info ci;
     vkcuda_buffer *buf = NULL;
     vkcuda_buffer_info info;
     vk_owned_buffer staging;
@@ -251,13 +267,7 @@ static int test_vulkan_to_cuda(uint64_t size, uint32_t seed) {
     int ok = 0;
 
     memset(&staging, 0, sizeof staging);
-    memset(&ci, 0, sizeof ci);
-    ci.allocator = VKCUDA_ALLOCATOR_VULKAN;
-    ci.size = size;
-    CHECK_VKCUDA(vkcuda_buffer_create(E.ctx, &ci, &buf));
-    if (!check_info(buf, size, VKCUDA_ALLOCATOR_VULKAN, VK_FALSE, 0, &info)) goto done;
-    printf("  Vulkan allocation of %s: allocation_size %" PRIu64 ", dedicated %u\n", human(size),
-           info.allocation_size, info.dedicated);
+    if (!create_checked(VKCUDA_ALLOCATOR_VULKAN, size, 0, VKCUDA_SUCCESS, &buf, &info)) goto done;
     CHECK_VK(rig_staging(&E, size, &staging));
     memset(&e, 0, sizeof e);
     e.seed = seed;
@@ -532,17 +542,11 @@ static int one_cycle(cycle_kind kind, uint64_t size) {
     if (kind == CYCLE_WRAPPED) {
         if (!engine_allocate(size, 1, VK_TRUE, &e, &req)) goto done;
         CHECK_VKCUDA(wrap(&e, 0, size, &buf));
+        ok = check_info(buf, size, VKCUDA_ALLOCATOR_VULKAN, VK_TRUE, 0, NULL);
     } else {
-        vkcuda_buffer_create_info ci;
-        memset(&ci, 0, sizeof ci);
-        ci.allocator = kind == CYCLE_CUDA ? VKCUDA_ALLOCATOR_CUDA : VKCUDA_ALLOCATOR_VULKAN;
-        ci.size = size;
-        CHECK_VKCUDA(vkcuda_buffer_create(E.ctx, &ci, &buf));
+        ok = create_checked(kind == CYCLE_CUDA ? VKCUDA_ALLOCATOR_CUDA : VKCUDA_ALLOCATOR_VULKAN, size, 0,
+                            VKCUDA_SUCCESS, &buf, NULL);
     }
-    if (!check_info(buf, size, kind == CYCLE_CUDA ? VKCUDA_ALLOCATOR_CUDA : VKCUDA_ALLOCATOR_VULKAN,
-                    kind == CYCLE_WRAPPED ? VK_TRUE : VK_FALSE, 0, NULL))
-        goto done;
-    ok = 1;
 done:
     vkcuda_buffer_destroy(buf);
     engine_free(&e);

@@ -61,7 +61,7 @@
 #include <string>
 #include <vector>
 
-#include "rig.h" /* extern "C": the skip line, require_gpu, cuda_util.h, vk_util.h */
+#include "rig.h" /* extern "C": the skip line, require_gpu, begin and submit, cuda_util.h, vk_util.h */
 
 #ifdef VKCUDA_HAVE_STB_IMAGE_WRITE
 #include <stb_image_write.h>
@@ -369,13 +369,7 @@ void Engine::create_interop() {
     VK_CHECK(vkCreateCommandPool(device_, &pci, nullptr, &pool_));
 
     if (opt_.vulkan_only) {
-        VkSemaphoreTypeCreateInfo ti{};
-        ti.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO;
-        ti.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
-        VkSemaphoreCreateInfo sci{};
-        sci.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO;
-        sci.pNext = &ti;
-        VK_CHECK(vkCreateSemaphore(device_, &sci, nullptr, &plain_timeline_));
+        VK_CHECK(rig_timeline(device_, &plain_timeline_));
         vk_timeline_ = plain_timeline_;
         std::printf("Vulkan-only: a plain timeline semaphore; stage 2 is shaders/postfx.comp on the queue\n");
         return;
@@ -510,12 +504,7 @@ void Engine::create_pipelines_and_slots() {
                                         VK_MEMORY_PROPERTY_HOST_CACHED_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
                                         &s.readback));
         VkCommandBuffer cmds[3];
-        VkCommandBufferAllocateInfo cai{};
-        cai.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
-        cai.commandPool = pool_;
-        cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-        cai.commandBufferCount = 3;
-        VK_CHECK(vkAllocateCommandBuffers(device_, &cai, cmds));
+        VK_CHECK(rig_command_buffers(device_, pool_, 3, cmds));
         s.render_cmd = cmds[0];
         s.postfx_cmd = cmds[1];
         s.readback_cmd = cmds[2];
@@ -558,33 +547,13 @@ void Engine::host_wait(std::uint64_t value) {
 }
 
 void Engine::begin(VkCommandBuffer cmd) {
-    VK_CHECK(vkResetCommandBuffer(cmd, 0));
-    VkCommandBufferBeginInfo bi{};
-    bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
-    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    VK_CHECK(vkBeginCommandBuffer(cmd, &bi));
+    VK_CHECK(rig_begin(cmd, RIG_ONCE));
 }
 
 // One queue submit: waits for st.wait_value and signals st.signal_value on the timeline.
 void Engine::submit(VkCommandBuffer cmd, const vkcuda_timeline_stage& st) {
-    VkTimelineSemaphoreSubmitInfo ts{};
-    ts.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO;
-    ts.waitSemaphoreValueCount = 1;
-    ts.pWaitSemaphoreValues = &st.wait_value;
-    ts.signalSemaphoreValueCount = 1;
-    ts.pSignalSemaphoreValues = &st.signal_value;
-    VkPipelineStageFlags wait_stage = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
-    VkSubmitInfo si{};
-    si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
-    si.pNext = &ts;
-    si.waitSemaphoreCount = 1;
-    si.pWaitSemaphores = &vk_timeline_;
-    si.pWaitDstStageMask = &wait_stage;
-    si.commandBufferCount = 1;
-    si.pCommandBuffers = &cmd;
-    si.signalSemaphoreCount = 1;
-    si.pSignalSemaphores = &vk_timeline_;
-    VK_CHECK(vkQueueSubmit(queue_, 1, &si, VK_NULL_HANDLE));
+    VK_CHECK(rig_submit(queue_, cmd, vk_timeline_, st.wait_value, st.signal_value, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+                        VK_NULL_HANDLE));
 }
 
 void Engine::run_frames() {

@@ -15,16 +15,7 @@
 
 #include <stdint.h>
 
-// Byte i of a level's packed texels (host reference: image_formats.c, pattern_byte).
-__device__ __forceinline__ uint32_t pattern_byte(uint32_t level, uint64_t i, uint32_t seed) {
-    uint32_t x = (uint32_t)i * 0x9e3779b1u ^ (uint32_t)(i >> 32) ^ (level + 1u) * 0x85ebca77u ^ seed;
-    x ^= x >> 16;
-    x *= 0x7feb352du;
-    x ^= x >> 15;
-    x *= 0x846ca68bu;
-    x ^= x >> 16;
-    return x & 0xffu;
-}
+#include "format_pattern.h" // pattern_byte: byte i of a level's packed texels
 
 // How a surface is addressed.
 enum { KIND_1D = 0, KIND_2D = 1, KIND_3D = 2, KIND_1D_LAYERED = 3, KIND_2D_LAYERED = 4 };
@@ -116,20 +107,19 @@ FORMAT_KERNELS(16)
 // centres): out[y * w + x] = the texel, as float4 (normalized-float or float
 // formats, unused channels as CUDA fills them) or uint4 (element reads of
 // integer formats). `lod` >= 0 uses tex2DLod (a mipmapped texture), < 0 tex2D.
+template <typename T>
+__device__ void fetch(cudaTextureObject_t tex, uint32_t w, uint32_t h, float lod, T *out) {
+    uint32_t x = blockIdx.x * blockDim.x + threadIdx.x;
+    uint32_t y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= w || y >= h) return;
+    float u = ((float)x + 0.5f) / (float)w, v = ((float)y + 0.5f) / (float)h;
+    out[(uint64_t)y * w + x] = lod >= 0.0f ? tex2DLod<T>(tex, u, v, lod) : tex2D<T>(tex, u, v);
+}
 extern "C" __global__ void fetch_float4(cudaTextureObject_t tex, uint32_t w, uint32_t h, float lod,
                                         float4 *out) {
-    uint32_t x = blockIdx.x * blockDim.x + threadIdx.x;
-    uint32_t y = blockIdx.y * blockDim.y + threadIdx.y;
-    if (x >= w || y >= h) return;
-    float u = ((float)x + 0.5f) / (float)w, v = ((float)y + 0.5f) / (float)h;
-    out[(uint64_t)y * w + x] = lod >= 0.0f ? tex2DLod<float4>(tex, u, v, lod) : tex2D<float4>(tex, u, v);
+    fetch(tex, w, h, lod, out);
 }
-
 extern "C" __global__ void fetch_uint4(cudaTextureObject_t tex, uint32_t w, uint32_t h, float lod,
                                        uint4 *out) {
-    uint32_t x = blockIdx.x * blockDim.x + threadIdx.x;
-    uint32_t y = blockIdx.y * blockDim.y + threadIdx.y;
-    if (x >= w || y >= h) return;
-    float u = ((float)x + 0.5f) / (float)w, v = ((float)y + 0.5f) / (float)h;
-    out[(uint64_t)y * w + x] = lod >= 0.0f ? tex2DLod<uint4>(tex, u, v, lod) : tex2D<uint4>(tex, u, v);
+    fetch(tex, w, h, lod, out);
 }

@@ -139,13 +139,12 @@ static void unblock(vkcuda_semaphore *s, VkSemaphore vs) {
 /* One submit on the timeline: waits for `wait`, signals `signal` (and `fence`, if not
  * VK_NULL_HANDLE). */
 static VkResult submit_timeline(VkSemaphore sem, VkCommandBuffer cmd, uint64_t wait, uint64_t signal, VkFence fence) {
-    return rig_submit(&E, cmd, sem, wait, signal, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, fence);
+    return rig_submit(E.vh.queue, cmd, sem, wait, signal, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, fence);
 }
 
 /* ---- the frame loop ---------------------------------------------------------------- */
 
 static int create_slots(void) {
-    VkCommandBufferAllocateInfo cai;
     VkCommandBuffer cmds[3];
     vkcuda_handoff_info acquire = example_handoff(&E, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
     unsigned i;
@@ -165,12 +164,7 @@ static int create_slots(void) {
                                         VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT,
                                         VK_MEMORY_PROPERTY_HOST_CACHED_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
                                         &s->readback));
-        memset(&cai, 0, sizeof cai);
-        cai.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
-        cai.commandPool = E.pool;
-        cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-        cai.commandBufferCount = 3;
-        CHECK_VK(vkAllocateCommandBuffers(E.vh.device, &cai, cmds));
+        CHECK_VK(rig_command_buffers(E.vh.device, E.pool, 3, cmds));
         s->fill_cmd = cmds[0];
         s->copy_cmd = cmds[1];
         s->emulated_cuda_cmd = cmds[2];
@@ -525,8 +519,6 @@ static int test_latency(unsigned rounds) {
     VkCommandBuffer cmds[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE};
     VkFence fences[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE}; /* signalled by each one's last submit */
     int submitted[2] = {0, 0};                             /* its fence is still to be waited for */
-    VkCommandBufferAllocateInfo cai;
-    VkFenceCreateInfo fci;
     VkSemaphore vs = VK_NULL_HANDLE;
     vkcuda_handoff_info acquire = example_handoff(&E, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
     vkcuda_handoff_info release = example_handoff(&E, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
@@ -545,16 +537,9 @@ static int test_latency(unsigned rounds) {
     bi.size = size;
     CHECK_VKCUDA(vkcuda_buffer_create(E.ctx, &bi, &buf));
     CHECK_VKCUDA(vkcuda_buffer_get_cuda_pointer(buf, &ptr));
-    memset(&cai, 0, sizeof cai);
-    cai.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
-    cai.commandPool = E.pool;
-    cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    cai.commandBufferCount = 2;
-    CHECK_VK(vkAllocateCommandBuffers(E.vh.device, &cai, cmds));
-    memset(&fci, 0, sizeof fci);
-    fci.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
-    CHECK_VK(vkCreateFence(E.vh.device, &fci, NULL, &fences[0]));
-    CHECK_VK(vkCreateFence(E.vh.device, &fci, NULL, &fences[1]));
+    CHECK_VK(rig_command_buffers(E.vh.device, E.pool, 2, cmds));
+    CHECK_VK(rig_fence(E.vh.device, &fences[0]));
+    CHECK_VK(rig_fence(E.vh.device, &fences[1]));
     vs_hostfn = (int64_t *)calloc(rounds, sizeof *vs_hostfn);
     vs_spinner = (int64_t *)calloc(rounds, sizeof *vs_spinner);
     round_ns = (int64_t *)calloc(rounds, sizeof *round_ns);
@@ -678,16 +663,8 @@ static int setup(int vulkan_only) {
         CHECK_VKCUDA(vkcuda_semaphore_create(E.ctx, &sci, &A.sem));
         CHECK_VKCUDA(vkcuda_semaphore_get_vk_semaphore(A.sem, &A.vk_sem));
     } else {
-        VkSemaphoreTypeCreateInfo ti;
-        VkSemaphoreCreateInfo sci;
         printf("Vulkan-only self-test: a plain timeline semaphore, stage 2 by a Vulkan submit\n");
-        memset(&ti, 0, sizeof ti);
-        ti.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO;
-        ti.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
-        memset(&sci, 0, sizeof sci);
-        sci.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO;
-        sci.pNext = &ti;
-        CHECK_VK(vkCreateSemaphore(E.vh.device, &sci, NULL, &A.vk_sem));
+        CHECK_VK(rig_timeline(E.vh.device, &A.vk_sem));
     }
     ok = 1;
 done:

@@ -47,6 +47,7 @@
 #include <time.h>
 
 #include "format_kernels_ptx.h"
+#include "format_pattern.h" /* pattern_byte: what the kernels write */
 #include "rig.h"
 
 #define MAX_LEVELS 16
@@ -102,18 +103,6 @@ static void report(const char *name, const char *what, int result, double second
     else
         A.skipped++;
     printf("%s %-66s %-27s (%.3f s)%s%s\n", word, name, what, seconds, detail[0] ? ": " : "", detail);
-}
-
-/* ---- patterns (byte pattern: must equal format_kernels.cu) ------------------------- */
-
-static uint8_t pattern_byte(uint32_t level, uint64_t i, uint32_t seed) {
-    uint32_t x = (uint32_t)i * 0x9e3779b1u ^ (uint32_t)(i >> 32) ^ (level + 1u) * 0x85ebca77u ^ seed;
-    x ^= x >> 16;
-    x *= 0x7feb352du;
-    x ^= x >> 15;
-    x *= 0x846ca68bu;
-    x ^= x >> 16;
-    return (uint8_t)(x & 0xffu);
 }
 
 /* ---- Vulkan helpers ---------------------------------------------------------------- */
@@ -233,7 +222,7 @@ static void fill_pattern(const layout *l, uint8_t *data, uint32_t seed) {
     uint32_t i;
     uint64_t k;
     for (i = 0; i < l->levels; i++)
-        for (k = 0; k < l->level[i].bytes; k++) data[l->level[i].offset + k] = pattern_byte(i, k, seed);
+        for (k = 0; k < l->level[i].bytes; k++) data[l->level[i].offset + k] = (uint8_t)pattern_byte(i, k, seed);
 }
 
 /* Compares level `i` (packed at `data`) with the pattern; prints the first mismatches. */
@@ -241,7 +230,7 @@ static uint64_t compare_level(const layout *l, uint32_t i, const uint8_t *data, 
     const level_layout *v = &l->level[i];
     uint64_t k, bad = 0;
     for (k = 0; k < v->bytes; k++) {
-        uint8_t want = pattern_byte(i, k, seed);
+        uint8_t want = (uint8_t)pattern_byte(i, k, seed);
         if (data[k] != want) {
             if (bad < 3) {
                 uint64_t t = k / l->bpt;

@@ -86,7 +86,6 @@ static uint64_t check_frame(unsigned slot, uint64_t frame) {
 /* The Vulkan-only context (rig.h), two command buffers and fences for the frames in
  * flight. */
 static int setup_vulkan(int *skipped, char *why, size_t why_size) {
-    VkFenceCreateInfo fci;
     unsigned i;
     int ok = 0;
     if (!rig_available(1, why, why_size)) {
@@ -95,11 +94,9 @@ static int setup_vulkan(int *skipped, char *why, size_t why_size) {
     }
     rig_open(&E, "ipc_consumer", 1, NULL);
     printf("ipc_consumer: Vulkan-only context: this process needs no CUDA\n");
-    memset(&fci, 0, sizeof fci);
-    fci.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
     for (i = 0; i < 2; i++) {
         C.cmd[i] = example_command_buffer(&E);
-        CHECK_VK(vkCreateFence(E.vh.device, &fci, NULL, &C.fence[i]));
+        CHECK_VK(rig_fence(E.vh.device, &C.fence[i]));
     }
     ok = 1;
 done:
@@ -167,7 +164,7 @@ done:
 
 /* Frame k in slot s: the submit waits for the producer's 2k+1 and signals 2k+2. */
 static VkResult submit_frame(unsigned s, uint64_t frame) {
-    return rig_submit(&E, C.cmd[s], C.sem != NULL ? C.vk_sem : VK_NULL_HANDLE, 2 * frame + 1, 2 * frame + 2,
+    return rig_submit(E.vh.queue, C.cmd[s], C.sem != NULL ? C.vk_sem : VK_NULL_HANDLE, 2 * frame + 1, 2 * frame + 2,
                       VK_PIPELINE_STAGE_TRANSFER_BIT, C.fence[s]);
 }
 
@@ -349,31 +346,11 @@ static void usage(void) {
 }
 
 int main(int argc, char **argv) {
-    const char *path = NULL;
-    uint64_t timeout_ms = 30000;
-    int i;
+    ipc_options o = {NULL, 30000, 0, 0, 0}; /* --frames, --size, --vulkan-only: the producer's */
+    int status;
     setvbuf(stdout, NULL, _IOLBF, 0);
     printf("ipc_consumer: vkcuda %s\n", vkcuda_version_string());
-    for (i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if ((strcmp(a, "--frames") == 0 || strcmp(a, "--size") == 0) && v) {
-            i++; /* for the producer */
-        } else if (strcmp(a, "--vulkan-only") == 0) {
-            /* for the producer */
-        } else if (strcmp(a, "--timeout-ms") == 0 && v) {
-            timeout_ms = strtoull(v, NULL, 10);
-            i++;
-        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage();
-            return 0;
-        } else if (a[0] != '-' && path == NULL) {
-            path = a;
-        } else {
-            usage();
-            printf("ipc_consumer: FAIL: bad argument '%s'\n", a);
-            return 1;
-        }
-    }
-    if (path == NULL) return ipc_run_both("ipc_consumer", "ipc_producer", argv + 1, consume_here, NULL);
-    return consume(path, timeout_ms * MS);
+    if ((status = ipc_parse("ipc_consumer", argc, argv, &o, usage)) >= 0) return status;
+    if (o.path == NULL) return ipc_run_both("ipc_consumer", "ipc_producer", argv + 1, consume_here, NULL);
+    return consume(o.path, o.timeout_ms * MS);
 }

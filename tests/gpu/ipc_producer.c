@@ -325,42 +325,18 @@ static void usage(void) {
 }
 
 int main(int argc, char **argv) {
-    const char *path = NULL;
-    uint64_t timeout_ms = 30000;
-    int vulkan_only = 0, i;
+    ipc_options o = {NULL, 30000, 1000, 1024 * 1024, 0};
+    int status;
     setvbuf(stdout, NULL, _IOLBF, 0);
-    P.frames = 1000;
-    P.size = 1024 * 1024;
     printf("ipc_producer: vkcuda %s\n", vkcuda_version_string());
-    for (i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--frames") == 0 && v) {
-            P.frames = strtoull(v, NULL, 10);
-            i++;
-        } else if (strcmp(a, "--size") == 0 && v) {
-            P.size = strtoull(v, NULL, 10);
-            i++;
-        } else if (strcmp(a, "--timeout-ms") == 0 && v) {
-            timeout_ms = strtoull(v, NULL, 10);
-            i++;
-        } else if (strcmp(a, "--vulkan-only") == 0) {
-            vulkan_only = 1;
-        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage();
-            return 0;
-        } else if (a[0] != '-' && path == NULL) {
-            path = a;
-        } else {
-            usage();
-            printf("ipc_producer: FAIL: bad argument '%s'\n", a);
-            return 1;
-        }
-    }
+    if ((status = ipc_parse("ipc_producer", argc, argv, &o, usage)) >= 0) return status;
+    P.frames = o.frames;
+    P.size = o.size;
     if (P.frames == 0 || P.size == 0 || P.size % 4 != 0) {
         usage();
         printf("ipc_producer: FAIL: bad --frames or --size\n");
         return 1;
     }
-    if (path == NULL) return ipc_run_both("ipc_producer", "ipc_consumer", NULL, produce_here, &vulkan_only);
-    return produce(path, vulkan_only, timeout_ms * MS);
+    if (o.path == NULL) return ipc_run_both("ipc_producer", "ipc_consumer", NULL, produce_here, &o.vulkan_only);
+    return produce(o.path, o.vulkan_only, o.timeout_ms * MS);
 }

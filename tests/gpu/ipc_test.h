@@ -117,6 +117,45 @@ static inline const char *recv_error(int r) {
     return text;
 }
 
+/* ---- the command line both sides take -------------------------------------------- */
+
+/* The consumer parses --frames, --size and --vulkan-only too (and passes them on to the
+ * producer it starts); it uses path and timeout_ms only. */
+typedef struct ipc_options {
+    const char *path; /* SOCKET_PATH; NULL: start the peer (ipc_run_both) */
+    uint64_t timeout_ms, frames, size;
+    int vulkan_only;
+} ipc_options;
+
+/* Parses argv into `o` (which holds the defaults): -1 to go on, or the exit status (0
+ * after --help, 1 after a bad argument), usage() printed. */
+static inline int ipc_parse(const char *self, int argc, char **argv, ipc_options *o, void (*usage)(void)) {
+    int i;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        uint64_t *number = strcmp(a, "--frames") == 0       ? &o->frames
+                           : strcmp(a, "--size") == 0       ? &o->size
+                           : strcmp(a, "--timeout-ms") == 0 ? &o->timeout_ms
+                                                            : NULL;
+        if (number != NULL && v != NULL) {
+            *number = strtoull(v, NULL, 10);
+            i++;
+        } else if (strcmp(a, "--vulkan-only") == 0) {
+            o->vulkan_only = 1;
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage();
+            return 0;
+        } else if (a[0] != '-' && o->path == NULL) {
+            o->path = a;
+        } else {
+            usage();
+            printf("%s: FAIL: bad argument '%s'\n", self, a);
+            return 1;
+        }
+    }
+    return -1;
+}
+
 /* ---- the one-command run: start the peer next to this executable ------------------- */
 
 /* `name` next to this executable, in `out`; 0 when it is there and executable. */

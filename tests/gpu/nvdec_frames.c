@@ -36,13 +36,11 @@ int main(int argc, char **argv) {
     char error[512];
     int c, i, pipeline = 1;
     example ex;
-    setvbuf(stdout, NULL, _IONBF, 0);
     for (i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--clips") && i + 1 < argc) dir = argv[++i];
         else if (!strcmp(argv[i], "--no-pipeline")) pipeline = 0;
         else return printf("usage: nvdec_frames [--clips DIR] [--no-pipeline]\n"), 2;
-    example_open(&ex, "nvdec_frames", 0);
-    if (nvdec_run_init(&ex, "nvdec_frames") != 0) return 1;
+    if (nvdec_run_open(&ex, "nvdec_frames") != 0) return 1;
     for (c = 0; c < NVDEC_RUN_CLIPS; c++) {
         nvdec_run_clip *clip = &clips[c];
         const nvdec_run_clip_kind *k = &nvdec_run_clip_kinds[c];
@@ -98,15 +96,7 @@ int main(int argc, char **argv) {
     }
     for (c = 0; c < NVDEC_RUN_CLIPS; c++) nvdec_run_clip_free(&clips[c]);
     example_close(&ex);
-    vkcuda_live_objects live;
-    CHECK(vkcuda_live_objects_get(&live));
-    long long left = (long long)(live.contexts + live.vk_buffers + live.vk_memories + live.vk_images + live.vk_semaphores +
-                                 live.cuda_allocations + live.cuda_external_memories + live.cuda_external_semaphores);
-    printf("live objects after everything: %lld (contexts %lld, images %lld, memories %lld, semaphores %lld, "
-           "CUDA imports %lld + %lld)\n", left, (long long)live.contexts, (long long)live.vk_images,
-           (long long)live.vk_memories, (long long)live.vk_semaphores, (long long)live.cuda_external_memories,
-           (long long)live.cuda_external_semaphores);
-    EXPECT(left == 0, "%lld library objects left", left);
+    EXPECT(rig_nothing_alive(), "library objects left after the context is gone (listed above)");
     printf("nvdec_frames: %s\n", failures ? "FAIL" : "PASS");
     return failures ? 1 : 0;
 }

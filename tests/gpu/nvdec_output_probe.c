@@ -116,13 +116,12 @@ int main(int argc, char **argv) {
     char why[512];
     int c, i, failed = 0;
     example ex;
-    setvbuf(stdout, NULL, _IONBF, 0);
     for (i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--clips") && i + 1 < argc) dir = argv[++i];
         else if (!strcmp(argv[i], "--frames") && i + 1 < argc) frames_to_probe = (uint32_t)strtoul(argv[++i], NULL, 10);
         else return printf("usage: %s [--clips DIR] [--frames N]\n", NAME), 2;
     if (frames_to_probe < 1) return printf("%s: --frames takes a positive count\n", NAME), 2;
-    example_open(&ex, NAME, 0);
+    if (nvdec_run_open(&ex, NAME) != 0) return 1;
     for (c = 0; c < NVDEC_RUN_CLIPS; c++) {
         nvdec_run_clip clip;
         probe p;

@@ -62,6 +62,12 @@ int nvdec_run_init(example *ex, const char *name) {
     return 0;
 }
 
+int nvdec_run_open(example *ex, const char *name) {
+    setvbuf(stdout, NULL, _IONBF, 0);
+    example_open(ex, name, 0);
+    return nvdec_run_init(ex, name);
+}
+
 nvdec_run nvdec_run_of(nvdec_run_mode mode, const uint64_t *ref, long nref) {
     nvdec_run r;
     memset(&r, 0, sizeof r);

@@ -84,6 +84,8 @@ typedef struct nvdec_run {
 /* Once, after example_open: the Vulkan functions of the sampling pass; `program` names the skip
  * line. Returns 0, or -1 (printed) when the device lacks one. */
 int nvdec_run_init(example *ex, const char *program);
+/* A test program's start: stdout unbuffered, example_open (its skip), nvdec_run_init. */
+int nvdec_run_open(example *ex, const char *program);
 /* A run of `mode` against reference `ref` (NULL, 0: none), hashes checked. */
 nvdec_run nvdec_run_of(nvdec_run_mode mode, const uint64_t *ref, long nref);
 /* One decode of `bytes` bytes of `clip` as `codec` ("h264", "hevc"): the frames decoded, or -1 with

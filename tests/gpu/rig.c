@@ -63,7 +63,27 @@ VkResult rig_begin(VkCommandBuffer cmd, VkCommandBufferUsageFlags flags) {
     return vkBeginCommandBuffer(cmd, &bi);
 }
 
-VkResult rig_submit(example *e, VkCommandBuffer cmd, VkSemaphore timeline, uint64_t wait, uint64_t signal,
+VkResult rig_command_buffers(VkDevice device, VkCommandPool pool, uint32_t n, VkCommandBuffer *cmds) {
+    VkCommandBufferAllocateInfo cai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                       .commandPool = pool,
+                                       .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                       .commandBufferCount = n};
+    return vkAllocateCommandBuffers(device, &cai, cmds);
+}
+
+VkResult rig_fence(VkDevice device, VkFence *fence) {
+    VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    return vkCreateFence(device, &fci, NULL, fence);
+}
+
+VkResult rig_timeline(VkDevice device, VkSemaphore *sem) {
+    VkSemaphoreTypeCreateInfo ti = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
+                                    .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE};
+    VkSemaphoreCreateInfo sci = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, .pNext = &ti};
+    return vkCreateSemaphore(device, &sci, NULL, sem);
+}
+
+VkResult rig_submit(VkQueue queue, VkCommandBuffer cmd, VkSemaphore timeline, uint64_t wait, uint64_t signal,
                     VkPipelineStageFlags wait_stage, VkFence fence) {
     VkTimelineSemaphoreSubmitInfo ts;
     VkSubmitInfo si;
@@ -85,12 +105,12 @@ VkResult rig_submit(example *e, VkCommandBuffer cmd, VkSemaphore timeline, uint6
         si.signalSemaphoreCount = 1;
         si.pSignalSemaphores = &timeline;
     }
-    return vkQueueSubmit(e->vh.queue, 1, &si, fence);
+    return vkQueueSubmit(queue, 1, &si, fence);
 }
 
 VkResult rig_submit_and_wait(example *e, VkCommandBuffer cmd) {
     VkResult r = vkEndCommandBuffer(cmd);
-    if (r == VK_SUCCESS) r = rig_submit(e, cmd, VK_NULL_HANDLE, 0, 0, 0, e->fence);
+    if (r == VK_SUCCESS) r = rig_submit(e->vh.queue, cmd, VK_NULL_HANDLE, 0, 0, 0, e->fence);
     if (r == VK_SUCCESS) r = vkWaitForFences(e->vh.device, 1, &e->fence, VK_TRUE, RIG_FENCE_TIMEOUT_NS);
     if (r == VK_SUCCESS) r = vkResetFences(e->vh.device, 1, &e->fence);
     return r;

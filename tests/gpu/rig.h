@@ -14,7 +14,11 @@
  *   rig_close(e)                waits for the GPU and destroys what rig_open made
  *   rig_close_module(e, m)      the same, unloading the program's module m first
  *   rig_begin(cmd, flags)       resets and begins a command buffer (RIG_ONCE: one-time)
- *   rig_submit(e, cmd, timeline, wait, signal, stage, fence)  one submit of an ended
+ *   rig_command_buffers(device, pool, n, cmds)  n primary command buffers from `pool`
+ *   rig_fence(device, fence)    an unsignalled fence
+ *   rig_timeline(device, sem)   a plain Vulkan timeline semaphore at 0 (no vkcuda: the
+ *                               Vulkan-only runs)
+ *   rig_submit(queue, cmd, timeline, wait, signal, stage, fence)  one submit of an ended
  *                               `cmd`; with a timeline (not VK_NULL_HANDLE) it waits for
  *                               `wait` at `stage` and signals `signal`
  *   rig_submit_and_wait(e, cmd) ends, submits with e->fence, waits, resets the fence
@@ -75,7 +79,10 @@ void rig_close(example *e);
  * buffer submitted again and again. */
 #define RIG_ONCE VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT
 VkResult rig_begin(VkCommandBuffer cmd, VkCommandBufferUsageFlags flags);
-VkResult rig_submit(example *e, VkCommandBuffer cmd, VkSemaphore timeline, uint64_t wait, uint64_t signal,
+VkResult rig_command_buffers(VkDevice device, VkCommandPool pool, uint32_t n, VkCommandBuffer *cmds);
+VkResult rig_fence(VkDevice device, VkFence *fence);
+VkResult rig_timeline(VkDevice device, VkSemaphore *sem);
+VkResult rig_submit(VkQueue queue, VkCommandBuffer cmd, VkSemaphore timeline, uint64_t wait, uint64_t signal,
                     VkPipelineStageFlags wait_stage, VkFence fence);
 VkResult rig_submit_and_wait(example *e, VkCommandBuffer cmd);
 void rig_close_module(example *e, CUmodule module);

@@ -96,6 +96,14 @@ Placement placement(VmaAllocator vma, VmaAllocation a) {
     return {info.allocationInfo.deviceMemory, info.blockSize, info.allocationInfo.offset, info.dedicatedMemory};
 }
 
+// An allocation from `pool`: a dedicated block, or a place in a shared one.
+VmaAllocationCreateInfo in_pool(VmaPool pool, bool dedicated) {
+    VmaAllocationCreateInfo ai{};
+    ai.pool = pool;
+    ai.flags = dedicated ? VMA_ALLOCATION_CREATE_DEDICATED_MEMORY_BIT : 0;
+    return ai;
+}
+
 struct Staging {
     VkBuffer buffer;
     VmaAllocation allocation;
@@ -117,9 +125,7 @@ void count(const char* what, std::uint64_t n, std::uint64_t bad) {
 void test_buffer(const Engine& e, const Cuda& cuda, VmaAllocator vma, VmaPool pool, const Staging& st,
                  std::uint64_t size, bool dedicated, std::uint32_t seed) {
     VkBufferCreateInfo bi = buffer_ci(size, true);
-    VmaAllocationCreateInfo ai{};
-    ai.pool = pool;
-    ai.flags = dedicated ? VMA_ALLOCATION_CREATE_DEDICATED_MEMORY_BIT : 0;
+    VmaAllocationCreateInfo ai = in_pool(pool, dedicated);
     VkBuffer buffer;
     VmaAllocation a;
     check_vk(vmaCreateBuffer(vma, &bi, &ai, &buffer, &a, nullptr), "vmaCreateBuffer");
@@ -190,9 +196,7 @@ void barrier(VkCommandBuffer cmd, VkImage image, VkImageLayout from, VkImageLayo
 void test_image(const Engine& e, const Cuda& cuda, VmaAllocator vma, VmaPool pool, const Staging& st, VkFormat format,
                 std::uint32_t bpp, std::uint32_t w, std::uint32_t h, bool dedicated, std::uint32_t seed) {
     VkImageCreateInfo ci = image_ci(format, w, h);
-    VmaAllocationCreateInfo ai{};
-    ai.pool = pool;
-    ai.flags = dedicated ? VMA_ALLOCATION_CREATE_DEDICATED_MEMORY_BIT : 0;
+    VmaAllocationCreateInfo ai = in_pool(pool, dedicated);
     VkImage image;
     VmaAllocation a;
     check_vk(vmaCreateImage(vma, &ci, &ai, &image, &a, nullptr), "vmaCreateImage");
