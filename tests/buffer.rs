@@ -39,9 +39,8 @@ fn exported_fds_know_size(ctx: *const vkcuda_context) -> bool {
 /// Writes a pattern into a buffer of `a` via a staging copy, exports it, imports
 /// the fd into `b`, copies it out there and compares every byte.
 fn roundtrip(size: u64, seed: u32) {
-    let a = vulkan_only_context();
-    let b = vulkan_only_context();
-    let (va, vb) = (Vk::new(a), Vk::new(b));
+    let two = TwoDevices::open();
+    let (a, b, va, vb) = (two.a, two.b, &*two.va, &*two.vb);
     let buf = create_buffer(a, size, 0);
     let info = buffer_info(buf);
     assert_eq!(info.size, size);
@@ -65,12 +64,9 @@ fn roundtrip(size: u64, seed: u32) {
     // And back: device b writes, device a sees it.
     vb.fill_pattern(iinfo.buffer, size, seed + 1);
     assert_eq!(va.pattern_mismatches(info.buffer, size, seed + 1), 0);
-    drop((va, vb));
     unsafe {
         vkcuda_buffer_destroy(imported);
         vkcuda_buffer_destroy(buf);
-        vkcuda_context_destroy(b);
-        vkcuda_context_destroy(a);
     }
 }
 

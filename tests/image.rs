@@ -12,7 +12,7 @@
 //! cubes, 1x1 and 16384x16384; surface and texture objects are made and kept.
 
 mod support;
-use support::images::{create, d2, vulkan_read_packed, vulkan_write_packed, Packing, Side};
+use support::images::{create, d2, EngineImage, Packing, Side, Texels};
 use support::*;
 
 use std::ptr;
@@ -106,20 +106,7 @@ fn packing(i: &vkcuda_image_info) -> Packing {
     }
 }
 
-/// Writes `seed`'s pattern into every level and layer of the image (in `from`
-/// layout) and releases it to the external side.
-fn vulkan_write(v: &Vk, side: Side, from: vk::ImageLayout, seed: u32) {
-    let p = packing(&side.info());
-    vulkan_write_packed(v, side, from, &p, |k| pattern(k, seed));
-}
-
-/// Acquires the image from the external side into TRANSFER_SRC_OPTIMAL and
-/// returns every level's bytes, packed as [`levels`] says.
-fn vulkan_read(v: &Vk, side: Side) -> Vec<u8> {
-    vulkan_read_packed(v, side, &packing(&side.info()))
-}
-
-/// The texels of every level (not the alignment padding) that differ from the pattern.
+/// The bytes of every level (not the alignment padding) that differ from the pattern.
 fn texel_mismatches(i: &vkcuda_image_info, data: &[u8], seed: u32) -> (u64, u64) {
     let (lv, _) = levels(i);
     let mut bad = 0;
@@ -135,81 +122,12 @@ fn texel_mismatches(i: &vkcuda_image_info, data: &[u8], seed: u32) -> (u64, u64)
     (bad, all)
 }
 
-/// An image made in a second device on memory imported from an fd.
-struct Imported {
-    image: vk::Image,
-    memory: vk::DeviceMemory,
-}
-
-fn vk_image_type(i: &vkcuda_image_info) -> vk::ImageType {
-    match i.image_type {
-        vkcuda_image_type::VKCUDA_IMAGE_TYPE_1D => vk::ImageType::TYPE_1D,
-        vkcuda_image_type::VKCUDA_IMAGE_TYPE_3D => vk::ImageType::TYPE_3D,
-        _ => vk::ImageType::TYPE_2D,
-    }
-}
-
-/// The engine's way: an exportable image of `i`'s description with its own
-/// dedicated memory, either allocated exportable or imported from `fd`.
-fn engine_image(v: &Vk, i: &vkcuda_image_info, fd: Option<i32>) -> (Imported, u64) {
-    let mut ext = vk::ExternalMemoryImageCreateInfo::default()
-        .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
-    let flags = if i.flags & VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT != 0 {
-        vk::ImageCreateFlags::CUBE_COMPATIBLE
-    } else {
-        vk::ImageCreateFlags::empty()
-    };
-    let ci = vk::ImageCreateInfo::default()
-        .flags(flags)
-        .image_type(vk_image_type(i))
-        .format(vk::Format::from_raw(i.format))
-        .extent(i.extent)
-        .mip_levels(i.mip_levels)
-        .array_layers(i.array_layers)
-        .samples(vk::SampleCountFlags::TYPE_1)
-        .tiling(vk::ImageTiling::OPTIMAL)
-        .usage(vk::ImageUsageFlags::from_raw(i.usage))
-        .sharing_mode(vk::SharingMode::EXCLUSIVE)
-        .initial_layout(vk::ImageLayout::UNDEFINED)
-        .push_next(&mut ext);
-    let image = unsafe { v.device.create_image(&ci, None) }.unwrap();
-    let req = unsafe { v.device.get_image_memory_requirements(image) };
-    let size = if fd.is_some() {
-        i.allocation_size
-    } else {
-        req.size
-    };
-    let mut export = vk::ExportMemoryAllocateInfo::default()
-        .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
-    let mut dedicated = vk::MemoryDedicatedAllocateInfo::default().image(image);
-    let mut import = vk::ImportMemoryFdInfoKHR::default()
-        .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD)
-        .fd(fd.unwrap_or(-1));
-    let mut alloc = vk::MemoryAllocateInfo::default()
-        .allocation_size(size)
-        .memory_type_index(device_local_type(v, req.memory_type_bits))
-        .push_next(&mut dedicated);
-    // Imported memory is only imported (not also exportable): the engine's way.
-    alloc = if fd.is_some() {
-        alloc.push_next(&mut import)
-    } else {
-        alloc.push_next(&mut export)
-    };
-    let memory = unsafe { v.device.allocate_memory(&alloc, None) }.unwrap();
-    unsafe { v.device.bind_image_memory(image, memory, 0) }.unwrap();
-    (Imported { image, memory }, size)
-}
-
-fn free_engine_image(v: &Vk, e: Imported) {
-    unsafe {
-        v.device.destroy_image(e.image, None);
-        v.device.free_memory(e.memory, None);
-    }
-}
-
-fn wrap_info(e: &Imported, size: u64, i: &vkcuda_image_info) -> vkcuda_image_wrap_info {
-    image_wrap_info(e.image, e.memory, size, image_desc_of(i))
-}
+/// Every level and layer with `pattern`'s bytes, packed as [`levels`] says.
+const TEXELS: Texels = Texels {
+    packing,
+    byte: pattern,
+    mismatches: texel_mismatches,
+};
 
 fn wrap(ctx: *const vkcuda_context, w: &vkcuda_image_wrap_info) -> *mut vkcuda_image {
     let mut im = ptr::null_mut();
@@ -217,44 +135,17 @@ fn wrap(ctx: *const vkcuda_context, w: &vkcuda_image_wrap_info) -> *mut vkcuda_i
     im
 }
 
-/// Device A creates the image and writes it; its fd goes to device B, which
-/// imports it into an image of the same description (as an engine would), reads
-/// every texel, and writes a new pattern that A reads. Both sides hand the image
-/// over with the queue family transfer to and from VK_QUEUE_FAMILY_EXTERNAL.
+/// Device A creates the image and writes it, device B reads it through its own
+/// image on the exported memory and writes it back (`Texels::cross_devices`).
 fn cross_device(info: &vkcuda_image_create_info) {
-    let a = vulkan_only_context();
-    let b = vulkan_only_context();
-    let (va, vb) = (Vk::new(a), Vk::new(b));
-    let im = create(a, info);
-    let i = image_info(im);
-    vulkan_write(&va, Side::Shared(im), vk::ImageLayout::UNDEFINED, 7);
-
+    let two = TwoDevices::open();
+    let im = create(two.a, info);
     let mut fd = -1;
     ok(unsafe { vkcuda_image_export_fd(im, &mut fd) });
     assert!(fd >= 0 && fd_is_open(fd));
-    let (e, _) = engine_image(&vb, &i, Some(fd));
-    let other = Side::Raw(e.image, &i);
-
-    let seen = vulkan_read(&vb, other);
-    let (bad, all) = texel_mismatches(&i, &seen, 7);
-    assert_eq!(bad, 0, "{bad} of {all} bytes differ in device B ({info:?})");
-
-    // And back: B writes (its image is in TRANSFER_SRC_OPTIMAL now), A reads.
-    vulkan_write(&vb, other, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, 8);
-    let back = vulkan_read(&va, Side::Shared(im));
-    let (bad, all) = texel_mismatches(&i, &back, 8);
-    assert_eq!(
-        bad, 0,
-        "{bad} of {all} bytes differ back in device A ({info:?})"
-    );
-
-    free_engine_image(&vb, e);
+    let (e, _) = TEXELS.cross_devices(&two.va, &two.vb, im, &[fd], &format!("{info:?}"));
+    e.destroy(&two.vb);
     unsafe { vkcuda_image_destroy(im) };
-    drop((va, vb));
-    unsafe {
-        vkcuda_context_destroy(a);
-        vkcuda_context_destroy(b);
-    }
 }
 
 #[test]
@@ -921,8 +812,9 @@ fn wrap_checks_the_engine_image() {
     let model = create(ctx, &info);
     let mi = image_info(model);
     unsafe { vkcuda_image_destroy(model) };
-    let (e, size) = engine_image(&v, &mi, None);
-    let good = wrap_info(&e, size, &mi);
+    let e = EngineImage::new(&v, &mi, None);
+    let (memory, size) = e.memory[0];
+    let good = e.wrap_info(&mi);
     let fds = fd_count();
 
     let im = wrap(ctx, &good);
@@ -930,7 +822,7 @@ fn wrap_checks_the_engine_image() {
     assert_eq!(i.wrapped, 1);
     assert_eq!(
         (i.image, i.memory, i.allocation_size),
-        (e.image, e.memory, size)
+        (e.image, memory, size)
     );
     assert_eq!(i.usage, info.usage);
     let mut fd = -1;
@@ -1005,7 +897,7 @@ fn wrap_checks_the_engine_image() {
         VKCUDA_ERROR_NULL_POINTER,
     );
     assert_eq!(fd_count(), fds, "no fd leaked");
-    free_engine_image(&v, e);
+    e.destroy(&v);
     drop(v);
     unsafe { vkcuda_context_destroy(ctx) };
 }
@@ -1144,26 +1036,13 @@ mod gpu {
         let mut mm = ptr::null_mut();
         ok(unsafe { vkcuda_image_get_cuda_mipmapped_array(im, &mut mm) });
         assert_eq!(mm, i.cuda_mipmapped_array);
-        let (lvs, total) = levels(&i);
+        let (lvs, _) = levels(&i);
         let bpt = i.format_info.bytes_per_texel;
         let layered_1d =
             i.image_type == vkcuda_image_type::VKCUDA_IMAGE_TYPE_1D && i.array_layers > 1;
-
-        vulkan_write(v, Side::Shared(im), vk::ImageLayout::UNDEFINED, 11);
-        unsafe { v.device.queue_wait_idle(v.queue) }.unwrap();
-        let mut host = vec![0u8; total as usize];
-        c.enter();
-        copy_levels(im, &lvs, bpt, &mut host, false, layered_1d);
-        let (bad_a, all) = texel_mismatches(&i, &host, 11);
-
-        for (k, x) in host.iter_mut().enumerate() {
-            *x = pattern(k, 12);
-        }
-        copy_levels(im, &lvs, bpt, &mut host, true, layered_1d);
-        check(unsafe { cu::cuCtxSynchronize() });
-        c.leave();
-        let back = vulkan_read(v, Side::Shared(im));
-        let (bad_b, _) = texel_mismatches(&i, &back, 12);
+        let (bad_a, bad_b, all) = TEXELS.through_cuda(v, c, im, |host, to_array| {
+            copy_levels(im, &lvs, bpt, host, to_array, layered_1d)
+        });
 
         // Surface objects (one per level, kept) and a texture object.
         if i.usage & vk::ImageUsageFlags::STORAGE.as_raw() != 0 {
@@ -1323,12 +1202,12 @@ mod gpu {
         let model = create(ctx, &info);
         let mi = image_info(model);
         unsafe { vkcuda_image_destroy(model) };
-        let (e, size) = engine_image(&v, &mi, None);
-        let mut w = wrap_info(&e, size, &mi);
+        let e = EngineImage::new(&v, &mi, None);
+        let mut w = e.wrap_info(&mi);
         let im = wrap(ctx, &w);
         let i = image_info(im);
         assert!(!i.cuda_mipmapped_array.is_null());
-        vulkan_write(&v, Side::Shared(im), vk::ImageLayout::UNDEFINED, 21);
+        TEXELS.write(&v, Side::Shared(im), vk::ImageLayout::UNDEFINED, 21);
         unsafe { v.device.queue_wait_idle(v.queue) }.unwrap();
         let (lvs, total) = levels(&i);
         let mut host = vec![0u8; total as usize];
@@ -1337,13 +1216,13 @@ mod gpu {
         c.leave();
         assert_eq!(texel_mismatches(&i, &host, 21).0, 0);
         unsafe { vkcuda_image_destroy(im) };
-        w.allocation_size = size - 1;
+        w.allocation_size = e.memory[0].1 - 1;
         let mut bad = ptr::null_mut();
         fails(
             unsafe { vkcuda_image_wrap(ctx, &w, &mut bad) },
             VKCUDA_ERROR_INVALID_ARGUMENT,
         );
-        free_engine_image(&v, e);
+        e.destroy(&v);
         drop(v);
         unsafe { vkcuda_context_destroy(ctx) };
     }

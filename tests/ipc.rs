@@ -438,10 +438,10 @@ fn a_peer_of_another_user_is_refused() {
 #[test]
 fn stream_and_seqpacket_sockets_carry_buffers() {
     let _s = serial();
-    let (a, b) = (vulkan_only_context(), vulkan_only_context());
-    let (va, vb) = (Vk::new(a), Vk::new(b));
+    let two = TwoDevices::open();
+    let (a, b, va, vb) = (two.a, two.b, &*two.va, &*two.vb);
     let buf = create_buffer(a, 100_003, 0);
-    write_buffer(&va, buf, 41);
+    write_buffer(va, buf, 41);
     let base = fd_count();
     for ty in [libc::SOCK_STREAM, libc::SOCK_SEQPACKET] {
         let (s0, s1) = pair(ty);
@@ -456,7 +456,7 @@ fn stream_and_seqpacket_sockets_carry_buffers() {
         for _ in 0..2 {
             let mut r = ptr::null_mut();
             ok(unsafe { vkcuda_buffer_receive(b, s1.as_raw_fd(), ptr::null(), &mut r) });
-            assert_eq!(mismatches(&vb, r, 41), 0, "socket type {ty}");
+            assert_eq!(mismatches(vb, r, 41), 0, "socket type {ty}");
             unsafe { vkcuda_buffer_destroy(r) };
         }
         let mut rest = [0u8; 4];
@@ -475,20 +475,15 @@ fn stream_and_seqpacket_sockets_carry_buffers() {
     }
     assert_eq!(fd_count(), base);
     unsafe { vkcuda_buffer_destroy(buf) };
-    drop((va, vb));
-    unsafe {
-        vkcuda_context_destroy(a);
-        vkcuda_context_destroy(b);
-    }
 }
 
 #[test]
 fn a_message_in_pieces_is_put_together() {
     let _s = serial();
-    let (a, b) = (vulkan_only_context(), vulkan_only_context());
-    let (va, vb) = (Vk::new(a), Vk::new(b));
+    let two = TwoDevices::open();
+    let (a, b, va, vb) = (two.a, two.b, &*two.va, &*two.vb);
     let buf = create_buffer(a, 4096, 0);
-    write_buffer(&va, buf, 43);
+    write_buffer(va, buf, 43);
     let rec = record(&describe(buf));
     let fd = export(buf);
     let (s0, s1) = pair(libc::SOCK_STREAM);
@@ -506,7 +501,7 @@ fn a_message_in_pieces_is_put_together() {
     });
     let mut r = ptr::null_mut();
     ok(unsafe { vkcuda_buffer_receive(b, s1.as_raw_fd(), &opts(10 * SECOND), &mut r) });
-    assert_eq!(mismatches(&vb, r, 43), 0);
+    assert_eq!(mismatches(vb, r, 43), 0);
     unsafe { vkcuda_buffer_destroy(r) };
     let kept = sender.join().unwrap();
     drop(kept);
@@ -516,11 +511,6 @@ fn a_message_in_pieces_is_put_together() {
         "the sender's socket and fd closed, nothing else left"
     );
     unsafe { vkcuda_buffer_destroy(buf) };
-    drop((va, vb));
-    unsafe {
-        vkcuda_context_destroy(a);
-        vkcuda_context_destroy(b);
-    }
 }
 
 extern "C" fn on_signal(_: c_int) {}
@@ -568,10 +558,10 @@ fn signals_do_not_break_a_receive() {
 #[test]
 fn generic_send_and_receive_hand_the_fd_to_the_caller() {
     let _s = serial();
-    let (a, b) = (vulkan_only_context(), vulkan_only_context());
-    let (va, vb) = (Vk::new(a), Vk::new(b));
+    let two = TwoDevices::open();
+    let (a, b, va, vb) = (two.a, two.b, &*two.va, &*two.vb);
     let buf = create_buffer(a, 12345, 0);
-    write_buffer(&va, buf, 47);
+    write_buffer(va, buf, 47);
     let d = describe(buf);
     let info = buffer_info(buf);
     assert_eq!(d.kind.0, vkcuda_share_kind::VKCUDA_SHARE_KIND_BUFFER as i32);
@@ -611,15 +601,10 @@ fn generic_send_and_receive_hand_the_fd_to_the_caller() {
     ok(unsafe { vkcuda_buffer_import_description(b, &got, gfd, 0, &mut r) });
     assert!(!fd_is_open(gfd), "the import took the fd");
     assert_eq!(fd_count(), base);
-    assert_eq!(mismatches(&vb, r, 47), 0);
+    assert_eq!(mismatches(vb, r, 47), 0);
     unsafe {
         vkcuda_buffer_destroy(r);
         vkcuda_buffer_destroy(buf);
-    }
-    drop((va, vb));
-    unsafe {
-        vkcuda_context_destroy(a);
-        vkcuda_context_destroy(b);
     }
 }
 
@@ -1388,8 +1373,8 @@ fn level0_copy(w: u32, h: u32) -> vk::BufferImageCopy {
 #[test]
 fn images_are_described_sent_and_imported() {
     let _s = serial();
-    let (a, b) = (vulkan_only_context(), vulkan_only_context());
-    let (va, vb) = (Vk::new(a), Vk::new(b));
+    let two = TwoDevices::open();
+    let (a, b, va, vb) = (two.a, two.b, &*two.va, &*two.vb);
     let (w, h) = (64u32, 32u32);
     let info = vkcuda_image_create_info {
         usage: (vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST).as_raw(),
@@ -1406,7 +1391,7 @@ fn images_are_described_sent_and_imported() {
     }
     va.run(|cmd| unsafe {
         image_barrier(
-            &va,
+            va,
             cmd,
             ii.image,
             vk::ImageLayout::UNDEFINED,
@@ -1420,7 +1405,7 @@ fn images_are_described_sent_and_imported() {
             &[level0_copy(w, h)],
         );
         image_barrier(
-            &va,
+            va,
             cmd,
             ii.image,
             vk::ImageLayout::TRANSFER_DST_OPTIMAL,
@@ -1481,7 +1466,7 @@ fn images_are_described_sent_and_imported() {
     out.bytes().fill(0);
     vb.run(|cmd| unsafe {
         image_barrier(
-            &vb,
+            vb,
             cmd,
             image,
             vk::ImageLayout::GENERAL,
@@ -1517,11 +1502,6 @@ fn images_are_described_sent_and_imported() {
     unsafe { vkcuda_image_destroy(received) };
     assert_eq!(fd_count(), base);
     unsafe { vkcuda_image_destroy(im) };
-    drop((va, vb));
-    unsafe {
-        vkcuda_context_destroy(a);
-        vkcuda_context_destroy(b);
-    }
 }
 
 // ---- on a GPU: a CUDA-allocated buffer and a timeline across processes ----------------

@@ -21,8 +21,7 @@
 
 mod support;
 use support::images::{
-    create, d2, handoff, sample_bits, try_create, vulkan_read_packed, vulkan_write_packed, Packing,
-    Side,
+    create, d2, handoff, sample_bits, try_create, EngineImage, Packing, Side, Texels,
 };
 use support::*;
 
@@ -163,128 +162,12 @@ fn packing(i: &vkcuda_image_info) -> Packing {
     }
 }
 
-/// Writes `seed`'s pattern into every plane (the image in `from` layout) and
-/// hands the image to the external side.
-fn vulkan_write(v: &Vk, side: Side, from: vk::ImageLayout, seed: u32) {
-    let p = packing(&side.info());
-    vulkan_write_packed(v, side, from, &p, |k| pattern(k, seed));
-}
-
-/// Takes the image back from the external side into TRANSFER_SRC_OPTIMAL and
-/// returns every plane's bytes, packed as [`planes`] says.
-fn vulkan_read(v: &Vk, side: Side) -> Vec<u8> {
-    vulkan_read_packed(v, side, &packing(&side.info()))
-}
-
-/// An engine's disjoint multi-planar image of `i`'s description: one allocation
-/// per plane, exportable, or imported from `fds` (one per plane, taken).
-struct EngineImage {
-    image: vk::Image,
-    memory: Vec<(vk::DeviceMemory, u64)>,
-}
-
-fn engine_image(v: &Vk, i: &vkcuda_image_info, fds: Option<&[i32]>) -> EngineImage {
-    let mut ext = vk::ExternalMemoryImageCreateInfo::default()
-        .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
-    let ci = vk::ImageCreateInfo::default()
-        .flags(vk::ImageCreateFlags::DISJOINT)
-        .image_type(vk::ImageType::TYPE_2D)
-        .format(vk::Format::from_raw(i.format))
-        .extent(i.extent)
-        .mip_levels(1)
-        .array_layers(1)
-        .samples(vk::SampleCountFlags::TYPE_1)
-        .tiling(vk::ImageTiling::OPTIMAL)
-        .usage(vk::ImageUsageFlags::from_raw(i.usage))
-        .sharing_mode(vk::SharingMode::EXCLUSIVE)
-        .initial_layout(vk::ImageLayout::UNDEFINED)
-        .push_next(&mut ext);
-    let image = unsafe { v.device.create_image(&ci, None) }.unwrap();
-    let mut memory = Vec::new();
-    for p in 0..i.plane_count as usize {
-        let aspect = vk::ImageAspectFlags::from_raw(i.planes[p].aspect);
-        let mut plane = vk::ImagePlaneMemoryRequirementsInfo::default().plane_aspect(aspect);
-        let info = vk::ImageMemoryRequirementsInfo2::default()
-            .image(image)
-            .push_next(&mut plane);
-        let mut req = vk::MemoryRequirements2::default();
-        unsafe { v.device.get_image_memory_requirements2(&info, &mut req) };
-        let req = req.memory_requirements;
-        let size = if fds.is_some() {
-            i.planes[p].allocation_size
-        } else {
-            req.size
-        };
-        let mut export = vk::ExportMemoryAllocateInfo::default()
-            .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
-        let mut import = vk::ImportMemoryFdInfoKHR::default()
-            .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD)
-            .fd(fds.map_or(-1, |f| f[p]));
-        let alloc = vk::MemoryAllocateInfo::default()
-            .allocation_size(size)
-            .memory_type_index(device_local_type(v, req.memory_type_bits));
-        let alloc = if fds.is_some() {
-            alloc.push_next(&mut import)
-        } else {
-            alloc.push_next(&mut export)
-        };
-        memory.push((
-            unsafe { v.device.allocate_memory(&alloc, None) }.unwrap(),
-            size,
-        ));
-    }
-    let mut plane_infos: Vec<_> = (0..memory.len())
-        .map(|p| {
-            vk::BindImagePlaneMemoryInfo::default()
-                .plane_aspect(vk::ImageAspectFlags::from_raw(i.planes[p].aspect))
-        })
-        .collect();
-    let binds: Vec<_> = memory
-        .iter()
-        .zip(plane_infos.iter_mut())
-        .map(|(m, pi)| {
-            vk::BindImageMemoryInfo::default()
-                .image(image)
-                .memory(m.0)
-                .push_next(pi)
-        })
-        .collect();
-    unsafe { v.device.bind_image_memory2(&binds) }.unwrap();
-    EngineImage { image, memory }
-}
-
-fn free_engine_image(v: &Vk, e: EngineImage) {
-    unsafe {
-        v.device.destroy_image(e.image, None);
-        for (m, _) in e.memory {
-            v.device.free_memory(m, None);
-        }
-    }
-}
-
-fn wrap_info(e: &EngineImage, i: &vkcuda_image_info) -> vkcuda_image_wrap_info {
-    let description = vkcuda_image_create_info {
-        flags: 0,
-        image_type: vkcuda_image_type_raw(0),
-        format: i.format,
-        extent: i.extent,
-        mip_levels: 1,
-        array_layers: 1,
-        usage: i.usage,
-    };
-    let (memory, size) = e.memory[0];
-    let mut w = image_wrap_info(e.image, memory, size, description);
-    // The planes of a disjoint image are never dedicated allocations.
-    w.dedicated = 0;
-    for (p, &(memory, allocation_size)) in e.memory.iter().enumerate() {
-        w.planes[p] = vkcuda_image_plane_memory {
-            memory,
-            allocation_size,
-            offset: 0,
-        };
-    }
-    w
-}
+/// Every plane with `pattern`'s bytes, packed as [`planes`] says.
+const TEXELS: Texels = Texels {
+    packing,
+    byte: pattern,
+    mismatches: texel_mismatches,
+};
 
 fn plane_fds(im: *const vkcuda_image) -> Vec<i32> {
     let i = image_info(im);
@@ -762,34 +645,17 @@ fn multi_fd_descriptions_travel_over_a_socket() {
     }
 }
 
-/// Device A makes the image and writes every plane; its plane fds go to device B,
-/// which imports them into an image of the same description (as an engine would)
-/// and reads every texel, then writes a new pattern that A reads. A second import
-/// goes through the library (describe, serialize, parse, import with the fds).
+/// Device A makes the image and writes every plane, device B reads them through
+/// its own image on the plane fds and writes them back (`Texels::cross_devices`).
+/// A second import goes through the library (describe, serialize, parse, import
+/// with the fds).
 fn cross_device(format: vk::Format, w: u32, h: u32) -> u64 {
-    let a = vulkan_only_context();
-    let b = vulkan_only_context();
-    let (va, vb) = (Vk::new(a), Vk::new(b));
+    let two = TwoDevices::open();
+    let (a, b, va, vb) = (two.a, two.b, &*two.va, &*two.vb);
     let im = create(a, &d2(format, w, h));
     let i = image_info(im);
-    vulkan_write(&va, Side::Shared(im), vk::ImageLayout::UNDEFINED, 7);
-
-    let fds = plane_fds(im);
-    let e = engine_image(&vb, &i, Some(&fds));
-    let other = Side::Raw(e.image, &i);
-    let seen = vulkan_read(&vb, other);
-    let (bad, all) = texel_mismatches(&i, &seen, 7);
-    assert_eq!(
-        bad, 0,
-        "{bad} of {all} texels differ in device B ({format:?} {w}x{h})"
-    );
-    vulkan_write(&vb, other, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, 8);
-    let back = vulkan_read(&va, Side::Shared(im));
-    let (bad, _) = texel_mismatches(&i, &back, 8);
-    assert_eq!(
-        bad, 0,
-        "{bad} of {all} texels differ back in A ({format:?} {w}x{h})"
-    );
+    let what = format!("{format:?} {w}x{h}");
+    let (e, all) = TEXELS.cross_devices(va, vb, im, &plane_fds(im), &what);
 
     // The library's import in B, from a record that went through bytes.
     let mut d: vkcuda_share_description = unsafe { std::mem::zeroed() };
@@ -819,7 +685,7 @@ fn cross_device(format: vk::Format, w: u32, h: u32) -> u64 {
     }
     let ii = image_info(imported);
     assert_eq!(ii.plane_count, i.plane_count);
-    let seen = vulkan_read(&vb, Side::Shared(imported));
+    let seen = TEXELS.read(vb, Side::Shared(imported));
     assert_eq!(
         texel_mismatches(&i, &seen, 8).0,
         0,
@@ -828,8 +694,8 @@ fn cross_device(format: vk::Format, w: u32, h: u32) -> u64 {
 
     // An engine image of B with exportable plane memory, wrapped (Vulkan-only: the
     // checks run).
-    let own = engine_image(&vb, &ii, None);
-    let mut w_info = wrap_info(&own, &ii);
+    let own = EngineImage::new(vb, &ii, None);
+    let mut w_info = own.wrap_info(&ii);
     let mut wrapped = ptr::null_mut();
     ok(unsafe { vkcuda_image_wrap(b, &w_info, &mut wrapped) });
     let wi = image_info(wrapped);
@@ -854,14 +720,9 @@ fn cross_device(format: vk::Format, w: u32, h: u32) -> u64 {
     assert!(m.contains("memory of an earlier plane"), "{m}");
 
     unsafe { vkcuda_image_destroy(imported) };
-    free_engine_image(&vb, own);
-    free_engine_image(&vb, e);
+    own.destroy(vb);
+    e.destroy(vb);
     unsafe { vkcuda_image_destroy(im) };
-    drop((va, vb));
-    unsafe {
-        vkcuda_context_destroy(a);
-        vkcuda_context_destroy(b);
-    }
     all
 }
 
@@ -979,7 +840,7 @@ mod gpu {
     ) -> u64 {
         let im = create(ctx, info);
         let i = image_info(im);
-        let (ps, total) = planes(&i);
+        let (ps, _) = planes(&i);
         let what = format!(
             "{} {}x{}",
             name(vk::Format::from_raw(i.format)),
@@ -993,47 +854,20 @@ mod gpu {
             );
         }
 
-        // Vulkan -> CUDA, through the arrays.
-        vulkan_write(v, Side::Shared(im), vk::ImageLayout::UNDEFINED, 11);
-        unsafe { v.device.queue_wait_idle(v.queue) }.unwrap();
-        let mut host = vec![0u8; total as usize];
-        c.enter();
-        for (k, p) in ps.iter().enumerate() {
-            let row = (p.extent.width as u64 * p.texel) as usize;
-            let h = host[p.offset as usize..].as_mut_ptr();
-            copy2d(
-                Mem::Array(plane_array(im, k)),
-                Mem::Host(h, row),
-                row,
-                p.extent.height as usize,
-            );
-        }
-        c.leave();
-        let (bad, all) = texel_mismatches(&i, &host, 11);
+        // Vulkan -> CUDA and CUDA -> Vulkan, through the arrays.
+        let (bad, bad_back, all) = TEXELS.through_cuda(v, c, im, |host, to_array| {
+            for (k, p) in ps.iter().enumerate() {
+                let row = (p.extent.width as u64 * p.texel) as usize;
+                let (h, a) = (host[p.offset as usize..].as_mut_ptr(), plane_array(im, k));
+                let (src, dst) = (Mem::Array(a), Mem::Host(h, row));
+                let (src, dst) = if to_array { (dst, src) } else { (src, dst) };
+                copy2d(src, dst, row, p.extent.height as usize);
+            }
+        });
         assert_eq!(bad, 0, "{what}: CUDA read {bad} of {all} texels wrong");
-
-        // CUDA -> Vulkan, through the arrays.
-        for (k, x) in host.iter_mut().enumerate() {
-            *x = pattern(k, 12);
-        }
-        c.enter();
-        for (k, p) in ps.iter().enumerate() {
-            let row = (p.extent.width as u64 * p.texel) as usize;
-            let h = host[p.offset as usize..].as_mut_ptr();
-            copy2d(
-                Mem::Host(h, row),
-                Mem::Array(plane_array(im, k)),
-                row,
-                p.extent.height as usize,
-            );
-        }
-        check(unsafe { cu::cuCtxSynchronize() });
-        c.leave();
-        let back = vulkan_read(v, Side::Shared(im));
-        let (bad, _) = texel_mismatches(&i, &back, 12);
         assert_eq!(
-            bad, 0,
-            "{what}: Vulkan read {bad} of {all} texels wrong after CUDA wrote"
+            bad_back, 0,
+            "{what}: Vulkan read {bad_back} of {all} texels wrong after CUDA wrote"
         );
 
         // The pitched helper, both ways, with padded pitches whose padding must
@@ -1053,7 +887,7 @@ mod gpu {
             check(unsafe { cu::cuMemcpyHtoD_v2(d, src.as_ptr().cast(), src.len()) });
         }
         c.leave();
-        // vulkan_read left the image Vulkan's, in TRANSFER_SRC_OPTIMAL: hand it to CUDA.
+        // TEXELS.read left the image Vulkan's, in TRANSFER_SRC_OPTIMAL: hand it to CUDA.
         v.run(|cmd| {
             ok(unsafe {
                 vkcuda_image_cmd_release_to_cuda(
@@ -1068,13 +902,13 @@ mod gpu {
         c.enter();
         check(unsafe { cu::cuCtxSynchronize() });
         c.leave();
-        let seen = vulkan_read(v, Side::Shared(im));
+        let seen = TEXELS.read(v, Side::Shared(im));
         let (bad, _) = texel_mismatches(&i, &seen, 13);
         assert_eq!(
             bad, 0,
             "{what}: copy_from_pitched: Vulkan read {bad} of {all} texels wrong"
         );
-        vulkan_write(
+        TEXELS.write(
             v,
             Side::Shared(im),
             vk::ImageLayout::TRANSFER_SRC_OPTIMAL,

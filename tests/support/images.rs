@@ -4,12 +4,18 @@
 //! image and reading it back with the handoff to and from the external side.
 //! Each suite says how its texels are packed in a staging buffer (`Packing`);
 //! `sample_bits` says which bits of a 10- or 12-bit texel carry the sample.
+//! `EngineImage` is an engine's own image of a shared image's description (one
+//! dedicated allocation, or one per plane), imported from fds or made to be wrapped.
 
 use ash::vk;
 use vkcuda::ffi::vkcuda_result::*;
 use vkcuda::ffi::*;
 
-use super::{image_desc, image_info, last_error, layout_barrier, ok, Vk};
+use super::cuda::Cuda;
+use super::{
+    device_local_type, image_desc, image_desc_of, image_info, image_wrap_info, last_error,
+    layout_barrier, ok, Vk,
+};
 
 /// A 2D image description with the defaults (a full mip chain, one layer, the
 /// default usage).
@@ -84,6 +90,133 @@ pub fn barrier(
     v.image_barrier(cmd, b);
 }
 
+/// An engine's own exportable image of a shared image's description, on its own
+/// memory: one dedicated allocation, or for a multi-planar image (DISJOINT) one
+/// allocation per plane.
+pub struct EngineImage {
+    pub image: vk::Image,
+    /// Each allocation and its size: one, or one per plane.
+    pub memory: Vec<(vk::DeviceMemory, u64)>,
+}
+
+impl EngineImage {
+    /// An image of `i`'s description on `v`'s device, its memory allocated
+    /// exportable, or imported from `fds` (one per allocation, taken).
+    pub fn new(v: &Vk, i: &vkcuda_image_info, fds: Option<&[i32]>) -> EngineImage {
+        let disjoint = i.plane_count > 1;
+        let mut ext = vk::ExternalMemoryImageCreateInfo::default()
+            .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+        let flags = if disjoint {
+            vk::ImageCreateFlags::DISJOINT
+        } else if i.flags & VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT != 0 {
+            vk::ImageCreateFlags::CUBE_COMPATIBLE
+        } else {
+            vk::ImageCreateFlags::empty()
+        };
+        let image_type = match i.image_type {
+            vkcuda_image_type::VKCUDA_IMAGE_TYPE_1D => vk::ImageType::TYPE_1D,
+            vkcuda_image_type::VKCUDA_IMAGE_TYPE_3D => vk::ImageType::TYPE_3D,
+            _ => vk::ImageType::TYPE_2D,
+        };
+        let ci = vk::ImageCreateInfo::default()
+            .flags(flags)
+            .image_type(image_type)
+            .format(vk::Format::from_raw(i.format))
+            .extent(i.extent)
+            .mip_levels(i.mip_levels)
+            .array_layers(i.array_layers)
+            .samples(vk::SampleCountFlags::TYPE_1)
+            .tiling(vk::ImageTiling::OPTIMAL)
+            .usage(vk::ImageUsageFlags::from_raw(i.usage))
+            .sharing_mode(vk::SharingMode::EXCLUSIVE)
+            .initial_layout(vk::ImageLayout::UNDEFINED)
+            .push_next(&mut ext);
+        let image = unsafe { v.device.create_image(&ci, None) }.unwrap();
+        let aspect = |p: usize| vk::ImageAspectFlags::from_raw(i.planes[p].aspect);
+        let mut memory = Vec::new();
+        for p in 0..if disjoint { i.plane_count as usize } else { 1 } {
+            let mut plane = vk::ImagePlaneMemoryRequirementsInfo::default().plane_aspect(aspect(p));
+            let mut info = vk::ImageMemoryRequirementsInfo2::default().image(image);
+            if disjoint {
+                info = info.push_next(&mut plane);
+            }
+            let mut req = vk::MemoryRequirements2::default();
+            unsafe { v.device.get_image_memory_requirements2(&info, &mut req) };
+            let req = req.memory_requirements;
+            let size = match fds {
+                None => req.size,
+                Some(_) if disjoint => i.planes[p].allocation_size,
+                Some(_) => i.allocation_size,
+            };
+            let mut export = vk::ExportMemoryAllocateInfo::default()
+                .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+            let mut import = vk::ImportMemoryFdInfoKHR::default()
+                .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD)
+                .fd(fds.map_or(-1, |f| f[p]));
+            let mut dedicated = vk::MemoryDedicatedAllocateInfo::default().image(image);
+            let mut alloc = vk::MemoryAllocateInfo::default()
+                .allocation_size(size)
+                .memory_type_index(device_local_type(v, req.memory_type_bits));
+            // The planes of a disjoint image are never dedicated allocations.
+            if !disjoint {
+                alloc = alloc.push_next(&mut dedicated);
+            }
+            // Imported memory is only imported (not also exportable): the engine's way.
+            alloc = if fds.is_some() {
+                alloc.push_next(&mut import)
+            } else {
+                alloc.push_next(&mut export)
+            };
+            let m = unsafe { v.device.allocate_memory(&alloc, None) }.unwrap();
+            memory.push((m, size));
+        }
+        let mut planes: Vec<_> = (0..memory.len())
+            .map(|p| vk::BindImagePlaneMemoryInfo::default().plane_aspect(aspect(p)))
+            .collect();
+        let binds: Vec<_> = memory
+            .iter()
+            .zip(planes.iter_mut())
+            .map(|(m, plane)| {
+                let b = vk::BindImageMemoryInfo::default().image(image).memory(m.0);
+                if disjoint {
+                    b.push_next(plane)
+                } else {
+                    b
+                }
+            })
+            .collect();
+        unsafe { v.device.bind_image_memory2(&binds) }.unwrap();
+        EngineImage { image, memory }
+    }
+
+    /// The wrap of this image as `i` describes it: the first allocation (dedicated
+    /// unless there is one per plane), and for a disjoint image each plane's.
+    pub fn wrap_info(&self, i: &vkcuda_image_info) -> vkcuda_image_wrap_info {
+        let (memory, size) = self.memory[0];
+        let mut w = image_wrap_info(self.image, memory, size, image_desc_of(i));
+        if self.memory.len() > 1 {
+            w.dedicated = 0;
+            for (p, &(memory, allocation_size)) in self.memory.iter().enumerate() {
+                w.planes[p] = vkcuda_image_plane_memory {
+                    memory,
+                    allocation_size,
+                    offset: 0,
+                };
+            }
+        }
+        w
+    }
+
+    pub fn destroy(self, v: &Vk) {
+        unsafe {
+            v.device.destroy_image(self.image, None);
+            for (m, _) in self.memory {
+                v.device.free_memory(m, None);
+            }
+        }
+    }
+}
+
 /// Where an image's texels sit in a staging buffer: its size, the copy regions,
 /// and the subresources the copies cover.
 pub struct Packing {
@@ -131,6 +264,83 @@ pub fn vulkan_write_packed(
         }
     });
     v.destroy_host_buffer(stage);
+}
+
+/// How a suite lays out the texels of an image in a staging buffer and which bytes
+/// it writes: `packing` (levels and layers, or planes), `byte(k, seed)` at staging
+/// byte k, and `mismatches(info, data, seed)`, the texels (or bytes) of `data` that
+/// differ from seed's pattern and how many were compared.
+pub struct Texels {
+    pub packing: fn(&vkcuda_image_info) -> Packing,
+    pub byte: fn(usize, u32) -> u8,
+    pub mismatches: fn(&vkcuda_image_info, &[u8], u32) -> (u64, u64),
+}
+
+impl Texels {
+    /// Writes `seed`'s pattern into the image (in `from` layout) and hands it to
+    /// the external side.
+    pub fn write(&self, v: &Vk, side: Side, from: vk::ImageLayout, seed: u32) {
+        let p = (self.packing)(&side.info());
+        vulkan_write_packed(v, side, from, &p, |k| (self.byte)(k, seed));
+    }
+
+    /// Takes the image back from the external side into TRANSFER_SRC_OPTIMAL and
+    /// returns its bytes, packed.
+    pub fn read(&self, v: &Vk, side: Side) -> Vec<u8> {
+        vulkan_read_packed(v, side, &(self.packing)(&side.info()))
+    }
+
+    /// Device A (`va`) writes `im`; device B (`vb`) imports `fds`, `im`'s memory,
+    /// into an engine image of the same description (as an engine would) and reads
+    /// every texel, then writes a new pattern that A reads. Both sides hand the
+    /// image over with the queue family transfer to and from
+    /// VK_QUEUE_FAMILY_EXTERNAL. B's image and the count compared each way.
+    pub fn cross_devices(
+        &self,
+        va: &Vk,
+        vb: &Vk,
+        im: *const vkcuda_image,
+        fds: &[i32],
+        what: &str,
+    ) -> (EngineImage, u64) {
+        let i = image_info(im);
+        self.write(va, Side::Shared(im), vk::ImageLayout::UNDEFINED, 7);
+        let e = EngineImage::new(vb, &i, Some(fds));
+        let other = Side::Raw(e.image, &i);
+        let (bad, all) = (self.mismatches)(&i, &self.read(vb, other), 7);
+        assert_eq!(bad, 0, "{bad} of {all} differ in device B ({what})");
+        // And back: B writes (its image is in TRANSFER_SRC_OPTIMAL now), A reads.
+        self.write(vb, other, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, 8);
+        let (bad, _) = (self.mismatches)(&i, &self.read(va, Side::Shared(im)), 8);
+        assert_eq!(bad, 0, "{bad} of {all} differ back in device A ({what})");
+        (e, all)
+    }
+
+    /// Vulkan writes `im`, CUDA reads it (`copy(host, false)`, in `c`'s context,
+    /// into the packed bytes); CUDA writes a new pattern (`copy(host, true)`) and
+    /// Vulkan reads it. The mismatches of CUDA's read, of Vulkan's, and the count
+    /// compared each way.
+    pub fn through_cuda(
+        &self,
+        v: &Vk,
+        c: &Cuda,
+        im: *const vkcuda_image,
+        mut copy: impl FnMut(&mut [u8], bool),
+    ) -> (u64, u64, u64) {
+        let i = image_info(im);
+        self.write(v, Side::Shared(im), vk::ImageLayout::UNDEFINED, 11);
+        unsafe { v.device.queue_wait_idle(v.queue) }.unwrap();
+        let mut host = vec![0u8; (self.packing)(&i).total as usize];
+        c.within(|| copy(&mut host, false));
+        let (bad_cuda, all) = (self.mismatches)(&i, &host, 11);
+        for (k, x) in host.iter_mut().enumerate() {
+            *x = (self.byte)(k, 12);
+        }
+        c.within(|| copy(&mut host, true));
+        c.synchronize();
+        let (bad_vulkan, _) = (self.mismatches)(&i, &self.read(v, Side::Shared(im)), 12);
+        (bad_cuda, bad_vulkan, all)
+    }
 }
 
 /// Takes the image back from the external side into TRANSFER_SRC_OPTIMAL and

@@ -1,9 +1,10 @@
 //! The test's own Vulkan work, with `ash` loaded from a context's
 //! `vkGetInstanceProcAddr`: `Vk` (submits, copies, barriers, host buffers),
 //! `layout_barrier`, `device_local_type`, and `EngineDevice` (an instance and a
-//! device made the way an engine makes them).
+//! device made the way an engine makes them), `TwoDevices` (two Vulkan-only contexts).
 
 use std::ffi::CStr;
+use std::mem::ManuallyDrop;
 use std::ptr;
 
 use ash::vk;
@@ -405,4 +406,37 @@ pub fn device_local_type(v: &Vk, bits: u32) -> u32 {
                     .contains(vk::MemoryPropertyFlags::DEVICE_LOCAL)
         })
         .expect("a device-local memory type")
+}
+
+/// Two Vulkan-only contexts, two VkDevices as two processes have them, and the
+/// test's Vulkan on each (`va` on `a`, `vb` on `b`): all destroyed when dropped.
+pub struct TwoDevices {
+    pub a: *mut vkcuda_context,
+    pub b: *mut vkcuda_context,
+    pub va: ManuallyDrop<Vk>,
+    pub vb: ManuallyDrop<Vk>,
+}
+
+impl TwoDevices {
+    pub fn open() -> TwoDevices {
+        let (a, b) = (super::vulkan_only_context(), super::vulkan_only_context());
+        let (va, vb) = (Vk::new(a), Vk::new(b));
+        TwoDevices {
+            a,
+            b,
+            va: ManuallyDrop::new(va),
+            vb: ManuallyDrop::new(vb),
+        }
+    }
+}
+
+impl Drop for TwoDevices {
+    fn drop(&mut self) {
+        unsafe {
+            ManuallyDrop::drop(&mut self.va);
+            ManuallyDrop::drop(&mut self.vb);
+            vkcuda_context_destroy(self.a);
+            vkcuda_context_destroy(self.b);
+        }
+    }
 }
