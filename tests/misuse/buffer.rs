@@ -69,31 +69,11 @@ pub fn cases(m: &mut Matrix) {
                 vkcuda_buffer_import_fd(e.ctx, &e.import_info(), fd, ptr::null_mut())
             })
         }),
-        null(INFO, "buffer", |_, o| unsafe {
-            vkcuda_buffer_get_info(ptr::null(), o.plain())
-        }),
-        null(INFO, "info", |e, _| unsafe {
-            vkcuda_buffer_get_info(e.buffer, ptr::null_mut())
-        }),
-        null(POINTER, "buffer", |_, o| unsafe {
-            vkcuda_buffer_get_cuda_pointer(ptr::null(), o.plain())
-        }),
-        null(POINTER, "pointer", |e, _| unsafe {
-            vkcuda_buffer_get_cuda_pointer(e.buffer, ptr::null_mut())
-        }),
-        null(VK_BUFFER, "buffer", |_, o| unsafe {
-            vkcuda_buffer_get_vk_buffer(ptr::null(), o.plain())
-        }),
-        null(VK_BUFFER, "vk_buffer", |e, _| unsafe {
-            vkcuda_buffer_get_vk_buffer(e.buffer, ptr::null_mut())
-        }),
-        null(EXPORT, "buffer", |_, o| unsafe {
-            vkcuda_buffer_export_fd(ptr::null(), o.plain())
-        }),
-        null(EXPORT, "fd", |e, _| unsafe {
-            vkcuda_buffer_export_fd(e.buffer, ptr::null_mut())
-        }),
     ]);
+    m.getter(INFO, ["buffer", "info"], |e| e.buffer, vkcuda_buffer_get_info);
+    m.getter(POINTER, ["buffer", "pointer"], |e| e.buffer, vkcuda_buffer_get_cuda_pointer);
+    m.getter(VK_BUFFER, ["buffer", "vk_buffer"], |e| e.buffer, vkcuda_buffer_get_vk_buffer);
+    m.getter(EXPORT, ["buffer", "fd"], |e| e.buffer, vkcuda_buffer_export_fd);
 
     // -- vkcuda_buffer_create
     type BC = vkcuda_buffer_create_info;
@@ -324,13 +304,7 @@ pub fn cases(m: &mut Matrix) {
         if c.env.cuda {
             return Skipped("the context has CUDA");
         }
-        let mut p = Poison::<u64>::new();
-        c.refused(
-            unsafe { vkcuda_buffer_get_cuda_pointer(c.env.buffer, p.ptr()) },
-            &[U],
-        );
-        p.untouched();
-        Ran
+        c.refused_untouched(&[U], |p| unsafe { vkcuda_buffer_get_cuda_pointer(c.env.buffer, p) })
     });
     m.case("vkcuda_buffer_destroy", "null-ok:buffer", |_| {
         unsafe { vkcuda_buffer_destroy(ptr::null_mut()) };

@@ -103,22 +103,12 @@ pub fn cases(m: &mut Matrix) {
         null(STANDALONE, "context", |_, _| unsafe {
             vkcuda_context_create_standalone(ptr::null(), ptr::null_mut())
         }),
-        null(HANDLES, "context", |_, o| unsafe {
-            vkcuda_context_get_vulkan_handles(ptr::null(), o.plain())
-        }),
-        null(HANDLES, "handles", |e, _| unsafe {
-            vkcuda_context_get_vulkan_handles(e.ctx, ptr::null_mut())
-        }),
-        null(CUDA_INFO, "context", |_, o| unsafe {
-            vkcuda_context_get_cuda_info(ptr::null(), o.plain())
-        }),
-        null(CUDA_INFO, "cuda_info", |e, _| unsafe {
-            vkcuda_context_get_cuda_info(e.ctx, ptr::null_mut())
-        }),
         null(DRIVER, "version", |_, _| unsafe {
             vkcuda_cuda_driver_get_version(ptr::null_mut())
         }),
     ]);
+    m.getter(HANDLES, ["context", "handles"], |e| e.ctx, vkcuda_context_get_vulkan_handles);
+    m.getter(CUDA_INFO, ["context", "cuda_info"], |e| e.ctx, vkcuda_context_get_cuda_info);
 
     // -- vkcuda_device_extensions_enumerate
     m.case(EXTS, "null-ok:names", |c| {
@@ -308,13 +298,7 @@ pub fn cases(m: &mut Matrix) {
         if c.env.cuda {
             return Skipped("the context has CUDA");
         }
-        let mut h = Poison::<vkcuda_cuda_info>::new();
-        c.refused(
-            unsafe { vkcuda_context_get_cuda_info(c.env.ctx, h.ptr()) },
-            &[U],
-        );
-        h.untouched();
-        Ran
+        c.refused_untouched(&[U], |h| unsafe { vkcuda_context_get_cuda_info(c.env.ctx, h) })
     });
     m.case(DRIVER, "no-driver", |c| {
         if c.env.driver != Driver::None {

@@ -57,18 +57,6 @@ pub fn cases(m: &mut Matrix) {
                 o.plain::<[*const c_char; 8]>().cast(),
             )
         }),
-        null(VULKAN, "context", |_, o| unsafe {
-            vkcuda_context_get_vulkan(ptr::null(), o.plain())
-        }),
-        null(VULKAN, "handles", |e, _| unsafe {
-            vkcuda_context_get_vulkan(e.ctx, ptr::null_mut())
-        }),
-        null(CUDA, "context", |_, o| unsafe {
-            vkcuda_context_get_cuda(ptr::null(), o.plain())
-        }),
-        null(CUDA, "cuda_info", |e, _| unsafe {
-            vkcuda_context_get_cuda(e.ctx, ptr::null_mut())
-        }),
         null(DRIVER, "version", |_, _| unsafe {
             vkcuda_cuda_driver_version(ptr::null_mut())
         }),
@@ -76,6 +64,8 @@ pub fn cases(m: &mut Matrix) {
             vkcuda_get_live_objects(ptr::null_mut())
         }),
     ]);
+    m.getter(VULKAN, ["context", "handles"], |e| e.ctx, vkcuda_context_get_vulkan);
+    m.getter(CUDA, ["context", "cuda_info"], |e| e.ctx, vkcuda_context_get_cuda);
 
     m.case(QUERY, "same-as-new:support", |c| {
         let e = &c.env.engine;

@@ -11,7 +11,8 @@ use crate::env::{no_timeline, Env};
 use crate::matrix::*;
 use crate::nulls::{not_ours, null};
 
-type Add = unsafe extern "C" fn(
+/// A semaphore's graph node add: wait or signal.
+pub type Add = unsafe extern "C" fn(
     *const vkcuda_semaphore,
     *mut CUgraph_st,
     *const *mut CUgraphNode_st,
@@ -19,6 +20,12 @@ type Add = unsafe extern "C" fn(
     u64,
     *mut *mut CUgraphNode_st,
 ) -> vkcuda_result;
+
+/// The two graph node adds, by name.
+pub const ADDS: [(&str, Add); 2] = [
+    ("vkcuda_semaphore_cuda_graph_add_wait", vkcuda_semaphore_cuda_graph_add_wait),
+    ("vkcuda_semaphore_cuda_graph_add_signal", vkcuda_semaphore_cuda_graph_add_signal),
+];
 
 type Set = unsafe extern "C" fn(
     *const vkcuda_semaphore,
@@ -29,7 +36,7 @@ type Set = unsafe extern "C" fn(
 
 /// A pointer that is not NULL and is never dereferenced: every case below fails
 /// before the library hands it to CUDA.
-fn dangling<T>() -> *mut T {
+pub fn dangling<T>() -> *mut T {
     ptr::NonNull::dangling().as_ptr()
 }
 
@@ -38,17 +45,7 @@ fn timeline(e: &Env) -> *const vkcuda_semaphore {
 }
 
 pub fn cases(m: &mut Matrix) {
-    let adds: [(&'static str, Add); 2] = [
-        (
-            "vkcuda_semaphore_cuda_graph_add_wait",
-            vkcuda_semaphore_cuda_graph_add_wait,
-        ),
-        (
-            "vkcuda_semaphore_cuda_graph_add_signal",
-            vkcuda_semaphore_cuda_graph_add_signal,
-        ),
-    ];
-    for (f, add) in adds {
+    for (f, add) in ADDS {
         m.nulls(vec![
             null(f, "semaphore", move |_, o| unsafe {
                 add(ptr::null(), dangling(), ptr::null(), 0, 1, o.handle(not_ours))
@@ -71,25 +68,13 @@ pub fn cases(m: &mut Matrix) {
                 return Skipped("no shared semaphores on this device");
             };
             let deps = [ptr::null_mut::<CUgraphNode_st>()];
-            let mut node = Poison::<*mut CUgraphNode_st>::new();
-            c.refused(
-                unsafe { add(s, dangling(), deps.as_ptr(), 1, 1, node.ptr()) },
-                &[N],
-            );
-            node.nulled();
-            Ran
+            c.refused_nulled(&[N], |node| unsafe { add(s, dangling(), deps.as_ptr(), 1, 1, node) })
         });
         m.case(f, "binary:semaphore", move |c| {
             let Some(s) = c.env.binary else {
                 return Skipped("no shared semaphores on this device");
             };
-            let mut node = Poison::<*mut CUgraphNode_st>::new();
-            c.refused(
-                unsafe { add(s, dangling(), ptr::null(), 0, 0, node.ptr()) },
-                &[I],
-            );
-            node.nulled();
-            Ran
+            c.refused_nulled(&[I], |node| unsafe { add(s, dangling(), ptr::null(), 0, 0, node) })
         });
         m.case(f, "vulkan-only:semaphore", move |c| {
             let Some(s) = c.env.timeline else {
@@ -98,13 +83,9 @@ pub fn cases(m: &mut Matrix) {
             if c.env.cuda {
                 return Skipped("the context has CUDA (tests/graph.rs adds real nodes)");
             }
-            let mut node = Poison::<*mut CUgraphNode_st>::new();
-            c.refused(
-                unsafe { add(s, dangling(), ptr::null(), 0, 1, node.ptr()) },
-                &[VKCUDA_ERROR_CUDA_UNAVAILABLE],
-            );
-            node.nulled();
-            Ran
+            c.refused_nulled(&[VKCUDA_ERROR_CUDA_UNAVAILABLE], |node| unsafe {
+                add(s, dangling(), ptr::null(), 0, 1, node)
+            })
         });
         m.any(
             f,

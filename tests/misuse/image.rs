@@ -9,7 +9,7 @@ use ash::vk;
 use crate::support::*;
 use crate::env::image_create_info;
 use crate::matrix::*;
-use crate::nulls::{not_ours, null};
+use crate::nulls::{get, get0, null, Out};
 
 const CREATE: &str = "vkcuda_image_create";
 const WRAP: &str = "vkcuda_image_wrap";
@@ -56,36 +56,6 @@ pub fn cases(m: &mut Matrix) {
             i.memory = vk::DeviceMemory::null();
             vkcuda_image_wrap(e.ctx, &i, o.handle(out))
         }),
-        null(INFO, "image", |_, o| unsafe {
-            vkcuda_image_get_info(ptr::null(), o.plain())
-        }),
-        null(INFO, "info", |e, _| unsafe {
-            vkcuda_image_get_info(e.image, ptr::null_mut())
-        }),
-        null(VK_IMAGE, "image", |_, o| unsafe {
-            vkcuda_image_get_vk_image(ptr::null(), o.plain())
-        }),
-        null(VK_IMAGE, "vk_image", |e, _| unsafe {
-            vkcuda_image_get_vk_image(e.image, ptr::null_mut())
-        }),
-        null(MIP, "image", |_, o| unsafe {
-            vkcuda_image_get_cuda_mipmapped_array(ptr::null(), o.handle(not_ours))
-        }),
-        null(MIP, "array", |e, _| unsafe {
-            vkcuda_image_get_cuda_mipmapped_array(e.image, ptr::null_mut())
-        }),
-        null(ARRAY, "image", |_, o| unsafe {
-            vkcuda_image_get_cuda_array(ptr::null(), 0, o.handle(not_ours))
-        }),
-        null(ARRAY, "array", |e, _| unsafe {
-            vkcuda_image_get_cuda_array(e.image, 0, ptr::null_mut())
-        }),
-        null(SURF, "image", |_, o| unsafe {
-            vkcuda_image_get_surface_object(ptr::null(), 0, o.plain())
-        }),
-        null(SURF, "surface", |e, _| unsafe {
-            vkcuda_image_get_surface_object(e.image, 0, ptr::null_mut())
-        }),
         null(TEX, "image", |_, o| unsafe {
             vkcuda_image_create_texture_object(ptr::null(), &texture_info(), o.plain())
         }),
@@ -95,13 +65,13 @@ pub fn cases(m: &mut Matrix) {
         null(TEX, "texture", |e, _| unsafe {
             vkcuda_image_create_texture_object(e.image, &texture_info(), ptr::null_mut())
         }),
-        null(EXPORT, "image", |_, o| unsafe {
-            vkcuda_image_export_fd(ptr::null(), o.plain())
-        }),
-        null(EXPORT, "fd", |e, _| unsafe {
-            vkcuda_image_export_fd(e.image, ptr::null_mut())
-        }),
     ]);
+    m.image_getter(MIP, "array", Out::lent, get(vkcuda_image_get_cuda_mipmapped_array));
+    m.image_getter(ARRAY, "array", Out::lent, get0(vkcuda_image_get_cuda_array));
+    m.image_getter(SURF, "surface", Out::plain, get0(vkcuda_image_get_surface_object));
+    m.getter(INFO, ["image", "info"], |e| e.image, vkcuda_image_get_info);
+    m.getter(VK_IMAGE, ["image", "vk_image"], |e| e.image, vkcuda_image_get_vk_image);
+    m.getter(EXPORT, ["image", "fd"], |e| e.image, vkcuda_image_export_fd);
 
     // -- vkcuda_format_query
     for (label, format, want) in [
@@ -208,68 +178,39 @@ pub fn cases(m: &mut Matrix) {
         |i| &mut i.description,
         Zeros::Usage,
     ));
-    mutations(
-        m,
-        WRAP,
-        muts,
-        |e| e.image_wrap_info(),
-        |c, i, want| {
-            let mut im = poisoned();
-            let r = unsafe { vkcuda_image_wrap(c.env.ctx, i, &mut im) };
-            c.refused_made(r, want, im, vkcuda_image_destroy);
-            Ran
-        },
-    );
+    wrap_cases(m, muts);
 
     // -- getters
     m.case(MIP, "vulkan-only", |c| {
         if c.env.cuda {
             return Skipped("the context has CUDA");
         }
-        let mut a = Poison::<*mut CUmipmappedArray_st>::new();
-        c.refused(
-            unsafe { vkcuda_image_get_cuda_mipmapped_array(c.env.image, a.ptr()) },
-            &[U],
-        );
-        a.nulled();
-        Ran
+        c.refused_nulled(&[U], |a| unsafe { vkcuda_image_get_cuda_mipmapped_array(c.env.image, a) })
     });
     for (label, level) in [("past-last:level", 5), ("absurd:level", u32::MAX)] {
         m.case(ARRAY, label, move |c| {
-            let mut a = Poison::<*mut CUarray_st>::new();
-            let r = unsafe { vkcuda_image_get_cuda_array(c.env.image, level, a.ptr()) };
-            c.refused(r, &[I]);
-            a.nulled();
-            Ran
+            c.refused_nulled(&[I], |a| unsafe {
+                vkcuda_image_get_cuda_array(c.env.image, level, a)
+            })
         });
     }
     m.case(ARRAY, "vulkan-only", |c| {
         if c.env.cuda {
             return Skipped("the context has CUDA");
         }
-        let mut a = Poison::<*mut CUarray_st>::new();
-        c.refused(
-            unsafe { vkcuda_image_get_cuda_array(c.env.image, 4, a.ptr()) },
-            &[U],
-        );
-        a.nulled();
-        Ran
+        c.refused_nulled(&[U], |a| unsafe { vkcuda_image_get_cuda_array(c.env.image, 4, a) })
     });
     for (label, level) in [("past-last:level", 5), ("absurd:level", u32::MAX)] {
         m.case(SURF, label, move |c| {
-            let mut s = Poison::<u64>::new();
-            let r = unsafe { vkcuda_image_get_surface_object(c.env.image, level, s.ptr()) };
-            c.refused(r, &[I]);
-            s.untouched();
-            Ran
+            c.refused_untouched(&[I], |s| unsafe {
+                vkcuda_image_get_surface_object(c.env.image, level, s)
+            })
         });
     }
     m.case(SURF, "no-storage-usage", |c| {
-        let mut s = Poison::<u64>::new();
-        let r = unsafe { vkcuda_image_get_surface_object(c.env.image_no_storage, 0, s.ptr()) };
-        c.refused(r, &[UNSUP]);
-        s.untouched();
-        Ran
+        c.refused_untouched(&[UNSUP], |s| unsafe {
+            vkcuda_image_get_surface_object(c.env.image_no_storage, 0, s)
+        })
     });
     m.case(SURF, "vulkan-only", |c| {
         if c.env.cuda {
@@ -278,35 +219,13 @@ pub fn cases(m: &mut Matrix) {
         if image_info(c.env.image).usage & vk::ImageUsageFlags::STORAGE.as_raw() == 0 {
             return Skipped("the device cannot make storage images of R8G8B8A8_UNORM");
         }
-        let mut s = Poison::<u64>::new();
-        c.refused(
-            unsafe { vkcuda_image_get_surface_object(c.env.image, 0, s.ptr()) },
-            &[U],
-        );
-        s.untouched();
-        Ran
+        c.refused_untouched(&[U], |s| unsafe { vkcuda_image_get_surface_object(c.env.image, 0, s) })
     });
 
     // -- vkcuda_image_create_texture_object
-    let muts = texture_mutations();
-    mutations(
-        m,
-        TEX,
-        muts,
-        |_| texture_info(),
-        |c, t, want| {
-            let mut out = Poison::<u64>::new();
-            let r = unsafe { vkcuda_image_create_texture_object(c.env.image, t, out.ptr()) };
-            c.refused(r, want);
-            out.untouched();
-            Ran
-        },
-    );
-    m.any(
-        TEX,
-        "info->border_color",
-        "every float is a colour (used with the BORDER mode only)",
-    );
+    texture_cases(m, TEX, |im, t, out| unsafe {
+        vkcuda_image_create_texture_object(im, t, out)
+    });
     m.case(TEX, "vulkan-only", |c| {
         if c.env.cuda {
             return Skipped("the context has CUDA");
@@ -314,15 +233,25 @@ pub fn cases(m: &mut Matrix) {
         let mut t = texture_info();
         t.flags = VKCUDA_TEXTURE_ALL_LEVELS_BIT;
         t.level = u32::MAX; // ignored with ALL_LEVELS
-        let mut out = Poison::<u64>::new();
-        let r = unsafe { vkcuda_image_create_texture_object(c.env.image, &t, out.ptr()) };
-        c.refused(r, &[U]);
-        out.untouched();
-        Ran
+        c.refused_untouched(&[U], |out| unsafe {
+            vkcuda_image_create_texture_object(c.env.image, &t, out)
+        })
     });
 
     m.case("vkcuda_image_destroy", "null-ok:image", |_| {
         unsafe { vkcuda_image_destroy(ptr::null_mut()) };
+        Ran
+    });
+}
+
+/// vkcuda_image_wrap with each mutation of the environment's wrap info: refused
+/// with the mutation's codes, no image made.
+pub fn wrap_cases(m: &mut Matrix, muts: Vec<Mutation<vkcuda_image_wrap_info>>) {
+    let base = |e: &crate::env::Env| e.image_wrap_info();
+    mutations(m, WRAP, muts, base, |c, i, want| {
+        let mut im = poisoned();
+        let r = unsafe { vkcuda_image_wrap(c.env.ctx, i, &mut im) };
+        c.refused_made(r, want, im, vkcuda_image_destroy);
         Ran
     });
 }
@@ -431,8 +360,22 @@ pub fn image_info_mutations<T: 'static>(
         .collect()
 }
 
+/// `f`'s cases for every bad texture description: `create(image, info, output)`
+/// refused, the output untouched; the border colour takes any value.
+pub fn texture_cases(
+    m: &mut Matrix,
+    f: &'static str,
+    create: fn(*const vkcuda_image, *const vkcuda_texture_info, *mut u64) -> vkcuda_result,
+) {
+    mutations(m, f, texture_mutations(), |_| texture_info(), move |c, t, want| {
+        c.refused_untouched(want, |out| create(c.env.image, t, out))
+    });
+    let why = "every float is a colour (used with the BORDER mode only)";
+    m.any(f, "info->border_color", why);
+}
+
 /// Bad texture descriptions: every field (the border colour aside: any float).
-pub fn texture_mutations() -> Vec<Mutation<vkcuda_texture_info>> {
+fn texture_mutations() -> Vec<Mutation<vkcuda_texture_info>> {
     type T = vkcuda_texture_info;
     vec![
         mutation("unknown-bits:info->flags", &[I], |_, t: &mut T| t.flags = 4),

@@ -42,7 +42,8 @@
 //! # Adding a group (new functions, a new object)
 //! 1. Write `tests/misuse/NAME.rs` with `pub fn cases(m: &mut Matrix)`: first its NULL
 //!    rows, `m.nulls(vec![null("vkcuda_x_get", "x", |e, o| unsafe { ... }), ...])`
-//!    (see `nulls.rs`), then `m.case(fn, "kind:param", |c| ...)` for every other
+//!    (see `nulls.rs`; a getter's two rows: `m.getter(fn, [object, output], |e| e.x, fn)`),
+//!    then `m.case(fn, "kind:param", |c| ...)` for every other
 //!    parameter and input-struct field, or `m.any(fn, path, why)`.
 //! 2. Add one line `NAME,` to the `groups!` list below.
 //!

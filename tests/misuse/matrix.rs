@@ -132,6 +132,34 @@ impl Call<'_> {
         );
     }
 
+    /// `call(output)`, given a poisoned plain output, is refused with one of `want`
+    /// and leaves the output untouched.
+    #[track_caller]
+    pub fn refused_untouched<T>(
+        &self,
+        want: &[vkcuda_result],
+        call: impl FnOnce(*mut T) -> vkcuda_result,
+    ) -> Outcome {
+        let mut out = Poison::<T>::new();
+        self.refused(call(out.ptr()), want);
+        out.untouched();
+        Ran
+    }
+
+    /// `call(output)`, given a poisoned handle output, is refused with one of `want`
+    /// and sets the output to NULL.
+    #[track_caller]
+    pub fn refused_nulled<T>(
+        &self,
+        want: &[vkcuda_result],
+        call: impl FnOnce(*mut *mut T) -> vkcuda_result,
+    ) -> Outcome {
+        let mut out = Poison::<*mut T>::new();
+        self.refused(call(out.ptr()), want);
+        out.nulled();
+        Ran
+    }
+
     /// The call succeeded; its message is empty.
     #[track_caller]
     pub fn succeeded(&self, r: vkcuda_result) {

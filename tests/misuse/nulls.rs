@@ -18,12 +18,14 @@
 //!     row fails).
 //!
 //! Rows register as `null:ARG` cases, which is what `every_export_has_misuse_cases`
-//! looks for; NULL that is valid (`null-ok:ARG`) stays an ordinary case.
+//! looks for; NULL that is valid (`null-ok:ARG`) stays an ordinary case. A getter
+//! `f(object, output)` has its two rows in one line: `Matrix::getter`.
 
 use std::cell::Cell;
+use std::ptr;
 use std::rc::Rc;
 
-use crate::env::Env;
+use crate::env::{no_timeline, Env};
 use crate::matrix::{Call, Matrix, Outcome, Outcome::*, Poison, N};
 use crate::support::*;
 
@@ -94,6 +96,11 @@ impl Out {
         ptr
     }
 
+    /// A handle the object lends (a CUDA array of an image): NULL after a failure.
+    pub fn lent<T: 'static>(&mut self) -> *mut *mut T {
+        self.handle(not_ours)
+    }
+
     /// A handle output: not NULL before the call, NULL after a failure.
     pub fn handle<T: 'static>(&mut self, destroy: unsafe extern "C" fn(*mut T)) -> *mut *mut T {
         let h = Box::new(Cell::new(crate::matrix::poisoned::<T>()));
@@ -111,6 +118,27 @@ impl Out {
         }));
         ptr
     }
+}
+
+/// `f(object, output)` as the getters take it.
+pub fn get<H, T>(
+    f: unsafe extern "C" fn(*const H, *mut T) -> vkcuda_result,
+) -> impl Fn(*const H, *mut T) -> vkcuda_result + Copy {
+    move |h, o| unsafe { f(h, o) }
+}
+
+/// `f(object, 0, output)`: plane or level 0.
+pub fn get0<H, T>(
+    f: unsafe extern "C" fn(*const H, u32, *mut T) -> vkcuda_result,
+) -> impl Fn(*const H, *mut T) -> vkcuda_result + Copy {
+    move |h, o| unsafe { f(h, 0, o) }
+}
+
+/// `f(object, 0, 0, output)`: plane 0, level 0.
+pub fn get00<H, T>(
+    f: unsafe extern "C" fn(*const H, u32, u32, *mut T) -> vkcuda_result,
+) -> impl Fn(*const H, *mut T) -> vkcuda_result + Copy {
+    move |h, o| unsafe { f(h, 0, 0, o) }
 }
 
 /// The "destroy" of a handle output the library lends (a CUDA array of an image,
@@ -178,6 +206,66 @@ impl Matrix {
             let f = row.f;
             self.case(f, &label, move |c| run_row(&row, c));
         }
+    }
+
+    /// The two rows of a getter `f(object, output)` with a plain output: the object
+    /// NULL (`args[0]` names it), then the output NULL (`args[1]`) with the
+    /// environment's object `of(env)`.
+    pub fn getter<H: 'static, T: 'static>(
+        &mut self,
+        f: &'static str,
+        args: [&'static str; 2],
+        of: fn(&Env) -> *const H,
+        call: unsafe extern "C" fn(*const H, *mut T) -> vkcuda_result,
+    ) {
+        self.getter_with(f, args, of, Out::plain, get(call));
+    }
+
+    /// `getter` of a call with more arguments (`call` passes them: `get0`, `get00`)
+    /// whose output `out` makes: `Out::plain`, or `Out::lent` for a handle the
+    /// object lends.
+    pub fn getter_with<H: 'static, T: 'static>(
+        &mut self,
+        f: &'static str,
+        args: [&'static str; 2],
+        of: fn(&Env) -> *const H,
+        out: fn(&mut Out) -> *mut T,
+        call: impl Fn(*const H, *mut T) -> vkcuda_result + Copy + 'static,
+    ) {
+        self.nulls(vec![
+            null(f, args[0], move |_, o| call(ptr::null(), out(o))),
+            null(f, args[1], move |e, _| call(of(e), ptr::null_mut())),
+        ]);
+    }
+
+    /// `getter_with` of the environment's image (the argument `image`).
+    pub fn image_getter<T: 'static>(
+        &mut self,
+        f: &'static str,
+        output: &'static str,
+        out: fn(&mut Out) -> *mut T,
+        call: impl Fn(*const vkcuda_image, *mut T) -> vkcuda_result + Copy + 'static,
+    ) {
+        self.getter_with(f, ["image", output], |e| e.image, out, call);
+    }
+
+    /// `getter` of the environment's timeline semaphore: the output row is skipped
+    /// where the device makes none (`no_timeline`); the NULL-object row runs everywhere.
+    pub fn timeline_getter<T: 'static>(
+        &mut self,
+        f: &'static str,
+        args: [&'static str; 2],
+        call: unsafe extern "C" fn(*const vkcuda_semaphore, *mut T) -> vkcuda_result,
+    ) {
+        self.nulls(vec![
+            null(f, args[0], move |_, o| unsafe {
+                call(ptr::null(), o.plain())
+            }),
+            null(f, args[1], move |e, _| unsafe {
+                call(e.timeline.unwrap(), ptr::null_mut())
+            })
+            .needs(no_timeline),
+        ]);
     }
 }
 

@@ -189,27 +189,9 @@ fn rows() -> Vec<Row> {
         }),
     ];
     // The graph nodes a semaphore adds (issue 29: a failed add left `*node` as it was).
-    type Add = unsafe extern "C" fn(
-        *const vkcuda_semaphore,
-        *mut CUgraph_st,
-        *const *mut CUgraphNode_st,
-        usize,
-        u64,
-        *mut *mut CUgraphNode_st,
-    ) -> vkcuda_result;
-    let adds: [(&'static str, Add); 2] = [
-        (
-            "vkcuda_semaphore_cuda_graph_add_wait",
-            vkcuda_semaphore_cuda_graph_add_wait,
-        ),
-        (
-            "vkcuda_semaphore_cuda_graph_add_signal",
-            vkcuda_semaphore_cuda_graph_add_signal,
-        ),
-    ];
-    for (f, add) in adds {
+    for (f, add) in crate::graph::ADDS {
         v.push(row(f, "early", move |_| {
-            let graph = ptr::NonNull::<CUgraph_st>::dangling().as_ptr();
+            let graph = crate::graph::dangling();
             with_out(|o| unsafe { add(ptr::null(), graph, ptr::null(), 0, 1, o) })
         }));
         v.push(row(f, "late", move |e| {

@@ -10,7 +10,7 @@ use ash::vk;
 use crate::support::*;
 use crate::env::{Env, Kind};
 use crate::matrix::*;
-use crate::nulls::{not_ours, null};
+use crate::nulls::{get0, get00, null, Out};
 use crate::share::{description_cases, options, receive_refused, send_cases, socket_cases};
 
 const MIP: &str = "vkcuda_image_get_plane_cuda_mipmapped_array";
@@ -63,30 +63,20 @@ const BAD_PLANE_LEVEL: [(&str, u32, u32); 4] = [
     ("absurd:level", 0, u32::MAX),
 ];
 
+/// fd counts a one-fd description (the environment's buffer or image) does not have.
+const BAD_FD_COUNTS: [(&str, u32); 4] = [
+    ("zero:fd_count", 0),
+    ("two-for-one:fd_count", 2),
+    ("past-max:fd_count", 4),
+    ("absurd:fd_count", u32::MAX),
+];
+
 pub fn cases(m: &mut Matrix) {
     // NULL for every pointer and handle argument of the new functions.
     let image_out = vkcuda_image_destroy;
     let copy_from = vkcuda_image_cuda_copy_from_pitched;
     let copy_to = vkcuda_image_cuda_copy_to_pitched;
     m.nulls(vec![
-        null(MIP, "image", |_, o| unsafe {
-            vkcuda_image_get_plane_cuda_mipmapped_array(ptr::null(), 0, o.handle(not_ours))
-        }),
-        null(MIP, "array", |e, _| unsafe {
-            vkcuda_image_get_plane_cuda_mipmapped_array(e.image, 0, ptr::null_mut())
-        }),
-        null(ARRAY, "image", |_, o| unsafe {
-            vkcuda_image_get_plane_cuda_array(ptr::null(), 0, 0, o.handle(not_ours))
-        }),
-        null(ARRAY, "array", |e, _| unsafe {
-            vkcuda_image_get_plane_cuda_array(e.image, 0, 0, ptr::null_mut())
-        }),
-        null(SURF, "image", |_, o| unsafe {
-            vkcuda_image_get_plane_surface_object(ptr::null(), 0, 0, o.plain())
-        }),
-        null(SURF, "surface", |e, _| unsafe {
-            vkcuda_image_get_plane_surface_object(e.image, 0, 0, ptr::null_mut())
-        }),
         null(TEX, "image", |_, o| unsafe {
             vkcuda_image_create_plane_texture_object(ptr::null(), 0, &texture_info(), o.plain())
         }),
@@ -101,30 +91,6 @@ pub fn cases(m: &mut Matrix) {
         }),
         null(SET_COLOR, "color", |e, _| unsafe {
             vkcuda_image_set_video_color(e.image, ptr::null())
-        }),
-        null(GET_COLOR, "image", |_, o| unsafe {
-            vkcuda_image_get_video_color(ptr::null(), o.plain())
-        }),
-        null(GET_COLOR, "color", |e, _| unsafe {
-            vkcuda_image_get_video_color(e.image, ptr::null_mut())
-        }),
-        null(CONVERSION, "image", |_, o| unsafe {
-            vkcuda_image_get_ycbcr_conversion_info(ptr::null(), o.plain())
-        }),
-        null(CONVERSION, "info", |e, _| unsafe {
-            vkcuda_image_get_ycbcr_conversion_info(e.image, ptr::null_mut())
-        }),
-        null(POINTER, "image", |_, o| unsafe {
-            vkcuda_image_get_plane_pointer(ptr::null(), 0, o.plain())
-        }),
-        null(POINTER, "pointer", |e, _| unsafe {
-            vkcuda_image_get_plane_pointer(e.image, 0, ptr::null_mut())
-        }),
-        null(EXPORT, "image", |_, o| unsafe {
-            vkcuda_image_export_plane_fd(ptr::null(), 0, o.plain())
-        }),
-        null(EXPORT, "fd", |e, _| unsafe {
-            vkcuda_image_export_plane_fd(e.image, 0, ptr::null_mut())
         }),
         null(COPY_FROM, "image", move |e, _| unsafe {
             copy_from(ptr::null(), &pitched(e), ptr::null_mut())
@@ -197,15 +163,17 @@ pub fn cases(m: &mut Matrix) {
             r
         }),
     ]);
+    m.image_getter(MIP, "array", Out::lent, get0(vkcuda_image_get_plane_cuda_mipmapped_array));
+    m.image_getter(ARRAY, "array", Out::lent, get00(vkcuda_image_get_plane_cuda_array));
+    m.image_getter(SURF, "surface", Out::plain, get00(vkcuda_image_get_plane_surface_object));
+    m.image_getter(POINTER, "pointer", Out::plain, get0(vkcuda_image_get_plane_pointer));
+    m.image_getter(EXPORT, "fd", Out::plain, get0(vkcuda_image_export_plane_fd));
     // -- plane getters
     for (label, plane) in [("past-last:plane", 1), ("absurd:plane", u32::MAX)] {
         m.case(MIP, label, move |c| {
-            let mut a = Poison::<*mut CUmipmappedArray_st>::new();
-            let r =
-                unsafe { vkcuda_image_get_plane_cuda_mipmapped_array(c.env.image, plane, a.ptr()) };
-            c.refused(r, &[I]);
-            a.nulled();
-            Ran
+            c.refused_nulled(&[I], |a| unsafe {
+                vkcuda_image_get_plane_cuda_mipmapped_array(c.env.image, plane, a)
+            })
         });
     }
     m.case(MIP, "plane-0", |c| {
@@ -224,23 +192,18 @@ pub fn cases(m: &mut Matrix) {
     });
     for (label, plane, level) in BAD_PLANE_LEVEL {
         m.case(ARRAY, label, move |c| {
-            let mut a = Poison::<*mut CUarray_st>::new();
-            let r =
-                unsafe { vkcuda_image_get_plane_cuda_array(c.env.image, plane, level, a.ptr()) };
-            c.refused(r, &[I]);
-            a.nulled();
-            Ran
+            c.refused_nulled(&[I], |a| unsafe {
+                vkcuda_image_get_plane_cuda_array(c.env.image, plane, level, a)
+            })
         });
     }
     m.case(ARRAY, "vulkan-only", |c| {
         if c.env.cuda {
             return Skipped("the context has CUDA");
         }
-        let mut a = Poison::<*mut CUarray_st>::new();
-        let r = unsafe { vkcuda_image_get_plane_cuda_array(c.env.image, 0, 4, a.ptr()) };
-        c.refused(r, &[U]);
-        a.nulled();
-        Ran
+        c.refused_nulled(&[U], |a| unsafe {
+            vkcuda_image_get_plane_cuda_array(c.env.image, 0, 4, a)
+        })
     });
     for (label, plane, level) in BAD_PLANE_LEVEL {
         m.case(SURF, label, move |c| {
@@ -254,45 +217,21 @@ pub fn cases(m: &mut Matrix) {
         });
     }
     m.case(SURF, "no-storage-usage", |c| {
-        let mut s = Poison::<u64>::new();
-        let r =
-            unsafe { vkcuda_image_get_plane_surface_object(c.env.image_no_storage, 0, 0, s.ptr()) };
-        c.refused(r, &[UNSUP]);
-        s.untouched();
-        Ran
+        c.refused_untouched(&[UNSUP], |s| unsafe {
+            vkcuda_image_get_plane_surface_object(c.env.image_no_storage, 0, 0, s)
+        })
     });
     for (label, plane) in [("past-last:plane", 1), ("absurd:plane", u32::MAX)] {
         m.case(TEX, label, move |c| {
-            let mut t = Poison::<u64>::new();
-            let r = unsafe {
-                vkcuda_image_create_plane_texture_object(c.env.image, plane, &texture_info(), t.ptr())
-            };
-            c.refused(r, &[I]);
-            t.untouched();
-            Ran
+            c.refused_untouched(&[I], |t| unsafe {
+                vkcuda_image_create_plane_texture_object(c.env.image, plane, &texture_info(), t)
+            })
         });
     }
     // The same bad descriptions as the whole image's texture object.
-    let muts = crate::image::texture_mutations();
-    mutations(
-        m,
-        TEX,
-        muts,
-        |_| texture_info(),
-        |c, t, want| {
-            let mut out = Poison::<u64>::new();
-            let r =
-                unsafe { vkcuda_image_create_plane_texture_object(c.env.image, 0, t, out.ptr()) };
-            c.refused(r, want);
-            out.untouched();
-            Ran
-        },
-    );
-    m.any(
-        TEX,
-        "info->border_color",
-        "every float is a colour (used with the BORDER mode only)",
-    );
+    crate::image::texture_cases(m, TEX, |im, t, out| unsafe {
+        vkcuda_image_create_plane_texture_object(im, 0, t, out)
+    });
     // -- colour descriptions: every field's bad values are refused before the
     // image is looked at (the environment's image is single-plane, which the last
     // rows check: colour is for multi-planar images).
@@ -326,24 +265,20 @@ pub fn cases(m: &mut Matrix) {
             Ran
         },
     );
+    m.getter(GET_COLOR, ["image", "color"], |e| e.image, vkcuda_image_get_video_color);
+    m.getter(CONVERSION, ["image", "info"], |e| e.image, vkcuda_image_get_ycbcr_conversion_info);
     m.case(SET_COLOR, "single-plane:image", |c| {
         let r = unsafe { vkcuda_image_set_video_color(c.env.image, &bt709()) };
         c.refused(r, &[I]);
         Ran
     });
     m.case(GET_COLOR, "single-plane:image", |c| {
-        let mut out = Poison::<vkcuda_video_color>::new();
-        let r = unsafe { vkcuda_image_get_video_color(c.env.image, out.ptr()) };
-        c.refused(r, &[I]);
-        out.untouched();
-        Ran
+        c.refused_untouched(&[I], |out| unsafe { vkcuda_image_get_video_color(c.env.image, out) })
     });
     m.case(CONVERSION, "single-plane:image", |c| {
-        let mut out = Poison::<VkSamplerYcbcrConversionCreateInfo>::new();
-        let r = unsafe { vkcuda_image_get_ycbcr_conversion_info(c.env.image, out.ptr()) };
-        c.refused(r, &[I]);
-        out.untouched();
-        Ran
+        c.refused_untouched(&[I], |out| unsafe {
+            vkcuda_image_get_ycbcr_conversion_info(c.env.image, out)
+        })
     });
 
     // The environment's image is single-plane and optimal: not a video frame, so
@@ -354,20 +289,16 @@ pub fn cases(m: &mut Matrix) {
         ("absurd:plane", u32::MAX),
     ] {
         m.case(POINTER, label, move |c| {
-            let mut p = Poison::<vkcuda_image_plane_pointer>::new();
-            let r = unsafe { vkcuda_image_get_plane_pointer(c.env.image, plane, p.ptr()) };
-            c.refused(r, &[I]);
-            p.untouched();
-            Ran
+            c.refused_untouched(&[I], |p| unsafe {
+                vkcuda_image_get_plane_pointer(c.env.image, plane, p)
+            })
         });
     }
     for (label, plane) in [("past-last:plane", 1), ("absurd:plane", u32::MAX)] {
         m.case(EXPORT, label, move |c| {
-            let mut fd = Poison::<i32>::new();
-            let r = unsafe { vkcuda_image_export_plane_fd(c.env.image, plane, fd.ptr()) };
-            c.refused(r, &[I]);
-            fd.untouched();
-            Ran
+            c.refused_untouched(&[I], |fd| unsafe {
+                vkcuda_image_export_plane_fd(c.env.image, plane, fd)
+            })
         });
     }
 
@@ -477,18 +408,7 @@ pub fn cases(m: &mut Matrix) {
             }
         }),
     ];
-    mutations(
-        m,
-        "vkcuda_image_wrap",
-        muts,
-        |e| e.image_wrap_info(),
-        |c, i, want| {
-            let mut im = poisoned();
-            let r = unsafe { vkcuda_image_wrap(c.env.ctx, i, &mut im) };
-            c.refused_made(r, want, im, vkcuda_image_destroy);
-            Ran
-        },
-    );
+    crate::image::wrap_cases(m, muts);
     m.case("vkcuda_image_wrap", "same-as-memory:info->planes", |c| {
         // planes[0] equal to memory/allocation_size is plane 0 given twice: fine.
         let mut i = c.env.image_wrap_info();
@@ -503,12 +423,7 @@ pub fn cases(m: &mut Matrix) {
     });
 
     // -- multi-fd sharing
-    for (label, count) in [
-        ("zero:fd_count", 0u32),
-        ("two-for-one:fd_count", 2),
-        ("past-max:fd_count", 4),
-        ("absurd:fd_count", u32::MAX),
-    ] {
+    for (label, count) in BAD_FD_COUNTS {
         m.case(SEND, label, move |c| {
             let (a, b) = socketpair();
             let d = c.env.describe(Kind::Buffer);
@@ -547,11 +462,7 @@ pub fn cases(m: &mut Matrix) {
     m.case(RECV, "too-small:fd_capacity", |c| {
         // A 2-fd description to a caller with room for 1: both fds closed.
         let (a, b) = socketpair();
-        let bytes = nv12_record(c.env);
-        let f1 = c.env.buffer_fd();
-        let f2 = c.env.buffer_fd();
-        assert_eq!(send_with_fds(b, &bytes, &[f1, f2]), 128);
-        [f1, f2].into_iter().for_each(close);
+        send_nv12(c.env, b);
         receive_fds_refused(c, a, &options(), 1, &[I]);
         [a, b].into_iter().for_each(close);
         Ran
@@ -559,11 +470,7 @@ pub fn cases(m: &mut Matrix) {
     m.case("vkcuda_share_receive", "multi-fd-description", |c| {
         // vkcuda_share_receive returns one fd: a 2-fd description is refused, both closed.
         let (a, b) = socketpair();
-        let bytes = nv12_record(c.env);
-        let f1 = c.env.buffer_fd();
-        let f2 = c.env.buffer_fd();
-        assert_eq!(send_with_fds(b, &bytes, &[f1, f2]), 128);
-        [f1, f2].into_iter().for_each(close);
+        send_nv12(c.env, b);
         receive_refused(c, a, &options(), &[I]);
         [a, b].into_iter().for_each(close);
         Ran
@@ -581,12 +488,7 @@ pub fn cases(m: &mut Matrix) {
         let r = unsafe { vkcuda_image_import_description_fds(ctx, d, fds, n, &mut out) };
         c.refused_made(r, want, out, vkcuda_image_destroy);
     };
-    for (label, count) in [
-        ("zero:fd_count", 0u32),
-        ("two-for-one:fd_count", 2),
-        ("past-max:fd_count", 4),
-        ("absurd:fd_count", u32::MAX),
-    ] {
+    for (label, count) in BAD_FD_COUNTS {
         m.case(IMPORT, label, move |c| {
             let d = c.env.describe(Kind::Image);
             let fds = [c.env.image_fd(), c.env.image_fd()];
@@ -710,6 +612,10 @@ fn nv12_description(e: &Env) -> vkcuda_share_description {
     d
 }
 
-fn nv12_record(e: &Env) -> [u8; 128] {
-    record(&nv12_description(e))
+/// The NV12 description's record sent on `socket` with two fds (the environment's
+/// buffer's, standing in for the planes'); ours closed.
+fn send_nv12(e: &Env, socket: i32) {
+    let fds = [e.buffer_fd(), e.buffer_fd()];
+    assert_eq!(send_with_fds(socket, &record(&nv12_description(e)), &fds), 128);
+    fds.into_iter().for_each(close);
 }

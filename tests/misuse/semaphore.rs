@@ -5,7 +5,7 @@
 use std::ptr;
 
 use crate::support::*;
-use crate::env::{no_timeline, Env};
+use crate::env::Env;
 use crate::matrix::*;
 use crate::nulls::null;
 
@@ -35,13 +35,6 @@ pub fn cases(m: &mut Matrix) {
         null(CREATE, "semaphore", |e, _| unsafe {
             vkcuda_semaphore_create(e.ctx, &semaphore_create_info(0, 0), ptr::null_mut())
         }),
-        null(VK_SEMAPHORE, "semaphore", |_, o| unsafe {
-            vkcuda_semaphore_get_vk_semaphore(ptr::null(), o.plain())
-        }),
-        null(VK_SEMAPHORE, "vk_semaphore", |e, _| unsafe {
-            vkcuda_semaphore_get_vk_semaphore(e.timeline.unwrap(), ptr::null_mut())
-        })
-        .needs(no_timeline),
         null("vkcuda_semaphore_cuda_signal", "semaphore", |_, _| unsafe {
             vkcuda_semaphore_cuda_signal(ptr::null(), 1, ptr::null_mut())
         }),
@@ -64,28 +57,15 @@ pub fn cases(m: &mut Matrix) {
         null(WAIT, "semaphore", |_, _| unsafe {
             vkcuda_semaphore_host_wait(ptr::null(), 1, 0)
         }),
-        null(VALUE, "semaphore", |_, o| unsafe {
-            vkcuda_semaphore_get_value(ptr::null(), o.plain())
-        }),
-        null(VALUE, "value", |e, _| unsafe {
-            vkcuda_semaphore_get_value(e.timeline.unwrap(), ptr::null_mut())
-        })
-        .needs(no_timeline),
-        null(STAGE, "semaphore", |_, o| unsafe {
-            vkcuda_semaphore_next_stage(ptr::null(), o.plain())
-        }),
-        null(STAGE, "stage", |e, _| unsafe {
-            vkcuda_semaphore_next_stage(e.timeline.unwrap(), ptr::null_mut())
-        })
-        .needs(no_timeline),
-        null(EXPORT, "semaphore", |_, o| unsafe {
-            vkcuda_semaphore_export_fd(ptr::null(), o.plain())
-        }),
-        null(EXPORT, "fd", |e, _| unsafe {
-            vkcuda_semaphore_export_fd(e.timeline.unwrap(), ptr::null_mut())
-        })
-        .needs(no_timeline),
     ]);
+    m.timeline_getter(
+        VK_SEMAPHORE,
+        ["semaphore", "vk_semaphore"],
+        vkcuda_semaphore_get_vk_semaphore,
+    );
+    m.timeline_getter(VALUE, ["semaphore", "value"], vkcuda_semaphore_get_value);
+    m.timeline_getter(STAGE, ["semaphore", "stage"], vkcuda_semaphore_next_stage);
+    m.timeline_getter(EXPORT, ["semaphore", "fd"], vkcuda_semaphore_export_fd);
 
     type SC = vkcuda_semaphore_create_info;
     let muts: Vec<Mutation<SC>> = vec![

@@ -432,25 +432,6 @@ fn buffer_record(e: &Env) -> [u8; SIZE] {
 
 pub fn cases(m: &mut Matrix) {
     m.nulls(vec![
-        null("vkcuda_buffer_describe", "buffer", |_, o| unsafe {
-            vkcuda_buffer_describe(ptr::null(), o.plain())
-        }),
-        null("vkcuda_buffer_describe", "description", |e, _| unsafe {
-            vkcuda_buffer_describe(e.buffer, ptr::null_mut())
-        }),
-        null("vkcuda_image_describe", "image", |_, o| unsafe {
-            vkcuda_image_describe(ptr::null(), o.plain())
-        }),
-        null("vkcuda_image_describe", "description", |e, _| unsafe {
-            vkcuda_image_describe(e.image, ptr::null_mut())
-        }),
-        null("vkcuda_semaphore_describe", "semaphore", |_, o| unsafe {
-            vkcuda_semaphore_describe(ptr::null(), o.plain())
-        }),
-        null("vkcuda_semaphore_describe", "description", |e, _| unsafe {
-            vkcuda_semaphore_describe(e.timeline.unwrap(), ptr::null_mut())
-        })
-        .needs(no_timeline),
         null(SER, "description", |_, o| unsafe {
             vkcuda_share_description_serialize(ptr::null(), o.plain::<[u8; SIZE]>().cast(), SIZE)
         }),
@@ -490,16 +471,26 @@ pub fn cases(m: &mut Matrix) {
             with_socket(|s| unsafe { vkcuda_semaphore_send(ptr::null(), s, &options()) })
         }),
     ]);
+    m.getter(
+        "vkcuda_buffer_describe",
+        ["buffer", "description"],
+        |e| e.buffer,
+        vkcuda_buffer_describe,
+    );
+    m.getter("vkcuda_image_describe", ["image", "description"], |e| e.image, vkcuda_image_describe);
+    m.timeline_getter(
+        "vkcuda_semaphore_describe",
+        ["semaphore", "description"],
+        vkcuda_semaphore_describe,
+    );
 
     // -- serialize / parse
     for (label, size) in [("zero:size", 0), ("one-short:size", SIZE - 1)] {
         m.case(SER, label, move |c| {
             let d = c.env.describe(Kind::Buffer);
-            let mut b = Poison::<[u8; SIZE]>::new();
-            let r = unsafe { vkcuda_share_description_serialize(&d, b.ptr().cast(), size) };
-            c.refused(r, &[I]);
-            b.untouched();
-            Ran
+            c.refused_untouched(&[I], |b: *mut [u8; SIZE]| unsafe {
+                vkcuda_share_description_serialize(&d, b.cast(), size)
+            })
         });
     }
     m.case(SER, "larger:size", |c| {
@@ -539,23 +530,17 @@ pub fn cases(m: &mut Matrix) {
             // but the library must not read past SIZE + 1 bytes to find that out.
             let mut b = [0u8; 2 * SIZE];
             b[..SIZE].copy_from_slice(&buffer_record(c.env));
-            let mut d = Poison::<vkcuda_share_description>::new();
-            let r = unsafe { vkcuda_share_description_parse(b.as_ptr(), size, d.ptr()) };
-            c.refused(r, &[I]);
-            d.untouched();
-            Ran
+            c.refused_untouched(&[I], |d| unsafe {
+                vkcuda_share_description_parse(b.as_ptr(), size, d)
+            })
         });
     }
     m.case(PARSE, "corrupt-magic", |c| {
         let mut b = buffer_record(c.env);
         b[0] ^= 1;
-        let mut d = Poison::<vkcuda_share_description>::new();
-        c.refused(
-            unsafe { vkcuda_share_description_parse(b.as_ptr(), SIZE, d.ptr()) },
-            &[I],
-        );
-        d.untouched();
-        Ran
+        c.refused_untouched(&[I], |d| unsafe {
+            vkcuda_share_description_parse(b.as_ptr(), SIZE, d)
+        })
     });
 
     // -- import from a description
