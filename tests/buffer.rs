@@ -97,34 +97,24 @@ fn import_takes_the_fd_only_on_success() {
     let mut fd = -1;
     ok(unsafe { vkcuda_buffer_export_fd(buf, &mut fd) });
 
-    // Failures leave the fd open and the caller's.
+    // Failures leave the fd open and the caller's (each field's refusal on its
+    // own, with a fresh fd: the misuse matrix; here one fd through several).
     let mut out = 1usize as *mut vkcuda_buffer;
-    let mut bad = buffer_import_info(&info);
-    bad.offset = 3;
-    bad.size = info.size - 3;
-    let msg = fails(
-        unsafe { vkcuda_buffer_import_fd(a, &bad, fd, &mut out) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
-    );
-    assert!(msg.contains("alignment"), "{msg}");
-    assert!(out.is_null());
-    assert!(fd_is_open(fd));
     let mut bad = buffer_import_info(&info);
     bad.size = info.allocation_size + 1;
     fails(
         unsafe { vkcuda_buffer_import_fd(a, &bad, fd, &mut out) },
         VKCUDA_ERROR_INVALID_ARGUMENT,
     );
-    let mut bad = buffer_import_info(&info);
-    bad.allocation_size = info.allocation_size * 2;
-    bad.size = info.allocation_size * 2;
-    let r = unsafe { vkcuda_buffer_import_fd(a, &bad, fd, &mut out) };
-    if fd_knows_size(fd) {
-        // lavapipe: the fd is a memfd, so the library itself sees the lie.
-        let msg = fails(r, VKCUDA_ERROR_INVALID_ARGUMENT);
-        assert!(msg.contains("real size"), "{msg}");
-    } else {
-        // NVIDIA's opaque fds do not tell their size; its Vulkan import refuses.
+    assert!(out.is_null());
+    assert!(fd_is_open(fd));
+    if !fd_knows_size(fd) {
+        // NVIDIA's opaque fds do not tell their size (where they do, the library
+        // itself sees the lie: the misuse matrix); its Vulkan import refuses.
+        let mut bad = buffer_import_info(&info);
+        bad.allocation_size = info.allocation_size * 2;
+        bad.size = info.allocation_size * 2;
+        let r = unsafe { vkcuda_buffer_import_fd(a, &bad, fd, &mut out) };
         assert_ne!(r, VKCUDA_SUCCESS, "an import twice the real size must fail");
         println!(
             "fd size unknown to the kernel; the import failed with {r:?}: {}",
@@ -132,44 +122,10 @@ fn import_takes_the_fd_only_on_success() {
         );
     }
     let mut bad = buffer_import_info(&info);
-    bad.dedicated = 2;
-    fails(
-        unsafe { vkcuda_buffer_import_fd(a, &bad, fd, &mut out) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
-    );
-    let mut bad = buffer_import_info(&info);
     bad.allocator = vkcuda_allocator_raw(7);
     fails(
         unsafe { vkcuda_buffer_import_fd(a, &bad, fd, &mut out) },
         VKCUDA_ERROR_INVALID_ARGUMENT,
-    );
-    let mut bad = buffer_import_info(&info);
-    bad.flags = 1;
-    fails(
-        unsafe { vkcuda_buffer_import_fd(a, &bad, fd, &mut out) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
-    );
-    let mut bad = buffer_import_info(&info);
-    bad.size = 0;
-    fails(
-        unsafe { vkcuda_buffer_import_fd(a, &bad, fd, &mut out) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
-    );
-    fails(
-        unsafe { vkcuda_buffer_import_fd(a, &buffer_import_info(&info), -1, &mut out) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
-    );
-    fails(
-        unsafe { vkcuda_buffer_import_fd(a, ptr::null(), fd, &mut out) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    fails(
-        unsafe { vkcuda_buffer_import_fd(ptr::null(), &buffer_import_info(&info), fd, &mut out) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    fails(
-        unsafe { vkcuda_buffer_import_fd(a, &buffer_import_info(&info), fd, ptr::null_mut()) },
-        VKCUDA_ERROR_NULL_POINTER,
     );
     // An fd that is not GPU memory.
     let not_memory = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY) };
@@ -214,12 +170,6 @@ fn create_checks_its_arguments() {
     let ctx = vulkan_only_context();
     let mut b = 1usize as *mut vkcuda_buffer;
     let msg = fails(
-        unsafe { vkcuda_buffer_create(ctx, &create_info(0, 0, 0), &mut b) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
-    );
-    assert!(msg.contains("size"), "{msg}");
-    assert!(b.is_null());
-    let msg = fails(
         unsafe { vkcuda_buffer_create(ctx, &create_info(1 << 40, 0, 0), &mut b) },
         VKCUDA_ERROR_INVALID_ARGUMENT,
     );
@@ -227,55 +177,25 @@ fn create_checks_its_arguments() {
         msg.contains("maxBufferSize") || msg.contains("heap"),
         "{msg}"
     );
-    fails(
-        unsafe { vkcuda_buffer_create(ctx, &create_info(u64::MAX, 0, 0), &mut b) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
-    );
     let msg = fails(
         unsafe { vkcuda_buffer_create(ctx, &create_info(64, 5, 0), &mut b) },
         VKCUDA_ERROR_INVALID_ARGUMENT,
     );
     assert!(msg.contains("vkcuda_allocator"), "{msg}");
-    fails(
-        unsafe { vkcuda_buffer_create(ctx, &create_info(64, -1, 0), &mut b) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
-    );
     let msg = fails(
         unsafe { vkcuda_buffer_create(ctx, &create_info(64, 0, 0x8000_0000), &mut b) },
         VKCUDA_ERROR_INVALID_ARGUMENT,
     );
     assert!(msg.contains("usage"), "{msg}");
-    fails(
-        unsafe { vkcuda_buffer_create(ctx, &create_info(64, 0, 0x0002_0000), &mut b) },
-        VKCUDA_ERROR_UNSUPPORTED,
-    );
     let mut flagged = create_info(64, 0, 0);
     flagged.flags = 4;
     fails(
         unsafe { vkcuda_buffer_create(ctx, &flagged, &mut b) },
         VKCUDA_ERROR_INVALID_ARGUMENT,
     );
-    fails(
-        unsafe { vkcuda_buffer_create(ctx, ptr::null(), &mut b) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    fails(
-        unsafe { vkcuda_buffer_create(ptr::null(), &create_info(64, 0, 0), &mut b) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    fails(
-        unsafe { vkcuda_buffer_create(ctx, &create_info(64, 0, 0), ptr::null_mut()) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    // CUDA allocations need CUDA.
-    let msg = fails(
-        unsafe { vkcuda_buffer_create(ctx, &create_info(64, 1, 0), &mut b) },
-        VKCUDA_ERROR_CUDA_UNAVAILABLE,
-    );
-    assert!(msg.contains("VULKAN_ONLY"), "{msg}");
     assert!(b.is_null());
 
-    // Getters on a valid buffer, and on NULL.
+    // Getters on a valid buffer (their NULL arguments: the misuse matrix).
     let buf = create_buffer(ctx, 100, 0);
     let mut p = 5u64;
     fails(
@@ -283,37 +203,7 @@ fn create_checks_its_arguments() {
         VKCUDA_ERROR_CUDA_UNAVAILABLE,
     );
     assert_eq!(p, 5, "outputs are written only on success");
-    fails(
-        unsafe { vkcuda_buffer_get_cuda_pointer(ptr::null(), &mut p) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    fails(
-        unsafe { vkcuda_buffer_get_cuda_pointer(buf, ptr::null_mut()) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    let mut info: vkcuda_buffer_info = unsafe { std::mem::zeroed() };
-    fails(
-        unsafe { vkcuda_buffer_get_info(ptr::null(), &mut info) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    fails(
-        unsafe { vkcuda_buffer_get_info(buf, ptr::null_mut()) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    let mut fd = -1;
-    fails(
-        unsafe { vkcuda_buffer_export_fd(ptr::null(), &mut fd) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    fails(
-        unsafe { vkcuda_buffer_export_fd(buf, ptr::null_mut()) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
     let mut vk_buffer = ash::vk::Buffer::null();
-    fails(
-        unsafe { vkcuda_buffer_get_vk_buffer(ptr::null(), &mut vk_buffer) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
     ok(unsafe { vkcuda_buffer_get_vk_buffer(buf, &mut vk_buffer) });
     assert_eq!(vk_buffer, buffer_info(buf).buffer);
     unsafe {
@@ -437,21 +327,6 @@ fn wrap_checks_sizes_before_anything_else() {
         msg.contains("without VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT"),
         "{msg}"
     );
-    let info = vkcuda_buffer_wrap_info {
-        buffer: vk::Buffer::null(),
-        size: 16,
-        export_handle_types: 1,
-        ..info
-    };
-    let mut out = ptr::null_mut();
-    fails(
-        unsafe { vkcuda_buffer_wrap(ctx, &info, &mut out) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    fails(
-        unsafe { vkcuda_buffer_wrap(ctx, ptr::null(), &mut out) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
     unsafe {
         v.device.destroy_buffer(buffer, None);
         v.device.free_memory(memory, None);
@@ -502,24 +377,12 @@ fn barriers_record_into_a_command_buffer() {
     v.run(|cmd| {
         ok(unsafe { vkcuda_buffer_cmd_release_to_cuda(buf, cmd, &info) });
         ok(unsafe { vkcuda_buffer_cmd_acquire_from_cuda(buf, cmd, &info) });
-        fails(
-            unsafe { vkcuda_buffer_cmd_release_to_cuda(ptr::null(), cmd, &info) },
-            VKCUDA_ERROR_NULL_POINTER,
-        );
-        fails(
-            unsafe { vkcuda_buffer_cmd_release_to_cuda(buf, cmd, ptr::null()) },
-            VKCUDA_ERROR_NULL_POINTER,
-        );
         let bad = vkcuda_handoff_info { flags: 3, ..info };
         fails(
             unsafe { vkcuda_buffer_cmd_acquire_from_cuda(buf, cmd, &bad) },
             VKCUDA_ERROR_INVALID_ARGUMENT,
         );
     });
-    fails(
-        unsafe { vkcuda_buffer_cmd_release_to_cuda(buf, ash::vk::CommandBuffer::null(), &info) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
     unsafe {
         vkcuda_buffer_destroy(buf);
     }

@@ -200,14 +200,6 @@ fn format_query_answers_both_ways() {
         unsafe { vkcuda_format_query(123_456_789, &mut q) },
         VKCUDA_ERROR_INVALID_ARGUMENT,
     );
-    fails(
-        unsafe { vkcuda_format_query(0, &mut q) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
-    );
-    fails(
-        unsafe { vkcuda_format_query(vk::Format::R8_UNORM.as_raw(), ptr::null_mut()) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
 }
 
 #[test]
@@ -561,21 +553,6 @@ fn create_checks_its_arguments() {
     let mut c3 = image_desc(TYPE_3D, vk::Format::R8_UNORM, 4, 4, 4);
     c3.array_layers = 2;
     create_fails(ctx, &c3, VKCUDA_ERROR_INVALID_ARGUMENT);
-
-    // NULL pointers.
-    let mut im = ptr::null_mut();
-    fails(
-        unsafe { vkcuda_image_create(ptr::null(), &base, &mut im) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    fails(
-        unsafe { vkcuda_image_create(ctx, ptr::null(), &mut im) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    fails(
-        unsafe { vkcuda_image_create(ctx, &base, ptr::null_mut()) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
     unsafe { vkcuda_image_destroy(ptr::null_mut()) };
 
     assert_eq!(
@@ -620,14 +597,6 @@ fn getters_check_their_arguments() {
         unsafe { vkcuda_image_get_surface_object(im, 5, &mut s) },
         VKCUDA_ERROR_INVALID_ARGUMENT,
     );
-    fails(
-        unsafe { vkcuda_image_get_surface_object(im, 0, ptr::null_mut()) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    fails(
-        unsafe { vkcuda_image_get_surface_object(ptr::null(), 0, &mut s) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
 
     // Texture descriptions are checked before CUDA is needed.
     let tex = |t: vkcuda_texture_info, im: *const vkcuda_image| {
@@ -637,13 +606,7 @@ fn getters_check_their_arguments() {
     let t0 = texture_info();
     fails(tex(t0, im), VKCUDA_ERROR_CUDA_UNAVAILABLE);
     let mut t = t0;
-    t.filter = vkcuda_filter_raw(2);
-    fails(tex(t, im), VKCUDA_ERROR_INVALID_ARGUMENT);
-    let mut t = t0;
     t.address_mode = vkcuda_address_mode_raw(9);
-    fails(tex(t, im), VKCUDA_ERROR_INVALID_ARGUMENT);
-    let mut t = t0;
-    t.read_mode = vkcuda_read_mode_raw(2);
     fails(tex(t, im), VKCUDA_ERROR_INVALID_ARGUMENT);
     let mut t = t0;
     t.flags = 0x10;
@@ -653,10 +616,10 @@ fn getters_check_their_arguments() {
     fails(tex(t, im), VKCUDA_ERROR_INVALID_ARGUMENT);
     t.flags = VKCUDA_TEXTURE_ALL_LEVELS_BIT; // the level is ignored then
     fails(tex(t, im), VKCUDA_ERROR_CUDA_UNAVAILABLE);
+    // Linear filtering of integers read as integers: refused (the misuse matrix);
+    // read as normalized floats it passes.
     let mut t = t0;
-    t.filter = vkcuda_filter_raw(1); // linear, integers read as integers
-    let m = fails(tex(t, im), VKCUDA_ERROR_INVALID_ARGUMENT);
-    assert!(m.contains("linear filtering needs float results"), "{m}");
+    t.filter = vkcuda_filter_raw(1);
     t.read_mode = vkcuda_read_mode_raw(1);
     fails(tex(t, im), VKCUDA_ERROR_CUDA_UNAVAILABLE);
     let mut t = t0;
@@ -664,11 +627,6 @@ fn getters_check_their_arguments() {
     fails(tex(t, im), VKCUDA_ERROR_INVALID_ARGUMENT);
     t.flags = VKCUDA_TEXTURE_NORMALIZED_COORDINATES_BIT;
     fails(tex(t, im), VKCUDA_ERROR_CUDA_UNAVAILABLE);
-    let mut o = 0u64;
-    fails(
-        unsafe { vkcuda_image_create_texture_object(im, ptr::null(), &mut o) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
     // 32-bit integers cannot be read as normalized floats.
     let im32 = create(ctx, &d2(vk::Format::R32_UINT, 4, 4));
     let mut t = t0;
@@ -684,31 +642,6 @@ fn getters_check_their_arguments() {
         VKCUDA_ERROR_UNSUPPORTED,
     );
     assert!(m.contains("VK_IMAGE_USAGE_STORAGE_BIT"), "{m}");
-
-    // Other getters.
-    let mut ii: vkcuda_image_info = unsafe { std::mem::zeroed() };
-    fails(
-        unsafe { vkcuda_image_get_info(ptr::null(), &mut ii) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    fails(
-        unsafe { vkcuda_image_get_info(im, ptr::null_mut()) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    let mut vk_image = vk::Image::null();
-    fails(
-        unsafe { vkcuda_image_get_vk_image(ptr::null(), &mut vk_image) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    let mut fd = -1;
-    fails(
-        unsafe { vkcuda_image_export_fd(im, ptr::null_mut()) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    fails(
-        unsafe { vkcuda_image_export_fd(ptr::null(), &mut fd) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
     unsafe {
         vkcuda_image_destroy(nostorage);
         vkcuda_image_destroy(im32);
@@ -770,24 +703,6 @@ fn handoff_barriers_check_their_arguments() {
         );
         fails(
             vkcuda_image_cmd_release_to_cuda(im, cmd, &h, 99_999),
-            VKCUDA_ERROR_INVALID_ARGUMENT,
-        );
-        fails(
-            vkcuda_image_cmd_release_to_cuda(im, vk::CommandBuffer::null(), &h, 1),
-            VKCUDA_ERROR_NULL_POINTER,
-        );
-        fails(
-            vkcuda_image_cmd_release_to_cuda(im, cmd, ptr::null(), 1),
-            VKCUDA_ERROR_NULL_POINTER,
-        );
-        fails(
-            vkcuda_image_cmd_acquire_from_cuda(ptr::null(), cmd, &h, 1),
-            VKCUDA_ERROR_NULL_POINTER,
-        );
-        let mut bad = handoff_info(v.family);
-        bad.flags = 1;
-        fails(
-            vkcuda_image_cmd_acquire_from_cuda(im, cmd, &bad, 1),
             VKCUDA_ERROR_INVALID_ARGUMENT,
         );
     });
@@ -876,26 +791,6 @@ fn wrap_checks_the_engine_image() {
     let mut w = good;
     w.flags = 2;
     try_wrap(&w, VKCUDA_ERROR_INVALID_ARGUMENT);
-    // NULL handles and pointers.
-    let mut w = good;
-    w.image = vk::Image::null();
-    try_wrap(&w, VKCUDA_ERROR_NULL_POINTER);
-    let mut w = good;
-    w.memory = vk::DeviceMemory::null();
-    try_wrap(&w, VKCUDA_ERROR_NULL_POINTER);
-    let mut out = ptr::null_mut();
-    fails(
-        unsafe { vkcuda_image_wrap(ctx, ptr::null(), &mut out) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    fails(
-        unsafe { vkcuda_image_wrap(ptr::null(), &good, &mut out) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    fails(
-        unsafe { vkcuda_image_wrap(ctx, &good, ptr::null_mut()) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
     assert_eq!(fd_count(), fds, "no fd leaked");
     e.destroy(&v);
     drop(v);

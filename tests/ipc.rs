@@ -691,14 +691,6 @@ fn unknown_versions_magic_and_kinds_are_refused() {
             "{n}: {msg}"
         );
     }
-    fails(
-        unsafe { vkcuda_share_description_parse(ptr::null(), 128, &mut d) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    fails(
-        unsafe { vkcuda_share_description_parse(rec.as_ptr(), 128, ptr::null_mut()) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
     ok(unsafe { vkcuda_share_description_parse(rec.as_ptr(), 128, &mut d) });
     let mut small = [0u8; 127];
     fails(
@@ -1165,67 +1157,14 @@ fn sockets_and_options_are_checked() {
         unsafe { vkcuda_share_send(s0.as_raw_fd(), &d, -1, ptr::null()) },
         VKCUDA_ERROR_INVALID_ARGUMENT,
     );
-    fails(
-        unsafe { vkcuda_share_send(s0.as_raw_fd(), ptr::null(), fd.as_raw_fd(), ptr::null()) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    fails(
-        unsafe { vkcuda_buffer_send(ptr::null(), s0.as_raw_fd(), ptr::null()) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    fails(
-        unsafe { vkcuda_buffer_receive(ptr::null(), s1.as_raw_fd(), ptr::null(), &mut b) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    fails(
-        unsafe { vkcuda_buffer_receive(ctx, s1.as_raw_fd(), ptr::null(), ptr::null_mut()) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
     let mut got: vkcuda_share_description = unsafe { std::mem::zeroed() };
     let mut gfd = -7;
-    fails(
-        unsafe { vkcuda_share_receive(s1.as_raw_fd(), ptr::null(), ptr::null_mut(), &mut gfd) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    fails(
-        unsafe { vkcuda_share_receive(s1.as_raw_fd(), ptr::null(), &mut got, ptr::null_mut()) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
     fails(
         unsafe { vkcuda_share_receive(s1.as_raw_fd(), &opts(1_000_000), &mut got, &mut gfd) },
         VKCUDA_ERROR_TIMEOUT,
     );
     assert_eq!(gfd, -7, "nothing written on failure");
-    fails(
-        unsafe { vkcuda_buffer_describe(ptr::null(), &mut got) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    fails(
-        unsafe { vkcuda_buffer_describe(buf, ptr::null_mut()) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    fails(
-        unsafe { vkcuda_semaphore_describe(ptr::null(), &mut got) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    fails(
-        unsafe { vkcuda_image_describe(ptr::null(), &mut got) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    fails(
-        unsafe { vkcuda_semaphore_send(ptr::null(), s0.as_raw_fd(), ptr::null()) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    fails(
-        unsafe { vkcuda_image_send(ptr::null(), s0.as_raw_fd(), ptr::null()) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
     let mut r = 1usize as *mut vkcuda_buffer;
-    fails(
-        unsafe { vkcuda_buffer_import_description(ctx, ptr::null(), fd.as_raw_fd(), 0, &mut r) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    assert!(r.is_null());
     fails(
         unsafe { vkcuda_buffer_import_description(ctx, &d, -1, 0, &mut r) },
         VKCUDA_ERROR_INVALID_ARGUMENT,
@@ -1324,12 +1263,6 @@ fn semaphores_go_as_far_as_lavapipe_allows() {
         );
         assert_eq!(fd_count(), base);
     }
-    let mut sem = 1usize as *mut vkcuda_semaphore;
-    fails(
-        unsafe { vkcuda_semaphore_receive(ptr::null(), 0, ptr::null(), &mut sem) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    assert!(sem.is_null());
     unsafe {
         vkcuda_buffer_destroy(buf);
         vkcuda_context_destroy(ctx);

@@ -90,7 +90,7 @@ pub fn cases(m: &mut Matrix) {
         mutation("enum-max:info->allocator", &[I], |_, i: &mut BC| {
             i.allocator = vkcuda_allocator_raw(0x7FFF_FFFF)
         }),
-        mutation("zero:info->size", &[I], |_, i: &mut BC| i.size = 0),
+        says("size", mutation("zero:info->size", &[I], |_, i: &mut BC| i.size = 0)),
         mutation("absurd:info->size", &[I], |_, i: &mut BC| i.size = u64::MAX),
         mutation("2^63:info->size", &[I], |_, i: &mut BC| i.size = 1 << 63),
         mutation("over-heap:info->size", &[I], |e, i: &mut BC| {
@@ -123,6 +123,10 @@ pub fn cases(m: &mut Matrix) {
         i.allocator = vkcuda_allocator_raw(1);
         let mut b = poisoned();
         let r = unsafe { vkcuda_buffer_create(c.env.ctx, &i, &mut b) };
+        let c = Call {
+            says: Some("VULKAN_ONLY"),
+            ..*c
+        };
         c.refused_made(r, &[U], b, vkcuda_buffer_destroy);
         Ran
     });
@@ -208,13 +212,17 @@ pub fn cases(m: &mut Matrix) {
         mutation("zero:info->allocation_size", &[I], |_, i: &mut BI| {
             i.allocation_size = 0
         }),
-        fd_size(mutation(
-            "larger-than-fd:info->allocation_size",
-            &[I, VKCUDA_ERROR_VULKAN],
-            |_, i: &mut BI| {
-                i.allocation_size *= 2;
-                i.size = i.allocation_size;
-            },
+        // Where the fd tells its size, the library itself sees the lie.
+        fd_size(says(
+            "real size",
+            mutation(
+                "larger-than-fd:info->allocation_size",
+                &[I],
+                |_, i: &mut BI| {
+                    i.allocation_size *= 2;
+                    i.size = i.allocation_size;
+                },
+            ),
         )),
         mutation(
             "absurd:info->allocation_size",
@@ -224,10 +232,13 @@ pub fn cases(m: &mut Matrix) {
         mutation("past-end:info->offset", &[I], |_, i: &mut BI| {
             i.offset = i.allocation_size
         }),
-        mutation("misaligned:info->offset", &[I], |_, i: &mut BI| {
-            i.offset = 3;
-            i.size -= 3;
-        }),
+        says(
+            "alignment",
+            mutation("misaligned:info->offset", &[I], |_, i: &mut BI| {
+                i.offset = 3;
+                i.size -= 3;
+            }),
+        ),
         mutation("overflow:info->offset", &[I], |_, i: &mut BI| {
             i.offset = u64::MAX
         }),

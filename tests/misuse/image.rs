@@ -392,9 +392,12 @@ fn texture_mutations() -> Vec<Mutation<vkcuda_texture_info>> {
         mutation("enum-negative:info->filter", &[I], |_, t: &mut T| {
             t.filter = vkcuda_filter_raw(-1)
         }),
-        mutation("linear-integers:info->filter", &[I], |_, t: &mut T| {
-            t.filter = vkcuda_filter_raw(1)
-        }),
+        says(
+            "linear filtering needs float results",
+            mutation("linear-integers:info->filter", &[I], |_, t: &mut T| {
+                t.filter = vkcuda_filter_raw(1)
+            }),
+        ),
         mutation("enum-4:info->address_mode", &[I], |_, t: &mut T| {
             t.address_mode = vkcuda_address_mode_raw(4)
         }),

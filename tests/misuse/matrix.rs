@@ -76,10 +76,12 @@ pub enum Outcome {
 }
 pub use Outcome::*;
 
-/// What a case gets: the environment and the function under test.
+/// What a case gets: the environment, the function under test, and words its
+/// refusal's message must contain (a mutation's `says`).
 pub struct Call<'a> {
     pub env: &'a Env,
     pub name: &'static str,
+    pub says: Option<&'static str>,
 }
 
 impl Call<'_> {
@@ -105,6 +107,13 @@ impl Call<'_> {
             "{}: the message should name the function and say what went wrong: {msg:?}",
             self.name
         );
+        if let Some(words) = self.says {
+            assert!(
+                msg.contains(words),
+                "{}: the message should say {words:?}: {msg:?}",
+                self.name
+            );
+        }
     }
 
     /// A refused call that had a handle output: it must be NULL now. A handle that
@@ -274,6 +283,8 @@ pub struct Mutation<T> {
     /// memfds: yes; NVIDIA's opaque fds: no, and the library documents that it
     /// cannot check there): skipped where fds do not tell their size.
     pub needs_fd_size: bool,
+    /// Words the refusal's message must contain.
+    pub says: Option<&'static str>,
 }
 
 pub fn mutation<T>(
@@ -287,7 +298,14 @@ pub fn mutation<T>(
         want: want.to_vec(),
         record_ok: false,
         needs_fd_size: false,
+        says: None,
     }
+}
+
+/// `m`, whose refusal's message must contain `words`.
+pub fn says<T>(words: &'static str, mut m: Mutation<T>) -> Mutation<T> {
+    m.says = Some(words);
+    m
 }
 
 pub fn fd_size<T>(mut m: Mutation<T>) -> Mutation<T> {
@@ -314,7 +332,11 @@ pub fn mutations<T: 'static>(
             }
             let mut t = base(c.env);
             (mu.apply)(c.env, &mut t);
-            call(c, &t, &mu.want)
+            let c = Call {
+                says: mu.says,
+                ..*c
+            };
+            call(&c, &t, &mu.want)
         });
     }
 }

@@ -45,7 +45,11 @@ fn run_cases(env: &Env, m: &Matrix) -> Summary {
                 println!("  {name} [{}]", case.label);
             }
             let (fds, objects) = (fd_count(), live_counts());
-            let call = Call { env, name };
+            let call = Call {
+                env,
+                name,
+                says: None,
+            };
             match catch_unwind(AssertUnwindSafe(|| (case.run)(&call))) {
                 Ok(Ran) => s.ran += 1,
                 Ok(Skipped(why)) => {
