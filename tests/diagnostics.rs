@@ -342,9 +342,32 @@ fn vulkan_bytes(v: &Vk, b: *const vkcuda_buffer, offset: u64, len: u64) -> Vec<u
     out
 }
 
-/// The export of a new 64 KiB buffer of `ctx` with its header, or None (after
-/// saying so) when this driver's exports are not memfds.
-fn memfd_export(ctx: *const vkcuda_context) -> Option<(*mut vkcuda_buffer, RawFd, [u8; 32], u64)> {
+/// A sender's memfd-backed export: its 64 KiB buffer, the peer's fd of the file, the
+/// header as written (`size` and `offset`: its first two words), the file's length
+/// and the allocation size an import states.
+struct Export {
+    src: *mut vkcuda_buffer,
+    peer: RawFd,
+    real: [u8; 32],
+    size: u64,
+    offset: u64,
+    len: u64,
+    want: u64,
+}
+
+impl Export {
+    /// An import into `ctx` of a new duplicate of the peer's fd.
+    fn import(&self, ctx: *const vkcuda_context) -> *mut vkcuda_buffer {
+        let fd = unsafe { libc::dup(self.peer) };
+        let mut b = ptr::null_mut();
+        ok(unsafe { vkcuda_buffer_import_fd(ctx, &import_info(self.want, 65536), fd, &mut b) });
+        b
+    }
+}
+
+/// The export of a new buffer of `ctx`, or None (after saying so, `ctx` destroyed)
+/// when this driver's exports are not memfds.
+fn memfd_export(ctx: *mut vkcuda_context) -> Option<Export> {
     let src = create_buffer(ctx, 65536, 0);
     let fd = buffer_fd(src);
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
@@ -354,6 +377,7 @@ fn memfd_export(ctx: *const vkcuda_context) -> Option<(*mut vkcuda_buffer, RawFd
         unsafe {
             libc::close(fd);
             vkcuda_buffer_destroy(src);
+            vkcuda_context_destroy(ctx);
         }
         return None;
     }
@@ -362,27 +386,29 @@ fn memfd_export(ctx: *const vkcuda_context) -> Option<(*mut vkcuda_buffer, RawFd
         unsafe { libc::pread(fd, real.as_mut_ptr().cast(), 32, 0) },
         32
     );
-    Some((src, fd, real, st.st_size as u64))
+    let word = |i: usize| u64::from_ne_bytes(real[i..i + 8].try_into().unwrap());
+    Some(Export {
+        src,
+        peer: fd,
+        size: word(0),
+        offset: word(8),
+        real,
+        len: st.st_size as u64,
+        want: buffer_info(src).allocation_size,
+    })
 }
 
 #[test]
 fn after_the_import_a_peer_can_write_the_data_but_not_resize_the_file() {
     let _s = serial();
     let sender = vulkan_only_context();
-    let receiver = vulkan_only_context();
-    let Some((src, peer, real, len)) = memfd_export(sender) else {
-        unsafe {
-            vkcuda_context_destroy(sender);
-            vkcuda_context_destroy(receiver);
-        }
+    let Some(e) = memfd_export(sender) else {
         return;
     };
-    let size = u64::from_ne_bytes(real[..8].try_into().unwrap());
-    let offset = u64::from_ne_bytes(real[8..16].try_into().unwrap());
-    let want = buffer_info(src).allocation_size;
-    let fd = unsafe { libc::dup(peer) };
-    let mut b = ptr::null_mut();
-    ok(unsafe { vkcuda_buffer_import_fd(receiver, &import_info(want, 65536), fd, &mut b) });
+    let (src, peer, real, size, offset, len, want) =
+        (e.src, e.peer, e.real, e.size, e.offset, e.len, e.want);
+    let receiver = vulkan_only_context();
+    let b = e.import(receiver);
     let v = Vk::new(receiver);
 
     // The peer (holding the same file) cannot shrink or grow it: sealed.
@@ -473,24 +499,16 @@ fn mapped_from(ino: u64) -> (u64, Option<(u64, u64)>) {
 fn a_peer_rewriting_the_header_decides_what_the_receivers_free_unmaps() {
     let _s = serial();
     let sender = vulkan_only_context();
-    let receiver = vulkan_only_context();
-    let Some((src, peer, real, len)) = memfd_export(sender) else {
-        unsafe {
-            vkcuda_context_destroy(sender);
-            vkcuda_context_destroy(receiver);
-        }
+    let Some(e) = memfd_export(sender) else {
         return;
     };
-    let size = u64::from_ne_bytes(real[..8].try_into().unwrap());
-    let offset = u64::from_ne_bytes(real[8..16].try_into().unwrap());
+    let (src, peer, real, offset, len) = (e.src, e.peer, e.real, e.offset, e.len);
+    let receiver = vulkan_only_context();
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     assert_eq!(unsafe { libc::fstat(peer, &mut st) }, 0);
     let ino = st.st_ino;
     let (before, _) = mapped_from(ino);
-    let want = buffer_info(src).allocation_size;
-    let fd = unsafe { libc::dup(peer) };
-    let mut b = ptr::null_mut();
-    ok(unsafe { vkcuda_buffer_import_fd(receiver, &import_info(want, 65536), fd, &mut b) });
+    let b = e.import(receiver);
     let (imported, _) = mapped_from(ino);
     let pages = len.div_ceil(4096) * 4096;
     assert_eq!(imported - before, pages, "the import maps the whole file");
@@ -517,7 +535,6 @@ fn a_peer_rewriting_the_header_decides_what_the_receivers_free_unmaps() {
 
     // Clean up: the real header back for the sender's free, then unmap the
     // receiver's leftover (the only mapping of the file once the sender is gone).
-    let _ = size;
     assert_eq!(
         unsafe { libc::pwrite(peer, real.as_ptr().cast(), 32, 0) },
         32
@@ -559,12 +576,17 @@ fn memfd_header_race_kills_only_the_receiver() {
     use std::sync::Arc;
     let _s = serial();
     let ctx = vulkan_only_context();
-    let Some((src, peer, real, _len)) = memfd_export(ctx) else {
-        unsafe { vkcuda_context_destroy(ctx) };
+    let Some(Export {
+        src,
+        peer,
+        real,
+        size,
+        want,
+        ..
+    }) = memfd_export(ctx)
+    else {
         return;
     };
-    let size = u64::from_ne_bytes(real[..8].try_into().unwrap());
-    let want = buffer_info(src).allocation_size;
     let forged = header(size + (1 << 20), size, &real[16..]);
     unsafe { libc::fcntl(peer, libc::F_SETFD, 0) };
     let child = this_test("child_memfd_race_receiver", true)

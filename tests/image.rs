@@ -12,7 +12,7 @@
 //! cubes, 1x1 and 16384x16384; surface and texture objects are made and kept.
 
 mod support;
-use support::images::{create, d2, EngineImage, Packing, Side, Texels};
+use support::images::{acquire, create, d2, release, EngineImage, Packing, Side, Texels};
 use support::*;
 
 use std::ptr;
@@ -659,30 +659,10 @@ fn handoff_barriers_check_their_arguments() {
     let h = handoff_info(v.family);
     v.run(|cmd| unsafe {
         use vk::ImageLayout as L;
-        ok(vkcuda_image_cmd_release_to_cuda(
-            im,
-            cmd,
-            &h,
-            L::UNDEFINED.as_raw(),
-        ));
-        ok(vkcuda_image_cmd_acquire_from_cuda(
-            im,
-            cmd,
-            &h,
-            L::SHADER_READ_ONLY_OPTIMAL.as_raw(),
-        ));
-        ok(vkcuda_image_cmd_release_to_cuda(
-            im,
-            cmd,
-            &h,
-            L::SHADER_READ_ONLY_OPTIMAL.as_raw(),
-        ));
-        ok(vkcuda_image_cmd_acquire_from_cuda(
-            im,
-            cmd,
-            &h,
-            L::GENERAL.as_raw(),
-        ));
+        release(&v, cmd, im, L::UNDEFINED);
+        acquire(&v, cmd, im, L::SHADER_READ_ONLY_OPTIMAL);
+        release(&v, cmd, im, L::SHADER_READ_ONLY_OPTIMAL);
+        acquire(&v, cmd, im, L::GENERAL);
         // A transition to UNDEFINED, depth layouts, non-layouts.
         let m = fails(
             vkcuda_image_cmd_acquire_from_cuda(im, cmd, &h, L::UNDEFINED.as_raw()),

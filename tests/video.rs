@@ -16,7 +16,7 @@
 
 mod support;
 use support::cuda::{check, copy2d, Cuda, Mem};
-use support::images::{handoff, sample_bits, try_create};
+use support::images::{acquire, release, sample_bits, try_create};
 use support::*;
 
 use std::os::fd::AsRawFd;
@@ -25,6 +25,8 @@ use std::ptr;
 use ash::vk;
 use cudarc::driver::sys as cu;
 use vkcuda::format::{PlanarFormat, PLANAR};
+
+const NV12: vk::Format = vk::Format::G8_B8R8_2PLANE_420_UNORM;
 
 fn frame_info(format: vk::Format, w: u32, h: u32) -> vkcuda_image_create_info {
     vkcuda_image_create_info {
@@ -50,6 +52,16 @@ fn plane_pointers(im: *const vkcuda_image, n: usize) -> Vec<vkcuda_image_plane_p
             out
         })
         .collect()
+}
+
+/// A new linear NV12 frame of `w` x `h` and its planes' pointers.
+fn nv12_frame(
+    ctx: *const vkcuda_context,
+    w: u32,
+    h: u32,
+) -> (*mut vkcuda_image, Vec<vkcuda_image_plane_pointer>) {
+    let im = try_create(ctx, &frame_info(NV12, w, h)).unwrap();
+    (im, plane_pointers(im, 2))
 }
 
 /// Checks what a frame says of its planes: each inside the one allocation, its
@@ -261,13 +273,8 @@ fn both_ways(
             },
         })
         .collect();
-    let h_info = handoff(v);
     // The frame starts as CUDA's.
-    v.run(|cmd| {
-        ok(unsafe {
-            vkcuda_image_cmd_release_to_cuda(im, cmd, &h_info, vk::ImageLayout::UNDEFINED.as_raw())
-        })
-    });
+    v.run(|cmd| release(v, cmd, im, vk::ImageLayout::UNDEFINED));
     // CUDA writes every plane.
     let sent: Vec<Vec<u8>> = (0..planes.len())
         .map(|k| plane_bytes(k, rows[k].0, rows[k].1, seed))
@@ -290,12 +297,7 @@ fn both_ways(
         layer_count: 1,
     };
     v.run(|cmd| unsafe {
-        ok(vkcuda_image_cmd_acquire_from_cuda(
-            im,
-            cmd,
-            &h_info,
-            vk::ImageLayout::TRANSFER_SRC_OPTIMAL.as_raw(),
-        ));
+        acquire(v, cmd, im, vk::ImageLayout::TRANSFER_SRC_OPTIMAL);
         v.device.cmd_copy_image_to_buffer(
             cmd,
             vk_image,
@@ -319,12 +321,7 @@ fn both_ways(
             vk::ImageLayout::TRANSFER_DST_OPTIMAL,
             &regions,
         );
-        ok(vkcuda_image_cmd_release_to_cuda(
-            im,
-            cmd,
-            &h_info,
-            vk::ImageLayout::TRANSFER_DST_OPTIMAL.as_raw(),
-        ));
+        release(v, cmd, im, vk::ImageLayout::TRANSFER_DST_OPTIMAL);
     });
     let mut errors = Vec::new();
     for k in 0..planes.len() {
@@ -428,15 +425,13 @@ fn gpu_frame_pitched_copy_and_description() {
         return;
     };
     let _c = Current::of(ctx);
-    let nv12 = vk::Format::G8_B8R8_2PLANE_420_UNORM;
-    let mut optimal = frame_info(nv12, 64, 64);
+    let mut optimal = frame_info(NV12, 64, 64);
     optimal.flags = 0;
     let (r, m) = try_create(ctx, &optimal).unwrap_err();
     assert_eq!(r, VKCUDA_ERROR_UNSUPPORTED);
     assert!(m.contains("VKCUDA_IMAGE_CREATE_LINEAR_BIT"), "{m}");
     let (w, h) = (1920u32, 1080u32);
-    let im = try_create(ctx, &frame_info(nv12, w, h)).unwrap();
-    let planes = plane_pointers(im, 2);
+    let (im, planes) = nv12_frame(ctx, w, h);
     // A decoder's frame: luma then chroma at pitch 2048 in one allocation.
     let pitch = 2048usize;
     let mut src = 0u64;
@@ -615,12 +610,7 @@ fn sample_frame(
     let y_bytes = to_bytes(&mut luma.iter().copied());
     let c_bytes = to_bytes(&mut cbcr.iter().flat_map(|p| p.iter().copied()));
     let planes = plane_pointers(im, 2);
-    let h_info = handoff(v);
-    v.run(|cmd| {
-        ok(unsafe {
-            vkcuda_image_cmd_release_to_cuda(im, cmd, &h_info, vk::ImageLayout::UNDEFINED.as_raw())
-        })
-    });
+    v.run(|cmd| release(v, cmd, im, vk::ImageLayout::UNDEFINED));
     to_plane(
         &y_bytes,
         planes[0].cuda_pointer,
@@ -751,7 +741,6 @@ fn gpu_engine_frames_are_wrapped() {
     };
     let v = Vk::new(ctx);
     let _c = Current::of(ctx);
-    let nv12 = vk::Format::G8_B8R8_2PLANE_420_UNORM;
     let (w, h) = (1282u32, 722u32);
     let usage = vk::ImageUsageFlags::TRANSFER_SRC
         | vk::ImageUsageFlags::TRANSFER_DST
@@ -763,7 +752,7 @@ fn gpu_engine_frames_are_wrapped() {
         d.create_image(
             &vk::ImageCreateInfo::default()
                 .image_type(vk::ImageType::TYPE_2D)
-                .format(nv12)
+                .format(NV12)
                 .extent(vk::Extent3D {
                     width: w,
                     height: h,
@@ -798,7 +787,7 @@ fn gpu_engine_frames_are_wrapped() {
     unsafe { d.bind_image_memory(image, memory, 0) }.unwrap();
     let description = vkcuda_image_create_info {
         usage: usage.as_raw(),
-        ..frame_info(nv12, w, h)
+        ..frame_info(NV12, w, h)
     };
     let mut info = image_wrap_info(image, memory, req.size, description);
     info.dedicated = 0;
@@ -810,7 +799,7 @@ fn gpu_engine_frames_are_wrapped() {
     assert!(m.contains("one dedicated allocation"), "{m}");
     info.dedicated = 1;
     ok(unsafe { vkcuda_image_wrap(ctx, &info, &mut im) });
-    check_planes(im, vkcuda::format::planar_row(nv12).unwrap(), w, h);
+    check_planes(im, vkcuda::format::planar_row(NV12).unwrap(), w, h);
     let planes = plane_pointers(im, 2);
     // CUDA writes a ramp into both planes; the engine's copy reads them.
     let rows = [(w as usize, h as usize), (w as usize, h as usize / 2)];
@@ -819,15 +808,7 @@ fn gpu_engine_frames_are_wrapped() {
         .collect();
     let total = rows[0].0 * rows[0].1 + rows[1].0 * rows[1].1;
     let read = v.host_buffer(total as u64);
-    let h_info = handoff(&v);
-    v.run(|cmd| unsafe {
-        ok(vkcuda_image_cmd_release_to_cuda(
-            im,
-            cmd,
-            &h_info,
-            vk::ImageLayout::UNDEFINED.as_raw(),
-        ));
-    });
+    v.run(|cmd| release(&v, cmd, im, vk::ImageLayout::UNDEFINED));
     // CUDA writes, now that the frame is its own (released from UNDEFINED above).
     for k in 0..2 {
         to_plane(
@@ -838,12 +819,7 @@ fn gpu_engine_frames_are_wrapped() {
         );
     }
     v.run(|cmd| unsafe {
-        ok(vkcuda_image_cmd_acquire_from_cuda(
-            im,
-            cmd,
-            &h_info,
-            vk::ImageLayout::TRANSFER_SRC_OPTIMAL.as_raw(),
-        ));
+        acquire(&v, cmd, im, vk::ImageLayout::TRANSFER_SRC_OPTIMAL);
         let regions: Vec<vk::BufferImageCopy> = (0..2)
             .map(|k| vk::BufferImageCopy {
                 buffer_offset: if k == 0 {
@@ -909,10 +885,8 @@ fn gpu_frames_cross_processes() {
         return;
     };
     let _c = Current::of(ctx);
-    let nv12 = vk::Format::G8_B8R8_2PLANE_420_UNORM;
     let (w, h) = (1920usize, 1080usize);
-    let im = try_create(ctx, &frame_info(nv12, w as u32, h as u32)).unwrap();
-    let planes = plane_pointers(im, 2);
+    let (im, planes) = nv12_frame(ctx, w as u32, h as u32);
     for (k, rows) in [(0usize, h), (1, h / 2)] {
         let data = plane_bytes(k, w, rows, 8);
         to_plane(&data, planes[k].cuda_pointer, planes[k].row_pitch, w);
@@ -966,11 +940,10 @@ fn child_receives_a_frame() {
     let _c = Current::of(ctx);
     let mut im = ptr::null_mut();
     ok(unsafe { vkcuda_image_receive(ctx, fd, ptr::null(), &mut im) });
-    let nv12 = vk::Format::G8_B8R8_2PLANE_420_UNORM;
     let (w, h) = (1920usize, 1080usize);
     check_planes(
         im,
-        vkcuda::format::planar_row(nv12).unwrap(),
+        vkcuda::format::planar_row(NV12).unwrap(),
         w as u32,
         h as u32,
     );

@@ -49,6 +49,16 @@ pub fn handoff(v: &Vk) -> vkcuda_handoff_info {
     super::handoff_info(v.family)
 }
 
+/// Records `im`'s release to CUDA from `layout` into `cmd` (the test's queue family).
+pub fn release(v: &Vk, cmd: vk::CommandBuffer, im: *const vkcuda_image, layout: vk::ImageLayout) {
+    ok(unsafe { vkcuda_image_cmd_release_to_cuda(im, cmd, &handoff(v), layout.as_raw()) })
+}
+
+/// Records `im`'s acquire from CUDA into `layout` into `cmd` (the test's queue family).
+pub fn acquire(v: &Vk, cmd: vk::CommandBuffer, im: *const vkcuda_image, layout: vk::ImageLayout) {
+    ok(unsafe { vkcuda_image_cmd_acquire_from_cuda(im, cmd, &handoff(v), layout.as_raw()) })
+}
+
 /// The image a helper works on: a vkcuda image (barriers by the library) or an
 /// engine's own image of the same description (barriers recorded here).
 #[derive(Clone, Copy)]
@@ -248,9 +258,7 @@ pub fn vulkan_write_packed(
                 .cmd_copy_buffer_to_image(cmd, stage.buffer, i.image, dst, &p.regions)
         };
         match side {
-            Side::Shared(im) => {
-                ok(unsafe { vkcuda_image_cmd_release_to_cuda(im, cmd, &handoff(v), dst.as_raw()) })
-            }
+            Side::Shared(im) => release(v, cmd, im, dst),
             Side::Raw(..) => barrier(
                 v,
                 cmd,
