@@ -610,6 +610,29 @@ fn generic_send_and_receive_hand_the_fd_to_the_caller() {
 
 // ---- bad input ------------------------------------------------------------------------
 
+/// A Vulkan-only context with a 4096-byte buffer, both destroyed when dropped.
+struct OneBuffer {
+    ctx: *mut vkcuda_context,
+    buf: *mut vkcuda_buffer,
+}
+
+impl OneBuffer {
+    fn new() -> OneBuffer {
+        let ctx = vulkan_only_context();
+        let buf = create_buffer(ctx, 4096, 0);
+        OneBuffer { ctx, buf }
+    }
+}
+
+impl Drop for OneBuffer {
+    fn drop(&mut self) {
+        unsafe {
+            vkcuda_buffer_destroy(self.buf);
+            vkcuda_context_destroy(self.ctx);
+        }
+    }
+}
+
 /// Sends `bytes` with `fds` on a fresh pair of `ty` and receives a buffer,
 /// expecting `want`; checks no fd was left behind. Returns the message.
 #[track_caller]
@@ -637,8 +660,8 @@ fn refused_message(
 #[test]
 fn unknown_versions_magic_and_kinds_are_refused() {
     let _s = serial();
-    let ctx = vulkan_only_context();
-    let buf = create_buffer(ctx, 4096, 0);
+    let one = OneBuffer::new();
+    let (ctx, buf) = (one.ctx, one.buf);
     let rec = record(&describe(buf));
     let fd = export(buf);
     let f = [fd.as_raw_fd()];
@@ -716,18 +739,13 @@ fn unknown_versions_magic_and_kinds_are_refused() {
         unsafe { vkcuda_share_description_serialize(&wrong, small.as_mut_ptr(), 128) },
         VKCUDA_ERROR_INVALID_ARGUMENT,
     );
-    drop(fd);
-    unsafe {
-        vkcuda_buffer_destroy(buf);
-        vkcuda_context_destroy(ctx);
-    }
 }
 
 #[test]
 fn device_and_kind_mismatches_are_refused() {
     let _s = serial();
-    let ctx = vulkan_only_context();
-    let buf = create_buffer(ctx, 4096, 0);
+    let one = OneBuffer::new();
+    let (ctx, buf) = (one.ctx, one.buf);
     let d = describe(buf);
     let fd = export(buf);
     let f = [fd.as_raw_fd()];
@@ -768,18 +786,13 @@ fn device_and_kind_mismatches_are_refused() {
     assert!(msg.contains("of a buffer, not a semaphore"), "{msg}");
     assert!(s.is_null());
     assert_eq!(fd_count(), base);
-    drop(fd);
-    unsafe {
-        vkcuda_buffer_destroy(buf);
-        vkcuda_context_destroy(ctx);
-    }
 }
 
 #[test]
 fn truncated_messages_and_disconnects_are_refused() {
     let _s = serial();
-    let ctx = vulkan_only_context();
-    let buf = create_buffer(ctx, 4096, 0);
+    let one = OneBuffer::new();
+    let (ctx, buf) = (one.ctx, one.buf);
     let rec = record(&describe(buf));
     let fd = export(buf);
     let f = [fd.as_raw_fd()];
@@ -856,18 +869,13 @@ fn truncated_messages_and_disconnects_are_refused() {
         assert_eq!(fd_count(), base, "the fd that came was closed");
         drop(s0);
     }
-    drop(fd);
-    unsafe {
-        vkcuda_buffer_destroy(buf);
-        vkcuda_context_destroy(ctx);
-    }
 }
 
 #[test]
 fn wrong_fd_counts_are_refused() {
     let _s = serial();
-    let ctx = vulkan_only_context();
-    let buf = create_buffer(ctx, 4096, 0);
+    let one = OneBuffer::new();
+    let (ctx, buf) = (one.ctx, one.buf);
     let rec = record(&describe(buf));
     let mine: Vec<OwnedFd> = (0..16).map(|_| export(buf)).collect();
     let raw: Vec<i32> = mine.iter().map(|f| f.as_raw_fd()).collect();
@@ -886,18 +894,13 @@ fn wrong_fd_counts_are_refused() {
             "{msg}"
         );
     }
-    drop(mine);
-    unsafe {
-        vkcuda_buffer_destroy(buf);
-        vkcuda_context_destroy(ctx);
-    }
 }
 
 #[test]
 fn fds_that_are_not_gpu_memory_are_refused() {
     let _s = serial();
-    let ctx = vulkan_only_context();
-    let buf = create_buffer(ctx, 4096, 0);
+    let one = OneBuffer::new();
+    let (ctx, buf) = (one.ctx, one.buf);
     let rec = record(&describe(buf));
     let open = |path: &std::ffi::CStr, flags: c_int| {
         let f = unsafe { libc::open(path.as_ptr(), flags | libc::O_CLOEXEC) };
@@ -984,10 +987,6 @@ fn fds_that_are_not_gpu_memory_are_refused() {
     assert!(msg.contains("a pipe"), "{msg}");
     assert!(r.is_null());
     assert!(fd_is_open(pipe[0].as_raw_fd()));
-    unsafe {
-        vkcuda_buffer_destroy(buf);
-        vkcuda_context_destroy(ctx);
-    }
 }
 
 // ---- who may connect ---------------------------------------------------------------
@@ -1081,8 +1080,8 @@ fn the_peer_check_decides_before_anything_is_read() {
 #[test]
 fn sockets_and_options_are_checked() {
     let _s = serial();
-    let ctx = vulkan_only_context();
-    let buf = create_buffer(ctx, 4096, 0);
+    let one = OneBuffer::new();
+    let (ctx, buf) = (one.ctx, one.buf);
     let d = describe(buf);
     let fd = export(buf);
     let mut p = [-1; 2];
@@ -1170,11 +1169,6 @@ fn sockets_and_options_are_checked() {
         VKCUDA_ERROR_INVALID_ARGUMENT,
     );
     assert!(fd_is_open(fd.as_raw_fd()));
-    drop(fd);
-    unsafe {
-        vkcuda_buffer_destroy(buf);
-        vkcuda_context_destroy(ctx);
-    }
 }
 
 // ---- semaphores, as far as lavapipe goes ---------------------------------------------
@@ -1182,8 +1176,8 @@ fn sockets_and_options_are_checked() {
 #[test]
 fn semaphores_go_as_far_as_lavapipe_allows() {
     let _s = serial();
-    let ctx = vulkan_only_context();
-    let buf = create_buffer(ctx, 4096, 0);
+    let one = OneBuffer::new();
+    let (ctx, buf) = (one.ctx, one.buf);
     let mut d = describe(buf);
     d.kind = vkcuda_share_kind_raw(vkcuda_share_kind::VKCUDA_SHARE_KIND_SEMAPHORE as i32);
     d.buffer = unsafe { std::mem::zeroed() };
@@ -1262,10 +1256,6 @@ fn semaphores_go_as_far_as_lavapipe_allows() {
             "{msg}"
         );
         assert_eq!(fd_count(), base);
-    }
-    unsafe {
-        vkcuda_buffer_destroy(buf);
-        vkcuda_context_destroy(ctx);
     }
 }
 

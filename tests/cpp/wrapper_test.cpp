@@ -71,6 +71,24 @@ static_assert(std::is_same_v<decltype(vkcuda::Buffer::create(std::declval<const 
 
 // ---- helpers ------------------------------------------------------------------------
 
+// A recording's first failure: with exceptions a failed call throws out of the
+// recording (and the test); without, NOTE(rec, call) keeps the first error.
+struct Recording {
+    bool ok = true;
+    std::string error;
+    void note(const vkcuda::Result<void>& result) {
+        if (!result.ok() && ok) {
+            ok = false;
+            error = result.error().what();
+        }
+    }
+};
+#if VKCUDA_HPP_EXCEPTIONS
+#define NOTE(rec, expr) (expr)
+#else
+#define NOTE(rec, expr) (rec).note(expr)
+#endif
+
 int open_fd_count() {
     int n = 0;
     DIR* d = opendir("/proc/self/fd");
@@ -495,21 +513,7 @@ void test_images() {
     // copy out; the cleared value survives the GENERAL round trip.
     Staging out(gpu, 64 * 32 * 4);
     REQUIRE(out.result == VK_SUCCESS, "staging: %s", vk_result_name(out.result));
-    bool recorded = true;
-    std::string record_error;
-    // With exceptions a failed recording throws out of the lambda (and the test);
-    // without, the first error is kept here.
-#if VKCUDA_HPP_EXCEPTIONS
-#define NOTE(expr) (expr)
-#else
-    auto note = [&](const vkcuda::Result<void>& result) {
-        if (!result.ok() && recorded) {
-            recorded = false;
-            record_error = result.error().what();
-        }
-    };
-#define NOTE(expr) note(expr)
-#endif
+    Recording rec;
     VkResult vr = gpu.run([&](VkCommandBuffer cmd) {
         VkImageMemoryBarrier to_dst{};
         to_dst.sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER;
@@ -530,10 +534,10 @@ void test_images() {
         vkCmdClearColorImage(cmd, img.vk_image(), VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, &colour, 1, &range);
         vkcuda_handoff_info release{0, h.queue_family_index, VK_PIPELINE_STAGE_TRANSFER_BIT,
                                     VK_ACCESS_TRANSFER_WRITE_BIT};
-        NOTE(img.cmd_release_to_cuda(cmd, release, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL));
+        NOTE(rec, img.cmd_release_to_cuda(cmd, release, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL));
         vkcuda_handoff_info acquire{0, h.queue_family_index, VK_PIPELINE_STAGE_TRANSFER_BIT,
                                     VK_ACCESS_TRANSFER_READ_BIT};
-        NOTE(img.cmd_acquire_from_cuda(cmd, acquire, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL));
+        NOTE(rec, img.cmd_acquire_from_cuda(cmd, acquire, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL));
         VkBufferImageCopy region{};
         region.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1};
         region.imageExtent = {64, 32, 1};
@@ -541,8 +545,7 @@ void test_images() {
         vk_cmd_barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
                        VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
     });
-#undef NOTE
-    REQUIRE(recorded, "recording the handoff barriers: %s", record_error.c_str());
+    REQUIRE(rec.ok, "recording the handoff barriers: %s", rec.error.c_str());
     REQUIRE(vr == VK_SUCCESS, "clear/handoff/copy: %s", vk_result_name(vr));
     const std::uint32_t want = 12u | 34u << 8 | 56u << 16 | 78u << 24;
     int wrong = 0;
@@ -628,26 +631,13 @@ void test_more_wrappers() {
     std::vector<vkcuda_handoff_resource> acquire{{buf.get(), nullptr, VK_IMAGE_LAYOUT_UNDEFINED},
                                                  {nullptr, img.get(), VK_IMAGE_LAYOUT_GENERAL}};
     vkcuda_handoff_info hi{0, h.queue_family_index, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT};
-    bool recorded = true;
-    std::string record_error;
-#if VKCUDA_HPP_EXCEPTIONS
-#define NOTE(expr) (expr)
-#else
-    auto note = [&](const vkcuda::Result<void>& result) {
-        if (!result.ok() && recorded) {
-            recorded = false;
-            record_error = result.error().what();
-        }
-    };
-#define NOTE(expr) note(expr)
-#endif
+    Recording rec;
     VkResult vr = gpu.run([&](VkCommandBuffer cmd) {
-        NOTE(vkcuda::handoff_cmd_release_to_cuda(release, cmd, hi));
-        NOTE(vkcuda::handoff_cmd_acquire_from_cuda(acquire.data(), static_cast<std::uint32_t>(acquire.size()), cmd,
+        NOTE(rec, vkcuda::handoff_cmd_release_to_cuda(release, cmd, hi));
+        NOTE(rec, vkcuda::handoff_cmd_acquire_from_cuda(acquire.data(), static_cast<std::uint32_t>(acquire.size()), cmd,
                                                    hi));
     });
-#undef NOTE
-    CHECK(recorded, "recording the batched handoffs: %s", record_error.c_str());
+    CHECK(rec.ok, "recording the batched handoffs: %s", rec.error.c_str());
     CHECK(vr == VK_SUCCESS, "batched handoffs: %s", vk_result_name(vr));
     EXPECT_ERROR(vkcuda::handoff_cmd_release_to_cuda(release, VK_NULL_HANDLE, hi), VKCUDA_ERROR_NULL_POINTER,
                  "command_buffer");
