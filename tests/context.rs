@@ -18,10 +18,6 @@ fn cuda_present() -> bool {
 #[test]
 fn device_extension_list() {
     let mut count = 0u32;
-    fails(
-        unsafe { vkcuda_device_extensions_enumerate(ptr::null_mut(), ptr::null_mut()) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
     ok(unsafe { vkcuda_device_extensions_enumerate(&mut count, ptr::null_mut()) });
     assert_eq!(count, 2);
     let mut names = [ptr::null(); 2];
@@ -91,31 +87,6 @@ fn query_from_engine_handles_and_bad_arguments() {
             .get_physical_device_properties2(e.physical, &mut p2)
     };
     assert_eq!(s.device_uuid, id.device_uuid);
-    fails(
-        unsafe { vkcuda_physical_device_query(e.instance.handle(), e.physical, None, &mut s) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    fails(
-        unsafe { vkcuda_physical_device_query(vk::Instance::null(), e.physical, gipa, &mut s) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    fails(
-        unsafe {
-            vkcuda_physical_device_query(
-                e.instance.handle(),
-                vk::PhysicalDevice::null(),
-                gipa,
-                &mut s,
-            )
-        },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    fails(
-        unsafe {
-            vkcuda_physical_device_query(e.instance.handle(), e.physical, gipa, ptr::null_mut())
-        },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
 }
 
 #[test]
@@ -171,18 +142,6 @@ fn vulkan_only_standalone_context() {
         VKCUDA_ERROR_CUDA_UNAVAILABLE,
     );
     assert!(msg.contains("VULKAN_ONLY"), "{msg}");
-    fails(
-        unsafe { vkcuda_context_get_vulkan_handles(ctx, ptr::null_mut()) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    fails(
-        unsafe { vkcuda_context_get_vulkan_handles(ptr::null(), &mut h) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    fails(
-        unsafe { vkcuda_context_get_cuda_info(ptr::null(), &mut c) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
     unsafe { vkcuda_context_destroy(ctx) };
     unsafe { vkcuda_context_destroy(ptr::null_mut()) };
 }
@@ -191,46 +150,6 @@ fn vulkan_only_standalone_context() {
 fn context_create_checks_its_arguments() {
     let e = EngineDevice::new(&[ash::khr::external_memory_fd::NAME], |_, _| true);
     let mut ctx = ptr::null_mut();
-    fails(
-        unsafe { vkcuda_context_create(ptr::null(), &mut ctx) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    let info = e.create_info(VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT);
-    fails(
-        unsafe { vkcuda_context_create(&info, ptr::null_mut()) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
-    for (field, mutate) in [
-        (
-            "instance",
-            Box::new(|i: &mut vkcuda_context_create_info| i.instance = vk::Instance::null())
-                as Box<dyn Fn(&mut _)>,
-        ),
-        (
-            "physical_device",
-            Box::new(|i: &mut vkcuda_context_create_info| {
-                i.physical_device = vk::PhysicalDevice::null()
-            }),
-        ),
-        (
-            "device",
-            Box::new(|i: &mut vkcuda_context_create_info| i.device = vk::Device::null()),
-        ),
-        (
-            "get_instance_proc_addr",
-            Box::new(|i: &mut vkcuda_context_create_info| i.get_instance_proc_addr = None),
-        ),
-    ] {
-        let mut bad = e.create_info(VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT);
-        mutate(&mut bad);
-        let mut ctx = 1usize as *mut vkcuda_context;
-        let msg = fails(
-            unsafe { vkcuda_context_create(&bad, &mut ctx) },
-            VKCUDA_ERROR_NULL_POINTER,
-        );
-        assert!(msg.contains(field), "{field}: {msg}");
-        assert!(ctx.is_null());
-    }
     let mut bad = e.create_info(0x80);
     let msg = fails(
         unsafe { vkcuda_context_create(&bad, &mut ctx) },
@@ -262,10 +181,6 @@ fn context_create_checks_its_arguments() {
         VKCUDA_ERROR_INVALID_ARGUMENT,
     );
     assert!(msg.contains("999"), "{msg}");
-    fails(
-        unsafe { vkcuda_context_create_standalone(ptr::null(), ptr::null_mut()) },
-        VKCUDA_ERROR_NULL_POINTER,
-    );
 }
 
 #[test]

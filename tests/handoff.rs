@@ -292,24 +292,6 @@ fn a_bad_batch_is_refused_with_the_resource_named() {
         VKCUDA_ERROR_INVALID_ARGUMENT,
         "resources[0].buffer is a vkcuda_image",
     );
-    check(
-        "null list",
-        unsafe { vkcuda_handoff_cmd_release_to_cuda(2, ptr::null(), cmd, &info) },
-        VKCUDA_ERROR_NULL_POINTER,
-        "resources",
-    );
-    check(
-        "null command buffer",
-        unsafe { vkcuda_handoff_cmd_release_to_cuda(1, &buf(b), vk::CommandBuffer::null(), &info) },
-        VKCUDA_ERROR_NULL_POINTER,
-        "command_buffer",
-    );
-    check(
-        "null info",
-        unsafe { vkcuda_handoff_cmd_release_to_cuda(1, &buf(b), cmd, ptr::null()) },
-        VKCUDA_ERROR_NULL_POINTER,
-        "info",
-    );
     // An empty batch records nothing and succeeds.
     ok(unsafe { vkcuda_handoff_cmd_release_to_cuda(0, ptr::null(), cmd, &info) });
     unsafe {

@@ -426,8 +426,6 @@ fn pitched_copies_check_their_arguments() {
             m.contains("2 pitched planes were given, but VK_FORMAT_R8_UNORM has 1 plane"),
             "{m}"
         );
-        let m = fails(copy(r8, &pitched(&[(0, 100)])), VKCUDA_ERROR_NULL_POINTER);
-        assert!(m.contains("device pointer of pitched plane 0"), "{m}");
         fails(
             copy(r8, &pitched(&[(u64::MAX - 10, 100)])),
             VKCUDA_ERROR_INVALID_ARGUMENT,
@@ -440,18 +438,6 @@ fn pitched_copies_check_their_arguments() {
         extra.planes[2].pitch = 1;
         let m = fails(copy(r8, &extra), VKCUDA_ERROR_INVALID_ARGUMENT);
         assert!(m.contains("planes->planes[2] is set"), "{m}");
-        let mut flags = pitched(&[(0x1000, 100)]);
-        flags.flags = 1;
-        fails(copy(r8, &flags), VKCUDA_ERROR_INVALID_ARGUMENT);
-        fails(copy(r8, &pitched(&[])), VKCUDA_ERROR_INVALID_ARGUMENT);
-        fails(
-            unsafe { call(r8, ptr::null(), ptr::null_mut()) },
-            VKCUDA_ERROR_NULL_POINTER,
-        );
-        fails(
-            unsafe { call(ptr::null(), &pitched(&[(0x1000, 100)]), ptr::null_mut()) },
-            VKCUDA_ERROR_NULL_POINTER,
-        );
     }
     // 3D and layered images: refused (cuMemcpy3D on the level arrays instead).
     let mut three = d2(vk::Format::R8_UNORM, 16, 16);

@@ -370,9 +370,12 @@ pub fn cases(m: &mut Matrix) {
             mutation("absurd:planes->plane_count", &[I], |_, p: &mut P| {
                 p.plane_count = u32::MAX
             }),
-            mutation("null-pointer:planes->planes", &[N], |_, p: &mut P| {
-                p.planes[0].device_pointer = 0
-            }),
+            says(
+                "device pointer of pitched plane 0",
+                mutation("null-pointer:planes->planes", &[N], |_, p: &mut P| {
+                    p.planes[0].device_pointer = 0
+                }),
+            ),
             mutation("short-pitch:planes->planes", &[I], |_, p: &mut P| {
                 p.planes[0].pitch = 63
             }),
