@@ -217,8 +217,8 @@ fn create_checks_its_arguments() {
 fn wrap_checks_sizes_before_anything_else() {
     let _g = serial();
     use ash::vk;
-    let ctx = vulkan_only_context();
-    let v = Vk::new(ctx);
+    let v = OneDevice::open();
+    let ctx = v.ctx;
     // The engine's own exportable memory: 64 KiB, a buffer of 16 KiB at offset 0.
     let mut ext = vk::ExternalMemoryBufferCreateInfo::default()
         .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
@@ -331,8 +331,6 @@ fn wrap_checks_sizes_before_anything_else() {
         v.device.destroy_buffer(buffer, None);
         v.device.free_memory(memory, None);
     }
-    drop(v);
-    unsafe { vkcuda_context_destroy(ctx) };
 }
 
 #[test]
@@ -370,8 +368,8 @@ fn thousand_cycles_leak_no_fds() {
 #[test]
 fn barriers_record_into_a_command_buffer() {
     let _g = serial();
-    let ctx = vulkan_only_context();
-    let v = Vk::new(ctx);
+    let v = OneDevice::open();
+    let ctx = v.ctx;
     let buf = create_buffer(ctx, 4096, 0);
     let info = handoff_info(v.family);
     v.run(|cmd| {
@@ -386,8 +384,6 @@ fn barriers_record_into_a_command_buffer() {
     unsafe {
         vkcuda_buffer_destroy(buf);
     }
-    drop(v);
-    unsafe { vkcuda_context_destroy(ctx) };
 }
 
 /// Not a test of the library: a deliberate write-after-write hazard (two copies

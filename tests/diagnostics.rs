@@ -650,8 +650,8 @@ fn child_memfd_race_receiver() {
     }
     let fd: RawFd = std::env::var(RACE_FD_ENV).unwrap().parse().unwrap();
     let want: u64 = std::env::var(RACE_SIZE_ENV).unwrap().parse().unwrap();
-    let ctx = vulkan_only_context();
-    let v = Vk::new(ctx);
+    let v = OneDevice::open();
+    let ctx = v.ctx;
     let (mut imported, mut refused) = (0, 0);
     let start = std::time::Instant::now();
     while start.elapsed() < std::time::Duration::from_secs(10) && imported + refused < 2000 {
@@ -671,6 +671,4 @@ fn child_memfd_race_receiver() {
     println!(
         "child: {imported} imports read to their end, {refused} refused by the pre-import check"
     );
-    drop(v);
-    unsafe { vkcuda_context_destroy(ctx) };
 }

@@ -173,13 +173,11 @@ fn round_trip(ctx: *const vkcuda_context, v: &Vk, n: usize) {
 
 #[test]
 fn batches_of_1_8_64_resources_round_trip_with_synchronization2() {
-    let ctx = vulkan_only_context();
-    let v = Vk::new(ctx);
+    let v = OneDevice::open();
+    let ctx = v.ctx;
     for n in [1, 8, 64] {
         round_trip(ctx, &v, n);
     }
-    drop(v);
-    unsafe { vkcuda_context_destroy(ctx) };
 }
 
 #[test]

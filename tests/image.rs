@@ -205,8 +205,8 @@ fn format_query_answers_both_ways() {
 #[test]
 fn every_table_format_is_created_where_the_device_can_copy_it() {
     let _g = serial();
-    let ctx = vulkan_only_context();
-    let v = Vk::new(ctx);
+    let v = OneDevice::open();
+    let ctx = v.ctx;
     let before = image_counts();
     for row in vkcuda::format::TABLE {
         let feats = unsafe {
@@ -263,8 +263,6 @@ fn every_table_format_is_created_where_the_device_can_copy_it() {
         unsafe { vkcuda_image_destroy(im) };
     }
     assert_eq!(image_counts(), before, "no image, memory or fd leaked");
-    drop(v);
-    unsafe { vkcuda_context_destroy(ctx) };
 }
 
 #[test]
@@ -653,8 +651,8 @@ fn getters_check_their_arguments() {
 #[test]
 fn handoff_barriers_check_their_arguments() {
     let _g = serial();
-    let ctx = vulkan_only_context();
-    let v = Vk::new(ctx);
+    let v = OneDevice::open();
+    let ctx = v.ctx;
     let im = create(ctx, &d2(vk::Format::R8G8B8A8_UNORM, 8, 8));
     let h = handoff_info(v.family);
     v.run(|cmd| unsafe {
@@ -687,15 +685,13 @@ fn handoff_barriers_check_their_arguments() {
         );
     });
     unsafe { vkcuda_image_destroy(im) };
-    drop(v);
-    unsafe { vkcuda_context_destroy(ctx) };
 }
 
 #[test]
 fn wrap_checks_the_engine_image() {
     let _g = serial();
-    let ctx = vulkan_only_context();
-    let v = Vk::new(ctx);
+    let v = OneDevice::open();
+    let ctx = v.ctx;
     // A description as the engine created it (usage given).
     let mut info = d2(vk::Format::R16G16B16A16_SFLOAT, 40, 30);
     info.mip_levels = 3;
@@ -773,8 +769,6 @@ fn wrap_checks_the_engine_image() {
     try_wrap(&w, VKCUDA_ERROR_INVALID_ARGUMENT);
     assert_eq!(fd_count(), fds, "no fd leaked");
     e.destroy(&v);
-    drop(v);
-    unsafe { vkcuda_context_destroy(ctx) };
 }
 
 #[test]

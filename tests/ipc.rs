@@ -62,6 +62,13 @@ fn write_buffer(v: &Vk, b: *const vkcuda_buffer, seed: u32) {
     v.fill_pattern(info.buffer, info.size, seed);
 }
 
+/// A new buffer of `ctx` (`v` on its device) of `size` bytes holding `seed`'s pattern.
+fn written(v: &Vk, ctx: *const vkcuda_context, size: u64, seed: u32) -> *mut vkcuda_buffer {
+    let b = create_buffer(ctx, size, 0);
+    write_buffer(v, b, seed);
+    b
+}
+
 /// Copies the buffer out and counts the bytes that differ from the pattern.
 fn mismatches(v: &Vk, b: *const vkcuda_buffer, seed: u32) -> usize {
     let info = buffer_info(b);
@@ -170,14 +177,13 @@ fn buffer_crosses_two_processes_through_a_socket_path() {
     let dir = TempDir::new("share");
     let path = dir.0.join("sock");
     let listener = UnixListener::bind(&path).unwrap();
-    let ctx = vulkan_only_context();
-    let v = Vk::new(ctx);
+    let v = OneDevice::open();
+    let ctx = v.ctx;
     let child = spawn_child("child_buffer_peer", &path, &[(SIZE_ENV, size.to_string())]);
     let conn = accept(&listener, Duration::from_secs(30));
     let fds = fd_count();
 
-    let a = create_buffer(ctx, size, 0);
-    write_buffer(&v, a, 11);
+    let a = written(&v, ctx, size, 11);
     ok(unsafe { vkcuda_buffer_send(a, conn.as_raw_fd(), &opts(30 * SECOND)) });
     // The child checks every byte, writes pattern 12 into the same memory, then
     // sends a buffer of its own with pattern 13.
@@ -198,8 +204,6 @@ fn buffer_crosses_two_processes_through_a_socket_path() {
     assert_eq!(fd_count(), fds, "open fds in the parent");
     drop(conn);
     finish_child("child_buffer_peer", child);
-    drop(v);
-    unsafe { vkcuda_context_destroy(ctx) };
 }
 
 #[test]
@@ -207,8 +211,8 @@ fn buffer_crosses_two_processes_through_a_socket_path() {
 fn child_buffer_peer() {
     let Some(path) = child_socket() else { return };
     let size: u64 = std::env::var(SIZE_ENV).unwrap().parse().unwrap();
-    let ctx = vulkan_only_context();
-    let v = Vk::new(ctx);
+    let v = OneDevice::open();
+    let ctx = v.ctx;
     let conn = connect_retry(&path);
     let mut a = ptr::null_mut();
     ok(unsafe { vkcuda_buffer_receive(ctx, conn.as_raw_fd(), &opts(30 * SECOND), &mut a) });
@@ -218,8 +222,7 @@ fn child_buffer_peer() {
     assert_eq!(mismatches(&v, a, 11), 0, "the parent's buffer, read here");
     println!("child: {size} bytes from the parent checked");
     write_buffer(&v, a, 12);
-    let b = create_buffer(ctx, size, 0);
-    write_buffer(&v, b, 13);
+    let b = written(&v, ctx, size, 13);
     ok(unsafe { vkcuda_buffer_send(b, conn.as_raw_fd(), &opts(30 * SECOND)) });
     // Destroyed before the parent may have imported it: the fd in flight keeps the
     // memory alive.
@@ -227,8 +230,6 @@ fn child_buffer_peer() {
         vkcuda_buffer_destroy(b);
         vkcuda_buffer_destroy(a);
     }
-    drop(v);
-    unsafe { vkcuda_context_destroy(ctx) };
 }
 
 const CYCLES: usize = 1000;
@@ -239,14 +240,13 @@ fn thousand_cycles_leave_fd_counts_alone_in_both_processes() {
     let dir = TempDir::new("cycles");
     let path = dir.0.join("sock");
     let listener = UnixListener::bind(&path).unwrap();
-    let ctx = vulkan_only_context();
-    let v = Vk::new(ctx);
+    let v = OneDevice::open();
+    let ctx = v.ctx;
     let child = spawn_child("child_thousand_cycles", &path, &[]);
     let mut conn = accept(&listener, Duration::from_secs(30));
     conn.set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
-    let a = create_buffer(ctx, 65536, 0);
-    write_buffer(&v, a, 21);
+    let a = written(&v, ctx, 65536, 21);
     let cycle = |conn: &mut UnixStream| {
         ok(unsafe { vkcuda_buffer_send(a, conn.as_raw_fd(), &opts(30 * SECOND)) });
         let mut ack = [0u8; 1];
@@ -269,16 +269,14 @@ fn thousand_cycles_leave_fd_counts_alone_in_both_processes() {
     drop(conn);
     finish_child("child_thousand_cycles", child);
     unsafe { vkcuda_buffer_destroy(a) };
-    drop(v);
-    unsafe { vkcuda_context_destroy(ctx) };
 }
 
 #[test]
 #[ignore = "run by thousand_cycles_leave_fd_counts_alone_in_both_processes in a child process"]
 fn child_thousand_cycles() {
     let Some(path) = child_socket() else { return };
-    let ctx = vulkan_only_context();
-    let v = Vk::new(ctx);
+    let v = OneDevice::open();
+    let ctx = v.ctx;
     let mut conn = connect_retry(&path);
     let mut counts = None;
     let start = Instant::now();
@@ -302,8 +300,6 @@ fn child_thousand_cycles() {
     );
     assert_eq!(fds, fds2, "open fds in the child");
     assert_eq!(live_tuple(&objs), live_tuple(&objs2));
-    drop(v);
-    unsafe { vkcuda_context_destroy(ctx) };
 }
 
 // ---- a peer of another user -------------------------------------------------------
@@ -377,10 +373,9 @@ fn a_peer_of_another_user_is_refused() {
     std::fs::set_permissions(&open_path, std::fs::Permissions::from_mode(0o777)).unwrap();
     std::fs::set_permissions(&private_path, std::fs::Permissions::from_mode(0o700)).unwrap();
 
-    let ctx = vulkan_only_context();
-    let v = Vk::new(ctx);
-    let a = create_buffer(ctx, 4096, 0);
-    write_buffer(&v, a, 31);
+    let v = OneDevice::open();
+    let ctx = v.ctx;
+    let a = written(&v, ctx, 4096, 31);
     let rec = record(&describe(a));
     let fd = export(a);
     let (oa, pa) = (sockaddr(&open_path), sockaddr(&private_path));
@@ -429,8 +424,6 @@ fn a_peer_of_another_user_is_refused() {
         "only the parent's exported fd was closed"
     );
     unsafe { vkcuda_buffer_destroy(a) };
-    drop(v);
-    unsafe { vkcuda_context_destroy(ctx) };
 }
 
 // ---- one process, both socket types ----------------------------------------------
@@ -440,8 +433,7 @@ fn stream_and_seqpacket_sockets_carry_buffers() {
     let _s = serial();
     let two = TwoDevices::open();
     let (a, b, va, vb) = (two.a, two.b, &*two.va, &*two.vb);
-    let buf = create_buffer(a, 100_003, 0);
-    write_buffer(va, buf, 41);
+    let buf = written(va, a, 100_003, 41);
     let base = fd_count();
     for ty in [libc::SOCK_STREAM, libc::SOCK_SEQPACKET] {
         let (s0, s1) = pair(ty);
@@ -481,9 +473,8 @@ fn stream_and_seqpacket_sockets_carry_buffers() {
 fn a_message_in_pieces_is_put_together() {
     let _s = serial();
     let two = TwoDevices::open();
-    let (a, b, va, vb) = (two.a, two.b, &*two.va, &*two.vb);
-    let buf = create_buffer(a, 4096, 0);
-    write_buffer(va, buf, 43);
+    let buf = written(&two.va, two.a, 4096, 43);
+    let (b, vb) = (two.b, &*two.vb);
     let rec = record(&describe(buf));
     let fd = export(buf);
     let (s0, s1) = pair(libc::SOCK_STREAM);
@@ -518,10 +509,9 @@ extern "C" fn on_signal(_: c_int) {}
 #[test]
 fn signals_do_not_break_a_receive() {
     let _s = serial();
-    let ctx = vulkan_only_context();
-    let v = Vk::new(ctx);
-    let buf = create_buffer(ctx, 4096, 0);
-    write_buffer(&v, buf, 45);
+    let v = OneDevice::open();
+    let ctx = v.ctx;
+    let buf = written(&v, ctx, 4096, 45);
     unsafe {
         // No SA_RESTART: a blocked poll or recvmsg returns EINTR.
         let mut sa: libc::sigaction = std::mem::zeroed();
@@ -551,17 +541,14 @@ fn signals_do_not_break_a_receive() {
         vkcuda_buffer_destroy(r);
         vkcuda_buffer_destroy(buf);
     }
-    drop(v);
-    unsafe { vkcuda_context_destroy(ctx) };
 }
 
 #[test]
 fn generic_send_and_receive_hand_the_fd_to_the_caller() {
     let _s = serial();
     let two = TwoDevices::open();
-    let (a, b, va, vb) = (two.a, two.b, &*two.va, &*two.vb);
-    let buf = create_buffer(a, 12345, 0);
-    write_buffer(va, buf, 47);
+    let buf = written(&two.va, two.a, 12345, 47);
+    let (b, vb) = (two.b, &*two.vb);
     let d = describe(buf);
     let info = buffer_info(buf);
     assert_eq!(d.kind.0, vkcuda_share_kind::VKCUDA_SHARE_KIND_BUFFER as i32);
@@ -1012,10 +999,9 @@ unsafe extern "C" fn record_peer(pid: i32, uid: u32, gid: u32, user: *mut c_void
 #[test]
 fn the_peer_check_decides_before_anything_is_read() {
     let _s = serial();
-    let ctx = vulkan_only_context();
-    let v = Vk::new(ctx);
-    let buf = create_buffer(ctx, 4096, 0);
-    write_buffer(&v, buf, 51);
+    let v = OneDevice::open();
+    let ctx = v.ctx;
+    let buf = written(&v, ctx, 4096, 51);
     let (s0, s1) = pair(libc::SOCK_STREAM);
     let mut seen = Seen {
         calls: 0,
@@ -1073,8 +1059,6 @@ fn the_peer_check_decides_before_anything_is_read() {
     unsafe { vkcuda_buffer_destroy(b) };
     assert_eq!(fd_count(), base);
     unsafe { vkcuda_buffer_destroy(buf) };
-    drop(v);
-    unsafe { vkcuda_context_destroy(ctx) };
 }
 
 #[test]

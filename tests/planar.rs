@@ -187,8 +187,8 @@ fn plane_fds(im: *const vkcuda_image) -> Vec<i32> {
 #[test]
 fn the_device_offers_what_it_offers_and_creation_follows() {
     let _g = serial();
-    let ctx = vulkan_only_context();
-    let v = Vk::new(ctx);
+    let v = OneDevice::open();
+    let ctx = v.ctx;
     let before = image_counts();
     let mut made = 0;
     println!("multi-planar formats on this device (Vulkan-only context):");
@@ -242,8 +242,6 @@ fn the_device_offers_what_it_offers_and_creation_follows() {
     }
     println!("{made} of {} multi-planar formats made here", PLANAR.len());
     assert_eq!(image_counts(), before);
-    drop(v);
-    unsafe { vkcuda_context_destroy(ctx) };
 }
 
 #[test]

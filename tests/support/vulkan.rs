@@ -1,7 +1,8 @@
 //! The test's own Vulkan work, with `ash` loaded from a context's
 //! `vkGetInstanceProcAddr`: `Vk` (submits, copies, barriers, host buffers),
 //! `layout_barrier`, `device_local_type`, and `EngineDevice` (an instance and a
-//! device made the way an engine makes them), `TwoDevices` (two Vulkan-only contexts).
+//! device made the way an engine makes them), `OneDevice` and `TwoDevices`
+//! (Vulkan-only contexts with their `Vk`, destroyed on drop).
 
 use std::ffi::CStr;
 use std::mem::ManuallyDrop;
@@ -406,6 +407,37 @@ pub fn device_local_type(v: &Vk, bits: u32) -> u32 {
                     .contains(vk::MemoryPropertyFlags::DEVICE_LOCAL)
         })
         .expect("a device-local memory type")
+}
+
+/// A Vulkan-only context and the test's Vulkan on it (`OneDevice` derefs to its
+/// `Vk`): both destroyed when dropped.
+pub struct OneDevice {
+    pub ctx: *mut vkcuda_context,
+    v: ManuallyDrop<Vk>,
+}
+
+impl OneDevice {
+    pub fn open() -> OneDevice {
+        let ctx = super::vulkan_only_context();
+        let v = ManuallyDrop::new(Vk::new(ctx));
+        OneDevice { ctx, v }
+    }
+}
+
+impl std::ops::Deref for OneDevice {
+    type Target = Vk;
+    fn deref(&self) -> &Vk {
+        &self.v
+    }
+}
+
+impl Drop for OneDevice {
+    fn drop(&mut self) {
+        unsafe {
+            ManuallyDrop::drop(&mut self.v);
+            vkcuda_context_destroy(self.ctx);
+        }
+    }
 }
 
 /// Two Vulkan-only contexts, two VkDevices as two processes have them, and the
