@@ -12,7 +12,6 @@
 //! use vkcuda::context::{Context, CudaChoice};
 //!
 //! # fn main() -> vkcuda::Result<()> {
-//! # if vkcuda::pairing::enumerate().map_or(true, |l| l.is_empty()) { return Ok(()); }
 //! let ctx = Context::standalone(None, CudaChoice::None)?;
 //! // 1 MiB of exportable Vulkan memory; with CUDA, also mapped into CUDA.
 //! let buf = Buffer::create(&ctx, 1 << 20, vk::BufferUsageFlags::empty(), Allocator::Vulkan)?;

@@ -16,7 +16,6 @@
 //! // Vulkan only: runs without a GPU (lavapipe), every CUDA call reports
 //! // ErrorKind::CudaUnavailable. CudaChoice::Primary pairs with the CUDA device
 //! // of the same UUID.
-//! # if vkcuda::pairing::enumerate().map_or(true, |l| l.is_empty()) { return Ok(()); }
 //! let ctx = Context::standalone(None, CudaChoice::None)?;
 //! let vk = ctx.vulkan_handles();
 //! let (family, _queue) = vk.queue.expect("a standalone context has a queue");

@@ -21,20 +21,47 @@
 //! ```
 //! use vkcuda::ash::vk;
 //! use vkcuda::context::{Context, CudaChoice};
-//! use vkcuda::image::{Description, Dimension, Image};
+//! use vkcuda::image::{Description, Image};
 //!
 //! # fn main() -> vkcuda::Result<()> {
-//! # if vkcuda::pairing::enumerate().map_or(true, |l| l.is_empty()) { return Ok(()); }
 //! let ctx = Context::standalone(None, CudaChoice::None)?;
+//! // An RGBA8 image with 4 mip levels; the usage left empty takes the default
+//! // (transfers, sampled and storage where the format and device allow them).
+//! let im = Image::create(&ctx, &Description {
+//!     mip_levels: 4,
+//!     ..Description::new_2d(vk::Format::R8G8B8A8_UNORM, 256, 128)
+//! })?;
+//! assert_eq!(im.description().mip_levels, 4);
+//! assert!(im.description().usage.contains(vk::ImageUsageFlags::TRANSFER_DST));
+//! // In a Vulkan-only context there are no CUDA arrays.
+//! assert_eq!(im.level_array(0, 1).unwrap_err().kind(), vkcuda::ErrorKind::CudaUnavailable);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! A shared video frame (`no_run`: LINEAR multi-planar images need format
+//! features the lavapipe of Debian 12 lacks):
+//!
+//! ```no_run
+//! use vkcuda::ash::vk;
+//! use vkcuda::context::{Context, CudaChoice};
+//! use vkcuda::image::{Description, Image, VideoColor};
+//!
+//! # fn main() -> vkcuda::Result<()> {
+//! let ctx = Context::standalone(None, CudaChoice::Primary)?;
 //! // A 1920x1080 NV12 video frame: LINEAR, one allocation, pitched planes.
 //! let frame = Image::create(&ctx, &Description {
 //!     linear: true,
 //!     ..Description::new_2d(vk::Format::G8_B8R8_2PLANE_420_UNORM, 1920, 1080)
 //! })?;
 //! assert!(frame.is_frame());
-//! let chroma = frame.plane_pointer(1)?; // pointer 0: no CUDA in this context
+//! let chroma = frame.plane_pointer(1)?; // pitched CUDA memory: what NVDEC writes
 //! assert_eq!((chroma.width, chroma.height, chroma.bytes_per_texel), (960, 540, 2));
 //! assert!(chroma.layout.row_pitch >= 960 * 2);
+//! // The decoder's colour description drives the engine's YCbCr sampler.
+//! frame.set_video_color(&VideoColor { full_range: true, ..VideoColor::DEFAULT })?;
+//! let conversion = frame.ycbcr_conversion()?.create_info(); // for vkCreateSamplerYcbcrConversion
+//! # let _ = conversion;
 //! # Ok(())
 //! # }
 //! ```
