@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing vkcuda needs on Debian 12 / Ubuntu, only what
 # is missing, without questions (the apt packages below; `apt-get update` only when
-# one is missing), rustup's clippy and rustfmt, and VMA's header (scripts/fetch-vma.sh).
+# one is missing), rustup's clippy and rustfmt, the pinned cargo-semver-checks
+# (cargo install --locked, minutes the first time), and VMA's header (scripts/fetch-vma.sh).
 #
 #   scripts/install-deps.sh [--no-rust]
 #
@@ -115,6 +116,25 @@ elif [ "$need_rust" -eq 1 ]; then
   status=1
 else
   log "cargo: not needed (--no-rust / VKCUDA_PREBUILT_LIBRARY)"
+fi
+
+# cargo-semver-checks, pinned: the Rust API against the last release
+# (scripts/semver-check.sh, CTest's semver_check). Built from source with the
+# versions its lock file pins: about 10 minutes on 2 cores, once per machine.
+semver_checks_version=0.51.0
+if command -v cargo >/dev/null 2>&1; then
+  if [ "$(cargo semver-checks --version 2>/dev/null)" = "cargo-semver-checks $semver_checks_version" ]; then
+    log "cargo-semver-checks $semver_checks_version: installed"
+  else
+    log "installing cargo-semver-checks $semver_checks_version (cargo install --locked; minutes)"
+    t0=$SECONDS
+    if cargo install --locked --version "$semver_checks_version" cargo-semver-checks; then
+      log "cargo-semver-checks $semver_checks_version: installed in $((SECONDS - t0)) s"
+    else
+      log "FAILED: cargo install --locked --version $semver_checks_version cargo-semver-checks"
+      [ "$need_rust" -eq 1 ] && status=1
+    fi
+  fi
 fi
 
 # VMA's header (optional: without it CMake leaves the VMA example and test out).
