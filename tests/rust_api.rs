@@ -34,32 +34,9 @@ fn vulkan_only() -> Arc<Context> {
     Context::standalone(None, CudaChoice::None).expect("a Vulkan-only standalone context")
 }
 
-/// The test's own Vulkan work on a context's device (a standalone context's queue).
+/// The test's own Vulkan work on a standalone context's device and queue.
 fn vk_of(ctx: &Context) -> Vk {
-    let h = ctx.vulkan_handles();
-    let static_fn = ash::StaticFn {
-        get_instance_proc_addr: h.get_instance_proc_addr,
-    };
-    let instance = unsafe { ash::Instance::load(&static_fn, h.instance) };
-    let device = unsafe { ash::Device::load(instance.fp_v1_0(), h.device) };
-    let (family, queue) = h.queue.expect("a standalone context has a queue");
-    let pool = unsafe {
-        device.create_command_pool(
-            &vk::CommandPoolCreateInfo::default()
-                .queue_family_index(family)
-                .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER),
-            None,
-        )
-    }
-    .unwrap();
-    Vk {
-        instance,
-        device,
-        physical: h.physical_device,
-        queue,
-        family,
-        pool,
-    }
+    Vk::of(ctx)
 }
 
 fn bytes(n: usize, seed: u32) -> Vec<u8> {
@@ -1136,7 +1113,7 @@ fn rust_cuda_context_or_skip(test: &str) -> Option<Arc<Context>> {
 
 /// CUDA's view of a context through its info.
 fn cuda_of(ctx: &Context) -> Cuda {
-    Cuda(ctx.cuda_info().unwrap().context)
+    Cuda::of_context(ctx)
 }
 
 #[test]
