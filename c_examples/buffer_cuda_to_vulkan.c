@@ -36,18 +36,18 @@ int main(void) {
            info.size, info.allocation_size, info.cuda_pointer);
 
     /* 2. A CUDA kernel writes it. */
-    CHECK_CU(cuda_fill_pattern(&ex.cu, &ex.kernels, ex.stream, info.cuda_pointer, SIZE, SEED));
-    CHECK_CU(ex.cu.cuStreamSynchronize(ex.stream));
+    CHECK_CU(cuda_fill_pattern(&ex.kernels, ex.stream, info.cuda_pointer, SIZE, SEED));
+    CHECK_CU(cuStreamSynchronize(ex.stream));
     printf("the fill_pattern kernel wrote %" PRIu64 " words through the CUDA pointer\n", SIZE / 4);
 
     /* 3. Vulkan takes it over from CUDA and copies it out. */
     vk_owned_buffer host = example_host_buffer(&ex, SIZE);
     vkcuda_handoff_info acquire = example_handoff(&ex, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
     VkBufferCopy region = {0, 0, SIZE};
-    example_record(&ex, ex.cmd);
+    example_record(ex.cmd);
     CHECK(vkcuda_buffer_cmd_acquire_from_cuda(shared, ex.cmd, &acquire));
-    ex.vk.vkCmdCopyBuffer(ex.cmd, info.buffer, host.buffer, 1, &region);
-    vk_cmd_barrier(&ex.vk, ex.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+    vkCmdCopyBuffer(ex.cmd, info.buffer, host.buffer, 1, &region);
+    vk_cmd_barrier(ex.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
                    VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
     example_run(&ex, ex.cmd);
 

@@ -48,18 +48,18 @@ int main(void) {
     for (uint64_t i = 0; i < SIZE / 4; i++) words[i] = written_by_vulkan(i);
     vkcuda_handoff_info release = example_handoff(&ex, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
     VkBufferCopy region = {0, 0, SIZE};
-    example_record(&ex, ex.cmd);
-    ex.vk.vkCmdCopyBuffer(ex.cmd, staging.buffer, info.buffer, 1, &region);
+    example_record(ex.cmd);
+    vkCmdCopyBuffer(ex.cmd, staging.buffer, info.buffer, 1, &region);
     CHECK(vkcuda_buffer_cmd_release_to_cuda(shared, ex.cmd, &release));
     example_run(&ex, ex.cmd);
     printf("Vulkan wrote %" PRIu64 " words with vkCmdCopyBuffer and released the buffer to CUDA\n", SIZE / 4);
 
     /* 3. A CUDA kernel reads (and rewrites) every word; the host copies the result out. */
-    CHECK_CU(cuda_transform(&ex.cu, &ex.kernels, ex.stream, info.cuda_pointer, SIZE, MUL, ADD));
-    CHECK_CU(ex.cu.cuStreamSynchronize(ex.stream));
+    CHECK_CU(cuda_transform(&ex.kernels, ex.stream, info.cuda_pointer, SIZE, MUL, ADD));
+    CHECK_CU(cuStreamSynchronize(ex.stream));
     uint32_t *result = (uint32_t *)malloc(SIZE);
     if (result == NULL) return 1;
-    CHECK_CU(ex.cu.cuMemcpyDtoH(result, info.cuda_pointer, SIZE));
+    CHECK_CU(cuMemcpyDtoH(result, info.cuda_pointer, SIZE));
 
     /* 4. Every word: the kernel saw what Vulkan wrote. */
     uint64_t bad = 0;

@@ -53,11 +53,11 @@ int main(int argc, char **argv) {
     for (k = 0; k < CROSS_PROCESS_FRAMES; k++) {
         vkcuda_timeline_stage copy = {2 * k + 1, 2 * k + 2};
         const uint32_t *words = (const uint32_t *)host.mapped;
-        example_record(&ex, ex.cmd);
+        example_record(ex.cmd);
         CHECK(vkcuda_buffer_cmd_acquire_from_cuda(buffer, ex.cmd, &read));
-        ex.vk.vkCmdCopyBuffer(ex.cmd, info.buffer, host.buffer, 1, &region);
+        vkCmdCopyBuffer(ex.cmd, info.buffer, host.buffer, 1, &region);
         CHECK(vkcuda_buffer_cmd_release_to_cuda(buffer, ex.cmd, &read)); /* the producer writes it next */
-        vk_cmd_barrier(&ex.vk, ex.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+        vk_cmd_barrier(ex.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
                        VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
         example_submit_stage(&ex, ex.cmd, vk_timeline, &copy);
         CHECK(vkcuda_semaphore_host_wait(timeline, copy.signal_value, TEN_SECONDS_NS));
@@ -68,7 +68,7 @@ int main(int argc, char **argv) {
            CROSS_PROCESS_FRAMES, (uint64_t)CROSS_PROCESS_FRAMES * (CROSS_PROCESS_SIZE / 4), bad);
 
     close(conn);
-    CHECK_VK(ex.vk.vkDeviceWaitIdle(ex.vh.device)); /* nothing in flight uses them any more */
+    CHECK_VK(vkDeviceWaitIdle(ex.vh.device)); /* nothing in flight uses them any more */
     vk_owned_buffer_destroy(&ex.vk, &host);
     vkcuda_semaphore_destroy(timeline);
     vkcuda_buffer_destroy(buffer);

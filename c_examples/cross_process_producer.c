@@ -95,7 +95,7 @@ int main(int argc, char **argv) {
         /* Stay at most one frame ahead of the consumer: it has copied frame k - 2. */
         if (k >= 2) CHECK(vkcuda_semaphore_host_wait(timeline, 2 * k - 2, TEN_SECONDS_NS));
         CHECK(vkcuda_semaphore_cuda_wait(timeline, 2 * k, ex.stream)); /* the consumer copied frame k-1 */
-        CHECK_CU(cuda_fill_pattern(&ex.cu, &ex.kernels, ex.stream, cuda_pointer, CROSS_PROCESS_SIZE,
+        CHECK_CU(cuda_fill_pattern(&ex.kernels, ex.stream, cuda_pointer, CROSS_PROCESS_SIZE,
                                    cross_process_seed(k)));
         CHECK(vkcuda_semaphore_cuda_signal(timeline, 2 * k + 1, ex.stream)); /* frame k is written */
     }

@@ -8,7 +8,6 @@
 #define FENCE_TIMEOUT_NS (30ull * 1000 * 1000 * 1000)
 
 static const char *g_name = "example";
-static const cuda_driver *g_cu; /* for the names of CUDA results */
 
 void example_check(vkcuda_result r, const char *call, const char *file, int line) {
     if (r == VKCUDA_SUCCESS) return;
@@ -25,8 +24,7 @@ void example_check_vk(VkResult r, const char *call, const char *file, int line) 
 
 void example_check_cu(CUresult r, const char *call, const char *file, int line) {
     if (r == CUDA_SUCCESS) return;
-    printf("%s: FAIL at %s:%d: %s -> %s\n", g_name, file, line, call,
-           g_cu != NULL ? cuda_result_text(g_cu, r) : "a CUDA error");
+    printf("%s: FAIL at %s:%d: %s -> %s\n", g_name, file, line, call, cuda_result_text(r));
     exit(1);
 }
 
@@ -46,7 +44,6 @@ void example_open(example *ex, const char *name, uint32_t flags) {
     VkCommandPoolCreateInfo pci;
     VkFenceCreateInfo fci;
     vkcuda_result r;
-    char why[512];
 
     setvbuf(stdout, NULL, _IOLBF, 0);
     g_name = name;
@@ -59,22 +56,16 @@ void example_open(example *ex, const char *name, uint32_t flags) {
         skip(vkcuda_result_to_string(r), vkcuda_last_error_message());
     CHECK(r);
     CHECK(vkcuda_context_get_vulkan_handles(ex->ctx, &ex->vh));
-    if (vk_load(&ex->vk, ex->vh.get_instance_proc_addr, ex->vh.instance, ex->vh.physical_device, ex->vh.device,
-                why, sizeof why) != 0) {
-        printf("%s: FAIL: loading the Vulkan functions: %s\n", name, why);
-        exit(1);
-    }
+    vk_device_init(&ex->vk, ex->vh.physical_device, ex->vh.device);
     ex->cuda = !(flags & VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT);
     if (ex->cuda) {
         vkcuda_cuda_info ci;
         CHECK(vkcuda_context_get_cuda_info(ex->ctx, &ci));
-        if (cuda_driver_load(&ex->cu, why, sizeof why) != 0) skip("loading the CUDA driver API", why);
-        g_cu = &ex->cu;
         /* The context's CUDA context (the device's primary one) becomes current on this
          * thread, so that the stream and the kernels live in it. */
-        CHECK_CU(ex->cu.cuCtxPushCurrent(ci.cuda_context));
-        CHECK_CU(ex->cu.cuStreamCreate(&ex->stream, CU_STREAM_NON_BLOCKING));
-        CHECK_CU(cuda_kernels_load(&ex->cu, &ex->kernels));
+        CHECK_CU(cuCtxPushCurrent(ci.cuda_context));
+        CHECK_CU(cuStreamCreate(&ex->stream, CU_STREAM_NON_BLOCKING));
+        CHECK_CU(cuda_kernels_load(&ex->kernels));
         printf("%s: Vulkan device %s, paired with CUDA device %d\n", name, ex->vk.properties.deviceName,
                (int)ci.device_ordinal);
     } else {
@@ -84,27 +75,25 @@ void example_open(example *ex, const char *name, uint32_t flags) {
     pci.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
     pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
     pci.queueFamilyIndex = ex->vh.queue_family_index;
-    CHECK_VK(ex->vk.vkCreateCommandPool(ex->vh.device, &pci, NULL, &ex->pool));
+    CHECK_VK(vkCreateCommandPool(ex->vh.device, &pci, NULL, &ex->pool));
     ex->cmd = example_command_buffer(ex);
     memset(&fci, 0, sizeof fci);
     fci.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
-    CHECK_VK(ex->vk.vkCreateFence(ex->vh.device, &fci, NULL, &ex->fence));
+    CHECK_VK(vkCreateFence(ex->vh.device, &fci, NULL, &ex->fence));
 }
 
 void example_close(example *ex) {
-    if (ex->stream != NULL) CHECK_CU(ex->cu.cuStreamSynchronize(ex->stream));
-    CHECK_VK(ex->vk.vkDeviceWaitIdle(ex->vh.device));
-    ex->vk.vkDestroyFence(ex->vh.device, ex->fence, NULL);
-    ex->vk.vkDestroyCommandPool(ex->vh.device, ex->pool, NULL);
+    if (ex->stream != NULL) CHECK_CU(cuStreamSynchronize(ex->stream));
+    CHECK_VK(vkDeviceWaitIdle(ex->vh.device));
+    vkDestroyFence(ex->vh.device, ex->fence, NULL);
+    vkDestroyCommandPool(ex->vh.device, ex->pool, NULL);
     if (ex->cuda) {
         CUcontext popped;
-        cuda_kernels_unload(&ex->cu, &ex->kernels);
-        ex->cu.cuStreamDestroy(ex->stream);
-        ex->cu.cuCtxPopCurrent(&popped);
+        cuda_kernels_unload(&ex->kernels);
+        cuStreamDestroy(ex->stream);
+        cuCtxPopCurrent(&popped);
     }
     vkcuda_context_destroy(ex->ctx); /* the library's device and instance */
-    if (ex->cuda) cuda_driver_unload(&ex->cu);
-    g_cu = NULL;
     memset(ex, 0, sizeof *ex);
 }
 
@@ -116,29 +105,29 @@ VkCommandBuffer example_command_buffer(example *ex) {
     cai.commandPool = ex->pool;
     cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     cai.commandBufferCount = 1;
-    CHECK_VK(ex->vk.vkAllocateCommandBuffers(ex->vh.device, &cai, &cmd));
+    CHECK_VK(vkAllocateCommandBuffers(ex->vh.device, &cai, &cmd));
     return cmd;
 }
 
-void example_record(example *ex, VkCommandBuffer cmd) {
+void example_record(VkCommandBuffer cmd) {
     VkCommandBufferBeginInfo bi;
-    CHECK_VK(ex->vk.vkResetCommandBuffer(cmd, 0));
+    CHECK_VK(vkResetCommandBuffer(cmd, 0));
     memset(&bi, 0, sizeof bi);
     bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
     bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    CHECK_VK(ex->vk.vkBeginCommandBuffer(cmd, &bi));
+    CHECK_VK(vkBeginCommandBuffer(cmd, &bi));
 }
 
 void example_run(example *ex, VkCommandBuffer cmd) {
     VkSubmitInfo si;
-    CHECK_VK(ex->vk.vkEndCommandBuffer(cmd));
+    CHECK_VK(vkEndCommandBuffer(cmd));
     memset(&si, 0, sizeof si);
     si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
     si.commandBufferCount = 1;
     si.pCommandBuffers = &cmd;
-    CHECK_VK(ex->vk.vkQueueSubmit(ex->vh.queue, 1, &si, ex->fence));
-    CHECK_VK(ex->vk.vkWaitForFences(ex->vh.device, 1, &ex->fence, VK_TRUE, FENCE_TIMEOUT_NS));
-    CHECK_VK(ex->vk.vkResetFences(ex->vh.device, 1, &ex->fence));
+    CHECK_VK(vkQueueSubmit(ex->vh.queue, 1, &si, ex->fence));
+    CHECK_VK(vkWaitForFences(ex->vh.device, 1, &ex->fence, VK_TRUE, FENCE_TIMEOUT_NS));
+    CHECK_VK(vkResetFences(ex->vh.device, 1, &ex->fence));
 }
 
 void example_submit_stage(example *ex, VkCommandBuffer cmd, VkSemaphore timeline,
@@ -146,7 +135,7 @@ void example_submit_stage(example *ex, VkCommandBuffer cmd, VkSemaphore timeline
     VkTimelineSemaphoreSubmitInfo ts;
     VkSubmitInfo si;
     VkPipelineStageFlags wait_stage = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
-    CHECK_VK(ex->vk.vkEndCommandBuffer(cmd));
+    CHECK_VK(vkEndCommandBuffer(cmd));
     memset(&ts, 0, sizeof ts);
     ts.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO;
     ts.waitSemaphoreValueCount = 1;
@@ -163,7 +152,7 @@ void example_submit_stage(example *ex, VkCommandBuffer cmd, VkSemaphore timeline
     si.pCommandBuffers = &cmd;
     si.signalSemaphoreCount = 1;
     si.pSignalSemaphores = &timeline;
-    CHECK_VK(ex->vk.vkQueueSubmit(ex->vh.queue, 1, &si, VK_NULL_HANDLE));
+    CHECK_VK(vkQueueSubmit(ex->vh.queue, 1, &si, VK_NULL_HANDLE));
 }
 
 vkcuda_handoff_info example_handoff(const example *ex, VkPipelineStageFlags stage, VkAccessFlags access) {

@@ -10,23 +10,23 @@
  *
  * Device setup, standing in for your engine: example_open() makes a standalone vkcuda
  * context (the library's own VkInstance, VkDevice and queue, paired with the CUDA
- * device of the same UUID), loads the Vulkan functions from it (vk_loader.h: nothing
- * links libvulkan), loads the CUDA driver API (cuda_driver.h: libcuda.so.1 by dlopen,
- * no CUDA toolkit), makes the context's CUDA context current, creates a CUDA stream,
- * loads the example kernels (kernels.cu, as PTX) and a command buffer. Without a CUDA
- * GPU it prints "SKIPPED: <name>: <why>" and exits 77 (CTest: skipped), or 1 when
- * VKCUDA_REQUIRE_GPU=1 is set.
+ * device of the same UUID), makes its CUDA context current, creates a CUDA stream,
+ * loads the example kernels (kernels.cu, as PTX: cuda_util.h) and a command buffer.
+ * Without a CUDA GPU it prints "SKIPPED: <name>: <why>" and exits 77 (CTest:
+ * skipped), or 1 when VKCUDA_REQUIRE_GPU=1 is set.
+ *
+ * Vulkan and CUDA are called as in any program: <vulkan/vulkan.h> with the Vulkan
+ * loader linked, <cuda.h> with libcuda (or cuda_shim.c, which says why).
  */
 #ifndef VKCUDA_EXAMPLE_H
 #define VKCUDA_EXAMPLE_H
 
-#ifndef VK_NO_PROTOTYPES
-#define VK_NO_PROTOTYPES
-#endif
+#include <cuda.h>
 #include <vkcuda.h>
+#include <vulkan/vulkan.h>
 
-#include "cuda_driver.h"
-#include "vk_loader.h"
+#include "cuda_util.h"
+#include "vk_util.h"
 
 #define CHECK(call) example_check((call), #call, __FILE__, __LINE__)
 #define CHECK_VK(call) example_check_vk((call), #call, __FILE__, __LINE__)
@@ -39,11 +39,10 @@ void example_check_cu(CUresult r, const char *call, const char *file, int line);
 typedef struct example {
     vkcuda_context *ctx;
     vkcuda_vulkan_handles vh; /* instance, physical device, device, queue and its family */
-    vk_functions vk;          /* Vulkan functions (vk_loader.h) */
+    vk_device vk;             /* the device's properties and memory types (vk_util.h) */
     int cuda;                 /* 0 for a Vulkan-only context */
-    cuda_driver cu;           /* CUDA driver API (cuda_driver.h) */
     CUstream stream;
-    cuda_kernels kernels;     /* fill_pattern and transform (kernels.cu) */
+    cuda_kernels kernels;     /* fill_pattern and transform (kernels.cu; cuda_util.h) */
     VkCommandPool pool;
     VkCommandBuffer cmd; /* one command buffer, for example_record / example_run */
     VkFence fence;
@@ -57,7 +56,7 @@ void example_close(example *ex);
 /* Another command buffer from the example's pool. */
 VkCommandBuffer example_command_buffer(example *ex);
 /* Resets and begins recording `cmd`. */
-void example_record(example *ex, VkCommandBuffer cmd);
+void example_record(VkCommandBuffer cmd);
 /* Ends `cmd`, submits it and waits until the GPU has run it. */
 void example_run(example *ex, VkCommandBuffer cmd);
 /* Ends `cmd` and submits it as one stage of a timeline: the submit waits for

@@ -11,7 +11,7 @@ int main(void) {
     VkInstance instance = ex.vh.instance; /* your engine's handles */
     VkPhysicalDevice phys = ex.vh.physical_device;
     VkDevice device = ex.vh.device;
-    PFN_vkGetInstanceProcAddr gipa = ex.vh.get_instance_proc_addr; /* e.g. the loader's vkGetInstanceProcAddr */
+    PFN_vkGetInstanceProcAddr gipa = vkGetInstanceProcAddr; /* the Vulkan loader's */
     VkCommandBuffer cmd = ex.cmd;
     CUstream stream = ex.stream;
 
@@ -46,21 +46,21 @@ int main(void) {
 
     vkcuda_timeline_stage render, cuda_pass;
     CHECK(vkcuda_semaphore_next_stage(tl, &render)); /* your submit: wait render.wait_value, signal .signal_value */
-    example_record(&ex, cmd);
-    ex.vk.vkCmdFillBuffer(cmd, info.buffer, 0, VK_WHOLE_SIZE, 20); /* "render": every word is 20 */
+    example_record(cmd);
+    vkCmdFillBuffer(cmd, info.buffer, 0, VK_WHOLE_SIZE, 20); /* "render": every word is 20 */
     vkcuda_handoff_info h = {.queue_family_index = ex.vh.queue_family_index,
                              .stage_mask = VK_PIPELINE_STAGE_TRANSFER_BIT, .access_mask = VK_ACCESS_TRANSFER_WRITE_BIT};
     CHECK(vkcuda_buffer_cmd_release_to_cuda(buf, cmd, &h)); /* the queue-family release barrier, one call */
     example_submit_stage(&ex, cmd, vk_tl, &render);       /* vkQueueSubmit with VkTimelineSemaphoreSubmitInfo */
     CHECK(vkcuda_semaphore_next_stage(tl, &cuda_pass));
     CHECK(vkcuda_semaphore_cuda_wait(tl, cuda_pass.wait_value, stream)); /* no CPU wait */
-    CHECK_CU(cuda_transform(&ex.cu, &ex.kernels, stream, info.cuda_pointer, bi.size, 2, 2)); /* your kernel: 2x+2 */
+    CHECK_CU(cuda_transform(&ex.kernels, stream, info.cuda_pointer, bi.size, 2, 2)); /* your kernel: 2x+2 */
     CHECK(vkcuda_semaphore_cuda_signal(tl, cuda_pass.signal_value, stream));
     /* The next Vulkan stage waits cuda_pass.signal_value and records vkcuda_buffer_cmd_acquire_from_cuda. */
     CHECK(vkcuda_semaphore_host_wait(tl, cuda_pass.signal_value, 1000000000)); /* only to bound frames in flight */
 
     uint32_t word = 0;
-    CHECK_CU(ex.cu.cuMemcpyDtoH(&word, info.cuda_pointer + bi.size - 4, 4)); /* the last word, via CUDA */
+    CHECK_CU(cuMemcpyDtoH(&word, info.cuda_pointer + bi.size - 4, 4)); /* the last word, via CUDA */
     printf("Vulkan wrote 20, then CUDA computed 2 * 20 + 2 on the same memory: %u\n", word);
 
     /* 5. Images: a VkImage with dedicated exportable memory, a CUDA mipmapped array view. */
@@ -73,7 +73,7 @@ int main(void) {
 
     /* 6. Once the GPU is done with them, tear down in any order; each handle releases CUDA's
      *    view, then Vulkan's. */
-    CHECK_VK(ex.vk.vkDeviceWaitIdle(device));
+    CHECK_VK(vkDeviceWaitIdle(device));
     vkcuda_image_destroy(img);
     vkcuda_semaphore_destroy(tl);
     vkcuda_buffer_destroy(buf);

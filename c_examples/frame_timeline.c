@@ -84,23 +84,23 @@ int main(void) {
 
         /* Stage 1, Vulkan: write the frame, release the buffer to CUDA. */
         CHECK(vkcuda_semaphore_next_stage(timeline, &write));
-        example_record(&ex, s->vulkan_write);
-        ex.vk.vkCmdFillBuffer(s->vulkan_write, s->info.buffer, 0, SIZE, (uint32_t)f);
+        example_record(s->vulkan_write);
+        vkCmdFillBuffer(s->vulkan_write, s->info.buffer, 0, SIZE, (uint32_t)f);
         CHECK(vkcuda_buffer_cmd_release_to_cuda(s->shared, s->vulkan_write, &release));
         example_submit_stage(&ex, s->vulkan_write, vk_timeline, &write);
 
         /* Stage 2, CUDA: wait on the GPU for stage 1, compute, signal. */
         CHECK(vkcuda_semaphore_next_stage(timeline, &compute));
         CHECK(vkcuda_semaphore_cuda_wait(timeline, compute.wait_value, ex.stream));
-        CHECK_CU(cuda_transform(&ex.cu, &ex.kernels, ex.stream, s->info.cuda_pointer, SIZE, 2, 1));
+        CHECK_CU(cuda_transform(&ex.kernels, ex.stream, s->info.cuda_pointer, SIZE, 2, 1));
         CHECK(vkcuda_semaphore_cuda_signal(timeline, compute.signal_value, ex.stream));
 
         /* Stage 3, Vulkan: acquire the buffer back from CUDA, copy it out. */
         CHECK(vkcuda_semaphore_next_stage(timeline, &read));
-        example_record(&ex, s->vulkan_read);
+        example_record(s->vulkan_read);
         CHECK(vkcuda_buffer_cmd_acquire_from_cuda(s->shared, s->vulkan_read, &acquire));
-        ex.vk.vkCmdCopyBuffer(s->vulkan_read, s->info.buffer, s->readback.buffer, 1, &region);
-        vk_cmd_barrier(&ex.vk, s->vulkan_read, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+        vkCmdCopyBuffer(s->vulkan_read, s->info.buffer, s->readback.buffer, 1, &region);
+        vk_cmd_barrier(s->vulkan_read, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
                        VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
         example_submit_stage(&ex, s->vulkan_read, vk_timeline, &read);
         s->frame = (int64_t)f;
@@ -113,7 +113,7 @@ int main(void) {
            "; %" PRIu64 " words wrong\n",
            FRAMES, SIZE, SLOTS, value, bad);
 
-    CHECK_VK(ex.vk.vkDeviceWaitIdle(ex.vh.device)); /* nothing in flight uses them any more */
+    CHECK_VK(vkDeviceWaitIdle(ex.vh.device)); /* nothing in flight uses them any more */
     for (i = 0; i < SLOTS; i++) {
         vkcuda_buffer_destroy(slots[i].shared);
         vk_owned_buffer_destroy(&ex.vk, &slots[i].readback);

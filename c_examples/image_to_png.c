@@ -61,13 +61,13 @@ int main(int argc, char **argv) {
 
     /* 2. Vulkan hands it to CUDA. */
     h = example_handoff(&ex, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, 0);
-    example_record(&ex, ex.cmd);
+    example_record(ex.cmd);
     CHECK(vkcuda_image_cmd_release_to_cuda(image, ex.cmd, &h, VK_IMAGE_LAYOUT_UNDEFINED));
     example_run(&ex, ex.cmd);
 
     /* 3. CUDA draws through the surface: one thread a pixel, 16x16 blocks. */
-    CHECK_CU(ex.cu.cuModuleLoadDataEx(&module, image_kernels_ptx, 0, NULL, NULL));
-    CHECK_CU(ex.cu.cuModuleGetFunction(&mandelbrot, module, "mandelbrot"));
+    CHECK_CU(cuModuleLoadDataEx(&module, image_kernels_ptx, 0, NULL, NULL));
+    CHECK_CU(cuModuleGetFunction(&mandelbrot, module, "mandelbrot"));
     params[0] = &surface;
     params[1] = &width;
     params[2] = &height;
@@ -75,9 +75,9 @@ int main(int argc, char **argv) {
     params[4] = &y0;
     params[5] = &step;
     params[6] = &max_iter;
-    CHECK_CU(ex.cu.cuLaunchKernel(mandelbrot, (WIDTH + 15) / 16, (HEIGHT + 15) / 16, 1, 16, 16, 1, 0, ex.stream,
-                                  params, NULL));
-    CHECK_CU(ex.cu.cuStreamSynchronize(ex.stream));
+    CHECK_CU(cuLaunchKernel(mandelbrot, (WIDTH + 15) / 16, (HEIGHT + 15) / 16, 1, 16, 16, 1, 0, ex.stream,
+                            params, NULL));
+    CHECK_CU(cuStreamSynchronize(ex.stream));
     printf("CUDA drew %ux%u pixels into the VkImage through surface object 0x%llx\n", WIDTH, HEIGHT,
            (unsigned long long)surface);
 
@@ -89,10 +89,10 @@ int main(int argc, char **argv) {
     region.imageExtent.height = HEIGHT;
     region.imageExtent.depth = 1;
     h = example_handoff(&ex, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
-    example_record(&ex, ex.cmd);
+    example_record(ex.cmd);
     CHECK(vkcuda_image_cmd_acquire_from_cuda(image, ex.cmd, &h, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL));
-    ex.vk.vkCmdCopyImageToBuffer(ex.cmd, vk_image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, host.buffer, 1, &region);
-    vk_cmd_barrier(&ex.vk, ex.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+    vkCmdCopyImageToBuffer(ex.cmd, vk_image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, host.buffer, 1, &region);
+    vk_cmd_barrier(ex.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
                    VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
     example_run(&ex, ex.cmd);
 
@@ -110,7 +110,7 @@ int main(int argc, char **argv) {
     }
     if (bad == 0) printf("wrote %s\n", out);
 
-    CHECK_CU(ex.cu.cuModuleUnload(module));
+    CHECK_CU(cuModuleUnload(module));
     vk_owned_buffer_destroy(&ex.vk, &host);
     vkcuda_image_destroy(image); /* the surface object and CUDA array, then the VkImage */
     example_close(&ex);

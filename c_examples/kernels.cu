@@ -7,7 +7,7 @@
 // Every kernel takes a size in BYTES and treats the buffer as 32-bit little-endian
 // words, the last one possibly partial: word i covers bytes [4i, 4i+4) clipped to the
 // size, a partial word reads as if its missing high bytes were 0 and writes only
-// its bytes that exist. The host references in cuda_driver.h (pattern_word,
+// its bytes that exist. The host references in cuda_util.h (pattern_word,
 // transform_word) compute the same values. Grid-stride loops: any grid size works.
 
 #include <stddef.h>

@@ -7,12 +7,22 @@
 #   _POSIX_C_SOURCE=200809L so POSIX calls such as close() are declared) or C++17,
 #   with -Wall -Wextra -Wpedantic -Werror, linked with vkcuda::vkcuda and LIBS.
 #
-# vkcuda_example_drivers (static library)
-#   The CUDA driver API loaded with dlopen (c_examples/cuda_driver.c, with the
-#   kernels of c_examples/kernels.ptx, embedded as kernels_ptx.h) and the Vulkan
-#   functions loaded from the context's vkGetInstanceProcAddr (c_examples/vk_loader.c):
-#   building a program needs no CUDA toolkit and no libvulkan. Its users get
-#   c_examples/ on their include path.
+# Vulkan and CUDA as users' programs have them: <vulkan/vulkan.h> with the Vulkan loader
+# linked (Vulkan::Vulkan: find_package(Vulkan) in the top-level file), <cuda.h> with
+# libcuda linked (vkcuda_cuda):
+#   CUDA::cuda_driver (find_package(CUDAToolkit)) where a CUDA driver is installed
+#     (libcuda.so.1 found: VKCUDA_LIBCUDA);
+#   elsewhere c_examples/cuda_shim.c (it says why) with <cuda.h> from a CUDA toolkit, or
+#     from PyPI's nvidia-cuda-runtime in the venv scripts/install-deps.sh makes
+#     (target/tools/nvcc-13.0.88; VKCUDA_CUDA_INCLUDE_DIR). -DVKCUDA_CUDA_SHIM=ON|OFF
+#     overrides the choice.
+# Without the loader or <cuda.h> the programs that call them are left out (a message).
+#
+# vkcuda_example_support (static library), when both are found
+#   What the programs share besides example.c: the Vulkan helpers (c_examples/vk_util.c)
+#   and the example kernels with their launch helpers (c_examples/cuda_util.c, the PTX
+#   of c_examples/kernels.ptx embedded as kernels_ptx.h). Its users get c_examples/ on
+#   their include path, Vulkan::Vulkan and vkcuda_cuda.
 #
 # vkcuda_stb_image_write (static library), when stb_image_write.h is found
 #   stb_image_write (Debian/Ubuntu: libstb-dev), compiled once
@@ -51,16 +61,62 @@ endfunction()
 
 set(_vkcuda_examples_dir "${PROJECT_SOURCE_DIR}/c_examples")
 
-add_library(vkcuda_example_drivers STATIC
-  "${_vkcuda_examples_dir}/cuda_driver.c"
-  "${_vkcuda_examples_dir}/vk_loader.c")
-target_include_directories(vkcuda_example_drivers PUBLIC "${_vkcuda_examples_dir}")
-vkcuda_embed_ptx(vkcuda_example_drivers "${_vkcuda_examples_dir}/kernels.ptx")
-target_link_libraries(vkcuda_example_drivers PUBLIC vkcuda::vkcuda ${CMAKE_DL_LIBS})
-target_compile_definitions(vkcuda_example_drivers PRIVATE _POSIX_C_SOURCE=200809L)
-set_target_properties(vkcuda_example_drivers PROPERTIES
-  C_STANDARD 99 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF)
-vkcuda_strict_warnings(vkcuda_example_drivers)
+find_package(CUDAToolkit QUIET)
+find_library(VKCUDA_LIBCUDA NAMES libcuda.so.1 HINTS ENV LD_LIBRARY_PATH
+  DOC "The installed CUDA driver: the programs link CUDA::cuda_driver where it is found")
+set(_vkcuda_shim ON)
+if(TARGET CUDA::cuda_driver AND VKCUDA_LIBCUDA)
+  set(_vkcuda_shim OFF)
+endif()
+option(VKCUDA_CUDA_SHIM "The programs reach libcuda.so.1 through c_examples/cuda_shim.c, not CUDA::cuda_driver"
+  ${_vkcuda_shim})
+if(NOT VKCUDA_CUDA_SHIM AND TARGET CUDA::cuda_driver)
+  add_library(vkcuda_cuda INTERFACE)
+  target_link_libraries(vkcuda_cuda INTERFACE CUDA::cuda_driver)
+  message(STATUS "vkcuda: the programs link CUDA::cuda_driver (CUDA ${CUDAToolkit_VERSION})")
+else()
+  file(GLOB _vkcuda_pypi_cuda "$ENV{VKCUDA_NVCC_HOME}/lib/python3*/site-packages/nvidia/cu*/include"
+    "${PROJECT_SOURCE_DIR}/target/tools/nvcc-*/lib/python3*/site-packages/nvidia/cu*/include")
+  find_path(VKCUDA_CUDA_INCLUDE_DIR cuda.h
+    HINTS ${CUDAToolkit_INCLUDE_DIRS} "$ENV{CUDA_PATH}/include" /usr/local/cuda/include ${_vkcuda_pypi_cuda}
+    DOC "The directory of cuda.h (a CUDA toolkit, or PyPI's nvidia-cuda-runtime: scripts/install-deps.sh)")
+  if(VKCUDA_CUDA_INCLUDE_DIR)
+    add_library(vkcuda_cuda STATIC "${_vkcuda_examples_dir}/cuda_shim.c")
+    # SYSTEM: cuda.h is not -Wpedantic clean C99 (unnamed unions).
+    target_include_directories(vkcuda_cuda SYSTEM PUBLIC "${VKCUDA_CUDA_INCLUDE_DIR}")
+    find_package(Threads REQUIRED)
+    target_link_libraries(vkcuda_cuda PRIVATE ${CMAKE_DL_LIBS} Threads::Threads)
+    target_compile_definitions(vkcuda_cuda PRIVATE _POSIX_C_SOURCE=200809L)
+    set_target_properties(vkcuda_cuda PROPERTIES C_STANDARD 99 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF)
+    vkcuda_strict_warnings(vkcuda_cuda)
+    message(STATUS "vkcuda: the programs reach libcuda.so.1 through c_examples/cuda_shim.c "
+      "(no CUDA driver to link here), with ${VKCUDA_CUDA_INCLUDE_DIR}/cuda.h")
+  endif()
+endif()
+
+if(TARGET Vulkan::Vulkan AND TARGET vkcuda_cuda)
+  add_library(vkcuda_example_support STATIC
+    "${_vkcuda_examples_dir}/cuda_util.c"
+    "${_vkcuda_examples_dir}/vk_util.c")
+  target_include_directories(vkcuda_example_support PUBLIC "${_vkcuda_examples_dir}")
+  vkcuda_embed_ptx(vkcuda_example_support "${_vkcuda_examples_dir}/kernels.ptx")
+  target_link_libraries(vkcuda_example_support PUBLIC vkcuda::vkcuda Vulkan::Vulkan vkcuda_cuda)
+  target_compile_definitions(vkcuda_example_support PRIVATE _POSIX_C_SOURCE=200809L)
+  set_target_properties(vkcuda_example_support PROPERTIES
+    C_STANDARD 99 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF)
+  vkcuda_strict_warnings(vkcuda_example_support)
+else()
+  set(_vkcuda_missing "")
+  if(NOT TARGET Vulkan::Vulkan)
+    list(APPEND _vkcuda_missing "the Vulkan loader to link (libvulkan-dev)")
+  endif()
+  if(NOT TARGET vkcuda_cuda)
+    list(APPEND _vkcuda_missing "cuda.h (a CUDA toolkit, or scripts/install-deps.sh)")
+  endif()
+  string(REPLACE ";" " and " _vkcuda_missing "${_vkcuda_missing}")
+  message(STATUS "vkcuda: no ${_vkcuda_missing}: of the examples only vkcuda_info is built, "
+    "and none of tests/gpu")
+endif()
 
 find_path(VKCUDA_STB_INCLUDE_DIR stb_image_write.h
   HINTS ${Vulkan_INCLUDE_DIR} ${VKCUDA_VULKAN_INCLUDE_DIR}

@@ -1,7 +1,7 @@
 # The PTX of the example and GPU test kernels as C headers. scripts/gen-ptx.sh
 # compiles each kernel file DIR/NAME.cu to DIR/NAME.ptx, which is committed; the
 # header the programs include, NAME_ptx.h, is made from it here in the build tree,
-# so the PTX is stored once and building the programs needs no CUDA toolkit.
+# so the PTX is stored once and building the programs needs no nvcc.
 # The header defines `static const char NAME_ptx[]` (the .ptx file's bytes,
 # NUL-terminated: a byte array, not a string literal, which C99 limits to 4095
 # characters) and NAME_PTX_ARCH ("compute_75", from the PTX's .target line).

@@ -3,7 +3,7 @@
 # DIR/NAME.cu -> DIR/NAME.ptx, committed next to the .cu (nvcc's comment lines at
 # column 0 removed; ours on top: the source, the nvcc version, the flags). The build
 # embeds it as NAME_ptx.h (cmake/vkcudaPtx.cmake) and the programs load it with
-# cuModuleLoadData: building them needs no CUDA toolkit. The kernel files and their
+# cuModuleLoadData: building them needs no nvcc. The kernel files and their
 # flags are the table `kernels` below.
 #
 #   scripts/gen-ptx.sh [--src FILE.cu]   regenerate FILE.ptx (default: every kernel file)
@@ -11,6 +11,7 @@
 #                      fail if what nvcc makes differs from the committed .ptx (our
 #                      nvcc version line excepted); --ptx-out keeps nvcc's raw PTX
 #   --install          first install the pinned nvcc into a venv when none is found
+#   --install-only     only that (scripts/install-deps.sh: cuda.h for the examples' build)
 #   --if-nvcc          without nvcc: print "SKIPPED: ..." and exit 77 (skipped)
 #
 # nvcc: $NVCC, else PATH, else /usr/local/cuda/bin, else the venv $VKCUDA_NVCC_HOME
@@ -41,10 +42,11 @@ while [ $# -gt 0 ]; do
     case $1 in
         --check) check=1 ;;
         --install) install=1 ;;
+        --install-only) install=2 ;;
         --if-nvcc) if_nvcc=1 ;;
         --src) src=$2; shift ;;
         --ptx-out) ptx_out=$2; shift ;;
-        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
         *) echo "gen-ptx.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -68,7 +70,7 @@ find_nvcc() {
 }
 
 if ! find_nvcc; then
-    [ $install = 1 ] || no_nvcc "no nvcc found (set NVCC, put it in PATH, or run with --install)"
+    [ $install != 0 ] || no_nvcc "no nvcc found (set NVCC, put it in PATH, or run with --install)"
     echo "gen-ptx.sh: installing ${PIP_PINS[*]} into $VKCUDA_NVCC_HOME"
     if ! { python3 -m venv "$VKCUDA_NVCC_HOME" &&
            "$VKCUDA_NVCC_HOME/bin/python" -m pip install --quiet --disable-pip-version-check "${PIP_PINS[@]}"; }; then
@@ -76,6 +78,7 @@ if ! find_nvcc; then
     fi
     find_nvcc || no_nvcc "the installed wheels have no nvcc under $VKCUDA_NVCC_HOME"
 fi
+[ $install != 2 ] || { echo "gen-ptx.sh: nvcc: $nvcc"; exit 0; }
 version=$("$nvcc" --version | grep -m1 'release' || true)
 [ -n "$version" ] || no_nvcc "'$nvcc --version' printed no release line"
 

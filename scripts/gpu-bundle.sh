@@ -2,13 +2,20 @@
 # Prepares, on this (Rust) machine, what scripts/gpu-test.sh needs on the GPU machine
 # (no Rust, no Vulkan loader, no Vulkan headers), in .dev/gpu:
 #   libvkcuda.so, bench-interop, bench-calls   release builds, debug info stripped
+#   wgpu.tar.xz           crates/vkcuda-wgpu's example (wgpu-example), benchmark
+#                         (bench-wgpu) and test executable (test-wgpu), release,
+#                         stripped, xz-compressed (17 MiB of wgpu code travel as 3):
+#                         scripts/gpu-test.sh unpacks it into .dev/gpu/wgpu
 #   tests/<kind>-<name>   every cargo test executable (lib-vkcuda, test-<suite>),
 #                         release, stripped: CTest's VKCUDA_RUST_TEST_DIR there
 #   tsan-threads          with VKCUDA_BUNDLE_TSAN=1: tests/threads.rs under
 #                         ThreadSanitizer (std rebuilt: rust-src, RUSTC_BOOTSTRAP)
 #   include/              the Vulkan C headers, vk_video, stb_image_write.h, vk_mem_alloc.h,
 #                         ffnvcodec/ (FFmpeg's nv-codec-headers: the NVDEC/NVENC programs)
-#   clips/                the NVDEC test clips and their CPU reference (make-clips.sh)
+#   clips/                the NVDEC clips and their CPU reference (make-clips.sh), for
+#                         tests/gpu/nvdec_frames, examples/video/nvdec_to_vulkan and the
+#                         benchmark bench/c/nvdec_throughput (built there from the source
+#                         tree, as every C program: CTest bench_nvdec_throughput)
 #   python/               the Python release wheel and sdist (scripts/python-wheel.sh)
 #   MANIFEST              commit, build directory, files with sizes and sha256
 # and in .gl/ the Vulkan loader (the workplace's prepare-loader.sh: VKCUDA_PREPARE_LOADER,
@@ -60,6 +67,21 @@ copy_executable "$bench_json" interop "$out/bench-interop"
 copy_executable "$bench_json" calls "$out/bench-calls"
 cp target/release/libvkcuda.so "$out/libvkcuda.so"
 strip --strip-debug "$out/libvkcuda.so"
+
+echo "== crates/vkcuda-wgpu: the example, the benchmark and the tests (release)"
+wgpu_json=target/gpu-bundle-wgpu.json
+{
+    cargo build --release -p vkcuda-wgpu --example compute_to_cuda --message-format=json
+    cargo bench --no-run -p vkcuda-wgpu --bench frame_loop --message-format=json
+    cargo test --release --no-run -p vkcuda-wgpu --test wgpu --message-format=json
+} > "$wgpu_json"
+wgpu_dir=target/gpu-bundle-wgpu
+rm -rf "$wgpu_dir" && mkdir -p "$wgpu_dir"
+copy_executable "$wgpu_json" compute_to_cuda "$wgpu_dir/wgpu-example"
+copy_executable "$wgpu_json" frame_loop "$wgpu_dir/bench-wgpu"
+copy_executable "$wgpu_json" wgpu "$wgpu_dir/test-wgpu"
+strip --strip-all "$wgpu_dir"/*
+tar -cJf "$out/wgpu.tar.xz" -C "$wgpu_dir" wgpu-example bench-wgpu test-wgpu
 
 # The Python release wheel (the GPU machine cannot build it): what users install.
 echo "== the Python release wheel and sdist (scripts/python-wheel.sh)"
@@ -124,7 +146,7 @@ fi
 cat "$out/MANIFEST"
 
 echo "== sizes"
-du -sh .dev/gpu/libvkcuda.so .dev/gpu/tests .dev/gpu/include .dev/gpu/clips .gl
+du -sh .dev/gpu/libvkcuda.so .dev/gpu/wgpu.tar.xz .dev/gpu/tests .dev/gpu/include .dev/gpu/clips .gl
 total_kib=$(du -sk .dev .gl | awk '{ s += $1 } END { print s }')
 echo "total .dev + .gl: $((total_kib / 1024)) MiB ($total_kib KiB; limit $limit_mib MiB)"
 if [ "$total_kib" -gt $((limit_mib * 1024)) ]; then

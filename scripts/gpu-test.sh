@@ -6,7 +6,9 @@
 #   scripts/gpu-test.sh [CTEST ARG...]     default: -L gpu
 #   scripts/gpu-test.sh -L sanitizer       the hardening run (compute-sanitizer, leaks, threads)
 #   scripts/gpu-test.sh -L gpu -LE vvl     the GPU tests without the validation-layer runs
-#   scripts/gpu-test.sh -L bench           the long benchmark (bench/interop.rs)
+#   scripts/gpu-test.sh -L bench           the benchmarks: bench/c/nvdec_throughput.c (NVDEC
+#                                          throughput), then bench/interop.rs (minutes)
+#                                          and bench_wgpu (crates/vkcuda-wgpu)
 #
 # Unpacks the Vulkan loader into / and the layer into .dev/vvl, finds the NVIDIA ICD,
 # configures with the prebuilt library and test executables (tests/CMakeLists.txt),
@@ -25,6 +27,10 @@ mkdir -p "$OUT"
 [ -f "$bundle/libvkcuda.so" ] && [ -d "$bundle/tests" ] && ls .gl/*.deb > /dev/null 2>&1 ||
     { echo "gpu-test: no bundle: run scripts/gpu-bundle.sh on the Rust machine and carry .dev and .gl"; exit 1; }
 sed -n '1,3p' "$bundle/MANIFEST"
+# crates/vkcuda-wgpu's executables travel xz-compressed; CMake registers them from wgpu/.
+if [ -f "$bundle/wgpu.tar.xz" ]; then
+    rm -rf "$bundle/wgpu" && mkdir -p "$bundle/wgpu" && tar -xJf "$bundle/wgpu.tar.xz" -C "$bundle/wgpu" || exit 1
+fi
 for f in .gl/*.deb; do
     case $f in *validationlayers*) ;; *) dpkg -x "$f" "${VKCUDA_GPU_TEST_ROOT:-/}" || exit 1 ;; esac
 done

@@ -2,7 +2,8 @@
 # Installs what building and testing vkcuda needs on Debian 12 / Ubuntu, only what
 # is missing, without questions (the apt packages below; `apt-get update` only when
 # one is missing), rustup's clippy and rustfmt, the pinned cargo-semver-checks
-# (cargo install --locked, minutes the first time), and VMA's header (scripts/fetch-vma.sh).
+# (cargo install --locked, minutes the first time), VMA's header (scripts/fetch-vma.sh)
+# and CUDA's headers and nvcc from PyPI (scripts/gen-ptx.sh --install-only).
 #
 #   scripts/install-deps.sh [--no-rust]
 #
@@ -14,7 +15,7 @@ need_rust=1
 for arg in "$@"; do
   case "$arg" in
     --no-rust) need_rust=0 ;;
-    -h | --help) sed -n '2,9p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "install-deps: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -140,6 +141,13 @@ fi
 # VMA's header (optional: without it CMake leaves the VMA example and test out).
 if command -v cargo >/dev/null 2>&1 && ! "$(dirname "$0")/fetch-vma.sh"; then
   log "warning: scripts/fetch-vma.sh failed: the VMA example and test will be left out"
+fi
+
+# CUDA's headers and nvcc from PyPI, pinned (scripts/gen-ptx.sh --install-only; no GPU
+# needed): cuda.h for the examples and GPU test programs where no CUDA toolkit is
+# installed, nvcc for the check of the committed PTX.
+if ! "$(dirname "$0")/gen-ptx.sh" --install-only; then
+  log "warning: installing CUDA's headers from PyPI failed: no cuda.h, so CMake leaves the examples out"
 fi
 
 exit "$status"

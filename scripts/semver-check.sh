@@ -50,7 +50,7 @@ git cat-file -e "$rev^{commit}" 2>/dev/null ||
   die "the baseline $rev is not a commit of this clone (a shallow clone? git fetch --unshallow)"
 version="$(sed -n 's/^version *= *"\([^"]*\)".*/\1/p' Cargo.toml | head -n1)"
 echo "semver-check: vkcuda $version against $rev ($how, commit $(git rev-parse --short "$rev^{commit}")), cargo-semver-checks $have"
-cargo semver-checks check-release --manifest-path "$root/Cargo.toml" --baseline-rev "$rev"
+cargo semver-checks check-release --manifest-path "$root/Cargo.toml" --package vkcuda --baseline-rev "$rev"
 rc=$?
 case $rc in
   0) echo "semver-check: PASSED: version $version fits the changes since $rev" ;;

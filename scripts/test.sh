@@ -54,7 +54,7 @@ if [ "${VKCUDA_SKIP_DEPS:-0}" != 1 ]; then
   x "$root/scripts/install-deps.sh" || failed+=(install-deps)
 fi
 x cargo fmt --all --check || failed+=(fmt)
-x cargo clippy "${locked[@]}" --all-targets -- -D warnings || failed+=(clippy)
+x cargo clippy "${locked[@]}" --workspace --all-targets -- -D warnings || failed+=(clippy)
 # The consumers' install prefix lies outside the source tree, so their check that no
 # installed file names a source path means something.
 x cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DVKCUDA_BUILD_EXAMPLES=ON \

@@ -69,7 +69,9 @@ impl DeviceReport {
 
 pub use super::cuda::DISABLE_ENV as CUDA_DISABLE_ENV;
 pub use super::cuda::{driver_version as cuda_driver_version, format_uuid};
-pub(crate) use super::vulkan::extension_name_ptrs as device_extension_names;
+/// [`DEVICE_EXTENSIONS`] as C string pointers (static: valid for the whole program),
+/// for `VkDeviceCreateInfo::ppEnabledExtensionNames`.
+pub use super::vulkan::extension_name_ptrs as device_extension_names;
 pub use super::vulkan::{DeviceProps, Support, DEVICE_EXTENSIONS};
 
 /// The report of one of the engine's physical devices, through the engine's

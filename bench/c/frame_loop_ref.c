@@ -137,8 +137,8 @@ int main(int argc, char **argv) {
     }
 
     example_open(&ex, "frame_loop_ref", 0);
-    CHECK_CU(ex.cu.cuModuleLoadDataEx(&module, TINY_PTX, 0, NULL, NULL));
-    CHECK_CU(ex.cu.cuModuleGetFunction(&tiny, module, "tiny"));
+    CHECK_CU(cuModuleLoadDataEx(&module, TINY_PTX, 0, NULL, NULL));
+    CHECK_CU(cuModuleGetFunction(&tiny, module, "tiny"));
 
     memset(&tci, 0, sizeof tci); /* a timeline at 0 */
     CHECK(vkcuda_semaphore_create(ex.ctx, &tci, &sem));
@@ -159,17 +159,17 @@ int main(int argc, char **argv) {
     memset(&begin, 0, sizeof begin);
     begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
     begin.flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT;
-    CHECK_VK(ex.vk.vkBeginCommandBuffer(cmd, &begin));
+    CHECK_VK(vkBeginCommandBuffer(cmd, &begin));
     CHECK(vkcuda_buffer_cmd_acquire_from_cuda(buf, cmd, &acquire));
-    ex.vk.vkCmdCopyBuffer(cmd, info.buffer, readback.buffer, 1, &region);
+    vkCmdCopyBuffer(cmd, info.buffer, readback.buffer, 1, &region);
     CHECK(vkcuda_buffer_cmd_release_to_cuda(buf, cmd, &release));
-    CHECK_VK(ex.vk.vkEndCommandBuffer(cmd));
+    CHECK_VK(vkEndCommandBuffer(cmd));
 
     /* The word starts at 0 (CUDA writes it; no Vulkan access is pending yet). */
     {
         uint32_t zero = 0;
-        CHECK_CU(ex.cu.cuMemcpyHtoD(word, &zero, 4));
-        CHECK_CU(ex.cu.cuCtxSynchronize());
+        CHECK_CU(cuMemcpyHtoD(word, &zero, 4));
+        CHECK_CU(cuCtxSynchronize());
     }
 
     cap = (size_t)(frames / batch) + 1;
@@ -182,7 +182,7 @@ int main(int argc, char **argv) {
         VkTimelineSemaphoreSubmitInfo ts;
         VkSubmitInfo si;
         if (k > in_flight) spin_until(sem, 2 * (k - in_flight));
-        CHECK_CU(ex.cu.cuLaunchKernel(tiny, 1, 1, 1, 1, 1, 1, 0, ex.stream, params, NULL));
+        CHECK_CU(cuLaunchKernel(tiny, 1, 1, 1, 1, 1, 1, 0, ex.stream, params, NULL));
         CHECK(vkcuda_semaphore_cuda_signal(sem, wait_value, ex.stream));
         memset(&ts, 0, sizeof ts);
         ts.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO;
@@ -200,7 +200,7 @@ int main(int argc, char **argv) {
         si.pCommandBuffers = &cmd;
         si.signalSemaphoreCount = 1;
         si.pSignalSemaphores = &vk_sem;
-        CHECK_VK(ex.vk.vkQueueSubmit(ex.vh.queue, 1, &si, VK_NULL_HANDLE));
+        CHECK_VK(vkQueueSubmit(ex.vh.queue, 1, &si, VK_NULL_HANDLE));
         CHECK(vkcuda_semaphore_cuda_wait(sem, signal_value, ex.stream));
         if (k % batch == 0) {
             uint64_t t = now_ns();
@@ -209,8 +209,8 @@ int main(int argc, char **argv) {
         }
     }
     spin_until(sem, 2 * frames);
-    CHECK_CU(ex.cu.cuStreamSynchronize(ex.stream));
-    CHECK_VK(ex.vk.vkQueueWaitIdle(ex.vh.queue));
+    CHECK_CU(cuStreamSynchronize(ex.stream));
+    CHECK_VK(vkQueueWaitIdle(ex.vh.queue));
     CHECK(vkcuda_semaphore_get_value(sem, &value));
     memcpy(&got, readback.mapped, 4);
 
@@ -221,11 +221,11 @@ int main(int argc, char **argv) {
            frames, in_flight, batch, n - 1, median(samples + 1, n - 1), p99(samples + 1, n - 1));
     free(samples);
 
-    CHECK_VK(ex.vk.vkDeviceWaitIdle(ex.vh.device));
+    CHECK_VK(vkDeviceWaitIdle(ex.vh.device));
     vk_owned_buffer_destroy(&ex.vk, &readback);
     vkcuda_buffer_destroy(buf);
     vkcuda_semaphore_destroy(sem);
-    CHECK_CU(ex.cu.cuModuleUnload(module));
+    CHECK_CU(cuModuleUnload(module));
     example_close(&ex);
     if (got != (uint32_t)frames || value != 2 * frames) {
         printf("frame_loop_ref: FAIL: Vulkan read %u (want %" PRIu64 "), the timeline is at %" PRIu64

@@ -100,6 +100,13 @@ static int CUDAAPI on_display(void *user, CUVIDPARSERDISPINFO *di) {
     pp.progressive_frame = di->progressive_frame, pp.second_field = di->repeat_first_field + 1;
     pp.top_field_first = di->top_field_first, pp.unpaired_field = di->repeat_first_field < 0;
     pp.output_stream = d->stream;
+    if (d->cb.output) { /* the probe's destination (nvdec_clip.h) */
+        uint64_t dst = 0;
+        uint32_t dst_pitch = 0;
+        if (d->cb.output(d->cb.user, (uint32_t)d->frames, &dst, &dst_pitch))
+            return fail(d, "the output callback stopped the decode", 0);
+        pp.raw_output_dptr = dst, pp.raw_output_pitch = dst_pitch;
+    }
     if ((r = d->cv->cuvidMapVideoFrame(d->decoder, di->picture_index, &src, &pitch, &pp)) != CUDA_SUCCESS)
         return fail(d, "cuvidMapVideoFrame failed", r);
     /* The CbCr rows follow the luma rows of the (even) target height. */

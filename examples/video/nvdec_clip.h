@@ -8,7 +8,7 @@
  * bits (= P010). Used by nvdec_to_vulkan.c and tests/gpu/nvdec_frames.c.
  *
  * Why a separate file: nv-codec-headers declare the CUDA driver types themselves (CUresult as an
- * enum), so they cannot share a translation unit with c_examples/cuda_driver.h (CUresult as int);
+ * enum), so they cannot share a translation unit with <cuda.h>, which declares the same names;
  * nothing of theirs appears here.
  */
 #ifndef VKCUDA_NVDEC_CLIP_H
@@ -38,6 +38,12 @@ typedef struct nvdec_callbacks {
     /* Each frame. The frame is unmapped when this returns: whatever reads it on the stream must be
      * finished first (cuStreamSynchronize). Non-zero stops the decode. */
     int (*frame)(void *user, const nvdec_frame *frame);
+    /* Optional, NULL everywhere but tests/gpu/nvdec_output_probe.c: before frame `index` is mapped,
+     * a destination (*dptr, *pitch; left 0: none) handed to cuvidMapVideoFrame as
+     * CUVIDPROCPARAMS::raw_output_dptr / raw_output_pitch, fields NVIDIA's headers document for raw
+     * YUV input only. The probe asks whether the driver writes a decoded frame there (README.md,
+     * "Who owns the decoded frame"). Non-zero stops the decode. */
+    int (*output)(void *user, uint32_t index, uint64_t *dptr, uint32_t *pitch);
 } nvdec_callbacks;
 
 typedef struct nvdec nvdec;

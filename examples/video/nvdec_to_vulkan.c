@@ -26,18 +26,6 @@
 #include <string.h>
 #include <time.h>
 
-#define VIDEO_FUNCTIONS(X)                                                                         \
-    X(vkCreateSamplerYcbcrConversion) X(vkDestroySamplerYcbcrConversion) X(vkCreateSampler)        \
-    X(vkDestroySampler) X(vkCreateImageView) X(vkDestroyImageView) X(vkCreateDescriptorSetLayout)  \
-    X(vkDestroyDescriptorSetLayout) X(vkCreatePipelineLayout) X(vkDestroyPipelineLayout)           \
-    X(vkCreateShaderModule) X(vkDestroyShaderModule) X(vkCreateComputePipelines)                   \
-    X(vkDestroyPipeline) X(vkCreateDescriptorPool) X(vkDestroyDescriptorPool)                      \
-    X(vkAllocateDescriptorSets) X(vkUpdateDescriptorSets) X(vkCmdBindPipeline)                     \
-    X(vkCmdBindDescriptorSets) X(vkCmdPushConstants) X(vkCmdDispatch)
-#define X(name) static PFN_##name name;
-VIDEO_FUNCTIONS(X)
-#undef X
-
 typedef struct player {
     example ex;
     vkcuda_image *frame[2];       /* the two shared frames in flight */
@@ -113,7 +101,7 @@ static int on_format(void *user, const nvdec_format *f) {
     CHECK_VK(vk_owned_buffer_create(&ex->vk, (VkDeviceSize)f->width * f->height * 4, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
                                     VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, 0, &p->rgba));
     vkcuda_handoff_info to_cuda = example_handoff(ex, 0, 0);
-    example_record(ex, ex->cmd);
+    example_record(ex->cmd);
     for (s = 0; s < 2; s++) {
         vkcuda_image_info fi;
         CHECK(vkcuda_image_get_info(p->frame[s], &fi));
@@ -148,19 +136,19 @@ static int on_frame(void *user, const nvdec_frame *f) {
     /* CUDA: the copy (the stream already waited for 2n-4, "frame n-2 consumed": the slot is free). */
     vkcuda_pitched_planes planes = {0, 2, {{f->luma, f->pitch}, {f->chroma, f->pitch}, {0, 0}}};
     CHECK(vkcuda_image_cuda_copy_from_pitched(p->frame[s], &planes, ex->stream));
-    CHECK_CU(ex->cu.cuStreamSynchronize(ex->stream)); /* NVDEC unmaps the surface when we return */
+    CHECK_CU(cuStreamSynchronize(ex->stream)); /* NVDEC unmaps the surface when we return */
     if (n > 1) CHECK(vkcuda_semaphore_cuda_wait(p->timeline, 2 * n - 2, ex->stream));
     CHECK(vkcuda_semaphore_cuda_signal(p->timeline, 2 * n - 1, ex->stream)); /* frame n ready */
     /* Vulkan: cmd[s] was last submitted for frame n-2, consumed (2n-4) before the copy above ran. */
     if (n > 2) CHECK(vkcuda_semaphore_host_wait(p->timeline, 2 * n - 4, 0));
     vkcuda_handoff_info shader = example_handoff(ex, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
-    example_record(ex, p->cmd[s]);
+    example_record(p->cmd[s]);
     CHECK(vkcuda_image_cmd_acquire_from_cuda(p->frame[s], p->cmd[s], &shader, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL));
     vkCmdBindPipeline(p->cmd[s], VK_PIPELINE_BIND_POINT_COMPUTE, p->pipeline);
     vkCmdBindDescriptorSets(p->cmd[s], VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &p->set[s], 0, NULL);
     vkCmdPushConstants(p->cmd[s], p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof p->size, p->size);
     vkCmdDispatch(p->cmd[s], (p->size[0] + 15) / 16, (p->size[1] + 15) / 16, 1);
-    vk_cmd_barrier(&ex->vk, p->cmd[s], VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+    vk_cmd_barrier(p->cmd[s], VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                    VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
     CHECK(vkcuda_image_cmd_release_to_cuda(p->frame[s], p->cmd[s], &shader, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL));
     vkcuda_timeline_stage stage = {2 * n - 1, 2 * n}; /* wait "ready", signal "consumed" */
@@ -185,9 +173,6 @@ int main(int argc, char **argv) {
     /* 1. A context (Vulkan + CUDA, its CUDA context current: NVDEC decodes in it). */
     example_open(&p.ex, "nvdec_to_vulkan", 0);
     VkDevice dev = p.ex.vh.device;
-#define X(name) if (!(name = (PFN_##name)p.ex.vk.vkGetDeviceProcAddr(dev, #name))) skip("no ", #name);
-    VIDEO_FUNCTIONS(X)
-#undef X
     /* 2. The clip, whole in memory (a player would hand over packets from its demuxer). */
     FILE *file = fopen(clip_path, "rb");
     if (!file) return printf("nvdec_to_vulkan: FAIL: cannot open %s\n", clip_path), 1;
@@ -202,7 +187,7 @@ int main(int argc, char **argv) {
     vkcuda_semaphore_create_info sci = {0};
     CHECK(vkcuda_semaphore_create(p.ex.ctx, &sci, &p.timeline));
     CHECK(vkcuda_semaphore_get_vk_semaphore(p.timeline, &p.vk_timeline));
-    nvdec_callbacks cb = {&p, on_format, on_frame};
+    nvdec_callbacks cb = {&p, on_format, on_frame, NULL};
     if (nvdec_open(&dec, codec, p.ex.stream, &cb, why, sizeof why) != 0) skip("no NVDEC: ", why);
     /* 4. Decode: every frame through the shared frames into Vulkan's sampler. */
     struct timespec t0, t1;
@@ -220,7 +205,7 @@ int main(int argc, char **argv) {
     if (out) printf("nvdec_to_vulkan: the last frame as Vulkan sampled it: %s\n", out);
     /* 5. Everything back, in reverse. */
     nvdec_close(dec);
-    CHECK_VK(p.ex.vk.vkDeviceWaitIdle(dev));
+    CHECK_VK(vkDeviceWaitIdle(dev));
     for (a = 0; a < 2; a++) vkDestroyImageView(dev, p.view[a], NULL), vkcuda_image_destroy(p.frame[a]);
     vk_owned_buffer_destroy(&p.ex.vk, &p.rgba);
     vkDestroyDescriptorPool(dev, p.pool, NULL);

@@ -23,25 +23,13 @@
 #include <string.h>
 
 #define NV12 VK_FORMAT_G8_B8R8_2PLANE_420_UNORM
-#define VIDEO_FUNCTIONS(X)                                                                         \
-    X(vkCreateSamplerYcbcrConversion) X(vkDestroySamplerYcbcrConversion) X(vkCreateSampler)        \
-    X(vkDestroySampler) X(vkCreateImageView) X(vkDestroyImageView) X(vkCreateDescriptorSetLayout)  \
-    X(vkDestroyDescriptorSetLayout) X(vkCreatePipelineLayout) X(vkDestroyPipelineLayout)           \
-    X(vkCreateShaderModule) X(vkDestroyShaderModule) X(vkCreateComputePipelines)                   \
-    X(vkDestroyPipeline) X(vkCreateDescriptorPool) X(vkDestroyDescriptorPool)                      \
-    X(vkAllocateDescriptorSets) X(vkUpdateDescriptorSets) X(vkCmdBindPipeline)                     \
-    X(vkCmdBindDescriptorSets) X(vkCmdPushConstants) X(vkCmdDispatch) X(vkCmdCopyBufferToImage)
-#define X(name) static PFN_##name name;
-VIDEO_FUNCTIONS(X)
-#undef X
-
 /* A layout transition (and the accesses around it) of a whole image: COLOR, as a non-disjoint
  * multi-planar image's barriers must name (VUID-VkImageMemoryBarrier-image-01671). */
-static void transition(example *ex, VkCommandBuffer cmd, VkImage image, VkImageLayout from, VkImageLayout to,
+static void transition(VkCommandBuffer cmd, VkImage image, VkImageLayout from, VkImageLayout to,
                        VkAccessFlags src, VkAccessFlags dst, VkPipelineStageFlags dst_stage) {
     VkImageMemoryBarrier b = {VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER, NULL, src, dst, from, to, VK_QUEUE_FAMILY_IGNORED,
                               VK_QUEUE_FAMILY_IGNORED, image, {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1}};
-    ex->vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, dst_stage, 0, 0, NULL, 0, NULL, 1, &b);
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, dst_stage, 0, 0, NULL, 0, NULL, 1, &b);
 }
 
 static void skip(const char *why, const char *detail) {
@@ -62,10 +50,6 @@ int main(int argc, char **argv) {
     /* 1. A context (standalone ones enable samplerYcbcrConversion where the device has it). */
     example_open(&ex, "video_ycbcr", vulkan_only ? VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT : 0);
     VkDevice dev = ex.vh.device;
-    PFN_vkGetInstanceProcAddr gipa = ex.vh.get_instance_proc_addr;
-#define X(name) if (!(name = (PFN_##name)ex.vk.vkGetDeviceProcAddr(dev, #name))) skip("no ", #name);
-    VIDEO_FUNCTIONS(X)
-#undef X
     /* 2. The shared frame: NV12, LINEAR, one allocation that CUDA maps whole; each plane is pitched
      *    memory (pp[p]: CUDA pointer, row pitch, extent, aspect). Sampled by Vulkan; with --vulkan-only
      *    also a copy target. A device without linear NV12 frames refuses it: UNSUPPORTED, why. */
@@ -82,9 +66,8 @@ int main(int argc, char **argv) {
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SAMPLER_YCBCR_CONVERSION_FEATURES, 0, 0};
     VkPhysicalDeviceFeatures2 f2 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &yf, {0}};
     VkFormatProperties fp;
-    ((PFN_vkGetPhysicalDeviceFeatures2)gipa(ex.vh.instance, "vkGetPhysicalDeviceFeatures2"))(ex.vh.physical_device, &f2);
-    ((PFN_vkGetPhysicalDeviceFormatProperties)gipa(ex.vh.instance, "vkGetPhysicalDeviceFormatProperties"))(
-        ex.vh.physical_device, NV12, &fp);
+    vkGetPhysicalDeviceFeatures2(ex.vh.physical_device, &f2);
+    vkGetPhysicalDeviceFormatProperties(ex.vh.physical_device, NV12, &fp);
     if (!yf.samplerYcbcrConversion ||
         !(fp.linearTilingFeatures & VK_FORMAT_FEATURE_SAMPLED_IMAGE_YCBCR_CONVERSION_LINEAR_FILTER_BIT))
         skip("the device cannot sample linear NV12 through a VkSamplerYcbcrConversion with linear chroma filtering", "");
@@ -150,24 +133,24 @@ int main(int argc, char **argv) {
 
     /* 5. The planes written (by CUDA, or the CPU's staging copy), the frame handed to the shader. */
     VkCommandBuffer cmd = example_command_buffer(&ex);
-    example_record(&ex, cmd);
+    example_record(cmd);
     if (!vulkan_only) {
         vkcuda_buffer *decoded; vkcuda_buffer_info bi;
         vkcuda_buffer_create_info bci = {0, VKCUDA_ALLOCATOR_CUDA, bytes, 0};
         vkcuda_handoff_info to_cuda = example_handoff(&ex, 0, 0);
         vkcuda_handoff_info to_shader = example_handoff(&ex, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
         /* The new frame goes to CUDA (old layout UNDEFINED: there is nothing to keep yet). */
-        example_record(&ex, ex.cmd);
+        example_record(ex.cmd);
         CHECK(vkcuda_image_cmd_release_to_cuda(shared, ex.cmd, &to_cuda, VK_IMAGE_LAYOUT_UNDEFINED));
         example_run(&ex, ex.cmd);
         /* The "decoded" frame in CUDA memory: luma rows, then CbCr rows; pitch = width. */
         CHECK(vkcuda_buffer_create(ex.ctx, &bci, &decoded)), CHECK(vkcuda_buffer_get_info(decoded, &bi));
-        CHECK_CU(ex.cu.cuMemcpyHtoD(bi.cuda_pointer, frame, bytes));
+        CHECK_CU(cuMemcpyHtoD(bi.cuda_pointer, frame, bytes));
         /* One cuMemcpy2DAsync per plane into pp[p].cuda_pointer at pp[p].row_pitch (never the width):
          * what a decode loop does after cuvidMapVideoFrame. */
         vkcuda_pitched_planes src = {0, 2, {{bi.cuda_pointer, (uint64_t)w}, {bi.cuda_pointer + luma, (uint64_t)w}, {0, 0}}};
         CHECK(vkcuda_image_cuda_copy_from_pitched(shared, &src, ex.stream));
-        CHECK_CU(ex.cu.cuStreamSynchronize(ex.stream)), vkcuda_buffer_destroy(decoded);
+        CHECK_CU(cuStreamSynchronize(ex.stream)), vkcuda_buffer_destroy(decoded);
         /* Back from CUDA straight into the shader's layout (the transition from GENERAL keeps CUDA's bytes). */
         CHECK(vkcuda_image_cmd_acquire_from_cuda(shared, cmd, &to_shader, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL));
     } else {
@@ -176,10 +159,10 @@ int main(int argc, char **argv) {
                                      {luma, 0, 0, {pp[1].aspect, 0, 0, 1}, {0, 0, 0}, {pp[1].width, pp[1].height, 1}}};
         staging = example_host_buffer(&ex, bytes);
         memcpy(staging.mapped, frame, bytes);
-        transition(&ex, cmd, fi.image, VK_IMAGE_LAYOUT_UNDEFINED, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 0,
+        transition(cmd, fi.image, VK_IMAGE_LAYOUT_UNDEFINED, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 0,
                    VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT);
         vkCmdCopyBufferToImage(cmd, staging.buffer, fi.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 2, copy);
-        transition(&ex, cmd, fi.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL,
+        transition(cmd, fi.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL,
                    VK_ACCESS_TRANSFER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
     }
     /* 6. Sample, one invocation per pixel, and make the shader's writes visible to the host. */
@@ -188,7 +171,7 @@ int main(int argc, char **argv) {
     vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, &set, 0, NULL);
     vkCmdPushConstants(cmd, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof size, size);
     vkCmdDispatch(cmd, (uint32_t)(w + 15) / 16, (uint32_t)(h + 15) / 16, 1);
-    vk_cmd_barrier(&ex.vk, cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+    vk_cmd_barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                    VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
     example_run(&ex, cmd);
 
@@ -214,7 +197,7 @@ int main(int argc, char **argv) {
                 a++, printf("  (%zu,%zu): got %06x, expected %06x (0xBBGGRR)\n", i % w, i / w, got[i] & 0xffffff, expect[i] & 0xffffff);
         return printf("video_ycbcr: FAIL: the pixels differ from the host reference by more than 2\n"), 1;
     }
-    CHECK_VK(ex.vk.vkDeviceWaitIdle(dev));
+    CHECK_VK(vkDeviceWaitIdle(dev));
     vk_owned_buffer_destroy(&ex.vk, &rgba);
     if (staging.buffer) vk_owned_buffer_destroy(&ex.vk, &staging);
     vkDestroyDescriptorPool(dev, pool, NULL);

@@ -16,8 +16,8 @@
  * --vulkan-only (no CUDA, e.g. lavapipe in CI): the same pool and wraps in a
  * Vulkan-only context; the "other side" is a second Vulkan buffer imported from
  * the wrapped buffer's fd (what a CUDA or Vulkan process at the other end of a
- * socket would do). Without a CUDA GPU (and without --vulkan-only) it prints SKIP
- * and exits 0, or 1 with VKCUDA_REQUIRE_GPU=1. PASS exits 0, FAIL 1.
+ * socket would do). Without a CUDA GPU (and without --vulkan-only) it prints the
+ * SKIPPED line and exits 77, or 1 with VKCUDA_REQUIRE_GPU=1. PASS exits 0, FAIL 1.
  */
 #include "vma_support.hpp"
 
@@ -213,7 +213,7 @@ int main(int argc, char** argv) {
         const char* require = std::getenv("VKCUDA_REQUIRE_GPU");
         if (!vulkan_only && no_gpu && !(require && std::strcmp(require, "1") == 0)) {
             std::printf("SKIPPED: vma_interop: no CUDA GPU here (%s); --vulkan-only runs without one\n", err.what());
-            return 0;
+            return 77;
         }
         std::printf("vma_interop: FAIL: %s\n", err.what());
         return 1;

@@ -1,16 +1,15 @@
 // What examples/vma/vma_interop.cpp and tests/gpu/vma_wrap.cpp share: the
 // "engine" (a standalone vkcuda context's device and queue, a command pool, one-shot
-// submits), the few CUDA driver calls they make (loaded with dlopen: no CUDA
-// toolkit at build time), a byte pattern and a check that counts mismatches.
+// submits), the few CUDA driver calls they make (<cuda.h>), a byte pattern and a
+// check that counts mismatches.
 // The VMA recipe itself is in the example, not here.
 #ifndef VKCUDA_VMA_SUPPORT_HPP
 #define VKCUDA_VMA_SUPPORT_HPP
 
+#include <cuda.h>
 #include <vulkan/vulkan.h>
 #include <vk_mem_alloc.h>
 #include <vkcuda.hpp>
-
-#include <dlfcn.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -24,76 +23,43 @@ inline void check_vk(VkResult r, const char* what) {
     if (r != VK_SUCCESS) throw std::runtime_error(std::string(what) + " failed with VkResult " + std::to_string(r));
 }
 
-// The CUDA driver API calls used (signatures and values from cuda.h).
+// The CUDA driver API calls used, each in the vkcuda context's CUcontext and synchronous.
 struct Cuda {
-    struct Memcpy2D {  // CUDA_MEMCPY2D
-        size_t srcXInBytes, srcY;
-        int srcMemoryType;
-        const void* srcHost;
-        std::uint64_t srcDevice;
-        void* srcArray;
-        size_t srcPitch;
-        size_t dstXInBytes, dstY;
-        int dstMemoryType;
-        void* dstHost;
-        std::uint64_t dstDevice;
-        void* dstArray;
-        size_t dstPitch;
-        size_t WidthInBytes, Height;
-    };
-    static constexpr int kHost = 1, kArray = 3;  // CU_MEMORYTYPE_HOST, CU_MEMORYTYPE_ARRAY
-    int (*push)(CUctx_st*) = nullptr;
-    int (*pop)(CUctx_st**) = nullptr;
-    int (*htod)(std::uint64_t, const void*, size_t) = nullptr;
-    int (*dtoh)(void*, std::uint64_t, size_t) = nullptr;
-    int (*copy2d)(const Memcpy2D*) = nullptr;
-    CUctx_st* ctx = nullptr;
+    CUcontext ctx = nullptr;
 
-    // The library's context made cuInit; this only looks the calls up.
-    void load(CUctx_st* context) {
-        void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-        if (!lib) throw std::runtime_error(std::string("dlopen libcuda.so.1: ") + dlerror());
-        push = reinterpret_cast<decltype(push)>(dlsym(lib, "cuCtxPushCurrent_v2"));
-        pop = reinterpret_cast<decltype(pop)>(dlsym(lib, "cuCtxPopCurrent_v2"));
-        htod = reinterpret_cast<decltype(htod)>(dlsym(lib, "cuMemcpyHtoD_v2"));
-        dtoh = reinterpret_cast<decltype(dtoh)>(dlsym(lib, "cuMemcpyDtoH_v2"));
-        copy2d = reinterpret_cast<decltype(copy2d)>(dlsym(lib, "cuMemcpy2D_v2"));
-        if (!push || !pop || !htod || !dtoh || !copy2d) throw std::runtime_error("libcuda.so.1 lacks a call");
-        ctx = context;
+    void load(CUcontext context) { ctx = context; }  // the library's context made cuInit
+    void call(CUresult r, const char* what) const {
+        if (r != CUDA_SUCCESS) throw std::runtime_error(std::string(what) + " failed with CUresult " + std::to_string(r));
     }
-    void call(int r, const char* what) const {
-        if (r != 0) throw std::runtime_error(std::string(what) + " failed with CUresult " + std::to_string(r));
-    }
-    // Each copy runs in the vkcuda context's CUcontext and is synchronous.
-    void write(std::uint64_t dst, const void* src, size_t n) const {
-        call(push(ctx), "cuCtxPushCurrent");
-        int r = htod(dst, src, n);
-        CUctx_st* c;
-        pop(&c);
+    void write(CUdeviceptr dst, const void* src, size_t n) const {
+        call(cuCtxPushCurrent(ctx), "cuCtxPushCurrent");
+        CUresult r = cuMemcpyHtoD(dst, src, n);
+        CUcontext c;
+        cuCtxPopCurrent(&c);
         call(r, "cuMemcpyHtoD");
     }
-    void read(void* dst, std::uint64_t src, size_t n) const {
-        call(push(ctx), "cuCtxPushCurrent");
-        int r = dtoh(dst, src, n);
-        CUctx_st* c;
-        pop(&c);
+    void read(void* dst, CUdeviceptr src, size_t n) const {
+        call(cuCtxPushCurrent(ctx), "cuCtxPushCurrent");
+        CUresult r = cuMemcpyDtoH(dst, src, n);
+        CUcontext c;
+        cuCtxPopCurrent(&c);
         call(r, "cuMemcpyDtoH");
     }
     // A whole 2D array level: `row_bytes` by `rows`, tightly packed on the host.
-    void array(void* host, CUarray_st* array, size_t row_bytes, size_t rows, bool to_array) const {
-        Memcpy2D m{};
+    void array(void* host, CUarray array, size_t row_bytes, size_t rows, bool to_array) const {
+        CUDA_MEMCPY2D m{};
         if (to_array) {
-            m.srcMemoryType = kHost, m.srcHost = host, m.srcPitch = row_bytes;
-            m.dstMemoryType = kArray, m.dstArray = array;
+            m.srcMemoryType = CU_MEMORYTYPE_HOST, m.srcHost = host, m.srcPitch = row_bytes;
+            m.dstMemoryType = CU_MEMORYTYPE_ARRAY, m.dstArray = array;
         } else {
-            m.srcMemoryType = kArray, m.srcArray = array;
-            m.dstMemoryType = kHost, m.dstHost = host, m.dstPitch = row_bytes;
+            m.srcMemoryType = CU_MEMORYTYPE_ARRAY, m.srcArray = array;
+            m.dstMemoryType = CU_MEMORYTYPE_HOST, m.dstHost = host, m.dstPitch = row_bytes;
         }
         m.WidthInBytes = row_bytes, m.Height = rows;
-        call(push(ctx), "cuCtxPushCurrent");
-        int r = copy2d(&m);
-        CUctx_st* c;
-        pop(&c);
+        call(cuCtxPushCurrent(ctx), "cuCtxPushCurrent");
+        CUresult r = cuMemcpy2D(&m);
+        CUcontext c;
+        cuCtxPopCurrent(&c);
         call(r, "cuMemcpy2D");
     }
 };

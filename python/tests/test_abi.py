@@ -230,3 +230,15 @@ def test_signatures_match_header(tmp_path: Path) -> None:
             if _mismatch(c_t, py, sizes):
                 wrong.append(f"{name}: argument {i} is {c_t} in C, {py.__name__} in Python")
     assert not wrong, "ctypes signatures differ from vkcuda.h:\n  " + "\n  ".join(wrong)
+
+
+def test_address_prototypes_follow_the_declarations() -> None:
+    """The hot path's prototypes (``_native.by_address``) are derived from the
+    declarations checked above: same result, same arity, pointers as c_void_p."""
+    from vkcuda import _objects
+
+    declared = _native.lib.vkcuda_buffer_export_dlpack
+    fast = _objects._export_dlpack
+    assert fast.restype is declared.restype and len(fast.argtypes) == len(declared.argtypes) == 3
+    assert all(a is ctypes.c_void_p for a in fast.argtypes)
+    assert [a.__name__ for a in declared.argtypes] == ["c_void_p", "LP_DlpackInfo", "LP_c_void_p"]

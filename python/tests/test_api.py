@@ -97,7 +97,8 @@ def test_closed_objects_raise(vulkan_only: vkcuda.Context) -> None:
     b = vulkan_only.buffer(64)
     b.close()
     b.close()  # a second close does nothing
-    for get in (lambda: b.info, lambda: b.export_fd(), lambda: b.cuda_pointer, lambda: b.view().export()):
+    for get in (lambda: b.info, lambda: b.export_fd(), lambda: b.cuda_pointer, lambda: b.view().export(),
+                b.__dlpack_device__, lambda: b.__dlpack__(max_version=(1, 0))):
         with pytest.raises(vkcuda.Error) as e:
             get()
         assert e.value.code == -2 and "must not be NULL" in e.value.message

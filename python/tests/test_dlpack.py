@@ -102,6 +102,44 @@ def test_legacy_capsule_and_readonly(cuda_ctx: vkcuda.Context) -> None:
         t3.deleter(ptr)
 
 
+def test_a_view_exports_the_same_tensor_each_time(cuda_ctx: vkcuda.Context) -> None:
+    """A view builds its vkcuda_dlpack_info once and reuses it (legacy and
+    versioned apart): every export is a new tensor with the view's fields, its
+    strides survive a collection, and the fields cannot change under it."""
+    with cuda_ctx.buffer(1 << 16) as b:
+        view = b.view("int16", (6, 10), strides=(20, 2), offset=256)
+        seen = set()
+        for i in range(6):
+            versioned = i % 2 == 0
+            gc.collect()  # the view's struct and strides array must outlive this
+            cap = view.__dlpack__(stream=1, max_version=(1, 0) if versioned else None)
+            ptr = consume(cap, versioned)
+            seen.add(ptr)
+            kind = _dlpack.DLManagedTensorVersioned if versioned else _dlpack.DLManagedTensor
+            t = kind.from_address(ptr)
+            d = t.dl_tensor
+            assert d.data == b.cuda_pointer + 256 and d.ndim == 2
+            assert (d.dtype.code, d.dtype.bits, d.dtype.lanes) == (0, 16, 1)
+            assert [d.shape[k] for k in range(2)] == [6, 10] and [d.strides[k] for k in range(2)] == [20, 2]
+            t.deleter(ptr)
+        assert len(seen) >= 2, "each export is a tensor of its own"
+        for field, value in (("dtype", (2, 32, 1)), ("shape", (1,)), ("strides", None), ("offset", 0),
+                             ("readonly", True), ("buffer", b)):
+            with pytest.raises(AttributeError):
+                setattr(view, field, value)
+        assert (view.dtype, view.shape, view.strides, view.offset, view.readonly) == ((0, 16, 1), (6, 10), (20, 2),
+                                                                                       256, False)
+        whole = consume(b.__dlpack__(stream=None, max_version=(1, 0)))
+        d = _dlpack.DLManagedTensorVersioned.from_address(whole).dl_tensor
+        assert (d.ndim, d.shape[0], d.dtype.code, d.dtype.bits) == (1, 1 << 16, 1, 8)
+        _dlpack.call_deleter(whole, True)
+    for call in (b.__dlpack_device__, view.__dlpack_device__, lambda: view.__dlpack__(max_version=(1, 0)),
+                 lambda: b.__dlpack__(max_version=(1, 0))):
+        with pytest.raises(vkcuda.Error) as e:
+            call()  # the buffer is closed: the library's message
+        assert e.value.code == -2 and "must not be NULL" in e.value.message
+
+
 def test_unconsumed_capsule_runs_the_deleter(cuda_ctx: vkcuda.Context) -> None:
     before = vkcuda.live_objects()
     b = cuda_ctx.buffer(4096)

@@ -101,7 +101,7 @@ class BufferBatch:
         self._memory = 0
         self._buffers: List[Buffer] = []
         self.whole: Optional[Buffer] = None
-        self._cai_view: Optional[TensorView] = None
+        self._view: Optional[TensorView] = None  # the (N, nbytes) uint8 tensor
         usage = usage or _DEFAULT_USAGE
         try:
             one = self._create_buffer(_BufferCreateInfo, nbytes, usage)
@@ -204,8 +204,11 @@ class BufferBatch:
         self._whole().ready_on(semaphore, value)
 
     def __dlpack__(self, **kwargs: Any) -> Any:
-        """The ``(N, nbytes)`` uint8 tensor."""
-        return self.tensor().__dlpack__(**kwargs)
+        """The ``(N, nbytes)`` uint8 tensor (one view, made once, exported each time)."""
+        self._whole()  # "the buffer batch is closed"
+        if self._view is None:
+            self._view = self.tensor()
+        return self._view.__dlpack__(**kwargs)
 
     def __dlpack_device__(self) -> Tuple[int, int]:
         return self._whole().__dlpack_device__()
@@ -214,9 +217,9 @@ class BufferBatch:
     def __cuda_array_interface__(self) -> Dict[str, Any]:
         """The ``(N, nbytes)`` uint8 tensor, held by this object (see
         :meth:`Buffer.__cuda_array_interface__`)."""
-        if self._cai_view is None:
-            self._cai_view = self.tensor()
-        return self._cai_view.__cuda_array_interface__
+        if self._view is None:
+            self._view = self.tensor()
+        return self._view.__cuda_array_interface__
 
     def close(self) -> None:
         """Destroys the N + 1 vkcuda buffers, then the Vulkan buffers and memory

@@ -22,6 +22,7 @@ __all__ = [
     "parse_dtype",
     "dtype_name",
     "make_capsule",
+    "call_deleter",
     "stream_handle",
     "KDL_CUDA",
     "VERSIONED_NAME",
@@ -185,34 +186,40 @@ def stream_handle(stream: Any) -> int:
 # shared, and other code may change their argtypes). They keep the GIL.
 _api = ctypes.pythonapi
 _PyCapsule_New = ctypes.PYFUNCTYPE(ctypes.py_object, c_void_p, c_void_p, c_void_p)(("PyCapsule_New", _api))
-_PyCapsule_IsValid = ctypes.PYFUNCTYPE(ctypes.c_int, c_void_p, c_void_p)(("PyCapsule_IsValid", _api))
+_PyCapsule_GetName = ctypes.PYFUNCTYPE(c_void_p, c_void_p)(("PyCapsule_GetName", _api))
 _PyCapsule_GetPointer = ctypes.PYFUNCTYPE(c_void_p, c_void_p, c_void_p)(("PyCapsule_GetPointer", _api))
 _Py_IncRef = ctypes.PYFUNCTYPE(None, ctypes.py_object)(("Py_IncRef", _api))
 
 _versioned_name = ctypes.create_string_buffer(VERSIONED_NAME)
 _legacy_name = ctypes.create_string_buffer(LEGACY_NAME)
+#: The names' addresses: a capsule made here carries one of these pointers until a
+#: consumer renames it ("used_..."), so the destructor compares pointers.
+VERSIONED_NAME_ADDRESS = ctypes.addressof(_versioned_name)
+LEGACY_NAME_ADDRESS = ctypes.addressof(_legacy_name)
 
 
-def _delete(ptr: int, versioned: bool) -> None:
-    t = (DLManagedTensorVersioned if versioned else DLManagedTensor).from_address(ptr)
-    t.deleter(ptr)
+def call_deleter(ptr: int, versioned: bool) -> None:
+    """Calls the deleter of a ``DLManagedTensorVersioned*`` (``DLManagedTensor*``
+    when not ``versioned``), which frees it: the one call its owner makes."""
+    (DLManagedTensorVersioned if versioned else DLManagedTensor).from_address(ptr).deleter(ptr)
 
 
 def _make_destructor() -> Any:
-    is_valid = _PyCapsule_IsValid
+    get_name = _PyCapsule_GetName
     get_pointer = _PyCapsule_GetPointer
-    names = ((ctypes.addressof(_versioned_name), True), (ctypes.addressof(_legacy_name), False))
+    versioned_name, legacy_name = VERSIONED_NAME_ADDRESS, LEGACY_NAME_ADDRESS
+    delete = call_deleter
     keep = (_versioned_name, _legacy_name, DLManagedTensorVersioned, DLManagedTensor)
 
     def destructor(capsule: int) -> None:
         # Runs when the capsule is freed. A consumer that took the tensor renamed
-        # the capsule ("used_..."), so neither name is valid and nothing is done.
-        for name, versioned in names:
-            if is_valid(capsule, name):
-                ptr = get_pointer(capsule, name)
-                if ptr:
-                    _delete(ptr, versioned)
-                return
+        # the capsule ("used_..."): its name is then neither of ours and nothing is
+        # done (one C call, the usual case: torch.from_dlpack takes the tensor).
+        name = get_name(capsule)
+        if name == versioned_name or name == legacy_name:
+            ptr = get_pointer(capsule, name)
+            if ptr:
+                delete(ptr, name == versioned_name)
 
     destructor.keep = keep  # type: ignore[attr-defined]
     return CFUNCTYPE(None, c_void_p)(destructor)
@@ -221,7 +228,7 @@ def _make_destructor() -> Any:
 # Never freed: a capsule may outlive this module at interpreter shutdown.
 _destructor = _make_destructor()
 _Py_IncRef(_destructor)
-_destructor_ptr = ctypes.cast(_destructor, c_void_p).value
+destructor_address: int = ctypes.cast(_destructor, c_void_p).value or 0
 
 
 _PyCapsule_IsValidObj = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(("PyCapsule_IsValid", _api))
@@ -275,11 +282,10 @@ def make_capsule(tensor: int, versioned: bool) -> Any:
     """A PyCapsule owning ``tensor`` (a DLManagedTensorVersioned* or DLManagedTensor*
     from ``vkcuda_buffer_export_dlpack``). If the capsule is freed unconsumed, its
     destructor calls the tensor's deleter; if making it fails, the deleter runs here."""
-    name = _versioned_name if versioned else _legacy_name
     try:
-        return _PyCapsule_New(tensor, ctypes.addressof(name), _destructor_ptr)
+        return _PyCapsule_New(tensor, VERSIONED_NAME_ADDRESS if versioned else LEGACY_NAME_ADDRESS, destructor_address)
     except BaseException:
-        _delete(tensor, versioned)
+        call_deleter(tensor, versioned)
         raise
 
 
@@ -294,7 +300,7 @@ class Held:
     def release(self) -> None:
         p, self.ptr = self.ptr, 0
         if p:
-            _delete(p, True)
+            call_deleter(p, True)
 
     def __del__(self) -> None:
         try:

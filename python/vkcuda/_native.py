@@ -261,6 +261,18 @@ def declare(signatures: "Mapping[str, Tuple[Any, Any]]") -> None:
 declare(_signatures)
 
 
+def by_address(name: str) -> Any:
+    """A second prototype of the declared function ``name`` (its restype and
+    argtypes, checked by test_abi, are the source) whose pointer arguments are
+    ``c_void_p``: hot paths pass addresses (``ctypes.addressof``, ints) there,
+    which ctypes converts faster than ``byref`` objects checked against a
+    ``POINTER(struct)`` (``TensorView.__dlpack__``: about a third of its C
+    call). The caller passes the address of a struct of the declared type."""
+    f = getattr(lib, name)
+    args = [c_void_p if issubclass(a, (ctypes._Pointer, c_void_p, c_char_p)) else a for a in f.argtypes]
+    return ctypes.CFUNCTYPE(f.restype, *args)((name, lib))
+
+
 def result_name(code: int) -> str:
     """The name of a result code, as ``vkcuda_result_to_string`` spells it."""
     name: Optional[bytes] = lib.vkcuda_result_to_string(code)

@@ -514,6 +514,9 @@ class Buffer(_Handle):
         cuda = _native.CudaInfo()
         paired = lib.vkcuda_context_get_cuda_info(context.handle, ctypes.byref(cuda)) == _native.SUCCESS
         self._ordinal: Optional[int] = cuda.device_ordinal if paired else None
+        # (kDLCUDA, ordinal) of a paired context, whose buffers always have a CUDA
+        # view; None in a Vulkan-only one (__dlpack_device__ then asks the library).
+        self._dl_device: Optional[Tuple[int, int]] = (_dlpack.KDL_CUDA, cuda.device_ordinal) if paired else None
         self._ready: Optional[Tuple["Semaphore", int]] = None
         self._cai_view: Optional[TensorView] = None
 
@@ -672,11 +675,82 @@ class Buffer(_Handle):
 
     def __dlpack__(self, *, stream: Any = None, max_version: Optional[Tuple[int, int]] = None,
                    dl_device: Optional[Tuple[int, int]] = None, copy: Optional[bool] = None) -> Any:
-        """The whole buffer as a one-dimensional uint8 tensor (see :class:`TensorView`)."""
-        return self.view().__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+        """The whole buffer as a one-dimensional uint8 tensor (see :meth:`TensorView.__dlpack__`)."""
+        if copy or dl_device is not None or (stream is not None and type(stream) is not int):
+            _check_dlpack_args(self, stream, dl_device, copy)
+        versioned = max_version is not None and tuple(max_version)[0] >= 1
+        return _capsule(self, _BYTES_INFO[versioned], versioned, stream)
 
     def __dlpack_device__(self) -> Tuple[int, int]:
-        return self.view().__dlpack_device__()
+        """``(kDLCUDA, ordinal)`` of the paired CUDA device; :class:`Error`
+        ``VKCUDA_ERROR_CUDA_UNAVAILABLE`` in a Vulkan-only context (and the
+        library's error for a closed buffer)."""
+        d = self._dl_device
+        if d is None or self._handle is None:
+            self.cuda_pointer  # the library's error for a closed or Vulkan-only buffer
+            return (_dlpack.KDL_CUDA, -1) if d is None else d
+        return d
+
+
+# DLPack's hot path (TensorView.__dlpack__ under torch.from_dlpack): the export
+# takes addresses (the prototype checked by test_abi, pointers as ints), each
+# view builds its vkcuda_dlpack_info once, and nothing else crosses into C but
+# PyCapsule_New. A pending write (Buffer.ready_on) adds the consumer's wait.
+_export_dlpack = _native.by_address("vkcuda_buffer_export_dlpack")
+_PyCapsule_New = _dlpack._PyCapsule_New
+_CAPSULE_NAMES = (_dlpack.LEGACY_NAME_ADDRESS, _dlpack.VERSIONED_NAME_ADDRESS)
+
+
+def _bytes_info(flags: int) -> "_native.DlpackInfo":
+    info = _native.DlpackInfo(flags=flags)
+    info.dtype.code, info.dtype.bits, info.dtype.lanes = _dlpack.parse_dtype("uint8")
+    return info
+
+
+#: The whole buffer as bytes, by versioned (False: the legacy DLManagedTensor);
+#: never written after this, so any thread may pass them.
+_BYTES_INFOS = (_bytes_info(_native.DLPACK_LEGACY_BIT), _bytes_info(0))
+_BYTES_INFO = tuple(ctypes.addressof(i) for i in _BYTES_INFOS)
+
+
+def _check_dlpack_args(owner: Any, stream: Any, dl_device: Any, copy: Any) -> None:
+    """The checks of ``__dlpack__``'s rarer arguments (``copy``, ``dl_device``, a
+    ``stream`` that is not a plain int)."""
+    if copy:
+        raise BufferError("vkcuda exports its buffers without copying (copy=True is not possible)")
+    if dl_device is not None and tuple(dl_device) != owner.__dlpack_device__():
+        raise BufferError(f"the buffer is on DLPack device {owner.__dlpack_device__()}, not {tuple(dl_device)}")
+    if stream is not None and (isinstance(stream, bool) or not isinstance(stream, int)):
+        raise TypeError(f"stream must be None or an int, not {type(stream).__name__}")
+
+
+def _export(buffer: Buffer, info: int) -> int:
+    """``vkcuda_buffer_export_dlpack`` of the ``vkcuda_dlpack_info`` at address
+    ``info``: the tensor's address, owned by the caller."""
+    out = ctypes.c_void_p()
+    result = _export_dlpack(buffer._handle, info, ctypes.addressof(out))
+    if result:
+        check(result)
+    return out.value or 0
+
+
+def _capsule(buffer: Buffer, info: int, versioned: bool, stream: Any) -> Any:
+    """The capsule of ``__dlpack__``: the export of ``info`` (an address), then,
+    only with a pending write (:meth:`Buffer.ready_on`), the consumer's wait
+    (after the export: its checks come first; a failed wait frees the capsule
+    unconsumed, whose destructor deletes the tensor)."""
+    out = ctypes.c_void_p()
+    result = _export_dlpack(buffer._handle, info, ctypes.addressof(out))
+    if result:
+        check(result)
+    try:
+        capsule = _PyCapsule_New(out.value, _CAPSULE_NAMES[versioned], _dlpack.destructor_address)
+    except BaseException:
+        _dlpack.call_deleter(out.value or 0, versioned)
+        raise
+    if buffer._ready is not None and stream != -1:
+        buffer._consumer_wait(stream)
+    return capsule
 
 
 class TensorView:
@@ -704,19 +778,78 @@ class TensorView:
         offset: int = 0,
         readonly: bool = False,
     ) -> None:
-        self.buffer = buffer
-        self.dtype = _dlpack.parse_dtype(dtype)
-        self.shape = None if shape is None else tuple(int(d) for d in shape)
-        self.strides = None if strides is None else tuple(int(s) for s in strides)
-        if self.shape is not None and len(self.shape) == 0:
+        self._buffer = buffer
+        self._dtype = _dlpack.parse_dtype(dtype)
+        self._shape = None if shape is None else tuple(int(d) for d in shape)
+        self._strides = None if strides is None else tuple(int(s) for s in strides)
+        if self._shape is not None and len(self._shape) == 0:
             raise ValueError("shape () is not exported: pass None for one dimension over the buffer, or (1,)")
-        if self.shape is not None and len(self.shape) > _native.DLPACK_MAX_NDIM:
-            raise ValueError(f"shape has {len(self.shape)} dimensions; at most {_native.DLPACK_MAX_NDIM}")
-        if self.strides is not None and (self.shape is None or len(self.strides) != len(self.shape)):
+        if self._shape is not None and len(self._shape) > _native.DLPACK_MAX_NDIM:
+            raise ValueError(f"shape has {len(self._shape)} dimensions; at most {_native.DLPACK_MAX_NDIM}")
+        if self._strides is not None and (self._shape is None or len(self._strides) != len(self._shape)):
             raise ValueError("strides need a shape of the same length")
-        self.offset = int(offset)
-        self.readonly = bool(readonly)
+        self._offset = int(offset)
+        self._readonly = bool(readonly)
+        # The address of this view's vkcuda_dlpack_info, by versioned (legacy,
+        # versioned), made on first export and never written after (any thread
+        # may pass it); the struct and its strides live in _plan_keep.
+        self._plans: List[Optional[int]] = [None, None]
+        self._plan_keep: List[Any] = []
         self._cai: Optional[_dlpack.Held] = None
+
+    # Read-only: each export reuses the vkcuda_dlpack_info made from them.
+    @property
+    def buffer(self) -> Buffer:
+        """The buffer the view is over."""
+        return self._buffer
+
+    @property
+    def dtype(self) -> Tuple[int, int, int]:
+        """The DLPack ``(code, bits, lanes)``."""
+        return self._dtype
+
+    @property
+    def shape(self) -> Optional[Tuple[int, ...]]:
+        """The shape, or None: one dimension over the rest of the buffer."""
+        return self._shape
+
+    @property
+    def strides(self) -> Optional[Tuple[int, ...]]:
+        """Strides in elements, or None: C-contiguous."""
+        return self._strides
+
+    @property
+    def offset(self) -> int:
+        """Where the tensor starts in the buffer, in bytes."""
+        return self._offset
+
+    @property
+    def readonly(self) -> bool:
+        """Whether the tensor is marked read-only (DLPack >= 1.0 consumers)."""
+        return self._readonly
+
+    def _plan(self, versioned: bool) -> int:
+        """The address of the ``vkcuda_dlpack_info`` of this view (made once)."""
+        plan = self._plans[versioned]
+        if plan is not None:
+            return plan
+        info = _native.DlpackInfo()
+        info.flags = (_native.DLPACK_READ_ONLY_BIT if self._readonly else 0) | (
+            0 if versioned else _native.DLPACK_LEGACY_BIT
+        )
+        info.dtype.code, info.dtype.bits, info.dtype.lanes = self._dtype
+        strides = None
+        if self._shape is not None:
+            info.ndim = len(self._shape)
+            for i, d in enumerate(self._shape):
+                info.shape[i] = d
+            if self._strides is not None:
+                strides = (ctypes.c_int64 * len(self._strides))(*self._strides)
+                info.strides = ctypes.cast(strides, ctypes.POINTER(ctypes.c_int64))
+        info.offset = self._offset
+        self._plan_keep.append((info, strides))
+        plan = self._plans[versioned] = ctypes.addressof(info)
+        return plan
 
     def __repr__(self) -> str:
         return (
@@ -727,23 +860,7 @@ class TensorView:
     def export(self, *, versioned: bool = True) -> int:
         """Calls ``vkcuda_buffer_export_dlpack``; the caller owns the returned
         ``DLManagedTensorVersioned*`` (``DLManagedTensor*`` when not versioned)."""
-        info = _native.DlpackInfo()
-        info.flags = (_native.DLPACK_READ_ONLY_BIT if self.readonly else 0) | (
-            0 if versioned else _native.DLPACK_LEGACY_BIT
-        )
-        info.dtype.code, info.dtype.bits, info.dtype.lanes = self.dtype
-        strides = None
-        if self.shape is not None:
-            info.ndim = len(self.shape)
-            for i, d in enumerate(self.shape):
-                info.shape[i] = d
-            if self.strides is not None:
-                strides = (ctypes.c_int64 * len(self.strides))(*self.strides)
-                info.strides = ctypes.cast(strides, ctypes.POINTER(ctypes.c_int64))
-        info.offset = self.offset
-        out = ctypes.c_void_p()
-        check(lib.vkcuda_buffer_export_dlpack(self.buffer.handle, ctypes.byref(info), ctypes.byref(out)))
-        return out.value or 0
+        return _export(self._buffer, self._plan(versioned))
 
     def __dlpack__(self, *, stream: Any = None, max_version: Optional[Tuple[int, int]] = None,
                    dl_device: Optional[Tuple[int, int]] = None, copy: Optional[bool] = None) -> Any:
@@ -753,20 +870,17 @@ class TensorView:
         for the default streams, a handle, or -1 for "no synchronisation"): with
         a pending write (:meth:`Buffer.ready_on`) the stream waits for it on the
         GPU, otherwise nothing is enqueued (see the class doc). ``copy=True`` and a
-        ``dl_device`` other than the buffer's raise ``BufferError``."""
-        if copy:
-            raise BufferError("vkcuda exports its buffers without copying (copy=True is not possible)")
-        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
-            raise BufferError(f"the buffer is on DLPack device {self.__dlpack_device__()}, not {tuple(dl_device)}")
-        if stream is not None:
-            if isinstance(stream, bool) or not isinstance(stream, int):
-                raise TypeError(f"stream must be None or an int, not {type(stream).__name__}")
+        ``dl_device`` other than the buffer's raise ``BufferError``.
+
+        Its cost is one C call for the export and one for the capsule (each view
+        builds its ``vkcuda_dlpack_info`` once); ``bench/dlpack.py`` measures it."""
+        if copy or dl_device is not None or (stream is not None and type(stream) is not int):
+            _check_dlpack_args(self, stream, dl_device, copy)
         versioned = max_version is not None and tuple(max_version)[0] >= 1
-        if self.readonly and not versioned:
+        if self._readonly and not versioned:
             raise BufferError("a read-only view needs a DLPack >= 1.0 consumer (max_version=(1, 0))")
-        capsule = _dlpack.make_capsule(self.export(versioned=versioned), versioned)
-        self.buffer._consumer_wait(stream)  # after the export: its checks come first
-        return capsule
+        plan = self._plans[versioned]
+        return _capsule(self._buffer, self._plan(versioned) if plan is None else plan, versioned, stream)
 
     @property
     def __cuda_array_interface__(self) -> Dict[str, Any]:
@@ -788,8 +902,7 @@ class TensorView:
     def __dlpack_device__(self) -> Tuple[int, int]:
         """``(kDLCUDA, ordinal)`` of the paired CUDA device; :class:`Error`
         ``VKCUDA_ERROR_CUDA_UNAVAILABLE`` in a Vulkan-only context."""
-        self.buffer.cuda_pointer  # the library's error for a closed or Vulkan-only buffer
-        return (_dlpack.KDL_CUDA, self.buffer._ordinal if self.buffer._ordinal is not None else -1)
+        return self._buffer.__dlpack_device__()
 
 
 class Semaphore(_Handle):

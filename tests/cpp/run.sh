@@ -2,9 +2,9 @@
 # The vkcuda.hpp compiler matrix (CTest: cpp_matrix), after the CMake build:
 #   tests/cpp/run.sh <build-dir> [work-dir]
 #
-#   1. matrix: the vkcuda.hpp unit tests (tests/cpp/*.cpp + c_examples/vk_loader.c)
-#      compiled, linked against <build-dir>/lib/libvkcuda.so and run with every
-#      compiler found (g++/gcc, clang++/clang) x C++17/C++20 x exceptions /
+#   1. matrix: the vkcuda.hpp unit tests (tests/cpp/*.cpp + c_examples/vk_util.c)
+#      compiled, linked against <build-dir>/lib/libvkcuda.so and the Vulkan loader,
+#      and run with every compiler found (g++/gcc, clang++/clang) x C++17/C++20 x exceptions /
 #      -fno-exceptions, all with -Wall -Wextra -Wpedantic -Werror; a compiler that is
 #      missing is a failure (scripts/install-deps.sh installs both);
 #   2. strict: vkcuda.hpp alone under an engine's stricter warnings (-Wshadow
@@ -55,7 +55,7 @@ build_and_run() { # build_and_run <cxx> <cc> <std> <mode flags> <out>
   local cxx=$1 cc=$2 std=$3 mode=$4 out=$5 f objs=()
   mkdir -p "$out"
   "$cc" -std=c99 -D_POSIX_C_SOURCE=200809L "${warn[@]}" -I"$root/include" -I"$root/c_examples" \
-    -c "$root/c_examples/vk_loader.c" -o "$out/vk_loader.o" || return 1
+    -c "$root/c_examples/vk_util.c" -o "$out/vk_util.o" || return 1
   for f in wrapper_test second_tu no_exceptions_tu; do
     # shellcheck disable=SC2086 # $mode is zero or one word
     "$cxx" -std="c++$std" $mode -D_POSIX_C_SOURCE=200809L "${warn[@]}" -I"$root/include" -I"$root/c_examples" \
@@ -63,7 +63,7 @@ build_and_run() { # build_and_run <cxx> <cc> <std> <mode flags> <out>
     objs+=("$out/$f.o")
   done
   # shellcheck disable=SC2086
-  "$cxx" $mode "${objs[@]}" "$out/vk_loader.o" -L"$lib" -lvkcuda -Wl,-rpath,"$lib" -o "$out/wrapper_test" || return 1
+  "$cxx" $mode "${objs[@]}" "$out/vk_util.o" -L"$lib" -lvkcuda -lvulkan -Wl,-rpath,"$lib" -o "$out/wrapper_test" || return 1
   "$out/wrapper_test" > "$out/run.log" 2>&1
   local rc=$?
   tail -n 1 "$out/run.log"

@@ -4,8 +4,8 @@
 //   - handles are move-only; moves leave the source empty; release/reset; Fd
 //   - buffers: create, info, errors as vkcuda::Error / Result with code and message
 //   - fd export/import between two contexts, with data written in one and read in the
-//     other by Vulkan copies (functions loaded from the context's vkGetInstanceProcAddr
-//     through c_examples/vk_loader.c)
+//     other by Vulkan copies (the Vulkan loader, linked; staging buffers from
+//     c_examples/vk_util.c)
 //   - images: create, info, unsupported formats, the handoff barriers recorded and run
 //   - semaphores: EXTENSION_NOT_PRESENT where the device lacks VK_KHR_external_semaphore_fd
 //   - destroy order: a context destroyed before its objects
@@ -17,7 +17,6 @@
 //
 // Exits 0 when every check passed, 77 when there is no usable Vulkan device (CTest:
 // skipped), 1 otherwise.
-#define VK_NO_PROTOTYPES
 #include "harness.hpp"
 
 #include <dirent.h>
@@ -32,8 +31,10 @@
 #include <utility>
 #include <vector>
 
+#include <vulkan/vulkan.h>
+
 extern "C" {
-#include "vk_loader.h"
+#include "vk_util.h"
 }
 
 // The other translation units (see the file comment).
@@ -104,32 +105,30 @@ public:
     Gpu& operator=(const Gpu&) = delete;
     ~Gpu() {
         if (vk.device == VK_NULL_HANDLE) return;
-        if (fence != VK_NULL_HANDLE) vk.vkDestroyFence(vk.device, fence, nullptr);
-        if (pool != VK_NULL_HANDLE) vk.vkDestroyCommandPool(vk.device, pool, nullptr);
+        if (fence != VK_NULL_HANDLE) vkDestroyFence(vk.device, fence, nullptr);
+        if (pool != VK_NULL_HANDLE) vkDestroyCommandPool(vk.device, pool, nullptr);
     }
 
-    // Loads the functions from the context's vkGetInstanceProcAddr; "" or why not.
+    // A command pool, buffer and fence on the context's device; "" or why not.
     std::string init(const vkcuda_vulkan_handles& h) {
         handles = h;
-        char why[512] = "";
-        if (vk_load(&vk, h.get_instance_proc_addr, h.instance, h.physical_device, h.device, why, sizeof why) != 0)
-            return why;
+        vk_device_init(&vk, h.physical_device, h.device);
         VkCommandPoolCreateInfo pci{};
         pci.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
         pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
         pci.queueFamilyIndex = h.queue_family_index;
-        if (VkResult r = vk.vkCreateCommandPool(h.device, &pci, nullptr, &pool); r != VK_SUCCESS)
+        if (VkResult r = vkCreateCommandPool(h.device, &pci, nullptr, &pool); r != VK_SUCCESS)
             return std::string("vkCreateCommandPool: ") + vk_result_name(r);
         VkCommandBufferAllocateInfo cai{};
         cai.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
         cai.commandPool = pool;
         cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
         cai.commandBufferCount = 1;
-        if (VkResult r = vk.vkAllocateCommandBuffers(h.device, &cai, &cmd); r != VK_SUCCESS)
+        if (VkResult r = vkAllocateCommandBuffers(h.device, &cai, &cmd); r != VK_SUCCESS)
             return std::string("vkAllocateCommandBuffers: ") + vk_result_name(r);
         VkFenceCreateInfo fci{};
         fci.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
-        if (VkResult r = vk.vkCreateFence(h.device, &fci, nullptr, &fence); r != VK_SUCCESS)
+        if (VkResult r = vkCreateFence(h.device, &fci, nullptr, &fence); r != VK_SUCCESS)
             return std::string("vkCreateFence: ") + vk_result_name(r);
         return "";
     }
@@ -137,25 +136,25 @@ public:
     // Records with `record(cmd)`, submits, waits. VK_SUCCESS or the failing result.
     template <class F>
     VkResult run(F&& record) {
-        VkResult r = vk.vkResetCommandBuffer(cmd, 0);
+        VkResult r = vkResetCommandBuffer(cmd, 0);
         VkCommandBufferBeginInfo bi{};
         bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
         bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-        if (r == VK_SUCCESS) r = vk.vkBeginCommandBuffer(cmd, &bi);
+        if (r == VK_SUCCESS) r = vkBeginCommandBuffer(cmd, &bi);
         if (r != VK_SUCCESS) return r;
         record(cmd);
-        if ((r = vk.vkEndCommandBuffer(cmd)) != VK_SUCCESS) return r;
+        if ((r = vkEndCommandBuffer(cmd)) != VK_SUCCESS) return r;
         VkSubmitInfo si{};
         si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
         si.commandBufferCount = 1;
         si.pCommandBuffers = &cmd;
-        if ((r = vk.vkQueueSubmit(handles.queue, 1, &si, fence)) != VK_SUCCESS) return r;
-        if ((r = vk.vkWaitForFences(vk.device, 1, &fence, VK_TRUE, 30ull * 1000 * 1000 * 1000)) != VK_SUCCESS)
+        if ((r = vkQueueSubmit(handles.queue, 1, &si, fence)) != VK_SUCCESS) return r;
+        if ((r = vkWaitForFences(vk.device, 1, &fence, VK_TRUE, 30ull * 1000 * 1000 * 1000)) != VK_SUCCESS)
             return r;
-        return vk.vkResetFences(vk.device, 1, &fence);
+        return vkResetFences(vk.device, 1, &fence);
     }
 
-    vk_functions vk{};
+    vk_device vk{};
     vkcuda_vulkan_handles handles{};
     VkCommandPool pool = VK_NULL_HANDLE;
     VkCommandBuffer cmd = VK_NULL_HANDLE;
@@ -182,11 +181,11 @@ private:
     const Gpu& gpu_;
 };
 
-void copy_buffer(const Gpu& gpu, VkCommandBuffer cmd, VkBuffer from, VkBuffer to, VkDeviceSize size) {
+void copy_buffer(VkCommandBuffer cmd, VkBuffer from, VkBuffer to, VkDeviceSize size) {
     VkBufferCopy c{};
     c.size = size;
-    gpu.vk.vkCmdCopyBuffer(cmd, from, to, 1, &c);
-    vk_cmd_barrier(&gpu.vk, cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+    vkCmdCopyBuffer(cmd, from, to, 1, &c);
+    vk_cmd_barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
                    VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                    VK_ACCESS_HOST_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT);
 }
@@ -403,7 +402,7 @@ void test_export_import() {
             vk_result_name(sb.result));
 
     for (std::uint64_t i = 0; i < words; i++) sa.words()[i] = pattern(i, 1);
-    VkResult vr = a.run([&](VkCommandBuffer cmd) { copy_buffer(a, cmd, sa.b.buffer, src.vk_buffer(), size); });
+    VkResult vr = a.run([&](VkCommandBuffer cmd) { copy_buffer(cmd, sa.b.buffer, src.vk_buffer(), size); });
     REQUIRE(vr == VK_SUCCESS, "upload in A: %s", vk_result_name(vr));
 
     int fds_before = open_fd_count();
@@ -428,7 +427,7 @@ void test_export_import() {
     GET(dinfo, dst.info());
     CHECK(dinfo.size == size && dinfo.allocation_size == sinfo.allocation_size, "imported sizes");
 
-    vr = b.run([&](VkCommandBuffer cmd) { copy_buffer(b, cmd, dst.vk_buffer(), sb.b.buffer, size); });
+    vr = b.run([&](VkCommandBuffer cmd) { copy_buffer(cmd, dst.vk_buffer(), sb.b.buffer, size); });
     REQUIRE(vr == VK_SUCCESS, "readback in B: %s", vk_result_name(vr));
     std::uint64_t bad_words = 0;
     for (std::uint64_t i = 0; i < words; i++) bad_words += sb.words()[i] != pattern(i, 1);
@@ -436,9 +435,9 @@ void test_export_import() {
 
     // And the other way: B writes, A reads.
     for (std::uint64_t i = 0; i < words; i++) sb.words()[i] = pattern(i, 2);
-    vr = b.run([&](VkCommandBuffer cmd) { copy_buffer(b, cmd, sb.b.buffer, dst.vk_buffer(), size); });
+    vr = b.run([&](VkCommandBuffer cmd) { copy_buffer(cmd, sb.b.buffer, dst.vk_buffer(), size); });
     REQUIRE(vr == VK_SUCCESS, "upload in B: %s", vk_result_name(vr));
-    vr = a.run([&](VkCommandBuffer cmd) { copy_buffer(a, cmd, src.vk_buffer(), sa.b.buffer, size); });
+    vr = a.run([&](VkCommandBuffer cmd) { copy_buffer(cmd, src.vk_buffer(), sa.b.buffer, size); });
     REQUIRE(vr == VK_SUCCESS, "readback in A: %s", vk_result_name(vr));
     bad_words = 0;
     for (std::uint64_t i = 0; i < words; i++) bad_words += sa.words()[i] != pattern(i, 2);
@@ -496,11 +495,6 @@ void test_images() {
     // copy out; the cleared value survives the GENERAL round trip.
     Staging out(gpu, 64 * 32 * 4);
     REQUIRE(out.result == VK_SUCCESS, "staging: %s", vk_result_name(out.result));
-    PFN_vkCmdClearColorImage clear = reinterpret_cast<PFN_vkCmdClearColorImage>(
-        gpu.vk.vkGetDeviceProcAddr(h.device, "vkCmdClearColorImage"));
-    PFN_vkCmdCopyImageToBuffer copy = reinterpret_cast<PFN_vkCmdCopyImageToBuffer>(
-        gpu.vk.vkGetDeviceProcAddr(h.device, "vkCmdCopyImageToBuffer"));
-    REQUIRE(clear != nullptr && copy != nullptr, "vkCmdClearColorImage / vkCmdCopyImageToBuffer");
     bool recorded = true;
     std::string record_error;
     // With exceptions a failed recording throws out of the lambda (and the test);
@@ -525,15 +519,15 @@ void test_images() {
         to_dst.srcQueueFamilyIndex = to_dst.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
         to_dst.image = img.vk_image();
         to_dst.subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
-        gpu.vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0,
-                                    nullptr, 0, nullptr, 1, &to_dst);
+        vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0,
+                             nullptr, 0, nullptr, 1, &to_dst);
         VkClearColorValue colour{};
         colour.uint32[0] = 12;
         colour.uint32[1] = 34;
         colour.uint32[2] = 56;
         colour.uint32[3] = 78;
         VkImageSubresourceRange range{VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
-        clear(cmd, img.vk_image(), VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, &colour, 1, &range);
+        vkCmdClearColorImage(cmd, img.vk_image(), VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, &colour, 1, &range);
         vkcuda_handoff_info release{0, h.queue_family_index, VK_PIPELINE_STAGE_TRANSFER_BIT,
                                     VK_ACCESS_TRANSFER_WRITE_BIT};
         NOTE(img.cmd_release_to_cuda(cmd, release, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL));
@@ -543,8 +537,8 @@ void test_images() {
         VkBufferImageCopy region{};
         region.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1};
         region.imageExtent = {64, 32, 1};
-        copy(cmd, img.vk_image(), VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, out.b.buffer, 1, &region);
-        vk_cmd_barrier(&gpu.vk, cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+        vkCmdCopyImageToBuffer(cmd, img.vk_image(), VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, out.b.buffer, 1, &region);
+        vk_cmd_barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
                        VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
     });
 #undef NOTE

@@ -32,7 +32,6 @@
  * and cuStreamSynchronize; frame_loop shows the semaphores.
  */
 #define _POSIX_C_SOURCE 200809L
-#define VK_NO_PROTOTYPES
 #include <vkcuda.h>
 
 #include <dirent.h>
@@ -44,8 +43,6 @@
 #include <time.h>
 
 #include "rig.h"
-
-#define GPU_TEST_CUDA_DRIVER (&E.cu) /* for CHECK_CU */
 
 #define MiB ((uint64_t)1024 * 1024)
 #define MAX_SIZES 32
@@ -146,11 +143,11 @@ static void copy_cmd(VkBuffer src, VkBuffer dst, VkDeviceSize size) {
     c.srcOffset = 0;
     c.dstOffset = 0;
     c.size = size;
-    E.vk.vkCmdCopyBuffer(E.cmd, src, dst, 1, &c);
+    vkCmdCopyBuffer(E.cmd, src, dst, 1, &c);
 }
 
 static void to_host_barrier(void) {
-    vk_cmd_barrier(&E.vk, E.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+    vk_cmd_barrier(E.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
                    VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
 }
 
@@ -159,7 +156,7 @@ static int vulkan_readback(vkcuda_buffer *const *buffers, vk_owned_buffer *const
                            int count, uint64_t size) {
     vkcuda_handoff_info acquire = example_handoff(&E, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
     int ok = 0, i;
-    CHECK_VK(rig_begin(&E, E.cmd, RIG_ONCE));
+    CHECK_VK(rig_begin(E.cmd, RIG_ONCE));
     for (i = 0; i < count; i++) {
         VkBuffer vb = VK_NULL_HANDLE;
         CHECK_VKCUDA(vkcuda_buffer_get_vk_buffer(buffers[i], &vb));
@@ -226,8 +223,8 @@ static int test_cuda_to_vulkan(uint64_t size, uint32_t seed) {
            info.allocation_size, info.dedicated);
     CHECK_VK(rig_staging(&E, size, &staging));
 
-    CHECK_CU(cuda_fill_pattern(&E.cu, &E.kernels, E.stream, info.cuda_pointer, size, seed));
-    CHECK_CU(E.cu.cuStreamSynchronize(E.stream));
+    CHECK_CU(cuda_fill_pattern(&E.kernels, E.stream, info.cuda_pointer, size, seed));
+    CHECK_CU(cuStreamSynchronize(E.stream));
     stagings[0] = &staging;
     if (!vulkan_readback(&buf, stagings, 1, size)) goto done;
 
@@ -268,7 +265,7 @@ static int test_vulkan_to_cuda(uint64_t size, uint32_t seed) {
     CHECK_VK(vk_owned_buffer_flush(&E.vk, &staging));
 
     /* Vulkan writes the shared buffer, then releases it to CUDA. */
-    CHECK_VK(rig_begin(&E, E.cmd, RIG_ONCE));
+    CHECK_VK(rig_begin(E.cmd, RIG_ONCE));
     copy_cmd(staging.buffer, info.buffer, size);
     CHECK_VKCUDA(vkcuda_buffer_cmd_release_to_cuda(buf, E.cmd, &release));
     CHECK_VK(rig_submit_and_wait(&E, E.cmd));
@@ -279,12 +276,12 @@ static int test_vulkan_to_cuda(uint64_t size, uint32_t seed) {
         e.transformed = 1;
         e.mul = 2654435761u;
         e.add = seed ^ 0x0badcafeu;
-        CHECK_CU(cuda_transform(&E.cu, &E.kernels, E.stream, info.cuda_pointer, size, e.mul, e.add));
-        CHECK_CU(E.cu.cuStreamSynchronize(E.stream));
+        CHECK_CU(cuda_transform(&E.kernels, E.stream, info.cuda_pointer, size, e.mul, e.add));
+        CHECK_CU(cuStreamSynchronize(E.stream));
         host = malloc((size_t)size);
         CHECK(host != NULL, "malloc(%" PRIu64 ") failed", size);
         memset(host, 0x5a, (size_t)size);
-        CHECK_CU(E.cu.cuMemcpyDtoH(host, info.cuda_pointer, (size_t)size));
+        CHECK_CU(cuMemcpyDtoH(host, info.cuda_pointer, (size_t)size));
         if (compare_words("cuMemcpyDtoH of the transformed buffer", host, size, &e) != 0) goto done;
     }
 
@@ -324,7 +321,7 @@ static VkResult create_exportable_buffer(VkDeviceSize size, VkBuffer *buffer) {
     bci.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
                 VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
     bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-    return E.vk.vkCreateBuffer(E.vh.device, &bci, NULL, buffer);
+    return vkCreateBuffer(E.vh.device, &bci, NULL, buffer);
 }
 
 static void requirements(VkBuffer buffer, VkMemoryRequirements *req, VkMemoryDedicatedRequirements *ded) {
@@ -338,15 +335,15 @@ static void requirements(VkBuffer buffer, VkMemoryRequirements *req, VkMemoryDed
     memset(&r2, 0, sizeof r2);
     r2.sType = VK_STRUCTURE_TYPE_MEMORY_REQUIREMENTS_2;
     r2.pNext = ded;
-    E.vk.vkGetBufferMemoryRequirements2(E.vh.device, &info, &r2);
+    vkGetBufferMemoryRequirements2(E.vh.device, &info, &r2);
     *req = r2.memoryRequirements;
 }
 
 static void engine_free(engine_allocation *e) {
     int i;
     for (i = 0; i < 2; i++)
-        if (e->buffers[i] != VK_NULL_HANDLE) E.vk.vkDestroyBuffer(E.vh.device, e->buffers[i], NULL);
-    if (e->memory != VK_NULL_HANDLE) E.vk.vkFreeMemory(E.vh.device, e->memory, NULL);
+        if (e->buffers[i] != VK_NULL_HANDLE) vkDestroyBuffer(E.vh.device, e->buffers[i], NULL);
+    if (e->memory != VK_NULL_HANDLE) vkFreeMemory(E.vh.device, e->memory, NULL);
     memset(e, 0, sizeof *e);
 }
 
@@ -405,9 +402,9 @@ static int engine_allocate(uint64_t size, int count, VkBool32 dedicated, engine_
     mai.pNext = &export_info;
     mai.allocationSize = e->allocation_size;
     mai.memoryTypeIndex = type;
-    CHECK_VK(E.vk.vkAllocateMemory(E.vh.device, &mai, NULL, &e->memory));
+    CHECK_VK(vkAllocateMemory(E.vh.device, &mai, NULL, &e->memory));
     for (i = 0; i < count; i++)
-        CHECK_VK(E.vk.vkBindBufferMemory(E.vh.device, e->buffers[i], e->memory, e->offsets[i]));
+        CHECK_VK(vkBindBufferMemory(E.vh.device, e->buffers[i], e->memory, e->offsets[i]));
     ok = 1;
 done:
     if (!ok) engine_free(e);
@@ -468,9 +465,9 @@ static int test_wrap(uint64_t size, uint32_t seed, int count, VkBool32 dedicated
     for (i = 0; i < count; i++) {
         uint64_t ptr;
         CHECK_VKCUDA(vkcuda_buffer_get_cuda_pointer(bufs[i], &ptr));
-        CHECK_CU(cuda_fill_pattern(&E.cu, &E.kernels, E.stream, ptr, size, seed + (uint32_t)i));
+        CHECK_CU(cuda_fill_pattern(&E.kernels, E.stream, ptr, size, seed + (uint32_t)i));
     }
-    CHECK_CU(E.cu.cuStreamSynchronize(E.stream));
+    CHECK_CU(cuStreamSynchronize(E.stream));
     if (!vulkan_readback(bufs, stagings, count, size)) goto done;
     ok = 1;
     for (i = 0; i < count; i++) {
@@ -520,7 +517,7 @@ static int measure(resources *r) {
     memset(r, 0, sizeof *r);
     CHECK_VKCUDA(vkcuda_live_objects_get(&r->live));
     r->fds = count_open_fds();
-    if (E.cuda) CHECK_CU(E.cu.cuMemGetInfo(&r->cuda_free, &r->cuda_total));
+    if (E.cuda) CHECK_CU(cuMemGetInfo(&r->cuda_free, &r->cuda_total));
     ok = 1;
 done:
     return ok;

@@ -14,8 +14,7 @@
  *                 defaults: 1000 frames, 3 in flight, 512x288, engine_postfx.png
  *
  * The engine's side, in order:
- *   1. dlopen("libvulkan.so.1") and vkGetInstanceProcAddr (nothing is linked against
- *      the loader), a Vulkan 1.2 instance;
+ *   1. a Vulkan 1.2 instance (<vulkan/vulkan.h>, the loader linked);
  *   2. for every physical device, vkcuda::physical_device_query: the one whose UUID
  *      a CUDA device has is picked;
  *   3. a VkDevice with the extensions of vkcuda::device_extensions_enumerate that
@@ -49,10 +48,8 @@
  * Uses include/vkcuda.hpp with exceptions: every vkcuda failure is a vkcuda::Error
  * with the library's message.
  */
-#define VK_NO_PROTOTYPES
 #include <vkcuda.hpp>
-
-#include <dlfcn.h>
+#include <vulkan/vulkan.h>
 
 #include <algorithm>
 #include <chrono>
@@ -64,7 +61,7 @@
 #include <string>
 #include <vector>
 
-#include "rig.h" /* extern "C": the skip line, require_gpu, cuda_driver.h, vk_loader.h */
+#include "rig.h" /* extern "C": the skip line, require_gpu, cuda_util.h, vk_util.h */
 
 #ifdef VKCUDA_HAVE_STB_IMAGE_WRITE
 #include <stb_image_write.h>
@@ -176,40 +173,6 @@ struct Options {
     std::string out = "engine_postfx.png";
 };
 
-// Instance-level functions the engine needs before it has a device.
-#define ENGINE_INSTANCE_FUNCTIONS(X)           \
-    X(vkDestroyInstance)                       \
-    X(vkEnumeratePhysicalDevices)              \
-    X(vkGetPhysicalDeviceProperties)           \
-    X(vkGetPhysicalDeviceQueueFamilyProperties) \
-    X(vkEnumerateDeviceExtensionProperties)    \
-    X(vkCreateDevice)                          \
-    X(vkGetDeviceProcAddr)
-
-// Device functions beyond vk_loader.h's.
-#define ENGINE_DEVICE_FUNCTIONS(X)   \
-    X(vkDestroyDevice)               \
-    X(vkGetDeviceQueue)              \
-    X(vkCreateShaderModule)          \
-    X(vkDestroyShaderModule)         \
-    X(vkCreateDescriptorSetLayout)   \
-    X(vkDestroyDescriptorSetLayout)  \
-    X(vkCreatePipelineLayout)        \
-    X(vkDestroyPipelineLayout)       \
-    X(vkCreateComputePipelines)      \
-    X(vkDestroyPipeline)             \
-    X(vkCreateDescriptorPool)        \
-    X(vkDestroyDescriptorPool)       \
-    X(vkAllocateDescriptorSets)      \
-    X(vkUpdateDescriptorSets)        \
-    X(vkCreateImageView)             \
-    X(vkDestroyImageView)            \
-    X(vkCmdBindPipeline)             \
-    X(vkCmdBindDescriptorSets)       \
-    X(vkCmdPushConstants)            \
-    X(vkCmdDispatch)                 \
-    X(vkCmdCopyImageToBuffer)
-
 struct PushConstants {
     std::uint32_t frame, width, height;
 };
@@ -256,19 +219,13 @@ private:
 
     Options opt_;
     // The engine's Vulkan.
-    void* libvulkan_ = nullptr;
-    PFN_vkGetInstanceProcAddr gipa_ = nullptr;
     VkInstance instance_ = VK_NULL_HANDLE;
     VkPhysicalDevice physical_ = VK_NULL_HANDLE;
     VkDevice device_ = VK_NULL_HANDLE;
     std::uint32_t queue_family_ = 0;
     VkQueue queue_ = VK_NULL_HANDLE;
     vkcuda_physical_device_support support_{};
-#define ENGINE_MEMBER(name) PFN_##name name = nullptr;
-    ENGINE_INSTANCE_FUNCTIONS(ENGINE_MEMBER)
-    ENGINE_DEVICE_FUNCTIONS(ENGINE_MEMBER)
-#undef ENGINE_MEMBER
-    vk_functions vk_{};  // the common device functions (c_examples/vk_loader.h)
+    vk_device vk_{};  // for vk_owned_buffer (c_examples/vk_util.h)
     VkCommandPool pool_ = VK_NULL_HANDLE;
     VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
     VkPipelineLayout pipeline_layout_ = VK_NULL_HANDLE;
@@ -283,7 +240,6 @@ private:
     std::vector<Slot> slots_;
     // CUDA.
     bool cuda_ = false;
-    cuda_driver cu_{};
     bool cu_pushed_ = false;
     CUstream stream_ = nullptr;
     CUmodule module_ = nullptr;
@@ -293,22 +249,9 @@ private:
 };
 
 void Engine::create_device() {
-    libvulkan_ = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (libvulkan_ == nullptr) {
-        const char* e = dlerror();
-        throw Skip{std::string("dlopen(libvulkan.so.1) failed: ") + (e ? e : "?")};
-    }
-    void* sym = dlsym(libvulkan_, "vkGetInstanceProcAddr");
-    if (sym == nullptr) throw Skip{"libvulkan.so.1 has no vkGetInstanceProcAddr"};
-    std::memcpy(&gipa_, &sym, sizeof gipa_);
-
-    auto enumerate_version =
-        reinterpret_cast<PFN_vkEnumerateInstanceVersion>(gipa_(VK_NULL_HANDLE, "vkEnumerateInstanceVersion"));
     std::uint32_t loader_version = VK_API_VERSION_1_0;
-    if (enumerate_version != nullptr) VK_CHECK(enumerate_version(&loader_version));
+    VK_CHECK(vkEnumerateInstanceVersion(&loader_version));
     if (loader_version < VK_API_VERSION_1_2) throw Skip{"the Vulkan loader is older than 1.2"};
-    auto create_instance = reinterpret_cast<PFN_vkCreateInstance>(gipa_(VK_NULL_HANDLE, "vkCreateInstance"));
-    if (create_instance == nullptr) throw std::runtime_error("vkGetInstanceProcAddr(vkCreateInstance) is NULL");
     VkApplicationInfo app{};
     app.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO;
     app.pApplicationName = "engine_postfx";
@@ -317,12 +260,7 @@ void Engine::create_device() {
     VkInstanceCreateInfo ici{};
     ici.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
     ici.pApplicationInfo = &app;
-    VK_CHECK(create_instance(&ici, nullptr, &instance_));
-#define ENGINE_LOAD_INSTANCE(name)                                                          \
-    name = reinterpret_cast<PFN_##name>(gipa_(instance_, #name));                           \
-    if (name == nullptr) throw std::runtime_error("vkGetInstanceProcAddr(" #name ") is NULL");
-    ENGINE_INSTANCE_FUNCTIONS(ENGINE_LOAD_INSTANCE)
-#undef ENGINE_LOAD_INSTANCE
+    VK_CHECK(vkCreateInstance(&ici, nullptr, &instance_));
 
     // Which device: ask the library about each one.
     std::uint32_t n = 0;
@@ -333,7 +271,7 @@ void Engine::create_device() {
     if (devices.empty()) throw Skip{"no Vulkan physical device"};
     bool any_cuda = false;
     for (std::uint32_t i = 0; i < n; i++) {
-        vkcuda_physical_device_support s = vkcuda::physical_device_query(instance_, devices[i], gipa_);
+        vkcuda_physical_device_support s = vkcuda::physical_device_query(instance_, devices[i], vkGetInstanceProcAddr);
         const std::string twin = !s.cuda_available      ? "no CUDA driver"
                                  : s.cuda_device_found ? "CUDA device " + std::to_string(s.cuda_device_ordinal)
                                                        : "none with this UUID";
@@ -408,15 +346,8 @@ void Engine::create_device() {
     dci.enabledExtensionCount = static_cast<std::uint32_t>(enabled.size());
     dci.ppEnabledExtensionNames = enabled.data();
     VK_CHECK(vkCreateDevice(physical_, &dci, nullptr, &device_));
-#define ENGINE_LOAD_DEVICE(name)                                                      \
-    name = reinterpret_cast<PFN_##name>(vkGetDeviceProcAddr(device_, #name));         \
-    if (name == nullptr) throw std::runtime_error("vkGetDeviceProcAddr(" #name ") is NULL");
-    ENGINE_DEVICE_FUNCTIONS(ENGINE_LOAD_DEVICE)
-#undef ENGINE_LOAD_DEVICE
     vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
-    char why[512] = "";
-    if (vk_load(&vk_, gipa_, instance_, physical_, device_, why, sizeof why) != 0)
-        throw std::runtime_error(std::string("loading device functions: ") + why);
+    vk_device_init(&vk_, physical_, device_);
     std::printf("engine device: queue family %u, %zu extension(s), timelineSemaphore on\n", queue_family_,
                 enabled.size());
 }
@@ -427,7 +358,7 @@ void Engine::create_interop() {
     ci.instance = instance_;
     ci.physical_device = physical_;
     ci.device = device_;
-    ci.get_instance_proc_addr = gipa_;
+    ci.get_instance_proc_addr = vkGetInstanceProcAddr;
     ctx_ = vkcuda::Context::create(ci);
     std::printf("vkcuda %s: context created on the engine's device\n", std::string(vkcuda::version_string()).c_str());
 
@@ -435,7 +366,7 @@ void Engine::create_interop() {
     pci.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
     pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
     pci.queueFamilyIndex = queue_family_;
-    VK_CHECK(vk_.vkCreateCommandPool(device_, &pci, nullptr, &pool_));
+    VK_CHECK(vkCreateCommandPool(device_, &pci, nullptr, &pool_));
 
     if (opt_.vulkan_only) {
         VkSemaphoreTypeCreateInfo ti{};
@@ -444,7 +375,7 @@ void Engine::create_interop() {
         VkSemaphoreCreateInfo sci{};
         sci.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO;
         sci.pNext = &ti;
-        VK_CHECK(vk_.vkCreateSemaphore(device_, &sci, nullptr, &plain_timeline_));
+        VK_CHECK(vkCreateSemaphore(device_, &sci, nullptr, &plain_timeline_));
         vk_timeline_ = plain_timeline_;
         std::printf("Vulkan-only: a plain timeline semaphore; stage 2 is shaders/postfx.comp on the queue\n");
         return;
@@ -459,27 +390,24 @@ void Engine::create_interop() {
     std::printf("CUDA device %d (%s context, UUID %s), driver API %d.%d\n", cinfo.device_ordinal,
                 cinfo.primary ? "primary" : "borrowed", uuid_text(cinfo.device_uuid).c_str(), driver / 1000,
                 driver % 1000 / 10);
-    char why[512] = "";
-    if (cuda_driver_load(&cu_, why, sizeof why) != 0)
-        throw std::runtime_error(std::string("loading the CUDA driver API: ") + why);
     auto cu_check = [&](CUresult r, const char* what) {
-        if (r != CUDA_SUCCESS) throw std::runtime_error(std::string(what) + " -> " + cuda_result_text(&cu_, r));
+        if (r != CUDA_SUCCESS) throw std::runtime_error(std::string(what) + " -> " + cuda_result_text(r));
     };
-    cu_check(cu_.cuCtxPushCurrent(cinfo.cuda_context), "cuCtxPushCurrent");
+    cu_check(cuCtxPushCurrent(cinfo.cuda_context), "cuCtxPushCurrent");
     cu_pushed_ = true;
-    cu_check(cu_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    cu_check(cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
     static char info_log[8192], error_log[8192];
     CUjit_option options[4] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, CU_JIT_ERROR_LOG_BUFFER,
                                CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
     void* values[4] = {info_log, reinterpret_cast<void*>(std::uintptr_t{sizeof info_log}), error_log,
                        reinterpret_cast<void*>(std::uintptr_t{sizeof error_log})};
-    CUresult r = cu_.cuModuleLoadDataEx(&module_, postfx_ptx, 4, options, values);
+    CUresult r = cuModuleLoadDataEx(&module_, postfx_ptx, 4, options, values);
     if (r != CUDA_SUCCESS) {
         module_ = nullptr;
-        throw std::runtime_error(std::string("cuModuleLoadDataEx(postfx_ptx.h) -> ") + cuda_result_text(&cu_, r) +
+        throw std::runtime_error(std::string("cuModuleLoadDataEx(postfx_ptx.h) -> ") + cuda_result_text(r) +
                                  "; JIT log: " + error_log);
     }
-    cu_check(cu_.cuModuleGetFunction(&postfx_, module_, "postfx"), "cuModuleGetFunction(postfx)");
+    cu_check(cuModuleGetFunction(&postfx_, module_, "postfx"), "cuModuleGetFunction(postfx)");
     std::printf("CUDA kernel postfx from the embedded postfx_ptx.h (%s)\n", POSTFX_PTX_ARCH);
 
     timeline_ = vkcuda::Semaphore::create(ctx_);  // a timeline at 0
@@ -587,7 +515,7 @@ void Engine::create_pipelines_and_slots() {
         cai.commandPool = pool_;
         cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
         cai.commandBufferCount = 3;
-        VK_CHECK(vk_.vkAllocateCommandBuffers(device_, &cai, cmds));
+        VK_CHECK(vkAllocateCommandBuffers(device_, &cai, cmds));
         s.render_cmd = cmds[0];
         s.postfx_cmd = cmds[1];
         s.readback_cmd = cmds[2];
@@ -601,7 +529,7 @@ void Engine::create_pipelines_and_slots() {
         s.scene.cmd_release_to_cuda(cmd, handoff(0, 0), VK_IMAGE_LAYOUT_UNDEFINED);
         s.result.cmd_release_to_cuda(cmd, handoff(0, 0), VK_IMAGE_LAYOUT_UNDEFINED);
     }
-    VK_CHECK(vk_.vkEndCommandBuffer(cmd));
+    VK_CHECK(vkEndCommandBuffer(cmd));
     const vkcuda_timeline_stage st = next_stage();
     submit(cmd, st);
     host_wait(st.signal_value);
@@ -626,15 +554,15 @@ void Engine::host_wait(std::uint64_t value) {
     wi.semaphoreCount = 1;
     wi.pSemaphores = &plain_timeline_;
     wi.pValues = &value;
-    VK_CHECK(vk_.vkWaitSemaphores(device_, &wi, kWaitTimeoutNs));
+    VK_CHECK(vkWaitSemaphores(device_, &wi, kWaitTimeoutNs));
 }
 
 void Engine::begin(VkCommandBuffer cmd) {
-    VK_CHECK(vk_.vkResetCommandBuffer(cmd, 0));
+    VK_CHECK(vkResetCommandBuffer(cmd, 0));
     VkCommandBufferBeginInfo bi{};
     bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
     bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    VK_CHECK(vk_.vkBeginCommandBuffer(cmd, &bi));
+    VK_CHECK(vkBeginCommandBuffer(cmd, &bi));
 }
 
 // One queue submit: waits for st.wait_value and signals st.signal_value on the timeline.
@@ -656,7 +584,7 @@ void Engine::submit(VkCommandBuffer cmd, const vkcuda_timeline_stage& st) {
     si.pCommandBuffers = &cmd;
     si.signalSemaphoreCount = 1;
     si.pSignalSemaphores = &vk_timeline_;
-    VK_CHECK(vk_.vkQueueSubmit(queue_, 1, &si, VK_NULL_HANDLE));
+    VK_CHECK(vkQueueSubmit(queue_, 1, &si, VK_NULL_HANDLE));
 }
 
 void Engine::run_frames() {
@@ -685,7 +613,7 @@ void Engine::run_frames() {
         s.scene.cmd_release_to_cuda(s.render_cmd, handoff(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                                                           VK_ACCESS_SHADER_WRITE_BIT),
                                     VK_IMAGE_LAYOUT_GENERAL);
-        VK_CHECK(vk_.vkEndCommandBuffer(s.render_cmd));
+        VK_CHECK(vkEndCommandBuffer(s.render_cmd));
         submit(s.render_cmd, st);
 
         // Stage 2, CUDA (or its Vulkan twin): scene -> result.
@@ -694,9 +622,9 @@ void Engine::run_frames() {
             timeline_.cuda_wait(st.wait_value, stream_);
             std::uint32_t width = w, height = h;
             void* params[4] = {&s.scene_surface, &s.result_surface, &width, &height};
-            CUresult r = cu_.cuLaunchKernel(postfx_, gx, gy, 1, kGroup, kGroup, 1, 0, stream_, params, nullptr);
+            CUresult r = cuLaunchKernel(postfx_, gx, gy, 1, kGroup, kGroup, 1, 0, stream_, params, nullptr);
             if (r != CUDA_SUCCESS)
-                throw std::runtime_error(std::string("cuLaunchKernel(postfx) -> ") + cuda_result_text(&cu_, r));
+                throw std::runtime_error(std::string("cuLaunchKernel(postfx) -> ") + cuda_result_text(r));
             timeline_.cuda_signal(st.signal_value, stream_);
         } else {
             VkCommandBuffer c = s.postfx_cmd;
@@ -714,7 +642,7 @@ void Engine::run_frames() {
                                          VK_IMAGE_LAYOUT_GENERAL);
             s.scene.cmd_release_to_cuda(c, handoff(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT),
                                         VK_IMAGE_LAYOUT_GENERAL);
-            VK_CHECK(vk_.vkEndCommandBuffer(c));
+            VK_CHECK(vkEndCommandBuffer(c));
             submit(c, st);
         }
 
@@ -729,12 +657,12 @@ void Engine::run_frames() {
         region.imageExtent = {w, h, 1};
         vkCmdCopyImageToBuffer(c, s.result.vk_image(), VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, s.readback.buffer, 1,
                                &region);
-        vk_cmd_barrier(&vk_, c, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+        vk_cmd_barrier(c, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
                        VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
         // From TRANSFER_SRC_OPTIMAL, the layout it is in: never UNDEFINED once written.
         s.result.cmd_release_to_cuda(c, handoff(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT),
                                      VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL);
-        VK_CHECK(vk_.vkEndCommandBuffer(c));
+        VK_CHECK(vkEndCommandBuffer(c));
         submit(c, st);
         s.frame = f;
         s.done_value = st.signal_value;
@@ -780,10 +708,9 @@ void Engine::check_slot(Slot& s) {
 // After a failure, queued work may wait for values nobody will signal: a host signal
 // far ahead releases every waiter, so the teardown does not hang.
 void Engine::unblock() noexcept {
-    if (device_ == VK_NULL_HANDLE || vk_timeline_ == VK_NULL_HANDLE || vk_.vkGetSemaphoreCounterValue == nullptr)
-        return;
+    if (device_ == VK_NULL_HANDLE || vk_timeline_ == VK_NULL_HANDLE) return;
     std::uint64_t v = 0;
-    if (vk_.vkGetSemaphoreCounterValue(device_, vk_timeline_, &v) != VK_SUCCESS) return;
+    if (vkGetSemaphoreCounterValue(device_, vk_timeline_, &v) != VK_SUCCESS) return;
     v += std::uint64_t{1} << 20;
     if (cuda_) {
         vkcuda_result r = vkcuda_semaphore_host_signal(timeline_.get(), v);
@@ -793,7 +720,7 @@ void Engine::unblock() noexcept {
         si.sType = VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO;
         si.semaphore = vk_timeline_;
         si.value = v;
-        static_cast<void>(vk_.vkSignalSemaphore(device_, &si));
+        static_cast<void>(vkSignalSemaphore(device_, &si));
     }
     std::printf("  unblocking the queue and the stream: host-signalled %" PRIu64 "\n", v);
 }
@@ -802,11 +729,11 @@ void Engine::unblock() noexcept {
 // images, the shared objects, CUDA, the vkcuda context, then the engine's device.
 void Engine::teardown() noexcept {
     if (stream_ != nullptr) {
-        CUresult r = cu_.cuStreamSynchronize(stream_);
-        if (r != CUDA_SUCCESS) std::printf("  teardown: cuStreamSynchronize -> %s\n", cuda_result_text(&cu_, r));
+        CUresult r = cuStreamSynchronize(stream_);
+        if (r != CUDA_SUCCESS) std::printf("  teardown: cuStreamSynchronize -> %s\n", cuda_result_text(r));
     }
-    if (device_ != VK_NULL_HANDLE && vk_.vkDeviceWaitIdle != nullptr) {
-        VkResult r = vk_.vkDeviceWaitIdle(device_);
+    if (device_ != VK_NULL_HANDLE) {
+        VkResult r = vkDeviceWaitIdle(device_);
         if (r != VK_SUCCESS) std::printf("  teardown: vkDeviceWaitIdle -> %s\n", vk_result_name(r));
     }
     for (Slot& s : slots_) {
@@ -822,8 +749,8 @@ void Engine::teardown() noexcept {
     if (postfx_pipeline_ != VK_NULL_HANDLE) vkDestroyPipeline(device_, postfx_pipeline_, nullptr);
     if (pipeline_layout_ != VK_NULL_HANDLE) vkDestroyPipelineLayout(device_, pipeline_layout_, nullptr);
     if (set_layout_ != VK_NULL_HANDLE) vkDestroyDescriptorSetLayout(device_, set_layout_, nullptr);
-    if (pool_ != VK_NULL_HANDLE) vk_.vkDestroyCommandPool(device_, pool_, nullptr);
-    if (plain_timeline_ != VK_NULL_HANDLE) vk_.vkDestroySemaphore(device_, plain_timeline_, nullptr);
+    if (pool_ != VK_NULL_HANDLE) vkDestroyCommandPool(device_, pool_, nullptr);
+    if (plain_timeline_ != VK_NULL_HANDLE) vkDestroySemaphore(device_, plain_timeline_, nullptr);
     descriptor_pool_ = VK_NULL_HANDLE;
     render_pipeline_ = postfx_pipeline_ = VK_NULL_HANDLE;
     pipeline_layout_ = VK_NULL_HANDLE;
@@ -832,12 +759,12 @@ void Engine::teardown() noexcept {
     plain_timeline_ = VK_NULL_HANDLE;
     timeline_.reset();
     vk_timeline_ = VK_NULL_HANDLE;
-    if (cu_.library != nullptr) {
-        if (stream_ != nullptr) cu_.cuStreamDestroy(stream_);
-        if (module_ != nullptr) cu_.cuModuleUnload(module_);
+    if (cuda_) {
+        if (stream_ != nullptr) cuStreamDestroy(stream_);
+        if (module_ != nullptr) cuModuleUnload(module_);
         if (cu_pushed_) {
             CUcontext popped = nullptr;
-            cu_.cuCtxPopCurrent(&popped);
+            cuCtxPopCurrent(&popped);
         }
         stream_ = nullptr;
         module_ = nullptr;
@@ -848,9 +775,6 @@ void Engine::teardown() noexcept {
     device_ = VK_NULL_HANDLE;
     if (instance_ != VK_NULL_HANDLE) vkDestroyInstance(instance_, nullptr);
     instance_ = VK_NULL_HANDLE;
-    if (cu_.library != nullptr) cuda_driver_unload(&cu_);
-    if (libvulkan_ != nullptr) dlclose(libvulkan_);
-    libvulkan_ = nullptr;
 }
 
 void usage() {

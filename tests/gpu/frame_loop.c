@@ -33,7 +33,6 @@
  * Without a CUDA driver it says why and exits 77 (skipped), or 1 when VKCUDA_REQUIRE_GPU=1.
  */
 #define _POSIX_C_SOURCE 200809L
-#define VK_NO_PROTOTYPES
 #include <vkcuda.h>
 
 #include <inttypes.h>
@@ -45,8 +44,6 @@
 #include <time.h>
 
 #include "rig.h"
-
-#define GPU_TEST_CUDA_DRIVER (&E.cu) /* for CHECK_CU */
 
 #define MAX_SLOTS 16
 #define MS (1000ull * 1000ull)
@@ -109,13 +106,13 @@ static vkcuda_result timeline_host_wait(uint64_t value, uint64_t timeout_ns) {
     wi.semaphoreCount = 1;
     wi.pSemaphores = &A.vk_sem;
     wi.pValues = &value;
-    r = E.vk.vkWaitSemaphores(E.vh.device, &wi, timeout_ns);
+    r = vkWaitSemaphores(E.vh.device, &wi, timeout_ns);
     return r == VK_SUCCESS ? VKCUDA_SUCCESS : r == VK_TIMEOUT ? VKCUDA_ERROR_TIMEOUT : VKCUDA_ERROR_VULKAN;
 }
 
 static uint64_t timeline_value(void) {
     uint64_t v = 0;
-    if (E.vk.vkGetSemaphoreCounterValue(E.vh.device, A.vk_sem, &v) != VK_SUCCESS) return UINT64_MAX;
+    if (vkGetSemaphoreCounterValue(E.vh.device, A.vk_sem, &v) != VK_SUCCESS) return UINT64_MAX;
     return v;
 }
 
@@ -123,7 +120,7 @@ static uint64_t timeline_value(void) {
  * a host signal far ahead releases every waiter, so the teardown does not hang. */
 static void unblock(vkcuda_semaphore *s, VkSemaphore vs) {
     uint64_t v = 0;
-    if (E.vk.vkGetSemaphoreCounterValue(E.vh.device, vs, &v) != VK_SUCCESS) return;
+    if (vkGetSemaphoreCounterValue(E.vh.device, vs, &v) != VK_SUCCESS) return;
     v += 1u << 20;
     if (s != NULL) {
         if (vkcuda_semaphore_host_signal(s, v) != VKCUDA_SUCCESS)
@@ -134,7 +131,7 @@ static void unblock(vkcuda_semaphore *s, VkSemaphore vs) {
         si.sType = VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO;
         si.semaphore = vs;
         si.value = v;
-        E.vk.vkSignalSemaphore(E.vh.device, &si);
+        vkSignalSemaphore(E.vh.device, &si);
     }
     printf("  unblocking the queue and the stream: host-signalled %" PRIu64 "\n", v);
 }
@@ -173,21 +170,21 @@ static int create_slots(void) {
         cai.commandPool = E.pool;
         cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
         cai.commandBufferCount = 3;
-        CHECK_VK(E.vk.vkAllocateCommandBuffers(E.vh.device, &cai, cmds));
+        CHECK_VK(vkAllocateCommandBuffers(E.vh.device, &cai, cmds));
         s->fill_cmd = cmds[0];
         s->copy_cmd = cmds[1];
         s->emulated_cuda_cmd = cmds[2];
         s->frame = -1;
 
         /* Stage 3 is the same every time: recorded once, resubmitted each frame. */
-        CHECK_VK(rig_begin(&E, s->copy_cmd, 0));
+        CHECK_VK(rig_begin(s->copy_cmd, 0));
         CHECK_VKCUDA(vkcuda_buffer_cmd_acquire_from_cuda(s->shared, s->copy_cmd, &acquire));
         copy.srcOffset = copy.dstOffset = 0;
         copy.size = A.size;
-        E.vk.vkCmdCopyBuffer(s->copy_cmd, s->vk_buffer, s->readback.buffer, 1, &copy);
-        vk_cmd_barrier(&E.vk, s->copy_cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+        vkCmdCopyBuffer(s->copy_cmd, s->vk_buffer, s->readback.buffer, 1, &copy);
+        vk_cmd_barrier(s->copy_cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
                        VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
-        CHECK_VK(E.vk.vkEndCommandBuffer(s->copy_cmd));
+        CHECK_VK(vkEndCommandBuffer(s->copy_cmd));
     }
     ok = 1;
 done:
@@ -209,18 +206,18 @@ static int cuda_stage(slot *s, uint64_t frame, const vkcuda_timeline_stage *st) 
     int ok = 0;
     if (E.cuda) {
         CHECK_VKCUDA(vkcuda_semaphore_cuda_wait(A.sem, st->wait_value, E.stream));
-        CHECK_CU(cuda_transform(&E.cu, &E.kernels, E.stream, s->cuda_pointer, A.size, TRANSFORM_MUL,
+        CHECK_CU(cuda_transform(&E.kernels, E.stream, s->cuda_pointer, A.size, TRANSFORM_MUL,
                                 frame_add(frame)));
         CHECK_VKCUDA(vkcuda_semaphore_cuda_signal(A.sem, st->signal_value, E.stream));
     } else {
         /* What the kernel would write, by a Vulkan submit that acquires the buffer
          * from and releases it back to "CUDA" (VK_QUEUE_FAMILY_EXTERNAL). */
         vkcuda_handoff_info acquire = example_handoff(&E, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
-        CHECK_VK(rig_begin(&E, s->emulated_cuda_cmd, RIG_ONCE));
+        CHECK_VK(rig_begin(s->emulated_cuda_cmd, RIG_ONCE));
         CHECK_VKCUDA(vkcuda_buffer_cmd_acquire_from_cuda(s->shared, s->emulated_cuda_cmd, &acquire));
-        E.vk.vkCmdFillBuffer(s->emulated_cuda_cmd, s->vk_buffer, 0, A.size, frame_expected(frame));
+        vkCmdFillBuffer(s->emulated_cuda_cmd, s->vk_buffer, 0, A.size, frame_expected(frame));
         CHECK_VKCUDA(vkcuda_buffer_cmd_release_to_cuda(s->shared, s->emulated_cuda_cmd, &acquire));
-        CHECK_VK(E.vk.vkEndCommandBuffer(s->emulated_cuda_cmd));
+        CHECK_VK(vkEndCommandBuffer(s->emulated_cuda_cmd));
         CHECK_VK(submit_timeline(A.vk_sem, s->emulated_cuda_cmd, st->wait_value, st->signal_value, VK_NULL_HANDLE));
     }
     ok = 1;
@@ -289,10 +286,10 @@ static int run_frames(uint64_t frames) {
         if (!retire_slot(s, &stats)) goto done;
 
         CHECK_VKCUDA(next_stage(&st1));
-        CHECK_VK(rig_begin(&E, s->fill_cmd, RIG_ONCE));
-        E.vk.vkCmdFillBuffer(s->fill_cmd, s->vk_buffer, 0, A.size, frame_fill(f));
+        CHECK_VK(rig_begin(s->fill_cmd, RIG_ONCE));
+        vkCmdFillBuffer(s->fill_cmd, s->vk_buffer, 0, A.size, frame_fill(f));
         CHECK_VKCUDA(vkcuda_buffer_cmd_release_to_cuda(s->shared, s->fill_cmd, &release));
-        CHECK_VK(E.vk.vkEndCommandBuffer(s->fill_cmd));
+        CHECK_VK(vkEndCommandBuffer(s->fill_cmd));
         CHECK_VK(submit_timeline(A.vk_sem, s->fill_cmd, st1.wait_value, st1.signal_value, VK_NULL_HANDLE));
 
         CHECK_VKCUDA(next_stage(&st2));
@@ -366,7 +363,7 @@ done:
 static CUresult stream_wait(CUstream stream, uint64_t timeout_ns) {
     uint64_t deadline = now_ns() + timeout_ns;
     for (;;) {
-        CUresult r = E.cu.cuStreamQuery(stream);
+        CUresult r = cuStreamQuery(stream);
         if (r != CUDA_ERROR_NOT_READY) return r;
         if (now_ns() > deadline) return CUDA_ERROR_NOT_READY;
     }
@@ -418,9 +415,9 @@ static int test_other_context_stream(void) {
     CUstream other_stream = NULL;
     int ok = 0;
     if (s == NULL) return 0;
-    CHECK_CU(cuda_context_create(&E.cu, A.ci.cuda_device, &other)); /* now current */
-    CHECK_CU(E.cu.cuStreamCreate(&other_stream, CU_STREAM_NON_BLOCKING));
-    CHECK_CU(E.cu.cuCtxPopCurrent(&popped));
+    CHECK_CU(cuCtxCreate(&other, NULL, 0, A.ci.cuda_device)); /* now current */
+    CHECK_CU(cuStreamCreate(&other_stream, CU_STREAM_NON_BLOCKING));
+    CHECK_CU(cuCtxPopCurrent(&popped));
     CHECK(popped == other, "popped another context than the one created");
     EXPECT_VKCUDA(vkcuda_semaphore_cuda_signal(s, 1, other_stream), VKCUDA_ERROR_DEVICE_MISMATCH);
     EXPECT_VKCUDA(vkcuda_semaphore_cuda_wait(s, 1, other_stream), VKCUDA_ERROR_DEVICE_MISMATCH);
@@ -430,11 +427,11 @@ static int test_other_context_stream(void) {
     ok = 1;
 done:
     if (other != NULL) {
-        if (other_stream != NULL && E.cu.cuCtxPushCurrent(other) == CUDA_SUCCESS) {
-            E.cu.cuStreamDestroy(other_stream);
-            E.cu.cuCtxPopCurrent(&popped);
+        if (other_stream != NULL && cuCtxPushCurrent(other) == CUDA_SUCCESS) {
+            cuStreamDestroy(other_stream);
+            cuCtxPopCurrent(&popped);
         }
-        E.cu.cuCtxDestroy(other);
+        cuCtxDestroy(other);
     }
     if (E.stream) stream_wait(E.stream, 5000 * MS);
     vkcuda_semaphore_destroy(s);
@@ -466,7 +463,7 @@ static void *spinner_main(void *unused) {
             continue;
         }
         if (__atomic_load_n(&spinner.seen_for, __ATOMIC_ACQUIRE) == target) continue;
-        if (E.vk.vkGetSemaphoreCounterValue(E.vh.device, spinner.sem, &v) == VK_SUCCESS && v >= target) {
+        if (vkGetSemaphoreCounterValue(E.vh.device, spinner.sem, &v) == VK_SUCCESS && v >= target) {
             __atomic_store_n(&spinner.seen_ns, now_ns(), __ATOMIC_RELAXED);
             __atomic_store_n(&spinner.seen_for, target, __ATOMIC_RELEASE);
         }
@@ -506,11 +503,11 @@ static int wait_by(wait_method m, vkcuda_semaphore *s, VkSemaphore vs, uint64_t 
         wi.semaphoreCount = 1;
         wi.pSemaphores = &vs;
         wi.pValues = &value;
-        CHECK_VK(E.vk.vkWaitSemaphores(E.vh.device, &wi, timeout));
+        CHECK_VK(vkWaitSemaphores(E.vh.device, &wi, timeout));
     } else {
         uint64_t v = 0, deadline = now_ns() + timeout;
         for (;;) {
-            CHECK_VK(E.vk.vkGetSemaphoreCounterValue(E.vh.device, vs, &v));
+            CHECK_VK(vkGetSemaphoreCounterValue(E.vh.device, vs, &v));
             if (v >= value) break;
             CHECK(now_ns() < deadline, "spinning: value %" PRIu64 " not reached in 2 s (at %" PRIu64 ")", value, v);
         }
@@ -553,11 +550,11 @@ static int test_latency(unsigned rounds) {
     cai.commandPool = E.pool;
     cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     cai.commandBufferCount = 2;
-    CHECK_VK(E.vk.vkAllocateCommandBuffers(E.vh.device, &cai, cmds));
+    CHECK_VK(vkAllocateCommandBuffers(E.vh.device, &cai, cmds));
     memset(&fci, 0, sizeof fci);
     fci.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
-    CHECK_VK(E.vk.vkCreateFence(E.vh.device, &fci, NULL, &fences[0]));
-    CHECK_VK(E.vk.vkCreateFence(E.vh.device, &fci, NULL, &fences[1]));
+    CHECK_VK(vkCreateFence(E.vh.device, &fci, NULL, &fences[0]));
+    CHECK_VK(vkCreateFence(E.vh.device, &fci, NULL, &fences[1]));
     vs_hostfn = (int64_t *)calloc(rounds, sizeof *vs_hostfn);
     vs_spinner = (int64_t *)calloc(rounds, sizeof *vs_spinner);
     round_ns = (int64_t *)calloc(rounds, sizeof *round_ns);
@@ -585,21 +582,21 @@ static int test_latency(unsigned rounds) {
                  * vkWaitSemaphores for a value below it, to the completion of earlier
                  * queue work. */
                 if (submitted[r % 2]) {
-                    CHECK_VK(E.vk.vkWaitForFences(E.vh.device, 1, &fences[r % 2], VK_TRUE, 2000 * MS));
-                    CHECK_VK(E.vk.vkResetFences(E.vh.device, 1, &fences[r % 2]));
+                    CHECK_VK(vkWaitForFences(E.vh.device, 1, &fences[r % 2], VK_TRUE, 2000 * MS));
+                    CHECK_VK(vkResetFences(E.vh.device, 1, &fences[r % 2]));
                     submitted[r % 2] = 0;
                 }
                 t_start = now_ns();
 
                 /* Vulkan queue work: acquire the buffer back from CUDA, fill it, release it. */
                 CHECK_VKCUDA(vkcuda_semaphore_next_stage(s, &st1));
-                CHECK_VK(rig_begin(&E, cmd, RIG_ONCE));
+                CHECK_VK(rig_begin(cmd, RIG_ONCE));
                 if (m > 0 || pass > 0 || r > 0) /* from the second round on, CUDA had it last */
                     CHECK_VKCUDA(vkcuda_buffer_cmd_acquire_from_cuda(buf, cmd, &acquire));
                 CHECK_VKCUDA(vkcuda_buffer_get_vk_buffer(buf, &vb));
-                E.vk.vkCmdFillBuffer(cmd, vb, 0, size, r);
+                vkCmdFillBuffer(cmd, vb, 0, size, r);
                 CHECK_VKCUDA(vkcuda_buffer_cmd_release_to_cuda(buf, cmd, &release));
-                CHECK_VK(E.vk.vkEndCommandBuffer(cmd));
+                CHECK_VK(vkEndCommandBuffer(cmd));
                 CHECK_VKCUDA(vkcuda_semaphore_next_stage(s, &st2));
                 __atomic_store_n(&spinner.target, pass == 1 ? st2.signal_value : 0, __ATOMIC_RELEASE);
                 __atomic_store_n(&hostfn_ns, 0, __ATOMIC_RELEASE);
@@ -608,8 +605,8 @@ static int test_latency(unsigned rounds) {
 
                 /* CUDA work, then the signal the host waits for. */
                 CHECK_VKCUDA(vkcuda_semaphore_cuda_wait(s, st2.wait_value, E.stream));
-                CHECK_CU(cuda_transform(&E.cu, &E.kernels, E.stream, ptr, size, 3, 1));
-                CHECK_CU(E.cu.cuLaunchHostFunc(E.stream, hostfn_stamp, &hostfn_ns));
+                CHECK_CU(cuda_transform(&E.kernels, E.stream, ptr, size, 3, 1));
+                CHECK_CU(cuLaunchHostFunc(E.stream, hostfn_stamp, &hostfn_ns));
                 CHECK_VKCUDA(vkcuda_semaphore_cuda_signal(s, st2.signal_value, E.stream));
 
                 if (!wait_by((wait_method)m, s, vs, st2.signal_value)) goto done;
@@ -657,10 +654,10 @@ done:
         pthread_join(thread, NULL);
     }
     if (E.stream) stream_wait(E.stream, 5000 * MS);
-    if (E.vk.vkQueueWaitIdle) E.vk.vkQueueWaitIdle(E.vh.queue);
-    if (cmds[0] != VK_NULL_HANDLE) E.vk.vkFreeCommandBuffers(E.vh.device, E.pool, 2, cmds);
+    if (E.vh.queue != VK_NULL_HANDLE) vkQueueWaitIdle(E.vh.queue);
+    if (cmds[0] != VK_NULL_HANDLE) vkFreeCommandBuffers(E.vh.device, E.pool, 2, cmds);
     for (r = 0; r < 2; r++)
-        if (fences[r] != VK_NULL_HANDLE) E.vk.vkDestroyFence(E.vh.device, fences[r], NULL);
+        if (fences[r] != VK_NULL_HANDLE) vkDestroyFence(E.vh.device, fences[r], NULL);
     free(vs_hostfn);
     free(vs_spinner);
     free(round_ns);
@@ -690,7 +687,7 @@ static int setup(int vulkan_only) {
         memset(&sci, 0, sizeof sci);
         sci.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO;
         sci.pNext = &ti;
-        CHECK_VK(E.vk.vkCreateSemaphore(E.vh.device, &sci, NULL, &A.vk_sem));
+        CHECK_VK(vkCreateSemaphore(E.vh.device, &sci, NULL, &A.vk_sem));
     }
     ok = 1;
 done:
@@ -700,17 +697,17 @@ done:
 static void teardown(void) {
     if (E.stream != NULL) {
         CUresult r = stream_wait(E.stream, 10000 * MS);
-        if (r != CUDA_SUCCESS) printf("  teardown: the CUDA stream did not finish: %s\n", cuda_result_text(&E.cu, r));
+        if (r != CUDA_SUCCESS) printf("  teardown: the CUDA stream did not finish: %s\n", cuda_result_text(r));
     }
-    if (E.vk.vkDeviceWaitIdle != NULL && E.vh.device != VK_NULL_HANDLE) {
-        VkResult r = E.vk.vkDeviceWaitIdle(E.vh.device);
+    if (E.vh.device != VK_NULL_HANDLE) {
+        VkResult r = vkDeviceWaitIdle(E.vh.device);
         if (r != VK_SUCCESS) printf("  teardown: vkDeviceWaitIdle -> %s\n", vk_result_name(r));
     }
     destroy_slots();
     if (A.sem != NULL)
         vkcuda_semaphore_destroy(A.sem);
     else if (A.vk_sem != VK_NULL_HANDLE)
-        E.vk.vkDestroySemaphore(E.vh.device, A.vk_sem, NULL);
+        vkDestroySemaphore(E.vh.device, A.vk_sem, NULL);
     rig_close(&E);
 }
 

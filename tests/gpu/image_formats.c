@@ -37,7 +37,6 @@
  * exits 77 (skipped), or 1 when VKCUDA_REQUIRE_GPU=1. Exit status 1 when any case fails.
  */
 #define _POSIX_C_SOURCE 200809L
-#define VK_NO_PROTOTYPES
 #include <vkcuda.h>
 
 #include <math.h>
@@ -50,16 +49,12 @@
 #include "format_kernels_ptx.h"
 #include "rig.h"
 
-#define GPU_TEST_CUDA_DRIVER (&E.cu) /* for CHECK_CU */
-
 #define MAX_LEVELS 16
 
 /* How the kernels address a surface (format_kernels.cu). */
 enum { KIND_1D = 0, KIND_2D = 1, KIND_3D = 2, KIND_1D_LAYERED = 3, KIND_2D_LAYERED = 4 };
 
 static struct {
-    PFN_vkCmdCopyImageToBuffer vkCmdCopyImageToBuffer;
-    PFN_vkCmdCopyBufferToImage vkCmdCopyBufferToImage;
     CUmodule module;
     CUfunction write_pattern[5], read_texels[5], fetch_float4, fetch_uint4;
     const char *only;
@@ -191,8 +186,8 @@ static void layout_barrier(const layout *l, VkImageLayout from, VkImageLayout to
     b.subresourceRange.aspectMask = VK_IMAGE_ASPECT_COLOR_BIT;
     b.subresourceRange.levelCount = l->levels;
     b.subresourceRange.layerCount = l->info.array_layers;
-    E.vk.vkCmdPipelineBarrier(E.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, NULL,
-                              0, NULL, 1, &b);
+    vkCmdPipelineBarrier(E.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, NULL,
+                         0, NULL, 1, &b);
 }
 
 /* Copies the staging buffer into every level (from `from`) and releases the image
@@ -203,10 +198,10 @@ static int vulkan_upload(vkcuda_image *image, const layout *l, VkImageLayout fro
     int ok = 0;
     copy_regions(l, regions);
     CHECK_VK(vk_owned_buffer_flush(&E.vk, staging));
-    CHECK_VK(rig_begin(&E, E.cmd, RIG_ONCE));
+    CHECK_VK(rig_begin(E.cmd, RIG_ONCE));
     layout_barrier(l, from, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL);
-    A.vkCmdCopyBufferToImage(E.cmd, staging->buffer, l->info.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL,
-                             l->levels, regions);
+    vkCmdCopyBufferToImage(E.cmd, staging->buffer, l->info.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL,
+                           l->levels, regions);
     CHECK_VKCUDA(vkcuda_image_cmd_release_to_cuda(image, E.cmd, &h, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL));
     CHECK_VK(rig_submit_and_wait(&E, E.cmd));
     ok = 1;
@@ -221,11 +216,11 @@ static int vulkan_download(vkcuda_image *image, const layout *l, const vk_owned_
     vkcuda_handoff_info h = example_handoff(&E, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
     int ok = 0;
     copy_regions(l, regions);
-    CHECK_VK(rig_begin(&E, E.cmd, RIG_ONCE));
+    CHECK_VK(rig_begin(E.cmd, RIG_ONCE));
     CHECK_VKCUDA(vkcuda_image_cmd_acquire_from_cuda(image, E.cmd, &h, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL));
-    A.vkCmdCopyImageToBuffer(E.cmd, l->info.image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, readback->buffer,
-                             l->levels, regions);
-    vk_cmd_barrier(&E.vk, E.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+    vkCmdCopyImageToBuffer(E.cmd, l->info.image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, readback->buffer,
+                           l->levels, regions);
+    vk_cmd_barrier(E.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
                    VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
     CHECK_VK(rig_submit_and_wait(&E, E.cmd));
     CHECK_VK(vk_owned_buffer_invalidate(&E.vk, readback));
@@ -277,7 +272,7 @@ static int bpt_index(uint32_t bpt) {
 
 static CUresult launch3(CUfunction f, uint32_t w, uint32_t h, uint32_t d, void **params) {
     unsigned bx = w >= 16 ? 16 : w, by = h >= 16 ? 16 : h;
-    return E.cu.cuLaunchKernel(f, (w + bx - 1) / bx, (h + by - 1) / by, d, bx, by, 1, 0, E.stream, params, NULL);
+    return cuLaunchKernel(f, (w + bx - 1) / bx, (h + by - 1) / by, d, bx, by, 1, 0, E.stream, params, NULL);
 }
 
 /* Depth argument of the kernels: slices of 3D levels, layers otherwise. */
@@ -391,7 +386,7 @@ static void surface_case(VkFormat format, const char *format_name, const shape *
     /* CUDA -> Vulkan: the kernel writes every level (the image is new: UNDEFINED). */
     {
         vkcuda_handoff_info h = example_handoff(&E, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, 0);
-        CHECK_VK(rig_begin(&E, E.cmd, RIG_ONCE));
+        CHECK_VK(rig_begin(E.cmd, RIG_ONCE));
         CHECK_VKCUDA(vkcuda_image_cmd_release_to_cuda(image, E.cmd, &h, VK_IMAGE_LAYOUT_UNDEFINED));
         CHECK_VK(rig_submit_and_wait(&E, E.cmd));
     }
@@ -410,7 +405,7 @@ static void surface_case(VkFormat format, const char *format_name, const shape *
         CHECK_VKCUDA(vkcuda_image_get_surface_object(image, i, &surface));
         CHECK_CU(launch3(A.write_pattern[kernel], w, hh, d, params));
     }
-    CHECK_CU(E.cu.cuStreamSynchronize(E.stream));
+    CHECK_CU(cuStreamSynchronize(E.stream));
     if (!vulkan_download(image, &l, &readback)) goto done;
     for (i = 0; i < l.levels; i++)
         bad += compare_level(&l, i, (const uint8_t *)readback.mapped + l.level[i].offset, seed, &bytes);
@@ -438,8 +433,8 @@ static void surface_case(VkFormat format, const char *format_name, const shape *
         params[5] = &out_ptr;
         CHECK_VKCUDA(vkcuda_image_get_surface_object(image, i, &surface));
         CHECK_CU(launch3(A.read_texels[kernel], w, hh, d, params));
-        CHECK_CU(E.cu.cuStreamSynchronize(E.stream));
-        CHECK_CU(E.cu.cuMemcpyDtoH(host, out_ptr, (size_t)l.level[i].bytes));
+        CHECK_CU(cuStreamSynchronize(E.stream));
+        CHECK_CU(cuMemcpyDtoH(host, out_ptr, (size_t)l.level[i].bytes));
         bad += compare_level(&l, i, host, seed + 1, &bytes);
     }
     snprintf(detail, sizeof detail, "%llu of %llu bytes differ", (unsigned long long)bad, (unsigned long long)bytes);
@@ -592,8 +587,8 @@ static void texture_case(VkFormat format, const char *format_name) {
         params[3] = &lod;
         params[4] = &out_ptr;
         CHECK_CU(launch3(as_float ? A.fetch_float4 : A.fetch_uint4, w, h, 1, params));
-        CHECK_CU(E.cu.cuStreamSynchronize(E.stream));
-        CHECK_CU(E.cu.cuMemcpyDtoH(got, out_ptr, (size_t)w * h * 16));
+        CHECK_CU(cuStreamSynchronize(E.stream));
+        CHECK_CU(cuMemcpyDtoH(got, out_ptr, (size_t)w * h * 16));
         for (t = 0; t < (uint64_t)w * h; t++) {
             expected e;
             uint8_t scratch_bytes[4];
@@ -640,25 +635,23 @@ done:
 static CUresult load_module(void) {
     static const char *sizes[5] = {"1", "2", "4", "8", "16"};
     char fname[64];
-    CUresult r = rig_load_ptx(&E, format_kernels_ptx, "format_kernels_ptx.h", &A.module);
+    CUresult r = rig_load_ptx(format_kernels_ptx, "format_kernels_ptx.h", &A.module);
     int k;
     for (k = 0; k < 5 && r == CUDA_SUCCESS; k++) {
         snprintf(fname, sizeof fname, "write_pattern_%s", sizes[k]);
-        r = E.cu.cuModuleGetFunction(&A.write_pattern[k], A.module, fname);
+        r = cuModuleGetFunction(&A.write_pattern[k], A.module, fname);
         if (r != CUDA_SUCCESS) break;
         snprintf(fname, sizeof fname, "read_texels_%s", sizes[k]);
-        r = E.cu.cuModuleGetFunction(&A.read_texels[k], A.module, fname);
+        r = cuModuleGetFunction(&A.read_texels[k], A.module, fname);
     }
-    if (r == CUDA_SUCCESS) r = E.cu.cuModuleGetFunction(&A.fetch_float4, A.module, "fetch_float4");
-    if (r == CUDA_SUCCESS) r = E.cu.cuModuleGetFunction(&A.fetch_uint4, A.module, "fetch_uint4");
+    if (r == CUDA_SUCCESS) r = cuModuleGetFunction(&A.fetch_float4, A.module, "fetch_float4");
+    if (r == CUDA_SUCCESS) r = cuModuleGetFunction(&A.fetch_uint4, A.module, "fetch_uint4");
     return r;
 }
 
 static int setup(int vulkan_only) {
     int ok = 0;
     rig_open(&E, "image_formats", vulkan_only, NULL);
-    CHECK(rig_image_copies(&E, &A.vkCmdCopyImageToBuffer, &A.vkCmdCopyBufferToImage),
-          "vkGetDeviceProcAddr returned NULL for the image copies");
     printf("maxImageDimension2D %u\n", E.vk.properties.limits.maxImageDimension2D);
     if (E.cuda)
         CHECK_CU(load_module());

@@ -29,7 +29,6 @@
  * A GPU test program (tests/gpu): c_examples/image_to_png.c is the short example.
  */
 #define _POSIX_C_SOURCE 200809L
-#define VK_NO_PROTOTYPES
 #include <vkcuda.h>
 
 #include <stdarg.h>
@@ -42,16 +41,12 @@
 #include "image_kernels_ptx.h"
 #include "rig.h"
 
-#define GPU_TEST_CUDA_DRIVER (&E.cu) /* for CHECK_CU */
-
 #ifdef VKCUDA_HAVE_STB_IMAGE_WRITE
 #include <stb_image_write.h>
 #endif
 
 
 static struct {
-    PFN_vkCmdCopyImageToBuffer vkCmdCopyImageToBuffer;
-    PFN_vkCmdCopyBufferToImage vkCmdCopyBufferToImage;
     CUmodule module;
     CUfunction mandelbrot;
 } A;
@@ -112,23 +107,21 @@ static void image_barrier(VkImage image, VkImageLayout from, VkImageLayout to, V
     b.subresourceRange.aspectMask = VK_IMAGE_ASPECT_COLOR_BIT;
     b.subresourceRange.levelCount = 1;
     b.subresourceRange.layerCount = 1;
-    E.vk.vkCmdPipelineBarrier(E.cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0,
-                              0, NULL, 0, NULL, 1, &b);
+    vkCmdPipelineBarrier(E.cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0,
+                         0, NULL, 0, NULL, 1, &b);
 }
 
 /* ---- setup --------------------------------------------------------------------------- */
 
 static CUresult load_module(void) {
-    CUresult r = rig_load_ptx(&E, image_kernels_ptx, "image_kernels_ptx.h", &A.module);
+    CUresult r = rig_load_ptx(image_kernels_ptx, "image_kernels_ptx.h", &A.module);
     if (r != CUDA_SUCCESS) return r;
-    return E.cu.cuModuleGetFunction(&A.mandelbrot, A.module, "mandelbrot");
+    return cuModuleGetFunction(&A.mandelbrot, A.module, "mandelbrot");
 }
 
 static int setup(int vulkan_only) {
     int ok = 0;
     rig_open(&E, "image_fractal", vulkan_only, NULL);
-    CHECK(rig_image_copies(&E, &A.vkCmdCopyImageToBuffer, &A.vkCmdCopyBufferToImage),
-          "vkGetDeviceProcAddr returned NULL for the image copies");
     if (E.cuda)
         CHECK_CU(load_module());
     else
@@ -177,7 +170,7 @@ static int draw(const view *v, const char *out_path) {
                                     VK_MEMORY_PROPERTY_HOST_CACHED_BIT, &readback));
 
     /* Hand the new image to CUDA (its contents do not matter yet: UNDEFINED). */
-    CHECK_VK(rig_begin(&E, E.cmd, RIG_ONCE));
+    CHECK_VK(rig_begin(E.cmd, RIG_ONCE));
     if (E.cuda) {
         h = example_handoff(&E, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, 0);
         CHECK_VKCUDA(vkcuda_image_cmd_release_to_cuda(image, E.cmd, &h, VK_IMAGE_LAYOUT_UNDEFINED));
@@ -189,8 +182,8 @@ static int draw(const view *v, const char *out_path) {
         memcpy(staging.mapped, reference, (size_t)bytes);
         image_barrier(info.image, VK_IMAGE_LAYOUT_UNDEFINED, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 0,
                       VK_ACCESS_TRANSFER_WRITE_BIT);
-        A.vkCmdCopyBufferToImage(E.cmd, staging.buffer, info.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 1,
-                                 &region);
+        vkCmdCopyBufferToImage(E.cmd, staging.buffer, info.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 1,
+                               &region);
         h = example_handoff(&E, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
         CHECK_VKCUDA(vkcuda_image_cmd_release_to_cuda(image, E.cmd, &h, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL));
     }
@@ -210,18 +203,18 @@ static int draw(const view *v, const char *out_path) {
         params[5] = &p.step;
         params[6] = &p.max_iter;
         t0 = now_s();
-        CHECK_CU(E.cu.cuLaunchKernel(A.mandelbrot, gx, gy, 1, 16, 16, 1, 0, E.stream, params, NULL));
-        CHECK_CU(E.cu.cuStreamSynchronize(E.stream));
+        CHECK_CU(cuLaunchKernel(A.mandelbrot, gx, gy, 1, 16, 16, 1, 0, E.stream, params, NULL));
+        CHECK_CU(cuStreamSynchronize(E.stream));
         printf("CUDA kernel (%u iterations at most): %.3f ms\n", v->max_iter, (now_s() - t0) * 1e3);
     }
 
     /* Take it back (GENERAL -> TRANSFER_SRC_OPTIMAL keeps CUDA's writes) and copy it out. */
-    CHECK_VK(rig_begin(&E, E.cmd, RIG_ONCE));
+    CHECK_VK(rig_begin(E.cmd, RIG_ONCE));
     h = example_handoff(&E, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
     CHECK_VKCUDA(vkcuda_image_cmd_acquire_from_cuda(image, E.cmd, &h, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL));
-    A.vkCmdCopyImageToBuffer(E.cmd, info.image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, readback.buffer, 1,
-                             &region);
-    vk_cmd_barrier(&E.vk, E.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+    vkCmdCopyImageToBuffer(E.cmd, info.image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, readback.buffer, 1,
+                           &region);
+    vk_cmd_barrier(E.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
                    VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
     CHECK_VK(rig_submit_and_wait(&E, E.cmd));
     CHECK_VK(vk_owned_buffer_invalidate(&E.vk, &readback));

@@ -26,7 +26,6 @@
  * The last line is "ipc_consumer: PASS: ..." or "ipc_consumer: FAIL: ..." (or SKIP).
  */
 #define _POSIX_C_SOURCE 200809L
-#define VK_NO_PROTOTYPES
 #include <vkcuda.h>
 
 #include <errno.h>
@@ -100,7 +99,7 @@ static int setup_vulkan(int *skipped, char *why, size_t why_size) {
     fci.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
     for (i = 0; i < 2; i++) {
         C.cmd[i] = example_command_buffer(&E);
-        CHECK_VK(E.vk.vkCreateFence(E.vh.device, &fci, NULL, &C.fence[i]));
+        CHECK_VK(vkCreateFence(E.vh.device, &fci, NULL, &C.fence[i]));
     }
     ok = 1;
 done:
@@ -152,15 +151,15 @@ static int record_slot(unsigned s, VkBuffer shared) {
     VkBufferCopy copy;
     vkcuda_handoff_info read = example_handoff(&E, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
     int ok = 0;
-    CHECK_VK(rig_begin(&E, C.cmd[s], 0)); /* submitted once a frame */
+    CHECK_VK(rig_begin(C.cmd[s], 0)); /* submitted once a frame */
     CHECK_VKCUDA(vkcuda_buffer_cmd_acquire_from_cuda(C.shared, C.cmd[s], &read));
     copy.srcOffset = copy.dstOffset = 0;
     copy.size = C.h.size;
-    E.vk.vkCmdCopyBuffer(C.cmd[s], shared, C.readback[s].buffer, 1, &copy);
+    vkCmdCopyBuffer(C.cmd[s], shared, C.readback[s].buffer, 1, &copy);
     CHECK_VKCUDA(vkcuda_buffer_cmd_release_to_cuda(C.shared, C.cmd[s], &read));
-    vk_cmd_barrier(&E.vk, C.cmd[s], VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+    vk_cmd_barrier(C.cmd[s], VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
                    VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
-    CHECK_VK(E.vk.vkEndCommandBuffer(C.cmd[s]));
+    CHECK_VK(vkEndCommandBuffer(C.cmd[s]));
     ok = 1;
 done:
     return ok;
@@ -173,11 +172,11 @@ static VkResult submit_frame(unsigned s, uint64_t frame) {
 }
 
 static int wait_and_check(unsigned s, uint64_t frame) {
-    VkResult r = E.vk.vkWaitForFences(E.vh.device, 1, &C.fence[s], VK_TRUE, 10 * SECOND);
+    VkResult r = vkWaitForFences(E.vh.device, 1, &C.fence[s], VK_TRUE, 10 * SECOND);
     int ok = 0;
     CHECK(r == VK_SUCCESS, "frame %" PRIu64 ": the copy did not finish within 10 s (%s): is the producer alive?",
           frame, vk_result_name(r));
-    CHECK_VK(E.vk.vkResetFences(E.vh.device, 1, &C.fence[s]));
+    CHECK_VK(vkResetFences(E.vh.device, 1, &C.fence[s]));
     CHECK_VK(vk_owned_buffer_invalidate(&E.vk, &C.readback[s]));
     CHECK(check_frame(s, frame) == 0, "frame %" PRIu64 " has wrong words", frame);
     ok = 1;
@@ -222,21 +221,21 @@ done:
 static void unblock(void) {
     uint64_t v = 0;
     VkSemaphoreSignalInfo si;
-    if (C.vk_sem == VK_NULL_HANDLE || E.vk.vkGetSemaphoreCounterValue(E.vh.device, C.vk_sem, &v) != VK_SUCCESS)
+    if (C.vk_sem == VK_NULL_HANDLE || vkGetSemaphoreCounterValue(E.vh.device, C.vk_sem, &v) != VK_SUCCESS)
         return;
     memset(&si, 0, sizeof si);
     si.sType = VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO;
     si.semaphore = C.vk_sem;
     si.value = v + (1u << 20);
-    if (E.vk.vkSignalSemaphore(E.vh.device, &si) == VK_SUCCESS)
+    if (vkSignalSemaphore(E.vh.device, &si) == VK_SUCCESS)
         printf("  unblocking the queue: host-signalled %" PRIu64 "\n", si.value);
 }
 
 static void teardown(void) {
     unsigned i;
-    if (E.vk.vkDeviceWaitIdle != NULL && E.vh.device != VK_NULL_HANDLE) E.vk.vkDeviceWaitIdle(E.vh.device);
+    if (E.vh.device != VK_NULL_HANDLE) vkDeviceWaitIdle(E.vh.device);
     for (i = 0; i < 2; i++) {
-        if (C.fence[i] != VK_NULL_HANDLE) E.vk.vkDestroyFence(E.vh.device, C.fence[i], NULL);
+        if (C.fence[i] != VK_NULL_HANDLE) vkDestroyFence(E.vh.device, C.fence[i], NULL);
         if (C.readback[i].buffer != VK_NULL_HANDLE) vk_owned_buffer_destroy(&E.vk, &C.readback[i]);
     }
     vkcuda_semaphore_destroy(C.sem);

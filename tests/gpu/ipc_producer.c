@@ -27,7 +27,6 @@
  * The last line is "ipc_producer: PASS: ..." or "ipc_producer: FAIL: ..." (or SKIP).
  */
 #define _POSIX_C_SOURCE 200809L
-#define VK_NO_PROTOTYPES
 #include <vkcuda.h>
 
 #include <errno.h>
@@ -47,8 +46,6 @@
 #include <unistd.h>
 
 #include "ipc_test.h" /* and rig.h */
-
-#define GPU_TEST_CUDA_DRIVER (&E.cu) /* for CHECK_CU */
 
 /* Connects to `path`, retrying while the consumer starts; the socket or -1. */
 static int connect_retry(const char *path, uint64_t timeout_ns) {
@@ -155,12 +152,12 @@ static int vulkan_frame(uint64_t k) {
     int ok = 0, r;
     host_pattern(P.staging.mapped, P.size, k);
     CHECK_VK(vk_owned_buffer_flush(&E.vk, &P.staging));
-    CHECK_VK(rig_begin(&E, E.cmd, RIG_ONCE));
+    CHECK_VK(rig_begin(E.cmd, RIG_ONCE));
     CHECK_VKCUDA(vkcuda_buffer_cmd_acquire_from_cuda(P.buffer, E.cmd, &write));
     copy.srcOffset = copy.dstOffset = 0;
     copy.size = P.size;
     CHECK_VKCUDA(vkcuda_buffer_get_vk_buffer(P.buffer, &dst));
-    E.vk.vkCmdCopyBuffer(E.cmd, P.staging.buffer, dst, 1, &copy);
+    vkCmdCopyBuffer(E.cmd, P.staging.buffer, dst, 1, &copy);
     CHECK_VKCUDA(vkcuda_buffer_cmd_release_to_cuda(P.buffer, E.cmd, &write));
     vr = rig_submit_and_wait(&E, E.cmd);
     CHECK(vr == VK_SUCCESS, "frame %" PRIu64 ": the copy did not finish (%s)", k, vk_result_name(vr));
@@ -180,7 +177,7 @@ static int cuda_frame(uint64_t k) {
      * waits it depends on only fills its queue). */
     if (k >= 2) CHECK_VKCUDA(vkcuda_semaphore_host_wait(P.sem, 2 * k - 2, 10 * SECOND));
     CHECK_VKCUDA(vkcuda_semaphore_cuda_wait(P.sem, 2 * k, E.stream));
-    CHECK_CU(cuda_fill_pattern(&E.cu, &E.kernels, E.stream, P.cuda_pointer, P.size, frame_seed(k)));
+    CHECK_CU(cuda_fill_pattern(&E.kernels, E.stream, P.cuda_pointer, P.size, frame_seed(k)));
     CHECK_VKCUDA(vkcuda_semaphore_cuda_signal(P.sem, 2 * k + 1, E.stream));
     ok = 1;
 done:
@@ -196,8 +193,8 @@ static int cuda_final_check(void) {
     CHECK_VKCUDA(vkcuda_semaphore_host_wait(P.sem, 2 * P.frames, 10 * SECOND));
     host = (unsigned char *)malloc((size_t)P.size);
     CHECK(host != NULL, "out of host memory");
-    CHECK_CU(E.cu.cuStreamSynchronize(E.stream));
-    CHECK_CU(E.cu.cuMemcpyDtoH(host, P.cuda_pointer, (size_t)P.size));
+    CHECK_CU(cuStreamSynchronize(E.stream));
+    CHECK_CU(cuMemcpyDtoH(host, P.cuda_pointer, (size_t)P.size));
     for (i = 0; i < n; i++)
         if (load_word(host, P.size, i) != pattern_word(i, seed)) bad++;
     CHECK(bad == 0, "%" PRIu64 " words of the last frame differ in the producer's own CUDA view", bad);
@@ -210,7 +207,7 @@ done:
 static CUresult stream_wait(uint64_t timeout_ns) {
     uint64_t deadline = now_ns() + timeout_ns;
     for (;;) {
-        CUresult r = E.cu.cuStreamQuery(E.stream);
+        CUresult r = cuStreamQuery(E.stream);
         if (r != CUDA_ERROR_NOT_READY) return r;
         if (now_ns() > deadline) return CUDA_ERROR_NOT_READY;
         sleep_ms(1);
@@ -227,7 +224,7 @@ static void teardown(int failed) {
     }
     if (E.stream != NULL && stream_wait(10 * SECOND) != CUDA_SUCCESS)
         printf("  teardown: the CUDA stream did not finish\n");
-    if (E.vk.vkDeviceWaitIdle != NULL && E.vh.device != VK_NULL_HANDLE) E.vk.vkDeviceWaitIdle(E.vh.device);
+    if (E.vh.device != VK_NULL_HANDLE) vkDeviceWaitIdle(E.vh.device);
     if (P.staging.buffer != VK_NULL_HANDLE) vk_owned_buffer_destroy(&E.vk, &P.staging);
     vkcuda_semaphore_destroy(P.sem);
     vkcuda_buffer_destroy(P.buffer);

@@ -18,12 +18,8 @@
  * nv-codec-headers declare the CUDA types. Its skip is its own too: on a GPU without an
  * encoder engine it skips (77) even with VKCUDA_REQUIRE_GPU=1, where rig_skip fails.
  */
-#ifndef VK_NO_PROTOTYPES
-#define VK_NO_PROTOTYPES
-#endif
 #include <vkcuda.h>
-
-#include "vk_loader.h"
+#include <vulkan/vulkan.h>
 
 #include <ffnvcodec/dynlink_loader.h>
 #include <stdio.h>
@@ -50,8 +46,6 @@ int main(void) {
     vkcuda_context *ctx = NULL;
     vkcuda_vulkan_handles vh;
     vkcuda_cuda_info ci;
-    vk_functions vk;
-    char why[512];
     int rc = 0;
     setvbuf(stdout, NULL, _IONBF, 0);
     memset(&si, 0, sizeof si);
@@ -62,8 +56,6 @@ int main(void) {
     if (r) return fail("vkcuda_context_create_standalone", r);
     if ((r = vkcuda_context_get_vulkan_handles(ctx, &vh)) || (r = vkcuda_context_get_cuda_info(ctx, &ci)))
         return fail("context handles", r);
-    if (vk_load(&vk, vh.get_instance_proc_addr, vh.instance, vh.physical_device, vh.device, why, sizeof why))
-        return printf("nvenc_open: FAIL: loading Vulkan: %s\n", why), 1;
     CudaFunctions *cu = NULL;
     NvencFunctions *nv = NULL;
     if (cuda_load_functions(&cu, NULL)) return skip(1, "libcuda.so.1 does not load", "");
@@ -78,19 +70,19 @@ int main(void) {
     VkCommandPoolCreateInfo pci = {VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO, NULL, 0, vh.queue_family_index};
     VkCommandPool pool;
     VkCommandBuffer cmd;
-    if (vk.vkCreateCommandPool(vh.device, &pci, NULL, &pool)) return fail("vkCreateCommandPool", 0);
+    if (vkCreateCommandPool(vh.device, &pci, NULL, &pool)) return fail("vkCreateCommandPool", 0);
     VkCommandBufferAllocateInfo cai = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, NULL, pool, VK_COMMAND_BUFFER_LEVEL_PRIMARY, 1};
     VkCommandBufferBeginInfo begin = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, NULL, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT, NULL};
-    if (vk.vkAllocateCommandBuffers(vh.device, &cai, &cmd) || vk.vkBeginCommandBuffer(cmd, &begin))
+    if (vkAllocateCommandBuffers(vh.device, &cai, &cmd) || vkBeginCommandBuffer(cmd, &begin))
         return fail("command buffer", 0);
-    vk.vkCmdFillBuffer(cmd, bi.buffer, 0, bci.size, RGBA_WORD);
+    vkCmdFillBuffer(cmd, bi.buffer, 0, bci.size, RGBA_WORD);
     vkcuda_handoff_info to_cuda;
     memset(&to_cuda, 0, sizeof to_cuda);
     to_cuda.queue_family_index = vh.queue_family_index;
     to_cuda.stage_mask = VK_PIPELINE_STAGE_TRANSFER_BIT, to_cuda.access_mask = VK_ACCESS_TRANSFER_WRITE_BIT;
     if ((r = vkcuda_buffer_cmd_release_to_cuda(frame, cmd, &to_cuda))) return fail("vkcuda_buffer_cmd_release_to_cuda", r);
     VkSubmitInfo submit = {VK_STRUCTURE_TYPE_SUBMIT_INFO, NULL, 0, NULL, NULL, 1, &cmd, 0, NULL};
-    if (vk.vkEndCommandBuffer(cmd) || vk.vkQueueSubmit(vh.queue, 1, &submit, VK_NULL_HANDLE) || vk.vkQueueWaitIdle(vh.queue))
+    if (vkEndCommandBuffer(cmd) || vkQueueSubmit(vh.queue, 1, &submit, VK_NULL_HANDLE) || vkQueueWaitIdle(vh.queue))
         return fail("the Vulkan render", 0);
     /* 2. CUDA sees the rendered pixels at the pointer NVENC would read (first and last pixel). */
     uint32_t px[2] = {0, 0};
@@ -164,7 +156,7 @@ int main(void) {
 done:
     if (enc) fl.nvEncDestroyEncoder(enc);
     nvenc_free_functions(&nv);
-    vk.vkDestroyCommandPool(vh.device, pool, NULL);
+    vkDestroyCommandPool(vh.device, pool, NULL);
     vkcuda_buffer_destroy(frame);
     cu->cuCtxPopCurrent(NULL);
     cuda_free_functions(&cu);

@@ -3,9 +3,9 @@
 
 #include <inttypes.h>
 
-/* The same questions example_open asks before it skips, asked without exiting: a
- * context made and destroyed (so the answer costs one more context), the driver
- * loaded and unloaded. Other failures are rig_open's to report. */
+/* The question example_open asks before it skips, asked without exiting: a context
+ * made and destroyed (so the answer costs one more context; the library finds the
+ * CUDA driver or says why not). Other failures are rig_open's to report. */
 int rig_available(int vulkan_only, char *why, size_t why_size) {
     vkcuda_standalone_create_info si;
     vkcuda_context *ctx = NULL;
@@ -20,11 +20,6 @@ int rig_available(int vulkan_only, char *why, size_t why_size) {
         return 0;
     }
     vkcuda_context_destroy(ctx);
-    if (!vulkan_only) {
-        cuda_driver cu;
-        if (cuda_driver_load(&cu, why, why_size) != 0) return 0;
-        cuda_driver_unload(&cu);
-    }
     return 1;
 }
 
@@ -52,20 +47,20 @@ void rig_close(example *e) {
 
 void rig_close_module(example *e, CUmodule module) {
     if (module != NULL) {
-        e->cu.cuStreamSynchronize(e->stream);
-        e->cu.cuModuleUnload(module);
+        cuStreamSynchronize(e->stream);
+        cuModuleUnload(module);
     }
     rig_close(e);
 }
 
-VkResult rig_begin(example *e, VkCommandBuffer cmd, VkCommandBufferUsageFlags flags) {
+VkResult rig_begin(VkCommandBuffer cmd, VkCommandBufferUsageFlags flags) {
     VkCommandBufferBeginInfo bi;
-    VkResult r = e->vk.vkResetCommandBuffer(cmd, 0);
+    VkResult r = vkResetCommandBuffer(cmd, 0);
     if (r != VK_SUCCESS) return r;
     memset(&bi, 0, sizeof bi);
     bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
     bi.flags = flags;
-    return e->vk.vkBeginCommandBuffer(cmd, &bi);
+    return vkBeginCommandBuffer(cmd, &bi);
 }
 
 VkResult rig_submit(example *e, VkCommandBuffer cmd, VkSemaphore timeline, uint64_t wait, uint64_t signal,
@@ -90,14 +85,14 @@ VkResult rig_submit(example *e, VkCommandBuffer cmd, VkSemaphore timeline, uint6
         si.signalSemaphoreCount = 1;
         si.pSignalSemaphores = &timeline;
     }
-    return e->vk.vkQueueSubmit(e->vh.queue, 1, &si, fence);
+    return vkQueueSubmit(e->vh.queue, 1, &si, fence);
 }
 
 VkResult rig_submit_and_wait(example *e, VkCommandBuffer cmd) {
-    VkResult r = e->vk.vkEndCommandBuffer(cmd);
+    VkResult r = vkEndCommandBuffer(cmd);
     if (r == VK_SUCCESS) r = rig_submit(e, cmd, VK_NULL_HANDLE, 0, 0, 0, e->fence);
-    if (r == VK_SUCCESS) r = e->vk.vkWaitForFences(e->vh.device, 1, &e->fence, VK_TRUE, RIG_FENCE_TIMEOUT_NS);
-    if (r == VK_SUCCESS) r = e->vk.vkResetFences(e->vh.device, 1, &e->fence);
+    if (r == VK_SUCCESS) r = vkWaitForFences(e->vh.device, 1, &e->fence, VK_TRUE, RIG_FENCE_TIMEOUT_NS);
+    if (r == VK_SUCCESS) r = vkResetFences(e->vh.device, 1, &e->fence);
     return r;
 }
 
@@ -110,7 +105,7 @@ VkResult rig_staging(example *e, VkDeviceSize size, vk_owned_buffer *b) {
     return r;
 }
 
-CUresult rig_load_ptx(example *e, const char *ptx, const char *what, CUmodule *module) {
+CUresult rig_load_ptx(const char *ptx, const char *what, CUmodule *module) {
     static char info_log[8192], error_log[8192];
     CUjit_option options[4] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
                                CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
@@ -121,19 +116,13 @@ CUresult rig_load_ptx(example *e, const char *ptx, const char *what, CUmodule *m
     values[1] = (void *)(uintptr_t)sizeof info_log;
     values[2] = error_log;
     values[3] = (void *)(uintptr_t)sizeof error_log;
-    r = e->cu.cuModuleLoadDataEx(module, ptx, 4, options, values);
+    r = cuModuleLoadDataEx(module, ptx, 4, options, values);
     if (r != CUDA_SUCCESS) {
-        printf("  cuModuleLoadDataEx(%s) failed: %s\n  JIT error log: %s\n", what, cuda_result_text(&e->cu, r),
+        printf("  cuModuleLoadDataEx(%s) failed: %s\n  JIT error log: %s\n", what, cuda_result_text(r),
                error_log);
         *module = NULL;
     }
     return r;
-}
-
-int rig_image_copies(example *e, PFN_vkCmdCopyImageToBuffer *to_buffer, PFN_vkCmdCopyBufferToImage *to_image) {
-    *to_buffer = (PFN_vkCmdCopyImageToBuffer)e->vk.vkGetDeviceProcAddr(e->vh.device, "vkCmdCopyImageToBuffer");
-    *to_image = (PFN_vkCmdCopyBufferToImage)e->vk.vkGetDeviceProcAddr(e->vh.device, "vkCmdCopyBufferToImage");
-    return *to_buffer != NULL && *to_image != NULL;
 }
 
 int rig_skip(const char *name, const char *why) {

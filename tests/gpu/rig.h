@@ -5,22 +5,21 @@
  *
  * Device (rig.c):
  *   rig_open(e, name, vulkan_only, ci)  example_open() (a standalone context, its
- *                               Vulkan functions, the CUDA driver API, a stream, the
- *                               example kernels, a command pool, `cmd` and `fence`);
+ *                               CUDA context current, a stream, the example kernels,
+ *                               a command pool, `cmd` and `fence`);
  *                               no usable GPU: the skip line and exit 77 (1 with
  *                               VKCUDA_REQUIRE_GPU=1); the context's CUDA device in *ci
  *   rig_available(vulkan_only, why, n)  0 (with why) where rig_open would skip: for a
  *                               process that must tell its peer before it goes (ipc_*)
  *   rig_close(e)                waits for the GPU and destroys what rig_open made
  *   rig_close_module(e, m)      the same, unloading the program's module m first
- *   rig_begin(e, cmd, flags)    resets and begins a command buffer (RIG_ONCE: one-time)
+ *   rig_begin(cmd, flags)       resets and begins a command buffer (RIG_ONCE: one-time)
  *   rig_submit(e, cmd, timeline, wait, signal, stage, fence)  one submit of an ended
  *                               `cmd`; with a timeline (not VK_NULL_HANDLE) it waits for
  *                               `wait` at `stage` and signals `signal`
  *   rig_submit_and_wait(e, cmd) ends, submits with e->fence, waits, resets the fence
  *   rig_staging(e, size, b)     a host-visible TRANSFER_SRC|DST buffer, filled with 0xa5
- *   rig_load_ptx(e, ptx, what, m)  a module from embedded PTX; prints the JIT error log
- *   rig_image_copies(e, a, b)   vkCmdCopyImageToBuffer/BufferToImage (not in vk_loader.h); 1 ok
+ *   rig_load_ptx(ptx, what, m)  a module from embedded PTX; prints the JIT error log
  *   rig_skip(name, why)         prints "SKIPPED: <name>: <why>"; returns the exit status
  *                               (77, or 1 with a FAIL line when VKCUDA_REQUIRE_GPU=1)
  *   rig_record(counts, name, ok, s)  one "ok  "/"FAIL" line and the tally
@@ -36,19 +35,16 @@
  *   EXPECT_VKCUDA(call, want)   a vkcuda call that must return `want` (an expected
  *                               failure is printed with the library's message)
  *   CHECK_VK(call)              a VkResult that must be VK_SUCCESS
- *   CHECK_CU(call)              a CUresult that must be CUDA_SUCCESS; the program
- *                               defines GPU_TEST_CUDA_DRIVER (a const cuda_driver *) for
- *                               the error names before it uses CHECK_CU
+ *   CHECK_CU(call)              a CUresult that must be CUDA_SUCCESS
  *
  * C++ programs include it too (extern "C").
  */
 #ifndef VKCUDA_GPU_RIG_H
 #define VKCUDA_GPU_RIG_H
 
-#ifndef VK_NO_PROTOTYPES
-#define VK_NO_PROTOTYPES
-#endif
+#include <cuda.h> /* outside the extern "C" below: they have their own */
 #include <vkcuda.h>
+#include <vulkan/vulkan.h>
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -78,15 +74,14 @@ void rig_close(example *e);
 /* flags: RIG_ONCE (VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT), or 0 for a command
  * buffer submitted again and again. */
 #define RIG_ONCE VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT
-VkResult rig_begin(example *e, VkCommandBuffer cmd, VkCommandBufferUsageFlags flags);
+VkResult rig_begin(VkCommandBuffer cmd, VkCommandBufferUsageFlags flags);
 VkResult rig_submit(example *e, VkCommandBuffer cmd, VkSemaphore timeline, uint64_t wait, uint64_t signal,
                     VkPipelineStageFlags wait_stage, VkFence fence);
 VkResult rig_submit_and_wait(example *e, VkCommandBuffer cmd);
 void rig_close_module(example *e, CUmodule module);
 VkResult rig_staging(example *e, VkDeviceSize size, vk_owned_buffer *b);
 int rig_skip(const char *name, const char *why);
-CUresult rig_load_ptx(example *e, const char *ptx, const char *what, CUmodule *module);
-int rig_image_copies(example *e, PFN_vkCmdCopyImageToBuffer *to_buffer, PFN_vkCmdCopyBufferToImage *to_image);
+CUresult rig_load_ptx(const char *ptx, const char *what, CUmodule *module);
 
 typedef struct rig_counts {
     unsigned passed, failed;
@@ -170,10 +165,10 @@ static inline double now_s(void) {
         VkResult r_ = (call);                                               \
         if (r_ != VK_SUCCESS) FAILF("%s -> %s", #call, vk_result_name(r_)); \
     } while (0)
-#define CHECK_CU(call)                                                                             \
-    do {                                                                                           \
-        CUresult r_ = (call);                                                                      \
-        if (r_ != CUDA_SUCCESS) FAILF("%s -> %s", #call, cuda_result_text(GPU_TEST_CUDA_DRIVER, r_)); \
+#define CHECK_CU(call)                                                          \
+    do {                                                                        \
+        CUresult r_ = (call);                                                   \
+        if (r_ != CUDA_SUCCESS) FAILF("%s -> %s", #call, cuda_result_text(r_)); \
     } while (0)
 #endif
 

@@ -1,0 +1,534 @@
+//! The bridge on any Vulkan device (lavapipe is enough): wgpu writes shared
+//! buffers and textures, the handoff barriers and timeline semaphores go through
+//! wgpu's queue, the host stands in for CUDA, and every element is read back.
+//! The CUDA round trip is the #[ignore]d GPU test at the end.
+
+use std::time::Duration;
+
+use vkcuda_wgpu::{CudaChoice, Error, Handoff, Interop, Shared};
+
+const N: u32 = 4099; // not a multiple of the workgroup size
+const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The value the fill shader writes at `i`.
+fn pattern(i: u32) -> u32 {
+    i.wrapping_mul(2_654_435_761).wrapping_add(12_345)
+}
+
+const FILL: &str = "
+@group(0) @binding(0) var<storage, read_write> data: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+    if (id.x < arrayLength(&data)) { data[id.x] = id.x * 2654435761u + 12345u; }
+}";
+
+fn instance(backends: wgpu::Backends) -> wgpu::Instance {
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+    desc.backends = backends;
+    // No wgpu debug messenger: the validation layer (the _vvl runs) prints its
+    // messages itself, where CTest looks for them.
+    desc.flags = wgpu::InstanceFlags::empty().with_env();
+    desc.backend_options.noop.enable = backends.contains(wgpu::Backends::NOOP);
+    wgpu::Instance::new(desc)
+}
+
+fn adapter() -> wgpu::Adapter {
+    pollster::block_on(instance(wgpu::Backends::VULKAN).request_adapter(&Default::default()))
+        .expect("a Vulkan adapter (lavapipe is enough)")
+}
+
+fn bridge() -> Interop {
+    Interop::request_device(&adapter(), &Default::default(), CudaChoice::None)
+        .expect("a Vulkan-only bridge")
+}
+
+/// The bridge's timeline, or None where the device has no
+/// VK_KHR_external_semaphore_fd (lavapipe of Debian 12): the test then orders the
+/// two submissions with a host wait on wgpu instead, and says so.
+fn timeline(b: &Interop, initial: u64, test: &str) -> Option<vkcuda_wgpu::SharedSemaphore> {
+    match b.create_semaphore(initial) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            assert!(
+                e.to_string().contains("VK_KHR_external_semaphore_fd"),
+                "{e}"
+            );
+            eprintln!(
+                "{test}: no shared semaphore on this device, the host orders the submissions ({e})"
+            );
+            None
+        }
+    }
+}
+
+/// Stands in for CUDA between two submissions: waits for `done` (the timeline's,
+/// or wgpu's own completion without one), then signals `next`.
+fn host_turn(b: &Interop, sem: Option<&vkcuda_wgpu::SharedSemaphore>, done: u64, next: u64) {
+    match sem {
+        Some(s) => {
+            s.host_wait(done, TIMEOUT).unwrap();
+            s.host_signal(next).unwrap();
+        }
+        None => wait_idle(b),
+    }
+}
+
+fn wait_idle(b: &Interop) {
+    b.device()
+        .poll(wgpu::PollType::Wait {
+            submission_index: None,
+            timeout: Some(TIMEOUT),
+        })
+        .expect("poll");
+}
+
+fn storage_buffer(b: &Interop, bytes: u64) -> vkcuda_wgpu::SharedBuffer {
+    b.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("shared"),
+        size: bytes,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    })
+    .expect("a shared storage buffer")
+}
+
+/// A command buffer that runs the fill shader over `buffer`.
+fn fill(b: &Interop, buffer: &wgpu::Buffer) -> wgpu::CommandBuffer {
+    let d = b.device();
+    let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("fill"),
+        source: wgpu::ShaderSource::Wgsl(FILL.into()),
+    });
+    let pipeline = d.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some("fill"),
+        layout: None,
+        module: &module,
+        entry_point: Some("main"),
+        compilation_options: Default::default(),
+        cache: None,
+    });
+    let group = d.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: None,
+        layout: &pipeline.get_bind_group_layout(0),
+        entries: &[wgpu::BindGroupEntry {
+            binding: 0,
+            resource: buffer.as_entire_binding(),
+        }],
+    });
+    let mut enc = d.create_command_encoder(&Default::default());
+    {
+        let mut pass = enc.begin_compute_pass(&Default::default());
+        pass.set_pipeline(&pipeline);
+        pass.set_bind_group(0, &group, &[]);
+        pass.dispatch_workgroups((buffer.size() as u32 / 4).div_ceil(64), 1, 1);
+    }
+    enc.finish()
+}
+
+/// Copies `bytes` of `src` (through `record`) into a mappable buffer and reads them.
+fn read_back(
+    b: &Interop,
+    bytes: u64,
+    record: impl FnOnce(&mut wgpu::CommandEncoder, &wgpu::Buffer),
+) -> (wgpu::CommandBuffer, wgpu::Buffer) {
+    let staging = b.device().create_buffer(&wgpu::BufferDescriptor {
+        label: Some("staging"),
+        size: bytes,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut enc = b.device().create_command_encoder(&Default::default());
+    record(&mut enc, &staging);
+    (enc.finish(), staging)
+}
+
+fn words(b: &Interop, staging: &wgpu::Buffer) -> Vec<u32> {
+    let slice = staging.slice(..);
+    slice.map_async(wgpu::MapMode::Read, |r| r.expect("map"));
+    b.device()
+        .poll(wgpu::PollType::Wait {
+            submission_index: None,
+            timeout: Some(TIMEOUT),
+        })
+        .expect("poll");
+    let data = slice.get_mapped_range().expect("mapped range");
+    data.chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+fn check_words(got: &[u32], want: impl Fn(u32) -> u32, what: &str) {
+    let wrong: Vec<_> = (0..got.len() as u32)
+        .filter(|&i| got[i as usize] != want(i))
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "{what}: {} of {} words wrong, first at {} ({:#x}, want {:#x})",
+        wrong.len(),
+        got.len(),
+        wrong[0],
+        got[wrong[0] as usize],
+        want(wrong[0])
+    );
+}
+
+#[test]
+fn a_compute_pass_fills_a_shared_buffer_across_a_handoff() {
+    let b = bridge();
+    let bytes = N as u64 * 4;
+    let buf = storage_buffer(&b, bytes);
+    let sem = timeline(
+        &b,
+        0,
+        "a_compute_pass_fills_a_shared_buffer_across_a_handoff",
+    );
+    let shared: [Shared; 1] = [(&buf).into()];
+    // wgpu writes, hands the buffer to "CUDA" and signals 1.
+    b.submit(
+        [fill(&b, buf.wgpu())],
+        &Handoff {
+            release: &shared,
+            signal: sem.as_ref().map(|s| (s, 1)),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(buf.with_cuda());
+    // The host stands in for CUDA: it waits for wgpu's signal, then signals 2.
+    host_turn(&b, sem.as_ref(), 1, 2);
+    // wgpu waits for 2, takes the buffer back and copies it out.
+    let (copy, staging) = read_back(&b, bytes, |enc, staging| {
+        enc.copy_buffer_to_buffer(buf.wgpu(), 0, staging, 0, bytes)
+    });
+    b.submit(
+        [copy],
+        &Handoff {
+            acquire: &shared,
+            wait: sem.as_ref().map(|s| (s, 2)),
+            signal: sem.as_ref().map(|s| (s, 3)),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(!buf.with_cuda());
+    check_words(&words(&b, &staging), pattern, "the shared buffer");
+    if let Some(s) = &sem {
+        assert_eq!(s.value().unwrap(), 3);
+    }
+}
+
+#[test]
+fn a_shared_texture_keeps_its_texels_across_a_handoff() {
+    let b = bridge();
+    let (w, h) = (67u32, 35u32);
+    let tex = b
+        .create_texture(&wgpu::TextureDescriptor {
+            label: Some("shared texture"),
+            size: wgpu::Extent3d {
+                width: w,
+                height: h,
+                depth_or_array_layers: 1,
+            },
+            mip_level_count: 1,
+            sample_count: 1,
+            dimension: wgpu::TextureDimension::D2,
+            format: wgpu::TextureFormat::R32Uint,
+            usage: wgpu::TextureUsages::COPY_DST
+                | wgpu::TextureUsages::COPY_SRC
+                | wgpu::TextureUsages::STORAGE_BINDING,
+            view_formats: &[],
+        })
+        .unwrap();
+    assert_eq!(tex.resting_layout(), ash::vk::ImageLayout::GENERAL);
+    let texels: Vec<u8> = (0..w * h).flat_map(|i| pattern(i).to_le_bytes()).collect();
+    b.queue().write_texture(
+        tex.wgpu().as_image_copy(),
+        &texels,
+        wgpu::TexelCopyBufferLayout {
+            offset: 0,
+            bytes_per_row: Some(w * 4),
+            rows_per_image: None,
+        },
+        tex.wgpu().size(),
+    );
+    let sem = timeline(&b, 10, "a_shared_texture_keeps_its_texels_across_a_handoff");
+    let shared: [Shared; 1] = [(&tex).into()];
+    b.submit(
+        [],
+        &Handoff {
+            release: &shared,
+            signal: sem.as_ref().map(|s| (s, 11)),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    host_turn(&b, sem.as_ref(), 11, 12);
+    let row = (w * 4).next_multiple_of(256); // bytes_per_row: a multiple of 256
+    let (copy, staging) = read_back(&b, row as u64 * h as u64, |enc, staging| {
+        enc.copy_texture_to_buffer(
+            tex.wgpu().as_image_copy(),
+            wgpu::TexelCopyBufferInfo {
+                buffer: staging,
+                layout: wgpu::TexelCopyBufferLayout {
+                    offset: 0,
+                    bytes_per_row: Some(row),
+                    rows_per_image: None,
+                },
+            },
+            tex.wgpu().size(),
+        )
+    });
+    b.submit(
+        [copy],
+        &Handoff {
+            acquire: &shared,
+            wait: sem.as_ref().map(|s| (s, 12)),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let got = words(&b, &staging);
+    let texel = |i: u32| got[((i / w) * (row / 4) + i % w) as usize];
+    let got: Vec<u32> = (0..w * h).map(texel).collect();
+    check_words(&got, pattern, "the shared texture");
+}
+
+#[test]
+fn handoffs_out_of_turn_are_errors() {
+    let b = bridge();
+    let buf = storage_buffer(&b, 256);
+    let shared: [Shared; 1] = [(&buf).into()];
+    let acquire = Handoff {
+        acquire: &shared,
+        ..Default::default()
+    };
+    let e = b.submit([], &acquire).unwrap_err();
+    assert!(matches!(e, Error::InvalidState(_)), "{e}");
+    let release = Handoff {
+        release: &shared,
+        ..Default::default()
+    };
+    b.submit([], &release).unwrap();
+    let e = b.submit([], &release).unwrap_err();
+    assert!(matches!(e, Error::InvalidState(_)), "{e}");
+    // Taken back and handed over again in one submission: a frame loop's step.
+    let both = Handoff {
+        acquire: &shared,
+        release: &shared,
+        ..Default::default()
+    };
+    b.submit([], &both).unwrap();
+    assert!(buf.with_cuda());
+    b.submit([], &acquire).unwrap();
+    assert!(!buf.with_cuda());
+    // A signal that does not move the timeline forward.
+    if let Some(sem) = timeline(&b, 5, "handoffs_out_of_turn_are_errors") {
+        let e = b
+            .submit(
+                [],
+                &Handoff {
+                    signal: Some((&sem, 5)),
+                    ..Default::default()
+                },
+            )
+            .unwrap_err();
+        assert!(e.to_string().contains("strictly increase"), "{e}");
+    }
+    wait_idle(&b);
+}
+
+#[test]
+fn resources_of_another_device_are_errors() {
+    let a = bridge();
+    let b = bridge();
+    let buf_b = storage_buffer(&b, 256);
+    let shared: [Shared; 1] = [(&buf_b).into()];
+    let e = a
+        .submit(
+            [],
+            &Handoff {
+                release: &shared,
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+    assert!(matches!(e, Error::OtherDevice { .. }), "{e}");
+    if let Some(sem_b) = timeline(&b, 0, "resources_of_another_device_are_errors") {
+        let e = a
+            .submit(
+                [],
+                &Handoff {
+                    signal: Some((&sem_b, 1)),
+                    ..Default::default()
+                },
+            )
+            .unwrap_err();
+        assert!(matches!(e, Error::OtherDevice { .. }), "{e}");
+    }
+    // A's device with B's queue.
+    let e = Interop::from_device(a.adapter(), a.device(), b.queue(), CudaChoice::None)
+        .err()
+        .expect("a queue of another device is refused");
+    assert!(matches!(e, Error::OtherDevice { .. }), "{e}");
+}
+
+#[test]
+fn objects_of_another_backend_are_errors() {
+    let noop =
+        pollster::block_on(instance(wgpu::Backends::NOOP).request_adapter(&Default::default()))
+            .expect("wgpu's no-op adapter");
+    let e = Interop::request_device(&noop, &Default::default(), CudaChoice::None)
+        .err()
+        .expect("a no-op adapter is refused");
+    assert_eq!(e, Error::NotVulkan { what: "adapter" });
+    let (device, queue) = pollster::block_on(noop.request_device(&Default::default())).unwrap();
+    let e = Interop::from_device(&adapter(), &device, &queue, CudaChoice::None)
+        .err()
+        .expect("a no-op device is refused");
+    assert_eq!(e, Error::NotVulkan { what: "device" });
+}
+
+/// wgpu enables VK_KHR_external_memory_fd by itself wherever it exists, so a
+/// plain wgpu device shares buffers; shared semaphores need the device opened with
+/// the bridge's extensions, and their absence is named.
+#[test]
+fn a_plain_wgpu_device_shares_buffers_and_names_the_missing_semaphore_extension() {
+    let adapter = adapter();
+    let (device, queue) = pollster::block_on(adapter.request_device(&Default::default())).unwrap();
+    let b = Interop::from_device(&adapter, &device, &queue, CudaChoice::None).unwrap();
+    let bytes = N as u64 * 4;
+    let buf = storage_buffer(&b, bytes);
+    let (copy, staging) = read_back(&b, bytes, |enc, staging| {
+        enc.copy_buffer_to_buffer(buf.wgpu(), 0, staging, 0, bytes)
+    });
+    b.queue().submit([fill(&b, buf.wgpu()), copy]);
+    check_words(
+        &words(&b, &staging),
+        pattern,
+        "a plain device's shared buffer",
+    );
+    let e = b
+        .create_semaphore(0)
+        .err()
+        .expect("no semaphore extension on a plain wgpu device");
+    assert!(
+        e.to_string().contains("VK_KHR_external_semaphore_fd"),
+        "{e}"
+    );
+}
+
+#[test]
+fn descriptors_the_bridge_cannot_share_are_errors() {
+    let b = bridge();
+    let e = b
+        .create_buffer(&wgpu::BufferDescriptor {
+            label: Some("mappable"),
+            size: 256,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        })
+        .err()
+        .expect("a mappable shared buffer is refused");
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+    let e = b
+        .create_texture(&wgpu::TextureDescriptor {
+            label: Some("multisampled"),
+            size: wgpu::Extent3d {
+                width: 16,
+                height: 16,
+                depth_or_array_layers: 1,
+            },
+            mip_level_count: 1,
+            sample_count: 4,
+            dimension: wgpu::TextureDimension::D2,
+            format: wgpu::TextureFormat::Rgba8Unorm,
+            usage: wgpu::TextureUsages::RENDER_ATTACHMENT,
+            view_formats: &[],
+        })
+        .err()
+        .expect("a multisampled shared texture is refused");
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+    // A Vulkan-only bridge has no CUDA pointer: CUDA_UNAVAILABLE, not a panic.
+    let buf = storage_buffer(&b, 256);
+    assert!(buf.cuda_ptr().unwrap_err().cuda_unavailable());
+    assert!(b.cuda().unwrap_err().cuda_unavailable());
+}
+
+#[test]
+fn the_bridge_and_its_objects_cross_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Interop>();
+    send_sync::<vkcuda_wgpu::SharedBuffer>();
+    send_sync::<vkcuda_wgpu::SharedTexture>();
+    send_sync::<vkcuda_wgpu::SharedSemaphore>();
+}
+
+/// CUDA reads what wgpu wrote (a device-to-host copy on the stream, after the
+/// wait) and writes the next values (host-to-device), wgpu reads them back.
+#[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+fn gpu_cuda_reads_and_writes_what_wgpu_shares() {
+    use cudarc::driver::sys;
+    let b = match Interop::request_device(&adapter(), &Default::default(), CudaChoice::Primary) {
+        Ok(b) => b,
+        Err(e) if std::env::var("VKCUDA_REQUIRE_GPU").as_deref() != Ok("1") => {
+            eprintln!(
+                "SKIPPED: gpu_cuda_reads_and_writes_what_wgpu_shares: no CUDA GPU here ({e})"
+            );
+            return;
+        }
+        Err(e) => panic!("VKCUDA_REQUIRE_GPU=1 but no CUDA-paired wgpu device: {e}"),
+    };
+    let bytes = N as u64 * 4;
+    let buf = storage_buffer(&b, bytes);
+    let sem = b.create_semaphore(0).unwrap();
+    let shared: [Shared; 1] = [(&buf).into()];
+    b.submit(
+        [fill(&b, buf.wgpu())],
+        &Handoff {
+            release: &shared,
+            signal: Some((&sem, 1)),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let ctx = b.cuda().unwrap().context;
+    let ptr = buf.cuda_ptr().unwrap();
+    let mut seen = vec![0u32; N as usize];
+    let next: Vec<u32> = (0..N).map(|i| !pattern(i)).collect();
+    // SAFETY: the driver is loaded (the bridge has CUDA); the pointers cover `bytes`.
+    unsafe {
+        assert_eq!(sys::cuCtxPushCurrent_v2(ctx), sys::CUresult::CUDA_SUCCESS);
+        let stream = std::ptr::null_mut();
+        sem.cuda_wait(1, stream).unwrap();
+        let r = sys::cuMemcpyDtoHAsync_v2(seen.as_mut_ptr().cast(), ptr, bytes as usize, stream);
+        assert_eq!(r, sys::CUresult::CUDA_SUCCESS);
+        let r = sys::cuMemcpyHtoDAsync_v2(ptr, next.as_ptr().cast(), bytes as usize, stream);
+        assert_eq!(r, sys::CUresult::CUDA_SUCCESS);
+        sem.cuda_signal(2, stream).unwrap();
+        assert_eq!(
+            sys::cuStreamSynchronize(stream),
+            sys::CUresult::CUDA_SUCCESS
+        );
+        let mut popped = std::ptr::null_mut();
+        sys::cuCtxPopCurrent_v2(&mut popped);
+    }
+    check_words(&seen, pattern, "CUDA's view of wgpu's writes");
+    let (copy, staging) = read_back(&b, bytes, |enc, staging| {
+        enc.copy_buffer_to_buffer(buf.wgpu(), 0, staging, 0, bytes)
+    });
+    b.submit(
+        [copy],
+        &Handoff {
+            acquire: &shared,
+            wait: Some((&sem, 2)),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    check_words(
+        &words(&b, &staging),
+        |i| !pattern(i),
+        "wgpu's view of CUDA's writes",
+    );
+}
