@@ -1,6 +1,6 @@
 //! Gives the cdylib its soname on Linux, so programs linked against it record the
 //! ABI they were built for. While the version is 0.x a minor release may change the
-//! ABI, so the soname carries the minor version (`libvkcuda.so.0.2`); from 1.0 on
+//! ABI, so the soname carries the minor version (`libvkcuda.so.0.3`); from 1.0 on
 //! it is `libvkcuda.so.<major>` (docs/GUIDE.md, "Names and ABI"). CMake installs the
 //! real file `libvkcuda.so.<version>` with the soname and `.so` links. Nothing else:
 //! this script never writes the header (`VKCUDA_UPDATE_HEADER=1 cargo test --test header` does, and

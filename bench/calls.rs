@@ -7,6 +7,11 @@
 //! batches alternating), in nanoseconds per call; the goal is library <= raw +
 //! 200 ns. GPU time of the batched barriers comes from timestamp queries.
 //!
+//! Beside each per-frame C call, the same call through the Rust API (issue 31: a
+//! Rust engine pays no more than a C one), on objects of a Rust context over the
+//! same `VkDevice` (and CUDA context), alternating with the C call in the same
+//! way: reported as the ratio Rust/C, goal <= 1.01.
+//!
 //! `cargo bench --bench calls` (the bundle's `bench-calls` on the GPU machine);
 //! `--quick` runs the Vulkan-only part with few calls (CI smoke test on lavapipe);
 //! `--csv FILE` writes the table as CSV.
@@ -17,14 +22,48 @@ mod support;
 use std::cell::Cell;
 use std::fmt::Write as _;
 use std::ptr;
+use std::sync::Arc;
 use std::time::Instant;
 
 use ash::vk;
 use cudarc::driver::sys as cu;
 use support::cuda::check;
 use support::*;
+use vkcuda::buffer::Allocator;
+use vkcuda::context::{CudaChoice, EngineHandles};
+use vkcuda::handoff::{Direction, Resource, Scope};
+use vkcuda::image::Description;
+use vkcuda::semaphore::{GraphOp, Kind};
+use vkcuda::{Buffer, Context, Image, Semaphore};
 
 const BATCH: usize = 64;
+
+/// The Rust API's goal: each per-frame call costs at most 1 % more than the same
+/// call through the C API.
+const RUST_GOAL: f64 = 1.01;
+
+/// A Rust context over the C context's own `VkDevice` (an engine context of the
+/// Rust API: the same device, command buffers and, with CUDA, the same primary
+/// context), recording with the same barrier call as the C context.
+fn rust_context_over(ctx: *mut vkcuda_context, cuda: bool, sync2: bool) -> Arc<Context> {
+    let mut h: vkcuda_vulkan_handles = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_context_get_vulkan_handles(ctx, &mut h) });
+    let handles = EngineHandles {
+        instance: h.instance,
+        physical: h.physical_device,
+        device: h.device,
+        get_instance_proc_addr: h.get_instance_proc_addr.expect("gipa"),
+        get_device_proc_addr: None,
+        synchronization2: sync2,
+    };
+    let choice = if cuda {
+        CudaChoice::Primary
+    } else {
+        CudaChoice::None
+    };
+    // SAFETY: the C context's live handles; the Rust context is dropped first.
+    unsafe { Context::from_engine(&handles, choice) }.expect("a Rust context over the device")
+}
 
 #[derive(Default)]
 struct Table {
@@ -45,6 +84,32 @@ impl Table {
     fn single(&mut self, name: &str, lib: f64, note: &str) {
         println!("  {name:<46} library {lib:>9.1} ns   {note}");
         self.rows.push((name.into(), lib, f64::NAN, note.into()));
+    }
+
+    /// The same call through the Rust API and through the C API (ns per call): the
+    /// row "rust: NAME" with the Rust figure as library_ns and the C one as raw_ns.
+    fn rust_vs_c(&mut self, name: &str, rust: f64, c: f64) {
+        let ratio = rust / c;
+        let verdict = if ratio <= RUST_GOAL { "ok" } else { "OVER" };
+        println!(
+            "  {:<76} Rust {rust:>9.1} ns   C {c:>9.1} ns   Rust/C {ratio:>6.3}  {verdict}",
+            format!("rust: {name}")
+        );
+        self.rows.push((
+            format!("rust: {name}"),
+            rust,
+            c,
+            format!("Rust API vs C API; ratio Rust/C {ratio:.3} (goal <= {RUST_GOAL})"),
+        ));
+    }
+
+    /// The worst Rust/C ratio of the run, and its call.
+    fn worst_rust_ratio(&self) -> Option<(f64, &str)> {
+        self.rows
+            .iter()
+            .filter(|r| r.0.starts_with("rust: "))
+            .map(|r| (r.1 / r.2, r.0.as_str()))
+            .max_by(|a, b| a.0.total_cmp(&b.0))
     }
 
     fn csv(&self) -> String {
@@ -222,7 +287,7 @@ fn raw_release_image2(family: u32, image: vk::Image) -> vk::ImageMemoryBarrier2<
 }
 
 /// Recording: single and batched barriers, and a getter through the boundary.
-fn vulkan_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
+fn vulkan_calls(ctx: *mut vkcuda_context, cuda: bool, rounds: usize, t: &mut Table) {
     let v = Vk::new(ctx);
     let family = v.family;
     let info = handoff_info(family);
@@ -255,6 +320,28 @@ fn vulkan_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
             "vkCmdPipelineBarrier"
         }
     );
+    // The Rust API's objects of the same kinds, on the same device.
+    let rctx = rust_context_over(ctx, cuda, sync2);
+    let rbufs: Vec<Buffer> = (0..n_max)
+        .map(|_| {
+            Buffer::create(
+                &rctx,
+                65536,
+                vk::BufferUsageFlags::empty(),
+                Allocator::Vulkan,
+            )
+        })
+        .collect::<vkcuda::Result<_>>()
+        .unwrap();
+    let rimg = Image::create(
+        &rctx,
+        &Description {
+            mip_levels: 1,
+            ..Description::new_2d(vk::Format::R8G8B8A8_UNORM, 256, 256)
+        },
+    )
+    .unwrap();
+    let scope = Scope::new(family);
 
     // A getter: the C boundary (catch_unwind, tag check, message) around one read.
     let sem_less = bufs[0];
@@ -278,6 +365,17 @@ fn vulkan_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
         r,
         "raw: reading the handle from memory; the difference is the panic boundary and the kind-tag check",
     );
+    let mut rust_out = vk::Buffer::null();
+    let (rust, c) = compare(
+        rounds,
+        |_| rust_out = std::hint::black_box(&rbufs[0]).vk_buffer(),
+        |_| {
+            ok(unsafe { vkcuda_buffer_get_vk_buffer(std::hint::black_box(sem_less), &mut out) });
+        },
+        || {},
+    );
+    assert_eq!(rust_out, rbufs[0].vk_buffer());
+    t.rust_vs_c("vkcuda_buffer_get_vk_buffer / Buffer::vk_buffer", rust, c);
 
     let mut rec = Recorder::new(&v);
     let cmd = rec.cmd;
@@ -312,6 +410,17 @@ fn vulkan_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
         r,
         "raw: the same barrier, recorded directly",
     );
+    let (rust, c) = compare(
+        rounds,
+        |_| unsafe { rbufs[0].cmd_release_to_cuda(cmd, &scope) }.unwrap(),
+        |_| ok(unsafe { vkcuda_buffer_cmd_release_to_cuda(bufs[0], cmd, &info) }),
+        || rec.maybe_restart(),
+    );
+    t.rust_vs_c(
+        "vkcuda_buffer_cmd_release_to_cuda / Buffer::cmd_release_to_cuda",
+        rust,
+        c,
+    );
     let (l, r) = compare(
         rounds,
         |_| ok(unsafe { vkcuda_buffer_cmd_acquire_from_cuda(bufs[0], cmd, &info) }),
@@ -331,6 +440,17 @@ fn vulkan_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
         l,
         r,
         "raw: the same barrier, recorded directly",
+    );
+    let (rust, c) = compare(
+        rounds,
+        |_| unsafe { rbufs[0].cmd_acquire_from_cuda(cmd, &scope) }.unwrap(),
+        |_| ok(unsafe { vkcuda_buffer_cmd_acquire_from_cuda(bufs[0], cmd, &info) }),
+        || rec.maybe_restart(),
+    );
+    t.rust_vs_c(
+        "vkcuda_buffer_cmd_acquire_from_cuda / Buffer::cmd_acquire_from_cuda",
+        rust,
+        c,
     );
     let general = vk::ImageLayout::GENERAL.as_raw();
     let (l, r) = compare(
@@ -352,6 +472,28 @@ fn vulkan_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
         l,
         r,
         "raw: the same barrier, recorded directly",
+    );
+    let (rust, c) = compare(
+        rounds,
+        |_| unsafe { rimg.cmd_release_to_cuda(cmd, &scope, vk::ImageLayout::GENERAL) }.unwrap(),
+        |_| ok(unsafe { vkcuda_image_cmd_release_to_cuda(img, cmd, &info, general) }),
+        || rec.maybe_restart(),
+    );
+    t.rust_vs_c(
+        "vkcuda_image_cmd_release_to_cuda / Image::cmd_release_to_cuda",
+        rust,
+        c,
+    );
+    let (rust, c) = compare(
+        rounds,
+        |_| unsafe { rimg.cmd_acquire_from_cuda(cmd, &scope, vk::ImageLayout::GENERAL) }.unwrap(),
+        |_| ok(unsafe { vkcuda_image_cmd_acquire_from_cuda(img, cmd, &info, general) }),
+        || rec.maybe_restart(),
+    );
+    t.rust_vs_c(
+        "vkcuda_image_cmd_acquire_from_cuda / Image::cmd_acquire_from_cuda",
+        rust,
+        c,
     );
 
     // Batched barriers: N resources (every 8th an image) in one barrier, against
@@ -429,8 +571,45 @@ fn vulkan_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
             singles,
             &format!("batched/single {:.3}", l / singles),
         );
+        let rres: Vec<Resource> = (0..n)
+            .map(|i| {
+                if i % 8 == 7 {
+                    Resource::Image(&rimg, vk::ImageLayout::GENERAL)
+                } else {
+                    Resource::Buffer(&rbufs[i])
+                }
+            })
+            .collect();
+        let (rust, c) = compare(
+            (rounds / n.max(8)).max(50),
+            |_| {
+                unsafe {
+                    vkcuda::handoff::batch(
+                        cmd,
+                        Direction::Release,
+                        &scope,
+                        rres.iter().map(|&r| Ok(r)),
+                    )
+                }
+                .unwrap()
+            },
+            |_| {
+                ok(unsafe {
+                    vkcuda_handoff_cmd_release_to_cuda(n as u32, res.as_ptr(), cmd, &info)
+                })
+            },
+            || rec.maybe_restart(),
+        );
+        t.rust_vs_c(
+            &format!("vkcuda_handoff_cmd_release_to_cuda / handoff::batch N={n}"),
+            rust,
+            c,
+        );
     }
     drop(rec);
+    drop(rimg);
+    drop(rbufs);
+    drop(rctx);
     gpu_time_of_batches(&v, &bufs, img, vk_img, barrier2, t);
 
     unsafe {
@@ -582,6 +761,14 @@ fn gpu_time_of_batches(
 /// The per-frame semaphore calls against the driver calls they make.
 fn semaphore_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
     let v = Vk::new(ctx);
+    // The Rust API's semaphore, on the same device and CUDA context.
+    let sync2 = unsafe {
+        v.instance
+            .get_device_proc_addr(v.device.handle(), c"vkCmdPipelineBarrier2".as_ptr())
+    }
+    .is_some();
+    let rctx = rust_context_over(ctx, true, sync2);
+    let rsem = Semaphore::create(&rctx, Kind::Timeline, 0, None).unwrap();
     let mut cinfo: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
     ok(unsafe { vkcuda_context_get_cuda_info(ctx, &mut cinfo) });
     check(unsafe { cu::cuCtxPushCurrent_v2(cinfo.cuda_context.cast()) });
@@ -632,6 +819,28 @@ fn semaphore_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
         r,
         "raw: incrementing a counter (what an engine computes itself); the library reads the counter and checks the chain",
     );
+    let rlast = Cell::new(0u64);
+    let (rust, c) = compare(
+        rounds / 4,
+        |_| rlast.set(rsem.next_stage().unwrap().signal),
+        |_| {
+            let mut st = vkcuda_timeline_stage {
+                wait_value: 0,
+                signal_value: 0,
+            };
+            ok(unsafe { vkcuda_semaphore_next_stage(sem, &mut st) });
+            last.set(st.signal_value);
+        },
+        || {
+            rsem.host_signal(rlast.get()).unwrap();
+            ok(unsafe { vkcuda_semaphore_host_signal(sem, last.get()) });
+        },
+    );
+    t.rust_vs_c(
+        "vkcuda_semaphore_next_stage / Semaphore::next_stage",
+        rust,
+        c,
+    );
 
     // host_signal vs vkSignalSemaphore.
     let value = Cell::new(next());
@@ -659,6 +868,22 @@ fn semaphore_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
         r,
         "raw: vkSignalSemaphore",
     );
+    let rvalue = Cell::new(rsem.value().unwrap());
+    let rbump = || {
+        rvalue.set(rvalue.get() + 1);
+        rvalue.get()
+    };
+    let (rust, c) = compare(
+        rounds,
+        |_| rsem.host_signal(rbump()).unwrap(),
+        |_| ok(unsafe { vkcuda_semaphore_host_signal(sem, bump()) }),
+        || {},
+    );
+    t.rust_vs_c(
+        "vkcuda_semaphore_host_signal / Semaphore::host_signal",
+        rust,
+        c,
+    );
 
     // cuda_signal vs cuSignalExternalSemaphoresAsync (strictly increasing values).
     value.set(next());
@@ -677,6 +902,20 @@ fn semaphore_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
         l,
         r,
         "raw: cuSignalExternalSemaphoresAsync",
+    );
+    sync();
+    value.set(next());
+    rvalue.set(rsem.value().unwrap());
+    let (rust, c) = compare(
+        rounds,
+        |_| rsem.cuda_signal(rbump(), stream).unwrap(),
+        |_| ok(unsafe { vkcuda_semaphore_cuda_signal(sem, bump(), stream.cast()) }),
+        sync,
+    );
+    t.rust_vs_c(
+        "vkcuda_semaphore_cuda_signal / Semaphore::cuda_signal",
+        rust,
+        c,
     );
 
     // cuda_wait vs cuWaitExternalSemaphoresAsync (values already reached).
@@ -698,6 +937,15 @@ fn semaphore_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
         r,
         "raw: cuWaitExternalSemaphoresAsync",
     );
+    sync();
+    let (reached, rreached) = (next(), rsem.value().unwrap());
+    let (rust, c) = compare(
+        rounds,
+        |_| rsem.cuda_wait(rreached, stream).unwrap(),
+        |_| ok(unsafe { vkcuda_semaphore_cuda_wait(sem, reached, stream.cast()) }),
+        sync,
+    );
+    t.rust_vs_c("vkcuda_semaphore_cuda_wait / Semaphore::cuda_wait", rust, c);
 
     // The graph value setter vs cuGraphExecExternalSemaphoresSignalNodeSetParams.
     let mut graph = ptr::null_mut();
@@ -737,6 +985,32 @@ fn semaphore_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
         r,
         "raw: cuGraphExecExternalSemaphoresSignalNodeSetParams",
     );
+    // The Rust semaphore's node in a graph of its own, instantiated the same way.
+    let mut rgraph = ptr::null_mut();
+    check(unsafe { cu::cuGraphCreate(&mut rgraph, 0) });
+    rvalue.set(rsem.value().unwrap());
+    let rnode = unsafe { rsem.cuda_graph_add(GraphOp::Signal, rgraph, &[], rbump()) }.unwrap();
+    let mut rexec = ptr::null_mut();
+    check(unsafe { cu::cuGraphInstantiateWithFlags(&mut rexec, rgraph, 0) });
+    let (rust, c) = compare(
+        rounds,
+        |_| unsafe { rsem.cuda_graph_exec_set(GraphOp::Signal, rexec, rnode, rbump()) }.unwrap(),
+        |_| {
+            ok(unsafe {
+                vkcuda_semaphore_cuda_graph_exec_set_signal(sem, exec.cast(), node, bump())
+            })
+        },
+        || {},
+    );
+    t.rust_vs_c(
+        "vkcuda_semaphore_cuda_graph_exec_set_signal / Semaphore::cuda_graph_exec_set",
+        rust,
+        c,
+    );
+    unsafe {
+        check(cu::cuGraphExecDestroy(rexec));
+        check(cu::cuGraphDestroy(rgraph));
+    }
     // What the library's checks cost, one driver call each (the overhead above is
     // made of these): the liveness lookup, the current context, the stream's
     // context, its capture status, the counter read of the value contract.
@@ -784,6 +1058,10 @@ fn semaphore_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
         check(cu::cuGraphDestroy(graph));
         check(cu::cuDestroyExternalSemaphore(raw_sem));
         vkcuda_semaphore_destroy(sem);
+    }
+    drop(rsem);
+    drop(rctx);
+    unsafe {
         check(cu::cuStreamDestroy_v2(stream));
         let mut p = ptr::null_mut();
         check(cu::cuCtxPopCurrent_v2(&mut p));
@@ -815,7 +1093,7 @@ fn main() {
         ctx = vulkan_only_context();
     }
     println!("recording and the boundary:");
-    vulkan_calls(ctx, rounds, &mut t);
+    vulkan_calls(ctx, cuda, rounds, &mut t);
     if cuda {
         println!("semaphores (CUDA context):");
         semaphore_calls(ctx, rounds, &mut t);
@@ -825,6 +1103,12 @@ fn main() {
         println!("SKIPPED: the semaphore calls need a CUDA GPU");
     }
     unsafe { vkcuda_context_destroy(ctx) };
+    if let Some((worst, call)) = t.worst_rust_ratio() {
+        println!(
+            "Rust API vs C API: worst ratio Rust/C {worst:.3} ({call}); goal <= {RUST_GOAL}: {}",
+            if worst <= RUST_GOAL { "met" } else { "NOT met" }
+        );
+    }
     if let Some(path) = csv {
         std::fs::write(&path, t.csv()).expect("write the CSV");
         println!("wrote {path}");

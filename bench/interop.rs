@@ -1,5 +1,8 @@
 //! Benchmarks: the library against the same thing written with raw Vulkan (ash) and
 //! CUDA driver calls, in one run, on the same VkDevice, queue, CUcontext and stream.
+//! The library is driven through its Rust API (`vkcuda::{Context, Buffer, Image,
+//! Semaphore}`), as a Rust engine uses it; the C boundary's own per-call cost is
+//! bench/calls.rs's (a few ns to a few tens of ns, next to these microseconds).
 //!
 //! `cargo bench --bench interop` (on a GPU machine: the bundle's `interop` binary).
 //! `--quick` runs a few iterations of what works without a GPU (the smoke test CI
@@ -25,12 +28,18 @@ mod support;
 use std::ffi::c_void;
 use std::fmt::Write as _;
 use std::ptr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ash::vk;
 use cudarc::driver::sys as cu;
 use support::cuda::{check, Cuda};
 use support::*;
+use vkcuda::buffer::Allocator;
+use vkcuda::context::CudaChoice;
+use vkcuda::handoff::Scope;
+use vkcuda::semaphore::Kind;
+use vkcuda::{Buffer, Context, Semaphore};
 
 const TINY_PTX: &str = "
 .version 7.0
@@ -88,7 +97,7 @@ impl Report {
 /// What a benchmark needs: the library's context, and raw handles to the same
 /// device, queue and CUDA context.
 struct Env {
-    ctx: *mut vkcuda_context,
+    ctx: Arc<Context>,
     v: Vk,
     stream: cu::CUstream,
     tiny: cu::CUfunction,
@@ -99,9 +108,9 @@ struct Env {
 }
 
 impl Env {
-    fn new(ctx: *mut vkcuda_context) -> Env {
-        let v = Vk::new(ctx);
-        let cuctx = Cuda::of(ctx).0;
+    fn new(ctx: Arc<Context>) -> Env {
+        let v = Vk::of(&ctx);
+        let cuctx = Cuda::of_context(&ctx).0;
         check(unsafe { cu::cuCtxPushCurrent_v2(cuctx) });
         let mut stream = ptr::null_mut();
         check(unsafe { cu::cuStreamCreate(&mut stream, 1) });
@@ -168,6 +177,11 @@ impl Env {
         unsafe { self.v.device.queue_wait_idle(self.v.queue) }.unwrap();
         check(unsafe { cu::cuStreamSynchronize(self.stream) });
     }
+
+    /// The handoff scope of the benchmark's queue family.
+    fn scope(&self) -> Scope {
+        Scope::new(self.v.family)
+    }
 }
 
 /// A timeline shared with CUDA, driven either through the library or raw calls.
@@ -177,39 +191,23 @@ trait Timeline {
     fn cuda_signal(&self, env: &Env, value: u64);
 }
 
-struct LibTimeline(*mut vkcuda_semaphore, vk::Semaphore);
+struct LibTimeline(Semaphore);
 
 impl LibTimeline {
     fn new(env: &Env) -> Self {
-        let info = vkcuda_semaphore_create_info {
-            flags: 0,
-            semaphore_type: vkcuda_semaphore_type_raw(0),
-            initial_value: 0,
-            host_wait_spin_ns: 0,
-        };
-        let mut s = ptr::null_mut();
-        ok(unsafe { vkcuda_semaphore_create(env.ctx, &info, &mut s) });
-        let mut vs = vk::Semaphore::null();
-        ok(unsafe { vkcuda_semaphore_get_vk_semaphore(s, &mut vs) });
-        LibTimeline(s, vs)
+        LibTimeline(Semaphore::create(&env.ctx, Kind::Timeline, 0, None).unwrap())
     }
 }
 
 impl Timeline for LibTimeline {
     fn vk(&self) -> vk::Semaphore {
-        self.1
+        self.0.vk_semaphore()
     }
     fn cuda_wait(&self, env: &Env, value: u64) {
-        ok(unsafe { vkcuda_semaphore_cuda_wait(self.0, value, env.stream.cast()) });
+        self.0.cuda_wait(value, env.stream).unwrap();
     }
     fn cuda_signal(&self, env: &Env, value: u64) {
-        ok(unsafe { vkcuda_semaphore_cuda_signal(self.0, value, env.stream.cast()) });
-    }
-}
-
-impl Drop for LibTimeline {
-    fn drop(&mut self) {
-        unsafe { vkcuda_semaphore_destroy(self.0) };
+        self.0.cuda_signal(value, env.stream).unwrap();
     }
 }
 
@@ -433,7 +431,7 @@ fn host_wait(env: &Env, lib: &LibTimeline, how: &str, rounds: usize) -> Vec<f64>
         env.launch_tiny();
         lib.cuda_signal(env, v + 2);
         match how {
-            "library" => ok(unsafe { vkcuda_semaphore_host_wait(lib.0, v + 2, 5_000_000_000) }),
+            "library" => lib.0.host_wait(v + 2, Duration::from_secs(5)).unwrap(),
             "vkWaitSemaphores" => {
                 let sems = [s];
                 let vals = [v + 2];
@@ -456,22 +454,12 @@ fn host_wait(env: &Env, lib: &LibTimeline, how: &str, rounds: usize) -> Vec<f64>
     times
 }
 
-fn zero_copy_handoff(
-    env: &Env,
-    t: &dyn Timeline,
-    buffer: *mut vkcuda_buffer,
-    rounds: usize,
-) -> Vec<f64> {
+fn zero_copy_handoff(env: &Env, t: &dyn Timeline, buffer: &Buffer, rounds: usize) -> Vec<f64> {
     // CUDA finished writing (its stream is idle); time until Vulkan has the frame:
     // CUDA signal, Vulkan submit that waits and acquires the buffer, host sees it.
     let s = t.vk();
     let base = env.counter(s);
-    let h = handoff_info(env.v.family);
-    let cmd = env.v.command_buffer();
-    unsafe {
-        ok(vkcuda_buffer_cmd_acquire_from_cuda(buffer, cmd, &h));
-        env.v.device.end_command_buffer(cmd).unwrap();
-    }
+    let cmd = acquire_cmd(env, buffer);
     let mut times = Vec::new();
     for r in 0..rounds as u64 {
         let v = base + 2 * r;
@@ -489,11 +477,10 @@ fn zero_copy_handoff(
 }
 
 /// A command buffer holding the acquire-from-CUDA barrier of `buffer`.
-fn acquire_cmd(env: &Env, buffer: *mut vkcuda_buffer) -> vk::CommandBuffer {
-    let h = handoff_info(env.v.family);
+fn acquire_cmd(env: &Env, buffer: &Buffer) -> vk::CommandBuffer {
     let cmd = env.v.command_buffer();
     unsafe {
-        ok(vkcuda_buffer_cmd_acquire_from_cuda(buffer, cmd, &h));
+        buffer.cmd_acquire_from_cuda(cmd, &env.scope()).unwrap();
         env.v.device.end_command_buffer(cmd).unwrap();
     }
     cmd
@@ -779,12 +766,17 @@ fn creation(env: &Env, rep: &mut Report, quick: bool) {
     println!("\n[create/destroy] library vs raw, each a full create + destroy");
     let iters = if quick { 5 } else { 40 };
     for (label, size) in [("1MiB", 1u64 << 20), ("64MiB", 64 << 20), ("1GiB", 1 << 30)] {
-        for (alloc, name) in [(0, "vulkan"), (1, "cuda")] {
+        for (alloc, name) in [(Allocator::Vulkan, "vulkan"), (Allocator::Cuda, "cuda")] {
             let (mut lib, mut raw) = time_pair(
                 iters,
-                || unsafe { vkcuda_buffer_destroy(create_buffer(env.ctx, size, alloc)) },
                 || {
-                    if alloc == 0 {
+                    drop(
+                        Buffer::create(&env.ctx, size, vk::BufferUsageFlags::empty(), alloc)
+                            .unwrap(),
+                    )
+                },
+                || {
+                    if alloc == Allocator::Vulkan {
                         raw_vulkan_buffer(env, size)
                     } else {
                         raw_cuda_buffer(env, size)
@@ -821,8 +813,23 @@ fn creation(env: &Env, rep: &mut Report, quick: bool) {
     rep.derived("create", "timeline semaphore ratio", l / r, "library/raw");
 }
 
+/// The Rust API's standalone context with CUDA, or None (after saying why) on a
+/// machine without a CUDA GPU; VKCUDA_REQUIRE_GPU=1 makes that a failure.
+fn rust_cuda_context_or_skip(what: &str) -> Option<Arc<Context>> {
+    match Context::standalone(None, CudaChoice::Primary) {
+        Ok(ctx) => Some(ctx),
+        Err(e) if gpu_required() => {
+            panic!("{what}: VKCUDA_REQUIRE_GPU=1 but no CUDA-paired device: {e}")
+        }
+        Err(e) => {
+            eprintln!("SKIPPED: {what}: no CUDA GPU here ({e}); set VKCUDA_REQUIRE_GPU=1 to make this a failure");
+            None
+        }
+    }
+}
+
 fn gpu(quick: bool, rep: &mut Report) {
-    let Some(ctx) = cuda_context_or_skip("bench interop") else {
+    let Some(ctx) = rust_cuda_context_or_skip("bench interop") else {
         return;
     };
     let env = Env::new(ctx);
@@ -926,11 +933,11 @@ fn gpu(quick: bool, rep: &mut Report) {
         if quick && size > 64 << 20 {
             continue;
         }
-        let buf = create_buffer(env.ctx, size, 1);
-        let info = buffer_info(buf);
-        let dst = create_buffer(env.ctx, size, 0);
-        let mut z = zero_copy_handoff(&env, &lib, buf, n(300));
-        let acquire = acquire_cmd(&env, buf);
+        let none = vk::BufferUsageFlags::empty();
+        let buf = Buffer::create(&env.ctx, size, none, Allocator::Cuda).unwrap();
+        let dst = Buffer::create(&env.ctx, size, none, Allocator::Vulkan).unwrap();
+        let mut z = zero_copy_handoff(&env, &lib, &buf, n(300));
+        let acquire = acquire_cmd(&env, &buf);
         let done = RawTimeline::new(&env);
         let mut zp = one_way(
             &env,
@@ -947,16 +954,16 @@ fn gpu(quick: bool, rep: &mut Report) {
         unsafe { env.v.device.free_command_buffers(env.v.pool, &[acquire]) };
         let (mut s, how) = staging_handoff(
             &env,
-            info.cuda_pointer,
+            buf.cuda_ptr().unwrap(),
             size,
-            buffer_info(dst).buffer,
+            dst.vk_buffer(),
             if size >= 256 << 20 { 7 } else { n(40) },
         );
         if label == "4K RGBA" {
             // Throughput is latency / frames in flight until the host's submits limit it.
             for depth in [1u64, 8, 16, 32] {
                 let done = RawTimeline::new(&env);
-                let acquire = acquire_cmd(&env, buf);
+                let acquire = acquire_cmd(&env, &buf);
                 let o = OneWay {
                     vulkan_to_cuda: false,
                     kernel: false,
@@ -999,10 +1006,8 @@ fn gpu(quick: bool, rep: &mut Report) {
             sm / zm,
             "x faster",
         );
-        unsafe {
-            vkcuda_buffer_destroy(dst);
-            vkcuda_buffer_destroy(buf);
-        }
+        drop(dst);
+        drop(buf);
     }
 
     planar::nv12_4k(&env, &lib, rep, quick);
@@ -1010,29 +1015,29 @@ fn gpu(quick: bool, rep: &mut Report) {
     drop(lib);
     drop(raw);
     check(unsafe { cu::cuStreamDestroy_v2(env.stream) });
-    let ctx = env.ctx;
     drop(env);
-    unsafe { vkcuda_context_destroy(ctx) };
 }
 
 /// What runs without CUDA (lavapipe in CI): Vulkan-only buffer create/destroy
 /// through the library against the raw Vulkan calls it makes.
 fn vulkan_only(quick: bool, rep: &mut Report) {
     println!("\n[vulkan-only] exportable buffer create + export fd + destroy");
-    let ctx = vulkan_only_context();
-    let v = Vk::new(ctx);
+    let ctx = Context::standalone(None, CudaChoice::None).expect("a Vulkan-only context");
+    let v = Vk::of(&ctx);
     let mem_fd = ash::khr::external_memory_fd::Device::new(&v.instance, &v.device);
     let iters = if quick { 20 } else { 200 };
     let (mut lib, mut raw) = time_pair(
         iters,
         || {
-            let b = create_buffer(ctx, 1 << 20, 0);
-            let mut fd = -1;
-            ok(unsafe { vkcuda_buffer_export_fd(b, &mut fd) });
-            unsafe {
-                libc::close(fd);
-                vkcuda_buffer_destroy(b);
-            }
+            let b = Buffer::create(
+                &ctx,
+                1 << 20,
+                vk::BufferUsageFlags::empty(),
+                Allocator::Vulkan,
+            )
+            .unwrap();
+            drop(b.export_fd().unwrap()); // closes the fd
+            drop(b);
         },
         || {
             let (buffer, memory, _, _) = raw_exportable_buffer(&v, 1 << 20);
@@ -1055,7 +1060,7 @@ fn vulkan_only(quick: bool, rep: &mut Report) {
     let r = rep.add("vulkan-only", "buffer 1MiB raw", &mut raw, "");
     rep.derived("vulkan-only", "buffer 1MiB ratio", l / r, "library/raw");
     drop(v);
-    unsafe { vkcuda_context_destroy(ctx) };
+    drop(ctx);
 }
 
 fn main() {

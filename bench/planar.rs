@@ -18,12 +18,14 @@
 //!   with each frame first copied plane by plane with `cuMemcpy2DAsync` from
 //!   pitch-linear CUDA memory into the image (what FFmpeg's Vulkan/CUDA interop
 //!   does for every frame). Per frame, medians of batches of 100 frames.
-//! - the pitched-copy helper (`vkcuda_image_cuda_copy_from_pitched`, one call per
-//!   plane image) against the two raw `cuMemcpy2DAsync` calls it makes, timed in
+//! - the pitched-copy helper (`Image::copy_pitched`, `vkcuda_image_cuda_copy_from_pitched`
+//!   in C, one call per plane image) against the two raw `cuMemcpy2DAsync` calls it makes, timed in
 //!   alternation: per frame over batches of 10 frames with a stream sync (GPU
 //!   time and host time together), and the host's enqueue time alone.
 
 use super::*;
+use vkcuda::image::{Description, PitchedPlane, PlanePointer};
+use vkcuda::Image;
 
 const W: u32 = 3840;
 const H: u32 = 2160;
@@ -33,98 +35,60 @@ const H: u32 = 2160;
 /// multi-planar format itself is refused in a CUDA context: its planes read wrong
 /// once the data compresses, see `vkcuda::format::PLANAR`.)
 struct Nv12 {
-    images: [*mut vkcuda_image; 2],
+    images: [Image; 2],
     arrays: [cu::CUarray; 2],
 }
 
 impl Nv12 {
     fn new(env: &Env) -> Nv12 {
-        let mut images = [ptr::null_mut(); 2];
-        let mut arrays = [ptr::null_mut(); 2];
-        for (p, (format, w, h)) in [
-            (vk::Format::R8_UNORM, W, H),
-            (vk::Format::R8G8_UNORM, W / 2, H / 2),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            let info = vkcuda_image_create_info {
-                flags: 0,
-                image_type: vkcuda_image_type_raw(0),
-                format: format.as_raw(),
-                extent: vk::Extent3D {
-                    width: w,
-                    height: h,
-                    depth: 1,
-                },
-                mip_levels: 0,
-                array_layers: 0,
-                usage: 0,
-            };
-            ok(unsafe { vkcuda_image_create(env.ctx, &info, &mut images[p]) });
-            let mut x = ptr::null_mut();
-            ok(unsafe { vkcuda_image_get_plane_cuda_array(images[p], 0, 0, &mut x) });
-            arrays[p] = x.cast();
-        }
-        Nv12 { images, arrays }
-    }
-}
-
-impl Drop for Nv12 {
-    fn drop(&mut self) {
-        for im in self.images {
-            unsafe { vkcuda_image_destroy(im) };
+        let plane = |format, w, h| {
+            let im = Image::create(&env.ctx, &Description::new_2d(format, w, h)).unwrap();
+            let array = im.level_array(0, 0).unwrap();
+            (im, array)
+        };
+        let (luma, luma_array) = plane(vk::Format::R8_UNORM, W, H);
+        let (chroma, chroma_array) = plane(vk::Format::R8G8_UNORM, W / 2, H / 2);
+        Nv12 {
+            images: [luma, chroma],
+            arrays: [luma_array, chroma_array],
         }
     }
 }
 
 /// A shared 4K NV12 video frame: one LINEAR image, its planes pitched CUDA memory.
 struct Linear {
-    image: *mut vkcuda_image,
-    planes: [vkcuda_image_plane_pointer; 2],
+    image: Image,
+    planes: [PlanePointer; 2],
 }
 
 impl Linear {
     fn new(env: &Env) -> Linear {
-        let info = vkcuda_image_create_info {
-            flags: VKCUDA_IMAGE_CREATE_LINEAR_BIT,
-            image_type: vkcuda_image_type_raw(0),
-            format: vk::Format::G8_B8R8_2PLANE_420_UNORM.as_raw(),
-            extent: vk::Extent3D {
-                width: W,
-                height: H,
-                depth: 1,
+        let image = Image::create(
+            &env.ctx,
+            &Description {
+                linear: true,
+                ..Description::new_2d(vk::Format::G8_B8R8_2PLANE_420_UNORM, W, H)
             },
-            mip_levels: 0,
-            array_layers: 0,
-            usage: 0,
-        };
-        let mut image = ptr::null_mut();
-        ok(unsafe { vkcuda_image_create(env.ctx, &info, &mut image) });
-        let mut planes: [vkcuda_image_plane_pointer; 2] = unsafe { std::mem::zeroed() };
-        for (p, out) in planes.iter_mut().enumerate() {
-            ok(unsafe { vkcuda_image_get_plane_pointer(image, p as u32, out) });
-        }
+        )
+        .unwrap();
+        let planes = [
+            image.plane_pointer(0).unwrap(),
+            image.plane_pointer(1).unwrap(),
+        ];
         Linear { image, planes }
-    }
-}
-
-impl Drop for Linear {
-    fn drop(&mut self) {
-        unsafe { vkcuda_image_destroy(self.image) };
     }
 }
 
 /// What a ring hands over: the images of one frame, and how a decoded frame is
 /// copied into it.
 trait Frame {
-    fn images(&self) -> Vec<*mut vkcuda_image>;
+    fn images(&self) -> Vec<&Image>;
     fn copy_in(&self, env: &Env, src: &Pitched);
 }
 
 impl Frame for Nv12 {
-    fn images(&self) -> Vec<*mut vkcuda_image> {
-        self.images.to_vec()
+    fn images(&self) -> Vec<&Image> {
+        self.images.iter().collect()
     }
     fn copy_in(&self, env: &Env, src: &Pitched) {
         raw_copy(env, src, self)
@@ -132,8 +96,8 @@ impl Frame for Nv12 {
 }
 
 impl Frame for Linear {
-    fn images(&self) -> Vec<*mut vkcuda_image> {
-        vec![self.image]
+    fn images(&self) -> Vec<&Image> {
+        vec![&self.image]
     }
     fn copy_in(&self, env: &Env, src: &Pitched) {
         for (p, rows) in [(0, H as usize), (1, H as usize / 2)] {
@@ -149,9 +113,9 @@ impl Frame for Linear {
                 dstY: 0,
                 dstMemoryType: cu::CUmemorytype::CU_MEMORYTYPE_DEVICE,
                 dstHost: ptr::null_mut(),
-                dstDevice: self.planes[p].cuda_pointer,
+                dstDevice: self.planes[p].pointer,
                 dstArray: ptr::null_mut(),
-                dstPitch: self.planes[p].row_pitch as usize,
+                dstPitch: self.planes[p].layout.row_pitch as usize,
                 WidthInBytes: W as usize,
                 Height: rows,
             };
@@ -177,21 +141,12 @@ impl Pitched {
     }
 
     /// The luma plane and the CbCr plane, each for its own image.
-    fn planes(&self) -> [vkcuda_pitched_planes; 2] {
-        let one = |device_pointer| {
-            let plane = |device_pointer, pitch| vkcuda_pitched_plane {
-                device_pointer,
-                pitch,
-            };
-            vkcuda_pitched_planes {
-                flags: 0,
-                plane_count: 1,
-                planes: [
-                    plane(device_pointer, self.pitch as u64),
-                    plane(0, 0),
-                    plane(0, 0),
-                ],
-            }
+    fn planes(&self) -> [[PitchedPlane; 1]; 2] {
+        let one = |pointer| {
+            [PitchedPlane {
+                pointer,
+                pitch: self.pitch as u64,
+            }]
         };
         [
             one(self.ptr),
@@ -232,9 +187,10 @@ fn raw_copy(env: &Env, src: &Pitched, dst: &Nv12) {
 }
 
 /// The library's path: one call per plane image.
-fn lib_copy(env: &Env, planes: &[vkcuda_pitched_planes; 2], dst: &Nv12) {
+fn lib_copy(env: &Env, planes: &[[PitchedPlane; 1]; 2], dst: &Nv12) {
     for (p, pl) in planes.iter().enumerate() {
-        ok(unsafe { vkcuda_image_cuda_copy_from_pitched(dst.images[p], pl, env.stream.cast()) });
+        // SAFETY: `pl` is the decoder-shaped allocation of `Pitched`, rows to spare.
+        unsafe { dst.images[p].copy_pitched(pl, true, env.stream) }.unwrap();
     }
 }
 
@@ -249,10 +205,10 @@ fn one_shot(env: &Env, record: impl FnOnce(vk::CommandBuffer)) -> vk::CommandBuf
 
 /// Hands new images to CUDA (release from UNDEFINED) and waits.
 fn release_new<F: Frame>(env: &Env, images: &[&F]) {
-    let h = handoff_info(env.v.family);
+    let scope = env.scope();
     let cmd = one_shot(env, |cmd| {
         for im in images.iter().flat_map(|f| f.images()) {
-            ok(unsafe { vkcuda_image_cmd_release_to_cuda(im, cmd, &h, 0) });
+            unsafe { im.cmd_release_to_cuda(cmd, &scope, vk::ImageLayout::UNDEFINED) }.unwrap();
         }
     });
     env.v.submit_timeline(&[], &[], cmd, vk::Fence::null());
@@ -272,15 +228,15 @@ fn ring<F: Frame>(
     frames: usize,
 ) -> Vec<f64> {
     let done = RawTimeline::new(env);
-    let h = handoff_info(env.v.family);
-    let sampled = vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL.as_raw();
+    let scope = env.scope();
+    let sampled = vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL;
     let cmds: Vec<vk::CommandBuffer> = images
         .iter()
         .map(|im| {
             one_shot(env, |cmd| unsafe {
                 for i in im.images() {
-                    ok(vkcuda_image_cmd_acquire_from_cuda(i, cmd, &h, sampled));
-                    ok(vkcuda_image_cmd_release_to_cuda(i, cmd, &h, sampled));
+                    i.cmd_acquire_from_cuda(cmd, &scope, sampled).unwrap();
+                    i.cmd_release_to_cuda(cmd, &scope, sampled).unwrap();
                 }
             })
         })
@@ -549,8 +505,7 @@ fn sampling(env: &Env, frame: &Linear, quick: bool) -> (f64, f64) {
     }
     .unwrap();
     unsafe { d.bind_image_memory(optimal, memory, 0) }.unwrap();
-    let mut info: vkcuda_image_info = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_image_get_info(frame.image, &mut info) });
+    let frame_image = frame.image.vk_image();
     // The same ramp into both (luma then CbCr), through a staging buffer.
     let luma = (W * H) as usize;
     let staging = v.host_buffer((luma + luma / 2) as u64);
@@ -592,14 +547,12 @@ fn sampling(env: &Env, frame: &Linear, quick: bool) -> (f64, f64) {
         layer_count: 1,
     };
     // The frame is CUDA's after the ring: Vulkan acquires it for the copy.
-    let h = handoff_info(v.family);
+    let scope = env.scope();
     v.run(|cmd| unsafe {
-        ok(vkcuda_image_cmd_acquire_from_cuda(
-            frame.image,
-            cmd,
-            &h,
-            vk::ImageLayout::TRANSFER_DST_OPTIMAL.as_raw(),
-        ));
+        frame
+            .image
+            .cmd_acquire_from_cuda(cmd, &scope, vk::ImageLayout::TRANSFER_DST_OPTIMAL)
+            .unwrap();
         v.image_barrier(
             cmd,
             layout_barrier(
@@ -609,7 +562,7 @@ fn sampling(env: &Env, frame: &Linear, quick: bool) -> (f64, f64) {
                 vk::ImageLayout::TRANSFER_DST_OPTIMAL,
             ),
         );
-        for image in [info.image, optimal] {
+        for image in [frame_image, optimal] {
             d.cmd_copy_buffer_to_image(
                 cmd,
                 staging.buffer,
@@ -629,11 +582,10 @@ fn sampling(env: &Env, frame: &Linear, quick: bool) -> (f64, f64) {
         }
     });
     v.destroy_host_buffer(staging);
-    let mut conv = vk::SamplerYcbcrConversionCreateInfo::default();
-    ok(unsafe { vkcuda_image_get_ycbcr_conversion_info(frame.image, &mut conv) });
+    let conv = frame.image.ycbcr_conversion().unwrap().create_info();
     // Device-local output: the pass's time is the sampling, not writes across PCIe.
     let passes = [
-        support::ycbcr::YcbcrPass::new(v, info.image, &conv, (W, H), false),
+        support::ycbcr::YcbcrPass::new(v, frame_image, &conv, (W, H), false),
         support::ycbcr::YcbcrPass::new(v, optimal, &conv, (W, H), false),
     ];
     let queries = unsafe {
@@ -687,12 +639,10 @@ fn sampling(env: &Env, frame: &Linear, quick: bool) -> (f64, f64) {
     }
     // Hand the frame back to CUDA as the ring left it.
     v.run(|cmd| unsafe {
-        ok(vkcuda_image_cmd_release_to_cuda(
-            frame.image,
-            cmd,
-            &h,
-            vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL.as_raw(),
-        ))
+        frame
+            .image
+            .cmd_release_to_cuda(cmd, &scope, vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL)
+            .unwrap()
     });
     for pass in passes {
         pass.destroy(v);

@@ -97,7 +97,7 @@
 /** The major version of this header. @ingroup library */
 #define VKCUDA_VERSION_MAJOR 0
 /** The minor version of this header. @ingroup library */
-#define VKCUDA_VERSION_MINOR 2
+#define VKCUDA_VERSION_MINOR 3
 /** The patch version of this header. @ingroup library */
 #define VKCUDA_VERSION_PATCH 0
 /** The version of this header; compare with vkcuda_version() at run time. @ingroup library */

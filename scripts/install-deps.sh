@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what building and testing vkcuda needs on Debian 12 / Ubuntu, only what
 # is missing, without questions (the apt packages below; `apt-get update` only when
-# one is missing), rustup's clippy and rustfmt, VMA's header (scripts/fetch-vma.sh) and
-# CUDA's headers and nvcc from PyPI (scripts/gen-ptx.sh --install-only).
+# one is missing), rustup's clippy and rustfmt, the pinned cargo-semver-checks
+# (cargo install --locked, minutes the first time), VMA's header (scripts/fetch-vma.sh)
+# and CUDA's headers and nvcc from PyPI (scripts/gen-ptx.sh --install-only).
 #
 #   scripts/install-deps.sh [--no-rust]
 #
@@ -14,7 +15,7 @@ need_rust=1
 for arg in "$@"; do
   case "$arg" in
     --no-rust) need_rust=0 ;;
-    -h | --help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "install-deps: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -97,6 +98,27 @@ elif [ "$need_rust" -eq 1 ]; then
   status=1
 else
   log "cargo: not needed (--no-rust / VKCUDA_PREBUILT_LIBRARY)"
+fi
+
+# cargo-semver-checks, pinned: the Rust API against the last release
+# (scripts/semver-check.sh, CTest's semver_check). Built from source with the
+# versions its lock file pins, without its release profile's LTO and single codegen
+# unit (5 minutes on 2 cores instead of 10), once per machine.
+semver_checks_version=0.51.0
+if command -v cargo >/dev/null 2>&1; then
+  if [ "$(cargo semver-checks --version 2>/dev/null)" = "cargo-semver-checks $semver_checks_version" ]; then
+    log "cargo-semver-checks $semver_checks_version: installed"
+  else
+    log "installing cargo-semver-checks $semver_checks_version (cargo install --locked; minutes)"
+    t0=$SECONDS
+    if CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+      cargo install --locked --version "$semver_checks_version" cargo-semver-checks; then
+      log "cargo-semver-checks $semver_checks_version: installed in $((SECONDS - t0)) s"
+    else
+      log "FAILED: cargo install --locked --version $semver_checks_version cargo-semver-checks"
+      [ "$need_rust" -eq 1 ] && status=1
+    fi
+  fi
 fi
 
 # VMA's header (optional: without it CMake leaves the VMA example and test out).

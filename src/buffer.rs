@@ -1,12 +1,32 @@
 //! Shared linear memory: one allocation with a `VkBuffer` view and a CUDA pointer view.
 //!
-//! The allocation and its two views live in an [`Allocation`] behind an `Arc`: the
-//! C handle holds one reference and every DLPack tensor made from the buffer
-//! (`crate::dlpack`) holds another, so the memory stays valid until the last of
-//! them goes, whatever the order. The last reference releases the CUDA view
-//! first, then the Vulkan objects.
+//! The allocation and its two views live behind an `Arc`: the [`Buffer`] holds one
+//! reference and every DLPack tensor made from it ([`Buffer::export_dlpack`])
+//! holds another, so the memory stays valid until the last of them goes, whatever
+//! the order. The last reference releases the CUDA view first, then the Vulkan
+//! objects.
+//!
+//! ```
+//! use vkcuda::ash::vk;
+//! use vkcuda::buffer::{Allocator, Buffer};
+//! use vkcuda::context::{Context, CudaChoice};
+//!
+//! # fn main() -> vkcuda::Result<()> {
+//! let ctx = Context::standalone(None, CudaChoice::None)?;
+//! // 1 MiB of exportable Vulkan memory; with CUDA, also mapped into CUDA.
+//! let buf = Buffer::create(&ctx, 1 << 20, vk::BufferUsageFlags::empty(), Allocator::Vulkan)?;
+//! assert_ne!(buf.vk_buffer(), vk::Buffer::null());
+//! assert_eq!(buf.layout().size, 1 << 20);
+//! // Another process (or context) imports it from an fd and the layout.
+//! let fd = buf.export_fd()?;
+//! use std::os::fd::AsFd;
+//! let same = Buffer::import_fd(&ctx, fd.as_fd(), buf.layout(), vk::BufferUsageFlags::empty())?;
+//! assert_eq!(same.layout().size, buf.layout().size);
+//! # Ok(())
+//! # }
+//! ```
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 
 use ash::vk;
@@ -19,10 +39,10 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::fd;
 
-pub use super::vulkan::memory::check_export_types;
+pub(crate) use super::vulkan::memory::check_export_types;
 
-/// Which side allocated the memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Which side allocates a buffer's memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Allocator {
     /// Exportable `VkDeviceMemory`, imported into CUDA.
     Vulkan,
@@ -31,7 +51,7 @@ pub enum Allocator {
 }
 
 /// Buffer usages the library accepts: those that need no extra memory allocate
-/// flags or features.
+/// flags or features (transfer, uniform/storage (texel), index, vertex, indirect).
 pub const ALLOWED_USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
     vk::BufferUsageFlags::TRANSFER_SRC.as_raw()
         | vk::BufferUsageFlags::TRANSFER_DST.as_raw()
@@ -44,14 +64,15 @@ pub const ALLOWED_USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
         | vk::BufferUsageFlags::INDIRECT_BUFFER.as_raw(),
 );
 
-/// The usage when the caller passes 0.
+/// The usage when the caller passes an empty one: transfer source and
+/// destination, storage.
 pub const DEFAULT_USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
     vk::BufferUsageFlags::TRANSFER_SRC.as_raw()
         | vk::BufferUsageFlags::TRANSFER_DST.as_raw()
         | vk::BufferUsageFlags::STORAGE_BUFFER.as_raw(),
 );
 
-pub fn check_usage(usage: vk::BufferUsageFlags) -> Result<vk::BufferUsageFlags> {
+pub(crate) fn check_usage(usage: vk::BufferUsageFlags) -> Result<vk::BufferUsageFlags> {
     if usage.is_empty() {
         return Ok(DEFAULT_USAGE);
     }
@@ -91,35 +112,50 @@ enum CudaView {
     Vmm(VmmAllocation),
 }
 
-/// The description a receiver needs to import an exported buffer fd.
+/// Where a buffer lies in its memory: what a receiver needs, with the exported
+/// fd, to import it ([`Buffer::import_fd`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Layout {
+    /// Which side allocated the memory.
     pub allocator: Allocator,
+    /// The size of the whole allocation (`VkDeviceMemory`, or the CUDA
+    /// allocation rounded up to its granularity).
     pub allocation_size: u64,
+    /// Where the buffer starts in the allocation.
     pub offset: u64,
+    /// The buffer's size in bytes.
     pub size: u64,
+    /// The allocation is dedicated to the buffer (CUDA imports it with
+    /// `CUDA_EXTERNAL_MEMORY_DEDICATED`).
     pub dedicated: bool,
 }
 
 /// The engine's buffer for [`Buffer::wrap`].
 #[derive(Clone, Copy, Debug)]
 pub struct Wrap {
+    /// The engine's `VkBuffer`.
     pub buffer: vk::Buffer,
+    /// The memory it is bound to, allocated exportable
+    /// (`VkExportMemoryAllocateInfo` with `OPAQUE_FD`).
     pub memory: vk::DeviceMemory,
     /// The whole `VkDeviceMemory`'s size.
     pub allocation_size: u64,
     /// Where the buffer is bound in `memory`.
     pub offset: u64,
+    /// The buffer's size in bytes.
     pub size: u64,
+    /// `memory` is a dedicated allocation (`VkMemoryDedicatedAllocateInfo`
+    /// naming the buffer).
     pub dedicated: bool,
-    /// `VkExportMemoryAllocateInfo::handleTypes` of `memory`, as the engine states it.
+    /// `VkExportMemoryAllocateInfo::handleTypes` of `memory`, as the engine states
+    /// it (raw `VkExternalMemoryHandleTypeFlags`; must include `OPAQUE_FD`).
     pub export_handle_types: u32,
 }
 
 /// The allocation and its two views, shared by the buffer's handle and the DLPack
 /// tensors made from it; released when the last of them drops. It holds the
 /// context, so the context outlives the memory.
-pub struct Allocation {
+pub(crate) struct Allocation {
     ctx: Arc<Context>,
     vulkan: VulkanView,
     cuda: CudaView,
@@ -131,6 +167,7 @@ pub struct Allocation {
 impl Allocation {
     /// The CUDA device pointer of the buffer's first byte, or CUDA_UNAVAILABLE in a
     /// Vulkan-only context.
+    #[inline]
     pub fn cuda_ptr(&self) -> Result<u64> {
         if self.cuda_ptr == 0 {
             self.ctx.cuda()?;
@@ -138,16 +175,20 @@ impl Allocation {
         Ok(self.cuda_ptr)
     }
 
-    pub fn layout(&self) -> Layout {
-        self.layout
-    }
-
     pub fn context(&self) -> &Arc<Context> {
         &self.ctx
     }
 }
 
-/// A shared buffer: one reference to its [`Allocation`].
+/// A shared buffer: one allocation with a `VkBuffer` view and a CUDA device
+/// pointer view. It holds its context; dropping it releases the CUDA view, then
+/// the Vulkan objects (once the DLPack tensors made from it are gone too).
+///
+/// The caller guarantees that no GPU work still uses the buffer when it is
+/// dropped (wait for the semaphore value or fence of the last use first).
+///
+/// Thread-safety: `Send` and `Sync`; every method may be called from any number
+/// of threads at once.
 pub struct Buffer {
     alloc: Arc<Allocation>,
 }
@@ -171,7 +212,13 @@ fn check_size(size: u64) -> Result<()> {
 }
 
 impl Buffer {
-    /// Allocates `size` bytes on the `allocator` side and makes the other side's view.
+    /// Allocates `size` bytes on the `allocator` side and makes the other side's
+    /// view: Vulkan allocates exportable memory (dedicated where the driver
+    /// requires or prefers it) that CUDA imports, or CUDA allocates with
+    /// `cuMemCreate` (granularity-rounded) and Vulkan imports. `usage` empty means
+    /// [`DEFAULT_USAGE`]; bits outside [`ALLOWED_USAGE`] are refused. In a
+    /// Vulkan-only context only the Vulkan side exists ([`Allocator::Cuda`] is
+    /// [`ErrorKind::CudaUnavailable`](crate::ErrorKind::CudaUnavailable)).
     pub fn create(
         ctx: &Arc<Context>,
         size: u64,
@@ -242,11 +289,19 @@ impl Buffer {
         .into())
     }
 
-    /// Makes a CUDA view of memory the engine allocated exportable itself (in a
-    /// Vulkan-only context: only the checks). The engine keeps owning `buffer` and
-    /// `memory` and must destroy them after this object. `w.export_handle_types`
-    /// is what the engine allocated the memory with; it must include OPAQUE_FD.
-    pub fn wrap(ctx: &Arc<Context>, w: &Wrap) -> Result<Buffer> {
+    /// Makes a CUDA view of a buffer the engine allocated exportable itself (a
+    /// VMA pool with export info, say); in a Vulkan-only context only the checks
+    /// run. The engine keeps owning `w.buffer` and `w.memory`.
+    /// `w.export_handle_types` is what the engine allocated the memory with; it
+    /// must include `OPAQUE_FD` (checked before any driver call). The offset,
+    /// size and alignment are checked against the buffer's memory requirements.
+    ///
+    /// # Safety
+    /// `w.buffer` is a live `VkBuffer` of the context's device bound to `w.memory`
+    /// at `w.offset`; `w.memory` was allocated `w.allocation_size` bytes with
+    /// `w.export_handle_types` (and dedicated to the buffer when `w.dedicated`).
+    /// Both outlive the returned buffer.
+    pub unsafe fn wrap(ctx: &Arc<Context>, w: &Wrap) -> Result<Buffer> {
         let Wrap {
             buffer,
             memory,
@@ -333,10 +388,13 @@ impl Buffer {
     }
 
     /// Imports an fd exported by [`export_fd`](Self::export_fd) (here or in another
-    /// process) as both views. `handle` stays the caller's: the drivers get duplicates.
+    /// process) with the exporter's [`Layout`], as both views. `handle` stays the
+    /// caller's: the drivers get duplicates (close it when you like). An fd that
+    /// is not a memory handle of the device's driver, or whose size is smaller
+    /// than the layout says, is refused before the import.
     pub fn import_fd(
         ctx: &Arc<Context>,
-        handle: &OwnedFd,
+        handle: BorrowedFd<'_>,
         layout: Layout,
         usage: vk::BufferUsageFlags,
     ) -> Result<Buffer> {
@@ -406,7 +464,8 @@ impl Buffer {
         Ok(buf.into())
     }
 
-    /// A new fd for the memory; the caller owns it (close it, or import it).
+    /// A new fd for the memory (`OPAQUE_FD`): the caller owns it. It hands over
+    /// the whole allocation: whoever holds it can map, read and write the memory.
     pub fn export_fd(&self) -> Result<OwnedFd> {
         match (&self.alloc.cuda, &self.alloc.vulkan) {
             (CudaView::Vmm(v), _) => v.export_fd(),
@@ -417,6 +476,7 @@ impl Buffer {
         }
     }
 
+    /// The `VkBuffer` (the library's, or the engine's for a wrapped buffer).
     pub fn vk_buffer(&self) -> vk::Buffer {
         match &self.alloc.vulkan {
             VulkanView::Owned(bm) => bm.buffer,
@@ -424,6 +484,7 @@ impl Buffer {
         }
     }
 
+    /// The `VkDeviceMemory` the buffer is bound to (at [`Layout::offset`]).
     pub fn vk_memory(&self) -> vk::DeviceMemory {
         match &self.alloc.vulkan {
             VulkanView::Owned(bm) => bm.memory,
@@ -431,7 +492,11 @@ impl Buffer {
         }
     }
 
-    /// The CUDA device pointer, or CUDA_UNAVAILABLE in a Vulkan-only context.
+    /// The CUDA device pointer (`CUdeviceptr`) of the buffer's first byte, or
+    /// [`ErrorKind::CudaUnavailable`](crate::ErrorKind::CudaUnavailable) in a
+    /// Vulkan-only context. Valid for CUDA's driver and runtime APIs, PyTorch and
+    /// CuPy in the context's CUDA context (by default the primary context).
+    #[inline]
     pub fn cuda_ptr(&self) -> Result<u64> {
         self.alloc.cuda_ptr()
     }
@@ -445,25 +510,40 @@ impl Buffer {
         }
     }
 
+    /// Where the buffer lies in its memory.
     pub fn layout(&self) -> Layout {
         self.alloc.layout
     }
 
+    /// The buffer's usage (empty for a wrapped buffer: the engine's).
     pub fn usage(&self) -> vk::BufferUsageFlags {
         self.alloc.usage
     }
 
+    /// Whether the Vulkan objects are the engine's ([`Buffer::wrap`]).
     pub fn is_wrapped(&self) -> bool {
         matches!(self.alloc.vulkan, VulkanView::Borrowed { .. })
     }
 
+    /// The context the buffer was made from.
+    #[inline]
     pub fn context(&self) -> &Arc<Context> {
         &self.alloc.ctx
     }
 
     /// Another reference to the allocation (what a DLPack tensor holds).
-    pub fn allocation(&self) -> &Arc<Allocation> {
+    pub(crate) fn allocation(&self) -> &Arc<Allocation> {
         &self.alloc
+    }
+}
+
+impl std::fmt::Debug for Buffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Buffer")
+            .field("vk_buffer", &self.vk_buffer())
+            .field("cuda_ptr", &format_args!("{:#x}", self.alloc.cuda_ptr))
+            .field("layout", &self.alloc.layout)
+            .finish()
     }
 }
 

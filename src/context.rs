@@ -1,4 +1,29 @@
 //! The context: one `VkDevice` paired with one CUDA device, matched by UUID.
+//!
+//! Every object is made from a context and holds it (an [`Arc`]), so a context
+//! lives until the last buffer, image, semaphore and DLPack tensor made from it
+//! is gone, whatever the order they are dropped in. A context is made either
+//! over the engine's own device ([`Context::from_engine`]: the engine creates its
+//! `VkDevice` with the extensions of [`pairing::DEVICE_EXTENSIONS`](crate::pairing::DEVICE_EXTENSIONS)
+//! and the `timelineSemaphore` feature) or standalone, with an instance, device
+//! and queue of its own ([`Context::standalone`]: tools, tests, examples).
+//!
+//! ```
+//! use vkcuda::context::CudaChoice;
+//! use vkcuda::Context;
+//!
+//! # fn main() -> vkcuda::Result<()> {
+//! // Vulkan only: runs without a GPU (lavapipe), every CUDA call reports
+//! // ErrorKind::CudaUnavailable. CudaChoice::Primary pairs with the CUDA device
+//! // of the same UUID.
+//! let ctx = Context::standalone(None, CudaChoice::None)?;
+//! let vk = ctx.vulkan_handles();
+//! let (family, _queue) = vk.queue.expect("a standalone context has a queue");
+//! println!("queue family {family} of {:?}", vk.device);
+//! assert!(ctx.cuda_info().is_err());
+//! # Ok(())
+//! # }
+//! ```
 
 use std::sync::Arc;
 
@@ -11,41 +36,97 @@ use crate::lost;
 use crate::pairing::{match_device, mismatch};
 
 /// How the CUDA side of a context is chosen.
+#[derive(Clone, Copy, Debug)]
 pub enum CudaChoice {
-    /// The primary context of the CUDA device whose UUID equals the Vulkan device's.
+    /// The primary context of the CUDA device whose UUID equals the Vulkan
+    /// device's (the default: the CUDA runtime API, PyTorch and CuPy use it too,
+    /// so pointers are valid in their code as they are).
     Primary,
-    /// A context the caller created (checked to be on the matching device).
-    Borrowed(sys::CUcontext),
-    /// No CUDA at all: only the Vulkan half works; CUDA calls report CUDA_UNAVAILABLE.
+    /// A context the caller created, checked to be on the matching device.
+    Borrowed(BorrowedCudaContext),
+    /// No CUDA at all: only the Vulkan half works (creating, exporting and
+    /// importing); CUDA calls return [`ErrorKind::CudaUnavailable`].
     None,
 }
 
+/// A `CUcontext` the caller created and keeps alive for longer than the
+/// [`Context`] made with it ([`CudaChoice::Borrowed`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BorrowedCudaContext(sys::CUcontext);
+
+impl BorrowedCudaContext {
+    /// Wraps a raw `CUcontext`.
+    ///
+    /// # Safety
+    /// `context` is a live CUDA context (made by `cuCtxCreate`, or a primary
+    /// context retained by the caller) that stays alive until every object made
+    /// with a context from it is dropped.
+    pub unsafe fn from_raw(context: sys::CUcontext) -> Self {
+        BorrowedCudaContext(context)
+    }
+
+    /// The raw `CUcontext`.
+    pub fn as_raw(self) -> sys::CUcontext {
+        self.0
+    }
+}
+
+// SAFETY: a CUcontext is a driver handle that may be used from any thread.
+unsafe impl Send for BorrowedCudaContext {}
+unsafe impl Sync for BorrowedCudaContext {}
+
 pub use super::vulkan::EngineHandles;
 
+/// A Vulkan device paired with the CUDA device of the same UUID: what every
+/// buffer, image and semaphore is made from.
+///
+/// Made as an `Arc<Context>` ([`from_engine`](Self::from_engine),
+/// [`standalone`](Self::standalone)); each object keeps a reference, so the
+/// context (and a standalone context's device) lives until the last of them
+/// is dropped.
+///
+/// Thread-safety: `Send` and `Sync`; every method may be called from any
+/// number of threads at once.
 pub struct Context {
     pub(super) vk: VulkanDevice,
     pub(super) cuda: Option<Arc<CudaContext>>,
 }
 
-/// A context's Vulkan handles: the engine's, or those a standalone context made.
+/// A context's Vulkan handles: the engine's, or those a standalone context made
+/// (owned by the context: valid while it lives).
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub struct VulkanHandles {
+    /// The instance.
     pub instance: ash::vk::Instance,
+    /// The physical device the context is paired on.
     pub physical_device: ash::vk::PhysicalDevice,
+    /// The device every object of the context is made on.
     pub device: ash::vk::Device,
+    /// The entry point the context loaded its functions from (load an
+    /// `ash::Instance` and `ash::Device` with it to record your own work).
     pub get_instance_proc_addr: ash::vk::PFN_vkGetInstanceProcAddr,
-    /// A standalone context's queue family and queue; None on the engine's device.
+    /// A standalone context's queue family (compute and transfer, graphics where
+    /// there is one) and queue, externally synchronised like any `VkQueue`; `None`
+    /// on the engine's device.
     pub queue: Option<(u32, ash::vk::Queue)>,
 }
 
 /// A context's CUDA side.
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub struct CudaInfo {
+    /// The `CUcontext` the library works in (by default the device's primary
+    /// context). Owned by the library (primary: retained) or by the caller
+    /// (borrowed); valid while the context lives.
     pub context: sys::CUcontext,
+    /// The `CUdevice`.
     pub device: sys::CUdevice,
+    /// The device's ordinal.
     pub ordinal: i32,
     /// The device's primary context (not one the caller passed in).
     pub primary: bool,
+    /// The CUDA device's UUID (equal to the Vulkan device's).
     pub uuid: [u8; 16],
 }
 
@@ -67,14 +148,40 @@ fn made(vk: VulkanDevice, cuda: Option<Arc<CudaContext>>) -> Arc<Context> {
 }
 
 impl Context {
-    /// Pairs the engine's device with CUDA.
-    pub fn from_engine(handles: &EngineHandles, choice: CudaChoice) -> Result<Arc<Context>> {
+    /// Pairs the engine's `VkDevice` with the CUDA device of the same UUID (as
+    /// `choice` says). Every entry point is loaded through
+    /// `handles.get_instance_proc_addr`; the library never links `libvulkan`.
+    ///
+    /// Errors: [`ErrorKind::CudaUnavailable`] without a CUDA driver,
+    /// [`ErrorKind::DeviceMismatch`] when no CUDA device has the Vulkan device's
+    /// UUID (the message names both), [`ErrorKind::InvalidArgument`] when a command
+    /// the library calls does not resolve (an instance made for Vulkan 1.0 or 1.1),
+    /// and [`ErrorKind::ExtensionNotPresent`] later, from the first call that needs
+    /// an extension the device was created without.
+    ///
+    /// # Safety
+    /// The handles are the engine's live `VkInstance`, the `VkPhysicalDevice` its
+    /// `VkDevice` was created on, that device, and the instance's
+    /// `vkGetInstanceProcAddr` (and `vkGetDeviceProcAddr`); the instance is made for
+    /// Vulkan 1.2 or later. They are borrowed: they must outlive the returned
+    /// context and every object made from it. A [`CudaChoice::Borrowed`] context
+    /// must be on the same device.
+    pub unsafe fn from_engine(handles: &EngineHandles, choice: CudaChoice) -> Result<Arc<Context>> {
         let vk = VulkanDevice::from_engine(handles)?;
         let cuda = pair(&vk, choice)?;
         Ok(made(vk, cuda))
     }
 
-    /// Creates a Vulkan instance and device, then pairs them with CUDA.
+    /// Creates a Vulkan instance and device of the library's own (every interop
+    /// extension the device has, timeline semaphores, synchronization2 where the
+    /// device has it, one queue) and pairs them with CUDA. `index` picks a device
+    /// of `vkEnumeratePhysicalDevices`; `None` takes the first that matches a CUDA
+    /// device (or, with [`CudaChoice::None`], the first with the extensions).
+    /// Loads `libvulkan.so.1` ([`ErrorKind::VulkanUnavailable`] if missing).
+    ///
+    /// The library serialises the creation and destruction of the instances and
+    /// devices it makes itself (NVIDIA's driver crashed when 8 threads did them at
+    /// once), so concurrent calls wait for each other.
     pub fn standalone(index: Option<usize>, choice: CudaChoice) -> Result<Arc<Context>> {
         // Find the CUDA devices first so the Vulkan device can be picked to match.
         let cuda_devices = match choice {
@@ -98,9 +205,11 @@ impl Context {
         Ok(made(vk, cuda))
     }
 
-    /// `DeviceLost` when this context's CUDA context hit a sticky error or its
-    /// `VkDevice` was lost (`crate::lost`), naming the first error. One atomic load
-    /// while nothing in the process is lost.
+    /// [`ErrorKind::DeviceLost`] when this context's CUDA context hit a sticky
+    /// error or its `VkDevice` was lost, naming the first error. One atomic load
+    /// while nothing in the process is lost. (The C API makes this check before
+    /// every call on an object of the context; in Rust, a call that reaches the
+    /// lost driver returns its error, and this is the check to make first.)
     #[inline]
     pub fn check_lost(&self) -> Result<()> {
         if !lost::any() {
@@ -118,6 +227,7 @@ impl Context {
         }
     }
 
+    /// The context's Vulkan handles.
     pub fn vulkan_handles(&self) -> VulkanHandles {
         let v = &self.vk;
         VulkanHandles {
@@ -129,7 +239,7 @@ impl Context {
         }
     }
 
-    /// The CUDA side, or CUDA_UNAVAILABLE for a Vulkan-only context.
+    /// The CUDA side, or [`ErrorKind::CudaUnavailable`] for a Vulkan-only context.
     pub fn cuda_info(&self) -> Result<CudaInfo> {
         let c = self.cuda()?;
         Ok(CudaInfo {
@@ -143,7 +253,9 @@ impl Context {
 
     /// Checks that `stream` is a stream of this context's CUDA context (the check
     /// every call that enqueues work on a caller's stream makes): a stream of
-    /// another device is refused naming both devices. The default streams (0,
+    /// another device is refused naming both devices
+    /// ([`ErrorKind::DeviceMismatch`]), a handle the driver does not know as a
+    /// stream with [`ErrorKind::Cuda`]. The default streams (null,
     /// `CU_STREAM_LEGACY`, `CU_STREAM_PER_THREAD`) always are.
     // A CUstream is an opaque driver handle, passed through, never dereferenced here.
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
@@ -164,6 +276,20 @@ impl Context {
     }
 }
 
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("device", &self.vk.device.handle())
+            .field("name", &self.vk.props.name)
+            .field("standalone", &self.vk.owned.is_some())
+            .field(
+                "cuda_ordinal",
+                &self.cuda.as_ref().map(|c| c.device().ordinal),
+            )
+            .finish()
+    }
+}
+
 fn pair(vk: &VulkanDevice, choice: CudaChoice) -> Result<Option<Arc<CudaContext>>> {
     let uuid = vk.props.uuid;
     match choice {
@@ -173,7 +299,7 @@ fn pair(vk: &VulkanDevice, choice: CudaChoice) -> Result<Option<Arc<CudaContext>
             Ok(Some(Arc::new(CudaContext::primary(info)?)))
         }
         CudaChoice::Borrowed(ctx) => {
-            let c = CudaContext::borrowed(ctx)?;
+            let c = CudaContext::borrowed(ctx.as_raw())?;
             if c.device().uuid != uuid {
                 return Err(
                     mismatch(&vk.props.name, &uuid, std::slice::from_ref(c.device()))

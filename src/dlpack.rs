@@ -4,10 +4,37 @@
 //! for the older ABI, a `DLManagedTensor`, whose data is the CUDA view.
 //!
 //! The tensor holds a reference to what keeps the CUDA view valid (the buffer's
-//! [`Allocation`]; a frame's CUDA mapping), so the memory (and the context) stays
+//! allocation; a frame's CUDA mapping), so the memory (and the context) stays
 //! valid until the tensor's deleter runs, even when the handle was destroyed
 //! first. Everything about the tensor (dtype, shape, strides, offset) is checked
 //! against the memory's size before anything is allocated.
+//!
+//! In Rust a tensor is a [`Tensor`]: it calls the deleter when dropped, or hands
+//! the pointer over with [`Tensor::into_raw`] (to PyTorch's `from_dlpack` through
+//! your binding, to a C consumer), which then calls the deleter exactly once.
+//!
+//! ```no_run
+//! use vkcuda::ash::vk;
+//! use vkcuda::buffer::{Allocator, Buffer};
+//! use vkcuda::context::{Context, CudaChoice};
+//! use vkcuda::dlpack::{DType, Spec};
+//!
+//! # fn main() -> vkcuda::Result<()> {
+//! let ctx = Context::standalone(None, CudaChoice::Primary)?; // needs CUDA
+//! let buf = Buffer::create(&ctx, 4 * 256 * 256, vk::BufferUsageFlags::empty(), Allocator::Vulkan)?;
+//! // The buffer as a 256x256 float32 tensor on the paired CUDA device.
+//! let t = buf.export_dlpack(&Spec {
+//!     dtype: DType { code: 2, bits: 32, lanes: 1 },
+//!     shape: &[256, 256],
+//!     ..Spec::default()
+//! })?;
+//! assert_eq!(t.data(), buf.cuda_ptr()?);
+//! assert_eq!(t.shape(), &[256, 256]);
+//! let raw = t.into_raw(); // a DLManagedTensorVersioned *: its consumer calls the deleter
+//! # let _ = raw;
+//! # Ok(())
+//! # }
+//! ```
 
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -20,6 +47,7 @@ use dlpack_rs::ffi::{
 
 use super::cuda::context::CudaContext;
 use crate::buffer::Buffer;
+#[allow(unused_imports)] // ErrorKind: named in the docs
 use crate::error::{Error, ErrorKind, Result};
 use crate::stats;
 
@@ -28,13 +56,16 @@ pub const MAX_NDIM: usize = 8;
 
 /// The DLPack version the tensors are written for: every field and type code used
 /// is in DLPack 1.0, so consumers of any 1.x read them.
-pub const VERSION: DLPackVersion = DLPackVersion { major: 1, minor: 0 };
+pub(crate) const VERSION: DLPackVersion = DLPackVersion { major: 1, minor: 0 };
 
 /// A DLPack data type (`DLDataType`): type code, bits per lane, lanes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct DType {
+    /// `DLDataTypeCode`: 0 int, 1 uint, 2 float, 4 bfloat, 5 complex, 6 bool.
     pub code: u8,
+    /// Bits of one lane: 8, 16, 32 or 64 (complex: 32, 64, 128; bfloat: 16; bool: 8).
     pub bits: u8,
+    /// Lanes per element, at least 1 (1 for scalars).
     pub lanes: u16,
 }
 
@@ -106,24 +137,39 @@ impl From<DType> for DLDataType {
     }
 }
 
-/// What to export, as the caller gave it.
-#[derive(Clone, Copy, Debug)]
+/// What to export. The default is the whole buffer as a one-dimensional tensor of
+/// bytes (uint8), writable, versioned.
+#[derive(Clone, Copy, Debug, Default)]
 pub struct Spec<'a> {
+    /// The element type; all zero means uint8.
     pub dtype: DType,
     /// The shape; empty means one dimension over the rest of the buffer from `offset`.
     pub shape: &'a [i64],
     /// Strides in elements, one per dimension; None means C-contiguous.
     pub strides: Option<&'a [i64]>,
-    /// Where the tensor starts in the buffer, in bytes.
+    /// Where the tensor starts in the buffer, in bytes (a multiple of the element
+    /// size).
     pub offset: u64,
+    /// Mark the tensor read-only (`DLPACK_FLAG_BITMASK_READ_ONLY`; versioned only).
     pub read_only: bool,
     /// A `DLManagedTensor` (no version, no flags) instead of the versioned struct.
     pub legacy: bool,
 }
 
+impl Default for DType {
+    /// All zero: uint8 ([`DType::UINT8`]) when exported.
+    fn default() -> Self {
+        DType {
+            code: 0,
+            bits: 0,
+            lanes: 0,
+        }
+    }
+}
+
 /// A checked [`Spec`]: everything the tensor's fields need.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Plan {
+pub(crate) struct Plan {
     pub dtype: DType,
     pub ndim: usize,
     pub shape: [i64; MAX_NDIM],
@@ -137,7 +183,7 @@ pub struct Plan {
 
 impl Spec<'_> {
     /// Checks the spec against a buffer of `size` bytes.
-    pub fn plan(&self, size: u64) -> Result<Plan> {
+    pub(crate) fn plan(&self, size: u64) -> Result<Plan> {
         let dtype = self.dtype.resolve()?;
         let elem = dtype.size();
         if self.read_only && self.legacy {
@@ -274,7 +320,7 @@ struct Versioned {
 }
 
 /// What a tensor keeps alive: the memory its data points into.
-pub type Keep = Arc<dyn std::any::Any + Send + Sync>;
+pub(crate) type Keep = Arc<dyn std::any::Any + Send + Sync>;
 
 /// The same for the legacy `DLManagedTensor`.
 #[repr(C)]
@@ -310,11 +356,162 @@ unsafe extern "C" fn delete_legacy(t: *mut DLManagedTensor) {
     }));
 }
 
+/// A DLPack tensor the library made: a `DLManagedTensorVersioned` (or, when made
+/// with [`Spec::legacy`], a `DLManagedTensor`) whose data is CUDA memory of a
+/// buffer or a video frame's plane. It keeps that memory (and its context)
+/// alive. Dropping it calls its deleter; [`into_raw`](Self::into_raw) hands it
+/// to a consumer instead.
+///
+/// The tensor carries no synchronisation: make the consumer's stream wait for
+/// what Vulkan wrote ([`Semaphore::cuda_wait`](crate::Semaphore::cuda_wait))
+/// before it reads.
+///
+/// Thread-safety: `Send` and `Sync` (the deleter may run on any thread).
+pub struct Tensor {
+    ptr: std::ptr::NonNull<c_void>,
+    legacy: bool,
+}
+
+// SAFETY: the tensor's memory is owned by the library's boxes (immutable after
+// export) and its deleter may run on any thread.
+unsafe impl Send for Tensor {}
+unsafe impl Sync for Tensor {}
+
+impl Tensor {
+    fn dl(&self) -> &DLTensor {
+        // SAFETY: `ptr` is a live tensor of the kind `legacy` says until dropped.
+        unsafe {
+            if self.legacy {
+                &(*self.ptr.as_ptr().cast::<DLManagedTensor>()).dl_tensor
+            } else {
+                &(*self.ptr.as_ptr().cast::<DLManagedTensorVersioned>()).dl_tensor
+            }
+        }
+    }
+
+    /// The tensor's first element: a CUDA device pointer (`DLTensor::data`; its
+    /// `byte_offset` is 0).
+    pub fn data(&self) -> u64 {
+        self.dl().data as u64
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> &[i64] {
+        let t = self.dl();
+        // SAFETY: shape points to ndim entries owned by the tensor's box.
+        unsafe { std::slice::from_raw_parts(t.shape, t.ndim as usize) }
+    }
+
+    /// The strides in elements (always written: C-contiguous ones when none were
+    /// given).
+    pub fn strides(&self) -> &[i64] {
+        let t = self.dl();
+        // SAFETY: as for `shape`.
+        unsafe { std::slice::from_raw_parts(t.strides, t.ndim as usize) }
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        let d = self.dl().dtype;
+        DType {
+            code: d.code,
+            bits: d.bits,
+            lanes: d.lanes,
+        }
+    }
+
+    /// The CUDA device ordinal (`DLDevice::device_id`; the device type is
+    /// `kDLCUDA`).
+    pub fn device_id(&self) -> i32 {
+        self.dl().device.device_id
+    }
+
+    /// Whether this is a legacy `DLManagedTensor` (else a
+    /// `DLManagedTensorVersioned`).
+    pub fn is_legacy(&self) -> bool {
+        self.legacy
+    }
+
+    /// Whether the tensor is marked read-only (versioned tensors only).
+    pub fn is_read_only(&self) -> bool {
+        // SAFETY: as in `dl`.
+        !self.legacy
+            && unsafe { (*self.ptr.as_ptr().cast::<DLManagedTensorVersioned>()).flags }
+                & DLPACK_FLAG_BITMASK_READ_ONLY
+                != 0
+    }
+
+    /// The `DLManagedTensorVersioned *` (or `DLManagedTensor *`), still owned by
+    /// this value.
+    pub fn as_ptr(&self) -> *mut c_void {
+        self.ptr.as_ptr()
+    }
+
+    /// Hands the tensor over: the returned `DLManagedTensorVersioned *` (or
+    /// `DLManagedTensor *`, [`is_legacy`](Self::is_legacy)) is the caller's, who
+    /// passes it to one consumer or calls its `deleter` exactly once.
+    pub fn into_raw(self) -> *mut c_void {
+        let p = self.ptr.as_ptr();
+        std::mem::forget(self);
+        p
+    }
+
+    /// Takes back a tensor from [`into_raw`](Self::into_raw).
+    ///
+    /// # Safety
+    /// `ptr` came from `into_raw` of a tensor with the same `legacy`, and nobody
+    /// has called its deleter or will.
+    pub unsafe fn from_raw(ptr: *mut c_void, legacy: bool) -> Option<Tensor> {
+        std::ptr::NonNull::new(ptr).map(|ptr| Tensor { ptr, legacy })
+    }
+}
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tensor")
+            .field("data", &format_args!("{:#x}", self.data()))
+            .field("shape", &self.shape())
+            .field("strides", &self.strides())
+            .field("dtype", &self.dtype())
+            .field("legacy", &self.legacy)
+            .finish()
+    }
+}
+
+impl Drop for Tensor {
+    fn drop(&mut self) {
+        // SAFETY: the tensor is ours; its deleter is called once, here.
+        unsafe {
+            if self.legacy {
+                delete_legacy(self.ptr.as_ptr().cast());
+            } else {
+                delete_versioned(self.ptr.as_ptr().cast());
+            }
+        }
+    }
+}
+
+impl Buffer {
+    /// Exports the buffer, or a range of it, as a DLPack tensor on the context's
+    /// CUDA device (`kDLCUDA`, the paired device's ordinal) without copying: its
+    /// data is the buffer's CUDA pointer plus `spec.offset`. The dtype, shape,
+    /// strides and offset are checked against the buffer's size first
+    /// ([`ErrorKind::InvalidArgument`], or [`ErrorKind::Unsupported`] for DLPack
+    /// types not exported); a Vulkan-only context has no device pointer
+    /// ([`ErrorKind::CudaUnavailable`]). The tensor keeps the memory alive after
+    /// the buffer is dropped. Images cannot be exported (their CUDA view is an
+    /// array), but the planes of a shared video frame can
+    /// ([`Image::export_plane_dlpack`](crate::Image::export_plane_dlpack)).
+    pub fn export_dlpack(&self, spec: &Spec) -> Result<Tensor> {
+        export(self, spec)
+    }
+}
+
 /// Makes a tensor over `buffer` as `spec` says: a `DLManagedTensorVersioned *`
 /// (or a `DLManagedTensor *` when `spec.legacy`) that the consumer releases with
 /// its deleter. Arguments are checked first; a Vulkan-only context then gives
 /// CUDA_UNAVAILABLE (a kDLCUDA tensor needs a device pointer).
-pub fn export(buffer: &Buffer, spec: &Spec) -> Result<*mut c_void> {
+pub(crate) fn export(buffer: &Buffer, spec: &Spec) -> Result<Tensor> {
     let plan = spec.plan(buffer.layout().size)?;
     let alloc = buffer.allocation();
     let base = alloc.cuda_ptr().map_err(|e| {
@@ -326,7 +523,12 @@ pub fn export(buffer: &Buffer, spec: &Spec) -> Result<*mut c_void> {
 
 /// Makes the tensor of a checked plan over CUDA memory at `base` (the plan's offset
 /// is added), in `cuda`'s device, holding `keep`.
-pub fn export_plan(base: u64, cuda: &CudaContext, keep: Keep, plan: &Plan) -> Result<*mut c_void> {
+pub(crate) fn export_plan(
+    base: u64,
+    cuda: &CudaContext,
+    keep: Keep,
+    plan: &Plan,
+) -> Result<Tensor> {
     if !cuda.alive() {
         return Err(Error::new(
             ErrorKind::InvalidState,
@@ -372,7 +574,11 @@ pub fn export_plan(base: u64, cuda: &CudaContext, keep: Keep, plan: &Plan) -> Re
             (*b).tensor.dl_tensor.shape = (*b).shape.as_mut_ptr();
             (*b).tensor.dl_tensor.strides = (*b).strides.as_mut_ptr();
         }
-        return Ok(b.cast());
+        return Ok(Tensor {
+            // SAFETY: Box::into_raw never returns null.
+            ptr: unsafe { std::ptr::NonNull::new_unchecked(b.cast()) },
+            legacy: true,
+        });
     }
     let b = Box::into_raw(Box::new(Versioned {
         tensor: DLManagedTensorVersioned {
@@ -396,7 +602,11 @@ pub fn export_plan(base: u64, cuda: &CudaContext, keep: Keep, plan: &Plan) -> Re
         (*b).tensor.dl_tensor.shape = (*b).shape.as_mut_ptr();
         (*b).tensor.dl_tensor.strides = (*b).strides.as_mut_ptr();
     }
-    Ok(b.cast())
+    Ok(Tensor {
+        // SAFETY: Box::into_raw never returns null.
+        ptr: unsafe { std::ptr::NonNull::new_unchecked(b.cast()) },
+        legacy: false,
+    })
 }
 
 #[cfg(test)]

@@ -14,6 +14,20 @@
 //! limit, and files under [`Options::root`] (`/` unless a test says otherwise) for
 //! the container checks: `/.dockerenv`, `/run/.containerenv`, `/proc/1/cgroup`,
 //! `/dev/nvidia*` and the driver's libraries.
+//!
+//! ```
+//! use vkcuda::doctor::{self, Options, Status};
+//!
+//! let report = doctor::run(&Options::default());
+//! for c in &report.checks {
+//!     if c.status != Status::Pass {
+//!         println!("{:<28} {}: {} ({})", c.name, c.status.name(), c.seen, c.fix);
+//!     }
+//! }
+//! // Interop works when nothing failed (never on a machine without a CUDA GPU).
+//! println!("ready: {}", report.ready());
+//! assert!(report.to_json().contains("\"checks\""));
+//! ```
 
 use std::ffi::{OsStr, OsString};
 use std::io::Read;
@@ -41,6 +55,7 @@ pub enum Status {
 }
 
 impl Status {
+    /// "pass", "warn" or "fail".
     pub fn name(self) -> &'static str {
         match self {
             Status::Pass => "pass",
@@ -54,9 +69,13 @@ impl Status {
 /// when it passed).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Check {
+    /// The check's name (`loader`, `cuda.driver`, `device.0.pairing`, `deep.*`, ...).
     pub name: String,
+    /// How it came out.
     pub status: Status,
+    /// What the doctor saw, in words.
     pub seen: String,
+    /// The fix in one sentence (empty when the check passed).
     pub fix: String,
 }
 
@@ -66,12 +85,17 @@ pub struct Check {
 pub struct Pair {
     /// Index in `vkEnumeratePhysicalDevices`, or None for a CUDA device alone.
     pub vulkan_index: Option<u32>,
+    /// The Vulkan device's name (empty for a CUDA device alone).
     pub vulkan_name: String,
+    /// The Vulkan device's `deviceUUID`.
     pub vulkan_uuid: Option<[u8; 16]>,
+    /// The Vulkan device's type (CPU for lavapipe).
     pub vulkan_type: Option<vk::PhysicalDeviceType>,
     /// The CUDA ordinal with the same UUID, if any.
     pub cuda_ordinal: Option<i32>,
+    /// The CUDA device's name (empty without one).
     pub cuda_name: String,
+    /// The CUDA device's UUID.
     pub cuda_uuid: Option<[u8; 16]>,
     /// The Vulkan device has everything interop needs and a CUDA twin.
     pub ready: bool,
@@ -80,22 +104,23 @@ pub struct Pair {
 /// Everything the doctor found.
 #[derive(Clone, Debug, Default)]
 pub struct Report {
+    /// Every check, in the order they ran.
     pub checks: Vec<Check>,
+    /// The pairing table: each Vulkan device and its CUDA twin.
     pub pairs: Vec<Pair>,
 }
 
-/// Where the doctor looks.
-#[derive(Clone)]
+/// Where the doctor looks. The default: the machine's own root, no engine, not
+/// deep.
+#[derive(Clone, Debug)]
 pub struct Options {
     /// The root the container checks read files under (`/.dockerenv`,
     /// `/proc/1/cgroup`, `/dev/nvidia*`, the driver's libraries); `/` normally, a
     /// prepared directory in tests.
     pub root: PathBuf,
-    /// The engine's handles, as it would pass them to `vkcuda_context_create`: the
-    /// doctor then also checks that `VkDevice` (the extensions it was created with,
-    /// its CUDA twin), with the words of the errors a context on it would return.
-    pub engine: Option<EngineHandles>,
-    /// Also run the deep self-test ([`crate::selftest`]): every kind of shared
+    /// The engine's handles ([`Options::with_engine`]).
+    engine: Option<EngineHandles>,
+    /// Also run the deep self-test: every kind of shared
     /// resource made on this machine's GPU, data pushed through both ways and
     /// compared byte for byte (`deep.*` checks).
     pub deep: bool,
@@ -111,13 +136,27 @@ impl Default for Options {
     }
 }
 
-/// Below this soft open-file limit the doctor fails: the NVIDIA driver holds tens
+impl Options {
+    /// Also checks the engine's `VkDevice` (the extensions it was created with,
+    /// its CUDA twin), with the words of the errors a context on it would return.
+    ///
+    /// # Safety
+    /// As for [`Context::from_engine`](crate::Context::from_engine): live handles
+    /// of the engine, valid during [`run`].
+    pub unsafe fn with_engine(mut self, engine: EngineHandles) -> Options {
+        self.engine = Some(engine);
+        self
+    }
+}
+
+/// Below this soft open-file limit the doctor fails (`process.fd_limit`): the
+/// NVIDIA driver holds tens
 /// of descriptors per CUDA context and Vulkan device, each export makes one more
 /// until it is imported or closed, and a process that runs out fails its next
 /// export with an error that does not say why.
-pub const FD_LIMIT_FAIL: u64 = 256;
+pub(crate) const FD_LIMIT_FAIL: u64 = 256;
 /// Below this one it warns (1024 is the usual default soft limit).
-pub const FD_LIMIT_WARN: u64 = 1024;
+pub(crate) const FD_LIMIT_WARN: u64 = 1024;
 
 impl Report {
     /// Interop will work: no check failed.
@@ -125,10 +164,12 @@ impl Report {
         !self.checks.iter().any(|c| c.status == Status::Fail)
     }
 
+    /// How many checks came out `status`.
     pub fn count(&self, status: Status) -> usize {
         self.checks.iter().filter(|c| c.status == status).count()
     }
 
+    /// The check named `name`.
     pub fn check(&self, name: &str) -> Option<&Check> {
         self.checks.iter().find(|c| c.name == name)
     }
@@ -191,7 +232,7 @@ impl Report {
 }
 
 /// "cpu", "integrated", "discrete", "virtual", "other".
-pub fn device_type_name(t: vk::PhysicalDeviceType) -> &'static str {
+pub(crate) fn device_type_name(t: vk::PhysicalDeviceType) -> &'static str {
     match t {
         vk::PhysicalDeviceType::CPU => "cpu",
         vk::PhysicalDeviceType::INTEGRATED_GPU => "integrated",
@@ -201,7 +242,10 @@ pub fn device_type_name(t: vk::PhysicalDeviceType) -> &'static str {
     }
 }
 
-/// Runs every check.
+/// Runs every check: the Vulkan loader and its ICDs, the CUDA driver, each
+/// device's interop support and CUDA twin, the process's limits, the container
+/// (and with [`Options::with_engine`], the engine's device; with
+/// [`Options::deep`], the deep self-test). Never fails: what goes wrong is a check.
 pub fn run(opts: &Options) -> Report {
     let mut r = Report::default();
     let gap = graphics_gap(&opts.root);
@@ -320,10 +364,11 @@ fn check_loader(r: &mut Report, gap: Option<&str>) -> bool {
 
 /// The most of one manifest the doctor reads. An ICD manifest is a few hundred
 /// bytes; a larger file is not one, and a device such as `/dev/zero` never ends.
-pub const MANIFEST_SIZE_LIMIT: u64 = 1 << 20;
+pub(crate) const MANIFEST_SIZE_LIMIT: u64 = 1 << 20;
 
 /// Why an entry of the loader's search gave no usable manifest.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[doc(hidden)]
 pub enum Problem {
     /// The path does not exist.
     Missing,
@@ -373,13 +418,14 @@ impl Problem {
 /// An entry of the loader's search: an ICD manifest and what its library did, or
 /// an entry that gave none and why ([`Manifest::problem`]).
 #[derive(Clone, Debug)]
+#[doc(hidden)]
 pub struct Manifest {
     pub path: PathBuf,
     /// `ICD.library_path` as written.
     pub library: Option<String>,
     /// What the loader will dlopen (relative paths resolved against the manifest).
     pub resolved: Option<String>,
-    pub probe: Option<dynlib::Probe>,
+    pub(crate) probe: Option<dynlib::Probe>,
     /// Why it gave no manifest, or None when it is one.
     pub problem: Option<Problem>,
     /// Where it came from: "VK_DRIVER_FILES", a directory, ...
@@ -577,7 +623,7 @@ fn search() -> Search {
 /// `$XDG_CONFIG_DIRS`, `/etc`, `$XDG_DATA_HOME` and `$XDG_DATA_DIRS`, each with
 /// `vulkan/icd.d` appended. The variables are taken as bytes, as the loader takes
 /// them, so a value that is not UTF-8 still names the paths it names.
-pub fn icd_search_paths() -> Vec<(PathBuf, String)> {
+pub(crate) fn icd_search_paths() -> Vec<(PathBuf, String)> {
     search().paths
 }
 
@@ -669,7 +715,7 @@ fn read_capped(path: &Path) -> std::result::Result<Vec<u8>, Problem> {
 
 /// Reads one manifest (a regular file of at most [`MANIFEST_SIZE_LIMIT`] bytes)
 /// and tries its library.
-pub fn read_manifest(path: &Path, source: &str) -> Manifest {
+pub(crate) fn read_manifest(path: &Path, source: &str) -> Manifest {
     let mut m = Manifest {
         path: path.to_path_buf(),
         library: None,
@@ -754,6 +800,7 @@ fn skipped(path: &Path, source: &str, variable: Option<&str>, problem: Problem) 
 /// at most [`MANIFEST_SIZE_LIMIT`] bytes each. Entries of a variable that give no
 /// manifest (missing, not a `*.json` file or a directory, a directory without
 /// manifests, not a regular file) are listed with their [`Problem`].
+#[doc(hidden)]
 pub fn find_manifests() -> Vec<Manifest> {
     let mut out: Vec<Manifest> = Vec::new();
     let mut push = |m: Manifest| {
@@ -1565,7 +1612,7 @@ struct Working {
 }
 
 /// Why the doctor thinks it runs in a container, or None.
-pub fn container_evidence(root: &Path) -> Option<String> {
+pub(crate) fn container_evidence(root: &Path) -> Option<String> {
     if root.join(".dockerenv").exists() {
         return Some("/.dockerenv exists (Docker)".into());
     }

@@ -1,42 +1,100 @@
-//! The library's error type: a failure class (which becomes the C result code)
-//! and a message in words that names the failing native call and its result.
+//! The library's error type: a failure class ([`ErrorKind`], which is the C
+//! result code) and a message in words that names the failing native call and
+//! its result.
+//!
+//! ```
+//! use vkcuda::{Context, ErrorKind};
+//! use vkcuda::context::CudaChoice;
+//!
+//! // A device index no machine has: refused, with the reason in words.
+//! let e = Context::standalone(Some(1 << 20), CudaChoice::None).unwrap_err();
+//! assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+//! assert_eq!(e.code(), -1); // VKCUDA_ERROR_INVALID_ARGUMENT in C
+//! assert!(e.message().contains("out of range"), "{e}");
+//! println!("{e}"); // the message, as vkcuda_last_error_message() says it in C
+//! ```
 
 use std::fmt;
 
 use ash::vk;
 use cudarc::driver::sys::CUresult;
 
-/// The failure classes; each maps to one `vkcuda_result` code.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The failure classes: each is one `vkcuda_result` code of the C API
+/// ([`code`](Self::code)). New classes may be added in a minor release.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ErrorKind {
+    /// An argument is out of range, inconsistent or unknown (sizes, offsets,
+    /// flags, a file descriptor that is not a GPU handle).
     InvalidArgument,
+    /// A required handle or pointer is null (in Rust: a null Vulkan handle).
     NullPointer,
+    /// Host or device memory ran out (`VK_ERROR_OUT_OF_*_MEMORY`,
+    /// `CUDA_ERROR_OUT_OF_MEMORY`), or the process ran out of file descriptors.
     OutOfMemory,
+    /// The CUDA driver (`libcuda.so.1`) is missing, too old or has no device, or
+    /// the context was made without a CUDA side ([`CudaChoice::None`](crate::context::CudaChoice::None)).
     CudaUnavailable,
+    /// The Vulkan loader (`libvulkan.so.1`) is missing (standalone contexts and
+    /// device queries only).
     VulkanUnavailable,
+    /// A Vulkan call failed; the message names the call and the `VkResult`.
     Vulkan,
+    /// A CUDA driver call failed; the message names the call and the `CUresult`.
     Cuda,
+    /// A device extension the operation needs is not enabled on the `VkDevice`, or
+    /// the device does not have it at all.
     ExtensionNotPresent,
+    /// The Vulkan and CUDA sides are different devices (their UUIDs differ), or a
+    /// CUDA stream, context or shared object belongs to another device.
     DeviceMismatch,
+    /// The device or the library does not support what was asked (a format, a
+    /// usage, a handle type).
     Unsupported,
+    /// A wait did not complete within its timeout.
     Timeout,
+    /// An internal error was caught at the C boundary (the C API only).
     Panic,
+    /// The call is not valid in the object's current state (a binary semaphore
+    /// waited on twice, a timeline chain too far ahead), or a socket's peer closed
+    /// the connection.
     InvalidState,
+    /// The peer on a socket is not allowed ([`ipc::PeerPolicy`](crate::ipc::PeerPolicy)).
     PermissionDenied,
-    /// A sticky CUDA error or `VK_ERROR_DEVICE_LOST` (see `crate::lost`).
+    /// The context's CUDA context hit a sticky error (a faulting kernel) or its
+    /// `VkDevice` returned `VK_ERROR_DEVICE_LOST`: the message names the original
+    /// error. A sticky CUDA error lasts for the rest of the process.
     DeviceLost,
 }
 
-/// An error with its class and a message for the thread-local last-error string.
+impl ErrorKind {
+    /// The C API's `vkcuda_result` value of this class (`VKCUDA_ERROR_*`, always
+    /// negative).
+    pub fn code(self) -> i32 {
+        crate::ffi::vkcuda_result::from(self) as i32
+    }
+}
+
+/// An error: its class and a message in words. The message names the failing
+/// native call and its result where there is one (`"vkAllocateMemory failed with
+/// VK_ERROR_OUT_OF_DEVICE_MEMORY"`) and, for problems of the machine (no CUDA
+/// driver, no CUDA device with the Vulkan device's UUID), the fix; the C API
+/// returns the same text from `vkcuda_last_error_message`.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Error {
+    /// The failure class.
     pub kind: ErrorKind,
+    /// What went wrong, in words.
     pub message: String,
 }
 
+/// `std::result::Result` with the library's [`Error`].
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
+    /// An error of `kind` with `message` (for code that wraps the library and
+    /// reports its own failures the same way).
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Error {
             kind,
@@ -44,20 +102,35 @@ impl Error {
         }
     }
 
-    pub fn invalid(message: impl Into<String>) -> Self {
+    /// The failure class.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// What went wrong, in words.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The C API's `vkcuda_result` value ([`ErrorKind::code`]).
+    pub fn code(&self) -> i32 {
+        self.kind.code()
+    }
+
+    pub(crate) fn invalid(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::InvalidArgument, message)
     }
 
-    pub fn unsupported(message: impl Into<String>) -> Self {
+    pub(crate) fn unsupported(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Unsupported, message)
     }
 
-    pub fn null(what: &str) -> Self {
+    pub(crate) fn null(what: &str) -> Self {
         Self::new(ErrorKind::NullPointer, format!("{what} must not be NULL"))
     }
 
     /// A failed Vulkan call: `call` is the function name, `r` its `VkResult`.
-    pub fn vk(call: &str, r: vk::Result) -> Self {
+    pub(crate) fn vk(call: &str, r: vk::Result) -> Self {
         let kind = match r {
             vk::Result::ERROR_OUT_OF_HOST_MEMORY | vk::Result::ERROR_OUT_OF_DEVICE_MEMORY => {
                 ErrorKind::OutOfMemory
@@ -74,7 +147,7 @@ impl Error {
     }
 
     /// A failed CUDA driver call: `call` is the function name, `r` its `CUresult`.
-    pub fn cuda(call: &str, r: CUresult) -> Self {
+    pub(crate) fn cuda(call: &str, r: CUresult) -> Self {
         if crate::lost::is_sticky(r) {
             return crate::lost::cuda(call, r);
         }
@@ -93,7 +166,7 @@ impl Error {
     }
 
     /// Prefixes the message with more context ("creating a buffer: ...").
-    pub fn context(mut self, what: &str) -> Self {
+    pub(crate) fn context(mut self, what: &str) -> Self {
         self.message = format!("{what}: {}", self.message);
         self
     }
@@ -105,14 +178,14 @@ impl Error {
 /// (`crate::doctor`) reports the same ones as checks, so a failing call and the
 /// doctor never disagree.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Diagnosis {
+pub(crate) struct Diagnosis {
     pub kind: ErrorKind,
     pub seen: String,
     pub fix: String,
 }
 
 impl Diagnosis {
-    pub fn new(kind: ErrorKind, seen: impl Into<String>, fix: impl Into<String>) -> Self {
+    pub(crate) fn new(kind: ErrorKind, seen: impl Into<String>, fix: impl Into<String>) -> Self {
         Diagnosis {
             kind,
             seen: seen.into(),
@@ -121,7 +194,7 @@ impl Diagnosis {
     }
 
     /// The error a call returns: "what was seen: the fix".
-    pub fn error(&self) -> Error {
+    pub(crate) fn error(&self) -> Error {
         Error::new(self.kind, format!("{}: {}", self.seen, self.fix))
     }
 }
@@ -141,7 +214,7 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {}
 
 /// The `VkResult` spelled as in the Vulkan headers (`VK_ERROR_OUT_OF_DEVICE_MEMORY`).
-pub fn vk_result_name(r: vk::Result) -> String {
+pub(crate) fn vk_result_name(r: vk::Result) -> String {
     let debug = format!("{r:?}");
     if debug
         .chars()
@@ -154,20 +227,11 @@ pub fn vk_result_name(r: vk::Result) -> String {
 }
 
 /// Turns a `CUresult` into `Ok` or an [`Error`] naming the call.
-pub fn cu_check(call: &str, r: CUresult) -> Result<()> {
+pub(crate) fn cu_check(call: &str, r: CUresult) -> Result<()> {
     if r == CUresult::CUDA_SUCCESS {
         Ok(())
     } else {
         Err(Error::cuda(call, r))
-    }
-}
-
-/// Turns a `VkResult` into `Ok` or an [`Error`] naming the call.
-pub fn vk_check(call: &str, r: vk::Result) -> Result<()> {
-    if r == vk::Result::SUCCESS {
-        Ok(())
-    } else {
-        Err(Error::vk(call, r))
     }
 }
 

@@ -1,6 +1,6 @@
 //! Owned file descriptors: closed exactly once, duplicated explicitly.
 
-use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 
 use crate::error::{Error, ErrorKind, Result};
 
@@ -86,8 +86,8 @@ impl Drop for Handoff {
 
 /// The size of what `fd` refers to when the kernel knows it (memfd, dma-buf, file),
 /// or `None` (for example an NVIDIA opaque handle, which reports 0).
-pub fn known_size(fd: &OwnedFd) -> Option<u64> {
-    let raw = fd.as_raw_fd();
+pub fn known_size(fd: impl AsFd) -> Option<u64> {
+    let raw = fd.as_fd().as_raw_fd();
     // SAFETY: fstat writes into a zeroed struct we own; the descriptor is open.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     if unsafe { libc::fstat(raw, &mut st) } == 0 && st.st_size > 0 {

@@ -8,6 +8,55 @@
 //! share it is here, once: every resource belongs to the `VkDevice` of the first,
 //! whose context records the barrier, and each image is in a layout that its
 //! direction, its usage and that barrier call allow.
+//!
+//! ```
+//! use vkcuda::ash::{self, vk};
+//! use vkcuda::buffer::Allocator;
+//! use vkcuda::context::CudaChoice;
+//! use vkcuda::handoff::{self, Direction, Resource, Scope};
+//! use vkcuda::image::Description;
+//! use vkcuda::{Buffer, Context, Image};
+//!
+//! # fn main() -> vkcuda::Result<()> {
+//! let ctx = Context::standalone(None, CudaChoice::None)?;
+//! let buf = Buffer::create(&ctx, 4096, vk::BufferUsageFlags::empty(), Allocator::Vulkan)?;
+//! let img = Image::create(&ctx, &Description::new_2d(vk::Format::R8G8B8A8_UNORM, 64, 64))?;
+//!
+//! // The engine's own Vulkan work, through the context's entry point.
+//! let h = ctx.vulkan_handles();
+//! let (family, queue) = h.queue.unwrap();
+//! let static_fn = ash::StaticFn { get_instance_proc_addr: h.get_instance_proc_addr };
+//! let device = unsafe {
+//!     let instance = ash::Instance::load(&static_fn, h.instance);
+//!     ash::Device::load(instance.fp_v1_0(), h.device)
+//! };
+//! let pool_info = vk::CommandPoolCreateInfo::default().queue_family_index(family);
+//! let pool = unsafe { device.create_command_pool(&pool_info, None) }.unwrap();
+//! let alloc = vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(1);
+//! let cmd = unsafe { device.allocate_command_buffers(&alloc) }.unwrap()[0];
+//! unsafe { device.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default()) }.unwrap();
+//!
+//! // Both to CUDA in one barrier: the image's contents may be discarded (UNDEFINED).
+//! let resources = [Resource::Buffer(&buf), Resource::Image(&img, vk::ImageLayout::UNDEFINED)];
+//! // SAFETY: `cmd` is recording, on this device, used by this thread only.
+//! unsafe { handoff::batch(cmd, Direction::Release, &Scope::new(family), resources.map(Ok))? };
+//!
+//! // A layout an image cannot be in is refused before anything is recorded.
+//! let bad = [Ok(Resource::Image(&img, vk::ImageLayout::DEPTH_ATTACHMENT_OPTIMAL))];
+//! let e = unsafe { handoff::batch(cmd, Direction::Acquire, &Scope::new(family), bad) };
+//! assert!(e.is_err());
+//!
+//! unsafe {
+//!     device.end_command_buffer(cmd).unwrap();
+//!     let cmds = [cmd];
+//!     let submit = vk::SubmitInfo::default().command_buffers(&cmds);
+//!     device.queue_submit(queue, &[submit], vk::Fence::null()).unwrap();
+//!     device.queue_wait_idle(queue).unwrap();
+//!     device.destroy_command_pool(pool, None);
+//! }
+//! # Ok(())
+//! # }
+//! ```
 
 use ash::vk;
 
@@ -20,7 +69,7 @@ use crate::image::Image;
 pub use super::vulkan::handoff::{Direction, Scope};
 
 /// One resource of a handoff.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub enum Resource<'a> {
     /// A whole buffer.
     Buffer(&'a Buffer),

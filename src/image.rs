@@ -17,8 +17,56 @@
 //!
 //! CUDA cannot export arrays, so the memory always comes from Vulkan: the library
 //! allocates it ([`Image::create`]) or the engine did ([`Image::wrap`]).
+//!
+//! ```
+//! use vkcuda::ash::vk;
+//! use vkcuda::context::{Context, CudaChoice};
+//! use vkcuda::image::{Description, Image};
+//!
+//! # fn main() -> vkcuda::Result<()> {
+//! let ctx = Context::standalone(None, CudaChoice::None)?;
+//! // An RGBA8 image with 4 mip levels; the usage left empty takes the default
+//! // (transfers, sampled and storage where the format and device allow them).
+//! let im = Image::create(&ctx, &Description {
+//!     mip_levels: 4,
+//!     ..Description::new_2d(vk::Format::R8G8B8A8_UNORM, 256, 128)
+//! })?;
+//! assert_eq!(im.description().mip_levels, 4);
+//! assert!(im.description().usage.contains(vk::ImageUsageFlags::TRANSFER_DST));
+//! // In a Vulkan-only context there are no CUDA arrays.
+//! assert_eq!(im.level_array(0, 1).unwrap_err().kind(), vkcuda::ErrorKind::CudaUnavailable);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! A shared video frame (`no_run`: LINEAR multi-planar images need format
+//! features the lavapipe of Debian 12 lacks):
+//!
+//! ```no_run
+//! use vkcuda::ash::vk;
+//! use vkcuda::context::{Context, CudaChoice};
+//! use vkcuda::image::{Description, Image, VideoColor};
+//!
+//! # fn main() -> vkcuda::Result<()> {
+//! let ctx = Context::standalone(None, CudaChoice::Primary)?;
+//! // A 1920x1080 NV12 video frame: LINEAR, one allocation, pitched planes.
+//! let frame = Image::create(&ctx, &Description {
+//!     linear: true,
+//!     ..Description::new_2d(vk::Format::G8_B8R8_2PLANE_420_UNORM, 1920, 1080)
+//! })?;
+//! assert!(frame.is_frame());
+//! let chroma = frame.plane_pointer(1)?; // pitched CUDA memory: what NVDEC writes
+//! assert_eq!((chroma.width, chroma.height, chroma.bytes_per_texel), (960, 540, 2));
+//! assert!(chroma.layout.row_pitch >= 960 * 2);
+//! // The decoder's colour description drives the engine's YCbCr sampler.
+//! frame.set_video_color(&VideoColor { full_range: true, ..VideoColor::DEFAULT })?;
+//! let conversion = frame.ycbcr_conversion()?.create_info(); // for vkCreateSamplerYcbcrConversion
+//! # let _ = conversion;
+//! # Ok(())
+//! # }
+//! ```
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 
 use ash::vk;
@@ -32,31 +80,45 @@ use super::vulkan::memory;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::fd;
-use crate::format::{self, FormatInfo, Layout, PlaneFormat};
+use crate::format::{self, FormatInfo, Layout};
 
 pub use super::vulkan::image::PlaneMemory;
 
 /// 1D, 2D or 3D.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Dimension {
+    /// `VK_IMAGE_TYPE_1D` (a CUDA 1D array).
     D1,
+    /// `VK_IMAGE_TYPE_2D`.
     D2,
+    /// `VK_IMAGE_TYPE_3D`.
     D3,
 }
 
 /// What an image is; zero for mip levels and array layers means 1, height and
 /// depth 0 mean 1 where the dimension has no such axis, an empty usage means the
-/// default (create only).
+/// default (create only: [`DEFAULT_USAGE`] less what the format cannot do).
+/// [`Image::description`] has the defaults filled in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Description {
+    /// 1D, 2D or 3D.
     pub dimension: Dimension,
+    /// The format: one of the formats the library knows (a colour format with a
+    /// CUDA array format, or a multi-planar YCbCr format).
     pub format: vk::Format,
+    /// The width in texels.
     pub width: u32,
+    /// The height (1 or 0 for 1D).
     pub height: u32,
+    /// The depth (3D; 1 or 0 otherwise).
     pub depth: u32,
+    /// Mip levels (0: 1).
     pub mip_levels: u32,
+    /// Array layers (0: 1); a multiple of 6 for a cube.
     pub array_layers: u32,
+    /// Cube compatible (2D, square).
     pub cube: bool,
+    /// The usage ([`ALLOWED_USAGE`] bits; empty: the default).
     pub usage: vk::ImageUsageFlags,
     /// LINEAR tiling: a shared video frame (multi-planar formats only; not
     /// disjoint, one dedicated allocation, planes as pitched CUDA memory).
@@ -64,6 +126,23 @@ pub struct Description {
 }
 
 impl Description {
+    /// A 2D image of `format`, `width` x `height`, one level and layer, the
+    /// default usage.
+    pub fn new_2d(format: vk::Format, width: u32, height: u32) -> Description {
+        Description {
+            dimension: Dimension::D2,
+            format,
+            width,
+            height,
+            depth: 1,
+            mip_levels: 1,
+            array_layers: 1,
+            cube: false,
+            usage: vk::ImageUsageFlags::empty(),
+            linear: false,
+        }
+    }
+
     /// OPTIMAL, or LINEAR for a video frame.
     pub fn tiling(&self) -> vk::ImageTiling {
         if self.linear {
@@ -111,7 +190,7 @@ pub fn max_mip_levels(width: u32, height: u32, depth: u32) -> u32 {
 /// other offsets than Vulkan does (67x35 with 3 levels, 1D 1000 with 5); one level
 /// or the full chain agree for every extent tried (67x35 with 7 levels, 1D 1000
 /// with 10, 64x64 with 7), as do single-layer and 3D images.
-pub fn layers_agree(d: &Description) -> bool {
+pub(crate) fn layers_agree(d: &Description) -> bool {
     d.array_layers <= 1
         || d.mip_levels <= 1
         || d.mip_levels == max_mip_levels(d.width, d.height, d.depth)
@@ -134,7 +213,7 @@ fn check_layers_agree(d: &Description) -> Result<()> {
 /// A description checked and completed (defaults filled in), with what Vulkan and
 /// CUDA are told: one array shape per plane.
 #[derive(Clone, Debug)]
-pub struct Resolved {
+pub(crate) struct Resolved {
     pub desc: Description,
     pub layout: Layout,
     pub params: ImageParams,
@@ -243,7 +322,7 @@ fn check_shape(d: &Description) -> Result<Description> {
 
 /// What a multi-planar format allows (Vulkan: 2D, one level, one layer, not a
 /// cube), and the extent its chroma subsampling divides.
-pub fn check_planar_shape(d: &Description, layout: &Layout) -> Result<()> {
+pub(crate) fn check_planar_shape(d: &Description, layout: &Layout) -> Result<()> {
     if layout.planar().is_none() {
         if d.linear {
             return Err(Error::invalid(format!(
@@ -388,7 +467,7 @@ fn check_disjoint(ctx: &Context, d: &Description, layout: &Layout) -> Result<()>
 /// defaults. `explicit_usage`: the usage must be given (wrapping an engine image,
 /// whose usage is what it is). In a context with CUDA, a format whose CUDA view is
 /// not verified is refused first ([`format::check_cuda_view`]).
-pub fn resolve(ctx: &Context, desc: &Description, explicit_usage: bool) -> Result<Resolved> {
+pub(crate) fn resolve(ctx: &Context, desc: &Description, explicit_usage: bool) -> Result<Resolved> {
     let layout = format::layout(desc.format)?;
     if ctx.cuda.is_some() {
         format::check_cuda_view(&layout, desc.linear)?;
@@ -450,16 +529,20 @@ pub fn resolve(ctx: &Context, desc: &Description, explicit_usage: bool) -> Resul
     })
 }
 
-/// How a texture reads (the C-side sampler description, checked against the format).
+/// How a texture object reads ([`Image::texture`]), checked against the format.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Sampler {
-    /// `None`: all levels (mipmapped sampling).
+    /// One level (`Some`), or all levels (`None`: mipmapped sampling).
     pub level: Option<u32>,
+    /// Linear filtering (float results only), else point sampling.
     pub linear: bool,
+    /// The address mode of every axis (wrap and mirror need normalized coordinates).
     pub address: sys::CUaddress_mode,
+    /// Coordinates in [0, 1) instead of texels.
     pub normalized_coordinates: bool,
     /// Integer formats come back as normalized floats (`false`: as integers).
     pub normalized_float: bool,
+    /// The colour outside the image with the border address mode.
     pub border_color: [f32; 4],
 }
 
@@ -467,7 +550,9 @@ pub struct Sampler {
 /// row's address and the bytes from one row to the next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PitchedPlane {
+    /// The device address of the first row.
     pub pointer: u64,
+    /// The bytes from one row to the next (at least the plane's row).
     pub pitch: u64,
 }
 
@@ -487,7 +572,9 @@ struct Plane {
 /// (`vkGetImageSubresourceLayout` of the plane's aspect).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PlaneLayout {
+    /// Where the plane starts in the allocation.
     pub offset: u64,
+    /// The bytes from one row to the next.
     pub row_pitch: u64,
     /// The bytes the plane spans (`VkSubresourceLayout::size`).
     pub size: u64,
@@ -499,10 +586,12 @@ pub struct PlanePointer {
     /// The plane's first row (the mapped allocation + `layout.offset`); 0 in a
     /// Vulkan-only context.
     pub pointer: u64,
+    /// Where the plane lies in the allocation.
     pub layout: PlaneLayout,
-    /// The plane's extent in texels (chroma planes of subsampled formats are
+    /// The plane's width in texels (chroma planes of subsampled formats are
     /// smaller than the frame).
     pub width: u32,
+    /// The plane's height in texels.
     pub height: u32,
     /// 1 or 2 (one sample), 2 or 4 (interleaved CbCr).
     pub bytes_per_texel: u32,
@@ -527,7 +616,9 @@ pub struct VideoColor {
     pub primaries: u32,
     /// Full-range samples (`video_full_range_flag`), else narrow ("video") range.
     pub full_range: bool,
+    /// Where chroma samples sit horizontally.
     pub x_chroma: vk::ChromaLocation,
+    /// Where chroma samples sit vertically.
     pub y_chroma: vk::ChromaLocation,
 }
 
@@ -604,12 +695,33 @@ impl VideoColor {
 /// its [`VideoColor`] says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Conversion {
+    /// The image's format.
     pub format: vk::Format,
+    /// The colour model (from the matrix coefficients).
     pub model: vk::SamplerYcbcrModelConversion,
+    /// Full or narrow range.
     pub range: vk::SamplerYcbcrRange,
+    /// Where chroma samples sit horizontally.
     pub x_chroma: vk::ChromaLocation,
+    /// Where chroma samples sit vertically.
     pub y_chroma: vk::ChromaLocation,
+    /// LINEAR where the device can filter chroma linearly, else NEAREST.
     pub chroma_filter: vk::Filter,
+}
+
+impl Conversion {
+    /// The `VkSamplerYcbcrConversionCreateInfo` for
+    /// `vkCreateSamplerYcbcrConversion` (identity component mapping, no forced
+    /// explicit reconstruction).
+    pub fn create_info(&self) -> vk::SamplerYcbcrConversionCreateInfo<'static> {
+        vk::SamplerYcbcrConversionCreateInfo::default()
+            .format(self.format)
+            .ycbcr_model(self.model)
+            .ycbcr_range(self.range)
+            .x_chroma_offset(self.x_chroma)
+            .y_chroma_offset(self.y_chroma)
+            .chroma_filter(self.chroma_filter)
+    }
 }
 
 /// CUDA's import of a video frame's allocation, mapped whole at `base`: shared
@@ -626,7 +738,15 @@ struct Frame {
     cuda: Option<Arc<FrameMapping>>,
 }
 
-/// A shared image.
+/// A shared image: a `VkImage` with exportable memory and its CUDA view (a
+/// mipmapped array per plane with per-level arrays, surface and texture objects;
+/// for a shared video frame, pitched device memory per plane). It holds its
+/// context; dropping it releases the CUDA view, then the Vulkan objects (a
+/// frame's CUDA mapping stays while DLPack tensors of its planes live). The
+/// caller guarantees that no GPU work still uses the image when it is dropped.
+///
+/// Thread-safety: `Send` and `Sync`; every method may be called from any number
+/// of threads at once (surface and texture creation are locked).
 pub struct Image {
     ctx: Arc<Context>,
     resolved: Resolved,
@@ -772,7 +892,9 @@ impl Image {
 
     /// Creates the `VkImage` with exportable memory (one dedicated allocation, or
     /// one per plane) and, unless the context is Vulkan-only, each plane's CUDA
-    /// mipmapped array.
+    /// mipmapped array (a video frame: CUDA's mapping of its allocation). The
+    /// description is checked against the format table and the device (usage,
+    /// format features, exportability) before anything is made.
     pub fn create(ctx: &Arc<Context>, desc: &Description) -> Result<Image> {
         ctx.vk.memory_fd()?;
         let resolved = resolve(ctx, desc, false)?;
@@ -802,7 +924,7 @@ impl Image {
     /// caller's: the drivers get duplicates.
     pub fn import_fd(
         ctx: &Arc<Context>,
-        handles: &[&OwnedFd],
+        handles: &[BorrowedFd<'_>],
         desc: &Description,
         allocation_sizes: &[u64],
     ) -> Result<Image> {
@@ -833,7 +955,7 @@ impl Image {
                     )));
                 }
             }
-            memory::check_importable(&ctx.vk, h, size)?;
+            memory::check_importable(&ctx.vk, *h, size)?;
         }
         let dups = handles
             .iter()
@@ -862,7 +984,13 @@ impl Image {
     /// with `export_handle_types` (must include OPAQUE_FD: checked before any driver
     /// call). `desc` must be the image's own description and usage. In a
     /// Vulkan-only context only the checks run.
-    pub fn wrap(
+    ///
+    /// # Safety
+    /// `image` is a live `VkImage` of the context's device created as `desc`
+    /// says, bound to `planes` (each allocated `allocation_size` bytes with
+    /// `export_handle_types`, dedicated to the image when `dedicated`). The image
+    /// and its memory outlive the returned object.
+    pub unsafe fn wrap(
         ctx: &Arc<Context>,
         image: vk::Image,
         planes: &[PlaneMemory],
@@ -985,6 +1113,8 @@ impl Image {
         Ok(wrapped)
     }
 
+    /// The `VkImage` (the library's, or the engine's for a wrapped image).
+    #[inline]
     pub fn vk_image(&self) -> vk::Image {
         match &self.vulkan {
             VulkanView::Owned(m) => m.image,
@@ -1172,13 +1302,13 @@ impl Image {
     /// device, zero-copy: uint8 or uint16 samples (10/12-bit in the high bits),
     /// shape (height, width) for one channel, (height, width, 2) for interleaved
     /// CbCr, strides in elements from the row pitch. The tensor keeps CUDA's mapping
-    /// of the frame alive until its deleter runs (see [`crate::dlpack::export`]).
+    /// of the frame alive until its deleter runs (see [`Buffer::export_dlpack`](crate::Buffer::export_dlpack)).
     pub fn export_plane_dlpack(
         &self,
         p: usize,
         read_only: bool,
         legacy: bool,
-    ) -> Result<*mut std::ffi::c_void> {
+    ) -> Result<crate::dlpack::Tensor> {
         let plane = self.plane_pointer(p)?;
         let Some(mapping) = self.frame.as_ref().and_then(|f| f.cuda.clone()) else {
             self.ctx.cuda()?;
@@ -1257,38 +1387,45 @@ impl Image {
     }
 
     /// The description with the defaults filled in (the usage actually used).
+    #[inline]
     pub fn description(&self) -> &Description {
         &self.resolved.desc
     }
 
-    pub fn layout(&self) -> &Layout {
+    pub(crate) fn layout(&self) -> &Layout {
         &self.resolved.layout
     }
 
     /// What CUDA sees of plane 0 (the only plane of single-plane formats).
-    pub fn format_info(&self) -> FormatInfo {
+    pub(crate) fn format_info(&self) -> FormatInfo {
         self.resolved.layout.plane(0).info
     }
 
-    /// Plane `p`'s format (`p` < [`plane_count`](Self::plane_count)).
-    pub fn plane_format(&self, p: usize) -> PlaneFormat {
-        self.resolved.layout.plane(p)
+    /// Plane `p`'s single-plane format (the image's own format for single-plane
+    /// formats; `R8`, `R8G8`, `R10X6`, ... for the planes of a YCbCr format).
+    pub fn plane_vk_format(&self, p: usize) -> Result<vk::Format> {
+        self.check_plane(p)?;
+        Ok(self.resolved.layout.plane(p).info.format)
     }
 
     /// What CUDA was (or would be) told about plane `p`'s array.
-    pub fn shape(&self, p: usize) -> &ArrayShape {
+    pub(crate) fn shape(&self, p: usize) -> &ArrayShape {
         &self.resolved.shapes[p]
     }
 
+    /// Whether the Vulkan image and memory are the engine's ([`Image::wrap`]).
     pub fn is_wrapped(&self) -> bool {
         matches!(self.vulkan, VulkanView::Borrowed(_))
     }
 
+    /// The context the image was made from.
+    #[inline]
     pub fn context(&self) -> &Arc<Context> {
         &self.ctx
     }
 
-    /// A new fd for the memory of a single-plane image; the caller owns it.
+    /// A new fd for the memory of a single-plane image (or a video frame's one
+    /// allocation); the caller owns it.
     pub fn export_fd(&self) -> Result<OwnedFd> {
         if self.planes.len() > 1 {
             return Err(Error::invalid(format!(
@@ -1428,7 +1565,7 @@ impl Image {
     /// Checks pitch-linear planes against level 0 of the image's planes: one per
     /// plane, a device pointer that is not 0, a pitch of at least the plane's row
     /// in bytes, a span that does not overflow. 1D and 2D images with one layer.
-    pub fn check_pitched(&self, planes: &[PitchedPlane]) -> Result<Vec<Pitched>> {
+    pub(crate) fn check_pitched(&self, planes: &[PitchedPlane]) -> Result<Vec<Pitched>> {
         let layout = &self.resolved.layout;
         let n = layout.plane_count();
         if planes.len() != n {
@@ -1500,8 +1637,14 @@ impl Image {
     /// [`PitchedPlane`] per plane) and level 0 of every plane (`to_image`: into
     /// the image), one `cuMemcpy2DAsync` per plane. The image must be CUDA's at
     /// that point of the stream (handed over as for any other CUDA access).
+    /// `stream` is checked as for [`Semaphore::cuda_signal`](crate::Semaphore::cuda_signal).
+    ///
+    /// # Safety
+    /// Each plane's `pointer` is device memory of the context's CUDA device with
+    /// room for the plane's rows at `pitch` (read when `to_image`, written
+    /// otherwise), not in use by other work on another stream meanwhile.
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
-    pub fn copy_pitched(
+    pub unsafe fn copy_pitched(
         &self,
         planes: &[PitchedPlane],
         to_image: bool,
@@ -1533,6 +1676,16 @@ fn plane_name(planes: usize, p: usize) -> String {
         String::new()
     } else {
         format!("plane {p}: ")
+    }
+}
+
+impl std::fmt::Debug for Image {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Image")
+            .field("vk_image", &self.vk_image())
+            .field("description", self.description())
+            .field("frame", &self.is_frame())
+            .finish()
     }
 }
 

@@ -1,24 +1,173 @@
 //! vkcuda: share GPU memory and semaphores between a Vulkan engine and CUDA, zero-copy.
 //!
-//! The C API lives in [`ffi`] and is what `include/vkcuda.h` declares. The modules
-//! beside it are safe Rust wrappers that own the native objects and know nothing of C.
+//! The same objects serve two APIs: this safe Rust API, and the C API of
+//! `include/vkcuda.h` (`libvkcuda.so`), a thin layer over it. A Rust engine (on
+//! `ash`, or wgpu through its HAL) uses this one.
 //!
-//! The layers are held by the compiler: the objects and the driver calls beneath
-//! them live in one private module, `objects`, whose `vulkan` and `cuda` modules
-//! are private to it. The objects are re-exported here; the drivers are not, so
-//! [`ffi`] (and anything else outside `objects`) cannot name them and reaches
-//! the GPU only through the objects' public API.
+//! # A five-minute tour
+//!
+//! **1. Pair a Vulkan device with CUDA.** A [`Context`] is one `VkDevice` paired
+//! with the CUDA device of the same UUID. An engine creates its device with the
+//! extensions of [`pairing::DEVICE_EXTENSIONS`] and the `timelineSemaphore`
+//! feature, then wraps it ([`Context::from_engine`], `unsafe`: the crate cannot
+//! check the engine's handles). Tools and tests let the library make its own
+//! instance, device and queue ([`Context::standalone`]). [`CudaChoice::None`]
+//! makes a Vulkan-only context, which runs anywhere (Mesa's lavapipe, CI): it
+//! creates, exports and imports, and every CUDA call returns
+//! [`ErrorKind::CudaUnavailable`].
+//!
+//! **2. Share memory.** A [`Buffer`] is one allocation with a `VkBuffer` view
+//! ([`Buffer::vk_buffer`]) and a CUDA device pointer view ([`Buffer::cuda_ptr`]).
+//! An [`Image`] is a `VkImage` whose CUDA view is a mipmapped array per plane
+//! (surfaces, textures), or, for a shared video frame (a LINEAR multi-planar
+//! image, [`image::Description::linear`]), pitched device memory per plane
+//! ([`Image::plane_pointer`]) with its colour description
+//! ([`Image::set_video_color`], [`Image::ycbcr_conversion`]).
+//!
+//! ```
+//! use std::os::fd::AsFd;
+//! use vkcuda::ash::vk;
+//! use vkcuda::buffer::Allocator;
+//! use vkcuda::context::CudaChoice;
+//! use vkcuda::{Buffer, Context};
+//!
+//! # fn main() -> vkcuda::Result<()> {
+//! let ctx = Context::standalone(None, CudaChoice::None)?; // Vulkan only: runs on lavapipe
+//! let buf = Buffer::create(&ctx, 1 << 20, vk::BufferUsageFlags::empty(), Allocator::Vulkan)?;
+//! println!("VkBuffer {:?}, {} bytes", buf.vk_buffer(), buf.layout().size);
+//!
+//! // What travels to another process: an fd and the layout (see `ipc` for the
+//! // socket that carries both). Importing gives the same memory, new views.
+//! let fd = buf.export_fd()?;
+//! let twin = Buffer::import_fd(&ctx, fd.as_fd(), buf.layout(), vk::BufferUsageFlags::empty())?;
+//! assert_eq!(twin.layout(), buf.layout());
+//!
+//! // Errors say what went wrong in words; the kind is the C API's result code.
+//! let e = Buffer::create(&ctx, 0, vk::BufferUsageFlags::empty(), Allocator::Vulkan).unwrap_err();
+//! assert_eq!(e.kind(), vkcuda::ErrorKind::InvalidArgument);
+//! assert_eq!(e.message(), "size must not be 0");
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! **3. Synchronise with a timeline semaphore.** A [`Semaphore`] is an
+//! exportable timeline `VkSemaphore` imported into CUDA. The engine waits and
+//! signals in its own submits ([`Semaphore::vk_semaphore`]); CUDA on a stream
+//! ([`Semaphore::cuda_wait`], [`Semaphore::cuda_signal`]); values must strictly
+//! increase, and [`Semaphore::next_stage`] hands out the chain of a frame.
+//!
+//! **4. Hand the memory over.** Between Vulkan's use and CUDA's, the memory
+//! changes queue family (`VK_QUEUE_FAMILY_EXTERNAL`; images also go to
+//! `GENERAL`): [`Buffer::cmd_release_to_cuda`] and
+//! [`Buffer::cmd_acquire_from_cuda`] (and the same on [`Image`]) record that
+//! barrier into the engine's command buffer; [`handoff::batch`] records any
+//! number of them in one barrier. One frame, engine then CUDA then engine:
+//!
+//! ```no_run
+//! use vkcuda::ash::vk;
+//! use vkcuda::buffer::Allocator;
+//! use vkcuda::context::CudaChoice;
+//! use vkcuda::handoff::Scope;
+//! use vkcuda::semaphore::Kind;
+//! use vkcuda::{Buffer, Context, Semaphore};
+//!
+//! # fn main() -> vkcuda::Result<()> {
+//! let ctx = Context::standalone(None, CudaChoice::Primary)?; // needs an NVIDIA GPU
+//! let buf = Buffer::create(&ctx, 64 << 20, vk::BufferUsageFlags::empty(), Allocator::Vulkan)?;
+//! let sem = Semaphore::create(&ctx, Kind::Timeline, 0, None)?;
+//! let (family, _queue) = ctx.vulkan_handles().queue.expect("a standalone context has one");
+//! let stream = std::ptr::null_mut(); // CUDA's default stream, or one of your own
+//! # let (render, next_frame) = (vk::CommandBuffer::null(), vk::CommandBuffer::null());
+//!
+//! let vulkan = sem.next_stage()?; // the engine's part of the frame
+//! let cuda = sem.next_stage()?; // CUDA's, after it
+//! // SAFETY: `render` is the engine's command buffer, recording, of this device.
+//! unsafe { buf.cmd_release_to_cuda(render, &Scope::new(family))? };
+//! // ... the engine submits `render` signalling `vulkan.signal` on sem.vk_semaphore()
+//! sem.cuda_wait(cuda.wait, stream)?;
+//! // ... CUDA work on buf.cuda_ptr()? in `stream`
+//! sem.cuda_signal(cuda.signal, stream)?;
+//! // SAFETY: as above; this submit waits for `cuda.signal`.
+//! unsafe { buf.cmd_acquire_from_cuda(next_frame, &Scope::new(family))? };
+//! # let _ = vulkan;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! **5. Beyond one process and one API.** [`ipc`] sends a buffer, semaphore or
+//! image (a description and its fds) over a Unix socket to another process's
+//! context, after checking who the peer is. [`Buffer::export_dlpack`] and
+//! [`Image::export_plane_dlpack`] make DLPack tensors (PyTorch, CuPy, JAX) of
+//! the CUDA view, zero-copy. [`doctor::run`] says whether interop will work on
+//! this machine, and why not.
+//!
+//! # Rules
+//! - **Ownership.** Objects are RAII: dropping one releases its CUDA view, then
+//!   its Vulkan objects. Each holds its [`Context`] (an `Arc`), so the context
+//!   lives as long as anything made from it; DLPack tensors hold the memory they
+//!   point into. The caller guarantees that no GPU work still uses an object when
+//!   it is dropped (wait for its semaphore value or fence first). Handles the
+//!   engine lends ([`Context::from_engine`], [`Buffer::wrap`], [`Image::wrap`])
+//!   must outlive what is made from them.
+//! - **Threads.** [`Context`], [`Buffer`], [`Image`], [`Semaphore`] and
+//!   [`dlpack::Tensor`] are `Send` and `Sync`: every method may be called from
+//!   any number of threads at once. A `VkCommandBuffer` passed to a `cmd_*` call
+//!   is externally synchronised, as in Vulkan.
+//! - **Safety.** Functions that take a raw handle the crate cannot check (an
+//!   engine's `VkDevice`, `VkBuffer`, a `VkCommandBuffer`, a `CUgraph`, a device
+//!   pointer) are `unsafe fn` with a `# Safety` section. CUDA streams are checked
+//!   (they must be the context's, or a default stream). File descriptors are
+//!   [`OwnedFd`](std::os::fd::OwnedFd) when the caller receives one and
+//!   [`BorrowedFd`](std::os::fd::BorrowedFd) when the library only reads one (the
+//!   drivers get duplicates).
+//! - **Types at the boundary** are `ash`'s (re-exported as [`ash`]) and the
+//!   CUDA driver API's ([`cuda_sys`]).
+//! - **Errors** are an [`Error`]: an [`ErrorKind`] (the C API's `vkcuda_result`,
+//!   [`Error::code`]) and a message that names the failing native call and
+//!   result, or, for problems of the machine, the fix.
+//! - **Versions.** This API follows semver (checked by `cargo-semver-checks`
+//!   against the last release); the C ABI follows its own policy (README.md "ABI
+//!   policy"). Items marked `#[doc(hidden)]` are the crate's internals, public
+//!   only for its own tests: no promise.
+#![deny(missing_docs)]
 
-pub mod dynlib;
+/// The `ash` crate the API takes and returns Vulkan types of (`ash::vk::Buffer`,
+/// `vk::CommandBuffer`, ...): use this one, or the same version (0.38) of your own.
+pub use ash;
+/// The CUDA driver API types at the boundary: `cudarc::driver::sys`'s (the
+/// `cudarc` crate, version 0.19.10), so a `CUstream` of your own `cudarc` of that
+/// version is the same type. The library loads the CUDA driver at run time.
+pub mod cuda_sys {
+    pub use cudarc::driver::sys::{
+        CUaddress_mode, CUarray, CUcontext, CUdevice, CUdeviceptr, CUgraph, CUgraphExec,
+        CUgraphNode, CUmipmappedArray, CUstream, CUsurfObject, CUtexObject,
+    };
+}
+
+pub(crate) mod dynlib;
 pub mod error;
+// Internal modules, public only for the library's own tests, benchmarks and fuzz
+// targets (`tests/`, `bench/`, `fuzz/`): not part of the API, no semver promise.
+#[doc(hidden)]
 pub mod fd;
+// The C ABI (`include/vkcuda.h`): exported from the cdylib/staticlib, and public
+// for the tests that call the C functions the way a C caller does. Rust code uses
+// the API beside it.
+#[doc(hidden)]
 pub mod ffi;
+#[doc(hidden)]
 pub mod format;
+#[doc(hidden)]
 pub mod lost;
+#[doc(hidden)]
 pub mod stats;
 
 /// The objects and their rules, over the driver calls only they may make. The
 /// files stay where they are (`#[path = "."]`: `src/buffer.rs`, `src/vulkan/`, ...).
+///
+/// The layers are held by the compiler: `vulkan` and `cuda` are private to this
+/// module, so [`ffi`] (and anything else outside it) cannot name them and reaches
+/// the GPU only through the objects' public API.
 #[path = "."]
 mod objects {
     pub mod buffer;
@@ -37,6 +186,12 @@ mod objects {
 }
 
 pub use error::{Error, ErrorKind, Result};
-pub use objects::{
-    buffer, context, dlpack, doctor, handoff, image, ipc, pairing, selftest, semaphore,
-};
+pub(crate) use objects::selftest;
+pub use objects::{buffer, context, dlpack, doctor, handoff, image, ipc, pairing, semaphore};
+
+pub use buffer::Buffer;
+pub use context::Context;
+#[doc(no_inline)]
+pub use context::CudaChoice;
+pub use image::Image;
+pub use semaphore::Semaphore;

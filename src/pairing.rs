@@ -1,16 +1,36 @@
 //! Which Vulkan device pairs with which CUDA device (the one with the same UUID),
-//! and what a physical device supports for interop: the reports behind
-//! `vkcuda_physical_device_query` and `vkcuda_physical_devices_enumerate`.
+//! and what a physical device supports for interop: what an engine asks before it
+//! creates its `VkDevice` (the reports behind `vkcuda_physical_device_query` and
+//! `vkcuda_physical_devices_enumerate` in C).
+//!
+//! ```
+//! use vkcuda::pairing;
+//!
+//! // Enable these device extensions (those the device has) and the Vulkan 1.2
+//! // feature timelineSemaphore on the engine's VkDevice.
+//! for name in pairing::DEVICE_EXTENSIONS {
+//!     println!("enable {}", name.to_str().unwrap());
+//! }
+//! // Every device the system's loader lists, with its CUDA twin (none here
+//! // without an NVIDIA GPU).
+//! for report in pairing::enumerate().unwrap_or_default() {
+//!     let Ok(r) = report else { continue };
+//!     println!("{}: supported {}, CUDA ordinal {:?}",
+//!         r.support.props.name, r.supported(), r.cuda_ordinal);
+//! }
+//! ```
 
 use ash::vk;
 
 use super::cuda::{self, DeviceInfo};
-use super::vulkan::{load_instance, standalone, support, Support};
+use super::vulkan::{load_instance, standalone, support};
 use crate::error::{Diagnosis, Error, ErrorKind, Result};
 
 /// A physical device, what it supports, and its CUDA twin.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct DeviceReport {
+    /// What the device offers for interop.
     pub support: Support,
     /// The CUDA driver loaded and initialised.
     pub cuda_available: bool,
@@ -49,11 +69,19 @@ impl DeviceReport {
 
 pub use super::cuda::DISABLE_ENV as CUDA_DISABLE_ENV;
 pub use super::cuda::{driver_version as cuda_driver_version, format_uuid};
+/// [`DEVICE_EXTENSIONS`] as C string pointers (static: valid for the whole program),
+/// for `VkDeviceCreateInfo::ppEnabledExtensionNames`.
 pub use super::vulkan::extension_name_ptrs as device_extension_names;
+pub use super::vulkan::{DeviceProps, Support, DEVICE_EXTENSIONS};
 
 /// The report of one of the engine's physical devices, through the engine's
-/// instance and loader.
-pub fn report(
+/// instance and loader, before the engine creates its `VkDevice`. Works without
+/// a CUDA driver (`cuda_available` is then false).
+///
+/// # Safety
+/// `instance` is a live `VkInstance` whose `vkGetInstanceProcAddr` is
+/// `get_instance_proc_addr`, and `physical` one of its physical devices.
+pub unsafe fn report(
     get_instance_proc_addr: vk::PFN_vkGetInstanceProcAddr,
     instance: vk::Instance,
     physical: vk::PhysicalDevice,
@@ -71,7 +99,7 @@ pub fn enumerate() -> Result<Vec<Result<DeviceReport>>> {
 
 /// [`enumerate`], handing each device's report to `f` while the instance is alive
 /// (the doctor asks each device more with it).
-pub fn enumerate_with<T>(
+pub(crate) fn enumerate_with<T>(
     f: impl Fn(&ash::Instance, vk::PhysicalDevice, Result<DeviceReport>) -> T,
 ) -> Result<Vec<T>> {
     let _g = standalone::lifecycle_lock();
@@ -88,7 +116,11 @@ pub fn enumerate_with<T>(
 }
 
 /// The CUDA device with the Vulkan device's UUID, or DEVICE_MISMATCH naming both sides.
-pub fn match_device(vk_name: &str, uuid: &[u8; 16], devices: &[DeviceInfo]) -> Result<DeviceInfo> {
+pub(crate) fn match_device(
+    vk_name: &str,
+    uuid: &[u8; 16],
+    devices: &[DeviceInfo],
+) -> Result<DeviceInfo> {
     devices
         .iter()
         .find(|d| &d.uuid == uuid)
@@ -96,13 +128,17 @@ pub fn match_device(vk_name: &str, uuid: &[u8; 16], devices: &[DeviceInfo]) -> R
         .ok_or_else(|| mismatch(vk_name, uuid, devices))
 }
 
-pub fn mismatch(vk_name: &str, uuid: &[u8; 16], devices: &[DeviceInfo]) -> Error {
+pub(crate) fn mismatch(vk_name: &str, uuid: &[u8; 16], devices: &[DeviceInfo]) -> Error {
     mismatch_diagnosis(vk_name, uuid, devices).error()
 }
 
 /// No CUDA device has the Vulkan device's UUID: what was seen (both sides' UUIDs)
 /// and the fix. The doctor's pairing checks report this same text.
-pub fn mismatch_diagnosis(vk_name: &str, uuid: &[u8; 16], devices: &[DeviceInfo]) -> Diagnosis {
+pub(crate) fn mismatch_diagnosis(
+    vk_name: &str,
+    uuid: &[u8; 16],
+    devices: &[DeviceInfo],
+) -> Diagnosis {
     let list: Vec<String> = devices
         .iter()
         .map(|d| format!("{} '{}' {}", d.ordinal, d.name, cuda::format_uuid(&d.uuid)))

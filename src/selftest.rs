@@ -26,6 +26,7 @@
 //! [`format::PLANAR`], [`SEMAPHORES`].
 
 use std::ffi::c_void;
+use std::os::fd::AsFd;
 use std::ptr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -1092,8 +1093,13 @@ fn fd_round_trip(lab: &mut Lab, b: &Buffer) -> std::result::Result<(), Outcome> 
     let fd = b
         .export_fd()
         .map_err(|e| Outcome::error("vkcuda_buffer_export_fd", &e))?;
-    let twin = Buffer::import_fd(&lab.ctx, &fd, b.layout(), vk::BufferUsageFlags::empty())
-        .map_err(|e| Outcome::error("vkcuda_buffer_import_fd", &e))?;
+    let twin = Buffer::import_fd(
+        &lab.ctx,
+        fd.as_fd(),
+        b.layout(),
+        vk::BufferUsageFlags::empty(),
+    )
+    .map_err(|e| Outcome::error("vkcuda_buffer_import_fd", &e))?;
     let n = BUFFER_BYTES as usize;
     let mut want = vec![0u8; n];
     fill(Pattern::Random, 0x77, &mut want);
@@ -1349,7 +1355,7 @@ fn semaphore_vulkan_only(lab: &mut Lab, s: &Semaphore) -> std::result::Result<St
     let fd = s
         .export_fd()
         .map_err(sem_err("vkcuda_semaphore_export_fd"))?;
-    let twin = Semaphore::import_fd(&lab.ctx, &fd, s.kind(), None)
+    let twin = Semaphore::import_fd(&lab.ctx, fd.as_fd(), s.kind(), None)
         .map_err(sem_err("vkcuda_semaphore_import_fd"))?;
     let r = match s.kind() {
         Kind::Timeline => {

@@ -3,8 +3,36 @@
 //! Timeline values are a contract the library enforces for what goes through it:
 //! a signal must be greater than every value signalled through the library before
 //! and than the current value, within `maxTimelineSemaphoreValueDifference`.
+//!
+//! The engine waits on and signals the semaphore in its own submits
+//! ([`Semaphore::vk_semaphore`] in `VkTimelineSemaphoreSubmitInfo`); CUDA does on
+//! a stream ([`Semaphore::cuda_signal`], [`Semaphore::cuda_wait`]); the host with
+//! [`Semaphore::host_signal`] and [`Semaphore::host_wait`].
+//!
+//! (`no_run`: semaphores need `VK_KHR_external_semaphore_fd`, which the lavapipe
+//! of Debian 12 lacks.)
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use vkcuda::context::{Context, CudaChoice};
+//! use vkcuda::semaphore::{Kind, Semaphore};
+//!
+//! # fn main() -> vkcuda::Result<()> {
+//! let ctx = Context::standalone(None, CudaChoice::None)?;
+//! let sem = Semaphore::create(&ctx, Kind::Timeline, 0, None)?;
+//! // One frame's chain: each stage waits for the one before it.
+//! let stage = sem.next_stage()?;
+//! assert_eq!((stage.wait, stage.signal), (0, 1));
+//! sem.host_signal(stage.signal)?;
+//! sem.host_wait(1, Duration::from_secs(1))?;
+//! assert_eq!(sem.value()?, 1);
+//! // Values must strictly increase: signalling 1 again is refused.
+//! assert!(sem.host_signal(1).is_err());
+//! # Ok(())
+//! # }
+//! ```
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -25,9 +53,14 @@ pub const DEFAULT_SPIN: Duration = Duration::from_micros(1000);
 /// The sleep between polls once the spin phase is over (bounded CPU use).
 const POLL_SLEEP: Duration = Duration::from_micros(50);
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The semaphore's type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kind {
+    /// A timeline semaphore (`VK_SEMAPHORE_TYPE_TIMELINE`): a 64-bit counter that
+    /// only grows. What the library is made for.
     Timeline,
+    /// A binary semaphore, for engines that need one (each signal is waited on
+    /// once); CUDA signals and waits with value 0.
     Binary,
 }
 
@@ -43,11 +76,15 @@ impl Kind {
 /// One step of a frame: wait for `wait`, then signal `signal` when done.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stage {
+    /// The value to wait for (the previous stage's signal).
     pub wait: u64,
+    /// The value to signal when this stage is done.
     pub signal: u64,
 }
 
-/// The library's book-keeping of the values it handed out and signalled.
+/// The library's book-keeping of the values it handed out and signalled
+/// (internal: public for the library's own tests and fuzz targets).
+#[doc(hidden)]
 #[derive(Clone, Debug, Default)]
 pub struct Book {
     /// The highest value signalled through the library.
@@ -167,6 +204,13 @@ impl Book {
     }
 }
 
+/// A shared semaphore: an exportable `VkSemaphore` (timeline or binary) and its
+/// CUDA import. It holds its context; dropping it releases the CUDA import, then
+/// the `VkSemaphore`. The caller guarantees that no pending GPU work waits on or
+/// signals it then.
+///
+/// Thread-safety: `Send` and `Sync`; every method may be called from any number
+/// of threads at once (the value book-keeping is locked).
 pub struct Semaphore {
     ctx: Arc<Context>,
     sem: vk::Semaphore,
@@ -177,6 +221,12 @@ pub struct Semaphore {
 }
 
 impl Semaphore {
+    /// Creates an exportable semaphore of `kind` (a timeline's counter starts at
+    /// `initial`; a binary semaphore's `initial` must be 0) and, unless the
+    /// context is Vulkan-only, its CUDA import. `spin`: how long
+    /// [`host_wait`](Self::host_wait) spins before it sleeps between polls
+    /// (`None`: [`DEFAULT_SPIN`]). Needs `VK_KHR_external_semaphore_fd` on the
+    /// device ([`ErrorKind::ExtensionNotPresent`] otherwise).
     pub fn create(
         ctx: &Arc<Context>,
         kind: Kind,
@@ -211,7 +261,8 @@ impl Semaphore {
         Ok(out)
     }
 
-    /// A new fd for the semaphore's payload; the caller owns it.
+    /// A new fd for the semaphore's payload (`OPAQUE_FD`); the caller owns it.
+    /// Whoever holds it can signal and wait on the semaphore.
     pub fn export_fd(&self) -> Result<OwnedFd> {
         vksem::export_fd(&self.ctx.vk, self.sem)
     }
@@ -225,7 +276,7 @@ impl Semaphore {
     /// process's, not shared with the exporter's.
     pub fn import_fd(
         ctx: &Arc<Context>,
-        handle: &OwnedFd,
+        handle: BorrowedFd<'_>,
         kind: Kind,
         spin: Option<Duration>,
     ) -> Result<Semaphore> {
@@ -254,10 +305,13 @@ impl Semaphore {
         Ok(out)
     }
 
+    /// The `VkSemaphore`, for the engine's submits (owned by this object).
+    #[inline]
     pub fn vk_semaphore(&self) -> vk::Semaphore {
         self.sem
     }
 
+    /// Timeline or binary.
     pub fn kind(&self) -> Kind {
         self.kind
     }
@@ -299,7 +353,12 @@ impl Semaphore {
         vksem::counter_value(&self.ctx.vk, self.sem)
     }
 
-    /// Enqueues a CUDA signal on `stream` (timeline: of `value`; binary: `value` must be 0).
+    /// Enqueues a CUDA signal on `stream` (timeline: of `value`, checked against
+    /// the value contract; binary: `value` must be 0). `stream` must be a stream
+    /// of the context's CUDA context or a default stream (null,
+    /// `CU_STREAM_LEGACY`, `CU_STREAM_PER_THREAD`): it is checked
+    /// ([`Context::check_stream`]), and a stream being captured is refused (use
+    /// [`cuda_graph_add`](Self::cuda_graph_add)).
     pub fn cuda_signal(&self, value: u64, stream: CUstream) -> Result<()> {
         let cuda = self.cuda()?;
         match self.kind {
@@ -326,7 +385,9 @@ impl Semaphore {
         }
     }
 
-    /// Enqueues a CUDA wait on `stream` (timeline: for `value`; binary: `value` must be 0).
+    /// Enqueues a CUDA wait on `stream` (timeline: for `value`; binary: `value`
+    /// must be 0, and a signal must be pending). `stream` as for
+    /// [`cuda_signal`](Self::cuda_signal).
     pub fn cuda_wait(&self, value: u64, stream: CUstream) -> Result<()> {
         let cuda = self.cuda()?;
         match self.kind {
@@ -349,7 +410,12 @@ impl Semaphore {
     /// Timeline semaphores only. A signal node's value is checked and recorded as
     /// a signal now (it is what the graph's first launch signals): the same contract
     /// as [`cuda_signal`](Self::cuda_signal).
-    pub fn cuda_graph_add(
+    ///
+    /// # Safety
+    /// `graph` is a live `CUgraph` of the context's CUDA context and every
+    /// dependency a node of it; none of them is used by another thread during
+    /// the call (CUDA graphs are not thread-safe).
+    pub unsafe fn cuda_graph_add(
         &self,
         op: GraphOp,
         graph: CUgraph,
@@ -374,7 +440,12 @@ impl Semaphore {
     /// Sets the value a wait or signal node of this semaphore has in the next
     /// launches of an instantiated graph. A signal value is checked and recorded as a
     /// signal now, as for [`cuda_signal`](Self::cuda_signal): set it once per launch.
-    pub fn cuda_graph_exec_set(
+    ///
+    /// # Safety
+    /// `exec` is a live `CUgraphExec` instantiated from a graph that has `node`, a
+    /// node this semaphore's [`cuda_graph_add`](Self::cuda_graph_add) made with
+    /// `op`; `exec` is not used by another thread during the call.
+    pub unsafe fn cuda_graph_exec_set(
         &self,
         op: GraphOp,
         exec: CUgraphExec,
@@ -396,7 +467,8 @@ impl Semaphore {
         }
     }
 
-    /// Binary: tells the library the engine put the semaphore in a submit's signal list.
+    /// Binary: tells the library the engine put the semaphore in a submit's
+    /// signal list (the book-keeping that refuses a second signal before a wait).
     pub fn note_vulkan_signal(&self) -> Result<()> {
         if self.kind != Kind::Binary {
             return Err(Error::invalid(
@@ -466,8 +538,18 @@ impl Semaphore {
         }
     }
 
+    /// The context the semaphore was made from.
     pub fn context(&self) -> &Arc<Context> {
         &self.ctx
+    }
+}
+
+impl std::fmt::Debug for Semaphore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Semaphore")
+            .field("vk_semaphore", &self.sem)
+            .field("kind", &self.kind)
+            .finish()
     }
 }
 

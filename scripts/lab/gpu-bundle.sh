@@ -81,9 +81,9 @@ wgpu_json=target/gpu-bundle-wgpu.json
 } > "$wgpu_json"
 wgpu_dir=target/gpu-bundle-wgpu
 rm -rf "$wgpu_dir" && mkdir -p "$wgpu_dir"
-copy_executable "$wgpu_json" compute_to_cuda "$wgpu_dir/wgpu-example"
-copy_executable "$wgpu_json" frame_loop "$wgpu_dir/bench-wgpu"
-copy_executable "$wgpu_json" wgpu "$wgpu_dir/test-wgpu"
+executables "$wgpu_json" "$wgpu_dir/wgpu-example" compute_to_cuda
+executables "$wgpu_json" "$wgpu_dir/bench-wgpu" frame_loop
+executables "$wgpu_json" "$wgpu_dir/test-wgpu" wgpu
 strip --strip-all "$wgpu_dir"/*
 tar -cJf "$out/wgpu.tar.xz" -C "$wgpu_dir" wgpu-example bench-wgpu test-wgpu
 

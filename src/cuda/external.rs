@@ -195,9 +195,11 @@ impl ExternalSemaphore {
 }
 
 /// Which graph node of an external semaphore.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum GraphOp {
+    /// A node that waits for a value (`cuGraphAddExternalSemaphoresWaitNode`).
     Wait,
+    /// A node that signals a value (`cuGraphAddExternalSemaphoresSignalNode`).
     Signal,
 }
 

@@ -113,7 +113,11 @@ impl VmmAllocation {
 
     /// Maps an allocation exported by [`export_fd`](Self::export_fd) (here or in
     /// another process). The driver does not take the fd: it stays the caller's.
-    pub fn import_fd(ctx: Arc<CudaContext>, shared: &OwnedFd, size: u64) -> Result<Self> {
+    pub fn import_fd(
+        ctx: Arc<CudaContext>,
+        shared: std::os::fd::BorrowedFd<'_>,
+        size: u64,
+    ) -> Result<Self> {
         use std::os::fd::AsRawFd;
         let _g = ctx.enter()?;
         let gran = granularity(&ctx)?;

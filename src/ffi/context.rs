@@ -8,7 +8,7 @@ use ash::vk;
 use super::handle::{self, handle_kind, Tagged};
 use super::types::*;
 use super::{arg, boundary, check_flags, out, quiet, vkcuda_result, write_handle};
-use crate::context::{Context, CudaChoice, EngineHandles};
+use crate::context::{BorrowedCudaContext, Context, CudaChoice, EngineHandles};
 use crate::error::{Error, Result};
 use crate::pairing::{self, DeviceReport};
 
@@ -229,6 +229,7 @@ pub unsafe extern "C" fn vkcuda_physical_device_query(
         if instance == vk::Instance::null() {
             return Err(Error::null("instance"));
         }
+        // SAFETY: the handles are the caller's, as the C contract says.
         *support = report_to_c(&pairing::report(gipa, instance, physical_device)?);
         Ok(())
     })
@@ -263,7 +264,10 @@ pub unsafe extern "C" fn vkcuda_physical_devices_enumerate(
     })
 }
 
-fn cuda_choice(flags: u32, cuda_context: *mut CUctx_st) -> Result<CudaChoice> {
+/// # Safety
+/// A non-null `cuda_context` is a live CUDA context the caller keeps alive longer
+/// than the vkcuda context (the documented contract of `cuda_context`).
+unsafe fn cuda_choice(flags: u32, cuda_context: *mut CUctx_st) -> Result<CudaChoice> {
     let vulkan_only = flags & VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT != 0;
     match (vulkan_only, cuda_context.is_null()) {
         (true, false) => Err(Error::invalid(
@@ -271,7 +275,9 @@ fn cuda_choice(flags: u32, cuda_context: *mut CUctx_st) -> Result<CudaChoice> {
         )),
         (true, true) => Ok(CudaChoice::None),
         (false, true) => Ok(CudaChoice::Primary),
-        (false, false) => Ok(CudaChoice::Borrowed(cuda_context.cast())),
+        (false, false) => Ok(CudaChoice::Borrowed(BorrowedCudaContext::from_raw(
+            cuda_context.cast(),
+        ))),
     }
 }
 

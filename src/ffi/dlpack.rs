@@ -151,7 +151,7 @@ pub unsafe extern "C" fn vkcuda_buffer_export_dlpack(
                 read_only: info.flags & VKCUDA_DLPACK_READ_ONLY_BIT != 0,
                 legacy: info.flags & VKCUDA_DLPACK_LEGACY_BIT != 0,
             };
-            dlpack::export(b, &spec)
+            b.export_dlpack(&spec).map(dlpack::Tensor::into_raw)
         })();
         write_tensor(tensor, made)
     })
@@ -200,6 +200,7 @@ pub unsafe extern "C" fn vkcuda_image_export_plane_dlpack(
                 flags & VKCUDA_DLPACK_READ_ONLY_BIT != 0,
                 flags & VKCUDA_DLPACK_LEGACY_BIT != 0,
             )
+            .map(dlpack::Tensor::into_raw)
         })();
         write_tensor(tensor, made)
     })

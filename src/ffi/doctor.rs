@@ -240,7 +240,7 @@ pub unsafe extern "C" fn vkcuda_doctor_run(
                     if e.instance == ash::vk::Instance::null() {
                         return Err(Error::null("options->engine->instance"));
                     }
-                    opts.engine = Some(EngineHandles {
+                    opts = opts.with_engine(EngineHandles {
                         instance: e.instance,
                         physical: e.physical_device,
                         device: e.device,

@@ -1355,16 +1355,7 @@ pub unsafe extern "C" fn vkcuda_image_get_ycbcr_conversion_info(
     boundary("vkcuda_image_get_ycbcr_conversion_info", || {
         let im = image_arg(image)?;
         let out = out(info, "info")?;
-        let c = im.ycbcr_conversion()?;
-        *out = vk::SamplerYcbcrConversionCreateInfo::default()
-            .format(c.format)
-            .ycbcr_model(c.model)
-            .ycbcr_range(c.range)
-            .components(vk::ComponentMapping::default())
-            .x_chroma_offset(c.x_chroma)
-            .y_chroma_offset(c.y_chroma)
-            .chroma_filter(c.chroma_filter)
-            .force_explicit_reconstruction(false);
+        *out = im.ycbcr_conversion()?.create_info();
         Ok(())
     })
 }

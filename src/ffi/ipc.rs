@@ -3,7 +3,7 @@
 //! description and an fd.
 
 use std::ffi::{c_int, c_void};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::time::Duration;
 
 use ash::vk;
@@ -402,7 +402,7 @@ unsafe fn with_options<T>(
 /// succeeded, none otherwise (their file offsets put back, `fd::OffsetGuard`).
 unsafe fn import_taking_all<T>(
     fds: &[i32],
-    import: impl FnOnce(&[&OwnedFd]) -> Result<T>,
+    import: impl FnOnce(&[BorrowedFd<'_>]) -> Result<T>,
 ) -> Result<T> {
     let probes = fds
         .iter()
@@ -412,7 +412,7 @@ unsafe fn import_taking_all<T>(
         .iter()
         .map(|&fd| crate::fd::OffsetGuard::new(fd))
         .collect();
-    let borrowed: Vec<&OwnedFd> = probes.iter().collect();
+    let borrowed: Vec<BorrowedFd> = probes.iter().map(|p| p.as_fd()).collect();
     let made = import(&borrowed)?;
     offsets.into_iter().for_each(crate::fd::OffsetGuard::disarm);
     drop(probes);
@@ -673,7 +673,7 @@ pub unsafe extern "C" fn vkcuda_share_send(
                 d.fd_count()
             )));
         }
-        with_options(options, |o, _| ipc::send(socket_fd, &d, &[fd], o))
+        with_options(options, |o, _| ipc::send_raw(socket_fd, &d, &[fd], o))
     })
 }
 
@@ -698,7 +698,7 @@ pub unsafe extern "C" fn vkcuda_share_send_fds(
     boundary("vkcuda_share_send_fds", || {
         let d = from_c(arg(description, "description")?)?;
         let fds = fds_arg(fds, fd_count)?;
-        with_options(options, |o, _| ipc::send(socket_fd, &d, fds, o))
+        with_options(options, |o, _| ipc::send_raw(socket_fd, &d, fds, o))
     })
 }
 
@@ -729,7 +729,7 @@ pub unsafe extern "C" fn vkcuda_share_receive(
     boundary("vkcuda_share_receive", || {
         let o = out(description, "description")?;
         let fd_out = out(fd, "fd")?;
-        let (d, mut handles) = with_options(options, |opts, _| ipc::receive(socket_fd, opts))?;
+        let (d, mut handles) = with_options(options, |opts, _| ipc::receive_raw(socket_fd, opts))?;
         if handles.len() != 1 {
             return Err(Error::invalid(format!(
                 "the peer sent a {} description with {} fds (one per plane), which this call \
@@ -777,7 +777,7 @@ pub unsafe extern "C" fn vkcuda_share_receive_fds(
                 "fd_capacity is 0: pass room for VKCUDA_SHARE_MAX_FDS fds",
             ));
         }
-        let (d, handles) = with_options(options, |opts, _| ipc::receive(socket_fd, opts))?;
+        let (d, handles) = with_options(options, |opts, _| ipc::receive_raw(socket_fd, opts))?;
         if handles.len() > fd_capacity as usize {
             return Err(Error::invalid(format!(
                 "the peer sent a {} description with {} fds, more than fd_capacity ({fd_capacity}): \
@@ -813,7 +813,7 @@ pub unsafe extern "C" fn vkcuda_buffer_send(
 ) -> vkcuda_result {
     boundary("vkcuda_buffer_send", || {
         let b = handle::get(buffer, "buffer")?;
-        with_options(options, |o, _| ipc::send_buffer(b, socket_fd, o))
+        with_options(options, |o, _| ipc::send_buffer_raw(b, socket_fd, o))
     })
 }
 
@@ -842,7 +842,7 @@ pub unsafe extern "C" fn vkcuda_buffer_receive(
             out(buffer, "buffer")?;
             let ctx = ctx_arg(context)?;
             let inner = with_options(options, |o, usage| {
-                ipc::receive_buffer(ctx, socket_fd, o, usage)
+                ipc::receive_buffer_raw(ctx, socket_fd, o, usage)
             })?;
             Ok(handle::boxed::<vkcuda_buffer>(inner))
         })();
@@ -866,7 +866,7 @@ pub unsafe extern "C" fn vkcuda_semaphore_send(
 ) -> vkcuda_result {
     boundary("vkcuda_semaphore_send", || {
         let s = handle::get(semaphore, "semaphore")?;
-        with_options(options, |o, _| ipc::send_semaphore(s, socket_fd, o))
+        with_options(options, |o, _| ipc::send_semaphore_raw(s, socket_fd, o))
     })
 }
 
@@ -891,7 +891,9 @@ pub unsafe extern "C" fn vkcuda_semaphore_receive(
         let made = (|| {
             out(semaphore, "semaphore")?;
             let ctx = ctx_arg(context)?;
-            let inner = with_options(options, |o, _| ipc::receive_semaphore(ctx, socket_fd, o))?;
+            let inner = with_options(options, |o, _| {
+                ipc::receive_semaphore_raw(ctx, socket_fd, o)
+            })?;
             Ok(handle::boxed::<vkcuda_semaphore>(inner))
         })();
         write_handle(semaphore, made)
@@ -915,7 +917,7 @@ pub unsafe extern "C" fn vkcuda_image_send(
 ) -> vkcuda_result {
     boundary("vkcuda_image_send", || {
         let i = handle::get(image, "image")?;
-        with_options(options, |o, _| ipc::send_image(i, socket_fd, o))
+        with_options(options, |o, _| ipc::send_image_raw(i, socket_fd, o))
     })
 }
 
@@ -1016,7 +1018,7 @@ pub unsafe extern "C" fn vkcuda_image_receive(
         let made = (|| {
             out(image, "image")?;
             let ctx = ctx_arg(context)?;
-            let inner = with_options(options, |o, _| ipc::receive_image(ctx, socket_fd, o))?;
+            let inner = with_options(options, |o, _| ipc::receive_image_raw(ctx, socket_fd, o))?;
             Ok(handle::boxed::<vkcuda_image>(inner))
         })();
         write_handle(image, made)

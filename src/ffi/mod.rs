@@ -4,6 +4,9 @@
 //! Names here are the C names (`vkcuda_*`), so cbindgen emits them as they are.
 #![allow(non_camel_case_types)]
 #![allow(clippy::missing_safety_doc)]
+// The doc comments here are the C header's (cbindgen copies them into
+// include/vkcuda.h), written for C readers: `name[0]` is C, not a rustdoc link.
+#![allow(rustdoc::broken_intra_doc_links, rustdoc::private_intra_doc_links)]
 
 // cbindgen emits the header's functions module by module in the order of these
 // declarations, which rustfmt keeps alphabetical; the header's documentation groups
@@ -224,11 +227,12 @@ pub(crate) unsafe fn write_native<T>(p: *mut *mut T, made: Result<*mut T>) -> Re
 /// it was, its file offset too (`fd::OffsetGuard`).
 pub(crate) unsafe fn import_taking<T>(
     fd: i32,
-    import: impl FnOnce(&std::os::fd::OwnedFd) -> Result<T>,
+    import: impl FnOnce(std::os::fd::BorrowedFd<'_>) -> Result<T>,
 ) -> Result<T> {
+    use std::os::fd::AsFd;
     let probe = crate::fd::dup_borrowed(fd)?;
     let offset = crate::fd::OffsetGuard::new(fd);
-    let made = import(&probe)?;
+    let made = import(probe.as_fd())?;
     offset.disarm();
     drop(probe);
     libc::close(fd);

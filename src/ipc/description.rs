@@ -53,14 +53,18 @@ pub const MAX_FDS: usize = 4;
 const HEADER: usize = 40;
 
 /// What a description describes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kind {
+    /// A [`Buffer`](crate::Buffer).
     Buffer,
+    /// A [`Semaphore`](crate::Semaphore).
     Semaphore,
+    /// An [`Image`](crate::Image).
     Image,
 }
 
 impl Kind {
+    /// The record's kind field (1 buffer, 2 semaphore, 3 image).
     pub fn code(self) -> u32 {
         match self {
             Kind::Buffer => 1,
@@ -69,6 +73,7 @@ impl Kind {
         }
     }
 
+    /// The kind of a record's kind field.
     pub fn from_code(code: u32) -> Option<Kind> {
         match code {
             1 => Some(Kind::Buffer),
@@ -78,6 +83,7 @@ impl Kind {
         }
     }
 
+    /// "buffer", "semaphore" or "image".
     pub fn name(self) -> &'static str {
         match self {
             Kind::Buffer => "buffer",
@@ -95,30 +101,42 @@ pub enum Object {
     /// A shared semaphore: its type and its value when it was described (timeline;
     /// 0 for binary). The importer's payload is the real state; the value is for
     /// information and checks.
-    Semaphore { kind: semaphore::Kind, value: u64 },
+    Semaphore {
+        /// Timeline or binary.
+        kind: semaphore::Kind,
+        /// The timeline's value when it was described (binary: 0).
+        value: u64,
+    },
     /// A shared image: its description with every default resolved, and the
     /// allocation size of each plane (0 past the format's plane count).
     Image {
+        /// The image's description, defaults resolved.
         desc: image::Description,
+        /// The size of each allocation (one per plane of a disjoint image, else
+        /// one); 0 past the count.
         allocation_sizes: [u64; 3],
     },
 }
 
-/// A complete description: the exporter's device and the object.
+/// A complete description: the exporter's device and the object. Its record
+/// ([`to_bytes`](Self::to_bytes), [`parse`](Self::parse)) is what
+/// [`ipc::send`](crate::ipc::send) sends with the fds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Description {
+    /// `VkPhysicalDeviceIDProperties::deviceUUID` of the exporter's device.
     pub device_uuid: [u8; 16],
+    /// What is described.
     pub object: Object,
 }
 
-pub fn allocator_code(o: Allocator) -> u32 {
+pub(crate) fn allocator_code(o: Allocator) -> u32 {
     match o {
         Allocator::Vulkan => 0,
         Allocator::Cuda => 1,
     }
 }
 
-pub fn semaphore_code(k: semaphore::Kind) -> u32 {
+pub(crate) fn semaphore_code(k: semaphore::Kind) -> u32 {
     match k {
         semaphore::Kind::Timeline => 0,
         semaphore::Kind::Binary => 1,
@@ -126,7 +144,7 @@ pub fn semaphore_code(k: semaphore::Kind) -> u32 {
 }
 
 /// The `vkcuda_image_type` value of a dimension.
-pub fn dimension_code(d: Dimension) -> u32 {
+pub(crate) fn dimension_code(d: Dimension) -> u32 {
     match d {
         Dimension::D2 => 0,
         Dimension::D1 => 1,
@@ -134,7 +152,7 @@ pub fn dimension_code(d: Dimension) -> u32 {
     }
 }
 
-pub fn dimension_from_code(code: u32, what: &str) -> Result<Dimension> {
+pub(crate) fn dimension_from_code(code: u32, what: &str) -> Result<Dimension> {
     match code {
         0 => Ok(Dimension::D2),
         1 => Ok(Dimension::D1),
@@ -305,6 +323,7 @@ fn bool_at(b: &[u8], at: usize, what: &str) -> Result<bool> {
 }
 
 impl Description {
+    /// What the description describes.
     pub fn kind(&self) -> Kind {
         match self.object {
             Object::Buffer(_) => Kind::Buffer,

@@ -7,11 +7,32 @@
 //! The socket decides who can get one: the permissions of a socket path decide
 //! who can connect, and both ends check the peer's credentials (`SO_PEERCRED`,
 //! same user by default) before any fd crosses. See docs/CROSS_PROCESS.md.
+//!
+//! ```no_run
+//! use std::os::unix::net::UnixStream;
+//! use std::os::fd::AsFd;
+//! use vkcuda::ash::vk;
+//! use vkcuda::buffer::{Allocator, Buffer};
+//! use vkcuda::context::{Context, CudaChoice};
+//! use vkcuda::ipc::{self, Options};
+//!
+//! # fn main() -> vkcuda::Result<()> {
+//! let ctx = Context::standalone(None, CudaChoice::Primary)?;
+//! let (a, b) = UnixStream::pair().expect("a socket pair");
+//! // One process sends (here both ends are in one process)...
+//! let buf = Buffer::create(&ctx, 1 << 20, vk::BufferUsageFlags::empty(), Allocator::Cuda)?;
+//! ipc::send_buffer(&buf, a.as_fd(), &Options::default())?;
+//! // ...the other receives and imports: the same memory, its own views.
+//! let peer = ipc::receive_buffer(&ctx, b.as_fd(), &Options::default(), vk::BufferUsageFlags::empty())?;
+//! assert_eq!(peer.layout().size, buf.layout().size);
+//! # Ok(())
+//! # }
+//! ```
 
-pub mod description;
-pub mod socket;
+pub(crate) mod description;
+pub(crate) mod socket;
 
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
 use ash::vk;
@@ -66,7 +87,7 @@ pub fn describe_image(i: &Image) -> Description {
 }
 
 /// DEVICE_MISMATCH unless the description comes from the context's device.
-pub fn check_device(ctx: &Context, d: &Description) -> Result<()> {
+pub(crate) fn check_device(ctx: &Context, d: &Description) -> Result<()> {
     let mine = ctx.vk.props.uuid;
     if d.device_uuid != mine {
         return Err(Error::new(
@@ -96,11 +117,13 @@ fn expect_kind(d: &Description, want: Kind) -> Result<()> {
 }
 
 /// Imports a buffer from its description and fd (borrowed: the drivers get
-/// duplicates).
+/// duplicates). A description of another kind or another device, or an fd that
+/// is certainly not a GPU handle (a pipe, a socket, ...), is refused before the
+/// import.
 pub fn import_buffer(
     ctx: &Arc<Context>,
     d: &Description,
-    handle: &OwnedFd,
+    handle: BorrowedFd<'_>,
     usage: vk::BufferUsageFlags,
 ) -> Result<Buffer> {
     expect_kind(d, Kind::Buffer)?;
@@ -117,7 +140,7 @@ pub fn import_buffer(
 pub fn import_semaphore(
     ctx: &Arc<Context>,
     d: &Description,
-    handle: &OwnedFd,
+    handle: BorrowedFd<'_>,
 ) -> Result<Semaphore> {
     expect_kind(d, Kind::Semaphore)?;
     d.check()?;
@@ -131,7 +154,11 @@ pub fn import_semaphore(
 
 /// Imports an image from its description and memory fds, one per plane
 /// (borrowed).
-pub fn import_image(ctx: &Arc<Context>, d: &Description, handles: &[&OwnedFd]) -> Result<Image> {
+pub fn import_image(
+    ctx: &Arc<Context>,
+    d: &Description,
+    handles: &[BorrowedFd<'_>],
+) -> Result<Image> {
     expect_kind(d, Kind::Image)?;
     d.check()?;
     check_device(ctx, d)?;
@@ -144,13 +171,13 @@ pub fn import_image(ctx: &Arc<Context>, d: &Description, handles: &[&OwnedFd]) -
     };
     check_fd_count(d, handles.len())?;
     for h in handles {
-        check_handle(d, h)?;
+        check_handle(d, *h)?;
     }
     Image::import_fd(ctx, handles, &desc, &allocation_sizes[..d.fd_count()])
 }
 
 /// Refuses a number of fds other than the description's.
-pub fn check_fd_count(d: &Description, given: usize) -> Result<()> {
+pub(crate) fn check_fd_count(d: &Description, given: usize) -> Result<()> {
     if given != d.fd_count() {
         return Err(Error::invalid(format!(
             "the {} description comes with {} fd{} (one per plane of a multi-planar image), not {given}",
@@ -163,14 +190,40 @@ pub fn check_fd_count(d: &Description, given: usize) -> Result<()> {
 }
 
 /// Receives an image and imports it into `ctx`.
-pub fn receive_image(ctx: &Arc<Context>, socket: RawFd, opts: &Options) -> Result<Image> {
-    let (d, fds) = receive(socket, opts)?;
-    let borrowed: Vec<&OwnedFd> = fds.iter().collect();
+pub fn receive_image(ctx: &Arc<Context>, socket: BorrowedFd<'_>, opts: &Options) -> Result<Image> {
+    receive_image_raw(ctx, socket.as_raw_fd(), opts)
+}
+
+pub(crate) fn receive_image_raw(
+    ctx: &Arc<Context>,
+    socket: RawFd,
+    opts: &Options,
+) -> Result<Image> {
+    let (d, fds) = receive_raw(socket, opts)?;
+    let borrowed: Vec<BorrowedFd> = fds.iter().map(|f| f.as_fd()).collect();
     import_image(ctx, &d, &borrowed)
 }
 
-/// Sends a description and its fds (borrowed; the peer gets its own references).
-pub fn send(socket: RawFd, d: &Description, handles: &[RawFd], opts: &Options) -> Result<()> {
+/// Sends a description and its fds over `socket` (a connected Unix stream or
+/// seqpacket socket) after checking the peer (`opts.peer`). The fds stay the
+/// caller's: the peer gets its own references.
+pub fn send(
+    socket: BorrowedFd<'_>,
+    d: &Description,
+    handles: &[BorrowedFd<'_>],
+    opts: &Options,
+) -> Result<()> {
+    let raw: Vec<RawFd> = handles.iter().map(|h| h.as_raw_fd()).collect();
+    send_raw(socket.as_raw_fd(), d, &raw, opts)
+}
+
+/// [`send`] with descriptor numbers, each checked to be open (the C API's).
+pub(crate) fn send_raw(
+    socket: RawFd,
+    d: &Description,
+    handles: &[RawFd],
+    opts: &Options,
+) -> Result<()> {
     let bytes = d.to_bytes()?;
     check_fd_count(d, handles.len())?;
     for &handle in handles {
@@ -200,7 +253,7 @@ fn send_object(
     socket::transmit(socket, &bytes, &raw, opts.timeout)
 }
 
-fn is_regular_file(fd: &OwnedFd) -> bool {
+fn is_regular_file(fd: BorrowedFd<'_>) -> bool {
     // SAFETY: fstat writes into a zeroed struct we own; the descriptor is open.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     let ok = unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } == 0;
@@ -211,7 +264,7 @@ fn is_regular_file(fd: &OwnedFd) -> bool {
 /// pipes, sockets, directories, terminals and the event-like anonymous inodes.
 /// Some drivers read() a handle on import (Mesa's lavapipe reads a header from
 /// its memfds), which blocks for ever on those: a peer could hang the receiver.
-fn certainly_foreign(fd: &OwnedFd) -> Option<String> {
+fn certainly_foreign(fd: BorrowedFd<'_>) -> Option<String> {
     let raw = fd.as_raw_fd();
     // SAFETY: fstat writes into a zeroed struct we own; the descriptor is open.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
@@ -246,7 +299,7 @@ fn certainly_foreign(fd: &OwnedFd) -> Option<String> {
         .then(|| format!("an event descriptor ({name})"))
 }
 
-fn check_handle(d: &Description, fd: &OwnedFd) -> Result<()> {
+fn check_handle(d: &Description, fd: BorrowedFd<'_>) -> Result<()> {
     // No driver's semaphore payload is a regular file. On the H200, after NVIDIA's
     // vkImportSemaphoreFdKHR was handed a memfd (VK_ERROR_INITIALIZATION_FAILED),
     // every later vkAllocateMemory of that test process failed: refuse it here.
@@ -266,7 +319,13 @@ fn check_handle(d: &Description, fd: &OwnedFd) -> Result<()> {
 
 /// Receives one description and its fds, checked: strict parsing, and exactly the
 /// number of fds the description says (every received fd is closed otherwise).
-pub fn receive(socket: RawFd, opts: &Options) -> Result<(Description, Vec<OwnedFd>)> {
+/// The fds are the caller's to import ([`import_buffer`], ...) and close.
+pub fn receive(socket: BorrowedFd<'_>, opts: &Options) -> Result<(Description, Vec<OwnedFd>)> {
+    receive_raw(socket.as_raw_fd(), opts)
+}
+
+/// [`receive`] on a descriptor number (the C API's; checked by the socket calls).
+pub(crate) fn receive_raw(socket: RawFd, opts: &Options) -> Result<(Description, Vec<OwnedFd>)> {
     let (bytes, fds) = socket::receive(socket, description::SIZE, description::MAX_FDS, opts)?;
     let d = Description::parse(&bytes).map_err(|e| {
         if fds.is_empty() {
@@ -296,7 +355,7 @@ pub fn receive(socket: RawFd, opts: &Options) -> Result<(Description, Vec<OwnedF
 
 /// Receives a description of an object that comes with one fd.
 fn receive_one(socket: RawFd, opts: &Options) -> Result<(Description, OwnedFd)> {
-    let (d, mut fds) = receive(socket, opts)?;
+    let (d, mut fds) = receive_raw(socket, opts)?;
     if fds.len() != 1 {
         return Err(Error::invalid(format!(
             "the peer sent a {} description with {} fds (all were closed); this call takes one",
@@ -307,8 +366,13 @@ fn receive_one(socket: RawFd, opts: &Options) -> Result<(Description, OwnedFd)> 
     Ok((d, fds.pop().expect("one fd")))
 }
 
-/// Sends a buffer: its description and a new fd (closed here once sent).
-pub fn send_buffer(b: &Buffer, socket: RawFd, opts: &Options) -> Result<()> {
+/// Sends a buffer: its description and a new fd (closed here once sent), after
+/// the socket and peer checks (so no fd is exported for nothing).
+pub fn send_buffer(b: &Buffer, socket: BorrowedFd<'_>, opts: &Options) -> Result<()> {
+    send_buffer_raw(b, socket.as_raw_fd(), opts)
+}
+
+pub(crate) fn send_buffer_raw(b: &Buffer, socket: RawFd, opts: &Options) -> Result<()> {
     send_object(
         socket,
         opts,
@@ -320,17 +384,30 @@ pub fn send_buffer(b: &Buffer, socket: RawFd, opts: &Options) -> Result<()> {
 /// Receives a buffer and imports it into `ctx`.
 pub fn receive_buffer(
     ctx: &Arc<Context>,
+    socket: BorrowedFd<'_>,
+    opts: &Options,
+    usage: vk::BufferUsageFlags,
+) -> Result<Buffer> {
+    receive_buffer_raw(ctx, socket.as_raw_fd(), opts, usage)
+}
+
+pub(crate) fn receive_buffer_raw(
+    ctx: &Arc<Context>,
     socket: RawFd,
     opts: &Options,
     usage: vk::BufferUsageFlags,
 ) -> Result<Buffer> {
     crate::buffer::check_usage(usage)?;
     let (d, fd) = receive_one(socket, opts)?;
-    import_buffer(ctx, &d, &fd, usage)
+    import_buffer(ctx, &d, fd.as_fd(), usage)
 }
 
 /// Sends a semaphore: its description and a new fd (closed here once sent).
-pub fn send_semaphore(s: &Semaphore, socket: RawFd, opts: &Options) -> Result<()> {
+pub fn send_semaphore(s: &Semaphore, socket: BorrowedFd<'_>, opts: &Options) -> Result<()> {
+    send_semaphore_raw(s, socket.as_raw_fd(), opts)
+}
+
+pub(crate) fn send_semaphore_raw(s: &Semaphore, socket: RawFd, opts: &Options) -> Result<()> {
     send_object(
         socket,
         opts,
@@ -340,14 +417,30 @@ pub fn send_semaphore(s: &Semaphore, socket: RawFd, opts: &Options) -> Result<()
 }
 
 /// Receives a semaphore and imports it into `ctx`.
-pub fn receive_semaphore(ctx: &Arc<Context>, socket: RawFd, opts: &Options) -> Result<Semaphore> {
+pub fn receive_semaphore(
+    ctx: &Arc<Context>,
+    socket: BorrowedFd<'_>,
+    opts: &Options,
+) -> Result<Semaphore> {
+    receive_semaphore_raw(ctx, socket.as_raw_fd(), opts)
+}
+
+pub(crate) fn receive_semaphore_raw(
+    ctx: &Arc<Context>,
+    socket: RawFd,
+    opts: &Options,
+) -> Result<Semaphore> {
     let (d, fd) = receive_one(socket, opts)?;
-    import_semaphore(ctx, &d, &fd)
+    import_semaphore(ctx, &d, fd.as_fd())
 }
 
 /// Sends an image: its description and a new fd per allocation (closed here once
 /// sent).
-pub fn send_image(i: &Image, socket: RawFd, opts: &Options) -> Result<()> {
+pub fn send_image(i: &Image, socket: BorrowedFd<'_>, opts: &Options) -> Result<()> {
+    send_image_raw(i, socket.as_raw_fd(), opts)
+}
+
+pub(crate) fn send_image_raw(i: &Image, socket: RawFd, opts: &Options) -> Result<()> {
     send_object(
         socket,
         opts,

@@ -21,8 +21,11 @@ use crate::error::{Error, ErrorKind, Result};
 /// connection was made (`SO_PEERCRED`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Peer {
+    /// The peer's process id.
     pub pid: i32,
+    /// Its effective user id.
     pub uid: u32,
+    /// Its effective group id.
     pub gid: u32,
 }
 
@@ -34,11 +37,21 @@ pub enum PeerPolicy<'a> {
     Check(&'a dyn Fn(&Peer) -> bool),
 }
 
-/// How long to wait and whom to talk to.
+/// How long to wait and whom to talk to. The default: no timeout, the same user.
 pub struct Options<'a> {
     /// `None`: wait for as long as it takes.
     pub timeout: Option<Duration>,
+    /// Which peers may take part; checked before any fd crosses.
     pub peer: PeerPolicy<'a>,
+}
+
+impl Default for Options<'_> {
+    fn default() -> Self {
+        Options {
+            timeout: None,
+            peer: PeerPolicy::SameUser,
+        }
+    }
 }
 
 fn os_error(what: &str) -> Error {

@@ -37,8 +37,15 @@ pub struct Scope {
 }
 
 impl Scope {
-    /// A scope with the library's defaults for zero masks: every command, every
-    /// memory read and write.
+    /// The engine's queue family with the library's defaults: every command
+    /// (`ALL_COMMANDS`), every memory read and write.
+    pub fn new(queue_family: u32) -> Scope {
+        Scope::with_defaults(queue_family, 0, 0)
+    }
+
+    /// A scope from raw masks (`VkPipelineStageFlags`, `VkAccessFlags`; with
+    /// synchronization2, the 32-bit part of the `*2` flags), with the library's
+    /// defaults for zero masks: every command, every memory read and write.
     pub fn with_defaults(queue_family: u32, stages: u32, access: u32) -> Scope {
         Scope {
             queue_family,
@@ -225,7 +232,7 @@ impl Scope {
     /// can run, and access bits that exist. A bounds-checked load and three masks,
     /// against values read at context creation and constants.
     #[inline]
-    pub fn check(&self, dev: &VulkanDevice) -> Result<()> {
+    pub(crate) fn check(&self, dev: &VulkanDevice) -> Result<()> {
         let (stages, access) = valid_masks(dev);
         match dev
             .props

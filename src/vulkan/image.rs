@@ -27,10 +27,13 @@ pub struct ImageParams {
     pub usage: vk::ImageUsageFlags,
 }
 
-/// One plane's memory: an allocation bound at offset 0.
+/// One allocation of an image: the memory of a single-plane image or of a video
+/// frame, or of one plane of a disjoint multi-planar image.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PlaneMemory {
+    /// The `VkDeviceMemory`.
     pub memory: vk::DeviceMemory,
+    /// The size of the whole allocation.
     pub allocation_size: u64,
     /// Where the plane (or the single-plane image) is bound in `memory`: 0 unless
     /// an engine's image was wrapped inside a block shared with other resources.

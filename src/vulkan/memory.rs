@@ -1,6 +1,6 @@
 //! Exportable and imported `VkDeviceMemory` for buffers, and fd export.
 
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
 use ash::vk;
 
@@ -486,7 +486,7 @@ fn export_format(dev: &VulkanDevice) -> Option<ExportFormat> {
 ///
 /// What can be checked depends on the driver: NVIDIA's opaque fds carry nothing a
 /// process can read, so only their kind is checked.
-pub fn check_importable(dev: &VulkanDevice, fd: &OwnedFd, needed: u64) -> Result<()> {
+pub fn check_importable(dev: &VulkanDevice, fd: BorrowedFd<'_>, needed: u64) -> Result<()> {
     let Some(want) = export_format(dev) else {
         return Ok(());
     };

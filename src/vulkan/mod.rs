@@ -73,15 +73,25 @@ impl VulkanDevice {
 unsafe impl Send for VulkanDevice {}
 unsafe impl Sync for VulkanDevice {}
 
-/// The caller's entry points.
-#[derive(Clone, Copy)]
+/// The engine's handles for [`Context::from_engine`](crate::Context::from_engine)
+/// (and the doctor's engine checks). With `ash`: `instance.handle()`,
+/// `device.handle()` and `entry.static_fn().get_instance_proc_addr`.
+#[derive(Clone, Copy, Debug)]
 pub struct EngineHandles {
+    /// The engine's instance, made with `VkApplicationInfo::apiVersion` 1.2 or later.
     pub instance: vk::Instance,
+    /// The physical device the engine's device was created on.
     pub physical: vk::PhysicalDevice,
+    /// The engine's device, created with the extensions of
+    /// [`pairing::DEVICE_EXTENSIONS`](crate::pairing::DEVICE_EXTENSIONS) that the
+    /// device supports and the `timelineSemaphore` feature.
     pub device: vk::Device,
+    /// The engine's `vkGetInstanceProcAddr`: every entry point is loaded from it.
     pub get_instance_proc_addr: vk::PFN_vkGetInstanceProcAddr,
+    /// The engine's `vkGetDeviceProcAddr`, or `None` to load it from the instance.
     pub get_device_proc_addr: Option<vk::PFN_vkGetDeviceProcAddr>,
-    /// The engine enabled the `synchronization2` feature on its device.
+    /// The engine enabled the `synchronization2` feature on its device: the
+    /// handoff barriers are then recorded with `vkCmdPipelineBarrier2`.
     pub synchronization2: bool,
 }
 
@@ -310,7 +320,7 @@ impl VulkanDevice {
 
     /// [`missing_extension`](Self::missing_extension) as what was seen and the fix:
     /// the doctor reports an engine's device with these same words.
-    pub fn missing_extension_diagnosis(&self, name: &CStr, what: &str) -> Diagnosis {
+    pub(crate) fn missing_extension_diagnosis(&self, name: &CStr, what: &str) -> Diagnosis {
         let ext = name.to_string_lossy();
         match support::has_extension(&self.instance, self.physical, name) {
             Some(false) => Diagnosis::new(
@@ -392,9 +402,12 @@ mod tests {
             if p.extension().and_then(|x| x.to_str()) != Some("rs") {
                 continue;
             }
+            // Comment lines are not the crate's calls (the doc examples make their own).
             let text: String = std::fs::read_to_string(&p)
                 .unwrap()
-                .chars()
+                .lines()
+                .filter(|l| !l.trim_start().starts_with("//"))
+                .flat_map(str::chars)
                 .filter(|c| !c.is_whitespace())
                 .collect();
             for (recv, is_device) in [("device.", true), ("instance.", false)] {

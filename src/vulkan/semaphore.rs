@@ -1,7 +1,7 @@
 //! The Vulkan calls of shared semaphores: exportable and importable `VkSemaphore`s
 //! (OPAQUE_FD), their payload fds, and the counter of timelines.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 
 use ash::vk;
 
@@ -105,7 +105,7 @@ pub fn create_importable(dev: &VulkanDevice, ty: vk::SemaphoreType) -> Result<vk
 
 /// Replaces `sem`'s payload for good with the one `handle` carries
 /// (`vkImportSemaphoreFdKHR` on a duplicate: `handle` stays the caller's).
-pub fn import_fd(dev: &VulkanDevice, sem: vk::Semaphore, handle: &OwnedFd) -> Result<()> {
+pub fn import_fd(dev: &VulkanDevice, sem: vk::Semaphore, handle: BorrowedFd<'_>) -> Result<()> {
     let f = dev.semaphore_fd()?;
     let dup = fd::Handoff::new(fd::dup_borrowed(handle.as_raw_fd())?);
     let import = vk::ImportSemaphoreFdInfoKHR::default()

@@ -9,8 +9,11 @@ use crate::error::{Error, Result};
 
 /// Properties the library reads once per device.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct DeviceProps {
+    /// `VkPhysicalDeviceIDProperties::deviceUUID`: the CUDA twin has the same UUID.
     pub uuid: [u8; 16],
+    /// `VkPhysicalDeviceProperties::deviceName`.
     pub name: String,
     /// `VkPhysicalDeviceProperties::vendorID` (0x10de: NVIDIA).
     pub vendor_id: u32,
@@ -18,6 +21,7 @@ pub struct DeviceProps {
     pub device_type: vk::PhysicalDeviceType,
     /// `VkPhysicalDeviceProperties::driverVersion`, as the driver encodes it.
     pub driver_version: u32,
+    /// `VkPhysicalDeviceProperties::apiVersion`.
     pub api_version: u32,
     /// `VkPhysicalDeviceMaintenance3Properties::maxMemoryAllocationSize`: advice
     /// for buffers (see `vulkan::memory::check_size`), a limit for images.
@@ -25,22 +29,30 @@ pub struct DeviceProps {
     /// `VkPhysicalDeviceMaintenance4Properties::maxBufferSize` on a Vulkan 1.3
     /// device; 0 when the device does not say (1.2 without maintenance4).
     pub max_buffer_size: u64,
+    /// `maxTimelineSemaphoreValueDifference` (0: no limit reported).
     pub max_timeline_difference: u64,
+    /// The device's memory heaps and types.
     pub memory: vk::PhysicalDeviceMemoryProperties,
+    /// The device's limits.
     pub limits: vk::PhysicalDeviceLimits,
     /// Per queue family, the pipeline stages its queues can run (from its
     /// `queueFlags`, see [`super::handoff::stages_of_queue`]): the handoff
     /// barriers refuse a family index past the end and stages the family cannot
     /// run (read once here, not per call).
-    pub queue_family_stages: Box<[u32]>,
+    pub(crate) queue_family_stages: Box<[u32]>,
 }
 
-/// What the device supports, for `vkcuda_physical_device_query`.
+/// What a physical device offers for interop.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Support {
+    /// Its properties.
     pub props: DeviceProps,
+    /// It has `VK_KHR_external_memory_fd` (buffers and images).
     pub external_memory_fd: bool,
+    /// It has `VK_KHR_external_semaphore_fd` (semaphores).
     pub external_semaphore_fd: bool,
+    /// It supports the `timelineSemaphore` feature.
     pub timeline_semaphore: bool,
     /// The Vulkan 1.3 feature `synchronization2` (`vkCmdPipelineBarrier2`).
     pub synchronization2: bool,

@@ -26,6 +26,11 @@ impl Cuda {
         Cuda(info.cuda_context.cast())
     }
 
+    /// The CUcontext of a Rust API context (`vkcuda::Context`) with CUDA.
+    pub fn of_context(ctx: &vkcuda::Context) -> Cuda {
+        Cuda(ctx.cuda_info().expect("a context with CUDA").context)
+    }
+
     /// Makes the context current on this thread (until `leave`).
     #[track_caller]
     pub fn enter(&self) {

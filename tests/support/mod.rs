@@ -13,7 +13,8 @@
 //!     `create_buffer`, `buffer_info`, `buffer_import_info`, `image_desc`,
 //!     `image_desc_of`, `image_info`, `image_wrap_info`, `bt709`, `texture_info`, `semaphore_create_info`,
 //!     `create_semaphore`, `handoff_info`, `record` (a description's bytes);
-//!   - `vulkan`: the test's own Vulkan work, `Vk` (`run`, `command_buffer`, `copy`,
+//!   - `vulkan`: the test's own Vulkan work, `Vk` (`new` for a C context, `of` for a
+//!     Rust API `vkcuda::Context`; `run`, `command_buffer`, `copy`,
 //!     `image_barrier`, `host_buffer`), `layout_barrier`, `device_local_type`,
 //!     `EngineDevice`;
 //!   - `children`: this test executable run again (`this_test`, `child_passed`,
@@ -21,7 +22,7 @@
 //!     `uuid_hex`, `send_with_fds` (a peer's raw message with fds);
 //!   - `stand_in`: `fake_cuda_driver`, the stand-in CUDA driver;
 //!   - `cuda` (not re-exported: `use support::cuda::{check, Cuda};`): the test's
-//!     own CUDA work, `Cuda` and `check`;
+//!     own CUDA work, `Cuda` (`of` a C context, `of_context` a Rust one) and `check`;
 //!   - `ycbcr` (not re-exported): one pass that samples a multi-planar image
 //!     through a YCbCr conversion into RGBA8, for tests/video.rs and bench/;
 //!   - `images` (not re-exported): creation, `Side`, barriers and the pattern

@@ -57,6 +57,35 @@ impl Vk {
         }
     }
 
+    /// Loads from a standalone context of the Rust API (`vkcuda::Context`), whose
+    /// handles include a queue.
+    pub fn of(ctx: &vkcuda::Context) -> Vk {
+        let h = ctx.vulkan_handles();
+        let static_fn = ash::StaticFn {
+            get_instance_proc_addr: h.get_instance_proc_addr,
+        };
+        let instance = unsafe { ash::Instance::load(&static_fn, h.instance) };
+        let device = unsafe { ash::Device::load(instance.fp_v1_0(), h.device) };
+        let (family, queue) = h.queue.expect("a standalone context has a queue");
+        let pool = unsafe {
+            device.create_command_pool(
+                &vk::CommandPoolCreateInfo::default()
+                    .queue_family_index(family)
+                    .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER),
+                None,
+            )
+        }
+        .unwrap();
+        Vk {
+            instance,
+            device,
+            physical: h.physical_device,
+            queue,
+            family,
+            pool,
+        }
+    }
+
     /// The test's Vulkan work on an engine's device (queue family 0, queue 0).
     pub fn for_engine(
         instance: &ash::Instance,

@@ -247,15 +247,19 @@ impl Interop {
             )));
         }
         let shared = hal_device.shared_instance();
-        let ctx = objects::context(
-            &objects::Handles {
-                instance: shared.raw_instance().handle(),
-                physical: hal_device.raw_physical_device(),
-                device: raw_device,
-                get_instance_proc_addr: shared.entry().static_fn().get_instance_proc_addr,
-            },
-            cuda,
-        )?;
+        // SAFETY: wgpu's live instance, physical device and device (checked above to
+        // be one device); `Inner` holds the wgpu device and drops the context first.
+        let ctx = unsafe {
+            objects::context(
+                &objects::Handles {
+                    instance: shared.raw_instance().handle(),
+                    physical: hal_device.raw_physical_device(),
+                    device: raw_device,
+                    get_instance_proc_addr: shared.entry().static_fn().get_instance_proc_addr,
+                },
+                cuda,
+            )
+        }?;
         Ok(Interop {
             inner: Arc::new(Inner {
                 ctx,

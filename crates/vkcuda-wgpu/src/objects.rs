@@ -42,7 +42,11 @@ pub struct Handles {
 }
 
 /// A context over a device the caller owns (wgpu's): vkcuda never destroys it.
-pub fn context(h: &Handles, cuda: CudaChoice) -> Result<Arc<Context>, VkcudaError> {
+///
+/// # Safety
+/// As for `vkcuda::Context::from_engine`: `h` holds the live handles of one
+/// device (wgpu's, through its HAL), which outlive the context.
+pub unsafe fn context(h: &Handles, cuda: CudaChoice) -> Result<Arc<Context>, VkcudaError> {
     let handles = vkcuda::context::EngineHandles {
         instance: h.instance,
         physical: h.physical,
@@ -52,7 +56,8 @@ pub fn context(h: &Handles, cuda: CudaChoice) -> Result<Arc<Context>, VkcudaErro
         // wgpu 30 does not enable synchronization2: vkcuda records vkCmdPipelineBarrier.
         synchronization2: false,
     };
-    Context::from_engine(&handles, cuda)
+    // SAFETY: this function's contract.
+    unsafe { Context::from_engine(&handles, cuda) }
 }
 
 /// The context's CUDA side, or CUDA_UNAVAILABLE.
