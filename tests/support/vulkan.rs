@@ -28,45 +28,40 @@ impl Vk {
     pub fn new(ctx: *const vkcuda_context) -> Vk {
         let mut h: vkcuda_vulkan_handles = unsafe { std::mem::zeroed() };
         ok(unsafe { vkcuda_context_get_vulkan_handles(ctx, &mut h) });
-        let static_fn = ash::StaticFn {
-            get_instance_proc_addr: h.get_instance_proc_addr.expect("gipa"),
-        };
-        let instance = unsafe { ash::Instance::load(&static_fn, h.instance) };
-        let device = unsafe { ash::Device::load(instance.fp_v1_0(), h.device) };
         assert_ne!(
             h.queue,
             vk::Queue::null(),
             "a standalone context has a queue"
         );
-        let pool = unsafe {
-            device.create_command_pool(
-                &vk::CommandPoolCreateInfo::default()
-                    .queue_family_index(h.queue_family_index)
-                    .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER),
-                None,
-            )
-        }
-        .unwrap();
-        Vk {
-            instance,
-            device,
-            physical: h.physical_device,
-            queue: h.queue,
-            family: h.queue_family_index,
-            pool,
-        }
+        let gipa = h.get_instance_proc_addr.expect("gipa");
+        let (family, queue) = (h.queue_family_index, h.queue);
+        Vk::load(gipa, h.instance, h.physical_device, h.device, family, queue)
     }
 
     /// Loads from a standalone context of the Rust API (`vkcuda::Context`), whose
     /// handles include a queue.
     pub fn of(ctx: &vkcuda::Context) -> Vk {
         let h = ctx.vulkan_handles();
-        let static_fn = ash::StaticFn {
-            get_instance_proc_addr: h.get_instance_proc_addr,
-        };
-        let instance = unsafe { ash::Instance::load(&static_fn, h.instance) };
-        let device = unsafe { ash::Device::load(instance.fp_v1_0(), h.device) };
         let (family, queue) = h.queue.expect("a standalone context has a queue");
+        let gipa = h.get_instance_proc_addr;
+        Vk::load(gipa, h.instance, h.physical_device, h.device, family, queue)
+    }
+
+    /// The functions of `instance` and `device` through `gipa`, and a command pool
+    /// of `family`.
+    fn load(
+        gipa: vk::PFN_vkGetInstanceProcAddr,
+        instance: vk::Instance,
+        physical: vk::PhysicalDevice,
+        device: vk::Device,
+        family: u32,
+        queue: vk::Queue,
+    ) -> Vk {
+        let static_fn = ash::StaticFn {
+            get_instance_proc_addr: gipa,
+        };
+        let instance = unsafe { ash::Instance::load(&static_fn, instance) };
+        let device = unsafe { ash::Device::load(instance.fp_v1_0(), device) };
         let pool = unsafe {
             device.create_command_pool(
                 &vk::CommandPoolCreateInfo::default()
@@ -79,7 +74,7 @@ impl Vk {
         Vk {
             instance,
             device,
-            physical: h.physical_device,
+            physical,
             queue,
             family,
             pool,
