@@ -1,6 +1,6 @@
 /*
  * nvdec_throughput: decode throughput of NVDEC alone against NVDEC into a shared frame that Vulkan
- * samples, on both clips of scripts/make-clips.sh, the ratio in one run (issue 28, "Speed": the
+ * samples, on both clips of scripts/lab/make-clips.sh, the ratio in one run (issue 28, "Speed": the
  * pipeline at >= 0.95 x NVDEC alone).
  *
  *   alone      NVDEC alone: decode + map (cuvidMapVideoFrame on the stream, stream synchronised),

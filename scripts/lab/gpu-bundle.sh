@@ -12,7 +12,7 @@
 #                         ThreadSanitizer (std rebuilt: rust-src, RUSTC_BOOTSTRAP)
 #   include/              the Vulkan C headers, vk_video, stb_image_write.h, vk_mem_alloc.h,
 #                         ffnvcodec/ (FFmpeg's nv-codec-headers: the NVDEC/NVENC programs)
-#   clips/                the NVDEC test clips and their CPU reference (scripts/make-clips.sh)
+#   clips/                the NVDEC test clips and their CPU reference (scripts/lab/make-clips.sh)
 #   python/               the Python release wheel and sdist (scripts/python-wheel.sh)
 #   MANIFEST              commit, build directory, files with sizes and sha256
 # and in .gl/ the Vulkan loader (the workplace's prepare-loader.sh: VKCUDA_PREPARE_LOADER,
@@ -94,7 +94,7 @@ scripts/python-wheel.sh "$out/python"
 find /usr/include/vulkan -maxdepth 1 -type f ! -name '*.hpp' -exec cp {} "$out/include/vulkan/" \;
 cp -r /usr/include/vk_video /usr/include/ffnvcodec "$out/include/"
 cp /usr/include/stb/stb_image_write.h "$out/include/stb/"
-scripts/make-clips.sh "$out/clips"
+scripts/lab/make-clips.sh "$out/clips"
 # VulkanMemoryAllocator's header for the VMA example and test, from the vk-mem crate.
 scripts/fetch-vma.sh
 cp .dev/vma/include/vk_mem_alloc.h "$out/include/"

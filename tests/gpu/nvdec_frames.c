@@ -1,11 +1,11 @@
 /*
  * nvdec_frames [--clips DIR] [--no-pipeline]: NVDEC into shared linear video frames, tested exhaustively (issue 28,
- * item 3). Clips and references: scripts/make-clips.sh (DIR, default .dev/gpu/clips):
+ * item 3). Clips and references: scripts/lab/make-clips.sh (DIR, default .dev/gpu/clips):
  *   h264_1080p.h264 (300 frames, B-frames -> NV12), hevc_main10_1080p.hevc (60 frames -> P010),
  *   each with CLIP.fnv: FNV-1a 64 of every frame of Debian ffmpeg's CPU decode (packed planes).
  * Per clip (the decode runs are nvdec_run.c's, shared with bench/c/nvdec_throughput.c):
  *   verify     the colour NVDEC reads from the VUI (CUVIDEOFORMAT) is the clip's tags (BT.709 for
- *              H.264, BT.2020 for HEVC: scripts/make-clips.sh); every decoded frame copied
+ *              H.264, BT.2020 for HEVC: scripts/lab/make-clips.sh); every decoded frame copied
  *              (vkcuda_image_cuda_copy_from_pitched, one cuMemcpy2DAsync per plane) into a shared
  *              LINEAR frame, read back by Vulkan (vkCmdCopyImageToBuffer per plane aspect into a host
  *              buffer), hashed and compared with the CPU reference: 0 mismatching frames and the

@@ -8,7 +8,7 @@
  * into one of them. The one application pointer it takes is CUVIDPROCPARAMS::raw_output_dptr (with
  * raw_output_pitch), which the headers list under "used for raw YUV input" (the post-processor fed
  * uncompressed YUV). This probe sets it for a decoded bitstream, on both clips of
- * scripts/make-clips.sh: for each of the first N frames (default 16) the destination, a shared
+ * scripts/lab/make-clips.sh: for each of the first N frames (default 16) the destination, a shared
  * Vulkan buffer (Vulkan-allocated, mapped into CUDA: memory the application owns), is filled with
  * 0xa5, the frame is mapped with raw_output_dptr = the buffer and raw_output_pitch = the row size
  * rounded up to 512, and the buffer is compared, row by row, with the frame cuvidMapVideoFrame

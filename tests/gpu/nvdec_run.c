@@ -9,7 +9,7 @@
 
 static const char *program = "nvdec_run";
 
-/* The tags scripts/make-clips.sh gives the clips: matrix, transfer, primaries (H.273), bit depth. */
+/* The tags scripts/lab/make-clips.sh gives the clips: matrix, transfer, primaries (H.273), bit depth. */
 const nvdec_run_clip_kind nvdec_run_clip_kinds[NVDEC_RUN_CLIPS] = {
     {"h264_1080p.h264", "h264", 1, 1, 1, 8},
     {"hevc_main10_1080p.hevc", "hevc", 9, 14, 9, 10},
@@ -40,7 +40,7 @@ int nvdec_run_clip_load(const char *dir, int kind, nvdec_run_clip *clip, char *w
     clip->kind = &nvdec_run_clip_kinds[kind];
     snprintf(path, sizeof path, "%s/%s", dir, clip->kind->file);
     if (!(clip->data = read_file(path, &clip->bytes)))
-        return snprintf(why, why_size, "cannot read %s (scripts/make-clips.sh makes it; --clips DIR)", path), -1;
+        return snprintf(why, why_size, "cannot read %s (scripts/lab/make-clips.sh makes it; --clips DIR)", path), -1;
     snprintf(path, sizeof path, "%s/%s.fnv", dir, clip->kind->file);
     if (!(clip->ref = malloc(100000 * sizeof *clip->ref)) || !(rf = fopen(path, "r"))) {
         nvdec_run_clip_free(clip);

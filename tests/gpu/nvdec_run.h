@@ -11,7 +11,7 @@
  *   NVDEC_RUN_VERIFY    decode -> shared frame -> Vulkan copies both planes into a host buffer,
  *                       hashed (FNV-1a 64 of the packed planes) and compared with the CPU reference;
  *                       on the first frame a pitch shorter than a row is offered and must be refused
- * The clips and their references: scripts/make-clips.sh (.dev/gpu/clips, carried by
+ * The clips and their references: scripts/lab/make-clips.sh (.dev/gpu/clips, carried by
  * scripts/gpu-bundle.sh). On the rig (RIG_EXAMPLE_CHECKS: a failed call ends the program, as in the
  * examples). Without NVDEC the run prints "SKIPPED: <program>: no NVDEC: <why>" and exits 77 (1 with
  * VKCUDA_REQUIRE_GPU=1).
@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The clips of scripts/make-clips.sh, with the colour tags it gives them (H.273 code points). */
+/* The clips of scripts/lab/make-clips.sh, with the colour tags it gives them (H.273 code points). */
 #define NVDEC_RUN_CLIPS 2
 typedef struct nvdec_run_clip_kind {
     const char *file, *codec;                          /* "h264_1080p.h264", "h264" */

@@ -12,9 +12,9 @@
 # every sample through a plain -pix_fmt conversion (NVDEC keeps a clip's range). The
 # encodes take minutes on two cores: cached in target/clips, keyed by this script.
 #
-#   scripts/make-clips.sh [DIR]       default: .dev/gpu/clips
+#   scripts/lab/make-clips.sh [DIR]       default: .dev/gpu/clips
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 out=${1:-.dev/gpu/clips}
 cache=target/clips
 key=$(sha256sum "$0" | cut -c1-16)
