@@ -97,7 +97,8 @@ impl Report {
 /// What a benchmark needs: the library's context, and raw handles to the same
 /// device, queue and CUDA context.
 struct Env {
-    ctx: Arc<Context>,
+    // Fields drop in this order: `v`'s command pool goes before `ctx`, whose last
+    // reference destroys the device.
     v: Vk,
     stream: cu::CUstream,
     tiny: cu::CUfunction,
@@ -105,6 +106,7 @@ struct Env {
     sem_fd: ash::khr::external_semaphore_fd::Device,
     mem_fd: ash::khr::external_memory_fd::Device,
     empty: vk::CommandBuffer,
+    ctx: Arc<Context>,
 }
 
 impl Env {
