@@ -485,7 +485,7 @@ fn contexts_from_eight_threads() {
         took.as_secs_f64()
     );
     assert_eq!(live_counts(), objects);
-    assert_eq!(fd_count(), fds);
+    assert_eq!(fds_return_to(fds), fds);
 }
 
 /// The objects behind the handles are `Send + Sync` as Rust types, so the
