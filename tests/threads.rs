@@ -485,7 +485,11 @@ fn contexts_from_eight_threads() {
         took.as_secs_f64()
     );
     assert_eq!(live_counts(), objects);
-    assert_eq!(fds_return_to(fds), fds);
+    let after = fds_back_to(fds);
+    assert!(
+        after <= fds,
+        "{after} fds open after the threads, {fds} before: a leak"
+    );
 }
 
 /// The objects behind the handles are `Send + Sync` as Rust types, so the
