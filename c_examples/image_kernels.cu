@@ -1,6 +1,6 @@
 // The CUDA kernel of the image examples: the fractal that c_examples/image_to_png.c
 // draws (and tests/gpu/image_fractal.c checks pixel by pixel). This is the reference
-// source: image_kernels.ptx, next to it, is its PTX, made with
+// source: ptx/image_kernels.ptx is its PTX, made with
 //
 //   scripts/gen-ptx.sh --src c_examples/image_kernels.cu
 //

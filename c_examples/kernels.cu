@@ -1,8 +1,8 @@
 // The CUDA kernels of the C examples. scripts/gen-ptx.sh compiles this file to PTX
-// (nvcc -ptx) into kernels.ptx, which the build embeds in kernels_ptx.h
+// (nvcc -ptx) into ptx/kernels.ptx, which the build embeds in kernels_ptx.h
 // (cmake/vkcudaPtx.cmake); the examples load it with cuModuleLoadData and the driver
 // JIT-compiles it for the GPU at hand. Edit this file, then run
-// scripts/gen-ptx.sh --src c_examples/kernels.cu; never edit kernels.ptx.
+// scripts/gen-ptx.sh --src c_examples/kernels.cu; never edit ptx/kernels.ptx.
 //
 // Every kernel takes a size in BYTES and treats the buffer as 32-bit little-endian
 // words, the last one possibly partial: word i covers bytes [4i, 4i+4) clipped to the

@@ -21,7 +21,7 @@
 # vkcuda_example_support (static library), when both are found
 #   What the programs share besides example.c: the Vulkan helpers (c_examples/vk_util.c)
 #   and the example kernels with their launch helpers (c_examples/cuda_util.c, the PTX
-#   of c_examples/kernels.ptx embedded as kernels_ptx.h). Its users get c_examples/ on
+#   of ptx/kernels.ptx embedded as kernels_ptx.h). Its users get c_examples/ on
 #   their include path, Vulkan::Vulkan and vkcuda_cuda.
 #
 # vkcuda_stb_image_write (static library), when stb_image_write.h is found
@@ -99,7 +99,7 @@ if(TARGET Vulkan::Vulkan AND TARGET vkcuda_cuda)
     "${_vkcuda_examples_dir}/cuda_util.c"
     "${_vkcuda_examples_dir}/vk_util.c")
   target_include_directories(vkcuda_example_support PUBLIC "${_vkcuda_examples_dir}")
-  vkcuda_embed_ptx(vkcuda_example_support "${_vkcuda_examples_dir}/kernels.ptx")
+  vkcuda_embed_ptx(vkcuda_example_support "${PROJECT_SOURCE_DIR}/ptx/kernels.ptx")
   target_link_libraries(vkcuda_example_support PUBLIC vkcuda::vkcuda Vulkan::Vulkan vkcuda_cuda)
   target_compile_definitions(vkcuda_example_support PRIVATE _POSIX_C_SOURCE=200809L)
   set_target_properties(vkcuda_example_support PROPERTIES

@@ -1,16 +1,16 @@
 # The PTX of the example and GPU test kernels as C headers. scripts/gen-ptx.sh
-# compiles each kernel file DIR/NAME.cu to DIR/NAME.ptx, which is committed; the
+# compiles each kernel file DIR/NAME.cu to ptx/NAME.ptx, which is committed; the
 # header the programs include, NAME_ptx.h, is made from it here in the build tree,
 # so the PTX is stored once and building the programs needs no nvcc.
 # The header defines `static const char NAME_ptx[]` (the .ptx file's bytes,
 # NUL-terminated: a byte array, not a string literal, which C99 limits to 4095
 # characters) and NAME_PTX_ARCH ("compute_75", from the PTX's .target line).
 #
-# vkcuda_embed_ptx(<target> <DIR/NAME.ptx>...)
+# vkcuda_embed_ptx(<target> <ptx/NAME.ptx>...)
 #   Writes <build>/ptx/NAME_ptx.h at configure time (again when a .ptx changes:
 #   CMake re-runs itself) and puts <build>/ptx on <target>'s include path.
 #
-# cmake -DPTX=DIR/NAME.ptx -DOUT=FILE -P cmake/vkcudaPtx.cmake
+# cmake -DPTX=ptx/NAME.ptx -DOUT=FILE -P cmake/vkcudaPtx.cmake
 #   The same header without a CMake project (scripts/gpu-test.sh, build-by-hand).
 
 set(VKCUDA_PTX_SOURCE_ROOT "${CMAKE_CURRENT_LIST_DIR}/..")

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Compiles the CUDA kernel files (the table `kernels` below, with their nvcc flags) to
-# PTX committed next to them: DIR/NAME.cu -> DIR/NAME.ptx, nvcc's comment lines out, ours
+# PTX committed in ptx/: DIR/NAME.cu -> ptx/NAME.ptx, nvcc's comment lines out, ours
 # in (the source, the nvcc version, the flags). The build embeds it (cmake/vkcudaPtx.cmake):
 # building the programs needs no CUDA toolkit. CTest: ptx_committed, ptx_committed_gpu, ptx_fresh.
 #
-#   scripts/gen-ptx.sh [--src FILE.cu]   regenerate FILE.ptx (default: every kernel file)
+#   scripts/gen-ptx.sh [--src FILE.cu]   regenerate its PTX (default: every kernel file)
 #   scripts/gen-ptx.sh --check [--src FILE.cu] [--ptx-out FILE]
 #                      fail if what nvcc makes differs from the committed .ptx (our
 #                      nvcc version line excepted); --ptx-out keeps nvcc's raw PTX
@@ -99,9 +99,13 @@ generate() {
     } > "$2"
 }
 
-# check_one SRC: 0 when the committed SRC.ptx is what this nvcc makes of SRC.
+# ptx_of SRC: where SRC's PTX is committed (generated files live apart from the sources).
+ptx_of() { echo "ptx/$(basename "${1%.cu}").ptx"; }
+
+# check_one SRC: 0 when the committed PTX of SRC is what this nvcc makes of SRC.
 check_one() {
-    local ptx=${1%.cu}.ptx
+    local ptx
+    ptx=$(ptx_of "$1")
     [ -f "$ptx" ] || { echo "gen-ptx.sh --check: $ptx is missing" >&2; return 1; }
     generate "$1" "$tmp/fresh.ptx" || return 1
     grep -v '^// nvcc: ' "$ptx" > "$tmp/a.ptx"
@@ -123,8 +127,8 @@ for s in "${sources[@]}"; do
     if [ $check = 1 ]; then
         check_one "$s" || failed=$((failed + 1))
     elif generate "$s" "$tmp/out.ptx"; then
-        cp "$tmp/out.ptx" "${s%.cu}.ptx"
-        echo "wrote ${s%.cu}.ptx ($(wc -c < "${s%.cu}.ptx") bytes, $version)"
+        cp "$tmp/out.ptx" "$(ptx_of "$s")"
+        echo "wrote $(ptx_of "$s") ($(wc -c < "$(ptx_of "$s")") bytes, $version)"
     else
         failed=$((failed + 1))
     fi

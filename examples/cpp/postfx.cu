@@ -5,7 +5,7 @@
 // reference (engine_postfx.cpp, postfx_pixel) and the Vulkan twin
 // (shaders/postfx.comp) agree with it exactly.
 //
-// postfx.ptx, next to it, is its PTX, made with
+// ptx/postfx.ptx is its PTX, made with
 //
 //   scripts/gen-ptx.sh --src examples/cpp/postfx.cu
 //

@@ -1,6 +1,6 @@
 // The CUDA kernels of the GPU test tests/gpu/image_formats.c: a byte pattern written
 // into every texel of a level through a surface, read back packed, and texture
-// fetches. format_kernels.ptx, next to it, is its PTX, made with
+// fetches. ptx/format_kernels.ptx is its PTX, made with
 //
 //   scripts/gen-ptx.sh --src tests/gpu/format_kernels.cu
 //

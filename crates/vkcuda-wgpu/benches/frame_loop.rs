@@ -37,7 +37,7 @@ const FILL: &str = "
 fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     if (id.x < arrayLength(&data)) { data[id.x] = id.x * 2654435761u + 12345u; }
 }";
-const PTX: &str = include_str!("../../../c_examples/kernels.ptx");
+const PTX: &str = include_str!("../../../ptx/kernels.ptx");
 
 type Fallible<T> = Result<T, Box<dyn std::error::Error>>;
 

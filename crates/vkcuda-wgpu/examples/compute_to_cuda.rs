@@ -43,7 +43,7 @@ fn transformed(x: u32) -> u32 {
 }
 
 // The C examples' kernels (c_examples/kernels.cu), compiled to PTX once and committed.
-const PTX: &str = include_str!("../../../c_examples/kernels.ptx");
+const PTX: &str = include_str!("../../../ptx/kernels.ptx");
 
 type Fallible<T> = Result<T, Box<dyn std::error::Error>>;
 
