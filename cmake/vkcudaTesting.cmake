@@ -6,7 +6,7 @@
 #                 [LABELS <label>...] [ENV <var=value>...] [TIMEOUT <s>]
 #                 [PASS <regex>] [FAIL <regex>] [SETUP <fixture>] [NEEDS <fixture>...]
 #                 [LOCK <resource>...] [WORKING_DIRECTORY <dir>]
-#                 [VVL] [VVL_COMMAND <cmd> <arg>...] [VVL_FAIL <regex>])
+#                 [VVL] [VVL_COMMAND <cmd> <arg>...] [VVL_FAIL <regex>] [ALONE])
 #   The kind is the test's first label: `cpu` runs on any machine (lavapipe is
 #   enough; scripts/test.sh runs `ctest -L cpu`), `gpu` needs a CUDA GPU paired
 #   with a Vulkan device (scripts/gpu-test.sh: `ctest -L gpu`), `sanitizer` is the
@@ -20,6 +20,11 @@
 #   validation; any message of the layer fails it (FAIL_REGULAR_EXPRESSION, or
 #   VVL_FAIL). It needs the fixture vvl_layer: the canary test that proves the
 #   layer is loaded and reports a deliberate hazard (tests/CMakeLists.txt).
+#   ALONE (and every bench test): RUN_SERIAL, so `ctest -j N` runs nothing beside
+#   it. For tests that read device-wide figures another process on the GPU moves:
+#   cuMemGetInfo's free memory before and after (leak checks) and timings. (Seen on
+#   the H200 under `ctest -j 4`: free memory +57 MB and -64 KiB mid-check, from the
+#   other tests' processes.)
 #
 # The validation layer: the system's (Debian's vulkan-validationlayers), or with
 # VKCUDA_VVL_DIR the root of an unpacked layer package (the GPU machine's, which
@@ -71,7 +76,7 @@ function(_vkcuda_test_properties name labels env timeout pass fail setup needs l
 endfunction()
 
 function(vkcuda_add_test name kind)
-  cmake_parse_arguments(PARSE_ARGV 2 T "VVL" "TIMEOUT;PASS;FAIL;SETUP;WORKING_DIRECTORY;VVL_FAIL"
+  cmake_parse_arguments(PARSE_ARGV 2 T "VVL;ALONE" "TIMEOUT;PASS;FAIL;SETUP;WORKING_DIRECTORY;VVL_FAIL"
     "COMMAND;LABELS;ENV;NEEDS;LOCK;VVL_COMMAND")
   if(NOT VKCUDA_BUILD_TESTS)
     return()
@@ -93,6 +98,12 @@ function(vkcuda_add_test name kind)
   add_test(NAME ${name} COMMAND ${T_COMMAND} ${wd})
   _vkcuda_test_properties(${name} "${kind};${T_LABELS}" "${env}" ${T_TIMEOUT} "${T_PASS}"
     "${T_FAIL}" "${T_SETUP}" "${T_NEEDS}" "${T_LOCK}" "")
+  if(kind STREQUAL bench)
+    set(T_ALONE TRUE)
+  endif()
+  if(T_ALONE)
+    set_tests_properties(${name} PROPERTIES RUN_SERIAL TRUE)
+  endif()
   if(T_VVL OR T_VVL_COMMAND)
     if(NOT T_VVL_COMMAND)
       set(T_VVL_COMMAND ${T_COMMAND})
@@ -108,6 +119,9 @@ function(vkcuda_add_test name kind)
     _vkcuda_test_properties(${name}_vvl "${kind};vvl;${T_LABELS}" "${vvl_env}"
       ${T_TIMEOUT} "${T_PASS}" "${T_VVL_FAIL}" "" "vvl_layer;${T_NEEDS}" "${T_LOCK}"
       "${VKCUDA_VVL_ENV_MODIFICATION}")
+    if(T_ALONE)
+      set_tests_properties(${name}_vvl PROPERTIES RUN_SERIAL TRUE)
+    endif()
   endif()
 endfunction()
 

@@ -7,6 +7,8 @@
 #   scripts/gpu-test.sh [CTEST ARG...]     default: -L gpu
 #   scripts/gpu-test.sh -L sanitizer       the hardening run (compute-sanitizer, leaks, threads)
 #   scripts/gpu-test.sh -L gpu -LE vvl     the GPU tests without the validation-layer runs
+#   scripts/gpu-test.sh -L gpu -j 4        in parallel: the tests that read device-wide
+#                                          figures (free memory, timings) still run alone
 #   scripts/gpu-test.sh -L bench           the benchmarks: bench/c/nvdec_throughput.c (NVDEC
 #                                          throughput), then bench/interop.rs (minutes)
 #                                          and bench_wgpu (crates/vkcuda-wgpu)
