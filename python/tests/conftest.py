@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
@@ -71,6 +71,21 @@ if FAKE is not None:
     if "llvmpipe" in support.name:
         os.environ["FAKE_CUDA_UUID"] = support.uuid.hex()
         MODE = "fake"
+
+
+def need(module: str) -> Any:
+    """The GPU tests' gate: `module` (torch, cupy, jax, ...) imported, on the real driver.
+    Without one it skips, or fails under VKCUDA_REQUIRE_GPU=1."""
+    if MODE != "real":
+        if REQUIRE_GPU:
+            pytest.fail("VKCUDA_REQUIRE_GPU=1 but no NVIDIA driver")
+        pytest.skip("needs an NVIDIA GPU (VKCUDA_REQUIRE_GPU=1 makes this a failure)")
+    try:
+        return __import__(module)
+    except ImportError as e:
+        if REQUIRE_GPU:
+            pytest.fail(f"VKCUDA_REQUIRE_GPU=1 but {module} is not installed: {e}")
+        pytest.skip(f"{module} is not installed")
 
 
 def fake_live() -> int:

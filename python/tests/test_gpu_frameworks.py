@@ -21,23 +21,10 @@ import vkcuda
 from vkcuda.queue import Queue
 
 import conftest
-from conftest import REQUIRE_GPU, fd_count
+from conftest import fd_count, need
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX: allocate on demand
 N = 1 << 20  # float32 elements per buffer (4 MiB)
-
-
-def need(module: str) -> Any:
-    if conftest.MODE != "real":
-        if REQUIRE_GPU:
-            pytest.fail("VKCUDA_REQUIRE_GPU=1 but no NVIDIA driver")
-        pytest.skip("needs an NVIDIA GPU (VKCUDA_REQUIRE_GPU=1 makes this a failure)")
-    try:
-        return __import__(module)
-    except ImportError as e:
-        if REQUIRE_GPU:
-            pytest.fail(f"VKCUDA_REQUIRE_GPU=1 but {module} is not installed: {e}")
-        pytest.skip(f"{module} is not installed")
 
 
 def report(line: str) -> None:

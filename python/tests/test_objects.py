@@ -23,7 +23,7 @@ from vkcuda import _image, _native
 from vkcuda.queue import Queue
 
 import conftest
-from conftest import REPO, DeviceIo, fd_count
+from conftest import DeviceIo, fd_count
 
 RGBA8 = "r8g8b8a8_unorm"
 

@@ -7,27 +7,13 @@ the row pitch, and a tensor outlives its frame."""
 from __future__ import annotations
 
 import gc
-from typing import Any, Iterator
+from typing import Iterator
 
 import pytest
 
 import vkcuda
 
-import conftest
-from conftest import REQUIRE_GPU
-
-
-def need(module: str) -> Any:
-    if conftest.MODE != "real":
-        if REQUIRE_GPU:
-            pytest.fail("VKCUDA_REQUIRE_GPU=1 but no NVIDIA driver")
-        pytest.skip("needs an NVIDIA GPU (VKCUDA_REQUIRE_GPU=1 makes this a failure)")
-    try:
-        return __import__(module)
-    except ImportError as e:
-        if REQUIRE_GPU:
-            pytest.fail(f"VKCUDA_REQUIRE_GPU=1 but {module} is not installed: {e}")
-        pytest.skip(f"{module} is not installed")
+from conftest import need
 
 
 def test_frames_are_checked_by_the_library(vulkan_only: vkcuda.Context) -> None:
