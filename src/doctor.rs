@@ -364,7 +364,7 @@ fn check_loader(r: &mut Report, gap: Option<&str>) -> bool {
 
 /// The most of one manifest the doctor reads. An ICD manifest is a few hundred
 /// bytes; a larger file is not one, and a device such as `/dev/zero` never ends.
-pub(crate) const MANIFEST_SIZE_LIMIT: u64 = 1 << 20;
+pub const MANIFEST_SIZE_LIMIT: u64 = 1 << 20;
 
 /// Why an entry of the loader's search gave no usable manifest.
 #[derive(Clone, Debug, PartialEq, Eq)]
