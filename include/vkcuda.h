@@ -1166,7 +1166,10 @@ typedef struct vkcuda_doctor_options {
   /**
    * The directory the container checks read `/.dockerenv`, `/run/.containerenv`,
    * `/proc/1/cgroup`, `/dev/nvidia*` and the driver's libraries under; NULL for
-   * "/". For tests of the checks with a prepared directory.
+   * "/". For tests of the checks with a prepared directory. The files read there
+   * (`proc/1/cgroup`) are read as the ICD manifests are: a regular file of at
+   * most 1 MiB, opened without blocking; anything else (a FIFO, a device) is not
+   * read, so the run always returns.
    */
   const char *root;
   /**

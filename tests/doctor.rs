@@ -1194,6 +1194,40 @@ fn child_not_in_a_container() {
     );
 }
 
+/// `vkcuda_doctor_run` reads the files under `options->root` as it reads the
+/// manifests: regular files only, at most 1 MiB. A FIFO at proc/1/cgroup (no
+/// writer: opening it would wait for ever) and /dev/zero linked there (it never
+/// ends) are not read, and the run returns.
+#[test]
+fn files_under_the_root_that_are_not_regular_are_not_read() {
+    let root = scratch("root-fifo-cgroup");
+    std::fs::create_dir_all(root.join("proc/1")).unwrap();
+    mkfifo(&root.join("proc/1/cgroup"));
+    container_child("child_root_not_regular", &root, &[]);
+    let root = scratch("root-zero-cgroup");
+    std::fs::create_dir_all(root.join("proc/1")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", root.join("proc/1/cgroup")).unwrap();
+    container_child("child_root_not_regular", &root, &[]);
+}
+
+#[test]
+#[ignore = "runs in a child process of files_under_the_root_that_are_not_regular_are_not_read"]
+fn child_root_not_regular() {
+    if !in_child("child_root_not_regular") {
+        return;
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let limit = std::time::Duration::from_secs(60);
+    std::thread::spawn(move || {
+        let _ = tx.send(doctor(Some(&test_root())));
+    });
+    let d = rx
+        .recv_timeout(limit)
+        .unwrap_or_else(|_| panic!("vkcuda_doctor_run did not return within {limit:?}"));
+    let c = d.get("container").says(PASS, &[], &[]);
+    assert!(c.seen.starts_with("not in a container"), "{c:?}");
+}
+
 // --- The open-file limit -------------------------------------------------------------
 
 #[test]

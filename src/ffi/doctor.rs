@@ -53,7 +53,10 @@ pub struct vkcuda_doctor_options {
     pub flags: u32,
     /// The directory the container checks read `/.dockerenv`, `/run/.containerenv`,
     /// `/proc/1/cgroup`, `/dev/nvidia*` and the driver's libraries under; NULL for
-    /// "/". For tests of the checks with a prepared directory.
+    /// "/". For tests of the checks with a prepared directory. The files read there
+    /// (`proc/1/cgroup`) are read as the ICD manifests are: a regular file of at
+    /// most 1 MiB, opened without blocking; anything else (a FIFO, a device) is not
+    /// read, so the run always returns.
     pub root: *const c_char,
     /// Optional: the handles the engine passes (or would pass) to
     /// `vkcuda_context_create`. The doctor then also checks that `VkDevice`: the
