@@ -108,6 +108,53 @@ fn linear_is_refused_for_single_plane_formats() {
     unsafe { vkcuda_context_destroy(ctx) };
 }
 
+/// GBR (H.273 matrix 0) is sampled with RGB_IDENTITY, which ignores the range:
+/// full range is taken, narrow range is refused as having no Vulkan model (before
+/// the image is looked at); where the device makes frames, the conversion's model
+/// is RGB_IDENTITY. (The sampling itself: gpu_gbr_frames_sample_as_rgb.)
+#[test]
+fn gbr_frames_get_the_rgb_identity_model() {
+    let _g = serial();
+    let ctx = vulkan_only_context();
+    let rgba = try_create(ctx, &image_desc(0, vk::Format::R8G8B8A8_UNORM, 64, 64, 1)).unwrap();
+    let narrow = vkcuda_video_color {
+        full_range: 0,
+        ..gbr()
+    };
+    let m = fails(
+        unsafe { vkcuda_image_set_video_color(rgba, &narrow) },
+        VKCUDA_ERROR_UNSUPPORTED,
+    );
+    assert!(
+        m.contains("matrix_coefficients 0 (identity: GBR) in narrow range"),
+        "{m}"
+    );
+    assert!(m.contains("RGB_IDENTITY"), "{m}");
+    // Full-range GBR is a colour description; this image is single-plane.
+    let m = fails(
+        unsafe { vkcuda_image_set_video_color(rgba, &gbr()) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(m.contains("multi-planar"), "{m}");
+    unsafe { vkcuda_image_destroy(rgba) };
+    match try_create(ctx, &frame_info(NV12, 64, 64)) {
+        Ok(frame) => {
+            ok(unsafe { vkcuda_image_set_video_color(frame, &gbr()) });
+            let mut ci = vk::SamplerYcbcrConversionCreateInfo::default();
+            match unsafe { vkcuda_image_get_ycbcr_conversion_info(frame, &mut ci) } {
+                VKCUDA_SUCCESS => assert_eq!(
+                    ci.ycbcr_model,
+                    vk::SamplerYcbcrModelConversion::RGB_IDENTITY
+                ),
+                r => eprintln!("this device cannot sample LINEAR NV12 ({r:?}): model not read"),
+            }
+            unsafe { vkcuda_image_destroy(frame) };
+        }
+        Err((r, m)) => eprintln!("no LINEAR NV12 frames on this device ({r:?}: {m})"),
+    }
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
 #[test]
 fn frames_where_the_device_offers_them_lie_in_one_allocation_and_travel_as_one_fd() {
     let _g = serial();
@@ -724,6 +771,197 @@ fn gpu_frames_sample_as_their_colour_says() {
             );
         }
     }
+    drop(v);
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
+/// A GBR frame's colour description (H.273 matrix 0, full range, sRGB transfer).
+fn gbr() -> vkcuda_video_color {
+    vkcuda_video_color {
+        flags: 0,
+        matrix_coefficients: 0,
+        transfer_characteristics: 13,
+        colour_primaries: 1,
+        full_range: 1,
+        x_chroma_offset: 0,
+        y_chroma_offset: 0,
+    }
+}
+
+/// The test GBR frame's sample of `plane` (0 G, 1 B, 2 R) at (x, y) of a `w` x
+/// `h` plane: smooth sweeps over the whole 8-bit range, so that a model that
+/// shifts B and R by one half (YCBCR_IDENTITY) is wrong for most pixels.
+fn gbr_sample(plane: usize, x: usize, y: usize, w: usize, h: usize) -> u32 {
+    let (u, v) = (x as f64 / (w - 1) as f64, y as f64 / (h - 1) as f64);
+    let n = match plane {
+        0 => 255.0 * (0.5 * u + 0.5 * v),
+        1 => 255.0 * u,
+        _ => 255.0 * (1.0 - v),
+    };
+    n.round() as u32
+}
+
+/// One 8-bit frame of `format` holding GBR samples (plane 0 G; then B and R as
+/// two planes or interleaved in one), written by CUDA and sampled by Vulkan through
+/// the conversion `vkcuda_image_get_ycbcr_conversion_info` makes of a GBR colour
+/// description: the model must be RGB_IDENTITY and every pixel's R, G and B the
+/// planes' samples (within 1 of 255; chroma of 4:2:0 filtered as the host's
+/// `chroma_at`). Returns the largest difference, or None where this device cannot
+/// make or sample such a frame.
+fn sample_gbr_frame(
+    ctx: *const vkcuda_context,
+    v: &Vk,
+    format: vk::Format,
+    (w, h): (u32, u32),
+) -> Option<u32> {
+    let im = match try_create(ctx, &frame_info(format, w, h)) {
+        Ok(im) => im,
+        Err((VKCUDA_ERROR_UNSUPPORTED, m)) => {
+            eprintln!("{format:?}: no frame here: {m}");
+            return None;
+        }
+        Err((r, m)) => panic!("{format:?}: {r:?}: {m}"),
+    };
+    ok(unsafe { vkcuda_image_set_video_color(im, &gbr()) });
+    let mut ci = vk::SamplerYcbcrConversionCreateInfo::default();
+    match unsafe { vkcuda_image_get_ycbcr_conversion_info(im, &mut ci) } {
+        VKCUDA_SUCCESS => {}
+        VKCUDA_ERROR_UNSUPPORTED => {
+            eprintln!("{format:?}: cannot be sampled here: {}", last_error());
+            unsafe { vkcuda_image_destroy(im) };
+            return None;
+        }
+        r => panic!("{format:?}: {r:?}: {}", last_error()),
+    }
+    assert_eq!(
+        ci.ycbcr_model,
+        vk::SamplerYcbcrModelConversion::RGB_IDENTITY,
+        "GBR samples each plane as it is"
+    );
+    assert_eq!(ci.format, format);
+    let p = vkcuda::format::planar_row(format).unwrap();
+    assert_eq!(p.bits, 8, "8-bit formats only");
+    let (dx, dy) = p.chroma_divisors();
+    let (wu, hu) = (w as usize, h as usize);
+    let (cw, ch) = (wu / dx as usize, hu / dy as usize);
+    let g: Vec<u32> = (0..wu * hu)
+        .map(|i| gbr_sample(0, i % wu, i / wu, wu, hu))
+        .collect();
+    let br: Vec<[u32; 2]> = (0..cw * ch)
+        .map(|i| {
+            let (x, y) = (i % cw, i / cw);
+            [gbr_sample(1, x, y, cw, ch), gbr_sample(2, x, y, cw, ch)]
+        })
+        .collect();
+    let planes = plane_pointers(im, p.planes.len());
+    v.run(|cmd| release(v, cmd, im, vk::ImageLayout::UNDEFINED));
+    let g_bytes: Vec<u8> = g.iter().map(|&s| s as u8).collect();
+    to_plane(&g_bytes, planes[0].cuda_pointer, planes[0].row_pitch, wu);
+    if p.planes.len() == 3 {
+        for k in 0..2 {
+            let bytes: Vec<u8> = br.iter().map(|s| s[k] as u8).collect();
+            to_plane(
+                &bytes,
+                planes[k + 1].cuda_pointer,
+                planes[k + 1].row_pitch,
+                cw,
+            );
+        }
+    } else {
+        let bytes: Vec<u8> = br.iter().flat_map(|s| [s[0] as u8, s[1] as u8]).collect();
+        to_plane(&bytes, planes[1].cuda_pointer, planes[1].row_pitch, cw * 2);
+    }
+    let pass = support::ycbcr::YcbcrPass::new(v, image_info(im).image, &ci, (w, h), true);
+    let acquire = handoff_info(v.family);
+    v.run(|cmd| {
+        ok(unsafe {
+            vkcuda_image_cmd_acquire_from_cuda(
+                im,
+                cmd,
+                &acquire,
+                vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL.as_raw(),
+            )
+        });
+        pass.record(v, cmd);
+    });
+    let got = pass.out.bytes();
+    let (mut worst, mut first_bad, mut old_model_wrong) = (0u32, None, 0usize);
+    for y in 0..hu {
+        for x in 0..wu {
+            let chroma = |c: usize| -> f64 {
+                if (dx, dy) == (1, 1) {
+                    br[y * cw + x][c] as f64
+                } else {
+                    chroma_at(&br, (cw, ch), c, (x, y), (true, true))
+                }
+            };
+            // The sampler's R is the R plane (Cr), G plane 0 (Y), B the B plane (Cb).
+            let rgb = [chroma(1), g[y * wu + x] as f64, chroma(0)];
+            for (k, c) in rgb.iter().enumerate() {
+                let want = (c + 0.5).floor() as i32;
+                let have = got[(y * wu + x) * 4 + k] as i32;
+                let diff = (want - have).unsigned_abs();
+                worst = worst.max(diff);
+                if diff > 1 && first_bad.is_none() {
+                    first_bad = Some((x, y, k, have, want));
+                }
+                // What YCBCR_IDENTITY gives at full range: B and R less one half.
+                if k != 1 && (want - (want - 128).max(0)).unsigned_abs() > 1 {
+                    old_model_wrong += 1;
+                }
+            }
+        }
+    }
+    pass.destroy(v);
+    unsafe { vkcuda_image_destroy(im) };
+    if let Some((x, y, k, have, want)) = first_bad {
+        panic!("{format:?} GBR: pixel ({x}, {y}) channel {k} is {have}, the planes hold {want}");
+    }
+    // The comparison tells the models apart: YCBCR_IDENTITY would fail most of it.
+    assert!(
+        old_model_wrong > wu * hu,
+        "{old_model_wrong} of {} B and R values would differ under YCBCR_IDENTITY",
+        2 * wu * hu
+    );
+    Some(worst)
+}
+
+/// GBR frames (H.273 matrix 0, full range), written by CUDA and sampled by Vulkan
+/// through the library's conversion: RGB_IDENTITY, and every pixel's R, G and B are
+/// the planes' samples (4:4:4 I444 and NV24, and NV12, where the device can sample
+/// them LINEAR; at least one must).
+#[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+fn gpu_gbr_frames_sample_as_rgb() {
+    let _g = serial();
+    let Some(ctx) = cuda_context_or_skip("gpu_gbr_frames_sample_as_rgb") else {
+        return;
+    };
+    let v = Vk::new(ctx);
+    let _c = Current::of(ctx);
+    let mut sampled = Vec::new();
+    for (name, format) in [
+        ("I444", vk::Format::G8_B8_R8_3PLANE_444_UNORM),
+        ("NV24", vk::Format::G8_B8R8_2PLANE_444_UNORM),
+        ("NV12", NV12),
+    ] {
+        for size in [(1920, 1080), (1282, 722)] {
+            match sample_gbr_frame(ctx, &v, format, size) {
+                Some(worst) => {
+                    println!(
+                        "SAMPLED GBR {name} {}x{}: every pixel within {worst} of 255 of its planes",
+                        size.0, size.1
+                    );
+                    sampled.push(name);
+                }
+                None => {
+                    eprintln!("SKIPPED GBR {name}: this device cannot sample it LINEAR");
+                    break;
+                }
+            }
+        }
+    }
+    assert!(!sampled.is_empty(), "no GBR frame could be sampled");
     drop(v);
     unsafe { vkcuda_context_destroy(ctx) };
 }

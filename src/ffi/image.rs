@@ -1248,8 +1248,10 @@ pub struct vkcuda_video_color {
     /// Reserved; must be 0.
     pub flags: u32,
     /// H.273 MatrixCoefficients: 1 BT.709, 5 or 6 BT.601, 9 BT.2020 (non-constant
-    /// luminance), 0 identity (GBR), 2 unspecified (sampled as BT.709). Others
-    /// have no Vulkan model: `VKCUDA_ERROR_UNSUPPORTED`.
+    /// luminance), 0 identity (GBR: plane 0 holds G, then B and R; sampled with
+    /// `VK_SAMPLER_YCBCR_MODEL_CONVERSION_RGB_IDENTITY`, full range only: that model
+    /// ignores the range), 2 unspecified (sampled as BT.709). Others, and identity
+    /// in narrow range, have no Vulkan model: `VKCUDA_ERROR_UNSUPPORTED`.
     pub matrix_coefficients: u32,
     /// H.273 TransferCharacteristics (1 BT.709, 13 sRGB, 16 PQ, 18 HLG, ...); 0-255.
     pub transfer_characteristics: u32,
