@@ -2119,9 +2119,10 @@ enum vkcuda_result vkcuda_buffer_create(const struct vkcuda_context *context,
  * `vkcuda_buffer_destroy`. The library checks `export_handle_types` first (memory
  * allocated without export info is refused before any driver call), then
  * `offset + size` against `allocation_size`, the offset against the buffer's
- * alignment and `size` against its memory requirements; where the kernel can tell
- * the real size of the memory (not for NVIDIA's opaque fds) it checks
- * `allocation_size` too. In a Vulkan-only context the checks run and no CUDA view
+ * alignment and `size` against its memory requirements; where the memory's fd
+ * tells its real size (not NVIDIA's opaque fds; for memfd-based drivers such as
+ * lavapipe the size the driver's header describes, less the header: the
+ * allocation's own size, to the byte) it checks `allocation_size` too. In a Vulkan-only context the checks run and no CUDA view
  * is made.
  *
  * Thread-safety: may be called from any thread.
@@ -2747,8 +2748,10 @@ enum vkcuda_result vkcuda_image_create(const struct vkcuda_context *context,
  * info is refused before any driver call), the description like
  * `vkcuda_image_create`, each offset + memory requirement against its
  * `allocation_size` (`VKCUDA_ERROR_INVALID_ARGUMENT`, "memory smaller than its
- * requirements"), the offsets against the image's alignment and, where the kernel
- * can tell the memory's real size, `allocation_size` against that. An image
+ * requirements"), the offsets against the image's alignment and, where the
+ * memory's fd tells its real size (memfd-based drivers such as lavapipe: the
+ * allocation's own size, not the file's, which includes the driver's header),
+ * `allocation_size` against that. An image
  * wrapped inside a shared block cannot be exported to another process
  * (`VKCUDA_ERROR_UNSUPPORTED`). The engine keeps owning the image and memory and
  * must destroy them after `vkcuda_image_destroy`. In a Vulkan-only context the

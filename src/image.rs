@@ -66,7 +66,7 @@
 //! # }
 //! ```
 
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 
 use ash::vk;
@@ -961,7 +961,7 @@ impl Image {
                     "{what}allocation_size must not be 0"
                 )));
             }
-            if let Some(real) = fd::known_size(h) {
+            if let Some(real) = memory::real_size(&ctx.vk, *h) {
                 if size > real {
                     return Err(Error::invalid(format!(
                         "{what}allocation_size {size} is larger than the memory object's real size {real}"
@@ -1109,7 +1109,7 @@ impl Image {
                     plane_name(n, p)
                 ))
             })?;
-            if let Some(real) = fd::known_size(&handle) {
+            if let Some(real) = memory::real_size(&ctx.vk, handle.as_fd()) {
                 if m.allocation_size > real {
                     return Err(Error::invalid(format!(
                         "{}allocation_size {} is larger than the memory object's real size {real}",

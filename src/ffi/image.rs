@@ -776,8 +776,10 @@ pub unsafe extern "C" fn vkcuda_image_create(
 /// info is refused before any driver call), the description like
 /// `vkcuda_image_create`, each offset + memory requirement against its
 /// `allocation_size` (`VKCUDA_ERROR_INVALID_ARGUMENT`, "memory smaller than its
-/// requirements"), the offsets against the image's alignment and, where the kernel
-/// can tell the memory's real size, `allocation_size` against that. An image
+/// requirements"), the offsets against the image's alignment and, where the
+/// memory's fd tells its real size (memfd-based drivers such as lavapipe: the
+/// allocation's own size, not the file's, which includes the driver's header),
+/// `allocation_size` against that. An image
 /// wrapped inside a shared block cannot be exported to another process
 /// (`VKCUDA_ERROR_UNSUPPORTED`). The engine keeps owning the image and memory and
 /// must destroy them after `vkcuda_image_destroy`. In a Vulkan-only context the
