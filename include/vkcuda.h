@@ -165,7 +165,9 @@
  * GPU it creates each kind of shared resource the library offers (buffers of both
  * allocators, images of every format class and shape, shared video frames of
  * every verified multi-planar format, timeline and binary semaphores), writes a
- * ramp, constant tiles and random bytes through each in both directions (Vulkan
+ * ramp, constant 4 KiB tiles, a 64 KiB zero region, 64 KiB and 2 MiB constant
+ * tiles (what compression squeezes) and random bytes through each in both
+ * directions (Vulkan
  * copies and the library's release/acquire barriers on one side, CUDA copies on
  * the other), compares every byte, and adds one check per resource
  * ("deep.buffer.vulkan", "deep.image.R8G8B8A8_UNORM.2D", "deep.frame.NV12",
