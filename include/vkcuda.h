@@ -230,13 +230,14 @@
 #define VKCUDA_SHARE_DESCRIPTION_SIZE 128
 
 /**
- * The description format version this library writes and reads (3: images carry
+ * The description format version this library writes and reads (4: a
+ * multi-planar image's colour description travels in the record; 3: images carry
  * the linear flag of shared video frames, and one fd and allocation size per
- * allocation; records of versions 1 and 2 are refused with both versions named).
+ * allocation; records of versions 1 to 3 are refused with both versions named).
  *
  * @ingroup share
  */
-#define VKCUDA_SHARE_FORMAT_VERSION 3
+#define VKCUDA_SHARE_FORMAT_VERSION 4
 
 /**
  * The most fds one description comes with: one per plane of a disjoint multi-planar
@@ -1918,7 +1919,14 @@ typedef struct vkcuda_share_semaphore_description {
 } vkcuda_share_semaphore_description;
 
 /**
- * A shared image.
+ * A shared image. A multi-planar image's colour description
+ * (`vkcuda_image_set_video_color`) is not a member: `vkcuda_image_send` puts it in
+ * the record (description format version 4) and `vkcuda_image_receive` gives the
+ * imported frame that colour, but a description that goes through this struct
+ * (`vkcuda_image_describe`, `vkcuda_share_description_parse`,
+ * `vkcuda_share_receive`) carries none, and `vkcuda_image_import_description`
+ * makes a frame with the default colour (BT.709, narrow range): set it with
+ * `vkcuda_image_set_video_color`.
  *
  * @ingroup share
  */
@@ -3452,7 +3460,8 @@ enum vkcuda_result vkcuda_semaphore_receive(const struct vkcuda_context *context
  * Sends the image to the peer on `socket_fd`: its description and a new memory
  * fd (one per plane of a disjoint multi-planar image; closed here once the kernel has them). The peer receives it with
  * `vkcuda_image_receive` (or `vkcuda_share_receive` and
- * `vkcuda_image_import_description`).
+ * `vkcuda_image_import_description`, which do not carry the colour). A
+ * multi-planar image's colour description travels in the record.
  *
  * Thread-safety: sends and receives on one socket must not overlap.
  *
@@ -3514,8 +3523,9 @@ enum vkcuda_result vkcuda_image_import_description_fds(const struct vkcuda_conte
 /**
  * Receives an image from the peer on `socket_fd` (`vkcuda_image_send`), checks
  * the peer, the description and the fd count, and imports it into `context` as
- * `vkcuda_image_import_description` does. Every received fd is closed or owned by
- * the new image, on every path.
+ * `vkcuda_image_import_description` does; a multi-planar image takes the colour
+ * description it was sent with. Every received fd is closed or owned by the new
+ * image, on every path.
  *
  * Thread-safety: sends and receives on one socket must not overlap.
  *

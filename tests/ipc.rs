@@ -653,15 +653,16 @@ fn unknown_versions_magic_and_kinds_are_refused() {
     let fd = export(buf);
     let f = [fd.as_raw_fd()];
     for ty in [libc::SOCK_STREAM, libc::SOCK_SEQPACKET] {
-        // Version 1 (before multi-planar images), 2 (before video frames) and a
-        // future version 4: both versions are named.
-        for version in [1u8, 2, 4] {
+        // Version 1 (before multi-planar images), 2 (before video frames), 3
+        // (before colour descriptions travelled) and a future version 5: both
+        // versions are named.
+        for version in [1u8, 2, 3, 5] {
             let mut v = rec;
             v[8] = version;
             let msg = refused_message(ctx, ty, &v, &f, VKCUDA_ERROR_INVALID_ARGUMENT);
             assert!(
                 msg.contains(&format!(
-                    "unknown description format version {version}: this library reads version 3"
+                    "unknown description format version {version}: this library reads version 4"
                 )) && msg.contains("different vkcuda versions"),
                 "{msg}"
             );

@@ -1112,9 +1112,10 @@ const FRAME_SOCKET: &str = "VKCUDA_TEST_FRAME_SOCKET";
 
 /// A shared video frame across processes: this process creates an NV12 frame,
 /// CUDA writes both planes, and sends it (`vkcuda_image_send`: the description,
-/// version 3 with the linear flag, and one fd); a child process receives it
-/// (`vkcuda_image_receive`), reads both planes through its own CUDA plane pointers
-/// and writes a new chroma plane, which this process then reads through its own.
+/// version 4 with the linear flag and the frame's BT.2020 colour, and one fd); a
+/// child process receives it (`vkcuda_image_receive`), finds the colour it was
+/// sent with, reads both planes through its own CUDA plane pointers and writes a
+/// new chroma plane, which this process then reads through its own.
 #[test]
 #[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn gpu_frames_cross_processes() {
@@ -1125,6 +1126,7 @@ fn gpu_frames_cross_processes() {
     let _c = Current::of(ctx);
     let (w, h) = (1920usize, 1080usize);
     let (im, planes) = nv12_frame(ctx, w as u32, h as u32);
+    ok(unsafe { vkcuda_image_set_video_color(im, &sent_color()) });
     for (k, rows) in [(0usize, h), (1, h / 2)] {
         let data = plane_bytes(k, w, rows, 8);
         to_plane(&data, planes[k].cuda_pointer, planes[k].row_pitch, w);
@@ -1166,6 +1168,20 @@ fn gpu_frames_cross_processes() {
     }
 }
 
+/// The colour `gpu_frames_cross_processes` sends its frame with: BT.2020 PQ, full
+/// range, chroma at the midpoint in x (none of it the default).
+fn sent_color() -> vkcuda_video_color {
+    vkcuda_video_color {
+        flags: 0,
+        matrix_coefficients: 9,
+        transfer_characteristics: 16,
+        colour_primaries: 9,
+        full_range: 1,
+        x_chroma_offset: 1,
+        y_chroma_offset: 0,
+    }
+}
+
 /// The child of `gpu_frames_cross_processes`.
 #[test]
 #[ignore = "runs in a child process of gpu_frames_cross_processes"]
@@ -1178,6 +1194,29 @@ fn child_receives_a_frame() {
     let _c = Current::of(ctx);
     let mut im = ptr::null_mut();
     ok(unsafe { vkcuda_image_receive(ctx, fd, ptr::null(), &mut im) });
+    // The colour travelled with the frame (a new frame would be BT.709).
+    let mut color: vkcuda_video_color = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_image_get_video_color(im, &mut color) });
+    let want = sent_color();
+    assert_eq!(
+        (
+            color.matrix_coefficients,
+            color.transfer_characteristics,
+            color.colour_primaries,
+            color.full_range,
+            color.x_chroma_offset,
+            color.y_chroma_offset
+        ),
+        (
+            want.matrix_coefficients,
+            want.transfer_characteristics,
+            want.colour_primaries,
+            want.full_range,
+            want.x_chroma_offset,
+            want.y_chroma_offset
+        ),
+        "the received frame's colour"
+    );
     let (w, h) = (1920usize, 1080usize);
     check_planes(
         im,
