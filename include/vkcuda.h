@@ -165,7 +165,9 @@
  * GPU it creates each kind of shared resource the library offers (buffers of both
  * allocators, images of every format class and shape, shared video frames of
  * every verified multi-planar format, timeline and binary semaphores), writes a
- * ramp, constant tiles and random bytes through each in both directions (Vulkan
+ * ramp, constant 4 KiB tiles, a 64 KiB zero region, 64 KiB and 2 MiB constant
+ * tiles (what compression squeezes) and random bytes through each in both
+ * directions (Vulkan
  * copies and the library's release/acquire barriers on one side, CUDA copies on
  * the other), compares every byte, and adds one check per resource
  * ("deep.buffer.vulkan", "deep.image.R8G8B8A8_UNORM.2D", "deep.frame.NV12",
@@ -228,13 +230,14 @@
 #define VKCUDA_SHARE_DESCRIPTION_SIZE 128
 
 /**
- * The description format version this library writes and reads (3: images carry
+ * The description format version this library writes and reads (4: a
+ * multi-planar image's colour description travels in the record; 3: images carry
  * the linear flag of shared video frames, and one fd and allocation size per
- * allocation; records of versions 1 and 2 are refused with both versions named).
+ * allocation; records of versions 1 to 3 are refused with both versions named).
  *
  * @ingroup share
  */
-#define VKCUDA_SHARE_FORMAT_VERSION 3
+#define VKCUDA_SHARE_FORMAT_VERSION 4
 
 /**
  * The most fds one description comes with: one per plane of a disjoint multi-planar
@@ -1166,7 +1169,10 @@ typedef struct vkcuda_doctor_options {
   /**
    * The directory the container checks read `/.dockerenv`, `/run/.containerenv`,
    * `/proc/1/cgroup`, `/dev/nvidia*` and the driver's libraries under; NULL for
-   * "/". For tests of the checks with a prepared directory.
+   * "/". For tests of the checks with a prepared directory. The files read there
+   * (`proc/1/cgroup`) are read as the ICD manifests are: a regular file of at
+   * most 1 MiB, opened without blocking; anything else (a FIFO, a device) is not
+   * read, so the run always returns.
    */
   const char *root;
   /**
@@ -1795,8 +1801,10 @@ typedef struct vkcuda_video_color {
   uint32_t flags;
   /**
    * H.273 MatrixCoefficients: 1 BT.709, 5 or 6 BT.601, 9 BT.2020 (non-constant
-   * luminance), 0 identity (GBR), 2 unspecified (sampled as BT.709). Others
-   * have no Vulkan model: `VKCUDA_ERROR_UNSUPPORTED`.
+   * luminance), 0 identity (GBR: plane 0 holds G, then B and R; sampled with
+   * `VK_SAMPLER_YCBCR_MODEL_CONVERSION_RGB_IDENTITY`, full range only: that model
+   * ignores the range), 2 unspecified (sampled as BT.709). Others, and identity
+   * in narrow range, have no Vulkan model: `VKCUDA_ERROR_UNSUPPORTED`.
    */
   uint32_t matrix_coefficients;
   /**
@@ -1911,7 +1919,14 @@ typedef struct vkcuda_share_semaphore_description {
 } vkcuda_share_semaphore_description;
 
 /**
- * A shared image.
+ * A shared image. A multi-planar image's colour description
+ * (`vkcuda_image_set_video_color`) is not a member: `vkcuda_image_send` puts it in
+ * the record (description format version 4) and `vkcuda_image_receive` gives the
+ * imported frame that colour, but a description that goes through this struct
+ * (`vkcuda_image_describe`, `vkcuda_share_description_parse`,
+ * `vkcuda_share_receive`) carries none, and `vkcuda_image_import_description`
+ * makes a frame with the default colour (BT.709, narrow range): set it with
+ * `vkcuda_image_set_video_color`.
  *
  * @ingroup share
  */
@@ -2114,9 +2129,10 @@ enum vkcuda_result vkcuda_buffer_create(const struct vkcuda_context *context,
  * `vkcuda_buffer_destroy`. The library checks `export_handle_types` first (memory
  * allocated without export info is refused before any driver call), then
  * `offset + size` against `allocation_size`, the offset against the buffer's
- * alignment and `size` against its memory requirements; where the kernel can tell
- * the real size of the memory (not for NVIDIA's opaque fds) it checks
- * `allocation_size` too. In a Vulkan-only context the checks run and no CUDA view
+ * alignment and `size` against its memory requirements; where the memory's fd
+ * tells its real size (not NVIDIA's opaque fds; for memfd-based drivers such as
+ * lavapipe the size the driver's header describes, less the header: the
+ * allocation's own size, to the byte) it checks `allocation_size` too. In a Vulkan-only context the checks run and no CUDA view
  * is made.
  *
  * Thread-safety: may be called from any thread.
@@ -2742,8 +2758,10 @@ enum vkcuda_result vkcuda_image_create(const struct vkcuda_context *context,
  * info is refused before any driver call), the description like
  * `vkcuda_image_create`, each offset + memory requirement against its
  * `allocation_size` (`VKCUDA_ERROR_INVALID_ARGUMENT`, "memory smaller than its
- * requirements"), the offsets against the image's alignment and, where the kernel
- * can tell the memory's real size, `allocation_size` against that. An image
+ * requirements"), the offsets against the image's alignment and, where the
+ * memory's fd tells its real size (memfd-based drivers such as lavapipe: the
+ * allocation's own size, not the file's, which includes the driver's header),
+ * `allocation_size` against that. An image
  * wrapped inside a shared block cannot be exported to another process
  * (`VKCUDA_ERROR_UNSUPPORTED`). The engine keeps owning the image and memory and
  * must destroy them after `vkcuda_image_destroy`. In a Vulkan-only context the
@@ -3442,7 +3460,8 @@ enum vkcuda_result vkcuda_semaphore_receive(const struct vkcuda_context *context
  * Sends the image to the peer on `socket_fd`: its description and a new memory
  * fd (one per plane of a disjoint multi-planar image; closed here once the kernel has them). The peer receives it with
  * `vkcuda_image_receive` (or `vkcuda_share_receive` and
- * `vkcuda_image_import_description`).
+ * `vkcuda_image_import_description`, which do not carry the colour). A
+ * multi-planar image's colour description travels in the record.
  *
  * Thread-safety: sends and receives on one socket must not overlap.
  *
@@ -3504,8 +3523,9 @@ enum vkcuda_result vkcuda_image_import_description_fds(const struct vkcuda_conte
 /**
  * Receives an image from the peer on `socket_fd` (`vkcuda_image_send`), checks
  * the peer, the description and the fd count, and imports it into `context` as
- * `vkcuda_image_import_description` does. Every received fd is closed or owned by
- * the new image, on every path.
+ * `vkcuda_image_import_description` does; a multi-planar image takes the colour
+ * description it was sent with. Every received fd is closed or owned by the new
+ * image, on every path.
  *
  * Thread-safety: sends and receives on one socket must not overlap.
  *

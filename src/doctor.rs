@@ -116,7 +116,9 @@ pub struct Report {
 pub struct Options {
     /// The root the container checks read files under (`/.dockerenv`,
     /// `/proc/1/cgroup`, `/dev/nvidia*`, the driver's libraries); `/` normally, a
-    /// prepared directory in tests.
+    /// prepared directory in tests. The files read there are read as the ICD
+    /// manifests are: regular files of at most 1 MiB, opened without blocking (a
+    /// FIFO or a device is not read).
     pub root: PathBuf,
     /// The engine's handles ([`Options::with_engine`]).
     engine: Option<EngineHandles>,
@@ -681,9 +683,11 @@ fn is_json_name(p: &Path) -> bool {
     p.as_os_str().as_bytes().ends_with(b".json")
 }
 
-/// The bytes of a manifest: a regular file, at most [`MANIFEST_SIZE_LIMIT`] bytes,
+/// The bytes of a manifest, or of any file the doctor reads under
+/// [`Options::root`]: a regular file, at most [`MANIFEST_SIZE_LIMIT`] bytes,
 /// opened without blocking (a FIFO put in its place after the check would
-/// otherwise wait for a writer).
+/// otherwise wait for a writer). `/proc` files report size 0 and are read up to
+/// the limit.
 fn read_capped(path: &Path) -> std::result::Result<Vec<u8>, Problem> {
     let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => Problem::Missing,
@@ -1624,7 +1628,11 @@ pub(crate) fn container_evidence(root: &Path) -> Option<String> {
     if let Some(v) = env("container") {
         return Some(format!("the environment variable container={v}"));
     }
-    if let Ok(cg) = std::fs::read_to_string(root.join("proc/1/cgroup")) {
+    // Read as the manifests are (a regular file of at most MANIFEST_SIZE_LIMIT
+    // bytes, opened without blocking): a FIFO or a device in its place under a
+    // test's root would otherwise wait for a writer, or never end.
+    if let Ok(cg) = read_capped(&root.join("proc/1/cgroup")) {
+        let cg = String::from_utf8_lossy(&cg);
         for word in ["docker", "kubepods", "containerd", "libpod", "lxc"] {
             if cg.contains(word) {
                 return Some(format!("/proc/1/cgroup mentions {word}"));
@@ -2069,6 +2077,24 @@ mod tests {
         }
         std::fs::write(dir.join("proc/1/cgroup"), "0::/kubepods/burstable/pod1\n").unwrap();
         assert!(container_evidence(&dir).unwrap().contains("kubepods"));
+        // What is not a regular file is not read (it would block or never end),
+        // and the check returns at once.
+        let cgroup = dir.join("proc/1/cgroup");
+        std::fs::remove_file(&cgroup).unwrap();
+        let c = std::ffi::CString::new(cgroup.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let within = |root: PathBuf| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || tx.send(container_evidence(&root)).unwrap());
+            rx.recv_timeout(std::time::Duration::from_secs(10))
+                .expect("container_evidence returns with a FIFO at proc/1/cgroup")
+        };
+        if std::env::var_os("container").is_none() {
+            assert_eq!(within(dir.clone()), None);
+            std::fs::remove_file(&cgroup).unwrap();
+            std::os::unix::fs::symlink("/dev/zero", &cgroup).unwrap();
+            assert_eq!(within(dir.clone()), None);
+        }
         std::fs::write(dir.join(".dockerenv"), "").unwrap();
         assert!(container_evidence(&dir).unwrap().contains("Docker"));
         std::fs::remove_dir_all(&dir).unwrap();

@@ -178,9 +178,10 @@ pub unsafe extern "C" fn vkcuda_buffer_create(
 /// `vkcuda_buffer_destroy`. The library checks `export_handle_types` first (memory
 /// allocated without export info is refused before any driver call), then
 /// `offset + size` against `allocation_size`, the offset against the buffer's
-/// alignment and `size` against its memory requirements; where the kernel can tell
-/// the real size of the memory (not for NVIDIA's opaque fds) it checks
-/// `allocation_size` too. In a Vulkan-only context the checks run and no CUDA view
+/// alignment and `size` against its memory requirements; where the memory's fd
+/// tells its real size (not NVIDIA's opaque fds; for memfd-based drivers such as
+/// lavapipe the size the driver's header describes, less the header: the
+/// allocation's own size, to the byte) it checks `allocation_size` too. In a Vulkan-only context the checks run and no CUDA view
 /// is made.
 ///
 /// Thread-safety: may be called from any thread.

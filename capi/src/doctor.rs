@@ -31,7 +31,9 @@ pub enum vkcuda_doctor_status {
 /// GPU it creates each kind of shared resource the library offers (buffers of both
 /// allocators, images of every format class and shape, shared video frames of
 /// every verified multi-planar format, timeline and binary semaphores), writes a
-/// ramp, constant tiles and random bytes through each in both directions (Vulkan
+/// ramp, constant 4 KiB tiles, a 64 KiB zero region, 64 KiB and 2 MiB constant
+/// tiles (what compression squeezes) and random bytes through each in both
+/// directions (Vulkan
 /// copies and the library's release/acquire barriers on one side, CUDA copies on
 /// the other), compares every byte, and adds one check per resource
 /// ("deep.buffer.vulkan", "deep.image.R8G8B8A8_UNORM.2D", "deep.frame.NV12",
@@ -53,7 +55,10 @@ pub struct vkcuda_doctor_options {
     pub flags: u32,
     /// The directory the container checks read `/.dockerenv`, `/run/.containerenv`,
     /// `/proc/1/cgroup`, `/dev/nvidia*` and the driver's libraries under; NULL for
-    /// "/". For tests of the checks with a prepared directory.
+    /// "/". For tests of the checks with a prepared directory. The files read there
+    /// (`proc/1/cgroup`) are read as the ICD manifests are: a regular file of at
+    /// most 1 MiB, opened without blocking; anything else (a FIFO, a device) is not
+    /// read, so the run always returns.
     pub root: *const c_char,
     /// Optional: the handles the engine passes (or would pass) to
     /// `vkcuda_context_create`. The doctor then also checks that `VkDevice`: the

@@ -787,8 +787,10 @@ pub unsafe extern "C" fn vkcuda_image_create(
 /// info is refused before any driver call), the description like
 /// `vkcuda_image_create`, each offset + memory requirement against its
 /// `allocation_size` (`VKCUDA_ERROR_INVALID_ARGUMENT`, "memory smaller than its
-/// requirements"), the offsets against the image's alignment and, where the kernel
-/// can tell the memory's real size, `allocation_size` against that. An image
+/// requirements"), the offsets against the image's alignment and, where the
+/// memory's fd tells its real size (memfd-based drivers such as lavapipe: the
+/// allocation's own size, not the file's, which includes the driver's header),
+/// `allocation_size` against that. An image
 /// wrapped inside a shared block cannot be exported to another process
 /// (`VKCUDA_ERROR_UNSUPPORTED`). The engine keeps owning the image and memory and
 /// must destroy them after `vkcuda_image_destroy`. In a Vulkan-only context the
@@ -1259,8 +1261,10 @@ pub struct vkcuda_video_color {
     /// Reserved; must be 0.
     pub flags: u32,
     /// H.273 MatrixCoefficients: 1 BT.709, 5 or 6 BT.601, 9 BT.2020 (non-constant
-    /// luminance), 0 identity (GBR), 2 unspecified (sampled as BT.709). Others
-    /// have no Vulkan model: `VKCUDA_ERROR_UNSUPPORTED`.
+    /// luminance), 0 identity (GBR: plane 0 holds G, then B and R; sampled with
+    /// `VK_SAMPLER_YCBCR_MODEL_CONVERSION_RGB_IDENTITY`, full range only: that model
+    /// ignores the range), 2 unspecified (sampled as BT.709). Others, and identity
+    /// in narrow range, have no Vulkan model: `VKCUDA_ERROR_UNSUPPORTED`.
     pub matrix_coefficients: u32,
     /// H.273 TransferCharacteristics (1 BT.709, 13 sRGB, 16 PQ, 18 HLG, ...); 0-255.
     pub transfer_characteristics: u32,

@@ -31,12 +31,13 @@ use vkcuda::semaphore;
 ///
 /// @ingroup share
 pub const VKCUDA_SHARE_DESCRIPTION_SIZE: u32 = 128;
-/// The description format version this library writes and reads (3: images carry
+/// The description format version this library writes and reads (4: a
+/// multi-planar image's colour description travels in the record; 3: images carry
 /// the linear flag of shared video frames, and one fd and allocation size per
-/// allocation; records of versions 1 and 2 are refused with both versions named).
+/// allocation; records of versions 1 to 3 are refused with both versions named).
 ///
 /// @ingroup share
-pub const VKCUDA_SHARE_FORMAT_VERSION: u32 = 3;
+pub const VKCUDA_SHARE_FORMAT_VERSION: u32 = 4;
 /// The most fds one description comes with: one per plane of a disjoint multi-planar
 /// image (buffers and semaphores: 1).
 ///
@@ -100,7 +101,14 @@ pub struct vkcuda_share_semaphore_description {
     pub value: u64,
 }
 
-/// A shared image.
+/// A shared image. A multi-planar image's colour description
+/// (`vkcuda_image_set_video_color`) is not a member: `vkcuda_image_send` puts it in
+/// the record (description format version 4) and `vkcuda_image_receive` gives the
+/// imported frame that colour, but a description that goes through this struct
+/// (`vkcuda_image_describe`, `vkcuda_share_description_parse`,
+/// `vkcuda_share_receive`) carries none, and `vkcuda_image_import_description`
+/// makes a frame with the default colour (BT.709, narrow range): set it with
+/// `vkcuda_image_set_video_color`.
 ///
 /// @ingroup share
 #[repr(C)]
@@ -274,9 +282,12 @@ fn to_c(d: &Description) -> vkcuda_share_description {
                 value: *value,
             }
         }
+        // The colour does not fit the C struct (its layout is the ABI's): the
+        // record carries it, this struct does not.
         Object::Image {
             desc,
             allocation_sizes,
+            color: _,
         } => {
             c.image = vkcuda_share_image_description {
                 description: vkcuda_image_create_info {
@@ -346,6 +357,7 @@ fn from_c(c: &vkcuda_share_description) -> Result<Description> {
                     linear: i.flags & VKCUDA_IMAGE_CREATE_LINEAR_BIT != 0,
                 },
                 allocation_sizes: image_sizes(&c.image)?,
+                color: None,
             }
         }
     };
@@ -914,7 +926,8 @@ pub unsafe extern "C" fn vkcuda_semaphore_receive(
 /// Sends the image to the peer on `socket_fd`: its description and a new memory
 /// fd (one per plane of a disjoint multi-planar image; closed here once the kernel has them). The peer receives it with
 /// `vkcuda_image_receive` (or `vkcuda_share_receive` and
-/// `vkcuda_image_import_description`).
+/// `vkcuda_image_import_description`, which do not carry the colour). A
+/// multi-planar image's colour description travels in the record.
 ///
 /// Thread-safety: sends and receives on one socket must not overlap.
 ///
@@ -1013,8 +1026,9 @@ pub unsafe extern "C" fn vkcuda_image_import_description_fds(
 
 /// Receives an image from the peer on `socket_fd` (`vkcuda_image_send`), checks
 /// the peer, the description and the fd count, and imports it into `context` as
-/// `vkcuda_image_import_description` does. Every received fd is closed or owned by
-/// the new image, on every path.
+/// `vkcuda_image_import_description` does; a multi-planar image takes the colour
+/// description it was sent with. Every received fd is closed or owned by the new
+/// image, on every path.
 ///
 /// Thread-safety: sends and receives on one socket must not overlap.
 ///

@@ -120,6 +120,26 @@ fn import_takes_the_fd_only_on_success() {
             "fd size unknown to the kernel; the import failed with {r:?}: {}",
             last_error()
         );
+    } else {
+        // Where the fd says its size, an import must state the allocation's size to
+        // the byte (VUID-VkMemoryAllocateInfo-allocationSize-01742): one byte or a
+        // page more (the size of lavapipe's header, which is not the allocation's)
+        // is refused, for a non-dedicated allocation too.
+        assert_eq!((info.allocation_size, info.dedicated), (65536, 0));
+        for claimed in [65536 + 1, 65536 + 4096] {
+            let mut bad = buffer_import_info(&info);
+            bad.allocation_size = claimed;
+            let msg = fails(
+                unsafe { vkcuda_buffer_import_fd(a, &bad, fd, &mut out) },
+                VKCUDA_ERROR_INVALID_ARGUMENT,
+            );
+            assert!(
+                msg.contains(&format!(
+                    "allocation_size {claimed} is larger than the memory object's real size 65536"
+                )),
+                "{msg}"
+            );
+        }
     }
     let mut bad = buffer_import_info(&info);
     bad.allocator = vkcuda_allocator_raw(7);
@@ -281,6 +301,17 @@ fn wrap_checks_sizes_before_anything_else() {
             msg.contains("real size"),
             "memory smaller than claimed: {msg}"
         );
+        // To the byte: a memfd driver's header (lavapipe: 4 KiB and 40 bytes) is
+        // not part of the allocation.
+        for claimed in [65536 + 4096, 65536 + 1] {
+            let msg = fails(wrap(claimed, 0, 16384, 0), VKCUDA_ERROR_INVALID_ARGUMENT);
+            assert!(
+                msg.contains(&format!(
+                    "allocation_size {claimed} is larger than the memory object's real size 65536"
+                )),
+                "{msg}"
+            );
+        }
     } else {
         println!("fd size unknown to the kernel: a claimed allocation_size cannot be checked here");
     }

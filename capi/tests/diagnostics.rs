@@ -285,11 +285,14 @@ fn a_forged_memfd_header_is_refused_before_the_driver_maps_it() {
             true,
             "forged or damaged",
         ),
+        // A header that describes less than the import needs: the allocation's
+        // size the library reads from the header (the payload less the driver's
+        // own bytes) is smaller than the import's.
         (
             "less data than the import",
             header(size, size - 16, &real[16..]),
             true,
-            "forged or damaged",
+            "is larger than the memory object's real size 0",
         ),
         (
             "not sealed",

@@ -1194,6 +1194,40 @@ fn child_not_in_a_container() {
     );
 }
 
+/// `vkcuda_doctor_run` reads the files under `options->root` as it reads the
+/// manifests: regular files only, at most 1 MiB. A FIFO at proc/1/cgroup (no
+/// writer: opening it would wait for ever) and /dev/zero linked there (it never
+/// ends) are not read, and the run returns.
+#[test]
+fn files_under_the_root_that_are_not_regular_are_not_read() {
+    let root = scratch("root-fifo-cgroup");
+    std::fs::create_dir_all(root.join("proc/1")).unwrap();
+    mkfifo(&root.join("proc/1/cgroup"));
+    container_child("child_root_not_regular", &root, &[]);
+    let root = scratch("root-zero-cgroup");
+    std::fs::create_dir_all(root.join("proc/1")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", root.join("proc/1/cgroup")).unwrap();
+    container_child("child_root_not_regular", &root, &[]);
+}
+
+#[test]
+#[ignore = "runs in a child process of files_under_the_root_that_are_not_regular_are_not_read"]
+fn child_root_not_regular() {
+    if !in_child("child_root_not_regular") {
+        return;
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let limit = std::time::Duration::from_secs(60);
+    std::thread::spawn(move || {
+        let _ = tx.send(doctor(Some(&test_root())));
+    });
+    let d = rx
+        .recv_timeout(limit)
+        .unwrap_or_else(|_| panic!("vkcuda_doctor_run did not return within {limit:?}"));
+    let c = d.get("container").says(PASS, &[], &[]);
+    assert!(c.seen.starts_with("not in a container"), "{c:?}");
+}
+
 // --- The open-file limit -------------------------------------------------------------
 
 #[test]
@@ -1503,6 +1537,95 @@ fn child_deep_stand_in_wrong_byte() {
         c.fix.starts_with("do not share this kind of resource"),
         "{c:?}"
     );
+}
+
+/// The self-test is itself tested: stand-in drivers that corrupt one kind of data
+/// in one direction (tests/fake_cuda, `FAKE_CUDA_CORRUPT`): a byte in every
+/// uniform run longer than 4 KiB (a driver that only gets what compression
+/// squeezes wrong), zeros, a large tile, a ramp, random bytes; as CUDA reads
+/// (`dtoh`) and as CUDA writes (`htod`). Each must make `deep.buffer.vulkan` fail,
+/// naming the first wrong byte the stand-in logged (offset, expected, got, how many).
+#[test]
+fn deep_catches_every_corrupting_driver() {
+    let (uuid, name) = first_device();
+    if !name.contains("llvmpipe") {
+        eprintln!("SKIPPED the corrupting stand-ins: they map lavapipe's memory, and this device is '{name}'");
+        return;
+    }
+    let copies = fake_cuda_driver("doctor-fake-cuda-copies", &["-DWITH_COPIES"]);
+    for kind in ["uniform", "zeros", "tile", "ramp", "random"] {
+        for dir in ["dtoh", "htod"] {
+            let log = scratch(&format!("corrupt-{kind}-{dir}")).join("log");
+            run_child(
+                "child_deep_stand_in_corrupts",
+                &copies,
+                &[
+                    ("FAKE_CUDA_UUID", Some(&uuid)),
+                    ("FAKE_CUDA_UUIDS", None),
+                    ("CUDA_VISIBLE_DEVICES", None),
+                    ("FAKE_CUDA_CORRUPT", Some(kind)),
+                    ("FAKE_CUDA_CORRUPT_DIR", Some(dir)),
+                    ("FAKE_CUDA_CORRUPT_LOG", Some(log.to_str().unwrap())),
+                ],
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "runs in a child process of deep_catches_every_corrupting_driver"]
+fn child_deep_stand_in_corrupts() {
+    if !in_child("child_deep_stand_in_corrupts") {
+        return;
+    }
+    let kind = std::env::var("FAKE_CUDA_CORRUPT").unwrap();
+    let dir = std::env::var("FAKE_CUDA_CORRUPT_DIR").unwrap();
+    let d = deep_run();
+    // What the stand-in corrupted: one copy (the self-test stops at the first).
+    let log = std::fs::read_to_string(std::env::var("FAKE_CUDA_CORRUPT_LOG").unwrap())
+        .unwrap_or_else(|e| panic!("{kind} {dir}: the stand-in corrupted nothing ({e})"));
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 1, "{kind} {dir}: one corrupted copy: {log}");
+    let f: Vec<&str> = lines[0].split(' ').collect();
+    assert_eq!(f[0], dir);
+    let (at, want, got, count): (usize, u8, u8, usize) = (
+        f[1].parse().unwrap(),
+        f[2].parse().unwrap(),
+        f[3].parse().unwrap(),
+        f[4].parse().unwrap(),
+    );
+    let pattern = match kind.as_str() {
+        "ramp" => "a ramp",
+        "random" => "random bytes",
+        // Only the 64 KiB zero region and the 64 KiB and 2 MiB tiles have runs of
+        // one value longer than 4 KiB.
+        _ => "a 64 KiB zero region and 64 KiB and 2 MiB tiles",
+    };
+    match kind.as_str() {
+        "zeros" => assert_eq!(want, 0),
+        "tile" => assert_ne!(want, 0),
+        _ => {}
+    }
+    let way = if dir == "dtoh" {
+        format!("Vulkan wrote {pattern}, CUDA read")
+    } else {
+        format!("CUDA wrote {pattern}, Vulkan read")
+    };
+    let c = d.get("deep.buffer.vulkan").says(FAIL, &[], &[]);
+    assert_eq!(
+        c.seen.rsplit_once(" (").unwrap().0,
+        format!(
+            "{way}: first wrong byte at offset {at}: expected {want:#04x}, got {got:#04x} \
+             ({count} of 4194304 bytes wrong)"
+        ),
+        "{kind} {dir}"
+    );
+    assert!(
+        c.fix.starts_with("do not share this kind of resource"),
+        "{c:?}"
+    );
+    assert_eq!(d.get("deep.total").status, FAIL);
+    println!("CAUGHT {kind} {dir}: {}", c.seen);
 }
 
 mod gpu {

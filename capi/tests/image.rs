@@ -741,11 +741,23 @@ fn wrap_checks_the_engine_image() {
     assert!(m.contains("memory smaller than its requirements"), "{m}");
     w.allocation_size = 0;
     try_wrap(&w, VKCUDA_ERROR_INVALID_ARGUMENT);
-    // Larger than the memory really is: caught where the fd's size is known.
+    // Larger than the memory really is: caught where the fd's size is known, to
+    // the byte (a memfd driver's header is not counted as the allocation's).
     w.allocation_size = size + (64 << 20);
     if known_size {
         let m = try_wrap(&w, VKCUDA_ERROR_INVALID_ARGUMENT);
         assert!(m.contains("real size"), "{m}");
+        for more in [4096, 1] {
+            w.allocation_size = size + more;
+            let m = try_wrap(&w, VKCUDA_ERROR_INVALID_ARGUMENT);
+            assert!(
+                m.contains(&format!(
+                    "allocation_size {} is larger than the memory object's real size {size}",
+                    size + more
+                )),
+                "{m}"
+            );
+        }
     } else {
         eprintln!("the memory fd does not say its size here: an oversized claim cannot be caught");
     }

@@ -653,15 +653,16 @@ fn unknown_versions_magic_and_kinds_are_refused() {
     let fd = export(buf);
     let f = [fd.as_raw_fd()];
     for ty in [libc::SOCK_STREAM, libc::SOCK_SEQPACKET] {
-        // Version 1 (before multi-planar images), 2 (before video frames) and a
-        // future version 4: both versions are named.
-        for version in [1u8, 2, 4] {
+        // Version 1 (before multi-planar images), 2 (before video frames), 3
+        // (before colour descriptions travelled) and a future version 5: both
+        // versions are named.
+        for version in [1u8, 2, 3, 5] {
             let mut v = rec;
             v[8] = version;
             let msg = refused_message(ctx, ty, &v, &f, VKCUDA_ERROR_INVALID_ARGUMENT);
             assert!(
                 msg.contains(&format!(
-                    "unknown description format version {version}: this library reads version 3"
+                    "unknown description format version {version}: this library reads version 4"
                 )) && msg.contains("different vkcuda versions"),
                 "{msg}"
             );
@@ -1539,10 +1540,12 @@ fn image_refused_message(
 /// Dedicated imports whose allocation_size is not the memory requirement of the
 /// resource made for them are refused before the driver sees the fd
 /// (VUID-VkMemoryDedicatedAllocateInfo-buffer-01435, -image-01433), through every
-/// import path; the right size imports; nothing leaks. lavapipe's exports are
-/// memfds with 40 bytes of slack past the data, so +16 gets past the memfd header
-/// check and reaches the new one; +4096 is refused by whichever comes first (on
-/// NVIDIA, whose fds tell no size, the new one).
+/// import path; the right size imports; nothing leaks. A larger size (+16,
+/// +4096) is refused by whichever check comes first: where the fd tells the
+/// allocation's size (lavapipe's memfds, to the byte: their header is not counted)
+/// the real-size check, on NVIDIA, whose fds tell no size, the requirement check.
+/// The allocation's own size with a smaller resource (1 byte, a 1x1 image) is
+/// refused by the requirement check on every driver.
 #[test]
 fn dedicated_imports_must_match_the_requirement() {
     let _s = serial();
@@ -1585,16 +1588,46 @@ fn dedicated_imports_must_match_the_requirement() {
             &[fd.as_raw_fd()],
             VKCUDA_ERROR_INVALID_ARGUMENT,
         );
-        if extra == 16 {
-            for m in [&msg, &msg2, &msg3] {
-                assert!(
-                    m.contains(&format!(
-                        "allocation_size {wrong} differs from the {} bytes a buffer of {} bytes needs",
-                        bi.allocation_size, bi.size
-                    )) && m.contains("VUID-VkMemoryDedicatedAllocateInfo-buffer-01435"),
-                    "{m}"
-                );
-            }
+        for m in [&msg, &msg2, &msg3] {
+            assert!(
+                m.contains("VUID-VkMemoryDedicatedAllocateInfo-buffer-01435")
+                    || m.contains("larger than the memory object's real size"),
+                "{m}"
+            );
+        }
+    }
+    // The allocation's size, but a 1-byte buffer: not what a dedicated allocation
+    // of it would be.
+    {
+        let mut bad = info();
+        bad.size = 1;
+        let msg = fails(
+            unsafe { vkcuda_buffer_import_fd(ctx, &bad, fd.as_raw_fd(), &mut out) },
+            VKCUDA_ERROR_INVALID_ARGUMENT,
+        );
+        assert!(out.is_null() && fd_is_open(fd.as_raw_fd()));
+        let mut bad_d = d;
+        bad_d.buffer.size = 1;
+        let msg2 = fails(
+            unsafe { vkcuda_buffer_import_description(ctx, &bad_d, fd.as_raw_fd(), 0, &mut out) },
+            VKCUDA_ERROR_INVALID_ARGUMENT,
+        );
+        let msg3 = refused_message(
+            ctx,
+            libc::SOCK_STREAM,
+            &record(&bad_d),
+            &[fd.as_raw_fd()],
+            VKCUDA_ERROR_INVALID_ARGUMENT,
+        );
+        for m in [&msg, &msg2, &msg3] {
+            assert!(
+                m.contains(&format!(
+                    "allocation_size {} differs from the ",
+                    bi.allocation_size
+                )) && m.contains(" bytes a buffer of 1 bytes needs")
+                    && m.contains("VUID-VkMemoryDedicatedAllocateInfo-buffer-01435"),
+                "{m}"
+            );
         }
     }
     // Dedicated memory is bound at offset 0.
@@ -1639,16 +1672,34 @@ fn dedicated_imports_must_match_the_requirement() {
         assert!(out.is_null() && fd_is_open(fd.as_raw_fd()));
         assert!(msg.contains(&wrong.to_string()), "{msg}");
         let msg2 = image_refused_message(ctx, &bad, fd.as_raw_fd(), VKCUDA_ERROR_INVALID_ARGUMENT);
-        if extra == 16 {
-            for m in [&msg, &msg2] {
-                assert!(
-                    m.contains(&format!(
-                        "allocation_size {wrong} differs from the {} bytes this image needs",
-                        ii.allocation_size
-                    )) && m.contains("VUID-VkMemoryDedicatedAllocateInfo-image-01433"),
-                    "{m}"
-                );
-            }
+        for m in [&msg, &msg2] {
+            assert!(
+                m.contains("VUID-VkMemoryDedicatedAllocateInfo-image-01433")
+                    || m.contains("larger than the memory object's real size"),
+                "{m}"
+            );
+        }
+    }
+    // The allocation's size, but a 1x1 image.
+    {
+        let mut bad = d;
+        bad.image.description.extent.width = 1;
+        bad.image.description.extent.height = 1;
+        bad.image.description.mip_levels = 1;
+        let msg = fails(
+            unsafe { vkcuda_image_import_description(ctx, &bad, fd.as_raw_fd(), &mut out) },
+            VKCUDA_ERROR_INVALID_ARGUMENT,
+        );
+        assert!(out.is_null() && fd_is_open(fd.as_raw_fd()));
+        let msg2 = image_refused_message(ctx, &bad, fd.as_raw_fd(), VKCUDA_ERROR_INVALID_ARGUMENT);
+        for m in [&msg, &msg2] {
+            assert!(
+                m.contains(&format!(
+                    "allocation_size {} differs from the ",
+                    ii.allocation_size
+                )) && m.contains("VUID-VkMemoryDedicatedAllocateInfo-image-01433"),
+                "{m}"
+            );
         }
     }
     let mut good = ptr::null_mut();

@@ -12,7 +12,8 @@
 //! 1920x1080, 3840x2160 and 1282x722, a compressible ramp and pseudo-random bytes,
 //! CUDA -> Vulkan and Vulkan -> CUDA, every byte compared (the sample bits of 10-
 //! and 12-bit formats); the pitched-copy helper into a frame; a frame imported
-//! from its share description.
+//! from its share description (and its colour description with it); GBR frames
+//! (H.273 identity) sampled with RGB_IDENTITY.
 
 mod support;
 use support::cuda::{check, copy2d, Cuda, Mem};
@@ -105,6 +106,53 @@ fn linear_is_refused_for_single_plane_formats() {
         m.contains("VKCUDA_IMAGE_CREATE_LINEAR_BIT makes a shared video frame"),
         "{m}"
     );
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
+/// GBR (H.273 matrix 0) is sampled with RGB_IDENTITY, which ignores the range:
+/// full range is taken, narrow range is refused as having no Vulkan model (before
+/// the image is looked at); where the device makes frames, the conversion's model
+/// is RGB_IDENTITY. (The sampling itself: gpu_gbr_frames_sample_as_rgb.)
+#[test]
+fn gbr_frames_get_the_rgb_identity_model() {
+    let _g = serial();
+    let ctx = vulkan_only_context();
+    let rgba = try_create(ctx, &image_desc(0, vk::Format::R8G8B8A8_UNORM, 64, 64, 1)).unwrap();
+    let narrow = vkcuda_video_color {
+        full_range: 0,
+        ..gbr()
+    };
+    let m = fails(
+        unsafe { vkcuda_image_set_video_color(rgba, &narrow) },
+        VKCUDA_ERROR_UNSUPPORTED,
+    );
+    assert!(
+        m.contains("matrix_coefficients 0 (identity: GBR) in narrow range"),
+        "{m}"
+    );
+    assert!(m.contains("RGB_IDENTITY"), "{m}");
+    // Full-range GBR is a colour description; this image is single-plane.
+    let m = fails(
+        unsafe { vkcuda_image_set_video_color(rgba, &gbr()) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(m.contains("multi-planar"), "{m}");
+    unsafe { vkcuda_image_destroy(rgba) };
+    match try_create(ctx, &frame_info(NV12, 64, 64)) {
+        Ok(frame) => {
+            ok(unsafe { vkcuda_image_set_video_color(frame, &gbr()) });
+            let mut ci = vk::SamplerYcbcrConversionCreateInfo::default();
+            match unsafe { vkcuda_image_get_ycbcr_conversion_info(frame, &mut ci) } {
+                VKCUDA_SUCCESS => assert_eq!(
+                    ci.ycbcr_model,
+                    vk::SamplerYcbcrModelConversion::RGB_IDENTITY
+                ),
+                r => eprintln!("this device cannot sample LINEAR NV12 ({r:?}): model not read"),
+            }
+            unsafe { vkcuda_image_destroy(frame) };
+        }
+        Err((r, m)) => eprintln!("no LINEAR NV12 frames on this device ({r:?}: {m})"),
+    }
     unsafe { vkcuda_context_destroy(ctx) };
 }
 
@@ -728,6 +776,198 @@ fn gpu_frames_sample_as_their_colour_says() {
     unsafe { vkcuda_context_destroy(ctx) };
 }
 
+/// A GBR frame's colour description (H.273 matrix 0, full range, sRGB transfer).
+fn gbr() -> vkcuda_video_color {
+    vkcuda_video_color {
+        flags: 0,
+        matrix_coefficients: 0,
+        transfer_characteristics: 13,
+        colour_primaries: 1,
+        full_range: 1,
+        x_chroma_offset: 0,
+        y_chroma_offset: 0,
+    }
+}
+
+/// The test GBR frame's sample of `plane` (0 G, 1 B, 2 R) at (x, y) of a `w` x
+/// `h` plane: smooth sweeps over the whole 8-bit range, so that a model that
+/// shifts B and R by one half (YCBCR_IDENTITY) is wrong for most pixels.
+fn gbr_sample(plane: usize, x: usize, y: usize, w: usize, h: usize) -> u32 {
+    let (u, v) = (x as f64 / (w - 1) as f64, y as f64 / (h - 1) as f64);
+    let n = match plane {
+        0 => 255.0 * (0.5 * u + 0.5 * v),
+        1 => 255.0 * u,
+        _ => 255.0 * (1.0 - v),
+    };
+    n.round() as u32
+}
+
+/// One 8-bit frame of `format` holding GBR samples (plane 0 G; then B and R as
+/// two planes or interleaved in one), written by CUDA and sampled by Vulkan through
+/// the conversion `vkcuda_image_get_ycbcr_conversion_info` makes of a GBR colour
+/// description: the model must be RGB_IDENTITY and every pixel's R, G and B the
+/// planes' samples (within 1 of 255 for 4:4:4; for 4:2:0, chroma filtered as the
+/// host's `chroma_at`, within 2, as `sample_frame` allows). Returns the largest difference, or None where this device cannot
+/// make or sample such a frame.
+fn sample_gbr_frame(
+    ctx: *const vkcuda_context,
+    v: &Vk,
+    format: vk::Format,
+    (w, h): (u32, u32),
+) -> Option<u32> {
+    let im = match try_create(ctx, &frame_info(format, w, h)) {
+        Ok(im) => im,
+        Err((VKCUDA_ERROR_UNSUPPORTED, m)) => {
+            eprintln!("{format:?}: no frame here: {m}");
+            return None;
+        }
+        Err((r, m)) => panic!("{format:?}: {r:?}: {m}"),
+    };
+    ok(unsafe { vkcuda_image_set_video_color(im, &gbr()) });
+    let mut ci = vk::SamplerYcbcrConversionCreateInfo::default();
+    match unsafe { vkcuda_image_get_ycbcr_conversion_info(im, &mut ci) } {
+        VKCUDA_SUCCESS => {}
+        VKCUDA_ERROR_UNSUPPORTED => {
+            eprintln!("{format:?}: cannot be sampled here: {}", last_error());
+            unsafe { vkcuda_image_destroy(im) };
+            return None;
+        }
+        r => panic!("{format:?}: {r:?}: {}", last_error()),
+    }
+    assert_eq!(
+        ci.ycbcr_model,
+        vk::SamplerYcbcrModelConversion::RGB_IDENTITY,
+        "GBR samples each plane as it is"
+    );
+    assert_eq!(ci.format, format);
+    let p = vkcuda::format::planar_row(format).unwrap();
+    assert_eq!(p.bits, 8, "8-bit formats only");
+    let (dx, dy) = p.chroma_divisors();
+    let (wu, hu) = (w as usize, h as usize);
+    let (cw, ch) = (wu / dx as usize, hu / dy as usize);
+    let g: Vec<u32> = (0..wu * hu)
+        .map(|i| gbr_sample(0, i % wu, i / wu, wu, hu))
+        .collect();
+    let br: Vec<[u32; 2]> = (0..cw * ch)
+        .map(|i| {
+            let (x, y) = (i % cw, i / cw);
+            [gbr_sample(1, x, y, cw, ch), gbr_sample(2, x, y, cw, ch)]
+        })
+        .collect();
+    let planes = plane_pointers(im, p.planes.len());
+    v.run(|cmd| release(v, cmd, im, vk::ImageLayout::UNDEFINED));
+    let g_bytes: Vec<u8> = g.iter().map(|&s| s as u8).collect();
+    to_plane(&g_bytes, planes[0].cuda_pointer, planes[0].row_pitch, wu);
+    if p.planes.len() == 3 {
+        for k in 0..2 {
+            let bytes: Vec<u8> = br.iter().map(|s| s[k] as u8).collect();
+            to_plane(
+                &bytes,
+                planes[k + 1].cuda_pointer,
+                planes[k + 1].row_pitch,
+                cw,
+            );
+        }
+    } else {
+        let bytes: Vec<u8> = br.iter().flat_map(|s| [s[0] as u8, s[1] as u8]).collect();
+        to_plane(&bytes, planes[1].cuda_pointer, planes[1].row_pitch, cw * 2);
+    }
+    let pass = support::ycbcr::YcbcrPass::new(v, image_info(im).image, &ci, (w, h), true);
+    let acquire = handoff_info(v.family);
+    v.run(|cmd| {
+        ok(unsafe {
+            vkcuda_image_cmd_acquire_from_cuda(
+                im,
+                cmd,
+                &acquire,
+                vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL.as_raw(),
+            )
+        });
+        pass.record(v, cmd);
+    });
+    let got = pass.out.bytes();
+    let tolerance = if (dx, dy) == (1, 1) { 1 } else { 2 };
+    let (mut worst, mut first_bad, mut old_model_wrong) = (0u32, None, 0usize);
+    for y in 0..hu {
+        for x in 0..wu {
+            let chroma = |c: usize| -> f64 {
+                if (dx, dy) == (1, 1) {
+                    br[y * cw + x][c] as f64
+                } else {
+                    chroma_at(&br, (cw, ch), c, (x, y), (true, true))
+                }
+            };
+            // The sampler's R is the R plane (Cr), G plane 0 (Y), B the B plane (Cb).
+            let rgb = [chroma(1), g[y * wu + x] as f64, chroma(0)];
+            for (k, c) in rgb.iter().enumerate() {
+                let want = (c + 0.5).floor() as i32;
+                let have = got[(y * wu + x) * 4 + k] as i32;
+                let diff = (want - have).unsigned_abs();
+                worst = worst.max(diff);
+                if diff > tolerance && first_bad.is_none() {
+                    first_bad = Some((x, y, k, have, want));
+                }
+                // What YCBCR_IDENTITY gives at full range: B and R less one half.
+                if k != 1 && (want - (want - 128).max(0)).unsigned_abs() > tolerance {
+                    old_model_wrong += 1;
+                }
+            }
+        }
+    }
+    pass.destroy(v);
+    unsafe { vkcuda_image_destroy(im) };
+    if let Some((x, y, k, have, want)) = first_bad {
+        panic!("{format:?} GBR: pixel ({x}, {y}) channel {k} is {have}, the planes hold {want}");
+    }
+    // The comparison tells the models apart: YCBCR_IDENTITY would fail most of it.
+    assert!(
+        old_model_wrong > wu * hu,
+        "{old_model_wrong} of {} B and R values would differ under YCBCR_IDENTITY",
+        2 * wu * hu
+    );
+    Some(worst)
+}
+
+/// GBR frames (H.273 matrix 0, full range), written by CUDA and sampled by Vulkan
+/// through the library's conversion: RGB_IDENTITY, and every pixel's R, G and B are
+/// the planes' samples (4:4:4 I444 and NV24, and NV12, where the device can sample
+/// them LINEAR; at least one must).
+#[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+fn gpu_gbr_frames_sample_as_rgb() {
+    let _g = serial();
+    let Some(ctx) = cuda_context_or_skip("gpu_gbr_frames_sample_as_rgb") else {
+        return;
+    };
+    let v = Vk::new(ctx);
+    let _c = Current::of(ctx);
+    let mut sampled = Vec::new();
+    for (name, format) in [
+        ("I444", vk::Format::G8_B8_R8_3PLANE_444_UNORM),
+        ("NV24", vk::Format::G8_B8R8_2PLANE_444_UNORM),
+        ("NV12", NV12),
+    ] {
+        for size in [(1920, 1080), (1282, 722)] {
+            match sample_gbr_frame(ctx, &v, format, size) {
+                Some(worst) => {
+                    println!(
+                        "SAMPLED GBR {name} {}x{}: every pixel within {worst} of 255 of its planes",
+                        size.0, size.1
+                    );
+                    sampled.push(name);
+                }
+                None => {
+                    eprintln!("SKIPPED GBR {name}: this device cannot sample it LINEAR");
+                    break;
+                }
+            }
+        }
+    }
+    assert!(!sampled.is_empty(), "no GBR frame could be sampled");
+    drop(v);
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
 /// An engine's own LINEAR NV12 image (one dedicated exportable allocation, made
 /// with raw Vulkan calls) wrapped as a shared video frame: CUDA writes through the
 /// library's plane pointers, the engine's Vulkan copy reads every byte back. A
@@ -874,9 +1114,10 @@ const FRAME_SOCKET: &str = "VKCUDA_TEST_FRAME_SOCKET";
 
 /// A shared video frame across processes: this process creates an NV12 frame,
 /// CUDA writes both planes, and sends it (`vkcuda_image_send`: the description,
-/// version 3 with the linear flag, and one fd); a child process receives it
-/// (`vkcuda_image_receive`), reads both planes through its own CUDA plane pointers
-/// and writes a new chroma plane, which this process then reads through its own.
+/// version 4 with the linear flag and the frame's BT.2020 colour, and one fd); a
+/// child process receives it (`vkcuda_image_receive`), finds the colour it was
+/// sent with, reads both planes through its own CUDA plane pointers and writes a
+/// new chroma plane, which this process then reads through its own.
 #[test]
 #[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn gpu_frames_cross_processes() {
@@ -887,6 +1128,7 @@ fn gpu_frames_cross_processes() {
     let _c = Current::of(ctx);
     let (w, h) = (1920usize, 1080usize);
     let (im, planes) = nv12_frame(ctx, w as u32, h as u32);
+    ok(unsafe { vkcuda_image_set_video_color(im, &sent_color()) });
     for (k, rows) in [(0usize, h), (1, h / 2)] {
         let data = plane_bytes(k, w, rows, 8);
         to_plane(&data, planes[k].cuda_pointer, planes[k].row_pitch, w);
@@ -928,6 +1170,20 @@ fn gpu_frames_cross_processes() {
     }
 }
 
+/// The colour `gpu_frames_cross_processes` sends its frame with: BT.2020 PQ, full
+/// range, chroma at the midpoint in x (none of it the default).
+fn sent_color() -> vkcuda_video_color {
+    vkcuda_video_color {
+        flags: 0,
+        matrix_coefficients: 9,
+        transfer_characteristics: 16,
+        colour_primaries: 9,
+        full_range: 1,
+        x_chroma_offset: 1,
+        y_chroma_offset: 0,
+    }
+}
+
 /// The child of `gpu_frames_cross_processes`.
 #[test]
 #[ignore = "runs in a child process of gpu_frames_cross_processes"]
@@ -940,6 +1196,29 @@ fn child_receives_a_frame() {
     let _c = Current::of(ctx);
     let mut im = ptr::null_mut();
     ok(unsafe { vkcuda_image_receive(ctx, fd, ptr::null(), &mut im) });
+    // The colour travelled with the frame (a new frame would be BT.709).
+    let mut color: vkcuda_video_color = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_image_get_video_color(im, &mut color) });
+    let want = sent_color();
+    assert_eq!(
+        (
+            color.matrix_coefficients,
+            color.transfer_characteristics,
+            color.colour_primaries,
+            color.full_range,
+            color.x_chroma_offset,
+            color.y_chroma_offset
+        ),
+        (
+            want.matrix_coefficients,
+            want.transfer_characteristics,
+            want.colour_primaries,
+            want.full_range,
+            want.x_chroma_offset,
+            want.y_chroma_offset
+        ),
+        "the received frame's colour"
+    );
     let (w, h) = (1920usize, 1080usize);
     check_planes(
         im,

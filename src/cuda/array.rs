@@ -259,7 +259,8 @@ fn check_range(p: &Pitched) -> Result<()> {
     let alloc_end = base as u128 + size as u128;
     if end > alloc_end {
         return Err(Error::invalid(format!(
-            "the pitched plane at {:#x} ({} rows of {} bytes, pitch {}: {span} bytes) runs {}              bytes past the end of its CUDA allocation ({:#x}, {size} bytes)",
+            "the pitched plane at {:#x} ({} rows of {} bytes, pitch {}: {span} bytes) runs {} \
+             bytes past the end of its CUDA allocation ({:#x}, {size} bytes)",
             p.pointer,
             p.rows,
             p.row_bytes,

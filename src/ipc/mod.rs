@@ -76,7 +76,7 @@ pub fn describe_semaphore(s: &Semaphore) -> Result<Description> {
 }
 
 /// The description of a shared image (defaults resolved, one allocation size per
-/// plane).
+/// plane, and a multi-planar image's colour description).
 pub fn describe_image(i: &Image) -> Description {
     let mut allocation_sizes = [0; 3];
     for (p, m) in i.allocations().iter().enumerate() {
@@ -87,6 +87,8 @@ pub fn describe_image(i: &Image) -> Description {
         object: Object::Image {
             desc: *i.description(),
             allocation_sizes,
+            // Multi-planar images have one (single-plane ones refuse the call).
+            color: i.video_color().ok(),
         },
     }
 }
@@ -158,7 +160,7 @@ pub fn import_semaphore(
 }
 
 /// Imports an image from its description and memory fds, one per plane
-/// (borrowed).
+/// (borrowed). A multi-planar image takes the description's colour.
 pub fn import_image(
     ctx: &Arc<Context>,
     d: &Description,
@@ -170,6 +172,7 @@ pub fn import_image(
     let Object::Image {
         desc,
         allocation_sizes,
+        color,
     } = d.object
     else {
         unreachable!("checked above")
@@ -178,7 +181,11 @@ pub fn import_image(
     for h in handles {
         check_handle(d, *h)?;
     }
-    Image::import_fd(ctx, handles, &desc, &allocation_sizes[..d.fd_count()])
+    let image = Image::import_fd(ctx, handles, &desc, &allocation_sizes[..d.fd_count()])?;
+    if let Some(c) = color {
+        image.set_video_color(&c)?;
+    }
+    Ok(image)
 }
 
 /// Refuses a number of fds other than the description's.

@@ -33,6 +33,24 @@
  * imported memory (so data really crosses lavapipe's memory), cuCtxSynchronize,
  * and cuMemcpy2D/3D returning CUDA_ERROR_UNKNOWN; with FAKE_CUDA_FLIP_BYTE=N
  * cuMemcpyDtoH inverts byte N of what it copies (a driver that reads wrong).
+ * Corrupting drivers, to test the deep self-test itself (WITH_COPIES):
+ *   FAKE_CUDA_CORRUPT=kind        every copy inverts bytes of one kind of data:
+ *     uniform  one byte (the 4097th) of every run of one value longer than 4 KiB
+ *              (what a compression engine squeezes: a driver that gets only
+ *              those wrong)
+ *     zeros    the middle byte of every run of zeros longer than 4 KiB
+ *     tile     the middle byte of every run of one non-zero value of 64 KiB or more
+ *     ramp     byte 128 of every run of 256 or more bytes each one more than the
+ *              one before (mod 256)
+ *     random   the middle byte of the first 64 bytes in a row where no byte
+ *              equals the one before, or the one before plus one
+ *   FAKE_CUDA_CORRUPT_DIR=htod|dtoh  only cuMemcpyHtoD (CUDA writes wrong) or
+ *                                 only cuMemcpyDtoH (CUDA reads wrong); default both
+ *   FAKE_CUDA_CORRUPT_LOG=path    appends one line per copy it corrupted:
+ *                                 "<htod|dtoh> <offset> <expected> <got> <count>",
+ *                                 the offset (from the copy's start) and bytes of
+ *                                 the first byte it inverted, and how many
+ *                                 bytes of that copy it inverted
  *
  * Contexts: cuDevicePrimaryCtxRetain hands out one fake CUcontext per device; they
  * can be pushed, popped and asked for their device. fake_cuda_stream(i) returns a
@@ -459,6 +477,61 @@ static struct object *mapped_range(CUdeviceptr ptr, size_t n) {
     return NULL;
 }
 
+/* FAKE_CUDA_CORRUPT: inverts the chosen kind of bytes of `p` (what a copy in
+ * direction `dir` just wrote) and logs the first. */
+static void corrupt(unsigned char *p, size_t n, const char *dir) {
+    const char *kind = getenv("FAKE_CUDA_CORRUPT");
+    const char *only = getenv("FAKE_CUDA_CORRUPT_DIR");
+    if (!kind || (only && strcmp(only, dir) != 0)) return;
+    size_t first = 0, count = 0, i = 0, j;
+    unsigned char was = 0;
+#define FLIP(at)                          \
+    do {                                  \
+        if (count++ == 0) {               \
+            first = (at);                 \
+            was = p[first];               \
+        }                                 \
+        p[(at)] ^= 0xff;                  \
+    } while (0)
+    if (!strcmp(kind, "uniform") || !strcmp(kind, "zeros") || !strcmp(kind, "tile")) {
+        while (i < n) {
+            for (j = i + 1; j < n && p[j] == p[i]; j++) {
+            }
+            size_t len = j - i;
+            if (!strcmp(kind, "uniform") && len > 4096) FLIP(i + 4096);
+            if (!strcmp(kind, "zeros") && p[i] == 0 && len > 4096) FLIP(i + len / 2);
+            if (!strcmp(kind, "tile") && p[i] != 0 && len >= 65536) FLIP(i + len / 2);
+            i = j;
+        }
+    } else if (!strcmp(kind, "ramp")) {
+        while (i < n) {
+            for (j = i + 1; j < n && p[j] == (unsigned char)(p[j - 1] + 1); j++) {
+            }
+            if (j - i >= 256) FLIP(i + 128);
+            i = j;
+        }
+    } else if (!strcmp(kind, "random")) {
+        size_t streak = 1;
+        for (i = 1; i < n; i++) {
+            int step = p[i] == p[i - 1] || p[i] == (unsigned char)(p[i - 1] + 1);
+            streak = step ? 1 : streak + 1;
+            if (streak == 64) {
+                FLIP(i - 31);
+                break;
+            }
+        }
+    }
+#undef FLIP
+    const char *log = getenv("FAKE_CUDA_CORRUPT_LOG");
+    if (count && log) {
+        FILE *f = fopen(log, "a");
+        if (f) {
+            fprintf(f, "%s %zu %u %u %zu\n", dir, first, was, (unsigned)(was ^ 0xff), count);
+            fclose(f);
+        }
+    }
+}
+
 int cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
     if (depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
     pthread_mutex_lock(&lock);
@@ -466,6 +539,7 @@ int cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
     pthread_mutex_unlock(&lock);
     if (!o) return CUDA_ERROR_INVALID_VALUE;
     memcpy((void *)(uintptr_t)dst, src, n);
+    corrupt((unsigned char *)(uintptr_t)dst, n, "htod");
     return CUDA_SUCCESS;
 }
 
@@ -481,6 +555,7 @@ int cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
         size_t at = (size_t)strtoull(flip, NULL, 10);
         if (at < n) ((unsigned char *)dst)[at] ^= 0xff;
     }
+    corrupt((unsigned char *)dst, n, "dtoh");
     return CUDA_SUCCESS;
 }
 
