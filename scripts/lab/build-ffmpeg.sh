@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Builds, on this machine, the minimal shared FFmpeg that the GPU machine (no FFmpeg, no
+# internet) needs for the FFmpeg bridge's GPU test and examples (bridges/ffmpeg): from
+# Debian 12's source package (apt-get source, with a private deb-src list for the archive
+# this machine's apt uses for its own release; nothing is installed here), configured
+# with only libavutil, libavcodec and libavformat and in them: the H.264 and HEVC
+# decoders and parsers, the raw H.264/HEVC demuxers and muxers, the file protocol, the
+# cuda/nvdec hwaccels (h264_nvdec, hevc_nvdec) through ffnvcodec (Debian's
+# libffmpeg-nvenc-dev headers), the h264_nvenc/hevc_nvenc encoders; no programs, no
+# documentation, no external libraries, no assembly (no nasm needed; NVDEC decodes).
+# Installed, stripped, into DEST (include/, lib/, lib/pkgconfig/ with relocatable .pc
+# files: prefix=${pcfiledir}/../..), about 10 MiB; FFmpeg's source stays in
+# target/ffmpeg-build (never commit it). Slow on two cores (tens of minutes): run it
+# with nice in the background. scripts/gpu-test.sh finds DEST=.dev/ffmpeg by itself.
+#
+#   scripts/lab/build-ffmpeg.sh [DEST]     default: .dev/ffmpeg
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+top=$PWD
+dest=${1:-.dev/ffmpeg}
+case $dest in /*) ;; *) dest=$top/$dest ;; esac
+work=$top/target/ffmpeg-build
+state=$work/apt
+jobs=${VKCUDA_FFMPEG_JOBS:-$(nproc)}
+for h in ffnvcodec/dynlink_loader.h:libffmpeg-nvenc-dev; do
+    [ -e "/usr/include/${h%:*}" ] || { echo "build-ffmpeg: /usr/include/${h%:*} is missing: apt-get install ${h#*:}" >&2; exit 1; }
+done
+command -v dpkg-source > /dev/null || { echo "build-ffmpeg: dpkg-source is missing: apt-get install dpkg-dev" >&2; exit 1; }
+
+release=$( (. /etc/os-release && echo "${VERSION_CODENAME:-}") 2>/dev/null || true)
+# apt's own reading of its sources (one-line or deb822): the archive of this release.
+uri=$(apt-get indextargets --format '$(REPO_URI)' "Codename: $release" 'Identifier: Packages' 2>/dev/null | head -1)
+[ -n "$uri" ] || { echo "build-ffmpeg: apt has no archive for Debian '$release'" >&2; exit 1; }
+keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+
+src=$(ls -d "$work"/ffmpeg-[0-9]*/ 2> /dev/null | head -1 || true)
+if [ -z "$src" ]; then
+    echo "build-ffmpeg: apt-get source ffmpeg ($release, from $uri)"
+    mkdir -p "$state/lists/partial"
+    echo "deb-src [signed-by=$keyring] $uri $release main" > "$state/sources.list"
+    security=$(apt-get indextargets --format '$(REPO_URI)' "Codename: $release-security" 'Identifier: Packages' 2>/dev/null | head -1)
+    [ -z "$security" ] || echo "deb-src [signed-by=$keyring] $security $release-security main" >> "$state/sources.list"
+    o=("-oDir::State::Lists=$state/lists" "-oDir::Etc::SourceList=$state/sources.list"
+       -oDir::Etc::SourceParts=/nonexistent)
+    apt-get "${o[@]}" update -qq > /dev/null
+    (cd "$work" && apt-get "${o[@]}" source -qq ffmpeg > /dev/null)
+    src=$(ls -d "$work"/ffmpeg-[0-9]*/ | head -1)
+fi
+echo "build-ffmpeg: source $src, $jobs job(s), into $dest"
+
+build=$work/build
+rm -rf "$build" "$dest"
+mkdir -p "$build"
+cd "$build"
+"$src/configure" --prefix="$dest" \
+    --enable-shared --disable-static --disable-programs --disable-doc --disable-debug \
+    --disable-autodetect --disable-x86asm --disable-everything \
+    --disable-avdevice --disable-avfilter --disable-swresample --disable-swscale --disable-postproc \
+    --enable-ffnvcodec --enable-cuda --enable-nvdec --enable-nvenc \
+    --enable-decoder=h264,hevc --enable-parser=h264,hevc \
+    --enable-demuxer=h264,hevc --enable-muxer=h264,hevc --enable-protocol=file \
+    --enable-hwaccel=h264_nvdec,hevc_nvdec --enable-encoder=h264_nvenc,hevc_nvenc \
+    --extra-version=vkcuda-minimal > configure.log 2>&1 ||
+    { tail -20 configure.log; echo "build-ffmpeg: configure failed (target/ffmpeg-build/build/configure.log)" >&2; exit 1; }
+grep -E '^(Enabled (decoders|hwaccels|encoders|demuxers|muxers|protocols)|h264|hevc|nvdec|nvenc|cuda)' configure.log | head -40 || true
+make -j "$jobs" > make.log 2>&1 || { tail -30 make.log; echo "build-ffmpeg: make failed" >&2; exit 1; }
+make install > install.log 2>&1
+strip --strip-unneeded "$dest"/lib/lib*.so.*.*
+rm -rf "$dest/share"
+# Relocatable: the GPU machine reads the .pc files from wherever the bundle lands.
+sed -i "s|^prefix=.*|prefix=\${pcfiledir}/../..|" "$dest"/lib/pkgconfig/*.pc
+for pc in "$dest"/lib/pkgconfig/*.pc; do
+    sed -i "s|$dest|\${prefix}|g" "$pc"
+done
+for need in H264_NVDEC_HWACCEL HEVC_NVDEC_HWACCEL H264_NVENC_ENCODER HEVC_NVENC_ENCODER \
+    H264_DECODER HEVC_DECODER H264_DEMUXER HEVC_DEMUXER FILE_PROTOCOL; do
+    cat "$build"/config*.h | grep -q "^#define CONFIG_$need 1" ||
+        { echo "build-ffmpeg: CONFIG_$need is not in the build" >&2; exit 1; }
+done
+du -sh "$dest"
+echo "build-ffmpeg: done: $dest ($(du -sk "$dest" | cut -f1) KiB)"
