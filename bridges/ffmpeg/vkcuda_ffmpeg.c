@@ -401,14 +401,23 @@ enum vkcuda_result vkcuda_ffmpeg_frame_to_image(struct vkcuda_ffmpeg *b, const A
         return fail(VKCUDA_ERROR_NULL_POINTER, "vkcuda_ffmpeg_frame_to_image: bridge, frame or image is NULL");
     release(take_done(b, 0, NULL));
 
-    struct vkcuda_image_info info;
-    enum vkcuda_result r = vkcuda_image_get_info(image, &info);
-    if (r != VKCUDA_SUCCESS) return fail_vkcuda(r, "vkcuda_ffmpeg_frame_to_image: the image");
+    /* The frame first (its format, CUDA context and colour), then the image. */
     int hw;
     enum AVPixelFormat sw;
     VkFormat format;
+    enum vkcuda_result r;
+    struct vkcuda_video_color color;
     if ((r = frame_sw_format(b, frame, &hw, &sw)) != VKCUDA_SUCCESS) return r;
     if ((r = vkcuda_ffmpeg_format_from_av(sw, &format)) != VKCUDA_SUCCESS) return r;
+    if ((r = vkcuda_ffmpeg_color_from_frame(frame, &color)) != VKCUDA_SUCCESS) return r;
+    struct vkcuda_image_info info;
+    if ((r = vkcuda_image_get_info(image, &info)) != VKCUDA_SUCCESS)
+        return fail_vkcuda(r, "vkcuda_ffmpeg_frame_to_image: the image");
+    if (info.plane_count < 2 || !(info.flags & VKCUDA_IMAGE_CREATE_LINEAR_BIT))
+        return fail(VKCUDA_ERROR_INVALID_ARGUMENT,
+                    "vkcuda_ffmpeg_frame_to_image: the image (VkFormat %d) is not a shared video frame (a multi-planar "
+                    "image made with VKCUDA_IMAGE_CREATE_LINEAR_BIT)",
+                    (int)info.format);
     if (format != info.format)
         return fail(VKCUDA_ERROR_UNSUPPORTED,
                     "the frame's %s samples are VkFormat %d; the image is VkFormat %d: make the image with "
@@ -436,8 +445,6 @@ enum vkcuda_result vkcuda_ffmpeg_frame_to_image(struct vkcuda_ffmpeg *b, const A
         planes.planes[p].device_pointer = (uint64_t)(uintptr_t)frame->data[p];
         planes.planes[p].pitch = (uint64_t)frame->linesize[p];
     }
-    struct vkcuda_video_color color;
-    if ((r = vkcuda_ffmpeg_color_from_frame(frame, &color)) != VKCUDA_SUCCESS) return r;
     /* Checked (and refused) before anything is enqueued: the colour takes effect with
      * the copy, and is put back if the copy cannot be enqueued. */
     struct vkcuda_video_color before;

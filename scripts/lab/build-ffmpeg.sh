@@ -11,7 +11,9 @@
 # Installed, stripped, into DEST (include/, lib/, lib/pkgconfig/ with relocatable .pc
 # files: prefix=${pcfiledir}/../..), about 10 MiB; FFmpeg's source stays in
 # target/ffmpeg-build (never commit it). Slow on two cores (tens of minutes): run it
-# with nice in the background. scripts/gpu-test.sh finds DEST=.dev/ffmpeg by itself.
+# with nice in the background; a DEST built by this same script is kept (DEST/VERSION
+# names the source and the script's hash). scripts/gpu-test.sh finds DEST=.dev/ffmpeg by
+# itself; VKCUDA_BUNDLE_FFMPEG=1 scripts/lab/gpu-bundle.sh runs this script first.
 #
 #   scripts/lab/build-ffmpeg.sh [DEST]     default: .dev/ffmpeg
 set -euo pipefail
@@ -22,6 +24,11 @@ case $dest in /*) ;; *) dest=$top/$dest ;; esac
 work=$top/target/ffmpeg-build
 state=$work/apt
 jobs=${VKCUDA_FFMPEG_JOBS:-$(nproc)}
+key=$(sha256sum "$0" | cut -c1-16)
+if grep -q "script $key" "$dest/VERSION" 2> /dev/null && [ -f "$dest/lib/libavcodec.so" ]; then
+    echo "build-ffmpeg: $dest is up to date ($(cat "$dest/VERSION"))"
+    exit 0
+fi
 for h in ffnvcodec/dynlink_loader.h:libffmpeg-nvenc-dev; do
     [ -e "/usr/include/${h%:*}" ] || { echo "build-ffmpeg: /usr/include/${h%:*} is missing: apt-get install ${h#*:}" >&2; exit 1; }
 done
@@ -49,7 +56,7 @@ fi
 echo "build-ffmpeg: source $src, $jobs job(s), into $dest"
 
 build=$work/build
-rm -rf "$build" "$dest"
+rm -rf "$dest" # the build directory stays: make rebuilds what changed
 mkdir -p "$build"
 cd "$build"
 "$src/configure" --prefix="$dest" \
@@ -74,8 +81,9 @@ for pc in "$dest"/lib/pkgconfig/*.pc; do
 done
 for need in H264_NVDEC_HWACCEL HEVC_NVDEC_HWACCEL H264_NVENC_ENCODER HEVC_NVENC_ENCODER \
     H264_DECODER HEVC_DECODER H264_DEMUXER HEVC_DEMUXER FILE_PROTOCOL; do
-    cat "$build"/config*.h | grep -q "^#define CONFIG_$need 1" ||
+    grep -qh "^#define CONFIG_$need 1" "$build"/config*.h ||
         { echo "build-ffmpeg: CONFIG_$need is not in the build" >&2; exit 1; }
 done
+echo "FFmpeg $(basename "$src") (Debian $release source), minimal, script $key" > "$dest/VERSION"
 du -sh "$dest"
 echo "build-ffmpeg: done: $dest ($(du -sk "$dest" | cut -f1) KiB)"

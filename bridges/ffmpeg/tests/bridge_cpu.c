@@ -135,6 +135,155 @@ static AVFrame *sw_frame(enum AVPixelFormat fmt, int w, int h) {
     return f;
 }
 
+/* A CUDA frame of FFmpeg's own frames context on `device` (its pool allocates with
+ * cuMemAlloc: host memory in the stand-in driver), filled with random rows. */
+static AVFrame *cuda_frame(AVBufferRef *device, enum AVPixelFormat fmt, int w, int h, int planes, int bpp, int sub) {
+    AVBufferRef *frames = av_hwframe_ctx_alloc(device);
+    AVHWFramesContext *fc = (AVHWFramesContext *)frames->data;
+    fc->format = AV_PIX_FMT_CUDA, fc->sw_format = fmt, fc->width = w, fc->height = h;
+    CHECK(av_hwframe_ctx_init(frames) == 0, "av_hwframe_ctx_init");
+    AVFrame *f = av_frame_alloc();
+    CHECK(av_hwframe_get_buffer(frames, f, 0) == 0, "av_hwframe_get_buffer");
+    av_buffer_unref(&frames); /* the frame holds its frames context */
+    int rb[3], rows[3];
+    for (int p = 0; p < 3; p++) {
+        rb[p] = w * bpp; /* NV12/P01x: CbCr pairs as wide as the luma row */
+        rows[p] = sub && p > 0 ? h / 2 : h;
+    }
+    fill(f, planes, rb, rows, 0);
+    return f;
+}
+
+static const struct {
+    enum AVPixelFormat fmt;
+    int planes, bpp, sub;
+} kinds[] = {{AV_PIX_FMT_NV12, 2, 1, 1}, {AV_PIX_FMT_P010, 2, 2, 1}, {AV_PIX_FMT_P016, 2, 2, 1},
+             {AV_PIX_FMT_YUV444P, 3, 1, 0}, {AV_PIX_FMT_YUV444P16, 3, 2, 0}};
+
+enum { W = 66, H = 38 };
+
+/* What needs shared video frames: software and CUDA frames into them (copies counted,
+ * bytes compared, held until the stream ran), shared frames as AVFrames, the refusals
+ * that compare a frame with a frame, and destroy with a copy pending. */
+static void video_frames(struct vkcuda_context *ctx, struct vkcuda_ffmpeg **bp, AVBufferRef *device) {
+    struct vkcuda_ffmpeg *b = *bp;
+    /* Software NV12 and P010 frames, linesizes padded by FFmpeg. */
+    for (int i = 0; i < 2; i++) {
+        AVFrame *f = sw_frame(kinds[i].fmt, W, H);
+        int rb[3] = {W * kinds[i].bpp, W * kinds[i].bpp, 0}, rows[3] = {H, H / 2, 0};
+        fill(f, 2, rb, rows, i ? 6 : 0);
+        f->colorspace = AVCOL_SPC_BT2020_NCL, f->color_trc = AVCOL_TRC_SMPTE2084;
+        f->color_primaries = AVCOL_PRI_BT2020, f->color_range = AVCOL_RANGE_JPEG;
+        f->chroma_location = AVCHROMA_LOC_TOPLEFT;
+        struct vkcuda_image *image = NULL;
+        char what[64];
+        snprintf(what, sizeof what, "software %s", av_get_pix_fmt_name(kinds[i].fmt));
+        OK(vkcuda_ffmpeg_image_create_for_frame(b, f, &image));
+        roundtrip(b, f, image, 2, what);
+        struct vkcuda_video_color c;
+        OK(vkcuda_image_get_video_color(image, &c));
+        CHECK(c.matrix_coefficients == 9 && c.transfer_characteristics == 16 && c.colour_primaries == 9 &&
+                  c.full_range && c.x_chroma_offset == 0 && c.y_chroma_offset == 0,
+              "%s: colour %u/%u/%u full %u chroma %d,%d", what, c.matrix_coefficients, c.transfer_characteristics,
+              c.colour_primaries, c.full_range, c.x_chroma_offset, c.y_chroma_offset);
+        vkcuda_image_destroy(image);
+        av_frame_free(&f);
+    }
+    /* CUDA frames of every format the bridge maps. */
+    for (int i = 0; i < 5; i++) {
+        AVFrame *f = cuda_frame(device, kinds[i].fmt, W, H, kinds[i].planes, kinds[i].bpp, kinds[i].sub);
+        struct vkcuda_image *image = NULL;
+        char what[64];
+        snprintf(what, sizeof what, "CUDA %s", av_get_pix_fmt_name(kinds[i].fmt));
+        OK(vkcuda_ffmpeg_image_create_for_frame(b, f, &image));
+        roundtrip(b, f, image, kinds[i].planes, what);
+        struct vkcuda_video_color c;
+        OK(vkcuda_image_get_video_color(image, &c));
+        CHECK(c.matrix_coefficients == 2 && c.transfer_characteristics == 2 && c.colour_primaries == 2 &&
+                  !c.full_range && c.x_chroma_offset == 0 && c.y_chroma_offset == 1,
+              "%s: unspecified colour maps to unspecified, narrow, left siting", what);
+        vkcuda_image_destroy(image);
+        av_frame_free(&f);
+    }
+    /* Shared frame -> AVFrame, no copy, and through the bridge into another shared frame. */
+    {
+        struct vkcuda_image_create_info ii = {0};
+        ii.flags = VKCUDA_IMAGE_CREATE_LINEAR_BIT, ii.format = VK_FORMAT_G8_B8R8_2PLANE_420_UNORM;
+        ii.extent.width = W, ii.extent.height = H, ii.extent.depth = 1;
+        struct vkcuda_image *image = NULL, *copy = NULL;
+        OK(vkcuda_image_create(ctx, &ii, &image));
+        OK(vkcuda_image_create(ctx, &ii, &copy));
+        struct vkcuda_video_color c = {0, 1, 1, 1, VK_FALSE, 1, 1};
+        OK(vkcuda_image_set_video_color(image, &c));
+        struct vkcuda_live_objects lo0, lo;
+        OK(vkcuda_live_objects_get(&lo0));
+        AVBufferRef *ref = NULL;
+        OK(vkcuda_ffmpeg_image_ref_create(image, &ref));
+        AVFrame *f = av_frame_alloc();
+        OK(vkcuda_ffmpeg_frame_from_image(b, ref, f));
+        CHECK(f->format == AV_PIX_FMT_CUDA && f->width == W && f->height == H, "format and size");
+        for (uint32_t p = 0; p < 2; p++) {
+            struct vkcuda_image_plane_pointer pp;
+            OK(vkcuda_image_get_plane_pointer(image, p, &pp));
+            CHECK((uintptr_t)f->data[p] == pp.cuda_pointer && (uint64_t)f->linesize[p] == pp.row_pitch,
+                  "plane %u: data and linesize are the plane's", p);
+        }
+        const AVHWFramesContext *fc = (const AVHWFramesContext *)f->hw_frames_ctx->data;
+        CHECK(fc->sw_format == AV_PIX_FMT_NV12 && fc->width == W && fc->height == H &&
+                  fc->device_ref->data == device->data,
+              "the frames context describes it, on the bridge's device");
+        CHECK(f->colorspace == AVCOL_SPC_BT709 && f->color_trc == AVCOL_TRC_BT709 &&
+                  f->color_primaries == AVCOL_PRI_BT709 && f->color_range == AVCOL_RANGE_MPEG &&
+                  f->chroma_location == AVCHROMA_LOC_CENTER,
+              "colour fields from the image");
+        CHECK(vkcuda_ffmpeg_frame_from_image(b, ref, f) == VKCUDA_ERROR_INVALID_ARGUMENT, "a frame with data is refused");
+        int rb[3] = {W, W, 0}, rows[3] = {H, H / 2, 0};
+        fill(f, 2, rb, rows, 0); /* the stand-in's device pointers are the Vulkan memory */
+        roundtrip(b, f, copy, 2, "shared frame as AVFrame, into another shared frame");
+        av_buffer_unref(&ref); /* the frames keep the image alive */
+        AVFrame *clone = av_frame_clone(f);
+        av_frame_free(&f);
+        OK(vkcuda_live_objects_get(&lo));
+        CHECK(lo.vk_images == lo0.vk_images, "the clone still holds the image");
+        av_frame_free(&clone);
+        OK(vkcuda_live_objects_get(&lo));
+        CHECK(lo.vk_images == lo0.vk_images - 1, "destroyed with the last frame (%lld -> %lld)",
+              (long long)lo0.vk_images, (long long)lo.vk_images);
+        printf("  shared frame -> AVFrame: plane pointers and pitches, frames context, colour; the image destroyed "
+               "with the last reference\n");
+        vkcuda_image_destroy(copy);
+    }
+    /* Refusals that compare the frame with a shared frame. */
+    struct vkcuda_image *nv12 = NULL;
+    AVFrame *good = sw_frame(AV_PIX_FMT_NV12, W, H);
+    OK(vkcuda_ffmpeg_image_create_for_frame(b, good, &nv12));
+    AVFrame *p010 = sw_frame(AV_PIX_FMT_P010, W, H), *big = sw_frame(AV_PIX_FMT_NV12, W + 2, H);
+    refused(b, p010, nv12, VKCUDA_ERROR_UNSUPPORTED, "p010", "P010 into an NV12 shared frame");
+    refused(b, big, nv12, VKCUDA_ERROR_INVALID_ARGUMENT, "68x38", "another size");
+    struct vkcuda_video_color before, after;
+    OK(vkcuda_image_get_video_color(nv12, &before));
+    good->colorspace = AVCOL_SPC_SMPTE240M;
+    refused(b, good, nv12, VKCUDA_ERROR_UNSUPPORTED, "colour", "a matrix Vulkan has no model for");
+    OK(vkcuda_image_get_video_color(nv12, &after));
+    CHECK(memcmp(&before, &after, sizeof before) == 0, "the image keeps its colour");
+    good->colorspace = AVCOL_SPC_BT709;
+    av_frame_free(&big);
+    av_frame_free(&p010);
+    /* Destroying the bridge with a copy pending waits for the stream, then lets go. */
+    AVBufferRef *watch = av_buffer_ref(good->buf[0]);
+    OK(vkcuda_ffmpeg_frame_to_image(b, good, nv12));
+    CHECK(av_buffer_get_ref_count(watch) == 3, "held");
+    av_frame_free(&good);
+    int before_copies = fake.copies();
+    vkcuda_ffmpeg_destroy(b);
+    *bp = NULL;
+    CHECK(fake.copies() - before_copies == 2 && av_buffer_get_ref_count(watch) == 1,
+          "destroy ran the pending copies, then released the frame (refs %d)", av_buffer_get_ref_count(watch));
+    printf("  destroy with a copy pending: the stream ran it, then the frame was released\n");
+    av_buffer_unref(&watch);
+    vkcuda_image_destroy(nv12);
+}
+
 int main(void) {
     void *lib = dlopen("libcuda.so.1", RTLD_NOW);
     if (!lib || !(*(void **)&fake.stream = dlsym(lib, "fake_cuda_stream")) ||
@@ -155,18 +304,24 @@ int main(void) {
     for (int i = 0; i < 16; i++) snprintf(uuid + 2 * i, 3, "%02x", dev[0].device_uuid[i]);
     setenv("FAKE_CUDA_UUID", uuid, 1);
     int live0 = fake.live();
-    struct vkcuda_context *ctx = NULL;
+    struct vkcuda_context *ctx = NULL, *vk_only = NULL;
     if (vkcuda_context_create_standalone(NULL, &ctx) != VKCUDA_SUCCESS) {
         printf("FAIL: a context on %s with the stand-in driver: %s\n", dev[0].device_name, vkcuda_last_error_message());
         return 1;
     }
+    struct vkcuda_standalone_create_info si = {0};
+    si.flags = VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT;
+    OK(vkcuda_context_create_standalone(&si, &vk_only));
     struct vkcuda_cuda_info ci;
     OK(vkcuda_context_get_cuda_info(ctx, &ci));
     CUstream stream = (CUstream)fake.stream(0);
 
-    /* The device: the context's CUDA context and the bridge's stream. */
-    struct vkcuda_ffmpeg *b = NULL;
+    /* The device: the context's CUDA context and the bridge's stream; a Vulkan-only context has none. */
+    struct vkcuda_ffmpeg *b = NULL, *none = (struct vkcuda_ffmpeg *)&n;
     CHECK(vkcuda_ffmpeg_create(ctx, stream, NULL) == VKCUDA_ERROR_NULL_POINTER, "NULL bridge");
+    CHECK(vkcuda_ffmpeg_create(vk_only, NULL, &none) == VKCUDA_ERROR_CUDA_UNAVAILABLE && none == NULL,
+          "a Vulkan-only context is refused: %s", vkcuda_ffmpeg_last_error_message());
+    printf("  refused, a Vulkan-only context: %s\n", vkcuda_ffmpeg_last_error_message());
     OK(vkcuda_ffmpeg_create(ctx, stream, &b));
     AVBufferRef *device = NULL;
     OK(vkcuda_ffmpeg_device_ref(b, &device));
@@ -177,169 +332,77 @@ int main(void) {
     printf("  device: AV_HWDEVICE_TYPE_CUDA, cuda_ctx = the context's (%p), stream = the bridge's\n",
            (void *)cu->cuda_ctx);
 
-    /* Software NV12 and P010 frames, odd linesizes from FFmpeg's padding. */
-    const int W = 66, H = 38;
-    struct {
-        enum AVPixelFormat fmt;
-        int planes, bpp, shift;
-        const char *name;
-    } sw[] = {{AV_PIX_FMT_NV12, 2, 1, 0, "software NV12"}, {AV_PIX_FMT_P010, 2, 2, 6, "software P010"}};
-    for (int i = 0; i < 2; i++) {
-        AVFrame *f = sw_frame(sw[i].fmt, W, H);
-        int rb[3] = {W * sw[i].bpp, W * sw[i].bpp, 0}, rows[3] = {H, H / 2, 0};
-        fill(f, 2, rb, rows, sw[i].shift);
-        f->colorspace = AVCOL_SPC_BT2020_NCL, f->color_trc = AVCOL_TRC_SMPTE2084;
-        f->color_primaries = AVCOL_PRI_BT2020, f->color_range = AVCOL_RANGE_JPEG;
-        f->chroma_location = AVCHROMA_LOC_TOPLEFT;
-        struct vkcuda_image *image = NULL;
-        OK(vkcuda_ffmpeg_image_create_for_frame(b, f, &image));
-        roundtrip(b, f, image, sw[i].planes, sw[i].name);
-        struct vkcuda_video_color c;
-        OK(vkcuda_image_get_video_color(image, &c));
-        CHECK(c.matrix_coefficients == 9 && c.transfer_characteristics == 16 && c.colour_primaries == 9 &&
-                  c.full_range && c.x_chroma_offset == 0 && c.y_chroma_offset == 0,
-              "%s: colour %u/%u/%u full %u chroma %d,%d", sw[i].name, c.matrix_coefficients,
-              c.transfer_characteristics, c.colour_primaries, c.full_range, c.x_chroma_offset, c.y_chroma_offset);
-        vkcuda_image_destroy(image);
-        av_frame_free(&f);
-    }
-
-    /* CUDA frames of FFmpeg's own frames contexts on the bridge's device (its pool
-     * allocates with cuMemAlloc), every format the bridge maps. */
-    struct {
-        enum AVPixelFormat fmt;
-        int planes, bpp, sub;
-    } hw[] = {{AV_PIX_FMT_NV12, 2, 1, 1}, {AV_PIX_FMT_P010, 2, 2, 1}, {AV_PIX_FMT_P016, 2, 2, 1},
-              {AV_PIX_FMT_YUV444P, 3, 1, 0}, {AV_PIX_FMT_YUV444P16, 3, 2, 0}};
-    AVFrame *kept_cuda = NULL;
-    for (int i = 0; i < 5; i++) {
-        AVBufferRef *frames = av_hwframe_ctx_alloc(device);
-        AVHWFramesContext *fc = (AVHWFramesContext *)frames->data;
-        fc->format = AV_PIX_FMT_CUDA, fc->sw_format = hw[i].fmt, fc->width = W, fc->height = H;
-        CHECK(av_hwframe_ctx_init(frames) == 0, "av_hwframe_ctx_init");
-        AVFrame *f = av_frame_alloc();
-        CHECK(av_hwframe_get_buffer(frames, f, 0) == 0, "av_hwframe_get_buffer");
-        int rb[3], rows[3];
-        for (int p = 0; p < 3; p++) {
-            rb[p] = W * hw[i].bpp; /* NV12/P01x: CbCr pairs as wide as the luma row */
-            rows[p] = hw[i].sub && p > 0 ? H / 2 : H;
-        }
-        fill(f, hw[i].planes, rb, rows, 0);
-        struct vkcuda_image *image = NULL;
-        OK(vkcuda_ffmpeg_image_create_for_frame(b, f, &image));
-        char what[64];
-        snprintf(what, sizeof what, "CUDA %s", av_get_pix_fmt_name(hw[i].fmt));
-        roundtrip(b, f, image, hw[i].planes, what);
-        struct vkcuda_video_color c;
-        OK(vkcuda_image_get_video_color(image, &c));
-        CHECK(c.matrix_coefficients == 2 && c.transfer_characteristics == 2 && c.colour_primaries == 2 &&
-                  !c.full_range && c.x_chroma_offset == 0 && c.y_chroma_offset == 1,
-              "%s: unspecified colour maps to unspecified, narrow, left siting", what);
-        vkcuda_image_destroy(image);
-        if (hw[i].fmt == AV_PIX_FMT_NV12) kept_cuda = av_frame_clone(f);
-        av_frame_free(&f);
-        av_buffer_unref(&frames);
-    }
-
-    /* Colour mapping of every chroma siting. */
+    /* Formats and colour: the tables. */
     {
+        static const VkFormat vk[] = {VK_FORMAT_G8_B8R8_2PLANE_420_UNORM, VK_FORMAT_G10X6_B10X6R10X6_2PLANE_420_UNORM_3PACK16,
+                                      VK_FORMAT_G16_B16R16_2PLANE_420_UNORM, VK_FORMAT_G8_B8_R8_3PLANE_444_UNORM,
+                                      VK_FORMAT_G16_B16_R16_3PLANE_444_UNORM};
+        for (int i = 0; i < 5; i++) {
+            VkFormat f = VK_FORMAT_UNDEFINED;
+            OK(vkcuda_ffmpeg_format_from_av(kinds[i].fmt, &f));
+            CHECK(f == vk[i], "%s -> VkFormat %d", av_get_pix_fmt_name(kinds[i].fmt), (int)f);
+        }
+        VkFormat f = VK_FORMAT_UNDEFINED;
+        CHECK(vkcuda_ffmpeg_format_from_av(AV_PIX_FMT_CUDA, &f) == VKCUDA_ERROR_UNSUPPORTED && f == VK_FORMAT_UNDEFINED,
+              "AV_PIX_FMT_CUDA itself has no VkFormat");
         static const struct {
             enum AVChromaLocation loc;
             int x, y;
             enum vkcuda_result r;
-        } sites[] = {{AVCHROMA_LOC_UNSPECIFIED, 0, 1, 0}, {AVCHROMA_LOC_LEFT, 0, 1, 0}, {AVCHROMA_LOC_CENTER, 1, 1, 0},
-                     {AVCHROMA_LOC_TOPLEFT, 0, 0, 0},     {AVCHROMA_LOC_TOP, 1, 0, 0},  {AVCHROMA_LOC_BOTTOMLEFT, 0, 0, VKCUDA_ERROR_UNSUPPORTED},
+        } sites[] = {{AVCHROMA_LOC_UNSPECIFIED, 0, 1, VKCUDA_SUCCESS}, {AVCHROMA_LOC_LEFT, 0, 1, VKCUDA_SUCCESS},
+                     {AVCHROMA_LOC_CENTER, 1, 1, VKCUDA_SUCCESS},      {AVCHROMA_LOC_TOPLEFT, 0, 0, VKCUDA_SUCCESS},
+                     {AVCHROMA_LOC_TOP, 1, 0, VKCUDA_SUCCESS},         {AVCHROMA_LOC_BOTTOMLEFT, 0, 0, VKCUDA_ERROR_UNSUPPORTED},
                      {AVCHROMA_LOC_BOTTOM, 0, 0, VKCUDA_ERROR_UNSUPPORTED}};
-        AVFrame *f = av_frame_alloc();
+        AVFrame *fr = av_frame_alloc();
+        fr->colorspace = AVCOL_SPC_BT470BG, fr->color_trc = AVCOL_TRC_ARIB_STD_B67;
+        fr->color_primaries = AVCOL_PRI_SMPTE170M, fr->color_range = AVCOL_RANGE_JPEG;
         for (size_t i = 0; i < sizeof sites / sizeof sites[0]; i++) {
             struct vkcuda_video_color c = {0};
-            f->chroma_location = sites[i].loc;
-            enum vkcuda_result r = vkcuda_ffmpeg_color_from_frame(f, &c);
+            fr->chroma_location = sites[i].loc;
+            enum vkcuda_result r = vkcuda_ffmpeg_color_from_frame(fr, &c);
             CHECK(r == sites[i].r, "chroma location %d: result %d", sites[i].loc, r);
-            CHECK(r || (c.x_chroma_offset == sites[i].x && c.y_chroma_offset == sites[i].y),
+            CHECK(r || (c.x_chroma_offset == sites[i].x && c.y_chroma_offset == sites[i].y && c.matrix_coefficients == 5 &&
+                        c.transfer_characteristics == 18 && c.colour_primaries == 6 && c.full_range),
                   "chroma location %d: %d,%d", sites[i].loc, c.x_chroma_offset, c.y_chroma_offset);
         }
-        av_frame_free(&f);
-        printf("  colour: 7 chroma sitings mapped (bottom ones refused)\n");
+        av_frame_free(&fr);
+        printf("  formats: 5 mapped; colour: matrix/transfer/primaries/range and 7 chroma sitings (bottom ones refused)\n");
     }
 
-    /* Shared frame -> AVFrame, no copy, and back through the bridge into another frame. */
+    /* Shared video frames, where the device offers them (Mesa 22.3's lavapipe offers no
+     * multi-planar format at all: the GPU test gpu_ffmpeg_decode covers them there). */
+    {
+        AVFrame *probe = sw_frame(AV_PIX_FMT_NV12, W, H);
+        struct vkcuda_image *image = NULL;
+        enum vkcuda_result r = vkcuda_ffmpeg_image_create_for_frame(b, probe, &image);
+        av_frame_free(&probe);
+        vkcuda_image_destroy(image);
+        if (r == VKCUDA_ERROR_UNSUPPORTED) {
+            printf("  SKIPPED part: the copies into shared video frames: %s\n", vkcuda_ffmpeg_last_error_message());
+        } else {
+            OK(r);
+            video_frames(ctx, &b, device);
+        }
+    }
+
+    /* Refusals of the frame itself (an R8 image of the Vulkan-only context as the target:
+     * the frame is refused before the image is looked at). */
+    if (!b) OK(vkcuda_ffmpeg_create(ctx, stream, &b));
     {
         struct vkcuda_image_create_info ii = {0};
-        ii.flags = VKCUDA_IMAGE_CREATE_LINEAR_BIT, ii.format = VK_FORMAT_G8_B8R8_2PLANE_420_UNORM;
-        ii.extent.width = (uint32_t)W, ii.extent.height = (uint32_t)H, ii.extent.depth = 1;
-        struct vkcuda_image *image = NULL, *copy = NULL;
-        OK(vkcuda_image_create(ctx, &ii, &image));
-        OK(vkcuda_image_create(ctx, &ii, &copy));
-        struct vkcuda_video_color c = {0, 1, 1, 1, VK_FALSE, 1, 1};
-        OK(vkcuda_image_set_video_color(image, &c));
-        struct vkcuda_live_objects lo0, lo;
-        OK(vkcuda_live_objects_get(&lo0));
-        AVBufferRef *ref = NULL;
-        OK(vkcuda_ffmpeg_image_ref_create(image, &ref));
-        AVFrame *f = av_frame_alloc();
-        OK(vkcuda_ffmpeg_frame_from_image(b, ref, f));
-        CHECK(f->format == AV_PIX_FMT_CUDA && f->width == W && f->height == H, "format and size");
-        for (uint32_t p = 0; p < 2; p++) {
-            struct vkcuda_image_plane_pointer pp;
-            OK(vkcuda_image_get_plane_pointer(image, p, &pp));
-            CHECK((uintptr_t)f->data[p] == pp.cuda_pointer && (uint64_t)f->linesize[p] == pp.row_pitch,
-                  "plane %u: data and linesize are the plane's", p);
-        }
-        const AVHWFramesContext *fc = (const AVHWFramesContext *)f->hw_frames_ctx->data;
-        CHECK(fc->sw_format == AV_PIX_FMT_NV12 && fc->width == W && fc->height == H && fc->device_ref->data == device->data,
-              "the frames context describes it, on the bridge's device");
-        CHECK(f->colorspace == AVCOL_SPC_BT709 && f->color_trc == AVCOL_TRC_BT709 && f->color_primaries == AVCOL_PRI_BT709 &&
-                  f->color_range == AVCOL_RANGE_MPEG && f->chroma_location == AVCHROMA_LOC_CENTER,
-              "colour fields from the image");
-        CHECK(vkcuda_ffmpeg_frame_from_image(b, ref, f) == VKCUDA_ERROR_INVALID_ARGUMENT, "a frame with data is refused");
-        {
-            AVFrame *empty = av_frame_alloc();
-            CHECK(vkcuda_ffmpeg_frame_from_image(b, device, empty) == VKCUDA_ERROR_INVALID_ARGUMENT,
-                  "a buffer that is not an image reference is refused");
-            CHECK(strstr(vkcuda_ffmpeg_last_error_message(), "image_ref") != NULL, "%s", vkcuda_ffmpeg_last_error_message());
-            av_frame_free(&empty);
-        }
-        int rb[3] = {W, W, 0}, rows[3] = {H, H / 2, 0};
-        fill(f, 2, rb, rows, 0); /* the fake's device pointers are the Vulkan memory */
-        roundtrip(b, f, copy, 2, "shared frame as AVFrame, into another shared frame");
-        /* The frame keeps the image alive after the caller's reference goes. */
-        av_buffer_unref(&ref);
-        AVFrame *clone = av_frame_clone(f);
-        OK(vkcuda_live_objects_get(&lo));
-        CHECK(lo.vk_images == lo0.vk_images, "the image lives while frames reference it");
-        av_frame_free(&f);
-        OK(vkcuda_live_objects_get(&lo));
-        CHECK(lo.vk_images == lo0.vk_images, "the clone still holds it");
-        av_frame_free(&clone);
-        OK(vkcuda_live_objects_get(&lo));
-        CHECK(lo.vk_images == lo0.vk_images - 1, "destroyed with the last frame (%lld -> %lld)",
-              (long long)lo0.vk_images, (long long)lo.vk_images);
-        printf("  shared frame -> AVFrame: plane pointers and pitches, frames context, colour; image destroyed with "
-               "the last reference\n");
-        vkcuda_image_destroy(copy);
-    }
-
-    /* Refusals: nothing copied, nothing held. */
-    {
-        struct vkcuda_image *nv12 = NULL, *small = NULL;
-        AVFrame *good = sw_frame(AV_PIX_FMT_NV12, W, H);
-        OK(vkcuda_ffmpeg_image_create_for_frame(b, good, &nv12));
-        AVFrame *yuv420 = sw_frame(AV_PIX_FMT_YUV420P, W, H);
-        refused(b, yuv420, nv12, VKCUDA_ERROR_UNSUPPORTED, "yuv420p", "another pixel format");
-        AVFrame *p010 = sw_frame(AV_PIX_FMT_P010, W, H);
-        refused(b, p010, nv12, VKCUDA_ERROR_UNSUPPORTED, "p010", "P010 into an NV12 image");
-        AVFrame *big = sw_frame(AV_PIX_FMT_NV12, W + 2, H);
-        refused(b, big, nv12, VKCUDA_ERROR_INVALID_ARGUMENT, "68x38", "another size");
+        ii.format = VK_FORMAT_R8_UNORM, ii.extent.width = W, ii.extent.height = H, ii.extent.depth = 1;
+        struct vkcuda_image *r8 = NULL, *gone = NULL;
+        OK(vkcuda_image_create(vk_only, &ii, &r8));
+        OK(vkcuda_image_create(vk_only, &ii, &gone));
+        vkcuda_image_destroy(gone);
+        AVFrame *good = sw_frame(AV_PIX_FMT_NV12, W, H), *yuv420 = sw_frame(AV_PIX_FMT_YUV420P, W, H);
+        refused(b, yuv420, r8, VKCUDA_ERROR_UNSUPPORTED, "yuv420p", "another pixel format");
         good->chroma_location = AVCHROMA_LOC_BOTTOM;
-        refused(b, good, nv12, VKCUDA_ERROR_UNSUPPORTED, "bottom", "bottom chroma siting");
-        good->chroma_location = AVCHROMA_LOC_LEFT, good->colorspace = AVCOL_SPC_SMPTE240M;
-        struct vkcuda_video_color before, after;
-        OK(vkcuda_image_get_video_color(nv12, &before));
-        refused(b, good, nv12, VKCUDA_ERROR_UNSUPPORTED, "colour", "a matrix Vulkan has no model for");
-        OK(vkcuda_image_get_video_color(nv12, &after));
-        CHECK(memcmp(&before, &after, sizeof before) == 0, "the image keeps its colour");
-        good->colorspace = AVCOL_SPC_BT709;
+        refused(b, good, r8, VKCUDA_ERROR_UNSUPPORTED, "bottom", "bottom chroma siting");
+        good->chroma_location = AVCHROMA_LOC_LEFT;
+        refused(b, good, r8, VKCUDA_ERROR_INVALID_ARGUMENT, "not a shared video frame", "an image that is not a video frame");
+        refused(b, good, gone, VKCUDA_ERROR_INVALID_ARGUMENT, "already destroyed", "a destroyed shared frame");
+        refused(b, good, NULL, VKCUDA_ERROR_NULL_POINTER, "NULL", "no shared frame");
         /* A CUDA frame of another CUDA context (another device's, as FFmpeg picks by index). */
         AVBufferRef *other = av_hwdevice_ctx_alloc(AV_HWDEVICE_TYPE_CUDA);
         static char not_ours;
@@ -354,53 +417,37 @@ int main(void) {
         foreign->hw_frames_ctx = av_buffer_ref(oframes);
         foreign->buf[0] = av_buffer_ref(good->buf[0]);
         for (int p = 0; p < 2; p++) foreign->data[p] = good->data[p], foreign->linesize[p] = good->linesize[p];
-        refused(b, foreign, nv12, VKCUDA_ERROR_DEVICE_MISMATCH, "CUDA context", "a frame of another CUDA context");
-        /* A CUDA frame whose frames context was released. */
-        AVFrame *orphan = av_frame_clone(kept_cuda);
+        refused(b, foreign, r8, VKCUDA_ERROR_DEVICE_MISMATCH, "CUDA context", "a frame of another CUDA context");
+        /* A CUDA frame of ours whose frames context was released. */
+        AVFrame *orphan = cuda_frame(device, AV_PIX_FMT_NV12, W, H, 2, 1, 1);
         av_buffer_unref(&orphan->hw_frames_ctx);
-        refused(b, orphan, nv12, VKCUDA_ERROR_INVALID_ARGUMENT, "hw_frames_ctx", "a CUDA frame without its frames context");
-        /* A destroyed shared frame (the library tags destroyed handles). */
-        OK(vkcuda_ffmpeg_image_create_for_frame(b, good, &small));
-        vkcuda_image_destroy(small);
-        refused(b, good, small, VKCUDA_ERROR_INVALID_ARGUMENT, "already destroyed", "a destroyed shared frame");
-        refused(b, good, NULL, VKCUDA_ERROR_NULL_POINTER, "NULL", "no shared frame");
+        refused(b, orphan, r8, VKCUDA_ERROR_INVALID_ARGUMENT, "hw_frames_ctx", "a CUDA frame without its frames context");
+        /* Shared frame -> AVFrame of what is not a shared video frame. */
+        AVBufferRef *ref = (AVBufferRef *)&n;
+        CHECK(vkcuda_ffmpeg_image_ref_create(r8, &ref) == VKCUDA_ERROR_INVALID_ARGUMENT && ref == NULL,
+              "an R8 image is no shared video frame: %s", vkcuda_ffmpeg_last_error_message());
+        AVFrame *empty = av_frame_alloc();
+        CHECK(vkcuda_ffmpeg_frame_from_image(b, device, empty) == VKCUDA_ERROR_INVALID_ARGUMENT &&
+                  strstr(vkcuda_ffmpeg_last_error_message(), "image_ref") && !empty->buf[0] && !empty->hw_frames_ctx,
+              "a buffer that is not an image reference: %s", vkcuda_ffmpeg_last_error_message());
+        printf("  refused, image_ref_create of an R8 image; frame_from_image of another buffer\n");
+        av_frame_free(&empty);
         av_frame_free(&orphan);
         av_frame_free(&foreign);
         av_buffer_unref(&oframes);
         av_buffer_unref(&other);
-        av_frame_free(&big);
-        av_frame_free(&p010);
         av_frame_free(&yuv420);
-
-        /* Destroying the bridge with a copy pending waits for the stream, then lets go. */
-        AVBufferRef *watch = av_buffer_ref(good->buf[0]);
-        OK(vkcuda_ffmpeg_frame_to_image(b, good, nv12));
-        CHECK(av_buffer_get_ref_count(watch) == 3, "held");
         av_frame_free(&good);
-        int before_copies = fake.copies();
-        vkcuda_ffmpeg_destroy(b);
-        b = NULL;
-        CHECK(fake.copies() - before_copies == 2 && av_buffer_get_ref_count(watch) == 1,
-              "destroy ran the pending copies, then released the frame (refs %d)", av_buffer_get_ref_count(watch));
-        printf("  destroy with a copy pending: the stream ran it, then the frame was released\n");
-        av_buffer_unref(&watch);
-        vkcuda_image_destroy(nv12);
+        vkcuda_image_destroy(r8);
     }
-    av_frame_free(&kept_cuda);
+    uint32_t pending = 99;
+    OK(vkcuda_ffmpeg_collect(b, &pending));
+    CHECK(pending == 0, "nothing held");
+    vkcuda_ffmpeg_destroy(b);
+    CHECK(av_buffer_get_ref_count(device) == 1, "only the test's reference to the device is left (%d)",
+          av_buffer_get_ref_count(device));
     av_buffer_unref(&device);
-
-    /* A Vulkan-only context has no CUDA side: no bridge. */
-    {
-        struct vkcuda_standalone_create_info si = {0};
-        si.flags = VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT;
-        struct vkcuda_context *vk_only = NULL;
-        struct vkcuda_ffmpeg *none = (struct vkcuda_ffmpeg *)1;
-        OK(vkcuda_context_create_standalone(&si, &vk_only));
-        CHECK(vkcuda_ffmpeg_create(vk_only, NULL, &none) == VKCUDA_ERROR_CUDA_UNAVAILABLE && none == NULL,
-              "a Vulkan-only context is refused: %s", vkcuda_ffmpeg_last_error_message());
-        printf("  refused, a Vulkan-only context: %s\n", vkcuda_ffmpeg_last_error_message());
-        vkcuda_context_destroy(vk_only);
-    }
+    vkcuda_context_destroy(vk_only);
     vkcuda_context_destroy(ctx);
     struct vkcuda_live_objects lo;
     OK(vkcuda_live_objects_get(&lo));

@@ -5,7 +5,8 @@
  * and hevc_main10_1080p.hevc (60 frames, P010), CLIP.fnv the FNV-1a 64 of each frame of Debian
  * ffmpeg's CPU decode (packed planes). For each clip, without and with
  * AV_HWACCEL_FLAG_UNSAFE_OUTPUT (NVDEC's mapped surface itself, handed back when the AVFrame
- * goes):
+ * goes; FFmpeg 6.1 added the flag: before it, Debian 12's 5.1 included, NVDEC's frames are
+ * always its mapped surfaces, and each clip is decoded once):
  *   - libavformat demuxes the file, libavcodec decodes with the CUDA hwaccel on the bridge's
  *     device (the vkcuda context's CUDA context, its stream);
  *   - each AV_PIX_FMT_CUDA frame goes through vkcuda_ffmpeg_frame_to_image into one of two
@@ -169,7 +170,11 @@ static long decode(run *r, const char *path, int unsafe_output) {
     }
     BRIDGE(vkcuda_ffmpeg_device_ref(r->bridge, &dec->hw_device_ctx));
     dec->get_format = pick_cuda;
+#ifdef AV_HWACCEL_FLAG_UNSAFE_OUTPUT
     if (unsafe_output) dec->hwaccel_flags |= AV_HWACCEL_FLAG_UNSAFE_OUTPUT;
+#else
+    (void)unsafe_output;
+#endif
     if ((err = avcodec_open2(dec, codec, NULL)) < 0) exit(rig_skip("ffmpeg_decode", "avcodec_open2 failed"));
     CHECK(vkcuda_semaphore_create(r->ex->ctx, &sci, &r->timeline));
     CHECK(vkcuda_semaphore_get_vk_semaphore(r->timeline, &r->vk_timeline));
@@ -218,11 +223,19 @@ int main(int argc, char **argv) {
         nvdec_run_clip clip;
         if (nvdec_run_clip_load(dir, c, &clip, why, sizeof why) != 0) return printf("ffmpeg_decode: FAIL: %s\n", why), 1;
         snprintf(path, sizeof path, "%s/%s", dir, clip.kind->file);
-        for (int unsafe = 0; unsafe < 2; unsafe++) {
+#ifdef AV_HWACCEL_FLAG_UNSAFE_OUTPUT
+        const int modes = 2;
+#else
+        const int modes = 1;
+#endif
+        for (int unsafe = 0; unsafe < modes; unsafe++) {
             run r;
             memset(&r, 0, sizeof r);
             r.ex = &ex, r.bridge = bridge, r.clip = &clip;
-            printf("%s, %s:\n", clip.kind->file, unsafe ? "AV_HWACCEL_FLAG_UNSAFE_OUTPUT" : "FFmpeg's defaults");
+            printf("%s, %s:\n", clip.kind->file,
+                   unsafe ? "AV_HWACCEL_FLAG_UNSAFE_OUTPUT"
+                          : modes == 2 ? "FFmpeg's defaults (a copy out of NVDEC's surface)"
+                                       : "this FFmpeg has no AV_HWACCEL_FLAG_UNSAFE_OUTPUT: NVDEC's mapped surfaces");
             long frames = decode(&r, path, unsafe);
             EXPECT(frames == clip.nref, "%ld frames decoded, the reference has %ld", frames, clip.nref);
             EXPECT(r.mismatches == 0, "%ld of %ld frames differ from the CPU decode", r.mismatches, frames);
