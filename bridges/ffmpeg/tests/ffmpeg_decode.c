@@ -14,9 +14,10 @@
  *     Vulkan copies the planes into a host buffer (the timeline orders CUDA and Vulkan); the
  *     hash must equal the reference, for every frame, and the frame count the reference's;
  *   - the colour the bridge set is the clip's tags (BT.709; BT.2020 with transfer 14);
- *   - frame 0 also goes the other way: a shared frame as an AVFrame
+ *   - frame 0 also goes the other ways: a shared frame as an AVFrame
  *     (vkcuda_ffmpeg_frame_from_image), downloaded by FFmpeg (av_hwframe_transfer_data),
- *     must hash to the reference too.
+ *     and that system-memory frame uploaded into a new shared frame and downloaded again:
+ *     both must hash to the reference.
  * At the end nothing is pending in the bridge and the library holds no object. Prints
  * "ffmpeg_decode: PASS"; without a CUDA GPU or FFmpeg's CUDA hwaccel, "SKIPPED: ..." (77).
  */
@@ -68,24 +69,40 @@ typedef struct run {
     long frames, mismatches;
 } run;
 
-/* Frame 0 the other way: into a shared frame, out as an AVFrame without a copy, downloaded by FFmpeg. */
-static void check_from_image(run *r, const AVFrame *decoded) {
-    vkcuda_image *image = NULL;
+/* A shared frame out as an AVFrame without a copy (it takes the image), downloaded by
+ * FFmpeg into `sw` (av_hwframe_transfer_data on the bridge's stream), and hashed. */
+static uint64_t download_hash(run *r, vkcuda_image *image, AVFrame *sw) {
     AVBufferRef *ref = NULL;
-    AVFrame *cuda = av_frame_alloc(), *sw = av_frame_alloc();
-    BRIDGE(vkcuda_ffmpeg_image_create_for_frame(r->bridge, decoded, &image));
+    AVFrame *cuda = av_frame_alloc();
     BRIDGE(vkcuda_ffmpeg_image_ref_create(image, &ref));
-    BRIDGE(vkcuda_ffmpeg_frame_to_image(r->bridge, decoded, image));
     BRIDGE(vkcuda_ffmpeg_frame_from_image(r->bridge, ref, cuda));
     av_buffer_unref(&ref); /* the AVFrame keeps the shared frame alive */
-    EXPECT(av_hwframe_transfer_data(sw, cuda, 0) == 0, "av_hwframe_transfer_data of the shared frame's AVFrame");
-    uint64_t h = hash_sw(sw, r->clip->kind->bit_depth > 8 ? 2 : 1);
-    EXPECT(h == r->clip->ref[0], "frame 0 through frame_from_image: %016llx, reference %016llx", (unsigned long long)h,
-           (unsigned long long)r->clip->ref[0]);
-    printf("  frame 0 as a shared frame's AVFrame (no copy), downloaded by FFmpeg: %s the reference\n",
-           h == r->clip->ref[0] ? "equals" : "DIFFERS from");
-    av_frame_free(&sw);
+    av_frame_unref(sw);
+    EXPECT(av_hwframe_transfer_data(sw, cuda, 0) == 0, "av_hwframe_transfer_data of a shared frame's AVFrame");
     av_frame_free(&cuda); /* the last reference: the shared frame is destroyed */
+    return hash_sw(sw, r->clip->kind->bit_depth > 8 ? 2 : 1);
+}
+
+/* Frame 0 the other ways: CUDA frame -> shared frame -> AVFrame -> system memory, and that
+ * system-memory frame uploaded into a new shared frame -> AVFrame -> system memory. */
+static void check_other_ways(run *r, const AVFrame *decoded) {
+    vkcuda_image *image = NULL, *uploaded = NULL;
+    AVFrame *sw = av_frame_alloc(), *sw2 = av_frame_alloc();
+    BRIDGE(vkcuda_ffmpeg_image_create_for_frame(r->bridge, decoded, &image));
+    BRIDGE(vkcuda_ffmpeg_frame_to_image(r->bridge, decoded, image));
+    uint64_t h = download_hash(r, image, sw), ref = r->clip->ref[0];
+    EXPECT(h == ref, "frame 0 out as an AVFrame: %016llx, reference %016llx", (unsigned long long)h,
+           (unsigned long long)ref);
+    BRIDGE(vkcuda_ffmpeg_image_create_for_frame(r->bridge, sw, &uploaded));
+    BRIDGE(vkcuda_ffmpeg_frame_to_image(r->bridge, sw, uploaded)); /* host to device */
+    uint64_t h2 = download_hash(r, uploaded, sw2);
+    EXPECT(h2 == ref, "frame 0 uploaded from system memory: %016llx, reference %016llx", (unsigned long long)h2,
+           (unsigned long long)ref);
+    printf("  frame 0 out as a shared frame's AVFrame (no copy): %s; uploaded from system memory (%s): %s\n",
+           h == ref ? "equals the reference" : "DIFFERS", av_get_pix_fmt_name(sw->format),
+           h2 == ref ? "equals the reference" : "DIFFERS");
+    av_frame_free(&sw2);
+    av_frame_free(&sw);
 }
 
 static void on_frame(run *r, AVFrame *f) {
@@ -96,7 +113,7 @@ static void on_frame(run *r, AVFrame *f) {
            av_get_pix_fmt_name(f->format));
     if (f->format != AV_PIX_FMT_CUDA) return;
     if (!r->frame[0]) { /* the first frame: two shared frames of its format and size */
-        check_from_image(r, f);
+        check_other_ways(r, f);
         for (int i = 0; i < 2; i++) BRIDGE(vkcuda_ffmpeg_image_create_for_frame(r->bridge, f, &r->frame[i]));
         CHECK(vkcuda_image_get_plane_pointer(r->frame[0], 0, &r->pp[0]));
         CHECK(vkcuda_image_get_plane_pointer(r->frame[0], 1, &r->pp[1]));
