@@ -26,6 +26,7 @@
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
 #include <libavutil/hwcontext.h>
+#include <libavutil/pixdesc.h>
 
 #include "vkcuda_ffmpeg.h"
 
