@@ -118,6 +118,12 @@ static void on_frame(run *r, AVFrame *f) {
         for (int i = 0; i < 2; i++) BRIDGE(vkcuda_ffmpeg_image_create_for_frame(r->bridge, f, &r->frame[i]));
         CHECK(vkcuda_image_get_plane_pointer(r->frame[0], 0, &r->pp[0]));
         CHECK(vkcuda_image_get_plane_pointer(r->frame[0], 1, &r->pp[1]));
+        uint64_t end0 = r->pp[0].offset + r->pp[0].row_pitch * r->pp[0].height;
+        printf("  shared frame: pitch %llu, plane 1 at offset %llu, plane 0 ends at %llu: %s\n",
+               (unsigned long long)r->pp[0].row_pitch, (unsigned long long)r->pp[1].offset, (unsigned long long)end0,
+               r->pp[1].offset == end0 && r->pp[1].row_pitch == r->pp[0].row_pitch
+                   ? "contiguous (FFmpeg's NVENC, which reads the chroma at data[0] + linesize * height, can take it)"
+                   : "not contiguous (FFmpeg's NVENC, which reads the chroma at data[0] + linesize * height, cannot)");
         r->bytes = (VkDeviceSize)r->pp[0].width * r->pp[0].height * r->pp[0].bytes_per_texel +
                    (VkDeviceSize)r->pp[1].width * r->pp[1].height * r->pp[1].bytes_per_texel;
         r->host = example_host_buffer(ex, r->bytes);
