@@ -428,41 +428,52 @@ enum vkcuda_result vkcuda_ffmpeg_frame_to_image(struct vkcuda_ffmpeg *b, const A
         return fail(VKCUDA_ERROR_INVALID_ARGUMENT, "the frame is %dx%d, the image %ux%u", frame->width,
                     frame->height, info.extent.width, info.extent.height);
 
-    struct vkcuda_pitched_planes planes = {0};
-    struct vkcuda_image_plane_pointer dst[3];
-    planes.plane_count = info.plane_count;
-    for (uint32_t p = 0; p < info.plane_count; p++) {
-        if ((r = vkcuda_image_get_plane_pointer(image, p, &dst[p])) != VKCUDA_SUCCESS)
-            return fail_vkcuda(r, "vkcuda_ffmpeg_frame_to_image: the image's plane");
-        if (!frame->data[p] || frame->linesize[p] <= 0)
-            return fail(VKCUDA_ERROR_INVALID_ARGUMENT,
-                        "the frame's plane %u has no data (data %p, linesize %d; negative linesizes are not "
-                        "supported)",
-                        p, (void *)frame->data[p], frame->linesize[p]);
-        if ((uint64_t)frame->linesize[p] < (uint64_t)dst[p].width * dst[p].bytes_per_texel)
-            return fail(VKCUDA_ERROR_INVALID_ARGUMENT, "the frame's plane %u linesize %d is under its row of %llu bytes",
-                        p, frame->linesize[p], (unsigned long long)dst[p].width * dst[p].bytes_per_texel);
-        planes.planes[p].device_pointer = (uint64_t)(uintptr_t)frame->data[p];
-        planes.planes[p].pitch = (uint64_t)frame->linesize[p];
-    }
-    /* Checked (and refused) before anything is enqueued: the colour takes effect with
-     * the copy, and is put back if the copy cannot be enqueued. */
-    struct vkcuda_video_color before;
-    if ((r = vkcuda_image_get_video_color(image, &before)) != VKCUDA_SUCCESS)
-        return fail_vkcuda(r, "vkcuda_ffmpeg_frame_to_image: the image's colour");
-    if ((r = vkcuda_image_set_video_color(image, &color)) != VKCUDA_SUCCESS)
-        return fail_vkcuda(r, "vkcuda_ffmpeg_frame_to_image: the frame's colour description");
-
-    /* The held reference. */
+    /* The reference held until the copies ran, taken first: the copies read its planes (a
+     * frame without buffers is copied by av_frame_clone, so the caller's memory is free to go). */
     struct pending *e = calloc(1, sizeof *e);
-    if (e) e->bridge = b;
     AVFrame *held = e ? av_frame_clone(frame) : NULL;
     if (!held) {
         free(e);
-        (void)vkcuda_image_set_video_color(image, &before);
-        return fail(VKCUDA_ERROR_OUT_OF_MEMORY, "vkcuda_ffmpeg_frame_to_image: out of memory");
+        return fail(VKCUDA_ERROR_OUT_OF_MEMORY,
+                    "vkcuda_ffmpeg_frame_to_image: av_frame_clone failed (out of memory, or a hardware frame "
+                    "without buffers)");
     }
+    e->bridge = b;
     e->frame = held;
+    struct vkcuda_pitched_planes planes = {0};
+    struct vkcuda_image_plane_pointer dst[3];
+    struct vkcuda_video_color before;
+    planes.plane_count = info.plane_count;
+    for (uint32_t p = 0; p < info.plane_count; p++) {
+        if ((r = vkcuda_image_get_plane_pointer(image, p, &dst[p])) != VKCUDA_SUCCESS) {
+            r = fail_vkcuda(r, "vkcuda_ffmpeg_frame_to_image: the image's plane");
+            goto refused;
+        }
+        if (!held->data[p] || held->linesize[p] <= 0) {
+            r = fail(VKCUDA_ERROR_INVALID_ARGUMENT,
+                     "the frame's plane %u has no data (data %p, linesize %d; negative linesizes are not "
+                     "supported)",
+                     p, (void *)held->data[p], held->linesize[p]);
+            goto refused;
+        }
+        if ((uint64_t)held->linesize[p] < (uint64_t)dst[p].width * dst[p].bytes_per_texel) {
+            r = fail(VKCUDA_ERROR_INVALID_ARGUMENT, "the frame's plane %u linesize %d is under its row of %llu bytes",
+                     p, held->linesize[p], (unsigned long long)dst[p].width * dst[p].bytes_per_texel);
+            goto refused;
+        }
+        planes.planes[p].device_pointer = (uint64_t)(uintptr_t)held->data[p];
+        planes.planes[p].pitch = (uint64_t)held->linesize[p];
+    }
+    /* Checked (and refused) before anything is enqueued: the colour takes effect with
+     * the copy, and is put back if the copy cannot be enqueued. */
+    if ((r = vkcuda_image_get_video_color(image, &before)) != VKCUDA_SUCCESS) {
+        r = fail_vkcuda(r, "vkcuda_ffmpeg_frame_to_image: the image's colour");
+        goto refused;
+    }
+    if ((r = vkcuda_image_set_video_color(image, &color)) != VKCUDA_SUCCESS) {
+        r = fail_vkcuda(r, "vkcuda_ffmpeg_frame_to_image: the frame's colour description");
+        goto refused;
+    }
 
     CUcontext popped;
     CUresult cr = cu.ctx_push(b->cuda_ctx);
@@ -481,8 +492,8 @@ enum vkcuda_result vkcuda_ffmpeg_frame_to_image(struct vkcuda_ffmpeg *b, const A
         for (uint32_t p = 0; p < info.plane_count && r == VKCUDA_SUCCESS; p++) {
             CUDA_MEMCPY2D c = {0};
             c.srcMemoryType = CU_MEMORYTYPE_HOST;
-            c.srcHost = frame->data[p];
-            c.srcPitch = (size_t)frame->linesize[p];
+            c.srcHost = held->data[p];
+            c.srcPitch = (size_t)held->linesize[p];
             c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
             c.dstDevice = dst[p].cuda_pointer;
             c.dstPitch = dst[p].row_pitch;
@@ -512,6 +523,10 @@ enum vkcuda_result vkcuda_ffmpeg_frame_to_image(struct vkcuda_ffmpeg *b, const A
         (void)vkcuda_image_set_video_color(image, &before);
     }
     (void)cu.ctx_pop(&popped);
+    return r;
+refused:
+    av_frame_free(&e->frame);
+    free(e);
     return r;
 }
 

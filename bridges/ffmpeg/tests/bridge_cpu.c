@@ -190,6 +190,36 @@ static void video_frames(struct vkcuda_context *ctx, struct vkcuda_ffmpeg **bp, 
         vkcuda_image_destroy(image);
         av_frame_free(&f);
     }
+    /* A software frame without buffers (the caller's arrays): the bridge copies it when it takes
+     * its reference, so the caller may free the arrays before the stream runs. */
+    {
+        AVFrame *f = av_frame_alloc();
+        uint8_t *luma = malloc((size_t)W * H), *chroma = malloc((size_t)W * H / 2);
+        uint8_t *want_y = malloc((size_t)W * H), *want_c = malloc((size_t)W * H / 2);
+        for (int i = 0; i < W * H; i++) luma[i] = want_y[i] = next_byte();
+        for (int i = 0; i < W * H / 2; i++) chroma[i] = want_c[i] = next_byte();
+        f->format = AV_PIX_FMT_NV12, f->width = W, f->height = H;
+        f->data[0] = luma, f->data[1] = chroma, f->linesize[0] = f->linesize[1] = W;
+        struct vkcuda_image *image = NULL;
+        OK(vkcuda_ffmpeg_image_create_for_frame(b, f, &image));
+        int before = fake.copies();
+        OK(vkcuda_ffmpeg_frame_to_image(b, f, image));
+        memset(luma, 0xee, (size_t)W * H), memset(chroma, 0xee, (size_t)W * H / 2);
+        free(luma), free(chroma); /* gone before the stream ran */
+        av_frame_free(&f);
+        fake.run();
+        const uint8_t *want[3] = {want_y, want_c, NULL};
+        const int pitch[3] = {W, W, 0};
+        long wrong = compare(image, want, pitch);
+        CHECK(fake.copies() - before == 2 && wrong == 0, "a frame without buffers: %d copies, %ld bytes differ",
+              fake.copies() - before, wrong);
+        printf("  software nv12 without buffers, its arrays freed before the stream ran: every byte equal\n");
+        uint32_t pending = 99;
+        OK(vkcuda_ffmpeg_collect(b, &pending));
+        CHECK(pending == 0, "released");
+        free(want_y), free(want_c);
+        vkcuda_image_destroy(image);
+    }
     /* CUDA frames of every format the bridge maps. */
     for (int i = 0; i < 5; i++) {
         AVFrame *f = cuda_frame(device, kinds[i].fmt, W, H, kinds[i].planes, kinds[i].bpp, kinds[i].sub);
