@@ -681,7 +681,9 @@ UNKNOWN(cuMemcpy2D_v2)
 UNKNOWN(cuMemcpy3D_v2)
 #endif
 #ifdef WITH_STREAMS
-/* The rest of what FFmpeg's CUDA loader requires. */
+/* The rest of what FFmpeg's CUDA loader requires (nv-codec-headers 11.1 and 12.1). */
+UNKNOWN(cuStreamWaitEvent)
+UNKNOWN(cuArrayCreate_v2)
 UNKNOWN(cuDeviceComputeCapability)
 UNKNOWN(cuCtxCreate_v2)
 UNKNOWN(cuCtxSetLimit)
