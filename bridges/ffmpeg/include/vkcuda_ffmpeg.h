@@ -143,14 +143,18 @@ VKCUDA_FFMPEG_API enum vkcuda_result vkcuda_ffmpeg_image_create_for_frame(const 
  * hw_frames_ctx; host to device). The frame's format must be that of the image
  * (vkcuda_ffmpeg_format_from_av) and its size the image's. The bridge keeps a
  * reference to the frame (av_frame_ref) until the copies have run on the stream
- * (a host function enqueued after them marks it done, and the next bridge call,
- * vkcuda_ffmpeg_collect or vkcuda_ffmpeg_destroy releases it): the caller may unref
- * its frame at once. No host wait.
+ * (a host function enqueued after them marks it done, and the next
+ * vkcuda_ffmpeg_frame_to_image, vkcuda_ffmpeg_collect or vkcuda_ffmpeg_destroy releases
+ * it): the caller may unref its frame at once. No host wait. The copies read the held
+ * reference's planes: a frame without buffers (plain arrays) is copied by av_frame_clone
+ * first, so its memory may go at once too.
  *
- * Refused before anything is enqueued: another pixel format
- * (`VKCUDA_ERROR_UNSUPPORTED`), a frame of another CUDA context
- * (`VKCUDA_ERROR_DEVICE_MISMATCH`), another size, a CUDA frame without a frames
- * context, a plane without data, a destroyed image (`VKCUDA_ERROR_INVALID_ARGUMENT`).
+ * Refused before anything is enqueued, with no reference kept: another pixel format, a
+ * chroma siting or colour matrix Vulkan cannot express (`VKCUDA_ERROR_UNSUPPORTED`); a
+ * frame of another CUDA context (`VKCUDA_ERROR_DEVICE_MISMATCH`); another size, a CUDA
+ * frame without a frames context, a plane without data or with a linesize under its
+ * row, an image that is not a shared video frame, a destroyed image
+ * (`VKCUDA_ERROR_INVALID_ARGUMENT`); the image keeps its colour description.
  *
  * Thread-safety: may be called from any thread.
  */
