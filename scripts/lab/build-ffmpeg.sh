@@ -74,7 +74,8 @@ fi
 echo "build-ffmpeg: source $src, $jobs job(s), into $dest"
 
 build=$work/build
-rm -rf "$dest" # the build directory stays: make rebuilds what changed
+rm -rf "$dest" # the build directory stays (make rebuilds what changed), unless made from another source
+if [ -f "$build/Makefile" ] && ! grep -qF "$src" "$build/Makefile"; then rm -rf "$build"; fi
 mkdir -p "$build"
 cd "$build"
 "$src/configure" --prefix="$dest" \
