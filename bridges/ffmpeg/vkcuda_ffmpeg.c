@@ -52,6 +52,7 @@ static struct {
     CUresult (*memcpy2d_async)(const CUDA_MEMCPY2D *, CUstream);
     CUresult (*launch_host_func)(CUstream, CUhostFn, void *);
     CUresult (*stream_synchronize)(CUstream);
+    CUresult (*stream_get_ctx)(CUstream, CUcontext *);
     CUresult (*get_error_name)(CUresult, const char **);
     char error[256]; /* why loading failed, or "" */
 } cu;
@@ -65,8 +66,8 @@ static void cu_load(void) {
         return;
     }
     static const char *const names[] = {"cuCtxPushCurrent_v2", "cuCtxPopCurrent_v2", "cuMemcpy2DAsync_v2",
-                                        "cuLaunchHostFunc", "cuStreamSynchronize"};
-    void *fns[5];
+                                        "cuLaunchHostFunc", "cuStreamSynchronize", "cuStreamGetCtx"};
+    void *fns[6];
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         fns[i] = dlsym(lib, names[i]);
         if (!fns[i]) {
@@ -80,6 +81,7 @@ static void cu_load(void) {
     memcpy(&cu.memcpy2d_async, &fns[2], sizeof fns[2]);
     memcpy(&cu.launch_host_func, &fns[3], sizeof fns[3]);
     memcpy(&cu.stream_synchronize, &fns[4], sizeof fns[4]);
+    memcpy(&cu.stream_get_ctx, &fns[5], sizeof fns[5]);
     void *name = dlsym(lib, "cuGetErrorName");
     if (name) memcpy(&cu.get_error_name, &name, sizeof name);
 }
@@ -236,6 +238,19 @@ enum vkcuda_result vkcuda_ffmpeg_create(const struct vkcuda_context *context, st
     pthread_once(&cu_once, cu_load);
     if (cu.error[0]) return fail(VKCUDA_ERROR_CUDA_UNAVAILABLE, "vkcuda_ffmpeg_create: %s", cu.error);
 
+    if (stream) { /* NULL is the legacy default stream of whatever context is current */
+        CUcontext owner = NULL;
+        CUresult cr = cu.stream_get_ctx(stream, &owner);
+        if (cr != 0)
+            return fail(VKCUDA_ERROR_INVALID_ARGUMENT,
+                        "vkcuda_ffmpeg_create: the stream %p is not a CUstream the driver knows (cuStreamGetCtx: "
+                        "CUresult %d)",
+                        (void *)stream, cr);
+        if (owner != info.cuda_context)
+            return fail(VKCUDA_ERROR_DEVICE_MISMATCH,
+                        "vkcuda_ffmpeg_create: the stream belongs to CUDA context %p, not to the vkcuda context's %p",
+                        (void *)owner, (void *)info.cuda_context);
+    }
     struct vkcuda_ffmpeg *b = calloc(1, sizeof *b);
     if (!b) return fail(VKCUDA_ERROR_OUT_OF_MEMORY, "vkcuda_ffmpeg_create: out of memory");
     b->context = context;

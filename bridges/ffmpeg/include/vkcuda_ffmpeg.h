@@ -67,7 +67,8 @@ typedef struct vkcuda_ffmpeg vkcuda_ffmpeg;
  * context's CUDA context, stream is `stream`; FFmpeg neither creates nor destroys a
  * CUDA context for it. `VKCUDA_ERROR_CUDA_UNAVAILABLE` for a Vulkan-only context or
  * when libcuda.so.1 cannot be loaded; `VKCUDA_ERROR_DEVICE_MISMATCH` for a stream of
- * another CUDA context. `*bridge` is NULL on failure.
+ * another CUDA context, `VKCUDA_ERROR_INVALID_ARGUMENT` for a pointer that is no stream
+ * (cuStreamGetCtx). `*bridge` is NULL on failure.
  *
  * Thread-safety: may be called from any thread.
  */

@@ -353,6 +353,10 @@ int main(void) {
     CHECK(vkcuda_ffmpeg_create(vk_only, NULL, &none) == VKCUDA_ERROR_CUDA_UNAVAILABLE && none == NULL,
           "a Vulkan-only context is refused: %s", vkcuda_ffmpeg_last_error_message());
     printf("  refused, a Vulkan-only context: %s\n", vkcuda_ffmpeg_last_error_message());
+    static char not_a_stream;
+    CHECK(vkcuda_ffmpeg_create(ctx, (CUstream)(void *)&not_a_stream, &none) == VKCUDA_ERROR_INVALID_ARGUMENT && !none,
+          "a pointer that is no stream is refused: %s", vkcuda_ffmpeg_last_error_message());
+    printf("  refused, not a stream: %s\n", vkcuda_ffmpeg_last_error_message());
     AVBufferRef *device = NULL;
     if (vkcuda_ffmpeg_create(ctx, stream, &b) != VKCUDA_SUCCESS || vkcuda_ffmpeg_device_ref(b, &device) != VKCUDA_SUCCESS) {
         printf("FAIL: the bridge on the stand-in driver: %s\n", vkcuda_ffmpeg_last_error_message());
