@@ -15,6 +15,8 @@
 #                         ffnvcodec/ (FFmpeg's nv-codec-headers: the NVDEC/NVENC programs)
 #   clips/                the NVDEC test clips and their CPU reference (scripts/lab/make-clips.sh)
 #   python/               the Python release wheel and sdist (scripts/python-wheel.sh)
+# and, with VKCUDA_BUNDLE_FFMPEG=1, in .dev/ffmpeg the minimal shared FFmpeg of
+# scripts/lab/build-ffmpeg.sh (the FFmpeg bridge's GPU test; slow the first time, then kept)
 #   MANIFEST              commit, build directory, files with sizes and sha256
 # and in .gl/ the Vulkan loader (the workplace's prepare-loader.sh: VKCUDA_PREPARE_LOADER,
 # else ../shared/gpu/ beside the repository) and the validation layer of Debian sid
@@ -100,6 +102,11 @@ scripts/lab/make-clips.sh "$out/clips"
 scripts/fetch-vma.sh
 cp .dev/vma/include/vk_mem_alloc.h "$out/include/"
 
+if [ "${VKCUDA_BUNDLE_FFMPEG:-0}" = 1 ]; then
+    echo "== scripts/lab/build-ffmpeg.sh (.dev/ffmpeg)"
+    scripts/lab/build-ffmpeg.sh .dev/ffmpeg
+fi
+
 echo "== $prepare_loader --validation"
 "$prepare_loader" --validation
 # Debian 12's layer (1.3.239) misreads timelines that CUDA signals; the GPU machine
@@ -120,6 +127,7 @@ fi
 cat "$out/MANIFEST"
 
 du -sh "$out/libvkcuda.so" "$out/wgpu.tar.xz" "$out/tests" "$out/include" "$out/clips" .gl
+[ ! -d .dev/ffmpeg ] || du -sh .dev/ffmpeg
 total_kib=$(du -sk .dev .gl | awk '{ s += $1 } END { print s }')
 echo "total .dev + .gl: $((total_kib / 1024)) MiB ($total_kib KiB; limit $limit_mib MiB)"
 if [ "$total_kib" -gt $((limit_mib * 1024)) ]; then

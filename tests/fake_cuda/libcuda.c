@@ -52,6 +52,16 @@
  *                                 the first byte it inverted, and how many
  *                                 bytes of that copy it inverted
  *
+ * Building with -DWITH_STREAMS (the FFmpeg bridge's tests, bridges/ffmpeg/tests)
+ * adds streams whose work runs when synchronised: cuMemcpy2DAsync (host or device
+ * memory on either side) and cuLaunchHostFunc queue their work, in one queue for
+ * all streams, run in order by cuStreamSynchronize, cuCtxSynchronize or
+ * fake_cuda_streams_run(); cuStreamQuery says CUDA_ERROR_NOT_READY while work
+ * waits; fake_cuda_copies() counts the copies run; cuDeviceGetAttribute knows
+ * the texture alignment (512). It also exports, refused, every
+ * function FFmpeg's CUDA loader (ffnvcodec's cuda_load_functions) requires, so
+ * av_hwdevice_ctx_init(CUDA) loads this driver. Not combined with WITH_COPIES.
+ *
  * Contexts: cuDevicePrimaryCtxRetain hands out one fake CUcontext per device; they
  * can be pushed, popped and asked for their device. fake_cuda_stream(i) returns a
  * fake CUstream of device i's context for cuStreamGetCtx. Handles that are not
@@ -562,6 +572,146 @@ int cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
 int cuCtxSynchronize(void) { return depth ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
 #endif
 
+#ifdef WITH_STREAMS
+#if defined(WITH_COPIES)
+#error "WITH_STREAMS and WITH_COPIES are separate variants"
+#endif
+#define CUDA_ERROR_NOT_READY 600
+typedef struct {
+    size_t srcXInBytes, srcY;
+    int srcMemoryType;
+    const void *srcHost;
+    CUdeviceptr srcDevice;
+    void *srcArray;
+    size_t srcPitch;
+    size_t dstXInBytes, dstY;
+    int dstMemoryType;
+    void *dstHost;
+    CUdeviceptr dstDevice;
+    void *dstArray;
+    size_t dstPitch;
+    size_t WidthInBytes, Height;
+} CUDA_MEMCPY2D;
+struct work {
+    int is_copy;
+    CUDA_MEMCPY2D copy;
+    void (*fn)(void *);
+    void *data;
+    struct work *next;
+};
+static struct work *queue_head, **queue_tail = &queue_head;
+static int copies_run;
+static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int known_stream(const void *stream) {
+    int i;
+    if (!stream) return 1;
+    for (i = 0; i < count; i++)
+        if (stream == (const void *)&streams[i]) return 1;
+    return 0;
+}
+
+static int enqueue(struct work *w) {
+    pthread_mutex_lock(&queue_lock);
+    w->next = NULL;
+    *queue_tail = w;
+    queue_tail = &w->next;
+    pthread_mutex_unlock(&queue_lock);
+    return CUDA_SUCCESS;
+}
+
+/* Runs the queued work in order (host functions may enqueue more: run too). */
+void fake_cuda_streams_run(void) {
+    for (;;) {
+        pthread_mutex_lock(&queue_lock);
+        struct work *w = queue_head;
+        if (w) {
+            queue_head = w->next;
+            if (!queue_head) queue_tail = &queue_head;
+        }
+        pthread_mutex_unlock(&queue_lock);
+        if (!w) return;
+        if (w->is_copy) {
+            const CUDA_MEMCPY2D *c = &w->copy;
+            const unsigned char *src = c->srcMemoryType == 1 ? (const unsigned char *)c->srcHost
+                                                             : (const unsigned char *)(uintptr_t)c->srcDevice;
+            unsigned char *dst = c->dstMemoryType == 1 ? (unsigned char *)c->dstHost
+                                                       : (unsigned char *)(uintptr_t)c->dstDevice;
+            size_t y;
+            src += c->srcY * c->srcPitch + c->srcXInBytes;
+            dst += c->dstY * c->dstPitch + c->dstXInBytes;
+            for (y = 0; y < c->Height; y++) memcpy(dst + y * c->dstPitch, src + y * c->srcPitch, c->WidthInBytes);
+            pthread_mutex_lock(&queue_lock);
+            copies_run++;
+            pthread_mutex_unlock(&queue_lock);
+        } else {
+            w->fn(w->data);
+        }
+        free(w);
+    }
+}
+
+int fake_cuda_copies(void) {
+    pthread_mutex_lock(&queue_lock);
+    int n = copies_run;
+    pthread_mutex_unlock(&queue_lock);
+    return n;
+}
+
+int cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *c, void *stream) {
+    if (depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
+    if (!known_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
+    if (!c || (c->srcMemoryType != 1 && c->srcMemoryType != 2) || (c->dstMemoryType != 1 && c->dstMemoryType != 2) ||
+        (c->srcMemoryType == 1 ? !c->srcHost : !c->srcDevice) || (c->dstMemoryType == 1 ? !c->dstHost : !c->dstDevice) ||
+        c->WidthInBytes > c->srcPitch || c->WidthInBytes > c->dstPitch)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct work *w = calloc(1, sizeof *w);
+    if (!w) return CUDA_ERROR_UNKNOWN;
+    w->is_copy = 1;
+    w->copy = *c;
+    return enqueue(w);
+}
+
+int cuLaunchHostFunc(void *stream, void (*fn)(void *), void *data) {
+    if (depth == 0 && !stream) return CUDA_ERROR_INVALID_CONTEXT;
+    if (!known_stream(stream) || !fn) return CUDA_ERROR_INVALID_HANDLE;
+    struct work *w = calloc(1, sizeof *w);
+    if (!w) return CUDA_ERROR_UNKNOWN;
+    w->fn = fn;
+    w->data = data;
+    return enqueue(w);
+}
+
+int cuStreamSynchronize(void *stream) {
+    if (!known_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
+    fake_cuda_streams_run();
+    return CUDA_SUCCESS;
+}
+
+int cuCtxSynchronize(void) {
+    if (depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
+    fake_cuda_streams_run();
+    return CUDA_SUCCESS;
+}
+
+/* FFmpeg's frames contexts ask for the texture alignment (14). */
+int cuDeviceGetAttribute(int *value, int attribute, int device) {
+    load_devices();
+    if (!value || device < 0 || device >= count) return CUDA_ERROR_INVALID_VALUE;
+    if (attribute != 14) return CUDA_ERROR_INVALID_VALUE;
+    *value = 512;
+    return CUDA_SUCCESS;
+}
+
+int cuStreamQuery(void *stream) {
+    if (!known_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&queue_lock);
+    int busy = queue_head != NULL;
+    pthread_mutex_unlock(&queue_lock);
+    return busy ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+#endif
+
 /* ---- everything else: there, but refused --------------------------------- */
 
 #define UNKNOWN(name) int name(void) { return CUDA_ERROR_UNKNOWN; }
@@ -583,7 +733,9 @@ UNKNOWN(cuWaitExternalSemaphoresAsync)
 UNKNOWN(cuDestroyExternalSemaphore)
 UNKNOWN(cuExternalMemoryGetMappedMipmappedArray)
 UNKNOWN(cuMipmappedArrayGetLevel)
+#ifndef WITH_STREAMS
 UNKNOWN(cuMemcpy2DAsync_v2)
+#endif
 UNKNOWN(cuMemGetAddressRange_v2)
 UNKNOWN(cuMipmappedArrayDestroy)
 UNKNOWN(cuSurfObjectCreate)
@@ -602,4 +754,56 @@ UNKNOWN(cuGraphNodeGetType)
 #ifdef WITH_COPIES
 UNKNOWN(cuMemcpy2D_v2)
 UNKNOWN(cuMemcpy3D_v2)
+#endif
+#ifdef WITH_STREAMS
+/* The rest of what FFmpeg's CUDA loader requires (nv-codec-headers 11.1 and 12.1). */
+UNKNOWN(cuStreamWaitEvent)
+UNKNOWN(cuArrayCreate_v2)
+UNKNOWN(cuDeviceComputeCapability)
+UNKNOWN(cuCtxCreate_v2)
+UNKNOWN(cuCtxSetLimit)
+UNKNOWN(cuCtxDestroy_v2)
+UNKNOWN(cuMemAllocPitch_v2)
+UNKNOWN(cuMemAllocManaged)
+UNKNOWN(cuMemsetD8Async)
+UNKNOWN(cuMemcpy)
+UNKNOWN(cuMemcpyAsync)
+UNKNOWN(cuMemcpy2D_v2)
+UNKNOWN(cuMemcpyHtoD_v2)
+UNKNOWN(cuMemcpyHtoDAsync_v2)
+UNKNOWN(cuMemcpyDtoH_v2)
+UNKNOWN(cuMemcpyDtoHAsync_v2)
+UNKNOWN(cuMemcpyDtoD_v2)
+UNKNOWN(cuMemcpyDtoDAsync_v2)
+UNKNOWN(cuGetErrorString)
+UNKNOWN(cuDevicePrimaryCtxRelease)
+UNKNOWN(cuDevicePrimaryCtxSetFlags)
+UNKNOWN(cuDevicePrimaryCtxGetState)
+UNKNOWN(cuDevicePrimaryCtxReset)
+UNKNOWN(cuStreamCreate)
+UNKNOWN(cuStreamDestroy_v2)
+UNKNOWN(cuStreamAddCallback)
+UNKNOWN(cuEventCreate)
+UNKNOWN(cuEventDestroy_v2)
+UNKNOWN(cuEventSynchronize)
+UNKNOWN(cuEventQuery)
+UNKNOWN(cuEventRecord)
+UNKNOWN(cuLaunchKernel)
+UNKNOWN(cuLinkCreate)
+UNKNOWN(cuLinkAddData)
+UNKNOWN(cuLinkComplete)
+UNKNOWN(cuLinkDestroy)
+UNKNOWN(cuModuleLoadData)
+UNKNOWN(cuModuleUnload)
+UNKNOWN(cuModuleGetFunction)
+UNKNOWN(cuModuleGetGlobal)
+UNKNOWN(cuGLGetDevices_v2)
+UNKNOWN(cuGraphicsGLRegisterImage)
+UNKNOWN(cuGraphicsUnregisterResource)
+UNKNOWN(cuGraphicsMapResources)
+UNKNOWN(cuGraphicsUnmapResources)
+UNKNOWN(cuGraphicsSubResourceGetMappedArray)
+UNKNOWN(cuGraphicsResourceGetMappedPointer_v2)
+UNKNOWN(cuArray3DCreate_v2)
+UNKNOWN(cuArrayDestroy)
 #endif
