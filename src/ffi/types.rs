@@ -26,6 +26,7 @@ pub type VkPhysicalDeviceType = vk::PhysicalDeviceType;
 pub type VkPipelineStageFlags = u32;
 pub type VkAccessFlags = u32;
 pub type VkSamplerYcbcrConversionCreateInfo = vk::SamplerYcbcrConversionCreateInfo<'static>;
+pub type VkDeviceCreateInfo = vk::DeviceCreateInfo<'static>;
 pub type PFN_vkGetInstanceProcAddr = Option<vk::PFN_vkGetInstanceProcAddr>;
 pub type PFN_vkGetDeviceProcAddr = Option<vk::PFN_vkGetDeviceProcAddr>;
 
