@@ -2304,6 +2304,13 @@ enum vkcuda_result vkcuda_physical_devices_enumerate(uint32_t *count,
  * and `VKCUDA_ERROR_EXTENSION_NOT_PRESENT` later, from the first call that needs an
  * extension the device was created without.
  *
+ * The library cannot ask the device which optional features and extensions the
+ * engine enabled, so the context's handoff barriers accept only the pipeline
+ * stages and accesses every device has (not the geometry or tessellation shader
+ * stages, nor any extension's stage or access); an engine that names more in a
+ * `vkcuda_handoff_info` tells the context with
+ * `vkcuda_context_create_with_device_info`.
+ *
  * The engine's handles are borrowed: they must outlive the context and every
  * object made from it. `*context` is written on success, set to NULL on failure.
  *
@@ -2315,6 +2322,40 @@ VKCUDA_API
 VKCUDA_NODISCARD
 enum vkcuda_result vkcuda_context_create(const struct vkcuda_context_create_info *info,
                                          struct vkcuda_context **context);
+
+/**
+ * `vkcuda_context_create` for an engine that also says what it enabled on its
+ * device: `device_create_info` is the `VkDeviceCreateInfo` the engine created
+ * `info->device` with (or one with the same extensions and features; it is read
+ * during the call only). The context reads its extension names, its
+ * `pEnabledFeatures` or `VkPhysicalDeviceFeatures2`, and the feature structures of
+ * its `pNext` chain that decide which pipeline stages and accesses a barrier may
+ * name (`geometryShader`, `tessellationShader`, `VkPhysicalDeviceVulkan13Features`
+ * and `VkPhysicalDeviceSynchronization2Features` (`synchronization2`),
+ * `VkPhysicalDeviceTransformFeedbackFeaturesEXT`,
+ * `VkPhysicalDeviceConditionalRenderingFeaturesEXT`,
+ * `VkPhysicalDeviceFragmentDensityMapFeaturesEXT`,
+ * `VkPhysicalDeviceFragmentShadingRateFeaturesKHR`,
+ * `VkPhysicalDeviceShadingRateImageFeaturesNV`,
+ * `VkPhysicalDeviceMeshShaderFeaturesEXT`/`NV`,
+ * `VkPhysicalDeviceRayTracingPipelineFeaturesKHR`,
+ * `VkPhysicalDeviceAccelerationStructureFeaturesKHR`,
+ * `VkPhysicalDeviceRayQueryFeaturesKHR`; a feature counts where the extension that
+ * brings it is enabled too); other structures are skipped. The handoff barriers
+ * then accept the stages and accesses those features and extensions bring, and
+ * a `synchronization2` feature there records them with `vkCmdPipelineBarrier2`, as
+ * `VKCUDA_CONTEXT_CREATE_SYNCHRONIZATION2_BIT` does. `device_create_info` NULL is
+ * `vkcuda_context_create`.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup context
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_context_create_with_device_info(const struct vkcuda_context_create_info *info,
+                                                          const VkDeviceCreateInfo *device_create_info,
+                                                          struct vkcuda_context **context);
 
 /**
  * Creates a Vulkan instance and device of the library's own, with every interop
