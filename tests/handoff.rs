@@ -465,7 +465,10 @@ fn engine_with_features(
     let entry = unsafe { ash::Entry::load() }.expect("libvulkan");
     let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_3);
     let instance = unsafe {
-        entry.create_instance(&vk::InstanceCreateInfo::default().application_info(&app), None)
+        entry.create_instance(
+            &vk::InstanceCreateInfo::default().application_info(&app),
+            None,
+        )
     }
     .unwrap();
     let physical = unsafe { instance.enumerate_physical_devices() }.unwrap()[0];
@@ -525,39 +528,64 @@ fn stages_and_accesses_follow_what_the_device_enabled() {
             let mut told = ptr::null_mut();
             ok(unsafe { vkcuda_context_create(&engine.create_info(flags), &mut plain) });
             ok(unsafe {
-                vkcuda_context_create_with_device_info(&engine.create_info(flags), device_info, &mut told)
+                vkcuda_context_create_with_device_info(
+                    &engine.create_info(flags),
+                    device_info,
+                    &mut told,
+                )
             });
             let v = Vk::for_engine(&engine.instance, &engine.device, engine.physical);
             // (The plain context records with vkCmdPipelineBarrier: the flag is not set.)
             // Each set of calls in a command buffer of its own, freed before the
             // objects it names are destroyed.
-            let calls = |ctx: *mut vkcuda_context, _: vk::CommandBuffer, h: &vkcuda_handoff_info| {
-                let cmd = v.command_buffer();
-                let b = create_buffer(ctx, SIZE, 0);
-                let mut d = image_desc(0, vk::Format::R8G8B8A8_UNORM, EXTENT, EXTENT, 1);
-                d.usage = vk::ImageUsageFlags::STORAGE.as_raw();
-                let mut im = ptr::null_mut();
-                ok(unsafe { vkcuda_image_create(ctx, &d, &mut im) });
-                let general = vk::ImageLayout::GENERAL.as_raw();
-                let list = [
-                    vkcuda_handoff_resource { buffer: b, image: ptr::null(), layout: 0 },
-                    vkcuda_handoff_resource { buffer: ptr::null(), image: im, layout: general },
-                ];
-                let mut seen = Vec::new();
-                unsafe {
-                    seen.push((vkcuda_buffer_cmd_release_to_cuda(b, cmd, h), last_error()));
-                    seen.push((vkcuda_buffer_cmd_acquire_from_cuda(b, cmd, h), last_error()));
-                    seen.push((vkcuda_image_cmd_release_to_cuda(im, cmd, h, general), last_error()));
-                    seen.push((vkcuda_image_cmd_acquire_from_cuda(im, cmd, h, general), last_error()));
-                    seen.push((vkcuda_handoff_cmd_release_to_cuda(2, list.as_ptr(), cmd, h), last_error()));
-                    seen.push((vkcuda_handoff_cmd_acquire_from_cuda(2, list.as_ptr(), cmd, h), last_error()));
-                    v.device.end_command_buffer(cmd).unwrap();
-                    v.device.free_command_buffers(v.pool, &[cmd]);
-                    vkcuda_image_destroy(im);
-                    vkcuda_buffer_destroy(b);
-                }
-                seen
-            };
+            let calls =
+                |ctx: *mut vkcuda_context, _: vk::CommandBuffer, h: &vkcuda_handoff_info| {
+                    let cmd = v.command_buffer();
+                    let b = create_buffer(ctx, SIZE, 0);
+                    let mut d = image_desc(0, vk::Format::R8G8B8A8_UNORM, EXTENT, EXTENT, 1);
+                    d.usage = vk::ImageUsageFlags::STORAGE.as_raw();
+                    let mut im = ptr::null_mut();
+                    ok(unsafe { vkcuda_image_create(ctx, &d, &mut im) });
+                    let general = vk::ImageLayout::GENERAL.as_raw();
+                    let list = [
+                        vkcuda_handoff_resource {
+                            buffer: b,
+                            image: ptr::null(),
+                            layout: 0,
+                        },
+                        vkcuda_handoff_resource {
+                            buffer: ptr::null(),
+                            image: im,
+                            layout: general,
+                        },
+                    ];
+                    let mut seen = Vec::new();
+                    unsafe {
+                        seen.push((vkcuda_buffer_cmd_release_to_cuda(b, cmd, h), last_error()));
+                        seen.push((vkcuda_buffer_cmd_acquire_from_cuda(b, cmd, h), last_error()));
+                        seen.push((
+                            vkcuda_image_cmd_release_to_cuda(im, cmd, h, general),
+                            last_error(),
+                        ));
+                        seen.push((
+                            vkcuda_image_cmd_acquire_from_cuda(im, cmd, h, general),
+                            last_error(),
+                        ));
+                        seen.push((
+                            vkcuda_handoff_cmd_release_to_cuda(2, list.as_ptr(), cmd, h),
+                            last_error(),
+                        ));
+                        seen.push((
+                            vkcuda_handoff_cmd_acquire_from_cuda(2, list.as_ptr(), cmd, h),
+                            last_error(),
+                        ));
+                        v.device.end_command_buffer(cmd).unwrap();
+                        v.device.free_command_buffers(v.pool, &[cmd]);
+                        vkcuda_image_destroy(im);
+                        vkcuda_buffer_destroy(b);
+                    }
+                    seen
+                };
             let info = |stages: S, access: A| vkcuda_handoff_info {
                 stage_mask: stages.as_raw(),
                 access_mask: access.as_raw(),
@@ -565,18 +593,46 @@ fn stages_and_accesses_follow_what_the_device_enabled() {
             };
             let enabled = [
                 (S::GEOMETRY_SHADER, "GEOMETRY_SHADER_BIT", "geometryShader"),
-                (S::TESSELLATION_CONTROL_SHADER, "TESSELLATION_CONTROL_SHADER_BIT", "tessellationShader"),
-                (S::TESSELLATION_EVALUATION_SHADER, "TESSELLATION_EVALUATION_SHADER_BIT", "tessellationShader"),
-                (S::TRANSFORM_FEEDBACK_EXT, "TRANSFORM_FEEDBACK_BIT_EXT", "transformFeedback"),
-                (S::CONDITIONAL_RENDERING_EXT, "CONDITIONAL_RENDERING_BIT_EXT", "conditionalRendering"),
+                (
+                    S::TESSELLATION_CONTROL_SHADER,
+                    "TESSELLATION_CONTROL_SHADER_BIT",
+                    "tessellationShader",
+                ),
+                (
+                    S::TESSELLATION_EVALUATION_SHADER,
+                    "TESSELLATION_EVALUATION_SHADER_BIT",
+                    "tessellationShader",
+                ),
+                (
+                    S::TRANSFORM_FEEDBACK_EXT,
+                    "TRANSFORM_FEEDBACK_BIT_EXT",
+                    "transformFeedback",
+                ),
+                (
+                    S::CONDITIONAL_RENDERING_EXT,
+                    "CONDITIONAL_RENDERING_BIT_EXT",
+                    "conditionalRendering",
+                ),
             ];
             // Refused by both contexts: features the device has not enabled.
             let never = [
                 (S::MESH_SHADER_EXT, "MESH_SHADER_BIT_EXT", "meshShader"),
                 (S::TASK_SHADER_EXT, "TASK_SHADER_BIT_EXT", "taskShader"),
-                (S::FRAGMENT_DENSITY_PROCESS_EXT, "FRAGMENT_DENSITY_PROCESS_BIT_EXT", "fragmentDensityMap"),
-                (S::FRAGMENT_SHADING_RATE_ATTACHMENT_KHR, "FRAGMENT_SHADING_RATE_ATTACHMENT_BIT_KHR", "attachmentFragmentShadingRate"),
-                (S::RAY_TRACING_SHADER_KHR, "RAY_TRACING_SHADER_BIT_KHR", "rayTracingPipeline"),
+                (
+                    S::FRAGMENT_DENSITY_PROCESS_EXT,
+                    "FRAGMENT_DENSITY_PROCESS_BIT_EXT",
+                    "fragmentDensityMap",
+                ),
+                (
+                    S::FRAGMENT_SHADING_RATE_ATTACHMENT_KHR,
+                    "FRAGMENT_SHADING_RATE_ATTACHMENT_BIT_KHR",
+                    "attachmentFragmentShadingRate",
+                ),
+                (
+                    S::RAY_TRACING_SHADER_KHR,
+                    "RAY_TRACING_SHADER_BIT_KHR",
+                    "rayTracingPipeline",
+                ),
             ];
             let cmd = v.command_buffer();
             for (ctx, knows) in [(plain, false), (told, true)] {
@@ -591,14 +647,20 @@ fn stages_and_accesses_follow_what_the_device_enabled() {
                             assert_eq!(r, VKCUDA_ERROR_INVALID_ARGUMENT, "{sync2} {name}: {msg}");
                             let bit = format!("VK_PIPELINE_STAGE{name2}{name}");
                             assert!(
-                                msg.contains(&bit) && msg.contains(feature) && !msg.contains("TRANSFER_BIT"),
+                                msg.contains(&bit)
+                                    && msg.contains(feature)
+                                    && !msg.contains("TRANSFER_BIT"),
                                 "{sync2} {knows}: wants {bit} and {feature}: {msg}"
                             );
                         }
                     }
                 }
                 // An extension's access: with its stage once the context knows it.
-                for (r, msg) in calls(ctx, cmd, &info(S::TRANSFORM_FEEDBACK_EXT, A::TRANSFORM_FEEDBACK_WRITE_EXT)) {
+                for (r, msg) in calls(
+                    ctx,
+                    cmd,
+                    &info(S::TRANSFORM_FEEDBACK_EXT, A::TRANSFORM_FEEDBACK_WRITE_EXT),
+                ) {
                     if knows {
                         assert_eq!(r, VKCUDA_SUCCESS, "{msg}");
                     } else {
@@ -608,7 +670,11 @@ fn stages_and_accesses_follow_what_the_device_enabled() {
                 // Accesses the stages cannot make: refused whatever the context knows.
                 for (s, a, name) in [
                     (S::TRANSFER, A::SHADER_WRITE, "SHADER_WRITE_BIT"),
-                    (S::COMPUTE_SHADER, A::COLOR_ATTACHMENT_WRITE, "COLOR_ATTACHMENT_WRITE_BIT"),
+                    (
+                        S::COMPUTE_SHADER,
+                        A::COLOR_ATTACHMENT_WRITE,
+                        "COLOR_ATTACHMENT_WRITE_BIT",
+                    ),
                     (S::GEOMETRY_SHADER, A::TRANSFER_WRITE, "TRANSFER_WRITE_BIT"),
                     (S::TRANSFORM_FEEDBACK_EXT, A::SHADER_READ, "SHADER_READ_BIT"),
                 ] {
@@ -616,14 +682,20 @@ fn stages_and_accesses_follow_what_the_device_enabled() {
                         assert_eq!(r, VKCUDA_ERROR_INVALID_ARGUMENT, "{msg}");
                         let bit = format!("VK_ACCESS{name2}{name}");
                         // The stage may be refused first (the plain context).
-                        assert!(msg.contains(&bit) || msg.contains("the context does not know"), "{bit}: {msg}");
+                        assert!(
+                            msg.contains(&bit) || msg.contains("the context does not know"),
+                            "{bit}: {msg}"
+                        );
                     }
                 }
                 // Valid pairs pass on both contexts.
                 for (s, a) in [
                     (S::TRANSFER, A::TRANSFER_WRITE | A::TRANSFER_READ),
                     (S::COMPUTE_SHADER, A::SHADER_WRITE),
-                    (S::FRAGMENT_SHADER | S::COLOR_ATTACHMENT_OUTPUT, A::SHADER_READ | A::COLOR_ATTACHMENT_WRITE),
+                    (
+                        S::FRAGMENT_SHADER | S::COLOR_ATTACHMENT_OUTPUT,
+                        A::SHADER_READ | A::COLOR_ATTACHMENT_WRITE,
+                    ),
                     (S::ALL_GRAPHICS, A::SHADER_WRITE | A::INDEX_READ),
                     (S::ALL_COMMANDS, A::HOST_WRITE | A::TRANSFER_WRITE),
                     (S::HOST, A::HOST_READ | A::MEMORY_READ),
@@ -640,7 +712,12 @@ fn stages_and_accesses_follow_what_the_device_enabled() {
             let mut sampled = ptr::null_mut();
             ok(unsafe { vkcuda_image_create(told, &d, &mut sampled) });
             let r = unsafe {
-                vkcuda_image_cmd_acquire_from_cuda(sampled, cmd, &handoff_info(0), vk::ImageLayout::READ_ONLY_OPTIMAL.as_raw())
+                vkcuda_image_cmd_acquire_from_cuda(
+                    sampled,
+                    cmd,
+                    &handoff_info(0),
+                    vk::ImageLayout::READ_ONLY_OPTIMAL.as_raw(),
+                )
             };
             assert_eq!(r == VKCUDA_SUCCESS, sync2, "{}", last_error());
             unsafe {

@@ -520,7 +520,9 @@ fn barriers_take_the_stages_the_context_knows_are_enabled() {
     let e = unsafe { buf.cmd_release_to_cuda(cmd, &geometry) }.unwrap_err();
     assert_eq!(e.kind, ErrorKind::InvalidArgument);
     assert!(
-        e.message.contains("VK_PIPELINE_STAGE_GEOMETRY_SHADER_BIT, which needs the geometryShader feature"),
+        e.message.contains(
+            "VK_PIPELINE_STAGE_GEOMETRY_SHADER_BIT, which needs the geometryShader feature"
+        ),
         "{}",
         e.message
     );
@@ -529,15 +531,27 @@ fn barriers_take_the_stages_the_context_knows_are_enabled() {
         S::TRANSFER.as_raw(),
         vk::AccessFlags::COLOR_ATTACHMENT_WRITE.as_raw(),
     );
-    let e = unsafe { handoff::batch(cmd, Direction::Acquire, &scope, [Ok(Resource::Buffer(&buf))]) }
-        .unwrap_err();
-    assert!(e.message.contains("VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT"), "{}", e.message);
+    let e = unsafe {
+        handoff::batch(
+            cmd,
+            Direction::Acquire,
+            &scope,
+            [Ok(Resource::Buffer(&buf))],
+        )
+    }
+    .unwrap_err();
+    assert!(
+        e.message.contains("VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT"),
+        "{}",
+        e.message
+    );
     unsafe {
         v.device.end_command_buffer(cmd).unwrap();
         v.device.free_command_buffers(v.pool, &[cmd]);
     }
     drop(buf);
-    let ctx = unsafe { Context::from_engine_with_features(&handles, &told, CudaChoice::None) }.unwrap();
+    let ctx =
+        unsafe { Context::from_engine_with_features(&handles, &told, CudaChoice::None) }.unwrap();
     assert!(ctx.enabled_features().geometry_shader && !ctx.enabled_features().synchronization2);
     drop((v, ctx, plain, standalone));
 }

@@ -118,16 +118,15 @@ impl EnabledFeatures {
     /// `pNext` and is the structure its `sType` names.
     pub unsafe fn from_device_create_info(info: &vk::DeviceCreateInfo) -> EnabledFeatures {
         let mut f = EnabledFeatures::default();
-        let names: &[*const c_char] = if info.enabled_extension_count == 0
-            || info.pp_enabled_extension_names.is_null()
-        {
-            &[]
-        } else {
-            std::slice::from_raw_parts(
-                info.pp_enabled_extension_names,
-                info.enabled_extension_count as usize,
-            )
-        };
+        let names: &[*const c_char] =
+            if info.enabled_extension_count == 0 || info.pp_enabled_extension_names.is_null() {
+                &[]
+            } else {
+                std::slice::from_raw_parts(
+                    info.pp_enabled_extension_names,
+                    info.enabled_extension_count as usize,
+                )
+            };
         let has = |want: &CStr| {
             names
                 .iter()
@@ -245,8 +244,8 @@ mod tests {
     #[test]
     fn the_chain_and_the_extensions_are_read() {
         let core = vk::PhysicalDeviceFeatures::default().tessellation_shader(true);
-        let mut tf = vk::PhysicalDeviceTransformFeedbackFeaturesEXT::default()
-            .transform_feedback(true);
+        let mut tf =
+            vk::PhysicalDeviceTransformFeedbackFeaturesEXT::default().transform_feedback(true);
         // Without its extension a feature does not count.
         let mut mesh = vk::PhysicalDeviceMeshShaderFeaturesEXT::default()
             .mesh_shader(true)
@@ -263,11 +262,13 @@ mod tests {
             .push_next(&mut mesh)
             .push_next(&mut v13);
         let f = unsafe { EnabledFeatures::from_device_create_info(&info) };
-        let mut want = EnabledFeatures::default();
-        want.tessellation_shader = true;
-        want.transform_feedback = true;
-        want.blend_operation_advanced = true;
-        want.synchronization2 = true;
+        let want = EnabledFeatures {
+            tessellation_shader: true,
+            transform_feedback: true,
+            blend_operation_advanced: true,
+            synchronization2: true,
+            ..Default::default()
+        };
         assert_eq!(f, want);
 
         // VkPhysicalDeviceFeatures2 in the chain instead of pEnabledFeatures.

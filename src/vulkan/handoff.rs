@@ -217,7 +217,8 @@ pub fn stages_of_queue(flags: vk::QueueFlags) -> u32 {
 }
 
 /// `VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT`: made by every stage.
-const MEMORY_ACCESS: u32 = vk::AccessFlags::MEMORY_READ.as_raw() | vk::AccessFlags::MEMORY_WRITE.as_raw();
+const MEMORY_ACCESS: u32 =
+    vk::AccessFlags::MEMORY_READ.as_raw() | vk::AccessFlags::MEMORY_WRITE.as_raw();
 
 /// The `VK_PIPELINE_STAGE_*_SHADER_BIT` stages of the 32-bit masks.
 const SHADER_STAGES: u32 = {
@@ -252,36 +253,100 @@ const ACCESS_TABLE: [(u32, u32, &str); 26] = {
     let tests = S::EARLY_FRAGMENT_TESTS.as_raw() | S::LATE_FRAGMENT_TESTS.as_raw() | g;
     let tf = S::TRANSFORM_FEEDBACK_EXT.as_raw() | g;
     [
-        (A::INDIRECT_COMMAND_READ.as_raw(), S::DRAW_INDIRECT.as_raw() | as_build | g, "03900"),
-        (A::INDEX_READ.as_raw(), S::VERTEX_INPUT.as_raw() | g, "03901"),
-        (A::VERTEX_ATTRIBUTE_READ.as_raw(), S::VERTEX_INPUT.as_raw() | g, "03902"),
+        (
+            A::INDIRECT_COMMAND_READ.as_raw(),
+            S::DRAW_INDIRECT.as_raw() | as_build | g,
+            "03900",
+        ),
+        (
+            A::INDEX_READ.as_raw(),
+            S::VERTEX_INPUT.as_raw() | g,
+            "03901",
+        ),
+        (
+            A::VERTEX_ATTRIBUTE_READ.as_raw(),
+            S::VERTEX_INPUT.as_raw() | g,
+            "03902",
+        ),
         (A::UNIFORM_READ.as_raw(), SHADER_STAGES | g, "03904"),
-        (A::INPUT_ATTACHMENT_READ.as_raw(), S::FRAGMENT_SHADER.as_raw() | g, "03903"),
-        (A::SHADER_READ.as_raw(), SHADER_STAGES | as_build | micromap | g, "07454"),
+        (
+            A::INPUT_ATTACHMENT_READ.as_raw(),
+            S::FRAGMENT_SHADER.as_raw() | g,
+            "03903",
+        ),
+        (
+            A::SHADER_READ.as_raw(),
+            SHADER_STAGES | as_build | micromap | g,
+            "07454",
+        ),
         (A::SHADER_WRITE.as_raw(), SHADER_STAGES | g, "03909"),
         (A::COLOR_ATTACHMENT_READ.as_raw(), colour, "03910"),
         (A::COLOR_ATTACHMENT_WRITE.as_raw(), colour, "03911"),
         (A::DEPTH_STENCIL_ATTACHMENT_READ.as_raw(), tests, "03912"),
         (A::DEPTH_STENCIL_ATTACHMENT_WRITE.as_raw(), tests, "03913"),
-        (A::TRANSFER_READ.as_raw(), transfer | as_build | as_copy, "03914"),
-        (A::TRANSFER_WRITE.as_raw(), transfer | as_build | as_copy, "03915"),
+        (
+            A::TRANSFER_READ.as_raw(),
+            transfer | as_build | as_copy,
+            "03914",
+        ),
+        (
+            A::TRANSFER_WRITE.as_raw(),
+            transfer | as_build | as_copy,
+            "03915",
+        ),
         (A::HOST_READ.as_raw(), S::HOST.as_raw(), "03916"),
         (A::HOST_WRITE.as_raw(), S::HOST.as_raw(), "03917"),
-        (A::COMMAND_PREPROCESS_READ_NV.as_raw(), S::COMMAND_PREPROCESS_NV.as_raw(), "03924"),
-        (A::COMMAND_PREPROCESS_WRITE_NV.as_raw(), S::COMMAND_PREPROCESS_NV.as_raw(), "03925"),
-        (A::COLOR_ATTACHMENT_READ_NONCOHERENT_EXT.as_raw(), colour, "03926"),
-        (A::CONDITIONAL_RENDERING_READ_EXT.as_raw(), S::CONDITIONAL_RENDERING_EXT.as_raw() | g, "03918"),
-        (A::ACCELERATION_STRUCTURE_READ_KHR.as_raw(), as_build | as_copy | SHADER_STAGES, "03927"),
-        (A::ACCELERATION_STRUCTURE_WRITE_KHR.as_raw(), as_build | as_copy, "03928"),
+        (
+            A::COMMAND_PREPROCESS_READ_NV.as_raw(),
+            S::COMMAND_PREPROCESS_NV.as_raw(),
+            "03924",
+        ),
+        (
+            A::COMMAND_PREPROCESS_WRITE_NV.as_raw(),
+            S::COMMAND_PREPROCESS_NV.as_raw(),
+            "03925",
+        ),
+        (
+            A::COLOR_ATTACHMENT_READ_NONCOHERENT_EXT.as_raw(),
+            colour,
+            "03926",
+        ),
+        (
+            A::CONDITIONAL_RENDERING_READ_EXT.as_raw(),
+            S::CONDITIONAL_RENDERING_EXT.as_raw() | g,
+            "03918",
+        ),
+        (
+            A::ACCELERATION_STRUCTURE_READ_KHR.as_raw(),
+            as_build | as_copy | SHADER_STAGES,
+            "03927",
+        ),
+        (
+            A::ACCELERATION_STRUCTURE_WRITE_KHR.as_raw(),
+            as_build | as_copy,
+            "03928",
+        ),
         (
             A::FRAGMENT_SHADING_RATE_ATTACHMENT_READ_KHR.as_raw(),
             S::FRAGMENT_SHADING_RATE_ATTACHMENT_KHR.as_raw() | g,
             "03923",
         ),
-        (A::FRAGMENT_DENSITY_MAP_READ_EXT.as_raw(), S::FRAGMENT_DENSITY_PROCESS_EXT.as_raw() | g, "03919"),
+        (
+            A::FRAGMENT_DENSITY_MAP_READ_EXT.as_raw(),
+            S::FRAGMENT_DENSITY_PROCESS_EXT.as_raw() | g,
+            "03919",
+        ),
         (A::TRANSFORM_FEEDBACK_WRITE_EXT.as_raw(), tf, "03920"),
-        (A::TRANSFORM_FEEDBACK_COUNTER_READ_EXT.as_raw(), tf | S::DRAW_INDIRECT.as_raw(), "04747"),
-        (A::TRANSFORM_FEEDBACK_COUNTER_WRITE_EXT.as_raw(), tf, "03922"),
+        (
+            A::TRANSFORM_FEEDBACK_COUNTER_READ_EXT.as_raw(),
+            tf | S::DRAW_INDIRECT.as_raw(),
+            "04747",
+        ),
+        (
+            A::TRANSFORM_FEEDBACK_COUNTER_WRITE_EXT.as_raw(),
+            tf,
+            "03922",
+        ),
     ]
 };
 
@@ -730,7 +795,11 @@ impl Scope {
                         "stage_mask" => stage_names(g.bits & bits, sync2),
                         _ => access_names(g.bits & bits, sync2),
                     };
-                    format!("{names}, which needs {}{}", g.needs, vuid(g.vuid1, g.vuid2, vuid_what))
+                    format!(
+                        "{names}, which needs {}{}",
+                        g.needs,
+                        vuid(g.vuid1, g.vuid2, vuid_what)
+                    )
                 })
                 .collect();
             (!said.is_empty()).then(|| {
@@ -777,7 +846,11 @@ impl Scope {
                 if sync2 {
                     vuid("", first, "AccessMask")
                 } else {
-                    let n = if dir == Direction::Release { "02815" } else { "02816" };
+                    let n = if dir == Direction::Release {
+                        "02815"
+                    } else {
+                        "02816"
+                    };
                     vuid(n, "", "AccessMask")
                 }
             ));
@@ -786,7 +859,10 @@ impl Scope {
             "info->access_mask {a:#x} has {} with shader stages of info->stage_mask {s:#x} ({}), \
              which needs the rayQuery feature (VK_KHR_ray_query){}: the context does not know it \
              enabled",
-            access_names(vk::AccessFlags::ACCELERATION_STRUCTURE_READ_KHR.as_raw(), sync2),
+            access_names(
+                vk::AccessFlags::ACCELERATION_STRUCTURE_READ_KHR.as_raw(),
+                sync2
+            ),
             stage_names(s & rules.not_with_as_read, sync2),
             vuid("", "06257", "AccessMask"),
         ))
@@ -1335,14 +1411,20 @@ mod tests {
             (r1.src_queue_family_index, r1.dst_queue_family_index),
             (3, vk::QUEUE_FAMILY_EXTERNAL)
         );
-        assert_eq!((r1.src_access_mask, r1.dst_access_mask), (memory, vk::AccessFlags::empty()));
+        assert_eq!(
+            (r1.src_access_mask, r1.dst_access_mask),
+            (memory, vk::AccessFlags::empty())
+        );
         assert_eq!((r1.offset, r1.size), (16, 64));
         let a = buffer_barrier1(&buffer_barrier(Direction::Acquire, &scope, &b));
         assert_eq!(
             (a.src_queue_family_index, a.dst_queue_family_index),
             (vk::QUEUE_FAMILY_EXTERNAL, 3)
         );
-        assert_eq!((a.src_access_mask, a.dst_access_mask), (vk::AccessFlags::empty(), memory));
+        assert_eq!(
+            (a.src_access_mask, a.dst_access_mask),
+            (vk::AccessFlags::empty(), memory)
+        );
         let img = ImageRange {
             image: vk::Image::null(),
             range: vk::ImageSubresourceRange::default().level_count(2),
@@ -1370,7 +1452,10 @@ mod tests {
         );
         assert_eq!(
             (a.src_stage_mask, a.dst_stage_mask),
-            (vk::PipelineStageFlags2::NONE, vk::PipelineStageFlags2::ALL_COMMANDS)
+            (
+                vk::PipelineStageFlags2::NONE,
+                vk::PipelineStageFlags2::ALL_COMMANDS
+            )
         );
         assert_eq!(
             stages(Direction::Release, &scope),
@@ -1408,11 +1493,31 @@ mod tests {
         for sync2 in [false, true] {
             let every = universal(sync2, EnabledFeatures::default());
             for (s, name, vuid) in [
-                (S::GEOMETRY_SHADER, "GEOMETRY_SHADER_BIT", if sync2 { "03929" } else { "04090" }),
-                (S::TESSELLATION_EVALUATION_SHADER, "TESSELLATION_EVALUATION_SHADER_BIT", if sync2 { "03930" } else { "04091" }),
-                (S::TRANSFORM_FEEDBACK_EXT, "TRANSFORM_FEEDBACK_BIT_EXT", if sync2 { "03933" } else { "04094" }),
-                (S::MESH_SHADER_EXT, "MESH_SHADER_BIT_EXT", if sync2 { "03934" } else { "04095" }),
-                (S::FRAGMENT_SHADING_RATE_ATTACHMENT_KHR, "FRAGMENT_SHADING_RATE_ATTACHMENT_BIT_KHR", if sync2 { "07316" } else { "07318" }),
+                (
+                    S::GEOMETRY_SHADER,
+                    "GEOMETRY_SHADER_BIT",
+                    if sync2 { "03929" } else { "04090" },
+                ),
+                (
+                    S::TESSELLATION_EVALUATION_SHADER,
+                    "TESSELLATION_EVALUATION_SHADER_BIT",
+                    if sync2 { "03930" } else { "04091" },
+                ),
+                (
+                    S::TRANSFORM_FEEDBACK_EXT,
+                    "TRANSFORM_FEEDBACK_BIT_EXT",
+                    if sync2 { "03933" } else { "04094" },
+                ),
+                (
+                    S::MESH_SHADER_EXT,
+                    "MESH_SHADER_BIT_EXT",
+                    if sync2 { "03934" } else { "04095" },
+                ),
+                (
+                    S::FRAGMENT_SHADING_RATE_ATTACHMENT_KHR,
+                    "FRAGMENT_SHADING_RATE_ATTACHMENT_BIT_KHR",
+                    if sync2 { "07316" } else { "07318" },
+                ),
                 (S::COMMAND_PREPROCESS_NV, "COMMAND_PREPROCESS_BIT_NV", ""),
             ] {
                 let e = check(&every, 0, (S::TRANSFER | s).as_raw(), 0).unwrap_err();
@@ -1424,13 +1529,15 @@ mod tests {
                     e.message
                 );
             }
-            let mut f = EnabledFeatures::default();
-            f.geometry_shader = true;
-            f.tessellation_shader = true;
-            f.transform_feedback = true;
-            f.mesh_shader = true;
-            f.attachment_fragment_shading_rate = true;
-            f.device_generated_commands = true;
+            let f = EnabledFeatures {
+                geometry_shader: true,
+                tessellation_shader: true,
+                transform_feedback: true,
+                mesh_shader: true,
+                attachment_fragment_shading_rate: true,
+                device_generated_commands: true,
+                ..Default::default()
+            };
             let told = universal(sync2, f);
             let all = (S::GEOMETRY_SHADER
                 | S::TESSELLATION_EVALUATION_SHADER
@@ -1444,7 +1551,13 @@ mod tests {
             let e = check(&told, 1, S::GEOMETRY_SHADER.as_raw(), 0).unwrap_err();
             assert!(e.message.contains("cannot run"), "{}", e.message);
             // The core stages need nothing.
-            check(&every, 0, STAGES_SYNC1 & 0x1_FFFF & !all & !(S::TESSELLATION_CONTROL_SHADER.as_raw()), 0).unwrap();
+            check(
+                &every,
+                0,
+                STAGES_SYNC1 & 0x1_FFFF & !all & !(S::TESSELLATION_CONTROL_SHADER.as_raw()),
+                0,
+            )
+            .unwrap();
         }
     }
 
@@ -1455,20 +1568,53 @@ mod tests {
         for sync2 in [false, true] {
             let r = universal(sync2, EnabledFeatures::default());
             for (s, a, name, vuid) in [
-                (S::TRANSFER, A::SHADER_WRITE, "SHADER_WRITE_BIT", if sync2 { "03909" } else { "02815" }),
-                (S::COMPUTE_SHADER, A::COLOR_ATTACHMENT_WRITE, "COLOR_ATTACHMENT_WRITE_BIT", if sync2 { "03911" } else { "02815" }),
-                (S::FRAGMENT_SHADER, A::TRANSFER_READ, "TRANSFER_READ_BIT", if sync2 { "03914" } else { "02815" }),
-                (S::TOP_OF_PIPE, A::HOST_WRITE, "HOST_WRITE_BIT", if sync2 { "03917" } else { "02815" }),
+                (
+                    S::TRANSFER,
+                    A::SHADER_WRITE,
+                    "SHADER_WRITE_BIT",
+                    if sync2 { "03909" } else { "02815" },
+                ),
+                (
+                    S::COMPUTE_SHADER,
+                    A::COLOR_ATTACHMENT_WRITE,
+                    "COLOR_ATTACHMENT_WRITE_BIT",
+                    if sync2 { "03911" } else { "02815" },
+                ),
+                (
+                    S::FRAGMENT_SHADER,
+                    A::TRANSFER_READ,
+                    "TRANSFER_READ_BIT",
+                    if sync2 { "03914" } else { "02815" },
+                ),
+                (
+                    S::TOP_OF_PIPE,
+                    A::HOST_WRITE,
+                    "HOST_WRITE_BIT",
+                    if sync2 { "03917" } else { "02815" },
+                ),
             ] {
                 let e = check(&r, 0, s.as_raw(), (a | A::MEMORY_READ).as_raw()).unwrap_err();
-                assert!(e.message.contains(name) && e.message.contains(vuid), "{}", e.message);
+                assert!(
+                    e.message.contains(name) && e.message.contains(vuid),
+                    "{}",
+                    e.message
+                );
             }
             for (s, a) in [
                 (S::TRANSFER, A::TRANSFER_WRITE | A::TRANSFER_READ),
-                (S::COMPUTE_SHADER | S::TRANSFER, A::SHADER_WRITE | A::TRANSFER_WRITE),
+                (
+                    S::COMPUTE_SHADER | S::TRANSFER,
+                    A::SHADER_WRITE | A::TRANSFER_WRITE,
+                ),
                 (S::COLOR_ATTACHMENT_OUTPUT, A::COLOR_ATTACHMENT_WRITE),
-                (S::ALL_GRAPHICS, A::COLOR_ATTACHMENT_WRITE | A::SHADER_READ | A::INDEX_READ),
-                (S::ALL_COMMANDS, A::HOST_READ | A::SHADER_WRITE | A::DEPTH_STENCIL_ATTACHMENT_WRITE),
+                (
+                    S::ALL_GRAPHICS,
+                    A::COLOR_ATTACHMENT_WRITE | A::SHADER_READ | A::INDEX_READ,
+                ),
+                (
+                    S::ALL_COMMANDS,
+                    A::HOST_READ | A::SHADER_WRITE | A::DEPTH_STENCIL_ATTACHMENT_WRITE,
+                ),
                 (S::HOST, A::HOST_WRITE),
                 (S::TOP_OF_PIPE, A::MEMORY_READ | A::MEMORY_WRITE),
                 (S::DRAW_INDIRECT, A::INDIRECT_COMMAND_READ),
@@ -1477,24 +1623,81 @@ mod tests {
                 check(&r, 0, s.as_raw(), a.as_raw()).unwrap();
             }
             // An extension's access: not without it, even with ALL_COMMANDS.
-            let e = check(&r, 0, S::ALL_COMMANDS.as_raw(), A::TRANSFORM_FEEDBACK_WRITE_EXT.as_raw()).unwrap_err();
-            assert!(e.message.contains("TRANSFORM_FEEDBACK_WRITE_BIT_EXT") && e.message.contains("transformFeedback"), "{}", e.message);
-            let mut f = EnabledFeatures::default();
-            f.transform_feedback = true;
+            let e = check(
+                &r,
+                0,
+                S::ALL_COMMANDS.as_raw(),
+                A::TRANSFORM_FEEDBACK_WRITE_EXT.as_raw(),
+            )
+            .unwrap_err();
+            assert!(
+                e.message.contains("TRANSFORM_FEEDBACK_WRITE_BIT_EXT")
+                    && e.message.contains("transformFeedback"),
+                "{}",
+                e.message
+            );
+            let f = EnabledFeatures {
+                transform_feedback: true,
+                ..Default::default()
+            };
             let tf = universal(sync2, f);
-            check(&tf, 0, S::ALL_COMMANDS.as_raw(), A::TRANSFORM_FEEDBACK_WRITE_EXT.as_raw()).unwrap();
-            check(&tf, 0, S::TRANSFORM_FEEDBACK_EXT.as_raw(), A::TRANSFORM_FEEDBACK_COUNTER_WRITE_EXT.as_raw()).unwrap();
-            check(&tf, 0, S::DRAW_INDIRECT.as_raw(), A::TRANSFORM_FEEDBACK_COUNTER_READ_EXT.as_raw()).unwrap();
-            assert!(check(&tf, 0, S::DRAW_INDIRECT.as_raw(), A::TRANSFORM_FEEDBACK_WRITE_EXT.as_raw()).is_err());
+            check(
+                &tf,
+                0,
+                S::ALL_COMMANDS.as_raw(),
+                A::TRANSFORM_FEEDBACK_WRITE_EXT.as_raw(),
+            )
+            .unwrap();
+            check(
+                &tf,
+                0,
+                S::TRANSFORM_FEEDBACK_EXT.as_raw(),
+                A::TRANSFORM_FEEDBACK_COUNTER_WRITE_EXT.as_raw(),
+            )
+            .unwrap();
+            check(
+                &tf,
+                0,
+                S::DRAW_INDIRECT.as_raw(),
+                A::TRANSFORM_FEEDBACK_COUNTER_READ_EXT.as_raw(),
+            )
+            .unwrap();
+            assert!(check(
+                &tf,
+                0,
+                S::DRAW_INDIRECT.as_raw(),
+                A::TRANSFORM_FEEDBACK_WRITE_EXT.as_raw()
+            )
+            .is_err());
             // Acceleration structure reads by shaders need rayQuery.
-            let mut f = EnabledFeatures::default();
-            f.acceleration_structure = true;
+            let mut f = EnabledFeatures {
+                acceleration_structure: true,
+                ..Default::default()
+            };
             let acc = universal(sync2, f);
-            let e = check(&acc, 0, S::COMPUTE_SHADER.as_raw(), A::ACCELERATION_STRUCTURE_READ_KHR.as_raw()).unwrap_err();
+            let e = check(
+                &acc,
+                0,
+                S::COMPUTE_SHADER.as_raw(),
+                A::ACCELERATION_STRUCTURE_READ_KHR.as_raw(),
+            )
+            .unwrap_err();
             assert!(e.message.contains("rayQuery"), "{}", e.message);
-            check(&acc, 0, S::ACCELERATION_STRUCTURE_BUILD_KHR.as_raw(), A::ACCELERATION_STRUCTURE_READ_KHR.as_raw()).unwrap();
+            check(
+                &acc,
+                0,
+                S::ACCELERATION_STRUCTURE_BUILD_KHR.as_raw(),
+                A::ACCELERATION_STRUCTURE_READ_KHR.as_raw(),
+            )
+            .unwrap();
             f.ray_query = true;
-            check(&universal(sync2, f), 0, S::COMPUTE_SHADER.as_raw(), A::ACCELERATION_STRUCTURE_READ_KHR.as_raw()).unwrap();
+            check(
+                &universal(sync2, f),
+                0,
+                S::COMPUTE_SHADER.as_raw(),
+                A::ACCELERATION_STRUCTURE_READ_KHR.as_raw(),
+            )
+            .unwrap();
         }
     }
 
@@ -1513,7 +1716,10 @@ mod tests {
             "VK_PIPELINE_STAGE_GEOMETRY_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFORM_FEEDBACK_BIT_EXT"
         );
         assert_eq!(
-            stage_names(vk::PipelineStageFlags2::VIDEO_DECODE_KHR.as_raw() as u32, true),
+            stage_names(
+                vk::PipelineStageFlags2::VIDEO_DECODE_KHR.as_raw() as u32,
+                true
+            ),
             "VK_PIPELINE_STAGE_2_VIDEO_DECODE_BIT_KHR"
         );
         assert_eq!(access_names(0x40, true), "VK_ACCESS_2_SHADER_WRITE_BIT");

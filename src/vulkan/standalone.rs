@@ -152,8 +152,10 @@ pub fn create(choice: &Choice) -> Result<VulkanDevice> {
             };
             let queue = unsafe { device.get_device_queue(family, 0) };
             // Of the features the barriers depend on, only synchronization2 is enabled.
-            let mut features = super::features::EnabledFeatures::default();
-            features.synchronization2 = sync2.is_some();
+            let features = super::features::EnabledFeatures {
+                synchronization2: sync2.is_some(),
+                ..Default::default()
+            };
             let rules = super::handoff::Rules::new(
                 sync2.is_some(),
                 &support.props.queue_family_stages,

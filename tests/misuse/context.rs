@@ -161,8 +161,10 @@ fn device_info_cases(m: &mut Matrix) {
     });
     m.case(F, "wrong-stype:device_create_info", |c| {
         let info = c.env.engine.create_info(VULKAN_ONLY);
-        let mut d = vk::DeviceCreateInfo::default();
-        d.s_type = vk::StructureType::INSTANCE_CREATE_INFO;
+        let d = vk::DeviceCreateInfo {
+            s_type: vk::StructureType::INSTANCE_CREATE_INFO,
+            ..Default::default()
+        };
         let mut ctx = poisoned();
         let r = unsafe { vkcuda_context_create_with_device_info(&info, &d, &mut ctx) };
         c.refused_made(r, &[I], ctx, vkcuda_context_destroy);
@@ -170,8 +172,10 @@ fn device_info_cases(m: &mut Matrix) {
     });
     m.case(F, "null-names:device_create_info", |c| {
         let info = c.env.engine.create_info(VULKAN_ONLY);
-        let mut d = vk::DeviceCreateInfo::default();
-        d.enabled_extension_count = 1;
+        let d = vk::DeviceCreateInfo {
+            enabled_extension_count: 1,
+            ..Default::default()
+        };
         let mut ctx = poisoned();
         let r = unsafe { vkcuda_context_create_with_device_info(&info, &d, &mut ctx) };
         c.refused_made(r, &[N], ctx, vkcuda_context_destroy);
