@@ -869,23 +869,26 @@ typedef struct vkcuda_handoff_info {
    * `VKCUDA_ERROR_INVALID_ARGUMENT`, the message naming the bits: bits that are
    * not stages of the barrier call the context records with
    * (`VkPipelineStageFlagBits`; with synchronization2, the 32-bit part of
-   * `VkPipelineStageFlagBits2`), stages the queue family's `queueFlags` do not
-   * support, and stages whose feature or extension the context does not know
-   * is enabled (`GEOMETRY_SHADER` needs `geometryShader`, the tessellation
-   * stages `tessellationShader`, and each extension's stage its feature or
-   * extension: transform feedback, conditional rendering, fragment density map,
-   * fragment shading rate, mesh and task shaders, ray tracing, acceleration
-   * structures, device-generated commands, video, optical flow, micromaps). A
-   * context from `vkcuda_context_create` knows only what every device has; one
-   * from `vkcuda_context_create_with_device_info` knows what the engine's
-   * `VkDeviceCreateInfo` enabled; a standalone context enables none of them.
+   * `VkPipelineStageFlagBits2`); `HOST` (a handoff is a queue family ownership
+   * transfer, which host operations are no part of); stages the queue family's
+   * `queueFlags` do not support; and stages whose feature or extension the
+   * context does not know is enabled (`GEOMETRY_SHADER` needs `geometryShader`,
+   * the tessellation stages `tessellationShader`, and each extension's stage its
+   * feature or extension: transform feedback, conditional rendering, fragment
+   * density map, fragment shading rate, mesh and task shaders, ray tracing,
+   * acceleration structures, device-generated commands, video, optical flow,
+   * micromaps). A context from `vkcuda_context_create` knows only what every
+   * device has; one from `vkcuda_context_create_with_device_info` knows what the
+   * engine's `VkDeviceCreateInfo` enabled; a standalone context enables none of
+   * them.
    */
   VkPipelineStageFlags stage_mask;
   /**
    * Release: the engine's writes to make available. Acquire: the accesses that
    * follow. 0 means MEMORY_READ | MEMORY_WRITE. Refused, the message naming the
-   * bits: bits that are not `VkAccessFlagBits`, an extension's access the context
-   * does not know is enabled (as for `stage_mask`), and accesses that no stage of
+   * bits: bits that are not `VkAccessFlagBits`, `HOST_READ`/`HOST_WRITE` (only the
+   * host stage performs them), an extension's access the context does not know is
+   * enabled (as for `stage_mask`), and accesses that no stage of
    * `stage_mask` performs, per the specification's table of supported access
    * types (`TRANSFER` with `SHADER_WRITE`, `COMPUTE_SHADER` with
    * `COLOR_ATTACHMENT_WRITE`, ...; `ALL_COMMANDS` performs every access,

@@ -676,6 +676,7 @@ fn stages_and_accesses_follow_what_the_device_enabled() {
                         "COLOR_ATTACHMENT_WRITE_BIT",
                     ),
                     (S::GEOMETRY_SHADER, A::TRANSFER_WRITE, "TRANSFER_WRITE_BIT"),
+                    (S::ALL_COMMANDS, A::HOST_WRITE, "HOST_WRITE_BIT"),
                     (S::TRANSFORM_FEEDBACK_EXT, A::SHADER_READ, "SHADER_READ_BIT"),
                 ] {
                     for (r, msg) in calls(ctx, cmd, &info(s, a)) {
@@ -697,8 +698,8 @@ fn stages_and_accesses_follow_what_the_device_enabled() {
                         A::SHADER_READ | A::COLOR_ATTACHMENT_WRITE,
                     ),
                     (S::ALL_GRAPHICS, A::SHADER_WRITE | A::INDEX_READ),
-                    (S::ALL_COMMANDS, A::HOST_WRITE | A::TRANSFER_WRITE),
-                    (S::HOST, A::HOST_READ | A::MEMORY_READ),
+                    (S::ALL_COMMANDS, A::SHADER_WRITE | A::TRANSFER_WRITE),
+                    (S::TOP_OF_PIPE, A::MEMORY_READ),
                 ] {
                     for (r, msg) in calls(ctx, cmd, &info(s, a)) {
                         assert_eq!(r, VKCUDA_SUCCESS, "{s:?} {a:?}: {msg}");

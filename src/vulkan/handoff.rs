@@ -220,6 +220,17 @@ pub fn stages_of_queue(flags: vk::QueueFlags) -> u32 {
 const MEMORY_ACCESS: u32 =
     vk::AccessFlags::MEMORY_READ.as_raw() | vk::AccessFlags::MEMORY_WRITE.as_raw();
 
+/// `VK_PIPELINE_STAGE_HOST_BIT`: refused in a handoff, which is a queue family
+/// ownership transfer (`VUID-VkBufferMemoryBarrier2-srcStageMask-03851`: with the
+/// host stage the two families must be equal), whatever the barrier call, so that
+/// a handoff means the same with and without synchronization2.
+const HOST_STAGE: u32 = vk::PipelineStageFlags::HOST.as_raw();
+
+/// `VK_ACCESS_HOST_READ_BIT | VK_ACCESS_HOST_WRITE_BIT`: made only by the host
+/// stage (not even by `ALL_COMMANDS`: `VUID-VkBufferMemoryBarrier2-srcAccessMask-03916`,
+/// `-03917`), so refused with it.
+const HOST_ACCESS: u32 = vk::AccessFlags::HOST_READ.as_raw() | vk::AccessFlags::HOST_WRITE.as_raw();
+
 /// The `VK_PIPELINE_STAGE_*_SHADER_BIT` stages of the 32-bit masks.
 const SHADER_STAGES: u32 = {
     use vk::PipelineStageFlags as S;
@@ -588,8 +599,10 @@ impl Rules {
             true => (STAGES_SYNC2, ACCESS_SYNC2),
             false => (STAGES_SYNC1, ACCESS_SYNC1),
         };
-        let stages = call_stages & !gated(&STAGE_GATES, &features);
-        let access = call_access & !gated(&ACCESS_GATES, &features);
+        // No host stage or access: a queue family ownership transfer is not a host
+        // operation (HOST_STAGE's doc).
+        let stages = call_stages & !gated(&STAGE_GATES, &features) & !HOST_STAGE;
+        let access = call_access & !gated(&ACCESS_GATES, &features) & !HOST_ACCESS;
         let mut makes = [0u32; 32];
         for (bit, m) in makes.iter_mut().enumerate() {
             let stage = 1u32 << bit;
@@ -777,6 +790,20 @@ impl Scope {
                  {barrier} takes"
             ));
         }
+        if s & HOST_STAGE != 0 {
+            return Error::invalid(format!(
+                "info->stage_mask {s:#x} has {}: a handoff is a queue family ownership transfer, \
+                 which host operations are no part of{} (the queue submission itself makes the \
+                 host's writes visible to the device)",
+                stage_names(HOST_STAGE, sync2),
+                match sync2 {
+                    true =>
+                        " (VUID-VkBufferMemoryBarrier2-srcStageMask-03851, \
+                             VUID-VkImageMemoryBarrier2-srcStageMask-03854)",
+                    false => "",
+                }
+            ));
+        }
         let bad = s & !rules.family_runs[q as usize];
         if bad != 0 {
             return Error::invalid(format!(
@@ -821,6 +848,23 @@ impl Scope {
             return Error::invalid(format!(
                 "info->access_mask {a:#x} has bits {bad:#x} that are not {access_type}, which \
                  {barrier} takes"
+            ));
+        }
+        if a & HOST_ACCESS != 0 {
+            return Error::invalid(format!(
+                "info->access_mask {a:#x} has {}, which only the host stage performs, and a handoff \
+                 (a queue family ownership transfer) has no host stage{}",
+                access_names(a & HOST_ACCESS, sync2),
+                match (sync2, dir) {
+                    (true, Direction::Release) => {
+                        " (VUID-VkBufferMemoryBarrier2-srcAccessMask-03916, -03917)"
+                    }
+                    (true, Direction::Acquire) => {
+                        " (VUID-VkBufferMemoryBarrier2-dstAccessMask-03916, -03917)"
+                    }
+                    (false, Direction::Release) => " (VUID-vkCmdPipelineBarrier-srcAccessMask-02815)",
+                    (false, Direction::Acquire) => " (VUID-vkCmdPipelineBarrier-dstAccessMask-02816)",
+                }
             ));
         }
         if let Some(e) = not_enabled(&ACCESS_GATES, a, "access_mask", "AccessMask") {
@@ -1550,11 +1594,14 @@ mod tests {
             // Enabled, but not on a compute-only family.
             let e = check(&told, 1, S::GEOMETRY_SHADER.as_raw(), 0).unwrap_err();
             assert!(e.message.contains("cannot run"), "{}", e.message);
-            // The core stages need nothing.
+            // The core stages need nothing (the host stage is no part of a handoff).
             check(
                 &every,
                 0,
-                STAGES_SYNC1 & 0x1_FFFF & !all & !(S::TESSELLATION_CONTROL_SHADER.as_raw()),
+                STAGES_SYNC1
+                    & 0x1_FFFF
+                    & !all
+                    & !(S::TESSELLATION_CONTROL_SHADER | S::HOST).as_raw(),
                 0,
             )
             .unwrap();
@@ -1592,6 +1639,12 @@ mod tests {
                     "HOST_WRITE_BIT",
                     if sync2 { "03917" } else { "02815" },
                 ),
+                (
+                    S::ALL_COMMANDS,
+                    A::HOST_READ,
+                    "HOST_READ_BIT, which only the host stage",
+                    if sync2 { "03916" } else { "02815" },
+                ),
             ] {
                 let e = check(&r, 0, s.as_raw(), (a | A::MEMORY_READ).as_raw()).unwrap_err();
                 assert!(
@@ -1613,15 +1666,22 @@ mod tests {
                 ),
                 (
                     S::ALL_COMMANDS,
-                    A::HOST_READ | A::SHADER_WRITE | A::DEPTH_STENCIL_ATTACHMENT_WRITE,
+                    A::SHADER_WRITE | A::DEPTH_STENCIL_ATTACHMENT_WRITE,
                 ),
-                (S::HOST, A::HOST_WRITE),
                 (S::TOP_OF_PIPE, A::MEMORY_READ | A::MEMORY_WRITE),
                 (S::DRAW_INDIRECT, A::INDIRECT_COMMAND_READ),
                 (S::EARLY_FRAGMENT_TESTS, A::DEPTH_STENCIL_ATTACHMENT_READ),
             ] {
                 check(&r, 0, s.as_raw(), a.as_raw()).unwrap();
             }
+            // No host stage in a queue family ownership transfer.
+            let e = check(&r, 0, S::HOST.as_raw(), 0).unwrap_err();
+            assert!(
+                e.message
+                    .contains("HOST_BIT: a handoff is a queue family ownership transfer"),
+                "{}",
+                e.message
+            );
             // An extension's access: not without it, even with ALL_COMMANDS.
             let e = check(
                 &r,

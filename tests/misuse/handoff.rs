@@ -237,7 +237,11 @@ fn feature_cases() -> Vec<Mutation<vkcuda_handoff_info>> {
         access("transfer-shader-write", S::TRANSFER, A::SHADER_WRITE, "SHADER_WRITE_BIT, which no stage of info->stage_mask 0x1000"),
         access("compute-colour-write", S::COMPUTE_SHADER, A::COLOR_ATTACHMENT_WRITE, "COLOR_ATTACHMENT_WRITE_BIT, which no stage"),
         access("fragment-transfer-read", S::FRAGMENT_SHADER, A::TRANSFER_READ | A::SHADER_READ, "TRANSFER_READ_BIT, which no stage"),
-        access("compute-host-write", S::COMPUTE_SHADER, A::HOST_WRITE | A::SHADER_WRITE, "HOST_WRITE_BIT, which no stage"),
+        // The host stage and its accesses are no part of a queue family ownership
+        // transfer (VUID-VkBufferMemoryBarrier2-srcStageMask-03851, -srcAccessMask-03917).
+        stage("host", S::HOST.as_raw(), "HOST_BIT: a handoff is a queue family ownership transfer"),
+        access("compute-host-write", S::COMPUTE_SHADER, A::HOST_WRITE | A::SHADER_WRITE, "HOST_WRITE_BIT, which only the host stage performs"),
+        access("all-commands-host-read", S::ALL_COMMANDS, A::HOST_READ, "HOST_READ_BIT, which only the host stage performs"),
         access("top-shader-read", S::TOP_OF_PIPE, A::SHADER_READ, "SHADER_READ_BIT, which no stage"),
         access("vertex-depth-write", S::VERTEX_SHADER, A::DEPTH_STENCIL_ATTACHMENT_WRITE, "DEPTH_STENCIL_ATTACHMENT_WRITE_BIT, which no stage"),
         access("extension-access", S::ALL_COMMANDS, A::TRANSFORM_FEEDBACK_WRITE_EXT, "TRANSFORM_FEEDBACK_WRITE_BIT_EXT, which needs the transformFeedback feature"),
@@ -259,9 +263,8 @@ fn valid_pairs() -> Vec<(vk::PipelineStageFlags, vk::AccessFlags)> {
         (S::EARLY_FRAGMENT_TESTS | S::LATE_FRAGMENT_TESTS, A::DEPTH_STENCIL_ATTACHMENT_WRITE),
         (S::VERTEX_INPUT, A::VERTEX_ATTRIBUTE_READ | A::INDEX_READ),
         (S::DRAW_INDIRECT, A::INDIRECT_COMMAND_READ),
-        (S::HOST, A::HOST_WRITE | A::HOST_READ),
         (S::ALL_GRAPHICS, A::COLOR_ATTACHMENT_WRITE | A::SHADER_WRITE),
-        (S::ALL_COMMANDS, A::SHADER_WRITE | A::TRANSFER_WRITE | A::HOST_WRITE),
+        (S::ALL_COMMANDS, A::SHADER_WRITE | A::TRANSFER_WRITE | A::DEPTH_STENCIL_ATTACHMENT_WRITE),
         (S::TOP_OF_PIPE | S::BOTTOM_OF_PIPE, A::MEMORY_READ | A::MEMORY_WRITE),
     ]
 }
