@@ -471,7 +471,39 @@ fn engine_with_features(
         )
     }
     .unwrap();
-    let physical = unsafe { instance.enumerate_physical_devices() }.unwrap()[0];
+    // The first device with the features (lavapipe and NVIDIA's have them).
+    let has = |p: vk::PhysicalDevice| unsafe {
+        let f = instance.get_physical_device_features(p);
+        let names: Vec<_> = instance
+            .enumerate_device_extension_properties(p)
+            .unwrap()
+            .iter()
+            .map(|e| e.extension_name_as_c_str().unwrap().to_owned())
+            .collect();
+        f.geometry_shader == vk::TRUE
+            && f.tessellation_shader == vk::TRUE
+            && [
+                ash::khr::external_memory_fd::NAME,
+                ash::ext::transform_feedback::NAME,
+                ash::ext::conditional_rendering::NAME,
+            ]
+            .iter()
+            .all(|n| names.iter().any(|m| m.as_c_str() == *n))
+            && (!sync2
+                || instance.get_physical_device_properties(p).api_version >= vk::API_VERSION_1_3)
+    };
+    let Some(physical) = unsafe { instance.enumerate_physical_devices() }
+        .unwrap()
+        .into_iter()
+        .find(|&p| has(p))
+    else {
+        eprintln!(
+            "stages_and_accesses_follow_what_the_device_enabled: no device with geometry and \
+             tessellation shaders, transform feedback and conditional rendering: sync2 {sync2} left out"
+        );
+        unsafe { instance.destroy_instance(None) };
+        return;
+    };
     let exts = [
         ash::khr::external_memory_fd::NAME.as_ptr(),
         ash::ext::transform_feedback::NAME.as_ptr(),
