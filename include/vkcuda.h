@@ -868,17 +868,35 @@ typedef struct vkcuda_handoff_info {
   uint32_t queue_family_index;
   /**
    * Release: the stages that wrote or read the resource before the handoff.
-   * Acquire: the stages that use it after. 0 means ALL_COMMANDS. Bits that are
+   * Acquire: the stages that use it after. 0 means ALL_COMMANDS. Refused with
+   * `VKCUDA_ERROR_INVALID_ARGUMENT`, the message naming the bits: bits that are
    * not stages of the barrier call the context records with
    * (`VkPipelineStageFlagBits`; with synchronization2, the 32-bit part of
-   * `VkPipelineStageFlagBits2`), and stages the queue family's `queueFlags` do
-   * not support, are refused.
+   * `VkPipelineStageFlagBits2`); `HOST` (a handoff is a queue family ownership
+   * transfer, which host operations are no part of); stages the queue family's
+   * `queueFlags` do not support; and stages whose feature or extension the
+   * context does not know is enabled (`GEOMETRY_SHADER` needs `geometryShader`,
+   * the tessellation stages `tessellationShader`, and each extension's stage its
+   * feature or extension: transform feedback, conditional rendering, fragment
+   * density map, fragment shading rate, mesh and task shaders, ray tracing,
+   * acceleration structures, device-generated commands, video, optical flow,
+   * micromaps). A context from `vkcuda_context_create` knows only what every
+   * device has; one from `vkcuda_context_create_with_device_info` knows what the
+   * engine's `VkDeviceCreateInfo` enabled; a standalone context enables none of
+   * them.
    */
   VkPipelineStageFlags stage_mask;
   /**
    * Release: the engine's writes to make available. Acquire: the accesses that
-   * follow. 0 means MEMORY_READ | MEMORY_WRITE. Bits that are not
-   * `VkAccessFlagBits` are refused.
+   * follow. 0 means MEMORY_READ | MEMORY_WRITE. Refused, the message naming the
+   * bits: bits that are not `VkAccessFlagBits`, `HOST_READ`/`HOST_WRITE` (only the
+   * host stage performs them), an extension's access the context does not know is
+   * enabled (as for `stage_mask`), and accesses that no stage of
+   * `stage_mask` performs, per the specification's table of supported access
+   * types (`TRANSFER` with `SHADER_WRITE`, `COMPUTE_SHADER` with
+   * `COLOR_ATTACHMENT_WRITE`, ...; `ALL_COMMANDS` performs every access,
+   * `ALL_GRAPHICS` every graphics one, and `MEMORY_READ`/`MEMORY_WRITE` go with any
+   * stage).
    */
   VkAccessFlags access_mask;
 } vkcuda_handoff_info;
@@ -2320,6 +2338,13 @@ enum vkcuda_result vkcuda_physical_devices_enumerate(uint32_t *count,
  * and `VKCUDA_ERROR_EXTENSION_NOT_PRESENT` later, from the first call that needs an
  * extension the device was created without.
  *
+ * The library cannot ask the device which optional features and extensions the
+ * engine enabled, so the context's handoff barriers accept only the pipeline
+ * stages and accesses every device has (not the geometry or tessellation shader
+ * stages, nor any extension's stage or access); an engine that names more in a
+ * `vkcuda_handoff_info` tells the context with
+ * `vkcuda_context_create_with_device_info`.
+ *
  * The engine's handles are borrowed: they must outlive the context and every
  * object made from it. `*context` is written on success, set to NULL on failure.
  *
@@ -2331,6 +2356,40 @@ VKCUDA_API
 VKCUDA_NODISCARD
 enum vkcuda_result vkcuda_context_create(const struct vkcuda_context_create_info *info,
                                          struct vkcuda_context **context);
+
+/**
+ * `vkcuda_context_create` for an engine that also says what it enabled on its
+ * device: `device_create_info` is the `VkDeviceCreateInfo` the engine created
+ * `info->device` with (or one with the same extensions and features; it is read
+ * during the call only). The context reads its extension names, its
+ * `pEnabledFeatures` or `VkPhysicalDeviceFeatures2`, and the feature structures of
+ * its `pNext` chain that decide which pipeline stages and accesses a barrier may
+ * name (`geometryShader`, `tessellationShader`, `VkPhysicalDeviceVulkan13Features`
+ * and `VkPhysicalDeviceSynchronization2Features` (`synchronization2`),
+ * `VkPhysicalDeviceTransformFeedbackFeaturesEXT`,
+ * `VkPhysicalDeviceConditionalRenderingFeaturesEXT`,
+ * `VkPhysicalDeviceFragmentDensityMapFeaturesEXT`,
+ * `VkPhysicalDeviceFragmentShadingRateFeaturesKHR`,
+ * `VkPhysicalDeviceShadingRateImageFeaturesNV`,
+ * `VkPhysicalDeviceMeshShaderFeaturesEXT`/`NV`,
+ * `VkPhysicalDeviceRayTracingPipelineFeaturesKHR`,
+ * `VkPhysicalDeviceAccelerationStructureFeaturesKHR`,
+ * `VkPhysicalDeviceRayQueryFeaturesKHR`; a feature counts where the extension that
+ * brings it is enabled too); other structures are skipped. The handoff barriers
+ * then accept the stages and accesses those features and extensions bring, and
+ * a `synchronization2` feature there records them with `vkCmdPipelineBarrier2`, as
+ * `VKCUDA_CONTEXT_CREATE_SYNCHRONIZATION2_BIT` does. `device_create_info` NULL is
+ * `vkcuda_context_create`.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup context
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_context_create_with_device_info(const struct vkcuda_context_create_info *info,
+                                                          const VkDeviceCreateInfo *device_create_info,
+                                                          struct vkcuda_context **context);
 
 /**
  * Creates a Vulkan instance and device of the library's own, with every interop

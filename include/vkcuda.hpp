@@ -566,6 +566,21 @@ public:
     }
 
     /**
+     * `create` for an engine that says what it enabled on its device: the
+     * `VkDeviceCreateInfo` it created `info.device` with
+     * (`vkcuda_context_create_with_device_info`; read during the call only). The
+     * handoff barriers then also accept the pipeline stages and accesses of the
+     * features and extensions it enabled (geometry and tessellation shaders,
+     * transform feedback, mesh shaders, ...).
+     */
+    [[nodiscard]] static Fallible<Context> create(const vkcuda_context_create_info& info,
+                                                  const VkDeviceCreateInfo& device_create_info) {
+        vkcuda_context* c = nullptr;
+        vkcuda_result r = vkcuda_context_create_with_device_info(&info, &device_create_info, &c);
+        return detail::finish(r, Context(c));
+    }
+
+    /**
      * A context with its own instance, device and queue, for tools and tests
      * (`vkcuda_context_create_standalone`); `{}` for the defaults.
      */

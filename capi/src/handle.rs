@@ -54,7 +54,7 @@ pub(crate) trait Handle: Sized {
     const NAME: &'static str;
     fn tagged(&self) -> &Tagged<Self::Inner>;
     fn from_tagged(t: Tagged<Self::Inner>) -> Self;
-    /// The context the object belongs to, whose loss (`crate::lost`) refuses
+    /// The context the object belongs to, whose loss (`vkcuda::context::any_lost`) refuses
     /// every call on the object.
     fn owner(_inner: &Self::Inner) -> Option<&vkcuda::context::Context> {
         None
@@ -131,7 +131,7 @@ unsafe fn tag_at<H>(p: *const H) -> Option<u64> {
 
 /// The object behind a handle from C: NULL is `VKCUDA_ERROR_NULL_POINTER`; a
 /// handle of another kind or a destroyed one is `VKCUDA_ERROR_INVALID_ARGUMENT`;
-/// an object whose context is lost (`crate::lost`) is `VKCUDA_ERROR_DEVICE_LOST`.
+/// an object whose context is lost (`Context::check_lost`) is `VKCUDA_ERROR_DEVICE_LOST`.
 ///
 /// # Safety
 /// `p` is NULL or points to readable memory of at least 24 bytes.

@@ -60,6 +60,15 @@ fn rows() -> Vec<Row> {
             let info: vkcuda_context_create_info = zeroed();
             with_out(|o| unsafe { vkcuda_context_create(&info, o) })
         }),
+        row("vkcuda_context_create_with_device_info", "early", |_| {
+            with_out(|o| unsafe {
+                vkcuda_context_create_with_device_info(ptr::null(), ptr::null(), o)
+            })
+        }),
+        row("vkcuda_context_create_with_device_info", "late", |_| {
+            let info: vkcuda_context_create_info = zeroed();
+            with_out(|o| unsafe { vkcuda_context_create_with_device_info(&info, ptr::null(), o) })
+        }),
         row("vkcuda_context_create_standalone", "late", |_| {
             let info = vkcuda_standalone_create_info {
                 flags: 0x4000_0000,
