@@ -170,6 +170,7 @@ pub mod stats;
 /// the GPU only through the objects' public API.
 #[path = "."]
 mod objects {
+    pub mod batch;
     pub mod buffer;
     pub mod context;
     pub mod dlpack;
@@ -187,8 +188,11 @@ mod objects {
 
 pub use error::{Error, ErrorKind, Result};
 pub(crate) use objects::selftest;
-pub use objects::{buffer, context, dlpack, doctor, handoff, image, ipc, pairing, semaphore};
+pub use objects::{
+    batch, buffer, context, dlpack, doctor, handoff, image, ipc, pairing, semaphore,
+};
 
+pub use batch::Batch;
 pub use buffer::Buffer;
 pub use context::Context;
 #[doc(no_inline)]
