@@ -451,6 +451,16 @@ impl Batch {
                 "the extent {width}x{height} must not be 0"
             )));
         }
+        let texel = u64::from(f.texel);
+        u64::from(count)
+            .checked_mul(u64::from(width))
+            .and_then(|x| x.checked_mul(u64::from(height)))
+            .and_then(|x| x.checked_mul(texel))
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "count {count} x {width} x {height} x {texel}-byte texels overflows 64 bits"
+                ))
+            })?;
         let usage = image_usage(&f, usage)?;
         let dev = &ctx.vk;
         dev.memory_fd()?;
@@ -473,7 +483,6 @@ impl Batch {
             flags: vk::ImageCreateFlags::empty(),
             usage,
         };
-        let texel = u64::from(f.texel);
         let linear = params(vk::ImageTiling::LINEAR);
         let mut refusal = if force_copy {
             Some("the copy path was asked for (force_copy)".to_string())
@@ -576,6 +585,9 @@ impl Batch {
         if size == 0 {
             return Err(Error::invalid("size must not be 0"));
         }
+        u64::from(count).checked_mul(size).ok_or_else(|| {
+            Error::invalid(format!("count {count} x size {size} overflows 64 bits"))
+        })?;
         let usage = crate::buffer::check_usage(usage)?;
         let dev = &ctx.vk;
         dev.memory_fd()?;
@@ -665,6 +677,11 @@ impl Batch {
     /// The one `VkDeviceMemory` every element is bound into.
     pub fn vk_memory(&self) -> vk::DeviceMemory {
         self.inner.vk.memory
+    }
+
+    /// A new `OPAQUE_FD` of the batch's one allocation; the caller owns it.
+    pub fn export_fd(&self) -> Result<std::os::fd::OwnedFd> {
+        super::vulkan::memory::export_memory_fd(&self.inner.ctx.vk, self.inner.vk.memory)
     }
 
     /// The readout buffer (copy path) or the buffer over all elements (buffer
