@@ -322,6 +322,25 @@ fn create_buffer(dev: &VulkanDevice, size: u64, usage: vk::BufferUsageFlags) -> 
     unsafe { dev.device.create_buffer(&info, None) }.map_err(|r| dev.error("vkCreateBuffer", r))
 }
 
+/// The allocation size that also holds a resource of requirements `r` bound at
+/// `offset` (which must be a multiple of its alignment): `size` or more.
+fn fit(size: u64, offset: u64, r: &vk::MemoryRequirements, what: &str) -> Result<u64> {
+    if offset % r.alignment.max(1) != 0 {
+        return Err(Error::new(
+            crate::ErrorKind::Vulkan,
+            format!(
+                "{what} needs an alignment of {}, which its offset {offset} does not have (the \
+                 probe of the same usage said otherwise)",
+                r.alignment
+            ),
+        ));
+    }
+    let end = offset
+        .checked_add(r.size)
+        .ok_or_else(|| overflow("the allocation size"))?;
+    Ok(size.max(end))
+}
+
 /// Allocates `size` bytes of exportable, device-local memory of a type in `bits`
 /// (not dedicated: the batch's resources share it).
 fn allocate(dev: &VulkanDevice, size: u64, bits: u32) -> Result<vk::DeviceMemory> {
@@ -383,14 +402,17 @@ pub fn create_images(
         }
         bits &= r.memory_type_bits;
     }
+    let mut size = g.allocation_size;
     if g.readout_size != 0 {
         let b = create_buffer(dev, g.readout_size, READOUT_USAGE)?;
         partial.mem.whole = b;
         // SAFETY: made above.
-        bits &= unsafe { dev.device.get_buffer_memory_requirements(b) }.memory_type_bits;
+        let r = unsafe { dev.device.get_buffer_memory_requirements(b) };
+        bits &= r.memory_type_bits;
+        size = fit(size, g.readout_offset, &r, "the readout buffer")?;
     }
-    partial.mem.memory = allocate(dev, g.allocation_size, bits)?;
-    partial.mem.allocation_size = g.allocation_size;
+    partial.mem.memory = allocate(dev, size, bits)?;
+    partial.mem.allocation_size = size;
     let mem = partial.mem.memory;
     let binds: Vec<vk::BindImageMemoryInfo> = partial
         .mem
@@ -503,9 +525,11 @@ pub fn create_buffers(
     let whole = create_buffer(dev, g.allocation_size, usage)?;
     partial.mem.whole = whole;
     // SAFETY: made above.
-    bits &= unsafe { dev.device.get_buffer_memory_requirements(whole) }.memory_type_bits;
-    partial.mem.memory = allocate(dev, g.allocation_size, bits)?;
-    partial.mem.allocation_size = g.allocation_size;
+    let r = unsafe { dev.device.get_buffer_memory_requirements(whole) };
+    bits &= r.memory_type_bits;
+    let size = fit(g.allocation_size, 0, &r, "the buffer over the batch")?;
+    partial.mem.memory = allocate(dev, size, bits)?;
+    partial.mem.allocation_size = size;
     let mem = partial.mem.memory;
     let binds: Vec<vk::BindBufferMemoryInfo> = partial
         .mem
