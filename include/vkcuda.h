@@ -2484,7 +2484,9 @@ enum vkcuda_result vkcuda_batch_cmd_release_to_cuda(const struct vkcuda_batch *b
  * Records the acquire of every element back from CUDA in one call: one barrier
  * (images from GENERAL to `new_layout`), or on the copy path a barrier acquiring
  * the readout region, one `vkCmdCopyBufferToImage` per image and a barrier to
- * `new_layout` (the images' previous contents are replaced). Submit it after
+ * `new_layout` (the images' previous contents are replaced by what CUDA wrote;
+ * where CUDA only reads, `vkcuda_batch_cmd_acquire_readout_from_cuda` takes the
+ * readout region back without a copy). Submit it after
  * waiting on the semaphore CUDA signalled.
  *
  * Thread-safety: the command buffer is externally synchronised, as in Vulkan.
@@ -2497,6 +2499,25 @@ enum vkcuda_result vkcuda_batch_cmd_acquire_from_cuda(const struct vkcuda_batch 
                                                       VkCommandBuffer command_buffer,
                                                       const struct vkcuda_handoff_info *info,
                                                       VkImageLayout new_layout);
+
+/**
+ * Records the acquire of the copy path's readout region alone, back from CUDA
+ * (one barrier), leaving the images as they are: the camera loop, where CUDA
+ * only reads. Each release on the copy path writes the readout region, which
+ * must be the engine's again first: record this (after waiting for CUDA's last
+ * read) before every release but the first. Other paths:
+ * `VKCUDA_ERROR_INVALID_ARGUMENT` (their acquire,
+ * `vkcuda_batch_cmd_acquire_from_cuda`, moves no data).
+ *
+ * Thread-safety: the command buffer is externally synchronised, as in Vulkan.
+ *
+ * @ingroup batch
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_batch_cmd_acquire_readout_from_cuda(const struct vkcuda_batch *batch,
+                                                              VkCommandBuffer command_buffer,
+                                                              const struct vkcuda_handoff_info *info);
 
 /**
  * Exports the whole batch (or one element) as a DLPack tensor on the context's

@@ -785,6 +785,12 @@ public:
         return detail::finish(vkcuda_batch_cmd_acquire_from_cuda(get(), command_buffer, &info, new_layout));
     }
 
+    /** Records the acquire of the copy path's readout region alone (`vkcuda_batch_cmd_acquire_readout_from_cuda`). */
+    Fallible<void> cmd_acquire_readout_from_cuda(VkCommandBuffer command_buffer,
+                                                 const vkcuda_handoff_info& info) const {
+        return detail::finish(vkcuda_batch_cmd_acquire_readout_from_cuda(get(), command_buffer, &info));
+    }
+
     /**
      * The batch (or one element) as a DLPack tensor (`vkcuda_batch_export_dlpack`);
      * with `info.wait_semaphore` the consumer's `info.stream` first waits on the GPU.

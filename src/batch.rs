@@ -915,6 +915,37 @@ impl Batch {
         self.handoff(cmd, Direction::Acquire, scope, new_layout, "new_layout")
     }
 
+    /// Records the acquire of the copy path's readout region alone, back from
+    /// CUDA into `scope` (one barrier), leaving the images as they are: the
+    /// camera loop, where CUDA only reads. Each frame's release on the copy path
+    /// writes the readout region, which must be the engine's again first: record
+    /// this (after the wait for CUDA's last read) before every release but the
+    /// first. Other paths: InvalidArgument (their acquire,
+    /// [`cmd_acquire_from_cuda`](Self::cmd_acquire_from_cuda), moves no data).
+    ///
+    /// # Safety
+    /// As for [`cmd_release_to_cuda`](Self::cmd_release_to_cuda).
+    pub unsafe fn cmd_acquire_readout_from_cuda(
+        &self,
+        cmd: vk::CommandBuffer,
+        scope: &Scope,
+    ) -> Result<()> {
+        if cmd == vk::CommandBuffer::null() {
+            return Err(Error::null("command_buffer"));
+        }
+        if self.inner.info.path != Path::Copy {
+            return Err(Error::invalid(format!(
+                "the batch is on the {:?} path, which has no readout region: acquire it with \
+                 cmd_acquire_from_cuda (vkcuda_batch_cmd_acquire_from_cuda), which moves no data",
+                self.inner.info.path
+            )));
+        }
+        let dev = &self.inner.ctx.vk;
+        scope.check(dev)?;
+        vb::record_readout_acquire(dev, cmd, scope, &self.target(1, 1));
+        Ok(())
+    }
+
     /// The DLPack tensor of the whole batch (`(N, H, W, C)`, `(N, H, W)`, `(N,
     /// size)`) or of one element, with strides from the element stride and the
     /// row pitch; it keeps the batch's memory alive. Needs CUDA.

@@ -398,6 +398,70 @@ fn formats_paths_and_data_on_lavapipe() {
     );
 }
 
+/// The camera loop, three frames: the engine renders, releases (the copy path
+/// fills the readout region), CUDA reads; the next frame takes the batch back
+/// (the copy path: the readout region alone, no copy into the images) and
+/// renders again. Each frame's tensor holds that frame.
+#[test]
+fn camera_loop_on_both_paths() {
+    let ctx = vulkan_only();
+    let v = Vk::of(&ctx);
+    if !device_name(&v).contains("llvmpipe") {
+        println!("SKIPPED: the CPU mapping of the memory needs lavapipe's memfds");
+        return;
+    }
+    let before = counts();
+    let depth = *FORMATS
+        .iter()
+        .find(|f| f.format == vk::Format::D32_SFLOAT)
+        .unwrap();
+    for (f, force_copy) in [(FORMATS[0], false), (FORMATS[0], true), (depth, false)] {
+        let b = Batch::create(
+            &ctx,
+            &Description {
+                force_copy,
+                ..Description::images(4, f.format, 20, 10)
+            },
+        )
+        .unwrap();
+        let info = b.info().clone();
+        let stage = v.host_buffer(info.element_size * 4);
+        let scope = Scope::new(v.family);
+        let map = Mapping::of(&b);
+        for frame in 0..3u32 {
+            v.run(|cmd| unsafe {
+                if frame > 0 {
+                    match info.path {
+                        Path::Copy => b.cmd_acquire_readout_from_cuda(cmd, &scope).unwrap(),
+                        _ => b
+                            .cmd_acquire_from_cuda(cmd, &scope, drawn_layout(&f))
+                            .unwrap(),
+                    }
+                }
+                render(&v, &b, &f, 10 + frame, cmd, &stage);
+                b.cmd_release_to_cuda(cmd, &scope, drawn_layout(&f))
+                    .unwrap();
+            });
+            let tensor = &map.bytes()[info.tensor_offset as usize..];
+            for i in 0..4 {
+                assert_same(
+                    &tensor_element(tensor, &info, f.texel, i),
+                    &element_bytes(&f, 20, 10, i, 10 + frame),
+                    &format!("{:?} {:?} frame {frame} element {i}", f.format, info.path),
+                );
+            }
+        }
+        let e = unsafe { b.cmd_acquire_readout_from_cuda(v.command_buffer(), &scope) };
+        if info.path != Path::Copy {
+            assert!(e.unwrap_err().message().contains("has no readout region"));
+        }
+        drop(map);
+        v.destroy_host_buffer(stage);
+        drop(b);
+    }
+    assert_eq!(counts(), before);
+}
+
 /// The info agrees with itself: shape, strides, sizes, offsets, the commands.
 fn check_info(b: &Batch, f: &FormatDesc) {
     let i = b.info();

@@ -70,6 +70,7 @@ _signatures = {
     "vkcuda_batch_export_dlpack": (c_int32, [_P, POINTER(_BatchDlpackInfo), POINTER(_P)]),
     "vkcuda_batch_cmd_release_to_cuda": (c_int32, [_P, _P, POINTER(_native.HandoffInfo), c_int32]),
     "vkcuda_batch_cmd_acquire_from_cuda": (c_int32, [_P, _P, POINTER(_native.HandoffInfo), c_int32]),
+    "vkcuda_batch_cmd_acquire_readout_from_cuda": (c_int32, [_P, _P, POINTER(_native.HandoffInfo)]),
     "vkcuda_batch_destroy": (None, [_P]),
 }
 _native.declare(_signatures)
@@ -139,6 +140,14 @@ class _Batch:
         (``vkcuda_batch_cmd_acquire_from_cuda``; ``new_layout`` defaults to GENERAL)."""
         h = _native.HandoffInfo(0, queue_family_index, stage_mask, access_mask)
         check(lib.vkcuda_batch_cmd_acquire_from_cuda(self._h(), command_buffer, ctypes.byref(h), new_layout))
+
+    def cmd_acquire_readout_from_cuda(self, command_buffer: int, queue_family_index: int, *,
+                                      stage_mask: int = 0, access_mask: int = 0) -> None:
+        """The copy path's camera loop: records the acquire of the readout region
+        alone, leaving the images as they are (``vkcuda_batch_cmd_acquire_readout_from_cuda``);
+        before every release but the first."""
+        h = _native.HandoffInfo(0, queue_family_index, stage_mask, access_mask)
+        check(lib.vkcuda_batch_cmd_acquire_readout_from_cuda(self._h(), command_buffer, ctypes.byref(h)))
 
     def _close_batch(self) -> None:
         h, self._handle = self._handle, None

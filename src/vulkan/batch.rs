@@ -689,6 +689,30 @@ pub struct HandoffTarget<'a> {
     pub buffer_size: u64,
 }
 
+/// Records the acquire of the copy path's readout region alone, back from CUDA
+/// into `scope`: one barrier; the images are not touched.
+///
+/// # Safety
+/// As for [`record_handoff`].
+pub unsafe fn record_readout_acquire(
+    dev: &VulkanDevice,
+    cmd: vk::CommandBuffer,
+    scope: &Scope,
+    t: &HandoffTarget,
+) {
+    let mut b = Barriers::default();
+    b.buffers.push(barrier::buffer_barrier2(
+        Direction::Acquire,
+        scope,
+        &barrier::BufferRange {
+            buffer: t.mem.whole,
+            offset: 0,
+            size: t.geometry.readout_size,
+        },
+    ));
+    b.record(dev, cmd);
+}
+
 /// How many pipeline barriers and copy commands [`record_handoff`] records for a
 /// batch: (barriers, copies). For the tests and the docs.
 pub fn commands(t: &HandoffTarget) -> (usize, usize) {

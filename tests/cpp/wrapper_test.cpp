@@ -381,6 +381,7 @@ void test_batches() {
                  "command_buffer");
     EXPECT_ERROR(batch.cmd_acquire_from_cuda(VK_NULL_HANDLE, h, VK_IMAGE_LAYOUT_GENERAL), VKCUDA_ERROR_NULL_POINTER,
                  "command_buffer");
+    EXPECT_ERROR(copy.cmd_acquire_readout_from_cuda(VK_NULL_HANDLE, h), VKCUDA_ERROR_NULL_POINTER, "command_buffer");
 }
 
 void test_moves() {

@@ -252,6 +252,35 @@ pub fn cases(m: &mut Matrix) {
         }
     }
 
+    // -- the readout acquire (the copy path only)
+    const READOUT: &str = "vkcuda_batch_cmd_acquire_readout_from_cuda";
+    m.nulls(vec![
+        null(READOUT, "batch", |e, _| unsafe {
+            vkcuda_batch_cmd_acquire_readout_from_cuda(ptr::null(), e.cmd, &handoff_info(0))
+        }),
+        null(READOUT, "command_buffer", |e, _| unsafe {
+            vkcuda_batch_cmd_acquire_readout_from_cuda(e.copy_batch, vk::CommandBuffer::null(), &handoff_info(0))
+        }),
+        null(READOUT, "info", |e, _| unsafe {
+            vkcuda_batch_cmd_acquire_readout_from_cuda(e.copy_batch, e.cmd, ptr::null())
+        }),
+    ]);
+    handoff_cases(m, READOUT, |c, h, want| {
+        c.refused(
+            unsafe { vkcuda_batch_cmd_acquire_readout_from_cuda(c.env.copy_batch, c.env.cmd, h) },
+            want,
+        );
+    });
+    m.case(READOUT, "zero-copy-or-buffers:batch", |c| {
+        let r = unsafe { vkcuda_batch_cmd_acquire_readout_from_cuda(c.env.buffer_batch, c.env.cmd, &handoff_info(0)) };
+        Call {
+            says: Some("has no readout region"),
+            ..*c
+        }
+        .refused(r, &[I]);
+        Ran
+    });
+
     // -- the tensor
     m.case(DLPACK, "null:batch", |c| {
         dlpack_refused(c, ptr::null(), &dlpack_info(), &[N]);

@@ -42,6 +42,8 @@ pub struct Env {
     pub batch: *mut vkcuda_batch,
     /// 3 buffers of 1000 bytes in one batch.
     pub buffer_batch: *mut vkcuda_batch,
+    /// 3 images of 8x8 R8G8B8A8_UNORM on the copy path (forced).
+    pub copy_batch: *mut vkcuda_batch,
     /// None where the device cannot make shared semaphores.
     pub timeline: Option<*mut vkcuda_semaphore>,
     pub binary: Option<*mut vkcuda_semaphore>,
@@ -116,6 +118,13 @@ impl Env {
         });
         let batch = create_batch(ctx, &batch_create_info(VKCUDA_BATCH_KIND_IMAGES));
         let buffer_batch = create_batch(ctx, &batch_create_info(VKCUDA_BATCH_KIND_BUFFERS));
+        let copy_batch = create_batch(
+            ctx,
+            &vkcuda_batch_create_info {
+                flags: VKCUDA_BATCH_CREATE_FORCE_COPY_BIT,
+                ..batch_create_info(VKCUDA_BATCH_KIND_IMAGES)
+            },
+        );
         let fd_sizes_known = {
             let mut fd = -1;
             ok(unsafe { vkcuda_buffer_export_fd(buffer, &mut fd) });
@@ -146,6 +155,7 @@ impl Env {
             image_no_storage,
             batch,
             buffer_batch,
+            copy_batch,
             timeline: semaphore(ctx, 0),
             binary: semaphore(ctx, 1),
         }
@@ -266,6 +276,7 @@ impl Drop for Env {
             }
             vkcuda_batch_destroy(self.batch);
             vkcuda_batch_destroy(self.buffer_batch);
+            vkcuda_batch_destroy(self.copy_batch);
             vkcuda_image_destroy(self.image_no_storage);
             vkcuda_image_destroy(self.image);
             vkcuda_buffer_destroy(self.buffer);
