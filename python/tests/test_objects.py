@@ -672,6 +672,16 @@ def test_image_batch_release_and_tensor(cuda_ctx: vkcuda.Context, io: DeviceIo) 
                 for y in range(4):
                     got = io.read(base + i * batch.element_stride + y * batch.row_pitch, 64)
                     assert got == data[i][y * 64:(y + 1) * 64], (force_copy, i, y)
+            # The camera loop: the readout region back alone (the images are not
+            # touched), the next release copies the same images out again.
+            if batch.path == "copy":
+                q.run(lambda r: batch.cmd_acquire_readout_from_cuda(r.cmd, q.family))
+                io.write(base, b"\0" * 64)
+                q.run(lambda r: batch.cmd_release_to_cuda(r.cmd, q.family, 6))
+                assert io.read(base, 64) == data[0][:64]
+            else:
+                with pytest.raises(vkcuda.Error, match="has no readout region"):
+                    q.run(lambda r: batch.cmd_acquire_readout_from_cuda(r.cmd, q.family))
             capsule = batch.__dlpack__(max_version=(1, 0))
             assert type(capsule).__name__ == "PyCapsule"
             del capsule, cai
