@@ -50,6 +50,11 @@
 //! # }
 //! ```
 //!
+//! A [`Batch`] is N images (or buffers) of one shape in ONE allocation, mapped
+//! into CUDA once: one handoff call for all N ([`Batch::cmd_release_to_cuda`]) and
+//! one `(N, H, W, C)` DLPack tensor ([`Batch::export_dlpack`]; zero-copy LINEAR
+//! images where the device allows, else a readout region the release fills).
+//!
 //! **3. Synchronise with a timeline semaphore.** A [`Semaphore`] is an
 //! exportable timeline `VkSemaphore` imported into CUDA. The engine waits and
 //! signals in its own submits ([`Semaphore::vk_semaphore`]); CUDA on a stream
@@ -109,7 +114,7 @@
 //!   it is dropped (wait for its semaphore value or fence first). Handles the
 //!   engine lends ([`Context::from_engine`], [`Buffer::wrap`], [`Image::wrap`])
 //!   must outlive what is made from them.
-//! - **Threads.** [`Context`], [`Buffer`], [`Image`], [`Semaphore`] and
+//! - **Threads.** [`Context`], [`Buffer`], [`Image`], [`Batch`], [`Semaphore`] and
 //!   [`dlpack::Tensor`] are `Send` and `Sync`: every method may be called from
 //!   any number of threads at once. A `VkCommandBuffer` passed to a `cmd_*` call
 //!   is externally synchronised, as in Vulkan.
