@@ -353,7 +353,6 @@ impl Drop for Inner {
 /// gone too). The caller guarantees that no GPU work still uses it.
 ///
 /// Thread-safety: `Send` and `Sync`.
-#[derive(Clone)]
 pub struct Batch {
     inner: Arc<Inner>,
 }
@@ -537,7 +536,7 @@ impl Batch {
             }
         };
         let g = vb::plan_images(dev, &needs, count, width, height, texel, readout.as_ref())?;
-        let mem = vb::create_images(dev, &params(tiling), count, &needs, &g)?;
+        let mem = vb::create_images(dev, &params(tiling), count, &needs, &g, aspect)?;
         let element_size = u64::from(width) * texel * u64::from(height);
         let (tensor_offset, element_stride, row_pitch, mapped_size) = match path {
             Path::ZeroCopy => (

@@ -379,6 +379,7 @@ pub fn create_images(
     count: u32,
     needs: &ImageNeeds,
     g: &ImageGeometry,
+    aspect: vk::ImageAspectFlags,
 ) -> Result<BatchMemory> {
     let mut partial = Partial {
         dev,
@@ -401,6 +402,19 @@ pub fn create_images(
             ));
         }
         bits &= r.memory_type_bits;
+        if let Some(want) = needs.layout {
+            let l = img::subresource_layout(dev, image, aspect);
+            if (l.offset, l.row_pitch) != (want.offset, want.row_pitch) {
+                return Err(Error::new(
+                    crate::ErrorKind::Vulkan,
+                    format!(
+                        "LINEAR image {i} of the batch has its texels at offset {} with a row pitch \
+                         of {}, the first at {} with {}: the driver lays out equal images differently",
+                        l.offset, l.row_pitch, want.offset, want.row_pitch
+                    ),
+                ));
+            }
+        }
     }
     let mut size = g.allocation_size;
     if g.readout_size != 0 {
