@@ -212,6 +212,13 @@ fn assert_same(got: &[u8], want: &[u8], what: &str) {
     }
 }
 
+/// Where element `i` lies in the tests' staging buffers: at `i` times the
+/// element's size rounded up to 16 (copies of depth formats need offsets that are
+/// multiples of 4, VUID-vkCmdCopyBufferToImage-srcImage-04053).
+fn stage_stride(w: u32, h: u32, f: &FormatDesc) -> u64 {
+    u64::from(w * h * f.texel).div_ceil(16) * 16
+}
+
 /// Writes every element's bytes into its image (through a staging buffer, one
 /// copy per image) and leaves the images in `drawn_layout`: the engine's render.
 fn render(
@@ -225,9 +232,10 @@ fn render(
     let info = b.info();
     let (w, h) = (info.width, info.height);
     let elem = (w * h * f.texel) as usize;
-    for i in 0..info.count {
-        stage.bytes()[i as usize * elem..(i as usize + 1) * elem]
-            .copy_from_slice(&element_bytes(f, w, h, i, seed));
+    let stride = stage_stride(w, h, f) as usize;
+    for i in 0..info.count as usize {
+        stage.bytes()[i * stride..i * stride + elem]
+            .copy_from_slice(&element_bytes(f, w, h, i as u32, seed));
     }
     for i in 0..info.count {
         let image = b.element(i).unwrap().image;
@@ -246,7 +254,7 @@ fn render(
                 stage.buffer,
                 image,
                 vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-                &[region(f, w, h, i as u64 * elem as u64)],
+                &[region(f, w, h, i as u64 * stride as u64)],
             )
         };
         v.image_barrier(
@@ -268,7 +276,8 @@ fn round_trip_on_lavapipe(ctx: &Arc<Context>, v: &Vk, b: &Batch, f: &FormatDesc)
     let info = b.info().clone();
     let (w, h, n) = (info.width, info.height, info.count);
     let elem = u64::from(w * h * f.texel);
-    let stage = v.host_buffer(elem * u64::from(n));
+    let stride = stage_stride(w, h, f);
+    let stage = v.host_buffer(stride * u64::from(n));
     let scope = Scope::new(v.family);
     v.run(|cmd| {
         render(v, b, f, 1, cmd, &stage);
@@ -311,13 +320,13 @@ fn round_trip_on_lavapipe(ctx: &Arc<Context>, v: &Vk, b: &Batch, f: &FormatDesc)
                     b.element(i).unwrap().image,
                     vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
                     stage.buffer,
-                    &[region(f, w, h, u64::from(i) * elem)],
+                    &[region(f, w, h, u64::from(i) * stride)],
                 )
             };
         }
     });
     for i in 0..n {
-        let at = (u64::from(i) * elem) as usize;
+        let at = (u64::from(i) * stride) as usize;
         let what = format!("{:?} {:?} image {i} after the acquire", f.format, info.path);
         assert_same(
             &stage.bytes()[at..at + elem as usize],
@@ -428,7 +437,7 @@ fn camera_loop_on_both_paths() {
         )
         .unwrap();
         let info = b.info().clone();
-        let stage = v.host_buffer(info.element_size * 4);
+        let stage = v.host_buffer(stage_stride(20, 10, &f) * 4);
         let scope = Scope::new(v.family);
         let map = Mapping::of(&b);
         for frame in 0..3u32 {
@@ -832,7 +841,7 @@ fn child_one_import_one_mapping_one_tensor() {
             "one import and one mapping in the driver"
         );
         let scope = Scope::new(v.family);
-        let stage = v.host_buffer(info.element_size * 6);
+        let stage = v.host_buffer(stage_stride(33, 17, &f) * 6);
         v.run(|cmd| {
             render(&v, &b, &f, 7, cmd, &stage);
             unsafe { b.cmd_release_to_cuda(cmd, &scope, drawn_layout(&f)) }.unwrap();
@@ -1003,7 +1012,8 @@ mod gpu {
                 );
                 check_info(&b, f);
                 let elem = info.element_size;
-                let stage = v.host_buffer(elem * u64::from(n));
+                let stride = stage_stride(w, h, f);
+                let stage = v.host_buffer(stride * u64::from(n));
                 let scope = Scope::new(v.family);
                 v.run(|cmd| {
                     render(&v, &b, f, 3, cmd, &stage);
@@ -1045,13 +1055,13 @@ mod gpu {
                                 b.element(i).unwrap().image,
                                 vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
                                 stage.buffer,
-                                &[region(f, w, h, u64::from(i) * elem)],
+                                &[region(f, w, h, u64::from(i) * stride)],
                             )
                         };
                     }
                 });
                 for i in 0..n {
-                    let at = (u64::from(i) * elem) as usize;
+                    let at = (u64::from(i) * stride) as usize;
                     assert_same(
                         &stage.bytes()[at..at + elem as usize],
                         &element_bytes(f, w, h, i, 4),
@@ -1098,7 +1108,7 @@ mod gpu {
             let t0 = b.export_dlpack(&TensorSpec::default()).unwrap();
             c.write(t0.data(), &vec![0u8; info.mapped_size as usize]);
             drop(t0);
-            let stage = v.host_buffer(info.element_size * u64::from(n));
+            let stage = v.host_buffer(stage_stride(w, h, &f) * u64::from(n));
             let scope = Scope::new(v.family);
             let cmd = v.command_buffer();
             render(&v, &b, &f, 9, cmd, &stage);
