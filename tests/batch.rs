@@ -1075,6 +1075,120 @@ mod gpu {
         }
     }
 
+    /// Past 4 GiB: 1,024 1920x1080 RGBA8 images (8.5 GB zero-copy, twice that
+    /// on the copy path), both paths: the last element written by Vulkan is read
+    /// through the tensor at its 64-bit offset, and written through the tensor is
+    /// read back from its image.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+    fn gpu_past_4_gib() {
+        let Some(ctx) = cuda_context_or_skip("gpu_past_4_gib") else {
+            return;
+        };
+        let v = Vk::of(&ctx);
+        let c = Cuda::of_context(&ctx);
+        let f = FORMATS[0];
+        let (n, w, h) = (1024u32, 1920u32, 1080u32);
+        let before = counts();
+        for force_copy in [false, true] {
+            let b = Batch::create(
+                &ctx,
+                &Description {
+                    force_copy,
+                    ..Description::images(n, f.format, w, h)
+                },
+            )
+            .unwrap();
+            let info = b.info().clone();
+            println!(
+                "{:?}: {} bytes, element stride {}",
+                info.path, info.allocation_size, info.element_stride
+            );
+            assert!(info.allocation_size > 4 << 30);
+            let last = n - 1;
+            let elem = info.element_size;
+            let stage = v.host_buffer(elem);
+            stage
+                .bytes()
+                .copy_from_slice(&element_bytes(&f, w, h, last, 5));
+            let scope = Scope::new(v.family);
+            let sub = range(&f);
+            v.run(|cmd| unsafe {
+                for i in 0..n {
+                    let image = b.element(i).unwrap().image;
+                    v.image_barrier(
+                        cmd,
+                        support::layout_barrier(
+                            image,
+                            sub,
+                            vk::ImageLayout::UNDEFINED,
+                            vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+                        ),
+                    );
+                }
+                v.device.cmd_copy_buffer_to_image(
+                    cmd,
+                    stage.buffer,
+                    b.element(last).unwrap().image,
+                    vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+                    &[region(&f, w, h, 0)],
+                );
+                b.cmd_release_to_cuda(cmd, &scope, vk::ImageLayout::TRANSFER_DST_OPTIMAL)
+                    .unwrap();
+            });
+            let e = b.element(last).unwrap();
+            assert!(e.data_offset > 4 << 30);
+            let t = b
+                .export_dlpack(&TensorSpec {
+                    index: Some(last),
+                    ..Default::default()
+                })
+                .unwrap();
+            assert_eq!(t.data(), e.cuda_pointer);
+            let span = (info.row_pitch * u64::from(h - 1) + u64::from(w * f.texel)) as usize;
+            let got = c.read(t.data(), span);
+            let one = batch::Info {
+                count: 1,
+                ..info.clone()
+            };
+            assert_same(
+                &tensor_element(&got, &one, f.texel, 0),
+                &element_bytes(&f, w, h, last, 5),
+                &format!("{:?} the last element past 4 GiB", info.path),
+            );
+            // CUDA writes it; the acquire; the image read back.
+            let mut mine = got;
+            write_tensor_element(
+                &mut mine,
+                &one,
+                f.texel,
+                0,
+                &element_bytes(&f, w, h, last, 6),
+            );
+            c.write(t.data(), &mine);
+            stage.bytes().fill(0);
+            v.run(|cmd| unsafe {
+                b.cmd_acquire_from_cuda(cmd, &scope, vk::ImageLayout::TRANSFER_SRC_OPTIMAL)
+                    .unwrap();
+                v.device.cmd_copy_image_to_buffer(
+                    cmd,
+                    b.element(last).unwrap().image,
+                    vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+                    stage.buffer,
+                    &[region(&f, w, h, 0)],
+                );
+            });
+            assert_same(
+                stage.bytes(),
+                &element_bytes(&f, w, h, last, 6),
+                &format!("{:?} the last image after the acquire", info.path),
+            );
+            v.destroy_host_buffer(stage);
+            drop((t, b));
+            assert_eq!(counts(), before);
+        }
+    }
+
     /// The consumer's stream waits on the timeline, not the host: Vulkan's
     /// release (which fills the tensor) waits for a value the host signals only
     /// after CUDA's copy of the tensor is enqueued on a stream that waits through
