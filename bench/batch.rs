@@ -18,11 +18,11 @@
 //! against the cheapest raw alternative measured here (Isaac Lab's tiled image and
 //! reshape kernel is not measured).
 //!
-//! `cargo bench --bench batch` on a GPU; `-- --quick` runs a few frames of small
+//! `cargo bench -p vkcuda-c --bench batch` on a GPU; `-- --quick` runs a few frames of small
 //! sizes, and without CUDA (lavapipe) it times the Vulkan submit alone with a
 //! fence.
 
-#[path = "../tests/support/mod.rs"]
+#[path = "../capi/tests/support/mod.rs"]
 mod support;
 
 use std::sync::Arc;

@@ -39,7 +39,7 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::fd;
 
-pub(crate) use super::vulkan::memory::check_export_types;
+pub use crate::vulkan::memory::check_export_types;
 
 /// Which side allocates a buffer's memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

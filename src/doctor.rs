@@ -368,7 +368,6 @@ pub(crate) const MANIFEST_SIZE_LIMIT: u64 = 1 << 20;
 
 /// Why an entry of the loader's search gave no usable manifest.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[doc(hidden)]
 pub enum Problem {
     /// The path does not exist.
     Missing,
@@ -387,8 +386,11 @@ pub enum Problem {
     TooLarge(u64),
     /// Not JSON: what the parser said, and where (from 1).
     NotJson {
+        /// What the parser said.
         what: String,
+        /// The line, from 1.
         line: usize,
+        /// The column, from 1.
         column: usize,
     },
     /// JSON without `ICD.library_path`.
@@ -418,8 +420,8 @@ impl Problem {
 /// An entry of the loader's search: an ICD manifest and what its library did, or
 /// an entry that gave none and why ([`Manifest::problem`]).
 #[derive(Clone, Debug)]
-#[doc(hidden)]
 pub struct Manifest {
+    /// Where the manifest is (or the entry that gave none).
     pub path: PathBuf,
     /// `ICD.library_path` as written.
     pub library: Option<String>,
@@ -459,6 +461,7 @@ impl Manifest {
         )
     }
 
+    /// Whether the manifest was read and its library loaded.
     pub fn works(&self) -> bool {
         self.problem.is_none()
             && self
@@ -800,7 +803,6 @@ fn skipped(path: &Path, source: &str, variable: Option<&str>, problem: Problem) 
 /// at most [`MANIFEST_SIZE_LIMIT`] bytes each. Entries of a variable that give no
 /// manifest (missing, not a `*.json` file or a directory, a directory without
 /// manifests, not a regular file) are listed with their [`Problem`].
-#[doc(hidden)]
 pub fn find_manifests() -> Vec<Manifest> {
     let mut out: Vec<Manifest> = Vec::new();
     let mut push = |m: Manifest| {

@@ -1392,7 +1392,8 @@ impl Image {
         &self.resolved.desc
     }
 
-    pub(crate) fn layout(&self) -> &Layout {
+    /// How the image's format is laid out in planes, and what CUDA sees of each.
+    pub fn layout(&self) -> &Layout {
         &self.resolved.layout
     }
 
@@ -1411,6 +1412,12 @@ impl Image {
     /// What CUDA was (or would be) told about plane `p`'s array.
     pub(crate) fn shape(&self, p: usize) -> &ArrayShape {
         &self.resolved.shapes[p]
+    }
+
+    /// The `CUDA_ARRAY3D_*` flags plane `p`'s CUDA array was (or would be) made
+    /// with (`SURFACE_LDST`, `LAYERED`, `CUBEMAP`, ...); `p` < the plane count.
+    pub fn cuda_array_flags(&self, p: usize) -> u32 {
+        self.shape(p).flags
     }
 
     /// Whether the Vulkan image and memory are the engine's ([`Image::wrap`]).

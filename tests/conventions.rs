@@ -1,4 +1,4 @@
-//! Conventions of the test files themselves (see the top of tests/support/mod.rs):
+//! Conventions of the test files themselves (see the top of capi/tests/support/mod.rs):
 //! a test that needs a CUDA GPU from its first statement is `#[ignore]`d with the
 //! one reason below, so that a machine without a GPU reports it as ignored rather
 //! than passed; runs that require the GPU (VKCUDA_REQUIRE_GPU=1) must include the
@@ -69,9 +69,11 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 #[test]
 fn gpu_only_tests_are_ignored_with_one_reason() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests");
+    // The Rust library's suites (tests/) and the C door's (capi/tests/).
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    rust_files(&root, &mut files);
+    rust_files(&root.join("tests"), &mut files);
+    rust_files(&root.join("capi/tests"), &mut files);
     let (mut tests, mut gpu, mut wrong) = (0, 0, Vec::new());
     for f in &files {
         let src = std::fs::read_to_string(f).unwrap();
