@@ -1,6 +1,7 @@
 //! The Vulkan side, through `ash` function tables loaded from the caller's
 //! `vkGetInstanceProcAddr` (the library never links `libvulkan` for this path).
 
+pub mod batch;
 pub mod features;
 pub mod handoff;
 pub mod image;

@@ -120,7 +120,7 @@ pub fn cases(m: &mut Matrix) {
 
 /// The `vkcuda_handoff_info` cases of one barrier function: `call` records its
 /// barrier with the info into the environment's command buffer.
-fn handoff_cases(
+pub fn handoff_cases(
     m: &mut Matrix,
     f: &'static str,
     call: impl Fn(&Call, &vkcuda_handoff_info) -> vkcuda_result + 'static,
