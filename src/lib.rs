@@ -178,6 +178,7 @@ mod objects {
     pub mod image;
     pub mod ipc;
     pub mod pairing;
+    pub mod present;
     pub mod selftest;
     pub mod semaphore;
 
@@ -187,7 +188,9 @@ mod objects {
 
 pub use error::{Error, ErrorKind, Result};
 pub(crate) use objects::selftest;
-pub use objects::{buffer, context, dlpack, doctor, handoff, image, ipc, pairing, semaphore};
+pub use objects::{
+    buffer, context, dlpack, doctor, handoff, image, ipc, pairing, present, semaphore,
+};
 
 pub use buffer::Buffer;
 pub use context::Context;
