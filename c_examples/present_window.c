@@ -83,10 +83,10 @@ int main(int argc, char **argv) {
     vkcuda_present_ring_create_info ri = {0};
     vkcuda_present_ring *ring;
     vkcuda_present_submit s;
-    VkCommandPoolCreateInfo pci = {VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-    VkCommandBufferAllocateInfo cai = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-    VkFenceCreateInfo fci = {VK_STRUCTURE_TYPE_FENCE_CREATE_INFO, NULL, VK_FENCE_CREATE_SIGNALED_BIT};
-    VkSemaphoreCreateInfo semi = {VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+    VkCommandPoolCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    VkCommandBufferAllocateInfo cai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO, .flags = VK_FENCE_CREATE_SIGNALED_BIT};
+    VkSemaphoreCreateInfo semi = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
     VkCommandPool pool;
     VkCommandBuffer cmd[IN_FLIGHT + RING]; /* the frames', then the --vulkan-only uploads' */
     VkFence fence[IN_FLIGHT];
@@ -165,7 +165,7 @@ int main(int argc, char **argv) {
             CHECK_CU(cuLaunchKernel(mandelbrot, (W + 15) / 16, (H + 15) / 16, 1, 16, 16, 1, 0, stream, args, NULL));
             CHECK(vkcuda_present_ring_cuda_end(ring, w.frame, stream));
         } else { /* the host draws it; a Vulkan copy stands in for the kernel */
-            VkSemaphoreWaitInfo wait = {VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
+            VkSemaphoreWaitInfo wait = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
             vkcuda_present_submit up = {0};
             uint32_t *px;
             CHECK(vkcuda_present_ring_begin_write(ring, &w));
@@ -208,7 +208,7 @@ int main(int argc, char **argv) {
         CHECK(vkcuda_present_ring_cmd_present(ring, cmd[f], win.family, &t, &s));
         window_submit(&win, cmd[f], &s, fence[f]);
         if (s.recorded) {
-            VkPresentInfoKHR pi = {VK_STRUCTURE_TYPE_PRESENT_INFO_KHR};
+            VkPresentInfoKHR pi = {.sType = VK_STRUCTURE_TYPE_PRESENT_INFO_KHR};
             pi.waitSemaphoreCount = 1;
             pi.pWaitSemaphores = &win.rendered[index];
             pi.swapchainCount = 1;

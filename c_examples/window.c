@@ -8,12 +8,12 @@
 void window_open(window *w, uint32_t width, uint32_t height) {
     const char *inst_ext[] = {VK_KHR_SURFACE_EXTENSION_NAME, VK_KHR_XLIB_SURFACE_EXTENSION_NAME};
     const char *lib_ext[4], *dev_ext[5] = {VK_KHR_SWAPCHAIN_EXTENSION_NAME};
-    VkApplicationInfo app = {VK_STRUCTURE_TYPE_APPLICATION_INFO};
-    VkInstanceCreateInfo ici = {VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
-    VkXlibSurfaceCreateInfoKHR xsi = {VK_STRUCTURE_TYPE_XLIB_SURFACE_CREATE_INFO_KHR};
-    VkPhysicalDeviceVulkan12Features f12 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
-    VkDeviceQueueCreateInfo qci = {VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
-    VkDeviceCreateInfo dci = {VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+    VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO};
+    VkInstanceCreateInfo ici = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+    VkXlibSurfaceCreateInfoKHR xsi = {.sType = VK_STRUCTURE_TYPE_XLIB_SURFACE_CREATE_INFO_KHR};
+    VkPhysicalDeviceVulkan12Features f12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+    VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     VkExtensionProperties props[512];
     uint32_t n = 1, m = 512, lib_n = 4, i, e;
     VkBool32 presents = VK_FALSE;
@@ -61,8 +61,8 @@ void window_open(window *w, uint32_t width, uint32_t height) {
 
 void window_swapchain(window *w) {
     VkSurfaceCapabilitiesKHR caps;
-    VkSwapchainCreateInfoKHR sci = {VK_STRUCTURE_TYPE_SWAPCHAIN_CREATE_INFO_KHR};
-    VkSemaphoreCreateInfo semi = {VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+    VkSwapchainCreateInfoKHR sci = {.sType = VK_STRUCTURE_TYPE_SWAPCHAIN_CREATE_INFO_KHR};
+    VkSemaphoreCreateInfo semi = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
     VkSwapchainKHR old = w->swapchain;
     uint32_t i;
     CHECK_VK(vkDeviceWaitIdle(w->device));
@@ -94,8 +94,8 @@ void window_swapchain(window *w) {
 }
 
 void window_submit(const window *w, VkCommandBuffer cmd, const vkcuda_present_submit *s, VkFence fence) {
-    VkTimelineSemaphoreSubmitInfo ts = {VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
-    VkSubmitInfo si = {VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    VkTimelineSemaphoreSubmitInfo ts = {.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO};
     CHECK_VK(vkEndCommandBuffer(cmd));
     ts.waitSemaphoreValueCount = si.waitSemaphoreCount = s->wait_count;
     ts.pWaitSemaphoreValues = s->wait_values;
