@@ -368,7 +368,7 @@ impl Ring {
         }
         null_command_buffer(cmd)?;
         let scope = Scope::new(queue_family);
-        scope.check(dev)?;
+        check_scope(&scope, dev)?;
         let barriers: Vec<_> = self
             .images
             .iter()
@@ -438,13 +438,19 @@ impl Ring {
                 ),
             ));
         }
-        Ok(Write {
+        Ok(self.write_of(k))
+    }
+
+    /// Frame `k`'s slot and timeline values.
+    fn write_of(&self, k: u64) -> Write {
+        let n = u64::from(self.desc.count);
+        Write {
             frame: k,
             index: ((k - 1) % n) as u32,
             free_value: if k > n { 2 * (k - n) + 1 } else { 1 },
             order_value: 2 * (k - 1) + 1,
             signal_value: 2 * k,
-        })
+        }
     }
 
     /// Tells the ring the producer finished frame `frame` (its signal of
@@ -534,6 +540,24 @@ impl Ring {
                 ),
             ));
         }
+        let expected = Write {
+            frame: write.frame,
+            ..self.write_of(write.frame)
+        };
+        if *write != expected {
+            let show = |w: &Write| {
+                format!(
+                    "{{image_index {}, free_value {}, order_value {}, signal_value {}}}",
+                    w.index, w.free_value, w.order_value, w.signal_value
+                )
+            };
+            return Err(Error::invalid(format!(
+                "write is {}, but begin_write handed out {} for frame {}",
+                show(write),
+                show(&expected),
+                write.frame
+            )));
+        }
         if state.presented + 1 < write.frame {
             // Its submit waits for the previous frame's copy: queued ahead of that
             // copy on one queue, it would wait forever.
@@ -557,7 +581,7 @@ impl Ring {
             vk::PipelineStageFlags::TRANSFER.as_raw(),
             vk::AccessFlags::TRANSFER_WRITE.as_raw(),
         );
-        scope.check(dev)?;
+        check_scope(&scope, dev)?;
         let im = &self.images[((write.frame - 1) % u64::from(self.desc.count)) as usize];
         let slot = self.range(im, vk::ImageLayout::TRANSFER_DST_OPTIMAL);
         let (src, dst) = barrier::stages(Direction::Acquire, &scope);
@@ -663,7 +687,7 @@ impl Ring {
                 vk::PipelineStageFlags::TRANSFER.as_raw(),
                 vk::AccessFlags::TRANSFER_READ.as_raw(),
             );
-            scope.check(dev)?;
+            check_scope(&scope, dev)?;
             self.record_blit(cmd, &scope, &self.images[index as usize], target);
         }
         state.presented = k;
@@ -847,6 +871,16 @@ impl Ring {
             signal_count: 1,
         }
     }
+}
+
+/// The scope's check, its message naming the argument as these calls have it.
+fn check_scope(scope: &Scope, dev: &super::vulkan::VulkanDevice) -> Result<()> {
+    scope.check(dev).map_err(|mut e| {
+        e.message = e
+            .message
+            .replace("info->queue_family_index", "queue_family_index");
+        e
+    })
 }
 
 fn null_command_buffer(cmd: vk::CommandBuffer) -> Result<()> {

@@ -425,6 +425,12 @@ pub unsafe extern "C" fn vkcuda_present_ring_cmd_upload(
         let r = ring_arg(ring)?;
         let w = arg(write, "write")?;
         let cmd = command_buffer_arg(command_buffer)?;
+        if w.reserved != 0 {
+            return Err(Error::invalid(format!(
+                "write->reserved is {}; it must be 0",
+                w.reserved
+            )));
+        }
         let w = Write {
             frame: w.frame,
             index: w.image_index,
@@ -464,6 +470,9 @@ pub unsafe extern "C" fn vkcuda_present_ring_cmd_present(
         let r = ring_arg(ring)?;
         let t = arg(target, "target")?;
         let o = out(submit, "submit")?;
+        if t.device == vk::Device::null() {
+            return Err(Error::null("target->device"));
+        }
         let filter = vk::Filter::from_raw(t.filter);
         let target = Target {
             device: t.device,

@@ -91,6 +91,7 @@ groups! {
     semaphore,
     graph,
     handoff,
+    present,
     share,
     planar,
     dlpack,
