@@ -280,8 +280,7 @@ impl Ring {
                 format::display(desc.format)
             )));
         }
-        let linear_filter =
-            features.contains(vk::FormatFeatureFlags::SAMPLED_IMAGE_FILTER_LINEAR);
+        let linear_filter = features.contains(vk::FormatFeatureFlags::SAMPLED_IMAGE_FILTER_LINEAR);
         let timeline = match ctx.cuda {
             Some(_) => Timeline::Shared(Semaphore::create(ctx, Kind::Timeline, 0, None)?),
             None => Timeline::Plain(ctx.clone(), vksem::create_plain_timeline(&ctx.vk, 0)?),
@@ -586,8 +585,15 @@ impl Ring {
         let slot = self.range(im, vk::ImageLayout::TRANSFER_DST_OPTIMAL);
         let (src, dst) = barrier::stages(Direction::Acquire, &scope);
         let acquire = [barrier::image_barrier(Direction::Acquire, &scope, &slot)];
-        dev.device
-            .cmd_pipeline_barrier(cmd, src, dst, vk::DependencyFlags::empty(), &[], &[], &acquire);
+        dev.device.cmd_pipeline_barrier(
+            cmd,
+            src,
+            dst,
+            vk::DependencyFlags::empty(),
+            &[],
+            &[],
+            &acquire,
+        );
         let region = vk::BufferImageCopy {
             buffer_offset: offset,
             buffer_row_length: 0,
@@ -614,8 +620,15 @@ impl Ring {
         );
         let (src, dst) = barrier::stages(Direction::Release, &scope);
         let release = [barrier::image_barrier(Direction::Release, &scope, &slot)];
-        dev.device
-            .cmd_pipeline_barrier(cmd, src, dst, vk::DependencyFlags::empty(), &[], &[], &release);
+        dev.device.cmd_pipeline_barrier(
+            cmd,
+            src,
+            dst,
+            vk::DependencyFlags::empty(),
+            &[],
+            &[],
+            &release,
+        );
         state.ended = write.frame;
         Ok(())
     }
@@ -801,9 +814,15 @@ impl Ring {
         };
         let region = vk::ImageBlit {
             src_subresource: layers,
-            src_offsets: [vk::Offset3D::default(), corner(self.desc.width, self.desc.height)],
+            src_offsets: [
+                vk::Offset3D::default(),
+                corner(self.desc.width, self.desc.height),
+            ],
             dst_subresource: layers,
-            dst_offsets: [vk::Offset3D::default(), corner(t.extent.width, t.extent.height)],
+            dst_offsets: [
+                vk::Offset3D::default(),
+                corner(t.extent.width, t.extent.height),
+            ],
         };
         let filter = if t.filter == vk::Filter::LINEAR && self.linear_filter {
             vk::Filter::LINEAR

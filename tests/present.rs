@@ -255,9 +255,17 @@ fn frames_in_flight(count: u32, frames: u64) {
         // `count` back was copied out (free_value).
         let t = [ring.vk_timeline()];
         let values = [wr.free_value];
-        let info = vk::SemaphoreWaitInfo::default().semaphores(&t).values(&values);
+        let info = vk::SemaphoreWaitInfo::default()
+            .semaphores(&t)
+            .values(&values);
         unsafe { v.device.wait_semaphores(&info, u64::MAX) }.unwrap();
-        produce(&v, &ring, &wr, &staging[wr.index as usize], &frame_bytes(k, w, h));
+        produce(
+            &v,
+            &ring,
+            &wr,
+            &staging[wr.index as usize],
+            &frame_bytes(k, w, h),
+        );
         let cmd = v.command_buffer();
         let s = unsafe { ring.cmd_present(cmd, v.family, &target.target(&v, vk::Filter::NEAREST)) }
             .unwrap();
@@ -294,7 +302,13 @@ fn three_frames_in_flight_every_byte() {
 }
 
 /// One frame written, presented into `target` with `filter`, copied out.
-fn one_frame(v: &Vk, ring: &Ring, target: &TargetImage, bytes: &[u8], filter: vk::Filter) -> Vec<u8> {
+fn one_frame(
+    v: &Vk,
+    ring: &Ring,
+    target: &TargetImage,
+    bytes: &[u8],
+    filter: vk::Filter,
+) -> Vec<u8> {
     let staging = v.host_buffer(bytes.len() as u64);
     let wr = ring.begin_write().unwrap();
     produce(v, ring, &wr, &staging, bytes);
@@ -332,15 +346,28 @@ fn a_resized_target_minimised_window_and_the_same_ring() {
     let big = TargetImage::new(&v, BGRA8, 2 * w, 3 * h);
     let f2 = frame_bytes(2, w, h);
     let got = one_frame(&v, &ring, &big, &f2, vk::Filter::NEAREST);
-    assert_same(&got, &expected_bgra(&f2, w, h, 2 * w, 3 * h), "frame 2, 2x3 upscale");
-    assert_eq!(ring.images()[0].vk_image(), image, "the ring keeps its images");
+    assert_same(
+        &got,
+        &expected_bgra(&f2, w, h, 2 * w, 3 * h),
+        "frame 2, 2x3 upscale",
+    );
+    assert_eq!(
+        ring.images()[0].vk_image(),
+        image,
+        "the ring keeps its images"
+    );
 
     // Minimised: extent 0 records nothing, the frame passes on (the submit waits
     // and signals the timeline only), and the next frame is presented.
     let staging = v.host_buffer(u64::from(w * h * 4));
     let wr = ring.begin_write().unwrap();
     produce(&v, &ring, &wr, &staging, &frame_bytes(3, w, h));
-    let zero = Target::new(v.device.handle(), vk::Image::null(), BGRA8, vk::Extent2D::default());
+    let zero = Target::new(
+        v.device.handle(),
+        vk::Image::null(),
+        BGRA8,
+        vk::Extent2D::default(),
+    );
     let cmd = v.command_buffer();
     let s = unsafe { ring.cmd_present(cmd, v.family, &zero) }.unwrap();
     assert!(!s.recorded);
@@ -351,14 +378,22 @@ fn a_resized_target_minimised_window_and_the_same_ring() {
     v.destroy_host_buffer(staging);
     let f4 = frame_bytes(4, w, h);
     let got = one_frame(&v, &ring, &small, &f4, vk::Filter::NEAREST);
-    assert_same(&got, &expected_bgra(&f4, w, h, w, h), "frame 4, after the minimised one");
+    assert_same(
+        &got,
+        &expected_bgra(&f4, w, h, w, h),
+        "frame 4, after the minimised one",
+    );
 
     // Linear scaling to an odd size: every texel is between its neighbours' values
     // (a constant picture stays that constant).
     let odd = TargetImage::new(&v, BGRA8, 45, 31);
     let flat: Vec<u8> = (0..w * h).flat_map(|_| [10u8, 200, 77, 255]).collect();
     let got = one_frame(&v, &ring, &odd, &flat, vk::Filter::LINEAR);
-    assert_same(&got, &expected_bgra(&flat, w, h, 45, 31), "frame 5, linear 45x31");
+    assert_same(
+        &got,
+        &expected_bgra(&flat, w, h, 45, 31),
+        "frame 5, linear 45x31",
+    );
     for t in [small, big, odd] {
         t.destroy(&v);
     }
@@ -372,12 +407,21 @@ fn rgba16f_and_bgra8_rings_copy_exactly() {
     let (w, h) = (16, 9);
     // RGBA16F into RGBA16F: the same bytes (finite half floats: the pattern's
     // exponent bits are kept below all ones).
-    let ring = Ring::create(&ctx, &Description::new(vk::Format::R16G16B16A16_SFLOAT, w, h, 1))
-        .unwrap();
+    let ring = Ring::create(
+        &ctx,
+        &Description::new(vk::Format::R16G16B16A16_SFLOAT, w, h, 1),
+    )
+    .unwrap();
     prepare(&v, &ring);
     let target = TargetImage::new(&v, vk::Format::R16G16B16A16_SFLOAT, w, h);
     let bytes: Vec<u8> = (0..(w * h * 8) as usize)
-        .map(|i| if i % 2 == 1 { pattern(i, 3) & 0x3b } else { pattern(i, 3) })
+        .map(|i| {
+            if i % 2 == 1 {
+                pattern(i, 3) & 0x3b
+            } else {
+                pattern(i, 3)
+            }
+        })
         .collect();
     let got = {
         let staging = v.host_buffer(bytes.len() as u64);
@@ -424,11 +468,20 @@ fn bad_input_is_refused_with_nothing_recorded_and_nothing_leaked() {
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     let e = Ring::create(&ctx, &Description::new(RGBA8, 0, 16, 2)).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
-    for f in [vk::Format::R32_UINT, vk::Format::D32_SFLOAT, vk::Format::BC1_RGB_UNORM_BLOCK] {
+    for f in [
+        vk::Format::R32_UINT,
+        vk::Format::D32_SFLOAT,
+        vk::Format::BC1_RGB_UNORM_BLOCK,
+    ] {
         let e = Ring::create(&ctx, &desc(f, 2)).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Unsupported);
         let name = vkcuda::format::display(f);
-        assert!(e.message().starts_with(&format!("{name} cannot be presented")), "{}", e.message());
+        assert!(
+            e.message()
+                .starts_with(&format!("{name} cannot be presented")),
+            "{}",
+            e.message()
+        );
     }
     assert_eq!(live_counts(), before, "refused rings leave nothing behind");
 
@@ -462,7 +515,10 @@ fn bad_input_is_refused_with_nothing_recorded_and_nothing_leaked() {
         e.message(),
         "frame 1 is still being written: CUDA has not released it (cuda_end)"
     );
-    assert_eq!(ring.begin_write().unwrap_err().kind(), ErrorKind::InvalidState);
+    assert_eq!(
+        ring.begin_write().unwrap_err().kind(),
+        ErrorKind::InvalidState
+    );
     let e = ring.end_write(2).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidState);
     let bytes = frame_bytes(1, 16, 16);
@@ -474,12 +530,20 @@ fn bad_input_is_refused_with_nothing_recorded_and_nothing_leaked() {
     t.device = other.vulkan_handles().device;
     let e = unsafe { ring.cmd_present(cmd, v.family, &t) }.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::DeviceMismatch);
-    assert!(e.message().starts_with("the target image belongs to VkDevice"), "{}", e.message());
+    assert!(
+        e.message()
+            .starts_with("the target image belongs to VkDevice"),
+        "{}",
+        e.message()
+    );
     // Target formats a blit cannot write, named.
     for (f, why) in [
         (vk::Format::R8G8B8A8_UINT, "an integer format"),
         (vk::Format::D32_SFLOAT, "a depth/stencil format"),
-        (vk::Format::BC1_RGB_UNORM_BLOCK, "the device has no VK_FORMAT_FEATURE_BLIT_DST_BIT"),
+        (
+            vk::Format::BC1_RGB_UNORM_BLOCK,
+            "the device has no VK_FORMAT_FEATURE_BLIT_DST_BIT",
+        ),
     ] {
         let mut t = target.target(&v, vk::Filter::NEAREST);
         t.format = f;
@@ -487,7 +551,8 @@ fn bad_input_is_refused_with_nothing_recorded_and_nothing_leaked() {
         assert_eq!(e.kind(), ErrorKind::Unsupported);
         let name = vkcuda::format::display(f);
         assert!(
-            e.message().contains(&format!("cannot be blitted into a {name} image: {why}")),
+            e.message()
+                .contains(&format!("cannot be blitted into a {name} image: {why}")),
             "{}",
             e.message()
         );
@@ -497,13 +562,17 @@ fn bad_input_is_refused_with_nothing_recorded_and_nothing_leaked() {
     let mut t = target.target(&v, vk::Filter::NEAREST);
     t.image = vk::Image::null();
     assert_eq!(
-        unsafe { ring.cmd_present(cmd, v.family, &t) }.unwrap_err().kind(),
+        unsafe { ring.cmd_present(cmd, v.family, &t) }
+            .unwrap_err()
+            .kind(),
         ErrorKind::NullPointer
     );
     let mut t = target.target(&v, vk::Filter::NEAREST);
     t.old_layout = vk::ImageLayout::DEPTH_ATTACHMENT_OPTIMAL;
     assert_eq!(
-        unsafe { ring.cmd_present(cmd, v.family, &t) }.unwrap_err().kind(),
+        unsafe { ring.cmd_present(cmd, v.family, &t) }
+            .unwrap_err()
+            .kind(),
         ErrorKind::InvalidArgument
     );
     let t = target.target(&v, vk::Filter::NEAREST);
@@ -529,7 +598,10 @@ fn bad_input_is_refused_with_nothing_recorded_and_nothing_leaked() {
     // Nothing to present now.
     let cmd = v.command_buffer();
     let e = unsafe { ring.cmd_present(cmd, v.family, &t) }.unwrap_err();
-    assert_eq!(e.message(), "no frame waits to be presented: frame 2 was not written yet");
+    assert_eq!(
+        e.message(),
+        "no frame waits to be presented: frame 2 was not written yet"
+    );
     end(&v, cmd);
 
     v.destroy_host_buffer(out);
@@ -537,7 +609,11 @@ fn bad_input_is_refused_with_nothing_recorded_and_nothing_leaked() {
     target.destroy(&v);
     drop(ring);
     drop(other);
-    assert_eq!(live_counts(), before, "the ring's images and timeline are released");
+    assert_eq!(
+        live_counts(),
+        before,
+        "the ring's images and timeline are released"
+    );
 }
 
 #[test]
@@ -588,7 +664,12 @@ fn a_vulkan_upload_waits_for_the_previous_present_to_be_recorded() {
     let cmd = v.command_buffer();
     let e = unsafe { ring.cmd_upload(cmd, v.family, &wr, staging.buffer, 0) }.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidState);
-    assert!(e.message().starts_with("frame 2 is uploaded on a Vulkan queue after the present of frame 1"), "{}", e.message());
+    assert!(
+        e.message()
+            .starts_with("frame 2 is uploaded on a Vulkan queue after the present of frame 1"),
+        "{}",
+        e.message()
+    );
     end(&v, cmd);
     v.destroy_host_buffer(staging);
 }
@@ -691,7 +772,13 @@ fn gpu_ring_with_the_cuda_kernel_every_byte() {
     let mut stream = std::ptr::null_mut();
     check(unsafe { cu::cuStreamCreate(&mut stream, 1) });
     let (w, h, max_iter) = (320u32, 200u32, 256u32);
-    let view = |k: u64| (-2.2f32 + 0.01 * k as f32, 1.2f32, 3.2f32 / w as f32 * (1.0 - 0.02 * k as f32));
+    let view = |k: u64| {
+        (
+            -2.2f32 + 0.01 * k as f32,
+            1.2f32,
+            3.2f32 / w as f32 * (1.0 - 0.02 * k as f32),
+        )
+    };
     for count in [2u32, 3] {
         let frames = 3 * u64::from(count) + 1;
         let ring = Ring::create(&ctx, &Description::new(RGBA8, w, h, count)).unwrap();
@@ -759,7 +846,11 @@ fn gpu_ring_with_the_cuda_kernel_every_byte() {
                 (w, h, &outs[(k - 1) as usize].0)
             };
             let want = expected_bgra(&src, w, h, tw, th);
-            assert_same(&buf.bytes()[..want.len()], &want, &format!("ring of {count}, frame {k}"));
+            assert_same(
+                &buf.bytes()[..want.len()],
+                &want,
+                &format!("ring of {count}, frame {k}"),
+            );
         }
         for (a, b) in outs {
             v.destroy_host_buffer(a);
@@ -767,7 +858,9 @@ fn gpu_ring_with_the_cuda_kernel_every_byte() {
         }
         same.destroy(&v);
         twice.destroy(&v);
-        eprintln!("ring of {count}: {frames} CUDA frames presented, every byte as the host reference");
+        eprintln!(
+            "ring of {count}: {frames} CUDA frames presented, every byte as the host reference"
+        );
     }
     check(unsafe { cu::cuStreamDestroy_v2(stream) });
     check(unsafe { cu::cuModuleUnload(module) });

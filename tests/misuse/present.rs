@@ -28,6 +28,9 @@ const PRESENT: &str = "vkcuda_present_ring_cmd_present";
 
 const STATE: vkcuda_result = VKCUDA_ERROR_INVALID_STATE;
 
+/// One change to an input struct.
+type Change<T> = fn(&mut T);
+
 fn create_info() -> vkcuda_present_ring_create_info {
     vkcuda_present_ring_create_info {
         flags: 0,
@@ -349,7 +352,7 @@ pub fn cases(m: &mut Matrix) {
         Ran
     });
     type W = vkcuda_present_write;
-    let fields: [(&str, fn(&mut W), vkcuda_result); 6] = [
+    let fields: [(&str, Change<W>, vkcuda_result); 6] = [
         ("other:write->frame", |w| w.frame += 1, STATE),
         ("other:write->image_index", |w| w.image_index = 1, I),
         ("nonzero:write->reserved", |w| w.reserved = 1, I),
@@ -430,7 +433,7 @@ pub fn cases(m: &mut Matrix) {
             vkcuda_present_ring_cmd_present(r.0, c.env.cmd, c.env.vk.family, t, o)
         })
     });
-    let dims: [(&str, fn(&mut T)); 2] = [
+    let dims: [(&str, Change<T>); 2] = [
         ("zero-records-nothing:target->width", |t| t.width = 0),
         ("zero-records-nothing:target->height", |t| t.height = 0),
     ];
