@@ -846,11 +846,22 @@ impl Ring {
         );
         let mut back = barrier::image_barrier(Direction::Release, &release_scope, &slot);
         back.src_access_mask = vk::AccessFlags::empty();
+        // Presenting is ordered by the engine's semaphore: nothing after this barrier
+        // on the queue touches the image. Any other layout is for the engine's next
+        // commands: the blit's writes are made visible to all of them.
+        let (after, after_access) = if new_layout == vk::ImageLayout::PRESENT_SRC_KHR {
+            (vk::PipelineStageFlags::BOTTOM_OF_PIPE, vk::AccessFlags::empty())
+        } else {
+            (
+                vk::PipelineStageFlags::ALL_COMMANDS,
+                vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE,
+            )
+        };
         let release = [
             back,
             vk::ImageMemoryBarrier::default()
                 .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                .dst_access_mask(vk::AccessFlags::empty())
+                .dst_access_mask(after_access)
                 .old_layout(vk::ImageLayout::TRANSFER_DST_OPTIMAL)
                 .new_layout(new_layout)
                 .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
@@ -861,7 +872,7 @@ impl Ring {
         dev.device.cmd_pipeline_barrier(
             cmd,
             vk::PipelineStageFlags::TRANSFER,
-            vk::PipelineStageFlags::BOTTOM_OF_PIPE,
+            after,
             vk::DependencyFlags::empty(),
             &[],
             &[],
