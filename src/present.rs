@@ -850,7 +850,10 @@ impl Ring {
         // on the queue touches the image. Any other layout is for the engine's next
         // commands: the blit's writes are made visible to all of them.
         let (after, after_access) = if new_layout == vk::ImageLayout::PRESENT_SRC_KHR {
-            (vk::PipelineStageFlags::BOTTOM_OF_PIPE, vk::AccessFlags::empty())
+            (
+                vk::PipelineStageFlags::BOTTOM_OF_PIPE,
+                vk::AccessFlags::empty(),
+            )
         } else {
             (
                 vk::PipelineStageFlags::ALL_COMMANDS,
