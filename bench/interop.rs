@@ -13,6 +13,7 @@
 //! figure is a median over many repetitions, with the 99th percentile beside it.
 
 mod planar;
+mod present;
 
 /// The targets the project holds, as docs/PERFORMANCE.md writes them ("The
 /// table"): the library's per-call handoff costs the same as the raw calls, and
@@ -1013,6 +1014,7 @@ fn gpu(quick: bool, rep: &mut Report) {
     }
 
     planar::nv12_4k(&env, &lib, rep, quick);
+    present::ring_vs_raw(&env, rep, quick);
     creation(&env, rep, quick);
     drop(lib);
     drop(raw);
