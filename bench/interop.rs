@@ -3,6 +3,8 @@
 //! The library is driven through its Rust API (`vkcuda::{Context, Buffer, Image,
 //! Semaphore}`), as a Rust engine uses it; the C boundary's own per-call cost is
 //! bench/calls.rs's (a few ns to a few tens of ns, next to these microseconds).
+//! Sections in their own files: bench/planar.rs (4K NV12 frames), bench/present.rs
+//! (the present ring against the raw calls, section `present`).
 //!
 //! `cargo bench --bench interop` (on a GPU machine: the bundle's `interop` binary).
 //! `--quick` runs a few iterations of what works without a GPU (the smoke test CI
