@@ -846,19 +846,17 @@ impl Ring {
         );
         let mut back = barrier::image_barrier(Direction::Release, &release_scope, &slot);
         back.src_access_mask = vk::AccessFlags::empty();
-        // Presenting is ordered by the engine's semaphore: nothing after this barrier
-        // on the queue touches the image. Any other layout is for the engine's next
-        // commands: the blit's writes are made visible to all of them.
-        let (after, after_access) = if new_layout == vk::ImageLayout::PRESENT_SRC_KHR {
-            (
-                vk::PipelineStageFlags::BOTTOM_OF_PIPE,
-                vk::AccessFlags::empty(),
-            )
+        // Every later command of the queue waits for this barrier (ALL_COMMANDS): the
+        // slot's next acquire, frames later, is then ordered after this release in
+        // submission order too, not only through CUDA's timeline values (which the
+        // validation layer cannot see). A layout other than PRESENT_SRC_KHR is for
+        // the engine's next commands: the blit's writes are made visible to them;
+        // presenting is ordered by the engine's semaphore.
+        let after = vk::PipelineStageFlags::ALL_COMMANDS;
+        let after_access = if new_layout == vk::ImageLayout::PRESENT_SRC_KHR {
+            vk::AccessFlags::empty()
         } else {
-            (
-                vk::PipelineStageFlags::ALL_COMMANDS,
-                vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE,
-            )
+            vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE
         };
         let release = [
             back,
