@@ -3,6 +3,8 @@
 //! The library is driven through its Rust API (`vkcuda::{Context, Buffer, Image,
 //! Semaphore}`), as a Rust engine uses it; the C boundary's own per-call cost is
 //! bench/calls.rs's (a few ns to a few tens of ns, next to these microseconds).
+//! Sections in their own files: bench/planar.rs (4K NV12 frames), bench/present.rs
+//! (the present ring against the raw calls, section `present`).
 //!
 //! `cargo bench --bench interop` (on a GPU machine: the bundle's `interop` binary).
 //! `--quick` runs a few iterations of what works without a GPU (the smoke test CI
@@ -13,6 +15,7 @@
 //! figure is a median over many repetitions, with the 99th percentile beside it.
 
 mod planar;
+mod present;
 
 /// The targets the project holds, as docs/PERFORMANCE.md writes them ("The
 /// table"): the library's per-call handoff costs the same as the raw calls, and
@@ -1013,6 +1016,7 @@ fn gpu(quick: bool, rep: &mut Report) {
     }
 
     planar::nv12_4k(&env, &lib, rep, quick);
+    present::ring_vs_raw(&env, rep, quick);
     creation(&env, rep, quick);
     drop(lib);
     drop(raw);

@@ -28,8 +28,13 @@ void example_check_cu(CUresult r, const char *call, const char *file, int line) 
     exit(1);
 }
 
+void example_set_name(const char *name) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    g_name = name;
+}
+
 /* No usable GPU: skipped (77), unless VKCUDA_REQUIRE_GPU=1 asks for one. */
-static void skip(const char *why, const char *detail) {
+void example_skip(const char *why, const char *detail) {
     const char *require = getenv("VKCUDA_REQUIRE_GPU");
     printf("SKIPPED: %s: %s: %s\n", g_name, why, detail);
     if (require != NULL && strcmp(require, "1") == 0) {
@@ -53,7 +58,7 @@ void example_open(example *ex, const char *name, uint32_t flags) {
     r = vkcuda_context_create_standalone(&si, &ex->ctx);
     if (r == VKCUDA_ERROR_CUDA_UNAVAILABLE || r == VKCUDA_ERROR_VULKAN_UNAVAILABLE ||
         r == VKCUDA_ERROR_DEVICE_MISMATCH || r == VKCUDA_ERROR_EXTENSION_NOT_PRESENT)
-        skip(vkcuda_result_to_string(r), vkcuda_last_error_message());
+        example_skip(vkcuda_result_to_string(r), vkcuda_last_error_message());
     CHECK(r);
     CHECK(vkcuda_context_get_vulkan_handles(ex->ctx, &ex->vh));
     vk_device_init(&ex->vk, ex->vh.physical_device, ex->vh.device);

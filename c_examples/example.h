@@ -50,6 +50,11 @@ typedef struct example {
 
 /* flags: 0 (Vulkan + CUDA) or VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT (no CUDA at all). */
 void example_open(example *ex, const char *name, uint32_t flags);
+/* For a program that makes its own device (as an engine does) instead of example_open:
+ * names it in the checks' messages, and says why it cannot run here ("SKIPPED: <name>:
+ * <why>: <detail>", exit 77; 1 with VKCUDA_REQUIRE_GPU=1). */
+void example_set_name(const char *name);
+void example_skip(const char *why, const char *detail);
 /* Waits for the GPU, then destroys everything example_open made. */
 void example_close(example *ex);
 

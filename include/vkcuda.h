@@ -30,6 +30,9 @@
 /** @defgroup sync Semaphores and handoffs
  * Timeline (and binary) semaphores that CUDA streams and queue submits both signal
  * and wait on, the frame-pacing helper, and the queue-family handoff barriers. */
+/** @defgroup present Presenting
+ * A ring of shared images that CUDA writes and the engine blits into its own
+ * swapchain images, paced by one timeline semaphore. */
 /** @defgroup share Cross-process sharing
  * Describing an object, sending its fd and description over a Unix socket, and
  * importing it in another process. */
@@ -746,6 +749,29 @@ typedef struct vkcuda_doctor_report vkcuda_doctor_report;
  * @ingroup image
  */
 typedef struct vkcuda_image vkcuda_image;
+
+/**
+ * A ring of shared images that CUDA writes and the engine blits into its
+ * swapchain images, with the timeline semaphore that paces them. Released by
+ * `vkcuda_present_ring_destroy`.
+ *
+ * Frame `k` (1, 2, ...) is in slot `(k - 1) % image_count`. CUDA:
+ * `vkcuda_present_ring_cuda_begin` (the stream waits until the slot is copied
+ * out), writes the slot's image (`vkcuda_present_ring_get_surface_object`),
+ * `vkcuda_present_ring_cuda_end`. The engine: acquires a swapchain image,
+ * `vkcuda_present_ring_cmd_present` into its command buffer, submits with the
+ * waits and signals it returns, presents. Before the first frame the engine records
+ * `vkcuda_present_ring_cmd_prepare` once and submits it. A resized swapchain needs
+ * nothing from the ring (its images keep their size; the blit scales); a zero
+ * extent (a minimised window) records nothing but still passes the frame on.
+ *
+ * Thread-safety: every function but destroy may be called from any thread (the
+ * frame book-keeping is locked); destroy must not overlap any other use, and no
+ * GPU work may still use the ring.
+ *
+ * @ingroup present
+ */
+typedef struct vkcuda_present_ring vkcuda_present_ring;
 
 /**
  * A `VkSemaphore` shared with CUDA. Released by `vkcuda_semaphore_destroy`.
@@ -2359,6 +2385,172 @@ typedef struct vkcuda_share_options {
    */
   VkBufferUsageFlags buffer_usage;
 } vkcuda_share_options;
+
+/**
+ * What a ring is. All fields but `flags` are required.
+ *
+ * @ingroup present
+ */
+typedef struct vkcuda_present_ring_create_info {
+  /**
+   * No flags yet: 0.
+   */
+  uint32_t flags;
+  /**
+   * `VK_FORMAT_R8G8B8A8_UNORM`, `_SRGB`, `VK_FORMAT_B8G8R8A8_UNORM`, `_SRGB` or
+   * `VK_FORMAT_R16G16B16A16_SFLOAT`.
+   */
+  VkFormat format;
+  /**
+   * The images' width (what CUDA draws; the blit scales it to the swapchain).
+   */
+  uint32_t width;
+  /**
+   * The images' height.
+   */
+  uint32_t height;
+  /**
+   * How many images, 1 to 16: how many frames CUDA may be ahead of the engine.
+   */
+  uint32_t image_count;
+} vkcuda_present_ring_create_info;
+
+/**
+ * What the engine's submit waits on and signals: `VkSubmitInfo` takes the
+ * arrays as they are (`pWaitSemaphores = wait_semaphores`, `pWaitDstStageMask =
+ * wait_stages`, ...), a `VkTimelineSemaphoreSubmitInfo` the values.
+ *
+ * @ingroup present
+ */
+typedef struct vkcuda_present_submit {
+  /**
+   * The frame (1, 2, ...; 0 for the prepare submit).
+   */
+  uint64_t frame;
+  /**
+   * Its slot.
+   */
+  uint32_t image_index;
+  /**
+   * 1 when commands were recorded; 0 for a zero extent (do not present then).
+   */
+  uint32_t recorded;
+  /**
+   * How many of `wait_*` are used (0 to 2).
+   */
+  uint32_t wait_count;
+  /**
+   * How many of `signal_*` are used (1 or 2).
+   */
+  uint32_t signal_count;
+  /**
+   * The ring's timeline, then the target's `acquired` semaphore.
+   */
+  VkSemaphore wait_semaphores[2];
+  /**
+   * Their values.
+   */
+  uint64_t wait_values[2];
+  /**
+   * Their stages (`VK_PIPELINE_STAGE_TRANSFER_BIT`).
+   */
+  VkPipelineStageFlags wait_stages[2];
+  /**
+   * The ring's timeline, then the target's `rendered` semaphore.
+   */
+  VkSemaphore signal_semaphores[2];
+  /**
+   * Their values.
+   */
+  uint64_t signal_values[2];
+} vkcuda_present_submit;
+
+/**
+ * One frame for the producer to write.
+ *
+ * @ingroup present
+ */
+typedef struct vkcuda_present_write {
+  /**
+   * The frame (1, 2, ...).
+   */
+  uint64_t frame;
+  /**
+   * The slot to write.
+   */
+  uint32_t image_index;
+  /**
+   * Reserved: 0.
+   */
+  uint32_t reserved;
+  /**
+   * Wait for this timeline value before writing (the slot is copied out).
+   */
+  uint64_t free_value;
+  /**
+   * Wait for this value before signalling (the previous frame is copied out).
+   */
+  uint64_t order_value;
+  /**
+   * Signal this value once the image is written.
+   */
+  uint64_t signal_value;
+} vkcuda_present_write;
+
+/**
+ * Where the engine wants the next frame: its acquired swapchain image.
+ *
+ * @ingroup present
+ */
+typedef struct vkcuda_present_target {
+  /**
+   * The `VkDevice` the image belongs to: the ring's context's
+   * (`VKCUDA_ERROR_DEVICE_MISMATCH` otherwise).
+   */
+  VkDevice device;
+  /**
+   * The image (a swapchain made with `VK_IMAGE_USAGE_TRANSFER_DST_BIT`), or
+   * `VK_NULL_HANDLE` with a zero extent.
+   */
+  VkImage image;
+  /**
+   * Its format: one the device can blit into (`VK_FORMAT_FEATURE_BLIT_DST_BIT`),
+   * not an integer format (`VKCUDA_ERROR_UNSUPPORTED`, naming it).
+   */
+  VkFormat format;
+  /**
+   * Its width (the swapchain's extent); 0 (minimised): nothing is recorded.
+   */
+  uint32_t width;
+  /**
+   * Its height; 0: nothing is recorded.
+   */
+  uint32_t height;
+  /**
+   * Its layout now (`VK_IMAGE_LAYOUT_UNDEFINED` for a freshly acquired image).
+   */
+  VkImageLayout old_layout;
+  /**
+   * The layout to leave it in; `VK_IMAGE_LAYOUT_UNDEFINED` (0) means
+   * `VK_IMAGE_LAYOUT_PRESENT_SRC_KHR`.
+   */
+  VkImageLayout new_layout;
+  /**
+   * The engine's semaphore `vkAcquireNextImageKHR` signalled, or `VK_NULL_HANDLE`:
+   * added to the submit's waits.
+   */
+  VkSemaphore acquired;
+  /**
+   * The engine's semaphore `vkQueuePresentKHR` waits on, or `VK_NULL_HANDLE`:
+   * added to the submit's signals.
+   */
+  VkSemaphore rendered;
+  /**
+   * `VK_FILTER_NEAREST` (0) or `VK_FILTER_LINEAR` (taken as `NEAREST` where the
+   * ring's format cannot be filtered linearly).
+   */
+  VkFilter filter;
+} vkcuda_present_target;
 
 /**
  * How to make a shared semaphore; all zero gives a timeline starting at 0.
@@ -4107,6 +4299,197 @@ VKCUDA_API const char *vkcuda_last_error_message(void);
 VKCUDA_API
 VKCUDA_NODISCARD
 enum vkcuda_result vkcuda_live_objects_get(struct vkcuda_live_objects *counts);
+
+/**
+ * Creates `info->image_count` shared images (exportable, imported into CUDA as
+ * arrays with surfaces) and the timeline semaphore that paces them (starting at
+ * 0; a plain Vulkan timeline in a Vulkan-only context). Refused: an image count
+ * of 0 or over 16, a zero size (`VKCUDA_ERROR_INVALID_ARGUMENT`), a format that
+ * is not one of the five or that the device cannot blit from
+ * (`VKCUDA_ERROR_UNSUPPORTED`, naming it). `*ring` is written on success, set to
+ * NULL on failure.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup present
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_present_ring_create(const struct vkcuda_context *context,
+                                              const struct vkcuda_present_ring_create_info *info,
+                                              struct vkcuda_present_ring **ring);
+
+/**
+ * Destroys the ring: its images (CUDA views first) and its timeline. No GPU work
+ * may still use them (wait for the last submit's signal value first). NULL does
+ * nothing.
+ *
+ * Thread-safety: must not overlap any other use of the ring.
+ *
+ * @ingroup present
+ */
+VKCUDA_API void vkcuda_present_ring_destroy(struct vkcuda_present_ring *ring);
+
+/**
+ * The timeline `VkSemaphore` the engine's submits wait on and signal (also in
+ * every `vkcuda_present_submit`). Owned by the ring.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup present
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_present_ring_get_vk_timeline(const struct vkcuda_present_ring *ring,
+                                                       VkSemaphore *timeline);
+
+/**
+ * The `VkImage` of slot `image_index`. Owned by the ring.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup present
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_present_ring_get_vk_image(const struct vkcuda_present_ring *ring,
+                                                    uint32_t image_index,
+                                                    VkImage *image);
+
+/**
+ * A CUDA surface object (`CUsurfObject`) of slot `image_index`, for the kernel that
+ * writes it (x in bytes, as `surf2Dwrite` takes it). Owned by the ring; the same
+ * object on every call. `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only context.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup present
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_present_ring_get_surface_object(const struct vkcuda_present_ring *ring,
+                                                          uint32_t image_index,
+                                                          uint64_t *surface);
+
+/**
+ * Records into the engine's command buffer the release of every slot to CUDA,
+ * once, before the first frame; `*submit` says what the submit signals (the
+ * timeline at 1, which the first frames wait for). A second call is refused
+ * (`VKCUDA_ERROR_INVALID_STATE`).
+ *
+ * Thread-safety: the command buffer is externally synchronised, as in Vulkan.
+ *
+ * @ingroup present
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_present_ring_cmd_prepare(const struct vkcuda_present_ring *ring,
+                                                   VkCommandBuffer command_buffer,
+                                                   uint32_t queue_family_index,
+                                                   struct vkcuda_present_submit *submit);
+
+/**
+ * CUDA begins the next frame: enqueues on `stream` the wait until its slot is
+ * copied out, and writes the frame to `*write`. `stream` NULL is the legacy
+ * default stream. Refused (`VKCUDA_ERROR_INVALID_STATE`) before the prepare,
+ * while a frame is being written, and when every slot holds a frame not yet
+ * presented.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup present
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_present_ring_cuda_begin(const struct vkcuda_present_ring *ring,
+                                                  struct CUstream_st *stream,
+                                                  struct vkcuda_present_write *write);
+
+/**
+ * CUDA ends frame `frame`: enqueues on `stream` the wait for the previous frame's
+ * copy and the signal that this one is written. The frame may then be presented.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup present
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_present_ring_cuda_end(const struct vkcuda_present_ring *ring,
+                                                uint64_t frame,
+                                                struct CUstream_st *stream);
+
+/**
+ * A producer other than CUDA (a Vulkan queue, as in a Vulkan-only context) begins
+ * the next frame: `*write` says which slot and which timeline values its work
+ * waits for and signals. Refused as `vkcuda_present_ring_cuda_begin`.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup present
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_present_ring_begin_write(const struct vkcuda_present_ring *ring,
+                                                   struct vkcuda_present_write *write);
+
+/**
+ * Ends frame `frame` of a producer that signals the timeline itself: its signal of
+ * `write.signal_value` is submitted. The frame may then be presented.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup present
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_present_ring_end_write(const struct vkcuda_present_ring *ring,
+                                                 uint64_t frame);
+
+/**
+ * The producer's side on a Vulkan queue: records the acquire of `write`'s slot
+ * from CUDA, the copy of the whole image from `buffer` at `offset` (texels packed
+ * row after row, `TRANSFER_SRC` usage) and the release back, and ends the frame.
+ * The engine's submit waits for `write->order_value` and signals
+ * `write->signal_value` on the ring's timeline.
+ *
+ * Thread-safety: the command buffer is externally synchronised, as in Vulkan.
+ *
+ * @ingroup present
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_present_ring_cmd_upload(const struct vkcuda_present_ring *ring,
+                                                  VkCommandBuffer command_buffer,
+                                                  uint32_t queue_family_index,
+                                                  const struct vkcuda_present_write *write,
+                                                  VkBuffer buffer,
+                                                  uint64_t offset);
+
+/**
+ * Records into the engine's command buffer the presentation of the next frame CUDA
+ * finished: the acquire of its slot from CUDA and of the target image in one
+ * barrier, `vkCmdBlitImage` of the whole slot onto the whole target (RGBA <-> BGRA,
+ * scaling to the target's extent), the release of the slot back to CUDA and the
+ * target's transition to its new layout (`PRESENT_SRC_KHR`). `*submit` says what
+ * the engine's submit waits on and signals; submit it, in order. A zero width or
+ * height records nothing (`submit->recorded` 0: submit it anyway, present nothing).
+ * Refused, nothing recorded: a target of another device
+ * (`VKCUDA_ERROR_DEVICE_MISMATCH`), a target format that cannot be blitted into
+ * (`VKCUDA_ERROR_UNSUPPORTED`, named), a frame CUDA has not ended
+ * (`VKCUDA_ERROR_INVALID_STATE`).
+ *
+ * Thread-safety: the command buffer is externally synchronised, as in Vulkan.
+ *
+ * @ingroup present
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_present_ring_cmd_present(const struct vkcuda_present_ring *ring,
+                                                   VkCommandBuffer command_buffer,
+                                                   uint32_t queue_family_index,
+                                                   const struct vkcuda_present_target *target,
+                                                   struct vkcuda_present_submit *submit);
 
 /**
  * Creates an exportable `VkSemaphore` (timeline or binary, OPAQUE_FD) and imports

@@ -426,6 +426,11 @@ struct SemaphoreTraits {
     /** `vkcuda_semaphore_destroy`. */
     static void destroy(vkcuda_semaphore* h) noexcept { vkcuda_semaphore_destroy(h); }
 };
+/** Destroys present rings. */
+struct PresentRingTraits {
+    /** `vkcuda_present_ring_destroy`. */
+    static void destroy(vkcuda_present_ring* h) noexcept { vkcuda_present_ring_destroy(h); }
+};
 /** Destroys doctor reports. */
 struct DoctorReportTraits {
     /** `vkcuda_doctor_report_destroy`. */
@@ -1232,6 +1237,93 @@ public:
         return detail::finish(r, Semaphore(s));
     }
 #endif
+};
+
+/**
+ * A ring of shared images that CUDA writes and the engine blits into its own
+ * swapchain images, paced by one timeline semaphore (vkcuda.h "Presenting"). Each
+ * frame: cuda_begin(), the kernel writes surface_object(write.image_index),
+ * cuda_end(); then the engine acquires a swapchain image, records cmd_present()
+ * and submits with the waits and signals it returns. cmd_prepare() once first.
+ * Everything but destroying may run on any thread at once.
+ */
+class PresentRing : public UniqueHandle<vkcuda_present_ring, detail::PresentRingTraits> {
+public:
+    using UniqueHandle::UniqueHandle;
+
+    /** `info.image_count` shared images and their timeline (`vkcuda_present_ring_create`). */
+    [[nodiscard]] static Fallible<PresentRing> create(const Context& context,
+                                                      const vkcuda_present_ring_create_info& info) {
+        vkcuda_present_ring* r = nullptr;
+        vkcuda_result res = vkcuda_present_ring_create(context.get(), &info, &r);
+        return detail::finish(res, PresentRing(r));
+    }
+
+    /** The timeline the engine's submits wait on and signal (`vkcuda_present_ring_get_vk_timeline`). */
+    [[nodiscard]] Fallible<VkSemaphore> vk_timeline() const {
+        VkSemaphore s = VK_NULL_HANDLE;
+        vkcuda_result r = vkcuda_present_ring_get_vk_timeline(get(), &s);
+        return detail::finish(r, s);
+    }
+
+    /** Slot `index`'s `VkImage`, owned by the ring (`vkcuda_present_ring_get_vk_image`). */
+    [[nodiscard]] Fallible<VkImage> vk_image(std::uint32_t index) const {
+        VkImage i = VK_NULL_HANDLE;
+        vkcuda_result r = vkcuda_present_ring_get_vk_image(get(), index, &i);
+        return detail::finish(r, i);
+    }
+
+    /** Slot `index`'s `CUsurfObject`, owned by the ring (`vkcuda_present_ring_get_surface_object`). */
+    [[nodiscard]] Fallible<std::uint64_t> surface_object(std::uint32_t index) const {
+        std::uint64_t s = 0;
+        vkcuda_result r = vkcuda_present_ring_get_surface_object(get(), index, &s);
+        return detail::finish(r, s);
+    }
+
+    /** Records the release of every slot to CUDA, once (`vkcuda_present_ring_cmd_prepare`). */
+    [[nodiscard]] Fallible<vkcuda_present_submit> cmd_prepare(VkCommandBuffer cmd, std::uint32_t queue_family) const {
+        vkcuda_present_submit s{};
+        vkcuda_result r = vkcuda_present_ring_cmd_prepare(get(), cmd, queue_family, &s);
+        return detail::finish(r, s);
+    }
+
+    /** CUDA begins the next frame on `stream` (`vkcuda_present_ring_cuda_begin`). */
+    [[nodiscard]] Fallible<vkcuda_present_write> cuda_begin(CUstream_st* stream) const {
+        vkcuda_present_write w{};
+        vkcuda_result r = vkcuda_present_ring_cuda_begin(get(), stream, &w);
+        return detail::finish(r, w);
+    }
+
+    /** CUDA ends frame `frame` on `stream` (`vkcuda_present_ring_cuda_end`). */
+    Fallible<void> cuda_end(std::uint64_t frame, CUstream_st* stream) const {
+        return detail::finish(vkcuda_present_ring_cuda_end(get(), frame, stream));
+    }
+
+    /** Another producer begins the next frame (`vkcuda_present_ring_begin_write`). */
+    [[nodiscard]] Fallible<vkcuda_present_write> begin_write() const {
+        vkcuda_present_write w{};
+        vkcuda_result r = vkcuda_present_ring_begin_write(get(), &w);
+        return detail::finish(r, w);
+    }
+
+    /** That producer's frame is written (`vkcuda_present_ring_end_write`). */
+    Fallible<void> end_write(std::uint64_t frame) const {
+        return detail::finish(vkcuda_present_ring_end_write(get(), frame));
+    }
+
+    /** A Vulkan producer's copy from `buffer` into the frame's slot (`vkcuda_present_ring_cmd_upload`). */
+    Fallible<void> cmd_upload(VkCommandBuffer cmd, std::uint32_t queue_family, const vkcuda_present_write& write,
+                              VkBuffer buffer, std::uint64_t offset = 0) const {
+        return detail::finish(vkcuda_present_ring_cmd_upload(get(), cmd, queue_family, &write, buffer, offset));
+    }
+
+    /** Records the next frame's blit into `target` (`vkcuda_present_ring_cmd_present`). */
+    [[nodiscard]] Fallible<vkcuda_present_submit> cmd_present(VkCommandBuffer cmd, std::uint32_t queue_family,
+                                                              const vkcuda_present_target& target) const {
+        vkcuda_present_submit s{};
+        vkcuda_result r = vkcuda_present_ring_cmd_present(get(), cmd, queue_family, &target, &s);
+        return detail::finish(r, s);
+    }
 };
 
 // ---- batched handoffs ----------------------------------------------------------------

@@ -39,6 +39,8 @@ packages=(
   binutils            # readelf, for the soname check; nm, for scripts/abi-check.sh
   abigail-tools       # abidw/abidiff: the ABI against the last release (scripts/abi-check.sh)
   valgrind
+  libx11-dev          # Xlib: the windowed example (c_examples/present_window.c)
+  xvfb                # an X server of its own for the windowed example's CI test (tests/present/xvfb.sh)
   libstb-dev          # stb_image_write.h (/usr/include/stb): PNG output of the examples
   libffmpeg-nvenc-dev # FFmpeg's nv-codec-headers (header-only): the NVDEC/NVENC programs
   libavutil-dev       # FFmpeg's libraries: the FFmpeg bridge (bridges/ffmpeg) and its tests;

@@ -104,8 +104,9 @@
 //! image (a description and its fds) over a Unix socket to another process's
 //! context, after checking who the peer is. [`Buffer::export_dlpack`] and
 //! [`Image::export_plane_dlpack`] make DLPack tensors (PyTorch, CuPy, JAX) of
-//! the CUDA view, zero-copy. [`doctor::run`] says whether interop will work on
-//! this machine, and why not.
+//! the CUDA view, zero-copy. [`present::Ring`] carries what CUDA draws onto an
+//! engine's swapchain (a ring of shared images, one blit per frame). [`doctor::run`]
+//! says whether interop will work on this machine, and why not.
 //!
 //! # Rules
 //! - **Ownership.** Objects are RAII: dropping one releases its CUDA view, then
@@ -170,6 +171,7 @@ pub mod handoff;
 pub mod image;
 pub mod ipc;
 pub mod pairing;
+pub mod present;
 mod selftest;
 pub mod semaphore;
 

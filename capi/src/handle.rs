@@ -35,17 +35,19 @@ pub(crate) const IMAGE: u64 = tag(b"vkcudaIM");
 pub(crate) const SEMAPHORE: u64 = tag(b"vkcudaSM");
 pub(crate) const DOCTOR_REPORT: u64 = tag(b"vkcudaDR");
 pub(crate) const BATCH: u64 = tag(b"vkcudaBT");
+pub(crate) const PRESENT_RING: u64 = tag(b"vkcudaPR");
 /// What destroy leaves in the tag.
 const DESTROYED: u64 = tag(b"vkcuda--");
 
 /// The kinds the boundary can name in a message.
-const KINDS: [(u64, &str); 6] = [
+const KINDS: [(u64, &str); 7] = [
     (CONTEXT, "a vkcuda_context"),
     (BUFFER, "a vkcuda_buffer"),
     (IMAGE, "a vkcuda_image"),
     (SEMAPHORE, "a vkcuda_semaphore"),
     (DOCTOR_REPORT, "a vkcuda_doctor_report"),
     (BATCH, "a vkcuda_batch"),
+    (PRESENT_RING, "a vkcuda_present_ring"),
 ];
 
 /// A C handle type: a struct whose only field is a `Tagged<Inner>`.

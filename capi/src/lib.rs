@@ -24,6 +24,7 @@ pub mod handoff;
 pub mod image;
 pub mod ipc;
 pub mod library;
+pub mod present;
 pub mod semaphore;
 pub mod types;
 
@@ -37,6 +38,7 @@ pub use handoff::*;
 pub use image::*;
 pub use ipc::*;
 pub use library::*;
+pub use present::*;
 pub use semaphore::*;
 pub use types::*;
 

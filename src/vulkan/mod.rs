@@ -141,7 +141,7 @@ pub const INSTANCE_COMMANDS: [(&CStr, u32); 14] = [
 /// Vulkan version it is core in (see [`INSTANCE_COMMANDS`]). A device of an
 /// instance created with an older `apiVersion` resolves the newer ones to NULL
 /// (the instance's extensions do not bring them back under their core names).
-pub const DEVICE_COMMANDS: [(&CStr, u32); 21] = [
+pub const DEVICE_COMMANDS: [(&CStr, u32); 25] = [
     (c"vkCreateBuffer", vk::API_VERSION_1_0),
     (c"vkDestroyBuffer", vk::API_VERSION_1_0),
     (c"vkCreateImage", vk::API_VERSION_1_0),
@@ -155,12 +155,16 @@ pub const DEVICE_COMMANDS: [(&CStr, u32); 21] = [
     (c"vkCreateSemaphore", vk::API_VERSION_1_0),
     (c"vkDestroySemaphore", vk::API_VERSION_1_0),
     (c"vkCmdPipelineBarrier", vk::API_VERSION_1_0),
+    (c"vkCmdBlitImage", vk::API_VERSION_1_0),
+    (c"vkCmdCopyBufferToImage", vk::API_VERSION_1_0),
+    (c"vkCmdCopyImageToBuffer", vk::API_VERSION_1_0),
     (c"vkGetDeviceQueue", vk::API_VERSION_1_0),
     (c"vkDeviceWaitIdle", vk::API_VERSION_1_0),
     (c"vkDestroyDevice", vk::API_VERSION_1_0),
     (c"vkGetBufferMemoryRequirements2", vk::API_VERSION_1_1),
     (c"vkGetImageMemoryRequirements2", vk::API_VERSION_1_1),
     (c"vkBindImageMemory2", vk::API_VERSION_1_1),
+    (c"vkBindBufferMemory2", vk::API_VERSION_1_1),
     (c"vkGetSemaphoreCounterValue", vk::API_VERSION_1_2),
     (c"vkSignalSemaphore", vk::API_VERSION_1_2),
 ];

@@ -153,3 +153,9 @@ pub fn destroy(dev: &VulkanDevice, sem: vk::Semaphore) {
     unsafe { dev.device.destroy_semaphore(sem, None) };
     stats::VK_SEMAPHORES.sub();
 }
+
+/// A new timeline semaphore starting at `initial`, not exportable (a Vulkan-only
+/// context's: nothing outside Vulkan signals it).
+pub fn create_plain_timeline(dev: &VulkanDevice, initial: u64) -> Result<vk::Semaphore> {
+    create(dev, vk::SemaphoreType::TIMELINE, initial, false)
+}

@@ -624,6 +624,49 @@ void test_semaphores() {
     EXPECT_ERROR(empty.host_wait(1, 0), VKCUDA_ERROR_NULL_POINTER, "semaphore");
 }
 
+// A present ring on a Vulkan-only context: its handles, the producer's and the engine's
+// book-keeping, refusals with their codes (the blits themselves: tests/present.rs).
+void test_present_ring() {
+    GET(ctx, vkcuda::Context::create_standalone(vulkan_only()));
+    vkcuda_present_ring_create_info ri{};
+    ri.format = VK_FORMAT_R8G8B8A8_UNORM;
+    ri.width = 32;
+    ri.height = 16;
+    ri.image_count = 2;
+    GET(ring, vkcuda::PresentRing::create(ctx, ri));
+    GET(timeline, ring.vk_timeline());
+    GET(first, ring.vk_image(0));
+    GET(second, ring.vk_image(1));
+    CHECK(timeline != VK_NULL_HANDLE && first != VK_NULL_HANDLE && second != first, "ring handles");
+    EXPECT_ERROR(ring.vk_image(2), VKCUDA_ERROR_INVALID_ARGUMENT, "past the ring's 2 images");
+    EXPECT_ERROR(ring.surface_object(0), VKCUDA_ERROR_CUDA_UNAVAILABLE, "VULKAN_ONLY");
+    EXPECT_ERROR(ring.cuda_begin(nullptr), VKCUDA_ERROR_CUDA_UNAVAILABLE, "Vulkan-only");
+    EXPECT_ERROR(ring.begin_write(), VKCUDA_ERROR_INVALID_STATE, "not prepared");
+    vkcuda_present_ring_create_info none = ri;
+    none.image_count = 0;
+    EXPECT_ERROR(vkcuda::PresentRing::create(ctx, none), VKCUDA_ERROR_INVALID_ARGUMENT, "not 0");
+    // Recorded, never submitted: the prepare, a frame begun and ended, a minimised
+    // window's present (nothing recorded: the submit only passes the frame on).
+    GET(h, ctx.vulkan_handles());
+    Gpu gpu;
+    std::string why = gpu.init(h);
+    REQUIRE(why.empty(), "%s", why.c_str());
+    VkResult vr = gpu.run([&](VkCommandBuffer cmd) {
+        GET(prep, ring.cmd_prepare(cmd, h.queue_family_index));
+        CHECK(prep.signal_count == 1 && prep.signal_values[0] == 1, "prepare signals 1");
+    });
+    REQUIRE(vr == VK_SUCCESS, "run: %s", vk_result_name(vr));
+    GET(w, ring.begin_write());
+    CHECK(w.frame == 1 && w.image_index == 0 && w.signal_value == 2, "write 1");
+    EXPECT_ERROR(ring.end_write(2), VKCUDA_ERROR_INVALID_STATE, "frame 2");
+    DO(ring.end_write(1));
+    vkcuda_present_target t{};
+    t.device = h.device;
+    t.format = VK_FORMAT_B8G8R8A8_UNORM;
+    GET(s, ring.cmd_present(VK_NULL_HANDLE, h.queue_family_index, t));
+    CHECK(s.frame == 1 && s.recorded == 0 && s.wait_values[0] == 2 && s.signal_values[0] == 3, "minimised");
+}
+
 // A context destroyed before its objects: they keep it alive.
 void test_destroy_order() {
     GET(before, vkcuda::live_objects());
@@ -846,6 +889,7 @@ int main() {
     harness::run_test("fd export/import between two contexts, data both ways", test_export_import);
     harness::run_test("images; handoff barriers", test_images);
     harness::run_test("semaphores", test_semaphores);
+    harness::run_test("present rings", test_present_ring);
     harness::run_test("destroy order", test_destroy_order);
     harness::run_test("batched handoffs, DLPack, video frames, graphs, the doctor", test_more_wrappers);
 #if defined(VKCUDA_SHARE_DESCRIPTION_SIZE)

@@ -92,6 +92,7 @@ groups! {
     semaphore,
     graph,
     handoff,
+    present,
     share,
     planar,
     dlpack,

@@ -191,6 +191,16 @@ fn rows() -> Vec<Row> {
         row("vkcuda_semaphore_receive", "late", |e| {
             with_out(|o| unsafe { vkcuda_semaphore_receive(e.ctx, -1, ptr::null(), o) })
         }),
+        row("vkcuda_present_ring_create", "late", |e| {
+            let info = vkcuda_present_ring_create_info {
+                flags: 0,
+                format: ash::vk::Format::R8G8B8A8_UNORM.as_raw(),
+                width: 16,
+                height: 16,
+                image_count: 0,
+            };
+            with_out(|o| unsafe { vkcuda_present_ring_create(e.ctx, &info, o) })
+        }),
         // The CUDA arrays an image lends.
         row("vkcuda_image_get_cuda_mipmapped_array", "early", |_| {
             with_out(|o| unsafe { vkcuda_image_get_cuda_mipmapped_array(ptr::null(), o) })
