@@ -134,17 +134,18 @@ impl Drop for Context {
     fn drop(&mut self) {
         // The CUDA side goes first; `vk` (a standalone device) drops after this.
         self.cuda = None;
+        lost::close_device(ash::vk::Handle::as_raw(self.vk.device.handle()));
         crate::stats::CONTEXTS.sub();
     }
 }
 
-fn made(vk: VulkanDevice, cuda: Option<Arc<CudaContext>>) -> Arc<Context> {
-    // A context made from a device handle: that handle names a live device now.
-    lost::forget(lost::Key::Vulkan(ash::vk::Handle::as_raw(
-        vk.device.handle(),
-    )));
+fn made(vk: VulkanDevice, cuda: Option<Arc<CudaContext>>) -> Result<Arc<Context>> {
+    // A device handle with no live context is a new device (its old loss is
+    // forgotten); one with live contexts is the same device, lost or not
+    // (`lost::open_device`). Balanced in `Drop`.
+    lost::open_device(ash::vk::Handle::as_raw(vk.device.handle()))?;
     crate::stats::CONTEXTS.add();
-    Arc::new(Context { vk, cuda })
+    Ok(Arc::new(Context { vk, cuda }))
 }
 
 impl Context {
@@ -169,7 +170,7 @@ impl Context {
     pub unsafe fn from_engine(handles: &EngineHandles, choice: CudaChoice) -> Result<Arc<Context>> {
         let vk = VulkanDevice::from_engine(handles)?;
         let cuda = pair(&vk, choice)?;
-        Ok(made(vk, cuda))
+        made(vk, cuda)
     }
 
     /// Creates a Vulkan instance and device of the library's own (every interop
@@ -202,7 +203,7 @@ impl Context {
         };
         let vk = standalone::create(&pick)?;
         let cuda = pair(&vk, choice)?;
-        Ok(made(vk, cuda))
+        made(vk, cuda)
     }
 
     /// [`ErrorKind::DeviceLost`] when this context's CUDA context hit a sticky

@@ -925,3 +925,151 @@ fn a_lost_vulkan_device_refuses_every_call_and_destroy_still_releases() {
         vkcuda_context_destroy(again);
     }
 }
+
+// --- A lost VkDevice stays lost while anything of it lives (issue 39, item 1).
+// The engine's vkGetDeviceProcAddr is wrapped so that vkAllocateMemory starts
+// returning VK_ERROR_DEVICE_LOST on demand, as a lost device's driver does.
+
+mod lossy {
+    use ash::vk;
+    use std::ffi::{c_char, CStr};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::OnceLock;
+
+    /// While set, vkAllocateMemory returns VK_ERROR_DEVICE_LOST.
+    pub static LOSE: AtomicBool = AtomicBool::new(false);
+    pub static REAL_GDPA: OnceLock<vk::PFN_vkGetDeviceProcAddr> = OnceLock::new();
+    static REAL_ALLOCATE: OnceLock<vk::PFN_vkAllocateMemory> = OnceLock::new();
+
+    unsafe extern "system" fn allocate(
+        device: vk::Device,
+        info: *const vk::MemoryAllocateInfo<'_>,
+        allocator: *const vk::AllocationCallbacks<'_>,
+        memory: *mut vk::DeviceMemory,
+    ) -> vk::Result {
+        if LOSE.load(Ordering::SeqCst) {
+            return vk::Result::ERROR_DEVICE_LOST;
+        }
+        (REAL_ALLOCATE.get().unwrap())(device, info, allocator, memory)
+    }
+
+    /// The engine's vkGetDeviceProcAddr with vkAllocateMemory wrapped.
+    pub unsafe extern "system" fn get_device_proc_addr(
+        device: vk::Device,
+        name: *const c_char,
+    ) -> vk::PFN_vkVoidFunction {
+        let f = (REAL_GDPA.get().unwrap())(device, name);
+        if CStr::from_ptr(name) == c"vkAllocateMemory" {
+            let real = f?;
+            REAL_ALLOCATE.get_or_init(|| {
+                std::mem::transmute::<unsafe extern "system" fn(), vk::PFN_vkAllocateMemory>(real)
+            });
+            return Some(std::mem::transmute::<
+                vk::PFN_vkAllocateMemory,
+                unsafe extern "system" fn(),
+            >(allocate));
+        }
+        f
+    }
+}
+
+/// After vkAllocateMemory returned VK_ERROR_DEVICE_LOST, a second context on
+/// the same VkDevice must not erase the loss: it is refused (DEVICE_LOST,
+/// naming the first error), and the first context's buffer and image still
+/// answer DEVICE_LOST. Once every object of the device is destroyed, a context
+/// on the same handle value is a new device and starts clean.
+#[test]
+fn a_second_context_on_a_lost_device_does_not_resurrect_the_first() {
+    use std::sync::atomic::Ordering;
+    let _g = serial();
+    let objects = live_counts();
+    let e = EngineDevice::new(&[ash::khr::external_memory_fd::NAME], |_, _| true);
+    lossy::REAL_GDPA.get_or_init(|| e.instance.fp_v1_0().get_device_proc_addr);
+    let info = vkcuda_context_create_info {
+        get_device_proc_addr: Some(lossy::get_device_proc_addr),
+        ..e.create_info(VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT)
+    };
+    let mut c1 = ptr::null_mut();
+    ok(unsafe { vkcuda_context_create(&info, &mut c1) });
+    let a = create_buffer(c1, 4096, 0);
+    let (r, im) = try_image(c1, 16);
+    ok(r);
+
+    lossy::LOSE.store(true, Ordering::SeqCst);
+    let mut b = ptr::null_mut();
+    let first = fails(
+        unsafe { vkcuda_buffer_create(c1, &buffer_create_info(4096, 0), &mut b) },
+        VKCUDA_ERROR_DEVICE_LOST,
+    );
+    println!("the call that met the loss: {first}");
+    assert!(
+        first.contains("vkAllocateMemory failed with VK_ERROR_DEVICE_LOST"),
+        "{first}"
+    );
+    let still_lost = |when: &str| {
+        let mut bi: vkcuda_buffer_info = unsafe { std::mem::zeroed() };
+        let mut ii: vkcuda_image_info = unsafe { std::mem::zeroed() };
+        for (call, r) in [
+            ("vkcuda_buffer_get_info(A)", unsafe {
+                vkcuda_buffer_get_info(a, &mut bi)
+            }),
+            ("vkcuda_image_get_info(I)", unsafe {
+                vkcuda_image_get_info(im, &mut ii)
+            }),
+        ] {
+            let m = fails(r, VKCUDA_ERROR_DEVICE_LOST);
+            assert!(
+                m.contains("vkAllocateMemory failed with VK_ERROR_DEVICE_LOST"),
+                "{when}: {call} names the first error: {m}"
+            );
+        }
+        assert_eq!(bi.size, 0, "{when}: no output on failure");
+    };
+    still_lost("after the loss");
+
+    // A second context with the same handles, while A and I live: refused with
+    // the first error, and the record stays.
+    for _ in 0..2 {
+        let mut c2 = 1usize as *mut vkcuda_context;
+        let m = fails(
+            unsafe { vkcuda_context_create(&info, &mut c2) },
+            VKCUDA_ERROR_DEVICE_LOST,
+        );
+        println!("a second context on the lost device: {m}");
+        assert!(c2.is_null());
+        assert!(
+            m.contains("vkAllocateMemory failed with VK_ERROR_DEVICE_LOST")
+                && m.contains("objects of it are still alive"),
+            "{m}"
+        );
+        still_lost("after a second context was asked for");
+    }
+    // The objects keep the record after their context handle is destroyed too.
+    unsafe { vkcuda_context_destroy(c1) };
+    still_lost("after the first context's handle was destroyed");
+    unsafe {
+        vkcuda_buffer_destroy(a);
+        vkcuda_image_destroy(im);
+    }
+    assert_eq!(live_counts(), objects, "destroy released everything");
+
+    // Nothing of the device is alive: the same handle value is a new device (an
+    // engine that recreated its VkDevice may get it back), which starts clean.
+    lossy::LOSE.store(false, Ordering::SeqCst);
+    let mut c3 = ptr::null_mut();
+    ok(unsafe { vkcuda_context_create(&info, &mut c3) });
+    let mut h: vkcuda_vulkan_handles = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_context_get_vulkan_handles(c3, &mut h) });
+    assert_eq!(h.device, e.device.handle(), "the same handle value");
+    still_usable(c3);
+    // ...and a second context beside it is fine while nothing is lost.
+    let mut c4 = ptr::null_mut();
+    ok(unsafe { vkcuda_context_create(&info, &mut c4) });
+    still_usable(c4);
+    unsafe {
+        vkcuda_context_destroy(c4);
+        vkcuda_context_destroy(c3);
+    }
+    assert_eq!(live_counts(), objects);
+    drop(e);
+}

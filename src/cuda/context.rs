@@ -1,6 +1,7 @@
 //! The CUDA context the library works in, and a guard that makes it current.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use cudarc::driver::sys;
 
@@ -21,6 +22,21 @@ pub struct CudaContext {
     /// per-frame call passes the same stream every time; it is looked up once.
     /// Forgotten when an enqueue on it fails (`forget_stream`).
     checked_stream: AtomicUsize,
+    /// Allocation ranges `cuMemGetAddressRange` reported for pitched copies:
+    /// see `known_range`.
+    ranges: Mutex<KnownRanges>,
+}
+
+/// How many allocation ranges a context remembers (a decoder's pool of output
+/// surfaces, a framework's memory segments).
+const KNOWN_RANGES: usize = 32;
+
+/// The allocation ranges found last, `[base, end)`, replaced oldest first.
+#[derive(Default)]
+struct KnownRanges {
+    list: [(u64, u128); KNOWN_RANGES],
+    len: usize,
+    next: usize,
 }
 
 // SAFETY: a CUcontext may be used from any thread; the driver synchronises it.
@@ -50,6 +66,7 @@ impl CudaContext {
             sentinel,
             sentinel_id,
             checked_stream: AtomicUsize::new(0),
+            ranges: Mutex::default(),
         })
     }
 
@@ -75,6 +92,7 @@ impl CudaContext {
             sentinel,
             sentinel_id,
             checked_stream: AtomicUsize::new(0),
+            ranges: Mutex::default(),
         })
     }
 
@@ -134,6 +152,36 @@ impl CudaContext {
         CurrentGuard::push(self.ctx)
     }
 
+    /// For `Drop` code: makes the context current to release its objects, or
+    /// `None` when the context is gone (destroyed or reset by the caller, see
+    /// `alive`: the driver freed its objects with it, and releasing them again
+    /// corrupts its heap). A lost context (a sticky error) is still there: its
+    /// objects are released all the same (the driver gives back what it can and
+    /// closes the fds it owns until `cuDestroyExternalMemory`, whatever the calls
+    /// return), with the context current where even that still works. The sticky
+    /// result of any release call is recorded ([`Releasing::result`]), so the
+    /// first call that saw it is the one named.
+    pub fn releasing(&self) -> Option<Releasing<'_>> {
+        match buffer_id(self.sentinel) {
+            Ok(id) if id == self.sentinel_id => {}
+            Ok(_) => return None,
+            Err(r) if crate::lost::is_sticky(r) => {
+                let _ = crate::lost::cuda_on(
+                    self.ctx,
+                    "cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_BUFFER_ID)",
+                    r,
+                );
+            }
+            Err(_) => return None,
+        }
+        Some(Releasing {
+            ctx: self.ctx,
+            // A push that fails with a sticky error records it itself.
+            _current: CurrentGuard::push(self.ctx).ok(),
+            _of: std::marker::PhantomData,
+        })
+    }
+
     /// Checks that `stream` belongs to this context. The special handles 0 (legacy
     /// default stream), `CU_STREAM_LEGACY` and `CU_STREAM_PER_THREAD` always do,
     /// since they mean "the default stream of the current context".
@@ -178,6 +226,33 @@ impl CudaContext {
         }
         self.checked_stream.store(raw, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Whether `[start, end)` lies in an allocation range found before
+    /// ([`remember_range`](Self::remember_range)): a pitched copy from a
+    /// decoder's surfaces then asks the driver once per surface, not every frame.
+    /// A range is never forgotten while the context lives: an allocation freed and
+    /// another made inside its range is not looked up again (the copy's safety
+    /// contract says so).
+    pub fn known_range(&self, start: u64, end: u128) -> bool {
+        let r = self.ranges.lock().unwrap_or_else(|p| p.into_inner());
+        r.list[..r.len]
+            .iter()
+            .any(|&(base, stop)| base <= start && end <= stop)
+    }
+
+    /// Remembers the allocation `[base, base + size)` `cuMemGetAddressRange`
+    /// reported, in place of the oldest when the list is full.
+    pub fn remember_range(&self, base: u64, size: u64) {
+        let mut r = self.ranges.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = (base, base as u128 + size as u128);
+        if r.list[..r.len].contains(&entry) {
+            return;
+        }
+        let at = r.next;
+        r.list[at] = entry;
+        r.next = (at + 1) % KNOWN_RANGES;
+        r.len = (r.len + 1).min(KNOWN_RANGES);
     }
 
     /// Forgets the stream `check_stream` remembered (an enqueue on it failed: it
@@ -242,13 +317,33 @@ fn buffer_id(ptr: sys::CUdeviceptr) -> std::result::Result<u64, sys::CUresult> {
 
 impl Drop for CudaContext {
     fn drop(&mut self) {
-        if let Ok(_g) = self.enter() {
-            // SAFETY: the sentinel made in `make_sentinel`, in this live context.
-            unsafe { sys::cuMemFree_v2(self.sentinel) };
+        if let Some(r) = self.releasing() {
+            // SAFETY: the sentinel made in `make_sentinel`, in this context (alive
+            // or lost, not gone).
+            r.result("cuMemFree_v2", unsafe { sys::cuMemFree_v2(self.sentinel) });
         }
         if self.primary {
             // SAFETY: balances the retain in `primary`.
             unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.info.device) };
+        }
+    }
+}
+
+/// The context made current for releasing objects ([`CudaContext::releasing`]).
+pub struct Releasing<'a> {
+    ctx: sys::CUcontext,
+    _current: Option<CurrentGuard>,
+    _of: std::marker::PhantomData<&'a CudaContext>,
+}
+
+impl Releasing<'_> {
+    /// Takes the result of a release call: a sticky error is recorded on the
+    /// context (`crate::lost`, naming `call` unless an earlier call saw it first);
+    /// any other failure is dropped, since a destroy has nothing left to do about
+    /// it.
+    pub fn result(&self, call: &str, r: sys::CUresult) {
+        if crate::lost::is_sticky(r) {
+            let _ = crate::lost::cuda_on(self.ctx, call, r);
         }
     }
 }

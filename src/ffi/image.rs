@@ -1391,7 +1391,8 @@ pub struct vkcuda_pitched_planes {
     pub planes: [vkcuda_pitched_plane; 3],
 }
 
-unsafe fn pitched_arg(planes: *const vkcuda_pitched_planes) -> Result<Vec<PitchedPlane>> {
+/// The planes of `planes`, in a fixed array (no allocation: a per-frame call).
+unsafe fn pitched_arg(planes: *const vkcuda_pitched_planes) -> Result<([PitchedPlane; 3], usize)> {
     let p = arg(planes, "planes")?;
     check_flags(p.flags, 0, "planes->flags")?;
     if p.plane_count == 0 || p.plane_count > 3 {
@@ -1407,13 +1408,11 @@ unsafe fn pitched_arg(planes: *const vkcuda_pitched_planes) -> Result<Vec<Pitche
             "planes->planes[{extra}] is set, but planes->plane_count is {n}"
         )));
     }
-    Ok(p.planes[..n]
-        .iter()
-        .map(|q| PitchedPlane {
-            pointer: q.device_pointer,
-            pitch: q.pitch,
-        })
-        .collect())
+    let list = p.planes.map(|q| PitchedPlane {
+        pointer: q.device_pointer,
+        pitch: q.pitch,
+    });
+    Ok((list, n))
 }
 
 unsafe fn pitched_copy(
@@ -1423,8 +1422,8 @@ unsafe fn pitched_copy(
     to_image: bool,
 ) -> Result<()> {
     let im = image_arg(image)?;
-    let list = pitched_arg(planes)?;
-    im.copy_pitched(&list, to_image, stream.cast())
+    let (list, n) = pitched_arg(planes)?;
+    im.copy_pitched(&list[..n], to_image, stream.cast())
 }
 
 /// Enqueues on `stream` the copy from pitch-linear device memory into level 0 of
