@@ -157,6 +157,9 @@ impl Context {
     /// [`ErrorKind::DeviceMismatch`] when no CUDA device has the Vulkan device's
     /// UUID (the message names both), [`ErrorKind::InvalidArgument`] when a command
     /// the library calls does not resolve (an instance made for Vulkan 1.0 or 1.1),
+    /// [`ErrorKind::DeviceLost`] when the device is lost and objects of a context
+    /// on it are still alive (once they are all dropped, a context on the same
+    /// handle value is a new device and starts clean),
     /// and [`ErrorKind::ExtensionNotPresent`] later, from the first call that needs
     /// an extension the device was created without.
     ///
