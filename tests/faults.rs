@@ -701,6 +701,10 @@ const FAULT_PTX: &str = "
 #[test]
 #[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn gpu_sticky_fault_loses_the_context() {
+    let Some(ctx) = cuda_context_or_skip("gpu_sticky_fault_loses_the_context") else {
+        return;
+    };
+    unsafe { vkcuda_context_destroy(ctx) };
     run_fault_child(
         "gpu_sticky_fault_loses_the_context",
         "child_gpu_sticky_fault",
@@ -710,10 +714,6 @@ fn gpu_sticky_fault_loses_the_context() {
 /// Runs `child` (a test that makes a real sticky fault) in a child process
 /// within 60 s: a hang in it (a destroy that waits for ever) fails here.
 fn run_fault_child(test: &str, child: &str) {
-    let Some(ctx) = cuda_context_or_skip(test) else {
-        return;
-    };
-    unsafe { vkcuda_context_destroy(ctx) };
     let mut process = this_test(child, true)
         .env(CHILD_ENV, "1")
         .stdout(std::process::Stdio::piped())
@@ -802,6 +802,10 @@ fn watchdog(stage: &'static std::sync::atomic::AtomicU32, stages: &'static [&'st
 #[test]
 #[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn gpu_sticky_fault_met_in_a_destroy() {
+    let Some(ctx) = cuda_context_or_skip("gpu_sticky_fault_met_in_a_destroy") else {
+        return;
+    };
+    unsafe { vkcuda_context_destroy(ctx) };
     run_fault_child(
         "gpu_sticky_fault_met_in_a_destroy",
         "child_gpu_sticky_fault_in_a_destroy",
