@@ -826,6 +826,7 @@ struct FakeMemory {
     alloc: unsafe extern "C" fn(*mut u64, usize) -> i32,
     free: unsafe extern "C" fn(u64) -> i32,
     copies: unsafe extern "C" fn() -> i32,
+    range_queries: unsafe extern "C" fn() -> i32,
 }
 
 impl FakeMemory {
@@ -838,6 +839,7 @@ impl FakeMemory {
                 alloc: std::mem::transmute(fake_fn(c"cuMemAlloc_v2")),
                 free: std::mem::transmute(fake_fn(c"cuMemFree_v2")),
                 copies: std::mem::transmute(fake_fn(c"fake_cuda_copies")),
+                range_queries: std::mem::transmute(fake_fn(c"fake_cuda_range_queries")),
             }
         }
     }
@@ -864,6 +866,11 @@ impl FakeMemory {
 
     fn copies(&self) -> i32 {
         unsafe { (self.copies)() }
+    }
+
+    /// How many times the library asked cuMemGetAddressRange.
+    fn range_queries(&self) -> i32 {
+        unsafe { (self.range_queries)() }
     }
 }
 
@@ -973,7 +980,7 @@ fn child_pitched_copy_unknown_addresses() {
         .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[3])
         .collect();
     unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), src as *mut u8, bytes.len()) };
-    let before = m.copies();
+    let (before, queries) = (m.copies(), m.range_queries());
     for _ in 0..3 {
         ok(unsafe {
             vkcuda_image_cuda_copy_from_pitched(
@@ -991,6 +998,9 @@ fn child_pitched_copy_unknown_addresses() {
         });
     }
     assert_eq!(m.copies(), before + 6, "one copy a call");
+    // Both planes lie in one allocation: looked up once for six calls, then
+    // remembered (the per-frame cost, issue 39 item 14).
+    assert_eq!(m.range_queries(), queries + 1, "range lookups for 6 calls");
     let out_pitch = 96usize;
     let dst = m.alloc(out_pitch * rows);
     unsafe { std::ptr::write_bytes(dst as *mut u8, 0xEE, out_pitch * rows) };
@@ -1004,6 +1014,11 @@ fn child_pitched_copy_unknown_addresses() {
             ptr::null_mut(),
         )
     });
+    assert_eq!(
+        m.range_queries(),
+        queries + 2,
+        "one lookup for the new allocation"
+    );
     let back = unsafe { std::slice::from_raw_parts(dst as *const u8, out_pitch * rows) };
     let (mut wrong, mut padding) = (0, 0);
     for y in 0..rows {

@@ -39,6 +39,26 @@ struct KnownRanges {
     next: usize,
 }
 
+impl KnownRanges {
+    /// Whether `[start, end)` lies inside one remembered range.
+    fn contains(&self, start: u64, end: u128) -> bool {
+        self.list[..self.len]
+            .iter()
+            .any(|&(base, stop)| base <= start && end <= stop)
+    }
+
+    /// Remembers `[base, base + size)` (once), in place of the oldest when full.
+    fn insert(&mut self, base: u64, size: u64) {
+        let entry = (base, base as u128 + size as u128);
+        if self.list[..self.len].contains(&entry) {
+            return;
+        }
+        self.list[self.next] = entry;
+        self.next = (self.next + 1) % KNOWN_RANGES;
+        self.len = (self.len + 1).min(KNOWN_RANGES);
+    }
+}
+
 // SAFETY: a CUcontext may be used from any thread; the driver synchronises it.
 unsafe impl Send for CudaContext {}
 unsafe impl Sync for CudaContext {}
@@ -236,23 +256,14 @@ impl CudaContext {
     /// contract says so).
     pub fn known_range(&self, start: u64, end: u128) -> bool {
         let r = self.ranges.lock().unwrap_or_else(|p| p.into_inner());
-        r.list[..r.len]
-            .iter()
-            .any(|&(base, stop)| base <= start && end <= stop)
+        r.contains(start, end)
     }
 
     /// Remembers the allocation `[base, base + size)` `cuMemGetAddressRange`
     /// reported, in place of the oldest when the list is full.
     pub fn remember_range(&self, base: u64, size: u64) {
         let mut r = self.ranges.lock().unwrap_or_else(|p| p.into_inner());
-        let entry = (base, base as u128 + size as u128);
-        if r.list[..r.len].contains(&entry) {
-            return;
-        }
-        let at = r.next;
-        r.list[at] = entry;
-        r.next = (at + 1) % KNOWN_RANGES;
-        r.len = (r.len + 1).min(KNOWN_RANGES);
+        r.insert(base, size);
     }
 
     /// Forgets the stream `check_stream` remembered (an enqueue on it failed: it
@@ -391,5 +402,34 @@ impl Drop for CurrentGuard {
             // SAFETY: balances the push in `push` on the same thread.
             unsafe { sys::cuCtxPopCurrent_v2(&mut popped) };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_ranges_hold_the_last_32_and_only_what_fits() {
+        let mut r = KnownRanges::default();
+        assert!(!r.contains(0x1000, 0x1001));
+        r.insert(0x1000, 0x100);
+        r.insert(0x1000, 0x100);
+        assert_eq!(r.len, 1, "remembered once");
+        assert!(r.contains(0x1000, 0x1100), "the whole allocation");
+        assert!(r.contains(0x1080, 0x1090));
+        assert!(!r.contains(0x1000, 0x1101), "one byte past the end");
+        assert!(!r.contains(0xfff, 0x1010), "one byte before the start");
+        // 32 more push the first out, oldest first.
+        for i in 0..KNOWN_RANGES as u64 {
+            r.insert(0x10_0000 * (i + 1), 0x1000);
+        }
+        assert_eq!(r.len, KNOWN_RANGES);
+        assert!(!r.contains(0x1000, 0x1100), "the oldest was replaced");
+        assert!(r.contains(0x10_0000, 0x10_1000));
+        assert!(r.contains(0x10_0000 * 32, 0x10_0000 * 32 + 0x1000));
+        // A range at the top of the address space does not overflow.
+        r.insert(u64::MAX - 0xff, 0x100);
+        assert!(r.contains(u64::MAX - 0xff, u64::MAX as u128 + 1));
     }
 }

@@ -34,7 +34,8 @@
  * Pitched copies: cuMemGetAddressRange knows the cuMemAlloc blocks and the
  * mappings of imported memory (CUDA_ERROR_INVALID_VALUE for any other address);
  * cuMemcpy2DAsync copies between device pointers (host memory here) at once and
- * counts the copies (fake_cuda_copies); a copy that touches an address outside
+ * counts the copies (fake_cuda_copies; fake_cuda_range_queries counts the
+ * lookups); a copy that touches an address outside
  * every block and mapping "faults" as on a GPU: it returns CUDA_SUCCESS (the
  * fault comes later on a GPU) and raises the sticky error.
  * Building with -DWITH_ARRAYS adds mipmapped arrays of imported memory
@@ -495,10 +496,21 @@ static struct object *containing(CUdeviceptr ptr) {
     return NULL;
 }
 
+static int range_queries;
+
+/* How many cuMemGetAddressRange calls were made (for tests). */
+int fake_cuda_range_queries(void) {
+    pthread_mutex_lock(&lock);
+    int n = range_queries;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
 int cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr ptr) {
     STICKY();
     if (depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
     pthread_mutex_lock(&lock);
+    range_queries++;
     struct object *o = containing(ptr);
     if (o) {
         if (base) *base = o->ptr;
