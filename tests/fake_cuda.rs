@@ -818,15 +818,21 @@ fn fake_driver_pitched_copy_refuses_unknown_addresses() {
     println!("{out}");
 }
 
+type PushFn = unsafe extern "C" fn(*mut CUctx_st) -> i32;
+type PopFn = unsafe extern "C" fn(*mut *mut CUctx_st) -> i32;
+type AllocFn = unsafe extern "C" fn(*mut u64, usize) -> i32;
+type FreeFn = unsafe extern "C" fn(u64) -> i32;
+type CountFn = unsafe extern "C" fn() -> i32;
+
 /// The stand-in's functions the pitched-copy child calls itself.
 struct FakeMemory {
     ctx: *mut CUctx_st,
-    push: unsafe extern "C" fn(*mut CUctx_st) -> i32,
-    pop: unsafe extern "C" fn(*mut *mut CUctx_st) -> i32,
-    alloc: unsafe extern "C" fn(*mut u64, usize) -> i32,
-    free: unsafe extern "C" fn(u64) -> i32,
-    copies: unsafe extern "C" fn() -> i32,
-    range_queries: unsafe extern "C" fn() -> i32,
+    push: PushFn,
+    pop: PopFn,
+    alloc: AllocFn,
+    free: FreeFn,
+    copies: CountFn,
+    range_queries: CountFn,
 }
 
 impl FakeMemory {
@@ -834,12 +840,24 @@ impl FakeMemory {
         unsafe {
             FakeMemory {
                 ctx: cuda_info(ctx).cuda_context,
-                push: std::mem::transmute(fake_fn(c"cuCtxPushCurrent_v2")),
-                pop: std::mem::transmute(fake_fn(c"cuCtxPopCurrent_v2")),
-                alloc: std::mem::transmute(fake_fn(c"cuMemAlloc_v2")),
-                free: std::mem::transmute(fake_fn(c"cuMemFree_v2")),
-                copies: std::mem::transmute(fake_fn(c"fake_cuda_copies")),
-                range_queries: std::mem::transmute(fake_fn(c"fake_cuda_range_queries")),
+                push: std::mem::transmute::<*mut std::ffi::c_void, PushFn>(fake_fn(
+                    c"cuCtxPushCurrent_v2",
+                )),
+                pop: std::mem::transmute::<*mut std::ffi::c_void, PopFn>(fake_fn(
+                    c"cuCtxPopCurrent_v2",
+                )),
+                alloc: std::mem::transmute::<*mut std::ffi::c_void, AllocFn>(fake_fn(
+                    c"cuMemAlloc_v2",
+                )),
+                free: std::mem::transmute::<*mut std::ffi::c_void, FreeFn>(fake_fn(
+                    c"cuMemFree_v2",
+                )),
+                copies: std::mem::transmute::<*mut std::ffi::c_void, CountFn>(fake_fn(
+                    c"fake_cuda_copies",
+                )),
+                range_queries: std::mem::transmute::<*mut std::ffi::c_void, CountFn>(fake_fn(
+                    c"fake_cuda_range_queries",
+                )),
             }
         }
     }

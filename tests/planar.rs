@@ -1135,7 +1135,7 @@ mod gpu {
         let mut registered = vec![0u8; len + page];
         let reg_host = {
             let a = registered.as_mut_ptr() as usize;
-            ((a + page - 1) / page * page) as *mut u8
+            (a.div_ceil(page) * page) as *mut u8
         };
         let reg_len = len.div_ceil(page) * page;
         let mut kinds: Vec<(&str, u64)> = Vec::new();

@@ -300,6 +300,11 @@ pub enum Target {
     },
 }
 
+// SAFETY: a CUarray is a driver handle, usable from any thread (the driver
+// synchronises it); a Target only names it.
+unsafe impl Send for Target {}
+unsafe impl Sync for Target {}
+
 /// What `cuMemcpy2DAsync` is told (built field by field: `CUmemorytype` has no
 /// zero value): `p.rows` rows of `p.row_bytes` between `p` and `target`
 /// (`to_array`: into the target).
