@@ -1683,9 +1683,10 @@ impl Image {
     /// # Safety
     /// Each plane's `pointer` is memory of the context's CUDA device with room
     /// for the plane's rows at `pitch` (read when `to_image`, written otherwise),
-    /// not in use by other work on another stream meanwhile. An allocation freed
-    /// and another made at an address in its range is not looked up again while
-    /// the old range is remembered: a plane there must fit the new allocation.
+    /// not in use by other work on another stream meanwhile. An allocation the
+    /// caller freed and another made at an address in its range is not looked up
+    /// again while the old range is remembered (until the library frees memory of
+    /// its own): a plane there must fit the new allocation.
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub unsafe fn copy_pitched(
         &self,

@@ -1051,6 +1051,21 @@ fn child_pitched_copy_unknown_addresses() {
     }
     assert_eq!(wrong, 0, "bytes of {rows} rows wrong after the round trip");
     assert_eq!(padding, 0, "padding bytes written");
+    // Memory the library frees (a buffer's mapping) drops the remembered ranges:
+    // the next copy looks its allocation up again, the one after does not.
+    let queries = m.range_queries();
+    let b = create_buffer(ctx, 65536, 0);
+    unsafe { vkcuda_buffer_destroy(b) };
+    for _ in 0..2 {
+        ok(unsafe {
+            vkcuda_image_cuda_copy_from_pitched(
+                luma,
+                &one_plane(src, pitch as u64),
+                ptr::null_mut(),
+            )
+        });
+    }
+    assert_eq!(m.range_queries(), queries + 1, "looked up again once");
     println!(
         "copies from and to cuMemAlloc'd memory: {} bytes of both planes right, padding untouched",
         w as usize * rows

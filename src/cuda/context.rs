@@ -1,6 +1,6 @@
 //! The CUDA context the library works in, and a guard that makes it current.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use cudarc::driver::sys;
@@ -31,15 +31,37 @@ pub struct CudaContext {
 /// surfaces, a framework's memory segments).
 const KNOWN_RANGES: usize = 32;
 
-/// The allocation ranges found last, `[base, end)`, replaced oldest first.
+/// Counts the device memory the library freed (its buffers' and frames'
+/// mappings, its CUDA allocations): a remembered range may name freed memory
+/// after it moved, so every context's list is cleared then (`KnownRanges`).
+static FREED: AtomicU64 = AtomicU64::new(0);
+
+/// The library is about to free device memory: remembered ranges are dropped.
+pub fn memory_freed() {
+    FREED.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The allocation ranges found last, `[base, end)`, replaced oldest first; all
+/// dropped when the library freed device memory since they were found.
 #[derive(Default)]
 struct KnownRanges {
     list: [(u64, u128); KNOWN_RANGES],
     len: usize,
     next: usize,
+    /// `FREED` when the list was started.
+    freed: u64,
 }
 
 impl KnownRanges {
+    /// Drops the list when the library freed memory since it was started.
+    fn refresh(&mut self, freed: u64) {
+        if self.freed != freed {
+            self.len = 0;
+            self.next = 0;
+            self.freed = freed;
+        }
+    }
+
     /// Whether `[start, end)` lies inside one remembered range.
     fn contains(&self, start: u64, end: u128) -> bool {
         self.list[..self.len]
@@ -251,11 +273,13 @@ impl CudaContext {
     /// Whether `[start, end)` lies in an allocation range found before
     /// ([`remember_range`](Self::remember_range)): a pitched copy from a
     /// decoder's surfaces then asks the driver once per surface, not every frame.
-    /// A range is never forgotten while the context lives: an allocation freed and
-    /// another made inside its range is not looked up again (the copy's safety
-    /// contract says so).
+    /// The list is dropped whenever the library frees device memory (its
+    /// buffers, frames and CUDA allocations); memory the caller frees and
+    /// allocates again inside a remembered range is not looked up again (the
+    /// copy's safety contract says so).
     pub fn known_range(&self, start: u64, end: u128) -> bool {
-        let r = self.ranges.lock().unwrap_or_else(|p| p.into_inner());
+        let mut r = self.ranges.lock().unwrap_or_else(|p| p.into_inner());
+        r.refresh(FREED.load(Ordering::Relaxed));
         r.contains(start, end)
     }
 
@@ -263,6 +287,7 @@ impl CudaContext {
     /// reported, in place of the oldest when the list is full.
     pub fn remember_range(&self, base: u64, size: u64) {
         let mut r = self.ranges.lock().unwrap_or_else(|p| p.into_inner());
+        r.refresh(FREED.load(Ordering::Relaxed));
         r.insert(base, size);
     }
 
@@ -431,5 +456,11 @@ mod tests {
         // A range at the top of the address space does not overflow.
         r.insert(u64::MAX - 0xff, 0x100);
         assert!(r.contains(u64::MAX - 0xff, u64::MAX as u128 + 1));
+        // Memory the library freed since: the list starts over.
+        r.refresh(r.freed);
+        assert_eq!(r.len, KNOWN_RANGES);
+        r.refresh(r.freed + 1);
+        assert_eq!(r.len, 0);
+        assert!(!r.contains(0x10_0000, 0x10_1000));
     }
 }

@@ -135,6 +135,7 @@ impl Drop for ExternalMemory {
         // cuDestroyExternalMemory.
         unsafe {
             if self.mapped != 0 {
+                super::context::memory_freed();
                 r.result("cuMemFree_v2", sys::cuMemFree_v2(self.mapped));
             }
             r.result(

@@ -191,6 +191,7 @@ impl Drop for VmmAllocation {
         // SAFETY: each call undoes one step of `new`/`import_fd` that succeeded.
         unsafe {
             if self.ptr != 0 {
+                super::context::memory_freed();
                 result("cuMemUnmap", sys::cuMemUnmap(self.ptr, self.size as usize));
                 result(
                     "cuMemAddressFree",

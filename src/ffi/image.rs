@@ -1458,9 +1458,10 @@ unsafe fn pitched_copy(
 /// host memory (`cuMemAllocHost`, `cuMemHostRegister`: their device pointers),
 /// which a copy may read and write. The allocation ranges found are remembered
 /// per context (the last 32), so per-frame calls from the same decoder surfaces
-/// ask the driver once per surface; memory freed and allocated again inside a
-/// remembered range is not looked up again (the rows must fit the new
-/// allocation).
+/// ask the driver once per surface. Freeing memory of the library (a buffer's or
+/// frame's mapping, a CUDA-allocated buffer) drops them; memory the caller frees
+/// and allocates again inside a remembered range is not looked up again (the
+/// rows must fit the new allocation).
 ///
 /// Handoff as for any CUDA access to the image: the engine released it to CUDA
 /// (`vkcuda_image_cmd_release_to_cuda`) and `stream` waits for that submit (a
