@@ -14,6 +14,13 @@
 //! all of them are lost together. Every call on a context checks first (the
 //! C boundary's handle lookup, `crate::ffi::handle`): one relaxed atomic load
 //! while nothing is lost, the list only after a loss.
+//!
+//! A `VkDevice`'s loss lasts while any library context on that handle lives
+//! (each object holds its context): a new context on it is refused then
+//! ([`open_device`]); with none left, the handle value names a new device (an
+//! engine's recreated one) and the record is dropped. Destroy paths report the
+//! sticky results of their release calls too (`CudaContext::releasing`), so
+//! the call named is the first that saw the error.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
