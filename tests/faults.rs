@@ -775,6 +775,23 @@ fn fault(cuda: &Cuda) -> String {
     format!("{r:?}")
 }
 
+/// Makes and destroys one object of each kind the fault tests use, so that fds
+/// a driver opens once on first use (and keeps) are open before the baseline
+/// fd count is taken.
+fn warm_up(ctx: *mut vkcuda_context) {
+    let b = create_buffer(ctx, 1 << 20, 0);
+    let c = create_buffer(ctx, 1 << 20, 1);
+    let s = create_semaphore(ctx, 0, 0);
+    let (r, im) = try_image(ctx, 64);
+    ok(r);
+    unsafe {
+        vkcuda_image_destroy(im);
+        vkcuda_semaphore_destroy(s);
+        vkcuda_buffer_destroy(c);
+        vkcuda_buffer_destroy(b);
+    }
+}
+
 /// A watchdog: each stage of `stages` must end within 20 s (`stage.store(i)`
 /// moves on; `stages.len()` ends it).
 fn watchdog(stage: &'static std::sync::atomic::AtomicU32, stages: &'static [&'static str]) {
@@ -829,6 +846,7 @@ fn child_gpu_sticky_fault_in_a_destroy() {
     watchdog(&STAGE, &STAGES);
     let mut ctx = ptr::null_mut();
     ok(unsafe { vkcuda_context_create_standalone(ptr::null(), &mut ctx) });
+    warm_up(ctx);
     let fds = fd_count();
     let first = create_buffer(ctx, 1 << 20, 0);
     let sibling = create_buffer(ctx, 1 << 20, 0);
@@ -911,6 +929,7 @@ fn child_gpu_sticky_fault() {
 
     let mut ctx = ptr::null_mut();
     ok(unsafe { vkcuda_context_create_standalone(ptr::null(), &mut ctx) });
+    warm_up(ctx);
     let fds = fd_count();
     let vk_alloc = create_buffer(ctx, 1 << 20, 0);
     let cuda_alloc = create_buffer(ctx, 1 << 20, 1);

@@ -1131,13 +1131,14 @@ mod gpu {
             ok(unsafe { vkcuda_buffer_get_cuda_pointer(b, &mut p) });
             p
         };
+        // Whole pages of a Vec of our own, registered with CUDA.
         let page = 4096;
-        let mut registered = vec![0u8; len + page];
+        let reg_len = len.div_ceil(page) * page;
+        let mut registered = vec![0u8; reg_len + page];
         let reg_host = {
             let a = registered.as_mut_ptr() as usize;
             (a.div_ceil(page) * page) as *mut u8
         };
-        let reg_len = len.div_ceil(page) * page;
         let mut kinds: Vec<(&str, u64)> = Vec::new();
         c.enter();
         let mut dev = 0;
