@@ -3065,7 +3065,7 @@ enum vkcuda_result vkcuda_image_get_ycbcr_conversion_info(const struct vkcuda_im
  * buffers' CUDA pointers), managed memory (`cuMemAllocManaged`) and page-locked
  * host memory (`cuMemAllocHost`, `cuMemHostRegister`: their device pointers),
  * which a copy may read and write. The allocation ranges found are remembered
- * per context (the last 32), so per-frame calls from the same decoder surfaces
+ * per thread (the last 32), so per-frame calls from the same decoder surfaces
  * ask the driver once per surface. Freeing memory of the library (a buffer's or
  * frame's mapping, a CUDA-allocated buffer) drops them; memory the caller frees
  * and allocates again inside a remembered range is not looked up again (the

@@ -1677,7 +1677,7 @@ impl Image {
     /// memory and page-locked or registered host memory): an address it reports
     /// in no allocation is refused ([`ErrorKind::InvalidArgument`]) before
     /// anything is enqueued, as are rows that end past their allocation. The
-    /// allocation ranges found are remembered per CUDA context (the last 32), so
+    /// allocation ranges found are remembered per thread (the last 32), so
     /// a decoder's surfaces are looked up once, not every frame.
     ///
     /// # Safety

@@ -1,7 +1,7 @@
 //! The CUDA context the library works in, and a guard that makes it current.
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use cudarc::driver::sys;
 
@@ -22,18 +22,16 @@ pub struct CudaContext {
     /// per-frame call passes the same stream every time; it is looked up once.
     /// Forgotten when an enqueue on it fails (`forget_stream`).
     checked_stream: AtomicUsize,
-    /// Allocation ranges `cuMemGetAddressRange` reported for pitched copies:
-    /// see `known_range`.
-    ranges: Mutex<KnownRanges>,
 }
 
-/// How many allocation ranges a context remembers (a decoder's pool of output
+/// How many allocation ranges a thread remembers (a decoder's pool of output
 /// surfaces, a framework's memory segments).
 const KNOWN_RANGES: usize = 32;
 
 /// Counts the device memory the library freed (its buffers' and frames'
-/// mappings, its CUDA allocations): a remembered range may name freed memory
-/// after it moved, so every context's list is cleared then (`KnownRanges`).
+/// mappings, its CUDA allocations, a context's sentinel): a remembered range may
+/// name freed memory after it moved, so every thread's list is cleared then
+/// (`KnownRanges`).
 static FREED: AtomicU64 = AtomicU64::new(0);
 
 /// The library is about to free device memory: remembered ranges are dropped.
@@ -41,11 +39,17 @@ pub fn memory_freed() {
     FREED.fetch_add(1, Ordering::Relaxed);
 }
 
-/// The allocation ranges found last, `[base, end)`, replaced oldest first; all
-/// dropped when the library freed device memory since they were found.
-#[derive(Default)]
+thread_local! {
+    /// The allocation ranges this thread's pitched copies found: per thread, so
+    /// a per-frame call takes no lock (a decoder's frames come from one thread).
+    static RANGES: RefCell<KnownRanges> = const { RefCell::new(KnownRanges::new()) };
+}
+
+/// The allocation ranges found last, `[base, end)` in a CUDA context (an
+/// entry names the context's address), replaced oldest first; all dropped when
+/// the library freed device memory since they were found.
 struct KnownRanges {
-    list: [(u64, u128); KNOWN_RANGES],
+    list: [(usize, u64, u128); KNOWN_RANGES],
     len: usize,
     next: usize,
     /// `FREED` when the list was started.
@@ -53,6 +57,15 @@ struct KnownRanges {
 }
 
 impl KnownRanges {
+    const fn new() -> Self {
+        KnownRanges {
+            list: [(0, 0, 0); KNOWN_RANGES],
+            len: 0,
+            next: 0,
+            freed: 0,
+        }
+    }
+
     /// Drops the list when the library freed memory since it was started.
     fn refresh(&mut self, freed: u64) {
         if self.freed != freed {
@@ -62,16 +75,17 @@ impl KnownRanges {
         }
     }
 
-    /// Whether `[start, end)` lies inside one remembered range.
-    fn contains(&self, start: u64, end: u128) -> bool {
+    /// Whether `[start, end)` lies inside one range remembered in `ctx`.
+    fn contains(&self, ctx: usize, start: u64, end: u128) -> bool {
         self.list[..self.len]
             .iter()
-            .any(|&(base, stop)| base <= start && end <= stop)
+            .any(|&(c, base, stop)| c == ctx && base <= start && end <= stop)
     }
 
-    /// Remembers `[base, base + size)` (once), in place of the oldest when full.
-    fn insert(&mut self, base: u64, size: u64) {
-        let entry = (base, base as u128 + size as u128);
+    /// Remembers `[base, base + size)` of `ctx` (once), in place of the oldest
+    /// when full.
+    fn insert(&mut self, ctx: usize, base: u64, size: u64) {
+        let entry = (ctx, base, base as u128 + size as u128);
         if self.list[..self.len].contains(&entry) {
             return;
         }
@@ -108,7 +122,6 @@ impl CudaContext {
             sentinel,
             sentinel_id,
             checked_stream: AtomicUsize::new(0),
-            ranges: Mutex::default(),
         })
     }
 
@@ -134,7 +147,6 @@ impl CudaContext {
             sentinel,
             sentinel_id,
             checked_stream: AtomicUsize::new(0),
-            ranges: Mutex::default(),
         })
     }
 
@@ -270,25 +282,30 @@ impl CudaContext {
         Ok(())
     }
 
-    /// Whether `[start, end)` lies in an allocation range found before
-    /// ([`remember_range`](Self::remember_range)): a pitched copy from a
-    /// decoder's surfaces then asks the driver once per surface, not every frame.
+    /// Whether `[start, end)` lies in an allocation range this thread found
+    /// before in this context ([`remember_range`](Self::remember_range)): a
+    /// pitched copy from a decoder's surfaces then asks the driver once per
+    /// surface, not every frame.
     /// The list is dropped whenever the library frees device memory (its
     /// buffers, frames and CUDA allocations); memory the caller frees and
     /// allocates again inside a remembered range is not looked up again (the
     /// copy's safety contract says so).
     pub fn known_range(&self, start: u64, end: u128) -> bool {
-        let mut r = self.ranges.lock().unwrap_or_else(|p| p.into_inner());
-        r.refresh(FREED.load(Ordering::Relaxed));
-        r.contains(start, end)
+        let freed = FREED.load(Ordering::Relaxed);
+        RANGES.with_borrow_mut(|r| {
+            r.refresh(freed);
+            r.contains(self.ctx as usize, start, end)
+        })
     }
 
     /// Remembers the allocation `[base, base + size)` `cuMemGetAddressRange`
     /// reported, in place of the oldest when the list is full.
     pub fn remember_range(&self, base: u64, size: u64) {
-        let mut r = self.ranges.lock().unwrap_or_else(|p| p.into_inner());
-        r.refresh(FREED.load(Ordering::Relaxed));
-        r.insert(base, size);
+        let freed = FREED.load(Ordering::Relaxed);
+        RANGES.with_borrow_mut(|r| {
+            r.refresh(freed);
+            r.insert(self.ctx as usize, base, size);
+        })
     }
 
     /// Forgets the stream `check_stream` remembered (an enqueue on it failed: it
@@ -355,7 +372,8 @@ impl Drop for CudaContext {
     fn drop(&mut self) {
         if let Some(r) = self.releasing() {
             // SAFETY: the sentinel made in `make_sentinel`, in this context (alive
-            // or lost, not gone).
+            // or lost, not gone). A new context may come at the same address.
+            memory_freed();
             r.result("cuMemFree_v2", unsafe { sys::cuMemFree_v2(self.sentinel) });
         }
         if self.primary {
@@ -436,31 +454,33 @@ mod tests {
 
     #[test]
     fn known_ranges_hold_the_last_32_and_only_what_fits() {
-        let mut r = KnownRanges::default();
-        assert!(!r.contains(0x1000, 0x1001));
-        r.insert(0x1000, 0x100);
-        r.insert(0x1000, 0x100);
+        let mut r = KnownRanges::new();
+        let c = 0xc0;
+        assert!(!r.contains(c, 0x1000, 0x1001));
+        r.insert(c, 0x1000, 0x100);
+        r.insert(c, 0x1000, 0x100);
         assert_eq!(r.len, 1, "remembered once");
-        assert!(r.contains(0x1000, 0x1100), "the whole allocation");
-        assert!(r.contains(0x1080, 0x1090));
-        assert!(!r.contains(0x1000, 0x1101), "one byte past the end");
-        assert!(!r.contains(0xfff, 0x1010), "one byte before the start");
+        assert!(r.contains(c, 0x1000, 0x1100), "the whole allocation");
+        assert!(r.contains(c, 0x1080, 0x1090));
+        assert!(!r.contains(c, 0x1000, 0x1101), "one byte past the end");
+        assert!(!r.contains(c, 0xfff, 0x1010), "one byte before the start");
+        assert!(!r.contains(0xc1, 0x1000, 0x1100), "another context's");
         // 32 more push the first out, oldest first.
         for i in 0..KNOWN_RANGES as u64 {
-            r.insert(0x10_0000 * (i + 1), 0x1000);
+            r.insert(c, 0x10_0000 * (i + 1), 0x1000);
         }
         assert_eq!(r.len, KNOWN_RANGES);
-        assert!(!r.contains(0x1000, 0x1100), "the oldest was replaced");
-        assert!(r.contains(0x10_0000, 0x10_1000));
-        assert!(r.contains(0x10_0000 * 32, 0x10_0000 * 32 + 0x1000));
+        assert!(!r.contains(c, 0x1000, 0x1100), "the oldest was replaced");
+        assert!(r.contains(c, 0x10_0000, 0x10_1000));
+        assert!(r.contains(c, 0x10_0000 * 32, 0x10_0000 * 32 + 0x1000));
         // A range at the top of the address space does not overflow.
-        r.insert(u64::MAX - 0xff, 0x100);
-        assert!(r.contains(u64::MAX - 0xff, u64::MAX as u128 + 1));
+        r.insert(c, u64::MAX - 0xff, 0x100);
+        assert!(r.contains(c, u64::MAX - 0xff, u64::MAX as u128 + 1));
         // Memory the library freed since: the list starts over.
         r.refresh(r.freed);
         assert_eq!(r.len, KNOWN_RANGES);
         r.refresh(r.freed + 1);
         assert_eq!(r.len, 0);
-        assert!(!r.contains(0x10_0000, 0x10_1000));
+        assert!(!r.contains(c, 0x10_0000, 0x10_1000));
     }
 }
