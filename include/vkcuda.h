@@ -3064,7 +3064,10 @@ enum vkcuda_result vkcuda_image_get_ycbcr_conversion_info(const struct vkcuda_im
  * any kind (`cuMemAlloc`, `cuMemAllocPitch`, NVDEC's mapped frames, shared
  * buffers' CUDA pointers), managed memory (`cuMemAllocManaged`) and page-locked
  * host memory (`cuMemAllocHost`, `cuMemHostRegister`: their device pointers),
- * which a copy may read and write. The allocation ranges found are remembered
+ * which a copy may read and write. `cuMemGetAddressRange` reports each
+ * physical allocation mapped into a virtual range (`cuMemMap`: PyTorch's
+ * expandable segments) on its own, so a plane's rows must lie in one of them.
+ * The allocation ranges found are remembered
  * per thread (the last 32), so per-frame calls from the same decoder surfaces
  * ask the driver once per surface. Freeing memory of the library (a buffer's or
  * frame's mapping, a CUDA-allocated buffer) drops them; memory the caller frees
