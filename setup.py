@@ -64,7 +64,7 @@ setup(
     rust_extensions=[
         RustExtension(
             "vkcuda.lib.libvkcuda",
-            path="Cargo.toml",
+            path="capi/Cargo.toml",  # the C door, crate vkcuda-c (libvkcuda_c.so)
             cargo_manifest_args=["--locked"],  # the Cargo.lock the sdist ships
             binding=Binding.NoBinding,
             strip=Strip.All,

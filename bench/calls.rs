@@ -17,7 +17,7 @@
 //! `--quick` runs the Vulkan-only part with few calls (CI smoke test on lavapipe);
 //! `--csv FILE` writes the table as CSV.
 
-#[path = "../tests/support/mod.rs"]
+#[path = "../capi/tests/support/mod.rs"]
 mod support;
 
 use std::cell::Cell;

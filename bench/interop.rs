@@ -22,7 +22,7 @@ mod planar;
 /// library's cost; PERFORMANCE.md says why).
 const TARGET_RATIO: &str = "target <= 1.02 (docs/PERFORMANCE.md)";
 const TARGET_HOST_WAIT: &str = "us over the spin, target <= 20 (docs/PERFORMANCE.md)";
-#[path = "../tests/support/mod.rs"]
+#[path = "../capi/tests/support/mod.rs"]
 mod support;
 
 use std::ffi::c_void;

@@ -44,9 +44,9 @@ trap 'rm -rf "$work"' EXIT
 
 if [ -z "$lib" ]; then
   if [ -d "$HOME/.cargo/bin" ]; then PATH="$HOME/.cargo/bin:$PATH"; fi
-  echo "+ cargo build --lib"
-  (cd "$root" && cargo build --quiet --lib) || die "cargo build --lib failed"
-  lib="$root/target/debug/libvkcuda.so"
+  echo "+ cargo build -p vkcuda-c --lib"
+  (cd "$root" && cargo build --quiet -p vkcuda-c --lib) || die "cargo build -p vkcuda-c --lib failed"
+  lib="$root/target/debug/libvkcuda_c.so"
 fi
 [ -f "$lib" ] || die "no library $lib"
 

@@ -49,6 +49,14 @@ if [ -n "$built" ] && [ "$built" != "$top" ] && [ ! -e "$built" ]; then
 fi
 export VK_DRIVER_FILES=$icd LD_LIBRARY_PATH="$bundle${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PATH=$PATH:/usr/local/cuda/bin RUST_BACKTRACE=1
+# The minimal FFmpeg of scripts/lab/build-ffmpeg.sh, where the bundle carries it: the FFmpeg
+# bridge (bridges/ffmpeg) and its GPU test gpu_ffmpeg_decode are built against it.
+ffmpeg_args=()
+if [ -f .dev/ffmpeg/lib/libavcodec.so ]; then
+    ffmpeg_args=(-DVKCUDA_FFMPEG_ROOT="$top/.dev/ffmpeg")
+    export LD_LIBRARY_PATH="$top/.dev/ffmpeg/lib:$LD_LIBRARY_PATH"
+    echo "FFmpeg: $(cat .dev/ffmpeg/VERSION 2>/dev/null || echo .dev/ffmpeg) (the bridge's GPU test)"
+fi
 echo "VK_DRIVER_FILES=$icd; kernel $(uname -r)"
 nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv 2>/dev/null
 echo "libvulkan: $(ldconfig -p | grep -m1 'libvulkan.so.1'); nvcc: $(nvcc --version 2>/dev/null | grep release)"
@@ -57,7 +65,7 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DVKCUDA_PREBUILT_LIBRARY="$bu
     -DVulkan_INCLUDE_DIR="$bundle/include" -DVulkan_LIBRARY=/usr/lib/x86_64-linux-gnu/libvulkan.so.1 \
     -DVKCUDA_STB_INCLUDE_DIR="$bundle/include/stb" -DVKCUDA_BUILD_EXAMPLES=ON -DVKCUDA_BUILD_TESTS=ON \
     -DVKCUDA_RUST_TEST_DIR="$bundle/tests" -DVKCUDA_VVL_DIR="$top/.dev/vvl" \
-    -DVKCUDA_TEST_OUTPUT_DIR="$OUT" ${VKCUDA_CMAKE_ARGS:-} &&
+    -DVKCUDA_TEST_OUTPUT_DIR="$OUT" "${ffmpeg_args[@]}" ${VKCUDA_CMAKE_ARGS:-} &&
     cmake --build "$build" -j "$(nproc)" || { echo "gpu-test: FAILED: the CMake build"; exit 1; }
 [ $# -gt 0 ] || set -- -L gpu
 stop=$(date -d "+${VKCUDA_GPU_TEST_BUDGET_S:-450} seconds" +%H:%M:%S)

@@ -41,6 +41,9 @@ packages=(
   valgrind
   libstb-dev          # stb_image_write.h (/usr/include/stb): PNG output of the examples
   libffmpeg-nvenc-dev # FFmpeg's nv-codec-headers (header-only): the NVDEC/NVENC programs
+  libavutil-dev       # FFmpeg's libraries: the FFmpeg bridge (bridges/ffmpeg) and its tests;
+  libavcodec-dev      #   without them the bridge is skipped (CMake says so)
+  libavformat-dev     #   the raw demuxers of the bridge's GPU test
   ca-certificates     # cargo downloads crates over HTTPS
   python3             # the Python package (python/) and its tests
   python3-venv        # CTest's python test installs it and pytest into a venv

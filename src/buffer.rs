@@ -26,7 +26,7 @@
 //! # }
 //! ```
 
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 
 use ash::vk;
@@ -39,7 +39,7 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::fd;
 
-pub(crate) use super::vulkan::memory::check_export_types;
+pub use crate::vulkan::memory::check_export_types;
 
 /// Which side allocates a buffer's memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -348,7 +348,7 @@ impl Buffer {
                 "the wrapped memory must be allocated with VkExportMemoryAllocateInfo (OPAQUE_FD)",
             )
         })?;
-        if let Some(real) = fd::known_size(&handle) {
+        if let Some(real) = memory::real_size(&ctx.vk, handle.as_fd()) {
             if allocation_size > real {
                 return Err(Error::invalid(format!(
                     "allocation_size {allocation_size} is larger than the memory object's real size {real}"
@@ -410,7 +410,7 @@ impl Buffer {
                 layout.offset, layout.size, layout.allocation_size
             )));
         }
-        if let Some(real) = fd::known_size(handle) {
+        if let Some(real) = memory::real_size(&ctx.vk, handle) {
             if layout.allocation_size > real {
                 return Err(Error::invalid(format!(
                     "allocation_size {} is larger than the memory object's real size {real}",

@@ -77,6 +77,14 @@ unsafe impl Sync for BorrowedCudaContext {}
 
 pub use super::vulkan::EngineHandles;
 
+/// Whether any context of this process has recorded a loss (a sticky CUDA error
+/// or `VK_ERROR_DEVICE_LOST`): one relaxed atomic load, for callers that check
+/// before every call on many objects ([`Context::check_lost`] says which).
+#[inline]
+pub fn any_lost() -> bool {
+    lost::any()
+}
+
 /// A Vulkan device paired with the CUDA device of the same UUID: what every
 /// buffer, image and semaphore is made from.
 ///

@@ -116,7 +116,9 @@ pub struct Report {
 pub struct Options {
     /// The root the container checks read files under (`/.dockerenv`,
     /// `/proc/1/cgroup`, `/dev/nvidia*`, the driver's libraries); `/` normally, a
-    /// prepared directory in tests.
+    /// prepared directory in tests. The files read there are read as the ICD
+    /// manifests are: regular files of at most 1 MiB, opened without blocking (a
+    /// FIFO or a device is not read).
     pub root: PathBuf,
     /// The engine's handles ([`Options::with_engine`]).
     engine: Option<EngineHandles>,
@@ -364,11 +366,10 @@ fn check_loader(r: &mut Report, gap: Option<&str>) -> bool {
 
 /// The most of one manifest the doctor reads. An ICD manifest is a few hundred
 /// bytes; a larger file is not one, and a device such as `/dev/zero` never ends.
-pub(crate) const MANIFEST_SIZE_LIMIT: u64 = 1 << 20;
+pub const MANIFEST_SIZE_LIMIT: u64 = 1 << 20;
 
 /// Why an entry of the loader's search gave no usable manifest.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[doc(hidden)]
 pub enum Problem {
     /// The path does not exist.
     Missing,
@@ -387,8 +388,11 @@ pub enum Problem {
     TooLarge(u64),
     /// Not JSON: what the parser said, and where (from 1).
     NotJson {
+        /// What the parser said.
         what: String,
+        /// The line, from 1.
         line: usize,
+        /// The column, from 1.
         column: usize,
     },
     /// JSON without `ICD.library_path`.
@@ -418,8 +422,8 @@ impl Problem {
 /// An entry of the loader's search: an ICD manifest and what its library did, or
 /// an entry that gave none and why ([`Manifest::problem`]).
 #[derive(Clone, Debug)]
-#[doc(hidden)]
 pub struct Manifest {
+    /// Where the manifest is (or the entry that gave none).
     pub path: PathBuf,
     /// `ICD.library_path` as written.
     pub library: Option<String>,
@@ -459,6 +463,7 @@ impl Manifest {
         )
     }
 
+    /// Whether the manifest was read and its library loaded.
     pub fn works(&self) -> bool {
         self.problem.is_none()
             && self
@@ -678,9 +683,11 @@ fn is_json_name(p: &Path) -> bool {
     p.as_os_str().as_bytes().ends_with(b".json")
 }
 
-/// The bytes of a manifest: a regular file, at most [`MANIFEST_SIZE_LIMIT`] bytes,
+/// The bytes of a manifest, or of any file the doctor reads under
+/// [`Options::root`]: a regular file, at most [`MANIFEST_SIZE_LIMIT`] bytes,
 /// opened without blocking (a FIFO put in its place after the check would
-/// otherwise wait for a writer).
+/// otherwise wait for a writer). `/proc` files report size 0 and are read up to
+/// the limit.
 fn read_capped(path: &Path) -> std::result::Result<Vec<u8>, Problem> {
     let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => Problem::Missing,
@@ -800,7 +807,6 @@ fn skipped(path: &Path, source: &str, variable: Option<&str>, problem: Problem) 
 /// at most [`MANIFEST_SIZE_LIMIT`] bytes each. Entries of a variable that give no
 /// manifest (missing, not a `*.json` file or a directory, a directory without
 /// manifests, not a regular file) are listed with their [`Problem`].
-#[doc(hidden)]
 pub fn find_manifests() -> Vec<Manifest> {
     let mut out: Vec<Manifest> = Vec::new();
     let mut push = |m: Manifest| {
@@ -1622,7 +1628,11 @@ pub(crate) fn container_evidence(root: &Path) -> Option<String> {
     if let Some(v) = env("container") {
         return Some(format!("the environment variable container={v}"));
     }
-    if let Ok(cg) = std::fs::read_to_string(root.join("proc/1/cgroup")) {
+    // Read as the manifests are (a regular file of at most MANIFEST_SIZE_LIMIT
+    // bytes, opened without blocking): a FIFO or a device in its place under a
+    // test's root would otherwise wait for a writer, or never end.
+    if let Ok(cg) = read_capped(&root.join("proc/1/cgroup")) {
+        let cg = String::from_utf8_lossy(&cg);
         for word in ["docker", "kubepods", "containerd", "libpod", "lxc"] {
             if cg.contains(word) {
                 return Some(format!("/proc/1/cgroup mentions {word}"));
@@ -2067,6 +2077,24 @@ mod tests {
         }
         std::fs::write(dir.join("proc/1/cgroup"), "0::/kubepods/burstable/pod1\n").unwrap();
         assert!(container_evidence(&dir).unwrap().contains("kubepods"));
+        // What is not a regular file is not read (it would block or never end),
+        // and the check returns at once.
+        let cgroup = dir.join("proc/1/cgroup");
+        std::fs::remove_file(&cgroup).unwrap();
+        let c = std::ffi::CString::new(cgroup.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let within = |root: PathBuf| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || tx.send(container_evidence(&root)).unwrap());
+            rx.recv_timeout(std::time::Duration::from_secs(10))
+                .expect("container_evidence returns with a FIFO at proc/1/cgroup")
+        };
+        if std::env::var_os("container").is_none() {
+            assert_eq!(within(dir.clone()), None);
+            std::fs::remove_file(&cgroup).unwrap();
+            std::os::unix::fs::symlink("/dev/zero", &cgroup).unwrap();
+            assert_eq!(within(dir.clone()), None);
+        }
         std::fs::write(dir.join(".dockerenv"), "").unwrap();
         assert!(container_evidence(&dir).unwrap().contains("Docker"));
         std::fs::remove_dir_all(&dir).unwrap();

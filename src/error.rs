@@ -19,7 +19,7 @@ use std::fmt;
 use ash::vk;
 use cudarc::driver::sys::CUresult;
 
-/// The failure classes: each is one `vkcuda_result` code of the C API
+/// The failure classes: each is one result code of the C API
 /// ([`code`](Self::code)). New classes may be added in a minor release.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -68,10 +68,26 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    /// The C API's `vkcuda_result` value of this class (`VKCUDA_ERROR_*`, always
+    /// The C API's result code of this class (`VKCUDA_ERROR_*`, always
     /// negative).
     pub fn code(self) -> i32 {
-        crate::ffi::vkcuda_result::from(self) as i32
+        match self {
+            ErrorKind::InvalidArgument => -1,
+            ErrorKind::NullPointer => -2,
+            ErrorKind::OutOfMemory => -3,
+            ErrorKind::CudaUnavailable => -4,
+            ErrorKind::VulkanUnavailable => -5,
+            ErrorKind::Vulkan => -6,
+            ErrorKind::Cuda => -7,
+            ErrorKind::ExtensionNotPresent => -8,
+            ErrorKind::DeviceMismatch => -9,
+            ErrorKind::Unsupported => -10,
+            ErrorKind::Timeout => -11,
+            ErrorKind::Panic => -12,
+            ErrorKind::InvalidState => -13,
+            ErrorKind::PermissionDenied => -14,
+            ErrorKind::DeviceLost => -15,
+        }
     }
 }
 
@@ -112,20 +128,23 @@ impl Error {
         &self.message
     }
 
-    /// The C API's `vkcuda_result` value ([`ErrorKind::code`]).
+    /// The C API's result code ([`ErrorKind::code`]).
     pub fn code(&self) -> i32 {
         self.kind.code()
     }
 
-    pub(crate) fn invalid(message: impl Into<String>) -> Self {
+    /// An [`ErrorKind::InvalidArgument`] error.
+    pub fn invalid(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::InvalidArgument, message)
     }
 
-    pub(crate) fn unsupported(message: impl Into<String>) -> Self {
+    /// An [`ErrorKind::Unsupported`] error.
+    pub fn unsupported(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Unsupported, message)
     }
 
-    pub(crate) fn null(what: &str) -> Self {
+    /// An [`ErrorKind::NullPointer`] error: "`what` must not be NULL".
+    pub fn null(what: &str) -> Self {
         Self::new(ErrorKind::NullPointer, format!("{what} must not be NULL"))
     }
 
@@ -166,7 +185,7 @@ impl Error {
     }
 
     /// Prefixes the message with more context ("creating a buffer: ...").
-    pub(crate) fn context(mut self, what: &str) -> Self {
+    pub fn context(mut self, what: &str) -> Self {
         self.message = format!("{what}: {}", self.message);
         self
     }

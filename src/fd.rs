@@ -120,11 +120,6 @@ impl OffsetGuard {
             offset: (at >= 0).then_some(at),
         }
     }
-
-    /// The descriptor is no longer the caller's (the import took it): nothing to restore.
-    pub fn disarm(mut self) {
-        self.offset = None;
-    }
 }
 
 impl Drop for OffsetGuard {
@@ -134,11 +129,4 @@ impl Drop for OffsetGuard {
             unsafe { libc::lseek(self.fd, at, libc::SEEK_SET) };
         }
     }
-}
-
-/// The number of open descriptors of this process (for leak tests).
-pub fn open_count() -> usize {
-    std::fs::read_dir("/proc/self/fd")
-        .map(|d| d.count())
-        .unwrap_or(0)
 }

@@ -34,7 +34,9 @@ pub enum Numeric {
     Unorm,
     /// Signed normalized: integer `n` means `max(n / (2^(bits-1) - 1), -1)`.
     Snorm,
+    /// Unsigned integer.
     Uint,
+    /// Signed integer.
     Sint,
     /// IEEE half (16 bits) or single (32 bits) float.
     Sfloat,
@@ -54,17 +56,22 @@ pub enum Order {
 /// One row of the table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FormatInfo {
+    /// The Vulkan format.
     pub format: vk::Format,
+    /// The CUDA array format of the same texels.
     pub cuda: CUarray_format,
     /// 1, 2 or 4.
     pub channels: u32,
     /// 1, 2 or 4.
     pub bytes_per_channel: u32,
+    /// How the channels are read.
     pub numeric: Numeric,
+    /// The order of the channels in memory.
     pub order: Order,
 }
 
 impl FormatInfo {
+    /// Bytes per texel: channels times bytes per channel.
     pub fn bytes_per_texel(&self) -> u32 {
         self.channels * self.bytes_per_channel
     }
@@ -75,6 +82,7 @@ impl FormatInfo {
         self.numeric != Numeric::Sfloat && self.bytes_per_channel <= 2
     }
 
+    /// Whether the channels are floats (`Sfloat`).
     pub fn is_float(&self) -> bool {
         self.numeric == Numeric::Sfloat
     }
@@ -470,8 +478,11 @@ pub const TABLE: &[FormatInfo] = &[
 /// A single-plane format is one plane with divisors 1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PlaneFormat {
+    /// The plane's texel format.
     pub info: FormatInfo,
+    /// The image's width divided by this is the plane's.
     pub width_divisor: u32,
+    /// The image's height divided by this is the plane's.
     pub height_divisor: u32,
 }
 
@@ -488,6 +499,7 @@ impl PlaneFormat {
 /// that a format is changed or enabled in this table alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PlanarFormat {
+    /// The Vulkan format.
     pub format: vk::Format,
     /// The name video code uses (NV12, P010, I420, ...).
     pub name: &'static str,
@@ -644,7 +656,7 @@ const fn planar(
 /// imported into CUDA with `CUDA_EXTERNAL_MEMORY_DEDICATED` and mapped whole
 /// (`cuExternalMemoryGetMappedBuffer`), each plane at its
 /// `vkGetImageSubresourceLayout(PLANE_i)` offset and row pitch. A format is
-/// `verified: true` after `tests/video.rs`'s harness (`gpu_frames_read_back_both_ways`:
+/// `verified: true` after `capi/tests/video.rs`'s harness (`gpu_frames_read_back_both_ways`:
 /// ramp and random bytes, CUDA to Vulkan and back, at 64x64, 1920x1080, 3840x2160
 /// and 1282x722) passed on the H200 (driver 580.159.04, CUDA 13.0); see
 /// docs/GUIDE.md, "Video frames", for the run.
@@ -832,11 +844,14 @@ pub const MAX_PLANES: usize = 3;
 /// [`TABLE`]) or 2-3 (a format of [`PLANAR`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Layout {
+    /// One plane of a format of [`TABLE`].
     Single(FormatInfo),
+    /// Two or three planes of a format of [`PLANAR`].
     Planar(&'static PlanarFormat),
 }
 
 impl Layout {
+    /// The Vulkan format.
     pub fn format(&self) -> vk::Format {
         match self {
             Layout::Single(f) => f.format,
@@ -844,6 +859,7 @@ impl Layout {
         }
     }
 
+    /// The number of planes: 1, 2 or 3.
     pub fn plane_count(&self) -> usize {
         match self {
             Layout::Single(_) => 1,
@@ -866,10 +882,12 @@ impl Layout {
         }
     }
 
+    /// Every plane, in order.
     pub fn planes(&self) -> impl Iterator<Item = PlaneFormat> + '_ {
         (0..self.plane_count()).map(|p| self.plane(p))
     }
 
+    /// The multi-planar row, or None for a single-plane format.
     pub fn planar(&self) -> Option<&'static PlanarFormat> {
         match self {
             Layout::Single(_) => None,

@@ -66,7 +66,7 @@
 //! # }
 //! ```
 
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 
 use ash::vk;
@@ -608,7 +608,8 @@ pub struct PlanePointer {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct VideoColor {
     /// H.273 MatrixCoefficients: 1 BT.709, 5 and 6 BT.601, 9 BT.2020
-    /// (non-constant luminance), 0 identity (GBR), 2 unspecified (read as BT.709).
+    /// (non-constant luminance), 0 identity (GBR: Vulkan's `RGB_IDENTITY`, full
+    /// range only), 2 unspecified (read as BT.709).
     pub matrix: u32,
     /// H.273 TransferCharacteristics (1 BT.709, 13 sRGB, 16 PQ, 18 HLG, ...).
     pub transfer: u32,
@@ -635,11 +636,23 @@ impl VideoColor {
         y_chroma: vk::ChromaLocation::MIDPOINT,
     };
 
-    /// Vulkan's model for the matrix, or why there is none.
+    /// Vulkan's model for the matrix, or why there is none. Identity (0: the
+    /// planes hold G, B and R) is `RGB_IDENTITY`, which samples each plane as it
+    /// is; `YCBCR_IDENTITY` would range-expand B and R as chroma (shift them by
+    /// one half). `RGB_IDENTITY` ignores the range, so narrow-range GBR has no
+    /// model.
     pub fn model(&self) -> Result<vk::SamplerYcbcrModelConversion> {
         use vk::SamplerYcbcrModelConversion as M;
         Ok(match self.matrix {
-            0 => M::YCBCR_IDENTITY,
+            0 if self.full_range => M::RGB_IDENTITY,
+            0 => {
+                return Err(Error::unsupported(
+                    "matrix_coefficients 0 (identity: GBR) in narrow range has no \
+                     VkSamplerYcbcrModelConversion: RGB_IDENTITY, the model of GBR, ignores \
+                     ycbcrRange (VkSamplerYcbcrRange), and YCBCR_IDENTITY would expand B and R \
+                     as chroma; describe GBR as full range, or expand the range in the shader",
+                ))
+            }
             1 | 2 => M::YCBCR_709,
             5 | 6 => M::YCBCR_601,
             9 => M::YCBCR_2020,
@@ -956,7 +969,7 @@ impl Image {
                     "{what}allocation_size must not be 0"
                 )));
             }
-            if let Some(real) = fd::known_size(h) {
+            if let Some(real) = memory::real_size(&ctx.vk, *h) {
                 if size > real {
                     return Err(Error::invalid(format!(
                         "{what}allocation_size {size} is larger than the memory object's real size {real}"
@@ -1104,7 +1117,7 @@ impl Image {
                     plane_name(n, p)
                 ))
             })?;
-            if let Some(real) = fd::known_size(&handle) {
+            if let Some(real) = memory::real_size(&ctx.vk, handle.as_fd()) {
                 if m.allocation_size > real {
                     return Err(Error::invalid(format!(
                         "{}allocation_size {} is larger than the memory object's real size {real}",
@@ -1400,7 +1413,8 @@ impl Image {
         &self.resolved.desc
     }
 
-    pub(crate) fn layout(&self) -> &Layout {
+    /// How the image's format is laid out in planes, and what CUDA sees of each.
+    pub fn layout(&self) -> &Layout {
         &self.resolved.layout
     }
 
@@ -1419,6 +1433,12 @@ impl Image {
     /// What CUDA was (or would be) told about plane `p`'s array.
     pub(crate) fn shape(&self, p: usize) -> &ArrayShape {
         &self.resolved.shapes[p]
+    }
+
+    /// The `CUDA_ARRAY3D_*` flags plane `p`'s CUDA array was (or would be) made
+    /// with (`SURFACE_LDST`, `LAYERED`, `CUBEMAP`, ...); `p` < the plane count.
+    pub fn cuda_array_flags(&self, p: usize) -> u32 {
+        self.shape(p).flags
     }
 
     /// Whether the Vulkan image and memory are the engine's ([`Image::wrap`]).
@@ -1761,8 +1781,19 @@ mod tests {
             matrix,
             ..VideoColor::DEFAULT
         };
+        // Identity (GBR) samples each plane as it is: RGB_IDENTITY, never
+        // YCBCR_IDENTITY (which shifts B and R by one half); full range only.
+        let gbr = VideoColor {
+            matrix: 0,
+            full_range: true,
+            ..VideoColor::DEFAULT
+        };
+        assert_eq!(gbr.model().unwrap(), M::RGB_IDENTITY);
+        gbr.check().unwrap();
+        let e = with(0).check().unwrap_err();
+        assert_eq!(e.kind, crate::error::ErrorKind::Unsupported);
+        assert!(e.message.contains("narrow range"), "{}", e.message);
         for (m, want) in [
-            (0, M::YCBCR_IDENTITY),
             (1, M::YCBCR_709),
             (2, M::YCBCR_709),
             (5, M::YCBCR_601),

@@ -1,7 +1,8 @@
 //! vkcuda: share GPU memory and semaphores between a Vulkan engine and CUDA, zero-copy.
 //!
 //! The same objects serve two APIs: this safe Rust API, and the C API of
-//! `include/vkcuda.h` (`libvkcuda.so`), a thin layer over it. A Rust engine (on
+//! `include/vkcuda.h` (`libvkcuda.so`, built by the `vkcuda-c` crate), a thin
+//! layer over it. A Rust engine (on
 //! `ash`, or wgpu through its HAL) uses this one.
 //!
 //! # A five-minute tour
@@ -122,13 +123,13 @@
 //!   drivers get duplicates).
 //! - **Types at the boundary** are `ash`'s (re-exported as [`ash`]) and the
 //!   CUDA driver API's ([`cuda_sys`]).
-//! - **Errors** are an [`Error`]: an [`ErrorKind`] (the C API's `vkcuda_result`,
+//! - **Errors** are an [`Error`]: an [`ErrorKind`] (the C API's result code,
 //!   [`Error::code`]) and a message that names the failing native call and
 //!   result, or, for problems of the machine, the fix.
 //! - **Versions.** This API follows semver (checked by `cargo-semver-checks`
 //!   against the last release); the C ABI follows its own policy (README.md "ABI
-//!   policy"). Items marked `#[doc(hidden)]` are the crate's internals, public
-//!   only for its own tests: no promise.
+//!   policy"). The C ABI is the `vkcuda-c` crate (`capi/`), a thin door over
+//!   this API: Rust programs that depend on this crate link no C symbols.
 #![deny(missing_docs)]
 
 /// The `ash` crate the API takes and returns Vulkan types of (`ash::vk::Buffer`,
@@ -144,50 +145,46 @@ pub mod cuda_sys {
     };
 }
 
-pub(crate) mod dynlib;
+mod dynlib;
 pub mod error;
-// Internal modules, public only for the library's own tests, benchmarks and fuzz
-// targets (`tests/`, `bench/`, `fuzz/`): not part of the API, no semver promise.
-#[doc(hidden)]
-pub mod fd;
-// The C ABI (`include/vkcuda.h`): exported from the cdylib/staticlib, and public
-// for the tests that call the C functions the way a C caller does. Rust code uses
-// the API beside it.
-#[doc(hidden)]
-pub mod ffi;
-#[doc(hidden)]
+mod fd;
 pub mod format;
-#[doc(hidden)]
-pub mod lost;
-#[doc(hidden)]
-pub mod stats;
+mod lost;
+mod stats;
 
 /// The objects and their rules, over the driver calls only they may make. The
-/// files stay where they are (`#[path = "."]`: `src/buffer.rs`, `src/vulkan/`, ...).
-///
-/// The layers are held by the compiler: `vulkan` and `cuda` are private to this
-/// module, so [`ffi`] (and anything else outside it) cannot name them and reaches
-/// the GPU only through the objects' public API.
-#[path = "."]
-mod objects {
-    pub mod buffer;
-    pub mod context;
-    pub mod dlpack;
-    pub mod doctor;
-    pub mod handoff;
-    pub mod image;
-    pub mod ipc;
-    pub mod pairing;
-    pub mod selftest;
-    pub mod semaphore;
+/// layers are held by the compiler: `vulkan` and `cuda` are private to the crate,
+/// so the C door (the `vkcuda-c` crate) and every other user reach the GPU only
+/// through the objects' public API.
+pub mod buffer;
+pub mod context;
+pub mod dlpack;
+pub mod doctor;
+pub mod handoff;
+pub mod image;
+pub mod ipc;
+pub mod pairing;
+mod selftest;
+pub mod semaphore;
 
-    mod cuda;
-    mod vulkan;
-}
+mod cuda;
+mod vulkan;
 
 pub use error::{Error, ErrorKind, Result};
-pub(crate) use objects::selftest;
-pub use objects::{buffer, context, dlpack, doctor, handoff, image, ipc, pairing, semaphore};
+pub use stats::{live_objects, LiveObjects};
+
+/// Hooks for tests of a program's own handling of device loss (the
+/// `fault-injection` feature, off by default): no driver loses a device on demand.
+#[cfg(feature = "fault-injection")]
+pub mod fault_injection {
+    /// Records `device` as lost, as the library does when a Vulkan call on it
+    /// returns `VK_ERROR_DEVICE_LOST`; `call` is named in the messages as the call
+    /// that saw it. Every later call on a context of that device and its objects
+    /// returns [`ErrorKind::DeviceLost`](crate::ErrorKind::DeviceLost).
+    pub fn device_lost(device: ash::vk::Device, call: &str) {
+        let _ = crate::lost::vulkan(device, call);
+    }
+}
 
 pub use buffer::Buffer;
 pub use context::Context;

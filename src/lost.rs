@@ -12,7 +12,8 @@
 //! handle, not by the library's context object, because several library contexts
 //! may share one CUDA context (the device's primary context, the default) and
 //! all of them are lost together. Every call on a context checks first (the
-//! C boundary's handle lookup, `crate::ffi::handle`): one relaxed atomic load
+//! C door's handle lookup in the vkcuda-c crate, through `context::any_lost` and
+//! `Context::check_lost`): one relaxed atomic load
 //! while nothing is lost, the list only after a loss.
 //!
 //! A `VkDevice`'s loss lasts while any library context on that handle lives

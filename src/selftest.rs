@@ -1,8 +1,10 @@
 //! The doctor's deep self-test (`vkcuda_doctor --deep`, `VKCUDA_DOCTOR_RUN_DEEP_BIT`,
 //! `vkcuda.doctor(deep=True)`): on the machine's own GPU it makes each kind of
 //! shared resource the library offers, pushes compressible patterns (a ramp,
-//! constant 4 KiB tiles) and random bytes through it in both directions through
-//! the library's own paths, and compares every byte.
+//! constant 4 KiB tiles, and what compression engines squeeze most: a 64 KiB
+//! zero region, as cleared memory is, and constant tiles as large as a
+//! compression page, 64 KiB, and 2 MiB) and random bytes through it in both
+//! directions through the library's own paths, and compares every byte.
 //!
 //! - Vulkan side: a standalone context's queue, a host-visible staging buffer,
 //!   `vkCmdCopyBuffer` / `vkCmdCopyBufferToImage` / `vkCmdCopyImageToBuffer`, and
@@ -131,16 +133,37 @@ pub const SEMAPHORES: &[(&str, Kind)] = &[("timeline", Kind::Timeline), ("binary
 
 // --- patterns ------------------------------------------------------------------
 
-/// What is written: a ramp and constant tiles (what compression engines squeeze)
-/// and pseudo-random bytes (what they cannot).
+/// What is written: a ramp and constant tiles (what compression engines squeeze),
+/// pseudo-random bytes (what they cannot), and cleared memory with tiles as large
+/// as compression pages (what they squeeze most).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pattern {
     Ramp,
     Tiles,
     Random,
+    /// A [`ZERO_REGION`]-byte zero region, the rest constant tiles of
+    /// [`SMALL_PAGE`] bytes below [`LARGE_PAGE`] of the packed bytes and of
+    /// [`LARGE_PAGE`] bytes from there on.
+    Cleared,
 }
 
-pub const PATTERNS: [Pattern; 3] = [Pattern::Ramp, Pattern::Tiles, Pattern::Random];
+pub const PATTERNS: [Pattern; 4] = [
+    Pattern::Ramp,
+    Pattern::Tiles,
+    Pattern::Random,
+    Pattern::Cleared,
+];
+
+/// What every resource carries, for the checks' `seen`.
+pub const DATA: &str = "ramp, 4 KiB tiles, random, 64 KiB of zeros, 64 KiB and 2 MiB tiles";
+
+/// The zero region of [`Pattern::Cleared`]: cleared memory, which compression
+/// engines squeeze most (and which no other pattern writes).
+pub const ZERO_REGION: usize = 64 << 10;
+/// A compression page: [`Pattern::Cleared`]'s tiles below [`LARGE_PAGE`].
+pub const SMALL_PAGE: usize = 64 << 10;
+/// [`Pattern::Cleared`]'s tiles from this packed offset on are this large.
+pub const LARGE_PAGE: usize = 2 << 20;
 
 impl Pattern {
     pub fn name(self) -> &'static str {
@@ -148,7 +171,17 @@ impl Pattern {
             Pattern::Ramp => "a ramp",
             Pattern::Tiles => "constant 4 KiB tiles",
             Pattern::Random => "random bytes",
+            Pattern::Cleared => "a 64 KiB zero region and 64 KiB and 2 MiB tiles",
         }
+    }
+}
+
+/// The value of constant tile `t` for `seed`: never 0 (zeros are the zero
+/// region's), and never the value of the tile before or after it.
+fn tile_value(t: u64, seed: u64) -> u8 {
+    match t.wrapping_mul(0x9d).wrapping_add(seed) as u8 {
+        0 => 0xff,
+        v => v,
     }
 }
 
@@ -166,7 +199,10 @@ fn repeat(block: &[u8], out: &mut [u8]) {
 /// Fills `out` with `p`; `seed` differs per direction so that data left over from
 /// the other direction never passes. The ramp repeats every 256 bytes, the tiles
 /// are 4 KiB of one value each, the random bytes repeat every [`RANDOM_BLOCK`]
-/// bytes (far more than any compression block).
+/// bytes (far more than any compression block). [`Pattern::Cleared`]: the zero
+/// region starts at 0 for an even seed and at [`ZERO_REGION`] for an odd one (the
+/// two directions' seeds differ in parity, so zeros left over from one never pass
+/// for the other's), tiles of [`SMALL_PAGE`] then [`LARGE_PAGE`] bytes around it.
 pub fn fill(p: Pattern, seed: u64, out: &mut [u8]) {
     match p {
         Pattern::Ramp => {
@@ -190,6 +226,22 @@ pub fn fill(p: Pattern, seed: u64, out: &mut [u8]) {
                 chunk.copy_from_slice(&v[..chunk.len()]);
             }
             repeat(&block, out);
+        }
+        Pattern::Cleared => {
+            let (mut at, mut t) = (0, 0u64);
+            while at < out.len() {
+                let size = if at < LARGE_PAGE {
+                    SMALL_PAGE
+                } else {
+                    LARGE_PAGE
+                };
+                let end = (at + size).min(out.len());
+                out[at..end].fill(tile_value(t, seed));
+                (at, t) = (end, t + 1);
+            }
+            let zero = (seed as usize & 1) * ZERO_REGION;
+            let len = out.len();
+            out[zero.min(len)..(zero + ZERO_REGION).min(len)].fill(0);
         }
     }
 }
@@ -972,7 +1024,7 @@ fn compare(regions: &[Region], want: &[u8], got: &[u8], what: &str) -> Option<Ou
     ))
 }
 
-/// Three rounds (ramp, tiles, random): Vulkan writes and CUDA reads, CUDA writes
+/// One round per pattern ([`PATTERNS`]): Vulkan writes and CUDA reads, CUDA writes
 /// and Vulkan reads; without CUDA, Vulkan writes, hands over and back, and reads.
 /// Ok: the bytes moved each way.
 fn round_trips(lab: &mut Lab, s: &mut dyn Subject) -> std::result::Result<usize, Outcome> {
@@ -1072,7 +1124,7 @@ fn buffer_case(lab: &mut Lab, allocator: Allocator) -> Outcome {
         Err(o) => return o,
     };
     let mut seen = format!(
-        "{} buffer, ramp + tiles + random, {}: every byte right ({} moved)",
+        "{} buffer, {DATA}, {}: every byte right ({} moved)",
         mib(BUFFER_BYTES as usize),
         both_ways(lab),
         mib(moved)
@@ -1212,7 +1264,7 @@ fn image_case(lab: &mut Lab, c: &ImageCase) -> Outcome {
     let mut s = ImageSubject::of_image(image, c);
     match round_trips(lab, &mut s) {
         Ok(moved) => Outcome::pass(format!(
-            "{}x{}x{}, {} layer(s){}, {} mip levels, ramp + tiles + random, {}: every byte right ({} moved)",
+            "{}x{}x{}, {} layer(s){}, {} mip levels, {DATA}, {}: every byte right ({} moved)",
             c.width,
             c.height,
             c.depth,
@@ -1258,8 +1310,8 @@ fn frame_case(lab: &mut Lab, p: &format::PlanarFormat) -> Outcome {
     };
     match round_trips(lab, &mut s) {
         Ok(moved) => Outcome::pass(format!(
-            "{width}x{height} LINEAR {} frame, {} planes as pitched memory, ramp + tiles + random, {}: \
-             every byte right ({} moved)",
+            "{width}x{height} LINEAR {} frame, {} planes as pitched memory, {DATA}, {}: every byte \
+             right ({} moved)",
             p.name,
             s.regions.len(),
             both_ways(lab),
@@ -1594,6 +1646,52 @@ mod tests {
         b[42] ^= 0xff;
         b[77] = 0;
         assert_eq!(first_difference(&a, &b), Some((42, 42, 42 ^ 0xff, 2)));
+    }
+
+    #[test]
+    fn cleared_memory_and_large_tiles_are_written() {
+        let n = 4 << 20;
+        let runs = |b: &[u8]| {
+            let mut out = Vec::new();
+            let mut i = 0;
+            while i < b.len() {
+                let j = i + b[i..].iter().take_while(|&&x| x == b[i]).count();
+                out.push((i, j - i, b[i]));
+                i = j;
+            }
+            out
+        };
+        // The two directions' seeds of every round differ in parity.
+        for i in 0..PATTERNS.len() as u64 {
+            assert_ne!((0x11 + i) & 1, (0x5a + i) & 1);
+        }
+        for (seed, zero_at) in [(0x14u64, 0), (0x5d, ZERO_REGION)] {
+            let mut b = vec![0u8; n];
+            fill(Pattern::Cleared, seed, &mut b);
+            let r = runs(&b);
+            // Exactly one zero run, 64 KiB long, where the seed puts it.
+            let zeros: Vec<_> = r.iter().filter(|x| x.2 == 0).collect();
+            assert_eq!(zeros, [&(zero_at, ZERO_REGION, 0)], "seed {seed:#x}");
+            // The rest: 64 KiB tiles up to 2 MiB, then one 2 MiB tile.
+            assert!(r.iter().all(|&(at, len, _)| if at < LARGE_PAGE {
+                len == SMALL_PAGE
+            } else {
+                len == LARGE_PAGE
+            }));
+            assert_eq!(r.len(), LARGE_PAGE / SMALL_PAGE + 1);
+        }
+        // Zeros left over from the other direction never pass.
+        let (mut a, mut b) = (vec![0u8; n], vec![0u8; n]);
+        fill(Pattern::Cleared, 0x14, &mut a);
+        fill(Pattern::Cleared, 0x5d, &mut b);
+        assert!(a[..ZERO_REGION] != b[..ZERO_REGION]);
+        assert!(a[ZERO_REGION..2 * ZERO_REGION] != b[ZERO_REGION..2 * ZERO_REGION]);
+        // No other pattern has a uniform run longer than 4 KiB.
+        for p in [Pattern::Ramp, Pattern::Tiles, Pattern::Random] {
+            let mut b = vec![0u8; n];
+            fill(p, 0x12, &mut b);
+            assert!(runs(&b).iter().all(|r| r.1 <= 4096), "{p:?}");
+        }
     }
 
     #[test]

@@ -82,9 +82,8 @@ pub struct Stage {
     pub signal: u64,
 }
 
-/// The library's book-keeping of the values it handed out and signalled
-/// (internal: public for the library's own tests and fuzz targets).
-#[doc(hidden)]
+/// The library's book-keeping of the values it handed out and signalled.
+/// Usable on its own (the fuzz targets and tests drive it directly).
 #[derive(Clone, Debug, Default)]
 pub struct Book {
     /// The highest value signalled through the library.
@@ -98,6 +97,7 @@ pub struct Book {
 }
 
 impl Book {
+    /// A book for a timeline whose value is `initial`.
     pub fn new(initial: u64) -> Self {
         Book {
             last_signal: initial,

@@ -1,8 +1,10 @@
-//! Conventions of the test files themselves (see the top of tests/support/mod.rs):
+//! Conventions of the test files themselves (see the top of capi/tests/support/mod.rs):
 //! a test that needs a CUDA GPU from its first statement is `#[ignore]`d with the
 //! one reason below, so that a machine without a GPU reports it as ignored rather
 //! than passed; runs that require the GPU (VKCUDA_REQUIRE_GPU=1) must include the
-//! ignored tests (`--include-ignored`).
+//! ignored tests (`--include-ignored`). And two conventions of the library's
+//! sources: every CUDA call is a required symbol, and no message string carries
+//! a run of spaces (`message_strings_have_no_runs_of_spaces`).
 
 use std::path::{Path, PathBuf};
 
@@ -69,9 +71,11 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 #[test]
 fn gpu_only_tests_are_ignored_with_one_reason() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests");
+    // The Rust library's suites (tests/) and the C door's (capi/tests/).
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    rust_files(&root, &mut files);
+    rust_files(&root.join("tests"), &mut files);
+    rust_files(&root.join("capi/tests"), &mut files);
     let (mut tests, mut gpu, mut wrong) = (0, 0, Vec::new());
     for f in &files {
         let src = std::fs::read_to_string(f).unwrap();
@@ -177,4 +181,198 @@ fn every_cuda_call_is_a_required_symbol() {
         missing.is_empty(),
         "CUDA driver functions called but not in REQUIRED_SYMBOLS (src/cuda/mod.rs): {missing:?}"
     );
+}
+
+/// A string literal of a Rust source: where it starts and its text as the
+/// compiler reads it (`\` line continuations removed with the next line's leading
+/// whitespace; other escapes kept as written; raw strings left out: they cannot
+/// continue a line).
+struct Literal {
+    line: usize,
+    text: String,
+}
+
+/// The (non-raw) string literals of `src`, skipping comments, char literals and
+/// lifetimes.
+fn string_literals(src: &str) -> Vec<Literal> {
+    let b: Vec<char> = src.chars().collect();
+    let (mut i, mut line, mut out) = (0, 1, Vec::new());
+    let at = |i: usize| b.get(i).copied().unwrap_or('\0');
+    while i < b.len() {
+        let c = b[i];
+        if c == '\n' {
+            line += 1;
+            i += 1;
+        } else if c == '/' && at(i + 1) == '/' {
+            while i < b.len() && b[i] != '\n' {
+                i += 1;
+            }
+        } else if c == '/' && at(i + 1) == '*' {
+            let mut depth = 0;
+            loop {
+                if at(i) == '/' && at(i + 1) == '*' {
+                    depth += 1;
+                    i += 2;
+                } else if at(i) == '*' && at(i + 1) == '/' {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    line += (at(i) == '\n') as usize;
+                    i += 1;
+                }
+            }
+        } else if c == '\'' {
+            // A char literal ('x', '\n', '\u{..}', '"') or a lifetime ('a).
+            if at(i + 1) == '\\' {
+                i += 2;
+                while at(i) != '\'' {
+                    i += 1;
+                }
+                i += 1;
+            } else if at(i + 2) == '\'' {
+                i += 3;
+            } else {
+                i += 1;
+            }
+        } else if (c == 'r' || (c == 'b' && at(i + 1) == 'r'))
+            && !at(i.wrapping_sub(1)).is_alphanumeric()
+            && at(i.wrapping_sub(1)) != '_'
+            && {
+                let mut j = i + if c == 'b' { 2 } else { 1 };
+                while at(j) == '#' {
+                    j += 1;
+                }
+                at(j) == '"'
+            }
+        {
+            // A raw string: to the quote followed by as many #s.
+            let mut j = i + if c == 'b' { 2 } else { 1 };
+            let mut hashes = 0;
+            while at(j) == '#' {
+                hashes += 1;
+                j += 1;
+            }
+            j += 1;
+            loop {
+                if at(j) == '"' && (1..=hashes).all(|k| at(j + k) == '#') {
+                    j += 1 + hashes;
+                    break;
+                }
+                line += (at(j) == '\n') as usize;
+                j += 1;
+            }
+            i = j;
+        } else if c == '"' {
+            let start = line;
+            let mut text = String::new();
+            i += 1;
+            while at(i) != '"' {
+                match at(i) {
+                    '\\' if at(i + 1) == '\n' => {
+                        i += 1;
+                        while at(i).is_whitespace() {
+                            line += (at(i) == '\n') as usize;
+                            i += 1;
+                        }
+                    }
+                    '\\' => {
+                        text.push('\\');
+                        text.push(at(i + 1));
+                        i += 2;
+                    }
+                    ch => {
+                        line += (ch == '\n') as usize;
+                        text.push(ch);
+                        i += 1;
+                    }
+                }
+            }
+            i += 1;
+            out.push(Literal { line: start, text });
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Message strings read as one line of words: a line break inside a string
+/// literal without a `\` continuation carries the next line's indentation into
+/// the message, and so does a continuation whose first line already ends in
+/// spaces, or text pasted over one ("runs 960              bytes past the end").
+/// Every string literal of the library's sources is read as the compiler reads it
+/// and refused with a run of two or more spaces or a line break followed by
+/// indentation.
+#[test]
+fn message_strings_have_no_runs_of_spaces() {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    // The workspace root, also when this file runs from a member crate's tests.
+    let root = if manifest.join("src/lib.rs").exists() && manifest.join("crates").exists() {
+        manifest
+    } else {
+        manifest.parent().unwrap().to_path_buf()
+    };
+    let mut files = Vec::new();
+    // The library's sources (and the C door's after the split), and the bridge
+    // crates' (not their benchmarks and examples, whose WGSL text and tables
+    // are indented on purpose).
+    let mut dirs = vec![root.join("src"), root.join("capi/src")];
+    for e in std::fs::read_dir(root.join("crates")).unwrap() {
+        dirs.push(e.unwrap().path().join("src"));
+    }
+    for dir in dirs.iter().filter(|d| d.is_dir()) {
+        rust_files(dir, &mut files);
+    }
+    // The scanner itself: a known bad literal is found, a good one is not.
+    let probe = "let a = \"runs 960   bytes\"; let b = \"one \\\n        two\"; let c = '\"';\n\
+                 let d = r#\"raw   text\"#; // \"in   a comment\"\n let e = \"line\n    break\";\
+                 let f = \"{\\n  \\\"json\\\": 1}\";";
+    let found: Vec<_> = string_literals(probe)
+        .into_iter()
+        .filter(|l| bad_spacing(&l.text))
+        .map(|l| l.text)
+        .collect();
+    assert_eq!(
+        found,
+        ["runs 960   bytes", "line\n    break"],
+        "the scanner"
+    );
+
+    let (mut literals, mut wrong) = (0, Vec::new());
+    for f in &files {
+        let src = std::fs::read_to_string(f).unwrap();
+        for l in string_literals(&src) {
+            literals += 1;
+            if bad_spacing(&l.text) {
+                wrong.push(format!(
+                    "{}:{}: {:?}",
+                    f.strip_prefix(&root).unwrap().display(),
+                    l.line,
+                    l.text
+                ));
+            }
+        }
+    }
+    println!("{literals} string literals in {} files", files.len());
+    assert!(literals > 1000 && files.len() > 30, "{literals} literals");
+    assert!(
+        wrong.is_empty(),
+        "string literals with runs of spaces (a line break inside the literal, or text \
+         pasted over a `\\` continuation):\n  {}",
+        wrong.join("\n  ")
+    );
+}
+
+/// Two spaces in a row, or a line break followed by a space or tab. Spaces after
+/// an escaped `\n` are written on purpose (indented text such as JSON) and pass.
+fn bad_spacing(text: &str) -> bool {
+    let mut rest = text.to_string();
+    while let Some(at) = rest.find("\\n ") {
+        let end = at + 2 + rest[at + 2..].len() - rest[at + 2..].trim_start_matches(' ').len();
+        rest.replace_range(at..end, "\\n");
+    }
+    rest.contains("  ") || rest.contains("\n ") || rest.contains("\n\t")
 }

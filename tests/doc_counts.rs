@@ -1,6 +1,6 @@
 //! The docs' counts and citations against the code: fails when a documented count
 //! drifts (the functions of include/vkcuda.h, the single-plane formats) or when a
-//! doc cites a test file, a test function or a `cargo test --test` target that does
+//! doc cites a test file, a test function or a `cargo test -p vkcuda-c --test` target that does
 //! not exist. The misuse case count is checked by the misuse binary itself
 //! (`documented_counts_are_the_matrix`), the one place that builds the matrix.
 //! CPU only, no device.
@@ -8,7 +8,7 @@
 #[path = "doc_claims/mod.rs"]
 mod doc_claims;
 #[allow(dead_code)]
-#[path = "misuse/header.rs"]
+#[path = "../capi/tests/misuse/header.rs"]
 mod header;
 
 use doc_claims::{check_count, docs, root, test_source};
@@ -30,6 +30,11 @@ fn documented_format_count_is_the_table() {
     let n = vkcuda::format::TABLE.len() as u64;
     let bad = check_count(" single-plane formats", n, "the format table's length");
     assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+/// A path into a test folder: the Rust library's (tests/) or the C door's (capi/tests/).
+fn is_test_path(s: &str) -> bool {
+    s.starts_with("tests/") || s.starts_with("capi/tests/")
 }
 
 /// Backticked spans of a line: "`a` and `b`" -> ["a", "b"].
@@ -82,7 +87,7 @@ fn paragraphs(text: &str) -> Vec<(usize, String)> {
 
 /// Every `tests/...` path a doc cites exists, every test function named after a
 /// `tests/X.rs` on the same line is a `fn` of that file, and every
-/// `cargo test --test NAME [FILTER]` names a target that exists and a filter that
+/// `cargo test -p vkcuda-c --test NAME [FILTER]` names a target that exists and a filter that
 /// matches one of its functions.
 #[test]
 fn cited_tests_exist() {
@@ -95,14 +100,14 @@ fn cited_tests_exist() {
             // Markdown links and backticked paths.
             let mut paths: Vec<String> = backticked(line)
                 .into_iter()
-                .filter(|s| s.starts_with("tests/") && !s.contains(' '))
+                .filter(|s| is_test_path(s) && !s.contains(' '))
                 .map(str::to_string)
                 .collect();
             for part in line.split("](").skip(1) {
                 let target = part.split(')').next().unwrap_or("");
                 let target = target.split('#').next().unwrap_or("");
                 let t = target.trim_start_matches("../");
-                if t.starts_with("tests/") {
+                if is_test_path(t) {
                     paths.push(t.to_string());
                 }
             }
@@ -125,7 +130,7 @@ fn cited_tests_exist() {
                 if !between.trim().is_empty() {
                     file = None;
                 }
-                if span.starts_with("tests/") && span.ends_with(".rs") {
+                if is_test_path(span) && span.ends_with(".rs") {
                     file = test_source(&cited_path(&doc, span));
                 } else if let Some(src) = &file {
                     if looks_like_test_fn(span) {
@@ -136,7 +141,7 @@ fn cited_tests_exist() {
                     }
                 }
             }
-            // cargo test --test NAME [FILTER]
+            // cargo test -p vkcuda-c --test NAME [FILTER]
             for span in backticked(line) {
                 let Some(rest) = span.split("cargo test").nth(1) else {
                     continue;
@@ -150,11 +155,14 @@ fn cited_tests_exist() {
                     if words[k] == "--test" && k + 1 < words.len() {
                         let name = words[k + 1];
                         cited += 1;
-                        let src = test_source(&root().join(format!("tests/{name}.rs")))
-                            .or_else(|| test_source(&root().join(format!("tests/{name}"))));
+                        // The Rust library's suites are in tests/, the C door's in capi/tests/.
+                        let src = ["tests", "capi/tests"].iter().find_map(|dir| {
+                            test_source(&root().join(format!("{dir}/{name}.rs")))
+                                .or_else(|| test_source(&root().join(format!("{dir}/{name}"))))
+                        });
                         match src {
                             None => bad.push(format!(
-                                "{at}: `cargo test --test {name}`: no such test target"
+                                "{at}: `cargo test -p vkcuda-c --test {name}`: no such test target"
                             )),
                             Some(src) => {
                                 if let Some(filter) =
@@ -165,7 +173,7 @@ fn cited_tests_exist() {
                                             .lines()
                                             .any(|l| l.contains("fn ") && l.contains(*filter))
                                     {
-                                        bad.push(format!("{at}: `cargo test --test {name} {filter}`: no test fn matches {filter}"));
+                                        bad.push(format!("{at}: `cargo test -p vkcuda-c --test {name} {filter}`: no test fn matches {filter}"));
                                     }
                                 }
                             }

@@ -8,9 +8,9 @@ use std::ptr;
 use std::sync::{Mutex, OnceLock};
 
 use ash::vk;
-pub use vkcuda::ffi::image::*;
-pub use vkcuda::ffi::vkcuda_result::*;
-pub use vkcuda::ffi::*;
+pub use vkcuda_c::image::*;
+pub use vkcuda_c::vkcuda_result::*;
+pub use vkcuda_c::*;
 
 pub struct Shared {
     pub ctx: *mut vkcuda_context,

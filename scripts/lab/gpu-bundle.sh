@@ -6,14 +6,17 @@
 #                         (bench-wgpu) and test executable (test-wgpu), release,
 #                         stripped, xz-compressed (17 MiB of wgpu code travel as 3):
 #                         scripts/gpu-test.sh unpacks it into .dev/gpu/wgpu
-#   tests/<kind>-<name>   every cargo test executable (lib-vkcuda, test-<suite>),
+#   tests/<kind>-<name>   every cargo test executable of the Rust library and the C door
+#                         (lib-vkcuda, lib-vkcuda_c, test-<suite>),
 #                         release, stripped: CTest's VKCUDA_RUST_TEST_DIR there
-#   tsan-threads          with VKCUDA_BUNDLE_TSAN=1: tests/threads.rs under
+#   tsan-threads          with VKCUDA_BUNDLE_TSAN=1: capi/tests/threads.rs under
 #                         ThreadSanitizer (std rebuilt: rust-src, RUSTC_BOOTSTRAP)
 #   include/              the Vulkan C headers, vk_video, stb_image_write.h, vk_mem_alloc.h,
 #                         ffnvcodec/ (FFmpeg's nv-codec-headers: the NVDEC/NVENC programs)
 #   clips/                the NVDEC test clips and their CPU reference (scripts/lab/make-clips.sh)
 #   python/               the Python release wheel and sdist (scripts/python-wheel.sh)
+# and, with VKCUDA_BUNDLE_FFMPEG=1, in .dev/ffmpeg the minimal shared FFmpeg of
+# scripts/lab/build-ffmpeg.sh (the FFmpeg bridge's GPU test; slow the first time, then kept)
 #   MANIFEST              commit, build directory, files with sizes and sha256
 # and in .gl/ the Vulkan loader (the workplace's prepare-loader.sh: VKCUDA_PREPARE_LOADER,
 # else ../shared/gpu/ beside the repository) and the validation layer of Debian sid
@@ -32,9 +35,9 @@ for h in vulkan/vulkan_core.h:libvulkan-dev vk_video:libvulkan-dev ffnvcodec/dyn
 done
 
 echo "== cargo build --release; cargo test --release --no-run; cargo bench --no-run"
-cargo build --release
-cargo test --release --no-run --message-format=json > target/gpu-bundle-tests.json
-cargo bench --no-run --message-format=json > target/gpu-bundle-bench.json
+cargo build --release -p vkcuda-c
+cargo test --release --no-run -p vkcuda -p vkcuda-c --message-format=json > target/gpu-bundle-tests.json
+cargo bench --no-run -p vkcuda-c --message-format=json > target/gpu-bundle-bench.json
 
 rm -rf "$out"
 mkdir -p "$out/tests" "$out/include/vulkan" "$out/include/stb"
@@ -59,14 +62,14 @@ sys.exit(0 if seen else "gpu-bundle: cargo built no " + (target or "test executa
 executables target/gpu-bundle-bench.json "$out/bench-interop" interop
 executables target/gpu-bundle-bench.json "$out/bench-calls" calls
 executables target/gpu-bundle-tests.json "$out/tests"
-cp target/release/libvkcuda.so "$out/libvkcuda.so"
+cp target/release/libvkcuda_c.so "$out/libvkcuda.so" # the C door's library, by its C name
 strip --strip-debug "$out/libvkcuda.so" "$out/bench-interop" "$out/bench-calls"
 # All symbols out: the bundle travels under 64 MiB (with debug symbols, 44 MiB of tests).
 strip --strip-all "$out"/tests/*
 if [ "${VKCUDA_BUNDLE_TSAN:-0}" = 1 ]; then
-    echo "== tests/threads.rs with ThreadSanitizer"
+    echo "== capi/tests/threads.rs with ThreadSanitizer"
     RUSTC_BOOTSTRAP=1 RUSTFLAGS=-Zsanitizer=thread CARGO_TARGET_DIR=target/tsan \
-        cargo test -Zbuild-std --target x86_64-unknown-linux-gnu --release --test threads \
+        cargo test -Zbuild-std --target x86_64-unknown-linux-gnu --release -p vkcuda-c --test threads \
         --no-run --message-format=json > target/gpu-bundle-tsan.json
     executables target/gpu-bundle-tsan.json "$out/tsan-threads" threads
     strip --strip-debug "$out/tsan-threads"
@@ -99,6 +102,11 @@ scripts/lab/make-clips.sh "$out/clips"
 scripts/fetch-vma.sh
 cp .dev/vma/include/vk_mem_alloc.h "$out/include/"
 
+if [ "${VKCUDA_BUNDLE_FFMPEG:-0}" = 1 ]; then
+    echo "== scripts/lab/build-ffmpeg.sh (.dev/ffmpeg)"
+    scripts/lab/build-ffmpeg.sh .dev/ffmpeg
+fi
+
 echo "== $prepare_loader --validation"
 "$prepare_loader" --validation
 # Debian 12's layer (1.3.239) misreads timelines that CUDA signals; the GPU machine
@@ -108,7 +116,7 @@ if [ "${VKCUDA_VVL_SUITE:-sid}" != bookworm ]; then
 fi
 
 {
-    echo "commit: $(git rev-parse HEAD)$(git diff --quiet HEAD -- src Cargo.toml Cargo.lock tests || echo ' (with uncommitted changes in src/tests)')"
+    echo "commit: $(git rev-parse HEAD)$(git diff --quiet HEAD -- src capi Cargo.toml Cargo.lock tests || echo ' (with uncommitted changes in src/tests)')"
     echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -n), $(rustc --version)"
     echo "build_dir: $top"
     echo "files:"
@@ -119,6 +127,7 @@ fi
 cat "$out/MANIFEST"
 
 du -sh "$out/libvkcuda.so" "$out/wgpu.tar.xz" "$out/tests" "$out/include" "$out/clips" .gl
+[ ! -d .dev/ffmpeg ] || du -sh .dev/ffmpeg
 total_kib=$(du -sk .dev .gl | awk '{ s += $1 } END { print s }')
 echo "total .dev + .gl: $((total_kib / 1024)) MiB ($total_kib KiB; limit $limit_mib MiB)"
 if [ "$total_kib" -gt $((limit_mib * 1024)) ]; then

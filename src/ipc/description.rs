@@ -1,12 +1,12 @@
 //! The share description: what a process that receives a buffer, semaphore or
 //! image fd needs to know to import it, as a fixed-size little-endian record.
 //!
-//! Format version 3 is 128 bytes:
+//! Format version 4 is 128 bytes:
 //!
 //! | offset | size | field |
 //! | --- | --- | --- |
 //! | 0 | 8 | magic `VKCUDASH` |
-//! | 8 | 2 | format version (3) |
+//! | 8 | 2 | format version (4) |
 //! | 10 | 2 | record size in bytes (128) |
 //! | 12 | 4 | kind: 1 buffer, 2 semaphore, 3 image |
 //! | 16 | 4 | number of fds that travel with it (1; an image: one per allocation, 1-3) |
@@ -22,12 +22,17 @@
 //! allocation size of each allocation (u64 at 80, 88, 96): one per plane of a
 //! disjoint multi-planar image, else one (single-plane images and video frames,
 //! whose planes share one dedicated allocation); 0 past the count. The fds travel
-//! in the same order.
+//! in the same order. Then a multi-planar image's colour description
+//! ([`VideoColor`](crate::image::VideoColor), u32 each): H.273 matrix coefficients
+//! at 104, transfer characteristics at 108, colour primaries at 112, and colour
+//! flags at 116 (1 = present, 2 = full range, 4 = x chroma at MIDPOINT, 8 = y
+//! chroma at MIDPOINT; without 1 all 16 bytes are 0: no colour travels, as for a
+//! single-plane image or a description made from C's `vkcuda_share_description`).
 //!
 //! Version 1 (before multi-planar images) had one fd and one allocation size;
-//! version 2 (before video frames) had no linear flag. Records of another version
-//! are refused with both versions named (the two processes run different library
-//! versions).
+//! version 2 (before video frames) had no linear flag; version 3 (before colour
+//! descriptions travelled) had no colour. Records of another version are refused
+//! with both versions named (the two processes run different library versions).
 //!
 //! Parsing is strict: every reserved or unused byte must be zero and every value
 //! possible, so a record from a newer library or a corrupted one is refused, not
@@ -38,13 +43,13 @@ use ash::vk;
 use crate::buffer::{Allocator, Layout};
 use crate::error::{Error, Result};
 use crate::format;
-use crate::image::{self, Dimension};
+use crate::image::{self, Dimension, VideoColor};
 use crate::semaphore;
 
 /// The size of a record.
 pub const SIZE: usize = 128;
 /// The format version this library writes and reads.
-pub const VERSION: u16 = 3;
+pub const VERSION: u16 = 4;
 /// The first eight bytes of every record.
 pub const MAGIC: [u8; 8] = *b"VKCUDASH";
 /// The most fds a record of any kind carries (the receive buffer's room).
@@ -115,6 +120,11 @@ pub enum Object {
         /// The size of each allocation (one per plane of a disjoint image, else
         /// one); 0 past the count.
         allocation_sizes: [u64; 3],
+        /// A multi-planar image's colour description, which the importer's image
+        /// takes ([`Image::set_video_color`](crate::Image::set_video_color)); None
+        /// for a single-plane image, or where it does not travel (the image then
+        /// starts at [`VideoColor::DEFAULT`]).
+        color: Option<VideoColor>,
     },
 }
 
@@ -189,7 +199,11 @@ fn check_layout(l: &Layout) -> Result<()> {
     Ok(())
 }
 
-fn check_image(d: &image::Description, allocation_sizes: &[u64; 3]) -> Result<()> {
+fn check_image(
+    d: &image::Description,
+    allocation_sizes: &[u64; 3],
+    color: &Option<VideoColor>,
+) -> Result<()> {
     // The library never describes an image of a format outside its tables, so such a
     // record is malformed, not a request for an unsupported feature.
     let layout = format::layout(d.format)
@@ -273,6 +287,16 @@ fn check_image(d: &image::Description, allocation_sizes: &[u64; 3]) -> Result<()
             }));
         }
     }
+    if let Some(c) = color {
+        if layout.plane_count() < 2 {
+            return Err(Error::invalid(format!(
+                "impossible colour description for a {} image: colour is for multi-planar images",
+                layout.display()
+            )));
+        }
+        c.check()
+            .map_err(|e| Error::invalid(format!("impossible colour description: {}", e.message)))?;
+    }
     Ok(())
 }
 
@@ -289,6 +313,61 @@ fn plane_count(d: &image::Description) -> usize {
 
 const IMAGE_CUBE: u32 = 1;
 const IMAGE_LINEAR: u32 = 2;
+
+const COLOR_PRESENT: u32 = 1;
+const COLOR_FULL_RANGE: u32 = 2;
+const COLOR_X_MIDPOINT: u32 = 4;
+const COLOR_Y_MIDPOINT: u32 = 8;
+
+/// The colour's four u32s (matrix, transfer, primaries, flags); zeros for none.
+fn color_words(c: &Option<VideoColor>) -> [u32; 4] {
+    let Some(c) = c else { return [0; 4] };
+    let mid = |l: vk::ChromaLocation| l == vk::ChromaLocation::MIDPOINT;
+    [
+        c.matrix,
+        c.transfer,
+        c.primaries,
+        COLOR_PRESENT
+            | if c.full_range { COLOR_FULL_RANGE } else { 0 }
+            | if mid(c.x_chroma) { COLOR_X_MIDPOINT } else { 0 }
+            | if mid(c.y_chroma) { COLOR_Y_MIDPOINT } else { 0 },
+    ]
+}
+
+/// The colour of a record's four u32s, strictly: all zero is none.
+fn color_of(w: [u32; 4]) -> Result<Option<VideoColor>> {
+    let flags = w[3];
+    if flags & COLOR_PRESENT == 0 {
+        if w != [0; 4] {
+            return Err(Error::invalid(
+                "colour bytes without the colour-present flag are not zero",
+            ));
+        }
+        return Ok(None);
+    }
+    let known = COLOR_PRESENT | COLOR_FULL_RANGE | COLOR_X_MIDPOINT | COLOR_Y_MIDPOINT;
+    if flags & !known != 0 {
+        return Err(Error::invalid(format!(
+            "unknown colour flags {flags:#x} (1 present, 2 full range, 4 x chroma midpoint, 8 y \
+             chroma midpoint)"
+        )));
+    }
+    let site = |bit: u32| {
+        if flags & bit != 0 {
+            vk::ChromaLocation::MIDPOINT
+        } else {
+            vk::ChromaLocation::COSITED_EVEN
+        }
+    };
+    Ok(Some(VideoColor {
+        matrix: w[0],
+        transfer: w[1],
+        primaries: w[2],
+        full_range: flags & COLOR_FULL_RANGE != 0,
+        x_chroma: site(COLOR_X_MIDPOINT),
+        y_chroma: site(COLOR_Y_MIDPOINT),
+    }))
+}
 
 fn image_flags(d: &image::Description) -> u32 {
     (if d.cube { IMAGE_CUBE } else { 0 }) | (if d.linear { IMAGE_LINEAR } else { 0 })
@@ -356,7 +435,8 @@ impl Description {
             Object::Image {
                 desc,
                 allocation_sizes,
-            } => check_image(desc, allocation_sizes),
+                color,
+            } => check_image(desc, allocation_sizes, color),
         }
     }
 
@@ -386,6 +466,7 @@ impl Description {
             Object::Image {
                 desc,
                 allocation_sizes,
+                color,
             } => {
                 put32(&mut b, p, dimension_code(desc.dimension));
                 put32(&mut b, p + 4, desc.format.as_raw() as u32);
@@ -398,6 +479,9 @@ impl Description {
                 put32(&mut b, p + 32, image_flags(desc));
                 for (i, &size) in allocation_sizes.iter().enumerate() {
                     put64(&mut b, p + 40 + 8 * i, size);
+                }
+                for (i, w) in color_words(color).into_iter().enumerate() {
+                    put32(&mut b, p + 64 + 4 * i, w);
                 }
             }
         }
@@ -520,6 +604,12 @@ impl Description {
                     usage: vk::ImageUsageFlags::from_raw(get32(bytes, p + 28)),
                     linear: flags & IMAGE_LINEAR != 0,
                 };
+                let color = color_of([
+                    get32(bytes, p + 64),
+                    get32(bytes, p + 68),
+                    get32(bytes, p + 72),
+                    get32(bytes, p + 76),
+                ])?;
                 (
                     Object::Image {
                         desc,
@@ -528,8 +618,9 @@ impl Description {
                             get64(bytes, p + 48),
                             get64(bytes, p + 56),
                         ],
+                        color,
                     },
-                    64,
+                    80,
                 )
             }
         };
@@ -598,6 +689,7 @@ mod tests {
                     linear: false,
                 },
                 allocation_sizes: [1 << 20, 0, 0],
+                color: None,
             },
         }
     }
@@ -619,6 +711,7 @@ mod tests {
                     linear: false,
                 },
                 allocation_sizes: [2_211_840, 1_228_800, 0],
+                color: Some(VideoColor::DEFAULT),
             },
         }
     }
@@ -628,6 +721,7 @@ mod tests {
         if let Object::Image {
             desc,
             allocation_sizes,
+            ..
         } = &mut d.object
         {
             desc.linear = true;
@@ -660,6 +754,78 @@ mod tests {
         assert!(e.message.contains("LINEAR"), "{}", e.message);
     }
 
+    #[test]
+    fn a_frames_colour_travels() {
+        let mut d = nv12_frame();
+        let bt2020 = VideoColor {
+            matrix: 9,
+            transfer: 16,
+            primaries: 9,
+            full_range: true,
+            x_chroma: vk::ChromaLocation::MIDPOINT,
+            y_chroma: vk::ChromaLocation::COSITED_EVEN,
+        };
+        if let Object::Image { color, .. } = &mut d.object {
+            *color = Some(bt2020);
+        }
+        let b = d.to_bytes().unwrap();
+        let p = HEADER + 64;
+        assert_eq!(
+            [
+                get32(&b, p),
+                get32(&b, p + 4),
+                get32(&b, p + 8),
+                get32(&b, p + 12)
+            ],
+            [9, 16, 9, 1 | 2 | 4]
+        );
+        assert!(b[p + 16..].iter().all(|&x| x == 0));
+        assert_eq!(Description::parse(&b).unwrap(), d);
+        // Every flag combination round-trips.
+        for flags in 0..8u32 {
+            let mut c = b;
+            c[p + 12..p + 16].copy_from_slice(&(1 | flags << 1).to_le_bytes());
+            let got = Description::parse(&c).unwrap();
+            let Object::Image { color: Some(k), .. } = got.object else {
+                panic!("no colour")
+            };
+            assert_eq!(k.full_range, flags & 1 != 0);
+            assert_eq!(k.x_chroma == vk::ChromaLocation::MIDPOINT, flags & 2 != 0);
+            assert_eq!(k.y_chroma == vk::ChromaLocation::MIDPOINT, flags & 4 != 0);
+            assert_eq!(got.to_bytes().unwrap(), c);
+        }
+        // Strict: unknown flags, values without the present flag, values that are
+        // not H.273 code points or have no Vulkan model, colour on a single-plane image.
+        let mut c = b;
+        c[p + 12] = 0x11;
+        refused(&c, "unknown colour flags 0x11");
+        let mut c = b;
+        c[p + 12] = 0;
+        refused(&c, "without the colour-present flag");
+        let mut c = b;
+        c[p..p + 4].copy_from_slice(&256u32.to_le_bytes());
+        refused(
+            &c,
+            "impossible colour description: matrix_coefficients is 256",
+        );
+        let mut c = b;
+        c[p] = 4;
+        refused(
+            &c,
+            "impossible colour description: matrix_coefficients 4 (FCC)",
+        );
+        let mut rgba = image().to_bytes().unwrap();
+        rgba[p..p + 16].copy_from_slice(&b[p..p + 16]);
+        refused(&rgba, "colour is for multi-planar images");
+        // None travels as zeros (a description made from C's struct).
+        if let Object::Image { color, .. } = &mut d.object {
+            *color = None;
+        }
+        let b = d.to_bytes().unwrap();
+        assert!(b[p..].iter().all(|&x| x == 0));
+        assert_eq!(Description::parse(&b).unwrap(), d);
+    }
+
     #[track_caller]
     fn refused(bytes: &[u8], words: &str) {
         let e = Description::parse(bytes).unwrap_err();
@@ -685,7 +851,7 @@ mod tests {
     #[test]
     fn the_layout_is_little_endian_and_fixed() {
         let b = buffer().to_bytes().unwrap();
-        assert_eq!(&b[8..12], &[3, 0, 128, 0]);
+        assert_eq!(&b[8..12], &[4, 0, 128, 0]);
         assert_eq!(&b[12..24], &[1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
         assert_eq!(&b[24..40], b"0123456789abcdef");
         assert_eq!(&b[40..48], &[1, 0, 0, 0, 1, 0, 0, 0]);
@@ -720,13 +886,14 @@ mod tests {
     fn unknown_versions_kinds_and_sizes_are_refused() {
         let b = buffer().to_bytes().unwrap();
         // A peer of another library version: both versions are named.
-        for other in [1u8, 2, 4] {
+        // Version 3: a peer from before colour descriptions travelled.
+        for other in [1u8, 2, 3, 5] {
             let mut v = b;
             v[8] = other;
             refused(
                 &v,
                 &format!(
-                    "unknown description format version {other}: this library reads version 3"
+                    "unknown description format version {other}: this library reads version 4"
                 ),
             );
         }
@@ -860,6 +1027,7 @@ mod tests {
                     }
                 },
                 allocation_sizes: [65536, 65536, 65536],
+                color: None,
             },
         };
         assert_eq!(i420.fd_count(), 3);

@@ -45,6 +45,11 @@ use crate::image::Image;
 use crate::semaphore::{self, Semaphore};
 
 pub use description::{Description, Kind, Object};
+
+/// The size in bytes of a serialized [`Description`] ([`Description::to_bytes`]).
+pub const DESCRIPTION_SIZE: usize = description::SIZE;
+/// The version of the serialized [`Description`] format this library writes.
+pub const DESCRIPTION_VERSION: u16 = description::VERSION;
 pub use socket::{Options, Peer, PeerPolicy};
 
 /// The description of a shared buffer.
@@ -71,7 +76,7 @@ pub fn describe_semaphore(s: &Semaphore) -> Result<Description> {
 }
 
 /// The description of a shared image (defaults resolved, one allocation size per
-/// plane).
+/// plane, and a multi-planar image's colour description).
 pub fn describe_image(i: &Image) -> Description {
     let mut allocation_sizes = [0; 3];
     for (p, m) in i.allocations().iter().enumerate() {
@@ -82,6 +87,8 @@ pub fn describe_image(i: &Image) -> Description {
         object: Object::Image {
             desc: *i.description(),
             allocation_sizes,
+            // Multi-planar images have one (single-plane ones refuse the call).
+            color: i.video_color().ok(),
         },
     }
 }
@@ -153,7 +160,7 @@ pub fn import_semaphore(
 }
 
 /// Imports an image from its description and memory fds, one per plane
-/// (borrowed).
+/// (borrowed). A multi-planar image takes the description's colour.
 pub fn import_image(
     ctx: &Arc<Context>,
     d: &Description,
@@ -165,6 +172,7 @@ pub fn import_image(
     let Object::Image {
         desc,
         allocation_sizes,
+        color,
     } = d.object
     else {
         unreachable!("checked above")
@@ -173,7 +181,11 @@ pub fn import_image(
     for h in handles {
         check_handle(d, *h)?;
     }
-    Image::import_fd(ctx, handles, &desc, &allocation_sizes[..d.fd_count()])
+    let image = Image::import_fd(ctx, handles, &desc, &allocation_sizes[..d.fd_count()])?;
+    if let Some(c) = color {
+        image.set_video_color(&c)?;
+    }
+    Ok(image)
 }
 
 /// Refuses a number of fds other than the description's.
@@ -194,11 +206,7 @@ pub fn receive_image(ctx: &Arc<Context>, socket: BorrowedFd<'_>, opts: &Options)
     receive_image_raw(ctx, socket.as_raw_fd(), opts)
 }
 
-pub(crate) fn receive_image_raw(
-    ctx: &Arc<Context>,
-    socket: RawFd,
-    opts: &Options,
-) -> Result<Image> {
+fn receive_image_raw(ctx: &Arc<Context>, socket: RawFd, opts: &Options) -> Result<Image> {
     let (d, fds) = receive_raw(socket, opts)?;
     let borrowed: Vec<BorrowedFd> = fds.iter().map(|f| f.as_fd()).collect();
     import_image(ctx, &d, &borrowed)
@@ -218,12 +226,7 @@ pub fn send(
 }
 
 /// [`send`] with descriptor numbers, each checked to be open (the C API's).
-pub(crate) fn send_raw(
-    socket: RawFd,
-    d: &Description,
-    handles: &[RawFd],
-    opts: &Options,
-) -> Result<()> {
+fn send_raw(socket: RawFd, d: &Description, handles: &[RawFd], opts: &Options) -> Result<()> {
     let bytes = d.to_bytes()?;
     check_fd_count(d, handles.len())?;
     for &handle in handles {
@@ -325,7 +328,7 @@ pub fn receive(socket: BorrowedFd<'_>, opts: &Options) -> Result<(Description, V
 }
 
 /// [`receive`] on a descriptor number (the C API's; checked by the socket calls).
-pub(crate) fn receive_raw(socket: RawFd, opts: &Options) -> Result<(Description, Vec<OwnedFd>)> {
+fn receive_raw(socket: RawFd, opts: &Options) -> Result<(Description, Vec<OwnedFd>)> {
     let (bytes, fds) = socket::receive(socket, description::SIZE, description::MAX_FDS, opts)?;
     let d = Description::parse(&bytes).map_err(|e| {
         if fds.is_empty() {
@@ -372,7 +375,7 @@ pub fn send_buffer(b: &Buffer, socket: BorrowedFd<'_>, opts: &Options) -> Result
     send_buffer_raw(b, socket.as_raw_fd(), opts)
 }
 
-pub(crate) fn send_buffer_raw(b: &Buffer, socket: RawFd, opts: &Options) -> Result<()> {
+fn send_buffer_raw(b: &Buffer, socket: RawFd, opts: &Options) -> Result<()> {
     send_object(
         socket,
         opts,
@@ -391,7 +394,7 @@ pub fn receive_buffer(
     receive_buffer_raw(ctx, socket.as_raw_fd(), opts, usage)
 }
 
-pub(crate) fn receive_buffer_raw(
+fn receive_buffer_raw(
     ctx: &Arc<Context>,
     socket: RawFd,
     opts: &Options,
@@ -407,7 +410,7 @@ pub fn send_semaphore(s: &Semaphore, socket: BorrowedFd<'_>, opts: &Options) -> 
     send_semaphore_raw(s, socket.as_raw_fd(), opts)
 }
 
-pub(crate) fn send_semaphore_raw(s: &Semaphore, socket: RawFd, opts: &Options) -> Result<()> {
+fn send_semaphore_raw(s: &Semaphore, socket: RawFd, opts: &Options) -> Result<()> {
     send_object(
         socket,
         opts,
@@ -425,11 +428,7 @@ pub fn receive_semaphore(
     receive_semaphore_raw(ctx, socket.as_raw_fd(), opts)
 }
 
-pub(crate) fn receive_semaphore_raw(
-    ctx: &Arc<Context>,
-    socket: RawFd,
-    opts: &Options,
-) -> Result<Semaphore> {
+fn receive_semaphore_raw(ctx: &Arc<Context>, socket: RawFd, opts: &Options) -> Result<Semaphore> {
     let (d, fd) = receive_one(socket, opts)?;
     import_semaphore(ctx, &d, fd.as_fd())
 }
@@ -440,7 +439,7 @@ pub fn send_image(i: &Image, socket: BorrowedFd<'_>, opts: &Options) -> Result<(
     send_image_raw(i, socket.as_raw_fd(), opts)
 }
 
-pub(crate) fn send_image_raw(i: &Image, socket: RawFd, opts: &Options) -> Result<()> {
+fn send_image_raw(i: &Image, socket: RawFd, opts: &Options) -> Result<()> {
     send_object(
         socket,
         opts,

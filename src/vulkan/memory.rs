@@ -410,6 +410,11 @@ pub struct ExportFormat {
     memfd_header: bool,
     /// The exports are sealed against shrinking (`F_SEAL_SHRINK`).
     sealed: bool,
+    /// For memfd-header exports: the bytes the header's payload (`size - offset`)
+    /// has beyond the allocation, learned from the probe export (Mesa's
+    /// `os_malloc_aligned_fd` makes the file `allocation + alignment + 40` bytes and
+    /// starts the payload at `alignment`: 40, its header and a `size_t`).
+    payload_slack: u64,
 }
 
 /// The start of a memfd export of Mesa's CPU drivers (util/os_memory_fd.c,
@@ -445,17 +450,53 @@ fn shrink_sealed(fd: RawFd) -> bool {
 }
 
 impl ExportFormat {
-    fn of(fd: RawFd) -> Option<ExportFormat> {
+    /// The format of `fd`, an export of an allocation of `allocation_size` bytes.
+    fn of(fd: RawFd, allocation_size: u64) -> Option<ExportFormat> {
         let kind = FdKind::of(fd)?;
-        let memfd_header = kind.file_type == libc::S_IFREG
-            && matches!((memfd_header(fd), file_size(fd)),
-                (Some(h), Some(len)) if h.size == len && h.offset < h.size);
+        let header = valid_memfd_header(fd).filter(|_| kind.file_type == libc::S_IFREG);
         Some(ExportFormat {
             kind,
-            memfd_header,
+            memfd_header: header.is_some(),
             sealed: shrink_sealed(fd),
+            payload_slack: header.map_or(0, |h| h.payload().saturating_sub(allocation_size)),
         })
     }
+}
+
+impl MemfdHeader {
+    /// The bytes from the payload's offset to the end of the mapping.
+    fn payload(&self) -> u64 {
+        self.size.saturating_sub(self.offset)
+    }
+}
+
+/// The header of `fd` when it is one a driver could have written: its mapping size
+/// is the file's size and its payload starts inside it.
+fn valid_memfd_header(fd: RawFd) -> Option<MemfdHeader> {
+    match (memfd_header(fd), file_size(fd)) {
+        (Some(h), Some(len)) if h.size == len && h.offset < h.size => Some(h),
+        _ => None,
+    }
+}
+
+/// The size of the allocation behind a memory fd, as far as this process can tell:
+/// for a driver whose exports are memfds with a header (lavapipe), the header's
+/// payload less the driver's own bytes after it (learned from the probe export):
+/// the allocation's size exactly, as an import must state it
+/// (VUID-VkMemoryAllocateInfo-allocationSize-01742); otherwise the size the kernel
+/// knows ([`fd::known_size`]: a memfd, a dma-buf, a file), or None (NVIDIA's
+/// opaque fds say nothing). The wraps and the imports compare the allocation size
+/// they are given with it.
+pub fn real_size(dev: &VulkanDevice, fd: BorrowedFd<'_>) -> Option<u64> {
+    let raw = fd.as_raw_fd();
+    if let Some(f) = export_format(dev).filter(|f| f.memfd_header) {
+        if FdKind::of(raw) == Some(f.kind) {
+            if let Some(h) = valid_memfd_header(raw) {
+                return Some(h.payload().saturating_sub(f.payload_slack));
+            }
+        }
+    }
+    fd::known_size(fd)
 }
 
 /// The format of this device's exported memory fds, found once by exporting a small
@@ -466,7 +507,7 @@ fn export_format(dev: &VulkanDevice) -> Option<ExportFormat> {
         let probe = create_exportable_buffer(dev, 4096, usage).ok()?;
         let format = export_memory_fd(dev, probe.memory)
             .ok()
-            .and_then(|fd| ExportFormat::of(fd.as_raw_fd()));
+            .and_then(|fd| ExportFormat::of(fd.as_raw_fd(), probe.allocation_size));
         probe.destroy(dev);
         format
     })
@@ -514,14 +555,15 @@ pub fn check_importable(dev: &VulkanDevice, fd: BorrowedFd<'_>, needed: u64) -> 
                 "the memfd ({len} bytes) is too short for this driver's memory header; refused before the import"
             )));
         };
-        if h.size > len || h.offset > h.size || h.size - h.offset < needed {
+        // The payload holds the allocation and the driver's own bytes after it.
+        let data = h.payload().saturating_sub(want.payload_slack);
+        if h.size > len || h.offset > h.size || data < needed {
             return Err(Error::invalid(format!(
-                "the memfd's header describes {} bytes of data at offset {} of a {}-byte mapping, \
-                 but the file has {len} bytes and the import needs {needed}: a forged or damaged \
-                 payload (the driver would fault on it); refused before the import",
-                h.size.saturating_sub(h.offset),
-                h.offset,
-                h.size
+                "the memfd's header describes a {data}-byte allocation at offset {} of a \
+                 {}-byte mapping, but the file has {len} bytes and the import needs {needed}: a \
+                 forged or damaged payload, or an allocation smaller than the import states (the \
+                 driver would fault on it); refused before the import",
+                h.offset, h.size
             )));
         }
     }

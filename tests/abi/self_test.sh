@@ -14,8 +14,8 @@ lib=""
 [ "${1:-}" = --lib ] && lib="$2"
 if [ -z "$lib" ]; then
   if [ -d "$HOME/.cargo/bin" ]; then PATH="$HOME/.cargo/bin:$PATH"; fi
-  (cd "$root" && cargo build --quiet --lib) || { echo "cargo build --lib failed"; exit 2; }
-  lib="$root/target/debug/libvkcuda.so"
+  (cd "$root" && cargo build --quiet -p vkcuda-c --lib) || { echo "cargo build -p vkcuda-c --lib failed"; exit 2; }
+  lib="$root/target/debug/libvkcuda_c.so"
 fi
 work="$(mktemp -d "${TMPDIR:-/tmp}/vkcuda-abi-self.XXXXXX")" || exit 2
 trap 'rm -rf "$work"' EXIT

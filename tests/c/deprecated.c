@@ -1,5 +1,5 @@
 /*
- * The 0.1 names kept for one minor (VKCUDA_DEPRECATED, src/ffi/deprecated.rs).
+ * The 0.1 names kept for one minor (VKCUDA_DEPRECATED, capi/src/deprecated.rs).
  * deprecated_matrix.sh compiles this with GCC and Clang as C99, C11, C23, C++14
  * and C++17 under -Wall -Wextra -Wpedantic -Werror:
  *   - as it is (new names only), it compiles without a warning;

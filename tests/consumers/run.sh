@@ -7,7 +7,11 @@
 # c    (CTest: consumer) the installed files and soname links, the soname (readelf -d
 #      or objdump -p), the doctor; builds c/ (find_package(vkcuda CONFIG REQUIRED),
 #      C99 and C++17), once more with only the Vulkan headers, and c/consumer.c with
-#      `pkg-config --cflags --libs vkcuda`; runs the programs.
+#      `pkg-config --cflags --libs vkcuda`; runs the programs. The FFmpeg bridge
+#      (VKCUDA_CONSUMER_FFMPEG=1: it was built and installed; 0: it was skipped, so
+#      nothing of it may be installed): its library, header, CMake file and .pc, and
+#      ffmpeg/ built with find_package(vkcuda COMPONENTS ffmpeg) and with
+#      `pkg-config --cflags --libs vkcuda-ffmpeg`, and run.
 # cpp  (CTest: consumer_cpp) builds cpp/ (consumer_cpp17, consumer_cpp20,
 #      consumer_cpp17_noexcept) both ways a project gets vkcuda.hpp and runs them:
 #      1. installed: find_package(vkcuda CONFIG REQUIRED) with CMAKE_PREFIX_PATH=<prefix>
@@ -122,6 +126,46 @@ consumer_c() {
   else
     fail "pkg-config --cflags --libs vkcuda"
     sed 's/^/        /' "$work/pc.err"
+  fi
+  consumer_ffmpeg "$libdir" "$abi_soname"
+}
+
+# --- the FFmpeg bridge, where it was installed ---------------------------------------------
+consumer_ffmpeg() {
+  local libdir="$1" abi_soname="$2" flags
+  local so="libvkcuda_ffmpeg.so.${abi_soname#libvkcuda.so.}"
+  case "${VKCUDA_CONSUMER_FFMPEG:-}" in
+    0)
+      echo "consumer: the FFmpeg bridge was skipped (no FFmpeg where vkcuda was built)"
+      check "ffmpeg: nothing of the skipped bridge is installed" \
+        bash -c "! ls '$libdir'/libvkcuda_ffmpeg.so* '$prefix/include/vkcuda_ffmpeg.h' '$libdir/pkgconfig/vkcuda-ffmpeg.pc' 2>/dev/null | grep -q ."
+      return ;;
+    1) ;;
+    *) echo "consumer: VKCUDA_CONSUMER_FFMPEG unset: the FFmpeg bridge is not checked"; return ;;
+  esac
+  check "ffmpeg: lib: $so -> the real file" test -f "$libdir/$so"
+  check "ffmpeg: lib: libvkcuda_ffmpeg.so -> $so" test "$(readlink "$libdir/libvkcuda_ffmpeg.so")" = "$so"
+  check "ffmpeg: include/vkcuda_ffmpeg.h" test -f "$prefix/include/vkcuda_ffmpeg.h"
+  check "ffmpeg: cmake: vkcudaFfmpeg.cmake" test -f "$libdir/cmake/vkcuda/vkcudaFfmpeg.cmake"
+  check "ffmpeg: pkgconfig/vkcuda-ffmpeg.pc" test -f "$libdir/pkgconfig/vkcuda-ffmpeg.pc"
+  check "ffmpeg: libvkcuda.so does not link FFmpeg" \
+    bash -c "! readelf -d '$libdir/libvkcuda.so' | grep -E 'Shared library: \[lib(av|sw)'"
+  check "ffmpeg: cmake: configure tests/consumers/ffmpeg (COMPONENTS ffmpeg)" \
+    cmake -S "$here/ffmpeg" -B "$work/cmake-build-ffmpeg" -DCMAKE_PREFIX_PATH="$prefix"
+  check "ffmpeg: cmake: build consumer_ffmpeg" cmake --build "$work/cmake-build-ffmpeg"
+  if [ -x "$work/cmake-build-ffmpeg/consumer_ffmpeg" ]; then
+    run_shown "ffmpeg: run consumer_ffmpeg" env LD_LIBRARY_PATH="$libdir" "$work/cmake-build-ffmpeg/consumer_ffmpeg"
+  fi
+  if flags="$(PKG_CONFIG_PATH="$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" pkg-config --cflags --libs vkcuda-ffmpeg 2>"$work/pc-ffmpeg.err")"; then
+    pass "pkg-config --cflags --libs vkcuda-ffmpeg: $flags"
+    # shellcheck disable=SC2086  # the flags are words
+    check "ffmpeg: cc -std=c99 ... consumer_ffmpeg.c \$(pkg-config ... vkcuda-ffmpeg)" \
+      "${CC:-cc}" -std=c99 -Wall -Wextra -Wpedantic -Werror "$here/ffmpeg/consumer_ffmpeg.c" -o "$work/consumer_ffmpeg_pc" $flags
+    [ -x "$work/consumer_ffmpeg_pc" ] && run_shown "ffmpeg: run consumer_ffmpeg_pc" \
+      env LD_LIBRARY_PATH="$libdir" "$work/consumer_ffmpeg_pc"
+  else
+    fail "pkg-config --cflags --libs vkcuda-ffmpeg"
+    sed 's/^/        /' "$work/pc-ffmpeg.err"
   fi
 }
 

@@ -6,9 +6,13 @@
 
 use std::path::{Path, PathBuf};
 
-/// The repository root.
+/// The repository root (this file serves the root crate's tests and the C crate's).
 pub fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .find(|p| p.join("cbindgen.toml").is_file())
+        .expect("the repository root (cbindgen.toml) above CARGO_MANIFEST_DIR")
+        .to_path_buf()
 }
 
 /// The docs whose statements are checked: README.md and docs/*.md (the CHANGELOG

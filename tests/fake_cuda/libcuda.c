@@ -33,7 +33,8 @@
  *                                 the context current to release its objects)
  * Pitched copies: cuMemGetAddressRange knows the cuMemAlloc blocks and the
  * mappings of imported memory (CUDA_ERROR_INVALID_VALUE for any other address);
- * cuMemcpy2DAsync copies between device pointers (host memory here) at once and
+ * cuMemcpy2DAsync (but WITH_STREAMS's, below) copies between device pointers
+ * (host memory here) at once and
  * counts the copies (fake_cuda_copies; fake_cuda_range_queries counts the
  * lookups); a copy that touches an address outside
  * every block and mapping "faults" as on a GPU: it returns CUDA_SUCCESS (the
@@ -50,6 +51,34 @@
  * imported memory (so data really crosses lavapipe's memory), cuCtxSynchronize,
  * and cuMemcpy2D/3D returning CUDA_ERROR_UNKNOWN; with FAKE_CUDA_FLIP_BYTE=N
  * cuMemcpyDtoH inverts byte N of what it copies (a driver that reads wrong).
+ * Corrupting drivers, to test the deep self-test itself (WITH_COPIES):
+ *   FAKE_CUDA_CORRUPT=kind        every copy inverts bytes of one kind of data:
+ *     uniform  one byte (the 4097th) of every run of one value longer than 4 KiB
+ *              (what a compression engine squeezes: a driver that gets only
+ *              those wrong)
+ *     zeros    the middle byte of every run of zeros longer than 4 KiB
+ *     tile     the middle byte of every run of one non-zero value of 64 KiB or more
+ *     ramp     byte 128 of every run of 256 or more bytes each one more than the
+ *              one before (mod 256)
+ *     random   the middle byte of the first 64 bytes in a row where no byte
+ *              equals the one before, or the one before plus one
+ *   FAKE_CUDA_CORRUPT_DIR=htod|dtoh  only cuMemcpyHtoD (CUDA writes wrong) or
+ *                                 only cuMemcpyDtoH (CUDA reads wrong); default both
+ *   FAKE_CUDA_CORRUPT_LOG=path    appends one line per copy it corrupted:
+ *                                 "<htod|dtoh> <offset> <expected> <got> <count>",
+ *                                 the offset (from the copy's start) and bytes of
+ *                                 the first byte it inverted, and how many
+ *                                 bytes of that copy it inverted
+ *
+ * Building with -DWITH_STREAMS (the FFmpeg bridge's tests, bridges/ffmpeg/tests)
+ * adds streams whose work runs when synchronised: cuMemcpy2DAsync (host or device
+ * memory on either side) and cuLaunchHostFunc queue their work, in one queue for
+ * all streams, run in order by cuStreamSynchronize, cuCtxSynchronize or
+ * fake_cuda_streams_run(); cuStreamQuery says CUDA_ERROR_NOT_READY while work
+ * waits; fake_cuda_copies() counts the copies run; cuDeviceGetAttribute knows
+ * the texture alignment (512). It also exports, refused, every
+ * function FFmpeg's CUDA loader (ffnvcodec's cuda_load_functions) requires, so
+ * av_hwdevice_ctx_init(CUDA) loads this driver. Not combined with WITH_COPIES.
  *
  * Contexts: cuDevicePrimaryCtxRetain hands out one fake CUcontext per device; they
  * can be pushed, popped and asked for their device. fake_cuda_stream(i) returns a
@@ -597,6 +626,7 @@ int cuMipmappedArrayDestroy(void *mipmap) {
     return sticky_ ? sticky_ : m ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 #endif
+#ifndef WITH_STREAMS /* WITH_STREAMS has copies of its own, queued on its streams */
 typedef struct {
     size_t srcXInBytes, srcY;
     int srcMemoryType;
@@ -673,6 +703,7 @@ int cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *c, void *stream) {
     pthread_mutex_unlock(&lock);
     return CUDA_SUCCESS;
 }
+#endif
 
 #ifdef WITH_COPIES
 /* The mapping `ptr .. ptr + n` lies in, or NULL. */
@@ -685,6 +716,61 @@ static struct object *mapped_range(CUdeviceptr ptr, size_t n) {
     return NULL;
 }
 
+/* FAKE_CUDA_CORRUPT: inverts the chosen kind of bytes of `p` (what a copy in
+ * direction `dir` just wrote) and logs the first. */
+static void corrupt(unsigned char *p, size_t n, const char *dir) {
+    const char *kind = getenv("FAKE_CUDA_CORRUPT");
+    const char *only = getenv("FAKE_CUDA_CORRUPT_DIR");
+    if (!kind || (only && strcmp(only, dir) != 0)) return;
+    size_t first = 0, count = 0, i = 0, j;
+    unsigned char was = 0;
+#define FLIP(at)                          \
+    do {                                  \
+        if (count++ == 0) {               \
+            first = (at);                 \
+            was = p[first];               \
+        }                                 \
+        p[(at)] ^= 0xff;                  \
+    } while (0)
+    if (!strcmp(kind, "uniform") || !strcmp(kind, "zeros") || !strcmp(kind, "tile")) {
+        while (i < n) {
+            for (j = i + 1; j < n && p[j] == p[i]; j++) {
+            }
+            size_t len = j - i;
+            if (!strcmp(kind, "uniform") && len > 4096) FLIP(i + 4096);
+            if (!strcmp(kind, "zeros") && p[i] == 0 && len > 4096) FLIP(i + len / 2);
+            if (!strcmp(kind, "tile") && p[i] != 0 && len >= 65536) FLIP(i + len / 2);
+            i = j;
+        }
+    } else if (!strcmp(kind, "ramp")) {
+        while (i < n) {
+            for (j = i + 1; j < n && p[j] == (unsigned char)(p[j - 1] + 1); j++) {
+            }
+            if (j - i >= 256) FLIP(i + 128);
+            i = j;
+        }
+    } else if (!strcmp(kind, "random")) {
+        size_t streak = 1;
+        for (i = 1; i < n; i++) {
+            int step = p[i] == p[i - 1] || p[i] == (unsigned char)(p[i - 1] + 1);
+            streak = step ? 1 : streak + 1;
+            if (streak == 64) {
+                FLIP(i - 31);
+                break;
+            }
+        }
+    }
+#undef FLIP
+    const char *log = getenv("FAKE_CUDA_CORRUPT_LOG");
+    if (count && log) {
+        FILE *f = fopen(log, "a");
+        if (f) {
+            fprintf(f, "%s %zu %u %u %zu\n", dir, first, was, (unsigned)(was ^ 0xff), count);
+            fclose(f);
+        }
+    }
+}
+
 int cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
     if (depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
     pthread_mutex_lock(&lock);
@@ -692,6 +778,7 @@ int cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
     pthread_mutex_unlock(&lock);
     if (!o) return CUDA_ERROR_INVALID_VALUE;
     memcpy((void *)(uintptr_t)dst, src, n);
+    corrupt((unsigned char *)(uintptr_t)dst, n, "htod");
     return CUDA_SUCCESS;
 }
 
@@ -707,10 +794,151 @@ int cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
         size_t at = (size_t)strtoull(flip, NULL, 10);
         if (at < n) ((unsigned char *)dst)[at] ^= 0xff;
     }
+    corrupt((unsigned char *)dst, n, "dtoh");
     return CUDA_SUCCESS;
 }
 
 int cuCtxSynchronize(void) { return depth ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
+#endif
+
+#ifdef WITH_STREAMS
+#if defined(WITH_COPIES)
+#error "WITH_STREAMS and WITH_COPIES are separate variants"
+#endif
+#define CUDA_ERROR_NOT_READY 600
+typedef struct {
+    size_t srcXInBytes, srcY;
+    int srcMemoryType;
+    const void *srcHost;
+    CUdeviceptr srcDevice;
+    void *srcArray;
+    size_t srcPitch;
+    size_t dstXInBytes, dstY;
+    int dstMemoryType;
+    void *dstHost;
+    CUdeviceptr dstDevice;
+    void *dstArray;
+    size_t dstPitch;
+    size_t WidthInBytes, Height;
+} CUDA_MEMCPY2D;
+struct work {
+    int is_copy;
+    CUDA_MEMCPY2D copy;
+    void (*fn)(void *);
+    void *data;
+    struct work *next;
+};
+static struct work *queue_head, **queue_tail = &queue_head;
+static int copies_run;
+static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int known_stream(const void *stream) {
+    int i;
+    if (!stream) return 1;
+    for (i = 0; i < count; i++)
+        if (stream == (const void *)&streams[i]) return 1;
+    return 0;
+}
+
+static int enqueue(struct work *w) {
+    pthread_mutex_lock(&queue_lock);
+    w->next = NULL;
+    *queue_tail = w;
+    queue_tail = &w->next;
+    pthread_mutex_unlock(&queue_lock);
+    return CUDA_SUCCESS;
+}
+
+/* Runs the queued work in order (host functions may enqueue more: run too). */
+void fake_cuda_streams_run(void) {
+    for (;;) {
+        pthread_mutex_lock(&queue_lock);
+        struct work *w = queue_head;
+        if (w) {
+            queue_head = w->next;
+            if (!queue_head) queue_tail = &queue_head;
+        }
+        pthread_mutex_unlock(&queue_lock);
+        if (!w) return;
+        if (w->is_copy) {
+            const CUDA_MEMCPY2D *c = &w->copy;
+            const unsigned char *src = c->srcMemoryType == 1 ? (const unsigned char *)c->srcHost
+                                                             : (const unsigned char *)(uintptr_t)c->srcDevice;
+            unsigned char *dst = c->dstMemoryType == 1 ? (unsigned char *)c->dstHost
+                                                       : (unsigned char *)(uintptr_t)c->dstDevice;
+            size_t y;
+            src += c->srcY * c->srcPitch + c->srcXInBytes;
+            dst += c->dstY * c->dstPitch + c->dstXInBytes;
+            for (y = 0; y < c->Height; y++) memcpy(dst + y * c->dstPitch, src + y * c->srcPitch, c->WidthInBytes);
+            pthread_mutex_lock(&queue_lock);
+            copies_run++;
+            pthread_mutex_unlock(&queue_lock);
+        } else {
+            w->fn(w->data);
+        }
+        free(w);
+    }
+}
+
+int fake_cuda_copies(void) {
+    pthread_mutex_lock(&queue_lock);
+    int n = copies_run;
+    pthread_mutex_unlock(&queue_lock);
+    return n;
+}
+
+int cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *c, void *stream) {
+    if (depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
+    if (!known_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
+    if (!c || (c->srcMemoryType != 1 && c->srcMemoryType != 2) || (c->dstMemoryType != 1 && c->dstMemoryType != 2) ||
+        (c->srcMemoryType == 1 ? !c->srcHost : !c->srcDevice) || (c->dstMemoryType == 1 ? !c->dstHost : !c->dstDevice) ||
+        c->WidthInBytes > c->srcPitch || c->WidthInBytes > c->dstPitch)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct work *w = calloc(1, sizeof *w);
+    if (!w) return CUDA_ERROR_UNKNOWN;
+    w->is_copy = 1;
+    w->copy = *c;
+    return enqueue(w);
+}
+
+int cuLaunchHostFunc(void *stream, void (*fn)(void *), void *data) {
+    if (depth == 0 && !stream) return CUDA_ERROR_INVALID_CONTEXT;
+    if (!known_stream(stream) || !fn) return CUDA_ERROR_INVALID_HANDLE;
+    struct work *w = calloc(1, sizeof *w);
+    if (!w) return CUDA_ERROR_UNKNOWN;
+    w->fn = fn;
+    w->data = data;
+    return enqueue(w);
+}
+
+int cuStreamSynchronize(void *stream) {
+    if (!known_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
+    fake_cuda_streams_run();
+    return CUDA_SUCCESS;
+}
+
+int cuCtxSynchronize(void) {
+    if (depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
+    fake_cuda_streams_run();
+    return CUDA_SUCCESS;
+}
+
+/* FFmpeg's frames contexts ask for the texture alignment (14). */
+int cuDeviceGetAttribute(int *value, int attribute, int device) {
+    load_devices();
+    if (!value || device < 0 || device >= count) return CUDA_ERROR_INVALID_VALUE;
+    if (attribute != 14) return CUDA_ERROR_INVALID_VALUE;
+    *value = 512;
+    return CUDA_SUCCESS;
+}
+
+int cuStreamQuery(void *stream) {
+    if (!known_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&queue_lock);
+    int busy = queue_head != NULL;
+    pthread_mutex_unlock(&queue_lock);
+    return busy ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
 #endif
 
 /* ---- everything else: there, but refused --------------------------------- */
@@ -753,4 +981,56 @@ UNKNOWN(cuGraphNodeGetType)
 #ifdef WITH_COPIES
 UNKNOWN(cuMemcpy2D_v2)
 UNKNOWN(cuMemcpy3D_v2)
+#endif
+#ifdef WITH_STREAMS
+/* The rest of what FFmpeg's CUDA loader requires (nv-codec-headers 11.1 and 12.1). */
+UNKNOWN(cuStreamWaitEvent)
+UNKNOWN(cuArrayCreate_v2)
+UNKNOWN(cuDeviceComputeCapability)
+UNKNOWN(cuCtxCreate_v2)
+UNKNOWN(cuCtxSetLimit)
+UNKNOWN(cuCtxDestroy_v2)
+UNKNOWN(cuMemAllocPitch_v2)
+UNKNOWN(cuMemAllocManaged)
+UNKNOWN(cuMemsetD8Async)
+UNKNOWN(cuMemcpy)
+UNKNOWN(cuMemcpyAsync)
+UNKNOWN(cuMemcpy2D_v2)
+UNKNOWN(cuMemcpyHtoD_v2)
+UNKNOWN(cuMemcpyHtoDAsync_v2)
+UNKNOWN(cuMemcpyDtoH_v2)
+UNKNOWN(cuMemcpyDtoHAsync_v2)
+UNKNOWN(cuMemcpyDtoD_v2)
+UNKNOWN(cuMemcpyDtoDAsync_v2)
+UNKNOWN(cuGetErrorString)
+UNKNOWN(cuDevicePrimaryCtxRelease)
+UNKNOWN(cuDevicePrimaryCtxSetFlags)
+UNKNOWN(cuDevicePrimaryCtxGetState)
+UNKNOWN(cuDevicePrimaryCtxReset)
+UNKNOWN(cuStreamCreate)
+UNKNOWN(cuStreamDestroy_v2)
+UNKNOWN(cuStreamAddCallback)
+UNKNOWN(cuEventCreate)
+UNKNOWN(cuEventDestroy_v2)
+UNKNOWN(cuEventSynchronize)
+UNKNOWN(cuEventQuery)
+UNKNOWN(cuEventRecord)
+UNKNOWN(cuLaunchKernel)
+UNKNOWN(cuLinkCreate)
+UNKNOWN(cuLinkAddData)
+UNKNOWN(cuLinkComplete)
+UNKNOWN(cuLinkDestroy)
+UNKNOWN(cuModuleLoadData)
+UNKNOWN(cuModuleUnload)
+UNKNOWN(cuModuleGetFunction)
+UNKNOWN(cuModuleGetGlobal)
+UNKNOWN(cuGLGetDevices_v2)
+UNKNOWN(cuGraphicsGLRegisterImage)
+UNKNOWN(cuGraphicsUnregisterResource)
+UNKNOWN(cuGraphicsMapResources)
+UNKNOWN(cuGraphicsUnmapResources)
+UNKNOWN(cuGraphicsSubResourceGetMappedArray)
+UNKNOWN(cuGraphicsResourceGetMappedPointer_v2)
+UNKNOWN(cuArray3DCreate_v2)
+UNKNOWN(cuArrayDestroy)
 #endif

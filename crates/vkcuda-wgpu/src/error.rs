@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::objects::{VkcudaError, VkcudaErrorKind};
+use crate::{VkcudaError, VkcudaErrorKind};
 
 /// Why a call of the bridge failed. Nothing in the bridge panics on bad input:
 /// a wgpu object of another backend or device, a texture vkcuda cannot share or a

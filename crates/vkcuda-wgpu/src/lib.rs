@@ -84,7 +84,6 @@
 #![deny(missing_docs)]
 
 mod error;
-mod objects;
 
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -95,7 +94,13 @@ use ash::vk;
 use wgpu_hal::api::Vulkan;
 
 pub use error::{Error, Result};
-pub use objects::{CudaChoice, CudaInfo, VkcudaError, VkcudaErrorKind};
+pub use vkcuda::context::{CudaChoice, CudaInfo};
+pub use vkcuda::{Error as VkcudaError, ErrorKind as VkcudaErrorKind};
+
+use vkcuda::handoff::{self, Direction, Resource, Scope};
+use vkcuda::image::{Description, Dimension};
+use vkcuda::semaphore::Kind;
+use vkcuda::{Buffer, Context, Image, Semaphore};
 
 /// The CUDA stream type of vkcuda's calls (`cudarc::driver::sys::CUstream`).
 pub type CuStream = cudarc::driver::sys::CUstream;
@@ -104,7 +109,14 @@ pub type CuStream = cudarc::driver::sys::CUstream;
 /// itself (`wgpu_hal::vulkan::Adapter::open_with_callback`) and then calls
 /// [`Interop::from_device`].
 pub fn required_device_extensions() -> Vec<&'static CStr> {
-    objects::device_extensions().to_vec()
+    device_extensions().to_vec()
+}
+
+/// The device extensions vkcuda needs on the `VkDevice` (the external memory and
+/// semaphore fd extensions); timeline semaphores come with Vulkan 1.2.
+fn device_extensions() -> [&'static CStr; 2] {
+    // SAFETY: vkcuda hands out pointers to its `&'static CStr` extension names.
+    vkcuda::pairing::device_extension_names().map(|p| unsafe { CStr::from_ptr(p) })
 }
 
 /// A wgpu device paired with CUDA: it makes shared buffers, textures and
@@ -117,7 +129,7 @@ pub struct Interop {
 
 struct Inner {
     // The vkcuda context drops first: it borrows the device below.
-    ctx: Arc<objects::Context>,
+    ctx: Arc<Context>,
     adapter: wgpu::Adapter,
     device: wgpu::Device,
     queue: wgpu::Queue,
@@ -147,7 +159,7 @@ fn check_adapter(hal: &wgpu_hal::vulkan::Adapter) -> Result<()> {
             vk::api_version_minor(instance_version),
         )));
     }
-    let memory = objects::memory_extension();
+    let memory = ash::khr::external_memory_fd::NAME;
     if !caps.supports_extension(memory) {
         return Err(Error::Unsupported(format!(
             "{name} has no {}: it cannot share memory with CUDA",
@@ -180,7 +192,7 @@ impl Interop {
             let hal = unsafe { adapter.as_hal::<Vulkan>() }
                 .ok_or(Error::NotVulkan { what: "adapter" })?;
             check_adapter(&hal)?;
-            let wanted: Vec<_> = objects::device_extensions()
+            let wanted: Vec<_> = device_extensions()
                 .into_iter()
                 .filter(|e| hal.physical_device_capabilities().supports_extension(e))
                 .collect();
@@ -238,7 +250,7 @@ impl Interop {
                 what: "the wgpu queue".into(),
             });
         }
-        let memory = objects::memory_extension();
+        let memory = ash::khr::external_memory_fd::NAME;
         if !hal_device.enabled_device_extensions().contains(&memory) {
             return Err(Error::Unsupported(format!(
                 "the wgpu device was opened without {}: open it with \
@@ -250,12 +262,16 @@ impl Interop {
         // SAFETY: wgpu's live instance, physical device and device (checked above to
         // be one device); `Inner` holds the wgpu device and drops the context first.
         let ctx = unsafe {
-            objects::context(
-                &objects::Handles {
+            Context::from_engine(
+                &vkcuda::context::EngineHandles {
                     instance: shared.raw_instance().handle(),
                     physical: hal_device.raw_physical_device(),
                     device: raw_device,
                     get_instance_proc_addr: shared.entry().static_fn().get_instance_proc_addr,
+                    get_device_proc_addr: None,
+                    // wgpu 30 does not enable synchronization2: vkcuda records
+                    // vkCmdPipelineBarrier.
+                    synchronization2: false,
                 },
                 cuda,
             )
@@ -290,7 +306,7 @@ impl Interop {
     /// The CUDA side: its `CUcontext` (make it current before launching kernels on
     /// the shared memory), device and UUID. CUDA_UNAVAILABLE for a Vulkan-only bridge.
     pub fn cuda(&self) -> Result<CudaInfo> {
-        Ok(objects::cuda_info(&self.inner.ctx)?)
+        Ok(self.inner.ctx.cuda_info()?)
     }
 
     /// The vkcuda context over the wgpu device, for vkcuda's own API.
@@ -348,7 +364,12 @@ impl Interop {
                 usage |= v;
             }
         }
-        let shared = Arc::new(objects::create_buffer(&self.inner.ctx, desc.size, usage)?);
+        let shared = Arc::new(Buffer::create(
+            &self.inner.ctx,
+            desc.size,
+            usage,
+            vkcuda::buffer::Allocator::Vulkan,
+        )?);
         let keep = shared.clone();
         // SAFETY: the VkBuffer is of this device, bound to `desc.size` bytes of
         // memory with (at least) the usage wgpu-hal derives from `desc.usage`; the
@@ -356,7 +377,7 @@ impl Interop {
         // alive until wgpu destroys its wrapper, after its last use on the GPU.
         let wgpu_buffer = unsafe {
             let hal = wgpu_hal::vulkan::Buffer::from_raw_externally_owned(
-                objects::buffer_handle(&shared),
+                shared.vk_buffer(),
                 Box::new(move || drop(keep)),
             );
             self.inner
@@ -442,21 +463,24 @@ impl Interop {
             memory_flags: wgpu_hal::MemoryFlags::empty(),
             view_formats: Vec::new(),
         };
-        let image = Arc::new(objects::create_image(
+        let image = Arc::new(Image::create(
             &self.inner.ctx,
-            &objects::ImageShape {
-                dimension,
-                format,
-                extent: vk::Extent3D {
-                    width: extent.0,
-                    height: extent.1,
-                    depth: extent.2,
+            &Description {
+                dimension: match dimension {
+                    vk::ImageType::TYPE_1D => Dimension::D1,
+                    vk::ImageType::TYPE_3D => Dimension::D3,
+                    _ => Dimension::D2,
                 },
+                format,
+                width: extent.0,
+                height: extent.1,
+                depth: extent.2,
                 mip_levels: desc.mip_level_count,
                 array_layers: layers,
                 // wgpu-hal creates such images CUBE_COMPATIBLE.
                 cube: hal_desc.is_cube_compatible(),
                 usage,
+                linear: false,
             },
         )?);
         let (resting_use, resting_layout) = resting_state(desc.usage);
@@ -471,7 +495,7 @@ impl Interop {
                 .as_hal::<Vulkan>()
                 .ok_or(Error::NotVulkan { what: "device" })?;
             let hal = hal_device.texture_from_raw(
-                objects::image_handle(&image),
+                image.vk_image(),
                 &hal_desc,
                 Some(Box::new(move || drop(keep))),
                 wgpu_hal::vulkan::TextureMemory::External,
@@ -500,7 +524,7 @@ impl Interop {
     /// through [`SharedSemaphore::cuda_wait`]/[`SharedSemaphore::cuda_signal`].
     pub fn create_semaphore(&self, initial: u64) -> Result<SharedSemaphore> {
         Ok(SharedSemaphore {
-            sem: objects::create_timeline(&self.inner.ctx, initial)?,
+            sem: Semaphore::create(&self.inner.ctx, Kind::Timeline, initial, None)?,
             device: self.inner.raw_device,
         })
     }
@@ -605,8 +629,8 @@ impl Interop {
         let items: Vec<_> = list
             .iter()
             .map(|r| match r {
-                Shared::Buffer(b) => objects::Resource::Buffer(&b.shared),
-                Shared::Texture(t) => objects::Resource::Image(&t.image, t.resting_layout),
+                Shared::Buffer(b) => Resource::Buffer(&b.shared),
+                Shared::Texture(t) => Resource::Image(&t.image, t.resting_layout),
             })
             .collect();
         let mut enc = self
@@ -624,8 +648,19 @@ impl Interop {
         // recorded into it, and the encoder is finished by wgpu below.
         let recorded = unsafe {
             enc.as_hal_mut::<Vulkan, _, _>(|e| match e {
-                Some(e) => objects::record_handoff(e.raw_handle(), release, family, &items)
-                    .map_err(Error::from),
+                // One barrier with vkcuda's default scope (every command, every
+                // memory access): wgpu may have used the resources in any stage.
+                Some(e) => handoff::batch(
+                    e.raw_handle(),
+                    if release {
+                        Direction::Release
+                    } else {
+                        Direction::Acquire
+                    },
+                    &Scope::with_defaults(family, 0, 0),
+                    items.iter().map(|r| Ok(*r)),
+                )
+                .map_err(Error::from),
                 None => Err(Error::NotVulkan {
                     what: "command encoder",
                 }),
@@ -730,7 +765,7 @@ impl<'a> From<&'a SharedTexture> for Shared<'a> {
 /// CUDA device pointer. Dropping it drops the bridge's references; the memory goes
 /// when wgpu is done with it too. CUDA work on it must be finished first.
 pub struct SharedBuffer {
-    shared: Arc<objects::Buffer>,
+    shared: Arc<Buffer>,
     wgpu: wgpu::Buffer,
     device: vk::Device,
     with_cuda: AtomicBool,
@@ -745,7 +780,7 @@ impl SharedBuffer {
     /// The CUDA device pointer of its first byte (a `CUdeviceptr`); CUDA_UNAVAILABLE
     /// for a Vulkan-only bridge.
     pub fn cuda_ptr(&self) -> Result<u64> {
-        Ok(objects::buffer_cuda_ptr(&self.shared)?)
+        Ok(self.shared.cuda_ptr()?)
     }
 
     /// Its size in bytes.
@@ -760,7 +795,7 @@ impl SharedBuffer {
 
     /// The `VkBuffer` under both views.
     pub fn vk_buffer(&self) -> vk::Buffer {
-        objects::buffer_handle(&self.shared)
+        self.shared.vk_buffer()
     }
 
     /// The vkcuda buffer, for vkcuda's own API (DLPack, export, ...).
@@ -772,7 +807,7 @@ impl SharedBuffer {
 /// A texture shared between wgpu and CUDA: one `VkImage`, a [`wgpu::Texture`] and
 /// a CUDA mipmapped array.
 pub struct SharedTexture {
-    image: Arc<objects::Image>,
+    image: Arc<Image>,
     wgpu: wgpu::Texture,
     device: vk::Device,
     resting_use: wgpu::TextureUses,
@@ -789,7 +824,7 @@ impl SharedTexture {
     /// The CUDA array of mip level `level` (copy with `cuMemcpy2D`, or make a
     /// surface object for kernels); CUDA_UNAVAILABLE for a Vulkan-only bridge.
     pub fn cuda_array(&self, level: u32) -> Result<cudarc::driver::sys::CUarray> {
-        Ok(objects::image_level_array(&self.image, level)?)
+        Ok(self.image.level_array(0, level)?)
     }
 
     /// The layout the texture is released from and acquired back into: `GENERAL`
@@ -808,7 +843,7 @@ impl SharedTexture {
 
     /// The `VkImage` under both views.
     pub fn vk_image(&self) -> vk::Image {
-        objects::image_handle(&self.image)
+        self.image.vk_image()
     }
 
     /// The vkcuda image, for vkcuda's own API (surfaces, textures, export).
@@ -819,41 +854,41 @@ impl SharedTexture {
 
 /// A timeline semaphore shared between wgpu's queue and CUDA streams.
 pub struct SharedSemaphore {
-    sem: objects::Semaphore,
+    sem: Semaphore,
     device: vk::Device,
 }
 
 impl SharedSemaphore {
     /// The current value.
     pub fn value(&self) -> Result<u64> {
-        Ok(objects::semaphore_value(&self.sem)?)
+        Ok(self.sem.value()?)
     }
 
     /// Enqueues on `stream` a wait until the value reaches `value`.
     pub fn cuda_wait(&self, value: u64, stream: CuStream) -> Result<()> {
-        Ok(objects::semaphore_cuda_wait(&self.sem, value, stream)?)
+        Ok(self.sem.cuda_wait(value, stream)?)
     }
 
     /// Enqueues on `stream` a signal of `value` (above every earlier signal).
     pub fn cuda_signal(&self, value: u64, stream: CuStream) -> Result<()> {
-        Ok(objects::semaphore_cuda_signal(&self.sem, value, stream)?)
+        Ok(self.sem.cuda_signal(value, stream)?)
     }
 
     /// Signals `value` from the host.
     pub fn host_signal(&self, value: u64) -> Result<()> {
-        Ok(objects::semaphore_host_signal(&self.sem, value)?)
+        Ok(self.sem.host_signal(value)?)
     }
 
     /// Waits on the host until the value reaches `value`, at most `timeout`
     /// (vkcuda spins on the counter, then polls: not `vkWaitSemaphores`, which is
     /// slow when GPU work alternates between Vulkan and CUDA).
     pub fn host_wait(&self, value: u64, timeout: Duration) -> Result<()> {
-        Ok(objects::semaphore_host_wait(&self.sem, value, timeout)?)
+        Ok(self.sem.host_wait(value, timeout)?)
     }
 
     /// The `VkSemaphore`.
     pub fn vk_semaphore(&self) -> vk::Semaphore {
-        objects::semaphore_handle(&self.sem)
+        self.sem.vk_semaphore()
     }
 
     /// The vkcuda semaphore, for vkcuda's own API.

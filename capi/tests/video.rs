@@ -1,0 +1,1248 @@
+//! Shared video frames (issue 28): multi-planar images with LINEAR tiling in one
+//! dedicated allocation, whose planes CUDA sees as pitched device memory
+//! (`vkcuda_image_get_plane_pointer`).
+//!
+//! CPU (lavapipe): LINEAR on a single-plane format is refused; where the device
+//! offers a linear multi-planar format (Mesa 22.3's lavapipe offers none) a frame
+//! is made, its planes lie inside its allocation, and it travels through a share
+//! description as one fd.
+//!
+//! GPU (`gpu_*`, ignored without `--include-ignored`; with VKCUDA_REQUIRE_GPU=1 a
+//! missing GPU fails them): every format of `vkcuda::format::PLANAR` at 64x64,
+//! 1920x1080, 3840x2160 and 1282x722, a compressible ramp and pseudo-random bytes,
+//! CUDA -> Vulkan and Vulkan -> CUDA, every byte compared (the sample bits of 10-
+//! and 12-bit formats); the pitched-copy helper into a frame; a frame imported
+//! from its share description (and its colour description with it); GBR frames
+//! (H.273 identity) sampled with RGB_IDENTITY.
+
+mod support;
+use support::cuda::{check, copy2d, Cuda, Mem};
+use support::images::{acquire, release, sample_bits, try_create};
+use support::*;
+
+use std::os::fd::AsRawFd;
+use std::ptr;
+
+use ash::vk;
+use cudarc::driver::sys as cu;
+use vkcuda::format::{PlanarFormat, PLANAR};
+
+const NV12: vk::Format = vk::Format::G8_B8R8_2PLANE_420_UNORM;
+
+fn frame_info(format: vk::Format, w: u32, h: u32) -> vkcuda_image_create_info {
+    vkcuda_image_create_info {
+        flags: VKCUDA_IMAGE_CREATE_LINEAR_BIT,
+        image_type: vkcuda_image_type_raw(0),
+        format: format.as_raw(),
+        extent: vk::Extent3D {
+            width: w,
+            height: h,
+            depth: 1,
+        },
+        mip_levels: 0,
+        array_layers: 0,
+        usage: 0,
+    }
+}
+
+fn plane_pointers(im: *const vkcuda_image, n: usize) -> Vec<vkcuda_image_plane_pointer> {
+    (0..n)
+        .map(|p| {
+            let mut out: vkcuda_image_plane_pointer = unsafe { std::mem::zeroed() };
+            ok(unsafe { vkcuda_image_get_plane_pointer(im, p as u32, &mut out) });
+            out
+        })
+        .collect()
+}
+
+/// A new linear NV12 frame of `w` x `h` and its planes' pointers.
+fn nv12_frame(
+    ctx: *const vkcuda_context,
+    w: u32,
+    h: u32,
+) -> (*mut vkcuda_image, Vec<vkcuda_image_plane_pointer>) {
+    let im = try_create(ctx, &frame_info(NV12, w, h)).unwrap();
+    (im, plane_pointers(im, 2))
+}
+
+/// Checks what a frame says of its planes: each inside the one allocation, its
+/// row pitch at least a row, its extent the format's.
+fn check_planes(im: *const vkcuda_image, p: &PlanarFormat, w: u32, h: u32) {
+    let i = image_info(im);
+    assert_eq!(
+        i.flags & VKCUDA_IMAGE_CREATE_LINEAR_BIT,
+        VKCUDA_IMAGE_CREATE_LINEAR_BIT
+    );
+    assert_eq!(i.plane_count as usize, p.planes.len());
+    for (k, pp) in plane_pointers(im, p.planes.len()).iter().enumerate() {
+        let (pw, ph) = p.planes[k].extent(w, h);
+        assert_eq!((pp.width, pp.height), (pw, ph), "{} plane {k}", p.name);
+        assert_eq!(pp.bytes_per_texel, p.planes[k].info.bytes_per_texel());
+        assert_eq!(pp.format, p.planes[k].info.format.as_raw());
+        assert!(pp.row_pitch >= pw as u64 * pp.bytes_per_texel as u64);
+        let end =
+            pp.offset + pp.row_pitch * (ph as u64 - 1) + pw as u64 * pp.bytes_per_texel as u64;
+        assert!(
+            end <= i.allocation_size,
+            "{} plane {k} ends at {end}",
+            p.name
+        );
+        // Every plane names the frame's one allocation.
+        assert_eq!(i.planes[k].memory, i.memory);
+    }
+}
+
+#[test]
+fn linear_is_refused_for_single_plane_formats() {
+    let _g = serial();
+    let ctx = vulkan_only_context();
+    let m = fails(
+        try_create(ctx, &frame_info(vk::Format::R8G8B8A8_UNORM, 64, 64))
+            .map(|_| VKCUDA_SUCCESS)
+            .unwrap_or_else(|(r, _)| r),
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(
+        m.contains("VKCUDA_IMAGE_CREATE_LINEAR_BIT makes a shared video frame"),
+        "{m}"
+    );
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
+/// GBR (H.273 matrix 0) is sampled with RGB_IDENTITY, which ignores the range:
+/// full range is taken, narrow range is refused as having no Vulkan model (before
+/// the image is looked at); where the device makes frames, the conversion's model
+/// is RGB_IDENTITY. (The sampling itself: gpu_gbr_frames_sample_as_rgb.)
+#[test]
+fn gbr_frames_get_the_rgb_identity_model() {
+    let _g = serial();
+    let ctx = vulkan_only_context();
+    let rgba = try_create(ctx, &image_desc(0, vk::Format::R8G8B8A8_UNORM, 64, 64, 1)).unwrap();
+    let narrow = vkcuda_video_color {
+        full_range: 0,
+        ..gbr()
+    };
+    let m = fails(
+        unsafe { vkcuda_image_set_video_color(rgba, &narrow) },
+        VKCUDA_ERROR_UNSUPPORTED,
+    );
+    assert!(
+        m.contains("matrix_coefficients 0 (identity: GBR) in narrow range"),
+        "{m}"
+    );
+    assert!(m.contains("RGB_IDENTITY"), "{m}");
+    // Full-range GBR is a colour description; this image is single-plane.
+    let m = fails(
+        unsafe { vkcuda_image_set_video_color(rgba, &gbr()) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(m.contains("multi-planar"), "{m}");
+    unsafe { vkcuda_image_destroy(rgba) };
+    match try_create(ctx, &frame_info(NV12, 64, 64)) {
+        Ok(frame) => {
+            ok(unsafe { vkcuda_image_set_video_color(frame, &gbr()) });
+            let mut ci = vk::SamplerYcbcrConversionCreateInfo::default();
+            match unsafe { vkcuda_image_get_ycbcr_conversion_info(frame, &mut ci) } {
+                VKCUDA_SUCCESS => assert_eq!(
+                    ci.ycbcr_model,
+                    vk::SamplerYcbcrModelConversion::RGB_IDENTITY
+                ),
+                r => eprintln!("this device cannot sample LINEAR NV12 ({r:?}): model not read"),
+            }
+            unsafe { vkcuda_image_destroy(frame) };
+        }
+        Err((r, m)) => eprintln!("no LINEAR NV12 frames on this device ({r:?}: {m})"),
+    }
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
+#[test]
+fn frames_where_the_device_offers_them_lie_in_one_allocation_and_travel_as_one_fd() {
+    let _g = serial();
+    let ctx = vulkan_only_context();
+    let mut made = 0;
+    for p in PLANAR {
+        let im = match try_create(ctx, &frame_info(p.format, 64, 32)) {
+            Ok(im) => im,
+            Err((r, m)) => {
+                // lavapipe of Debian 12 offers no multi-planar format.
+                assert_eq!(r, VKCUDA_ERROR_UNSUPPORTED, "{}: {m}", p.name);
+                continue;
+            }
+        };
+        made += 1;
+        check_planes(im, p, 64, 32);
+        for pp in plane_pointers(im, p.planes.len()) {
+            assert_eq!(pp.cuda_pointer, 0, "no CUDA in a Vulkan-only context");
+        }
+        // One fd, one allocation size in the description.
+        let mut d: vkcuda_share_description = unsafe { std::mem::zeroed() };
+        ok(unsafe { vkcuda_image_describe(im, &mut d) });
+        assert_ne!(
+            d.image.description.flags & VKCUDA_IMAGE_CREATE_LINEAR_BIT,
+            0
+        );
+        assert_eq!(d.image.plane_allocation_sizes[1], 0);
+        let mut fd = -1;
+        ok(unsafe { vkcuda_image_export_fd(im, &mut fd) });
+        let mut back = ptr::null_mut();
+        ok(unsafe { vkcuda_image_import_description_fds(ctx, &d, &fd, 1, &mut back) });
+        check_planes(back, p, 64, 32);
+        unsafe {
+            vkcuda_image_destroy(back);
+            vkcuda_image_destroy(im);
+        }
+    }
+    println!("{made} linear multi-planar formats offered here");
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
+// ---------------------------------------------------------------------------------
+// GPU
+
+/// The frame's context made current for the test's own driver calls.
+struct Current(Cuda);
+
+impl Current {
+    fn of(ctx: *const vkcuda_context) -> Current {
+        let c = Cuda::of(ctx);
+        c.enter();
+        Current(c)
+    }
+}
+
+impl Drop for Current {
+    fn drop(&mut self) {
+        self.0.leave();
+    }
+}
+
+/// Copies `host` (rows of `row` bytes, packed) into the plane at `device`, `pitch`.
+fn to_plane(host: &[u8], device: u64, pitch: u64, row: usize) {
+    let (h, d) = (host.as_ptr().cast_mut(), pitch as usize);
+    copy2d(
+        Mem::Host(h, row),
+        Mem::Device(device, d),
+        row,
+        host.len() / row,
+    );
+}
+
+/// Copies the plane at `device`, `pitch` into `host` (rows of `row` bytes, packed).
+fn from_plane(host: &mut [u8], device: u64, pitch: u64, row: usize) {
+    let rows = host.len() / row;
+    copy2d(
+        Mem::Device(device, pitch as usize),
+        Mem::Host(host.as_mut_ptr(), row),
+        row,
+        rows,
+    );
+}
+
+/// Plane `plane`'s bytes (rows packed): for even seeds a smooth ramp that
+/// compresses, as video does; for odd seeds pseudo-random bytes.
+fn plane_bytes(plane: usize, row: usize, rows: usize, seed: u32) -> Vec<u8> {
+    let mut out = vec![0u8; row * rows];
+    if seed % 2 == 0 {
+        for y in 0..rows {
+            for x in 0..row {
+                out[y * row + x] = (48 + x / 8 + y / 4 + 16 * plane + seed as usize) as u8;
+            }
+        }
+    } else {
+        let mut s = 0x9E37_79B9u32 ^ seed.wrapping_mul(7919) ^ (plane as u32) << 20;
+        for b in &mut out {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            *b = s as u8;
+        }
+    }
+    out
+}
+
+/// Bytes that differ in the sample bits (10- and 12-bit samples sit in the high
+/// bits of little-endian 16-bit words; the low bits are undefined).
+fn wrong_bytes(bits: u32, got: &[u8], want: &[u8]) -> (u64, Option<usize>) {
+    let mut n = 0;
+    let mut first = None;
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        if (g ^ w) & sample_bits(bits, i) != 0 {
+            n += 1;
+            first.get_or_insert(i);
+        }
+    }
+    (n, first)
+}
+
+/// One frame of `p` at `w` x `h`: CUDA writes (seed), Vulkan reads; Vulkan writes
+/// (seed + 1), CUDA reads. Returns the bytes compared each way, or what differed.
+fn both_ways(
+    ctx: *const vkcuda_context,
+    v: &Vk,
+    p: &PlanarFormat,
+    (w, h): (u32, u32),
+    seed: u32,
+) -> Result<u64, String> {
+    let im = try_create(ctx, &frame_info(p.format, w, h))
+        .map_err(|(r, m)| format!("create: {r:?}: {m}"))?;
+    check_planes(im, p, w, h);
+    let vk_image = image_info(im).image;
+    let planes = plane_pointers(im, p.planes.len());
+    let rows: Vec<(usize, usize)> = planes
+        .iter()
+        .map(|pp| ((pp.width * pp.bytes_per_texel) as usize, pp.height as usize))
+        .collect();
+    let total: usize = rows.iter().map(|(r, n)| r * n).sum();
+    let mut offsets = vec![0usize];
+    for (r, n) in &rows {
+        offsets.push(offsets.last().unwrap() + r * n);
+    }
+    let read = v.host_buffer(total as u64);
+    let write = v.host_buffer(total as u64);
+    let regions: Vec<vk::BufferImageCopy> = planes
+        .iter()
+        .enumerate()
+        .map(|(k, pp)| vk::BufferImageCopy {
+            buffer_offset: offsets[k] as u64,
+            buffer_row_length: 0,
+            buffer_image_height: 0,
+            image_subresource: vk::ImageSubresourceLayers {
+                aspect_mask: vk::ImageAspectFlags::from_raw(pp.aspect),
+                mip_level: 0,
+                base_array_layer: 0,
+                layer_count: 1,
+            },
+            image_offset: vk::Offset3D::default(),
+            image_extent: vk::Extent3D {
+                width: pp.width,
+                height: pp.height,
+                depth: 1,
+            },
+        })
+        .collect();
+    // The frame starts as CUDA's.
+    v.run(|cmd| release(v, cmd, im, vk::ImageLayout::UNDEFINED));
+    // CUDA writes every plane.
+    let sent: Vec<Vec<u8>> = (0..planes.len())
+        .map(|k| plane_bytes(k, rows[k].0, rows[k].1, seed))
+        .collect();
+    for (k, pp) in planes.iter().enumerate() {
+        to_plane(&sent[k], pp.cuda_pointer, pp.row_pitch, rows[k].0);
+    }
+    // Vulkan acquires, reads every plane, writes new bytes, and releases.
+    let back: Vec<Vec<u8>> = (0..planes.len())
+        .map(|k| plane_bytes(k, rows[k].0, rows[k].1, seed + 1))
+        .collect();
+    for k in 0..planes.len() {
+        write.bytes()[offsets[k]..offsets[k + 1]].copy_from_slice(&back[k]);
+    }
+    let color = vk::ImageSubresourceRange {
+        aspect_mask: vk::ImageAspectFlags::COLOR,
+        base_mip_level: 0,
+        level_count: 1,
+        base_array_layer: 0,
+        layer_count: 1,
+    };
+    v.run(|cmd| unsafe {
+        acquire(v, cmd, im, vk::ImageLayout::TRANSFER_SRC_OPTIMAL);
+        v.device.cmd_copy_image_to_buffer(
+            cmd,
+            vk_image,
+            vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+            read.buffer,
+            &regions,
+        );
+        v.image_barrier(
+            cmd,
+            layout_barrier(
+                vk_image,
+                color,
+                vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+                vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+            ),
+        );
+        v.device.cmd_copy_buffer_to_image(
+            cmd,
+            write.buffer,
+            vk_image,
+            vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+            &regions,
+        );
+        release(v, cmd, im, vk::ImageLayout::TRANSFER_DST_OPTIMAL);
+    });
+    let mut errors = Vec::new();
+    for k in 0..planes.len() {
+        let got = &read.bytes()[offsets[k]..offsets[k + 1]];
+        if let (n @ 1.., Some(i)) = wrong_bytes(p.bits, got, &sent[k]) {
+            errors.push(format!(
+                "CUDA -> Vulkan plane {k}: {n} of {} bytes wrong, first at row {} byte {}",
+                got.len(),
+                i / rows[k].0,
+                i % rows[k].0
+            ));
+        }
+        let mut got = vec![0u8; rows[k].0 * rows[k].1];
+        let pp = &planes[k];
+        from_plane(&mut got, pp.cuda_pointer, pp.row_pitch, rows[k].0);
+        if let (n @ 1.., Some(i)) = wrong_bytes(p.bits, &got, &back[k]) {
+            errors.push(format!(
+                "Vulkan -> CUDA plane {k}: {n} of {} bytes wrong, first at row {} byte {}",
+                got.len(),
+                i / rows[k].0,
+                i % rows[k].0
+            ));
+        }
+    }
+    v.destroy_host_buffer(read);
+    v.destroy_host_buffer(write);
+    unsafe { vkcuda_image_destroy(im) };
+    if errors.is_empty() {
+        Ok(total as u64)
+    } else {
+        Err(errors.join("; "))
+    }
+}
+
+/// Every format of the table, four sizes (an odd one whose rows are padded), a
+/// ramp and random bytes, both ways: the harness that decides `verified`.
+#[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+fn gpu_frames_read_back_both_ways() {
+    let _g = serial();
+    let Some(ctx) = cuda_context_or_skip("gpu_frames_read_back_both_ways") else {
+        return;
+    };
+    let v = Vk::new(ctx);
+    let _c = Current::of(ctx);
+    let start = std::time::Instant::now();
+    let mut failed = Vec::new();
+    for p in PLANAR {
+        if !p.verified {
+            let (r, m) = try_create(ctx, &frame_info(p.format, 64, 64)).unwrap_err();
+            assert_eq!(r, VKCUDA_ERROR_UNSUPPORTED, "{m}");
+            println!("REFUSED {:<6} {m}", p.name);
+            continue;
+        }
+        let mut bytes = 0;
+        let mut ok_sizes = Vec::new();
+        for size in [(64, 64), (1920, 1080), (3840, 2160), (1282, 722)] {
+            for seed in [2, 7] {
+                match both_ways(ctx, &v, p, size, seed) {
+                    Ok(n) => bytes += n,
+                    Err(e) => {
+                        failed.push(format!("{} {}x{} seed {seed}: {e}", p.name, size.0, size.1))
+                    }
+                }
+            }
+            ok_sizes.push(format!("{}x{}", size.0, size.1));
+        }
+        println!(
+            "FRAME {:<6} {:<4} {}: {bytes} bytes each way (ramp and random), {}",
+            p.name,
+            p.subsampling(),
+            ok_sizes.join(" "),
+            if failed
+                .iter()
+                .any(|f| f.starts_with(&format!("{} ", p.name)))
+            {
+                "FAILED"
+            } else {
+                "0 wrong"
+            }
+        );
+    }
+    println!(
+        "frames: {} formats in {:.1} s",
+        PLANAR.len(),
+        start.elapsed().as_secs_f64()
+    );
+    drop(v);
+    unsafe { vkcuda_context_destroy(ctx) };
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+/// An NV12 frame: OPTIMAL is refused with the fix named; the pitched-copy helper
+/// fills a frame from pitched CUDA memory (as NVDEC's mapped frames are); the
+/// frame imported from its share description is the same memory.
+#[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+fn gpu_frame_pitched_copy_and_description() {
+    let _g = serial();
+    let Some(ctx) = cuda_context_or_skip("gpu_frame_pitched_copy_and_description") else {
+        return;
+    };
+    let _c = Current::of(ctx);
+    let mut optimal = frame_info(NV12, 64, 64);
+    optimal.flags = 0;
+    let (r, m) = try_create(ctx, &optimal).unwrap_err();
+    assert_eq!(r, VKCUDA_ERROR_UNSUPPORTED);
+    assert!(m.contains("VKCUDA_IMAGE_CREATE_LINEAR_BIT"), "{m}");
+    let (w, h) = (1920u32, 1080u32);
+    let (im, planes) = nv12_frame(ctx, w, h);
+    // A decoder's frame: luma then chroma at pitch 2048 in one allocation.
+    let pitch = 2048usize;
+    let mut src = 0u64;
+    check(unsafe { cu::cuMemAlloc_v2(&mut src, pitch * (h as usize * 3 / 2)) });
+    let luma = plane_bytes(0, w as usize, h as usize, 4);
+    let chroma = plane_bytes(1, w as usize, h as usize / 2, 4);
+    to_plane(&luma, src, pitch as u64, w as usize);
+    let src_chroma = src + (pitch * h as usize) as u64;
+    to_plane(&chroma, src_chroma, pitch as u64, w as usize);
+    let pitched = vkcuda_pitched_planes {
+        flags: 0,
+        plane_count: 2,
+        planes: [
+            vkcuda_pitched_plane {
+                device_pointer: src,
+                pitch: pitch as u64,
+            },
+            vkcuda_pitched_plane {
+                device_pointer: src_chroma,
+                pitch: pitch as u64,
+            },
+            vkcuda_pitched_plane {
+                device_pointer: 0,
+                pitch: 0,
+            },
+        ],
+    };
+    ok(unsafe { vkcuda_image_cuda_copy_from_pitched(im, &pitched, ptr::null_mut()) });
+    check(unsafe { cu::cuCtxSynchronize() });
+    // The same memory, imported from the frame's description (one fd).
+    let mut d: vkcuda_share_description = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_image_describe(im, &mut d) });
+    let mut fd = -1;
+    ok(unsafe { vkcuda_image_export_fd(im, &mut fd) });
+    let owned = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    let raw = owned.as_raw_fd();
+    let mut twin = ptr::null_mut();
+    ok(unsafe { vkcuda_image_import_description_fds(ctx, &d, &raw, 1, &mut twin) });
+    std::mem::forget(owned); // the library took it
+    let twin_planes = plane_pointers(twin, 2);
+    for (k, want) in [luma, chroma].iter().enumerate() {
+        assert_eq!(twin_planes[k].row_pitch, planes[k].row_pitch);
+        assert_eq!(twin_planes[k].offset, planes[k].offset);
+        let row = w as usize;
+        let mut got = vec![0u8; want.len()];
+        from_plane(
+            &mut got,
+            twin_planes[k].cuda_pointer,
+            twin_planes[k].row_pitch,
+            row,
+        );
+        assert_eq!(
+            wrong_bytes(8, &got, want).0,
+            0,
+            "plane {k} through the imported frame"
+        );
+    }
+    println!(
+        "NV12 {w}x{h}: pitched copy into the frame, read back through the frame imported from its \
+         description: 0 wrong (plane 1 at offset {}, row pitch {})",
+        planes[1].offset, planes[1].row_pitch
+    );
+    unsafe {
+        cu::cuMemFree_v2(src);
+        vkcuda_image_destroy(twin);
+        vkcuda_image_destroy(im);
+        vkcuda_context_destroy(ctx);
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// GPU: Vulkan samples a shared frame through the conversion the library describes.
+
+/// The test frame's sample of `plane` (0 Y, 1 Cb, 2 Cr) at (x, y) of a `w` x `h`
+/// plane, a code value of `bits` bits in narrow range: a luma ramp with a bright
+/// disc; Cb and Cr sweep across.
+fn frame_sample(plane: usize, x: usize, y: usize, w: usize, h: usize, bits: u32) -> u32 {
+    let (u, v) = (x as f64 / w as f64, y as f64 / h as f64);
+    let r = ((u - 0.5).powi(2) + (v - 0.5).powi(2)).sqrt();
+    let s = (1u32 << (bits - 8)) as f64;
+    let n = match plane {
+        0 => 16.0 * s + 219.0 * s * if r < 0.25 { 0.9 } else { 0.15 + 0.6 * u },
+        1 => 16.0 * s + 224.0 * s * v,
+        _ => 16.0 * s + 224.0 * s * (1.0 - u),
+    };
+    n as u32
+}
+
+/// Chroma `c` (0 Cb, 1 Cr) at luma pixel (x, y), filtered linearly as implicit
+/// reconstruction does: co-sited chroma sits on even luma samples, midpoint chroma
+/// between two.
+fn chroma_at(
+    cbcr: &[[u32; 2]],
+    (cw, ch): (usize, usize),
+    c: usize,
+    (x, y): (usize, usize),
+    (x_cosited, y_cosited): (bool, bool),
+) -> f64 {
+    let u = x as f64 / 2.0 - if x_cosited { 0.0 } else { 0.25 };
+    let v = y as f64 / 2.0 - if y_cosited { 0.0 } else { 0.25 };
+    let (x0, y0) = (u.floor(), v.floor());
+    let mut s = 0.0;
+    for j in 0..2 {
+        for i in 0..2 {
+            let xi = (x0 as i64 + i).clamp(0, cw as i64 - 1) as usize;
+            let yj = (y0 as i64 + j).clamp(0, ch as i64 - 1) as usize;
+            let wx = if i == 1 { u - x0 } else { 1.0 - (u - x0) };
+            let wy = if j == 1 { v - y0 } else { 1.0 - (v - y0) };
+            s += wx * wy * cbcr[yj * cw + xi][c] as f64;
+        }
+    }
+    s
+}
+
+/// One frame of NV12 (8-bit) or P010 (10-bit), written by CUDA, sampled by Vulkan
+/// through the conversion `vkcuda_image_get_ycbcr_conversion_info` makes of the
+/// frame's colour description, every pixel compared with the host's conversion
+/// (`kr`, `kb`: the matrix's luma weights). Returns the largest difference (of 255).
+fn sample_frame(
+    ctx: *const vkcuda_context,
+    v: &Vk,
+    format: vk::Format,
+    bits: u32,
+    color: &vkcuda_video_color,
+    (kr, kb): (f64, f64),
+    (w, h): (u32, u32),
+) -> u32 {
+    let im =
+        try_create(ctx, &frame_info(format, w, h)).unwrap_or_else(|(r, m)| panic!("{r:?}: {m}"));
+    ok(unsafe { vkcuda_image_set_video_color(im, color) });
+    let mut back: vkcuda_video_color = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_image_get_video_color(im, &mut back) });
+    assert_eq!(
+        (
+            back.matrix_coefficients,
+            back.transfer_characteristics,
+            back.colour_primaries
+        ),
+        (
+            color.matrix_coefficients,
+            color.transfer_characteristics,
+            color.colour_primaries
+        )
+    );
+    let mut ci = vk::SamplerYcbcrConversionCreateInfo::default();
+    ok(unsafe { vkcuda_image_get_ycbcr_conversion_info(im, &mut ci) });
+    assert_eq!(ci.format, format);
+    let (wu, hu) = (w as usize, h as usize);
+    let bytes = if bits > 8 { 2 } else { 1 };
+    // CUDA writes the planes: luma, then CbCr interleaved (high bits for 10-bit).
+    let luma: Vec<u32> = (0..wu * hu)
+        .map(|i| frame_sample(0, i % wu, i / wu, wu, hu, bits))
+        .collect();
+    let (cw, ch) = (wu / 2, hu / 2);
+    let cbcr: Vec<[u32; 2]> = (0..cw * ch)
+        .map(|i| {
+            let (x, y) = (i % cw, i / cw);
+            [
+                frame_sample(1, x, y, cw, ch, bits),
+                frame_sample(2, x, y, cw, ch, bits),
+            ]
+        })
+        .collect();
+    let to_bytes = |vals: &mut dyn Iterator<Item = u32>| -> Vec<u8> {
+        let shift = if bits > 8 { 16 - bits } else { 0 };
+        vals.flat_map(|s| {
+            let word = s << shift;
+            if bytes == 2 {
+                vec![word as u8, (word >> 8) as u8]
+            } else {
+                vec![word as u8]
+            }
+        })
+        .collect()
+    };
+    let y_bytes = to_bytes(&mut luma.iter().copied());
+    let c_bytes = to_bytes(&mut cbcr.iter().flat_map(|p| p.iter().copied()));
+    let planes = plane_pointers(im, 2);
+    v.run(|cmd| release(v, cmd, im, vk::ImageLayout::UNDEFINED));
+    to_plane(
+        &y_bytes,
+        planes[0].cuda_pointer,
+        planes[0].row_pitch,
+        wu * bytes,
+    );
+    to_plane(
+        &c_bytes,
+        planes[1].cuda_pointer,
+        planes[1].row_pitch,
+        cw * 2 * bytes,
+    );
+    // Vulkan: the conversion, a sampler and a view with it, the shader.
+    let pass = support::ycbcr::YcbcrPass::new(v, image_info(im).image, &ci, (w, h), true);
+    let acquire = handoff_info(v.family);
+    v.run(|cmd| {
+        ok(unsafe {
+            vkcuda_image_cmd_acquire_from_cuda(
+                im,
+                cmd,
+                &acquire,
+                vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL.as_raw(),
+            )
+        });
+        pass.record(v, cmd);
+    });
+    // The host's conversion of the same samples.
+    let s = (1u32 << (bits - 8)) as f64;
+    let x_cosited = color.x_chroma_offset == 0;
+    let y_cosited = color.y_chroma_offset == 0;
+    let got = pass.out.bytes();
+    let mut worst = 0u32;
+    let mut first_bad = None;
+    for y in 0..hu {
+        for x in 0..wu {
+            let yy = (luma[y * wu + x] as f64 - 16.0 * s) / (219.0 * s);
+            let cb = (chroma_at(&cbcr, (cw, ch), 0, (x, y), (x_cosited, y_cosited)) - 128.0 * s)
+                / (224.0 * s);
+            let cr = (chroma_at(&cbcr, (cw, ch), 1, (x, y), (x_cosited, y_cosited)) - 128.0 * s)
+                / (224.0 * s);
+            let kg = 1.0 - kr - kb;
+            let rgb = [
+                yy + 2.0 * (1.0 - kr) * cr,
+                yy - 2.0 * kb * (1.0 - kb) / kg * cb - 2.0 * kr * (1.0 - kr) / kg * cr,
+                yy + 2.0 * (1.0 - kb) * cb,
+            ];
+            for (k, c) in rgb.iter().enumerate() {
+                let want = (c.clamp(0.0, 1.0) * 255.0 + 0.5).floor() as i32;
+                let have = got[(y * wu + x) * 4 + k] as i32;
+                let diff = (want - have).unsigned_abs();
+                if diff > worst {
+                    worst = diff;
+                }
+                if diff > 2 && first_bad.is_none() {
+                    first_bad = Some((x, y, k, have, want));
+                }
+            }
+        }
+    }
+    pass.destroy(v);
+    unsafe { vkcuda_image_destroy(im) };
+    if let Some((x, y, k, have, want)) = first_bad {
+        panic!("{format:?}: pixel ({x}, {y}) channel {k} is {have}, the host's conversion gives {want}");
+    }
+    worst
+}
+
+/// BT.709 8-bit NV12 and BT.2020 10-bit P010 frames, written by CUDA and sampled
+/// by Vulkan through the conversion the library makes of their colour
+/// descriptions: every pixel within 2 of 255 of the host's conversion.
+#[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+fn gpu_frames_sample_as_their_colour_says() {
+    let _g = serial();
+    let Some(ctx) = cuda_context_or_skip("gpu_frames_sample_as_their_colour_says") else {
+        return;
+    };
+    let v = Vk::new(ctx);
+    let _c = Current::of(ctx);
+    let bt709 = bt709();
+    let bt2020 = vkcuda_video_color {
+        matrix_coefficients: 9,
+        transfer_characteristics: 14,
+        colour_primaries: 9,
+        x_chroma_offset: 0,
+        y_chroma_offset: 0,
+        ..bt709
+    };
+    let cases = [
+        (
+            "NV12 BT.709 narrow",
+            vk::Format::G8_B8R8_2PLANE_420_UNORM,
+            8,
+            bt709,
+            (0.2126, 0.0722),
+        ),
+        (
+            "P010 BT.2020 narrow",
+            vk::Format::G10X6_B10X6R10X6_2PLANE_420_UNORM_3PACK16,
+            10,
+            bt2020,
+            (0.2627, 0.0593),
+        ),
+    ];
+    for (what, format, bits, color, k) in cases {
+        for size in [(1920, 1080), (1282, 722)] {
+            let worst = sample_frame(ctx, &v, format, bits, &color, k, size);
+            println!(
+                "SAMPLED {what} {}x{}: every pixel within {worst} of 255 of the host's conversion",
+                size.0, size.1
+            );
+        }
+    }
+    drop(v);
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
+/// A GBR frame's colour description (H.273 matrix 0, full range, sRGB transfer).
+fn gbr() -> vkcuda_video_color {
+    vkcuda_video_color {
+        flags: 0,
+        matrix_coefficients: 0,
+        transfer_characteristics: 13,
+        colour_primaries: 1,
+        full_range: 1,
+        x_chroma_offset: 0,
+        y_chroma_offset: 0,
+    }
+}
+
+/// The test GBR frame's sample of `plane` (0 G, 1 B, 2 R) at (x, y) of a `w` x
+/// `h` plane: smooth sweeps over the whole 8-bit range, so that a model that
+/// shifts B and R by one half (YCBCR_IDENTITY) is wrong for most pixels.
+fn gbr_sample(plane: usize, x: usize, y: usize, w: usize, h: usize) -> u32 {
+    let (u, v) = (x as f64 / (w - 1) as f64, y as f64 / (h - 1) as f64);
+    let n = match plane {
+        0 => 255.0 * (0.5 * u + 0.5 * v),
+        1 => 255.0 * u,
+        _ => 255.0 * (1.0 - v),
+    };
+    n.round() as u32
+}
+
+/// One 8-bit frame of `format` holding GBR samples (plane 0 G; then B and R as
+/// two planes or interleaved in one), written by CUDA and sampled by Vulkan through
+/// the conversion `vkcuda_image_get_ycbcr_conversion_info` makes of a GBR colour
+/// description: the model must be RGB_IDENTITY and every pixel's R, G and B the
+/// planes' samples (within 1 of 255 for 4:4:4; for 4:2:0, chroma filtered as the
+/// host's `chroma_at`, within 2, as `sample_frame` allows). Returns the largest difference, or None where this device cannot
+/// make or sample such a frame.
+fn sample_gbr_frame(
+    ctx: *const vkcuda_context,
+    v: &Vk,
+    format: vk::Format,
+    (w, h): (u32, u32),
+) -> Option<u32> {
+    let im = match try_create(ctx, &frame_info(format, w, h)) {
+        Ok(im) => im,
+        Err((VKCUDA_ERROR_UNSUPPORTED, m)) => {
+            eprintln!("{format:?}: no frame here: {m}");
+            return None;
+        }
+        Err((r, m)) => panic!("{format:?}: {r:?}: {m}"),
+    };
+    ok(unsafe { vkcuda_image_set_video_color(im, &gbr()) });
+    let mut ci = vk::SamplerYcbcrConversionCreateInfo::default();
+    match unsafe { vkcuda_image_get_ycbcr_conversion_info(im, &mut ci) } {
+        VKCUDA_SUCCESS => {}
+        VKCUDA_ERROR_UNSUPPORTED => {
+            eprintln!("{format:?}: cannot be sampled here: {}", last_error());
+            unsafe { vkcuda_image_destroy(im) };
+            return None;
+        }
+        r => panic!("{format:?}: {r:?}: {}", last_error()),
+    }
+    assert_eq!(
+        ci.ycbcr_model,
+        vk::SamplerYcbcrModelConversion::RGB_IDENTITY,
+        "GBR samples each plane as it is"
+    );
+    assert_eq!(ci.format, format);
+    let p = vkcuda::format::planar_row(format).unwrap();
+    assert_eq!(p.bits, 8, "8-bit formats only");
+    let (dx, dy) = p.chroma_divisors();
+    let (wu, hu) = (w as usize, h as usize);
+    let (cw, ch) = (wu / dx as usize, hu / dy as usize);
+    let g: Vec<u32> = (0..wu * hu)
+        .map(|i| gbr_sample(0, i % wu, i / wu, wu, hu))
+        .collect();
+    let br: Vec<[u32; 2]> = (0..cw * ch)
+        .map(|i| {
+            let (x, y) = (i % cw, i / cw);
+            [gbr_sample(1, x, y, cw, ch), gbr_sample(2, x, y, cw, ch)]
+        })
+        .collect();
+    let planes = plane_pointers(im, p.planes.len());
+    v.run(|cmd| release(v, cmd, im, vk::ImageLayout::UNDEFINED));
+    let g_bytes: Vec<u8> = g.iter().map(|&s| s as u8).collect();
+    to_plane(&g_bytes, planes[0].cuda_pointer, planes[0].row_pitch, wu);
+    if p.planes.len() == 3 {
+        for k in 0..2 {
+            let bytes: Vec<u8> = br.iter().map(|s| s[k] as u8).collect();
+            to_plane(
+                &bytes,
+                planes[k + 1].cuda_pointer,
+                planes[k + 1].row_pitch,
+                cw,
+            );
+        }
+    } else {
+        let bytes: Vec<u8> = br.iter().flat_map(|s| [s[0] as u8, s[1] as u8]).collect();
+        to_plane(&bytes, planes[1].cuda_pointer, planes[1].row_pitch, cw * 2);
+    }
+    let pass = support::ycbcr::YcbcrPass::new(v, image_info(im).image, &ci, (w, h), true);
+    let acquire = handoff_info(v.family);
+    v.run(|cmd| {
+        ok(unsafe {
+            vkcuda_image_cmd_acquire_from_cuda(
+                im,
+                cmd,
+                &acquire,
+                vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL.as_raw(),
+            )
+        });
+        pass.record(v, cmd);
+    });
+    let got = pass.out.bytes();
+    let tolerance = if (dx, dy) == (1, 1) { 1 } else { 2 };
+    let (mut worst, mut first_bad, mut old_model_wrong) = (0u32, None, 0usize);
+    for y in 0..hu {
+        for x in 0..wu {
+            let chroma = |c: usize| -> f64 {
+                if (dx, dy) == (1, 1) {
+                    br[y * cw + x][c] as f64
+                } else {
+                    chroma_at(&br, (cw, ch), c, (x, y), (true, true))
+                }
+            };
+            // The sampler's R is the R plane (Cr), G plane 0 (Y), B the B plane (Cb).
+            let rgb = [chroma(1), g[y * wu + x] as f64, chroma(0)];
+            for (k, c) in rgb.iter().enumerate() {
+                let want = (c + 0.5).floor() as i32;
+                let have = got[(y * wu + x) * 4 + k] as i32;
+                let diff = (want - have).unsigned_abs();
+                worst = worst.max(diff);
+                if diff > tolerance && first_bad.is_none() {
+                    first_bad = Some((x, y, k, have, want));
+                }
+                // What YCBCR_IDENTITY gives at full range: B and R less one half.
+                if k != 1 && (want - (want - 128).max(0)).unsigned_abs() > tolerance {
+                    old_model_wrong += 1;
+                }
+            }
+        }
+    }
+    pass.destroy(v);
+    unsafe { vkcuda_image_destroy(im) };
+    if let Some((x, y, k, have, want)) = first_bad {
+        panic!("{format:?} GBR: pixel ({x}, {y}) channel {k} is {have}, the planes hold {want}");
+    }
+    // The comparison tells the models apart: YCBCR_IDENTITY would fail most of it.
+    assert!(
+        old_model_wrong > wu * hu,
+        "{old_model_wrong} of {} B and R values would differ under YCBCR_IDENTITY",
+        2 * wu * hu
+    );
+    Some(worst)
+}
+
+/// GBR frames (H.273 matrix 0, full range), written by CUDA and sampled by Vulkan
+/// through the library's conversion: RGB_IDENTITY, and every pixel's R, G and B are
+/// the planes' samples (4:4:4 I444 and NV24, and NV12, where the device can sample
+/// them LINEAR; at least one must).
+#[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+fn gpu_gbr_frames_sample_as_rgb() {
+    let _g = serial();
+    let Some(ctx) = cuda_context_or_skip("gpu_gbr_frames_sample_as_rgb") else {
+        return;
+    };
+    let v = Vk::new(ctx);
+    let _c = Current::of(ctx);
+    let mut sampled = Vec::new();
+    for (name, format) in [
+        ("I444", vk::Format::G8_B8_R8_3PLANE_444_UNORM),
+        ("NV24", vk::Format::G8_B8R8_2PLANE_444_UNORM),
+        ("NV12", NV12),
+    ] {
+        for size in [(1920, 1080), (1282, 722)] {
+            match sample_gbr_frame(ctx, &v, format, size) {
+                Some(worst) => {
+                    println!(
+                        "SAMPLED GBR {name} {}x{}: every pixel within {worst} of 255 of its planes",
+                        size.0, size.1
+                    );
+                    sampled.push(name);
+                }
+                None => {
+                    eprintln!("SKIPPED GBR {name}: this device cannot sample it LINEAR");
+                    break;
+                }
+            }
+        }
+    }
+    assert!(!sampled.is_empty(), "no GBR frame could be sampled");
+    drop(v);
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
+/// An engine's own LINEAR NV12 image (one dedicated exportable allocation, made
+/// with raw Vulkan calls) wrapped as a shared video frame: CUDA writes through the
+/// library's plane pointers, the engine's Vulkan copy reads every byte back. A
+/// non-dedicated wrap of a linear frame is refused, naming the fix.
+#[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+fn gpu_engine_frames_are_wrapped() {
+    let _g = serial();
+    let Some(ctx) = cuda_context_or_skip("gpu_engine_frames_are_wrapped") else {
+        return;
+    };
+    let v = Vk::new(ctx);
+    let _c = Current::of(ctx);
+    let (w, h) = (1282u32, 722u32);
+    let usage = vk::ImageUsageFlags::TRANSFER_SRC
+        | vk::ImageUsageFlags::TRANSFER_DST
+        | vk::ImageUsageFlags::SAMPLED;
+    let d = &v.device;
+    let mut ext = vk::ExternalMemoryImageCreateInfo::default()
+        .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+    let image = unsafe {
+        d.create_image(
+            &vk::ImageCreateInfo::default()
+                .image_type(vk::ImageType::TYPE_2D)
+                .format(NV12)
+                .extent(vk::Extent3D {
+                    width: w,
+                    height: h,
+                    depth: 1,
+                })
+                .mip_levels(1)
+                .array_layers(1)
+                .samples(vk::SampleCountFlags::TYPE_1)
+                .tiling(vk::ImageTiling::LINEAR)
+                .usage(usage)
+                .initial_layout(vk::ImageLayout::UNDEFINED)
+                .push_next(&mut ext),
+            None,
+        )
+    }
+    .unwrap();
+    let req = unsafe { d.get_image_memory_requirements(image) };
+    let mut export = vk::ExportMemoryAllocateInfo::default()
+        .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+    let mut dedicated = vk::MemoryDedicatedAllocateInfo::default().image(image);
+    let memory = unsafe {
+        d.allocate_memory(
+            &vk::MemoryAllocateInfo::default()
+                .allocation_size(req.size)
+                .memory_type_index(device_local_type(&v, req.memory_type_bits))
+                .push_next(&mut export)
+                .push_next(&mut dedicated),
+            None,
+        )
+    }
+    .unwrap();
+    unsafe { d.bind_image_memory(image, memory, 0) }.unwrap();
+    let description = vkcuda_image_create_info {
+        usage: usage.as_raw(),
+        ..frame_info(NV12, w, h)
+    };
+    let mut info = image_wrap_info(image, memory, req.size, description);
+    info.dedicated = 0;
+    let mut im = ptr::null_mut();
+    let m = fails(
+        unsafe { vkcuda_image_wrap(ctx, &info, &mut im) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(m.contains("one dedicated allocation"), "{m}");
+    info.dedicated = 1;
+    ok(unsafe { vkcuda_image_wrap(ctx, &info, &mut im) });
+    check_planes(im, vkcuda::format::planar_row(NV12).unwrap(), w, h);
+    let planes = plane_pointers(im, 2);
+    // CUDA writes a ramp into both planes; the engine's copy reads them.
+    let rows = [(w as usize, h as usize), (w as usize, h as usize / 2)];
+    let sent: Vec<Vec<u8>> = (0..2)
+        .map(|k| plane_bytes(k, rows[k].0, rows[k].1, 6))
+        .collect();
+    let total = rows[0].0 * rows[0].1 + rows[1].0 * rows[1].1;
+    let read = v.host_buffer(total as u64);
+    v.run(|cmd| release(&v, cmd, im, vk::ImageLayout::UNDEFINED));
+    // CUDA writes, now that the frame is its own (released from UNDEFINED above).
+    for k in 0..2 {
+        to_plane(
+            &sent[k],
+            planes[k].cuda_pointer,
+            planes[k].row_pitch,
+            rows[k].0,
+        );
+    }
+    v.run(|cmd| unsafe {
+        acquire(&v, cmd, im, vk::ImageLayout::TRANSFER_SRC_OPTIMAL);
+        let regions: Vec<vk::BufferImageCopy> = (0..2)
+            .map(|k| vk::BufferImageCopy {
+                buffer_offset: if k == 0 {
+                    0
+                } else {
+                    (rows[0].0 * rows[0].1) as u64
+                },
+                buffer_row_length: 0,
+                buffer_image_height: 0,
+                image_subresource: vk::ImageSubresourceLayers {
+                    aspect_mask: vk::ImageAspectFlags::from_raw(planes[k].aspect),
+                    mip_level: 0,
+                    base_array_layer: 0,
+                    layer_count: 1,
+                },
+                image_offset: vk::Offset3D::default(),
+                image_extent: vk::Extent3D {
+                    width: planes[k].width,
+                    height: planes[k].height,
+                    depth: 1,
+                },
+            })
+            .collect();
+        d.cmd_copy_image_to_buffer(
+            cmd,
+            image,
+            vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+            read.buffer,
+            &regions,
+        );
+    });
+    let got = read.bytes();
+    assert_eq!(wrong_bytes(8, &got[..sent[0].len()], &sent[0]).0, 0, "luma");
+    assert_eq!(
+        wrong_bytes(8, &got[sent[0].len()..], &sent[1]).0,
+        0,
+        "chroma"
+    );
+    println!("engine's linear NV12 {w}x{h} wrapped: CUDA wrote, Vulkan read both planes, 0 wrong");
+    v.destroy_host_buffer(read);
+    unsafe {
+        vkcuda_image_destroy(im);
+        d.destroy_image(image, None);
+        d.free_memory(memory, None);
+    }
+    drop(v);
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
+/// The environment variable that gives the child the socket's fd number.
+const FRAME_SOCKET: &str = "VKCUDA_TEST_FRAME_SOCKET";
+
+/// A shared video frame across processes: this process creates an NV12 frame,
+/// CUDA writes both planes, and sends it (`vkcuda_image_send`: the description,
+/// version 4 with the linear flag and the frame's BT.2020 colour, and one fd); a
+/// child process receives it (`vkcuda_image_receive`), finds the colour it was
+/// sent with, reads both planes through its own CUDA plane pointers and writes a
+/// new chroma plane, which this process then reads through its own.
+#[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+fn gpu_frames_cross_processes() {
+    let _g = serial();
+    let Some(ctx) = cuda_context_or_skip("gpu_frames_cross_processes") else {
+        return;
+    };
+    let _c = Current::of(ctx);
+    let (w, h) = (1920usize, 1080usize);
+    let (im, planes) = nv12_frame(ctx, w as u32, h as u32);
+    ok(unsafe { vkcuda_image_set_video_color(im, &sent_color()) });
+    for (k, rows) in [(0usize, h), (1, h / 2)] {
+        let data = plane_bytes(k, w, rows, 8);
+        to_plane(&data, planes[k].cuda_pointer, planes[k].row_pitch, w);
+    }
+    let mut fds = [0i32; 2];
+    assert_eq!(
+        unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, fds.as_mut_ptr()) },
+        0
+    );
+    // Only the child's end crosses exec.
+    unsafe { libc::fcntl(fds[0], libc::F_SETFD, libc::FD_CLOEXEC) };
+    let mut cmd = this_test("child_receives_a_frame", true);
+    cmd.env(CHILD_ENV, "1")
+        .env(FRAME_SOCKET, fds[1].to_string());
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    unsafe { libc::close(fds[1]) };
+    ok(unsafe { vkcuda_image_send(im, fds[0], ptr::null()) });
+    let out = child.wait_with_output().unwrap();
+    child_passed("child_receives_a_frame", &out);
+    unsafe { libc::close(fds[0]) };
+    let want = plane_bytes(1, w, h / 2, 9);
+    let mut got = vec![0u8; want.len()];
+    from_plane(&mut got, planes[1].cuda_pointer, planes[1].row_pitch, w);
+    assert_eq!(
+        wrong_bytes(8, &got, &want).0,
+        0,
+        "the child's chroma through this process's frame"
+    );
+    println!(
+        "NV12 {w}x{h} frame across processes: both planes read there, chroma written back, 0 wrong"
+    );
+    unsafe {
+        vkcuda_image_destroy(im);
+        vkcuda_context_destroy(ctx);
+    }
+}
+
+/// The colour `gpu_frames_cross_processes` sends its frame with: BT.2020 PQ, full
+/// range, chroma at the midpoint in x (none of it the default).
+fn sent_color() -> vkcuda_video_color {
+    vkcuda_video_color {
+        flags: 0,
+        matrix_coefficients: 9,
+        transfer_characteristics: 16,
+        colour_primaries: 9,
+        full_range: 1,
+        x_chroma_offset: 1,
+        y_chroma_offset: 0,
+    }
+}
+
+/// The child of `gpu_frames_cross_processes`.
+#[test]
+#[ignore = "runs in a child process of gpu_frames_cross_processes"]
+fn child_receives_a_frame() {
+    if !in_child("child_receives_a_frame") {
+        return;
+    }
+    let fd: i32 = std::env::var(FRAME_SOCKET).unwrap().parse().unwrap();
+    let ctx = cuda_context_or_skip("child_receives_a_frame").expect("a CUDA GPU in the child");
+    let _c = Current::of(ctx);
+    let mut im = ptr::null_mut();
+    ok(unsafe { vkcuda_image_receive(ctx, fd, ptr::null(), &mut im) });
+    // The colour travelled with the frame (a new frame would be BT.709).
+    let mut color: vkcuda_video_color = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_image_get_video_color(im, &mut color) });
+    let want = sent_color();
+    assert_eq!(
+        (
+            color.matrix_coefficients,
+            color.transfer_characteristics,
+            color.colour_primaries,
+            color.full_range,
+            color.x_chroma_offset,
+            color.y_chroma_offset
+        ),
+        (
+            want.matrix_coefficients,
+            want.transfer_characteristics,
+            want.colour_primaries,
+            want.full_range,
+            want.x_chroma_offset,
+            want.y_chroma_offset
+        ),
+        "the received frame's colour"
+    );
+    let (w, h) = (1920usize, 1080usize);
+    check_planes(
+        im,
+        vkcuda::format::planar_row(NV12).unwrap(),
+        w as u32,
+        h as u32,
+    );
+    let planes = plane_pointers(im, 2);
+    for (k, rows) in [(0usize, h), (1, h / 2)] {
+        let want = plane_bytes(k, w, rows, 8);
+        let mut got = vec![0u8; want.len()];
+        from_plane(&mut got, planes[k].cuda_pointer, planes[k].row_pitch, w);
+        assert_eq!(
+            wrong_bytes(8, &got, &want).0,
+            0,
+            "plane {k} in the receiving process"
+        );
+    }
+    let chroma = plane_bytes(1, w, h / 2, 9);
+    to_plane(&chroma, planes[1].cuda_pointer, planes[1].row_pitch, w);
+    println!("child: received an NV12 frame (one fd), both planes right, chroma rewritten");
+    unsafe {
+        libc::close(fd);
+        vkcuda_image_destroy(im);
+        vkcuda_context_destroy(ctx);
+    }
+}
