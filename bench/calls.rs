@@ -411,6 +411,49 @@ fn vulkan_calls(ctx: *mut vkcuda_context, cuda: bool, rounds: usize, t: &mut Tab
         r,
         "raw: the same barrier, recorded directly",
     );
+    // Named stages and accesses (not the defaults): the check looks up what each
+    // stage makes (issue 39 item 5).
+    let named = vkcuda_handoff_info {
+        stage_mask: (vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER)
+            .as_raw(),
+        access_mask: (vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE).as_raw(),
+        ..info
+    };
+    let (l, r) = compare(
+        rounds,
+        |_| ok(unsafe { vkcuda_buffer_cmd_release_to_cuda(bufs[0], cmd, &named) }),
+        |_| unsafe {
+            let stages = vk::PipelineStageFlags::from_raw(named.stage_mask);
+            let access = vk::AccessFlags::from_raw(named.access_mask);
+            match barrier2 {
+                Some(f) => {
+                    let b = [raw_release_buffer2(family, vk_bufs[0], 65536)
+                        .src_stage_mask(vk::PipelineStageFlags2::from_raw(stages.as_raw().into()))
+                        .src_access_mask(vk::AccessFlags2::from_raw(access.as_raw().into()))];
+                    f(
+                        cmd,
+                        &vk::DependencyInfo::default().buffer_memory_barriers(&b),
+                    );
+                }
+                None => v.device.cmd_pipeline_barrier(
+                    cmd,
+                    stages,
+                    vk::PipelineStageFlags::BOTTOM_OF_PIPE,
+                    vk::DependencyFlags::empty(),
+                    &[],
+                    &[raw_release_buffer(family, vk_bufs[0], 65536).src_access_mask(access)],
+                    &[],
+                ),
+            }
+        },
+        || rec.maybe_restart(),
+    );
+    t.pair(
+        "vkcuda_buffer_cmd_release_to_cuda (COMPUTE_SHADER|TRANSFER, SHADER_WRITE|TRANSFER_WRITE)",
+        l,
+        r,
+        "raw: the same barrier, recorded directly; the access-against-stage check",
+    );
     let (rust, c) = compare(
         rounds,
         |_| unsafe { rbufs[0].cmd_release_to_cuda(cmd, &scope) }.unwrap(),

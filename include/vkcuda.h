@@ -22,6 +22,9 @@
  * enable before creating the device, the context object and its handles. */
 /** @defgroup buffer Buffers
  * One allocation seen as a VkBuffer by Vulkan and as a device pointer by CUDA. */
+/** @defgroup batch Batches
+ * N images or buffers of one shape in one allocation, imported into CUDA once:
+ * one handoff for all of them, one (N, H, W, C) DLPack tensor. */
 /** @defgroup image Images
  * A VkImage seen by CUDA as a mipmapped array, with surface and texture objects. */
 /** @defgroup sync Semaphores and handoffs
@@ -109,6 +112,67 @@
 /** The patch version of a packed version. @ingroup library */
 #define VKCUDA_VERSION_GET_PATCH(version) (((uint32_t)(version)) & 0xFFFU)
 
+
+/**
+ * `vkcuda_batch_create_info::flags`: OPTIMAL images and the copy path even where
+ * LINEAR images would share the allocation (image batches).
+ *
+ * @ingroup batch
+ */
+#define VKCUDA_BATCH_CREATE_FORCE_COPY_BIT 1
+
+/**
+ * `vkcuda_batch_create_info::kind`: images (the default, 0).
+ *
+ * @ingroup batch
+ */
+#define VKCUDA_BATCH_KIND_IMAGES 0
+
+/**
+ * `vkcuda_batch_create_info::kind`: buffers.
+ *
+ * @ingroup batch
+ */
+#define VKCUDA_BATCH_KIND_BUFFERS 1
+
+/**
+ * `vkcuda_batch_info::path`: LINEAR images whose memory is the tensor (zero copies).
+ *
+ * @ingroup batch
+ */
+#define VKCUDA_BATCH_PATH_ZERO_COPY 0
+
+/**
+ * `vkcuda_batch_info::path`: OPTIMAL images and a readout region in the same
+ * allocation, filled by the copy the release records (and read back by the
+ * acquire).
+ *
+ * @ingroup batch
+ */
+#define VKCUDA_BATCH_PATH_COPY 1
+
+/**
+ * `vkcuda_batch_info::path`: a buffer batch.
+ *
+ * @ingroup batch
+ */
+#define VKCUDA_BATCH_PATH_BUFFERS 2
+
+/**
+ * `vkcuda_batch_dlpack_info::flags`: the tensor of element `index` only
+ * (`(H, W, C)`, `(H, W)` or `(size)`), not the whole batch.
+ *
+ * @ingroup batch
+ */
+#define VKCUDA_BATCH_DLPACK_ELEMENT_BIT 4
+
+/**
+ * `vkcuda_batch_get_buffer`'s index for the buffer over all elements (buffer
+ * batches) or over the readout region (copy-path image batches).
+ *
+ * @ingroup batch
+ */
+#define VKCUDA_BATCH_WHOLE UINT32_MAX
 
 /**
  * Create without a CUDA side: only the Vulkan half works (export/import of fds),
@@ -626,6 +690,18 @@ typedef struct CUmipmappedArray_st CUmipmappedArray_st;
 typedef struct CUstream_st CUstream_st;
 
 /**
+ * N images (or N buffers) of one shape in ONE exportable allocation, imported
+ * into CUDA once and mapped once: one handoff for all of them, one DLPack
+ * tensor `(N, H, W, C)`. Released by `vkcuda_batch_destroy`.
+ *
+ * Thread-safety: the getters, `export_fd` and `export_dlpack` may be called from
+ * any thread at once; destroy must not overlap any other use.
+ *
+ * @ingroup batch
+ */
+typedef struct vkcuda_batch vkcuda_batch;
+
+/**
  * One allocation seen as a `VkBuffer` (with its `VkDeviceMemory`) by Vulkan and as
  * a device pointer by CUDA. Released by `vkcuda_buffer_destroy`.
  *
@@ -685,6 +761,288 @@ typedef struct vkcuda_image vkcuda_image;
  * @ingroup sync
  */
 typedef struct vkcuda_semaphore vkcuda_semaphore;
+
+/**
+ * How to make a batch. All zero except `count` and the shape (`format`,
+ * `width`, `height`; or `kind` = `VKCUDA_BATCH_KIND_BUFFERS` and `size`) gives
+ * colour-attachment images (depth formats: depth-attachment) usable for
+ * transfers, or storage buffers usable for transfers, zero-copy where the
+ * device allows.
+ *
+ * @ingroup batch
+ */
+typedef struct vkcuda_batch_create_info {
+  /**
+   * `VKCUDA_BATCH_CREATE_*` bits.
+   */
+  uint32_t flags;
+  /**
+   * `VKCUDA_BATCH_KIND_IMAGES` (0) or `VKCUDA_BATCH_KIND_BUFFERS`.
+   */
+  uint32_t kind;
+  /**
+   * N, from 1 to 65,536.
+   */
+  uint32_t count;
+  /**
+   * Images: the format: `VK_FORMAT_R8G8B8A8_UNORM`/`_SRGB`,
+   * `VK_FORMAT_B8G8R8A8_UNORM`/`_SRGB`, `VK_FORMAT_R8_UNORM`,
+   * `VK_FORMAT_R16_SFLOAT`, `VK_FORMAT_R16G16B16A16_SFLOAT`,
+   * `VK_FORMAT_R32_SFLOAT`, `VK_FORMAT_R32_UINT`, `VK_FORMAT_R32G32_SFLOAT`,
+   * `VK_FORMAT_R32G32B32A32_SFLOAT`, `VK_FORMAT_D32_SFLOAT`, `VK_FORMAT_D16_UNORM`.
+   */
+  VkFormat format;
+  /**
+   * Images: texels per row, at least 1.
+   */
+  uint32_t width;
+  /**
+   * Images: rows, at least 1.
+   */
+  uint32_t height;
+  /**
+   * Images: `VkImageUsageFlags`; 0 means COLOR_ATTACHMENT (depth formats:
+   * DEPTH_STENCIL_ATTACHMENT) | TRANSFER_SRC | TRANSFER_DST. Transfer source
+   * and destination are always added. Transfer, sampled, storage, colour,
+   * depth and input attachment usages are accepted.
+   */
+  VkImageUsageFlags image_usage;
+  /**
+   * Buffers: `VkBufferUsageFlags` as for `vkcuda_buffer_create_info::usage`
+   * (0: TRANSFER_SRC | TRANSFER_DST | STORAGE_BUFFER).
+   */
+  VkBufferUsageFlags buffer_usage;
+  /**
+   * Buffers: bytes per buffer, at least 1.
+   */
+  uint64_t size;
+} vkcuda_batch_create_info;
+
+/**
+ * A DLPack data type, laid out as DLPack's `DLDataType`.
+ *
+ * @ingroup buffer
+ */
+typedef struct vkcuda_dlpack_dtype {
+  /**
+   * `DLDataTypeCode`: 0 int, 1 uint, 2 float, 4 bfloat, 5 complex, 6 bool.
+   */
+  uint8_t code;
+  /**
+   * Bits of one lane: 8, 16, 32 or 64 (complex: 32, 64, 128; bfloat: 16; bool: 8).
+   */
+  uint8_t bits;
+  /**
+   * Lanes per element, at least 1 (1 for scalars).
+   */
+  uint16_t lanes;
+} vkcuda_dlpack_dtype;
+
+/**
+ * Everything about a batch. The tensor's element `i`, row `y`, texel `x`,
+ * channel `c` is at `cuda_pointer + i * element_stride + y * row_pitch + (x *
+ * channels + c) * dtype.bits / 8`.
+ *
+ * @ingroup batch
+ */
+typedef struct vkcuda_batch_info {
+  /**
+   * N.
+   */
+  uint32_t count;
+  /**
+   * `VKCUDA_BATCH_PATH_*`.
+   */
+  uint32_t path;
+  /**
+   * The format (`VK_FORMAT_UNDEFINED` for buffers).
+   */
+  VkFormat format;
+  /**
+   * Texels per row (buffers: the size, capped at UINT32_MAX).
+   */
+  uint32_t width;
+  /**
+   * Rows (buffers: 1).
+   */
+  uint32_t height;
+  /**
+   * Channels per texel, the tensor's last dimension (1: none).
+   */
+  uint32_t channels;
+  /**
+   * The tensor's element type: uint8, uint16, float16, float32 or uint32.
+   */
+  struct vkcuda_dlpack_dtype dtype;
+  /**
+   * The usage the images or buffers were made with.
+   */
+  uint32_t usage;
+  /**
+   * The one allocation every element is bound into (owned by the batch).
+   */
+  VkDeviceMemory memory;
+  /**
+   * The readout buffer (copy path) or the buffer over all elements (buffer
+   * batches); VK_NULL_HANDLE for zero-copy image batches. Owned by the batch.
+   */
+  VkBuffer whole_buffer;
+  /**
+   * The allocation's size.
+   */
+  uint64_t allocation_size;
+  /**
+   * Where the tensor starts in the allocation.
+   */
+  uint64_t tensor_offset;
+  /**
+   * Bytes from one element of the tensor to the next (a multiple of 256).
+   */
+  uint64_t element_stride;
+  /**
+   * Bytes from one row to the next (buffers: the size).
+   */
+  uint64_t row_pitch;
+  /**
+   * Bytes of one element's data (`width * height * texel`; buffers: the size).
+   */
+  uint64_t element_size;
+  /**
+   * Bytes the CUDA mapping covers from `tensor_offset`.
+   */
+  uint64_t mapped_size;
+  /**
+   * Images: from one image to the next in the allocation.
+   */
+  uint64_t image_stride;
+  /**
+   * The copy path: where the readout region starts (else 0).
+   */
+  uint64_t readout_offset;
+  /**
+   * The copy path: the readout region's size (else 0).
+   */
+  uint64_t readout_size;
+  /**
+   * The tensor's first byte in CUDA, or 0 in a Vulkan-only context.
+   */
+  uint64_t cuda_pointer;
+} vkcuda_batch_info;
+
+/**
+ * One element of a batch.
+ *
+ * @ingroup batch
+ */
+typedef struct vkcuda_batch_element {
+  /**
+   * Image batches: the element's image (owned by the batch); else VK_NULL_HANDLE.
+   */
+  VkImage image;
+  /**
+   * Buffer batches: the element's buffer (owned by the batch); else VK_NULL_HANDLE.
+   */
+  VkBuffer buffer;
+  /**
+   * Where the image or buffer is bound in the allocation.
+   */
+  uint64_t memory_offset;
+  /**
+   * Where the element's tensor data starts in the allocation.
+   */
+  uint64_t data_offset;
+  /**
+   * The element's tensor data in CUDA, or 0 in a Vulkan-only context.
+   */
+  uint64_t cuda_pointer;
+} vkcuda_batch_element;
+
+/**
+ * Where the engine hands a resource over and what it did or will do with it,
+ * for the handoff barriers. All zero: queue family 0, all commands, all memory
+ * reads and writes.
+ *
+ * @ingroup sync
+ */
+typedef struct vkcuda_handoff_info {
+  /**
+   * Reserved; must be 0.
+   */
+  uint32_t flags;
+  /**
+   * The engine's queue family that the command buffer is submitted to: one of
+   * the device's families (`VK_QUEUE_FAMILY_IGNORED`, `EXTERNAL` or `FOREIGN_EXT`
+   * and indices past the device's count are refused with
+   * `VKCUDA_ERROR_INVALID_ARGUMENT`).
+   */
+  uint32_t queue_family_index;
+  /**
+   * Release: the stages that wrote or read the resource before the handoff.
+   * Acquire: the stages that use it after. 0 means ALL_COMMANDS. Refused with
+   * `VKCUDA_ERROR_INVALID_ARGUMENT`, the message naming the bits: bits that are
+   * not stages of the barrier call the context records with
+   * (`VkPipelineStageFlagBits`; with synchronization2, the 32-bit part of
+   * `VkPipelineStageFlagBits2`); `HOST` (a handoff is a queue family ownership
+   * transfer, which host operations are no part of); stages the queue family's
+   * `queueFlags` do not support; and stages whose feature or extension the
+   * context does not know is enabled (`GEOMETRY_SHADER` needs `geometryShader`,
+   * the tessellation stages `tessellationShader`, and each extension's stage its
+   * feature or extension: transform feedback, conditional rendering, fragment
+   * density map, fragment shading rate, mesh and task shaders, ray tracing,
+   * acceleration structures, device-generated commands, video, optical flow,
+   * micromaps). A context from `vkcuda_context_create` knows only what every
+   * device has; one from `vkcuda_context_create_with_device_info` knows what the
+   * engine's `VkDeviceCreateInfo` enabled; a standalone context enables none of
+   * them.
+   */
+  VkPipelineStageFlags stage_mask;
+  /**
+   * Release: the engine's writes to make available. Acquire: the accesses that
+   * follow. 0 means MEMORY_READ | MEMORY_WRITE. Refused, the message naming the
+   * bits: bits that are not `VkAccessFlagBits`, `HOST_READ`/`HOST_WRITE` (only the
+   * host stage performs them), an extension's access the context does not know is
+   * enabled (as for `stage_mask`), and accesses that no stage of
+   * `stage_mask` performs, per the specification's table of supported access
+   * types (`TRANSFER` with `SHADER_WRITE`, `COMPUTE_SHADER` with
+   * `COLOR_ATTACHMENT_WRITE`, ...; `ALL_COMMANDS` performs every access,
+   * `ALL_GRAPHICS` every graphics one, and `MEMORY_READ`/`MEMORY_WRITE` go with any
+   * stage).
+   */
+  VkAccessFlags access_mask;
+} vkcuda_handoff_info;
+
+/**
+ * What `vkcuda_batch_export_dlpack` makes. All zero (or a NULL info) gives the
+ * whole batch as a writable, versioned tensor, with no wait.
+ *
+ * @ingroup batch
+ */
+typedef struct vkcuda_batch_dlpack_info {
+  /**
+   * `VKCUDA_DLPACK_READ_ONLY_BIT`, `VKCUDA_DLPACK_LEGACY_BIT`,
+   * `VKCUDA_BATCH_DLPACK_ELEMENT_BIT`.
+   */
+  uint32_t flags;
+  /**
+   * With `VKCUDA_BATCH_DLPACK_ELEMENT_BIT`: the element (0 to count - 1).
+   */
+  uint32_t index;
+  /**
+   * When not NULL: a timeline semaphore of the batch's device; the tensor is
+   * made after `stream` is made to wait for `wait_value` of it (the value the
+   * engine's submit that recorded the release signals), so the consumer's work
+   * on `stream` reads what Vulkan wrote, with no host wait.
+   */
+  const struct vkcuda_semaphore *wait_semaphore;
+  /**
+   * The value to wait for.
+   */
+  uint64_t wait_value;
+  /**
+   * The consumer's stream (NULL: the legacy default stream).
+   */
+  struct CUstream_st *stream;
+} vkcuda_batch_dlpack_info;
 
 /**
  * How to make a shared buffer. All zero except `size` gives a Vulkan-allocated
@@ -851,42 +1209,6 @@ typedef struct vkcuda_buffer_info {
    */
   VkBool32 wrapped;
 } vkcuda_buffer_info;
-
-/**
- * Where the engine hands a resource over and what it did or will do with it,
- * for the handoff barriers. All zero: queue family 0, all commands, all memory
- * reads and writes.
- *
- * @ingroup sync
- */
-typedef struct vkcuda_handoff_info {
-  /**
-   * Reserved; must be 0.
-   */
-  uint32_t flags;
-  /**
-   * The engine's queue family that the command buffer is submitted to: one of
-   * the device's families (`VK_QUEUE_FAMILY_IGNORED`, `EXTERNAL` or `FOREIGN_EXT`
-   * and indices past the device's count are refused with
-   * `VKCUDA_ERROR_INVALID_ARGUMENT`).
-   */
-  uint32_t queue_family_index;
-  /**
-   * Release: the stages that wrote or read the resource before the handoff.
-   * Acquire: the stages that use it after. 0 means ALL_COMMANDS. Bits that are
-   * not stages of the barrier call the context records with
-   * (`VkPipelineStageFlagBits`; with synchronization2, the 32-bit part of
-   * `VkPipelineStageFlagBits2`), and stages the queue family's `queueFlags` do
-   * not support, are refused.
-   */
-  VkPipelineStageFlags stage_mask;
-  /**
-   * Release: the engine's writes to make available. Acquire: the accesses that
-   * follow. 0 means MEMORY_READ | MEMORY_WRITE. Bits that are not
-   * `VkAccessFlagBits` are refused.
-   */
-  VkAccessFlags access_mask;
-} vkcuda_handoff_info;
 
 /**
  * What a physical device offers for interop.
@@ -1102,26 +1424,6 @@ typedef struct vkcuda_live_objects {
    */
   int64_t cuda_external_semaphores;
 } vkcuda_live_objects;
-
-/**
- * A DLPack data type, laid out as DLPack's `DLDataType`.
- *
- * @ingroup buffer
- */
-typedef struct vkcuda_dlpack_dtype {
-  /**
-   * `DLDataTypeCode`: 0 int, 1 uint, 2 float, 4 bfloat, 5 complex, 6 bool.
-   */
-  uint8_t code;
-  /**
-   * Bits of one lane: 8, 16, 32 or 64 (complex: 32, 64, 128; bfloat: 16; bool: 8).
-   */
-  uint8_t bits;
-  /**
-   * Lanes per element, at least 1 (1 for scalars).
-   */
-  uint16_t lanes;
-} vkcuda_dlpack_dtype;
 
 /**
  * What to export with `vkcuda_buffer_export_dlpack`. All zero gives the whole
@@ -2113,6 +2415,187 @@ extern "C" {
 #endif // __cplusplus
 
 /**
+ * Creates a batch: `info->count` images (or buffers) of one shape bound at
+ * aligned offsets of one exportable allocation, and (unless the context is
+ * Vulkan-only) one CUDA import of it with one mapping of the tensor's range.
+ * Image batches are LINEAR images whose memory is the tensor where the format
+ * supports the usage with linear tiling and the driver lets exportable LINEAR
+ * images share an allocation (`VKCUDA_BATCH_PATH_ZERO_COPY`); otherwise OPTIMAL
+ * images plus a readout region (`VKCUDA_BATCH_PATH_COPY`).
+ *
+ * Refused before any allocation: count 0 or past 65,536, count times the
+ * element overflowing 64 bits, a batch past the device's largest memory heap,
+ * a zero extent or size (`VKCUDA_ERROR_INVALID_ARGUMENT`); a format the batch
+ * cannot hold or a usage the device cannot give these images on either tiling
+ * (`VKCUDA_ERROR_UNSUPPORTED`, the message says which and why). `*batch` is
+ * written on success, set to NULL on failure; nothing is left allocated on
+ * failure.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup batch
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_batch_create(const struct vkcuda_context *context,
+                                       const struct vkcuda_batch_create_info *info,
+                                       struct vkcuda_batch **batch);
+
+/**
+ * Fills `*info`.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup batch
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_batch_get_info(const struct vkcuda_batch *batch,
+                                         struct vkcuda_batch_info *info);
+
+/**
+ * Fills `*element` with element `index` (0 to count - 1; past it:
+ * `VKCUDA_ERROR_INVALID_ARGUMENT`).
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup batch
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_batch_get_element(const struct vkcuda_batch *batch,
+                                            uint32_t index,
+                                            struct vkcuda_batch_element *element);
+
+/**
+ * A `vkcuda_buffer` over element `index` of a buffer batch, or (index
+ * `VKCUDA_BATCH_WHOLE`) over all of a buffer batch or the readout region of a
+ * copy-path image batch: the batch's `VkBuffer` and its one CUDA mapping (no
+ * new import), for the buffer functions (DLPack views, handoffs of one
+ * element). It keeps the batch's memory alive; destroy it with
+ * `vkcuda_buffer_destroy` (the Vulkan objects stay the batch's).
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup batch
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_batch_get_buffer(const struct vkcuda_batch *batch,
+                                           uint32_t index,
+                                           struct vkcuda_buffer **buffer);
+
+/**
+ * Exports the batch's one allocation as a new POSIX fd (OPAQUE_FD); the caller
+ * owns it.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup batch
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_batch_export_fd(const struct vkcuda_batch *batch,
+                                          int32_t *fd);
+
+/**
+ * Records into the engine's command buffer the release of EVERY element to CUDA
+ * in one call. Buffer batches and zero-copy image batches: one pipeline barrier
+ * (images from `old_layout` to `VK_IMAGE_LAYOUT_GENERAL`; `old_layout` is
+ * ignored for buffers). Copy path: one barrier moving the images from
+ * `old_layout` to `VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL`, one
+ * `vkCmdCopyImageToBuffer` per image into the readout region, one barrier
+ * releasing the readout region to CUDA; the images stay the engine's, in
+ * TRANSFER_SRC_OPTIMAL. Layouts are checked as for images
+ * (`vkcuda_image_cmd_release_to_cuda`; depth batches take depth layouts);
+ * nothing is recorded on failure. Submit it before the semaphore signal CUDA
+ * waits on.
+ *
+ * Thread-safety: the command buffer is externally synchronised, as in Vulkan.
+ *
+ * @ingroup batch
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_batch_cmd_release_to_cuda(const struct vkcuda_batch *batch,
+                                                    VkCommandBuffer command_buffer,
+                                                    const struct vkcuda_handoff_info *info,
+                                                    VkImageLayout old_layout);
+
+/**
+ * Records the acquire of every element back from CUDA in one call: one barrier
+ * (images from GENERAL to `new_layout`), or on the copy path a barrier acquiring
+ * the readout region, one `vkCmdCopyBufferToImage` per image and a barrier to
+ * `new_layout` (the images' previous contents are replaced by what CUDA wrote;
+ * where CUDA only reads, `vkcuda_batch_cmd_acquire_readout_from_cuda` takes the
+ * readout region back without a copy). Submit it after
+ * waiting on the semaphore CUDA signalled.
+ *
+ * Thread-safety: the command buffer is externally synchronised, as in Vulkan.
+ *
+ * @ingroup batch
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_batch_cmd_acquire_from_cuda(const struct vkcuda_batch *batch,
+                                                      VkCommandBuffer command_buffer,
+                                                      const struct vkcuda_handoff_info *info,
+                                                      VkImageLayout new_layout);
+
+/**
+ * Records the acquire of the copy path's readout region alone, back from CUDA
+ * (one barrier), leaving the images as they are: the camera loop, where CUDA
+ * only reads. Each release on the copy path writes the readout region, which
+ * must be the engine's again first: record this (after waiting for CUDA's last
+ * read) before every release but the first. Other paths:
+ * `VKCUDA_ERROR_INVALID_ARGUMENT` (their acquire,
+ * `vkcuda_batch_cmd_acquire_from_cuda`, moves no data).
+ *
+ * Thread-safety: the command buffer is externally synchronised, as in Vulkan.
+ *
+ * @ingroup batch
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_batch_cmd_acquire_readout_from_cuda(const struct vkcuda_batch *batch,
+                                                              VkCommandBuffer command_buffer,
+                                                              const struct vkcuda_handoff_info *info);
+
+/**
+ * Exports the whole batch (or one element) as a DLPack tensor on the context's
+ * CUDA device, zero-copy: `(N, H, W, C)` (`(N, H, W)` for one channel, `(N,
+ * size)` uint8 for buffers) with strides from `element_stride` and `row_pitch`
+ * (in elements), dtype from the format. `*tensor` is a
+ * `DLManagedTensorVersioned *` (a `DLManagedTensor *` with
+ * `VKCUDA_DLPACK_LEGACY_BIT`) that **the caller owns** (pass it to one consumer
+ * or call its deleter once); it keeps the batch's memory alive after
+ * `vkcuda_batch_destroy`. With `info->wait_semaphore`, `info->stream` first
+ * waits on the GPU for `info->wait_value` (nothing is enqueued when an argument
+ * is refused). A Vulkan-only context: `VKCUDA_ERROR_CUDA_UNAVAILABLE`.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup batch
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_batch_export_dlpack(const struct vkcuda_batch *batch,
+                                              const struct vkcuda_batch_dlpack_info *info,
+                                              void **tensor);
+
+/**
+ * Destroys the batch: the CUDA view first (mapping, then the import), then the
+ * images or buffers and the memory. The caller guarantees no GPU work still
+ * uses it. Tensors and buffers made from it hold their own reference: while
+ * one exists, destroy releases only the handle. NULL does nothing.
+ *
+ * Thread-safety: must not overlap any other use of the batch.
+ *
+ * @ingroup batch
+ */
+VKCUDA_API void vkcuda_batch_destroy(struct vkcuda_batch *batch);
+
+/**
  * Creates a shared buffer: one allocation, made by `info->allocator`, with a
  * `VkBuffer` view and a CUDA pointer view. Vulkan allocations are dedicated when
  * the driver requires or prefers it and are imported into CUDA whole, with the
@@ -2332,6 +2815,13 @@ enum vkcuda_result vkcuda_physical_devices_enumerate(uint32_t *count,
  * handle value is a new device), and `VKCUDA_ERROR_EXTENSION_NOT_PRESENT` later,
  * from the first call that needs an extension the device was created without.
  *
+ * The library cannot ask the device which optional features and extensions the
+ * engine enabled, so the context's handoff barriers accept only the pipeline
+ * stages and accesses every device has (not the geometry or tessellation shader
+ * stages, nor any extension's stage or access); an engine that names more in a
+ * `vkcuda_handoff_info` tells the context with
+ * `vkcuda_context_create_with_device_info`.
+ *
  * The engine's handles are borrowed: they must outlive the context and every
  * object made from it. `*context` is written on success, set to NULL on failure.
  *
@@ -2343,6 +2833,40 @@ VKCUDA_API
 VKCUDA_NODISCARD
 enum vkcuda_result vkcuda_context_create(const struct vkcuda_context_create_info *info,
                                          struct vkcuda_context **context);
+
+/**
+ * `vkcuda_context_create` for an engine that also says what it enabled on its
+ * device: `device_create_info` is the `VkDeviceCreateInfo` the engine created
+ * `info->device` with (or one with the same extensions and features; it is read
+ * during the call only). The context reads its extension names, its
+ * `pEnabledFeatures` or `VkPhysicalDeviceFeatures2`, and the feature structures of
+ * its `pNext` chain that decide which pipeline stages and accesses a barrier may
+ * name (`geometryShader`, `tessellationShader`, `VkPhysicalDeviceVulkan13Features`
+ * and `VkPhysicalDeviceSynchronization2Features` (`synchronization2`),
+ * `VkPhysicalDeviceTransformFeedbackFeaturesEXT`,
+ * `VkPhysicalDeviceConditionalRenderingFeaturesEXT`,
+ * `VkPhysicalDeviceFragmentDensityMapFeaturesEXT`,
+ * `VkPhysicalDeviceFragmentShadingRateFeaturesKHR`,
+ * `VkPhysicalDeviceShadingRateImageFeaturesNV`,
+ * `VkPhysicalDeviceMeshShaderFeaturesEXT`/`NV`,
+ * `VkPhysicalDeviceRayTracingPipelineFeaturesKHR`,
+ * `VkPhysicalDeviceAccelerationStructureFeaturesKHR`,
+ * `VkPhysicalDeviceRayQueryFeaturesKHR`; a feature counts where the extension that
+ * brings it is enabled too); other structures are skipped. The handoff barriers
+ * then accept the stages and accesses those features and extensions bring, and
+ * a `synchronization2` feature there records them with `vkCmdPipelineBarrier2`, as
+ * `VKCUDA_CONTEXT_CREATE_SYNCHRONIZATION2_BIT` does. `device_create_info` NULL is
+ * `vkcuda_context_create`.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup context
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_context_create_with_device_info(const struct vkcuda_context_create_info *info,
+                                                          const VkDeviceCreateInfo *device_create_info,
+                                                          struct vkcuda_context **context);
 
 /**
  * Creates a Vulkan instance and device of the library's own, with every interop

@@ -411,6 +411,11 @@ struct BufferTraits {
     /** `vkcuda_buffer_destroy`. */
     static void destroy(vkcuda_buffer* h) noexcept { vkcuda_buffer_destroy(h); }
 };
+/** Destroys batches. */
+struct BatchTraits {
+    /** `vkcuda_batch_destroy`. */
+    static void destroy(vkcuda_batch* h) noexcept { vkcuda_batch_destroy(h); }
+};
 /** Destroys images. */
 struct ImageTraits {
     /** `vkcuda_image_destroy`. */
@@ -566,6 +571,21 @@ public:
     }
 
     /**
+     * `create` for an engine that says what it enabled on its device: the
+     * `VkDeviceCreateInfo` it created `info.device` with
+     * (`vkcuda_context_create_with_device_info`; read during the call only). The
+     * handoff barriers then also accept the pipeline stages and accesses of the
+     * features and extensions it enabled (geometry and tessellation shaders,
+     * transform feedback, mesh shaders, ...).
+     */
+    [[nodiscard]] static Fallible<Context> create(const vkcuda_context_create_info& info,
+                                                  const VkDeviceCreateInfo& device_create_info) {
+        vkcuda_context* c = nullptr;
+        vkcuda_result r = vkcuda_context_create_with_device_info(&info, &device_create_info, &c);
+        return detail::finish(r, Context(c));
+    }
+
+    /**
      * A context with its own instance, device and queue, for tools and tests
      * (`vkcuda_context_create_standalone`); `{}` for the defaults.
      */
@@ -717,6 +737,85 @@ public:
         return detail::finish(r, Buffer(b));
     }
 #endif
+};
+
+/**
+ * N images (or buffers) of one shape in one allocation, imported into CUDA once
+ * (`vkcuda_batch_*`): one handoff for all of them, one `(N, H, W, C)` DLPack
+ * tensor. Move-only; destroyed with the object (tensors and buffers made from it
+ * keep its memory alive).
+ */
+class Batch : public UniqueHandle<vkcuda_batch, detail::BatchTraits> {
+public:
+    using UniqueHandle::UniqueHandle;
+
+    /** A batch (`vkcuda_batch_create`); `info.count` and the shape must be set. */
+    [[nodiscard]] static Fallible<Batch> create(const Context& context, const vkcuda_batch_create_info& info) {
+        vkcuda_batch* b = nullptr;
+        vkcuda_result r = vkcuda_batch_create(context.get(), &info, &b);
+        return detail::finish(r, Batch(b));
+    }
+
+    /** Everything about it (`vkcuda_batch_get_info`): path, strides, sizes, the CUDA pointer. */
+    [[nodiscard]] Fallible<vkcuda_batch_info> info() const {
+        vkcuda_batch_info i{};
+        vkcuda_result r = vkcuda_batch_get_info(get(), &i);
+        return detail::finish(r, i);
+    }
+
+    /** Element `index` (`vkcuda_batch_get_element`). */
+    [[nodiscard]] Fallible<vkcuda_batch_element> element(std::uint32_t index) const {
+        vkcuda_batch_element e{};
+        vkcuda_result r = vkcuda_batch_get_element(get(), index, &e);
+        return detail::finish(r, e);
+    }
+
+    /**
+     * A Buffer over element `index` of a buffer batch, or (`VKCUDA_BATCH_WHOLE`)
+     * over all of it or the readout region (`vkcuda_batch_get_buffer`): the
+     * batch's objects and CUDA mapping, no new import.
+     */
+    [[nodiscard]] Fallible<Buffer> buffer(std::uint32_t index) const {
+        vkcuda_buffer* b = nullptr;
+        vkcuda_result r = vkcuda_batch_get_buffer(get(), index, &b);
+        return detail::finish(r, Buffer(b));
+    }
+
+    /** The allocation as a new OPAQUE_FD the caller owns (`vkcuda_batch_export_fd`). */
+    [[nodiscard]] Fallible<Fd> export_fd() const {
+        std::int32_t fd = -1;
+        vkcuda_result r = vkcuda_batch_export_fd(get(), &fd);
+        return detail::finish(r, Fd(r == VKCUDA_SUCCESS ? fd : -1));
+    }
+
+    /** Records the release of every element to CUDA (`vkcuda_batch_cmd_release_to_cuda`). */
+    Fallible<void> cmd_release_to_cuda(VkCommandBuffer command_buffer, const vkcuda_handoff_info& info,
+                                       VkImageLayout old_layout) const {
+        return detail::finish(vkcuda_batch_cmd_release_to_cuda(get(), command_buffer, &info, old_layout));
+    }
+
+    /** Records the acquire of every element from CUDA (`vkcuda_batch_cmd_acquire_from_cuda`). */
+    Fallible<void> cmd_acquire_from_cuda(VkCommandBuffer command_buffer, const vkcuda_handoff_info& info,
+                                         VkImageLayout new_layout) const {
+        return detail::finish(vkcuda_batch_cmd_acquire_from_cuda(get(), command_buffer, &info, new_layout));
+    }
+
+    /** Records the acquire of the copy path's readout region alone (`vkcuda_batch_cmd_acquire_readout_from_cuda`). */
+    Fallible<void> cmd_acquire_readout_from_cuda(VkCommandBuffer command_buffer,
+                                                 const vkcuda_handoff_info& info) const {
+        return detail::finish(vkcuda_batch_cmd_acquire_readout_from_cuda(get(), command_buffer, &info));
+    }
+
+    /**
+     * The batch (or one element) as a DLPack tensor (`vkcuda_batch_export_dlpack`);
+     * with `info.wait_semaphore` the consumer's `info.stream` first waits on the GPU.
+     * **The caller owns it**: hand it to one consumer, or call its deleter once.
+     */
+    [[nodiscard]] Fallible<void*> export_dlpack(const vkcuda_batch_dlpack_info& info = {}) const {
+        void* tensor = nullptr;
+        vkcuda_result r = vkcuda_batch_export_dlpack(get(), &info, &tensor);
+        return detail::finish(r, tensor);
+    }
 };
 
 /**

@@ -110,6 +110,8 @@ enum CudaView {
     None,
     Imported(ExternalMemory),
     Vmm(VmmAllocation),
+    /// A view of a batch's memory: the batch's one mapping, kept alive.
+    Batch(crate::dlpack::Keep),
 }
 
 /// Where a buffer lies in its memory: what a receiver needs, with the exported
@@ -287,6 +289,37 @@ impl Buffer {
             usage,
         }
         .into())
+    }
+
+    /// A buffer over part of a batch's allocation (`crate::batch::Batch::buffer`):
+    /// the batch's Vulkan objects (never destroyed here) and its CUDA mapping
+    /// (`cuda_ptr`, 0 without CUDA), kept alive by `keep`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn batch_view(
+        ctx: &Arc<Context>,
+        buffer: vk::Buffer,
+        memory: vk::DeviceMemory,
+        allocation_size: u64,
+        offset: u64,
+        size: u64,
+        cuda_ptr: u64,
+        keep: crate::dlpack::Keep,
+    ) -> Buffer {
+        Allocation {
+            ctx: ctx.clone(),
+            vulkan: VulkanView::Borrowed { buffer, memory },
+            cuda: CudaView::Batch(keep),
+            cuda_ptr,
+            layout: Layout {
+                allocator: Allocator::Vulkan,
+                allocation_size,
+                offset,
+                size,
+                dedicated: false,
+            },
+            usage: vk::BufferUsageFlags::empty(),
+        }
+        .into()
     }
 
     /// Makes a CUDA view of a buffer the engine allocated exportable itself (a

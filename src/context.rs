@@ -75,6 +75,7 @@ impl BorrowedCudaContext {
 unsafe impl Send for BorrowedCudaContext {}
 unsafe impl Sync for BorrowedCudaContext {}
 
+pub use super::vulkan::features::EnabledFeatures;
 pub use super::vulkan::EngineHandles;
 
 /// Whether any context of this process has recorded a loss (a sticky CUDA error
@@ -171,6 +172,12 @@ impl Context {
     /// and [`ErrorKind::ExtensionNotPresent`] later, from the first call that needs
     /// an extension the device was created without.
     ///
+    /// The context cannot ask the device which optional features and extensions
+    /// the engine enabled, so its handoff barriers accept only the pipeline stages
+    /// and accesses that every device has (no geometry or tessellation shader
+    /// stage, no extension's stage or access); tell it more with
+    /// [`from_engine_with_features`](Self::from_engine_with_features).
+    ///
     /// # Safety
     /// The handles are the engine's live `VkInstance`, the `VkPhysicalDevice` its
     /// `VkDevice` was created on, that device, and the instance's
@@ -179,9 +186,36 @@ impl Context {
     /// context and every object made from it. A [`CudaChoice::Borrowed`] context
     /// must be on the same device.
     pub unsafe fn from_engine(handles: &EngineHandles, choice: CudaChoice) -> Result<Arc<Context>> {
-        let vk = VulkanDevice::from_engine(handles)?;
+        Self::from_engine_with_features(handles, &EnabledFeatures::default(), choice)
+    }
+
+    /// [`from_engine`](Self::from_engine) for a device on which the engine enabled
+    /// `features` (read them from its `VkDeviceCreateInfo` with
+    /// [`EnabledFeatures::from_device_create_info`]): the handoff barriers then also
+    /// accept the stages and accesses those features and extensions bring, and are
+    /// recorded with `vkCmdPipelineBarrier2` when `features.synchronization2` is set
+    /// (as with `handles.synchronization2`).
+    ///
+    /// # Safety
+    /// As for [`from_engine`](Self::from_engine); and `features` says no more than
+    /// the engine enabled on the device.
+    pub unsafe fn from_engine_with_features(
+        handles: &EngineHandles,
+        features: &EnabledFeatures,
+        choice: CudaChoice,
+    ) -> Result<Arc<Context>> {
+        let vk = VulkanDevice::from_engine(handles, features)?;
         let cuda = pair(&vk, choice)?;
         made(vk, cuda)
+    }
+
+    /// What the context knows is enabled on its device, of the features and
+    /// extensions the handoff barriers depend on: what the engine said
+    /// ([`from_engine_with_features`](Self::from_engine_with_features)), nothing
+    /// for [`from_engine`](Self::from_engine), and what a standalone context
+    /// enabled itself (synchronization2 where the device has it).
+    pub fn enabled_features(&self) -> EnabledFeatures {
+        *self.vk.rules.features()
     }
 
     /// Creates a Vulkan instance and device of the library's own (every interop

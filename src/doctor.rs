@@ -1539,7 +1539,7 @@ fn check_device(r: &mut Report, i: usize, f: &DeviceFacts, cuda: Option<&[Device
 /// The engine's own `VkDevice`: what a context made on it would lack. Each failure
 /// is the error that context's first call would return, word for word.
 fn check_engine(r: &mut Report, h: &EngineHandles, cuda_devices: Option<&[DeviceInfo]>) {
-    let dev = match VulkanDevice::from_engine(h) {
+    let dev = match VulkanDevice::from_engine(h, &Default::default()) {
         Ok(d) => d,
         Err(e) => {
             r.add(

@@ -203,7 +203,7 @@ pub unsafe fn batch<'a>(
     if !rule.admits(first) {
         return Err(rule.refusal(0, &first));
     }
-    scope.check(&ctx.vk)?;
+    scope.check(&ctx.vk.rules, dir)?;
     barrier::record(&ctx.vk, cmd, dir, scope, |sink| {
         add(sink, first);
         for (i, r) in resources.enumerate() {

@@ -51,6 +51,11 @@
 //! # }
 //! ```
 //!
+//! A [`Batch`] is N images (or buffers) of one shape in ONE allocation, mapped
+//! into CUDA once: one handoff call for all N ([`Batch::cmd_release_to_cuda`]) and
+//! one `(N, H, W, C)` DLPack tensor ([`Batch::export_dlpack`]; zero-copy LINEAR
+//! images where the device allows, else a readout region the release fills).
+//!
 //! **3. Synchronise with a timeline semaphore.** A [`Semaphore`] is an
 //! exportable timeline `VkSemaphore` imported into CUDA. The engine waits and
 //! signals in its own submits ([`Semaphore::vk_semaphore`]); CUDA on a stream
@@ -110,7 +115,7 @@
 //!   it is dropped (wait for its semaphore value or fence first). Handles the
 //!   engine lends ([`Context::from_engine`], [`Buffer::wrap`], [`Image::wrap`])
 //!   must outlive what is made from them.
-//! - **Threads.** [`Context`], [`Buffer`], [`Image`], [`Semaphore`] and
+//! - **Threads.** [`Context`], [`Buffer`], [`Image`], [`Batch`], [`Semaphore`] and
 //!   [`dlpack::Tensor`] are `Send` and `Sync`: every method may be called from
 //!   any number of threads at once. A `VkCommandBuffer` passed to a `cmd_*` call
 //!   is externally synchronised, as in Vulkan.
@@ -156,6 +161,7 @@ mod stats;
 /// layers are held by the compiler: `vulkan` and `cuda` are private to the crate,
 /// so the C door (the `vkcuda-c` crate) and every other user reach the GPU only
 /// through the objects' public API.
+pub mod batch;
 pub mod buffer;
 pub mod context;
 pub mod dlpack;
@@ -186,6 +192,7 @@ pub mod fault_injection {
     }
 }
 
+pub use batch::Batch;
 pub use buffer::Buffer;
 pub use context::Context;
 #[doc(no_inline)]

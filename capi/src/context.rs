@@ -8,7 +8,7 @@ use ash::vk;
 use super::handle::{self, handle_kind, Tagged};
 use super::types::*;
 use super::{arg, boundary, check_flags, out, quiet, vkcuda_result, write_handle};
-use vkcuda::context::{BorrowedCudaContext, Context, CudaChoice, EngineHandles};
+use vkcuda::context::{BorrowedCudaContext, Context, CudaChoice, EnabledFeatures, EngineHandles};
 use vkcuda::error::{Error, Result};
 use vkcuda::pairing::{self, DeviceReport};
 
@@ -293,6 +293,13 @@ unsafe fn cuda_choice(flags: u32, cuda_context: *mut CUctx_st) -> Result<CudaCho
 /// handle value is a new device), and `VKCUDA_ERROR_EXTENSION_NOT_PRESENT` later,
 /// from the first call that needs an extension the device was created without.
 ///
+/// The library cannot ask the device which optional features and extensions the
+/// engine enabled, so the context's handoff barriers accept only the pipeline
+/// stages and accesses every device has (not the geometry or tessellation shader
+/// stages, nor any extension's stage or access); an engine that names more in a
+/// `vkcuda_handoff_info` tells the context with
+/// `vkcuda_context_create_with_device_info`.
+///
 /// The engine's handles are borrowed: they must outlive the context and every
 /// object made from it. `*context` is written on success, set to NULL on failure.
 ///
@@ -308,31 +315,97 @@ pub unsafe extern "C" fn vkcuda_context_create(
     boundary("vkcuda_context_create", || {
         let made = (|| {
             out(context, "context")?;
-            let info = arg(info, "info")?;
-            check_flags(
-                info.flags,
-                VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT | VKCUDA_CONTEXT_CREATE_SYNCHRONIZATION2_BIT,
-                "info->flags",
-            )?;
-            if info.instance == vk::Instance::null() {
-                return Err(Error::null("info->instance"));
-            }
-            let handles = EngineHandles {
-                instance: info.instance,
-                physical: info.physical_device,
-                device: info.device,
-                get_instance_proc_addr: info
-                    .get_instance_proc_addr
-                    .ok_or_else(|| Error::null("info->get_instance_proc_addr"))?,
-                get_device_proc_addr: info.get_device_proc_addr,
-                synchronization2: info.flags & VKCUDA_CONTEXT_CREATE_SYNCHRONIZATION2_BIT != 0,
-            };
-            let choice = cuda_choice(info.flags, info.cuda_context)?;
-            let inner = Context::from_engine(&handles, choice)?;
-            Ok(handle::boxed::<vkcuda_context>(inner))
+            engine_context(info, &EnabledFeatures::default())
         })();
         write_handle(context, made)
     })
+}
+
+/// `vkcuda_context_create` for an engine that also says what it enabled on its
+/// device: `device_create_info` is the `VkDeviceCreateInfo` the engine created
+/// `info->device` with (or one with the same extensions and features; it is read
+/// during the call only). The context reads its extension names, its
+/// `pEnabledFeatures` or `VkPhysicalDeviceFeatures2`, and the feature structures of
+/// its `pNext` chain that decide which pipeline stages and accesses a barrier may
+/// name (`geometryShader`, `tessellationShader`, `VkPhysicalDeviceVulkan13Features`
+/// and `VkPhysicalDeviceSynchronization2Features` (`synchronization2`),
+/// `VkPhysicalDeviceTransformFeedbackFeaturesEXT`,
+/// `VkPhysicalDeviceConditionalRenderingFeaturesEXT`,
+/// `VkPhysicalDeviceFragmentDensityMapFeaturesEXT`,
+/// `VkPhysicalDeviceFragmentShadingRateFeaturesKHR`,
+/// `VkPhysicalDeviceShadingRateImageFeaturesNV`,
+/// `VkPhysicalDeviceMeshShaderFeaturesEXT`/`NV`,
+/// `VkPhysicalDeviceRayTracingPipelineFeaturesKHR`,
+/// `VkPhysicalDeviceAccelerationStructureFeaturesKHR`,
+/// `VkPhysicalDeviceRayQueryFeaturesKHR`; a feature counts where the extension that
+/// brings it is enabled too); other structures are skipped. The handoff barriers
+/// then accept the stages and accesses those features and extensions bring, and
+/// a `synchronization2` feature there records them with `vkCmdPipelineBarrier2`, as
+/// `VKCUDA_CONTEXT_CREATE_SYNCHRONIZATION2_BIT` does. `device_create_info` NULL is
+/// `vkcuda_context_create`.
+///
+/// Thread-safety: may be called from any thread.
+///
+/// @ingroup context
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_context_create_with_device_info(
+    info: *const vkcuda_context_create_info,
+    device_create_info: *const VkDeviceCreateInfo,
+    context: *mut *mut vkcuda_context,
+) -> vkcuda_result {
+    boundary("vkcuda_context_create_with_device_info", || {
+        let made = (|| {
+            out(context, "context")?;
+            let features = match device_create_info.as_ref() {
+                Some(d) => {
+                    if d.s_type != vk::StructureType::DEVICE_CREATE_INFO {
+                        return Err(Error::invalid(format!(
+                            "device_create_info->sType is {}, not VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO",
+                            d.s_type.as_raw()
+                        )));
+                    }
+                    if d.enabled_extension_count != 0 && d.pp_enabled_extension_names.is_null() {
+                        return Err(Error::null("device_create_info->ppEnabledExtensionNames"));
+                    }
+                    // SAFETY: the caller's VkDeviceCreateInfo, valid as its contract says.
+                    EnabledFeatures::from_device_create_info(d)
+                }
+                None => EnabledFeatures::default(),
+            };
+            engine_context(info, &features)
+        })();
+        write_handle(context, made)
+    })
+}
+
+/// The engine's context of `vkcuda_context_create*`.
+unsafe fn engine_context(
+    info: *const vkcuda_context_create_info,
+    features: &EnabledFeatures,
+) -> Result<Box<vkcuda_context>> {
+    let info = arg(info, "info")?;
+    check_flags(
+        info.flags,
+        VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT | VKCUDA_CONTEXT_CREATE_SYNCHRONIZATION2_BIT,
+        "info->flags",
+    )?;
+    if info.instance == vk::Instance::null() {
+        return Err(Error::null("info->instance"));
+    }
+    let handles = EngineHandles {
+        instance: info.instance,
+        physical: info.physical_device,
+        device: info.device,
+        get_instance_proc_addr: info
+            .get_instance_proc_addr
+            .ok_or_else(|| Error::null("info->get_instance_proc_addr"))?,
+        get_device_proc_addr: info.get_device_proc_addr,
+        synchronization2: info.flags & VKCUDA_CONTEXT_CREATE_SYNCHRONIZATION2_BIT != 0,
+    };
+    let choice = cuda_choice(info.flags, info.cuda_context)?;
+    let inner = Context::from_engine_with_features(&handles, features, choice)?;
+    Ok(handle::boxed::<vkcuda_context>(inner))
 }
 
 /// Creates a Vulkan instance and device of the library's own, with every interop

@@ -34,16 +34,18 @@ pub(crate) const BUFFER: u64 = tag(b"vkcudaBF");
 pub(crate) const IMAGE: u64 = tag(b"vkcudaIM");
 pub(crate) const SEMAPHORE: u64 = tag(b"vkcudaSM");
 pub(crate) const DOCTOR_REPORT: u64 = tag(b"vkcudaDR");
+pub(crate) const BATCH: u64 = tag(b"vkcudaBT");
 /// What destroy leaves in the tag.
 const DESTROYED: u64 = tag(b"vkcuda--");
 
 /// The kinds the boundary can name in a message.
-const KINDS: [(u64, &str); 5] = [
+const KINDS: [(u64, &str); 6] = [
     (CONTEXT, "a vkcuda_context"),
     (BUFFER, "a vkcuda_buffer"),
     (IMAGE, "a vkcuda_image"),
     (SEMAPHORE, "a vkcuda_semaphore"),
     (DOCTOR_REPORT, "a vkcuda_doctor_report"),
+    (BATCH, "a vkcuda_batch"),
 ];
 
 /// A C handle type: a struct whose only field is a `Tagged<Inner>`.
@@ -54,7 +56,7 @@ pub(crate) trait Handle: Sized {
     const NAME: &'static str;
     fn tagged(&self) -> &Tagged<Self::Inner>;
     fn from_tagged(t: Tagged<Self::Inner>) -> Self;
-    /// The context the object belongs to, whose loss (`crate::lost`) refuses
+    /// The context the object belongs to, whose loss (`vkcuda::context::any_lost`) refuses
     /// every call on the object.
     fn owner(_inner: &Self::Inner) -> Option<&vkcuda::context::Context> {
         None
@@ -131,7 +133,7 @@ unsafe fn tag_at<H>(p: *const H) -> Option<u64> {
 
 /// The object behind a handle from C: NULL is `VKCUDA_ERROR_NULL_POINTER`; a
 /// handle of another kind or a destroyed one is `VKCUDA_ERROR_INVALID_ARGUMENT`;
-/// an object whose context is lost (`crate::lost`) is `VKCUDA_ERROR_DEVICE_LOST`.
+/// an object whose context is lost (`Context::check_lost`) is `VKCUDA_ERROR_DEVICE_LOST`.
 ///
 /// # Safety
 /// `p` is NULL or points to readable memory of at least 24 bytes.

@@ -12,6 +12,7 @@
 // declarations, which rustfmt keeps alphabetical; the header's documentation groups
 // (`@ingroup` in each doc comment, defined in cbindgen.toml) gather each object's
 // declarations, not this order.
+pub mod batch;
 pub mod buffer;
 pub mod context;
 pub mod deprecated;
@@ -26,6 +27,7 @@ pub mod library;
 pub mod semaphore;
 pub mod types;
 
+pub use batch::*;
 pub use buffer::*;
 pub use context::*;
 pub use deprecated::*;

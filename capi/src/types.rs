@@ -26,6 +26,7 @@ pub type VkPhysicalDeviceType = vk::PhysicalDeviceType;
 pub type VkPipelineStageFlags = u32;
 pub type VkAccessFlags = u32;
 pub type VkSamplerYcbcrConversionCreateInfo = vk::SamplerYcbcrConversionCreateInfo<'static>;
+pub type VkDeviceCreateInfo = vk::DeviceCreateInfo<'static>;
 pub type PFN_vkGetInstanceProcAddr = Option<vk::PFN_vkGetInstanceProcAddr>;
 pub type PFN_vkGetDeviceProcAddr = Option<vk::PFN_vkGetDeviceProcAddr>;
 
@@ -160,15 +161,33 @@ pub struct vkcuda_handoff_info {
     /// `VKCUDA_ERROR_INVALID_ARGUMENT`).
     pub queue_family_index: u32,
     /// Release: the stages that wrote or read the resource before the handoff.
-    /// Acquire: the stages that use it after. 0 means ALL_COMMANDS. Bits that are
+    /// Acquire: the stages that use it after. 0 means ALL_COMMANDS. Refused with
+    /// `VKCUDA_ERROR_INVALID_ARGUMENT`, the message naming the bits: bits that are
     /// not stages of the barrier call the context records with
     /// (`VkPipelineStageFlagBits`; with synchronization2, the 32-bit part of
-    /// `VkPipelineStageFlagBits2`), and stages the queue family's `queueFlags` do
-    /// not support, are refused.
+    /// `VkPipelineStageFlagBits2`); `HOST` (a handoff is a queue family ownership
+    /// transfer, which host operations are no part of); stages the queue family's
+    /// `queueFlags` do not support; and stages whose feature or extension the
+    /// context does not know is enabled (`GEOMETRY_SHADER` needs `geometryShader`,
+    /// the tessellation stages `tessellationShader`, and each extension's stage its
+    /// feature or extension: transform feedback, conditional rendering, fragment
+    /// density map, fragment shading rate, mesh and task shaders, ray tracing,
+    /// acceleration structures, device-generated commands, video, optical flow,
+    /// micromaps). A context from `vkcuda_context_create` knows only what every
+    /// device has; one from `vkcuda_context_create_with_device_info` knows what the
+    /// engine's `VkDeviceCreateInfo` enabled; a standalone context enables none of
+    /// them.
     pub stage_mask: VkPipelineStageFlags,
     /// Release: the engine's writes to make available. Acquire: the accesses that
-    /// follow. 0 means MEMORY_READ | MEMORY_WRITE. Bits that are not
-    /// `VkAccessFlagBits` are refused.
+    /// follow. 0 means MEMORY_READ | MEMORY_WRITE. Refused, the message naming the
+    /// bits: bits that are not `VkAccessFlagBits`, `HOST_READ`/`HOST_WRITE` (only the
+    /// host stage performs them), an extension's access the context does not know is
+    /// enabled (as for `stage_mask`), and accesses that no stage of
+    /// `stage_mask` performs, per the specification's table of supported access
+    /// types (`TRANSFER` with `SHADER_WRITE`, `COMPUTE_SHADER` with
+    /// `COLOR_ATTACHMENT_WRITE`, ...; `ALL_COMMANDS` performs every access,
+    /// `ALL_GRAPHICS` every graphics one, and `MEMORY_READ`/`MEMORY_WRITE` go with any
+    /// stage).
     pub access_mask: VkAccessFlags,
 }
 

@@ -134,3 +134,57 @@ fn a_destroyed_handle_is_refused_and_a_second_destroy_does_nothing() {
     assert_eq!(live_counts(), live_before);
     destroy(o);
 }
+
+/// A tensor (or anything) asked of a destroyed batch, and a batch passed where a
+/// buffer is expected and the other way: refused with words, nothing leaked.
+#[test]
+fn a_destroyed_or_wrong_batch_is_refused() {
+    let o = objects();
+    let live_before = live_counts();
+    let info = vkcuda_batch_create_info {
+        flags: 0,
+        kind: VKCUDA_BATCH_KIND_BUFFERS,
+        count: 2,
+        format: 0,
+        width: 0,
+        height: 0,
+        image_usage: 0,
+        buffer_usage: 0,
+        size: 64,
+    };
+    let mut batch = ptr::null_mut();
+    ok(unsafe { vkcuda_batch_create(o.ctx, &info, &mut batch) });
+    let mut b = ptr::null_mut();
+    let msg = fails(
+        unsafe { vkcuda_batch_get_buffer(o.buffer.cast(), 0, &mut b) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(
+        msg.contains("batch is a vkcuda_buffer, not a vkcuda_batch"),
+        "{msg}"
+    );
+    let mut bi = std::mem::MaybeUninit::<vkcuda_buffer_info>::uninit();
+    let msg = fails(
+        unsafe { vkcuda_buffer_get_info(batch.cast(), bi.as_mut_ptr()) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(
+        msg.contains("buffer is a vkcuda_batch, not a vkcuda_buffer"),
+        "{msg}"
+    );
+    unsafe { vkcuda_batch_destroy(batch) };
+    let mut t: *mut std::ffi::c_void = ptr::null_mut();
+    let msg = fails(
+        unsafe { vkcuda_batch_export_dlpack(batch, ptr::null(), &mut t) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(
+        msg.contains("batch is a vkcuda_batch that was already destroyed"),
+        "{msg}"
+    );
+    assert!(t.is_null());
+    unsafe { vkcuda_batch_destroy(batch) };
+    assert!(last_error().contains("already destroyed"));
+    assert_eq!(live_counts(), live_before);
+    destroy(o);
+}

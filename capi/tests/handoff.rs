@@ -453,3 +453,314 @@ fn forwarded_values_are_checked_for_both_barrier_calls() {
         vkcuda_context_destroy(sync2);
     }
 }
+
+/// An engine device on lavapipe (which has geometry and tessellation shaders,
+/// transform feedback and conditional rendering) with those features enabled, with
+/// or without synchronization2, and the `VkDeviceCreateInfo` it was made with
+/// (handed to `call` while its chain is alive).
+fn engine_with_features(
+    sync2: bool,
+    call: impl FnOnce(&EngineDevice, &vk::DeviceCreateInfo<'static>),
+) {
+    let entry = unsafe { ash::Entry::load() }.expect("libvulkan");
+    let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_3);
+    let instance = unsafe {
+        entry.create_instance(
+            &vk::InstanceCreateInfo::default().application_info(&app),
+            None,
+        )
+    }
+    .unwrap();
+    // The first device with the features (lavapipe and NVIDIA's have them).
+    let has = |p: vk::PhysicalDevice| unsafe {
+        let f = instance.get_physical_device_features(p);
+        let names: Vec<_> = instance
+            .enumerate_device_extension_properties(p)
+            .unwrap()
+            .iter()
+            .map(|e| e.extension_name_as_c_str().unwrap().to_owned())
+            .collect();
+        f.geometry_shader == vk::TRUE
+            && f.tessellation_shader == vk::TRUE
+            && [
+                ash::khr::external_memory_fd::NAME,
+                ash::ext::transform_feedback::NAME,
+                ash::ext::conditional_rendering::NAME,
+            ]
+            .iter()
+            .all(|n| names.iter().any(|m| m.as_c_str() == *n))
+            && (!sync2
+                || instance.get_physical_device_properties(p).api_version >= vk::API_VERSION_1_3)
+    };
+    let Some(physical) = unsafe { instance.enumerate_physical_devices() }
+        .unwrap()
+        .into_iter()
+        .find(|&p| has(p))
+    else {
+        eprintln!(
+            "stages_and_accesses_follow_what_the_device_enabled: no device with geometry and \
+             tessellation shaders, transform feedback and conditional rendering: sync2 {sync2} left out"
+        );
+        unsafe { instance.destroy_instance(None) };
+        return;
+    };
+    let exts = [
+        ash::khr::external_memory_fd::NAME.as_ptr(),
+        ash::ext::transform_feedback::NAME.as_ptr(),
+        ash::ext::conditional_rendering::NAME.as_ptr(),
+    ];
+    let prio = [1.0f32];
+    let queues = [vk::DeviceQueueCreateInfo::default()
+        .queue_family_index(0)
+        .queue_priorities(&prio)];
+    let core = vk::PhysicalDeviceFeatures::default()
+        .geometry_shader(true)
+        .tessellation_shader(true);
+    let mut v12 = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
+    let mut v13 = vk::PhysicalDeviceVulkan13Features::default().synchronization2(true);
+    let mut tf = vk::PhysicalDeviceTransformFeedbackFeaturesEXT::default().transform_feedback(true);
+    let mut cr =
+        vk::PhysicalDeviceConditionalRenderingFeaturesEXT::default().conditional_rendering(true);
+    let mut info = vk::DeviceCreateInfo::default()
+        .queue_create_infos(&queues)
+        .enabled_extension_names(&exts)
+        .enabled_features(&core)
+        .push_next(&mut v12)
+        .push_next(&mut tf)
+        .push_next(&mut cr);
+    if sync2 {
+        info = info.push_next(&mut v13);
+    }
+    let device = unsafe { instance.create_device(physical, &info, None) }.unwrap();
+    let engine = EngineDevice {
+        entry,
+        instance,
+        physical,
+        device,
+    };
+    // SAFETY: the chain's structs live until this function returns; the callee
+    // reads them during the call only.
+    let info: &vk::DeviceCreateInfo<'static> = unsafe { std::mem::transmute(&info) };
+    call(&engine, info);
+}
+
+/// Issue 39 item 5: stage bits whose feature or extension the context does not
+/// know is enabled, and accesses the stages cannot make, are refused for both
+/// barrier calls, single and batched, buffer and image, naming the bit; told what
+/// the engine enabled (`vkcuda_context_create_with_device_info`), the context
+/// records the same stages, and the valid pairs pass everywhere.
+#[test]
+fn stages_and_accesses_follow_what_the_device_enabled() {
+    use vk::AccessFlags as A;
+    use vk::PipelineStageFlags as S;
+    for sync2 in [false, true] {
+        engine_with_features(sync2, |engine, device_info| {
+            let flags = VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT;
+            let mut plain = ptr::null_mut();
+            let mut told = ptr::null_mut();
+            ok(unsafe { vkcuda_context_create(&engine.create_info(flags), &mut plain) });
+            ok(unsafe {
+                vkcuda_context_create_with_device_info(
+                    &engine.create_info(flags),
+                    device_info,
+                    &mut told,
+                )
+            });
+            let v = Vk::for_engine(&engine.instance, &engine.device, engine.physical);
+            // (The plain context records with vkCmdPipelineBarrier: the flag is not set.)
+            // Each set of calls in a command buffer of its own, freed before the
+            // objects it names are destroyed.
+            let calls =
+                |ctx: *mut vkcuda_context, _: vk::CommandBuffer, h: &vkcuda_handoff_info| {
+                    let cmd = v.command_buffer();
+                    let b = create_buffer(ctx, SIZE, 0);
+                    let mut d = image_desc(0, vk::Format::R8G8B8A8_UNORM, EXTENT, EXTENT, 1);
+                    d.usage = vk::ImageUsageFlags::STORAGE.as_raw();
+                    let mut im = ptr::null_mut();
+                    ok(unsafe { vkcuda_image_create(ctx, &d, &mut im) });
+                    let general = vk::ImageLayout::GENERAL.as_raw();
+                    let list = [
+                        vkcuda_handoff_resource {
+                            buffer: b,
+                            image: ptr::null(),
+                            layout: 0,
+                        },
+                        vkcuda_handoff_resource {
+                            buffer: ptr::null(),
+                            image: im,
+                            layout: general,
+                        },
+                    ];
+                    let mut seen = Vec::new();
+                    unsafe {
+                        seen.push((vkcuda_buffer_cmd_release_to_cuda(b, cmd, h), last_error()));
+                        seen.push((vkcuda_buffer_cmd_acquire_from_cuda(b, cmd, h), last_error()));
+                        seen.push((
+                            vkcuda_image_cmd_release_to_cuda(im, cmd, h, general),
+                            last_error(),
+                        ));
+                        seen.push((
+                            vkcuda_image_cmd_acquire_from_cuda(im, cmd, h, general),
+                            last_error(),
+                        ));
+                        seen.push((
+                            vkcuda_handoff_cmd_release_to_cuda(2, list.as_ptr(), cmd, h),
+                            last_error(),
+                        ));
+                        seen.push((
+                            vkcuda_handoff_cmd_acquire_from_cuda(2, list.as_ptr(), cmd, h),
+                            last_error(),
+                        ));
+                        v.device.end_command_buffer(cmd).unwrap();
+                        v.device.free_command_buffers(v.pool, &[cmd]);
+                        vkcuda_image_destroy(im);
+                        vkcuda_buffer_destroy(b);
+                    }
+                    seen
+                };
+            let info = |stages: S, access: A| vkcuda_handoff_info {
+                stage_mask: stages.as_raw(),
+                access_mask: access.as_raw(),
+                ..handoff_info(0)
+            };
+            let enabled = [
+                (S::GEOMETRY_SHADER, "GEOMETRY_SHADER_BIT", "geometryShader"),
+                (
+                    S::TESSELLATION_CONTROL_SHADER,
+                    "TESSELLATION_CONTROL_SHADER_BIT",
+                    "tessellationShader",
+                ),
+                (
+                    S::TESSELLATION_EVALUATION_SHADER,
+                    "TESSELLATION_EVALUATION_SHADER_BIT",
+                    "tessellationShader",
+                ),
+                (
+                    S::TRANSFORM_FEEDBACK_EXT,
+                    "TRANSFORM_FEEDBACK_BIT_EXT",
+                    "transformFeedback",
+                ),
+                (
+                    S::CONDITIONAL_RENDERING_EXT,
+                    "CONDITIONAL_RENDERING_BIT_EXT",
+                    "conditionalRendering",
+                ),
+            ];
+            // Refused by both contexts: features the device has not enabled.
+            let never = [
+                (S::MESH_SHADER_EXT, "MESH_SHADER_BIT_EXT", "meshShader"),
+                (S::TASK_SHADER_EXT, "TASK_SHADER_BIT_EXT", "taskShader"),
+                (
+                    S::FRAGMENT_DENSITY_PROCESS_EXT,
+                    "FRAGMENT_DENSITY_PROCESS_BIT_EXT",
+                    "fragmentDensityMap",
+                ),
+                (
+                    S::FRAGMENT_SHADING_RATE_ATTACHMENT_KHR,
+                    "FRAGMENT_SHADING_RATE_ATTACHMENT_BIT_KHR",
+                    "attachmentFragmentShadingRate",
+                ),
+                (
+                    S::RAY_TRACING_SHADER_KHR,
+                    "RAY_TRACING_SHADER_BIT_KHR",
+                    "rayTracingPipeline",
+                ),
+            ];
+            let cmd = v.command_buffer();
+            for (ctx, knows) in [(plain, false), (told, true)] {
+                // The names of the barrier call the context records with.
+                let name2 = if knows && sync2 { "_2_" } else { "_" };
+                for &(s, name, feature) in enabled.iter().chain(&never) {
+                    let valid = knows && enabled.iter().any(|e| e.0 == s);
+                    for (r, msg) in calls(ctx, cmd, &info(S::TRANSFER | s, A::empty())) {
+                        if valid {
+                            assert_eq!(r, VKCUDA_SUCCESS, "{sync2} {name}: {msg}");
+                        } else {
+                            assert_eq!(r, VKCUDA_ERROR_INVALID_ARGUMENT, "{sync2} {name}: {msg}");
+                            let bit = format!("VK_PIPELINE_STAGE{name2}{name}");
+                            assert!(
+                                msg.contains(&bit)
+                                    && msg.contains(feature)
+                                    && !msg.contains("TRANSFER_BIT"),
+                                "{sync2} {knows}: wants {bit} and {feature}: {msg}"
+                            );
+                        }
+                    }
+                }
+                // An extension's access: with its stage once the context knows it.
+                for (r, msg) in calls(
+                    ctx,
+                    cmd,
+                    &info(S::TRANSFORM_FEEDBACK_EXT, A::TRANSFORM_FEEDBACK_WRITE_EXT),
+                ) {
+                    if knows {
+                        assert_eq!(r, VKCUDA_SUCCESS, "{msg}");
+                    } else {
+                        assert_eq!(r, VKCUDA_ERROR_INVALID_ARGUMENT, "{msg}");
+                    }
+                }
+                // Accesses the stages cannot make: refused whatever the context knows.
+                for (s, a, name) in [
+                    (S::TRANSFER, A::SHADER_WRITE, "SHADER_WRITE_BIT"),
+                    (
+                        S::COMPUTE_SHADER,
+                        A::COLOR_ATTACHMENT_WRITE,
+                        "COLOR_ATTACHMENT_WRITE_BIT",
+                    ),
+                    (S::GEOMETRY_SHADER, A::TRANSFER_WRITE, "TRANSFER_WRITE_BIT"),
+                    (S::ALL_COMMANDS, A::HOST_WRITE, "HOST_WRITE_BIT"),
+                    (S::TRANSFORM_FEEDBACK_EXT, A::SHADER_READ, "SHADER_READ_BIT"),
+                ] {
+                    for (r, msg) in calls(ctx, cmd, &info(s, a)) {
+                        assert_eq!(r, VKCUDA_ERROR_INVALID_ARGUMENT, "{msg}");
+                        let bit = format!("VK_ACCESS{name2}{name}");
+                        // The stage may be refused first (the plain context).
+                        assert!(
+                            msg.contains(&bit) || msg.contains("the context does not know"),
+                            "{bit}: {msg}"
+                        );
+                    }
+                }
+                // Valid pairs pass on both contexts.
+                for (s, a) in [
+                    (S::TRANSFER, A::TRANSFER_WRITE | A::TRANSFER_READ),
+                    (S::COMPUTE_SHADER, A::SHADER_WRITE),
+                    (
+                        S::FRAGMENT_SHADER | S::COLOR_ATTACHMENT_OUTPUT,
+                        A::SHADER_READ | A::COLOR_ATTACHMENT_WRITE,
+                    ),
+                    (S::ALL_GRAPHICS, A::SHADER_WRITE | A::INDEX_READ),
+                    (S::ALL_COMMANDS, A::SHADER_WRITE | A::TRANSFER_WRITE),
+                    (S::TOP_OF_PIPE, A::MEMORY_READ),
+                ] {
+                    for (r, msg) in calls(ctx, cmd, &info(s, a)) {
+                        assert_eq!(r, VKCUDA_SUCCESS, "{s:?} {a:?}: {msg}");
+                    }
+                }
+            }
+            // The told context records with synchronization2 when the device has it:
+            // READ_ONLY_OPTIMAL needs it.
+            let mut d = image_desc(0, vk::Format::R8G8B8A8_UNORM, EXTENT, EXTENT, 1);
+            d.usage = vk::ImageUsageFlags::SAMPLED.as_raw();
+            let mut sampled = ptr::null_mut();
+            ok(unsafe { vkcuda_image_create(told, &d, &mut sampled) });
+            let r = unsafe {
+                vkcuda_image_cmd_acquire_from_cuda(
+                    sampled,
+                    cmd,
+                    &handoff_info(0),
+                    vk::ImageLayout::READ_ONLY_OPTIMAL.as_raw(),
+                )
+            };
+            assert_eq!(r == VKCUDA_SUCCESS, sync2, "{}", last_error());
+            unsafe {
+                v.device.end_command_buffer(cmd).unwrap();
+                v.device.free_command_buffers(v.pool, &[cmd]);
+                vkcuda_image_destroy(sampled);
+                vkcuda_context_destroy(plain);
+                vkcuda_context_destroy(told);
+            }
+            drop(v);
+        });
+    }
+}

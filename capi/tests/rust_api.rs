@@ -488,6 +488,74 @@ fn an_engine_device_is_paired_and_its_buffers_wrapped() {
     drop(ctx);
 }
 
+/// Issue 39 item 5 through the Rust API: a context over the engine's device knows
+/// only what every device has, unless told (`from_engine_with_features`); a
+/// standalone context knows what it enabled. The stage's feature is named.
+#[test]
+fn barriers_take_the_stages_the_context_knows_are_enabled() {
+    use vk::PipelineStageFlags as S;
+    let engine = EngineDevice::new(&[pairing::DEVICE_EXTENSIONS[0]], |_, _| true);
+    let handles = vkcuda::context::EngineHandles {
+        instance: engine.instance.handle(),
+        physical: engine.physical,
+        device: engine.device.handle(),
+        get_instance_proc_addr: engine.entry.static_fn().get_instance_proc_addr,
+        get_device_proc_addr: None,
+        synchronization2: false,
+    };
+    let mut told = vkcuda::context::EnabledFeatures::default();
+    told.geometry_shader = true;
+    // SAFETY: the engine's live handles, which outlive the contexts (dropped first).
+    // (EngineDevice enables no optional feature: the `told` context is only used to
+    // see the rules, its barrier is never submitted.)
+    let plain = unsafe { Context::from_engine(&handles, CudaChoice::None) }.unwrap();
+    assert_eq!(plain.enabled_features(), Default::default());
+    let standalone = vulkan_only();
+    assert!(!standalone.enabled_features().geometry_shader);
+    let v = Vk::for_engine(&engine.instance, &engine.device, engine.physical);
+    let buf = Buffer::create(&plain, 4096, none(), Allocator::Vulkan).unwrap();
+    let geometry = Scope::with_defaults(0, (S::GEOMETRY_SHADER | S::TRANSFER).as_raw(), 0);
+    let cmd = v.command_buffer();
+    // SAFETY: `cmd` is recording, on this device, used by this thread only.
+    let e = unsafe { buf.cmd_release_to_cuda(cmd, &geometry) }.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::InvalidArgument);
+    assert!(
+        e.message.contains(
+            "VK_PIPELINE_STAGE_GEOMETRY_SHADER_BIT, which needs the geometryShader feature"
+        ),
+        "{}",
+        e.message
+    );
+    let scope = Scope::with_defaults(
+        0,
+        S::TRANSFER.as_raw(),
+        vk::AccessFlags::COLOR_ATTACHMENT_WRITE.as_raw(),
+    );
+    let e = unsafe {
+        handoff::batch(
+            cmd,
+            Direction::Acquire,
+            &scope,
+            [Ok(Resource::Buffer(&buf))],
+        )
+    }
+    .unwrap_err();
+    assert!(
+        e.message.contains("VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT"),
+        "{}",
+        e.message
+    );
+    unsafe {
+        v.device.end_command_buffer(cmd).unwrap();
+        v.device.free_command_buffers(v.pool, &[cmd]);
+    }
+    drop(buf);
+    let ctx =
+        unsafe { Context::from_engine_with_features(&handles, &told, CudaChoice::None) }.unwrap();
+    assert!(ctx.enabled_features().geometry_shader && !ctx.enabled_features().synchronization2);
+    drop((v, ctx, plain, standalone));
+}
+
 #[test]
 fn handoffs_keep_the_data() {
     let ctx = vulkan_only();

@@ -304,3 +304,45 @@ def test_frame_ready_on(gpu: Tuple[vkcuda.Context, Queue]) -> None:
             del luma
         finally:
             frame.close()
+
+
+@pytest.mark.parametrize("force_copy", [False, True])
+def test_image_batch_in_torch(gpu: Tuple[vkcuda.Context, Queue], force_copy: bool) -> None:
+    """An image batch as one (N, H, W, C) torch tensor, both paths: torch writes
+    a value per camera, the acquire brings it into the images (the copy path
+    copies), the release brings the images out again; then the stream model:
+    Vulkan's release waits for a value the host signals only after torch's read
+    is enqueued on its current stream through ``ready_on``, so torch reads what
+    Vulkan wrote with no host wait in between."""
+    torch = need("torch")
+    ctx, q = gpu
+    n, w, h = 8, 64, 48
+    with ctx.image_batch(n, 37, (w, h), force_copy=force_copy) as batch, ctx.semaphore() as sem:
+        assert batch.path == ("copy" if force_copy else batch.path)
+        q.run(lambda r: batch.cmd_release_to_cuda(r.cmd, q.family, 0))
+        t = torch.from_dlpack(batch)
+        assert tuple(t.shape) == (n, h, w, 4) and t.dtype == torch.uint8
+        assert t.stride() == (batch.element_stride, batch.row_pitch, 4, 1)
+        assert t.data_ptr() == batch.element(0)["cuda_pointer"]
+        for i in range(n):
+            t[i] = i + 1
+        torch.cuda.synchronize()
+        q.run(lambda r: batch.cmd_acquire_from_cuda(r.cmd, q.family, 6))  # TRANSFER_SRC_OPTIMAL
+        if batch.path == "copy":
+            t.zero_()
+            torch.cuda.synchronize()
+        # Vulkan waits for 1 (the host, below) and signals 2; torch's copy is
+        # enqueued first, on a stream that waits for 2.
+        cmd = q.record(lambda r: batch.cmd_release_to_cuda(r.cmd, q.family, 6))
+        q.submit(cmd, wait=[(sem, 1)], signal=[(sem, 2)])
+        batch.ready_on(sem, 2)
+        s = torch.cuda.Stream()
+        with torch.cuda.stream(s):
+            seen = torch.from_dlpack(batch).clone()  # __dlpack__(stream=s): s waits for 2
+        sem.host_signal(1)
+        s.synchronize()
+        means = seen.float().mean(dim=(1, 2, 3)).tolist()
+        assert means == [float(i + 1) for i in range(n)], means
+        sem.host_wait(2)
+        del t, seen, cmd
+        gc.collect()

@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pytest
@@ -576,3 +577,111 @@ def test_wrap_an_engine_image(vulkan_only: vkcuda.Context) -> None:
         destroy(h.device, image, None)
         if memory.value:
             free(h.device, memory, None)
+
+
+# --- image batches -------------------------------------------------------------------
+
+RGBA8_UNORM, R32_SFLOAT, D32_SFLOAT = 37, 100, 126
+
+
+def test_batch_constants_are_the_headers() -> None:
+    import re
+    from vkcuda import _batch
+
+    header = (Path(__file__).resolve().parents[2] / "include" / "vkcuda.h").read_text()
+
+    def value(name: str) -> int:
+        m = re.search(rf"#define {name} \(?(\w+)", header) or re.search(rf"{name} = (\w+)", header)
+        assert m, name
+        return int(m.group(1).rstrip("u").rstrip("U"), 0)
+
+    assert value("VKCUDA_BATCH_KIND_IMAGES") == _batch._KIND_IMAGES
+    assert value("VKCUDA_BATCH_KIND_BUFFERS") == _batch._KIND_BUFFERS
+    assert value("VKCUDA_BATCH_CREATE_FORCE_COPY_BIT") == _batch._FORCE_COPY_BIT
+    assert value("VKCUDA_BATCH_DLPACK_ELEMENT_BIT") == _batch._ELEMENT_BIT
+    for code, name in _batch._PATHS.items():
+        assert value("VKCUDA_BATCH_PATH_" + name.upper().replace("-", "_")) == code
+
+
+def test_the_package_allocates_no_vulkan_memory_for_batches() -> None:
+    """The batches are the library's: _batch.py makes no Vulkan call of its own."""
+    from vkcuda import _batch
+
+    source = Path(_batch.__file__).read_text()
+    for call in ("vkAllocateMemory", "vkCreateBuffer", "vkBindBufferMemory", "vkGetDeviceProcAddr"):
+        assert call not in source, call
+
+
+def test_image_batch_on_vulkan_only(vulkan_only: vkcuda.Context) -> None:
+    with vulkan_only.image_batch(5, RGBA8_UNORM, (37, 19)) as batch:
+        assert isinstance(batch, vkcuda.ImageBatch) and len(batch) == 5
+        assert batch.shape == (5, 19, 37, 4) and batch.dtype == (1, 8, 1)
+        assert batch.path in ("zero-copy", "copy")
+        assert batch.element_stride % 256 == 0 and batch.row_pitch >= 37 * 4
+        elements = [batch.element(i) for i in range(5)]
+        assert all(e["image"] != 0 and e["cuda_pointer"] == 0 for e in elements)
+        assert len({e["image"] for e in elements}) == 5
+        with pytest.raises(vkcuda.Error, match="index 5 is out of range"):
+            batch.element(5)
+        with pytest.raises(vkcuda.Error) as e:
+            batch.__dlpack__()
+        assert e.value.code == vkcuda._native.ERROR_CUDA_UNAVAILABLE
+        assert "ImageBatch((5, 19, 37, 4)" in repr(batch)
+    assert batch.closed and repr(batch) == "ImageBatch(closed)"
+    with pytest.raises(vkcuda.Error, match="closed"):
+        batch.element(0)
+    with vulkan_only.image_batch(2, R32_SFLOAT, (8, 8), force_copy=True) as copy:
+        assert copy.path == "copy" and copy.shape == (2, 8, 8) and copy.dtype == (2, 32, 1)
+    with vulkan_only.image_batch(2, D32_SFLOAT, (8, 8)) as depth:
+        assert depth.shape == (2, 8, 8)
+    with pytest.raises(vkcuda.Error) as e:
+        vulkan_only.image_batch(2, 23, (4, 4))  # VK_FORMAT_R8G8B8_UNORM
+    assert e.value.code == vkcuda._native.ERROR_UNSUPPORTED and "not a format a batch can hold" in str(e.value)
+    with pytest.raises(ValueError):
+        vulkan_only.image_batch(0, RGBA8_UNORM, (4, 4))
+
+
+def test_image_batch_release_and_tensor(cuda_ctx: vkcuda.Context, io: DeviceIo) -> None:
+    """The engine writes each image, the batch is released in one call, and the
+    tensor (DLPack and __cuda_array_interface__) holds every element."""
+    for force_copy in (False, True):
+        with Queue(cuda_ctx) as q, cuda_ctx.image_batch(3, R32_SFLOAT, (16, 4), force_copy=force_copy,
+                                                        usage=0x1 | 0x2 | 0x10) as batch:
+            assert batch.shape == (3, 4, 16)
+            cai = batch.__cuda_array_interface__
+            base = cai["data"][0]
+            assert cai["shape"] == (3, 4, 16) and cai["typestr"] == "<f4"
+            assert cai["strides"] in (None, (batch.element_stride, batch.row_pitch, 4))
+            assert [batch.element(i)["cuda_pointer"] for i in range(3)] == [
+                base + i * batch.element_stride for i in range(3)]
+            # Handed to CUDA (contents discarded); the consumer writes the tensor;
+            # the acquire copies it into the images (copy path) or hands the
+            # images back (zero-copy); the copy path's readout region is zeroed;
+            # the release brings the images' contents out again, unchanged.
+            q.run(lambda r: batch.cmd_release_to_cuda(r.cmd, q.family, 0))
+            data = [bytes([(i * 40 + k) % 251 for k in range(16 * 4)]) * 4 for i in range(3)]
+            for i in range(3):
+                for y in range(4):
+                    io.write(base + i * batch.element_stride + y * batch.row_pitch, data[i][y * 64:(y + 1) * 64])
+            q.run(lambda r: batch.cmd_acquire_from_cuda(r.cmd, q.family, 6))  # TRANSFER_SRC_OPTIMAL
+            for i in range(3 if batch.path == "copy" else 0):  # zero-copy: the tensor IS the images
+                for y in range(4):
+                    io.write(base + i * batch.element_stride + y * batch.row_pitch, b"\0" * 64)
+            q.run(lambda r: batch.cmd_release_to_cuda(r.cmd, q.family, 6))
+            for i in range(3):
+                for y in range(4):
+                    got = io.read(base + i * batch.element_stride + y * batch.row_pitch, 64)
+                    assert got == data[i][y * 64:(y + 1) * 64], (force_copy, i, y)
+            # The camera loop: the readout region back alone (the images are not
+            # touched), the next release copies the same images out again.
+            if batch.path == "copy":
+                q.run(lambda r: batch.cmd_acquire_readout_from_cuda(r.cmd, q.family))
+                io.write(base, b"\0" * 64)
+                q.run(lambda r: batch.cmd_release_to_cuda(r.cmd, q.family, 6))
+                assert io.read(base, 64) == data[0][:64]
+            else:
+                with pytest.raises(vkcuda.Error, match="has no readout region"):
+                    q.run(lambda r: batch.cmd_acquire_readout_from_cuda(r.cmd, q.family))
+            capsule = batch.__dlpack__(max_version=(1, 0))
+            assert type(capsule).__name__ == "PyCapsule"
+            del capsule, cai

@@ -15,7 +15,7 @@ every check and message is the C library's, and every failure raises
 followed by their Python spelling).
 
 The objects: :class:`Context`; :class:`Buffer` (and its :class:`TensorView` s),
-:class:`BufferBatch` (N buffers in one allocation), :class:`Image` and its
+:class:`BufferBatch` and :class:`ImageBatch` (N buffers or images in one allocation, one tensor), :class:`Image` and its
 :class:`ImageLevel` s (CUDA arrays, surfaces, textures, ``copy_to`` /
 ``copy_from`` tensors), :class:`VideoFrame`, :class:`Semaphore` (CUDA streams,
 graphs and stream captures); sharing with :class:`ShareDescription`,
@@ -59,7 +59,7 @@ from ._image import (  # noqa: I001  (after _objects: it builds on it)
     handoff_acquire,
     handoff_release,
 )
-from ._batch import BufferBatch
+from ._batch import BufferBatch, ImageBatch
 
 __all__ = [
     "Error",
@@ -93,6 +93,7 @@ __all__ = [
     "handoff_release",
     "handoff_acquire",
     "BufferBatch",
+    "ImageBatch",
     "ShareDescription",
     "send",
     "receive",

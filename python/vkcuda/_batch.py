@@ -1,86 +1,182 @@
-"""A batch of N equal buffers carved from ONE Vulkan allocation: N cameras, N
-environments rendering N views. The allocation is made here (exportable,
-OPAQUE_FD) with N + 1 ``VkBuffer`` s bound into it, and each is given its CUDA
-view by ``vkcuda_buffer_wrap`` (the C API's way to share a buffer at an offset
-of a larger allocation): the whole range, and each slice.
+"""Batches: N buffers (or N images) of one shape in ONE allocation, imported into
+CUDA once and mapped once by the library (``vkcuda_batch_*``); this module only
+calls the C ABI.
 
-The CUDA side of the batch is the whole range's single mapping: the
-``(N, ...)`` tensor and the N per-slice views are offsets into it, so slice
-``i``'s tensor pointer is ``whole.cuda_pointer + i * stride``, zero-copy. Each
-slice is also a :class:`vkcuda.Buffer` of its own (``batch[i]``) for the
-engine's descriptors and the handoff barriers; its ``cuda_pointer`` is a
-second mapping of the same memory (the library imports the allocation once
-per wrap), so prefer the views for CUDA work.
+:class:`BufferBatch` (``ctx.buffer_batch(n, nbytes)``): ``batch.tensor(dtype,
+shape)`` is the ``(N, *shape)`` tensor, ``batch.views(...)`` the N per-slice
+tensors, ``batch[i]`` slice ``i``'s :class:`vkcuda.Buffer` (the batch's own
+``VkBuffer`` and its one CUDA mapping: no new import), ``batch.whole`` a Buffer
+over all N.
+
+:class:`ImageBatch` (``ctx.image_batch(n, format, (width, height))``): N 2D
+images; ``torch.from_dlpack(batch)`` is the ``(N, H, W, C)`` tensor (``(N, H,
+W)`` for one channel), zero-copy where the device lets LINEAR images share the
+allocation, else over a readout region that the release fills with one recorded
+copy (``batch.path``). With ``batch.ready_on(semaphore, value)`` the consumer's
+stream waits on the GPU for ``value`` before it reads.
 """
 
 from __future__ import annotations
 
 import ctypes
-from ctypes import CFUNCTYPE, POINTER, Structure, byref, c_char_p, c_int32, c_uint32, c_uint64, c_void_p
+from ctypes import POINTER, Structure, c_int32, c_uint32, c_uint64, c_void_p
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from . import _dlpack, _native
-from ._native import Error
-from ._objects import Buffer, TensorView
+from ._native import DlpackDtype, Error, check, lib
+from ._objects import Buffer, Semaphore, TensorView
 
 if TYPE_CHECKING:
     from ._objects import Context
 
-__all__ = ["BufferBatch"]
-
-_BUFFER_CREATE_INFO = 12
-_MEMORY_ALLOCATE_INFO = 5
-_EXTERNAL_MEMORY_BUFFER_CREATE_INFO = 1000072000
-_EXPORT_MEMORY_ALLOCATE_INFO = 1000072002
-_OPAQUE_FD = 0x1
-_DEVICE_LOCAL = 0x1
-_DEFAULT_USAGE = 0x1 | 0x2 | 0x20  # TRANSFER_SRC | TRANSFER_DST | STORAGE_BUFFER
-_MIN_ALIGNMENT = 256  # slices start where CUDA kernels and tensors like them
+__all__ = ["BufferBatch", "ImageBatch"]
 
 
-class _ExportMemoryAllocateInfo(Structure):
-    _c_name_ = "VkExportMemoryAllocateInfo"
-    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("handleTypes", c_uint32)]
+class _BatchCreateInfo(Structure):
+    _c_name_ = "vkcuda_batch_create_info"
+    _fields_ = [("flags", c_uint32), ("kind", c_uint32), ("count", c_uint32), ("format", c_int32),
+                ("width", c_uint32), ("height", c_uint32), ("image_usage", c_uint32), ("buffer_usage", c_uint32),
+                ("size", c_uint64)]
 
 
-class _ExternalMemoryBufferCreateInfo(Structure):
-    _c_name_ = "VkExternalMemoryBufferCreateInfo"
-    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("handleTypes", c_uint32)]
+class _BatchInfo(Structure):
+    _c_name_ = "vkcuda_batch_info"
+    _fields_ = [("count", c_uint32), ("path", c_uint32), ("format", c_int32), ("width", c_uint32),
+                ("height", c_uint32), ("channels", c_uint32), ("dtype", DlpackDtype), ("usage", c_uint32),
+                ("memory", c_uint64), ("whole_buffer", c_uint64), ("allocation_size", c_uint64),
+                ("tensor_offset", c_uint64), ("element_stride", c_uint64), ("row_pitch", c_uint64),
+                ("element_size", c_uint64), ("mapped_size", c_uint64), ("image_stride", c_uint64),
+                ("readout_offset", c_uint64), ("readout_size", c_uint64), ("cuda_pointer", c_uint64)]
 
 
-def _vulkan(context: "Context") -> Tuple[int, Dict[str, Any], Any]:
-    from .queue import _BufferCreateInfo, _MemoryAllocateInfo, _MemoryProperties, _MemoryRequirements  # noqa: F401
-
-    h = context.vulkan_handles
-    gipa = CFUNCTYPE(c_void_p, c_void_p, c_char_p)(h.get_instance_proc_addr)
-    gdpa = CFUNCTYPE(c_void_p, c_void_p, c_char_p)(gipa(h.instance, b"vkGetDeviceProcAddr"))
-    P, U64 = c_void_p, c_uint64
-    protos: Dict[str, Tuple[Any, List[Any]]] = {
-        "vkCreateBuffer": (c_int32, [P, P, P, POINTER(U64)]),
-        "vkDestroyBuffer": (None, [P, U64, P]),
-        "vkGetBufferMemoryRequirements": (None, [P, U64, P]),
-        "vkAllocateMemory": (c_int32, [P, P, P, POINTER(U64)]),
-        "vkFreeMemory": (None, [P, U64, P]),
-        "vkBindBufferMemory": (c_int32, [P, U64, U64, U64]),
-    }
-    f: Dict[str, Any] = {}
-    for name, (res, args) in protos.items():
-        addr = gdpa(h.device, name.encode())
-        if not addr:
-            raise Error(_native.ERROR_VULKAN, f"{name} not found")
-        f[name] = CFUNCTYPE(res, *args)(addr)
-    props = _MemoryProperties()
-    CFUNCTYPE(None, c_void_p, POINTER(_MemoryProperties))(
-        gipa(h.instance, b"vkGetPhysicalDeviceMemoryProperties"))(h.physical_device, byref(props))
-    return h.device, f, props
+class _BatchElement(Structure):
+    _c_name_ = "vkcuda_batch_element"
+    _fields_ = [("image", c_uint64), ("buffer", c_uint64), ("memory_offset", c_uint64), ("data_offset", c_uint64),
+                ("cuda_pointer", c_uint64)]
 
 
-def _vk(call: str, r: int) -> None:
-    if r != 0:
-        raise Error(_native.ERROR_VULKAN, f"{call} failed with VkResult {r}")
+class _BatchDlpackInfo(Structure):
+    _c_name_ = "vkcuda_batch_dlpack_info"
+    _fields_ = [("flags", c_uint32), ("index", c_uint32), ("wait_semaphore", c_void_p), ("wait_value", c_uint64),
+                ("stream", c_void_p)]
 
 
-class BufferBatch:
+_P = c_void_p
+_signatures = {
+    "vkcuda_batch_create": (c_int32, [_P, POINTER(_BatchCreateInfo), POINTER(_P)]),
+    "vkcuda_batch_get_info": (c_int32, [_P, POINTER(_BatchInfo)]),
+    "vkcuda_batch_get_element": (c_int32, [_P, c_uint32, POINTER(_BatchElement)]),
+    "vkcuda_batch_get_buffer": (c_int32, [_P, c_uint32, POINTER(_P)]),
+    "vkcuda_batch_export_dlpack": (c_int32, [_P, POINTER(_BatchDlpackInfo), POINTER(_P)]),
+    "vkcuda_batch_cmd_release_to_cuda": (c_int32, [_P, _P, POINTER(_native.HandoffInfo), c_int32]),
+    "vkcuda_batch_cmd_acquire_from_cuda": (c_int32, [_P, _P, POINTER(_native.HandoffInfo), c_int32]),
+    "vkcuda_batch_cmd_acquire_readout_from_cuda": (c_int32, [_P, _P, POINTER(_native.HandoffInfo)]),
+    "vkcuda_batch_destroy": (None, [_P]),
+}
+_native.declare(_signatures)
+
+# The header's values (vkcuda.h: VKCUDA_BATCH_*), checked by test_batch.py.
+_KIND_IMAGES, _KIND_BUFFERS = 0, 1
+_FORCE_COPY_BIT = 0x1
+_ELEMENT_BIT = 0x4
+_WHOLE = 0xFFFFFFFF
+_PATHS = {0: "zero-copy", 1: "copy", 2: "buffers"}
+
+
+class _Batch:
+    """The C handle and what every batch shares: info, the handoffs, close."""
+
+    def __init__(self, context: "Context", info: _BatchCreateInfo) -> None:
+        h = c_void_p()
+        check(lib.vkcuda_batch_create(context.handle, ctypes.byref(info), ctypes.byref(h)))
+        self._handle: Optional[int] = h.value or 0
+        self._context = context
+        i = _BatchInfo()
+        check(lib.vkcuda_batch_get_info(self._handle, ctypes.byref(i)))
+        self._info = i
+
+    def _h(self) -> int:
+        if self._handle is None:
+            raise Error(_native.ERROR_INVALID_STATE, f"the {type(self).__name__} is closed")
+        return self._handle
+
+    @property
+    def handle(self) -> Optional[int]:
+        """The ``vkcuda_batch *`` (an int), or None once closed."""
+        return self._handle
+
+    @property
+    def path(self) -> str:
+        """``"zero-copy"`` (LINEAR images: the memory is the tensor), ``"copy"``
+        (OPTIMAL images and a readout region the release fills) or ``"buffers"``."""
+        return _PATHS[self._info.path]
+
+    @property
+    def allocation_size(self) -> int:
+        """The one allocation's size in bytes."""
+        return int(self._info.allocation_size)
+
+    @property
+    def element_stride(self) -> int:
+        """Bytes from one element of the tensor to the next (a multiple of 256)."""
+        return int(self._info.element_stride)
+
+    @property
+    def vk_memory(self) -> int:
+        """The one ``VkDeviceMemory`` (owned by the batch)."""
+        return int(self._info.memory)
+
+    def cmd_release_to_cuda(self, command_buffer: int, queue_family_index: int, old_layout: int = 0, *,
+                            stage_mask: int = 0, access_mask: int = 0) -> None:
+        """Records the release of every element to CUDA in one call
+        (``vkcuda_batch_cmd_release_to_cuda``; ``old_layout`` is a ``VkImageLayout``,
+        ignored for buffers)."""
+        h = _native.HandoffInfo(0, queue_family_index, stage_mask, access_mask)
+        check(lib.vkcuda_batch_cmd_release_to_cuda(self._h(), command_buffer, ctypes.byref(h), old_layout))
+
+    def cmd_acquire_from_cuda(self, command_buffer: int, queue_family_index: int, new_layout: int = 1, *,
+                              stage_mask: int = 0, access_mask: int = 0) -> None:
+        """Records the acquire of every element back from CUDA
+        (``vkcuda_batch_cmd_acquire_from_cuda``; ``new_layout`` defaults to GENERAL)."""
+        h = _native.HandoffInfo(0, queue_family_index, stage_mask, access_mask)
+        check(lib.vkcuda_batch_cmd_acquire_from_cuda(self._h(), command_buffer, ctypes.byref(h), new_layout))
+
+    def cmd_acquire_readout_from_cuda(self, command_buffer: int, queue_family_index: int, *,
+                                      stage_mask: int = 0, access_mask: int = 0) -> None:
+        """The copy path's camera loop: records the acquire of the readout region
+        alone, leaving the images as they are (``vkcuda_batch_cmd_acquire_readout_from_cuda``);
+        before every release but the first."""
+        h = _native.HandoffInfo(0, queue_family_index, stage_mask, access_mask)
+        check(lib.vkcuda_batch_cmd_acquire_readout_from_cuda(self._h(), command_buffer, ctypes.byref(h)))
+
+    def _close_batch(self) -> None:
+        h, self._handle = self._handle, None
+        if h:
+            lib.vkcuda_batch_destroy(h)
+
+    def close(self) -> None:
+        """Destroys the batch (a second close does nothing). Tensors and buffers
+        already handed out keep its memory until freed."""
+        self._close_batch()
+
+    @property
+    def closed(self) -> bool:
+        return self._handle is None
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+
+
+class BufferBatch(_Batch):
     """N equal buffers of ``nbytes`` in one allocation (see the module doc),
     made by :meth:`Context.buffer_batch`. ``batch.tensor(dtype, shape)`` is the
     ``(N, *shape)`` tensor, ``batch.views(dtype, shape)`` the N tensors,
@@ -89,60 +185,28 @@ class BufferBatch:
     out keep the CUDA mapping (and with it the memory) until freed."""
 
     def __init__(self, context: "Context", n: int, nbytes: int, *, usage: int = 0) -> None:
-        from .queue import _BufferCreateInfo, _MemoryAllocateInfo, _MemoryRequirements
-
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be an int >= 1, not {n!r}")
         if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 1:
             raise ValueError(f"nbytes must be an int >= 1, not {nbytes!r}")
-        self.n, self.nbytes = n, nbytes
-        self._device, self._f, props = _vulkan(context)
-        self._vk_buffers: List[int] = []
-        self._memory = 0
+        self._handle = None
         self._buffers: List[Buffer] = []
         self.whole: Optional[Buffer] = None
         self._view: Optional[TensorView] = None  # the (N, nbytes) uint8 tensor
-        usage = usage or _DEFAULT_USAGE
+        self.n, self.nbytes = n, nbytes
+        super().__init__(context, _BatchCreateInfo(kind=_KIND_BUFFERS, count=n, size=nbytes, buffer_usage=usage))
+        self.stride = self.element_stride
         try:
-            one = self._create_buffer(_BufferCreateInfo, nbytes, usage)
-            req = _MemoryRequirements()
-            self._f["vkGetBufferMemoryRequirements"](self._device, one, byref(req))
-            align = max(req.alignment, _MIN_ALIGNMENT)
-            self.stride = (nbytes + align - 1) // align * align
-            whole = self._create_buffer(_BufferCreateInfo, self.stride * n, usage)
-            wreq = _MemoryRequirements()
-            self._f["vkGetBufferMemoryRequirements"](self._device, whole, byref(wreq))
-            bits = req.memoryTypeBits & wreq.memoryTypeBits
-            index = next((i for i in range(props.memoryTypeCount)
-                          if bits & (1 << i) and props.memoryTypes[i].propertyFlags & _DEVICE_LOCAL), None)
-            if index is None:
-                raise Error(_native.ERROR_UNSUPPORTED, "no device-local memory type for the batch's buffers")
-            self.allocation_size = max(wreq.size, self.stride * n)
-            export = _ExportMemoryAllocateInfo(_EXPORT_MEMORY_ALLOCATE_INFO, None, _OPAQUE_FD)
-            alloc = _MemoryAllocateInfo(sType=_MEMORY_ALLOCATE_INFO, pNext=ctypes.addressof(export),
-                                        allocationSize=self.allocation_size, memoryTypeIndex=index)
-            mem = c_uint64()
-            _vk("vkAllocateMemory", self._f["vkAllocateMemory"](self._device, byref(alloc), None, byref(mem)))
-            self._memory = mem.value
-            _vk("vkBindBufferMemory", self._f["vkBindBufferMemory"](self._device, whole, self._memory, 0))
-            self.whole = context.wrap_buffer(whole, self._memory, self.allocation_size, self.stride * n)
-            for i in range(n):
-                vb = one if i == 0 else self._create_buffer(_BufferCreateInfo, nbytes, usage)
-                _vk("vkBindBufferMemory",
-                    self._f["vkBindBufferMemory"](self._device, vb, self._memory, i * self.stride))
-                self._buffers.append(context.wrap_buffer(vb, self._memory, self.allocation_size, nbytes,
-                                                         offset=i * self.stride))
+            self.whole = self._buffer(_WHOLE)
+            self._buffers = [self._buffer(i) for i in range(n)]
         except BaseException:
             self.close()
             raise
 
-    def _create_buffer(self, create_info: Any, size: int, usage: int) -> int:
-        ext = _ExternalMemoryBufferCreateInfo(_EXTERNAL_MEMORY_BUFFER_CREATE_INFO, None, _OPAQUE_FD)
-        info = create_info(sType=_BUFFER_CREATE_INFO, pNext=ctypes.addressof(ext), size=size, usage=usage)
-        out = c_uint64()
-        _vk("vkCreateBuffer", self._f["vkCreateBuffer"](self._device, byref(info), None, byref(out)))
-        self._vk_buffers.append(out.value)
-        return out.value
+    def _buffer(self, index: int) -> Buffer:
+        h = c_void_p()
+        check(lib.vkcuda_batch_get_buffer(self._h(), index, ctypes.byref(h)))
+        return Buffer._adopt(self._context, h.value or 0)
 
     def __len__(self) -> int:
         return len(self._buffers)
@@ -155,7 +219,7 @@ class BufferBatch:
 
     @property
     def buffers(self) -> List[Buffer]:
-        """The N slices as :class:`Buffer` s (Vulkan buffers of their own)."""
+        """The N slices as :class:`Buffer` s (the batch's Vulkan buffers)."""
         return list(self._buffers)
 
     def _whole(self) -> Buffer:
@@ -222,38 +286,146 @@ class BufferBatch:
         return self._view.__cuda_array_interface__
 
     def close(self) -> None:
-        """Destroys the N + 1 vkcuda buffers, then the Vulkan buffers and memory
-        (a second close does nothing)."""
+        """Destroys the N + 1 buffer views, then the batch: its buffers and its
+        one allocation (a second close does nothing)."""
         for b in self._buffers:
             b.close()
         self._buffers = []
         if self.whole is not None:
             self.whole.close()
-        f = getattr(self, "_f", None)
-        if f is not None:
-            for vb in self._vk_buffers:
-                f["vkDestroyBuffer"](self._device, vb, None)
-            self._vk_buffers = []
-            if self._memory:
-                f["vkFreeMemory"](self._device, self._memory, None)
-                self._memory = 0
+        self._close_batch()
 
     @property
     def closed(self) -> bool:
         return self.whole is None or self.whole.closed
 
-    def __enter__(self) -> "BufferBatch":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # pragma: no cover - interpreter shutdown
-            pass
-
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"stride {self.stride}, one allocation of {self.allocation_size} bytes"
         return f"BufferBatch({self.n} x {self.nbytes} bytes, {state})"
+
+
+class ImageBatch(_Batch):
+    """N 2D images of one format and size in one allocation (see the module doc),
+    made by :meth:`Context.image_batch`. ``torch.from_dlpack(batch)`` is the ``(N,
+    H, W, C)`` tensor; ``batch.element(i)`` image ``i`` (``VkImage`` and its CUDA
+    pointer); :meth:`cmd_release_to_cuda` / :meth:`cmd_acquire_from_cuda` record
+    the handoff of all N in one call."""
+
+    def __init__(self, context: "Context", n: int, format: int, size: Tuple[int, int], *, usage: int = 0,
+                 force_copy: bool = False) -> None:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"n must be an int >= 1, not {n!r}")
+        width, height = (int(d) for d in size)
+        self._handle = None
+        self._ready: Optional[Tuple[Semaphore, int]] = None
+        self._cai: Optional[_dlpack.Held] = None
+        super().__init__(context, _BatchCreateInfo(
+            flags=_FORCE_COPY_BIT if force_copy else 0, kind=_KIND_IMAGES, count=n, format=format, width=width,
+            height=height, image_usage=usage))
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        """``(N, H, W, C)``, or ``(N, H, W)`` for one channel."""
+        i = self._info
+        tail = () if i.channels == 1 else (int(i.channels),)
+        return (int(i.count), int(i.height), int(i.width), *tail)
+
+    @property
+    def dtype(self) -> Tuple[int, int, int]:
+        """The DLPack ``(code, bits, lanes)`` of one channel."""
+        d = self._info.dtype
+        return (int(d.code), int(d.bits), int(d.lanes))
+
+    @property
+    def row_pitch(self) -> int:
+        """Bytes from one row to the next."""
+        return int(self._info.row_pitch)
+
+    def element(self, i: int) -> Dict[str, int]:
+        """Image ``i``: ``image`` (the ``VkImage``), ``memory_offset``,
+        ``data_offset`` and ``cuda_pointer`` (0 without CUDA)."""
+        e = _BatchElement()
+        check(lib.vkcuda_batch_get_element(self._h(), i, ctypes.byref(e)))
+        return {name: int(getattr(e, name)) for name, _ in _BatchElement._fields_}
+
+    def ready_on(self, semaphore: Optional[Semaphore], value: int = 0) -> None:
+        """The timeline value the engine's submit with the release signals: each
+        ``__dlpack__(stream=s)`` then makes ``s`` wait for it on the GPU (None or
+        1: the legacy default stream; -1: no wait). ``ready_on(None)`` forgets it."""
+        if semaphore is None:
+            self._ready = None
+            return
+        if not isinstance(semaphore, Semaphore):
+            raise TypeError(f"ready_on takes a vkcuda.Semaphore, not {type(semaphore).__name__}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"value must be a timeline value (an int >= 0), not {value!r}")
+        self._ready = (semaphore, value)
+
+    def export_dlpack(self, *, index: Optional[int] = None, versioned: bool = True, readonly: bool = False,
+                      stream: Any = None) -> int:
+        """The raw ``vkcuda_batch_export_dlpack``: the whole batch (or element
+        ``index``) as a ``DLManagedTensorVersioned*`` (or ``DLManagedTensor*``) int,
+        owned by the caller; with :meth:`ready_on`, ``stream`` waits first."""
+        flags = (0 if versioned else _native.DLPACK_LEGACY_BIT) | (_native.DLPACK_READ_ONLY_BIT if readonly else 0)
+        info = _BatchDlpackInfo(flags=flags | (_ELEMENT_BIT if index is not None else 0), index=index or 0)
+        if self._ready is not None and stream != -1:
+            sem, value = self._ready
+            info.wait_semaphore = sem.handle
+            info.wait_value = value
+            info.stream = _dlpack.stream_handle(None if stream in (None, 1) else stream) or None
+        out = c_void_p()
+        check(lib.vkcuda_batch_export_dlpack(self._h(), ctypes.byref(info), ctypes.byref(out)))
+        return out.value or 0
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Optional[Tuple[int, int]] = None,
+                   dl_device: Optional[Tuple[int, int]] = None, copy: Optional[bool] = None) -> Any:
+        """The ``(N, H, W, C)`` tensor; ``stream`` (the consumer's) waits for the
+        :meth:`ready_on` value on the GPU, with no host wait."""
+        if copy:
+            raise BufferError("vkcuda exports its batches without copying (copy=True is not possible)")
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError(f"the batch is on DLPack device {self.__dlpack_device__()}, not {tuple(dl_device)}")
+        if stream is not None and (isinstance(stream, bool) or not isinstance(stream, int)):
+            raise TypeError(f"stream must be None or an int, not {type(stream).__name__}")
+        versioned = max_version is not None and tuple(max_version)[0] >= 1
+        ptr = self.export_dlpack(versioned=versioned, stream=stream)
+        names = (_dlpack.LEGACY_NAME_ADDRESS, _dlpack.VERSIONED_NAME_ADDRESS)
+        try:
+            return _dlpack._PyCapsule_New(ptr, names[versioned], _dlpack.destructor_address)
+        except BaseException:
+            _dlpack.call_deleter(ptr, versioned)
+            raise
+
+    def __dlpack_device__(self) -> Tuple[int, int]:
+        """``(kDLCUDA, ordinal)``; :class:`Error` without CUDA."""
+        cuda = _native.CudaInfo()
+        check(lib.vkcuda_context_get_cuda_info(self._context.handle, ctypes.byref(cuda)))
+        return (_dlpack.KDL_CUDA, int(cuda.device_ordinal))
+
+    @property
+    def __cuda_array_interface__(self) -> Dict[str, Any]:
+        """The ``(N, H, W, C)`` tensor for Numba and CuPy (version 3, strides in
+        bytes), held by this object; with :meth:`ready_on` the legacy default
+        stream waits and ``"stream"`` is 1."""
+        if self._cai is None:
+            self._cai = _dlpack.Held(self.export_dlpack())
+        stream = None
+        if self._ready is not None:
+            sem, value = self._ready
+            sem.cuda_wait(value, None)
+            stream = 1
+        return _dlpack.cuda_array_interface(self._cai, *self.dtype, stream)
+
+    def close(self) -> None:
+        """Destroys the batch (the held ``__cuda_array_interface__`` export keeps
+        the memory until this object goes)."""
+        self._close_batch()
+
+    def __repr__(self) -> str:
+        if self.closed:
+            return "ImageBatch(closed)"
+        return f"ImageBatch({self.shape}, {self.path}, one allocation of {self.allocation_size} bytes)"

@@ -297,6 +297,7 @@ PYTHON_NAMES: "Tuple[Tuple[str, str], ...]" = (
     ("vkcuda_physical_device_query", "vkcuda.query_device(...) or Context.device_support"),
     ("vkcuda_device_extensions_enumerate", "vkcuda.device_extensions()"),
     ("vkcuda_context_create_standalone", "Context.standalone()"),
+    ("vkcuda_context_create_with_device_info", "not in Python yet: a Context.from_engine() context accepts what every device has"),
     ("vkcuda_context_create", "Context.from_engine()"),
     ("vkcuda_buffer_cmd_release_to_cuda", "Buffer.cmd_release_to_cuda(command_buffer)"),
     ("vkcuda_buffer_cmd_acquire_from_cuda", "Buffer.cmd_acquire_from_cuda(command_buffer)"),

@@ -11,7 +11,7 @@ from ._native import check, lib
 from ._share import ShareDescription, share_options, socket_fd
 
 if TYPE_CHECKING:
-    from ._batch import BufferBatch
+    from ._batch import BufferBatch, ImageBatch
     from ._image import Image
     from ._video import VideoFrame
 
@@ -473,12 +473,22 @@ class Context(_Handle):
         return Semaphore._adopt(h.value or 0)
 
     def buffer_batch(self, n: int, nbytes: int, *, usage: int = 0) -> "BufferBatch":
-        """N equal buffers carved from ONE Vulkan allocation (see
-        :class:`vkcuda.BufferBatch`): one ``(N, nbytes)`` tensor and N views,
-        zero-copy, each slice a Vulkan buffer of its own."""
+        """N equal buffers in ONE allocation the library makes and maps into CUDA
+        once (see :class:`vkcuda.BufferBatch`): one ``(N, nbytes)`` tensor and N
+        views, zero-copy, each slice a Vulkan buffer of its own."""
         from ._batch import BufferBatch
 
         return BufferBatch(self, n, nbytes, usage=usage)
+
+    def image_batch(self, n: int, format: int, size: Tuple[int, int], *, usage: int = 0,
+                    force_copy: bool = False) -> "ImageBatch":
+        """N 2D images of ``format`` (a ``VkFormat`` int) and ``size`` ``(width,
+        height)`` in ONE allocation, one ``(N, H, W, C)`` tensor (see
+        :class:`vkcuda.ImageBatch`); ``force_copy`` takes the copy path even where
+        LINEAR images would do."""
+        from ._batch import ImageBatch
+
+        return ImageBatch(self, n, format, size, usage=usage, force_copy=force_copy)
 
 
 def _check_description(description: Any) -> None:

@@ -12,6 +12,7 @@ use std::cell::RefCell;
 
 use ash::vk;
 
+use super::features::EnabledFeatures;
 use super::VulkanDevice;
 use crate::error::{Error, Result};
 
@@ -215,57 +216,552 @@ pub fn stages_of_queue(flags: vk::QueueFlags) -> u32 {
     m
 }
 
-/// The valid stage and access bits of the barrier call `dev` records with.
-#[inline]
-fn valid_masks(dev: &VulkanDevice) -> (u32, u32) {
-    match dev.sync2 {
-        Some(_) => (STAGES_SYNC2, ACCESS_SYNC2),
-        None => (STAGES_SYNC1, ACCESS_SYNC1),
+/// `VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT`: made by every stage.
+const MEMORY_ACCESS: u32 =
+    vk::AccessFlags::MEMORY_READ.as_raw() | vk::AccessFlags::MEMORY_WRITE.as_raw();
+
+/// `VK_PIPELINE_STAGE_HOST_BIT`: refused in a handoff, which is a queue family
+/// ownership transfer (`VUID-VkBufferMemoryBarrier2-srcStageMask-03851`: with the
+/// host stage the two families must be equal), whatever the barrier call, so that
+/// a handoff means the same with and without synchronization2.
+const HOST_STAGE: u32 = vk::PipelineStageFlags::HOST.as_raw();
+
+/// `VK_ACCESS_HOST_READ_BIT | VK_ACCESS_HOST_WRITE_BIT`: made only by the host
+/// stage (not even by `ALL_COMMANDS`: `VUID-VkBufferMemoryBarrier2-srcAccessMask-03916`,
+/// `-03917`), so refused with it.
+const HOST_ACCESS: u32 = vk::AccessFlags::HOST_READ.as_raw() | vk::AccessFlags::HOST_WRITE.as_raw();
+
+/// The `VK_PIPELINE_STAGE_*_SHADER_BIT` stages of the 32-bit masks.
+const SHADER_STAGES: u32 = {
+    use vk::PipelineStageFlags as S;
+    S::VERTEX_SHADER.as_raw()
+        | S::TESSELLATION_CONTROL_SHADER.as_raw()
+        | S::TESSELLATION_EVALUATION_SHADER.as_raw()
+        | S::GEOMETRY_SHADER.as_raw()
+        | S::FRAGMENT_SHADER.as_raw()
+        | S::COMPUTE_SHADER.as_raw()
+        | S::RAY_TRACING_SHADER_KHR.as_raw()
+        | S::TASK_SHADER_EXT.as_raw()
+        | S::MESH_SHADER_EXT.as_raw()
+};
+
+/// The table of supported access types of the Vulkan specification, for the
+/// access bits of the 32-bit masks: each access with the stages that make it and
+/// the number of the synchronization2 VUID that says so
+/// (`VUID-VkBufferMemoryBarrier2-srcAccessMask-NNNNN`; `vkCmdPipelineBarrier`
+/// refers to the same table: `-srcAccessMask-02815`, `-dstAccessMask-02816`).
+/// `ALL_COMMANDS` makes every access and `MEMORY_READ`/`MEMORY_WRITE` are made by
+/// every stage: neither is listed. `ALL_TRANSFER` is `TRANSFER`'s bit.
+const ACCESS_TABLE: [(u32, u32, &str); 26] = {
+    use vk::AccessFlags as A;
+    use vk::PipelineStageFlags as S;
+    let g = S::ALL_GRAPHICS.as_raw();
+    let as_build = S::ACCELERATION_STRUCTURE_BUILD_KHR.as_raw();
+    let as_copy = vk::PipelineStageFlags2::ACCELERATION_STRUCTURE_COPY_KHR.as_raw() as u32;
+    let micromap = vk::PipelineStageFlags2::MICROMAP_BUILD_EXT.as_raw() as u32;
+    let transfer = S::TRANSFER.as_raw();
+    let colour = S::COLOR_ATTACHMENT_OUTPUT.as_raw() | g;
+    let tests = S::EARLY_FRAGMENT_TESTS.as_raw() | S::LATE_FRAGMENT_TESTS.as_raw() | g;
+    let tf = S::TRANSFORM_FEEDBACK_EXT.as_raw() | g;
+    [
+        (
+            A::INDIRECT_COMMAND_READ.as_raw(),
+            S::DRAW_INDIRECT.as_raw() | as_build | g,
+            "03900",
+        ),
+        (
+            A::INDEX_READ.as_raw(),
+            S::VERTEX_INPUT.as_raw() | g,
+            "03901",
+        ),
+        (
+            A::VERTEX_ATTRIBUTE_READ.as_raw(),
+            S::VERTEX_INPUT.as_raw() | g,
+            "03902",
+        ),
+        (A::UNIFORM_READ.as_raw(), SHADER_STAGES | g, "03904"),
+        (
+            A::INPUT_ATTACHMENT_READ.as_raw(),
+            S::FRAGMENT_SHADER.as_raw() | g,
+            "03903",
+        ),
+        (
+            A::SHADER_READ.as_raw(),
+            SHADER_STAGES | as_build | micromap | g,
+            "07454",
+        ),
+        (A::SHADER_WRITE.as_raw(), SHADER_STAGES | g, "03909"),
+        (A::COLOR_ATTACHMENT_READ.as_raw(), colour, "03910"),
+        (A::COLOR_ATTACHMENT_WRITE.as_raw(), colour, "03911"),
+        (A::DEPTH_STENCIL_ATTACHMENT_READ.as_raw(), tests, "03912"),
+        (A::DEPTH_STENCIL_ATTACHMENT_WRITE.as_raw(), tests, "03913"),
+        (
+            A::TRANSFER_READ.as_raw(),
+            transfer | as_build | as_copy,
+            "03914",
+        ),
+        (
+            A::TRANSFER_WRITE.as_raw(),
+            transfer | as_build | as_copy,
+            "03915",
+        ),
+        (A::HOST_READ.as_raw(), S::HOST.as_raw(), "03916"),
+        (A::HOST_WRITE.as_raw(), S::HOST.as_raw(), "03917"),
+        (
+            A::COMMAND_PREPROCESS_READ_NV.as_raw(),
+            S::COMMAND_PREPROCESS_NV.as_raw(),
+            "03924",
+        ),
+        (
+            A::COMMAND_PREPROCESS_WRITE_NV.as_raw(),
+            S::COMMAND_PREPROCESS_NV.as_raw(),
+            "03925",
+        ),
+        (
+            A::COLOR_ATTACHMENT_READ_NONCOHERENT_EXT.as_raw(),
+            colour,
+            "03926",
+        ),
+        (
+            A::CONDITIONAL_RENDERING_READ_EXT.as_raw(),
+            S::CONDITIONAL_RENDERING_EXT.as_raw() | g,
+            "03918",
+        ),
+        (
+            A::ACCELERATION_STRUCTURE_READ_KHR.as_raw(),
+            as_build | as_copy | SHADER_STAGES,
+            "03927",
+        ),
+        (
+            A::ACCELERATION_STRUCTURE_WRITE_KHR.as_raw(),
+            as_build | as_copy,
+            "03928",
+        ),
+        (
+            A::FRAGMENT_SHADING_RATE_ATTACHMENT_READ_KHR.as_raw(),
+            S::FRAGMENT_SHADING_RATE_ATTACHMENT_KHR.as_raw() | g,
+            "03923",
+        ),
+        (
+            A::FRAGMENT_DENSITY_MAP_READ_EXT.as_raw(),
+            S::FRAGMENT_DENSITY_PROCESS_EXT.as_raw() | g,
+            "03919",
+        ),
+        (A::TRANSFORM_FEEDBACK_WRITE_EXT.as_raw(), tf, "03920"),
+        (
+            A::TRANSFORM_FEEDBACK_COUNTER_READ_EXT.as_raw(),
+            tf | S::DRAW_INDIRECT.as_raw(),
+            "04747",
+        ),
+        (
+            A::TRANSFORM_FEEDBACK_COUNTER_WRITE_EXT.as_raw(),
+            tf,
+            "03922",
+        ),
+    ]
+};
+
+/// A stage or access bit that only a device with a feature or extension enabled
+/// may name: the bits, what they need (in words), whether `f` has it, and the
+/// VUIDs of `vkCmdPipelineBarrier` and of the synchronization2 barriers that say
+/// so (empty where an extension's bit is simply not a valid value without it).
+struct Gate {
+    bits: u32,
+    needs: &'static str,
+    enabled: fn(&EnabledFeatures) -> bool,
+    vuid1: &'static str,
+    vuid2: &'static str,
+}
+
+/// The stages that need a feature or an extension, the rest of the 32-bit masks
+/// being core stages that every device has (`VUID-vkCmdPipelineBarrier-srcStageMask-04090`
+/// … `-04097`, `-07318`, `-07949`, `-10754`; `VUID-VkBufferMemoryBarrier2-srcStageMask-03929`
+/// … `-03935`, `-07316`, `-07946`).
+const STAGE_GATES: [Gate; 16] = {
+    use vk::PipelineStageFlags as S;
+    use vk::PipelineStageFlags2 as S2;
+    [
+        Gate {
+            bits: S::GEOMETRY_SHADER.as_raw(),
+            needs: "the geometryShader feature",
+            enabled: |f| f.geometry_shader,
+            vuid1: "04090",
+            vuid2: "03929",
+        },
+        Gate {
+            bits: S::TESSELLATION_CONTROL_SHADER.as_raw() | S::TESSELLATION_EVALUATION_SHADER.as_raw(),
+            needs: "the tessellationShader feature",
+            enabled: |f| f.tessellation_shader,
+            vuid1: "04091",
+            vuid2: "03930",
+        },
+        Gate {
+            bits: S::CONDITIONAL_RENDERING_EXT.as_raw(),
+            needs: "the conditionalRendering feature (VK_EXT_conditional_rendering)",
+            enabled: |f| f.conditional_rendering,
+            vuid1: "04092",
+            vuid2: "03931",
+        },
+        Gate {
+            bits: S::FRAGMENT_DENSITY_PROCESS_EXT.as_raw(),
+            needs: "the fragmentDensityMap feature (VK_EXT_fragment_density_map)",
+            enabled: |f| f.fragment_density_map,
+            vuid1: "04093",
+            vuid2: "03932",
+        },
+        Gate {
+            bits: S::TRANSFORM_FEEDBACK_EXT.as_raw(),
+            needs: "the transformFeedback feature (VK_EXT_transform_feedback)",
+            enabled: |f| f.transform_feedback,
+            vuid1: "04094",
+            vuid2: "03933",
+        },
+        Gate {
+            bits: S::MESH_SHADER_EXT.as_raw(),
+            needs: "the meshShader feature (VK_EXT_mesh_shader or VK_NV_mesh_shader)",
+            enabled: |f| f.mesh_shader,
+            vuid1: "04095",
+            vuid2: "03934",
+        },
+        Gate {
+            bits: S::TASK_SHADER_EXT.as_raw(),
+            needs: "the taskShader feature (VK_EXT_mesh_shader or VK_NV_mesh_shader)",
+            enabled: |f| f.task_shader,
+            vuid1: "04096",
+            vuid2: "03935",
+        },
+        Gate {
+            bits: S::FRAGMENT_SHADING_RATE_ATTACHMENT_KHR.as_raw(),
+            needs: "the attachmentFragmentShadingRate feature (VK_KHR_fragment_shading_rate) or the \
+                    shadingRateImage feature (VK_NV_shading_rate_image)",
+            enabled: |f| f.attachment_fragment_shading_rate || f.shading_rate_image,
+            vuid1: "07318",
+            vuid2: "07316",
+        },
+        Gate {
+            bits: S::RAY_TRACING_SHADER_KHR.as_raw(),
+            needs: "the rayTracingPipeline feature (VK_KHR_ray_tracing_pipeline) or VK_NV_ray_tracing",
+            enabled: |f| f.ray_tracing_pipeline || f.nv_ray_tracing,
+            vuid1: "07949",
+            vuid2: "07946",
+        },
+        Gate {
+            bits: S::ACCELERATION_STRUCTURE_BUILD_KHR.as_raw(),
+            needs: "the accelerationStructure feature (VK_KHR_acceleration_structure) or VK_NV_ray_tracing",
+            enabled: |f| f.acceleration_structure || f.nv_ray_tracing,
+            vuid1: "10754",
+            vuid2: "",
+        },
+        Gate {
+            bits: S::COMMAND_PREPROCESS_NV.as_raw(),
+            needs: "VK_NV_device_generated_commands or VK_EXT_device_generated_commands",
+            enabled: |f| f.device_generated_commands,
+            vuid1: "",
+            vuid2: "",
+        },
+        Gate {
+            bits: S2::VIDEO_DECODE_KHR.as_raw() as u32,
+            needs: "VK_KHR_video_decode_queue",
+            enabled: |f| f.video_decode_queue,
+            vuid1: "",
+            vuid2: "",
+        },
+        Gate {
+            bits: S2::VIDEO_ENCODE_KHR.as_raw() as u32,
+            needs: "VK_KHR_video_encode_queue",
+            enabled: |f| f.video_encode_queue,
+            vuid1: "",
+            vuid2: "",
+        },
+        Gate {
+            bits: S2::ACCELERATION_STRUCTURE_COPY_KHR.as_raw() as u32,
+            needs: "VK_KHR_ray_tracing_maintenance1",
+            enabled: |f| f.ray_tracing_maintenance1,
+            vuid1: "",
+            vuid2: "",
+        },
+        Gate {
+            bits: S2::OPTICAL_FLOW_NV.as_raw() as u32,
+            needs: "VK_NV_optical_flow",
+            enabled: |f| f.optical_flow,
+            vuid1: "",
+            vuid2: "",
+        },
+        Gate {
+            bits: S2::MICROMAP_BUILD_EXT.as_raw() as u32,
+            needs: "VK_EXT_opacity_micromap",
+            enabled: |f| f.opacity_micromap,
+            vuid1: "",
+            vuid2: "",
+        },
+    ]
+};
+
+/// The access bits that an extension brings (the others of the 32-bit masks are
+/// core): valid values only where it is enabled, and made only by its stages.
+const ACCESS_GATES: [Gate; 7] = {
+    use vk::AccessFlags as A;
+    [
+        Gate {
+            bits: A::TRANSFORM_FEEDBACK_WRITE_EXT.as_raw()
+                | A::TRANSFORM_FEEDBACK_COUNTER_READ_EXT.as_raw()
+                | A::TRANSFORM_FEEDBACK_COUNTER_WRITE_EXT.as_raw(),
+            needs: "the transformFeedback feature (VK_EXT_transform_feedback)",
+            enabled: |f| f.transform_feedback,
+            vuid1: "",
+            vuid2: "",
+        },
+        Gate {
+            bits: A::CONDITIONAL_RENDERING_READ_EXT.as_raw(),
+            needs: "the conditionalRendering feature (VK_EXT_conditional_rendering)",
+            enabled: |f| f.conditional_rendering,
+            vuid1: "",
+            vuid2: "",
+        },
+        Gate {
+            bits: A::FRAGMENT_DENSITY_MAP_READ_EXT.as_raw(),
+            needs: "the fragmentDensityMap feature (VK_EXT_fragment_density_map)",
+            enabled: |f| f.fragment_density_map,
+            vuid1: "",
+            vuid2: "",
+        },
+        Gate {
+            bits: A::FRAGMENT_SHADING_RATE_ATTACHMENT_READ_KHR.as_raw(),
+            needs: "the attachmentFragmentShadingRate feature (VK_KHR_fragment_shading_rate) or the \
+                    shadingRateImage feature (VK_NV_shading_rate_image)",
+            enabled: |f| f.attachment_fragment_shading_rate || f.shading_rate_image,
+            vuid1: "",
+            vuid2: "",
+        },
+        Gate {
+            bits: A::ACCELERATION_STRUCTURE_READ_KHR.as_raw() | A::ACCELERATION_STRUCTURE_WRITE_KHR.as_raw(),
+            needs: "the accelerationStructure feature (VK_KHR_acceleration_structure) or VK_NV_ray_tracing",
+            enabled: |f| f.acceleration_structure || f.nv_ray_tracing,
+            vuid1: "",
+            vuid2: "",
+        },
+        Gate {
+            bits: A::COMMAND_PREPROCESS_READ_NV.as_raw() | A::COMMAND_PREPROCESS_WRITE_NV.as_raw(),
+            needs: "VK_NV_device_generated_commands or VK_EXT_device_generated_commands",
+            enabled: |f| f.device_generated_commands,
+            vuid1: "",
+            vuid2: "",
+        },
+        Gate {
+            bits: A::COLOR_ATTACHMENT_READ_NONCOHERENT_EXT.as_raw(),
+            needs: "VK_EXT_blend_operation_advanced",
+            enabled: |f| f.blend_operation_advanced,
+            vuid1: "",
+            vuid2: "",
+        },
+    ]
+};
+
+/// The bits of `gates` that `f` does not enable.
+fn gated(gates: &[Gate], f: &EnabledFeatures) -> u32 {
+    gates
+        .iter()
+        .filter(|g| !(g.enabled)(f))
+        .fold(0, |m, g| m | g.bits)
+}
+
+/// What a context's handoff barriers may name, worked out once when the context
+/// is made (from the barrier call, the device's queue families and the features
+/// the context knows are enabled), so a call checks its masks with a few loads
+/// and comparisons.
+pub struct Rules {
+    /// `vkCmdPipelineBarrier2` (synchronization2) or `vkCmdPipelineBarrier`.
+    sync2: bool,
+    /// What the context knows is enabled.
+    features: EnabledFeatures,
+    /// Per queue family: the stages its queues run that the barrier call takes and
+    /// the device has enabled.
+    family_stages: Box<[u32]>,
+    /// Per queue family: the stages its queues run (for the messages).
+    family_runs: Box<[u32]>,
+    /// Per stage bit: the accesses the stage makes, of the enabled ones
+    /// (`ALL_COMMANDS`: every enabled access), `MEMORY_READ`/`WRITE` left out.
+    makes: [u32; 32],
+    /// Every access bit the barrier may name: the enabled ones and `MEMORY_*`.
+    access: u32,
+    /// The stages that may not go with `ACCELERATION_STRUCTURE_READ`: the shader
+    /// stages other than ray tracing, without `rayQuery`
+    /// (`VUID-VkBufferMemoryBarrier2-srcAccessMask-06257`).
+    not_with_as_read: u32,
+}
+
+impl Rules {
+    /// The rules of a device whose queue families run `runs` (one mask per
+    /// family, [`stages_of_queue`]), recording with `vkCmdPipelineBarrier2` when
+    /// `sync2`, with `features` enabled.
+    pub fn new(sync2: bool, runs: &[u32], features: EnabledFeatures) -> Rules {
+        let (call_stages, call_access) = match sync2 {
+            true => (STAGES_SYNC2, ACCESS_SYNC2),
+            false => (STAGES_SYNC1, ACCESS_SYNC1),
+        };
+        // No host stage or access: a queue family ownership transfer is not a host
+        // operation (HOST_STAGE's doc).
+        let stages = call_stages & !gated(&STAGE_GATES, &features) & !HOST_STAGE;
+        let access = call_access & !gated(&ACCESS_GATES, &features) & !HOST_ACCESS;
+        let mut makes = [0u32; 32];
+        for (bit, m) in makes.iter_mut().enumerate() {
+            let stage = 1u32 << bit;
+            if stage == vk::PipelineStageFlags::ALL_COMMANDS.as_raw() {
+                *m = access & !MEMORY_ACCESS;
+            } else if stage & stages != 0 {
+                *m = ACCESS_TABLE
+                    .iter()
+                    .filter(|(_, by, _)| by & stage != 0)
+                    .fold(0, |m, (a, _, _)| m | a)
+                    & access;
+            }
+        }
+        let not_with_as_read = match features.ray_query {
+            true => 0,
+            false => SHADER_STAGES & !vk::PipelineStageFlags::RAY_TRACING_SHADER_KHR.as_raw(),
+        };
+        Rules {
+            sync2,
+            features,
+            family_stages: runs.iter().map(|r| r & stages).collect(),
+            family_runs: runs.into(),
+            makes,
+            access,
+            not_with_as_read,
+        }
+    }
+
+    /// What the context knows is enabled.
+    pub fn features(&self) -> &EnabledFeatures {
+        &self.features
+    }
+
+    /// Whether every access of `access` (no `MEMORY_*`, not 0) is made by a stage of
+    /// `stages` (the table of supported access types).
+    #[inline]
+    fn made_by(&self, stages: u32, access: u32) -> bool {
+        let mut makes = 0;
+        let mut s = stages;
+        while s != 0 {
+            makes |= self.makes[s.trailing_zeros() as usize];
+            s &= s - 1;
+        }
+        access & !makes == 0
+            && (access & vk::AccessFlags::ACCELERATION_STRUCTURE_READ_KHR.as_raw() == 0
+                || stages & self.not_with_as_read == 0)
     }
 }
 
-impl Scope {
-    /// Checks the engine's side against the device, before anything is recorded:
-    /// a queue family the device has (not `VK_QUEUE_FAMILY_IGNORED`, `EXTERNAL` or
-    /// `FOREIGN`: the other side of the transfer is CUDA's), stage bits that exist
-    /// for the barrier call the context records with and that the family's queues
-    /// can run, and access bits that exist. A bounds-checked load and three masks,
-    /// against values read at context creation and constants.
-    #[inline]
-    pub(crate) fn check(&self, dev: &VulkanDevice) -> Result<()> {
-        let (stages, access) = valid_masks(dev);
-        match dev
-            .props
-            .queue_family_stages
-            .get(self.queue_family as usize)
-        {
-            Some(&runs)
-                if self.stages.as_raw() & !(stages & runs) == 0
-                    && self.access.as_raw() & !access == 0 =>
-            {
-                Ok(())
-            }
-            _ => Err(self.refusal(dev)),
+/// `VK_PIPELINE_STAGE_GEOMETRY_SHADER_BIT | ...` (or the `_2_` names for
+/// synchronization2) of `bits`, for messages.
+fn stage_names(bits: u32, sync2: bool) -> String {
+    bit_names(bits, |b| match sync2 {
+        true => (
+            "VK_PIPELINE_STAGE_2_",
+            format!("{:?}", vk::PipelineStageFlags2::from_raw(u64::from(b))),
+        ),
+        false => (
+            "VK_PIPELINE_STAGE_",
+            format!("{:?}", vk::PipelineStageFlags::from_raw(b)),
+        ),
+    })
+}
+
+/// `VK_ACCESS_SHADER_WRITE_BIT | ...` (or the `_2_` names) of `bits`.
+fn access_names(bits: u32, sync2: bool) -> String {
+    bit_names(bits, |b| match sync2 {
+        true => (
+            "VK_ACCESS_2_",
+            format!("{:?}", vk::AccessFlags2::from_raw(u64::from(b))),
+        ),
+        false => ("VK_ACCESS_", format!("{:?}", vk::AccessFlags::from_raw(b))),
+    })
+}
+
+/// Each bit of `bits` by its Vulkan name: ash's name of the bit (the first of
+/// its aliases) with the prefix, `_BIT` before a vendor suffix.
+fn bit_names(bits: u32, name: impl Fn(u32) -> (&'static str, String)) -> String {
+    let mut out = Vec::new();
+    let mut s = bits;
+    while s != 0 {
+        let b = 1 << s.trailing_zeros();
+        s &= s - 1;
+        let (prefix, debug) = name(b);
+        let n = debug.split(" | ").next().unwrap_or_default();
+        if n.is_empty() || n.starts_with(|c: char| c.is_ascii_digit()) {
+            out.push(format!("{b:#x}"));
+            continue;
         }
+        let (stem, vendor) = match n.rsplit_once('_') {
+            Some((stem, v)) if matches!(v, "KHR" | "EXT" | "NV" | "HUAWEI" | "AMD" | "QCOM") => {
+                (stem, format!("_{v}"))
+            }
+            _ => (n, String::new()),
+        };
+        out.push(format!("{prefix}{stem}_BIT{vendor}"));
+    }
+    out.join(" | ")
+}
+
+impl Scope {
+    /// Checks the engine's side against the context's [`Rules`], before anything
+    /// is recorded: a queue family the device has (not `VK_QUEUE_FAMILY_IGNORED`,
+    /// `EXTERNAL` or `FOREIGN`: the other side of the transfer is CUDA's), stage
+    /// bits that exist for the barrier call the context records with, that the
+    /// family's queues can run and whose feature or extension is enabled, access
+    /// bits that exist and are enabled, and accesses that the stages make (the
+    /// table of supported access types). A bounds-checked load and a few masks,
+    /// plus one load per stage bit when the access mask names more than
+    /// `MEMORY_READ`/`MEMORY_WRITE`.
+    #[inline]
+    pub(crate) fn check(&self, rules: &Rules, dir: Direction) -> Result<()> {
+        let (s, a) = (self.stages.as_raw(), self.access.as_raw());
+        if let Some(&ok) = rules.family_stages.get(self.queue_family as usize) {
+            let specific = a & !MEMORY_ACCESS;
+            if s & !ok == 0
+                && a & !rules.access == 0
+                && (specific == 0 || rules.made_by(s, specific))
+            {
+                return Ok(());
+            }
+        }
+        Err(self.refusal(rules, dir))
     }
 
     /// What [`check`](Self::check) found wrong, in words.
     #[cold]
-    fn refusal(&self, dev: &VulkanDevice) -> Error {
-        let (stages, access) = valid_masks(dev);
-        let (barrier, stage_type, access_type) = match dev.sync2 {
-            Some(_) => (
+    fn refusal(&self, rules: &Rules, dir: Direction) -> Error {
+        let sync2 = rules.sync2;
+        let (call_stages, call_access) = match sync2 {
+            true => (STAGES_SYNC2, ACCESS_SYNC2),
+            false => (STAGES_SYNC1, ACCESS_SYNC1),
+        };
+        let (barrier, stage_type, access_type) = match sync2 {
+            true => (
                 "vkCmdPipelineBarrier2 (the context has synchronization2)",
                 "the 32-bit part of VkPipelineStageFlagBits2",
                 "the 32-bit part of VkAccessFlagBits2",
             ),
-            None => (
+            false => (
                 "vkCmdPipelineBarrier",
                 "VkPipelineStageFlagBits",
                 "VkAccessFlagBits",
             ),
         };
-        let n = dev.props.queue_family_stages.len() as u32;
+        let side = match dir {
+            Direction::Release => "src",
+            Direction::Acquire => "dst",
+        };
+        let vuid = |sync1: &str, sync2_: &str, what: &str| match (sync2, sync2_.is_empty()) {
+            (true, false) => format!(
+                " (VUID-VkBufferMemoryBarrier2-{side}{what}-{sync2_}, and of VkImageMemoryBarrier2)"
+            ),
+            (false, _) if !sync1.is_empty() => {
+                format!(" (VUID-vkCmdPipelineBarrier-{side}{what}-{sync1})")
+            }
+            _ => String::new(),
+        };
+        let n = rules.family_runs.len() as u32;
         let q = self.queue_family;
         if q >= n {
             let which = match q {
@@ -285,29 +781,134 @@ impl Scope {
                  that the command buffer is submitted to: {families}"
             ));
         }
-        let bad = self.stages.as_raw() & !stages;
+        let s = self.stages.as_raw();
+        let a = self.access.as_raw();
+        let bad = s & !call_stages;
         if bad != 0 {
             return Error::invalid(format!(
-                "info->stage_mask {:#x} has bits {bad:#x} that are not {stage_type}, which \
-                 {barrier} takes",
-                self.stages.as_raw()
+                "info->stage_mask {s:#x} has bits {bad:#x} that are not {stage_type}, which \
+                 {barrier} takes"
             ));
         }
-        let runs = dev.props.queue_family_stages[q as usize];
-        let bad = self.stages.as_raw() & !runs;
+        if s & HOST_STAGE != 0 {
+            return Error::invalid(format!(
+                "info->stage_mask {s:#x} has {}: a handoff is a queue family ownership transfer, \
+                 which host operations are no part of{} (the queue submission itself makes the \
+                 host's writes visible to the device)",
+                stage_names(HOST_STAGE, sync2),
+                match sync2 {
+                    true =>
+                        " (VUID-VkBufferMemoryBarrier2-srcStageMask-03851, \
+                             VUID-VkImageMemoryBarrier2-srcStageMask-03854)",
+                    false => "",
+                }
+            ));
+        }
+        let bad = s & !rules.family_runs[q as usize];
         if bad != 0 {
             return Error::invalid(format!(
-                "info->stage_mask {:#x} has stages {bad:#x} that the queues of family {q} cannot \
-                 run (the pipeline stages a queue supports follow its VkQueueFamilyProperties::\
+                "info->stage_mask {s:#x} has stages {bad:#x} ({}) that the queues of family {q} \
+                 cannot run (the pipeline stages a queue supports follow its VkQueueFamilyProperties::\
                  queueFlags)",
-                self.stages.as_raw()
+                stage_names(bad, sync2)
             ));
         }
-        let bad = self.access.as_raw() & !access;
+        let not_enabled = |gates: &[Gate], bits: u32, what: &str, vuid_what: &str| {
+            let said: Vec<String> = gates
+                .iter()
+                .filter(|g| g.bits & bits != 0 && !(g.enabled)(&rules.features))
+                .map(|g| {
+                    let names = match what {
+                        "stage_mask" => stage_names(g.bits & bits, sync2),
+                        _ => access_names(g.bits & bits, sync2),
+                    };
+                    format!(
+                        "{names}, which needs {}{}",
+                        g.needs,
+                        vuid(g.vuid1, g.vuid2, vuid_what)
+                    )
+                })
+                .collect();
+            (!said.is_empty()).then(|| {
+                Error::invalid(format!(
+                    "info->{what} {:#x} has {}: the context does not know it enabled (a context over \
+                     the engine's device assumes what every device has unless it is told: \
+                     vkcuda_context_create_with_device_info, Context::from_engine_with_features; \
+                     a standalone context enables none of them)",
+                    if what == "stage_mask" { s } else { a },
+                    said.join("; ")
+                ))
+            })
+        };
+        if let Some(e) = not_enabled(&STAGE_GATES, s, "stage_mask", "StageMask") {
+            return e;
+        }
+        let bad = a & !call_access;
+        if bad != 0 {
+            return Error::invalid(format!(
+                "info->access_mask {a:#x} has bits {bad:#x} that are not {access_type}, which \
+                 {barrier} takes"
+            ));
+        }
+        if a & HOST_ACCESS != 0 {
+            return Error::invalid(format!(
+                "info->access_mask {a:#x} has {}, which only the host stage performs, and a handoff \
+                 (a queue family ownership transfer) has no host stage{}",
+                access_names(a & HOST_ACCESS, sync2),
+                match (sync2, dir) {
+                    (true, Direction::Release) => {
+                        " (VUID-VkBufferMemoryBarrier2-srcAccessMask-03916, -03917)"
+                    }
+                    (true, Direction::Acquire) => {
+                        " (VUID-VkBufferMemoryBarrier2-dstAccessMask-03916, -03917)"
+                    }
+                    (false, Direction::Release) => " (VUID-vkCmdPipelineBarrier-srcAccessMask-02815)",
+                    (false, Direction::Acquire) => " (VUID-vkCmdPipelineBarrier-dstAccessMask-02816)",
+                }
+            ));
+        }
+        if let Some(e) = not_enabled(&ACCESS_GATES, a, "access_mask", "AccessMask") {
+            return e;
+        }
+        let specific = a & !MEMORY_ACCESS;
+        let made: u32 = (0..32)
+            .filter(|b| s & (1 << b) != 0)
+            .fold(0, |m, b| m | rules.makes[b]);
+        let bad = specific & !made;
+        if bad != 0 {
+            let first = ACCESS_TABLE
+                .iter()
+                .find(|(acc, _, _)| acc & bad != 0)
+                .map(|(_, _, v)| *v)
+                .unwrap_or_default();
+            return Error::invalid(format!(
+                "info->access_mask {a:#x} has {}, which no stage of info->stage_mask {s:#x} ({}) \
+                 makes (the specification's table of supported access types{}): name the stages \
+                 that make the accesses, or VK_PIPELINE_STAGE_ALL_COMMANDS_BIT",
+                access_names(bad, sync2),
+                stage_names(s, sync2),
+                if sync2 {
+                    vuid("", first, "AccessMask")
+                } else {
+                    let n = if dir == Direction::Release {
+                        "02815"
+                    } else {
+                        "02816"
+                    };
+                    vuid(n, "", "AccessMask")
+                }
+            ));
+        }
         Error::invalid(format!(
-            "info->access_mask {:#x} has bits {bad:#x} that are not {access_type}, which {barrier} \
-             takes",
-            self.access.as_raw()
+            "info->access_mask {a:#x} has {} with shader stages of info->stage_mask {s:#x} ({}), \
+             which needs the rayQuery feature (VK_KHR_ray_query){}: the context does not know it \
+             enabled",
+            access_names(
+                vk::AccessFlags::ACCELERATION_STRUCTURE_READ_KHR.as_raw(),
+                sync2
+            ),
+            stage_names(s & rules.not_with_as_read, sync2),
+            vuid("", "06257", "AccessMask"),
         ))
     }
 }
@@ -337,16 +938,9 @@ fn families(dir: Direction, scope: &Scope) -> (u32, u32) {
     }
 }
 
-fn accesses(dir: Direction, scope: &Scope) -> (vk::AccessFlags, vk::AccessFlags) {
-    match dir {
-        Direction::Release => (scope.access, vk::AccessFlags::empty()),
-        Direction::Acquire => (vk::AccessFlags::empty(), scope.access),
-    }
-}
-
-/// The pipeline stages on each side of the barrier: the other side of a queue
-/// family transfer is not this queue's, so it is the end (release) or the start
-/// (acquire) of the pipe.
+/// The pipeline stages on each side of a `vkCmdPipelineBarrier`: the other side
+/// of a queue family transfer is not this queue's, so it is the end (release) or
+/// the start (acquire) of the pipe.
 pub fn stages(dir: Direction, scope: &Scope) -> (vk::PipelineStageFlags, vk::PipelineStageFlags) {
     match dir {
         Direction::Release => (scope.stages, vk::PipelineStageFlags::BOTTOM_OF_PIPE),
@@ -354,75 +948,36 @@ pub fn stages(dir: Direction, scope: &Scope) -> (vk::PipelineStageFlags, vk::Pip
     }
 }
 
-pub fn buffer_barrier(
+/// The stages and accesses of each side of a synchronization2 barrier: the other
+/// side of a queue family transfer is `NONE`. The 32-bit stage and access bits
+/// are the same bits in the 64-bit flags.
+fn scopes2(
     dir: Direction,
     scope: &Scope,
-    b: &BufferRange,
-) -> vk::BufferMemoryBarrier<'static> {
-    let (src_family, dst_family) = families(dir, scope);
-    let (src_access, dst_access) = accesses(dir, scope);
-    vk::BufferMemoryBarrier::default()
-        .src_access_mask(src_access)
-        .dst_access_mask(dst_access)
-        .src_queue_family_index(src_family)
-        .dst_queue_family_index(dst_family)
-        .buffer(b.buffer)
-        .offset(b.offset)
-        .size(b.size)
-}
-
-pub fn image_barrier(
-    dir: Direction,
-    scope: &Scope,
-    i: &ImageRange,
-) -> vk::ImageMemoryBarrier<'static> {
-    let (src_family, dst_family) = families(dir, scope);
-    let (src_access, dst_access) = accesses(dir, scope);
-    let (old, new) = match dir {
-        Direction::Release => (i.layout, vk::ImageLayout::GENERAL),
-        Direction::Acquire => (vk::ImageLayout::GENERAL, i.layout),
-    };
-    vk::ImageMemoryBarrier::default()
-        .src_access_mask(src_access)
-        .dst_access_mask(dst_access)
-        .old_layout(old)
-        .new_layout(new)
-        .src_queue_family_index(src_family)
-        .dst_queue_family_index(dst_family)
-        .image(i.image)
-        .subresource_range(i.range)
-}
-
-/// The synchronization2 stages of each side: the other side of a queue family
-/// transfer is `NONE`.
-pub fn stages2(
-    dir: Direction,
-    scope: &Scope,
-) -> (vk::PipelineStageFlags2, vk::PipelineStageFlags2) {
-    // The 32-bit stage bits are the same bits in the 64-bit flags.
-    let engine = vk::PipelineStageFlags2::from_raw(u64::from(scope.stages.as_raw()));
+) -> (
+    (vk::PipelineStageFlags2, vk::AccessFlags2),
+    (vk::PipelineStageFlags2, vk::AccessFlags2),
+) {
+    let engine = (
+        vk::PipelineStageFlags2::from_raw(u64::from(scope.stages.as_raw())),
+        vk::AccessFlags2::from_raw(u64::from(scope.access.as_raw())),
+    );
+    let none = (vk::PipelineStageFlags2::NONE, vk::AccessFlags2::NONE);
     match dir {
-        Direction::Release => (engine, vk::PipelineStageFlags2::NONE),
-        Direction::Acquire => (vk::PipelineStageFlags2::NONE, engine),
+        Direction::Release => (engine, none),
+        Direction::Acquire => (none, engine),
     }
 }
 
-fn accesses2(dir: Direction, scope: &Scope) -> (vk::AccessFlags2, vk::AccessFlags2) {
-    let (s, d) = accesses(dir, scope);
-    (
-        vk::AccessFlags2::from_raw(u64::from(s.as_raw())),
-        vk::AccessFlags2::from_raw(u64::from(d.as_raw())),
-    )
-}
-
-pub fn buffer_barrier2(
+/// The barrier of a buffer, as `vkCmdPipelineBarrier2` takes it; a context
+/// without synchronization2 records [`buffer_barrier1`] of it.
+pub fn buffer_barrier(
     dir: Direction,
     scope: &Scope,
     b: &BufferRange,
 ) -> vk::BufferMemoryBarrier2<'static> {
     let (src_family, dst_family) = families(dir, scope);
-    let (src_access, dst_access) = accesses2(dir, scope);
-    let (src_stage, dst_stage) = stages2(dir, scope);
+    let ((src_stage, src_access), (dst_stage, dst_access)) = scopes2(dir, scope);
     vk::BufferMemoryBarrier2::default()
         .src_stage_mask(src_stage)
         .dst_stage_mask(dst_stage)
@@ -435,14 +990,15 @@ pub fn buffer_barrier2(
         .size(b.size)
 }
 
-pub fn image_barrier2(
+/// The barrier of an image, as `vkCmdPipelineBarrier2` takes it; a context
+/// without synchronization2 records [`image_barrier1`] of it.
+pub fn image_barrier(
     dir: Direction,
     scope: &Scope,
     i: &ImageRange,
 ) -> vk::ImageMemoryBarrier2<'static> {
     let (src_family, dst_family) = families(dir, scope);
-    let (src_access, dst_access) = accesses2(dir, scope);
-    let (src_stage, dst_stage) = stages2(dir, scope);
+    let ((src_stage, src_access), (dst_stage, dst_access)) = scopes2(dir, scope);
     let (old, new) = match dir {
         Direction::Release => (i.layout, vk::ImageLayout::GENERAL),
         Direction::Acquire => (vk::ImageLayout::GENERAL, i.layout),
@@ -460,57 +1016,79 @@ pub fn image_barrier2(
         .subresource_range(i.range)
 }
 
+/// The access bits of a synchronization2 mask that the checks let through: the
+/// 32-bit part, the same bits as `VkAccessFlags`.
+#[inline]
+fn access1(a: vk::AccessFlags2) -> vk::AccessFlags {
+    vk::AccessFlags::from_raw(a.as_raw() as u32)
+}
+
+/// [`buffer_barrier`] for `vkCmdPipelineBarrier` (its stages go to the call:
+/// [`stages`]).
+#[inline]
+pub fn buffer_barrier1(b: &vk::BufferMemoryBarrier2) -> vk::BufferMemoryBarrier<'static> {
+    vk::BufferMemoryBarrier::default()
+        .src_access_mask(access1(b.src_access_mask))
+        .dst_access_mask(access1(b.dst_access_mask))
+        .src_queue_family_index(b.src_queue_family_index)
+        .dst_queue_family_index(b.dst_queue_family_index)
+        .buffer(b.buffer)
+        .offset(b.offset)
+        .size(b.size)
+}
+
+/// [`image_barrier`] for `vkCmdPipelineBarrier`.
+#[inline]
+pub fn image_barrier1(i: &vk::ImageMemoryBarrier2) -> vk::ImageMemoryBarrier<'static> {
+    vk::ImageMemoryBarrier::default()
+        .src_access_mask(access1(i.src_access_mask))
+        .dst_access_mask(access1(i.dst_access_mask))
+        .old_layout(i.old_layout)
+        .new_layout(i.new_layout)
+        .src_queue_family_index(i.src_queue_family_index)
+        .dst_queue_family_index(i.dst_queue_family_index)
+        .image(i.image)
+        .subresource_range(i.subresource_range)
+}
+
 thread_local! {
     /// Barrier arrays reused from call to call, so a batched handoff allocates
-    /// nothing once warm.
+    /// nothing once warm: the synchronization2 barriers every call builds, and
+    /// the `vkCmdPipelineBarrier` ones derived from them without it.
     static SCRATCH2: RefCell<(Vec<vk::BufferMemoryBarrier2<'static>>, Vec<vk::ImageMemoryBarrier2<'static>>)> =
         const { RefCell::new((Vec::new(), Vec::new())) };
     static SCRATCH1: RefCell<(Vec<vk::BufferMemoryBarrier<'static>>, Vec<vk::ImageMemoryBarrier<'static>>)> =
         const { RefCell::new((Vec::new(), Vec::new())) };
 }
 
-/// Where [`record`] puts each resource's barrier: the arrays of the
-/// barrier call the device will get (synchronization2 or not), built in place.
-pub enum Sink<'a> {
-    Sync2(
-        &'a mut Vec<vk::BufferMemoryBarrier2<'static>>,
-        &'a mut Vec<vk::ImageMemoryBarrier2<'static>>,
-        Direction,
-        &'a Scope,
-    ),
-    Sync1(
-        &'a mut Vec<vk::BufferMemoryBarrier<'static>>,
-        &'a mut Vec<vk::ImageMemoryBarrier<'static>>,
-        Direction,
-        &'a Scope,
-    ),
+/// Where [`record`] puts each resource's barrier, built once
+/// ([`buffer_barrier`], [`image_barrier`]) whatever the barrier call.
+pub struct Sink<'a> {
+    buffers: &'a mut Vec<vk::BufferMemoryBarrier2<'static>>,
+    images: &'a mut Vec<vk::ImageMemoryBarrier2<'static>>,
+    dir: Direction,
+    scope: &'a Scope,
 }
 
 impl Sink<'_> {
     /// Adds the barrier of a buffer.
     #[inline]
     pub fn buffer(&mut self, r: &BufferRange) {
-        match self {
-            Sink::Sync2(b, _, dir, scope) => b.push(buffer_barrier2(*dir, scope, r)),
-            Sink::Sync1(b, _, dir, scope) => b.push(buffer_barrier(*dir, scope, r)),
-        }
+        self.buffers.push(buffer_barrier(self.dir, self.scope, r));
     }
 
     /// Adds the barrier of an image.
     #[inline]
     pub fn image(&mut self, r: &ImageRange) {
-        match self {
-            Sink::Sync2(_, i, dir, scope) => i.push(image_barrier2(*dir, scope, r)),
-            Sink::Sync1(_, i, dir, scope) => i.push(image_barrier(*dir, scope, r)),
-        }
+        self.images.push(image_barrier(self.dir, self.scope, r));
     }
 }
 
 /// Records one pipeline barrier that hands every buffer and image over, in one
 /// pass: `fill` adds each resource's barrier to the sink (and checks it); when it
 /// returns `Ok`, the barrier is recorded (`vkCmdPipelineBarrier2` where the device
-/// has synchronization2 enabled, `vkCmdPipelineBarrier` otherwise), and when it
-/// returns an error nothing is.
+/// has synchronization2 enabled, `vkCmdPipelineBarrier` with the same barriers
+/// otherwise), and when it returns an error nothing is.
 ///
 /// # Safety
 /// `cmd` is a command buffer of `dev` in the recording state, externally
@@ -522,38 +1100,45 @@ pub unsafe fn record<E>(
     scope: &Scope,
     fill: impl FnOnce(&mut Sink) -> std::result::Result<(), E>,
 ) -> std::result::Result<(), E> {
-    match dev.sync2 {
-        Some(barrier2) => SCRATCH2.with(|scratch| {
-            let mut scratch = scratch.borrow_mut();
-            let (b, i) = &mut *scratch;
-            b.clear();
-            i.clear();
-            fill(&mut Sink::Sync2(b, i, dir, scope))?;
-            let dep = vk::DependencyInfo::default()
-                .buffer_memory_barriers(b)
-                .image_memory_barriers(i);
-            barrier2(cmd, &dep);
-            Ok(())
-        }),
-        None => SCRATCH1.with(|scratch| {
-            let mut scratch = scratch.borrow_mut();
-            let (b, i) = &mut *scratch;
-            b.clear();
-            i.clear();
-            fill(&mut Sink::Sync1(b, i, dir, scope))?;
-            let (src_stage, dst_stage) = stages(dir, scope);
-            dev.device.cmd_pipeline_barrier(
-                cmd,
-                src_stage,
-                dst_stage,
-                vk::DependencyFlags::empty(),
-                &[],
-                b,
-                i,
-            );
-            Ok(())
-        }),
-    }
+    SCRATCH2.with(|scratch| {
+        let mut scratch = scratch.borrow_mut();
+        let (b, i) = &mut *scratch;
+        b.clear();
+        i.clear();
+        fill(&mut Sink {
+            buffers: b,
+            images: i,
+            dir,
+            scope,
+        })?;
+        match dev.sync2 {
+            Some(barrier2) => {
+                let dep = vk::DependencyInfo::default()
+                    .buffer_memory_barriers(b)
+                    .image_memory_barriers(i);
+                barrier2(cmd, &dep);
+            }
+            None => SCRATCH1.with(|scratch1| {
+                let mut scratch1 = scratch1.borrow_mut();
+                let (b1, i1) = &mut *scratch1;
+                b1.clear();
+                i1.clear();
+                b1.extend(b.iter().map(buffer_barrier1));
+                i1.extend(i.iter().map(image_barrier1));
+                let (src_stage, dst_stage) = stages(dir, scope);
+                dev.device.cmd_pipeline_barrier(
+                    cmd,
+                    src_stage,
+                    dst_stage,
+                    vk::DependencyFlags::empty(),
+                    &[],
+                    b1,
+                    i1,
+                );
+            }),
+        }
+        Ok(())
+    })
 }
 
 fn layout_name(l: vk::ImageLayout) -> String {
@@ -843,6 +1428,8 @@ mod tests {
     #[test]
     fn barriers_transfer_ownership_both_ways() {
         let scope = Scope::with_defaults(3, 0, 0);
+        let memory = vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE;
+        let memory2 = vk::AccessFlags2::MEMORY_READ | vk::AccessFlags2::MEMORY_WRITE;
         let b = BufferRange {
             buffer: vk::Buffer::null(),
             offset: 16,
@@ -853,20 +1440,38 @@ mod tests {
             (r.src_queue_family_index, r.dst_queue_family_index),
             (3, vk::QUEUE_FAMILY_EXTERNAL)
         );
-        assert_eq!(r.dst_access_mask, vk::AccessFlags::empty());
+        assert_eq!(
+            (r.src_stage_mask, r.src_access_mask),
+            (vk::PipelineStageFlags2::ALL_COMMANDS, memory2)
+        );
+        assert_eq!(
+            (r.dst_stage_mask, r.dst_access_mask),
+            (vk::PipelineStageFlags2::NONE, vk::AccessFlags2::NONE)
+        );
         assert_eq!((r.offset, r.size), (16, 64));
-        let a = buffer_barrier(Direction::Acquire, &scope, &b);
+        // The vkCmdPipelineBarrier twin: the same transfer and accesses.
+        let r1 = buffer_barrier1(&r);
+        assert_eq!(
+            (r1.src_queue_family_index, r1.dst_queue_family_index),
+            (3, vk::QUEUE_FAMILY_EXTERNAL)
+        );
+        assert_eq!(
+            (r1.src_access_mask, r1.dst_access_mask),
+            (memory, vk::AccessFlags::empty())
+        );
+        assert_eq!((r1.offset, r1.size), (16, 64));
+        let a = buffer_barrier1(&buffer_barrier(Direction::Acquire, &scope, &b));
         assert_eq!(
             (a.src_queue_family_index, a.dst_queue_family_index),
             (vk::QUEUE_FAMILY_EXTERNAL, 3)
         );
         assert_eq!(
-            a.dst_access_mask,
-            vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE
+            (a.src_access_mask, a.dst_access_mask),
+            (vk::AccessFlags::empty(), memory)
         );
         let img = ImageRange {
             image: vk::Image::null(),
-            range: vk::ImageSubresourceRange::default(),
+            range: vk::ImageSubresourceRange::default().level_count(2),
             layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
         };
         let r = image_barrier(Direction::Release, &scope, &img);
@@ -877,6 +1482,10 @@ mod tests {
                 vk::ImageLayout::GENERAL
             )
         );
+        let r1 = image_barrier1(&r);
+        assert_eq!((r1.old_layout, r1.new_layout), (r.old_layout, r.new_layout));
+        assert_eq!(r1.subresource_range.level_count, 2);
+        assert_eq!(r1.src_access_mask, memory);
         let a = image_barrier(Direction::Acquire, &scope, &img);
         assert_eq!(
             (a.old_layout, a.new_layout),
@@ -886,11 +1495,293 @@ mod tests {
             )
         );
         assert_eq!(
+            (a.src_stage_mask, a.dst_stage_mask),
+            (
+                vk::PipelineStageFlags2::NONE,
+                vk::PipelineStageFlags2::ALL_COMMANDS
+            )
+        );
+        assert_eq!(
             stages(Direction::Release, &scope),
             (
                 vk::PipelineStageFlags::ALL_COMMANDS,
                 vk::PipelineStageFlags::BOTTOM_OF_PIPE
             )
         );
+    }
+
+    /// A universal queue family's rules with `f` enabled.
+    fn universal(sync2: bool, f: EnabledFeatures) -> Rules {
+        use vk::QueueFlags as Q;
+        let runs = [
+            stages_of_queue(Q::GRAPHICS | Q::COMPUTE | Q::TRANSFER),
+            stages_of_queue(Q::COMPUTE),
+        ];
+        let mut f = f;
+        f.synchronization2 = sync2;
+        Rules::new(sync2, &runs, f)
+    }
+
+    fn check(rules: &Rules, family: u32, stages: u32, access: u32) -> Result<()> {
+        let scope = Scope {
+            queue_family: family,
+            stages: vk::PipelineStageFlags::from_raw(stages),
+            access: vk::AccessFlags::from_raw(access),
+        };
+        scope.check(rules, Direction::Release)
+    }
+
+    #[test]
+    fn stages_need_their_feature() {
+        use vk::PipelineStageFlags as S;
+        for sync2 in [false, true] {
+            let every = universal(sync2, EnabledFeatures::default());
+            for (s, name, vuid) in [
+                (
+                    S::GEOMETRY_SHADER,
+                    "GEOMETRY_SHADER_BIT",
+                    if sync2 { "03929" } else { "04090" },
+                ),
+                (
+                    S::TESSELLATION_EVALUATION_SHADER,
+                    "TESSELLATION_EVALUATION_SHADER_BIT",
+                    if sync2 { "03930" } else { "04091" },
+                ),
+                (
+                    S::TRANSFORM_FEEDBACK_EXT,
+                    "TRANSFORM_FEEDBACK_BIT_EXT",
+                    if sync2 { "03933" } else { "04094" },
+                ),
+                (
+                    S::MESH_SHADER_EXT,
+                    "MESH_SHADER_BIT_EXT",
+                    if sync2 { "03934" } else { "04095" },
+                ),
+                (
+                    S::FRAGMENT_SHADING_RATE_ATTACHMENT_KHR,
+                    "FRAGMENT_SHADING_RATE_ATTACHMENT_BIT_KHR",
+                    if sync2 { "07316" } else { "07318" },
+                ),
+                (S::COMMAND_PREPROCESS_NV, "COMMAND_PREPROCESS_BIT_NV", ""),
+            ] {
+                let e = check(&every, 0, (S::TRANSFER | s).as_raw(), 0).unwrap_err();
+                assert!(
+                    e.message.contains(name)
+                        && e.message.contains(vuid)
+                        && !e.message.contains("TRANSFER_BIT"),
+                    "{sync2}: {}",
+                    e.message
+                );
+            }
+            let f = EnabledFeatures {
+                geometry_shader: true,
+                tessellation_shader: true,
+                transform_feedback: true,
+                mesh_shader: true,
+                attachment_fragment_shading_rate: true,
+                device_generated_commands: true,
+                ..Default::default()
+            };
+            let told = universal(sync2, f);
+            let all = (S::GEOMETRY_SHADER
+                | S::TESSELLATION_EVALUATION_SHADER
+                | S::TRANSFORM_FEEDBACK_EXT
+                | S::MESH_SHADER_EXT
+                | S::FRAGMENT_SHADING_RATE_ATTACHMENT_KHR
+                | S::COMMAND_PREPROCESS_NV)
+                .as_raw();
+            check(&told, 0, all, 0).unwrap();
+            // Enabled, but not on a compute-only family.
+            let e = check(&told, 1, S::GEOMETRY_SHADER.as_raw(), 0).unwrap_err();
+            assert!(e.message.contains("cannot run"), "{}", e.message);
+            // The core stages need nothing (the host stage is no part of a handoff).
+            check(
+                &every,
+                0,
+                STAGES_SYNC1
+                    & 0x1_FFFF
+                    & !all
+                    & !(S::TESSELLATION_CONTROL_SHADER | S::HOST).as_raw(),
+                0,
+            )
+            .unwrap();
+        }
+    }
+
+    #[test]
+    fn access_must_be_made_by_a_stage() {
+        use vk::AccessFlags as A;
+        use vk::PipelineStageFlags as S;
+        for sync2 in [false, true] {
+            let r = universal(sync2, EnabledFeatures::default());
+            for (s, a, name, vuid) in [
+                (
+                    S::TRANSFER,
+                    A::SHADER_WRITE,
+                    "SHADER_WRITE_BIT",
+                    if sync2 { "03909" } else { "02815" },
+                ),
+                (
+                    S::COMPUTE_SHADER,
+                    A::COLOR_ATTACHMENT_WRITE,
+                    "COLOR_ATTACHMENT_WRITE_BIT",
+                    if sync2 { "03911" } else { "02815" },
+                ),
+                (
+                    S::FRAGMENT_SHADER,
+                    A::TRANSFER_READ,
+                    "TRANSFER_READ_BIT",
+                    if sync2 { "03914" } else { "02815" },
+                ),
+                (
+                    S::TOP_OF_PIPE,
+                    A::HOST_WRITE,
+                    "HOST_WRITE_BIT",
+                    if sync2 { "03917" } else { "02815" },
+                ),
+                (
+                    S::ALL_COMMANDS,
+                    A::HOST_READ,
+                    "HOST_READ_BIT, which only the host stage",
+                    if sync2 { "03916" } else { "02815" },
+                ),
+            ] {
+                let e = check(&r, 0, s.as_raw(), (a | A::MEMORY_READ).as_raw()).unwrap_err();
+                assert!(
+                    e.message.contains(name) && e.message.contains(vuid),
+                    "{}",
+                    e.message
+                );
+            }
+            for (s, a) in [
+                (S::TRANSFER, A::TRANSFER_WRITE | A::TRANSFER_READ),
+                (
+                    S::COMPUTE_SHADER | S::TRANSFER,
+                    A::SHADER_WRITE | A::TRANSFER_WRITE,
+                ),
+                (S::COLOR_ATTACHMENT_OUTPUT, A::COLOR_ATTACHMENT_WRITE),
+                (
+                    S::ALL_GRAPHICS,
+                    A::COLOR_ATTACHMENT_WRITE | A::SHADER_READ | A::INDEX_READ,
+                ),
+                (
+                    S::ALL_COMMANDS,
+                    A::SHADER_WRITE | A::DEPTH_STENCIL_ATTACHMENT_WRITE,
+                ),
+                (S::TOP_OF_PIPE, A::MEMORY_READ | A::MEMORY_WRITE),
+                (S::DRAW_INDIRECT, A::INDIRECT_COMMAND_READ),
+                (S::EARLY_FRAGMENT_TESTS, A::DEPTH_STENCIL_ATTACHMENT_READ),
+            ] {
+                check(&r, 0, s.as_raw(), a.as_raw()).unwrap();
+            }
+            // No host stage in a queue family ownership transfer.
+            let e = check(&r, 0, S::HOST.as_raw(), 0).unwrap_err();
+            assert!(
+                e.message
+                    .contains("HOST_BIT: a handoff is a queue family ownership transfer"),
+                "{}",
+                e.message
+            );
+            // An extension's access: not without it, even with ALL_COMMANDS.
+            let e = check(
+                &r,
+                0,
+                S::ALL_COMMANDS.as_raw(),
+                A::TRANSFORM_FEEDBACK_WRITE_EXT.as_raw(),
+            )
+            .unwrap_err();
+            assert!(
+                e.message.contains("TRANSFORM_FEEDBACK_WRITE_BIT_EXT")
+                    && e.message.contains("transformFeedback"),
+                "{}",
+                e.message
+            );
+            let f = EnabledFeatures {
+                transform_feedback: true,
+                ..Default::default()
+            };
+            let tf = universal(sync2, f);
+            check(
+                &tf,
+                0,
+                S::ALL_COMMANDS.as_raw(),
+                A::TRANSFORM_FEEDBACK_WRITE_EXT.as_raw(),
+            )
+            .unwrap();
+            check(
+                &tf,
+                0,
+                S::TRANSFORM_FEEDBACK_EXT.as_raw(),
+                A::TRANSFORM_FEEDBACK_COUNTER_WRITE_EXT.as_raw(),
+            )
+            .unwrap();
+            check(
+                &tf,
+                0,
+                S::DRAW_INDIRECT.as_raw(),
+                A::TRANSFORM_FEEDBACK_COUNTER_READ_EXT.as_raw(),
+            )
+            .unwrap();
+            assert!(check(
+                &tf,
+                0,
+                S::DRAW_INDIRECT.as_raw(),
+                A::TRANSFORM_FEEDBACK_WRITE_EXT.as_raw()
+            )
+            .is_err());
+            // Acceleration structure reads by shaders need rayQuery.
+            let mut f = EnabledFeatures {
+                acceleration_structure: true,
+                ..Default::default()
+            };
+            let acc = universal(sync2, f);
+            let e = check(
+                &acc,
+                0,
+                S::COMPUTE_SHADER.as_raw(),
+                A::ACCELERATION_STRUCTURE_READ_KHR.as_raw(),
+            )
+            .unwrap_err();
+            assert!(e.message.contains("rayQuery"), "{}", e.message);
+            check(
+                &acc,
+                0,
+                S::ACCELERATION_STRUCTURE_BUILD_KHR.as_raw(),
+                A::ACCELERATION_STRUCTURE_READ_KHR.as_raw(),
+            )
+            .unwrap();
+            f.ray_query = true;
+            check(
+                &universal(sync2, f),
+                0,
+                S::COMPUTE_SHADER.as_raw(),
+                A::ACCELERATION_STRUCTURE_READ_KHR.as_raw(),
+            )
+            .unwrap();
+        }
+    }
+
+    #[test]
+    fn every_access_bit_has_a_row_and_every_gate_is_a_bit_of_the_masks() {
+        let rows = ACCESS_TABLE.iter().fold(0, |m, (a, _, _)| m | a);
+        assert_eq!(rows | MEMORY_ACCESS, ACCESS_SYNC1);
+        for g in STAGE_GATES.iter() {
+            assert_eq!(g.bits & !STAGES_SYNC2, 0, "{}", g.needs);
+        }
+        for g in ACCESS_GATES.iter() {
+            assert_eq!(g.bits & !ACCESS_SYNC1, 0, "{}", g.needs);
+        }
+        assert_eq!(
+            stage_names(0x40 | 0x100_0000, false),
+            "VK_PIPELINE_STAGE_GEOMETRY_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFORM_FEEDBACK_BIT_EXT"
+        );
+        assert_eq!(
+            stage_names(
+                vk::PipelineStageFlags2::VIDEO_DECODE_KHR.as_raw() as u32,
+                true
+            ),
+            "VK_PIPELINE_STAGE_2_VIDEO_DECODE_BIT_KHR"
+        );
+        assert_eq!(access_names(0x40, true), "VK_ACCESS_2_SHADER_WRITE_BIT");
     }
 }

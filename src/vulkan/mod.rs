@@ -1,6 +1,8 @@
 //! The Vulkan side, through `ash` function tables loaded from the caller's
 //! `vkGetInstanceProcAddr` (the library never links `libvulkan` for this path).
 
+pub mod batch;
+pub mod features;
 pub mod handoff;
 pub mod image;
 pub mod memory;
@@ -39,6 +41,9 @@ pub struct VulkanDevice {
     /// `synchronization2` feature enabled: the handoff barriers use it then.
     pub sync2: Option<vk::PFN_vkCmdPipelineBarrier2>,
     pub props: DeviceProps,
+    /// What the handoff barriers may name (stages, accesses per queue family),
+    /// from the barrier call and the features the context knows are enabled.
+    pub rules: handoff::Rules,
     /// For a standalone context: the queue it created, and the entry to keep the
     /// loader loaded. Its device and instance are destroyed with this value.
     pub owned: Option<standalone::Owned>,
@@ -91,7 +96,9 @@ pub struct EngineHandles {
     /// The engine's `vkGetDeviceProcAddr`, or `None` to load it from the instance.
     pub get_device_proc_addr: Option<vk::PFN_vkGetDeviceProcAddr>,
     /// The engine enabled the `synchronization2` feature on its device: the
-    /// handoff barriers are then recorded with `vkCmdPipelineBarrier2`.
+    /// handoff barriers are then recorded with `vkCmdPipelineBarrier2` (as they are
+    /// when [`EnabledFeatures::synchronization2`](features::EnabledFeatures::synchronization2)
+    /// says so, for [`Context::from_engine_with_features`](crate::Context::from_engine_with_features)).
     pub synchronization2: bool,
 }
 
@@ -219,9 +226,10 @@ pub fn load_instance(
 }
 
 impl VulkanDevice {
-    /// Wraps the engine's device. Functions of extensions the engine did not enable
-    /// resolve to NULL and leave the matching `Option` empty.
-    pub fn from_engine(h: &EngineHandles) -> Result<Self> {
+    /// Wraps the engine's device, on which the engine enabled `features` (the
+    /// handoff barriers' rules follow them). Functions of extensions the engine did
+    /// not enable resolve to NULL and leave the matching `Option` empty.
+    pub fn from_engine(h: &EngineHandles, features: &features::EnabledFeatures) -> Result<Self> {
         if h.physical == vk::PhysicalDevice::null() {
             return Err(Error::null("physical_device"));
         }
@@ -280,18 +288,27 @@ impl VulkanDevice {
         let semaphore_fd = (!load(c"vkGetSemaphoreFdKHR").is_null()
             && !load(c"vkImportSemaphoreFdKHR").is_null())
         .then(|| ash::khr::external_semaphore_fd::DeviceFn::load(load));
-        let sync2 = if h.synchronization2 {
+        let sync2 = if h.synchronization2 || features.synchronization2 {
+            let why = match h.synchronization2 {
+                true => "VKCUDA_CONTEXT_CREATE_SYNCHRONIZATION2_BIT is set",
+                false => "the device's create info enables synchronization2",
+            };
             Some(load_barrier2(load).ok_or_else(|| {
                 Error::new(
                     ErrorKind::ExtensionNotPresent,
-                    "VKCUDA_CONTEXT_CREATE_SYNCHRONIZATION2_BIT is set, but vkCmdPipelineBarrier2 and \
-                     vkCmdPipelineBarrier2KHR resolve to NULL on the VkDevice: create it with Vulkan 1.3 \
-                     or VK_KHR_synchronization2 and the synchronization2 feature, or leave the flag out",
+                    format!(
+                        "{why}, but vkCmdPipelineBarrier2 and vkCmdPipelineBarrier2KHR resolve to NULL \
+                         on the VkDevice: create it with Vulkan 1.3 or VK_KHR_synchronization2 and the \
+                         synchronization2 feature, or leave the flag out"
+                    ),
                 )
             })?)
         } else {
             None
         };
+        let mut features = *features;
+        features.synchronization2 = sync2.is_some();
+        let rules = handoff::Rules::new(sync2.is_some(), &props.queue_family_stages, features);
         Ok(VulkanDevice {
             get_instance_proc_addr: h.get_instance_proc_addr,
             instance,
@@ -301,6 +318,7 @@ impl VulkanDevice {
             semaphore_fd,
             sync2,
             props,
+            rules,
             owned: None,
             export_format: std::sync::OnceLock::new(),
         })

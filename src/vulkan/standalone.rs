@@ -151,6 +151,16 @@ pub fn create(choice: &Choice) -> Result<VulkanDevice> {
                 None
             };
             let queue = unsafe { device.get_device_queue(family, 0) };
+            // Of the features the barriers depend on, only synchronization2 is enabled.
+            let features = super::features::EnabledFeatures {
+                synchronization2: sync2.is_some(),
+                ..Default::default()
+            };
+            let rules = super::handoff::Rules::new(
+                sync2.is_some(),
+                &support.props.queue_family_stages,
+                features,
+            );
             Ok(VulkanDevice {
                 get_instance_proc_addr: entry.static_fn().get_instance_proc_addr,
                 instance,
@@ -159,6 +169,7 @@ pub fn create(choice: &Choice) -> Result<VulkanDevice> {
                 memory_fd,
                 semaphore_fd,
                 sync2,
+                rules,
                 props: support.props,
                 export_format: std::sync::OnceLock::new(),
                 owned: Some(Owned {

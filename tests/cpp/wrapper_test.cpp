@@ -337,6 +337,53 @@ void test_buffers_and_errors() {
     EXPECT_ERROR(vkcuda::Buffer::create(ctx, cuda_alloc), VKCUDA_ERROR_CUDA_UNAVAILABLE, "");
 }
 
+void test_batches() {
+    GET(ctx, vkcuda::Context::create_standalone(vulkan_only()));
+    vkcuda_batch_create_info bi{};
+    bi.count = 4;
+    bi.format = VK_FORMAT_R8G8B8A8_UNORM;
+    bi.width = 33;
+    bi.height = 7;
+    GET(batch, vkcuda::Batch::create(ctx, bi));
+    GET(info, batch.info());
+    CHECK(info.count == 4 && info.channels == 4 && info.dtype.bits == 8 && info.element_stride % 256 == 0 &&
+              info.row_pitch >= 33 * 4 && info.memory != VK_NULL_HANDLE && info.cuda_pointer == 0,
+          "batch info: stride %" PRIu64 " pitch %" PRIu64, info.element_stride, info.row_pitch);
+    GET(last, batch.element(3));
+    CHECK(last.image != VK_NULL_HANDLE && last.memory_offset == 3 * info.image_stride, "element 3");
+    EXPECT_ERROR(batch.element(4), VKCUDA_ERROR_INVALID_ARGUMENT, "out of range");
+    EXPECT_ERROR(batch.buffer(0), VKCUDA_ERROR_UNSUPPORTED, "images");
+    EXPECT_ERROR(batch.export_dlpack(), VKCUDA_ERROR_CUDA_UNAVAILABLE, "");
+    GET(fd, batch.export_fd());
+    CHECK(fd.get() >= 0, "export_fd");
+    vkcuda_batch_create_info forced = bi;
+    forced.flags = VKCUDA_BATCH_CREATE_FORCE_COPY_BIT;
+    GET(copy, vkcuda::Batch::create(ctx, forced));
+    GET(cinfo, copy.info());
+    CHECK(cinfo.path == VKCUDA_BATCH_PATH_COPY && cinfo.readout_size == 4 * cinfo.element_stride &&
+              cinfo.whole_buffer != VK_NULL_HANDLE,
+          "a forced copy batch: path %u", cinfo.path);
+    GET(readout, copy.buffer(VKCUDA_BATCH_WHOLE));
+    GET(rinfo, readout.info());
+    CHECK(rinfo.buffer == cinfo.whole_buffer && rinfo.size == cinfo.readout_size, "the readout buffer");
+    vkcuda_batch_create_info buffers{};
+    buffers.kind = VKCUDA_BATCH_KIND_BUFFERS;
+    buffers.count = 3;
+    buffers.size = 100;
+    GET(bb, vkcuda::Batch::create(ctx, buffers));
+    GET(second, bb.buffer(1));
+    GET(sinfo, second.info());
+    CHECK(sinfo.size == 100 && sinfo.offset % 256 == 0 && sinfo.offset > 0, "buffer element 1");
+    vkcuda_batch_create_info zero{};
+    EXPECT_ERROR(vkcuda::Batch::create(ctx, zero), VKCUDA_ERROR_INVALID_ARGUMENT, "count must not be 0");
+    vkcuda_handoff_info h{};
+    EXPECT_ERROR(batch.cmd_release_to_cuda(VK_NULL_HANDLE, h, VK_IMAGE_LAYOUT_GENERAL), VKCUDA_ERROR_NULL_POINTER,
+                 "command_buffer");
+    EXPECT_ERROR(batch.cmd_acquire_from_cuda(VK_NULL_HANDLE, h, VK_IMAGE_LAYOUT_GENERAL), VKCUDA_ERROR_NULL_POINTER,
+                 "command_buffer");
+    EXPECT_ERROR(copy.cmd_acquire_readout_from_cuda(VK_NULL_HANDLE, h), VKCUDA_ERROR_NULL_POINTER, "command_buffer");
+}
+
 void test_moves() {
     GET(before, vkcuda::live_objects());
     GET(ctx, vkcuda::Context::create_standalone(vulkan_only()));
@@ -794,6 +841,7 @@ int main() {
     harness::run_test("Error, Result, Fallible", test_error_types);
     harness::run_test("queries before a context, context handles", test_queries);
     harness::run_test("buffers; errors with code and message", test_buffers_and_errors);
+    harness::run_test("batches: info, elements, buffers, errors", test_batches);
     harness::run_test("moves, release, reset, swap; Fd", test_moves);
     harness::run_test("fd export/import between two contexts, data both ways", test_export_import);
     harness::run_test("images; handoff barriers", test_images);

@@ -38,11 +38,155 @@ fn paired_or_refused(c: &Call, r: vkcuda_result, ctx: *mut vkcuda_context) {
     }
 }
 
+/// The engine-context constructors: `vkcuda_context_create`, and
+/// `vkcuda_context_create_with_device_info` with a valid device create info (the
+/// environment's device enables no feature the barriers depend on).
+type Create = unsafe fn(*const vkcuda_context_create_info, *mut *mut vkcuda_context) -> vkcuda_result;
+
+unsafe fn create_plain(i: *const vkcuda_context_create_info, o: *mut *mut vkcuda_context) -> vkcuda_result {
+    vkcuda_context_create(i, o)
+}
+
+unsafe fn create_told(i: *const vkcuda_context_create_info, o: *mut *mut vkcuda_context) -> vkcuda_result {
+    let exts = [ash::khr::external_memory_fd::NAME.as_ptr()];
+    let d = vk::DeviceCreateInfo::default().enabled_extension_names(&exts);
+    // (The C prototype's VkDeviceCreateInfo is ash's with a 'static lifetime.)
+    vkcuda_context_create_with_device_info(i, (&d as *const vk::DeviceCreateInfo).cast(), o)
+}
+
+const CREATES: [(&str, Create); 2] = [
+    ("vkcuda_context_create", create_plain),
+    ("vkcuda_context_create_with_device_info", create_told),
+];
+
+/// The cases of `info` of one engine-context constructor.
+fn create_cases(m: &mut Matrix, f: &'static str, create: Create) {
+    let create_fails = move |c: &Call, info: *const vkcuda_context_create_info, want: &[vkcuda_result]| {
+        let mut ctx = poisoned();
+        let r = unsafe { create(info, &mut ctx) };
+        c.refused_made(r, want, ctx, vkcuda_context_destroy);
+    };
+    type CI = vkcuda_context_create_info;
+    let muts: Vec<Mutation<CI>> = vec![
+        mutation("unknown-bits:info->flags", &[I], |_, i: &mut CI| {
+            i.flags |= 0x8000_0000
+        }),
+        mutation("standalone-bit:info->flags", &[I], |_, i: &mut CI| {
+            i.flags |= VKCUDA_CONTEXT_CREATE_PHYSICAL_DEVICE_INDEX_BIT
+        }),
+        mutation(
+            "with-vulkan-only:info->cuda_context",
+            &[I],
+            |_, i: &mut CI| i.cuda_context = 0x1000 as *mut CUctx_st,
+        ),
+    ];
+    mutations(
+        m,
+        f,
+        muts,
+        |e| e.engine.create_info(VULKAN_ONLY),
+        move |c, i, want| {
+            create_fails(c, i, want);
+            Ran
+        },
+    );
+    m.case(f, "null-ok:info->get_device_proc_addr", move |c| {
+        // Valid: loaded from the instance. NULL cuda_context: the primary context.
+        let info = c.env.engine.create_info(VULKAN_ONLY);
+        assert!(info.get_device_proc_addr.is_none());
+        let mut ctx = ptr::null_mut();
+        c.succeeded(unsafe { create(&info, &mut ctx) });
+        unsafe { vkcuda_context_destroy(ctx) };
+        Ran
+    });
+    m.case(f, "null-ok:info->cuda_context", move |c| {
+        // The primary context of the matching CUDA device.
+        let info = c.env.engine.create_info(0);
+        let mut ctx = poisoned();
+        let r = unsafe { create(&info, &mut ctx) };
+        paired_or_refused(c, r, ctx);
+        Ran
+    });
+    m.case(f, "wrong-gdpa:info->get_device_proc_addr", move |c| {
+        unsafe extern "system" fn nothing(
+            _: vk::Device,
+            _: *const std::ffi::c_char,
+        ) -> vk::PFN_vkVoidFunction {
+            None
+        }
+        let mut info = c.env.engine.create_info(VULKAN_ONLY);
+        info.get_device_proc_addr = Some(nothing);
+        create_fails(c, &info, &[I]);
+        Ran
+    });
+
+    m.case(f, "vulkan-1.0:info->instance", move |c| {
+        // An engine instance of apiVersion 1.0 with what a 1.0 engine enables for
+        // external memory: refused at create, not aborted at the first buffer.
+        let old = EngineDevice::with_version(
+            vk::API_VERSION_1_0,
+            &[
+                ash::khr::get_physical_device_properties2::NAME,
+                ash::khr::external_memory_capabilities::NAME,
+                ash::khr::external_semaphore_capabilities::NAME,
+            ],
+            &[
+                ash::khr::external_memory::NAME,
+                ash::khr::external_memory_fd::NAME,
+            ],
+            |i, p| unsafe { i.get_physical_device_properties(p) }.api_version >= vk::API_VERSION_1_2,
+        );
+        if !old.hides_1_1_commands() {
+            return Skipped(
+                "this driver resolves Vulkan 1.1 commands for an apiVersion 1.0 instance (NVIDIA's \
+                 does): nothing is missing, so nothing is refused (capi/tests/context.rs checks it works)",
+            );
+        }
+        create_fails(c, &old.create_info(VULKAN_ONLY), &[I]);
+        assert!(last_error().contains("apiVersion 1.0"), "{}", last_error());
+        Ran
+    });
+}
+
+/// `device_create_info`: NULL is valid (what every device has), a structure of
+/// another type and NULL extension names with a count are refused.
+fn device_info_cases(m: &mut Matrix) {
+    const F: &str = "vkcuda_context_create_with_device_info";
+    m.case(F, "null-ok:device_create_info", |c| {
+        let info = c.env.engine.create_info(VULKAN_ONLY);
+        let mut ctx = poisoned();
+        c.succeeded(unsafe { vkcuda_context_create_with_device_info(&info, ptr::null(), &mut ctx) });
+        unsafe { vkcuda_context_destroy(ctx) };
+        Ran
+    });
+    m.case(F, "wrong-stype:device_create_info", |c| {
+        let info = c.env.engine.create_info(VULKAN_ONLY);
+        let d = vk::DeviceCreateInfo {
+            s_type: vk::StructureType::INSTANCE_CREATE_INFO,
+            ..Default::default()
+        };
+        let mut ctx = poisoned();
+        let r = unsafe { vkcuda_context_create_with_device_info(&info, &d, &mut ctx) };
+        c.refused_made(r, &[I], ctx, vkcuda_context_destroy);
+        Ran
+    });
+    m.case(F, "null-names:device_create_info", |c| {
+        let info = c.env.engine.create_info(VULKAN_ONLY);
+        let d = vk::DeviceCreateInfo {
+            enabled_extension_count: 1,
+            ..Default::default()
+        };
+        let mut ctx = poisoned();
+        let r = unsafe { vkcuda_context_create_with_device_info(&info, &d, &mut ctx) };
+        c.refused_made(r, &[N], ctx, vkcuda_context_destroy);
+        Ran
+    });
+}
+
 pub fn cases(m: &mut Matrix) {
     const EXTS: &str = "vkcuda_device_extensions_enumerate";
     const QUERY: &str = "vkcuda_physical_device_query";
     const ENUM: &str = "vkcuda_physical_devices_enumerate";
-    const CREATE: &str = "vkcuda_context_create";
     const STANDALONE: &str = "vkcuda_context_create_standalone";
     const HANDLES: &str = "vkcuda_context_get_vulkan_handles";
     const CUDA_INFO: &str = "vkcuda_context_get_cuda_info";
@@ -78,28 +222,6 @@ pub fn cases(m: &mut Matrix) {
             let supports = o.plain::<[vkcuda_physical_device_support; 1]>();
             vkcuda_physical_devices_enumerate(ptr::null_mut(), supports.cast())
         }),
-        null(CREATE, "info", |_, o| unsafe {
-            vkcuda_context_create(ptr::null(), o.handle(vkcuda_context_destroy))
-        }),
-        null(CREATE, "context", |e, _| unsafe {
-            vkcuda_context_create(&create_info(e, |_| ()), ptr::null_mut())
-        }),
-        null(CREATE, "info->instance", |e, o| unsafe {
-            let i = create_info(e, |i| i.instance = vk::Instance::null());
-            vkcuda_context_create(&i, o.handle(vkcuda_context_destroy))
-        }),
-        null(CREATE, "info->physical_device", |e, o| unsafe {
-            let i = create_info(e, |i| i.physical_device = vk::PhysicalDevice::null());
-            vkcuda_context_create(&i, o.handle(vkcuda_context_destroy))
-        }),
-        null(CREATE, "info->device", |e, o| unsafe {
-            let i = create_info(e, |i| i.device = vk::Device::null());
-            vkcuda_context_create(&i, o.handle(vkcuda_context_destroy))
-        }),
-        null(CREATE, "info->get_instance_proc_addr", |e, o| unsafe {
-            let i = create_info(e, |i| i.get_instance_proc_addr = None);
-            vkcuda_context_create(&i, o.handle(vkcuda_context_destroy))
-        }),
         null(STANDALONE, "context", |_, _| unsafe {
             vkcuda_context_create_standalone(ptr::null(), ptr::null_mut())
         }),
@@ -107,6 +229,32 @@ pub fn cases(m: &mut Matrix) {
             vkcuda_cuda_driver_get_version(ptr::null_mut())
         }),
     ]);
+    for (f, create) in CREATES {
+        m.nulls(vec![
+            null(f, "info", move |_, o| unsafe {
+                create(ptr::null(), o.handle(vkcuda_context_destroy))
+            }),
+            null(f, "context", move |e, _| unsafe {
+                create(&create_info(e, |_| ()), ptr::null_mut())
+            }),
+            null(f, "info->instance", move |e, o| unsafe {
+                let i = create_info(e, |i| i.instance = vk::Instance::null());
+                create(&i, o.handle(vkcuda_context_destroy))
+            }),
+            null(f, "info->physical_device", move |e, o| unsafe {
+                let i = create_info(e, |i| i.physical_device = vk::PhysicalDevice::null());
+                create(&i, o.handle(vkcuda_context_destroy))
+            }),
+            null(f, "info->device", move |e, o| unsafe {
+                let i = create_info(e, |i| i.device = vk::Device::null());
+                create(&i, o.handle(vkcuda_context_destroy))
+            }),
+            null(f, "info->get_instance_proc_addr", move |e, o| unsafe {
+                let i = create_info(e, |i| i.get_instance_proc_addr = None);
+                create(&i, o.handle(vkcuda_context_destroy))
+            }),
+        ]);
+    }
     m.getter(HANDLES, ["context", "handles"], |e| e.ctx, vkcuda_context_get_vulkan_handles);
     m.getter(CUDA_INFO, ["context", "cuda_info"], |e| e.ctx, vkcuda_context_get_cuda_info);
 
@@ -181,92 +329,12 @@ pub fn cases(m: &mut Matrix) {
         Ran
     });
 
-    // -- vkcuda_context_create, on the engine-style device of the environment
-    fn create_fails(c: &Call, info: *const vkcuda_context_create_info, want: &[vkcuda_result]) {
-        let mut ctx = poisoned();
-        let r = unsafe { vkcuda_context_create(info, &mut ctx) };
-        c.refused_made(r, want, ctx, vkcuda_context_destroy);
+    // -- vkcuda_context_create and vkcuda_context_create_with_device_info, on the
+    // engine-style device of the environment
+    for (f, create) in CREATES {
+        create_cases(m, f, create);
     }
-    type CI = vkcuda_context_create_info;
-    let muts: Vec<Mutation<CI>> = vec![
-        mutation("unknown-bits:info->flags", &[I], |_, i: &mut CI| {
-            i.flags |= 0x8000_0000
-        }),
-        mutation("standalone-bit:info->flags", &[I], |_, i: &mut CI| {
-            i.flags |= VKCUDA_CONTEXT_CREATE_PHYSICAL_DEVICE_INDEX_BIT
-        }),
-        mutation(
-            "with-vulkan-only:info->cuda_context",
-            &[I],
-            |_, i: &mut CI| i.cuda_context = 0x1000 as *mut CUctx_st,
-        ),
-    ];
-    mutations(
-        m,
-        CREATE,
-        muts,
-        |e| e.engine.create_info(VULKAN_ONLY),
-        |c, i, want| {
-            create_fails(c, i, want);
-            Ran
-        },
-    );
-    m.case(CREATE, "null-ok:info->get_device_proc_addr", |c| {
-        // Valid: loaded from the instance. NULL cuda_context: the primary context.
-        let info = c.env.engine.create_info(VULKAN_ONLY);
-        assert!(info.get_device_proc_addr.is_none());
-        let mut ctx = ptr::null_mut();
-        c.succeeded(unsafe { vkcuda_context_create(&info, &mut ctx) });
-        unsafe { vkcuda_context_destroy(ctx) };
-        Ran
-    });
-    m.case(CREATE, "null-ok:info->cuda_context", |c| {
-        // The primary context of the matching CUDA device.
-        let info = c.env.engine.create_info(0);
-        let mut ctx = poisoned();
-        let r = unsafe { vkcuda_context_create(&info, &mut ctx) };
-        paired_or_refused(c, r, ctx);
-        Ran
-    });
-    m.case(CREATE, "wrong-gdpa:info->get_device_proc_addr", |c| {
-        unsafe extern "system" fn nothing(
-            _: vk::Device,
-            _: *const std::ffi::c_char,
-        ) -> vk::PFN_vkVoidFunction {
-            None
-        }
-        let mut info = c.env.engine.create_info(VULKAN_ONLY);
-        info.get_device_proc_addr = Some(nothing);
-        create_fails(c, &info, &[I]);
-        Ran
-    });
-
-    m.case(CREATE, "vulkan-1.0:info->instance", |c| {
-        // An engine instance of apiVersion 1.0 with what a 1.0 engine enables for
-        // external memory: refused at create, not aborted at the first buffer.
-        let old = EngineDevice::with_version(
-            vk::API_VERSION_1_0,
-            &[
-                ash::khr::get_physical_device_properties2::NAME,
-                ash::khr::external_memory_capabilities::NAME,
-                ash::khr::external_semaphore_capabilities::NAME,
-            ],
-            &[
-                ash::khr::external_memory::NAME,
-                ash::khr::external_memory_fd::NAME,
-            ],
-            |i, p| unsafe { i.get_physical_device_properties(p) }.api_version >= vk::API_VERSION_1_2,
-        );
-        if !old.hides_1_1_commands() {
-            return Skipped(
-                "this driver resolves Vulkan 1.1 commands for an apiVersion 1.0 instance (NVIDIA's \
-                 does): nothing is missing, so nothing is refused (capi/tests/context.rs checks it works)",
-            );
-        }
-        create_fails(c, &old.create_info(VULKAN_ONLY), &[I]);
-        assert!(last_error().contains("apiVersion 1.0"), "{}", last_error());
-        Ran
-    });
+    device_info_cases(m);
 
     // -- vkcuda_context_create_standalone
     m.case(STANDALONE, "null-ok:info", |c| {

@@ -38,9 +38,39 @@ pub struct Env {
     /// The device's maxTimelineSemaphoreValueDifference (NVIDIA: UINT64_MAX, so
     /// no signal is too far ahead there).
     pub max_timeline_difference: u64,
+    /// 3 images of 8x8 R8G8B8A8_UNORM, the default usage, in one batch.
+    pub batch: *mut vkcuda_batch,
+    /// 3 buffers of 1000 bytes in one batch.
+    pub buffer_batch: *mut vkcuda_batch,
+    /// 3 images of 8x8 R8G8B8A8_UNORM on the copy path (forced).
+    pub copy_batch: *mut vkcuda_batch,
     /// None where the device cannot make shared semaphores.
     pub timeline: Option<*mut vkcuda_semaphore>,
     pub binary: Option<*mut vkcuda_semaphore>,
+}
+
+/// 3 images of 8x8 R8G8B8A8_UNORM (default usage), or 3 buffers of 1000 bytes.
+pub fn batch_create_info(kind: u32) -> vkcuda_batch_create_info {
+    vkcuda_batch_create_info {
+        flags: 0,
+        kind,
+        count: 3,
+        format: vk::Format::R8G8B8A8_UNORM.as_raw(),
+        width: 8,
+        height: 8,
+        image_usage: 0,
+        buffer_usage: 0,
+        size: 1000,
+    }
+}
+
+pub fn create_batch(
+    ctx: *const vkcuda_context,
+    info: &vkcuda_batch_create_info,
+) -> *mut vkcuda_batch {
+    let mut b = ptr::null_mut();
+    ok(unsafe { vkcuda_batch_create(ctx, info, &mut b) });
+    b
 }
 
 /// 16x16 R8G8B8A8_UNORM, one layer.
@@ -86,6 +116,15 @@ impl Env {
         ok(unsafe {
             vkcuda_image_create(ctx, &image_create_info(usage, 1), &mut image_no_storage)
         });
+        let batch = create_batch(ctx, &batch_create_info(VKCUDA_BATCH_KIND_IMAGES));
+        let buffer_batch = create_batch(ctx, &batch_create_info(VKCUDA_BATCH_KIND_BUFFERS));
+        let copy_batch = create_batch(
+            ctx,
+            &vkcuda_batch_create_info {
+                flags: VKCUDA_BATCH_CREATE_FORCE_COPY_BIT,
+                ..batch_create_info(VKCUDA_BATCH_KIND_IMAGES)
+            },
+        );
         let fd_sizes_known = {
             let mut fd = -1;
             ok(unsafe { vkcuda_buffer_export_fd(buffer, &mut fd) });
@@ -114,6 +153,9 @@ impl Env {
             buffer,
             image,
             image_no_storage,
+            batch,
+            buffer_batch,
+            copy_batch,
             timeline: semaphore(ctx, 0),
             binary: semaphore(ctx, 1),
         }
@@ -232,6 +274,9 @@ impl Drop for Env {
             for s in [self.timeline, self.binary].into_iter().flatten() {
                 vkcuda_semaphore_destroy(s);
             }
+            vkcuda_batch_destroy(self.batch);
+            vkcuda_batch_destroy(self.buffer_batch);
+            vkcuda_batch_destroy(self.copy_batch);
             vkcuda_image_destroy(self.image_no_storage);
             vkcuda_image_destroy(self.image);
             vkcuda_buffer_destroy(self.buffer);

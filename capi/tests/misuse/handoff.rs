@@ -45,9 +45,7 @@ pub fn cases(m: &mut Matrix) {
                 call(e.buffer, e.cmd, ptr::null())
             }),
         ]);
-        handoff_cases(m, f, move |c, h, want| {
-            c.refused(unsafe { call(c.env.buffer, c.env.cmd, h) }, want);
-        });
+        handoff_cases(m, f, move |c, h| unsafe { call(c.env.buffer, c.env.cmd, h) });
     }
 
     let general = vk::ImageLayout::GENERAL.as_raw();
@@ -82,8 +80,8 @@ pub fn cases(m: &mut Matrix) {
                 call(e.image, e.cmd, ptr::null(), general)
             }),
         ]);
-        handoff_cases(m, f, move |c, h, want| {
-            c.refused(unsafe { call(c.env.image, c.env.cmd, h, general) }, want);
+        handoff_cases(m, f, move |c, h| unsafe {
+            call(c.env.image, c.env.cmd, h, general)
         });
         let mut bad = vec![
             ("not-a-layout", 12345),
@@ -120,14 +118,16 @@ pub fn cases(m: &mut Matrix) {
     batch_cases(m);
 }
 
-/// The `vkcuda_handoff_info` cases of one barrier function.
-fn handoff_cases(
+/// The `vkcuda_handoff_info` cases of one barrier function: `call` records its
+/// barrier with the info into the environment's command buffer.
+pub fn handoff_cases(
     m: &mut Matrix,
     f: &'static str,
-    call: impl Fn(&Call, &vkcuda_handoff_info, &[vkcuda_result]) + 'static,
+    call: impl Fn(&Call, &vkcuda_handoff_info) -> vkcuda_result + 'static,
 ) {
     type H = vkcuda_handoff_info;
-    let muts: Vec<Mutation<H>> = vec![
+    let call = std::rc::Rc::new(call);
+    let mut muts: Vec<Mutation<H>> = vec![
         mutation("unknown-bits:info->flags", &[I], |_, h: &mut H| h.flags = 1),
         mutation("all-bits:info->flags", &[I], |_, h: &mut H| {
             h.flags = u32::MAX
@@ -164,16 +164,109 @@ fn handoff_cases(
             h.access_mask = u32::MAX
         }),
     ];
+    muts.extend(feature_cases());
+    let refused = call.clone();
     mutations(
         m,
         f,
         muts,
         |_| handoff_info(0),
         move |c, h, want| {
-            call(c, h, want);
+            c.refused(refused(c, h), want);
             Ran
         },
     );
+    // What the environment's device has: every valid pair recorded.
+    m.case(f, "valid-pairs:info->access_mask", move |c| {
+        for (stages, access) in valid_pairs() {
+            let h = vkcuda_handoff_info {
+                stage_mask: stages.as_raw(),
+                access_mask: access.as_raw(),
+                ..handoff_info(0)
+            };
+            c.succeeded(call(c, &h));
+        }
+        Ran
+    });
+}
+
+/// Stage bits the environment's context does not know are enabled (a standalone
+/// context enables none of these features and extensions; lavapipe has some of
+/// them, which only the engine's create info could enable), and accesses its stages
+/// cannot make (the table of supported access types): each refused, naming the
+/// bit.
+fn feature_cases() -> Vec<Mutation<vkcuda_handoff_info>> {
+    use vk::AccessFlags as A;
+    use vk::PipelineStageFlags as S;
+    use vk::PipelineStageFlags2 as S2;
+    type H = vkcuda_handoff_info;
+    let stage = |label: &str, s: u32, words: &'static str| {
+        says(
+            words,
+            mutation(&format!("{label}:info->stage_mask"), &[I], move |_, h: &mut H| {
+                h.stage_mask = S::TRANSFER.as_raw() | s
+            }),
+        )
+    };
+    let access = |label: &str, s: S, a: A, words: &'static str| {
+        says(
+            words,
+            mutation(&format!("{label}:info->access_mask"), &[I], move |_, h: &mut H| {
+                h.stage_mask = s.as_raw();
+                h.access_mask = a.as_raw();
+            }),
+        )
+    };
+    vec![
+        stage("geometry", S::GEOMETRY_SHADER.as_raw(), "GEOMETRY_SHADER_BIT, which needs the geometryShader feature"),
+        stage("tessellation-control", S::TESSELLATION_CONTROL_SHADER.as_raw(), "TESSELLATION_CONTROL_SHADER_BIT, which needs the tessellationShader feature"),
+        stage("tessellation-evaluation", S::TESSELLATION_EVALUATION_SHADER.as_raw(), "TESSELLATION_EVALUATION_SHADER_BIT, which needs the tessellationShader feature"),
+        stage("conditional-rendering", S::CONDITIONAL_RENDERING_EXT.as_raw(), "CONDITIONAL_RENDERING_BIT_EXT, which needs the conditionalRendering feature"),
+        stage("fragment-density", S::FRAGMENT_DENSITY_PROCESS_EXT.as_raw(), "FRAGMENT_DENSITY_PROCESS_BIT_EXT, which needs the fragmentDensityMap feature"),
+        stage("transform-feedback", S::TRANSFORM_FEEDBACK_EXT.as_raw(), "TRANSFORM_FEEDBACK_BIT_EXT, which needs the transformFeedback feature"),
+        stage("mesh", S::MESH_SHADER_EXT.as_raw(), "MESH_SHADER_BIT_EXT, which needs the meshShader feature"),
+        stage("task", S::TASK_SHADER_EXT.as_raw(), "TASK_SHADER_BIT_EXT, which needs the taskShader feature"),
+        stage("shading-rate", S::FRAGMENT_SHADING_RATE_ATTACHMENT_KHR.as_raw(), "FRAGMENT_SHADING_RATE_ATTACHMENT_BIT_KHR, which needs the attachmentFragmentShadingRate feature"),
+        stage("ray-tracing", S::RAY_TRACING_SHADER_KHR.as_raw(), "RAY_TRACING_SHADER_BIT_KHR, which needs the rayTracingPipeline feature"),
+        stage("acceleration-structure", S::ACCELERATION_STRUCTURE_BUILD_KHR.as_raw(), "ACCELERATION_STRUCTURE_BUILD_BIT_KHR, which needs the accelerationStructure feature"),
+        stage("command-preprocess", S::COMMAND_PREPROCESS_NV.as_raw(), "COMMAND_PREPROCESS_BIT_NV, which needs VK_NV_device_generated_commands"),
+        // synchronization2's own: not a stage of vkCmdPipelineBarrier, an extension's
+        // stage for vkCmdPipelineBarrier2.
+        stage("micromap", S2::MICROMAP_BUILD_EXT.as_raw() as u32, "MICROMAP_BUILD"),
+        stage("acceleration-structure-copy", S2::ACCELERATION_STRUCTURE_COPY_KHR.as_raw() as u32, "ACCELERATION_STRUCTURE_COPY"),
+        access("transfer-shader-write", S::TRANSFER, A::SHADER_WRITE, "SHADER_WRITE_BIT, which no stage of info->stage_mask 0x1000"),
+        access("compute-colour-write", S::COMPUTE_SHADER, A::COLOR_ATTACHMENT_WRITE, "COLOR_ATTACHMENT_WRITE_BIT, which no stage"),
+        access("fragment-transfer-read", S::FRAGMENT_SHADER, A::TRANSFER_READ | A::SHADER_READ, "TRANSFER_READ_BIT, which no stage"),
+        // The host stage and its accesses are no part of a queue family ownership
+        // transfer (VUID-VkBufferMemoryBarrier2-srcStageMask-03851, -srcAccessMask-03917).
+        stage("host", S::HOST.as_raw(), "HOST_BIT: a handoff is a queue family ownership transfer"),
+        access("compute-host-write", S::COMPUTE_SHADER, A::HOST_WRITE | A::SHADER_WRITE, "HOST_WRITE_BIT, which only the host stage performs"),
+        access("all-commands-host-read", S::ALL_COMMANDS, A::HOST_READ, "HOST_READ_BIT, which only the host stage performs"),
+        access("top-shader-read", S::TOP_OF_PIPE, A::SHADER_READ, "SHADER_READ_BIT, which no stage"),
+        access("vertex-depth-write", S::VERTEX_SHADER, A::DEPTH_STENCIL_ATTACHMENT_WRITE, "DEPTH_STENCIL_ATTACHMENT_WRITE_BIT, which no stage"),
+        access("extension-access", S::ALL_COMMANDS, A::TRANSFORM_FEEDBACK_WRITE_EXT, "TRANSFORM_FEEDBACK_WRITE_BIT_EXT, which needs the transformFeedback feature"),
+        access("extension-access-graphics", S::ALL_GRAPHICS, A::CONDITIONAL_RENDERING_READ_EXT, "CONDITIONAL_RENDERING_READ_BIT_EXT, which needs the conditionalRendering feature"),
+    ]
+}
+
+/// Stage and access masks every device takes (each access made by one of the
+/// stages), for the environment's universal queue family.
+fn valid_pairs() -> Vec<(vk::PipelineStageFlags, vk::AccessFlags)> {
+    use vk::AccessFlags as A;
+    use vk::PipelineStageFlags as S;
+    vec![
+        (S::TRANSFER, A::TRANSFER_WRITE | A::TRANSFER_READ),
+        (S::COMPUTE_SHADER, A::SHADER_WRITE | A::SHADER_READ | A::UNIFORM_READ),
+        (S::COMPUTE_SHADER | S::TRANSFER, A::SHADER_WRITE | A::TRANSFER_WRITE),
+        (S::FRAGMENT_SHADER, A::SHADER_READ | A::INPUT_ATTACHMENT_READ),
+        (S::COLOR_ATTACHMENT_OUTPUT, A::COLOR_ATTACHMENT_WRITE | A::COLOR_ATTACHMENT_READ),
+        (S::EARLY_FRAGMENT_TESTS | S::LATE_FRAGMENT_TESTS, A::DEPTH_STENCIL_ATTACHMENT_WRITE),
+        (S::VERTEX_INPUT, A::VERTEX_ATTRIBUTE_READ | A::INDEX_READ),
+        (S::DRAW_INDIRECT, A::INDIRECT_COMMAND_READ),
+        (S::ALL_GRAPHICS, A::COLOR_ATTACHMENT_WRITE | A::SHADER_WRITE),
+        (S::ALL_COMMANDS, A::SHADER_WRITE | A::TRANSFER_WRITE | A::DEPTH_STENCIL_ATTACHMENT_WRITE),
+        (S::TOP_OF_PIPE | S::BOTTOM_OF_PIPE, A::MEMORY_READ | A::MEMORY_WRITE),
+    ]
 }
 
 /// How many queue families the environment's device has.
@@ -291,9 +384,7 @@ pub fn batch_cases(m: &mut Matrix) {
             }),
             null(f, "info", move |e, _| unsafe { call(1, &one(e), e.cmd, ptr::null()) }),
         ]);
-        handoff_cases(m, f, move |c, h, want| {
-            c.refused(unsafe { call(1, &one(c.env), c.env.cmd, h) }, want);
-        });
+        handoff_cases(m, f, move |c, h| unsafe { call(1, &one(c.env), c.env.cmd, h) });
         m.case(f, "zero:resource_count", move |c| {
             c.succeeded(unsafe { call(0, ptr::null(), c.env.cmd, &handoff_info(0)) });
             Ran

@@ -87,6 +87,7 @@ groups! {
     library,
     context,
     buffer,
+    batch,
     image,
     semaphore,
     graph,

@@ -60,6 +60,15 @@ fn rows() -> Vec<Row> {
             let info: vkcuda_context_create_info = zeroed();
             with_out(|o| unsafe { vkcuda_context_create(&info, o) })
         }),
+        row("vkcuda_context_create_with_device_info", "early", |_| {
+            with_out(|o| unsafe {
+                vkcuda_context_create_with_device_info(ptr::null(), ptr::null(), o)
+            })
+        }),
+        row("vkcuda_context_create_with_device_info", "late", |_| {
+            let info: vkcuda_context_create_info = zeroed();
+            with_out(|o| unsafe { vkcuda_context_create_with_device_info(&info, ptr::null(), o) })
+        }),
         row("vkcuda_context_create_standalone", "late", |_| {
             let info = vkcuda_standalone_create_info {
                 flags: 0x4000_0000,
@@ -74,6 +83,35 @@ fn rows() -> Vec<Row> {
                 engine: ptr::null(),
             };
             with_out(|out| unsafe { vkcuda_doctor_run(&o, out) })
+        }),
+        row("vkcuda_batch_create", "early", |_| {
+            let info = crate::env::batch_create_info(VKCUDA_BATCH_KIND_IMAGES);
+            with_out(|o| unsafe { vkcuda_batch_create(ptr::null(), &info, o) })
+        }),
+        row("vkcuda_batch_create", "late", |e| {
+            let info: vkcuda_batch_create_info = zeroed();
+            with_out(|o| unsafe { vkcuda_batch_create(e.ctx, &info, o) })
+        }),
+        row("vkcuda_batch_get_buffer", "early", |_| {
+            with_out(|o| unsafe { vkcuda_batch_get_buffer(ptr::null(), 0, o) })
+        }),
+        row("vkcuda_batch_get_buffer", "late", |e| {
+            with_out(|o| unsafe { vkcuda_batch_get_buffer(e.buffer_batch, 3, o) })
+        }),
+        row("vkcuda_batch_export_dlpack", "early", |_| {
+            with_out(|o: *mut *mut c_void| unsafe {
+                vkcuda_batch_export_dlpack(ptr::null(), ptr::null(), o)
+            })
+        }),
+        row("vkcuda_batch_export_dlpack", "late", |e| {
+            let info = vkcuda_batch_dlpack_info {
+                flags: VKCUDA_BATCH_DLPACK_ELEMENT_BIT,
+                index: 3,
+                wait_semaphore: ptr::null(),
+                wait_value: 0,
+                stream: ptr::null_mut(),
+            };
+            with_out(|o: *mut *mut c_void| unsafe { vkcuda_batch_export_dlpack(e.batch, &info, o) })
         }),
         row("vkcuda_buffer_create", "early", |_| {
             let info = buffer_create_info(4096, 0);

@@ -1,0 +1,332 @@
+//! The batch group: create, the getters, a buffer over an element, export, the
+//! handoffs and the tensor. The environment's batches are 3 images of 8x8 RGBA8
+//! and 3 buffers of 1000 bytes.
+
+use std::ffi::c_void;
+use std::ptr;
+
+use ash::vk;
+
+use crate::env::{batch_create_info, Env};
+use crate::handoff::handoff_cases;
+use crate::matrix::*;
+use crate::nulls::null;
+use crate::support::*;
+
+const CREATE: &str = "vkcuda_batch_create";
+const ELEMENT: &str = "vkcuda_batch_get_element";
+const BUFFER: &str = "vkcuda_batch_get_buffer";
+const DLPACK: &str = "vkcuda_batch_export_dlpack";
+
+type Handoff = unsafe extern "C" fn(
+    *const vkcuda_batch,
+    VkCommandBuffer,
+    *const vkcuda_handoff_info,
+    VkImageLayout,
+) -> vkcuda_result;
+
+fn images() -> vkcuda_batch_create_info {
+    batch_create_info(VKCUDA_BATCH_KIND_IMAGES)
+}
+
+/// The dlpack call, refused with `want` (a tensor made anyway is deleted and fails).
+fn dlpack_refused(c: &Call, batch: *const vkcuda_batch, info: *const vkcuda_batch_dlpack_info, want: &[vkcuda_result]) {
+    let mut t: *mut c_void = poisoned();
+    let r = unsafe { vkcuda_batch_export_dlpack(batch, info, &mut t) };
+    if r == VKCUDA_SUCCESS {
+        let t = t.cast::<dlpack_rs::ffi::DLManagedTensorVersioned>();
+        unsafe { ((*t).deleter.unwrap())(t) };
+    }
+    c.refused(r, want);
+    assert!(t.is_null(), "the tensor output was not set to NULL");
+}
+
+/// A valid call: a tensor on a CUDA-paired context (deleted here), otherwise
+/// CUDA_UNAVAILABLE after every argument was checked.
+fn dlpack_valid(c: &Call, info: *const vkcuda_batch_dlpack_info) {
+    let mut t: *mut c_void = poisoned();
+    let r = unsafe { vkcuda_batch_export_dlpack(c.env.batch, info, &mut t) };
+    if c.env.cuda {
+        c.succeeded(r);
+        let t = t.cast::<dlpack_rs::ffi::DLManagedTensorVersioned>();
+        unsafe { ((*t).deleter.unwrap())(t) };
+    } else {
+        c.refused(r, &[U]);
+        assert!(t.is_null(), "the tensor output was not set to NULL");
+    }
+}
+
+fn dlpack_info() -> vkcuda_batch_dlpack_info {
+    vkcuda_batch_dlpack_info {
+        flags: 0,
+        index: 0,
+        wait_semaphore: ptr::null(),
+        wait_value: 0,
+        stream: ptr::null_mut(),
+    }
+}
+
+pub fn cases(m: &mut Matrix) {
+    let out = vkcuda_batch_destroy;
+    m.nulls(vec![
+        null(CREATE, "context", move |_, o| unsafe {
+            vkcuda_batch_create(ptr::null(), &images(), o.handle(out))
+        }),
+        null(CREATE, "info", move |e, o| unsafe {
+            vkcuda_batch_create(e.ctx, ptr::null(), o.handle(out))
+        }),
+        null(CREATE, "batch", |e, _| unsafe {
+            vkcuda_batch_create(e.ctx, &images(), ptr::null_mut())
+        }),
+        null(ELEMENT, "batch", |_, o| unsafe {
+            vkcuda_batch_get_element(ptr::null(), 0, o.plain())
+        }),
+        null(ELEMENT, "element", |e, _| unsafe {
+            vkcuda_batch_get_element(e.batch, 0, ptr::null_mut())
+        }),
+        null(BUFFER, "batch", |_, o| unsafe {
+            vkcuda_batch_get_buffer(ptr::null(), 0, o.handle(vkcuda_buffer_destroy))
+        }),
+        null(BUFFER, "buffer", |e, _| unsafe {
+            vkcuda_batch_get_buffer(e.buffer_batch, 0, ptr::null_mut())
+        }),
+    ]);
+    m.getter(
+        "vkcuda_batch_get_info",
+        ["batch", "info"],
+        |e| e.batch,
+        vkcuda_batch_get_info,
+    );
+    m.getter(
+        "vkcuda_batch_export_fd",
+        ["batch", "fd"],
+        |e| e.batch,
+        vkcuda_batch_export_fd,
+    );
+    m.case("vkcuda_batch_destroy", "null-ok:batch", |_| {
+        unsafe { vkcuda_batch_destroy(ptr::null_mut()) };
+        Ran
+    });
+
+    // -- vkcuda_batch_create
+    type BC = vkcuda_batch_create_info;
+    let muts: Vec<Mutation<BC>> = vec![
+        mutation("unknown-bits:info->flags", &[I], |_, i: &mut BC| i.flags = 0x2),
+        mutation("enum-2:info->kind", &[I], |_, i: &mut BC| i.kind = 2),
+        mutation("max:info->kind", &[I], |_, i: &mut BC| i.kind = u32::MAX),
+        says("count must not be 0", mutation("zero:info->count", &[I], |_, i: &mut BC| i.count = 0)),
+        says(
+            "more than a batch may hold",
+            mutation("past-max:info->count", &[I], |_, i: &mut BC| i.count = u32::MAX),
+        ),
+        says(
+            "overflows 64 bits",
+            mutation("overflow:info->count", &[I], |_, i: &mut BC| {
+                i.count = 1 << 16;
+                i.width = u32::MAX;
+                i.height = u32::MAX;
+            }),
+        ),
+        says(
+            "is not a format a batch can hold",
+            mutation("rgb8:info->format", &[UNSUP], |_, i: &mut BC| {
+                i.format = vk::Format::R8G8B8_UNORM.as_raw()
+            }),
+        ),
+        mutation("undefined:info->format", &[UNSUP], |_, i: &mut BC| i.format = 0),
+        mutation("negative:info->format", &[UNSUP], |_, i: &mut BC| i.format = -1),
+        says("must not be 0", mutation("zero:info->width", &[I], |_, i: &mut BC| i.width = 0)),
+        says("must not be 0", mutation("zero:info->height", &[I], |_, i: &mut BC| i.height = 0)),
+        says(
+            "largest memory heap",
+            mutation("over-heap:info->width", &[I], |_, i: &mut BC| {
+                i.count = 1024;
+                i.format = vk::Format::R32G32B32A32_SFLOAT.as_raw();
+                i.width = 8192;
+                i.height = 8192;
+            }),
+        ),
+        mutation("unknown-bits:info->image_usage", &[I], |_, i: &mut BC| {
+            i.image_usage = 0x8000_0000
+        }),
+        says(
+            "colour format",
+            mutation("depth-on-colour:info->image_usage", &[UNSUP], |_, i: &mut BC| {
+                i.image_usage = vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT.as_raw()
+            }),
+        ),
+        mutation("unknown-bits:info->buffer_usage", &[I], |_, i: &mut BC| {
+            i.kind = VKCUDA_BATCH_KIND_BUFFERS;
+            i.buffer_usage = 0x4000_0000
+        }),
+        says(
+            "size must not be 0",
+            mutation("zero:info->size", &[I], |_, i: &mut BC| {
+                i.kind = VKCUDA_BATCH_KIND_BUFFERS;
+                i.size = 0
+            }),
+        ),
+        says(
+            "overflows 64 bits",
+            mutation("overflow:info->size", &[I], |_, i: &mut BC| {
+                i.kind = VKCUDA_BATCH_KIND_BUFFERS;
+                i.count = 1 << 16;
+                i.size = 1 << 50;
+            }),
+        ),
+        says(
+            "largest memory heap",
+            mutation("over-heap:info->size", &[I], |e: &Env, i: &mut BC| {
+                i.kind = VKCUDA_BATCH_KIND_BUFFERS;
+                i.size = e.largest_heap() + 1;
+            }),
+        ),
+    ];
+    mutations(m, CREATE, muts, |_| images(), |c, i, want| {
+        let mut b = poisoned();
+        let r = unsafe { vkcuda_batch_create(c.env.ctx, i, &mut b) };
+        c.refused_made(r, want, b, vkcuda_batch_destroy);
+        Ran
+    });
+
+    // -- the element getters: an index past the last.
+    m.case(ELEMENT, "past-count:index", |c| {
+        let mut p = Poison::<vkcuda_batch_element>::new();
+        let r = unsafe { vkcuda_batch_get_element(c.env.batch, 3, p.ptr()) };
+        Call {
+            says: Some("index 3 is out of range"),
+            ..*c
+        }
+        .refused(r, &[I]);
+        p.untouched();
+        Ran
+    });
+    m.case(BUFFER, "past-count:index", |c| {
+        let mut b = poisoned();
+        let r = unsafe { vkcuda_batch_get_buffer(c.env.buffer_batch, 3, &mut b) };
+        c.refused_made(r, &[I], b, vkcuda_buffer_destroy);
+        Ran
+    });
+    m.case(BUFFER, "image-batch:index", |c| {
+        let mut b = poisoned();
+        let r = unsafe { vkcuda_batch_get_buffer(c.env.batch, 0, &mut b) };
+        c.refused_made(r, &[UNSUP], b, vkcuda_buffer_destroy);
+        Ran
+    });
+
+    // -- the handoffs
+    let calls: [(&'static str, Handoff, &'static str, bool); 2] = [
+        ("vkcuda_batch_cmd_release_to_cuda", vkcuda_batch_cmd_release_to_cuda, "old_layout", true),
+        ("vkcuda_batch_cmd_acquire_from_cuda", vkcuda_batch_cmd_acquire_from_cuda, "new_layout", false),
+    ];
+    let general = vk::ImageLayout::GENERAL.as_raw();
+    for (f, call, layout, release) in calls {
+        m.nulls(vec![
+            null(f, "batch", move |e, _| unsafe {
+                call(ptr::null(), e.cmd, &handoff_info(0), general)
+            }),
+            null(f, "command_buffer", move |e, _| unsafe {
+                call(e.batch, vk::CommandBuffer::null(), &handoff_info(0), general)
+            }),
+            null(f, "info", move |e, _| unsafe { call(e.batch, e.cmd, ptr::null(), general) }),
+        ]);
+        handoff_cases(m, f, move |c, h| unsafe { call(c.env.batch, c.env.cmd, h, general) });
+        let mut bad = vec![
+            ("not-a-layout", 12345),
+            ("negative", -1),
+            ("depth", vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL.as_raw()),
+            ("present", vk::ImageLayout::PRESENT_SRC_KHR.as_raw()),
+            // The default usage has no SAMPLED or INPUT_ATTACHMENT.
+            ("usage", vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL.as_raw()),
+        ];
+        if !release {
+            bad.push(("undefined", vk::ImageLayout::UNDEFINED.as_raw()));
+        }
+        for (what, l) in bad {
+            m.case(f, &format!("{what}:{layout}"), move |c| {
+                c.refused(unsafe { call(c.env.batch, c.env.cmd, &handoff_info(0), l) }, &[I]);
+                Ran
+            });
+        }
+    }
+
+    // -- the readout acquire (the copy path only)
+    const READOUT: &str = "vkcuda_batch_cmd_acquire_readout_from_cuda";
+    m.nulls(vec![
+        null(READOUT, "batch", |e, _| unsafe {
+            vkcuda_batch_cmd_acquire_readout_from_cuda(ptr::null(), e.cmd, &handoff_info(0))
+        }),
+        null(READOUT, "command_buffer", |e, _| unsafe {
+            vkcuda_batch_cmd_acquire_readout_from_cuda(e.copy_batch, vk::CommandBuffer::null(), &handoff_info(0))
+        }),
+        null(READOUT, "info", |e, _| unsafe {
+            vkcuda_batch_cmd_acquire_readout_from_cuda(e.copy_batch, e.cmd, ptr::null())
+        }),
+    ]);
+    handoff_cases(m, READOUT, |c, h| unsafe {
+        vkcuda_batch_cmd_acquire_readout_from_cuda(c.env.copy_batch, c.env.cmd, h)
+    });
+    m.case(READOUT, "zero-copy-or-buffers:batch", |c| {
+        let r = unsafe { vkcuda_batch_cmd_acquire_readout_from_cuda(c.env.buffer_batch, c.env.cmd, &handoff_info(0)) };
+        Call {
+            says: Some("has no readout region"),
+            ..*c
+        }
+        .refused(r, &[I]);
+        Ran
+    });
+
+    // -- the tensor
+    m.case(DLPACK, "null:batch", |c| {
+        dlpack_refused(c, ptr::null(), &dlpack_info(), &[N]);
+        Ran
+    });
+    m.case(DLPACK, "null:tensor", |c| {
+        let r = unsafe { vkcuda_batch_export_dlpack(c.env.batch, &dlpack_info(), ptr::null_mut()) };
+        c.refused(r, &[N]);
+        Ran
+    });
+    m.case(DLPACK, "null-ok:info", |c| {
+        dlpack_valid(c, ptr::null());
+        Ran
+    });
+    m.case(DLPACK, "null-ok:info->wait_semaphore", |c| {
+        dlpack_valid(c, &dlpack_info());
+        Ran
+    });
+    m.case(DLPACK, "null-ok:info->stream", |c| {
+        let i = vkcuda_batch_dlpack_info {
+            flags: VKCUDA_BATCH_DLPACK_ELEMENT_BIT | VKCUDA_DLPACK_READ_ONLY_BIT,
+            index: 2,
+            ..dlpack_info()
+        };
+        dlpack_valid(c, &i);
+        Ran
+    });
+    m.any(
+        DLPACK,
+        "info->wait_value",
+        "any timeline value may be waited for (a value never signalled makes the consumer's stream wait)",
+    );
+    type DI = vkcuda_batch_dlpack_info;
+    let muts: Vec<Mutation<DI>> = vec![
+        mutation("unknown-bits:info->flags", &[I], |_, i: &mut DI| i.flags = 0x8),
+        mutation("read-only-legacy:info->flags", &[I], |_, i: &mut DI| {
+            i.flags = VKCUDA_DLPACK_READ_ONLY_BIT | VKCUDA_DLPACK_LEGACY_BIT
+        }),
+        says(
+            "index 3 is out of range",
+            mutation("past-count:info->index", &[I], |_, i: &mut DI| {
+                i.flags = VKCUDA_BATCH_DLPACK_ELEMENT_BIT;
+                i.index = 3
+            }),
+        ),
+        mutation("not-a-semaphore:info->wait_semaphore", &[I], |e, i: &mut DI| {
+            i.wait_semaphore = e.buffer.cast_const().cast()
+        }),
+    ];
+    mutations(m, DLPACK, muts, |_| dlpack_info(), |c, i, want| {
+        dlpack_refused(c, c.env.batch, i, want);
+        Ran
+    });
+}
