@@ -1,7 +1,8 @@
 //! The host-side cost of each per-frame call, against the raw calls it makes, in
 //! one run (issue 20 item 3): next_stage, cuda_wait, cuda_signal, host_signal, the
 //! graph value setter, the release/acquire recording of a buffer and an image, the
-//! batched barrier for N = 1, 8, 64 (also against N single calls), and a getter
+//! batched barrier for N = 1, 8, 64 (also against N single calls), the pitched
+//! copy of a decoded frame (issue 39 item 14: an image and an NV12 frame), and a getter
 //! through the C boundary (panic boundary, handle tag check). Each figure is the
 //! median over batches of 64 calls (at least 100,000 calls in all, library and raw
 //! batches alternating), in nanoseconds per call; the goal is library <= raw +
@@ -1112,6 +1113,142 @@ fn semaphore_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
     drop(v);
 }
 
+/// The pitched copy (issue 39, item 14: a decoder's per-frame call) against the
+/// raw `cuMemcpy2DAsync` calls it makes: into a single-plane image's level array,
+/// and into a shared NV12 video frame (one call, both planes, against two raw
+/// device-to-device copies), from a `cuMemAllocPitch` allocation standing in for
+/// a decoder's surface. Small planes (256 x 64), so the GPU keeps up with the
+/// host; the stream is drained (untimed) after each batch.
+fn pitched_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
+    let (w, h) = (256u32, 64u32);
+    let mut cinfo: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_context_get_cuda_info(ctx, &mut cinfo) });
+    check(unsafe { cu::cuCtxPushCurrent_v2(cinfo.cuda_context.cast()) });
+    let mut stream = ptr::null_mut();
+    check(unsafe { cu::cuStreamCreate(&mut stream, 1) });
+    let sync = || check(unsafe { cu::cuStreamSynchronize(stream) });
+    let (mut src, mut pitch) = (0, 0);
+    check(unsafe {
+        cu::cuMemAllocPitch_v2(&mut src, &mut pitch, w as usize, (h + h / 2) as usize, 16)
+    });
+    check(unsafe { cu::cuMemsetD8_v2(src, 0x80, pitch * (h + h / 2) as usize) });
+    let plane = |pointer: u64| vkcuda_pitched_plane {
+        device_pointer: pointer,
+        pitch: pitch as u64,
+    };
+    let none = vkcuda_pitched_plane {
+        device_pointer: 0,
+        pitch: 0,
+    };
+    let chroma = src + (pitch * h as usize) as u64;
+    let raw2d = |src: u64, dst: (u64, usize, *mut CUarray_st), width: usize, rows: usize| {
+        let copy = cu::CUDA_MEMCPY2D {
+            srcXInBytes: 0,
+            srcY: 0,
+            srcMemoryType: cu::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+            srcHost: ptr::null(),
+            srcDevice: src,
+            srcArray: ptr::null_mut(),
+            srcPitch: pitch,
+            dstXInBytes: 0,
+            dstY: 0,
+            dstMemoryType: if dst.2.is_null() {
+                cu::CUmemorytype::CU_MEMORYTYPE_DEVICE
+            } else {
+                cu::CUmemorytype::CU_MEMORYTYPE_ARRAY
+            },
+            dstHost: ptr::null_mut(),
+            dstDevice: dst.0,
+            dstArray: dst.2.cast(),
+            dstPitch: dst.1,
+            WidthInBytes: width,
+            Height: rows,
+        };
+        check(unsafe { cu::cuMemcpy2DAsync_v2(&copy, stream) });
+    };
+
+    // A single-plane image (the luma of the two-image recipe): one copy.
+    let image = support::images::create(ctx, &image_desc(0, vk::Format::R8_UNORM, w, h, 1));
+    let mut array = ptr::null_mut();
+    ok(unsafe { vkcuda_image_get_plane_cuda_array(image, 0, 0, &mut array) });
+    let one = vkcuda_pitched_planes {
+        flags: 0,
+        plane_count: 1,
+        planes: [plane(src), none, none],
+    };
+    let (l, r) = compare(
+        rounds / 4,
+        |_| ok(unsafe { vkcuda_image_cuda_copy_from_pitched(image, &one, stream.cast()) }),
+        |_| raw2d(src, (0, 0, array), w as usize, h as usize),
+        sync,
+    );
+    t.pair(
+        "vkcuda_image_cuda_copy_from_pitched (R8 image)",
+        l,
+        r,
+        &format!(
+            "raw: cuMemcpy2DAsync into the level array; library/raw {:.3}",
+            l / r
+        ),
+    );
+
+    // A shared NV12 video frame: one call for both planes.
+    let info = vkcuda_image_create_info {
+        flags: VKCUDA_IMAGE_CREATE_LINEAR_BIT,
+        ..image_desc(0, vk::Format::G8_B8R8_2PLANE_420_UNORM, w, h, 1)
+    };
+    let mut frame = ptr::null_mut();
+    if unsafe { vkcuda_image_create(ctx, &info, &mut frame) } == VKCUDA_SUCCESS {
+        let planes: Vec<vkcuda_image_plane_pointer> = (0..2)
+            .map(|p| {
+                let mut out: vkcuda_image_plane_pointer = unsafe { std::mem::zeroed() };
+                ok(unsafe { vkcuda_image_get_plane_pointer(frame, p, &mut out) });
+                out
+            })
+            .collect();
+        let two = vkcuda_pitched_planes {
+            flags: 0,
+            plane_count: 2,
+            planes: [plane(src), plane(chroma), none],
+        };
+        let (l, r) = compare(
+            rounds / 4,
+            |_| ok(unsafe { vkcuda_image_cuda_copy_from_pitched(frame, &two, stream.cast()) }),
+            |_| {
+                for (p, from, rows) in [(0, src, h), (1, chroma, h / 2)] {
+                    let to = (
+                        planes[p].cuda_pointer,
+                        planes[p].row_pitch as usize,
+                        ptr::null_mut(),
+                    );
+                    raw2d(from, to, w as usize, rows as usize);
+                }
+            },
+            sync,
+        );
+        t.pair(
+            "vkcuda_image_cuda_copy_from_pitched (NV12 frame, 2 planes)",
+            l,
+            r,
+            &format!(
+                "raw: 2 x cuMemcpy2DAsync device to device; library/raw {:.3}",
+                l / r
+            ),
+        );
+        unsafe { vkcuda_image_destroy(frame) };
+    } else {
+        println!("SKIPPED: the NV12 frame's pitched copy: {}", last_error());
+    }
+    sync();
+    unsafe {
+        vkcuda_image_destroy(image);
+        cu::cuMemFree_v2(src);
+        check(cu::cuStreamDestroy_v2(stream));
+        let mut p = ptr::null_mut();
+        check(cu::cuCtxPopCurrent_v2(&mut p));
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
@@ -1140,6 +1277,8 @@ fn main() {
     if cuda {
         println!("semaphores (CUDA context):");
         semaphore_calls(ctx, rounds, &mut t);
+        println!("pitched copies (CUDA context):");
+        pitched_calls(ctx, rounds, &mut t);
     } else if gpu_required() {
         panic!("VKCUDA_REQUIRE_GPU=1 but no CUDA-paired device");
     } else {

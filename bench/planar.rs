@@ -404,27 +404,12 @@ pub fn nv12_4k(env: &Env, lib: &LibTimeline, rep: &mut Report, quick: bool) {
         super::TARGET_RATIO,
     );
     // The host's enqueue time alone (the stream drained, untimed, in between).
-    let (mut el, mut er) = (Vec::new(), Vec::new());
-    for i in 0..iters * 5 {
-        let one = |lib_side: bool| {
-            let t0 = Instant::now();
-            if lib_side {
-                lib_copy(env, &planes, &images[0]);
-            } else {
-                raw_copy(env, &src, &images[0]);
-            }
-            let us = t0.elapsed().as_secs_f64() * 1e6;
-            sync();
-            us
-        };
-        if i % 2 == 0 {
-            el.push(one(true));
-            er.push(one(false));
-        } else {
-            er.push(one(false));
-            el.push(one(true));
-        }
-    }
+    let (mut el, mut er) = enqueue_pair(
+        iters * 5,
+        || lib_copy(env, &planes, &images[0]),
+        || raw_copy(env, &src, &images[0]),
+        sync,
+    );
     let elm = rep.add(
         "nv12-4k",
         "enqueue, library",
@@ -441,7 +426,93 @@ pub fn nv12_4k(env: &Env, lib: &LibTimeline, rep: &mut Report, quick: bool) {
         "nv12-4k",
         "enqueue library - raw",
         elm - erm,
-        "host us the checks cost",
+        "host us the checks cost (two calls, one per plane image); goal <= 0.2",
+    );
+    rep.derived(
+        "nv12-4k",
+        "enqueue library / raw",
+        elm / erm,
+        "host time per frame, two plane images",
+    );
+    // The shared video frame: one call copies both planes (plane_count 2).
+    let frame_planes = [planes[0][0], planes[1][0]];
+    let (mut fl, mut fr) = enqueue_pair(
+        iters * 5,
+        // SAFETY: `src` is the decoder-shaped allocation of both planes.
+        || {
+            unsafe {
+                linear[0]
+                    .image
+                    .copy_pitched(&frame_planes, true, env.stream)
+            }
+            .unwrap()
+        },
+        || linear[0].copy_in(env, &src),
+        sync,
+    );
+    let flm = rep.add(
+        "nv12-4k",
+        "enqueue, library, linear frame",
+        &mut fl,
+        "host us per frame (one call, both planes)",
+    );
+    let frm = rep.add(
+        "nv12-4k",
+        "enqueue, raw x2, linear frame",
+        &mut fr,
+        "host us for the two calls",
+    );
+    rep.derived(
+        "nv12-4k",
+        "enqueue library - raw, linear frame",
+        flm - frm,
+        "host us the checks cost (one call); goal <= 0.2",
+    );
+    rep.derived(
+        "nv12-4k",
+        "enqueue library / raw, linear frame",
+        flm / frm,
+        "host time per frame",
+    );
+    // What the library's per-call driver queries cost alone (the range of the
+    // source's allocation is asked once per allocation and then remembered).
+    let query_ns = |f: &dyn Fn()| {
+        let mut v: Vec<f64> = (0..if quick { 20 } else { 200 })
+            .map(|_| {
+                let t0 = Instant::now();
+                for _ in 0..100 {
+                    f();
+                }
+                t0.elapsed().as_secs_f64() * 1e9 / 100.0
+            })
+            .collect();
+        median(&mut v)
+    };
+    let range_ns = query_ns(&|| {
+        let (mut base, mut size) = (0, 0);
+        check(unsafe { cu::cuMemGetAddressRange_v2(&mut base, &mut size, src.ptr) });
+    });
+    let id_ns = query_ns(&|| {
+        let mut id = 0u64;
+        check(unsafe {
+            cu::cuPointerGetAttribute(
+                (&mut id as *mut u64).cast(),
+                cu::CUpointer_attribute::CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                src.ptr,
+            )
+        });
+    });
+    rep.derived(
+        "nv12-4k",
+        "cuMemGetAddressRange alone",
+        range_ns / 1e3,
+        "host us a call (the range check; once per allocation)",
+    );
+    rep.derived(
+        "nv12-4k",
+        "cuPointerGetAttribute(BUFFER_ID) alone",
+        id_ns / 1e3,
+        "host us a call (the context's liveness, every call)",
     );
     let (sl, so) = sampling(env, &linear[0], quick);
     rep.derived(
@@ -460,11 +531,47 @@ pub fn nv12_4k(env: &Env, lib: &LibTimeline, rep: &mut Report, quick: bool) {
     println!(
         "  [nv12 4K] zero-copy: linear frame {lzm:.1} us/frame, two images {zm:.1} us/frame ({:.3}); \
          copied in: linear {lcm:.1}, two images (FFmpeg's path) {cm:.1} us/frame; helper/raw {:.3}; \
-         copy GPU time {gpu:.1} us; one YCbCr pass: linear {sl:.1} us, optimal {so:.1} us ({:.2}x)",
+         copy GPU time {gpu:.1} us; one YCbCr pass: linear {sl:.1} us, optimal {so:.1} us ({:.2}x); \
+         enqueue library - raw: two images {:+.3} us ({:.3}), linear frame {:+.3} us ({:.3})",
         lzm / zm,
         lm / rm,
-        sl / so
+        sl / so,
+        elm - erm,
+        elm / erm,
+        flm - frm,
+        flm / frm
     );
+}
+
+/// The host's enqueue time of `lib` and `raw` alone, in alternation (the order
+/// swapped every round), the stream drained by `sync`, untimed, after each.
+fn enqueue_pair(
+    rounds: usize,
+    lib: impl Fn(),
+    raw: impl Fn(),
+    sync: impl Fn(),
+) -> (Vec<f64>, Vec<f64>) {
+    let (mut l, mut r) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
+    let one = |f: &dyn Fn()| {
+        let t0 = Instant::now();
+        f();
+        let us = t0.elapsed().as_secs_f64() * 1e6;
+        sync();
+        us
+    };
+    // One untimed round first (the first call looks the source's range up).
+    one(&lib);
+    one(&raw);
+    for i in 0..rounds {
+        if i % 2 == 0 {
+            l.push(one(&lib));
+            r.push(one(&raw));
+        } else {
+            r.push(one(&raw));
+            l.push(one(&lib));
+        }
+    }
+    (l, r)
 }
 
 /// GPU time of one full-frame YCbCr sampling pass (timestamp queries around

@@ -406,8 +406,13 @@ typedef enum vkcuda_result {
    * `VkDevice` returned `VK_ERROR_DEVICE_LOST`. The message names the original
    * error and the call that first saw it. Every later call on the context and on
    * its buffers, images and semaphores returns this code; destroy still releases
-   * what it can. A sticky CUDA error is for the rest of the process (for the
-   * device's primary context, the default, that includes PyTorch/CuPy in this
+   * what it can (every release call is made, so the fds the CUDA driver holds
+   * for imports are closed; a sticky error a destroy meets is recorded, naming
+   * the release call that saw it). A new context on a lost `VkDevice` is refused
+   * with this code while any object of that device lives; once every object of
+   * it is destroyed, a context on the same handle value (an engine's recreated
+   * device) starts clean. A sticky CUDA error is for the rest of the process (for
+   * the device's primary context, the default, that includes PyTorch/CuPy in this
    * process): destroy the objects and restart the process.
    */
   VKCUDA_ERROR_DEVICE_LOST = -15,
@@ -2166,9 +2171,13 @@ typedef struct vkcuda_video_color {
  */
 typedef struct vkcuda_pitched_plane {
   /**
-   * The address of the plane's first row (`CUdeviceptr`): device memory of the
-   * image's CUDA context (a `cuMemAllocPitch` allocation, a frame of NVDEC's
-   * `cuvidMapVideoFrame` at its plane offset, ...). Not 0.
+   * The address of the plane's first row (`CUdeviceptr`), not 0, in memory
+   * `cuMemGetAddressRange` knows, the plane's rows inside one allocation: device
+   * memory of the image's CUDA device (`cuMemAlloc`, a `cuMemAllocPitch`
+   * allocation, a frame of NVDEC's `cuvidMapVideoFrame` at its plane offset, a
+   * shared buffer's CUDA pointer), managed memory (`cuMemAllocManaged`) or
+   * page-locked host memory (`cuMemAllocHost`, `cuMemHostRegister`: its device
+   * pointer). Plain host memory and made-up addresses are refused.
    */
   uint64_t device_pointer;
   /**
@@ -2992,8 +3001,11 @@ enum vkcuda_result vkcuda_physical_devices_enumerate(uint32_t *count,
  * the Vulkan device's UUID (the message names both),
  * `VKCUDA_ERROR_INVALID_ARGUMENT` when a command the library calls does not
  * resolve (an instance of apiVersion 1.0 or 1.1: the message names the version),
- * and `VKCUDA_ERROR_EXTENSION_NOT_PRESENT` later, from the first call that needs an
- * extension the device was created without.
+ * `VKCUDA_ERROR_DEVICE_LOST` when the `VkDevice` is lost (a call of the library
+ * saw `VK_ERROR_DEVICE_LOST`) and objects made on it are still alive (the message
+ * names the first error; once they are all destroyed, a context on the same
+ * handle value is a new device), and `VKCUDA_ERROR_EXTENSION_NOT_PRESENT` later,
+ * from the first call that needs an extension the device was created without.
  *
  * The library cannot ask the device which optional features and extensions the
  * engine enabled, so the context's handoff barriers accept only the pipeline
@@ -3764,18 +3776,37 @@ enum vkcuda_result vkcuda_image_get_ycbcr_conversion_info(const struct vkcuda_im
  * every plane of the image, one `cuMemcpy2DAsync` per plane, device to device:
  * what a video decoder hands over (NVDEC's `cuvidMapVideoFrame` gives a device
  * pointer and a pitch; NV12's CbCr rows start `pitch * height` bytes after the
- * luma: with CUDA, one call into an R8 image for the luma and one into an R8G8
- * image for the CbCr). Nothing is copied through the host, and the call returns
- * once the copies are enqueued.
+ * luma: one call with `plane_count` 2 fills a shared video frame). Nothing is
+ * copied through the host, and the call returns once the copies are enqueued.
  *
- * Checked before anything is enqueued: `planes->plane_count` is the image's
- * plane count, no device pointer is 0, every pitch is at least the plane's row
- * (`VKCUDA_ERROR_INVALID_ARGUMENT`, `VKCUDA_ERROR_NULL_POINTER`), the image is 1D
- * or 2D with one layer (`VKCUDA_ERROR_UNSUPPORTED`), `stream` belongs to the
- * image's CUDA context (`VKCUDA_ERROR_DEVICE_MISMATCH`; NULL is the legacy
- * default stream), and, where CUDA knows the allocation a pointer is in, that
- * the plane's rows end inside it. `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a
- * Vulkan-only context.
+ * Checked before anything is enqueued (nothing is copied when one fails):
+ * - `VKCUDA_ERROR_NULL_POINTER`: `planes` is NULL, or a plane's device pointer is 0;
+ * - `VKCUDA_ERROR_INVALID_ARGUMENT`: `planes->flags` is not 0,
+ *   `planes->plane_count` is not the image's plane count (or a plane past it is
+ *   set), a pitch is less than the plane's row, the rows overflow the address
+ *   space, a plane's address is in no allocation CUDA knows
+ *   (`cuMemGetAddressRange` fails: plain host memory, a freed or made-up
+ *   address; the copy would fault and lose the CUDA context, by default the
+ *   primary context that PyTorch and CuPy share, for the rest of the process),
+ *   or a plane's rows end past the end of its allocation;
+ * - `VKCUDA_ERROR_UNSUPPORTED`: the image is 3D or has layers;
+ * - `VKCUDA_ERROR_DEVICE_MISMATCH`: `stream` belongs to another CUDA context
+ *   (NULL is the legacy default stream);
+ * - `VKCUDA_ERROR_CUDA_UNAVAILABLE`: a Vulkan-only context.
+ *
+ * Accepted memory is what `cuMemGetAddressRange` answers for: device memory of
+ * any kind (`cuMemAlloc`, `cuMemAllocPitch`, NVDEC's mapped frames, shared
+ * buffers' CUDA pointers), managed memory (`cuMemAllocManaged`) and page-locked
+ * host memory (`cuMemAllocHost`, `cuMemHostRegister`: their device pointers),
+ * which a copy may read and write. `cuMemGetAddressRange` reports each
+ * physical allocation mapped into a virtual range (`cuMemMap`: PyTorch's
+ * expandable segments) on its own, so a plane's rows must lie in one of them.
+ * The allocation ranges found are remembered
+ * per thread (the last 32), so per-frame calls from the same decoder surfaces
+ * ask the driver once per surface. Freeing memory of the library (a buffer's or
+ * frame's mapping, a CUDA-allocated buffer) drops them; memory the caller frees
+ * and allocates again inside a remembered range is not looked up again (the
+ * rows must fit the new allocation).
  *
  * Handoff as for any CUDA access to the image: the engine released it to CUDA
  * (`vkcuda_image_cmd_release_to_cuda`) and `stream` waits for that submit (a

@@ -143,17 +143,18 @@ impl Drop for Context {
     fn drop(&mut self) {
         // The CUDA side goes first; `vk` (a standalone device) drops after this.
         self.cuda = None;
+        lost::close_device(ash::vk::Handle::as_raw(self.vk.device.handle()));
         crate::stats::CONTEXTS.sub();
     }
 }
 
-fn made(vk: VulkanDevice, cuda: Option<Arc<CudaContext>>) -> Arc<Context> {
-    // A context made from a device handle: that handle names a live device now.
-    lost::forget(lost::Key::Vulkan(ash::vk::Handle::as_raw(
-        vk.device.handle(),
-    )));
+fn made(vk: VulkanDevice, cuda: Option<Arc<CudaContext>>) -> Result<Arc<Context>> {
+    // A device handle with no live context is a new device (its old loss is
+    // forgotten); one with live contexts is the same device, lost or not
+    // (`lost::open_device`). Balanced in `Drop`.
+    lost::open_device(ash::vk::Handle::as_raw(vk.device.handle()))?;
     crate::stats::CONTEXTS.add();
-    Arc::new(Context { vk, cuda })
+    Ok(Arc::new(Context { vk, cuda }))
 }
 
 impl Context {
@@ -165,6 +166,9 @@ impl Context {
     /// [`ErrorKind::DeviceMismatch`] when no CUDA device has the Vulkan device's
     /// UUID (the message names both), [`ErrorKind::InvalidArgument`] when a command
     /// the library calls does not resolve (an instance made for Vulkan 1.0 or 1.1),
+    /// [`ErrorKind::DeviceLost`] when the device is lost and objects of a context
+    /// on it are still alive (once they are all dropped, a context on the same
+    /// handle value is a new device and starts clean),
     /// and [`ErrorKind::ExtensionNotPresent`] later, from the first call that needs
     /// an extension the device was created without.
     ///
@@ -202,7 +206,7 @@ impl Context {
     ) -> Result<Arc<Context>> {
         let vk = VulkanDevice::from_engine(handles, features)?;
         let cuda = pair(&vk, choice)?;
-        Ok(made(vk, cuda))
+        made(vk, cuda)
     }
 
     /// What the context knows is enabled on its device, of the features and
@@ -244,7 +248,7 @@ impl Context {
         };
         let vk = standalone::create(&pick)?;
         let cuda = pair(&vk, choice)?;
-        Ok(made(vk, cuda))
+        made(vk, cuda)
     }
 
     /// [`ErrorKind::DeviceLost`] when this context's CUDA context hit a sticky

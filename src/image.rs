@@ -771,7 +771,14 @@ pub struct Image {
     frame: Option<Frame>,
     /// A multi-planar image's colour description.
     color: std::sync::Mutex<VideoColor>,
+    /// The image side of each plane's pitched copy (level 0's array, or a
+    /// frame's plane pointer and row pitch), worked out on the first copy: it
+    /// does not change while the image lives.
+    pitched_targets: std::sync::OnceLock<[array::Target; MAX_PLANES]>,
 }
+
+/// The most planes an image has (three-plane YCbCr formats).
+const MAX_PLANES: usize = 3;
 
 /// How many allocations an image of `r` has: one per plane of a disjoint image,
 /// else one (single-plane images and video frames).
@@ -823,6 +830,7 @@ impl Image {
                 .collect(),
             frame: None,
             color: std::sync::Mutex::new(VideoColor::DEFAULT),
+            pitched_targets: std::sync::OnceLock::new(),
         }
     }
 
@@ -1585,7 +1593,9 @@ impl Image {
     /// Checks pitch-linear planes against level 0 of the image's planes: one per
     /// plane, a device pointer that is not 0, a pitch of at least the plane's row
     /// in bytes, a span that does not overflow. 1D and 2D images with one layer.
-    pub(crate) fn check_pitched(&self, planes: &[PitchedPlane]) -> Result<Vec<Pitched>> {
+    /// Arithmetic only, no allocation: this runs for every frame a decoder hands
+    /// over.
+    pub(crate) fn check_pitched(&self, planes: &[PitchedPlane]) -> Result<[Pitched; MAX_PLANES]> {
         let layout = &self.resolved.layout;
         let n = layout.plane_count();
         if planes.len() != n {
@@ -1609,7 +1619,7 @@ impl Image {
                 d.array_layers
             )));
         }
-        let mut out = Vec::with_capacity(n);
+        let mut out = [Pitched::default(); MAX_PLANES];
         for (p, pl) in planes.iter().enumerate() {
             let f = layout.plane(p);
             let (width, height) = f.extent(d.width, d.height);
@@ -1648,9 +1658,32 @@ impl Image {
                         height, pl.pitch, pl.pointer
                     ))
                 })?;
-            out.push(pitched);
+            out[p] = pitched;
         }
         Ok(out)
+    }
+
+    /// The image side of each plane's pitched copy, worked out once.
+    fn pitched_targets(&self) -> Result<&[array::Target; MAX_PLANES]> {
+        if let Some(t) = self.pitched_targets.get() {
+            return Ok(t);
+        }
+        let mut targets = [array::Target::Device {
+            pointer: 0,
+            pitch: 0,
+        }; MAX_PLANES];
+        for (p, target) in targets.iter_mut().enumerate().take(self.plane_count()) {
+            *target = if self.frame.is_some() {
+                let plane = self.plane_pointer(p)?;
+                array::Target::Device {
+                    pointer: plane.pointer,
+                    pitch: plane.layout.row_pitch as usize,
+                }
+            } else {
+                array::Target::Array(self.mapped(p)?.level(0)?)
+            };
+        }
+        Ok(self.pitched_targets.get_or_init(|| targets))
     }
 
     /// Enqueues on `stream` the copy between pitch-linear device memory (one
@@ -1659,10 +1692,21 @@ impl Image {
     /// that point of the stream (handed over as for any other CUDA access).
     /// `stream` is checked as for [`Semaphore::cuda_signal`](crate::Semaphore::cuda_signal).
     ///
+    /// Each plane's rows must lie in one allocation CUDA knows
+    /// (`cuMemGetAddressRange` answers for device memory of any kind, managed
+    /// memory and page-locked or registered host memory): an address it reports
+    /// in no allocation is refused ([`ErrorKind::InvalidArgument`]) before
+    /// anything is enqueued, as are rows that end past their allocation. The
+    /// allocation ranges found are remembered per thread (the last 32), so
+    /// a decoder's surfaces are looked up once, not every frame.
+    ///
     /// # Safety
-    /// Each plane's `pointer` is device memory of the context's CUDA device with
-    /// room for the plane's rows at `pitch` (read when `to_image`, written
-    /// otherwise), not in use by other work on another stream meanwhile.
+    /// Each plane's `pointer` is memory of the context's CUDA device with room
+    /// for the plane's rows at `pitch` (read when `to_image`, written otherwise),
+    /// not in use by other work on another stream meanwhile. An allocation the
+    /// caller freed and another made at an address in its range is not looked up
+    /// again while the old range is remembered (until the library frees memory of
+    /// its own): a plane there must fit the new allocation.
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub unsafe fn copy_pitched(
         &self,
@@ -1672,20 +1716,9 @@ impl Image {
     ) -> Result<()> {
         let pitched = self.check_pitched(planes)?;
         let cuda = self.ctx.cuda()?;
-        let mut jobs = Vec::with_capacity(pitched.len());
-        for (p, pl) in pitched.into_iter().enumerate() {
-            let target = if self.frame.is_some() {
-                let plane = self.plane_pointer(p)?;
-                array::Target::Device {
-                    pointer: plane.pointer,
-                    pitch: plane.layout.row_pitch as usize,
-                }
-            } else {
-                array::Target::Array(self.mapped(p)?.level(0)?)
-            };
-            jobs.push((target, pl));
-        }
-        array::copy_pitched(cuda, &jobs, to_image, stream)
+        let targets = self.pitched_targets()?;
+        let n = planes.len();
+        array::copy_pitched(cuda, &targets[..n], &pitched[..n], to_image, stream)
     }
 }
 

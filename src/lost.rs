@@ -15,6 +15,13 @@
 //! C door's handle lookup in the vkcuda-c crate, through `context::any_lost` and
 //! `Context::check_lost`): one relaxed atomic load
 //! while nothing is lost, the list only after a loss.
+//!
+//! A `VkDevice`'s loss lasts while any library context on that handle lives
+//! (each object holds its context): a new context on it is refused then
+//! ([`open_device`]); with none left, the handle value names a new device (an
+//! engine's recreated one) and the record is dropped. Destroy paths report the
+//! sticky results of their release calls too (`CudaContext::releasing`), so
+//! the call named is the first that saw the error.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -118,16 +125,51 @@ pub fn vulkan(device: vk::Device, call: &str) -> Error {
     Error::new(ErrorKind::DeviceLost, message)
 }
 
-/// Forgets a loss of `key`: a library context is being made from that handle, so
-/// it names a live object again (an engine that recreated its `VkDevice` after
-/// `VK_ERROR_DEVICE_LOST` may get the same handle value back). Not used for CUDA
-/// contexts: a sticky error lasts as long as the process.
-pub fn forget(key: Key) {
-    if !any() {
-        return;
+/// How many library contexts live on each `VkDevice` handle (every object holds
+/// its context, so a count above 0 means something of that device is alive).
+static OPEN: Mutex<Vec<(u64, usize)>> = Mutex::new(Vec::new());
+
+/// A library context is being made on the `VkDevice` `device`. When no context
+/// of that handle is alive, the handle names a new device (an engine that
+/// recreated its `VkDevice` after `VK_ERROR_DEVICE_LOST` may get the same handle
+/// value back), so its loss record is dropped. While one is alive, it is the
+/// same device: a loss stays, and the new context is refused with it
+/// (`DeviceLost`, naming the first error) instead of erasing it. Balanced by
+/// [`close_device`] when the context is dropped.
+pub fn open_device(device: u64) -> Result<()> {
+    let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
+    match open.iter_mut().find(|(d, _)| *d == device) {
+        Some((_, n)) => {
+            if any() {
+                check(&[Key::Vulkan(device)]).map_err(|e| {
+                    e.context(
+                        "the VkDevice is lost and objects of it are still alive: a new context on it \
+                         would be lost too",
+                    )
+                })?;
+            }
+            *n += 1;
+        }
+        None => {
+            if any() {
+                let mut list = LOST.lock().unwrap_or_else(|p| p.into_inner());
+                list.retain(|(k, _)| *k != Key::Vulkan(device));
+            }
+            open.push((device, 1));
+        }
     }
-    let mut list = LOST.lock().unwrap_or_else(|p| p.into_inner());
-    list.retain(|(k, _)| *k != key);
+    Ok(())
+}
+
+/// A library context made on `device` (after [`open_device`]) is gone.
+pub fn close_device(device: u64) {
+    let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(i) = open.iter().position(|(d, _)| *d == device) {
+        open[i].1 -= 1;
+        if open[i].1 == 0 {
+            open.swap_remove(i);
+        }
+    }
 }
 
 /// `Err(DeviceLost)` naming the first error when any of `keys` is lost.
@@ -188,7 +230,19 @@ mod tests {
             .message
             .contains("vkAllocateMemory failed with VK_ERROR_DEVICE_LOST"));
         assert!(check(&[Key::Vulkan(0x5eed_0002)]).is_ok());
-        forget(Key::Vulkan(dev.as_raw()));
+        // Nothing of the device is alive: a context on that handle is a new device.
+        open_device(dev.as_raw()).unwrap();
         assert!(check(&[Key::Vulkan(dev.as_raw())]).is_ok());
+        // Lost again while that context lives: a second context is refused, and
+        // the record stays until the first is gone.
+        let _ = vulkan(dev, "vkQueueSubmit");
+        let e = open_device(dev.as_raw()).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::DeviceLost);
+        assert!(e.message.contains("vkQueueSubmit failed"), "{}", e.message);
+        assert!(check(&[Key::Vulkan(dev.as_raw())]).is_err());
+        close_device(dev.as_raw());
+        open_device(dev.as_raw()).unwrap();
+        assert!(check(&[Key::Vulkan(dev.as_raw())]).is_ok());
+        close_device(dev.as_raw());
     }
 }

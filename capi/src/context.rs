@@ -287,8 +287,11 @@ unsafe fn cuda_choice(flags: u32, cuda_context: *mut CUctx_st) -> Result<CudaCho
 /// the Vulkan device's UUID (the message names both),
 /// `VKCUDA_ERROR_INVALID_ARGUMENT` when a command the library calls does not
 /// resolve (an instance of apiVersion 1.0 or 1.1: the message names the version),
-/// and `VKCUDA_ERROR_EXTENSION_NOT_PRESENT` later, from the first call that needs an
-/// extension the device was created without.
+/// `VKCUDA_ERROR_DEVICE_LOST` when the `VkDevice` is lost (a call of the library
+/// saw `VK_ERROR_DEVICE_LOST`) and objects made on it are still alive (the message
+/// names the first error; once they are all destroyed, a context on the same
+/// handle value is a new device), and `VKCUDA_ERROR_EXTENSION_NOT_PRESENT` later,
+/// from the first call that needs an extension the device was created without.
 ///
 /// The library cannot ask the device which optional features and extensions the
 /// engine enabled, so the context's handoff barriers accept only the pipeline

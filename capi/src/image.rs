@@ -1381,9 +1381,13 @@ pub unsafe extern "C" fn vkcuda_image_get_ycbcr_conversion_info(
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct vkcuda_pitched_plane {
-    /// The address of the plane's first row (`CUdeviceptr`): device memory of the
-    /// image's CUDA context (a `cuMemAllocPitch` allocation, a frame of NVDEC's
-    /// `cuvidMapVideoFrame` at its plane offset, ...). Not 0.
+    /// The address of the plane's first row (`CUdeviceptr`), not 0, in memory
+    /// `cuMemGetAddressRange` knows, the plane's rows inside one allocation: device
+    /// memory of the image's CUDA device (`cuMemAlloc`, a `cuMemAllocPitch`
+    /// allocation, a frame of NVDEC's `cuvidMapVideoFrame` at its plane offset, a
+    /// shared buffer's CUDA pointer), managed memory (`cuMemAllocManaged`) or
+    /// page-locked host memory (`cuMemAllocHost`, `cuMemHostRegister`: its device
+    /// pointer). Plain host memory and made-up addresses are refused.
     pub device_pointer: u64,
     /// Bytes from one row to the next; at least the plane's width times its
     /// `bytes_per_texel`.
@@ -1406,7 +1410,8 @@ pub struct vkcuda_pitched_planes {
     pub planes: [vkcuda_pitched_plane; 3],
 }
 
-unsafe fn pitched_arg(planes: *const vkcuda_pitched_planes) -> Result<Vec<PitchedPlane>> {
+/// The planes of `planes`, in a fixed array (no allocation: a per-frame call).
+unsafe fn pitched_arg(planes: *const vkcuda_pitched_planes) -> Result<([PitchedPlane; 3], usize)> {
     let p = arg(planes, "planes")?;
     check_flags(p.flags, 0, "planes->flags")?;
     if p.plane_count == 0 || p.plane_count > 3 {
@@ -1422,13 +1427,11 @@ unsafe fn pitched_arg(planes: *const vkcuda_pitched_planes) -> Result<Vec<Pitche
             "planes->planes[{extra}] is set, but planes->plane_count is {n}"
         )));
     }
-    Ok(p.planes[..n]
-        .iter()
-        .map(|q| PitchedPlane {
-            pointer: q.device_pointer,
-            pitch: q.pitch,
-        })
-        .collect())
+    let list = p.planes.map(|q| PitchedPlane {
+        pointer: q.device_pointer,
+        pitch: q.pitch,
+    });
+    Ok((list, n))
 }
 
 unsafe fn pitched_copy(
@@ -1438,26 +1441,45 @@ unsafe fn pitched_copy(
     to_image: bool,
 ) -> Result<()> {
     let im = image_arg(image)?;
-    let list = pitched_arg(planes)?;
-    im.copy_pitched(&list, to_image, stream.cast())
+    let (list, n) = pitched_arg(planes)?;
+    im.copy_pitched(&list[..n], to_image, stream.cast())
 }
 
 /// Enqueues on `stream` the copy from pitch-linear device memory into level 0 of
 /// every plane of the image, one `cuMemcpy2DAsync` per plane, device to device:
 /// what a video decoder hands over (NVDEC's `cuvidMapVideoFrame` gives a device
 /// pointer and a pitch; NV12's CbCr rows start `pitch * height` bytes after the
-/// luma: with CUDA, one call into an R8 image for the luma and one into an R8G8
-/// image for the CbCr). Nothing is copied through the host, and the call returns
-/// once the copies are enqueued.
+/// luma: one call with `plane_count` 2 fills a shared video frame). Nothing is
+/// copied through the host, and the call returns once the copies are enqueued.
 ///
-/// Checked before anything is enqueued: `planes->plane_count` is the image's
-/// plane count, no device pointer is 0, every pitch is at least the plane's row
-/// (`VKCUDA_ERROR_INVALID_ARGUMENT`, `VKCUDA_ERROR_NULL_POINTER`), the image is 1D
-/// or 2D with one layer (`VKCUDA_ERROR_UNSUPPORTED`), `stream` belongs to the
-/// image's CUDA context (`VKCUDA_ERROR_DEVICE_MISMATCH`; NULL is the legacy
-/// default stream), and, where CUDA knows the allocation a pointer is in, that
-/// the plane's rows end inside it. `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a
-/// Vulkan-only context.
+/// Checked before anything is enqueued (nothing is copied when one fails):
+/// - `VKCUDA_ERROR_NULL_POINTER`: `planes` is NULL, or a plane's device pointer is 0;
+/// - `VKCUDA_ERROR_INVALID_ARGUMENT`: `planes->flags` is not 0,
+///   `planes->plane_count` is not the image's plane count (or a plane past it is
+///   set), a pitch is less than the plane's row, the rows overflow the address
+///   space, a plane's address is in no allocation CUDA knows
+///   (`cuMemGetAddressRange` fails: plain host memory, a freed or made-up
+///   address; the copy would fault and lose the CUDA context, by default the
+///   primary context that PyTorch and CuPy share, for the rest of the process),
+///   or a plane's rows end past the end of its allocation;
+/// - `VKCUDA_ERROR_UNSUPPORTED`: the image is 3D or has layers;
+/// - `VKCUDA_ERROR_DEVICE_MISMATCH`: `stream` belongs to another CUDA context
+///   (NULL is the legacy default stream);
+/// - `VKCUDA_ERROR_CUDA_UNAVAILABLE`: a Vulkan-only context.
+///
+/// Accepted memory is what `cuMemGetAddressRange` answers for: device memory of
+/// any kind (`cuMemAlloc`, `cuMemAllocPitch`, NVDEC's mapped frames, shared
+/// buffers' CUDA pointers), managed memory (`cuMemAllocManaged`) and page-locked
+/// host memory (`cuMemAllocHost`, `cuMemHostRegister`: their device pointers),
+/// which a copy may read and write. `cuMemGetAddressRange` reports each
+/// physical allocation mapped into a virtual range (`cuMemMap`: PyTorch's
+/// expandable segments) on its own, so a plane's rows must lie in one of them.
+/// The allocation ranges found are remembered
+/// per thread (the last 32), so per-frame calls from the same decoder surfaces
+/// ask the driver once per surface. Freeing memory of the library (a buffer's or
+/// frame's mapping, a CUDA-allocated buffer) drops them; memory the caller frees
+/// and allocates again inside a remembered range is not looked up again (the
+/// rows must fit the new allocation).
 ///
 /// Handoff as for any CUDA access to the image: the engine released it to CUDA
 /// (`vkcuda_image_cmd_release_to_cuda`) and `stream` waits for that submit (a

@@ -95,8 +95,13 @@ pub enum vkcuda_result {
     /// `VkDevice` returned `VK_ERROR_DEVICE_LOST`. The message names the original
     /// error and the call that first saw it. Every later call on the context and on
     /// its buffers, images and semaphores returns this code; destroy still releases
-    /// what it can. A sticky CUDA error is for the rest of the process (for the
-    /// device's primary context, the default, that includes PyTorch/CuPy in this
+    /// what it can (every release call is made, so the fds the CUDA driver holds
+    /// for imports are closed; a sticky error a destroy meets is recorded, naming
+    /// the release call that saw it). A new context on a lost `VkDevice` is refused
+    /// with this code while any object of that device lives; once every object of
+    /// it is destroyed, a context on the same handle value (an engine's recreated
+    /// device) starts clean. A sticky CUDA error is for the rest of the process (for
+    /// the device's primary context, the default, that includes PyTorch/CuPy in this
     /// process): destroy the objects and restart the process.
     VKCUDA_ERROR_DEVICE_LOST = -15,
     /// Keeps the enum 32 bits wide; never returned.

@@ -617,3 +617,474 @@ fn vkcuda_result_name(r: vkcuda_result) -> String {
         unsafe { std::ffi::CStr::from_ptr(vkcuda_result_to_string(vkcuda_result_raw(r as i32))) };
     s.to_string_lossy().into_owned()
 }
+
+// --- Sticky errors met in a destroy (issue 39, items 2 and 3). The stand-in
+// raises the sticky error in a release call of the first buffer destroyed
+// (its mapping's cuMemFree, or its import's cuDestroyExternalMemory): that call
+// is the one the loss names, and the sibling buffer answers DEVICE_LOST from
+// then on. With FAKE_CUDA_STICKY_EVERYWHERE the library cannot even make the
+// lost context current (cuPointerGetAttribute and cuCtxPushCurrent answer the
+// sticky error too): destroy still calls every release, so the fds the driver
+// holds for its imports are closed.
+
+fn sticky_env<'a>(
+    uuid: &'a str,
+    sticky: &'a str,
+    everywhere: bool,
+) -> Vec<(&'a str, Option<&'a str>)> {
+    vec![
+        ("FAKE_CUDA_UUIDS", Some(uuid)),
+        ("FAKE_CUDA_STICKY", Some(sticky)),
+        ("FAKE_CUDA_STICKY_CODE", None),
+        ("FAKE_CUDA_STICKY_EVERYWHERE", everywhere.then_some("1")),
+        ("CUDA_VISIBLE_DEVICES", None),
+    ]
+}
+
+#[test]
+fn fake_driver_sticky_error_in_a_destroy_is_recorded() {
+    let uuid = uuid_hex(&vulkan_device0_uuid());
+    for call in ["cuMemFree_v2", "cuDestroyExternalMemory"] {
+        let mut env = sticky_env(&uuid, call, false);
+        env.push(("VKCUDA_TEST_STICKY_CALL", Some(call)));
+        let out = support::children::run_child(
+            "child_sticky_error_in_a_destroy",
+            &fake_cuda_driver("fake-cuda-sticky", &[]),
+            &env,
+        );
+        println!("{out}");
+    }
+}
+
+/// Creates a CUDA context on the engine's device with the stand-in paired, and
+/// one Vulkan-allocated buffer; None (after saying why) where the stand-in
+/// cannot map this device's memory (not memfd-backed: NVIDIA's opaque fds).
+fn paired_with_a_buffer(
+    case: &str,
+    e: &EngineDevice,
+) -> Option<(*mut vkcuda_context, *mut vkcuda_buffer)> {
+    let mut ctx = ptr::null_mut();
+    ok(unsafe { vkcuda_context_create(&e.create_info(0), &mut ctx) });
+    let mut a = ptr::null_mut();
+    let r = unsafe { vkcuda_buffer_create(ctx, &buffer_create_info(65536, 0), &mut a) };
+    if r == VKCUDA_ERROR_CUDA
+        && last_error()
+            .contains("cuExternalMemoryGetMappedBuffer failed with CUDA_ERROR_INVALID_VALUE")
+    {
+        println!(
+            "SKIPPED: {case}: the stand-in driver cannot map this device's memory (not \
+             memfd-backed): {}",
+            last_error()
+        );
+        unsafe { vkcuda_context_destroy(ctx) };
+        return None;
+    }
+    ok(r);
+    Some((ctx, a))
+}
+
+#[test]
+#[ignore = "runs in a child process of fake_driver_sticky_error_in_a_destroy_is_recorded"]
+fn child_sticky_error_in_a_destroy() {
+    if !support::children::in_child("child_sticky_error_in_a_destroy") {
+        return;
+    }
+    let call = std::env::var("VKCUDA_TEST_STICKY_CALL").unwrap();
+    let e = EngineDevice::new(&[ash::khr::external_memory_fd::NAME], |_, _| true);
+    let fds = fd_count();
+    let Some((ctx, a)) = paired_with_a_buffer("child_sticky_error_in_a_destroy", &e) else {
+        return;
+    };
+    let b = create_buffer(ctx, 65536, 0);
+    // Destroying A meets the sticky error in its release call.
+    unsafe { vkcuda_buffer_destroy(a) };
+    let want = format!("{call} failed with CUDA_ERROR_ILLEGAL_ADDRESS");
+    let names_it = |what: &str, r: vkcuda_result| {
+        // Read at once: the message is the thread's last one.
+        let m = fails(r, VKCUDA_ERROR_DEVICE_LOST);
+        println!("{what} after the destroy that met {call}'s error: {m}");
+        assert!(m.contains(&want), "{what} names {call}: {m}");
+        assert!(!m.contains("cuImportExternalMemory"), "{m}");
+    };
+    let mut info: vkcuda_buffer_info = unsafe { std::mem::zeroed() };
+    names_it("vkcuda_buffer_get_info(B)", unsafe {
+        vkcuda_buffer_get_info(b, &mut info)
+    });
+    let mut c = ptr::null_mut();
+    names_it("vkcuda_buffer_create", unsafe {
+        vkcuda_buffer_create(ctx, &buffer_create_info(4096, 0), &mut c)
+    });
+    assert!(c.is_null());
+    type Live = unsafe extern "C" fn() -> i32;
+    let live: Live = unsafe { std::mem::transmute(fake_fn(c"fake_cuda_live")) };
+    unsafe {
+        vkcuda_buffer_destroy(b);
+        vkcuda_context_destroy(ctx);
+    }
+    assert_eq!(live_counts(), [0; 8], "the library's live objects");
+    assert_eq!(
+        unsafe { live() },
+        0,
+        "the stand-in's allocations, imports and retains"
+    );
+    assert_eq!(fd_count(), fds, "the imports' fds are closed");
+    drop(e);
+}
+
+#[test]
+fn fake_driver_lost_context_destroy_closes_the_fds() {
+    let uuid = uuid_hex(&vulkan_device0_uuid());
+    // The third mapping raises the error; A and B were made before it.
+    let env = sticky_env(&uuid, "cuExternalMemoryGetMappedBuffer:3", true);
+    let out = support::children::run_child(
+        "child_lost_context_destroy_closes_the_fds",
+        &fake_cuda_driver("fake-cuda-sticky", &[]),
+        &env,
+    );
+    println!("{out}");
+}
+
+#[test]
+#[ignore = "runs in a child process of fake_driver_lost_context_destroy_closes_the_fds"]
+fn child_lost_context_destroy_closes_the_fds() {
+    let case = "child_lost_context_destroy_closes_the_fds";
+    if !support::children::in_child(case) {
+        return;
+    }
+    let e = EngineDevice::new(&[ash::khr::external_memory_fd::NAME], |_, _| true);
+    let fds = fd_count();
+    let Some((ctx, a)) = paired_with_a_buffer(case, &e) else {
+        return;
+    };
+    let b = create_buffer(ctx, 65536, 0);
+    let held = fd_count();
+    println!("fds: {fds} before, {held} with two buffers (the driver holds their imports' fds)");
+    let mut c = ptr::null_mut();
+    let m = fails(
+        unsafe { vkcuda_buffer_create(ctx, &buffer_create_info(65536, 0), &mut c) },
+        VKCUDA_ERROR_DEVICE_LOST,
+    );
+    assert!(m.contains("cuExternalMemoryGetMappedBuffer"), "{m}");
+    // The context cannot even be made current now.
+    let mut p = 0u64;
+    fails(
+        unsafe { vkcuda_buffer_get_cuda_pointer(a, &mut p) },
+        VKCUDA_ERROR_DEVICE_LOST,
+    );
+    type Live = unsafe extern "C" fn() -> i32;
+    let live: Live = unsafe { std::mem::transmute(fake_fn(c"fake_cuda_live")) };
+    unsafe {
+        vkcuda_buffer_destroy(a);
+        vkcuda_buffer_destroy(b);
+        vkcuda_context_destroy(ctx);
+    }
+    assert_eq!(live_counts(), [0; 8], "the library's live objects");
+    assert_eq!(
+        unsafe { live() },
+        0,
+        "the stand-in's allocations, mappings, imports and retains"
+    );
+    assert_eq!(
+        fd_count(),
+        fds,
+        "every fd the driver held for the imports is closed ({held} with the buffers)"
+    );
+    drop(e);
+}
+
+// --- Pitched copies from addresses CUDA knows nothing of (issue 39, item 4).
+// The stand-in (built with its arrays) knows its cuMemAlloc blocks and the
+// mappings of imported memory through cuMemGetAddressRange; its
+// cuMemcpy2DAsync copies between them and level arrays, and a copy that touches
+// anything else "faults" (raises the sticky error). A copy from such an address
+// must be refused with INVALID_ARGUMENT naming the plane and the address, with
+// nothing enqueued; copies from known memory go through and land. The images are
+// the two single-plane images of an NV12 frame (R8 luma, R8G8 CbCr): lavapipe
+// has no linear NV12 for a shared video frame (the GPU test covers frames).
+
+#[test]
+fn fake_driver_pitched_copy_refuses_unknown_addresses() {
+    let uuid = uuid_hex(&vulkan_device0_uuid());
+    let out = support::children::run_child(
+        "child_pitched_copy_unknown_addresses",
+        &fake_cuda_driver("fake-cuda-arrays", &["-DWITH_ARRAYS"]),
+        &[
+            ("FAKE_CUDA_UUIDS", Some(uuid.as_str())),
+            ("FAKE_CUDA_STICKY", None),
+            ("FAKE_CUDA_STICKY_EVERYWHERE", None),
+            ("CUDA_VISIBLE_DEVICES", None),
+        ],
+    );
+    println!("{out}");
+}
+
+type PushFn = unsafe extern "C" fn(*mut CUctx_st) -> i32;
+type PopFn = unsafe extern "C" fn(*mut *mut CUctx_st) -> i32;
+type AllocFn = unsafe extern "C" fn(*mut u64, usize) -> i32;
+type FreeFn = unsafe extern "C" fn(u64) -> i32;
+type CountFn = unsafe extern "C" fn() -> i32;
+
+/// The stand-in's functions the pitched-copy child calls itself.
+struct FakeMemory {
+    ctx: *mut CUctx_st,
+    push: PushFn,
+    pop: PopFn,
+    alloc: AllocFn,
+    free: FreeFn,
+    copies: CountFn,
+    range_queries: CountFn,
+}
+
+impl FakeMemory {
+    fn of(ctx: *const vkcuda_context) -> FakeMemory {
+        unsafe {
+            FakeMemory {
+                ctx: cuda_info(ctx).cuda_context,
+                push: std::mem::transmute::<*mut std::ffi::c_void, PushFn>(fake_fn(
+                    c"cuCtxPushCurrent_v2",
+                )),
+                pop: std::mem::transmute::<*mut std::ffi::c_void, PopFn>(fake_fn(
+                    c"cuCtxPopCurrent_v2",
+                )),
+                alloc: std::mem::transmute::<*mut std::ffi::c_void, AllocFn>(fake_fn(
+                    c"cuMemAlloc_v2",
+                )),
+                free: std::mem::transmute::<*mut std::ffi::c_void, FreeFn>(fake_fn(
+                    c"cuMemFree_v2",
+                )),
+                copies: std::mem::transmute::<*mut std::ffi::c_void, CountFn>(fake_fn(
+                    c"fake_cuda_copies",
+                )),
+                range_queries: std::mem::transmute::<*mut std::ffi::c_void, CountFn>(fake_fn(
+                    c"fake_cuda_range_queries",
+                )),
+            }
+        }
+    }
+
+    /// `f` with the context current, as the caller's own CUDA code would run.
+    fn within<T>(&self, f: impl FnOnce() -> T) -> T {
+        assert_eq!(unsafe { (self.push)(self.ctx) }, 0);
+        let out = f();
+        let mut popped = ptr::null_mut();
+        assert_eq!(unsafe { (self.pop)(&mut popped) }, 0);
+        out
+    }
+
+    /// A cuMemAlloc block (host memory in the stand-in) of `size` bytes.
+    fn alloc(&self, size: usize) -> u64 {
+        let mut p = 0;
+        self.within(|| assert_eq!(unsafe { (self.alloc)(&mut p, size) }, 0));
+        p
+    }
+
+    fn free(&self, p: u64) {
+        self.within(|| assert_eq!(unsafe { (self.free)(p) }, 0));
+    }
+
+    fn copies(&self) -> i32 {
+        unsafe { (self.copies)() }
+    }
+
+    /// How many times the library asked cuMemGetAddressRange.
+    fn range_queries(&self) -> i32 {
+        unsafe { (self.range_queries)() }
+    }
+}
+
+fn one_plane(pointer: u64, pitch: u64) -> vkcuda_pitched_planes {
+    let zero = vkcuda_pitched_plane {
+        device_pointer: 0,
+        pitch: 0,
+    };
+    vkcuda_pitched_planes {
+        flags: 0,
+        plane_count: 1,
+        planes: [
+            vkcuda_pitched_plane {
+                device_pointer: pointer,
+                pitch,
+            },
+            zero,
+            zero,
+        ],
+    }
+}
+
+#[test]
+#[ignore = "runs in a child process of fake_driver_pitched_copy_refuses_unknown_addresses"]
+fn child_pitched_copy_unknown_addresses() {
+    let case = "child_pitched_copy_unknown_addresses";
+    if !support::children::in_child(case) {
+        return;
+    }
+    let e = EngineDevice::new(&[ash::khr::external_memory_fd::NAME], |_, _| true);
+    let Some((ctx, probe)) = paired_with_a_buffer(case, &e) else {
+        return;
+    };
+    unsafe { vkcuda_buffer_destroy(probe) };
+    let (w, h) = (64u32, 32u32);
+    let luma = support::images::create(ctx, &image_desc(0, ash::vk::Format::R8_UNORM, w, h, 1));
+    let chroma = support::images::create(
+        ctx,
+        &image_desc(0, ash::vk::Format::R8G8_UNORM, w / 2, h / 2, 1),
+    );
+    let m = FakeMemory::of(ctx);
+    // A decoder-shaped frame: luma rows, then CbCr rows, one pitch.
+    let (pitch, rows) = (128usize, (h + h / 2) as usize);
+    let src = m.alloc(pitch * rows);
+    let src_chroma = src + (pitch * h as usize) as u64;
+    let host = vec![0u8; 1 << 16];
+    type Copy = unsafe extern "C" fn(
+        *const vkcuda_image,
+        *const vkcuda_pitched_planes,
+        *mut CUstream_st,
+    ) -> vkcuda_result;
+    let calls: [(&str, Copy); 2] = [
+        ("copy_from_pitched", vkcuda_image_cuda_copy_from_pitched),
+        ("copy_to_pitched", vkcuda_image_cuda_copy_to_pitched),
+    ];
+    for (name, call) in calls {
+        for (what, bad) in [
+            ("0x10000", 0x10000u64),
+            ("host memory", host.as_ptr() as u64),
+            ("just past the allocation", src + (pitch * rows) as u64),
+        ] {
+            for image in [luma, chroma] {
+                let before = m.copies();
+                let msg = fails(
+                    unsafe { call(image, &one_plane(bad, pitch as u64), ptr::null_mut()) },
+                    VKCUDA_ERROR_INVALID_ARGUMENT,
+                );
+                assert_eq!(m.copies(), before, "{name} from {what}: nothing enqueued");
+                for want in [
+                    "plane 0",
+                    "in no allocation CUDA knows",
+                    "cuMemGetAddressRange failed with CUDA_ERROR_INVALID_VALUE",
+                    "nothing was copied",
+                    &format!("{bad:#x}"),
+                ] {
+                    assert!(msg.contains(want), "{name} from {what}: {want:?}: {msg}");
+                }
+                if image == luma {
+                    println!("{name} with {what}: {msg}");
+                }
+            }
+        }
+        // Rows that end past the end of a known allocation.
+        let before = m.copies();
+        let msg = fails(
+            unsafe {
+                call(
+                    chroma,
+                    &one_plane(src_chroma + 65, pitch as u64),
+                    ptr::null_mut(),
+                )
+            },
+            VKCUDA_ERROR_INVALID_ARGUMENT,
+        );
+        assert!(
+            msg.contains("runs 1 bytes past the end of its CUDA allocation"),
+            "{msg}"
+        );
+        assert_eq!(m.copies(), before);
+    }
+    // Nothing faulted: the context is not lost.
+    cuda_info(ctx);
+
+    // Known memory: the copies go through and land, every byte checked on the
+    // way back out into a second allocation of another pitch.
+    let bytes: Vec<u8> = (0..pitch * rows)
+        .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[3])
+        .collect();
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), src as *mut u8, bytes.len()) };
+    let (before, queries) = (m.copies(), m.range_queries());
+    for _ in 0..3 {
+        ok(unsafe {
+            vkcuda_image_cuda_copy_from_pitched(
+                luma,
+                &one_plane(src, pitch as u64),
+                ptr::null_mut(),
+            )
+        });
+        ok(unsafe {
+            vkcuda_image_cuda_copy_from_pitched(
+                chroma,
+                &one_plane(src_chroma, pitch as u64),
+                ptr::null_mut(),
+            )
+        });
+    }
+    assert_eq!(m.copies(), before + 6, "one copy a call");
+    // Both planes lie in one allocation: looked up once for six calls, then
+    // remembered (the per-frame cost, issue 39 item 14).
+    assert_eq!(m.range_queries(), queries + 1, "range lookups for 6 calls");
+    let out_pitch = 96usize;
+    let dst = m.alloc(out_pitch * rows);
+    unsafe { std::ptr::write_bytes(dst as *mut u8, 0xEE, out_pitch * rows) };
+    ok(unsafe {
+        vkcuda_image_cuda_copy_to_pitched(luma, &one_plane(dst, out_pitch as u64), ptr::null_mut())
+    });
+    ok(unsafe {
+        vkcuda_image_cuda_copy_to_pitched(
+            chroma,
+            &one_plane(dst + (out_pitch * h as usize) as u64, out_pitch as u64),
+            ptr::null_mut(),
+        )
+    });
+    assert_eq!(
+        m.range_queries(),
+        queries + 2,
+        "one lookup for the new allocation"
+    );
+    let back = unsafe { std::slice::from_raw_parts(dst as *const u8, out_pitch * rows) };
+    let (mut wrong, mut padding) = (0, 0);
+    for y in 0..rows {
+        for x in 0..out_pitch {
+            let got = back[y * out_pitch + x];
+            if x < w as usize {
+                wrong += usize::from(got != bytes[y * pitch + x]);
+            } else {
+                padding += usize::from(got != 0xEE);
+            }
+        }
+    }
+    assert_eq!(wrong, 0, "bytes of {rows} rows wrong after the round trip");
+    assert_eq!(padding, 0, "padding bytes written");
+    // Memory the library frees (a buffer's mapping) drops the remembered ranges:
+    // the next copy looks its allocation up again, the one after does not.
+    let queries = m.range_queries();
+    let b = create_buffer(ctx, 65536, 0);
+    unsafe { vkcuda_buffer_destroy(b) };
+    for _ in 0..2 {
+        ok(unsafe {
+            vkcuda_image_cuda_copy_from_pitched(
+                luma,
+                &one_plane(src, pitch as u64),
+                ptr::null_mut(),
+            )
+        });
+    }
+    assert_eq!(m.range_queries(), queries + 1, "looked up again once");
+    println!(
+        "copies from and to cuMemAlloc'd memory: {} bytes of both planes right, padding untouched",
+        w as usize * rows
+    );
+
+    m.free(dst);
+    m.free(src);
+    type Live = unsafe extern "C" fn() -> i32;
+    let live: Live = unsafe { std::mem::transmute(fake_fn(c"fake_cuda_live")) };
+    unsafe {
+        vkcuda_image_destroy(chroma);
+        vkcuda_image_destroy(luma);
+        vkcuda_context_destroy(ctx);
+    }
+    assert_eq!(
+        unsafe { live() },
+        0,
+        "the stand-in's arrays, imports and retains"
+    );
+    drop(host);
+    drop(e);
+}

@@ -1065,6 +1065,164 @@ mod gpu {
         }
     }
 
+    /// Issue 39, item 4: a pitched copy from or to an address CUDA knows nothing
+    /// of (a made-up address, plain host memory) is refused with INVALID_ARGUMENT
+    /// before anything is enqueued, and the context is not lost; every kind of
+    /// memory the header names as accepted goes through both ways, every byte
+    /// checked: cuMemAlloc'd device memory, managed memory, page-locked host
+    /// memory (cuMemAllocHost) and registered host memory (cuMemHostRegister),
+    /// and the CUDA pointers of shared buffers (Vulkan-allocated and
+    /// CUDA-allocated). Each refusal and each kind is printed.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+    fn gpu_pitched_copy_unknown_addresses_are_refused() {
+        let _g = serial();
+        let Some(ctx) = cuda_context_or_skip("gpu_pitched_copy_unknown_addresses_are_refused")
+        else {
+            return;
+        };
+        let c = Cuda::of(ctx);
+        let (w, h) = (96u32, 40u32);
+        let im = create(ctx, &d2(vk::Format::R8G8_UNORM, w, h));
+        let row = w as usize * 2;
+        let pitch = row + 64;
+        let len = pitch * h as usize;
+        // Refused: nothing enqueued (a fault would lose the context, and every
+        // later call here would fail).
+        let host = vec![0u8; len];
+        for (what, bad) in [
+            ("0x10000", 0x10000u64),
+            ("plain host memory", host.as_ptr() as u64),
+        ] {
+            for (dir, r) in [
+                ("from", unsafe {
+                    vkcuda_image_cuda_copy_from_pitched(
+                        im,
+                        &pitched(&[(bad, pitch as u64)]),
+                        ptr::null_mut(),
+                    )
+                }),
+                ("to", unsafe {
+                    vkcuda_image_cuda_copy_to_pitched(
+                        im,
+                        &pitched(&[(bad, pitch as u64)]),
+                        ptr::null_mut(),
+                    )
+                }),
+            ] {
+                let m = fails(r, VKCUDA_ERROR_INVALID_ARGUMENT);
+                assert!(
+                    m.contains("in no allocation CUDA knows") && m.contains("cuMemGetAddressRange"),
+                    "copy {dir} {what}: {m}"
+                );
+                println!("copy {dir} {what}: refused: {m}");
+            }
+        }
+        c.synchronize();
+
+        // Accepted: each kind of memory, both ways, every byte.
+        let pattern: Vec<u8> = (0..len)
+            .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[3])
+            .collect();
+        let shared_vk = create_buffer(ctx, len as u64, 0);
+        let shared_cuda = create_buffer(ctx, len as u64, 1);
+        let buffer_pointer = |b| {
+            let mut p = 0;
+            ok(unsafe { vkcuda_buffer_get_cuda_pointer(b, &mut p) });
+            p
+        };
+        // Whole pages of a Vec of our own, registered with CUDA.
+        let page = 4096;
+        let reg_len = len.div_ceil(page) * page;
+        let mut registered = vec![0u8; reg_len + page];
+        let reg_host = {
+            let a = registered.as_mut_ptr() as usize;
+            (a.div_ceil(page) * page) as *mut u8
+        };
+        let mut kinds: Vec<(&str, u64)> = Vec::new();
+        c.enter();
+        let mut dev = 0;
+        check(unsafe { cu::cuMemAlloc_v2(&mut dev, len) });
+        kinds.push(("cuMemAlloc", dev));
+        let mut managed = 0;
+        check(unsafe { cu::cuMemAllocManaged(&mut managed, len, 1) });
+        kinds.push(("cuMemAllocManaged", managed));
+        let mut pinned: *mut std::ffi::c_void = ptr::null_mut();
+        check(unsafe { cu::cuMemAllocHost_v2(&mut pinned, len) });
+        let mut pinned_dev = 0;
+        check(unsafe { cu::cuMemHostGetDevicePointer_v2(&mut pinned_dev, pinned, 0) });
+        kinds.push(("cuMemAllocHost", pinned_dev));
+        check(unsafe { cu::cuMemHostRegister_v2(reg_host.cast(), reg_len, 2) });
+        let mut reg_dev = 0;
+        check(unsafe { cu::cuMemHostGetDevicePointer_v2(&mut reg_dev, reg_host.cast(), 0) });
+        kinds.push(("cuMemHostRegister", reg_dev));
+        let mut out = 0;
+        check(unsafe { cu::cuMemAlloc_v2(&mut out, len) });
+        c.leave();
+        kinds.push((
+            "a shared buffer's CUDA pointer (Vulkan-allocated)",
+            buffer_pointer(shared_vk),
+        ));
+        kinds.push((
+            "a shared buffer's CUDA pointer (CUDA-allocated)",
+            buffer_pointer(shared_cuda),
+        ));
+        for (what, src) in &kinds {
+            c.write(*src, &pattern);
+            c.write(out, &vec![0xEE; len]);
+            ok(unsafe {
+                vkcuda_image_cuda_copy_from_pitched(
+                    im,
+                    &pitched(&[(*src, pitch as u64)]),
+                    ptr::null_mut(),
+                )
+            });
+            ok(unsafe {
+                vkcuda_image_cuda_copy_to_pitched(
+                    im,
+                    &pitched(&[(out, pitch as u64)]),
+                    ptr::null_mut(),
+                )
+            });
+            c.synchronize();
+            let back = c.read(out, len);
+            let (mut wrong, mut padding) = (0, 0);
+            for (i, (&got, &want)) in back.iter().zip(&pattern).enumerate() {
+                if i % pitch < row {
+                    wrong += usize::from(got != want);
+                } else {
+                    padding += usize::from(got != 0xEE);
+                }
+            }
+            assert_eq!(
+                (wrong, padding),
+                (0, 0),
+                "{what}: wrong bytes, padding bytes written"
+            );
+            println!(
+                "copy from and to {what}: accepted, {} bytes right both ways",
+                row * h as usize
+            );
+        }
+        c.enter();
+        unsafe {
+            cu::cuMemFree_v2(out);
+            cu::cuMemHostUnregister(reg_host.cast());
+            cu::cuMemFreeHost(pinned);
+            cu::cuMemFree_v2(managed);
+            cu::cuMemFree_v2(dev);
+        }
+        c.leave();
+        drop(registered);
+        drop(host);
+        unsafe {
+            vkcuda_buffer_destroy(shared_cuda);
+            vkcuda_buffer_destroy(shared_vk);
+            vkcuda_image_destroy(im);
+            vkcuda_context_destroy(ctx);
+        }
+    }
+
     /// 1000 frames of luma (R8, 1920x1080: the Y of an NV12 frame shared the way a
     /// planar format is shared instead): CUDA copies frame k (one of three pitched
     /// frames, two of them ramps that compress, so that consecutive frames differ)

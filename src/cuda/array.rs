@@ -190,26 +190,27 @@ impl MappedImage {
     }
 }
 
-/// Enqueues on `stream`, for each `(array, pitched)`, the copy of `pitched.rows`
-/// rows of `pitched.row_bytes` bytes between pitch-linear device memory and the
-/// CUDA array (`to_array`: into the arrays), one `cuMemcpy2DAsync` each. The
-/// caller checked the sizes against the arrays; here, with `ctx` current, the
-/// stream is checked to belong to `ctx` and each range to lie inside its
-/// allocation (where CUDA knows it), all before the first copy is enqueued.
+/// Enqueues on `stream`, for each plane, the copy of `pitched.rows` rows of
+/// `pitched.row_bytes` bytes between pitch-linear memory and the image side
+/// (`to_target`: into `targets`), one `cuMemcpy2DAsync` each. The caller checked
+/// the sizes against the image; here, with `ctx` current, the stream is checked
+/// to belong to `ctx` and each range to lie inside an allocation CUDA knows, all
+/// before the first copy is enqueued.
 #[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn copy_pitched(
     ctx: &CudaContext,
-    jobs: &[(Target, Pitched)],
-    to_array: bool,
+    targets: &[Target],
+    pitched: &[Pitched],
+    to_target: bool,
     stream: sys::CUstream,
 ) -> Result<()> {
     let _g = ctx.enter()?;
     ctx.check_stream(stream)?;
-    for (i, (_, p)) in jobs.iter().enumerate() {
-        check_range(p).map_err(|e| e.context(&format!("plane {i}")))?;
+    for (i, p) in pitched.iter().enumerate() {
+        check_range(ctx, p).map_err(|e| e.context(&format!("plane {i}")))?;
     }
-    for (target, p) in jobs {
-        let copy = memcpy2d(*target, p, to_array);
+    for (target, p) in targets.iter().zip(pitched) {
+        let copy = memcpy2d(*target, p, to_target);
         cu_check("cuMemcpy2DAsync_v2", unsafe {
             sys::cuMemcpy2DAsync_v2(&copy, stream)
         })
@@ -221,7 +222,7 @@ pub fn copy_pitched(
 
 /// Pitch-linear device memory: `rows` rows of `row_bytes` bytes, `pitch` bytes
 /// apart, from `pointer`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Pitched {
     pub pointer: sys::CUdeviceptr,
     pub pitch: usize,
@@ -238,11 +239,13 @@ impl Pitched {
     }
 }
 
-/// Refuses a range that runs past the end of the allocation `pointer` is in,
-/// where CUDA knows that allocation (`cuMemGetAddressRange`): a copy past it would
-/// fault on the GPU and leave the context unusable. Memory CUDA cannot tell the
-/// range of is left to the copy itself.
-fn check_range(p: &Pitched) -> Result<()> {
+/// Refuses a range that CUDA knows no allocation for (`cuMemGetAddressRange`
+/// fails: a host address, a freed or made-up pointer) or that runs past the end
+/// of its allocation: the copy would fault on the GPU and leave the context —
+/// by default the device's primary context, PyTorch's too — unusable for the
+/// rest of the process. A range found is remembered (`CudaContext::known_range`),
+/// so the driver is asked once per allocation, not every frame.
+fn check_range(ctx: &CudaContext, p: &Pitched) -> Result<()> {
     let span = p.span().ok_or_else(|| {
         Error::invalid(format!(
             "pitch {} x {} rows overflows",
@@ -250,12 +253,25 @@ fn check_range(p: &Pitched) -> Result<()> {
             p.rows.saturating_sub(1)
         ))
     })?;
+    let end = p.pointer as u128 + span as u128;
+    if ctx.known_range(p.pointer, end) {
+        return Ok(());
+    }
     let (mut base, mut size) = (0, 0usize);
     let r = unsafe { sys::cuMemGetAddressRange_v2(&mut base, &mut size, p.pointer) };
     if r != sys::CUresult::CUDA_SUCCESS {
-        return Ok(());
+        if crate::lost::is_sticky(r) {
+            return Err(Error::cuda("cuMemGetAddressRange_v2", r));
+        }
+        return Err(Error::invalid(format!(
+            "the pitched plane at {:#x} is in no allocation CUDA knows \
+             (cuMemGetAddressRange failed with {r:?}): nothing was copied; pass memory CUDA \
+             allocated (cuMemAlloc, cuMemAllocPitch, a decoder's mapped frame, a shared buffer's \
+             CUDA pointer), managed memory (cuMemAllocManaged) or page-locked host memory \
+             (cuMemAllocHost, cuMemHostRegister; its device pointer)",
+            p.pointer
+        )));
     }
-    let end = p.pointer as u128 + span as u128;
     let alloc_end = base as u128 + size as u128;
     if end > alloc_end {
         return Err(Error::invalid(format!(
@@ -265,10 +281,11 @@ fn check_range(p: &Pitched) -> Result<()> {
             p.rows,
             p.row_bytes,
             p.pitch,
-            end - alloc_end,
+            end.saturating_sub(alloc_end),
             base
         )));
     }
+    ctx.remember_range(base, size as u64);
     Ok(())
 }
 
@@ -282,6 +299,11 @@ pub enum Target {
         pitch: usize,
     },
 }
+
+// SAFETY: a CUarray is a driver handle, usable from any thread (the driver
+// synchronises it); a Target only names it.
+unsafe impl Send for Target {}
+unsafe impl Sync for Target {}
 
 /// What `cuMemcpy2DAsync` is told (built field by field: `CUmemorytype` has no
 /// zero value): `p.rows` rows of `p.row_bytes` between `p` and `target`
@@ -416,19 +438,25 @@ impl Drop for MappedImage {
     fn drop(&mut self) {
         // A context the caller destroyed first took the array, its surface and
         // texture objects (and the import below) with it.
-        let Ok(_g) = self.ctx.enter() else { return };
+        // A lost context (a sticky error) still gets every release call.
+        let Some(r) = self.ctx.releasing() else {
+            return;
+        };
         let objects = std::mem::take(self.objects.get_mut().unwrap_or_else(|p| p.into_inner()));
         // SAFETY: each object was made here on this mipmapped array and is destroyed
         // once; the mipmapped array goes before the import it maps (`ext`, dropped
         // after this body).
         unsafe {
             for t in objects.textures {
-                sys::cuTexObjectDestroy(t);
+                r.result("cuTexObjectDestroy", sys::cuTexObjectDestroy(t));
             }
             for s in objects.surfaces.into_iter().flatten() {
-                sys::cuSurfObjectDestroy(s);
+                r.result("cuSurfObjectDestroy", sys::cuSurfObjectDestroy(s));
             }
-            sys::cuMipmappedArrayDestroy(self.mipmap);
+            r.result(
+                "cuMipmappedArrayDestroy",
+                sys::cuMipmappedArrayDestroy(self.mipmap),
+            );
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The CUDA context the library works in, and a guard that makes it current.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use cudarc::driver::sys;
 
@@ -21,6 +22,77 @@ pub struct CudaContext {
     /// per-frame call passes the same stream every time; it is looked up once.
     /// Forgotten when an enqueue on it fails (`forget_stream`).
     checked_stream: AtomicUsize,
+}
+
+/// How many allocation ranges a thread remembers (a decoder's pool of output
+/// surfaces, a framework's memory segments).
+const KNOWN_RANGES: usize = 32;
+
+/// Counts the device memory the library freed (its buffers' and frames'
+/// mappings, its CUDA allocations, a context's sentinel): a remembered range may
+/// name freed memory after it moved, so every thread's list is cleared then
+/// (`KnownRanges`).
+static FREED: AtomicU64 = AtomicU64::new(0);
+
+/// The library is about to free device memory: remembered ranges are dropped.
+pub fn memory_freed() {
+    FREED.fetch_add(1, Ordering::Relaxed);
+}
+
+thread_local! {
+    /// The allocation ranges this thread's pitched copies found: per thread, so
+    /// a per-frame call takes no lock (a decoder's frames come from one thread).
+    static RANGES: RefCell<KnownRanges> = const { RefCell::new(KnownRanges::new()) };
+}
+
+/// The allocation ranges found last, `[base, end)` in a CUDA context (an
+/// entry names the context's address), replaced oldest first; all dropped when
+/// the library freed device memory since they were found.
+struct KnownRanges {
+    list: [(usize, u64, u128); KNOWN_RANGES],
+    len: usize,
+    next: usize,
+    /// `FREED` when the list was started.
+    freed: u64,
+}
+
+impl KnownRanges {
+    const fn new() -> Self {
+        KnownRanges {
+            list: [(0, 0, 0); KNOWN_RANGES],
+            len: 0,
+            next: 0,
+            freed: 0,
+        }
+    }
+
+    /// Drops the list when the library freed memory since it was started.
+    fn refresh(&mut self, freed: u64) {
+        if self.freed != freed {
+            self.len = 0;
+            self.next = 0;
+            self.freed = freed;
+        }
+    }
+
+    /// Whether `[start, end)` lies inside one range remembered in `ctx`.
+    fn contains(&self, ctx: usize, start: u64, end: u128) -> bool {
+        self.list[..self.len]
+            .iter()
+            .any(|&(c, base, stop)| c == ctx && base <= start && end <= stop)
+    }
+
+    /// Remembers `[base, base + size)` of `ctx` (once), in place of the oldest
+    /// when full.
+    fn insert(&mut self, ctx: usize, base: u64, size: u64) {
+        let entry = (ctx, base, base as u128 + size as u128);
+        if self.list[..self.len].contains(&entry) {
+            return;
+        }
+        self.list[self.next] = entry;
+        self.next = (self.next + 1) % KNOWN_RANGES;
+        self.len = (self.len + 1).min(KNOWN_RANGES);
+    }
 }
 
 // SAFETY: a CUcontext may be used from any thread; the driver synchronises it.
@@ -134,6 +206,36 @@ impl CudaContext {
         CurrentGuard::push(self.ctx)
     }
 
+    /// For `Drop` code: makes the context current to release its objects, or
+    /// `None` when the context is gone (destroyed or reset by the caller, see
+    /// `alive`: the driver freed its objects with it, and releasing them again
+    /// corrupts its heap). A lost context (a sticky error) is still there: its
+    /// objects are released all the same (the driver gives back what it can and
+    /// closes the fds it owns until `cuDestroyExternalMemory`, whatever the calls
+    /// return), with the context current where even that still works. The sticky
+    /// result of any release call is recorded ([`Releasing::result`]), so the
+    /// first call that saw it is the one named.
+    pub fn releasing(&self) -> Option<Releasing<'_>> {
+        match buffer_id(self.sentinel) {
+            Ok(id) if id == self.sentinel_id => {}
+            Ok(_) => return None,
+            Err(r) if crate::lost::is_sticky(r) => {
+                let _ = crate::lost::cuda_on(
+                    self.ctx,
+                    "cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_BUFFER_ID)",
+                    r,
+                );
+            }
+            Err(_) => return None,
+        }
+        Some(Releasing {
+            ctx: self.ctx,
+            // A push that fails with a sticky error records it itself.
+            _current: CurrentGuard::push(self.ctx).ok(),
+            _of: std::marker::PhantomData,
+        })
+    }
+
     /// Checks that `stream` belongs to this context. The special handles 0 (legacy
     /// default stream), `CU_STREAM_LEGACY` and `CU_STREAM_PER_THREAD` always do,
     /// since they mean "the default stream of the current context".
@@ -178,6 +280,32 @@ impl CudaContext {
         }
         self.checked_stream.store(raw, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Whether `[start, end)` lies in an allocation range this thread found
+    /// before in this context ([`remember_range`](Self::remember_range)): a
+    /// pitched copy from a decoder's surfaces then asks the driver once per
+    /// surface, not every frame.
+    /// The list is dropped whenever the library frees device memory (its
+    /// buffers, frames and CUDA allocations); memory the caller frees and
+    /// allocates again inside a remembered range is not looked up again (the
+    /// copy's safety contract says so).
+    pub fn known_range(&self, start: u64, end: u128) -> bool {
+        let freed = FREED.load(Ordering::Relaxed);
+        RANGES.with_borrow_mut(|r| {
+            r.refresh(freed);
+            r.contains(self.ctx as usize, start, end)
+        })
+    }
+
+    /// Remembers the allocation `[base, base + size)` `cuMemGetAddressRange`
+    /// reported, in place of the oldest when the list is full.
+    pub fn remember_range(&self, base: u64, size: u64) {
+        let freed = FREED.load(Ordering::Relaxed);
+        RANGES.with_borrow_mut(|r| {
+            r.refresh(freed);
+            r.insert(self.ctx as usize, base, size);
+        })
     }
 
     /// Forgets the stream `check_stream` remembered (an enqueue on it failed: it
@@ -242,13 +370,34 @@ fn buffer_id(ptr: sys::CUdeviceptr) -> std::result::Result<u64, sys::CUresult> {
 
 impl Drop for CudaContext {
     fn drop(&mut self) {
-        if let Ok(_g) = self.enter() {
-            // SAFETY: the sentinel made in `make_sentinel`, in this live context.
-            unsafe { sys::cuMemFree_v2(self.sentinel) };
+        if let Some(r) = self.releasing() {
+            // SAFETY: the sentinel made in `make_sentinel`, in this context (alive
+            // or lost, not gone). A new context may come at the same address.
+            memory_freed();
+            r.result("cuMemFree_v2", unsafe { sys::cuMemFree_v2(self.sentinel) });
         }
         if self.primary {
             // SAFETY: balances the retain in `primary`.
             unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.info.device) };
+        }
+    }
+}
+
+/// The context made current for releasing objects ([`CudaContext::releasing`]).
+pub struct Releasing<'a> {
+    ctx: sys::CUcontext,
+    _current: Option<CurrentGuard>,
+    _of: std::marker::PhantomData<&'a CudaContext>,
+}
+
+impl Releasing<'_> {
+    /// Takes the result of a release call: a sticky error is recorded on the
+    /// context (`crate::lost`, naming `call` unless an earlier call saw it first);
+    /// any other failure is dropped, since a destroy has nothing left to do about
+    /// it.
+    pub fn result(&self, call: &str, r: sys::CUresult) {
+        if crate::lost::is_sticky(r) {
+            let _ = crate::lost::cuda_on(self.ctx, call, r);
         }
     }
 }
@@ -296,5 +445,42 @@ impl Drop for CurrentGuard {
             // SAFETY: balances the push in `push` on the same thread.
             unsafe { sys::cuCtxPopCurrent_v2(&mut popped) };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_ranges_hold_the_last_32_and_only_what_fits() {
+        let mut r = KnownRanges::new();
+        let c = 0xc0;
+        assert!(!r.contains(c, 0x1000, 0x1001));
+        r.insert(c, 0x1000, 0x100);
+        r.insert(c, 0x1000, 0x100);
+        assert_eq!(r.len, 1, "remembered once");
+        assert!(r.contains(c, 0x1000, 0x1100), "the whole allocation");
+        assert!(r.contains(c, 0x1080, 0x1090));
+        assert!(!r.contains(c, 0x1000, 0x1101), "one byte past the end");
+        assert!(!r.contains(c, 0xfff, 0x1010), "one byte before the start");
+        assert!(!r.contains(0xc1, 0x1000, 0x1100), "another context's");
+        // 32 more push the first out, oldest first.
+        for i in 0..KNOWN_RANGES as u64 {
+            r.insert(c, 0x10_0000 * (i + 1), 0x1000);
+        }
+        assert_eq!(r.len, KNOWN_RANGES);
+        assert!(!r.contains(c, 0x1000, 0x1100), "the oldest was replaced");
+        assert!(r.contains(c, 0x10_0000, 0x10_1000));
+        assert!(r.contains(c, 0x10_0000 * 32, 0x10_0000 * 32 + 0x1000));
+        // A range at the top of the address space does not overflow.
+        r.insert(c, u64::MAX - 0xff, 0x100);
+        assert!(r.contains(c, u64::MAX - 0xff, u64::MAX as u128 + 1));
+        // Memory the library freed since: the list starts over.
+        r.refresh(r.freed);
+        assert_eq!(r.len, KNOWN_RANGES);
+        r.refresh(r.freed + 1);
+        assert_eq!(r.len, 0);
+        assert!(!r.contains(c, 0x10_0000, 0x10_1000));
     }
 }

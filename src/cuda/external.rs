@@ -125,17 +125,23 @@ impl ExternalMemory {
 impl Drop for ExternalMemory {
     fn drop(&mut self) {
         stats::CUDA_EXTERNAL_MEMORIES.sub();
-        let Ok(_g) = self.ctx.enter() else {
+        let Some(r) = self.ctx.releasing() else {
             // The caller destroyed the context first: the driver freed the import
             // and its mapping with it (destroying them again corrupts its heap).
             return;
         };
-        // SAFETY: the mapping is freed before the memory object it came from.
+        // SAFETY: the mapping is freed before the memory object it came from. In
+        // a lost context both are still called: the import owns the fd until
+        // cuDestroyExternalMemory.
         unsafe {
             if self.mapped != 0 {
-                sys::cuMemFree_v2(self.mapped);
+                super::context::memory_freed();
+                r.result("cuMemFree_v2", sys::cuMemFree_v2(self.mapped));
             }
-            sys::cuDestroyExternalMemory(self.ext);
+            r.result(
+                "cuDestroyExternalMemory",
+                sys::cuDestroyExternalMemory(self.ext),
+            );
         }
     }
 }
@@ -387,9 +393,13 @@ impl Drop for ExternalSemaphore {
     fn drop(&mut self) {
         stats::CUDA_EXTERNAL_SEMAPHORES.sub();
         // A context the caller destroyed first took the import with it.
-        let Ok(_g) = self.ctx.enter() else { return };
+        let Some(r) = self.ctx.releasing() else {
+            return;
+        };
         // SAFETY: destroys the import made in `import_fd`.
-        unsafe { sys::cuDestroyExternalSemaphore(self.sem) };
+        r.result("cuDestroyExternalSemaphore", unsafe {
+            sys::cuDestroyExternalSemaphore(self.sem)
+        });
     }
 }
 

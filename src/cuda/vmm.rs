@@ -172,19 +172,33 @@ impl Drop for VmmAllocation {
         // The physical allocation and the address range belong to the process, not
         // to a context: if the caller destroyed the library's context first, they
         // are still there and are released under the device's primary context.
-        let own = self.ctx.enter().ok();
+        // A lost context (a sticky error) still gets every release call; a
+        // sticky result is recorded on the context current for the call.
+        let own = self.ctx.releasing();
         let fallback = match own {
             Some(_) => None,
             None => CudaContext::primary(self.ctx.device().clone()).ok(),
         };
         let _fallback_guard = fallback.as_ref().and_then(|p| p.enter().ok());
+        let result = |call: &str, r: sys::CUresult| match &own {
+            Some(own) => own.result(call, r),
+            None => {
+                if crate::lost::is_sticky(r) {
+                    let _ = crate::lost::cuda(call, r);
+                }
+            }
+        };
         // SAFETY: each call undoes one step of `new`/`import_fd` that succeeded.
         unsafe {
             if self.ptr != 0 {
-                sys::cuMemUnmap(self.ptr, self.size as usize);
-                sys::cuMemAddressFree(self.ptr, self.size as usize);
+                super::context::memory_freed();
+                result("cuMemUnmap", sys::cuMemUnmap(self.ptr, self.size as usize));
+                result(
+                    "cuMemAddressFree",
+                    sys::cuMemAddressFree(self.ptr, self.size as usize),
+                );
             }
-            sys::cuMemRelease(self.handle);
+            result("cuMemRelease", sys::cuMemRelease(self.handle));
         }
         stats::CUDA_ALLOCATIONS.sub();
     }

@@ -27,6 +27,24 @@
  *                                 back)
  *   FAKE_CUDA_STICKY_CODE=719     the sticky CUresult (default 700,
  *                                 CUDA_ERROR_ILLEGAL_ADDRESS)
+ *   FAKE_CUDA_STICKY_EVERYWHERE=1 once the sticky error is raised,
+ *                                 cuPointerGetAttribute and cuCtxPushCurrent
+ *                                 return it too (the library cannot even make
+ *                                 the context current to release its objects)
+ * Pitched copies: cuMemGetAddressRange knows the cuMemAlloc blocks and the
+ * mappings of imported memory (CUDA_ERROR_INVALID_VALUE for any other address);
+ * cuMemcpy2DAsync (but WITH_STREAMS's, below) copies between device pointers
+ * (host memory here) at once and
+ * counts the copies (fake_cuda_copies; fake_cuda_range_queries counts the
+ * lookups); a copy that touches an address outside
+ * every block and mapping "faults" as on a GPU: it returns CUDA_SUCCESS (the
+ * fault comes later on a GPU) and raises the sticky error.
+ * Building with -DWITH_ARRAYS adds mipmapped arrays of imported memory
+ * (cuExternalMemoryGetMappedMipmappedArray, cuMipmappedArrayGetLevel,
+ * cuMipmappedArrayDestroy): each level array keeps its texels in host memory of
+ * its own (the layout of an OPTIMAL image is the driver's), and cuMemcpy2DAsync
+ * copies between it and device pointers, so a copy into an array and back out
+ * shows what the library asked for.
  * Building with -DOMIT_MEM_CREATE leaves cuMemCreate out (a driver too old).
  * Building with -DWITH_COPIES adds the copies of the deep self-test
  * (src/selftest.rs): cuMemcpyHtoD/DtoH between host memory and a mapped buffer of
@@ -147,6 +165,14 @@ static int sticky_check(const char *fn) {
             }
         }
     }
+    int r = sticky;
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+/* The sticky error already raised, for FAKE_CUDA_STICKY_EVERYWHERE's calls. */
+static int sticky_everywhere(void) {
+    if (!getenv("FAKE_CUDA_STICKY_EVERYWHERE")) return 0;
+    pthread_mutex_lock(&lock);
     int r = sticky;
     pthread_mutex_unlock(&lock);
     return r;
@@ -289,6 +315,8 @@ int cuDevicePrimaryCtxRelease_v2(int d) {
     return r;
 }
 int cuCtxPushCurrent_v2(void *ctx) {
+    int sticky_ = sticky_everywhere();
+    if (sticky_) return sticky_;
     if (ctx_device(ctx) < 0) return CUDA_ERROR_INVALID_CONTEXT;
     if (depth == 16) return CUDA_ERROR_UNKNOWN;
     stack[depth++] = ctx;
@@ -331,7 +359,7 @@ int cuStreamGetCtx(void *stream, void **ctx) {
 /* ---- memory: host memory stands in for device memory ---------------------- */
 
 /* What the fake holds: cuMemAlloc blocks, mappings of imported memory, imports. */
-enum kind { ALLOC = 1, MAPPING, IMPORT };
+enum kind { ALLOC = 1, MAPPING, IMPORT, MIPMAP, ARRAY };
 struct object {
     enum kind kind;
     void *base;               /* malloc'd block or mmap'd range */
@@ -340,6 +368,9 @@ struct object {
     unsigned long long id;    /* buffer id */
     int fd;                   /* IMPORT: the fd the driver owns */
     unsigned long long size;  /* IMPORT: the allocation size */
+    size_t row, rows;         /* ARRAY: bytes of a row, rows (texels in `base`) */
+    struct object *levels[16];/* MIPMAP: its level arrays */
+    unsigned nlevels;
     struct object *next;
 };
 static struct object *objects;
@@ -383,7 +414,7 @@ int cuMemAlloc_v2(CUdeviceptr *ptr, size_t size) {
     if (!p) return CUDA_ERROR_UNKNOWN;
     pthread_mutex_lock(&lock);
     struct object *o = add(ALLOC);
-    if (o) { o->base = p; o->ptr = (CUdeviceptr)(uintptr_t)p; }
+    if (o) { o->base = p; o->len = size ? size : 1; o->ptr = (CUdeviceptr)(uintptr_t)p; }
     pthread_mutex_unlock(&lock);
     if (!o) { free(p); return CUDA_ERROR_UNKNOWN; }
     *ptr = o->ptr;
@@ -408,6 +439,8 @@ int cuMemFree_v2(CUdeviceptr ptr) {
 }
 
 int cuPointerGetAttribute(void *data, int attribute, CUdeviceptr ptr) {
+    int sticky_ = sticky_everywhere();
+    if (sticky_) return sticky_;
     if (attribute != CU_POINTER_ATTRIBUTE_BUFFER_ID) return CUDA_ERROR_UNKNOWN;
     pthread_mutex_lock(&lock);
     struct object *o = find(ALLOC, ptr, NULL);
@@ -475,6 +508,202 @@ int cuDestroyExternalMemory(void *ext) {
     pthread_mutex_unlock(&lock);
     return sticky_ ? sticky_ : o ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
+
+/* ---- pitched copies -------------------------------------------------------- */
+
+/* Where a block or mapping ends (a mapping starts at `ptr`, after Mesa's header). */
+static CUdeviceptr object_end(const struct object *o) {
+    return (CUdeviceptr)(uintptr_t)o->base + o->len;
+}
+
+/* The block or mapping `ptr` lies in, or NULL; caller holds the lock. */
+static struct object *containing(CUdeviceptr ptr) {
+    for (struct object *o = objects; o; o = o->next) {
+        if (o->kind != ALLOC && o->kind != MAPPING) continue;
+        if (ptr >= o->ptr && ptr < object_end(o)) return o;
+    }
+    return NULL;
+}
+
+static int range_queries;
+
+/* How many cuMemGetAddressRange calls were made (for tests). */
+int fake_cuda_range_queries(void) {
+    pthread_mutex_lock(&lock);
+    int n = range_queries;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+int cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr ptr) {
+    STICKY();
+    if (depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
+    pthread_mutex_lock(&lock);
+    range_queries++;
+    struct object *o = containing(ptr);
+    if (o) {
+        if (base) *base = o->ptr;
+        if (size) *size = (size_t)(object_end(o) - o->ptr);
+    }
+    pthread_mutex_unlock(&lock);
+    return o ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+#define CU_MEMORYTYPE_DEVICE 2
+#define CU_MEMORYTYPE_ARRAY 3
+
+#ifdef WITH_ARRAYS
+typedef struct {
+    unsigned long long offset;
+    struct {
+        size_t Width, Height, Depth;
+        int Format;
+        unsigned NumChannels, Flags;
+    } arrayDesc;
+    unsigned numLevels;
+    unsigned reserved[16];
+} CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC;
+
+static size_t format_bytes(int format) {
+    switch (format) {
+    case 0x02: case 0x09: case 0x10: return 2; /* 16-bit ints, half */
+    case 0x03: case 0x0a: case 0x20: return 4; /* 32-bit ints, float */
+    default: return 1;
+    }
+}
+
+int cuExternalMemoryGetMappedMipmappedArray(void **mipmap, void *ext,
+                                            const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC *desc) {
+    STICKY();
+    if (depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
+    unsigned n = desc->numLevels;
+    if (n == 0 || n > 16) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    struct object *imp = ext ? find(IMPORT, 0, ext) : NULL;
+    struct object *m = imp ? add(MIPMAP) : NULL;
+    int r = imp ? (m ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN) : CUDA_ERROR_INVALID_VALUE;
+    if (m) {
+        size_t w = desc->arrayDesc.Width, h = desc->arrayDesc.Height ? desc->arrayDesc.Height : 1;
+        size_t texel = format_bytes(desc->arrayDesc.Format) * desc->arrayDesc.NumChannels;
+        for (unsigned l = 0; l < n; l++) {
+            struct object *a = add(ARRAY);
+            if (!a) { r = CUDA_ERROR_UNKNOWN; break; }
+            a->row = (w ? w : 1) * texel;
+            a->rows = h ? h : 1;
+            a->base = calloc(a->rows, a->row);
+            m->levels[m->nlevels++] = a;
+            w /= 2;
+            h /= 2;
+        }
+        *mipmap = m;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+int cuMipmappedArrayGetLevel(void **array, void *mipmap, unsigned level) {
+    STICKY();
+    pthread_mutex_lock(&lock);
+    struct object *m = mipmap ? find(MIPMAP, 0, mipmap) : NULL;
+    int r = m && level < m->nlevels ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS) *array = m->levels[level];
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+int cuMipmappedArrayDestroy(void *mipmap) {
+    int sticky_ = sticky_check(__func__);
+    pthread_mutex_lock(&lock);
+    struct object *m = mipmap ? find(MIPMAP, 0, mipmap) : NULL;
+    if (m) {
+        for (unsigned l = 0; l < m->nlevels; l++) {
+            free(m->levels[l]->base);
+            unlink_object(m->levels[l]);
+        }
+        unlink_object(m);
+    }
+    pthread_mutex_unlock(&lock);
+    return sticky_ ? sticky_ : m ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+#endif
+#ifndef WITH_STREAMS /* WITH_STREAMS has copies of its own, queued on its streams */
+typedef struct {
+    size_t srcXInBytes, srcY;
+    int srcMemoryType;
+    const void *srcHost;
+    CUdeviceptr srcDevice;
+    void *srcArray;
+    size_t srcPitch;
+    size_t dstXInBytes, dstY;
+    int dstMemoryType;
+    void *dstHost;
+    CUdeviceptr dstDevice;
+    void *dstArray;
+    size_t dstPitch;
+    size_t WidthInBytes, Height;
+} CUDA_MEMCPY2D;
+
+static int copies;
+
+/* How many cuMemcpy2DAsync calls were enqueued (for tests). */
+int fake_cuda_copies(void) {
+    pthread_mutex_lock(&lock);
+    int n = copies;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+/* Whether `rows` rows of `width` bytes, `pitch` apart, from `ptr` lie in one
+ * block or mapping; caller holds the lock. */
+static int rows_inside(CUdeviceptr ptr, size_t pitch, size_t width, size_t rows) {
+    struct object *o = containing(ptr);
+    if (!o || rows == 0) return o != NULL;
+    return ptr + pitch * (rows - 1) + width <= object_end(o);
+}
+
+int cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *c, void *stream) {
+    (void)stream;
+    STICKY();
+    if (depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
+    /* Each side as a device pointer and pitch; an array side is its host store. */
+    CUdeviceptr src = c->srcDevice, dst = c->dstDevice;
+    size_t src_pitch = c->srcPitch, dst_pitch = c->dstPitch;
+    pthread_mutex_lock(&lock);
+    int r = CUDA_SUCCESS;
+    for (int side = 0; side < 2 && r == CUDA_SUCCESS; side++) {
+        int type = side ? c->dstMemoryType : c->srcMemoryType;
+        if (type == CU_MEMORYTYPE_DEVICE) continue;
+        const void *handle = side ? c->dstArray : c->srcArray;
+        struct object *a = type == CU_MEMORYTYPE_ARRAY && handle ? find(ARRAY, 0, handle) : NULL;
+        if (!a || c->WidthInBytes > a->row || c->Height > a->rows) {
+            r = type == CU_MEMORYTYPE_ARRAY ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_UNKNOWN;
+            break;
+        }
+        if (side) { dst = (CUdeviceptr)(uintptr_t)a->base; dst_pitch = a->row; }
+        else { src = (CUdeviceptr)(uintptr_t)a->base; src_pitch = a->row; }
+    }
+    if (r != CUDA_SUCCESS) {
+        pthread_mutex_unlock(&lock);
+        return r;
+    }
+    copies++;
+    int inside = (c->srcMemoryType != CU_MEMORYTYPE_DEVICE ||
+                  rows_inside(src, src_pitch, c->WidthInBytes, c->Height)) &&
+                 (c->dstMemoryType != CU_MEMORYTYPE_DEVICE ||
+                  rows_inside(dst, dst_pitch, c->WidthInBytes, c->Height));
+    if (!inside) {
+        /* A GPU faults on the copy, later: the context is lost from now on. */
+        const char *code = getenv("FAKE_CUDA_STICKY_CODE");
+        sticky = code ? atoi(code) : CUDA_ERROR_ILLEGAL_ADDRESS;
+    } else {
+        for (size_t y = 0; y < c->Height; y++)
+            memmove((void *)(uintptr_t)(dst + y * dst_pitch),
+                    (const void *)(uintptr_t)(src + y * src_pitch), c->WidthInBytes);
+    }
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+#endif
 
 #ifdef WITH_COPIES
 /* The mapping `ptr .. ptr + n` lies in, or NULL. */
@@ -731,13 +960,11 @@ UNKNOWN(cuImportExternalSemaphore)
 UNKNOWN(cuSignalExternalSemaphoresAsync)
 UNKNOWN(cuWaitExternalSemaphoresAsync)
 UNKNOWN(cuDestroyExternalSemaphore)
+#ifndef WITH_ARRAYS
 UNKNOWN(cuExternalMemoryGetMappedMipmappedArray)
 UNKNOWN(cuMipmappedArrayGetLevel)
-#ifndef WITH_STREAMS
-UNKNOWN(cuMemcpy2DAsync_v2)
-#endif
-UNKNOWN(cuMemGetAddressRange_v2)
 UNKNOWN(cuMipmappedArrayDestroy)
+#endif
 UNKNOWN(cuSurfObjectCreate)
 UNKNOWN(cuSurfObjectDestroy)
 UNKNOWN(cuTexObjectCreate)
