@@ -682,7 +682,6 @@ public:
         return detail::finish(r, tensor);
     }
 
-#if defined(VKCUDA_SHARE_DESCRIPTION_SIZE)
     /** What another process needs to import it (`vkcuda_buffer_describe`). */
     [[nodiscard]] Fallible<vkcuda_share_description> describe() const {
         vkcuda_share_description d{};
@@ -716,7 +715,6 @@ public:
         if (r == VKCUDA_SUCCESS) static_cast<void>(fd.release());
         return detail::finish(r, Buffer(b));
     }
-#endif
 };
 
 /**
@@ -925,7 +923,6 @@ public:
         return detail::finish(vkcuda_image_cmd_acquire_from_cuda(get(), command_buffer, &info, new_layout));
     }
 
-#if defined(VKCUDA_SHARE_DESCRIPTION_SIZE)
     /** What another process needs to import it (`vkcuda_image_describe`). */
     [[nodiscard]] Fallible<vkcuda_share_description> describe() const {
         vkcuda_share_description d{};
@@ -976,7 +973,6 @@ public:
             for (std::uint32_t k = 0; k < count; ++k) static_cast<void>(fds[k].release());
         return detail::finish(r, Image(i));
     }
-#endif
 };
 
 /**
@@ -1098,7 +1094,6 @@ public:
         return detail::finish(r, Fd(r == VKCUDA_SUCCESS ? fd : -1));
     }
 
-#if defined(VKCUDA_SHARE_DESCRIPTION_SIZE)
     /** Its type, current value and device (`vkcuda_semaphore_describe`). */
     [[nodiscard]] Fallible<vkcuda_share_description> describe() const {
         vkcuda_share_description d{};
@@ -1132,7 +1127,6 @@ public:
         if (r == VKCUDA_SUCCESS) static_cast<void>(fd.release());
         return detail::finish(r, Semaphore(s));
     }
-#endif
 };
 
 // ---- batched handoffs ----------------------------------------------------------------
@@ -1233,7 +1227,6 @@ public:
     return doctor_run(options);
 }
 
-#if defined(VKCUDA_SHARE_DESCRIPTION_SIZE)
 // ---- cross-process: descriptions and sockets --------------------------------------
 
 /** A serialized share description: `VKCUDA_SHARE_DESCRIPTION_SIZE` bytes. */
@@ -1319,7 +1312,6 @@ struct ShareFdsMessage {
     if (r == VKCUDA_SUCCESS) m.fd.reset(fd);
     return detail::finish(r, std::move(m));
 }
-#endif
 
 VKCUDA_HPP_MODE_END
 }  // namespace vkcuda
