@@ -111,7 +111,7 @@ VKCUDA_HPP_MODE_BEGIN
 /** The library's packed version (`vkcuda_version`); compare with `VKCUDA_VERSION`. */
 inline std::uint32_t version() noexcept { return vkcuda_version(); }
 
-/** The library's version as text, "0.1.0" (`vkcuda_version_string`); static. */
+/** The loaded library's version as text, "MAJOR.MINOR.PATCH" (`vkcuda_version_string`); static. */
 inline std::string_view version_string() noexcept { return vkcuda_version_string(); }
 
 /** The name of a result code, "VKCUDA_ERROR_TIMEOUT" (`vkcuda_result_to_string`); static. */

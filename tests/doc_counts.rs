@@ -259,7 +259,7 @@ fn cited_vkcuda_names_exist() {
         .map(|(_, w)| w.to_string())
         .collect();
     assert!(
-        declared.contains("vkcuda_image_cuda_copy_from_pitched") && declared.len() > 300,
+        declared.contains("vkcuda_image_cuda_copy_from_pitched") && declared.len() > 200,
         "the header parser found {} names",
         declared.len()
     );
@@ -271,6 +271,8 @@ fn cited_vkcuda_names_exist() {
         code.push_str(&std::fs::read_to_string(&p).unwrap_or_default());
         code.push('\n');
     }
+    let used: std::collections::BTreeSet<&str> =
+        vkcuda_words(&code).into_iter().map(|(_, w)| w).collect();
     let mut sources: Vec<(String, usize, String)> = header_comments(&h)
         .into_iter()
         .map(|(line, c)| ("include/vkcuda.h".to_string(), line, c))
@@ -301,7 +303,7 @@ fn cited_vkcuda_names_exist() {
                 bad.push(format!(
                     "{file}:{line}: `{w}` is not declared in include/vkcuda.h"
                 ));
-            } else if vkcuda_words(&code).iter().all(|(_, c)| *c != w) {
+            } else if !used.contains(w) {
                 bad.push(format!(
                     "{file}:{line}: `{w}` is neither declared in include/vkcuda.h nor used by the code"
                 ));
@@ -309,7 +311,7 @@ fn cited_vkcuda_names_exist() {
         }
     }
     assert!(
-        seen > 1000,
+        seen > 500,
         "only {seen} names found: is the scan still reading the docs?"
     );
     assert!(
@@ -319,25 +321,27 @@ fn cited_vkcuda_names_exist() {
     );
 }
 
-/// No comment of the header quotes a version string ("x.y.z") other than this
-/// release's (the example of `vkcuda_version_string` once read "0.1.0" at 0.3.0).
+/// No comment of the C or C++ header quotes a version string ("x.y.z") other than
+/// this release's (`vkcuda_version_string`'s example once read "0.1.0" at 0.3.0).
 #[test]
-fn header_quotes_no_stale_version() {
-    let h = header_text();
+fn headers_quote_no_stale_version() {
     let version = env!("CARGO_PKG_VERSION");
     let mut bad = Vec::new();
-    for (line, c) in header_comments(&h) {
-        for q in c.split('"').skip(1).step_by(2) {
-            let parts: Vec<&str> = q.split('.').collect();
-            if parts.len() == 3
-                && parts
-                    .iter()
-                    .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
-                && q != version
-            {
-                bad.push(format!(
-                    "include/vkcuda.h:{line}: quotes \"{q}\"; the version is {version}"
-                ));
+    for file in ["include/vkcuda.h", "include/vkcuda.hpp"] {
+        let h = std::fs::read_to_string(root().join(file)).unwrap();
+        for (line, c) in header_comments(&h) {
+            for q in c.split('"').skip(1).step_by(2) {
+                let parts: Vec<&str> = q.split('.').collect();
+                if parts.len() == 3
+                    && parts
+                        .iter()
+                        .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+                    && q != version
+                {
+                    bad.push(format!(
+                        "{file}:{line}: quotes \"{q}\"; the version is {version}"
+                    ));
+                }
             }
         }
     }
@@ -387,12 +391,14 @@ fn no_check_list_ends_in_a_bare_list_of_codes() {
                 .replace(" and ", " ");
             if codes >= 2 && codes == spans.len() && rest.chars().all(|c| " ,".contains(c)) {
                 lists += 1;
-                let decl_end = h[..h.len()]
+                // The declaration the comment documents: the first line after it
+                // with a parenthesis.
+                let after = line - 1 + c.lines().count();
+                let decl = h
                     .lines()
-                    .skip(line)
-                    .take_while(|l| !l.contains('('))
-                    .count();
-                let decl = h.lines().nth(line + decl_end).unwrap_or("");
+                    .skip(after)
+                    .find(|l| l.contains('('))
+                    .unwrap_or("");
                 let exempt = CODE_LISTS
                     .iter()
                     .any(|(f, _)| decl.contains(&format!(" {f}(")));

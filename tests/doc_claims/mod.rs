@@ -151,7 +151,7 @@ pub fn vkcuda_words(text: &str) -> Vec<(usize, &str)> {
     let mut i = 0;
     while i < bytes.len() {
         if (i == 0 || !word(bytes[i - 1]))
-            && (text[i..].starts_with("vkcuda_") || text[i..].starts_with("VKCUDA_"))
+            && (bytes[i..].starts_with(b"vkcuda_") || bytes[i..].starts_with(b"VKCUDA_"))
         {
             let end = (i..bytes.len())
                 .find(|&k| !word(bytes[k]))
