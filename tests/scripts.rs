@@ -4,7 +4,7 @@
 //! (`scripts/demo.sh` runs `install-deps.sh --demo`) must install what building the
 //! library and the examples needs and nothing only the tests use (issue 39 item 15:
 //! on a fresh machine the demo spent 309 s of 6 min building cargo-semver-checks).
-//! CPU only; needs bash.
+//! Also: the examples' build files reach nothing under tests/. CPU only; needs bash.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -185,5 +185,46 @@ fn the_test_command_installs_everything() {
     assert!(
         test.contains("scripts/install-deps.sh\" ||"),
         "scripts/test.sh runs install-deps.sh without --demo"
+    );
+}
+
+/// The examples' build files (examples/, c_examples/) use nothing under tests/: an
+/// example is built and read on its own (issue 35 item 4: the SPIR-V header script
+/// moved from tests/gpu/ to cmake/). Comments may name test files.
+#[test]
+fn examples_build_without_reaching_into_tests() {
+    let mut files = Vec::new();
+    let mut dirs = vec![root().join("examples"), root().join("c_examples")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if name == "CMakeLists.txt" || name.ends_with(".cmake") {
+                files.push(p);
+            }
+        }
+    }
+    assert!(files.len() >= 4, "found {files:?}");
+    let mut bad = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split('#').next().unwrap_or("");
+            if code.contains("tests/") || code.contains("/tests\"") {
+                bad.push(format!(
+                    "{}:{}: {}",
+                    f.strip_prefix(root()).unwrap().display(),
+                    i + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "example build files reach into tests/:\n{}",
+        bad.join("\n")
     );
 }
