@@ -190,7 +190,10 @@ pub fn last_code(text: &str) -> Option<String> {
     spans.iter().rev().find_map(|s| {
         if s.starts_with("VKCUDA_ERROR_") || *s == "VKCUDA_SUCCESS" {
             Some(s.to_string())
-        } else if s.starts_with('_') && s[1..].chars().all(|c| c.is_ascii_uppercase() || c == '_') {
+        } else if s
+            .strip_prefix('_')
+            .is_some_and(|r| r.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
+        {
             Some(format!("VKCUDA_ERROR{s}"))
         } else {
             None
