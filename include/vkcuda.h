@@ -204,8 +204,8 @@
  * pitch (`vkcuda_image_get_plane_pointer`): what NVDEC writes, NVENC and NPP
  * read and `cuMemcpy2D` copies. Vulkan samples it through a
  * `VkSamplerYcbcrConversion` (`vkcuda_image_get_ycbcr_conversion_info`) where the
- * format's linear-tiling features have `SAMPLED_IMAGE` (on the H100 and H200
- * driver: BT.709 NV12 and BT.2020 P010 frames were sampled, every pixel compared)
+ * format's linear-tiling features have `SAMPLED_IMAGE` (on NVIDIA's driver, H200:
+ * BT.709 NV12 and BT.2020 P010 frames were sampled, every pixel compared)
  * and copies its planes. 2D, one level, one layer; the usage is checked against
  * the linear-tiling features (no storage or attachment usage for NV12 on NVIDIA).
  * Refused for single-plane formats (`VKCUDA_ERROR_INVALID_ARGUMENT`).
