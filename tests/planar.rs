@@ -19,7 +19,6 @@
 //! seeds); the pitched helper's refusals; 1000 frames of pitched copies handed
 //! over on a timeline.
 
-#[allow(dead_code)]
 #[path = "doc_claims/mod.rs"]
 mod doc_claims;
 mod support;
