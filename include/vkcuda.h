@@ -8,7 +8,11 @@
  * Conventions: every fallible function returns a vkcuda_result (0 = success) and
  * sets a per-thread message (vkcuda_last_error_message). Outputs come last and are
  * written only on success; handle outputs are set to NULL on failure.
- * destroy(NULL) does nothing. No CUDA header is needed: CUDA contexts and streams
+ * destroy(NULL) does nothing. Every function but destroy takes its object as a
+ * const pointer: the objects are internally synchronised, so `const` says the call
+ * may run beside any other call on the same object (each function's Thread-safety
+ * line says so), not that the object cannot change (vkcuda_image_set_video_color,
+ * the surface and texture objects an image makes on request). No CUDA header is needed: CUDA contexts and streams
  * cross as struct CUctx_st * / struct CUstream_st * (what CUcontext, CUstream and
  * cudaStream_t are), device pointers as uint64_t (CUdeviceptr).
  *
@@ -25,8 +29,12 @@
 /** @defgroup batch Batches
  * N images or buffers of one shape in one allocation, imported into CUDA once:
  * one handoff for all of them, one (N, H, W, C) DLPack tensor. */
-/** @defgroup image Images
- * A VkImage seen by CUDA as a mipmapped array, with surface and texture objects. */
+/** @defgroup image Images and video frames
+ * A VkImage seen by CUDA as a mipmapped array, with surface and texture objects;
+ * a shared video frame (a multi-planar YCbCr image with LINEAR tiling,
+ * VKCUDA_IMAGE_CREATE_LINEAR_BIT) seen by CUDA as pitched device memory per plane,
+ * with its colour description, the pitched copies of a decoder's output and the
+ * sampler conversion Vulkan samples it through. */
 /** @defgroup sync Semaphores and handoffs
  * Timeline (and binary) semaphores that CUDA streams and queue submits both signal
  * and wait on, the frame-pacing helper, and the queue-family handoff barriers. */
@@ -264,11 +272,12 @@
  * `vkGetImageSubresourceLayout(VK_IMAGE_ASPECT_PLANE_i_BIT)` offset and row
  * pitch (`vkcuda_image_get_plane_pointer`): what NVDEC writes, NVENC and NPP
  * read and `cuMemcpy2D` copies. Vulkan samples it through a
- * `VkSamplerYcbcrConversion` (where the format's linear-tiling features allow:
- * NV12 on NVIDIA) and copies its planes. 2D, one level, one layer; the usage is
- * checked against the linear-tiling features (no storage or attachment usage
- * for NV12 on NVIDIA). Refused for single-plane formats
- * (`VKCUDA_ERROR_INVALID_ARGUMENT`).
+ * `VkSamplerYcbcrConversion` (`vkcuda_image_get_ycbcr_conversion_info`) where the
+ * format's linear-tiling features have `SAMPLED_IMAGE` (on NVIDIA's driver, H200:
+ * BT.709 NV12 and BT.2020 P010 frames were sampled, every pixel compared)
+ * and copies its planes. 2D, one level, one layer; the usage is checked against
+ * the linear-tiling features (no storage or attachment usage for NV12 on NVIDIA).
+ * Refused for single-plane formats (`VKCUDA_ERROR_INVALID_ARGUMENT`).
  *
  * @ingroup image
  */
@@ -1751,9 +1760,14 @@ typedef struct vkcuda_format_info {
  * How to make a shared image. `format` and `extent.width` (and `height` for 2D
  * and 3D, `depth` for 3D) must be set; every other field may be 0 for its default.
  *
- * The image has optimal tiling, exclusive sharing and starts in
- * `VK_IMAGE_LAYOUT_UNDEFINED`; its memory is one dedicated, exportable
- * (`OPAQUE_FD`) allocation.
+ * The image has exclusive sharing and starts in `VK_IMAGE_LAYOUT_UNDEFINED`. Its
+ * tiling and memory: a single-plane image has optimal tiling and one dedicated,
+ * exportable (`OPAQUE_FD`) allocation; a shared video frame
+ * (`VKCUDA_IMAGE_CREATE_LINEAR_BIT`) has linear tiling and one dedicated,
+ * exportable allocation for all its planes; a multi-planar image without that bit
+ * (Vulkan-only contexts only) has optimal tiling, `VK_IMAGE_CREATE_DISJOINT_BIT`
+ * and one exportable allocation per plane, not dedicated (Vulkan allows no
+ * dedicated allocation for a disjoint image; `vkcuda_image_export_plane_fd`).
  *
  * @ingroup image
  */
@@ -2133,11 +2147,14 @@ typedef struct vkcuda_video_color {
    */
   uint32_t flags;
   /**
-   * H.273 MatrixCoefficients: 1 BT.709, 5 or 6 BT.601, 9 BT.2020 (non-constant
-   * luminance), 0 identity (GBR: plane 0 holds G, then B and R; sampled with
-   * `VK_SAMPLER_YCBCR_MODEL_CONVERSION_RGB_IDENTITY`, full range only: that model
-   * ignores the range), 2 unspecified (sampled as BT.709). Others, and identity
-   * in narrow range, have no Vulkan model: `VKCUDA_ERROR_UNSUPPORTED`.
+   * H.273 MatrixCoefficients, and the `VkSamplerYcbcrModelConversion` each
+   * gives: 1 BT.709 (`YCBCR_709`), 5 or 6 BT.601 (`YCBCR_601`), 9 BT.2020
+   * non-constant luminance (`YCBCR_2020`), 2 unspecified (sampled as BT.709), 0
+   * identity: the planes hold G, B and R (GBR, as H.273 stores RGB), sampled with
+   * `RGB_IDENTITY` (no matrix and no range expansion of B and R, which
+   * `YCBCR_IDENTITY` would still apply). Others have no Vulkan model:
+   * `VKCUDA_ERROR_UNSUPPORTED`; so is identity in narrow range
+   * (`RGB_IDENTITY` ignores the range: full range only).
    */
   uint32_t matrix_coefficients;
   /**
@@ -3233,8 +3250,9 @@ enum vkcuda_result vkcuda_get_live_objects(struct vkcuda_live_objects *counts);
  * `CUcontext`, if you gave one) must outlive every tensor. For a wrapped buffer
  * the tensor holds the library's CUDA import of your memory, which keeps the
  * allocation alive; your `VkBuffer` and `VkDeviceMemory` stay yours. The deleter
- * may run on any thread. Images cannot be exported: their CUDA view is an array,
- * not linear memory.
+ * may run on any thread. A single-plane image cannot be exported (its CUDA view
+ * is an array, not linear memory); each plane of a shared video frame can,
+ * with `vkcuda_image_export_plane_dlpack`.
  *
  * Synchronisation: the tensor carries none. Before a consumer reads what Vulkan
  * wrote, make its stream wait (`vkcuda_semaphore_cuda_wait`); before Vulkan reads
@@ -3571,6 +3589,10 @@ enum vkcuda_result vkcuda_image_get_cuda_array(const struct vkcuda_image *image,
  * later calls return the same object. It belongs to the image and is destroyed with it. The image needs
  * `VK_IMAGE_USAGE_STORAGE_BIT` (`VKCUDA_ERROR_UNSUPPORTED` otherwise).
  * Surface x coordinates are in bytes (x * `bytes_per_texel`), as in CUDA.
+ * A shared video frame has none (`VKCUDA_ERROR_INVALID_ARGUMENT`: CUDA sees its
+ * planes as pitched device memory, `vkcuda_image_get_plane_pointer`);
+ * `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only context. `*surface` is
+ * untouched on failure.
  *
  * Thread-safety: may be called from any thread.
  *
@@ -3588,8 +3610,12 @@ enum vkcuda_result vkcuda_image_get_surface_object(const struct vkcuda_image *im
  * object; it belongs to the image and is destroyed with it. Refused
  * (`VKCUDA_ERROR_INVALID_ARGUMENT`): linear filtering of integers read as
  * integers, the normalized-float read mode on 32-bit integer formats, wrap or
- * mirror without normalized coordinates, unknown enum values. sRGB formats are not
- * decoded: reads return the encoded values.
+ * mirror without normalized coordinates, unknown enum values, and a shared video
+ * frame (CUDA sees its planes as pitched device memory,
+ * `vkcuda_image_get_plane_pointer`; Vulkan samples it through a
+ * `VkSamplerYcbcrConversion`). `VKCUDA_ERROR_CUDA_UNAVAILABLE` in a Vulkan-only
+ * context. sRGB formats are not decoded: reads return the encoded values.
+ * `*texture` is untouched on failure.
  *
  * Thread-safety: may be called from any thread.
  *
@@ -3725,6 +3751,12 @@ enum vkcuda_result vkcuda_image_get_plane_pointer(const struct vkcuda_image *ima
  * non-boolean `full_range` or flags; `VKCUDA_ERROR_UNSUPPORTED` for a matrix
  * Vulkan has no model for. The image keeps its previous description on failure.
  *
+ * `image` is a const pointer although the call changes the image's colour
+ * description: as in every call but destroy, `const` says the call may run
+ * beside any other on the same image (the description is internally
+ * synchronised), not that the image cannot change. A conversion made from the
+ * old description stays as it was: get the conversion info again.
+ *
  * Thread-safety: may be called from any thread; a concurrent get sees the old or
  * the new description, whole.
  *
@@ -3756,7 +3788,14 @@ enum vkcuda_result vkcuda_image_get_video_color(const struct vkcuda_image *image
  * description, identity components, its chroma offsets, `chromaFilter` LINEAR
  * where the format's features (with the image's tiling) allow linear chroma
  * filtering, else NEAREST, and `forceExplicitReconstruction` VK_FALSE. The
- * engine creates (and destroys) the conversion, the sampler and the view with it.
+ * engine creates (and destroys) the conversion, the sampler and the view with it,
+ * on a device made with the `samplerYcbcrConversion` feature enabled
+ * (`VkPhysicalDeviceSamplerYcbcrConversionFeatures` or Vulkan 1.1's
+ * `VkPhysicalDeviceVulkan11Features`; standalone contexts enable it where the
+ * device has it), and gives the sampler `magFilter` and `minFilter` equal to
+ * `chromaFilter` unless the format's features have
+ * `VK_FORMAT_FEATURE_SAMPLED_IMAGE_YCBCR_CONVERSION_SEPARATE_RECONSTRUCTION_FILTER_BIT`
+ * (VUID-VkSamplerCreateInfo-minFilter-01645).
  * `VKCUDA_ERROR_UNSUPPORTED` when the device cannot sample the image (no SAMPLED
  * usage or feature) or cannot site chroma as described;
  * `VKCUDA_ERROR_INVALID_ARGUMENT` for a single-plane image. `*info` is untouched
@@ -3774,25 +3813,30 @@ enum vkcuda_result vkcuda_image_get_ycbcr_conversion_info(const struct vkcuda_im
 /**
  * Enqueues on `stream` the copy from pitch-linear device memory into level 0 of
  * every plane of the image, one `cuMemcpy2DAsync` per plane, device to device:
- * what a video decoder hands over (NVDEC's `cuvidMapVideoFrame` gives a device
- * pointer and a pitch; NV12's CbCr rows start `pitch * height` bytes after the
- * luma: one call with `plane_count` 2 fills a shared video frame). Nothing is
- * copied through the host, and the call returns once the copies are enqueued.
+ * what a video decoder hands over. One call copies a whole frame: for NV12 from
+ * NVDEC's `cuvidMapVideoFrame` (a device pointer and a pitch), `plane_count` 2,
+ * plane 0 the luma at the pointer and plane 1 the CbCr rows, which start
+ * `pitch * height` bytes after it, both at that pitch. A single-plane image takes
+ * `plane_count` 1. Nothing is copied through the host, and the call returns once
+ * the copies are enqueued.
  *
- * Checked before anything is enqueued (nothing is copied when one fails):
- * - `VKCUDA_ERROR_NULL_POINTER`: `planes` is NULL, or a plane's device pointer is 0;
- * - `VKCUDA_ERROR_INVALID_ARGUMENT`: `planes->flags` is not 0,
- *   `planes->plane_count` is not the image's plane count (or a plane past it is
- *   set), a pitch is less than the plane's row, the rows overflow the address
- *   space, a plane's address is in no allocation CUDA knows
- *   (`cuMemGetAddressRange` fails: plain host memory, a freed or made-up
- *   address; the copy would fault and lose the CUDA context, by default the
- *   primary context that PyTorch and CuPy share, for the rest of the process),
- *   or a plane's rows end past the end of its allocation;
- * - `VKCUDA_ERROR_UNSUPPORTED`: the image is 3D or has layers;
- * - `VKCUDA_ERROR_DEVICE_MISMATCH`: `stream` belongs to another CUDA context
+ * Checked before anything is enqueued, each with its code:
+ * - `planes` or `image` NULL, or a plane's `device_pointer` 0:
+ *   `VKCUDA_ERROR_NULL_POINTER`;
+ * - `planes->flags` not 0, `planes->plane_count` not the image's plane count, a
+ *   plane past `plane_count` not all zero, a pitch less than the plane's row
+ *   (width times `bytes_per_texel`), rows whose span overflows the address
+ *   space: `VKCUDA_ERROR_INVALID_ARGUMENT`;
+ * - a 3D image or one with several layers: `VKCUDA_ERROR_UNSUPPORTED`;
+ * - a Vulkan-only context: `VKCUDA_ERROR_CUDA_UNAVAILABLE`;
+ * - `stream` not of the image's CUDA context: `VKCUDA_ERROR_DEVICE_MISMATCH`
  *   (NULL is the legacy default stream);
- * - `VKCUDA_ERROR_CUDA_UNAVAILABLE`: a Vulkan-only context.
+ * - a plane's pointer in no allocation CUDA knows (`cuMemGetAddressRange` fails:
+ *   plain host memory, a freed or made-up address; the copy would fault and lose
+ *   the CUDA context, by default the primary context that PyTorch and CuPy share,
+ *   for the rest of the process): `VKCUDA_ERROR_INVALID_ARGUMENT`;
+ * - rows that end past the end of the CUDA allocation a plane's pointer is in:
+ *   `VKCUDA_ERROR_INVALID_ARGUMENT`, naming the plane and the bytes past the end.
  *
  * Accepted memory is what `cuMemGetAddressRange` answers for: device memory of
  * any kind (`cuMemAlloc`, `cuMemAllocPitch`, NVDEC's mapped frames, shared
@@ -4286,15 +4330,18 @@ enum vkcuda_result vkcuda_image_receive(const struct vkcuda_context *context,
                                         struct vkcuda_image **image);
 
 /**
- * The library version packed as `(major << 22) | (minor << 12) | patch`, the
- * value of `VKCUDA_VERSION` in the header the program was built with.
+ * The loaded library's version packed as `(major << 22) | (minor << 12) | patch`:
+ * `VKCUDA_VERSION` of the header of the same release (compare the two to see
+ * whether the program runs with the library it was built against).
  *
  * @ingroup library
  */
 VKCUDA_API uint32_t vkcuda_version(void);
 
 /**
- * The library version as a string ("0.1.0"); static, never freed.
+ * The loaded library's version as a string, "MAJOR.MINOR.PATCH" in decimal (the
+ * numbers `vkcuda_version` packs; for the library of this header's release,
+ * `VKCUDA_VERSION_MAJOR`, `_MINOR` and `_PATCH`); static, never freed.
  *
  * @ingroup library
  */

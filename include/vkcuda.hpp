@@ -111,7 +111,7 @@ VKCUDA_HPP_MODE_BEGIN
 /** The library's packed version (`vkcuda_version`); compare with `VKCUDA_VERSION`. */
 inline std::uint32_t version() noexcept { return vkcuda_version(); }
 
-/** The library's version as text, "0.1.0" (`vkcuda_version_string`); static. */
+/** The loaded library's version as text, "MAJOR.MINOR.PATCH" (`vkcuda_version_string`); static. */
 inline std::string_view version_string() noexcept { return vkcuda_version_string(); }
 
 /** The name of a result code, "VKCUDA_ERROR_TIMEOUT" (`vkcuda_result_to_string`); static. */
@@ -707,7 +707,6 @@ public:
         return detail::finish(r, tensor);
     }
 
-#if defined(VKCUDA_SHARE_DESCRIPTION_SIZE)
     /** What another process needs to import it (`vkcuda_buffer_describe`). */
     [[nodiscard]] Fallible<vkcuda_share_description> describe() const {
         vkcuda_share_description d{};
@@ -741,7 +740,6 @@ public:
         if (r == VKCUDA_SUCCESS) static_cast<void>(fd.release());
         return detail::finish(r, Buffer(b));
     }
-#endif
 };
 
 /**
@@ -1029,7 +1027,6 @@ public:
         return detail::finish(vkcuda_image_cmd_acquire_from_cuda(get(), command_buffer, &info, new_layout));
     }
 
-#if defined(VKCUDA_SHARE_DESCRIPTION_SIZE)
     /** What another process needs to import it (`vkcuda_image_describe`). */
     [[nodiscard]] Fallible<vkcuda_share_description> describe() const {
         vkcuda_share_description d{};
@@ -1080,7 +1077,6 @@ public:
             for (std::uint32_t k = 0; k < count; ++k) static_cast<void>(fds[k].release());
         return detail::finish(r, Image(i));
     }
-#endif
 };
 
 /**
@@ -1202,7 +1198,6 @@ public:
         return detail::finish(r, Fd(r == VKCUDA_SUCCESS ? fd : -1));
     }
 
-#if defined(VKCUDA_SHARE_DESCRIPTION_SIZE)
     /** Its type, current value and device (`vkcuda_semaphore_describe`). */
     [[nodiscard]] Fallible<vkcuda_share_description> describe() const {
         vkcuda_share_description d{};
@@ -1236,7 +1231,6 @@ public:
         if (r == VKCUDA_SUCCESS) static_cast<void>(fd.release());
         return detail::finish(r, Semaphore(s));
     }
-#endif
 };
 
 /**
@@ -1424,7 +1418,6 @@ public:
     return doctor_run(options);
 }
 
-#if defined(VKCUDA_SHARE_DESCRIPTION_SIZE)
 // ---- cross-process: descriptions and sockets --------------------------------------
 
 /** A serialized share description: `VKCUDA_SHARE_DESCRIPTION_SIZE` bytes. */
@@ -1510,7 +1503,6 @@ struct ShareFdsMessage {
     if (r == VKCUDA_SUCCESS) m.fd.reset(fd);
     return detail::finish(r, std::move(m));
 }
-#endif
 
 VKCUDA_HPP_MODE_END
 }  // namespace vkcuda

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # THE demo command: scripts/demo.sh (from any directory).
 #
-# Installs what is missing, builds the library (cargo, through CMake) and the
+# Installs what is missing for it (scripts/install-deps.sh --demo: no test-only tools),
+# builds the library (cargo, through CMake) and the
 # examples, runs vkcuda_info, and, when a CUDA GPU is paired with a Vulkan device,
 # runs every GPU example (c_examples/, examples/: the CTest tests labelled gpu and
 # example, without their validation-layer twins); their PNGs go to <build>/demo.
@@ -10,12 +11,12 @@
 # Environment:
 #   VKCUDA_BUILD_DIR         the CMake build directory (default: <repo>/build)
 #   VKCUDA_PREBUILT_LIBRARY  an already built libvkcuda.so: no cargo, no Rust toolchain
-#   VKCUDA_SKIP_DEPS=1       do not run scripts/install-deps.sh
+#   VKCUDA_SKIP_DEPS=1       do not run scripts/install-deps.sh --demo
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${VKCUDA_BUILD_DIR:-$root/build}"
 [ -d "$HOME/.cargo/bin" ] && PATH="$HOME/.cargo/bin:$PATH"
-if [ "${VKCUDA_SKIP_DEPS:-0}" != 1 ] && ! "$root/scripts/install-deps.sh"; then
+if [ "${VKCUDA_SKIP_DEPS:-0}" != 1 ] && ! "$root/scripts/install-deps.sh" --demo; then
   echo "==> install-deps did not finish; carrying on (the build says what is missing)"
 fi
 configure=(-DCMAKE_BUILD_TYPE=Release -DVKCUDA_BUILD_EXAMPLES=ON -DVKCUDA_TEST_OUTPUT_DIR="$build/demo")

@@ -11,6 +11,9 @@
 #   --install          first install the pinned nvcc (PyPI's wheels, about 300 MB) into
 #                      the venv $VKCUDA_NVCC_HOME (default target/tools/nvcc-13.0.88)
 #   --install-only     only that (scripts/install-deps.sh: cuda.h for the examples' build)
+#   --install-headers  only cuda.h, PyPI's nvidia-cuda-runtime wheel (2 MB) into that venv,
+#                      where no cuda.h is found (scripts/install-deps.sh --demo: the demo
+#                      builds the examples and needs no nvcc)
 #   --if-nvcc          without nvcc: print "SKIPPED: ..." and exit 77 (skipped)
 #
 # nvcc: $NVCC, PATH, /usr/local/cuda/bin or that venv; pinned to the committed PTX's
@@ -37,10 +40,11 @@ while [ $# -gt 0 ]; do
         --check) check=1 ;;
         --install) install=1 ;;
         --install-only) install=2 ;;
+        --install-headers) install=3 ;;
         --if-nvcc) if_nvcc=1 ;;
         --src) src=$2; shift ;;
         --ptx-out) ptx_out=$2; shift ;;
-        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
         *) echo "gen-ptx.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -68,6 +72,18 @@ find_nvcc() {
     done
     return 1
 }
+if [ $install = 3 ]; then # cuda.h only: a toolkit's, or the runtime wheel's in the venv
+    for h in "${CUDA_PATH:-/usr/local/cuda}/include/cuda.h" /usr/local/cuda/include/cuda.h \
+             "$VKCUDA_NVCC_HOME"/lib/python3*/site-packages/nvidia/cu*/include/cuda.h; do
+        [ -f "$h" ] && { echo "gen-ptx.sh: cuda.h: $h"; exit 0; }
+    done
+    runtime=$(printf '%s\n' "${PIP_PINS[@]}" | grep '^nvidia-cuda-runtime==')
+    echo "gen-ptx.sh: installing $runtime (cuda.h) into $VKCUDA_NVCC_HOME"
+    python3 -m venv "$VKCUDA_NVCC_HOME" &&
+        "$VKCUDA_NVCC_HOME/bin/python" -m pip install --quiet --disable-pip-version-check "$runtime" ||
+        { echo "gen-ptx.sh: installing $runtime into $VKCUDA_NVCC_HOME failed (see above)" >&2; exit 1; }
+    exit 0
+fi
 if ! find_nvcc; then
     [ $install != 0 ] || no_nvcc "no nvcc found (set NVCC, put it in PATH, or run with --install)"
     echo "gen-ptx.sh: installing ${PIP_PINS[*]} into $VKCUDA_NVCC_HOME"

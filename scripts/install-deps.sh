@@ -1,55 +1,70 @@
 #!/usr/bin/env bash
 # Installs what building and testing vkcuda needs on Debian 12 / Ubuntu, only what
 # is missing, without questions (the apt packages below; `apt-get update` only when
-# one is missing), rustup's clippy and rustfmt, the pinned cargo-semver-checks
-# (cargo install --locked, minutes the first time), VMA's header (scripts/fetch-vma.sh)
-# and CUDA's headers and nvcc from PyPI (scripts/gen-ptx.sh --install-only).
+# one is missing), VMA's header (scripts/fetch-vma.sh) and CUDA's headers from PyPI;
+# for the tests also rustup's clippy and rustfmt, the pinned cargo-semver-checks
+# (cargo install --locked, minutes the first time) and nvcc from PyPI
+# (scripts/gen-ptx.sh --install-only).
 #
-#   scripts/install-deps.sh [--no-rust]
+#   scripts/install-deps.sh [--demo] [--no-rust]
+#
+#   (default)  everything scripts/test.sh needs (it runs this)
+#   --demo     only what scripts/demo.sh needs (it runs this with --demo): building the
+#              library and the examples and running them: the apt packages marked
+#              `demo` below, VMA's header and cuda.h (PyPI's 2 MB nvidia-cuda-runtime
+#              wheel); no validation layer, clang, doxygen, abigail-tools, valgrind,
+#              glslang (the committed SPIR-V is used), clippy, rustfmt,
+#              cargo-semver-checks or nvcc
 #
 # Exit status 1 when something could not be installed, or cargo is missing (unless
 # --no-rust or VKCUDA_PREBUILT_LIBRARY: the library is prebuilt, no Rust needed).
 set -euo pipefail
 
 need_rust=1
+demo=0
 for arg in "$@"; do
   case "$arg" in
+    --demo) demo=1 ;;
     --no-rust) need_rust=0 ;;
-    -h | --help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "install-deps: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
 [ -z "${VKCUDA_PREBUILT_LIBRARY:-}" ] || need_rust=0
 
+# Each package with `demo` when scripts/demo.sh needs it too; the rest are the tests'.
 packages=(
-  mesa-vulkan-drivers # lavapipe: Vulkan on the CPU, for tests without a GPU
-  libvulkan1          # the Vulkan loader the library dlopens
-  libvulkan-dev       # Vulkan headers (vkcuda.h includes them), vulkan.pc, VulkanHeaders CMake package
+  mesa-vulkan-drivers # demo: lavapipe: Vulkan on the CPU, for tests without a GPU
+  libvulkan1          # demo: the Vulkan loader the library dlopens
+  libvulkan-dev       # demo: Vulkan headers (vkcuda.h includes them), vulkan.pc, VulkanHeaders CMake package
   vulkan-tools        # vulkaninfo
   vulkan-validationlayers # VK_LAYER_KHRONOS_validation (the _vvl CTest tests)
-  glslang-tools       # glslangValidator, for the examples' shaders
-  cmake
-  make
-  pkg-config
-  gcc
-  g++
+  glslang-tools       # glslangValidator: the shaders compiled again, checked against the committed SPIR-V
+  cmake               # demo
+  make                # demo
+  pkg-config          # demo
+  gcc                 # demo
+  g++                 # demo
   clang               # the vkcuda.hpp compiler matrix (tests/cpp/run.sh)
   doxygen             # the HTML docs of the headers (scripts/docs.sh)
-  libc6-dev
-  binutils            # readelf, for the soname check; nm, for scripts/abi-check.sh
+  libc6-dev           # demo
+  binutils            # demo: readelf, for the soname check; nm, for scripts/abi-check.sh
   abigail-tools       # abidw/abidiff: the ABI against the last release (scripts/abi-check.sh)
   valgrind
   libx11-dev          # Xlib: the windowed example (c_examples/present_window.c)
   xvfb                # an X server of its own for the windowed example's CI test (tests/present/xvfb.sh)
-  libstb-dev          # stb_image_write.h (/usr/include/stb): PNG output of the examples
-  libffmpeg-nvenc-dev # FFmpeg's nv-codec-headers (header-only): the NVDEC/NVENC programs
   libavutil-dev       # FFmpeg's libraries: the FFmpeg bridge (bridges/ffmpeg) and its tests;
   libavcodec-dev      #   without them the bridge is skipped (CMake says so)
   libavformat-dev     #   the raw demuxers of the bridge's GPU test
-  ca-certificates     # cargo downloads crates over HTTPS
-  python3             # the Python package (python/) and its tests
-  python3-venv        # CTest's python test installs it and pytest into a venv
+  libstb-dev          # demo: stb_image_write.h (/usr/include/stb): PNG output of the examples
+  libffmpeg-nvenc-dev # demo: FFmpeg's nv-codec-headers (header-only): the NVDEC/NVENC programs
+  ca-certificates     # demo: cargo downloads crates over HTTPS
+  python3             # demo: the venv of CUDA's headers; the Python package (python/) and its tests
+  python3-venv        # demo: that venv; CTest's python test installs the package and pytest into one
 )
+if [ "$demo" -eq 1 ]; then # the lines marked demo above
+  mapfile -t packages < <(sed -n '/^packages=(/,/^)/s/^  \([^ ]*\) *# demo\b.*/\1/p' "$0")
+fi
 
 status=0
 log() { echo "install-deps: $*"; }
@@ -90,7 +105,7 @@ ls /usr/share/vulkan/icd.d/lvp_icd.*.json >/dev/null 2>&1 ||
 
 # --- Rust -------------------------------------------------------------------------
 [ ! -d "$HOME/.cargo/bin" ] || PATH="$HOME/.cargo/bin:$PATH"
-if command -v rustup >/dev/null 2>&1 && ! rustup component add clippy rustfmt; then # (a no-op when there)
+if [ "$demo" -eq 0 ] && command -v rustup >/dev/null 2>&1 && ! rustup component add clippy rustfmt; then # (a no-op when there)
   log "FAILED: rustup component add clippy rustfmt"
   [ "$need_rust" -eq 0 ] || status=1
 fi
@@ -110,7 +125,9 @@ fi
 # versions its lock file pins, without its release profile's LTO and single codegen
 # unit (5 minutes on 2 cores instead of 10), once per machine.
 semver_checks_version=0.51.0
-if command -v cargo >/dev/null 2>&1; then
+if [ "$demo" -eq 1 ]; then
+  log "cargo-semver-checks, clippy, rustfmt, nvcc: not for the demo (scripts/test.sh installs them)"
+elif command -v cargo >/dev/null 2>&1; then
   if [ "$(cargo semver-checks --version 2>/dev/null)" = "cargo-semver-checks $semver_checks_version" ]; then
     log "cargo-semver-checks $semver_checks_version: installed"
   else
@@ -131,10 +148,15 @@ if command -v cargo >/dev/null 2>&1 && ! "$(dirname "$0")/fetch-vma.sh"; then
   log "warning: scripts/fetch-vma.sh failed: the VMA example and test will be left out"
 fi
 
-# CUDA's headers and nvcc from PyPI, pinned (scripts/gen-ptx.sh --install-only; no GPU
+# CUDA's headers (and for the tests nvcc) from PyPI, pinned (scripts/gen-ptx.sh; no GPU
 # needed): cuda.h for the examples and GPU test programs where no CUDA toolkit is
 # installed, nvcc for the check of the committed PTX.
-if ! "$(dirname "$0")/gen-ptx.sh" --install-only; then
+if [ "$demo" -eq 1 ]; then
+  cuda_step=--install-headers
+else
+  cuda_step=--install-only
+fi
+if ! "$(dirname "$0")/gen-ptx.sh" "$cuda_step"; then
   log "warning: installing CUDA's headers from PyPI failed: no cuda.h, so CMake leaves the examples out"
 fi
 

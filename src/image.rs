@@ -608,8 +608,8 @@ pub struct PlanePointer {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct VideoColor {
     /// H.273 MatrixCoefficients: 1 BT.709, 5 and 6 BT.601, 9 BT.2020
-    /// (non-constant luminance), 0 identity (GBR: Vulkan's `RGB_IDENTITY`, full
-    /// range only), 2 unspecified (read as BT.709).
+    /// (non-constant luminance), 2 unspecified (read as BT.709), 0 identity: the
+    /// planes hold G, B and R, sampled with `RGB_IDENTITY`, full range only (see [`VideoColor::model`]).
     pub matrix: u32,
     /// H.273 TransferCharacteristics (1 BT.709, 13 sRGB, 16 PQ, 18 HLG, ...).
     pub transfer: u32,

@@ -1,9 +1,13 @@
 //! The docs' counts and citations against the code: fails when a documented count
 //! drifts (the functions of include/vkcuda.h, the single-plane formats) or when a
 //! doc cites a test file, a test function or a `cargo test -p vkcuda-c --test` target that does
-//! not exist. The misuse case count is checked by the misuse binary itself
-//! (`documented_counts_are_the_matrix`), the one place that builds the matrix.
-//! CPU only, no device.
+//! not exist; and the header's own comments and the docs against the header: every
+//! `vkcuda_*`/`VKCUDA_*` name they cite exists, no version string is stale, and no
+//! function's doc lists checks followed by a bare list of codes that does not say
+//! which check gives which. The misuse case count is checked by the misuse binary
+//! itself (`documented_counts_are_the_matrix`), the one place that builds the
+//! matrix; the codes of the pitched copies' listed checks by `capi/tests/planar.rs`
+//! (`pitched_copy_checks_give_the_documented_codes`). CPU only, no device.
 
 #[path = "doc_claims/mod.rs"]
 mod doc_claims;
@@ -11,7 +15,9 @@ mod doc_claims;
 #[path = "../capi/tests/misuse/header.rs"]
 mod header;
 
-use doc_claims::{check_count, docs, root, test_source};
+use doc_claims::{
+    check_count, docs, header_code, header_comments, header_text, root, test_source, vkcuda_words,
+};
 
 #[test]
 fn documented_export_count_is_the_header() {
@@ -195,4 +201,238 @@ fn cited_tests_exist() {
         "the docs cite tests that do not exist:\n{}",
         bad.join("\n")
     );
+}
+
+/// Names the docs may cite that the header does not declare: programs of this
+/// repository (each must exist as the file given) and the prelude's placeholder.
+const NOT_IN_HEADER: &[(&str, &str)] = &[
+    ("vkcuda_info", "c_examples/vkcuda_info.c"),
+    ("vkcuda_doctor", "tools/vkcuda_doctor.c"),
+    ("vkcuda_x", "capi/tests/header.rs"), // VKCUDA_DEPRECATED("use vkcuda_x"): a placeholder
+];
+
+/// Files (outside the docs) where an upper-case `VKCUDA_*` name the header does not
+/// declare may live: environment variables, CMake options, C++ header macros.
+fn code_files() -> Vec<std::path::PathBuf> {
+    let root = root();
+    let mut out = vec![root.join("CMakeLists.txt"), root.join("include/vkcuda.hpp")];
+    let mut dirs: Vec<_> = [
+        "src",
+        "capi",
+        "bridges",
+        "tests",
+        "scripts",
+        "cmake",
+        "c_examples",
+        "tools",
+        "python",
+        "examples",
+        "bench",
+        "crates",
+    ]
+    .iter()
+    .map(|d| root.join(d))
+    .collect();
+    while let Some(d) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            if p.is_dir() {
+                if !matches!(name.as_str(), "target" | "spirv" | "__pycache__" | "corpus") {
+                    dirs.push(p);
+                }
+            } else if [
+                ".rs", ".c", ".h", ".cpp", ".hpp", ".sh", ".cmake", ".txt", ".py", ".toml",
+            ]
+            .iter()
+            .any(|x| name.ends_with(x))
+            {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// Every `vkcuda_*` and `VKCUDA_*` name in the header's comments, README.md and
+/// docs/*.md exists: declared by the header (a function, type, enum value or
+/// macro; `VKCUDA_IMAGE_CREATE_` as a prefix of one), a program of this repository,
+/// or (upper case) an environment variable, option or macro the code uses.
+#[test]
+fn cited_vkcuda_names_exist() {
+    let h = header_text();
+    let declared: std::collections::BTreeSet<String> = vkcuda_words(&header_code(&h))
+        .into_iter()
+        .map(|(_, w)| w.to_string())
+        .collect();
+    assert!(
+        declared.contains("vkcuda_image_cuda_copy_from_pitched") && declared.len() > 200,
+        "the header parser found {} names",
+        declared.len()
+    );
+    let mut code = String::new();
+    for p in code_files() {
+        if p.ends_with("tests/doc_counts.rs") {
+            continue;
+        }
+        code.push_str(&std::fs::read_to_string(&p).unwrap_or_default());
+        code.push('\n');
+    }
+    let used: std::collections::BTreeSet<&str> =
+        vkcuda_words(&code).into_iter().map(|(_, w)| w).collect();
+    let mut sources: Vec<(String, usize, String)> = header_comments(&h)
+        .into_iter()
+        .map(|(line, c)| ("include/vkcuda.h".to_string(), line, c))
+        .collect();
+    for (doc, text) in docs() {
+        sources.push((doc, 1, text));
+    }
+    let mut bad = Vec::new();
+    let mut seen = 0;
+    for (file, first_line, text) in &sources {
+        for (at, w) in vkcuda_words(text) {
+            seen += 1;
+            if declared.contains(w) {
+                continue;
+            }
+            let line = first_line + text[..at].matches('\n').count();
+            if w.ends_with('_') {
+                if !declared.iter().any(|d| d.starts_with(w)) {
+                    bad.push(format!(
+                        "{file}:{line}: `{w}*` is the prefix of no name of the header"
+                    ));
+                }
+            } else if let Some((_, path)) = NOT_IN_HEADER.iter().find(|(n, _)| *n == w) {
+                if !root().join(path).exists() {
+                    bad.push(format!("{file}:{line}: `{w}`: {path} does not exist"));
+                }
+            } else if w.starts_with("vkcuda_ffmpeg") {
+                // The FFmpeg bridge's own header (bridges/ffmpeg), and its name.
+                let bridge = std::fs::read_to_string(root().join("bridges/ffmpeg/vkcuda_ffmpeg.h"))
+                    .unwrap_or_default();
+                if !bridge.contains(w) && w != "vkcuda_ffmpeg" {
+                    bad.push(format!(
+                        "{file}:{line}: `{w}` is not declared in bridges/ffmpeg/vkcuda_ffmpeg.h"
+                    ));
+                }
+            } else if w.starts_with("vkcuda_") {
+                bad.push(format!(
+                    "{file}:{line}: `{w}` is not declared in include/vkcuda.h"
+                ));
+            } else if !used.contains(w) {
+                bad.push(format!(
+                    "{file}:{line}: `{w}` is neither declared in include/vkcuda.h nor used by the code"
+                ));
+            }
+        }
+    }
+    assert!(
+        seen > 500,
+        "only {seen} names found: is the scan still reading the docs?"
+    );
+    assert!(
+        bad.is_empty(),
+        "names that do not exist:\n{}",
+        bad.join("\n")
+    );
+}
+
+/// No comment of the C or C++ header quotes a version string ("x.y.z") other than
+/// this release's (`vkcuda_version_string`'s example once read "0.1.0" at 0.3.0).
+#[test]
+fn headers_quote_no_stale_version() {
+    let version = env!("CARGO_PKG_VERSION");
+    let mut bad = Vec::new();
+    for file in ["include/vkcuda.h", "include/vkcuda.hpp"] {
+        let h = std::fs::read_to_string(root().join(file)).unwrap();
+        for (line, c) in header_comments(&h) {
+            for q in c.split('"').skip(1).step_by(2) {
+                let parts: Vec<&str> = q.split('.').collect();
+                if parts.len() == 3
+                    && parts
+                        .iter()
+                        .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+                    && q != version
+                {
+                    bad.push(format!(
+                        "{file}:{line}: quotes \"{q}\"; the version is {version}"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+/// Functions whose doc may hold a parenthesis of several result codes and nothing
+/// else, with why.
+const CODE_LISTS: &[(&str, &str)] = &[(
+    "vkcuda_doctor_run",
+    "names the codes whose words the doctor's checks reuse; it returns none of them",
+)];
+
+/// A function's doc that lists checks and then "(`VKCUDA_ERROR_A`,
+/// `VKCUDA_ERROR_B`)" does not say which check gives which code: each check names
+/// its own. Finds every parenthesis of the header's comments holding two or more
+/// result codes and nothing but separators.
+#[test]
+fn no_check_list_ends_in_a_bare_list_of_codes() {
+    let h = header_text();
+    let mut bad = Vec::new();
+    let mut lists = 0;
+    for (line, c) in header_comments(&h) {
+        let body: String = c
+            .lines()
+            .map(|l| l.trim_start().trim_start_matches('*').trim())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut from = 0;
+        while let Some(open) = body[from..].find('(') {
+            let open = from + open;
+            let Some(close) = body[open..].find(')').map(|c| open + c) else {
+                break;
+            };
+            let inner = &body[open + 1..close];
+            from = close;
+            let spans: Vec<&str> = inner.split('`').skip(1).step_by(2).collect();
+            let codes = spans
+                .iter()
+                .filter(|s| s.starts_with("VKCUDA_ERROR_") || (s.starts_with('_') && s.len() > 2))
+                .count();
+            let rest: String = inner
+                .split('`')
+                .step_by(2)
+                .collect::<String>()
+                .replace(" or ", " ")
+                .replace(" and ", " ");
+            if codes >= 2 && codes == spans.len() && rest.chars().all(|c| " ,".contains(c)) {
+                lists += 1;
+                // The declaration the comment documents: the first line after it
+                // with a parenthesis.
+                let after = line - 1 + c.lines().count();
+                let decl = h
+                    .lines()
+                    .skip(after)
+                    .find(|l| l.contains('('))
+                    .unwrap_or("");
+                let exempt = CODE_LISTS
+                    .iter()
+                    .any(|(f, _)| decl.contains(&format!(" {f}(")));
+                if !exempt {
+                    bad.push(format!(
+                        "include/vkcuda.h:{line}: ({inner}) after a list of checks: say which \
+                         check gives which code ({decl})"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        lists >= 1,
+        "the scan found no code list at all (not even vkcuda_doctor_run's)"
+    );
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
 }

@@ -90,8 +90,9 @@ pub struct vkcuda_dlpack_info {
 /// `CUcontext`, if you gave one) must outlive every tensor. For a wrapped buffer
 /// the tensor holds the library's CUDA import of your memory, which keeps the
 /// allocation alive; your `VkBuffer` and `VkDeviceMemory` stay yours. The deleter
-/// may run on any thread. Images cannot be exported: their CUDA view is an array,
-/// not linear memory.
+/// may run on any thread. A single-plane image cannot be exported (its CUDA view
+/// is an array, not linear memory); each plane of a shared video frame can,
+/// with `vkcuda_image_export_plane_dlpack`.
 ///
 /// Synchronisation: the tensor carries none. Before a consumer reads what Vulkan
 /// wrote, make its stream wait (`vkcuda_semaphore_cuda_wait`); before Vulkan reads

@@ -6,8 +6,9 @@ use std::ffi::c_char;
 use super::types;
 use super::{boundary, out, vkcuda_result, LAST_ERROR};
 
-/// The library version packed as `(major << 22) | (minor << 12) | patch`, the
-/// value of `VKCUDA_VERSION` in the header the program was built with.
+/// The loaded library's version packed as `(major << 22) | (minor << 12) | patch`:
+/// `VKCUDA_VERSION` of the header of the same release (compare the two to see
+/// whether the program runs with the library it was built against).
 ///
 /// @ingroup library
 #[no_mangle]
@@ -23,7 +24,9 @@ pub const fn pack_version(major: u32, minor: u32, patch: u32) -> u32 {
     (major << 22) | (minor << 12) | patch
 }
 
-/// The library version as a string ("0.1.0"); static, never freed.
+/// The loaded library's version as a string, "MAJOR.MINOR.PATCH" in decimal (the
+/// numbers `vkcuda_version` packs; for the library of this header's release,
+/// `VKCUDA_VERSION_MAJOR`, `_MINOR` and `_PATCH`); static, never freed.
 ///
 /// @ingroup library
 #[no_mangle]

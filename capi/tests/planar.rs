@@ -19,6 +19,8 @@
 //! seeds); the pitched helper's refusals; 1000 frames of pitched copies handed
 //! over on a timeline.
 
+#[path = "../../tests/doc_claims/mod.rs"]
+mod doc_claims;
 mod support;
 use support::images::{
     create, d2, handoff, sample_bits, try_create, EngineImage, Packing, Side, Texels,
@@ -457,6 +459,151 @@ fn pitched_copies_check_their_arguments() {
     }
     unsafe {
         vkcuda_image_destroy(rgba);
+        vkcuda_image_destroy(r8);
+        vkcuda_context_destroy(ctx);
+    }
+}
+
+/// The header lists the pitched copies' checks, each with its code
+/// (`vkcuda_image_cuda_copy_from_pitched`: "Checked before anything is enqueued,
+/// each with its code:"): every listed check is one of the cases below and gives
+/// the code the header names (run here on lavapipe; the two that need CUDA run in
+/// `gpu_pitched_copy_refusals`), and every case below is listed.
+#[test]
+fn pitched_copy_checks_give_the_documented_codes() {
+    let _g = serial();
+    let doc = doc_claims::function_doc(
+        &doc_claims::header_text(),
+        "vkcuda_image_cuda_copy_from_pitched",
+    )
+    .expect("the doc of vkcuda_image_cuda_copy_from_pitched");
+    let listed = doc_claims::listed_checks(&doc, "Checked before anything is enqueued");
+    assert!(listed.len() >= 5, "the header lists {listed:?}");
+    let ctx = vulkan_only_context();
+    let r8 = create(ctx, &d2(vk::Format::R8_UNORM, 100, 30));
+    let mut three = d2(vk::Format::R8_UNORM, 16, 16);
+    three.image_type = vkcuda_image_type_raw(3);
+    three.extent.depth = 4;
+    let three = create(ctx, &three);
+    let good = pitched(&[(0x1000, 100)]);
+    let with = |f: &dyn Fn(&mut vkcuda_pitched_planes)| {
+        let mut p = good;
+        f(&mut p);
+        p
+    };
+    // (words of the listed check, its code, the calls that break only that rule:
+    // image and planes, or None where it needs CUDA).
+    type Case = (*const vkcuda_image, Option<vkcuda_pitched_planes>);
+    let cases: Vec<(&str, vkcuda_result, Option<Vec<Case>>)> = vec![
+        (
+            "`planes` or `image` NULL",
+            VKCUDA_ERROR_NULL_POINTER,
+            Some(vec![(ptr::null(), Some(good)), (r8, None)]),
+        ),
+        (
+            "`device_pointer` 0",
+            VKCUDA_ERROR_NULL_POINTER,
+            Some(vec![(r8, Some(pitched(&[(0, 100)])))]),
+        ),
+        (
+            "`planes->flags` not 0",
+            VKCUDA_ERROR_INVALID_ARGUMENT,
+            Some(vec![(r8, Some(with(&|p| p.flags = 1)))]),
+        ),
+        (
+            "`planes->plane_count` not the image's plane count",
+            VKCUDA_ERROR_INVALID_ARGUMENT,
+            Some(vec![
+                (r8, Some(pitched(&[(0x1000, 100), (0x2000, 100)]))),
+                (r8, Some(with(&|p| p.plane_count = 0))),
+                (r8, Some(with(&|p| p.plane_count = 4))),
+            ]),
+        ),
+        (
+            "a plane past `plane_count` not all zero",
+            VKCUDA_ERROR_INVALID_ARGUMENT,
+            Some(vec![(
+                r8,
+                Some(with(&|p| p.planes[1].device_pointer = 0x2000)),
+            )]),
+        ),
+        (
+            "a pitch less than the plane's row",
+            VKCUDA_ERROR_INVALID_ARGUMENT,
+            Some(vec![(r8, Some(pitched(&[(0x1000, 99)])))]),
+        ),
+        (
+            "overflows the address",
+            VKCUDA_ERROR_INVALID_ARGUMENT,
+            Some(vec![
+                (r8, Some(pitched(&[(u64::MAX - 10, 100)]))),
+                (r8, Some(pitched(&[(0x1000, u64::MAX / 8)]))),
+            ]),
+        ),
+        (
+            "a 3D image or one with several layers",
+            VKCUDA_ERROR_UNSUPPORTED,
+            Some(vec![(three, Some(pitched(&[(0x1000, 16)])))]),
+        ),
+        (
+            "a Vulkan-only context",
+            VKCUDA_ERROR_CUDA_UNAVAILABLE,
+            Some(vec![(r8, Some(good))]),
+        ),
+        (
+            "`stream` not of the image's CUDA context",
+            VKCUDA_ERROR_DEVICE_MISMATCH,
+            None,
+        ),
+        (
+            // The stand-in driver's case: fake_driver_pitched_copy_refuses_unknown_addresses.
+            "in no allocation CUDA knows",
+            VKCUDA_ERROR_INVALID_ARGUMENT,
+            None,
+        ),
+        (
+            "rows that end past the end of the CUDA allocation",
+            VKCUDA_ERROR_INVALID_ARGUMENT,
+            None,
+        ),
+    ];
+    let code_name = |r: vkcuda_result| format!("{r:?}");
+    for (bullet, code) in &listed {
+        assert!(
+            cases.iter().any(|(words, _, _)| bullet.contains(words)),
+            "the header lists a check this test does not know: \"{bullet}\" ({code}): add its case"
+        );
+    }
+    let mut ran = 0;
+    for (words, want, calls) in &cases {
+        let (bullet, code) = listed
+            .iter()
+            .find(|(b, _)| b.contains(words))
+            .unwrap_or_else(|| panic!("the header no longer lists \"{words}\": {listed:?}"));
+        assert_eq!(
+            *code,
+            code_name(*want),
+            "the header gives {code} for \"{bullet}\""
+        );
+        for (im, planes) in calls.iter().flatten() {
+            let p = planes.as_ref().map_or(ptr::null(), |p| p as *const _);
+            for (name, call) in [
+                (
+                    "copy_from_pitched",
+                    vkcuda_image_cuda_copy_from_pitched
+                        as unsafe extern "C" fn(_, _, _) -> vkcuda_result,
+                ),
+                ("copy_to_pitched", vkcuda_image_cuda_copy_to_pitched),
+            ] {
+                let m = fails(unsafe { call(*im, p, ptr::null_mut()) }, *want);
+                println!("{name}, {words}: {m}");
+                ran += 1;
+            }
+        }
+    }
+    assert_eq!(ran, 2 * 13, "every case ran, each through both copies");
+    unsafe {
+        vkcuda_image_destroy(three);
         vkcuda_image_destroy(r8);
         vkcuda_context_destroy(ctx);
     }

@@ -104,3 +104,131 @@ pub fn test_source(path: &Path) -> Option<String> {
     }
     None
 }
+
+/// The text of include/vkcuda.h.
+pub fn header_text() -> String {
+    std::fs::read_to_string(root().join("include/vkcuda.h")).unwrap()
+}
+
+/// The header's comments (`/* ... */`), each with the line it starts at.
+pub fn header_comments(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(at) = text[from..].find("/*") {
+        let start = from + at;
+        let end = text[start..]
+            .find("*/")
+            .map_or(text.len(), |e| start + e + 2);
+        out.push((
+            text[..start].matches('\n').count() + 1,
+            text[start..end].to_string(),
+        ));
+        from = end;
+    }
+    out
+}
+
+/// The header without its comments: what it declares.
+pub fn header_code(text: &str) -> String {
+    let mut code = String::new();
+    let mut from = 0;
+    while let Some(at) = text[from..].find("/*") {
+        let start = from + at;
+        code.push_str(&text[from..start]);
+        from = text[start..]
+            .find("*/")
+            .map_or(text.len(), |e| start + e + 2);
+    }
+    code.push_str(&text[from..]);
+    code.lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The `vkcuda_*` and `VKCUDA_*` words of `text` (a word ends at a character that
+/// is not alphanumeric or `_`), with their byte offsets.
+pub fn vkcuda_words(text: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let bytes = text.as_bytes();
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut i = 0;
+    while i < bytes.len() {
+        if (i == 0 || !word(bytes[i - 1]))
+            && (bytes[i..].starts_with(b"vkcuda_") || bytes[i..].starts_with(b"VKCUDA_"))
+        {
+            let end = (i..bytes.len())
+                .find(|&k| !word(bytes[k]))
+                .unwrap_or(bytes.len());
+            out.push((i, &text[i..end]));
+            i = end;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The doc comment of function `name` in the header (the `/** ... */` right
+/// before its declaration), its `*` margins removed, or None.
+pub fn function_doc(text: &str, name: &str) -> Option<String> {
+    let decl = text.find(&format!(" {name}("))?;
+    let start = text[..decl].rfind("/**")?;
+    let end = start + text[start..].find("*/")?;
+    if end > decl {
+        return None;
+    }
+    Some(
+        text[start + 3..end]
+            .lines()
+            .map(|l| l.trim_start().trim_start_matches('*').trim())
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
+}
+
+/// The result code a doc names last in `text`: `VKCUDA_ERROR_X`, or `_X` (the
+/// header's shorthand after a full name) read as `VKCUDA_ERROR_X`.
+pub fn last_code(text: &str) -> Option<String> {
+    let spans: Vec<&str> = text.split('`').skip(1).step_by(2).collect();
+    spans.iter().rev().find_map(|s| {
+        if s.starts_with("VKCUDA_ERROR_") || *s == "VKCUDA_SUCCESS" {
+            Some(s.to_string())
+        } else if s
+            .strip_prefix('_')
+            .is_some_and(|r| r.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
+        {
+            Some(format!("VKCUDA_ERROR{s}"))
+        } else {
+            None
+        }
+    })
+}
+
+/// The checks a function's doc lists as "- <condition>: `CODE`;" bullets after the
+/// line that contains `intro`: (condition, code) each, the condition in one line.
+pub fn listed_checks(doc: &str, intro: &str) -> Vec<(String, String)> {
+    let Some(at) = doc.find(intro) else {
+        return Vec::new();
+    };
+    let mut bullets: Vec<String> = Vec::new();
+    for line in doc[at..].lines().skip(1) {
+        if let Some(b) = line.strip_prefix("- ") {
+            bullets.push(b.to_string());
+        } else if line.is_empty() {
+            break;
+        } else if let Some(last) = bullets.last_mut() {
+            last.push(' ');
+            last.push_str(line);
+        } else {
+            break;
+        }
+    }
+    bullets
+        .into_iter()
+        .filter_map(|b| {
+            let code = last_code(&b)?;
+            Some((b, code))
+        })
+        .collect()
+}

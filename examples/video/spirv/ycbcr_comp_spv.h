@@ -1,8 +1,8 @@
 /* Generated from examples/video/shaders/ycbcr.comp by glslangValidator -V --target-env vulkan1.2
- * (tests/gpu/CMakeLists.txt, tests/gpu/spirv_header.cmake): do not edit.
+ * (cmake/vkcudaSpirvHeader.cmake): do not edit.
  * glslang: Glslang Version: 11:12.0.0
  * The build regenerates it when glslangValidator is there; the committed copy in
- * tests/gpu/spirv/ is for machines without it (a test checks it is current). */
+ * examples/video/spirv/ is for machines without it (a test checks it is current). */
 #ifndef VKCUDA_EXAMPLES_YCBCR_COMP_SPV_H
 #define VKCUDA_EXAMPLES_YCBCR_COMP_SPV_H
 

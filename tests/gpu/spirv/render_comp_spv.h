@@ -1,5 +1,5 @@
 /* Generated from tests/gpu/shaders/render.comp by glslangValidator -V --target-env vulkan1.2
- * (tests/gpu/CMakeLists.txt, tests/gpu/spirv_header.cmake): do not edit.
+ * (cmake/vkcudaSpirvHeader.cmake): do not edit.
  * glslang: Glslang Version: 11:12.0.0
  * The build regenerates it when glslangValidator is there; the committed copy in
  * tests/gpu/spirv/ is for machines without it (a test checks it is current). */

@@ -1,9 +1,11 @@
-# Writes a SPIR-V binary as a C/C++ header (a static const uint32_t array), for
-# engine_postfx_test's shaders. Run as a script:
+# Writes a SPIR-V binary as a C/C++ header (a static const uint32_t array), for the shaders
+# of the video example (examples/video) and of engine_postfx_test (tests/gpu). Here in cmake/
+# so that the examples build without reaching into tests/. Run as a script:
 #   cmake -DSPV=<file.spv> -DOUT=<header> -DNAME=<array name> -DSOURCE=<shader path,
-#         for the comment> -DGLSLANG_VERSION=<text> -P spirv_header.cmake
+#         for the comment> -DCOMMITTED=<folder of the committed copy, for the comment>
+#         -DGLSLANG_VERSION=<text> -P vkcudaSpirvHeader.cmake
 # or, to compare two headers ignoring the glslang version line:
-#   cmake -DCOMPARE_A=<header> -DCOMPARE_B=<header> -P spirv_header.cmake
+#   cmake -DCOMPARE_A=<header> -DCOMPARE_B=<header> [-DUPDATE_HINT=<text>] -P vkcudaSpirvHeader.cmake
 if(DEFINED COMPARE_A)
   foreach(f A B)
     if(NOT EXISTS "${COMPARE_${f}}")
@@ -12,18 +14,21 @@ if(DEFINED COMPARE_A)
     file(STRINGS "${COMPARE_${f}}" lines_${f})
     list(FILTER lines_${f} EXCLUDE REGEX "^ \\* glslang: ")
   endforeach()
+  if(NOT DEFINED UPDATE_HINT)
+    set(UPDATE_HINT "copy ${COMPARE_B} over ${COMPARE_A} and commit it")
+  endif()
   if(NOT lines_A STREQUAL lines_B)
     message(FATAL_ERROR "${COMPARE_A} differs from ${COMPARE_B} (the glslang version line "
-      "aside): the shader changed and its committed SPIR-V was not regenerated; run "
-      "`cmake --build <build> --target engine_postfx_spirv_update` and commit tests/gpu/spirv/")
+      "aside): the shader changed and its committed SPIR-V was not regenerated: "
+      "${UPDATE_HINT}")
   endif()
   message(STATUS "${COMPARE_A} matches ${COMPARE_B}")
   return()
 endif()
 
-foreach(v SPV OUT NAME SOURCE)
+foreach(v SPV OUT NAME SOURCE COMMITTED)
   if(NOT DEFINED ${v})
-    message(FATAL_ERROR "spirv_header.cmake: -D${v}= is missing")
+    message(FATAL_ERROR "vkcudaSpirvHeader.cmake: -D${v}= is missing")
   endif()
 endforeach()
 file(READ "${SPV}" hex HEX)
@@ -41,10 +46,10 @@ string(REGEX REPLACE "[ \n]+$" "" body "${body}")
 string(TOUPPER "${NAME}" guard)
 file(WRITE "${OUT}.tmp"
 "/* Generated from ${SOURCE} by glslangValidator -V --target-env vulkan1.2
- * (tests/gpu/CMakeLists.txt, tests/gpu/spirv_header.cmake): do not edit.
+ * (cmake/vkcudaSpirvHeader.cmake): do not edit.
  * glslang: ${GLSLANG_VERSION}
  * The build regenerates it when glslangValidator is there; the committed copy in
- * tests/gpu/spirv/ is for machines without it (a test checks it is current). */
+ * ${COMMITTED}/ is for machines without it (a test checks it is current). */
 #ifndef VKCUDA_EXAMPLES_${guard}_H
 #define VKCUDA_EXAMPLES_${guard}_H
 
