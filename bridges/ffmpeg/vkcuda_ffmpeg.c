@@ -392,9 +392,9 @@ enum vkcuda_result vkcuda_ffmpeg_image_create_for_frame(const struct vkcuda_ffmp
     if (!image) return fail(VKCUDA_ERROR_NULL_POINTER, "vkcuda_ffmpeg_image_create_for_frame: image is NULL");
     *image = NULL;
     if (!b || !frame) return fail(VKCUDA_ERROR_NULL_POINTER, "vkcuda_ffmpeg_image_create_for_frame: bridge or frame is NULL");
-    int hw;
-    enum AVPixelFormat sw;
-    VkFormat format;
+    int hw = 0;
+    enum AVPixelFormat sw = AV_PIX_FMT_NONE;
+    VkFormat format = VK_FORMAT_UNDEFINED;
     enum vkcuda_result r = frame_sw_format(b, frame, &hw, &sw);
     if (r == VKCUDA_SUCCESS) r = vkcuda_ffmpeg_format_from_av(sw, &format);
     if (r != VKCUDA_SUCCESS) return r;
@@ -417,9 +417,9 @@ enum vkcuda_result vkcuda_ffmpeg_frame_to_image(struct vkcuda_ffmpeg *b, const A
     release(take_done(b, 0, NULL));
 
     /* The frame first (its format, CUDA context and colour), then the image. */
-    int hw;
-    enum AVPixelFormat sw;
-    VkFormat format;
+    int hw = 0;
+    enum AVPixelFormat sw = AV_PIX_FMT_NONE;
+    VkFormat format = VK_FORMAT_UNDEFINED;
     enum vkcuda_result r;
     struct vkcuda_video_color color;
     if ((r = frame_sw_format(b, frame, &hw, &sw)) != VKCUDA_SUCCESS) return r;
