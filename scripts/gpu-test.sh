@@ -27,6 +27,10 @@ OUT=${OUT:-$top/gpu-out}
 bundle=$top/.dev/gpu
 build=$top/build/gpu
 mkdir -p "$OUT"
+# The test executables travel xz-compressed (scripts/lab/gpu-bundle.sh).
+if [ -f "$bundle/tests.tar.xz" ]; then
+    rm -rf "$bundle/tests" && tar -xJf "$bundle/tests.tar.xz" -C "$bundle" || exit 1
+fi
 [ -f "$bundle/libvkcuda.so" ] && [ -d "$bundle/tests" ] && ls .gl/*.deb > /dev/null 2>&1 ||
     { echo "gpu-test: no bundle: run scripts/lab/gpu-bundle.sh on the Rust machine and carry .dev and .gl"; exit 1; }
 sed -n '1,3p' "$bundle/MANIFEST"

@@ -6,7 +6,7 @@
 #                         (bench-wgpu) and test executable (test-wgpu), release,
 #                         stripped, xz-compressed (17 MiB of wgpu code travel as 3):
 #                         scripts/gpu-test.sh unpacks it into .dev/gpu/wgpu
-#   tests/<kind>-<name>   every cargo test executable of the Rust library and the C door
+#   tests.tar.xz          tests/<kind>-<name>, xz-compressed: every cargo test executable of the Rust library and the C door
 #                         (lib-vkcuda, lib-vkcuda_c, test-<suite>),
 #                         release, stripped: CTest's VKCUDA_RUST_TEST_DIR there
 #   tsan-threads          with VKCUDA_BUNDLE_TSAN=1: capi/tests/threads.rs under
@@ -64,8 +64,11 @@ executables target/gpu-bundle-bench.json "$out/bench-calls" calls
 executables target/gpu-bundle-tests.json "$out/tests"
 cp target/release/libvkcuda_c.so "$out/libvkcuda.so" # the C door's library, by its C name
 strip --strip-debug "$out/libvkcuda.so" "$out/bench-interop" "$out/bench-calls"
-# All symbols out: the bundle travels under 64 MiB (with debug symbols, 44 MiB of tests).
+# All symbols out: the bundle travels under 64 MiB (with debug symbols, 44 MiB of tests),
+# and xz-compressed (43 MiB of stripped test executables travel as about a quarter):
+# scripts/gpu-test.sh unpacks tests.tar.xz into .dev/gpu/tests.
 strip --strip-all "$out"/tests/*
+tar -cJf "$out/tests.tar.xz" -C "$out" tests
 if [ "${VKCUDA_BUNDLE_TSAN:-0}" = 1 ]; then
     echo "== capi/tests/threads.rs with ThreadSanitizer"
     RUSTC_BOOTSTRAP=1 RUSTFLAGS=-Zsanitizer=thread CARGO_TARGET_DIR=target/tsan \
@@ -126,7 +129,8 @@ fi
 } > "$out/MANIFEST"
 cat "$out/MANIFEST"
 
-du -sh "$out/libvkcuda.so" "$out/wgpu.tar.xz" "$out/tests" "$out/include" "$out/clips" .gl
+rm -rf "$out/tests" # travels as tests.tar.xz
+du -sh "$out/libvkcuda.so" "$out/wgpu.tar.xz" "$out/tests.tar.xz" "$out/include" "$out/clips" .gl
 [ ! -d .dev/ffmpeg ] || du -sh .dev/ffmpeg
 total_kib=$(du -sk .dev .gl | awk '{ s += $1 } END { print s }')
 echo "total .dev + .gl: $((total_kib / 1024)) MiB ($total_kib KiB; limit $limit_mib MiB)"
