@@ -52,7 +52,7 @@ packages=(
   abigail-tools       # abidw/abidiff: the ABI against the last release (scripts/abi-check.sh)
   valgrind
   libx11-dev          # Xlib: the windowed example (c_examples/present_window.c)
-  xvfb                # an X server of its own for the windowed example's CI test (tests/present/xvfb.sh)
+  xvfb                # an X server of its own for the windowed example's CI test (c_examples/xvfb.sh)
   libavutil-dev       # FFmpeg's libraries: the FFmpeg bridge (bridges/ffmpeg) and its tests;
   libavcodec-dev      #   without them the bridge is skipped (CMake says so)
   libavformat-dev     #   the raw demuxers of the bridge's GPU test

@@ -1695,7 +1695,7 @@ impl Image {
     /// Each plane's rows must lie in one allocation CUDA knows
     /// (`cuMemGetAddressRange` answers for device memory of any kind, managed
     /// memory and page-locked or registered host memory): an address it reports
-    /// in no allocation is refused ([`ErrorKind::InvalidArgument`]) before
+    /// in no allocation is refused ([`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument)) before
     /// anything is enqueued, as are rows that end past their allocation. The
     /// allocation ranges found are remembered per thread (the last 32), so
     /// a decoder's surfaces are looked up once, not every frame.

@@ -158,10 +158,10 @@ pub mod format;
 mod lost;
 mod stats;
 
-/// The objects and their rules, over the driver calls only they may make. The
-/// layers are held by the compiler: `vulkan` and `cuda` are private to the crate,
-/// so the C door (the `vkcuda-c` crate) and every other user reach the GPU only
-/// through the objects' public API.
+// The objects and their rules, over the driver calls only they may make. The
+// layers are held by the compiler: `vulkan` and `cuda` are private to the crate,
+// so the C door (the `vkcuda-c` crate) and every other user reach the GPU only
+// through the objects' public API.
 pub mod batch;
 pub mod buffer;
 pub mod context;

@@ -734,8 +734,15 @@ impl Ring {
             ));
         }
         let name = format::display(t.format);
+        // A value that is no VkFormat goes to no driver query
+        // (VUID-vkGetPhysicalDeviceFormatProperties-format-parameter).
+        let Some(spelled) = format::name(t.format) else {
+            return Err(Error::unsupported(format!(
+                "the target format {name} is not a VkFormat: the ring's images cannot be \
+                 blitted into it"
+            )));
+        };
         let features = vkimage::optimal_features(dev, t.format);
-        let spelled = format::name(t.format).unwrap_or_default();
         let why = if spelled.ends_with("_UINT") || spelled.ends_with("_SINT") {
             Some("an integer format: a blit from a float or normalised format cannot write it")
         } else if spelled.starts_with("VK_FORMAT_D") || spelled.starts_with("VK_FORMAT_S8") {

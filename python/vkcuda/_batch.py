@@ -350,7 +350,7 @@ class ImageBatch(_Batch):
         ``data_offset`` and ``cuda_pointer`` (0 without CUDA)."""
         e = _BatchElement()
         check(lib.vkcuda_batch_get_element(self._h(), i, ctypes.byref(e)))
-        return {name: int(getattr(e, name)) for name, _ in _BatchElement._fields_}
+        return {f[0]: int(getattr(e, f[0])) for f in _BatchElement._fields_}
 
     def ready_on(self, semaphore: Optional[Semaphore], value: int = 0) -> None:
         """The timeline value the engine's submit with the release signals: each

@@ -51,13 +51,16 @@ impl Ring {
         Ring(r)
     }
 
-    /// Prepared (recorded into the environment's command buffer, never submitted)
-    /// with frame 1 begun and, if `end`, ended: what cmd_present and cmd_upload need
-    /// before they look at their other arguments.
+    /// Prepared (recorded into a command buffer of its own, never submitted: the
+    /// environment's would be invalid for the cases after this one once the ring's
+    /// images are destroyed) with frame 1 begun and, if `end`, ended: what
+    /// cmd_present and cmd_upload need before they look at their other arguments.
+    /// The command buffer goes with the environment's pool.
     fn with_frame(e: &Env, end: bool) -> (Ring, vkcuda_present_write) {
         let r = Ring::new(e);
         let mut s = Poison::<vkcuda_present_submit>::new();
-        ok(unsafe { vkcuda_present_ring_cmd_prepare(r.0, e.cmd, e.vk.family, s.ptr()) });
+        let cmd = e.vk.command_buffer();
+        ok(unsafe { vkcuda_present_ring_cmd_prepare(r.0, cmd, e.vk.family, s.ptr()) });
         let mut w = vkcuda_present_write::default();
         ok(unsafe { vkcuda_present_ring_begin_write(r.0, &mut w) });
         if end {

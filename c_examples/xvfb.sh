@@ -4,7 +4,7 @@
 # set, stops Xvfb again and exits with COMMAND's status. Without Xvfb: "SKIPPED" and
 # 77 (CTest: skipped), or 1 when VKCUDA_REQUIRE_XVFB=1.
 #
-#   tests/present/xvfb.sh COMMAND [ARG...]
+#   c_examples/xvfb.sh COMMAND [ARG...]
 set -euo pipefail
 
 if ! command -v Xvfb >/dev/null 2>&1; then
