@@ -28,12 +28,12 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 (cd "$tmp" && apt-get "${o[@]}" download "mesa-vulkan-drivers/$suite" "libdrm2/$suite" "libdrm-amdgpu1/$suite" > /dev/null 2>&1) ||
     { echo "fetch-lavapipe: mesa-vulkan-drivers or libdrm is not in $suite" >&2; exit 1; }
-rm -rf "$dest" && mkdir -p "$dest/root"
-for deb in "$tmp"/*.deb; do dpkg -x "$deb" "$dest/root"; done
-multiarch=$(ls -d "$dest"/root/usr/lib/*-linux-gnu | head -1)
+rm -rf "$dest" && mkdir -p "$dest/unpacked"
+for deb in "$tmp"/*.deb; do dpkg -x "$deb" "$dest/unpacked"; done
+multiarch=$(ls -d "$dest"/unpacked/usr/lib/*-linux-gnu | head -1)
 ln -s "$(cd "$multiarch" && pwd)" "$dest/lib"
 lvp="$(cd "$multiarch" && pwd)/libvulkan_lvp.so"
 [ -f "$lvp" ] || { echo "fetch-lavapipe: the package has no libvulkan_lvp.so" >&2; exit 1; }
-sed "s|\"library_path\": *\"[^\"]*\"|\"library_path\": \"$lvp\"|" "$dest"/root/usr/share/vulkan/icd.d/lvp_icd.json > "$dest/lvp.json"
+sed "s|\"library_path\": *\"[^\"]*\"|\"library_path\": \"$lvp\"|" "$dest"/unpacked/usr/share/vulkan/icd.d/lvp_icd.json > "$dest/lvp.json"
 ls "$tmp"/*.deb | xargs -n1 basename > "$dest/PACKAGES"
 echo "fetch-lavapipe: $dest ($(tr '\n' ' ' < "$dest/PACKAGES")); re-run cmake to register ffmpeg_bridge_video_frames"
