@@ -767,7 +767,7 @@ impl Batch {
             0 => 0,
             p => p + offset - info.tensor_offset,
         };
-        let keep: dlpack::Keep = self.inner.clone();
+        let keep: crate::buffer::Keep = self.inner.clone();
         Ok(Buffer::batch_view(
             &self.inner.ctx,
             buffer,
@@ -976,7 +976,7 @@ impl Batch {
             e.context("a DLPack tensor is a CUDA (kDLCUDA) tensor and needs the batch's CUDA view")
         })?;
         let cuda = self.inner.ctx.cuda()?;
-        let keep: dlpack::Keep = self.inner.clone();
+        let keep: crate::buffer::Keep = self.inner.clone();
         dlpack::export_plan(base, cuda, keep, &plan)
     }
 

@@ -111,8 +111,12 @@ enum CudaView {
     Imported(ExternalMemory),
     Vmm(VmmAllocation),
     /// A view of a batch's memory: the batch's one mapping, kept alive.
-    Batch(crate::dlpack::Keep),
+    Batch(Keep),
 }
+
+/// What a view or a tensor keeps alive: the memory its data points into (a batch's
+/// one mapping, for example).
+pub(crate) type Keep = std::sync::Arc<dyn std::any::Any + Send + Sync>;
 
 /// Where a buffer lies in its memory: what a receiver needs, with the exported
 /// fd, to import it ([`Buffer::import_fd`]).
@@ -303,7 +307,7 @@ impl Buffer {
         offset: u64,
         size: u64,
         cuda_ptr: u64,
-        keep: crate::dlpack::Keep,
+        keep: Keep,
     ) -> Buffer {
         Allocation {
             ctx: ctx.clone(),

@@ -38,7 +38,6 @@
 
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
 
 use dlpack_rs::ffi::{
     DLDataType, DLDataTypeCode, DLDevice, DLDeviceType, DLManagedTensor, DLManagedTensorVersioned,
@@ -46,7 +45,7 @@ use dlpack_rs::ffi::{
 };
 
 use super::cuda::context::CudaContext;
-use crate::buffer::Buffer;
+use crate::buffer::{Buffer, Keep};
 #[allow(unused_imports)] // ErrorKind: named in the docs
 use crate::error::{Error, ErrorKind, Result};
 use crate::stats;
@@ -318,9 +317,6 @@ struct Versioned {
     strides: [i64; MAX_NDIM],
     keep: Keep,
 }
-
-/// What a tensor keeps alive: the memory its data points into.
-pub(crate) type Keep = Arc<dyn std::any::Any + Send + Sync>;
 
 /// The same for the legacy `DLManagedTensor`.
 #[repr(C)]

@@ -166,10 +166,9 @@ impl Error {
     }
 
     /// A failed CUDA driver call: `call` is the function name, `r` its `CUresult`.
+    /// Sticky results (a lost context) are the CUDA layer's to record first:
+    /// `crate::cuda::error` and `cu_check` there.
     pub(crate) fn cuda(call: &str, r: CUresult) -> Self {
-        if crate::lost::is_sticky(r) {
-            return crate::lost::cuda(call, r);
-        }
         let kind = match r {
             CUresult::CUDA_ERROR_OUT_OF_MEMORY => ErrorKind::OutOfMemory,
             CUresult::CUDA_ERROR_NO_DEVICE | CUresult::CUDA_ERROR_STUB_LIBRARY => {
@@ -242,15 +241,6 @@ pub(crate) fn vk_result_name(r: vk::Result) -> String {
         format!("VK_{debug}")
     } else {
         format!("VkResult({})", r.as_raw())
-    }
-}
-
-/// Turns a `CUresult` into `Ok` or an [`Error`] naming the call.
-pub(crate) fn cu_check(call: &str, r: CUresult) -> Result<()> {
-    if r == CUresult::CUDA_SUCCESS {
-        Ok(())
-    } else {
-        Err(Error::cuda(call, r))
     }
 }
 

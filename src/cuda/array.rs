@@ -7,9 +7,10 @@ use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys;
 
+use super::cu_check;
 use super::external::ExternalMemory;
 use super::CudaContext;
-use crate::error::{cu_check, Error, Result};
+use crate::error::{Error, Result};
 
 /// The shape CUDA is told the image has (`CUDA_ARRAY3D_DESCRIPTOR` plus levels).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -261,7 +262,7 @@ fn check_range(ctx: &CudaContext, p: &Pitched) -> Result<()> {
     let r = unsafe { sys::cuMemGetAddressRange_v2(&mut base, &mut size, p.pointer) };
     if r != sys::CUresult::CUDA_SUCCESS {
         if crate::lost::is_sticky(r) {
-            return Err(Error::cuda("cuMemGetAddressRange_v2", r));
+            return Err(super::error("cuMemGetAddressRange_v2", r));
         }
         return Err(Error::invalid(format!(
             "the pitched plane at {:#x} is in no allocation CUDA knows \

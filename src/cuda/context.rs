@@ -5,8 +5,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use cudarc::driver::sys;
 
+use super::cu_check;
 use super::{device_from_handle, driver, DeviceInfo};
-use crate::error::{cu_check, Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result};
 
 /// A CUDA context: the device's primary context (retained, released on drop) or one
 /// the caller owns (borrowed: the caller keeps it alive longer than every object).
@@ -250,7 +251,7 @@ impl CudaContext {
         let mut owner = std::ptr::null_mut();
         let r = unsafe { sys::cuStreamGetCtx(stream, &mut owner) };
         if r != sys::CUresult::CUDA_SUCCESS {
-            return Err(Error::cuda("cuStreamGetCtx", r)
+            return Err(super::error("cuStreamGetCtx", r)
                 .context("the stream is not a valid CUstream (destroyed, or not a stream)"));
         }
         if owner != self.ctx {
@@ -342,7 +343,7 @@ fn make_sentinel(ctx: sys::CUcontext) -> Result<(sys::CUdeviceptr, u64)> {
     match buffer_id(ptr) {
         Ok(id) => Ok((ptr, id)),
         Err(r) => {
-            let e = Error::cuda("cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_BUFFER_ID)", r);
+            let e = super::error("cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_BUFFER_ID)", r);
             // SAFETY: the allocation made above, in the current context.
             unsafe { sys::cuMemFree_v2(ptr) };
             Err(e)

@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use cudarc::driver::sys;
 
+use super::cu_check;
 use super::CudaContext;
-use crate::error::{cu_check, Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::fd;
 use crate::stats;
 

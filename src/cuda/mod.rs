@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 
 use cudarc::driver::sys;
 
-use crate::error::{cu_check, Diagnosis, Error, ErrorKind, Result};
+use crate::error::{Diagnosis, Error, ErrorKind, Result};
 
 pub use context::CudaContext;
 
@@ -276,6 +276,25 @@ pub fn format_uuid(u: &[u8; 16]) -> String {
         h[8..10].concat(),
         h[10..16].concat()
     )
+}
+
+/// The error for a failed CUDA driver call: a sticky result (a lost context) is
+/// recorded by `crate::lost` first, so every later call on that context says so.
+pub(crate) fn error(call: &str, r: sys::CUresult) -> Error {
+    if crate::lost::is_sticky(r) {
+        crate::lost::cuda(call, r)
+    } else {
+        Error::cuda(call, r)
+    }
+}
+
+/// Turns a `CUresult` into `Ok` or an [`Error`] naming the call ([`error`]).
+pub(crate) fn cu_check(call: &str, r: sys::CUresult) -> Result<()> {
+    if r == sys::CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(error(call, r))
+    }
 }
 
 #[cfg(test)]

@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use cudarc::driver::sys;
 
+use super::cu_check;
 use super::CudaContext;
-use crate::error::{cu_check, Error, Result};
+use crate::error::{Error, Result};
 use crate::fd;
 use crate::stats;
 
@@ -73,7 +74,7 @@ impl VmmAllocation {
         let r = unsafe { sys::cuMemMap(ptr, rounded as usize, 0, handle, 0) };
         if r != sys::CUresult::CUDA_SUCCESS {
             unsafe { sys::cuMemAddressFree(ptr, rounded as usize) };
-            return Err(Error::cuda("cuMemMap", r));
+            return Err(super::error("cuMemMap", r));
         }
         alloc.ptr = ptr;
         let access = sys::CUmemAccessDesc {
@@ -148,7 +149,7 @@ impl VmmAllocation {
         let r = unsafe { sys::cuMemMap(ptr, size as usize, 0, handle, 0) };
         if r != sys::CUresult::CUDA_SUCCESS {
             unsafe { sys::cuMemAddressFree(ptr, size as usize) };
-            return Err(Error::cuda("cuMemMap", r).context(
+            return Err(super::error("cuMemMap", r).context(
                 "the allocation size is larger than the exported allocation, or the handle is not a CUDA allocation",
             ));
         }
