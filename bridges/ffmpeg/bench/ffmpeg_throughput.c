@@ -340,7 +340,7 @@ static long ffmpeg_run(example *ex, vkcuda_ffmpeg *bridge, const packets *p, int
     }
     if (err < 0)
         printf("%s: FAIL: %s %s: decode error after %ld frames: %s\n", NAME, avcodec_get_name(p->par->codec_id),
-                        mode_name[mode], f.frames, av_err2str(err));
+               mode_name[mode], f.frames, av_err2str(err));
     if (f.frames > 0 && mode != FFMPEG)
         CHECK(vkcuda_semaphore_host_wait(f.r.timeline, 2 * (uint64_t)f.frames, 10000000000ull));
     f.r.t_end = now_s();
