@@ -10,8 +10,10 @@
 #   scripts/gpu-test.sh -L gpu -j 4        in parallel: the tests that read device-wide
 #                                          figures (free memory, timings) still run alone
 #   scripts/gpu-test.sh -L bench           the benchmarks: bench/c/nvdec_throughput.c (NVDEC
-#                                          throughput), then bench/interop.rs (minutes)
-#                                          and bench_wgpu (crates/vkcuda-wgpu)
+#                                          throughput), bridges/ffmpeg/bench/ffmpeg_throughput.c
+#                                          (FFmpeg + bridge, where .dev/ffmpeg is carried), then
+#                                          bench/interop.rs (minutes) and bench_wgpu
+#                                          (crates/vkcuda-wgpu)
 #
 # Unpacks the Vulkan loader into / and the layer into .dev/vvl, finds the NVIDIA ICD,
 # configures with the prebuilt library and test executables (tests/CMakeLists.txt),
@@ -54,7 +56,8 @@ fi
 export VK_DRIVER_FILES=$icd LD_LIBRARY_PATH="$bundle${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PATH=$PATH:/usr/local/cuda/bin RUST_BACKTRACE=1
 # The minimal FFmpeg of scripts/lab/build-ffmpeg.sh, where the bundle carries it: the FFmpeg
-# bridge (bridges/ffmpeg) and its GPU test gpu_ffmpeg_decode are built against it.
+# bridge (bridges/ffmpeg), its GPU test gpu_ffmpeg_decode and its benchmark
+# bench_ffmpeg_throughput are built against it.
 ffmpeg_args=()
 if [ -f .dev/ffmpeg/lib/libavcodec.so ]; then
     ffmpeg_args=(-DVKCUDA_FFMPEG_ROOT="$top/.dev/ffmpeg")

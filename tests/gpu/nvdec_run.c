@@ -91,8 +91,7 @@ static int skip_pipeline(nvdec_run *r, const char *why) {
     return 1;
 }
 
-/* The sampling pass of nvdec_to_vulkan.c over both slots. 0, or 1 with r->skipped set. */
-static int make_sampling(nvdec_run *r, VkFormat format) {
+int nvdec_run_sampling_make(nvdec_run *r, VkFormat format) {
     VkDevice dev = r->ex->vh.device;
     VkSamplerYcbcrConversionCreateInfo cci;
     VkShaderModule module;
@@ -143,6 +142,17 @@ static int make_sampling(nvdec_run *r, VkFormat format) {
     return 0;
 }
 
+void nvdec_run_sampling_record(nvdec_run *r, int s) {
+    VkCommandBuffer cmd = r->cmd[s];
+    vkcuda_handoff_info h = example_handoff(r->ex, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
+    CHECK(vkcuda_image_cmd_acquire_from_cuda(r->frame[s], cmd, &h, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL));
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, r->pipeline);
+    vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, r->layout, 0, 1, &r->set[s], 0, NULL);
+    vkCmdPushConstants(cmd, r->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof r->size, r->size);
+    vkCmdDispatch(cmd, (r->size[0] + 15) / 16, (r->size[1] + 15) / 16, 1);
+    CHECK(vkcuda_image_cmd_release_to_cuda(r->frame[s], cmd, &h, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL));
+}
+
 static int on_format(void *user, const nvdec_format *f) {
     nvdec_run *r = user;
     example *ex = r->ex;
@@ -165,7 +175,7 @@ static int on_format(void *user, const nvdec_format *f) {
     r->frame_bytes = (VkDeviceSize)r->pp[0].width * r->pp[0].height * r->pp[0].bytes_per_texel +
                      (VkDeviceSize)r->pp[1].width * r->pp[1].height * r->pp[1].bytes_per_texel;
     if (r->mode == NVDEC_RUN_VERIFY) r->host = example_host_buffer(ex, r->frame_bytes);
-    if (r->mode == NVDEC_RUN_PIPELINE && make_sampling(r, format)) return 1;
+    if (r->mode == NVDEC_RUN_PIPELINE && nvdec_run_sampling_make(r, format)) return 1;
     vkcuda_handoff_info to_cuda = example_handoff(ex, 0, 0);
     example_record(ex->cmd);
     for (s = 0; s < 2; s++) {
@@ -200,13 +210,7 @@ static int on_frame(void *user, const nvdec_frame *f) {
     VkCommandBuffer cmd = r->cmd[s];
     example_record(cmd);
     if (r->mode == NVDEC_RUN_PIPELINE) {
-        vkcuda_handoff_info h = example_handoff(ex, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
-        CHECK(vkcuda_image_cmd_acquire_from_cuda(r->frame[s], cmd, &h, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL));
-        vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, r->pipeline);
-        vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, r->layout, 0, 1, &r->set[s], 0, NULL);
-        vkCmdPushConstants(cmd, r->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof r->size, r->size);
-        vkCmdDispatch(cmd, (r->size[0] + 15) / 16, (r->size[1] + 15) / 16, 1);
-        CHECK(vkcuda_image_cmd_release_to_cuda(r->frame[s], cmd, &h, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL));
+        nvdec_run_sampling_record(r, s);
     } else { /* VERIFY: Vulkan reads both planes out, packed */
         vkcuda_handoff_info h = example_handoff(ex, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
         VkDeviceSize luma = (VkDeviceSize)r->pp[0].width * r->pp[0].height * r->pp[0].bytes_per_texel;
@@ -239,12 +243,10 @@ static int on_frame(void *user, const nvdec_frame *f) {
 
 long nvdec_run_decode(example *ex, nvdec_run *r, const char *codec, const void *clip, size_t bytes, char *error,
                       size_t error_size) {
-    VkDevice dev = ex->vh.device;
     vkcuda_semaphore_create_info sci = {0};
     nvdec_callbacks cb = {r, on_format, on_frame, NULL};
     nvdec *d;
     char why[512];
-    int s;
     r->ex = ex;
     if (nvdec_open(&d, codec, ex->stream, &cb, why, sizeof why) != 0) {
         char line[600];
@@ -259,6 +261,14 @@ long nvdec_run_decode(example *ex, nvdec_run *r, const char *codec, const void *
     r->t_end = now_s();
     snprintf(error, error_size, "%s", frames < 0 ? nvdec_error(d) : "");
     nvdec_close(d);
+    nvdec_run_release(r);
+    return frames;
+}
+
+void nvdec_run_release(nvdec_run *r) {
+    example *ex = r->ex;
+    VkDevice dev = ex->vh.device;
+    int s;
     CHECK_CU(cuStreamSynchronize(ex->stream));
     CHECK_VK(vkDeviceWaitIdle(dev));
     for (s = 0; s < 2; s++) {
@@ -275,5 +285,8 @@ long nvdec_run_decode(example *ex, nvdec_run *r, const char *codec, const void *
     if (r->sampler) vkDestroySampler(dev, r->sampler, NULL);
     if (r->conversion) vkDestroySamplerYcbcrConversion(dev, r->conversion, NULL);
     vkcuda_semaphore_destroy(r->timeline);
-    return frames;
+    memset(r->frame, 0, sizeof r->frame), memset(r->cmd, 0, sizeof r->cmd), memset(r->view, 0, sizeof r->view);
+    memset(&r->host, 0, sizeof r->host), memset(&r->rgba, 0, sizeof r->rgba);
+    r->pool = VK_NULL_HANDLE, r->pipeline = VK_NULL_HANDLE, r->layout = VK_NULL_HANDLE, r->dsl = VK_NULL_HANDLE;
+    r->sampler = VK_NULL_HANDLE, r->conversion = VK_NULL_HANDLE, r->timeline = NULL;
 }

@@ -92,6 +92,17 @@ nvdec_run nvdec_run_of(nvdec_run_mode mode, const uint64_t *ref, long nref);
  * NVDEC's error in `error`. Every object made for it is destroyed before it returns. */
 long nvdec_run_decode(example *ex, nvdec_run *r, const char *codec, const void *clip, size_t bytes, char *error,
                       size_t error_size);
+/* The sampling pass of NVDEC_RUN_PIPELINE, for another decoder feeding shared frames (the FFmpeg
+ * bridge's benchmark, bridges/ffmpeg/bench): r->ex, r->size and r->frame[0..1] (of `format`, made by
+ * the caller, owned by `r` from then on) set first. 0, or 1 with r->skipped set where the device cannot
+ * sample the frame. */
+int nvdec_run_sampling_make(nvdec_run *r, VkFormat format);
+/* Records, into r->cmd[s] (begun by the caller), the pass over slot s: acquire from CUDA, sample
+ * through the frame's YCbCr conversion into r->rgba, release to CUDA. */
+void nvdec_run_sampling_record(nvdec_run *r, int s);
+/* Waits for the stream and the device, then destroys what `r` holds (frames, command buffers, the
+ * pass, the host buffer, the timeline) and clears it. */
+void nvdec_run_release(nvdec_run *r);
 /* Frames per second from the first frame's arrival to the last frame consumed (the decoder's and the
  * frames' creation left out): (frames - 1) / (t_end - t_first); 0 below two frames. */
 double nvdec_run_fps(const nvdec_run *r, long frames);
