@@ -91,8 +91,9 @@ pub const ALLOWED_USAGE: vk::ImageUsageFlags = vk::ImageUsageFlags::from_raw(
         | vk::ImageUsageFlags::INPUT_ATTACHMENT.as_raw(),
 );
 
-/// The usage of [`Image::create`](crate::Image::create) when none is given: transfers, plus sampled and
-/// storage where the format and device allow them for exportable images.
+/// The usage of [`Image::create`](crate::Image::create) when none is given:
+/// transfers, plus sampled and storage where the format and device allow them for
+/// exportable images.
 pub const DEFAULT_USAGE: vk::ImageUsageFlags = vk::ImageUsageFlags::from_raw(
     vk::ImageUsageFlags::TRANSFER_SRC.as_raw()
         | vk::ImageUsageFlags::TRANSFER_DST.as_raw()

@@ -51,7 +51,8 @@ pub struct PlanePointer {
 /// How a multi-planar image's samples are read as colour: ITU-T H.273 code points,
 /// as NVDEC's `CUVIDEOFORMAT::video_signal_description` and the bitstreams' VUI
 /// carry them, and where chroma sits. The matrix and range drive Vulkan's
-/// `VkSamplerYcbcrConversion` ([`Image::ycbcr_conversion`](crate::Image::ycbcr_conversion)); the transfer
+/// `VkSamplerYcbcrConversion`
+/// ([`Image::ycbcr_conversion`](crate::Image::ycbcr_conversion)); the transfer
 /// characteristics and primaries are carried for the engine's shader (Vulkan's
 /// conversion does not apply them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

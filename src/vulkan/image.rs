@@ -208,7 +208,8 @@ type External =
 /// What the device supports for images of one format and tiling, asked in one
 /// go before an image is made: the format's features with that tiling and the
 /// exportable-image properties of each usage the caller may make it with (each
-/// reduced to the bits the features allow; an empty one is not asked about).
+/// reduced to the bits the features allow; an empty one is not asked about, nor
+/// any for a disjoint image of a format without `DISJOINT`).
 /// Every check of an image's description against the device reads this
 /// snapshot, so none asks the driver again.
 #[derive(Clone, Debug)]
@@ -227,7 +228,11 @@ impl FormatSupport {
     pub fn query(dev: &VulkanDevice, p: &ImageParams, usages: &[vk::ImageUsageFlags]) -> Self {
         let features = features(dev, p.format, p.tiling);
         let mut external: Vec<(vk::ImageUsageFlags, External)> = Vec::new();
-        for &u in usages {
+        // A disjoint image of a format without the feature is refused from the
+        // features alone: the driver is not asked about one.
+        let disjoint_refused = p.flags.contains(vk::ImageCreateFlags::DISJOINT)
+            && !features.contains(vk::FormatFeatureFlags::DISJOINT);
+        for &u in usages.iter().filter(|_| !disjoint_refused) {
             let usage = usable(u, features);
             if usage.is_empty() || external.iter().any(|(v, _)| *v == usage) {
                 continue;
