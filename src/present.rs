@@ -372,24 +372,15 @@ impl Ring {
             .images
             .iter()
             .map(|im| {
-                barrier::image_barrier1(&barrier::image_barrier(
+                barrier::image_barrier(
                     Direction::Release,
                     &scope,
                     &self.range(im, vk::ImageLayout::UNDEFINED),
-                ))
+                )
             })
             .collect();
-        let (src, dst) = barrier::stages(Direction::Release, &scope);
         // SAFETY: the caller's command buffer of this device; barriers built here.
-        dev.device.cmd_pipeline_barrier(
-            cmd,
-            src,
-            dst,
-            vk::DependencyFlags::empty(),
-            &[],
-            &[],
-            &barriers,
-        );
+        barrier::record_barriers(dev, cmd, &[], &barriers);
         state.prepared = true;
         let mut s = self.submit(0, 0, false);
         s.wait_count = 0;
@@ -583,21 +574,8 @@ impl Ring {
         check_scope(&scope, dev, Direction::Acquire)?;
         let im = &self.images[((write.frame - 1) % u64::from(self.desc.count)) as usize];
         let slot = self.range(im, vk::ImageLayout::TRANSFER_DST_OPTIMAL);
-        let (src, dst) = barrier::stages(Direction::Acquire, &scope);
-        let acquire = [barrier::image_barrier1(&barrier::image_barrier(
-            Direction::Acquire,
-            &scope,
-            &slot,
-        ))];
-        dev.device.cmd_pipeline_barrier(
-            cmd,
-            src,
-            dst,
-            vk::DependencyFlags::empty(),
-            &[],
-            &[],
-            &acquire,
-        );
+        let acquire = [barrier::image_barrier(Direction::Acquire, &scope, &slot)];
+        barrier::record_barriers(dev, cmd, &[], &acquire);
         let region = vk::BufferImageCopy {
             buffer_offset: offset,
             buffer_row_length: 0,
@@ -622,21 +600,8 @@ impl Ring {
             vk::ImageLayout::TRANSFER_DST_OPTIMAL,
             &[region],
         );
-        let (src, dst) = barrier::stages(Direction::Release, &scope);
-        let release = [barrier::image_barrier1(&barrier::image_barrier(
-            Direction::Release,
-            &scope,
-            &slot,
-        ))];
-        dev.device.cmd_pipeline_barrier(
-            cmd,
-            src,
-            dst,
-            vk::DependencyFlags::empty(),
-            &[],
-            &[],
-            &release,
-        );
+        let release = [barrier::image_barrier(Direction::Release, &scope, &slot)];
+        barrier::record_barriers(dev, cmd, &[], &release);
         state.ended = write.frame;
         Ok(())
     }

@@ -69,7 +69,7 @@ pub const CUDA_SYMBOLS: &[&str] = &[
 ];
 
 /// One image case: a format and a shape (every case has its full mip chain: the
-/// layered ones must, see [`crate::image::layers_agree`]).
+/// layered ones must, see `image::description::layers_agree`).
 #[derive(Clone, Copy, Debug)]
 pub struct ImageCase {
     pub format: vk::Format,

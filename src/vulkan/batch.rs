@@ -581,59 +581,14 @@ struct Barriers {
     images: Vec<vk::ImageMemoryBarrier2<'static>>,
 }
 
-fn sync1_stage(
-    s: vk::PipelineStageFlags2,
-    empty: vk::PipelineStageFlags,
-) -> vk::PipelineStageFlags {
-    // The batch's stage bits are 32-bit ones (the scope's, TRANSFER): the same bits.
-    let s = vk::PipelineStageFlags::from_raw(s.as_raw() as u32);
-    if s.is_empty() {
-        empty
-    } else {
-        s
-    }
-}
-
 impl Barriers {
-    fn is_empty(&self) -> bool {
-        self.buffers.is_empty() && self.images.is_empty()
-    }
-
+    /// Records the barriers ([`barrier::record_barriers`]); nothing when there
+    /// are none.
+    ///
     /// # Safety
     /// `cmd` is a recording command buffer of `dev`; every resource belongs to `dev`.
     unsafe fn record(&self, dev: &VulkanDevice, cmd: vk::CommandBuffer) {
-        if self.is_empty() {
-            return;
-        }
-        if let Some(barrier2) = dev.sync2 {
-            let dep = vk::DependencyInfo::default()
-                .buffer_memory_barriers(&self.buffers)
-                .image_memory_barriers(&self.images);
-            barrier2(cmd, &dep);
-            return;
-        }
-        let mut src = vk::PipelineStageFlags::empty();
-        let mut dst = vk::PipelineStageFlags::empty();
-        let b1: Vec<vk::BufferMemoryBarrier> = self
-            .buffers
-            .iter()
-            .map(|b| {
-                src |= sync1_stage(b.src_stage_mask, vk::PipelineStageFlags::TOP_OF_PIPE);
-                dst |= sync1_stage(b.dst_stage_mask, vk::PipelineStageFlags::BOTTOM_OF_PIPE);
-                barrier::buffer_barrier1(b)
-            })
-            .collect();
-        let i1: Vec<vk::ImageMemoryBarrier> = self
-            .images
-            .iter()
-            .map(|i| {
-                src |= sync1_stage(i.src_stage_mask, vk::PipelineStageFlags::TOP_OF_PIPE);
-                dst |= sync1_stage(i.dst_stage_mask, vk::PipelineStageFlags::BOTTOM_OF_PIPE);
-                barrier::image_barrier1(i)
-            })
-            .collect();
-        dev.device
-            .cmd_pipeline_barrier(cmd, src, dst, vk::DependencyFlags::empty(), &[], &b1, &i1);
+        barrier::record_barriers(dev, cmd, &self.buffers, &self.images);
     }
 }
 

@@ -938,16 +938,6 @@ fn families(dir: Direction, scope: &Scope) -> (u32, u32) {
     }
 }
 
-/// The pipeline stages on each side of a `vkCmdPipelineBarrier`: the other side
-/// of a queue family transfer is not this queue's, so it is the end (release) or
-/// the start (acquire) of the pipe.
-pub fn stages(dir: Direction, scope: &Scope) -> (vk::PipelineStageFlags, vk::PipelineStageFlags) {
-    match dir {
-        Direction::Release => (scope.stages, vk::PipelineStageFlags::BOTTOM_OF_PIPE),
-        Direction::Acquire => (vk::PipelineStageFlags::TOP_OF_PIPE, scope.stages),
-    }
-}
-
 /// The stages and accesses of each side of a synchronization2 barrier: the other
 /// side of a queue family transfer is `NONE`. The 32-bit stage and access bits
 /// are the same bits in the 64-bit flags.
@@ -1051,6 +1041,85 @@ pub fn image_barrier1(i: &vk::ImageMemoryBarrier2) -> vk::ImageMemoryBarrier<'st
         .subresource_range(i.subresource_range)
 }
 
+/// The stages of one side of a synchronization2 barrier for `vkCmdPipelineBarrier`:
+/// the same 32-bit bits, and `NONE` (the other side of a queue family transfer,
+/// not this queue's) the start (`TOP_OF_PIPE`, source) or the end
+/// (`BOTTOM_OF_PIPE`, destination) of the pipe.
+#[inline]
+fn stage1(s: vk::PipelineStageFlags2, none: vk::PipelineStageFlags) -> vk::PipelineStageFlags {
+    let s = vk::PipelineStageFlags::from_raw(s.as_raw() as u32);
+    if s.is_empty() {
+        none
+    } else {
+        s
+    }
+}
+
+/// The source and destination stages of the `vkCmdPipelineBarrier` that records
+/// `buffers` and `images`: the union of each barrier's ([`stage1`]).
+pub fn stages1(
+    buffers: &[vk::BufferMemoryBarrier2],
+    images: &[vk::ImageMemoryBarrier2],
+) -> (vk::PipelineStageFlags, vk::PipelineStageFlags) {
+    let top = vk::PipelineStageFlags::TOP_OF_PIPE;
+    let bottom = vk::PipelineStageFlags::BOTTOM_OF_PIPE;
+    let sides = buffers
+        .iter()
+        .map(|b| (b.src_stage_mask, b.dst_stage_mask))
+        .chain(images.iter().map(|i| (i.src_stage_mask, i.dst_stage_mask)));
+    sides.fold(
+        (
+            vk::PipelineStageFlags::empty(),
+            vk::PipelineStageFlags::empty(),
+        ),
+        |(src, dst), (s, d)| (src | stage1(s, top), dst | stage1(d, bottom)),
+    )
+}
+
+/// Records `buffers` and `images` as one pipeline barrier: `vkCmdPipelineBarrier2`
+/// where the device has synchronization2 enabled, else `vkCmdPipelineBarrier`
+/// with the barriers derived from them ([`buffer_barrier1`], [`image_barrier1`])
+/// and their stages ([`stages1`]). Nothing is recorded for no barriers.
+///
+/// # Safety
+/// `cmd` is a command buffer of `dev` in the recording state, externally
+/// synchronised by the caller; every resource the barriers name belongs to `dev`.
+pub unsafe fn record_barriers(
+    dev: &VulkanDevice,
+    cmd: vk::CommandBuffer,
+    buffers: &[vk::BufferMemoryBarrier2],
+    images: &[vk::ImageMemoryBarrier2],
+) {
+    if buffers.is_empty() && images.is_empty() {
+        return;
+    }
+    if let Some(barrier2) = dev.sync2 {
+        let dep = vk::DependencyInfo::default()
+            .buffer_memory_barriers(buffers)
+            .image_memory_barriers(images);
+        barrier2(cmd, &dep);
+        return;
+    }
+    SCRATCH1.with(|scratch1| {
+        let mut scratch1 = scratch1.borrow_mut();
+        let (b1, i1) = &mut *scratch1;
+        b1.clear();
+        i1.clear();
+        b1.extend(buffers.iter().map(buffer_barrier1));
+        i1.extend(images.iter().map(image_barrier1));
+        let (src_stage, dst_stage) = stages1(buffers, images);
+        dev.device.cmd_pipeline_barrier(
+            cmd,
+            src_stage,
+            dst_stage,
+            vk::DependencyFlags::empty(),
+            &[],
+            b1,
+            i1,
+        );
+    })
+}
+
 thread_local! {
     /// Barrier arrays reused from call to call, so a batched handoff allocates
     /// nothing once warm: the synchronization2 barriers every call builds, and
@@ -1086,9 +1155,8 @@ impl Sink<'_> {
 
 /// Records one pipeline barrier that hands every buffer and image over, in one
 /// pass: `fill` adds each resource's barrier to the sink (and checks it); when it
-/// returns `Ok`, the barrier is recorded (`vkCmdPipelineBarrier2` where the device
-/// has synchronization2 enabled, `vkCmdPipelineBarrier` with the same barriers
-/// otherwise), and when it returns an error nothing is.
+/// returns `Ok`, the barrier is recorded ([`record_barriers`]), and when it
+/// returns an error nothing is.
 ///
 /// # Safety
 /// `cmd` is a command buffer of `dev` in the recording state, externally
@@ -1111,32 +1179,7 @@ pub unsafe fn record<E>(
             dir,
             scope,
         })?;
-        match dev.sync2 {
-            Some(barrier2) => {
-                let dep = vk::DependencyInfo::default()
-                    .buffer_memory_barriers(b)
-                    .image_memory_barriers(i);
-                barrier2(cmd, &dep);
-            }
-            None => SCRATCH1.with(|scratch1| {
-                let mut scratch1 = scratch1.borrow_mut();
-                let (b1, i1) = &mut *scratch1;
-                b1.clear();
-                i1.clear();
-                b1.extend(b.iter().map(buffer_barrier1));
-                i1.extend(i.iter().map(image_barrier1));
-                let (src_stage, dst_stage) = stages(dir, scope);
-                dev.device.cmd_pipeline_barrier(
-                    cmd,
-                    src_stage,
-                    dst_stage,
-                    vk::DependencyFlags::empty(),
-                    &[],
-                    b1,
-                    i1,
-                );
-            }),
-        }
+        record_barriers(dev, cmd, b, i);
         Ok(())
     })
 }
@@ -1501,11 +1544,21 @@ mod tests {
                 vk::PipelineStageFlags2::ALL_COMMANDS
             )
         );
+        // The vkCmdPipelineBarrier stages derived from them: the other side of
+        // the transfer is the end (release) or the start (acquire) of the pipe.
+        let released = buffer_barrier(Direction::Release, &scope, &b);
         assert_eq!(
-            stages(Direction::Release, &scope),
+            stages1(&[released], &[]),
             (
                 vk::PipelineStageFlags::ALL_COMMANDS,
                 vk::PipelineStageFlags::BOTTOM_OF_PIPE
+            )
+        );
+        assert_eq!(
+            stages1(&[], &[a]),
+            (
+                vk::PipelineStageFlags::TOP_OF_PIPE,
+                vk::PipelineStageFlags::ALL_COMMANDS
             )
         );
     }

@@ -165,7 +165,16 @@ pub fn check_usage_features(
     tiling: vk::ImageTiling,
     usage: vk::ImageUsageFlags,
 ) -> Result<()> {
-    let features = features(dev, format, tiling);
+    usage_refusal(format, tiling, features(dev, format, tiling), usage)
+}
+
+/// [`check_usage_features`] against features already read.
+fn usage_refusal(
+    format: vk::Format,
+    tiling: vk::ImageTiling,
+    features: vk::FormatFeatureFlags,
+    usage: vk::ImageUsageFlags,
+) -> Result<()> {
     for (u, f, name) in USAGE_FEATURES {
         if usage.contains(u) && !features.contains(f) {
             return Err(Error::unsupported(format!(
@@ -178,6 +187,99 @@ pub fn check_usage_features(
         }
     }
     Ok(())
+}
+
+/// The usage bits of `usage` whose format features `features` has.
+fn usable(usage: vk::ImageUsageFlags, features: vk::FormatFeatureFlags) -> vk::ImageUsageFlags {
+    let mut usage = usage;
+    for (u, feature, _) in USAGE_FEATURES {
+        if usage.contains(u) && !features.contains(feature) {
+            usage &= !u;
+        }
+    }
+    usage
+}
+
+/// What `vkGetPhysicalDeviceImageFormatProperties2` says of images of one
+/// [`ImageParams`] shared as `OPAQUE_FD`, or the error it returned.
+type External =
+    std::result::Result<(vk::ImageFormatProperties, vk::ExternalMemoryProperties), vk::Result>;
+
+/// What the device supports for images of one format and tiling, asked in one
+/// go before an image is made: the format's features with that tiling and the
+/// exportable-image properties of each usage the caller may make it with (each
+/// reduced to the bits the features allow; an empty one is not asked about, nor
+/// any for a disjoint image of a format without `DISJOINT`).
+/// Every check of an image's description against the device reads this
+/// snapshot, so none asks the driver again.
+#[derive(Clone, Debug)]
+pub struct FormatSupport {
+    /// The image type, format, tiling, flags and extent asked about.
+    params: ImageParams,
+    /// The format's features with `params.tiling`.
+    pub features: vk::FormatFeatureFlags,
+    /// Per usage asked about: the exportable-image properties.
+    external: Vec<(vk::ImageUsageFlags, External)>,
+}
+
+impl FormatSupport {
+    /// Asks the device about images of `p` (its usage ignored) with each of
+    /// `usages`, less the bits whose features the format lacks.
+    pub fn query(dev: &VulkanDevice, p: &ImageParams, usages: &[vk::ImageUsageFlags]) -> Self {
+        let features = features(dev, p.format, p.tiling);
+        let mut external: Vec<(vk::ImageUsageFlags, External)> = Vec::new();
+        // A disjoint image of a format without the feature is refused from the
+        // features alone: the driver is not asked about one.
+        let disjoint_refused = p.flags.contains(vk::ImageCreateFlags::DISJOINT)
+            && !features.contains(vk::FormatFeatureFlags::DISJOINT);
+        for &u in usages.iter().filter(|_| !disjoint_refused) {
+            let usage = usable(u, features);
+            if usage.is_empty() || external.iter().any(|(v, _)| *v == usage) {
+                continue;
+            }
+            let q = ImageParams { usage, ..*p };
+            external.push((usage, query_external(&dev.instance, dev.physical, &q)));
+        }
+        FormatSupport {
+            params: ImageParams {
+                usage: vk::ImageUsageFlags::empty(),
+                ..*p
+            },
+            features,
+            external,
+        }
+    }
+
+    /// `usage` less the bits whose format features the format lacks.
+    pub fn usable(&self, usage: vk::ImageUsageFlags) -> vk::ImageUsageFlags {
+        usable(usage, self.features)
+    }
+
+    /// Refuses usages the format's features do not allow, naming the usage and
+    /// the missing feature ([`check_usage_features`]).
+    pub fn check_usage(&self, usage: vk::ImageUsageFlags) -> Result<()> {
+        usage_refusal(self.params.format, self.params.tiling, self.features, usage)
+    }
+
+    /// Checks an image of the snapshot's parameters with `usage` (one of those
+    /// asked about, with its features) against what the device supports for
+    /// exportable images: the format/usage/type combination, the extent, mip
+    /// levels and array layers limits.
+    pub fn check_exportable(&self, usage: vk::ImageUsageFlags) -> Result<()> {
+        let p = ImageParams {
+            usage,
+            ..self.params
+        };
+        // Every usage the library checks was asked about; another one would be
+        // refused as the driver refuses a combination it does not support.
+        let r = self
+            .external
+            .iter()
+            .find(|(u, _)| *u == usage)
+            .map_or(Err(vk::Result::ERROR_FORMAT_NOT_SUPPORTED), |(_, r)| *r);
+        let (limits, ext) = external_result(&p, r)?;
+        check_external(&p, &limits, &ext)
+    }
 }
 
 /// Where plane `plane` (aspect `aspect`) of a LINEAR image lies in its memory:
@@ -211,6 +313,16 @@ pub fn external_image_properties_of(
     physical: vk::PhysicalDevice,
     p: &ImageParams,
 ) -> Result<(vk::ImageFormatProperties, vk::ExternalMemoryProperties)> {
+    external_result(p, query_external(instance, physical, p))
+}
+
+/// `vkGetPhysicalDeviceImageFormatProperties2` for images of `p` shared as
+/// `OPAQUE_FD`.
+fn query_external(
+    instance: &ash::Instance,
+    physical: vk::PhysicalDevice,
+    p: &ImageParams,
+) -> External {
     let mut ext_info =
         vk::PhysicalDeviceExternalImageFormatInfo::default().handle_type(HANDLE_TYPE);
     let info = vk::PhysicalDeviceImageFormatInfo2::default()
@@ -223,33 +335,40 @@ pub fn external_image_properties_of(
     let mut ext_props = vk::ExternalImageFormatProperties::default();
     let mut props = vk::ImageFormatProperties2::default().push_next(&mut ext_props);
     // SAFETY: valid physical device; structs owned here.
-    let r = unsafe {
-        instance.get_physical_device_image_format_properties2(physical, &info, &mut props)
-    };
+    unsafe { instance.get_physical_device_image_format_properties2(physical, &info, &mut props) }?;
     let image_props = props.image_format_properties;
-    match r {
-        Ok(()) => {}
-        Err(vk::Result::ERROR_FORMAT_NOT_SUPPORTED) => {
-            return Err(Error::unsupported(format!(
-                "the device does not support {:?} images of {} with usage {} and flags {} \
-                 ({} tiling) as exportable OPAQUE_FD memory: \
-                 vkGetPhysicalDeviceImageFormatProperties2 returned VK_ERROR_FORMAT_NOT_SUPPORTED",
-                p.image_type,
-                format::display(p.format),
-                flags_text(p.usage),
-                flags_text(p.flags),
-                tiling_name(p.tiling)
-            )))
-        }
-        Err(r) => return Err(Error::vk("vkGetPhysicalDeviceImageFormatProperties2", r)),
-    }
     Ok((image_props, ext_props.external_memory_properties))
 }
 
-/// Checks the image against what the device supports for exportable images: the
-/// format/usage/type combination, the extent, mip levels and array layers limits.
-pub fn check_exportable(dev: &VulkanDevice, p: &ImageParams) -> Result<()> {
-    let (limits, ext) = external_image_properties(dev, p)?;
+/// The answer of [`query_external`] for `p`, or `Unsupported` with the reason.
+fn external_result(
+    p: &ImageParams,
+    r: External,
+) -> Result<(vk::ImageFormatProperties, vk::ExternalMemoryProperties)> {
+    match r {
+        Ok(props) => Ok(props),
+        Err(vk::Result::ERROR_FORMAT_NOT_SUPPORTED) => Err(Error::unsupported(format!(
+            "the device does not support {:?} images of {} with usage {} and flags {} \
+             ({} tiling) as exportable OPAQUE_FD memory: \
+             vkGetPhysicalDeviceImageFormatProperties2 returned VK_ERROR_FORMAT_NOT_SUPPORTED",
+            p.image_type,
+            format::display(p.format),
+            flags_text(p.usage),
+            flags_text(p.flags),
+            tiling_name(p.tiling)
+        ))),
+        Err(r) => Err(Error::vk("vkGetPhysicalDeviceImageFormatProperties2", r)),
+    }
+}
+
+/// Checks an image of `p` against the properties the device gave for it, as
+/// exportable images: the format/usage/type combination, the extent, mip levels
+/// and array layers limits.
+fn check_external(
+    p: &ImageParams,
+    limits: &vk::ImageFormatProperties,
+    ext: &vk::ExternalMemoryProperties,
+) -> Result<()> {
     if !ext
         .external_memory_features
         .contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE)
@@ -540,7 +659,8 @@ fn what_needs(planes: usize, plane: usize) -> String {
 /// A `VkImage` of `p` (optimal tiling, exclusive, initial layout UNDEFINED) with
 /// exportable `OPAQUE_FD` memory of its own: one dedicated allocation when
 /// `planes` is 1, else one (non-dedicated) allocation per plane of the disjoint
-/// image (`p.flags` has `DISJOINT`). Call [`check_exportable`] first.
+/// image (`p.flags` has `DISJOINT`). Check it first
+/// ([`FormatSupport::check_exportable`]).
 pub fn create_exportable_image(
     dev: &VulkanDevice,
     p: &ImageParams,
