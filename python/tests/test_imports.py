@@ -151,3 +151,15 @@ def test_the_check_sees_circles_and_hidden_imports() -> None:
     graph, inner = import_graph({INIT: "from ._a import *\n", "_a": "import json\nimport vkcuda\n"})
     assert graph["_a"] == {INIT} and find_cycle(graph) == [INIT, "_a", INIT] and not inner
     assert find_cycle({"_a": {"_b"}, "_b": set()}) is None
+
+
+if __name__ == "__main__":  # python3 python/tests/test_imports.py: the graph, its circles, hidden imports
+    graph, inner = import_graph(package_sources())
+    for module in sorted(graph):
+        print(f"{module} -> {', '.join(sorted(graph[module])) or '(nothing of the package)'}")
+    cycle = find_cycle(graph)
+    print(f"circles: {0 if cycle is None else 'at least 1: ' + ' -> '.join(cycle)}")
+    print(f"function-level imports of the package: {len(inner)}")
+    for line in inner:
+        print(f"  {line}")
+    raise SystemExit(1 if cycle or inner else 0)
