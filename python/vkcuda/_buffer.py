@@ -31,7 +31,6 @@ __all__ = ["Buffer", "TensorView", "BufferInfo"]
 
 _P = c_void_p
 declare({
-    "vkcuda_context_get_cuda_info": (c_int32, [_P, POINTER(CudaInfo)]),
     "vkcuda_buffer_create": (c_int32, [_P, POINTER(BufferCreateInfo), POINTER(_P)]),
     "vkcuda_buffer_get_info": (c_int32, [_P, POINTER(_types.BufferInfo)]),
     "vkcuda_buffer_get_cuda_pointer": (c_int32, [_P, POINTER(c_uint64)]),

@@ -37,7 +37,6 @@ declare({
     "vkcuda_context_create_standalone": (c_int32, [POINTER(StandaloneCreateInfo), POINTER(_P)]),
     "vkcuda_context_create": (c_int32, [POINTER(ContextCreateInfo), POINTER(_P)]),
     "vkcuda_context_get_vulkan_handles": (c_int32, [_P, POINTER(_types.VulkanHandles)]),
-    "vkcuda_context_get_cuda_info": (c_int32, [_P, POINTER(_types.CudaInfo)]),
     "vkcuda_context_destroy": (None, [_P]),
     "vkcuda_buffer_wrap": (c_int32, [_P, POINTER(BufferWrapInfo), POINTER(_P)]),
     "vkcuda_buffer_import_fd": (c_int32, [_P, POINTER(BufferImportInfo), c_int32, POINTER(_P)]),

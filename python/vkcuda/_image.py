@@ -66,7 +66,6 @@ _P = c_void_p
 _H = POINTER(HandoffInfo)
 _signatures = {
     "vkcuda_format_query": (c_int32, [c_int32, POINTER(_types.FormatInfo)]),
-    "vkcuda_image_create": (c_int32, [_P, POINTER(ImageCreateInfo), POINTER(_P)]),
     "vkcuda_image_destroy": (None, [_P]),
     "vkcuda_image_wrap": (c_int32, [_P, POINTER(ImageWrapInfo), POINTER(_P)]),
     "vkcuda_image_get_info": (c_int32, [_P, POINTER(_types.ImageInfo)]),

@@ -13,7 +13,7 @@ from ctypes import POINTER, c_char_p, c_int32, c_void_p
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from ._types import LiveObjects
+from ._types import CudaInfo, LiveObjects
 
 __all__ = ["Error", "library_path", "version", "live_objects"]
 
@@ -87,6 +87,8 @@ _signatures = {
     "vkcuda_result_to_string": (c_char_p, [c_int32]),
     "vkcuda_last_error_message": (c_char_p, []),
     "vkcuda_live_objects_get": (c_int32, [POINTER(LiveObjects)]),
+    # Asked by the objects below the context module (is the context paired with CUDA?).
+    "vkcuda_context_get_cuda_info": (c_int32, [c_void_p, POINTER(CudaInfo)]),
 }
 
 

@@ -42,7 +42,6 @@ FORMATS = {
 
 _P = c_void_p
 _signatures = {
-    "vkcuda_context_get_cuda_info": (c_int32, [_P, POINTER(CudaInfo)]),
     "vkcuda_image_create": (c_int32, [_P, POINTER(ImageCreateInfo), POINTER(_P)]),
     "vkcuda_image_get_plane_pointer": (c_int32, [_P, c_uint32, POINTER(ImagePlanePointer)]),
     "vkcuda_image_export_plane_dlpack": (c_int32, [_P, c_uint32, c_uint32, POINTER(_P)]),
