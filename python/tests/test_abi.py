@@ -39,7 +39,7 @@ C_NAMES: Dict[str, str] = {
 #: Modules whose structs are not in vkcuda.h: the DLPack ABI (dlpack.h's), cuda.h's CUDA_MEMCPY3D.
 NOT_IN_HEADER = {"vkcuda._dlpack", "vkcuda._cuda"}
 #: Modules whose integer constants are the header's VKCUDA_<name>.
-CONSTANT_MODULES = ("vkcuda._native", "vkcuda._doctor")
+CONSTANT_MODULES = ("vkcuda._native", "vkcuda._types")
 
 
 def _modules() -> List[ModuleType]:
@@ -235,10 +235,10 @@ def test_signatures_match_header(tmp_path: Path) -> None:
 def test_address_prototypes_follow_the_declarations() -> None:
     """The hot path's prototypes (``_native.by_address``) are derived from the
     declarations checked above: same result, same arity, pointers as c_void_p."""
-    from vkcuda import _objects
+    from vkcuda import _buffer
 
     declared = _native.lib.vkcuda_buffer_export_dlpack
-    fast = _objects._export_dlpack
+    fast = _buffer._export_dlpack
     assert fast.restype is declared.restype and len(fast.argtypes) == len(declared.argtypes) == 3
     assert all(a is ctypes.c_void_p for a in fast.argtypes)
     assert [a.__name__ for a in declared.argtypes] == ["c_void_p", "LP_DlpackInfo", "LP_c_void_p"]

@@ -586,7 +586,7 @@ RGBA8_UNORM, R32_SFLOAT, D32_SFLOAT = 37, 100, 126
 
 def test_batch_constants_are_the_headers() -> None:
     import re
-    from vkcuda import _batch
+    from vkcuda import _batch, _types
 
     header = (Path(__file__).resolve().parents[2] / "include" / "vkcuda.h").read_text()
 
@@ -595,11 +595,11 @@ def test_batch_constants_are_the_headers() -> None:
         assert m, name
         return int(m.group(1).rstrip("u").rstrip("U"), 0)
 
-    assert value("VKCUDA_BATCH_KIND_IMAGES") == _batch._KIND_IMAGES
-    assert value("VKCUDA_BATCH_KIND_BUFFERS") == _batch._KIND_BUFFERS
-    assert value("VKCUDA_BATCH_CREATE_FORCE_COPY_BIT") == _batch._FORCE_COPY_BIT
-    assert value("VKCUDA_BATCH_DLPACK_ELEMENT_BIT") == _batch._ELEMENT_BIT
-    for code, name in _batch._PATHS.items():
+    assert value("VKCUDA_BATCH_KIND_IMAGES") == _types.BATCH_KIND_IMAGES
+    assert value("VKCUDA_BATCH_KIND_BUFFERS") == _types.BATCH_KIND_BUFFERS
+    assert value("VKCUDA_BATCH_CREATE_FORCE_COPY_BIT") == _types.BATCH_CREATE_FORCE_COPY_BIT
+    assert value("VKCUDA_BATCH_DLPACK_ELEMENT_BIT") == _types.BATCH_DLPACK_ELEMENT_BIT
+    for code, name in _batch.PATHS.items():
         assert value("VKCUDA_BATCH_PATH_" + name.upper().replace("-", "_")) == code
 
 

@@ -28,79 +28,32 @@ frame planes are DLPack producers and have ``__cuda_array_interface__``;
 engine's write (see python/README.md, "Tensors and the stream model").
 """
 
-from ._doctor import DevicePair, DoctorCheck, DoctorReport, DoctorStatus, doctor
-from ._native import Error, library_path
-from ._objects import (
-    Buffer,
-    BufferInfo,
-    Context,
-    CudaInfo,
-    DeviceSupport,
-    Semaphore,
-    Stage,
-    TensorView,
-    VulkanHandles,
-    device_extensions,
-    live_objects,
-    physical_devices,
-    query_device,
-    version,
-)
-from ._share import ShareDescription, receive, send
-from ._video import Plane, PlanePointer, VideoColor, VideoFrame
-from ._image import (  # noqa: I001  (after _objects: it builds on it)
-    FORMATS,
-    LAYOUTS,
-    FormatInfo,
-    Image,
-    ImageInfo,
-    ImageLevel,
-    format_info,
-    handoff_acquire,
-    handoff_release,
-)
-from ._batch import BufferBatch, ImageBatch
+from . import _batch, _buffer, _context, _device, _doctor, _handoff, _image, _native, _semaphore, _share, _video
+from ._batch import *  # noqa: F403  (each module's __all__ is its public names)
+from ._buffer import *  # noqa: F403
+from ._context import *  # noqa: F403
+from ._device import *  # noqa: F403
+from ._doctor import *  # noqa: F403
+from ._handoff import *  # noqa: F403
+from ._image import *  # noqa: F403
+from ._native import *  # noqa: F403
+from ._semaphore import *  # noqa: F403
+from ._share import *  # noqa: F403
+from ._video import *  # noqa: F403
 
-__all__ = [
-    "Error",
-    "Context",
-    "Buffer",
-    "TensorView",
-    "Semaphore",
-    "Stage",
-    "CudaInfo",
-    "VulkanHandles",
-    "BufferInfo",
-    "live_objects",
-    "version",
-    "library_path",
-    "doctor",
-    "DoctorReport",
-    "DoctorCheck",
-    "DoctorStatus",
-    "DevicePair",
-    "VideoFrame",
-    "Plane",
-    "PlanePointer",
-    "VideoColor",
-    "Image",
-    "ImageLevel",
-    "ImageInfo",
-    "FormatInfo",
-    "FORMATS",
-    "LAYOUTS",
-    "format_info",
-    "handoff_release",
-    "handoff_acquire",
-    "BufferBatch",
-    "ImageBatch",
-    "ShareDescription",
-    "send",
-    "receive",
-    "DeviceSupport",
-    "physical_devices",
-    "query_device",
-    "device_extensions",
-]
+#: The public names: those of each module's ``__all__`` (written there once).
+__all__: "list[str]" = []
+__all__ += _native.__all__
+__all__ += _context.__all__
+__all__ += _buffer.__all__
+__all__ += _semaphore.__all__
+__all__ += _device.__all__
+__all__ += _doctor.__all__
+__all__ += _video.__all__
+__all__ += _image.__all__
+__all__ += _handoff.__all__
+__all__ += _batch.__all__
+__all__ += _share.__all__
+
 #: The library's version, which is Cargo.toml's (the package is versioned with it).
-__version__: str = version()
+__version__: str = _native.version()

@@ -19,97 +19,77 @@ stream waits on the GPU for ``value`` before it reads.
 from __future__ import annotations
 
 import ctypes
-from ctypes import POINTER, Structure, c_int32, c_uint32, c_uint64, c_void_p
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from ctypes import POINTER, c_int32, c_uint32, c_void_p
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from . import _dlpack, _native
-from ._native import DlpackDtype, Error, check, lib
-from ._objects import Buffer, Semaphore, TensorView
-
-if TYPE_CHECKING:
-    from ._objects import Context
+from . import _dlpack
+from ._buffer import Buffer, TensorView
+from ._native import ERROR_INVALID_STATE, Error, check, declare, lib
+from ._semaphore import Semaphore
+from ._types import (
+    BATCH_CREATE_FORCE_COPY_BIT,
+    BATCH_DLPACK_ELEMENT_BIT,
+    BATCH_KIND_BUFFERS,
+    BATCH_KIND_IMAGES,
+    BATCH_PATH_BUFFERS,
+    BATCH_PATH_COPY,
+    BATCH_PATH_ZERO_COPY,
+    BATCH_WHOLE,
+    DLPACK_LEGACY_BIT,
+    DLPACK_READ_ONLY_BIT,
+    BatchCreateInfo,
+    BatchDlpackInfo,
+    BatchElement,
+    BatchInfo,
+    ContextHandle,
+    CudaInfo,
+    Handle,
+    HandoffInfo,
+)
 
 __all__ = ["BufferBatch", "ImageBatch"]
 
-
-class _BatchCreateInfo(Structure):
-    _c_name_ = "vkcuda_batch_create_info"
-    _fields_ = [("flags", c_uint32), ("kind", c_uint32), ("count", c_uint32), ("format", c_int32),
-                ("width", c_uint32), ("height", c_uint32), ("image_usage", c_uint32), ("buffer_usage", c_uint32),
-                ("size", c_uint64)]
-
-
-class _BatchInfo(Structure):
-    _c_name_ = "vkcuda_batch_info"
-    _fields_ = [("count", c_uint32), ("path", c_uint32), ("format", c_int32), ("width", c_uint32),
-                ("height", c_uint32), ("channels", c_uint32), ("dtype", DlpackDtype), ("usage", c_uint32),
-                ("memory", c_uint64), ("whole_buffer", c_uint64), ("allocation_size", c_uint64),
-                ("tensor_offset", c_uint64), ("element_stride", c_uint64), ("row_pitch", c_uint64),
-                ("element_size", c_uint64), ("mapped_size", c_uint64), ("image_stride", c_uint64),
-                ("readout_offset", c_uint64), ("readout_size", c_uint64), ("cuda_pointer", c_uint64)]
-
-
-class _BatchElement(Structure):
-    _c_name_ = "vkcuda_batch_element"
-    _fields_ = [("image", c_uint64), ("buffer", c_uint64), ("memory_offset", c_uint64), ("data_offset", c_uint64),
-                ("cuda_pointer", c_uint64)]
-
-
-class _BatchDlpackInfo(Structure):
-    _c_name_ = "vkcuda_batch_dlpack_info"
-    _fields_ = [("flags", c_uint32), ("index", c_uint32), ("wait_semaphore", c_void_p), ("wait_value", c_uint64),
-                ("stream", c_void_p)]
-
-
 _P = c_void_p
-_signatures = {
-    "vkcuda_batch_create": (c_int32, [_P, POINTER(_BatchCreateInfo), POINTER(_P)]),
-    "vkcuda_batch_get_info": (c_int32, [_P, POINTER(_BatchInfo)]),
-    "vkcuda_batch_get_element": (c_int32, [_P, c_uint32, POINTER(_BatchElement)]),
+declare({
+    "vkcuda_batch_create": (c_int32, [_P, POINTER(BatchCreateInfo), POINTER(_P)]),
+    "vkcuda_batch_get_info": (c_int32, [_P, POINTER(BatchInfo)]),
+    "vkcuda_batch_get_element": (c_int32, [_P, c_uint32, POINTER(BatchElement)]),
     "vkcuda_batch_get_buffer": (c_int32, [_P, c_uint32, POINTER(_P)]),
-    "vkcuda_batch_export_dlpack": (c_int32, [_P, POINTER(_BatchDlpackInfo), POINTER(_P)]),
-    "vkcuda_batch_cmd_release_to_cuda": (c_int32, [_P, _P, POINTER(_native.HandoffInfo), c_int32]),
-    "vkcuda_batch_cmd_acquire_from_cuda": (c_int32, [_P, _P, POINTER(_native.HandoffInfo), c_int32]),
-    "vkcuda_batch_cmd_acquire_readout_from_cuda": (c_int32, [_P, _P, POINTER(_native.HandoffInfo)]),
+    "vkcuda_batch_export_dlpack": (c_int32, [_P, POINTER(BatchDlpackInfo), POINTER(_P)]),
+    "vkcuda_batch_cmd_release_to_cuda": (c_int32, [_P, _P, POINTER(HandoffInfo), c_int32]),
+    "vkcuda_batch_cmd_acquire_from_cuda": (c_int32, [_P, _P, POINTER(HandoffInfo), c_int32]),
+    "vkcuda_batch_cmd_acquire_readout_from_cuda": (c_int32, [_P, _P, POINTER(HandoffInfo)]),
     "vkcuda_batch_destroy": (None, [_P]),
-}
-_native.declare(_signatures)
+})
 
-# The header's values (vkcuda.h: VKCUDA_BATCH_*), checked by test_batch.py.
-_KIND_IMAGES, _KIND_BUFFERS = 0, 1
-_FORCE_COPY_BIT = 0x1
-_ELEMENT_BIT = 0x4
-_WHOLE = 0xFFFFFFFF
-_PATHS = {0: "zero-copy", 1: "copy", 2: "buffers"}
+#: ``batch.path`` by ``vkcuda_batch_path``.
+PATHS = {BATCH_PATH_ZERO_COPY: "zero-copy", BATCH_PATH_COPY: "copy", BATCH_PATH_BUFFERS: "buffers"}
 
 
-class _Batch:
+class _Batch(Handle):
     """The C handle and what every batch shares: info, the handoffs, close."""
 
-    def __init__(self, context: "Context", info: _BatchCreateInfo) -> None:
+    _destroy = lib.vkcuda_batch_destroy
+
+    def __init__(self, context: ContextHandle, info: BatchCreateInfo) -> None:
         h = c_void_p()
         check(lib.vkcuda_batch_create(context.handle, ctypes.byref(info), ctypes.byref(h)))
-        self._handle: Optional[int] = h.value or 0
+        super().__init__(h.value or 0)
         self._context = context
-        i = _BatchInfo()
+        i = BatchInfo()
         check(lib.vkcuda_batch_get_info(self._handle, ctypes.byref(i)))
         self._info = i
 
     def _h(self) -> int:
         if self._handle is None:
-            raise Error(_native.ERROR_INVALID_STATE, f"the {type(self).__name__} is closed")
-        return self._handle
-
-    @property
-    def handle(self) -> Optional[int]:
-        """The ``vkcuda_batch *`` (an int), or None once closed."""
+            raise Error(ERROR_INVALID_STATE, f"the {type(self).__name__} is closed")
         return self._handle
 
     @property
     def path(self) -> str:
         """``"zero-copy"`` (LINEAR images: the memory is the tensor), ``"copy"``
         (OPTIMAL images and a readout region the release fills) or ``"buffers"``."""
-        return _PATHS[self._info.path]
+        return PATHS[self._info.path]
 
     @property
     def allocation_size(self) -> int:
@@ -131,14 +111,14 @@ class _Batch:
         """Records the release of every element to CUDA in one call
         (``vkcuda_batch_cmd_release_to_cuda``; ``old_layout`` is a ``VkImageLayout``,
         ignored for buffers)."""
-        h = _native.HandoffInfo(0, queue_family_index, stage_mask, access_mask)
+        h = HandoffInfo(0, queue_family_index, stage_mask, access_mask)
         check(lib.vkcuda_batch_cmd_release_to_cuda(self._h(), command_buffer, ctypes.byref(h), old_layout))
 
     def cmd_acquire_from_cuda(self, command_buffer: int, queue_family_index: int, new_layout: int = 1, *,
                               stage_mask: int = 0, access_mask: int = 0) -> None:
         """Records the acquire of every element back from CUDA
         (``vkcuda_batch_cmd_acquire_from_cuda``; ``new_layout`` defaults to GENERAL)."""
-        h = _native.HandoffInfo(0, queue_family_index, stage_mask, access_mask)
+        h = HandoffInfo(0, queue_family_index, stage_mask, access_mask)
         check(lib.vkcuda_batch_cmd_acquire_from_cuda(self._h(), command_buffer, ctypes.byref(h), new_layout))
 
     def cmd_acquire_readout_from_cuda(self, command_buffer: int, queue_family_index: int, *,
@@ -146,34 +126,13 @@ class _Batch:
         """The copy path's camera loop: records the acquire of the readout region
         alone, leaving the images as they are (``vkcuda_batch_cmd_acquire_readout_from_cuda``);
         before every release but the first."""
-        h = _native.HandoffInfo(0, queue_family_index, stage_mask, access_mask)
+        h = HandoffInfo(0, queue_family_index, stage_mask, access_mask)
         check(lib.vkcuda_batch_cmd_acquire_readout_from_cuda(self._h(), command_buffer, ctypes.byref(h)))
 
     def _close_batch(self) -> None:
-        h, self._handle = self._handle, None
-        if h:
-            lib.vkcuda_batch_destroy(h)
-
-    def close(self) -> None:
         """Destroys the batch (a second close does nothing). Tensors and buffers
         already handed out keep its memory until freed."""
-        self._close_batch()
-
-    @property
-    def closed(self) -> bool:
-        return self._handle is None
-
-    def __enter__(self) -> Any:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # pragma: no cover - interpreter shutdown
-            pass
+        Handle.close(self)
 
 
 class BufferBatch(_Batch):
@@ -184,7 +143,7 @@ class BufferBatch(_Batch):
     ``close()`` (or ``with``) releases everything; DLPack tensors already handed
     out keep the CUDA mapping (and with it the memory) until freed."""
 
-    def __init__(self, context: "Context", n: int, nbytes: int, *, usage: int = 0) -> None:
+    def __init__(self, context: ContextHandle, n: int, nbytes: int, *, usage: int = 0) -> None:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be an int >= 1, not {n!r}")
         if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 1:
@@ -194,10 +153,10 @@ class BufferBatch(_Batch):
         self.whole: Optional[Buffer] = None
         self._view: Optional[TensorView] = None  # the (N, nbytes) uint8 tensor
         self.n, self.nbytes = n, nbytes
-        super().__init__(context, _BatchCreateInfo(kind=_KIND_BUFFERS, count=n, size=nbytes, buffer_usage=usage))
+        super().__init__(context, BatchCreateInfo(kind=BATCH_KIND_BUFFERS, count=n, size=nbytes, buffer_usage=usage))
         self.stride = self.element_stride
         try:
-            self.whole = self._buffer(_WHOLE)
+            self.whole = self._buffer(BATCH_WHOLE)
             self._buffers = [self._buffer(i) for i in range(n)]
         except BaseException:
             self.close()
@@ -224,7 +183,7 @@ class BufferBatch(_Batch):
 
     def _whole(self) -> Buffer:
         if self.whole is None or self.whole.closed:
-            raise Error(_native.ERROR_INVALID_STATE, "the buffer batch is closed")
+            raise Error(ERROR_INVALID_STATE, "the buffer batch is closed")
         return self.whole
 
     def _shape(self, dtype: _dlpack.DType, shape: Optional[Sequence[int]]) -> Tuple[Tuple[int, int, int], Tuple[int, ...], int]:
@@ -311,7 +270,7 @@ class ImageBatch(_Batch):
     pointer); :meth:`cmd_release_to_cuda` / :meth:`cmd_acquire_from_cuda` record
     the handoff of all N in one call."""
 
-    def __init__(self, context: "Context", n: int, format: int, size: Tuple[int, int], *, usage: int = 0,
+    def __init__(self, context: ContextHandle, n: int, format: int, size: Tuple[int, int], *, usage: int = 0,
                  force_copy: bool = False) -> None:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be an int >= 1, not {n!r}")
@@ -319,8 +278,8 @@ class ImageBatch(_Batch):
         self._handle = None
         self._ready: Optional[Tuple[Semaphore, int]] = None
         self._cai: Optional[_dlpack.Held] = None
-        super().__init__(context, _BatchCreateInfo(
-            flags=_FORCE_COPY_BIT if force_copy else 0, kind=_KIND_IMAGES, count=n, format=format, width=width,
+        super().__init__(context, BatchCreateInfo(
+            flags=BATCH_CREATE_FORCE_COPY_BIT if force_copy else 0, kind=BATCH_KIND_IMAGES, count=n, format=format, width=width,
             height=height, image_usage=usage))
         self.n = n
 
@@ -348,9 +307,9 @@ class ImageBatch(_Batch):
     def element(self, i: int) -> Dict[str, int]:
         """Image ``i``: ``image`` (the ``VkImage``), ``memory_offset``,
         ``data_offset`` and ``cuda_pointer`` (0 without CUDA)."""
-        e = _BatchElement()
+        e = BatchElement()
         check(lib.vkcuda_batch_get_element(self._h(), i, ctypes.byref(e)))
-        return {f[0]: int(getattr(e, f[0])) for f in _BatchElement._fields_}
+        return {f[0]: int(getattr(e, f[0])) for f in BatchElement._fields_}
 
     def ready_on(self, semaphore: Optional[Semaphore], value: int = 0) -> None:
         """The timeline value the engine's submit with the release signals: each
@@ -370,8 +329,8 @@ class ImageBatch(_Batch):
         """The raw ``vkcuda_batch_export_dlpack``: the whole batch (or element
         ``index``) as a ``DLManagedTensorVersioned*`` (or ``DLManagedTensor*``) int,
         owned by the caller; with :meth:`ready_on`, ``stream`` waits first."""
-        flags = (0 if versioned else _native.DLPACK_LEGACY_BIT) | (_native.DLPACK_READ_ONLY_BIT if readonly else 0)
-        info = _BatchDlpackInfo(flags=flags | (_ELEMENT_BIT if index is not None else 0), index=index or 0)
+        flags = (0 if versioned else DLPACK_LEGACY_BIT) | (DLPACK_READ_ONLY_BIT if readonly else 0)
+        info = BatchDlpackInfo(flags=flags | (BATCH_DLPACK_ELEMENT_BIT if index is not None else 0), index=index or 0)
         if self._ready is not None and stream != -1:
             sem, value = self._ready
             info.wait_semaphore = sem.handle
@@ -402,7 +361,7 @@ class ImageBatch(_Batch):
 
     def __dlpack_device__(self) -> Tuple[int, int]:
         """``(kDLCUDA, ordinal)``; :class:`Error` without CUDA."""
-        cuda = _native.CudaInfo()
+        cuda = CudaInfo()
         check(lib.vkcuda_context_get_cuda_info(self._context.handle, ctypes.byref(cuda)))
         return (_dlpack.KDL_CUDA, int(cuda.device_ordinal))
 

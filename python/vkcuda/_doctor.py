@@ -7,55 +7,24 @@ from __future__ import annotations
 import ctypes
 import enum
 import json
-from ctypes import POINTER, Structure, c_char_p, c_int32, c_uint32, c_void_p
+from ctypes import POINTER, c_char_p, c_int32, c_uint32, c_void_p
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import _native
-from ._native import Uuid, check, lib
+from ._native import check, declare, lib, version
+from ._types import (
+    DOCTOR_RUN_DEEP_BIT,
+    DOCTOR_STATUS_FAIL,
+    DOCTOR_STATUS_PASS,
+    DOCTOR_STATUS_WARN,
+    DoctorDevicePair,
+    DoctorOptions,
+    DoctorSummary,
+    Uuid,
+)
+from ._types import DoctorCheck as _DoctorCheck
 
 __all__ = ["doctor", "DoctorReport", "DoctorCheck", "DevicePair", "DoctorStatus"]
-
-# enum vkcuda_doctor_status
-DOCTOR_STATUS_PASS = 0
-DOCTOR_STATUS_WARN = 1
-DOCTOR_STATUS_FAIL = 2
-# vkcuda_doctor_options::flags
-DOCTOR_RUN_DEEP_BIT = 0x1
-
-
-class DoctorOptions(Structure):
-    _fields_ = [("flags", c_uint32), ("root", c_char_p), ("engine", POINTER(_native.ContextCreateInfo))]
-
-
-class DoctorSummary(Structure):
-    _fields_ = [
-        ("check_count", c_uint32),
-        ("pass_count", c_uint32),
-        ("warn_count", c_uint32),
-        ("fail_count", c_uint32),
-        ("device_pair_count", c_uint32),
-        ("ready", c_uint32),
-    ]
-
-
-class _DoctorCheck(Structure):
-    _c_name_ = "vkcuda_doctor_check"
-    _fields_ = [("name", c_char_p), ("status", c_int32), ("seen", c_char_p), ("fix", c_char_p)]
-
-
-class DoctorDevicePair(Structure):
-    _fields_ = [
-        ("vulkan_index", c_int32),
-        ("vulkan_device_type", c_int32),
-        ("vulkan_uuid", Uuid),
-        ("vulkan_name", c_char_p),
-        ("cuda_ordinal", c_int32),
-        ("cuda_uuid", Uuid),
-        ("cuda_name", c_char_p),
-        ("ready", c_uint32),
-    ]
-
 
 _P = c_void_p
 _signatures = {
@@ -66,7 +35,7 @@ _signatures = {
     "vkcuda_doctor_report_get_json": (c_int32, [_P, POINTER(c_char_p)]),
     "vkcuda_doctor_report_destroy": (None, [_P]),
 }
-_native.declare(_signatures)
+declare(_signatures)
 
 
 class DoctorStatus(enum.Enum):
@@ -130,8 +99,6 @@ class DoctorReport:
         return result
 
     def __str__(self) -> str:
-        from ._objects import version
-
         lines = [f"vkcuda doctor (vkcuda {version()})", "", "Vulkan devices and their CUDA twins (same UUID):"]
         if not self.devices:
             lines.append("  (no Vulkan or CUDA device seen)")

@@ -9,20 +9,37 @@ raw kernels), Numba or a CUDA extension take; :meth:`ImageLevel.copy_to` and
 from __future__ import annotations
 
 import ctypes
-from ctypes import POINTER, Structure, c_float, c_int32, c_uint32, c_uint64, c_void_p
-from typing import TYPE_CHECKING, Any, List, NamedTuple, Optional, Sequence, Tuple, Union
+import os
+from ctypes import POINTER, c_int32, c_uint32, c_uint64, c_void_p
+from typing import Any, List, NamedTuple, Optional, Sequence, Tuple, Union
 
-from . import _cuda, _dlpack, _native
-from ._native import check, declare, lib
-from ._objects import _Handle, command_buffer_handle
+from . import _cuda, _dlpack, _types
+from ._native import ERROR_CUDA_UNAVAILABLE, Error, check, declare, lib
 from ._share import ShareDescription, share_options, socket_fd
-from ._video import ImageCreateInfo
-from ._video import _Extent as _Extent3D
+from ._types import (
+    ADDRESS_MODE_BORDER,
+    ADDRESS_MODE_CLAMP,
+    ADDRESS_MODE_MIRROR,
+    ADDRESS_MODE_WRAP,
+    FILTER_LINEAR,
+    FILTER_POINT,
+    IMAGE_CREATE_CUBE_COMPATIBLE_BIT,
+    IMAGE_TYPE_1D,
+    IMAGE_TYPE_2D,
+    IMAGE_TYPE_3D,
+    READ_MODE_ELEMENT_TYPE,
+    READ_MODE_NORMALIZED_FLOAT,
+    TEXTURE_ALL_LEVELS_BIT,
+    TEXTURE_NORMALIZED_COORDINATES_BIT,
+    Handle,
+    HandoffInfo,
+    ImageCreateInfo,
+    ImageWrapInfo,
+    TextureInfo,
+    command_buffer_handle,
+)
 
-if TYPE_CHECKING:
-    from ._objects import Context
-
-__all__ = ["Image", "ImageLevel", "ImageInfo", "FORMATS", "LAYOUTS", "format_info", "FormatInfo"]
+__all__ = ["Image", "ImageLevel", "ImageInfo", "FormatInfo", "FORMATS", "LAYOUTS", "format_info"]
 
 #: Single-plane formats by name (lower case ``VkFormat`` without ``VK_FORMAT_``);
 #: any other ``VkFormat`` value may be passed as an int.
@@ -37,76 +54,29 @@ LAYOUTS = {
     "undefined": 0, "general": 1, "color_attachment_optimal": 2, "shader_read_only_optimal": 5,
     "transfer_src_optimal": 6, "transfer_dst_optimal": 7,
 }
-_TYPES = {1: 1, 2: 0, 3: 3}  # extent length -> vkcuda_image_type
-_TYPE_NAMES = {0: "2d", 1: "1d", 3: "3d"}
-IMAGE_CREATE_CUBE_COMPATIBLE_BIT = 0x1
-TEXTURE_NORMALIZED_COORDINATES_BIT = 0x1
-TEXTURE_ALL_LEVELS_BIT = 0x2
-_FILTERS = {"point": 0, "linear": 1}
-_ADDRESS_MODES = {"clamp": 0, "wrap": 1, "mirror": 2, "border": 3}
-_READ_MODES = {"element": 0, "normalized_float": 1}
-_OPAQUE_FD = 0x1
-
-
-class _FormatPlaneInfo(Structure):
-    _fields_ = [("format", c_int32), ("cuda_format", c_uint32), ("channels", c_uint32), ("bytes_per_texel", c_uint32),
-                ("width_divisor", c_uint32), ("height_divisor", c_uint32), ("aspect", c_uint32)]
-
-
-class _FormatInfo(Structure):
-    _fields_ = [("cuda_format", c_uint32), ("channels", c_uint32), ("bytes_per_texel", c_uint32), ("numeric", c_int32),
-                ("bgra", c_uint32), ("plane_count", c_uint32), ("chroma_width_divisor", c_uint32),
-                ("chroma_height_divisor", c_uint32), ("bits", c_uint32), ("planes", _FormatPlaneInfo * 3)]
-
-
-class _ImagePlaneMemory(Structure):
-    _fields_ = [("memory", c_uint64), ("allocation_size", c_uint64), ("offset", c_uint64)]
-
-
-class _ImageWrapInfo(Structure):
-    _fields_ = [("flags", c_uint32), ("image", c_uint64), ("memory", c_uint64), ("allocation_size", c_uint64),
-                ("description", ImageCreateInfo), ("offset", c_uint64), ("dedicated", c_uint32),
-                ("export_handle_types", c_uint32), ("planes", _ImagePlaneMemory * 3)]
-
-
-class _ImagePlaneInfo(Structure):
-    _fields_ = [("memory", c_uint64), ("allocation_size", c_uint64), ("extent", _Extent3D), ("aspect", c_uint32),
-                ("cuda_mipmapped_array", c_void_p), ("cuda_array_flags", c_uint32)]
-
-
-class _ImageInfo(Structure):
-    _fields_ = [("image", c_uint64), ("memory", c_uint64), ("allocation_size", c_uint64), ("image_type", c_int32),
-                ("format", c_int32), ("extent", _Extent3D), ("mip_levels", c_uint32), ("array_layers", c_uint32),
-                ("usage", c_uint32), ("flags", c_uint32), ("wrapped", c_uint32), ("cuda_mipmapped_array", c_void_p),
-                ("cuda_array_flags", c_uint32), ("format_info", _FormatInfo), ("plane_count", c_uint32),
-                ("planes", _ImagePlaneInfo * 3)]
-
-
-class _TextureInfo(Structure):
-    _fields_ = [("flags", c_uint32), ("level", c_uint32), ("filter", c_int32), ("address_mode", c_int32),
-                ("read_mode", c_int32), ("border_color", c_float * 4)]
-
-
-class _HandoffResource(Structure):
-    _fields_ = [("buffer", c_void_p), ("image", c_void_p), ("layout", c_int32)]
+_TYPES = {1: IMAGE_TYPE_1D, 2: IMAGE_TYPE_2D, 3: IMAGE_TYPE_3D}  # extent length -> vkcuda_image_type
+_TYPE_NAMES = {IMAGE_TYPE_2D: "2d", IMAGE_TYPE_1D: "1d", IMAGE_TYPE_3D: "3d"}
+_FILTERS = {"point": FILTER_POINT, "linear": FILTER_LINEAR}
+_ADDRESS_MODES = {"clamp": ADDRESS_MODE_CLAMP, "wrap": ADDRESS_MODE_WRAP, "mirror": ADDRESS_MODE_MIRROR,
+                  "border": ADDRESS_MODE_BORDER}
+_READ_MODES = {"element": READ_MODE_ELEMENT_TYPE, "normalized_float": READ_MODE_NORMALIZED_FLOAT}
 
 
 _P = c_void_p
-_H = POINTER(_native.HandoffInfo)
+_H = POINTER(HandoffInfo)
 _signatures = {
-    "vkcuda_format_query": (c_int32, [c_int32, POINTER(_FormatInfo)]),
-    "vkcuda_image_wrap": (c_int32, [_P, POINTER(_ImageWrapInfo), POINTER(_P)]),
-    "vkcuda_image_get_info": (c_int32, [_P, POINTER(_ImageInfo)]),
+    "vkcuda_format_query": (c_int32, [c_int32, POINTER(_types.FormatInfo)]),
+    "vkcuda_image_destroy": (None, [_P]),
+    "vkcuda_image_wrap": (c_int32, [_P, POINTER(ImageWrapInfo), POINTER(_P)]),
+    "vkcuda_image_get_info": (c_int32, [_P, POINTER(_types.ImageInfo)]),
     "vkcuda_image_get_vk_image": (c_int32, [_P, POINTER(c_uint64)]),
     "vkcuda_image_get_cuda_mipmapped_array": (c_int32, [_P, POINTER(_P)]),
     "vkcuda_image_get_cuda_array": (c_int32, [_P, c_uint32, POINTER(_P)]),
     "vkcuda_image_get_surface_object": (c_int32, [_P, c_uint32, POINTER(c_uint64)]),
-    "vkcuda_image_create_texture_object": (c_int32, [_P, POINTER(_TextureInfo), POINTER(c_uint64)]),
+    "vkcuda_image_create_texture_object": (c_int32, [_P, POINTER(TextureInfo), POINTER(c_uint64)]),
     "vkcuda_image_export_plane_fd": (c_int32, [_P, c_uint32, POINTER(c_int32)]),
     "vkcuda_image_cmd_release_to_cuda": (c_int32, [_P, _P, _H, c_int32]),
     "vkcuda_image_cmd_acquire_from_cuda": (c_int32, [_P, _P, _H, c_int32]),
-    "vkcuda_handoff_cmd_release_to_cuda": (c_int32, [c_uint32, POINTER(_HandoffResource), _P, _H]),
-    "vkcuda_handoff_cmd_acquire_from_cuda": (c_int32, [c_uint32, POINTER(_HandoffResource), _P, _H]),
 }
 declare(_signatures)
 
@@ -160,12 +130,13 @@ def parse_format(format: Union[str, int]) -> int:
 def format_info(format: Union[str, int]) -> FormatInfo:
     """What CUDA sees of ``format`` (no device needed); :class:`Error`
     ``VKCUDA_ERROR_UNSUPPORTED`` naming a supported neighbour for the others."""
-    f = _FormatInfo()
+    f = _types.FormatInfo()
     check(lib.vkcuda_format_query(parse_format(format), ctypes.byref(f)))
     return FormatInfo(f.cuda_format, f.channels, f.bytes_per_texel, bool(f.bgra), f.plane_count)
 
 
-def _layout(layout: Union[str, int]) -> int:
+def parse_layout(layout: Union[str, int]) -> int:
+    """A ``VkImageLayout`` from a name of :data:`LAYOUTS` or an int."""
     if isinstance(layout, str):
         if layout.lower() not in LAYOUTS:
             raise ValueError(f"unknown layout {layout!r}: one of {', '.join(LAYOUTS)}, or a VkImageLayout int")
@@ -189,7 +160,7 @@ def create_info(format: Union[str, int], extent: Sequence[int], levels: int, lay
     return info
 
 
-class Image(_Handle):
+class Image(Handle):
     """A shared image (``vkcuda_image``): a ``VkImage`` for the engine and a CUDA
     mipmapped array. ``image.level(i)`` (or ``image.levels``) is a mip level as
     CUDA objects; ``level(i, layer=j)`` one layer of it. Made by
@@ -213,7 +184,7 @@ class Image(_Handle):
 
     @property
     def info(self) -> ImageInfo:
-        i = _ImageInfo()
+        i = _types.ImageInfo()
         check(lib.vkcuda_image_get_info(self._handle, ctypes.byref(i)))
         f = i.format_info
         return ImageInfo(i.image, i.memory, i.allocation_size, _TYPE_NAMES.get(i.image_type, str(i.image_type)),
@@ -267,8 +238,6 @@ class Image(_Handle):
                 check(lib.vkcuda_image_export_plane_fd(self._handle, plane, ctypes.byref(fd)))
                 fds.append(fd.value)
         except BaseException:
-            import os
-
             for fd_ in fds:
                 os.close(fd_)
             raise
@@ -291,16 +260,16 @@ class Image(_Handle):
         """Records into the engine's command buffer (an int ``VkCommandBuffer``, or
         an object with ``.handle``) the barrier handing the image to CUDA, from
         ``old_layout`` to GENERAL ("undefined" discards the contents)."""
-        h = _native.HandoffInfo(0, queue_family_index, stage_mask, access_mask)
+        h = HandoffInfo(0, queue_family_index, stage_mask, access_mask)
         check(lib.vkcuda_image_cmd_release_to_cuda(self._handle, command_buffer_handle(command_buffer),
-                                                   ctypes.byref(h), _layout(old_layout)))
+                                                   ctypes.byref(h), parse_layout(old_layout)))
 
     def cmd_acquire_from_cuda(self, command_buffer: Any, new_layout: Union[str, int] = "general", *,
                               queue_family_index: int = 0, stage_mask: int = 0, access_mask: int = 0) -> None:
         """Records the barrier taking the image back from CUDA, GENERAL to ``new_layout``."""
-        h = _native.HandoffInfo(0, queue_family_index, stage_mask, access_mask)
+        h = HandoffInfo(0, queue_family_index, stage_mask, access_mask)
         check(lib.vkcuda_image_cmd_acquire_from_cuda(self._handle, command_buffer_handle(command_buffer),
-                                                     ctypes.byref(h), _layout(new_layout)))
+                                                     ctypes.byref(h), parse_layout(new_layout)))
 
 
 class ImageLevel:
@@ -352,7 +321,7 @@ class ImageLevel:
                 raise ValueError(f"{what} must be one of {', '.join(table)}, not {value!r}")
         if len(border_color) != 4:
             raise ValueError("border_color has 4 components")
-        t = _TextureInfo(flags=(TEXTURE_NORMALIZED_COORDINATES_BIT if normalized else 0)
+        t = TextureInfo(flags=(TEXTURE_NORMALIZED_COORDINATES_BIT if normalized else 0)
                          | (TEXTURE_ALL_LEVELS_BIT if all_levels else 0),
                          level=self.level, filter=_FILTERS[filter], address_mode=_ADDRESS_MODES[address_mode],
                          read_mode=_READ_MODES[read_mode])
@@ -377,7 +346,7 @@ class ImageLevel:
     def _copy(self, tensor: Any, to_tensor: bool, stream: Any) -> None:
         if self.image._cuda_context is None:
             self.cuda_array  # the library's error: Vulkan-only context, or closed
-            raise _native.Error(_native.ERROR_CUDA_UNAVAILABLE, "the image has no CUDA side")
+            raise Error(ERROR_CUDA_UNAVAILABLE, "the image has no CUDA side")
         array = self.cuda_array
         row, height, depth, z, bpt = self._geometry()
         ptr, pitch, ro = pitched_layout(tensor, row, height, depth, bpt)
@@ -468,52 +437,8 @@ def _prod(values: Sequence[int]) -> int:
     return out
 
 
-def handoff(release: bool, command_buffer: Any, resources: Sequence[Any], *, queue_family_index: int = 0,
-            stage_mask: int = 0, access_mask: int = 0) -> None:
-    """Records ONE barrier for every resource (``vkcuda_handoff_cmd_*``)."""
-    from ._objects import Buffer
-
-    items = list(resources)
-    arr = (_HandoffResource * max(1, len(items)))()
-    for i, r in enumerate(items):
-        layout: Union[str, int] = "general"
-        if isinstance(r, tuple):
-            if len(r) != 2:
-                raise ValueError("an image resource is an Image or (Image, layout)")
-            r, layout = r
-        if isinstance(r, Buffer):
-            arr[i].buffer = r.handle
-        elif isinstance(r, Image):
-            arr[i].image, arr[i].layout = r.handle, _layout(layout)
-        else:
-            raise TypeError(f"resource {i} is a {type(r).__name__}: a handoff takes Buffers, Images "
-                            "and (Image, layout) pairs")
-        if (arr[i].buffer or arr[i].image) is None:
-            raise ValueError(f"resource {i} is closed")
-    h = _native.HandoffInfo(0, queue_family_index, stage_mask, access_mask)
-    call = lib.vkcuda_handoff_cmd_release_to_cuda if release else lib.vkcuda_handoff_cmd_acquire_from_cuda
-    check(call(len(items), arr, command_buffer_handle(command_buffer), ctypes.byref(h)))
-
-
-def handoff_release(command_buffer: Any, resources: Sequence[Any], *, queue_family_index: int = 0,
-                    stage_mask: int = 0, access_mask: int = 0) -> None:
-    """Records into the engine's command buffer ONE barrier releasing every
-    resource to CUDA: :class:`Buffer` s, :class:`Image` s and ``(Image,
-    old_layout)`` pairs (an Image alone: from GENERAL)."""
-    handoff(True, command_buffer, resources, queue_family_index=queue_family_index, stage_mask=stage_mask,
-            access_mask=access_mask)
-
-
-def handoff_acquire(command_buffer: Any, resources: Sequence[Any], *, queue_family_index: int = 0,
-                    stage_mask: int = 0, access_mask: int = 0) -> None:
-    """ONE barrier acquiring every resource back from CUDA (``(Image, new_layout)``
-    pairs name the layout each image goes to)."""
-    handoff(False, command_buffer, resources, queue_family_index=queue_family_index, stage_mask=stage_mask,
-            access_mask=access_mask)
-
-
 def wrap_info(vk_image: int, vk_memory: int, allocation_size: int, description: ImageCreateInfo, offset: int,
-              dedicated: bool, export_handle_types: int) -> _ImageWrapInfo:
-    return _ImageWrapInfo(flags=0, image=vk_image, memory=vk_memory, allocation_size=allocation_size,
+              dedicated: bool, export_handle_types: int) -> ImageWrapInfo:
+    return ImageWrapInfo(flags=0, image=vk_image, memory=vk_memory, allocation_size=allocation_size,
                           description=description, offset=offset, dedicated=1 if dedicated else 0,
                           export_handle_types=export_handle_types)

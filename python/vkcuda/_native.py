@@ -1,28 +1,21 @@
-"""The C ABI of libvkcuda.so through ctypes: loading, the structs of vkcuda.h and
-the result check. Everything the package does goes through these calls, so Python
-and C share every check and message."""
+"""libvkcuda.so through ctypes: loading it, declaring its functions, the result
+codes and the check that turns a failed call into :class:`Error`, and the calls
+about the library itself (its version, its live objects). Everything the package
+does goes through these calls, so Python and C share every check and message.
+The structs the calls take are the floor's (``_types``)."""
 
 from __future__ import annotations
 
 import ctypes
 import os
-from ctypes import (
-    POINTER,
-    Structure,
-    c_char_p,
-    c_int32,
-    c_int64,
-    c_size_t,
-    c_uint8,
-    c_uint16,
-    c_uint32,
-    c_uint64,
-    c_void_p,
-)
+from importlib import metadata
+from ctypes import POINTER, c_char_p, c_int32, c_void_p
 from pathlib import Path
-from typing import Any, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
-__all__ = ["Error", "lib", "check", "library_path"]
+from ._types import CudaInfo, LiveObjects
+
+__all__ = ["Error", "library_path", "version", "live_objects"]
 
 #: Environment variable naming the libvkcuda.so to load instead of the packaged one.
 LIBRARY_ENV = "VKCUDA_LIBRARY"
@@ -40,9 +33,7 @@ def _find_library() -> Path:
     if here.exists():
         return here
     try:
-        from importlib.metadata import version
-
-        major, minor = version("vkcuda").split(".")[:2]
+        major, minor = metadata.version("vkcuda").split(".")[:2]
         return Path(f"libvkcuda.so.{major if major != '0' else '0.' + minor}")
     except Exception:  # not installed as a distribution (a checkout on sys.path)
         return Path("libvkcuda.so")
@@ -91,161 +82,13 @@ class Error(Exception):
         return f"vkcuda.Error({self.name}, {self.message!r})"
 
 
-class Uuid(ctypes.Array):  # type: ignore[type-arg]
-    _type_ = c_uint8
-    _length_ = 16
-
-
-class StandaloneCreateInfo(Structure):
-    _fields_ = [("flags", c_uint32), ("physical_device_index", c_uint32)]
-
-
-class ContextCreateInfo(Structure):
-    _fields_ = [
-        ("flags", c_uint32),
-        ("instance", c_void_p),
-        ("physical_device", c_void_p),
-        ("device", c_void_p),
-        ("get_instance_proc_addr", c_void_p),
-        ("get_device_proc_addr", c_void_p),
-        ("cuda_context", c_void_p),
-    ]
-
-
-class VulkanHandles(Structure):
-    _fields_ = [
-        ("instance", c_void_p),
-        ("physical_device", c_void_p),
-        ("device", c_void_p),
-        ("get_instance_proc_addr", c_void_p),
-        ("queue_family_index", c_uint32),
-        ("queue", c_void_p),
-    ]
-
-
-class CudaInfo(Structure):
-    _fields_ = [
-        ("cuda_context", c_void_p),
-        ("cuda_device", c_int32),
-        ("device_ordinal", c_int32),
-        ("primary", c_uint32),
-        ("device_uuid", Uuid),
-    ]
-
-
-class BufferCreateInfo(Structure):
-    _fields_ = [
-        ("flags", c_uint32),
-        ("allocator", c_int32),
-        ("size", c_uint64),
-        ("usage", c_uint32),
-    ]
-
-
-class BufferInfo(Structure):
-    _fields_ = [
-        ("buffer", c_uint64),
-        ("memory", c_uint64),
-        ("offset", c_uint64),
-        ("size", c_uint64),
-        ("allocation_size", c_uint64),
-        ("cuda_pointer", c_uint64),
-        ("allocator", c_int32),
-        ("dedicated", c_uint32),
-        ("wrapped", c_uint32),
-    ]
-
-
-class SemaphoreCreateInfo(Structure):
-    _fields_ = [
-        ("flags", c_uint32),
-        ("semaphore_type", c_int32),
-        ("initial_value", c_uint64),
-        ("host_wait_spin_ns", c_uint64),
-    ]
-
-
-class HandoffInfo(Structure):
-    _fields_ = [("flags", c_uint32), ("queue_family_index", c_uint32), ("stage_mask", c_uint32),
-                ("access_mask", c_uint32)]
-
-
-class TimelineStage(Structure):
-    _fields_ = [("wait_value", c_uint64), ("signal_value", c_uint64)]
-
-
-class LiveObjects(Structure):
-    _fields_ = [
-        ("contexts", c_int64),
-        ("vk_buffers", c_int64),
-        ("vk_memories", c_int64),
-        ("vk_images", c_int64),
-        ("vk_semaphores", c_int64),
-        ("cuda_allocations", c_int64),
-        ("cuda_external_memories", c_int64),
-        ("cuda_external_semaphores", c_int64),
-    ]
-
-
-class DlpackDtype(Structure):
-    _fields_ = [("code", c_uint8), ("bits", c_uint8), ("lanes", c_uint16)]
-
-
-class DlpackInfo(Structure):
-    _fields_ = [
-        ("flags", c_uint32),
-        ("dtype", DlpackDtype),
-        ("ndim", c_uint32),
-        ("shape", c_int64 * 8),
-        ("strides", POINTER(c_int64)),
-        ("offset", c_uint64),
-    ]
-
-
-CONTEXT_CREATE_VULKAN_ONLY_BIT = 0x1
-CONTEXT_CREATE_PHYSICAL_DEVICE_INDEX_BIT = 0x2
-SEMAPHORE_CREATE_NO_SPIN_BIT = 0x1
-DLPACK_READ_ONLY_BIT = 0x1
-DLPACK_LEGACY_BIT = 0x2
-DLPACK_MAX_NDIM = 8
-ALLOCATOR_VULKAN = 0
-ALLOCATOR_CUDA = 1
-
-_P = c_void_p
 _signatures = {
     "vkcuda_version_string": (c_char_p, []),
     "vkcuda_result_to_string": (c_char_p, [c_int32]),
     "vkcuda_last_error_message": (c_char_p, []),
     "vkcuda_live_objects_get": (c_int32, [POINTER(LiveObjects)]),
-    "vkcuda_context_create_standalone": (c_int32, [POINTER(StandaloneCreateInfo), POINTER(_P)]),
-    "vkcuda_context_create": (c_int32, [POINTER(ContextCreateInfo), POINTER(_P)]),
-    "vkcuda_context_get_vulkan_handles": (c_int32, [_P, POINTER(VulkanHandles)]),
-    "vkcuda_context_get_cuda_info": (c_int32, [_P, POINTER(CudaInfo)]),
-    "vkcuda_context_destroy": (None, [_P]),
-    "vkcuda_buffer_create": (c_int32, [_P, POINTER(BufferCreateInfo), POINTER(_P)]),
-    "vkcuda_buffer_get_info": (c_int32, [_P, POINTER(BufferInfo)]),
-    "vkcuda_buffer_get_cuda_pointer": (c_int32, [_P, POINTER(c_uint64)]),
-    "vkcuda_buffer_export_fd": (c_int32, [_P, POINTER(c_int32)]),
-    "vkcuda_buffer_export_dlpack": (c_int32, [_P, POINTER(DlpackInfo), POINTER(_P)]),
-    "vkcuda_buffer_destroy": (None, [_P]),
-    "vkcuda_semaphore_create": (c_int32, [_P, POINTER(SemaphoreCreateInfo), POINTER(_P)]),
-    "vkcuda_semaphore_get_vk_semaphore": (c_int32, [_P, POINTER(c_uint64)]),
-    "vkcuda_semaphore_cuda_wait": (c_int32, [_P, c_uint64, _P]),
-    "vkcuda_semaphore_cuda_signal": (c_int32, [_P, c_uint64, _P]),
-    "vkcuda_semaphore_host_wait": (c_int32, [_P, c_uint64, c_uint64]),
-    "vkcuda_semaphore_host_signal": (c_int32, [_P, c_uint64]),
-    "vkcuda_semaphore_get_value": (c_int32, [_P, POINTER(c_uint64)]),
-    "vkcuda_semaphore_next_stage": (c_int32, [_P, POINTER(TimelineStage)]),
-    "vkcuda_semaphore_export_fd": (c_int32, [_P, POINTER(c_int32)]),
-    "vkcuda_semaphore_destroy": (None, [_P]),
-    "vkcuda_semaphore_note_vulkan_signal": (c_int32, [_P]),
-    "vkcuda_semaphore_note_vulkan_wait": (c_int32, [_P]),
-    "vkcuda_semaphore_cuda_graph_add_wait": (c_int32, [_P, _P, POINTER(_P), c_size_t, c_uint64, POINTER(_P)]),
-    "vkcuda_semaphore_cuda_graph_add_signal": (c_int32, [_P, _P, POINTER(_P), c_size_t, c_uint64, POINTER(_P)]),
-    "vkcuda_semaphore_cuda_graph_exec_set_wait": (c_int32, [_P, _P, _P, c_uint64]),
-    "vkcuda_semaphore_cuda_graph_exec_set_signal": (c_int32, [_P, _P, _P, c_uint64]),
-    "vkcuda_buffer_cmd_release_to_cuda": (c_int32, [_P, _P, POINTER(HandoffInfo)]),
-    "vkcuda_buffer_cmd_acquire_from_cuda": (c_int32, [_P, _P, POINTER(HandoffInfo)]),
+    # Asked by the objects below the context module (is the context paired with CUDA?).
+    "vkcuda_context_get_cuda_info": (c_int32, [c_void_p, POINTER(CudaInfo)]),
 }
 
 
@@ -341,3 +184,16 @@ def check(result: int) -> None:
     C names in the message get their Python spelling appended (:func:`python_hint`)."""
     if result != SUCCESS:
         raise Error(result, python_hint(last_error_message()))
+
+
+def version() -> str:
+    """The library's version, "major.minor.patch" (Cargo.toml's)."""
+    return (lib.vkcuda_version_string() or b"").decode()
+
+
+def live_objects() -> Dict[str, int]:
+    """How many native objects the library holds in this process, by kind
+    (``vkcuda_live_objects_get``): all 0 once everything is released."""
+    counts = LiveObjects()
+    check(lib.vkcuda_live_objects_get(ctypes.byref(counts)))
+    return {field[0]: getattr(counts, field[0]) for field in LiveObjects._fields_}

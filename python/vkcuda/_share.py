@@ -9,69 +9,30 @@ receive (by default: the same effective user); see docs/CROSS_PROCESS.md."""
 from __future__ import annotations
 
 import ctypes
-from ctypes import POINTER, Structure, c_int32, c_size_t, c_uint8, c_uint32, c_uint64, c_void_p
+from ctypes import POINTER, c_int32, c_size_t, c_uint8, c_uint32, c_void_p
 from typing import Any, List, Optional, Sequence, Tuple
 
-from . import _native
 from ._native import check, declare, lib
-from ._video import ImageCreateInfo
+from ._types import (
+    ALLOCATOR_CUDA,
+    SHARE_DESCRIPTION_SIZE,
+    SHARE_KIND_BUFFER,
+    SHARE_KIND_IMAGE,
+    SHARE_KIND_SEMAPHORE,
+    SHARE_MAX_FDS,
+    ShareOptions,
+    fields,
+)
+from ._types import ShareDescription as _ShareDescription
 
-__all__ = ["ShareDescription", "send", "receive", "socket_fd", "share_options"]
+__all__ = ["ShareDescription", "send", "receive"]
 
-SHARE_KIND_BUFFER = 1
-SHARE_KIND_SEMAPHORE = 2
-SHARE_KIND_IMAGE = 3
-DESCRIPTION_SIZE = 128
-MAX_FDS = 3
 _KIND_NAMES = {SHARE_KIND_BUFFER: "buffer", SHARE_KIND_SEMAPHORE: "semaphore", SHARE_KIND_IMAGE: "image"}
-
-
-class _ShareBufferDescription(Structure):
-    _fields_ = [
-        ("allocator", c_int32),
-        ("dedicated", c_uint32),
-        ("allocation_size", c_uint64),
-        ("offset", c_uint64),
-        ("size", c_uint64),
-    ]
-
-
-class _ShareSemaphoreDescription(Structure):
-    _fields_ = [("semaphore_type", c_int32), ("value", c_uint64)]
-
-
-class _ShareImageDescription(Structure):
-    _fields_ = [
-        ("description", ImageCreateInfo),
-        ("allocation_size", c_uint64),
-        ("plane_allocation_sizes", c_uint64 * 3),
-    ]
-
-
-class _ShareDescription(Structure):
-    _fields_ = [
-        ("flags", c_uint32),
-        ("kind", c_int32),
-        ("device_uuid", c_uint8 * 16),
-        ("buffer", _ShareBufferDescription),
-        ("semaphore", _ShareSemaphoreDescription),
-        ("image", _ShareImageDescription),
-    ]
-
-
-class _ShareOptions(Structure):
-    _fields_ = [
-        ("flags", c_uint32),
-        ("timeout_ns", c_uint64),
-        ("peer_check", c_void_p),
-        ("peer_check_user", c_void_p),
-        ("buffer_usage", c_uint32),
-    ]
 
 
 _P = c_void_p
 _D = POINTER(_ShareDescription)
-_O = POINTER(_ShareOptions)
+_O = POINTER(ShareOptions)
 _signatures = {
     "vkcuda_buffer_describe": (c_int32, [_P, _D]),
     "vkcuda_semaphore_describe": (c_int32, [_P, _D]),
@@ -110,10 +71,10 @@ def socket_fd(sock: Any) -> int:
     raise TypeError(f"{type(sock).__name__} is not a socket: pass a socket.socket or an int fd")
 
 
-def share_options(timeout: Optional[float] = None, buffer_usage: int = 0) -> _ShareOptions:
+def share_options(timeout: Optional[float] = None, buffer_usage: int = 0) -> ShareOptions:
     """The options struct: ``timeout`` in seconds (None: the library's 10 s,
     ``float("inf")``: for ever); peers must run as this process's user."""
-    o = _ShareOptions(buffer_usage=buffer_usage)
+    o = ShareOptions(buffer_usage=buffer_usage)
     if timeout is not None:
         if timeout < 0:
             raise ValueError("timeout must be >= 0 seconds")
@@ -144,8 +105,8 @@ class ShareDescription:
         return cls(d)
 
     def __bytes__(self) -> bytes:
-        out = (c_uint8 * DESCRIPTION_SIZE)()
-        check(lib.vkcuda_share_description_serialize(ctypes.byref(self.raw), out, DESCRIPTION_SIZE))
+        out = (c_uint8 * SHARE_DESCRIPTION_SIZE)()
+        check(lib.vkcuda_share_description_serialize(ctypes.byref(self.raw), out, SHARE_DESCRIPTION_SIZE))
         return bytes(out)
 
     def to_bytes(self) -> bytes:
@@ -178,17 +139,17 @@ class ShareDescription:
         return 0
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, ShareDescription) and bytes(self.raw) == bytes(other.raw)
+        return isinstance(other, ShareDescription) and fields(self.raw) == fields(other.raw)
 
     def __hash__(self) -> int:
-        return hash(bytes(self.raw))
+        return hash(fields(self.raw))
 
     def __repr__(self) -> str:
         r = self.raw
         if r.kind == SHARE_KIND_BUFFER:
             b = r.buffer
             what = f"size={b.size}, offset={b.offset}, allocation_size={b.allocation_size}, " \
-                   f"allocator={'cuda' if b.allocator == _native.ALLOCATOR_CUDA else 'vulkan'}"
+                   f"allocator={'cuda' if b.allocator == ALLOCATOR_CUDA else 'vulkan'}"
         elif r.kind == SHARE_KIND_IMAGE:
             d = r.image.description
             what = f"format={d.format}, extent=({d.extent.width}, {d.extent.height}, {d.extent.depth}), " \
@@ -216,9 +177,9 @@ def receive(sock: Any, *, timeout: Optional[float] = None) -> Tuple[ShareDescrip
     """Receives one description and its fds (``vkcuda_share_receive_fds``): the
     caller owns the fds (import them with ``Context.import_*``, or ``os.close``)."""
     d = _ShareDescription()
-    arr = (c_int32 * MAX_FDS)()
+    arr = (c_int32 * SHARE_MAX_FDS)()
     n = c_uint32()
     opts = share_options(timeout)
-    check(lib.vkcuda_share_receive_fds(socket_fd(sock), ctypes.byref(opts), ctypes.byref(d), arr, MAX_FDS,
+    check(lib.vkcuda_share_receive_fds(socket_fd(sock), ctypes.byref(opts), ctypes.byref(d), arr, SHARE_MAX_FDS,
                                        ctypes.byref(n)))
     return ShareDescription(d), [arr[i] for i in range(n.value)]

@@ -9,16 +9,24 @@ padded: the tensors are not contiguous."""
 from __future__ import annotations
 
 import ctypes
-from ctypes import POINTER, Structure, c_int32, c_uint32, c_uint64, c_void_p
-from typing import TYPE_CHECKING, Any, Dict, NamedTuple, Optional, Tuple
+from ctypes import POINTER, c_int32, c_uint32, c_void_p
+from typing import Any, Dict, NamedTuple, Optional, Tuple
 
-from . import _dlpack
-from ._native import check, declare, lib
+from . import _dlpack, _types
+from ._native import ERROR_CUDA_UNAVAILABLE, SUCCESS, Error, check, declare, lib
+from ._semaphore import Semaphore
+from ._types import (
+    DLPACK_LEGACY_BIT,
+    DLPACK_READ_ONLY_BIT,
+    IMAGE_CREATE_LINEAR_BIT,
+    ContextHandle,
+    CudaInfo,
+    Handle,
+    ImageCreateInfo,
+    ImagePlanePointer,
+)
 
-if TYPE_CHECKING:
-    from ._objects import Context
-
-__all__ = ["VideoFrame", "Plane", "PlanePointer", "VideoColor", "FORMATS"]
+__all__ = ["VideoFrame", "Plane", "PlanePointer", "VideoColor"]
 
 #: The multi-planar formats by the names video code uses, as ``VkFormat`` values.
 FORMATS = {
@@ -32,62 +40,13 @@ FORMATS = {
     "p016": 1000156030,  # VK_FORMAT_G16_B16R16_2PLANE_420_UNORM
 }
 
-IMAGE_CREATE_LINEAR_BIT = 0x2
-DLPACK_READ_ONLY_BIT = 0x1
-DLPACK_LEGACY_BIT = 0x2
-
-
-class _Extent(Structure):
-    _c_name_ = "VkExtent3D"
-    _fields_ = [("width", c_uint32), ("height", c_uint32), ("depth", c_uint32)]
-
-
-class ImageCreateInfo(Structure):
-    _fields_ = [
-        ("flags", c_uint32),
-        ("image_type", c_int32),
-        ("format", c_int32),
-        ("extent", _Extent),
-        ("mip_levels", c_uint32),
-        ("array_layers", c_uint32),
-        ("usage", c_uint32),
-    ]
-
-
-class ImagePlanePointer(Structure):
-    _fields_ = [
-        ("cuda_pointer", c_uint64),
-        ("offset", c_uint64),
-        ("row_pitch", c_uint64),
-        ("size", c_uint64),
-        ("width", c_uint32),
-        ("height", c_uint32),
-        ("bytes_per_texel", c_uint32),
-        ("format", c_int32),
-        ("aspect", c_uint32),
-    ]
-
-
-class _VideoColor(Structure):
-    _c_name_ = "vkcuda_video_color"
-    _fields_ = [
-        ("flags", c_uint32),
-        ("matrix_coefficients", c_uint32),
-        ("transfer_characteristics", c_uint32),
-        ("colour_primaries", c_uint32),
-        ("full_range", c_uint32),
-        ("x_chroma_offset", c_int32),
-        ("y_chroma_offset", c_int32),
-    ]
-
-
 _P = c_void_p
 _signatures = {
     "vkcuda_image_create": (c_int32, [_P, POINTER(ImageCreateInfo), POINTER(_P)]),
     "vkcuda_image_get_plane_pointer": (c_int32, [_P, c_uint32, POINTER(ImagePlanePointer)]),
     "vkcuda_image_export_plane_dlpack": (c_int32, [_P, c_uint32, c_uint32, POINTER(_P)]),
-    "vkcuda_image_set_video_color": (c_int32, [_P, POINTER(_VideoColor)]),
-    "vkcuda_image_get_video_color": (c_int32, [_P, POINTER(_VideoColor)]),
+    "vkcuda_image_set_video_color": (c_int32, [_P, POINTER(_types.VideoColor)]),
+    "vkcuda_image_get_video_color": (c_int32, [_P, POINTER(_types.VideoColor)]),
     "vkcuda_image_export_fd": (c_int32, [_P, POINTER(c_int32)]),
     "vkcuda_image_destroy": (None, [_P]),
 }
@@ -117,31 +76,33 @@ class VideoColor(NamedTuple):
     y_chroma_offset: int = 1
 
 
-class VideoFrame:
+class VideoFrame(Handle):
     """A shared video frame (see the module doc). ``close()`` releases the handle;
     plane tensors already handed out keep the memory valid until freed."""
 
-    def __init__(self, context: "Context", width: int, height: int, format: str = "nv12") -> None:
+    _destroy = lib.vkcuda_image_destroy
+
+    def __init__(self, context: ContextHandle, width: int, height: int, format: str = "nv12") -> None:
         if format not in FORMATS:
             raise ValueError(f"format must be one of {sorted(FORMATS)}, not {format!r}")
         info = ImageCreateInfo(flags=IMAGE_CREATE_LINEAR_BIT, format=FORMATS[format])
         info.extent.width, info.extent.height, info.extent.depth = width, height, 1
         h = c_void_p()
         check(lib.vkcuda_image_create(context.handle, ctypes.byref(info), ctypes.byref(h)))
-        self._handle: Optional[int] = h.value
+        super().__init__(h.value or 0)
         self.format = format
         self.width, self.height = width, height
         self.plane_count = 3 if format in ("i420", "i444") else 2
-        self._ordinal = context.cuda_info.ordinal if not context_is_vulkan_only(context) else None
-        self._ready: Optional[Tuple[Any, int]] = None
+        cuda = CudaInfo()
+        paired = lib.vkcuda_context_get_cuda_info(context.handle, ctypes.byref(cuda)) == SUCCESS
+        self._ordinal: Optional[int] = cuda.device_ordinal if paired else None
+        self._ready: Optional[Tuple[Semaphore, int]] = None
 
     def ready_on(self, semaphore: Any, value: int = 0) -> None:
         """The frame is ready when ``semaphore`` reaches ``value`` (the Vulkan or
         decoder submit that writes it signals that value): each plane's
         ``__dlpack__(stream=s)`` then enqueues the wait on the consumer's stream
         ``s``, as :meth:`vkcuda.Buffer.ready_on` does; ``ready_on(None)`` forgets it."""
-        from ._objects import Semaphore
-
         if semaphore is None:
             self._ready = None
             return
@@ -161,27 +122,6 @@ class VideoFrame:
         state = "closed" if self._handle is None else f"{self.plane_count} planes"
         return f"VideoFrame({self.format}, {self.width}x{self.height}, {state})"
 
-    @property
-    def handle(self) -> Optional[int]:
-        return self._handle
-
-    def close(self) -> None:
-        h, self._handle = self._handle, None
-        if h is not None:
-            lib.vkcuda_image_destroy(h)
-
-    def __enter__(self) -> "VideoFrame":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # pragma: no cover - interpreter shutdown
-            pass
-
     def pointer(self, plane: int) -> PlanePointer:
         """Plane ``plane`` as pitched CUDA memory (``cuda_pointer`` is 0 in a
         Vulkan-only context)."""
@@ -197,7 +137,7 @@ class VideoFrame:
 
     @property
     def color(self) -> VideoColor:
-        c = _VideoColor()
+        c = _types.VideoColor()
         check(lib.vkcuda_image_get_video_color(self._handle, ctypes.byref(c)))
         return VideoColor(
             c.matrix_coefficients, c.transfer_characteristics, c.colour_primaries, bool(c.full_range),
@@ -206,17 +146,9 @@ class VideoFrame:
 
     @color.setter
     def color(self, value: VideoColor) -> None:
-        c = _VideoColor(0, value.matrix_coefficients, value.transfer_characteristics, value.colour_primaries,
+        c = _types.VideoColor(0, value.matrix_coefficients, value.transfer_characteristics, value.colour_primaries,
                         1 if value.full_range else 0, value.x_chroma_offset, value.y_chroma_offset)
         check(lib.vkcuda_image_set_video_color(self._handle, ctypes.byref(c)))
-
-
-def context_is_vulkan_only(context: "Context") -> bool:
-    try:
-        context.cuda_info
-        return False
-    except Exception:
-        return True
 
 
 class Plane:
@@ -274,7 +206,5 @@ class Plane:
     def __dlpack_device__(self) -> Tuple[int, int]:
         if self.frame._ordinal is None:
             self.frame.pointer(self.index)
-            from ._native import ERROR_CUDA_UNAVAILABLE, Error
-
             raise Error(ERROR_CUDA_UNAVAILABLE, "a Vulkan-only context has no CUDA device: the plane has no DLPack device")
         return (_dlpack.KDL_CUDA, self.frame._ordinal)

@@ -36,8 +36,11 @@ from ctypes import CFUNCTYPE, POINTER, Structure, byref, c_char_p, c_int32, c_ui
 from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
 from . import _native
+from ._buffer import Buffer
+from ._context import Context
 from ._native import Error
-from ._objects import Buffer, Context, Semaphore
+from ._semaphore import Semaphore
+from ._types import HandoffInfo
 
 __all__ = ["Queue", "HostBuffer", "Recorder", "CommandBuffer"]
 
@@ -113,9 +116,6 @@ class _MemoryProperties(Structure):
                 ("memoryHeaps", _MemoryHeap * 16)]
 
 
-_HandoffInfo = _native.HandoffInfo
-
-
 _P, _U64, _U32, _I32 = c_void_p, c_uint64, c_uint32, c_int32
 _DEVICE_FUNCTIONS: "dict[str, Tuple[Any, List[Any]]]" = {
     "vkCreateCommandPool": (_I32, [_P, _P, _P, POINTER(_U64)]),
@@ -136,7 +136,7 @@ _DEVICE_FUNCTIONS: "dict[str, Tuple[Any, List[Any]]]" = {
     "vkMapMemory": (_I32, [_P, _U64, _U64, _U64, _U32, POINTER(_P)]),
 }
 
-_lib = _native.lib  # the handoff calls are declared in _native (HandoffInfo)
+_lib = _native.lib  # the handoff calls are declared by _buffer
 
 
 def _vk(call: str, r: int) -> None:
@@ -200,12 +200,12 @@ class Recorder:
 
     def release_to_cuda(self, buffer: Buffer) -> None:
         """``vkcuda_buffer_cmd_release_to_cuda`` after this buffer's transfer writes."""
-        h = _HandoffInfo(0, self._q.family, _STAGE_TRANSFER, _ACCESS_TRANSFER_WRITE)
+        h = HandoffInfo(0, self._q.family, _STAGE_TRANSFER, _ACCESS_TRANSFER_WRITE)
         _native.check(_lib.vkcuda_buffer_cmd_release_to_cuda(buffer.handle, self.cmd, byref(h)))
 
     def acquire_from_cuda(self, buffer: Buffer) -> None:
         """``vkcuda_buffer_cmd_acquire_from_cuda`` before transfers that use the buffer."""
-        h = _HandoffInfo(0, self._q.family, _STAGE_TRANSFER, _ACCESS_TRANSFER_READ | _ACCESS_TRANSFER_WRITE)
+        h = HandoffInfo(0, self._q.family, _STAGE_TRANSFER, _ACCESS_TRANSFER_READ | _ACCESS_TRANSFER_WRITE)
         _native.check(_lib.vkcuda_buffer_cmd_acquire_from_cuda(buffer.handle, self.cmd, byref(h)))
 
 
