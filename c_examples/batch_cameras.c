@@ -185,10 +185,11 @@ int main(int argc, char **argv) {
         for (k = 0; k < 4; k++) bad += depth[corner[k]] != 1.0f || rgba[4 * corner[k]] + rgba[4 * corner[k] + 1] != 0;
         camera_stats_host(rgba, depth, host_stats);
         for (k = 0; cuda && k < STATS; k++) bad += device_stats[FRAMES - 1][i][k] != host_stats[k];
-        if (i % 16 == 0) {
-            printf("camera %2u: mean colour (%5.1f, %5.1f, %5.1f), depth histogram", i,
-                   host_stats[0] / (double)(W * H), host_stats[1] / (double)(W * H), host_stats[2] / (double)(W * H));
-            for (k = 0; k < BINS; k++) printf(" %llu", (unsigned long long)host_stats[3 + k]);
+        if (i % 16 == 0) { /* what the consumer computed (the host's figures without CUDA) */
+            const uint64_t *st = cuda ? device_stats[FRAMES - 1][i] : host_stats;
+            printf("camera %2u: mean colour (%5.1f, %5.1f, %5.1f), depth histogram", i, st[0] / (double)(W * H),
+                   st[1] / (double)(W * H), st[2] / (double)(W * H));
+            for (k = 0; k < BINS; k++) printf(" %llu", (unsigned long long)st[3 + k]);
             printf("\n");
         }
     }
