@@ -10,8 +10,8 @@
 #   scripts/gpu-test.sh -L gpu -j 4        in parallel: the tests that read device-wide
 #                                          figures (free memory, timings) still run alone
 #   scripts/gpu-test.sh -L bench           the benchmarks: bench/c/nvdec_throughput.c (NVDEC
-#                                          throughput), then bench/interop.rs (minutes)
-#                                          and bench_wgpu (crates/vkcuda-wgpu)
+#                                          throughput), then bench/interop.rs (minutes),
+#                                          bench/batch.rs and bench_wgpu (crates/vkcuda-wgpu)
 #
 # Unpacks the Vulkan loader into / and the layer into .dev/vvl, finds the NVIDIA ICD,
 # configures with the prebuilt library and test executables (tests/CMakeLists.txt),
