@@ -30,6 +30,8 @@
     X(cuCtxPopCurrent, (CUcontext * ctx), (ctx))                                                   \
     X(cuCtxSynchronize, (void), ())                                                                \
     X(cuMemGetInfo, (size_t * free_bytes, size_t *total_bytes), (free_bytes, total_bytes))         \
+    X(cuMemAlloc, (CUdeviceptr * ptr, size_t bytes), (ptr, bytes))                                 \
+    X(cuMemFree, (CUdeviceptr ptr), (ptr))                                                         \
     X(cuMemcpyHtoD, (CUdeviceptr dst, const void *src, size_t bytes), (dst, src, bytes))           \
     X(cuMemcpyDtoH, (void *dst, CUdeviceptr src, size_t bytes), (dst, src, bytes))                 \
     X(cuMemcpy2D, (const CUDA_MEMCPY2D *copy), (copy))                                             \

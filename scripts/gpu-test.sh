@@ -12,8 +12,8 @@
 #   scripts/gpu-test.sh -L bench           the benchmarks: bench/c/nvdec_throughput.c (NVDEC
 #                                          throughput), bridges/ffmpeg/bench/ffmpeg_throughput.c
 #                                          (FFmpeg + bridge, where .dev/ffmpeg is carried), then
-#                                          bench/interop.rs (minutes) and bench_wgpu
-#                                          (crates/vkcuda-wgpu)
+#                                          bench/interop.rs (minutes), bench/batch.rs and
+#                                          bench_wgpu (crates/vkcuda-wgpu)
 #
 # Unpacks the Vulkan loader into / and the layer into .dev/vvl, finds the NVIDIA ICD,
 # configures with the prebuilt library and test executables (tests/CMakeLists.txt),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepares, on this (Rust) machine, what scripts/gpu-test.sh needs on the maintainers' GPU
 # machine (no Rust, no Vulkan loader, no Vulkan headers), in .dev/gpu:
-#   libvkcuda.so, bench-interop, bench-calls   release builds, debug info stripped
+#   libvkcuda.so, bench-interop, bench-calls, bench-batch   release builds, debug info stripped
 #   wgpu.tar.xz           crates/vkcuda-wgpu's example (wgpu-example), benchmark
 #                         (bench-wgpu) and test executable (test-wgpu), release,
 #                         stripped, xz-compressed (17 MiB of wgpu code travel as 3):
@@ -61,9 +61,10 @@ sys.exit(0 if seen else "gpu-bundle: cargo built no " + (target or "test executa
 }
 executables target/gpu-bundle-bench.json "$out/bench-interop" interop
 executables target/gpu-bundle-bench.json "$out/bench-calls" calls
+executables target/gpu-bundle-bench.json "$out/bench-batch" batch
 executables target/gpu-bundle-tests.json "$out/tests"
 cp target/release/libvkcuda_c.so "$out/libvkcuda.so" # the C door's library, by its C name
-strip --strip-debug "$out/libvkcuda.so" "$out/bench-interop" "$out/bench-calls"
+strip --strip-debug "$out/libvkcuda.so" "$out/bench-interop" "$out/bench-calls" "$out/bench-batch"
 # All symbols out: the bundle travels under 64 MiB (with debug symbols, 44 MiB of tests),
 # and xz-compressed (43 MiB of stripped test executables travel as about a quarter):
 # scripts/gpu-test.sh unpacks tests.tar.xz into .dev/gpu/tests.
