@@ -365,6 +365,9 @@ impl Ring {
     /// video frames, and for a description the device cannot sample (a chroma
     /// siting its format features lack: the ring keeps its previous one).
     pub fn set_video_color(&self, color: &VideoColor) -> Result<()> {
+        // The description itself first (as an image's), then the ring.
+        color.check()?;
+        color.model()?;
         if self.video.is_none() {
             return Err(Error::invalid(format!(
                 "the ring's {} images are not video frames: a colour description is for a ring \
@@ -447,7 +450,10 @@ impl Ring {
     /// Records into `cmd` the release of every slot to CUDA (from `UNDEFINED`, to
     /// `GENERAL` and `VK_QUEUE_FAMILY_EXTERNAL`), once, before the first frame;
     /// the engine's submit signals the returned value (1) on the timeline, which
-    /// the first frames' producer waits for. A second call is refused.
+    /// the first frames' producer waits for. A second call is refused. A ring of
+    /// video frames first makes its sampling pass with the colour description
+    /// set by then ([`set_video_color`](Self::set_video_color)); one the device
+    /// cannot sample is refused ([`ErrorKind::Unsupported`]), nothing recorded.
     ///
     /// # Safety
     /// `cmd` is a command buffer of the ring's device in the recording state, for
@@ -765,8 +771,10 @@ impl Ring {
     /// (to `TRANSFER_DST_OPTIMAL`) in one barrier, the blit of the whole image to
     /// the whole target (format conversion and scaling), and one barrier that
     /// releases the slot back to CUDA and moves `target` to its new layout
-    /// (`PRESENT_SRC_KHR`). A zero extent records nothing. Returns what the
-    /// engine's submit waits on and signals.
+    /// (`PRESENT_SRC_KHR`). A video frame is first sampled through its YCbCr
+    /// conversion into the ring's RGB image, which is blitted (the submit waits
+    /// for the timeline at `COMPUTE_SHADER`). A zero extent records nothing.
+    /// Returns what the engine's submit waits on and signals.
     ///
     /// Refused, with nothing recorded: a target of another `VkDevice`
     /// ([`ErrorKind::DeviceMismatch`]), a target format the device cannot blit into

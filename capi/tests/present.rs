@@ -1125,3 +1125,73 @@ fn a_ring_of_video_frames_is_sampled_through_its_conversion() {
     }
     assert_eq!(live_counts(), before, "live objects after the video rings");
 }
+
+/// The C door of a ring of video frames: `vkcuda_present_ring_create` with NV12,
+/// each slot's planes (`vkcuda_present_ring_get_plane_pointer`: offset, pitch,
+/// extent and texel size as the frame's own `vkcuda_image_get_plane_pointer`
+/// would say, pointer 0 without CUDA), no CUDA surface for a video slot, the
+/// colour set before the prepare; a plane past the format's refused. Where the
+/// device makes no NV12 frame (Debian 12's lavapipe) the create is refused with
+/// `VKCUDA_ERROR_UNSUPPORTED` and the rest is left out, saying so.
+#[test]
+fn the_c_door_hands_out_a_video_ring_plane_by_plane() {
+    use vkcuda_c::vkcuda_result::*;
+    use vkcuda_c::*;
+    let _serial = serial();
+    let before = live_counts();
+    let ctx = support::vulkan_only_context();
+    let info = vkcuda_present_ring_create_info {
+        flags: 0,
+        format: video::NV12.as_raw(),
+        width: 64,
+        height: 32,
+        image_count: 2,
+    };
+    let mut ring = std::ptr::null_mut();
+    let r = unsafe { vkcuda_present_ring_create(ctx, &info, &mut ring) };
+    if r == VKCUDA_ERROR_UNSUPPORTED && !expect_video_frames() {
+        assert!(ring.is_null());
+        eprintln!(
+            "the_c_door_hands_out_a_video_ring_plane_by_plane: no NV12 video frames on this \
+             device ({}); left out",
+            support::last_error()
+        );
+        unsafe { vkcuda_context_destroy(ctx) };
+        return;
+    }
+    support::ok(r);
+    for index in 0..2 {
+        for (plane, (w, h, texel)) in [(64u32, 32u32, 1u32), (32, 16, 2)].into_iter().enumerate() {
+            let mut p: vkcuda_image_plane_pointer = unsafe { std::mem::zeroed() };
+            support::ok(unsafe {
+                vkcuda_present_ring_get_plane_pointer(ring, index, plane as u32, &mut p)
+            });
+            assert_eq!((p.width, p.height, p.bytes_per_texel), (w, h, texel));
+            assert_eq!(p.cuda_pointer, 0, "no CUDA in a Vulkan-only context");
+            assert!(p.row_pitch >= u64::from(w * texel));
+            assert!(p.size >= p.row_pitch * u64::from(h - 1) + u64::from(w * texel));
+            if plane == 1 {
+                assert!(p.offset > 0, "plane 1 lies after plane 0");
+            }
+        }
+        let mut p: vkcuda_image_plane_pointer = unsafe { std::mem::zeroed() };
+        let r = unsafe { vkcuda_present_ring_get_plane_pointer(ring, index, 2, &mut p) };
+        assert_eq!(r, VKCUDA_ERROR_INVALID_ARGUMENT, "{}", support::last_error());
+        let mut s = 0u64;
+        let r = unsafe { vkcuda_present_ring_get_surface_object(ring, index, &mut s) };
+        assert_ne!(r, VKCUDA_SUCCESS, "a video slot has no CUDA surface");
+    }
+    let color = vkcuda_video_color {
+        flags: 0,
+        matrix_coefficients: 1,
+        transfer_characteristics: 1,
+        colour_primaries: 1,
+        full_range: 1,
+        x_chroma_offset: 0,
+        y_chroma_offset: 0,
+    };
+    support::ok(unsafe { vkcuda_present_ring_set_video_color(ring, &color) });
+    unsafe { vkcuda_present_ring_destroy(ring) };
+    unsafe { vkcuda_context_destroy(ctx) };
+    assert_eq!(live_counts(), before, "live objects after the C video ring");
+}
