@@ -875,27 +875,41 @@ fn gpu_ring_with_the_cuda_kernel_every_byte() {
     cuda.leave();
 }
 
-/// Shared video frames in the ring: NV12, a luma plane that differs per pixel
-/// (random bytes or a ramp) and chroma in blocks of 4x4 chroma samples, so that a
-/// pixel whose neighbouring chroma samples are one block's has one colour
-/// whatever the chroma siting and filter. The host's conversion (BT.709, narrow
-/// or full range) is the reference, within 2 of 255 per channel.
+/// Shared video frames in the ring: NV12 (8-bit) and P010 (10-bit), a luma plane
+/// that differs per pixel (random samples or a ramp) and chroma in blocks of 4x4
+/// chroma samples, so that a pixel whose neighbouring chroma samples are one
+/// block's has one colour whatever the chroma siting and filter. The host's
+/// conversion (BT.709, narrow or full range) is the reference, within 2 of 255
+/// per channel.
 mod video {
     use super::pattern;
     use ash::vk;
 
     pub const NV12: vk::Format = vk::Format::G8_B8R8_2PLANE_420_UNORM;
+    pub const P010: vk::Format = vk::Format::G10X6_B10X6R10X6_2PLANE_420_UNORM_3PACK16;
     const BLOCK: usize = 4;
 
-    /// Frame `k`'s planes: luma (`w` x `h`), CbCr interleaved (`w/2` x `h/2` pairs).
-    pub fn planes(k: u64, w: u32, h: u32) -> (Vec<u8>, Vec<u8>) {
+    /// A frame's samples: luma (`w` x `h`), CbCr interleaved (`w/2` x `h/2`
+    /// pairs), `bits` per sample.
+    pub struct Frame {
+        pub luma: Vec<u32>,
+        pub cbcr: Vec<u32>,
+        pub bits: u32,
+    }
+
+    /// Frame `k` of `w` x `h`.
+    pub fn frame(k: u64, w: u32, h: u32, bits: u32) -> Frame {
         let (w, h) = (w as usize, h as usize);
+        let max = (1u32 << bits) - 1;
+        let s = 1u32 << (bits - 8);
         let luma = (0..w * h)
             .map(|i| {
                 if k % 2 == 0 {
-                    pattern(i, k as u32 * 7919)
+                    (u32::from(pattern(i, k as u32 * 7919)) << 8
+                        | u32::from(pattern(i, k as u32 * 31 + 1)))
+                        & max
                 } else {
-                    ((i % w) * 3 + (i / w) * 5 + k as usize) as u8
+                    (((i % w) * 3 + (i / w) * 5) as u32 * s + k as u32) & max
                 }
             })
             .collect();
@@ -904,75 +918,103 @@ mod video {
         for cy in 0..ch {
             for cx in 0..cw {
                 let (bx, by, k) = (cx / BLOCK, cy / BLOCK, k as usize);
-                cbcr.push((48 + (bx * 37 + by * 11 + k * 5) % 160) as u8);
-                cbcr.push((48 + (bx * 13 + by * 29 + k * 7) % 160) as u8);
+                cbcr.push((48 + (bx * 37 + by * 11 + k * 5) % 160) as u32 * s);
+                cbcr.push((48 + (bx * 13 + by * 29 + k * 7) % 160) as u32 * s);
             }
         }
-        (luma, cbcr)
+        Frame { luma, cbcr, bits }
     }
 
-    /// BT.709 Y'CbCr to 8-bit R'G'B'.
-    fn rgb(y: u8, cb: u8, cr: u8, full: bool) -> [i32; 3] {
-        let (y, cb, cr) = (f64::from(y), f64::from(cb), f64::from(cr));
-        let (yy, cb, cr) = if full {
-            (y / 255.0, (cb - 128.0) / 255.0, (cr - 128.0) / 255.0)
-        } else {
-            ((y - 16.0) / 219.0, (cb - 128.0) / 224.0, (cr - 128.0) / 224.0)
-        };
-        let (kr, kb) = (0.2126, 0.0722);
-        let kg = 1.0 - kr - kb;
-        [
-            yy + 2.0 * (1.0 - kr) * cr,
-            yy - 2.0 * kb * (1.0 - kb) / kg * cb - 2.0 * kr * (1.0 - kr) / kg * cr,
-            yy + 2.0 * (1.0 - kb) * cb,
-        ]
-        .map(|c| (c.clamp(0.0, 1.0) * 255.0 + 0.5).floor() as i32)
-    }
-
-    /// Checks a BGRA8 target of `tw` x `th` that shows frame `(luma, cbcr)` of
-    /// `w` x `h` (nearest scaling): every pixel whose chroma neighbourhood is one
-    /// block's, within 2 per channel, alpha 255. Returns the pixels checked.
-    #[allow(clippy::too_many_arguments)]
-    #[track_caller]
-    pub fn check(
-        got: &[u8],
-        (luma, cbcr): (&[u8], &[u8]),
-        (w, h): (u32, u32),
-        (tw, th): (u32, u32),
-        full: bool,
-        what: &str,
-    ) -> usize {
-        let (w, h) = (w as usize, h as usize);
-        let (cw, ch) = (w / 2, h / 2);
-        let one_block = |c: usize, n: usize| {
-            c.saturating_sub(1) / BLOCK == (c + 1).min(n - 1) / BLOCK
-        };
-        let mut checked = 0;
-        for ty in 0..th as usize {
-            for tx in 0..tw as usize {
-                let (x, y) = (tx * w / tw as usize, ty * h / th as usize);
-                let (cx, cy) = (x / 2, y / 2);
-                let p = (ty * tw as usize + tx) * 4;
-                assert_eq!(got[p + 3], 255, "{what}: alpha of ({tx}, {ty})");
-                if !one_block(cx, cw) || !one_block(cy, ch) {
-                    continue;
-                }
-                let c = (cy * cw + cx) * 2;
-                let want = rgb(luma[y * w + x], cbcr[c], cbcr[c + 1], full);
-                let have = [got[p + 2], got[p + 1], got[p]].map(i32::from);
-                for k in 0..3 {
-                    assert!(
-                        (want[k] - have[k]).abs() <= 2,
-                        "{what}: pixel ({tx}, {ty}) channel {k} is {}, the host's conversion \
-                         gives {}",
-                        have[k],
-                        want[k]
-                    );
-                }
-                checked += 1;
+    impl Frame {
+        /// The planes' bytes as the frame holds them, each plane packed: 8-bit
+        /// samples, or 16-bit words with the sample in the high bits.
+        pub fn plane_bytes(&self, plane: usize) -> Vec<u8> {
+            let samples = if plane == 0 { &self.luma } else { &self.cbcr };
+            if self.bits == 8 {
+                samples.iter().map(|&s| s as u8).collect()
+            } else {
+                samples
+                    .iter()
+                    .flat_map(|&s| ((s << (16 - self.bits)) as u16).to_le_bytes())
+                    .collect()
             }
         }
-        checked
+
+        /// Both planes, one after the other (what `cmd_upload` takes).
+        pub fn bytes(&self) -> Vec<u8> {
+            let mut b = self.plane_bytes(0);
+            b.extend(self.plane_bytes(1));
+            b
+        }
+
+        /// BT.709 Y'CbCr to 8-bit R'G'B'.
+        fn rgb(&self, y: u32, cb: u32, cr: u32, full: bool) -> [i32; 3] {
+            let (y, cb, cr) = (f64::from(y), f64::from(cb), f64::from(cr));
+            let s = f64::from(1u32 << (self.bits - 8));
+            let max = f64::from((1u32 << self.bits) - 1);
+            let (yy, cb, cr) = if full {
+                (y / max, (cb - 128.0 * s) / max, (cr - 128.0 * s) / max)
+            } else {
+                (
+                    (y - 16.0 * s) / (219.0 * s),
+                    (cb - 128.0 * s) / (224.0 * s),
+                    (cr - 128.0 * s) / (224.0 * s),
+                )
+            };
+            let (kr, kb) = (0.2126, 0.0722);
+            let kg = 1.0 - kr - kb;
+            [
+                yy + 2.0 * (1.0 - kr) * cr,
+                yy - 2.0 * kb * (1.0 - kb) / kg * cb - 2.0 * kr * (1.0 - kr) / kg * cr,
+                yy + 2.0 * (1.0 - kb) * cb,
+            ]
+            .map(|c| (c.clamp(0.0, 1.0) * 255.0 + 0.5).floor() as i32)
+        }
+
+        /// Checks a BGRA8 target of `tw` x `th` that shows this frame of `w` x
+        /// `h` (nearest scaling by a whole factor): every pixel whose chroma
+        /// neighbourhood is one block's, within 2 per channel; alpha 255 everywhere.
+        /// Returns the pixels checked.
+        #[track_caller]
+        pub fn check(
+            &self,
+            got: &[u8],
+            (w, h): (u32, u32),
+            (tw, th): (u32, u32),
+            full: bool,
+            what: &str,
+        ) -> usize {
+            let (w, h) = (w as usize, h as usize);
+            let (cw, ch) = (w / 2, h / 2);
+            let one_block =
+                |c: usize, n: usize| c.saturating_sub(1) / BLOCK == (c + 1).min(n - 1) / BLOCK;
+            let mut checked = 0;
+            for ty in 0..th as usize {
+                for tx in 0..tw as usize {
+                    let (x, y) = (tx * w / tw as usize, ty * h / th as usize);
+                    let (cx, cy) = (x / 2, y / 2);
+                    let p = (ty * tw as usize + tx) * 4;
+                    assert_eq!(got[p + 3], 255, "{what}: alpha of ({tx}, {ty})");
+                    if !one_block(cx, cw) || !one_block(cy, ch) {
+                        continue;
+                    }
+                    let c = (cy * cw + cx) * 2;
+                    let want = self.rgb(self.luma[y * w + x], self.cbcr[c], self.cbcr[c + 1], full);
+                    let have = [got[p + 2], got[p + 1], got[p]].map(i32::from);
+                    for k in 0..3 {
+                        assert!(
+                            (want[k] - have[k]).abs() <= 2,
+                            "{what}: pixel ({tx}, {ty}) channel {k} is {}, the host's \
+                             conversion gives {}",
+                            have[k],
+                            want[k]
+                        );
+                    }
+                    checked += 1;
+                }
+            }
+            checked
+        }
     }
 }
 
@@ -982,14 +1024,151 @@ fn expect_video_frames() -> bool {
     std::env::var_os("VKCUDA_EXPECT_VIDEO_FRAMES").is_some_and(|v| v == "1")
 }
 
-/// A ring of shared NV12 video frames on lavapipe (Mesa 25 offers linear NV12;
-/// Debian 12's Mesa 22.3 offers no multi-planar format, and then this test says so
-/// and checks only the refusal): frames uploaded by a Vulkan queue (planes one
-/// after the other), presented through the YCbCr sampling pass into a BGRA8
-/// stand-in of the ring's size and one of twice its size, frames in flight,
-/// every pixel compared with the host's conversion; narrow range (the default)
-/// with a ring of 2, full range (`set_video_color`) with a ring of 3; the
-/// colour refused once prepared, and on a ring of RGBA images; nothing leaked.
+/// How a video ring's frames are written: by a Vulkan queue (`cmd_upload`, the
+/// planes one after the other) or by CUDA on a stream.
+trait Producer {
+    /// Writes `frame` into slot `wr` (begun by the producer itself) and ends it.
+    fn write(&mut self, ring: &Ring, frame: &video::Frame) -> Write;
+}
+
+/// The Vulkan-only producer: one staging buffer per slot.
+struct VulkanProducer<'a> {
+    v: &'a Vk,
+    staging: Vec<HostBuffer>,
+}
+
+impl Producer for VulkanProducer<'_> {
+    fn write(&mut self, ring: &Ring, frame: &video::Frame) -> Write {
+        let wr = ring.begin_write().unwrap();
+        // The slot's staging buffer is reused once the slot's last frame is copied out.
+        let t = [ring.vk_timeline()];
+        let values = [wr.free_value];
+        let info = vk::SemaphoreWaitInfo::default()
+            .semaphores(&t)
+            .values(&values);
+        unsafe { self.v.device.wait_semaphores(&info, u64::MAX) }.unwrap();
+        let bytes = frame.bytes();
+        if self.staging.len() <= wr.index as usize {
+            self.staging.push(self.v.host_buffer(bytes.len() as u64));
+        }
+        produce(self.v, ring, &wr, &self.staging[wr.index as usize], &bytes);
+        wr
+    }
+}
+
+/// A ring of `count` video frames of `format`, `w` x `h`, frames in flight: each
+/// frame written by `producer`, presented through the sampling pass into a BGRA8
+/// stand-in of the ring's size (odd frames) or twice its size (even frames),
+/// copied out, and every frame checked at the end against the host's conversion.
+/// The colour: the default where the device samples it (else the prepare is
+/// refused naming MIDPOINT, and chroma is cosited), or full range (cosited) when
+/// `full`. Returns the ring's creation error, for the caller to skip on.
+#[allow(clippy::too_many_arguments)]
+fn video_ring(
+    ctx: &Arc<Context>,
+    v: &Vk,
+    producer: &mut dyn Producer,
+    (format, bits): (vk::Format, u32),
+    (w, h): (u32, u32),
+    count: u32,
+    full: bool,
+) -> vkcuda::Result<()> {
+    let ring = Ring::create(ctx, &Description::new(format, w, h, count))?;
+    let name = vkcuda::format::display(format);
+    assert!(ring.is_video());
+    assert!(ring.images().iter().all(|im| im.is_frame()));
+    let default = vkcuda::image::VideoColor::DEFAULT;
+    assert_eq!(ring.video_color().unwrap(), default);
+    let mut prepared = false;
+    if !full {
+        let cmd = v.command_buffer();
+        match unsafe { ring.cmd_prepare(cmd, v.family) } {
+            Ok(s) => {
+                end(v, cmd);
+                submit(v, cmd, &s, vk::Fence::null());
+                unsafe { v.device.queue_wait_idle(v.queue) }.unwrap();
+                prepared = true;
+            }
+            Err(e) if e.message().contains("MIDPOINT") => {
+                assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+                eprintln!("{name}: the default colour is refused here: {e}");
+                end(v, cmd);
+            }
+            Err(e) => panic!("{name} ring: {e}"),
+        }
+    }
+    if !prepared {
+        let color = vkcuda::image::VideoColor {
+            full_range: full,
+            x_chroma: vk::ChromaLocation::COSITED_EVEN,
+            y_chroma: vk::ChromaLocation::COSITED_EVEN,
+            ..default
+        };
+        ring.set_video_color(&color).unwrap();
+        assert_eq!(ring.video_color().unwrap(), color);
+        assert!(ring
+            .images()
+            .iter()
+            .all(|im| im.video_color().unwrap() == color));
+        prepare(v, &ring);
+    }
+    let e = ring.set_video_color(&default).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidState, "{e}");
+    let same = TargetImage::new(v, BGRA8, w, h);
+    let twice = TargetImage::new(v, BGRA8, 2 * w, 2 * h);
+    let frames = 2 * u64::from(count) + 1;
+    let outs: Vec<HostBuffer> = (0..frames)
+        .map(|_| v.host_buffer(twice.bytes(4)))
+        .collect();
+    for k in 1..=frames {
+        let wr = producer.write(&ring, &video::frame(k, w, h, bits));
+        assert_eq!(wr.frame, k);
+        let target = if k % 2 == 0 { &twice } else { &same };
+        let cmd = v.command_buffer();
+        let s = unsafe { ring.cmd_present(cmd, v.family, &target.target(v, vk::Filter::NEAREST)) }
+            .unwrap();
+        assert_eq!((s.frame, s.index, s.recorded), (k, wr.index, true));
+        assert_eq!(s.wait_stages[0], vk::PipelineStageFlags::COMPUTE_SHADER);
+        target.record_copy_out(v, cmd, &outs[(k - 1) as usize]);
+        end(v, cmd);
+        submit(v, cmd, &s, vk::Fence::null());
+    }
+    unsafe { v.device.queue_wait_idle(v.queue) }.unwrap();
+    for k in 1..=frames {
+        let t = if k % 2 == 0 { &twice } else { &same };
+        let got = &outs[(k - 1) as usize].bytes()[..t.bytes(4) as usize];
+        let what = format!("{name} {w}x{h} ring of {count} (full range: {full}), frame {k}");
+        let checked = video::frame(k, w, h, bits).check(
+            got,
+            (w, h),
+            (t.extent.width, t.extent.height),
+            full,
+            &what,
+        );
+        assert!(
+            checked * 5 >= (t.extent.width * t.extent.height) as usize,
+            "{what}: only {checked} pixels checked"
+        );
+    }
+    eprintln!(
+        "{name} {w}x{h} ring of {count} (full range: {full}): {frames} frames sampled and \
+         presented, every checked pixel within 2 of the host's conversion"
+    );
+    for b in outs {
+        v.destroy_host_buffer(b);
+    }
+    same.destroy(v);
+    twice.destroy(v);
+    Ok(())
+}
+
+/// Rings of shared video frames on lavapipe (Mesa 25 makes linear NV12 and
+/// P010; Debian 12's Mesa 22.3 makes no multi-planar format, and then this test
+/// says so and checks only the refusals): frames uploaded by a Vulkan queue,
+/// presented through the YCbCr sampling pass (RGBA8 for NV12, RGBA16F for
+/// P010), frames in flight, scaled, every checked pixel compared with the
+/// host's conversion; narrow range with rings of 2, full range with a ring of 3;
+/// the colour refused once prepared and on a ring of RGBA images; nothing leaked.
 #[test]
 fn a_ring_of_video_frames_is_sampled_through_its_conversion() {
     let _serial = serial();
@@ -997,8 +1176,7 @@ fn a_ring_of_video_frames_is_sampled_through_its_conversion() {
     {
         let ctx = vulkan_only();
         let v = Vk::of(&ctx);
-        let (w, h) = (64u32, 32u32);
-        let rgba = Ring::create(&ctx, &Description::new(RGBA8, w, h, 2)).unwrap();
+        let rgba = Ring::create(&ctx, &Description::new(RGBA8, 64, 32, 2)).unwrap();
         assert!(!rgba.is_video());
         let e = rgba
             .set_video_color(&vkcuda::image::VideoColor::DEFAULT)
@@ -1006,122 +1184,36 @@ fn a_ring_of_video_frames_is_sampled_through_its_conversion() {
         assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
         assert!(rgba.video_color().is_err());
         drop(rgba);
-        for (count, full) in [(2u32, false), (3, true)] {
-            let ring = match Ring::create(&ctx, &Description::new(video::NV12, w, h, count)) {
-                Ok(r) => r,
-                Err(e) if e.kind() == ErrorKind::Unsupported && !expect_video_frames() => {
+        let mut producer = VulkanProducer {
+            v: &v,
+            staging: Vec::new(),
+        };
+        let cases = [
+            (video::NV12, 8, 2, false),
+            (video::NV12, 8, 3, true),
+            (video::P010, 10, 2, false),
+        ];
+        for (format, bits, count, full) in cases {
+            producer.staging.drain(..).for_each(|b| v.destroy_host_buffer(b));
+            let r = video_ring(&ctx, &v, &mut producer, (format, bits), (64, 32), count, full);
+            match r {
+                Ok(()) => {}
+                Err(e)
+                    if e.kind() == ErrorKind::Unsupported
+                        && (format != video::NV12 || !expect_video_frames()) =>
+                {
                     eprintln!(
                         "a_ring_of_video_frames_is_sampled_through_its_conversion: this device \
-                         makes no NV12 video frames (Debian 12's lavapipe offers no multi-planar \
-                         format; scripts/lab/fetch-lavapipe.sh fetches one that does): refused \
-                         with {e}; the sampling part left out"
+                         makes no {} video frames (Debian 12's lavapipe offers no multi-planar \
+                         format; scripts/lab/fetch-lavapipe.sh fetches one that does): {e}; \
+                         that ring left out",
+                        vkcuda::format::display(format)
                     );
-                    return;
                 }
-                Err(e) => panic!("a ring of NV12 video frames: {e}"),
-            };
-            assert!(ring.is_video());
-            assert!(ring.images().iter().all(|im| im.is_frame()));
-            // The default colour (chroma at MIDPOINT vertically) where the device
-            // samples it; where it does not (lavapipe: cosited chroma only), the
-            // prepare that makes the sampling pass is refused, naming it.
-            let default = vkcuda::image::VideoColor::DEFAULT;
-            assert_eq!(ring.video_color().unwrap(), default);
-            let mut prepared = false;
-            if !full {
-                let cmd = v.command_buffer();
-                match unsafe { ring.cmd_prepare(cmd, v.family) } {
-                    Ok(s) => {
-                        end(&v, cmd);
-                        submit(&v, cmd, &s, vk::Fence::null());
-                        unsafe { v.device.queue_wait_idle(v.queue) }.unwrap();
-                        prepared = true;
-                    }
-                    Err(e) if e.message().contains("MIDPOINT") => {
-                        assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
-                        eprintln!("the default colour is refused here: {e}");
-                        end(&v, cmd);
-                    }
-                    Err(e) => panic!("NV12 ring: {e}"),
-                }
+                Err(e) => panic!("{}: {e}", vkcuda::format::display(format)),
             }
-            if !prepared {
-                let color = vkcuda::image::VideoColor {
-                    full_range: full,
-                    x_chroma: vk::ChromaLocation::COSITED_EVEN,
-                    y_chroma: vk::ChromaLocation::COSITED_EVEN,
-                    ..default
-                };
-                ring.set_video_color(&color).unwrap();
-                assert_eq!(ring.video_color().unwrap(), color);
-                assert!(ring.images().iter().all(|im| im.video_color().unwrap() == color));
-                prepare(&v, &ring);
-            }
-            let e = ring
-                .set_video_color(&vkcuda::image::VideoColor::DEFAULT)
-                .unwrap_err();
-            assert_eq!(e.kind(), ErrorKind::InvalidState, "{e}");
-            let same = TargetImage::new(&v, BGRA8, w, h);
-            let twice = TargetImage::new(&v, BGRA8, 2 * w, 2 * h);
-            let frames = 2 * u64::from(count) + 1;
-            let frame_len = u64::from(w * h * 3 / 2);
-            let staging: Vec<HostBuffer> =
-                (0..count).map(|_| v.host_buffer(frame_len)).collect();
-            let outs: Vec<HostBuffer> = (0..frames)
-                .map(|_| v.host_buffer(twice.bytes(4)))
-                .collect();
-            for k in 1..=frames {
-                let wr = ring.begin_write().unwrap();
-                let t = [ring.vk_timeline()];
-                let values = [wr.free_value];
-                let info = vk::SemaphoreWaitInfo::default()
-                    .semaphores(&t)
-                    .values(&values);
-                unsafe { v.device.wait_semaphores(&info, u64::MAX) }.unwrap();
-                let (luma, cbcr) = video::planes(k, w, h);
-                let bytes: Vec<u8> = luma.into_iter().chain(cbcr).collect();
-                produce(&v, &ring, &wr, &staging[wr.index as usize], &bytes);
-                let target = if k % 2 == 0 { &twice } else { &same };
-                let cmd = v.command_buffer();
-                let s = unsafe {
-                    ring.cmd_present(cmd, v.family, &target.target(&v, vk::Filter::NEAREST))
-                }
-                .unwrap();
-                assert_eq!((s.frame, s.index, s.recorded), (k, wr.index, true));
-                assert_eq!(s.wait_stages[0], vk::PipelineStageFlags::COMPUTE_SHADER);
-                target.record_copy_out(&v, cmd, &outs[(k - 1) as usize]);
-                end(&v, cmd);
-                submit(&v, cmd, &s, vk::Fence::null());
-            }
-            unsafe { v.device.queue_wait_idle(v.queue) }.unwrap();
-            for k in 1..=frames {
-                let (luma, cbcr) = video::planes(k, w, h);
-                let t = if k % 2 == 0 { &twice } else { &same };
-                let got = &outs[(k - 1) as usize].bytes()[..t.bytes(4) as usize];
-                let what = format!("NV12 ring of {count} (full range: {full}), frame {k}");
-                let checked = video::check(
-                    got,
-                    (&luma, &cbcr),
-                    (w, h),
-                    (t.extent.width, t.extent.height),
-                    full,
-                    &what,
-                );
-                assert!(
-                    checked * 5 >= (t.extent.width * t.extent.height) as usize,
-                    "{what}: only {checked} pixels checked"
-                );
-            }
-            eprintln!(
-                "NV12 ring of {count} (full range: {full}): {frames} frames sampled and \
-                 presented, every checked pixel within 2 of the host's conversion"
-            );
-            for b in staging.into_iter().chain(outs) {
-                v.destroy_host_buffer(b);
-            }
-            same.destroy(&v);
-            twice.destroy(&v);
         }
+        producer.staging.drain(..).for_each(|b| v.destroy_host_buffer(b));
     }
     assert_eq!(live_counts(), before, "live objects after the video rings");
 }
