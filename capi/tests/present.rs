@@ -1029,6 +1029,8 @@ fn expect_video_frames() -> bool {
 trait Producer {
     /// Writes `frame` into slot `wr` (begun by the producer itself) and ends it.
     fn write(&mut self, ring: &Ring, frame: &video::Frame) -> Write;
+    /// Waits for the producer's own queued work (before the ring is dropped).
+    fn finish(&mut self) {}
 }
 
 /// The Vulkan-only producer: one staging buffer per slot.
@@ -1117,9 +1119,7 @@ fn video_ring(
     let same = TargetImage::new(v, BGRA8, w, h);
     let twice = TargetImage::new(v, BGRA8, 2 * w, 2 * h);
     let frames = 2 * u64::from(count) + 1;
-    let outs: Vec<HostBuffer> = (0..frames)
-        .map(|_| v.host_buffer(twice.bytes(4)))
-        .collect();
+    let outs: Vec<HostBuffer> = (0..frames).map(|_| v.host_buffer(twice.bytes(4))).collect();
     for k in 1..=frames {
         let wr = producer.write(&ring, &video::frame(k, w, h, bits));
         assert_eq!(wr.frame, k);
@@ -1134,6 +1134,7 @@ fn video_ring(
         submit(v, cmd, &s, vk::Fence::null());
     }
     unsafe { v.device.queue_wait_idle(v.queue) }.unwrap();
+    producer.finish();
     for k in 1..=frames {
         let t = if k % 2 == 0 { &twice } else { &same };
         let got = &outs[(k - 1) as usize].bytes()[..t.bytes(4) as usize];
@@ -1194,8 +1195,19 @@ fn a_ring_of_video_frames_is_sampled_through_its_conversion() {
             (video::P010, 10, 2, false),
         ];
         for (format, bits, count, full) in cases {
-            producer.staging.drain(..).for_each(|b| v.destroy_host_buffer(b));
-            let r = video_ring(&ctx, &v, &mut producer, (format, bits), (64, 32), count, full);
+            producer
+                .staging
+                .drain(..)
+                .for_each(|b| v.destroy_host_buffer(b));
+            let r = video_ring(
+                &ctx,
+                &v,
+                &mut producer,
+                (format, bits),
+                (64, 32),
+                count,
+                full,
+            );
             match r {
                 Ok(()) => {}
                 Err(e)
@@ -1213,7 +1225,10 @@ fn a_ring_of_video_frames_is_sampled_through_its_conversion() {
                 Err(e) => panic!("{}: {e}", vkcuda::format::display(format)),
             }
         }
-        producer.staging.drain(..).for_each(|b| v.destroy_host_buffer(b));
+        producer
+            .staging
+            .drain(..)
+            .for_each(|b| v.destroy_host_buffer(b));
     }
     assert_eq!(live_counts(), before, "live objects after the video rings");
 }
@@ -1268,7 +1283,12 @@ fn the_c_door_hands_out_a_video_ring_plane_by_plane() {
         }
         let mut p: vkcuda_image_plane_pointer = unsafe { std::mem::zeroed() };
         let r = unsafe { vkcuda_present_ring_get_plane_pointer(ring, index, 2, &mut p) };
-        assert_eq!(r, VKCUDA_ERROR_INVALID_ARGUMENT, "{}", support::last_error());
+        assert_eq!(
+            r,
+            VKCUDA_ERROR_INVALID_ARGUMENT,
+            "{}",
+            support::last_error()
+        );
         let mut s = 0u64;
         let r = unsafe { vkcuda_present_ring_get_surface_object(ring, index, &mut s) };
         assert_ne!(r, VKCUDA_SUCCESS, "a video slot has no CUDA surface");
@@ -1286,4 +1306,100 @@ fn the_c_door_hands_out_a_video_ring_plane_by_plane() {
     unsafe { vkcuda_present_ring_destroy(ring) };
     unsafe { vkcuda_context_destroy(ctx) };
     assert_eq!(live_counts(), before, "live objects after the C video ring");
+}
+
+/// The CUDA producer of a video ring: `cuda_begin` on its stream, one
+/// `cuMemcpy2DAsync` per plane from the host into the slot's pitched plane, and
+/// `cuda_end`; the stream is never synchronised with the host between frames
+/// (the frames' host bytes are kept until the end).
+struct CudaProducer {
+    stream: cudarc::driver::sys::CUstream,
+    kept: Vec<Vec<u8>>,
+}
+
+impl Producer for CudaProducer {
+    fn write(&mut self, ring: &Ring, frame: &video::Frame) -> Write {
+        use cudarc::driver::sys as cu;
+        let wr = ring.cuda_begin(self.stream).unwrap();
+        let im = ring.image(wr.index).unwrap();
+        for plane in 0..2 {
+            let bytes = frame.plane_bytes(plane);
+            let p = im.plane_pointer(plane).unwrap();
+            let row = (p.width * p.bytes_per_texel) as usize;
+            let copy = cu::CUDA_MEMCPY2D {
+                srcXInBytes: 0,
+                srcY: 0,
+                srcMemoryType: cu::CUmemorytype::CU_MEMORYTYPE_HOST,
+                srcHost: bytes.as_ptr().cast(),
+                srcDevice: 0,
+                srcArray: std::ptr::null_mut(),
+                srcPitch: row,
+                dstXInBytes: 0,
+                dstY: 0,
+                dstMemoryType: cu::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                dstHost: std::ptr::null_mut(),
+                dstDevice: p.pointer,
+                dstArray: std::ptr::null_mut(),
+                dstPitch: p.layout.row_pitch as usize,
+                WidthInBytes: row,
+                Height: p.height as usize,
+            };
+            support::cuda::check(unsafe { cu::cuMemcpy2DAsync_v2(&copy, self.stream) });
+            self.kept.push(bytes);
+        }
+        ring.cuda_end(wr.frame, self.stream).unwrap();
+        wr
+    }
+
+    fn finish(&mut self) {
+        support::cuda::check(unsafe { cudarc::driver::sys::cuStreamSynchronize(self.stream) });
+        self.kept.clear();
+    }
+}
+
+/// The video ring with CUDA writing each frame's planes into the shared frame
+/// (as NVDEC's output is copied in), on one stream never synchronised with the
+/// host between frames; presented through the YCbCr pass into stand-ins of the
+/// ring's size and twice it, frames in flight: NV12 (RGBA8 pass) and P010
+/// (RGBA16F pass) at 1280x720, rings of 2 and 3, narrow and full range, every
+/// checked pixel within 2 of the host's conversion. Run it under the
+/// validation layer and compute-sanitizer too.
+#[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+fn gpu_video_ring_with_cuda_writing_the_planes() {
+    let _serial = serial();
+    let Some(ctx) = cuda_context_or_skip("gpu_video_ring_with_cuda_writing_the_planes") else {
+        return;
+    };
+    use cudarc::driver::sys as cu;
+    use support::cuda::{check, Cuda};
+    let v = Vk::of(&ctx);
+    let cuda = Cuda::of_context(&ctx);
+    cuda.enter();
+    let mut stream = std::ptr::null_mut();
+    check(unsafe { cu::cuStreamCreate(&mut stream, 1) });
+    let cases = [
+        (video::NV12, 8, 2, false),
+        (video::NV12, 8, 3, true),
+        (video::P010, 10, 2, false),
+        (video::P010, 10, 3, true),
+    ];
+    for (format, bits, count, full) in cases {
+        let mut producer = CudaProducer {
+            stream,
+            kept: Vec::new(),
+        };
+        video_ring(
+            &ctx,
+            &v,
+            &mut producer,
+            (format, bits),
+            (1280, 720),
+            count,
+            full,
+        )
+        .unwrap_or_else(|e| panic!("{}: {e}", vkcuda::format::display(format)));
+    }
+    check(unsafe { cu::cuStreamDestroy_v2(stream) });
+    cuda.leave();
 }

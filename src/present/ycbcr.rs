@@ -106,8 +106,7 @@ impl Sampling {
         }
         .map_err(|r| dev.error("vkCreateSampler (YCbCr)", r))?;
         for f in frames {
-            let mut conv_info =
-                vk::SamplerYcbcrConversionInfo::default().conversion(s.conversion);
+            let mut conv_info = vk::SamplerYcbcrConversionInfo::default().conversion(s.conversion);
             let view = unsafe {
                 d.create_image_view(
                     &vk::ImageViewCreateInfo::default()
@@ -273,7 +272,9 @@ impl Sampling {
             vk::MemoryPropertyFlags::DEVICE_LOCAL,
             vk::MemoryPropertyFlags::empty(),
         )
-        .ok_or_else(|| Error::unsupported("no DEVICE_LOCAL memory type for the ring's RGB image"))?;
+        .ok_or_else(|| {
+            Error::unsupported("no DEVICE_LOCAL memory type for the ring's RGB image")
+        })?;
         self.rgb_memory = unsafe {
             d.allocate_memory(
                 &vk::MemoryAllocateInfo::default()

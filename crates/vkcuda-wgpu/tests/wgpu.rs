@@ -688,7 +688,11 @@ fn a_shared_texture_is_copied_into_a_surface_texture() {
                 0
             }
         };
-        check_words(&got, want, &format!("frame {k} in a {tw}x{th} surface texture"));
+        check_words(
+            &got,
+            want,
+            &format!("frame {k} in a {tw}x{th} surface texture"),
+        );
     }
     wait_idle(&b);
     // Refusals: nothing submitted, CUDA still holds the texture.
@@ -763,7 +767,12 @@ fn gpu_present_copy_shows_what_cuda_drew() {
             view_formats: &[],
         })
         .unwrap();
-    let target = plain_texture(&b, bgra, (w, h), U::RENDER_ATTACHMENT | U::COPY_DST | U::COPY_SRC);
+    let target = plain_texture(
+        &b,
+        bgra,
+        (w, h),
+        U::RENDER_ATTACHMENT | U::COPY_DST | U::COPY_SRC,
+    );
     let sem = b.create_semaphore(0).unwrap();
     let shared: [Shared; 1] = [(&tex).into()];
     b.submit(
@@ -806,7 +815,10 @@ fn gpu_present_copy_shows_what_cuda_drew() {
             let r = sys::cuMemcpy2DAsync_v2(&copy, stream);
             assert_eq!(r, sys::CUresult::CUDA_SUCCESS);
             sem.cuda_signal(2 * u64::from(k), stream).unwrap();
-            assert_eq!(sys::cuStreamSynchronize(stream), sys::CUresult::CUDA_SUCCESS);
+            assert_eq!(
+                sys::cuStreamSynchronize(stream),
+                sys::CUresult::CUDA_SUCCESS
+            );
             let mut popped = std::ptr::null_mut();
             sys::cuCtxPopCurrent_v2(&mut popped);
         }
@@ -814,6 +826,10 @@ fn gpu_present_copy_shows_what_cuda_drew() {
         b.present_copy(&tex, &target, Some((&sem, v)), Some((&sem, v + 1)))
             .unwrap();
         let got = texture_words(&b, &target);
-        check_words(&got, |i| frame_word(k, i), &format!("frame {k} as the window shows it"));
+        check_words(
+            &got,
+            |i| frame_word(k, i),
+            &format!("frame {k} as the window shows it"),
+        );
     }
 }
