@@ -20,7 +20,12 @@
 //!    signals (the timeline at `2k + 1` and the engine's render-finished semaphore).
 //!
 //! So CUDA never writes an image Vulkan is still copying out of, and Vulkan never
-//! copies an image CUDA is still writing.
+//! copies an image CUDA is still writing. Before the first frame the engine
+//! records [`Ring::cmd_prepare`] once (the release of every slot to CUDA; its
+//! submit signals 1). The ring's images never change size: a resized swapchain
+//! (new images, a new extent) needs nothing from the ring, and a minimised window
+//! (extent 0) records nothing but still passes the frame on (its submit waits and
+//! signals the timeline only), so CUDA never stalls.
 //!
 //! **Video frames.** A ring of a multi-planar (YCbCr) format (NV12, P010, ...:
 //! [`Description::format`]) holds shared video frames ([`Image::is_frame`]:
@@ -31,12 +36,7 @@
 //! ring (RGBA8 for 8-bit frames, RGBA16F for deeper ones), then blits that like
 //! any ring image; its submit waits for the timeline at `COMPUTE_SHADER`. The
 //! engine's device needs the `samplerYcbcrConversion` feature (a standalone
-//! context enables it where the device has it) and its queue compute. Before the first frame the engine
-//! records [`Ring::cmd_prepare`] once (the release of every slot to CUDA; its
-//! submit signals 1). The ring's images never change size: a resized swapchain
-//! (new images, a new extent) needs nothing from the ring, and a minimised window
-//! (extent 0) records nothing but still passes the frame on (its submit waits and
-//! signals the timeline only), so CUDA never stalls.
+//! context enables it where the device has it) and its queue compute.
 //!
 //! ```
 //! use vkcuda::ash::vk;
