@@ -36,7 +36,9 @@
 //! ring (RGBA8 for 8-bit frames, RGBA16F for deeper ones), then blits that like
 //! any ring image; its submit waits for the timeline at `COMPUTE_SHADER`. The
 //! engine's device needs the `samplerYcbcrConversion` feature (a standalone
-//! context enables it where the device has it) and its queue compute.
+//! context enables it where the device has it) and its queue compute. The RGB
+//! image is one per ring, reused frame after frame: submit a video ring's presents
+//! to one queue (each waits for the previous one's blit in submission order).
 //!
 //! ```
 //! use vkcuda::ash::vk;
