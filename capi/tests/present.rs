@@ -1108,6 +1108,14 @@ fn video_ring(
         };
         ring.set_video_color(&color).unwrap();
         assert_eq!(ring.video_color().unwrap(), color);
+        if !full {
+            // The default was refused by the prepare: set again, it is refused
+            // at once, and the ring keeps the colour it had.
+            let e = ring.set_video_color(&default).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+            assert!(e.message().contains("MIDPOINT"), "{e}");
+        }
+        assert_eq!(ring.video_color().unwrap(), color);
         assert!(ring
             .images()
             .iter()
