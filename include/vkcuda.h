@@ -2424,7 +2424,13 @@ typedef struct vkcuda_present_ring_create_info {
   uint32_t flags;
   /**
    * `VK_FORMAT_R8G8B8A8_UNORM`, `_SRGB`, `VK_FORMAT_B8G8R8A8_UNORM`, `_SRGB` or
-   * `VK_FORMAT_R16G16B16A16_SFLOAT`.
+   * `VK_FORMAT_R16G16B16A16_SFLOAT`; or a multi-planar (YCbCr) format the device
+   * makes shared video frames of (NV12 `VK_FORMAT_G8_B8R8_2PLANE_420_UNORM`,
+   * P010, ...): a ring of video frames, which CUDA writes plane by plane
+   * (`vkcuda_present_ring_get_plane_pointer`) and the present samples through
+   * the frames' YCbCr conversion (`vkcuda_present_ring_set_video_color`) into
+   * an RGB image it blits. The engine's device needs `samplerYcbcrConversion`
+   * and its queue compute.
    */
   VkFormat format;
   /**
@@ -4383,7 +4389,8 @@ enum vkcuda_result vkcuda_live_objects_get(struct vkcuda_live_objects *counts);
  * arrays with surfaces) and the timeline semaphore that paces them (starting at
  * 0; a plain Vulkan timeline in a Vulkan-only context). Refused: an image count
  * of 0 or over 16, a zero size (`VKCUDA_ERROR_INVALID_ARGUMENT`), a format that
- * is not one of the five or that the device cannot blit from
+ * is not one of the five nor multi-planar, that the device cannot blit from, or
+ * (multi-planar) of which it makes no shared video frame
  * (`VKCUDA_ERROR_UNSUPPORTED`, naming it). `*ring` is written on success, set to
  * NULL on failure.
  *
@@ -4450,10 +4457,49 @@ enum vkcuda_result vkcuda_present_ring_get_surface_object(const struct vkcuda_pr
                                                           uint64_t *surface);
 
 /**
+ * Plane `plane` of slot `image_index` of a ring of video frames as pitched device
+ * memory, for CUDA to write (`cuMemcpy2DAsync`, a kernel, NVDEC's output): as
+ * `vkcuda_image_get_plane_pointer` (the pointer is 0 in a Vulkan-only context).
+ * `VKCUDA_ERROR_INVALID_ARGUMENT` for an index or plane past the end and for a ring
+ * that is not of video frames. `*pointer` is untouched on failure.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup present
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_present_ring_get_plane_pointer(const struct vkcuda_present_ring *ring,
+                                                         uint32_t image_index,
+                                                         uint32_t plane,
+                                                         struct vkcuda_image_plane_pointer *pointer);
+
+/**
+ * Sets the colour description (matrix, range, chroma siting) every frame of a ring
+ * of video frames is sampled with (`VideoColor` default until set: BT.709, narrow
+ * range, chroma cosited horizontally and midway vertically). Set it before
+ * `vkcuda_present_ring_cmd_prepare`, which makes the sampling pass with it
+ * (after it: `VKCUDA_ERROR_INVALID_STATE`). `VKCUDA_ERROR_INVALID_ARGUMENT` for a
+ * ring that is not of video frames or a description that is not valid;
+ * `VKCUDA_ERROR_UNSUPPORTED` for one the device cannot sample (a chroma siting
+ * its format features lack; the ring keeps its previous one).
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup present
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_present_ring_set_video_color(const struct vkcuda_present_ring *ring,
+                                                       const struct vkcuda_video_color *color);
+
+/**
  * Records into the engine's command buffer the release of every slot to CUDA,
  * once, before the first frame; `*submit` says what the submit signals (the
  * timeline at 1, which the first frames wait for). A second call is refused
- * (`VKCUDA_ERROR_INVALID_STATE`).
+ * (`VKCUDA_ERROR_INVALID_STATE`). For a ring of video frames it first makes the
+ * sampling pass with the colour description set by then: one the device cannot
+ * sample is refused (`VKCUDA_ERROR_UNSUPPORTED`, naming it), nothing recorded.
  *
  * Thread-safety: the command buffer is externally synchronised, as in Vulkan.
  *
@@ -4527,7 +4573,8 @@ enum vkcuda_result vkcuda_present_ring_end_write(const struct vkcuda_present_rin
 /**
  * The producer's side on a Vulkan queue: records the acquire of `write`'s slot
  * from CUDA, the copy of the whole image from `buffer` at `offset` (texels packed
- * row after row, `TRANSFER_SRC` usage) and the release back, and ends the frame.
+ * row after row, a video frame's planes one after the other; `TRANSFER_SRC`
+ * usage) and the release back, and ends the frame.
  * The engine's submit waits for `write->order_value` and signals
  * `write->signal_value` on the ring's timeline.
  *
@@ -4549,7 +4596,10 @@ enum vkcuda_result vkcuda_present_ring_cmd_upload(const struct vkcuda_present_ri
  * finished: the acquire of its slot from CUDA and of the target image in one
  * barrier, `vkCmdBlitImage` of the whole slot onto the whole target (RGBA <-> BGRA,
  * scaling to the target's extent), the release of the slot back to CUDA and the
- * target's transition to its new layout (`PRESENT_SRC_KHR`). `*submit` says what
+ * target's transition to its new layout (`PRESENT_SRC_KHR`). A video frame is
+ * first sampled through its YCbCr conversion into the ring's RGB image (a compute
+ * pass), which is blitted; the submit then waits for the timeline at
+ * `COMPUTE_SHADER` (`submit->wait_stages[0]`). `*submit` says what
  * the engine's submit waits on and signals; submit it, in order. A zero width or
  * height records nothing (`submit->recorded` 0: submit it anyway, present nothing).
  * Refused, nothing recorded: a target of another device

@@ -1274,6 +1274,21 @@ public:
         return detail::finish(r, s);
     }
 
+    /** Plane `plane` of slot `index` of a ring of video frames as pitched device memory
+     *  (`vkcuda_present_ring_get_plane_pointer`). */
+    [[nodiscard]] Fallible<vkcuda_image_plane_pointer> plane_pointer(std::uint32_t index,
+                                                                     std::uint32_t plane) const {
+        vkcuda_image_plane_pointer p{};
+        vkcuda_result r = vkcuda_present_ring_get_plane_pointer(get(), index, plane, &p);
+        return detail::finish(r, p);
+    }
+
+    /** The colour description a ring of video frames is sampled with, before `cmd_prepare`
+     *  (`vkcuda_present_ring_set_video_color`). */
+    Fallible<void> set_video_color(const vkcuda_video_color& color) const {
+        return detail::finish(vkcuda_present_ring_set_video_color(get(), &color));
+    }
+
     /** Records the release of every slot to CUDA, once (`vkcuda_present_ring_cmd_prepare`). */
     [[nodiscard]] Fallible<vkcuda_present_submit> cmd_prepare(VkCommandBuffer cmd, std::uint32_t queue_family) const {
         vkcuda_present_submit s{};

@@ -1851,8 +1851,9 @@ fn check_container(r: &mut Report, root: &Path, working: &Working) {
                     .then(|| mapped_library(prefix))
                     .flatten()
             });
-        // With NVIDIA's ICD loading, only an engine that compiles shaders misses
-        // the SPIR-V compiler (the driver loads it then): vkcuda compiles none.
+        // With NVIDIA's ICD loading, only shaders miss the SPIR-V compiler (the
+        // driver loads it then): an engine's, and vkcuda's one, the sampling pass
+        // of a present ring of video frames (src/present/ycbcr.comp).
         let status = if prefix == "libnvidia-glvkspirv.so." && vulkan_ok {
             Status::Warn
         } else {

@@ -27,6 +27,19 @@
 //! (extent 0) records nothing but still passes the frame on (its submit waits and
 //! signals the timeline only), so CUDA never stalls.
 //!
+//! **Video frames.** A ring of a multi-planar (YCbCr) format (NV12, P010, ...:
+//! [`Description::format`]) holds shared video frames ([`Image::is_frame`]:
+//! LINEAR, one allocation, each plane pitched device memory CUDA writes through
+//! [`Image::plane_pointer`], as NVDEC's output). Its present samples the frame
+//! through the frame's `VkSamplerYcbcrConversion` ([`Ring::set_video_color`],
+//! [`Image::ycbcr_conversion`]) with a compute pass into an RGB image of the
+//! ring (RGBA8 for 8-bit frames, RGBA16F for deeper ones), then blits that like
+//! any ring image; its submit waits for the timeline at `COMPUTE_SHADER`. The
+//! engine's device needs the `samplerYcbcrConversion` feature (a standalone
+//! context enables it where the device has it) and its queue compute. The RGB
+//! image is one per ring, reused frame after frame: submit a video ring's presents
+//! to one queue (each waits for the previous one's blit in submission order).
+//!
 //! ```
 //! use vkcuda::ash::vk;
 //! use vkcuda::context::{Context, CudaChoice};
@@ -50,13 +63,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use ash::vk;
 use cudarc::driver::sys::CUstream;
 
+mod ycbcr;
+
 use super::vulkan::handoff::{self as barrier, Direction, ImageRange, Scope};
 use super::vulkan::image as vkimage;
 use super::vulkan::semaphore as vksem;
 use crate::context::Context;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format;
-use crate::image::{Description as ImageDescription, Image};
+use crate::image::{Description as ImageDescription, Image, VideoColor};
 use crate::semaphore::{Kind, Semaphore};
 
 /// The formats a ring's images may have: 8-bit RGBA and BGRA (UNORM or SRGB) and
@@ -86,7 +101,8 @@ pub const MAX_COUNT: u32 = 16;
 /// What a ring is: `count` images of `format`, `width` x `height`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Description {
-    /// One of [`FORMATS`].
+    /// One of [`FORMATS`], or a multi-planar (YCbCr) format the device makes
+    /// shared video frames of: a ring of video frames (see the module).
     pub format: vk::Format,
     /// The images' width.
     pub width: u32,
@@ -223,6 +239,11 @@ pub struct Ring {
     /// `LINEAR` blits are allowed on the ring's format.
     linear_filter: bool,
     state: Mutex<State>,
+    /// A ring of video frames: the RGB format its frames are sampled into.
+    video: Option<vk::Format>,
+    /// A ring of video frames: its sampling pass, made by `cmd_prepare` (with
+    /// the colour description set by then; locked after `state`).
+    sampling: Mutex<Option<ycbcr::Sampling>>,
 }
 
 /// The timeline: shared with CUDA, or a plain Vulkan one in a Vulkan-only
@@ -265,19 +286,32 @@ impl Ring {
                 desc.width, desc.height
             )));
         }
-        if !FORMATS.contains(&desc.format) {
+        // A multi-planar format: a ring of shared video frames, sampled into an
+        // RGB image that is blitted.
+        let planar = format::layout(desc.format).ok().and_then(|l| l.planar());
+        if !FORMATS.contains(&desc.format) && planar.is_none() {
             return Err(Error::unsupported(format!(
-                "{} cannot be presented from a ring: its images are one of {}",
+                "{} cannot be presented from a ring: its images are one of {}, or shared video \
+                 frames of a multi-planar (YCbCr) format",
                 format::display(desc.format),
                 FORMATS.map(format::display).join(", ")
             )));
         }
-        let features = vkimage::optimal_features(&ctx.vk, desc.format);
+        let blit_format = planar.map_or(desc.format, |p| ycbcr::rgb_format(p.bits));
+        let features = vkimage::optimal_features(&ctx.vk, blit_format);
         if !features.contains(vk::FormatFeatureFlags::BLIT_SRC) {
             return Err(Error::unsupported(format!(
                 "the device cannot blit from {} images (no VK_FORMAT_FEATURE_BLIT_SRC_BIT with \
                  optimal tiling)",
-                format::display(desc.format)
+                format::display(blit_format)
+            )));
+        }
+        if planar.is_some() && !features.contains(vk::FormatFeatureFlags::STORAGE_IMAGE) {
+            return Err(Error::unsupported(format!(
+                "the device cannot write {} storage images (no \
+                 VK_FORMAT_FEATURE_STORAGE_IMAGE_BIT with optimal tiling): a video frame is \
+                 sampled into one",
+                format::display(blit_format)
             )));
         }
         let linear_filter = features.contains(vk::FormatFeatureFlags::SAMPLED_IMAGE_FILTER_LINEAR);
@@ -285,14 +319,24 @@ impl Ring {
             Some(_) => Timeline::Shared(Semaphore::create(ctx, Kind::Timeline, 0, None)?),
             None => Timeline::Plain(ctx.clone(), vksem::create_plain_timeline(&ctx.vk, 0)?),
         };
-        let image_desc = ImageDescription::new_2d(desc.format, desc.width, desc.height);
+        let image_desc = ImageDescription {
+            linear: planar.is_some(),
+            ..ImageDescription::new_2d(desc.format, desc.width, desc.height)
+        };
         let images = (0..desc.count)
             .map(|_| Image::create(ctx, &image_desc))
             .collect::<Result<Vec<_>>>()?;
-        if !images[0]
-            .description()
-            .usage
-            .contains(vk::ImageUsageFlags::TRANSFER_SRC)
+        if planar.is_some() && !images[0].is_frame() {
+            return Err(Error::unsupported(format!(
+                "the device made no shared video frame of {}",
+                format::display(desc.format)
+            )));
+        }
+        if planar.is_none()
+            && !images[0]
+                .description()
+                .usage
+                .contains(vk::ImageUsageFlags::TRANSFER_SRC)
         {
             return Err(Error::unsupported(format!(
                 "the device cannot make exportable {} images with transfer-source usage",
@@ -305,7 +349,64 @@ impl Ring {
             desc: *desc,
             linear_filter,
             state: Mutex::new(State::default()),
+            video: planar.map(|_| blit_format),
+            sampling: Mutex::new(None),
         })
+    }
+
+    /// Whether the ring holds shared video frames (a multi-planar format).
+    pub fn is_video(&self) -> bool {
+        self.video.is_some()
+    }
+
+    /// Sets the colour description every frame of a video ring is sampled with
+    /// (the decoder's: matrix, range, chroma siting; [`VideoColor::DEFAULT`]
+    /// until set), on every slot's image. Set before
+    /// [`cmd_prepare`](Self::cmd_prepare), which makes the sampling pass with it
+    /// (after it: [`ErrorKind::InvalidState`]). Refused for a ring that is not of
+    /// video frames, and for a description the device cannot sample (a chroma
+    /// siting its format features lack: the ring keeps its previous one).
+    pub fn set_video_color(&self, color: &VideoColor) -> Result<()> {
+        // The description itself first (as an image's), then the ring.
+        color.check()?;
+        color.model()?;
+        if self.video.is_none() {
+            return Err(Error::invalid(format!(
+                "the ring's {} images are not video frames: a colour description is for a ring \
+                 of a multi-planar (YCbCr) format",
+                format::display(self.desc.format)
+            )));
+        };
+        let state = self.state();
+        if state.prepared {
+            return Err(Error::new(
+                ErrorKind::InvalidState,
+                "the ring is prepared: its colour description is set before cmd_prepare",
+            ));
+        }
+        let old = self.images[0].video_color()?;
+        let set = |c: &VideoColor| self.images.iter().try_for_each(|im| im.set_video_color(c));
+        match set(color).and_then(|()| self.images[0].ycbcr_conversion()) {
+            Ok(_) => {
+                drop(state);
+                Ok(())
+            }
+            Err(e) => {
+                let _ = set(&old);
+                Err(e)
+            }
+        }
+    }
+
+    /// The colour description a video ring's frames are sampled with.
+    pub fn video_color(&self) -> Result<VideoColor> {
+        if self.video.is_none() {
+            return Err(Error::invalid(format!(
+                "the ring's {} images are not video frames",
+                format::display(self.desc.format)
+            )));
+        }
+        self.images[0].video_color()
     }
 
     /// What the ring is.
@@ -351,7 +452,10 @@ impl Ring {
     /// Records into `cmd` the release of every slot to CUDA (from `UNDEFINED`, to
     /// `GENERAL` and `VK_QUEUE_FAMILY_EXTERNAL`), once, before the first frame;
     /// the engine's submit signals the returned value (1) on the timeline, which
-    /// the first frames' producer waits for. A second call is refused.
+    /// the first frames' producer waits for. A second call is refused. A ring of
+    /// video frames first makes its sampling pass with the colour description
+    /// set by then ([`set_video_color`](Self::set_video_color)); one the device
+    /// cannot sample is refused ([`ErrorKind::Unsupported`]), nothing recorded.
     ///
     /// # Safety
     /// `cmd` is a command buffer of the ring's device in the recording state, for
@@ -368,6 +472,12 @@ impl Ring {
         null_command_buffer(cmd)?;
         let scope = Scope::new(queue_family);
         check_scope(&scope, dev, Direction::Release)?;
+        if let Some(rgb) = self.video {
+            // The sampling pass, with the colour description set by now.
+            let conversion = self.images[0].ycbcr_conversion()?;
+            let pass = ycbcr::Sampling::new(self.context(), &self.images, &conversion, rgb)?;
+            *self.sampling.lock().unwrap_or_else(|p| p.into_inner()) = Some(pass);
+        }
         let barriers: Vec<_> = self
             .images
             .iter()
@@ -497,7 +607,8 @@ impl Ring {
     /// The producer's side on a Vulkan queue (a Vulkan-only context's stand-in for
     /// CUDA, or a copy the engine makes itself): records into `cmd` the acquire of
     /// `write`'s slot from CUDA (to `TRANSFER_DST_OPTIMAL`), the copy of the whole
-    /// image from `buffer` at `offset` (texels packed row after row), and the
+    /// image from `buffer` at `offset` (texels packed row after row; a video
+    /// frame's planes one after the other, each packed), and the
     /// release back to CUDA (`GENERAL`), and ends the frame: the engine's submit
     /// must wait for `write.order_value` (which follows `write.free_value`) and
     /// signal `write.signal_value` on [`vk_timeline`](Self::vk_timeline). Frame `k`
@@ -576,29 +687,36 @@ impl Ring {
         let slot = self.range(im, vk::ImageLayout::TRANSFER_DST_OPTIMAL);
         let acquire = [barrier::image_barrier(Direction::Acquire, &scope, &slot)];
         barrier::record_barriers(dev, cmd, &[], &acquire);
-        let region = vk::BufferImageCopy {
-            buffer_offset: offset,
-            buffer_row_length: 0,
-            buffer_image_height: 0,
-            image_subresource: vk::ImageSubresourceLayers {
-                aspect_mask: vk::ImageAspectFlags::COLOR,
-                mip_level: 0,
-                base_array_layer: 0,
-                layer_count: 1,
-            },
-            image_offset: vk::Offset3D::default(),
-            image_extent: vk::Extent3D {
-                width: self.desc.width,
-                height: self.desc.height,
-                depth: 1,
-            },
-        };
+        // One region per plane, the planes packed one after the other.
+        let mut at = offset;
+        let regions: Vec<_> = (0..im.plane_count())
+            .map(|p| {
+                let extent = im.plane_extent(p);
+                let region = vk::BufferImageCopy {
+                    buffer_offset: at,
+                    buffer_row_length: 0,
+                    buffer_image_height: 0,
+                    image_subresource: vk::ImageSubresourceLayers {
+                        aspect_mask: im.plane_aspect(p),
+                        mip_level: 0,
+                        base_array_layer: 0,
+                        layer_count: 1,
+                    },
+                    image_offset: vk::Offset3D::default(),
+                    image_extent: vk::Extent3D { depth: 1, ..extent },
+                };
+                at += u64::from(extent.width)
+                    * u64::from(extent.height)
+                    * u64::from(im.layout().plane(p).info.bytes_per_texel());
+                region
+            })
+            .collect();
         dev.device.cmd_copy_buffer_to_image(
             cmd,
             buffer,
             im.vk_image(),
             vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-            &[region],
+            &regions,
         );
         let release = [barrier::image_barrier(Direction::Release, &scope, &slot)];
         barrier::record_barriers(dev, cmd, &[], &release);
@@ -620,8 +738,10 @@ impl Ring {
     /// (to `TRANSFER_DST_OPTIMAL`) in one barrier, the blit of the whole image to
     /// the whole target (format conversion and scaling), and one barrier that
     /// releases the slot back to CUDA and moves `target` to its new layout
-    /// (`PRESENT_SRC_KHR`). A zero extent records nothing. Returns what the
-    /// engine's submit waits on and signals.
+    /// (`PRESENT_SRC_KHR`). A video frame is first sampled through its YCbCr
+    /// conversion into the ring's RGB image, which is blitted (the submit waits
+    /// for the timeline at `COMPUTE_SHADER`). A zero extent records nothing.
+    /// Returns what the engine's submit waits on and signals.
     ///
     /// Refused, with nothing recorded: a target of another `VkDevice`
     /// ([`ErrorKind::DeviceMismatch`]), a target format the device cannot blit into
@@ -668,16 +788,17 @@ impl Ring {
         if visible {
             null_command_buffer(cmd)?;
             self.check_target(target)?;
-            let scope = Scope::with_defaults(
-                queue_family,
-                vk::PipelineStageFlags::TRANSFER.as_raw(),
-                vk::AccessFlags::TRANSFER_READ.as_raw(),
-            );
+            let (stage, access) = self.slot_use();
+            let scope = Scope::with_defaults(queue_family, stage.as_raw(), access.as_raw());
             check_scope(&scope, dev, Direction::Acquire)?;
-            self.record_blit(cmd, &scope, &self.images[index as usize], target);
+            let slot = &self.images[index as usize];
+            let pass = self.sampling.lock().unwrap_or_else(|p| p.into_inner());
+            let video = pass.as_ref().map(|p| (p, index as usize));
+            self.record_blit(cmd, &scope, slot, target, video);
         }
         state.presented = k;
         let mut s = self.submit(k, index, visible);
+        s.wait_stages[0] = self.slot_use().0;
         if visible && target.acquired != vk::Semaphore::null() {
             s.wait_semaphores[1] = target.acquired;
             s.wait_count = 2;
@@ -687,6 +808,22 @@ impl Ring {
             s.signal_count = 2;
         }
         Ok(s)
+    }
+
+    /// The stage and access that read a slot in `cmd_present`: the blit
+    /// (`TRANSFER`), or a video frame's sampling pass (`COMPUTE_SHADER`).
+    fn slot_use(&self) -> (vk::PipelineStageFlags, vk::AccessFlags) {
+        if self.video.is_some() {
+            (
+                vk::PipelineStageFlags::COMPUTE_SHADER,
+                vk::AccessFlags::SHADER_READ,
+            )
+        } else {
+            (
+                vk::PipelineStageFlags::TRANSFER,
+                vk::AccessFlags::TRANSFER_READ,
+            )
+        }
     }
 
     /// The target's image and format, checked before anything is recorded.
@@ -743,7 +880,17 @@ impl Ring {
         Ok(())
     }
 
-    unsafe fn record_blit(&self, cmd: vk::CommandBuffer, scope: &Scope, src: &Image, t: &Target) {
+    /// Records the acquire of slot `src` and of the target, the blit (of a video
+    /// frame: its sampling pass into the RGB image, then the blit of that), and
+    /// the release of the slot and the target's move to its new layout.
+    unsafe fn record_blit(
+        &self,
+        cmd: vk::CommandBuffer,
+        scope: &Scope,
+        src: &Image,
+        t: &Target,
+        video: Option<(&ycbcr::Sampling, usize)>,
+    ) {
         let dev = &self.context().vk;
         let color = vk::ImageSubresourceRange {
             aspect_mask: vk::ImageAspectFlags::COLOR,
@@ -756,31 +903,62 @@ impl Ring {
             vk::ImageLayout::UNDEFINED => vk::ImageLayout::PRESENT_SRC_KHR,
             l => l,
         };
-        let slot = self.range(src, vk::ImageLayout::TRANSFER_SRC_OPTIMAL);
-        let acquire = [
-            barrier::image_barrier1(&barrier::image_barrier(Direction::Acquire, scope, &slot)),
-            vk::ImageMemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::empty())
-                .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                .old_layout(t.old_layout)
-                .new_layout(vk::ImageLayout::TRANSFER_DST_OPTIMAL)
-                .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                .image(t.image)
-                .subresource_range(color),
-        ];
-        // The source stage is TRANSFER: the submit waits for the timeline and the
-        // acquired semaphore at TRANSFER, and this barrier's layout transition
-        // follows those waits.
-        dev.device.cmd_pipeline_barrier(
-            cmd,
-            vk::PipelineStageFlags::TRANSFER,
-            vk::PipelineStageFlags::TRANSFER,
-            vk::DependencyFlags::empty(),
-            &[],
-            &[],
-            &acquire,
-        );
+        let slot_layout = if video.is_some() {
+            vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL
+        } else {
+            vk::ImageLayout::TRANSFER_SRC_OPTIMAL
+        };
+        let slot = self.range(src, slot_layout);
+        let slot_acquire =
+            barrier::image_barrier1(&barrier::image_barrier(Direction::Acquire, scope, &slot));
+        let target_acquire = vk::ImageMemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::empty())
+            .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+            .old_layout(t.old_layout)
+            .new_layout(vk::ImageLayout::TRANSFER_DST_OPTIMAL)
+            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .image(t.image)
+            .subresource_range(color);
+        // The source stage is the one the submit waits at (the timeline: TRANSFER,
+        // or COMPUTE_SHADER for a video frame's pass; the acquired semaphore:
+        // TRANSFER), so this barrier's layout transitions follow those waits.
+        let blit_src = match video {
+            Some((pass, index)) => {
+                dev.device.cmd_pipeline_barrier(
+                    cmd,
+                    vk::PipelineStageFlags::COMPUTE_SHADER,
+                    vk::PipelineStageFlags::COMPUTE_SHADER,
+                    vk::DependencyFlags::empty(),
+                    &[],
+                    &[],
+                    &[slot_acquire],
+                );
+                pass.record(cmd, index);
+                dev.device.cmd_pipeline_barrier(
+                    cmd,
+                    vk::PipelineStageFlags::TRANSFER,
+                    vk::PipelineStageFlags::TRANSFER,
+                    vk::DependencyFlags::empty(),
+                    &[],
+                    &[],
+                    &[target_acquire],
+                );
+                pass.rgb()
+            }
+            None => {
+                dev.device.cmd_pipeline_barrier(
+                    cmd,
+                    vk::PipelineStageFlags::TRANSFER,
+                    vk::PipelineStageFlags::TRANSFER,
+                    vk::DependencyFlags::empty(),
+                    &[],
+                    &[],
+                    &[slot_acquire, target_acquire],
+                );
+                src.vk_image()
+            }
+        };
         let layers = vk::ImageSubresourceLayers {
             aspect_mask: vk::ImageAspectFlags::COLOR,
             mip_level: 0,
@@ -811,19 +989,15 @@ impl Ring {
         };
         dev.device.cmd_blit_image(
             cmd,
-            src.vk_image(),
+            blit_src,
             vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
             t.image,
             vk::ImageLayout::TRANSFER_DST_OPTIMAL,
             &[region],
             filter,
         );
-        let release_scope = Scope::with_defaults(
-            scope.queue_family,
-            vk::PipelineStageFlags::TRANSFER.as_raw(),
-            // Nothing was written to the slot: no write to make available.
-            vk::AccessFlags::TRANSFER_READ.as_raw(),
-        );
+        // Nothing was written to the slot: no write to make available.
+        let release_scope = *scope;
         let mut back = barrier::image_barrier1(&barrier::image_barrier(
             Direction::Release,
             &release_scope,
@@ -856,7 +1030,7 @@ impl Ring {
         ];
         dev.device.cmd_pipeline_barrier(
             cmd,
-            vk::PipelineStageFlags::TRANSFER,
+            vk::PipelineStageFlags::TRANSFER | scope.stages,
             after,
             vk::DependencyFlags::empty(),
             &[],

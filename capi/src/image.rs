@@ -1297,7 +1297,7 @@ pub struct vkcuda_video_color {
     pub y_chroma_offset: i32,
 }
 
-fn video_color_from_c(c: &vkcuda_video_color) -> Result<VideoColor> {
+pub(crate) fn video_color_from_c(c: &vkcuda_video_color) -> Result<VideoColor> {
     check_flags(c.flags, 0, "color->flags")?;
     Ok(VideoColor {
         matrix: c.matrix_coefficients,

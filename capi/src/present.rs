@@ -5,7 +5,10 @@ use ash::vk;
 
 use super::context::{ctx_arg, vkcuda_context};
 use super::handle::{self, handle_kind, Tagged};
-use super::image::{VkFormat, VkImage, VkImageLayout};
+use super::image::{
+    video_color_from_c, vkcuda_image_plane_pointer, vkcuda_video_color, VkFormat, VkImage,
+    VkImageLayout,
+};
 use super::types::*;
 use super::{arg, boundary, check_flags, out, quiet, vkcuda_result, write_handle};
 use vkcuda::error::{Error, Result};
@@ -48,7 +51,13 @@ pub struct vkcuda_present_ring_create_info {
     /// No flags yet: 0.
     pub flags: u32,
     /// `VK_FORMAT_R8G8B8A8_UNORM`, `_SRGB`, `VK_FORMAT_B8G8R8A8_UNORM`, `_SRGB` or
-    /// `VK_FORMAT_R16G16B16A16_SFLOAT`.
+    /// `VK_FORMAT_R16G16B16A16_SFLOAT`; or a multi-planar (YCbCr) format the device
+    /// makes shared video frames of (NV12 `VK_FORMAT_G8_B8R8_2PLANE_420_UNORM`,
+    /// P010, ...): a ring of video frames, which CUDA writes plane by plane
+    /// (`vkcuda_present_ring_get_plane_pointer`) and the present samples through
+    /// the frames' YCbCr conversion (`vkcuda_present_ring_set_video_color`) into
+    /// an RGB image it blits. The engine's device needs `samplerYcbcrConversion`
+    /// and its queue compute.
     pub format: VkFormat,
     /// The images' width (what CUDA draws; the blit scales it to the swapchain).
     pub width: u32,
@@ -180,7 +189,8 @@ unsafe fn ring_arg<'a>(ring: *const vkcuda_present_ring) -> Result<&'a Ring> {
 /// arrays with surfaces) and the timeline semaphore that paces them (starting at
 /// 0; a plain Vulkan timeline in a Vulkan-only context). Refused: an image count
 /// of 0 or over 16, a zero size (`VKCUDA_ERROR_INVALID_ARGUMENT`), a format that
-/// is not one of the five or that the device cannot blit from
+/// is not one of the five nor multi-planar, that the device cannot blit from, or
+/// (multi-planar) of which it makes no shared video frame
 /// (`VKCUDA_ERROR_UNSUPPORTED`, naming it). `*ring` is written on success, set to
 /// NULL on failure.
 ///
@@ -297,10 +307,81 @@ pub unsafe extern "C" fn vkcuda_present_ring_get_surface_object(
     })
 }
 
+/// Plane `plane` of slot `image_index` of a ring of video frames as pitched device
+/// memory, for CUDA to write (`cuMemcpy2DAsync`, a kernel, NVDEC's output): as
+/// `vkcuda_image_get_plane_pointer` (the pointer is 0 in a Vulkan-only context).
+/// `VKCUDA_ERROR_INVALID_ARGUMENT` for an index or plane past the end and for a ring
+/// that is not of video frames. `*pointer` is untouched on failure.
+///
+/// Thread-safety: may be called from any thread.
+///
+/// @ingroup present
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_present_ring_get_plane_pointer(
+    ring: *const vkcuda_present_ring,
+    image_index: u32,
+    plane: u32,
+    pointer: *mut vkcuda_image_plane_pointer,
+) -> vkcuda_result {
+    boundary("vkcuda_present_ring_get_plane_pointer", || {
+        let r = ring_arg(ring)?;
+        let o = out(pointer, "pointer")?;
+        let im = slot(r, image_index)?;
+        if !r.is_video() {
+            return Err(Error::invalid(format!(
+                "the ring's {} images are not video frames: CUDA writes them through \
+                 vkcuda_present_ring_get_surface_object",
+                vkcuda::format::display(r.description().format)
+            )));
+        }
+        let p = im.plane_pointer(plane as usize)?;
+        *o = vkcuda_image_plane_pointer {
+            cuda_pointer: p.pointer,
+            offset: p.layout.offset,
+            row_pitch: p.layout.row_pitch,
+            size: p.layout.size,
+            width: p.width,
+            height: p.height,
+            bytes_per_texel: p.bytes_per_texel,
+            format: p.format.as_raw(),
+            aspect: im.plane_aspect(plane as usize).as_raw(),
+        };
+        Ok(())
+    })
+}
+
+/// Sets the colour description (matrix, range, chroma siting) every frame of a ring
+/// of video frames is sampled with (`VideoColor` default until set: BT.709, narrow
+/// range, chroma cosited horizontally and midway vertically). Set it before
+/// `vkcuda_present_ring_cmd_prepare`, which makes the sampling pass with it
+/// (after it: `VKCUDA_ERROR_INVALID_STATE`). `VKCUDA_ERROR_INVALID_ARGUMENT` for a
+/// ring that is not of video frames or a description that is not valid;
+/// `VKCUDA_ERROR_UNSUPPORTED` for one the device cannot sample (a chroma siting
+/// its format features lack; the ring keeps its previous one).
+///
+/// Thread-safety: may be called from any thread.
+///
+/// @ingroup present
+#[no_mangle]
+#[must_use]
+pub unsafe extern "C" fn vkcuda_present_ring_set_video_color(
+    ring: *const vkcuda_present_ring,
+    color: *const vkcuda_video_color,
+) -> vkcuda_result {
+    boundary("vkcuda_present_ring_set_video_color", || {
+        let r = ring_arg(ring)?;
+        let c = video_color_from_c(arg(color, "color")?)?;
+        r.set_video_color(&c)
+    })
+}
+
 /// Records into the engine's command buffer the release of every slot to CUDA,
 /// once, before the first frame; `*submit` says what the submit signals (the
 /// timeline at 1, which the first frames wait for). A second call is refused
-/// (`VKCUDA_ERROR_INVALID_STATE`).
+/// (`VKCUDA_ERROR_INVALID_STATE`). For a ring of video frames it first makes the
+/// sampling pass with the colour description set by then: one the device cannot
+/// sample is refused (`VKCUDA_ERROR_UNSUPPORTED`, naming it), nothing recorded.
 ///
 /// Thread-safety: the command buffer is externally synchronised, as in Vulkan.
 ///
@@ -404,7 +485,8 @@ pub unsafe extern "C" fn vkcuda_present_ring_end_write(
 
 /// The producer's side on a Vulkan queue: records the acquire of `write`'s slot
 /// from CUDA, the copy of the whole image from `buffer` at `offset` (texels packed
-/// row after row, `TRANSFER_SRC` usage) and the release back, and ends the frame.
+/// row after row, a video frame's planes one after the other; `TRANSFER_SRC`
+/// usage) and the release back, and ends the frame.
 /// The engine's submit waits for `write->order_value` and signals
 /// `write->signal_value` on the ring's timeline.
 ///
@@ -446,7 +528,10 @@ pub unsafe extern "C" fn vkcuda_present_ring_cmd_upload(
 /// finished: the acquire of its slot from CUDA and of the target image in one
 /// barrier, `vkCmdBlitImage` of the whole slot onto the whole target (RGBA <-> BGRA,
 /// scaling to the target's extent), the release of the slot back to CUDA and the
-/// target's transition to its new layout (`PRESENT_SRC_KHR`). `*submit` says what
+/// target's transition to its new layout (`PRESENT_SRC_KHR`). A video frame is
+/// first sampled through its YCbCr conversion into the ring's RGB image (a compute
+/// pass), which is blitted; the submit then waits for the timeline at
+/// `COMPUTE_SHADER` (`submit->wait_stages[0]`). `*submit` says what
 /// the engine's submit waits on and signals; submit it, in order. A zero width or
 /// height records nothing (`submit->recorded` 0: submit it anyway, present nothing).
 /// Refused, nothing recorded: a target of another device

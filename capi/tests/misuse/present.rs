@@ -25,6 +25,8 @@ const BEGIN: &str = "vkcuda_present_ring_begin_write";
 const END: &str = "vkcuda_present_ring_end_write";
 const UPLOAD: &str = "vkcuda_present_ring_cmd_upload";
 const PRESENT: &str = "vkcuda_present_ring_cmd_present";
+const PLANE: &str = "vkcuda_present_ring_get_plane_pointer";
+const COLOR: &str = "vkcuda_present_ring_set_video_color";
 
 const STATE: vkcuda_result = VKCUDA_ERROR_INVALID_STATE;
 
@@ -73,6 +75,19 @@ impl Ring {
 impl Drop for Ring {
     fn drop(&mut self) {
         unsafe { vkcuda_present_ring_destroy(self.0) };
+    }
+}
+
+/// BT.709, narrow range: a valid colour description.
+fn video_color() -> vkcuda_video_color {
+    vkcuda_video_color {
+        flags: 0,
+        matrix_coefficients: 1,
+        transfer_characteristics: 1,
+        colour_primaries: 1,
+        full_range: 0,
+        x_chroma_offset: 0,
+        y_chroma_offset: 0,
     }
 }
 
@@ -127,6 +142,20 @@ pub fn cases(m: &mut Matrix) {
         null(SURFACE, "surface", |e, _| {
             let r = Ring::new(e);
             unsafe { vkcuda_present_ring_get_surface_object(r.0, 0, ptr::null_mut()) }
+        }),
+        null(PLANE, "ring", |_, o| unsafe {
+            vkcuda_present_ring_get_plane_pointer(ptr::null(), 0, 0, o.plain())
+        }),
+        null(PLANE, "pointer", |e, _| {
+            let r = Ring::new(e);
+            unsafe { vkcuda_present_ring_get_plane_pointer(r.0, 0, 0, ptr::null_mut()) }
+        }),
+        null(COLOR, "ring", |_, _| unsafe {
+            vkcuda_present_ring_set_video_color(ptr::null(), &video_color())
+        }),
+        null(COLOR, "color", |e, _| {
+            let r = Ring::new(e);
+            unsafe { vkcuda_present_ring_set_video_color(r.0, ptr::null()) }
         }),
         null(PREPARE, "ring", |e, o| unsafe {
             vkcuda_present_ring_cmd_prepare(ptr::null(), e.cmd, e.vk.family, o.plain())
@@ -281,6 +310,65 @@ pub fn cases(m: &mut Matrix) {
         c.refused_untouched::<u64>(&[I], |o| unsafe {
             vkcuda_present_ring_get_surface_object(r.0, 2, o)
         })
+    });
+
+    // Video frames' calls on a ring of RGBA images (Debian 12's lavapipe makes no
+    // video frame; capi/tests/present.rs covers a video ring where the device does).
+    m.case(PLANE, "past-end:image_index", |c| {
+        let r = Ring::new(c.env);
+        c.refused_untouched::<vkcuda_image_plane_pointer>(&[I], |o| unsafe {
+            vkcuda_present_ring_get_plane_pointer(r.0, 2, 0, o)
+        })
+    });
+    m.case(PLANE, "not-video:ring", |c| {
+        let r = Ring::new(c.env);
+        c.refused_untouched::<vkcuda_image_plane_pointer>(&[I], |o| unsafe {
+            vkcuda_present_ring_get_plane_pointer(r.0, 0, 0, o)
+        })
+    });
+    m.any(
+        PLANE,
+        "plane",
+        "a plane past the format's is refused by vkcuda_image_get_plane_pointer's check \
+         (capi/tests/misuse/planar.rs); only a video ring has planes to name",
+    );
+    // A colour description is checked before the ring is looked at: every bad
+    // field is refused on a ring of RGBA images too.
+    type VC = vkcuda_video_color;
+    let color_muts: Vec<Mutation<VC>> = vec![
+        mutation("unknown-bits:color->flags", &[I], |_, c: &mut VC| c.flags = 1),
+        mutation("no-vulkan-model:color->matrix_coefficients", &[UNSUP], |_, c: &mut VC| {
+            c.matrix_coefficients = 10
+        }),
+        mutation("past-255:color->matrix_coefficients", &[I], |_, c: &mut VC| {
+            c.matrix_coefficients = 256
+        }),
+        mutation("past-255:color->transfer_characteristics", &[I], |_, c: &mut VC| {
+            c.transfer_characteristics = 300
+        }),
+        mutation("past-255:color->colour_primaries", &[I], |_, c: &mut VC| {
+            c.colour_primaries = u32::MAX
+        }),
+        mutation("not-bool:color->full_range", &[I], |_, c: &mut VC| c.full_range = 2),
+        mutation("enum-2:color->x_chroma_offset", &[I], |_, c: &mut VC| {
+            c.x_chroma_offset = 2
+        }),
+        mutation("negative:color->y_chroma_offset", &[I], |_, c: &mut VC| {
+            c.y_chroma_offset = -1
+        }),
+    ];
+    mutations(m, COLOR, color_muts, |_| video_color(), |c, color, want| {
+        let r = Ring::new(c.env);
+        c.refused(unsafe { vkcuda_present_ring_set_video_color(r.0, color) }, want);
+        Ran
+    });
+    m.case(COLOR, "not-video:ring", |c| {
+        let r = Ring::new(c.env);
+        c.refused(
+            unsafe { vkcuda_present_ring_set_video_color(r.0, &video_color()) },
+            &[I],
+        );
+        Ran
     });
 
     // Queue families the device has not.

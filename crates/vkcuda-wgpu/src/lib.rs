@@ -623,6 +623,138 @@ impl Interop {
         Ok(self.inner.queue.submit(buffers))
     }
 
+    /// Shows what CUDA drew on a window: takes `shared` back from CUDA (after
+    /// `wait`, CUDA's signal), copies it into `target` (the
+    /// [`wgpu::SurfaceTexture::texture`] of `surface.get_current_texture()`), hands
+    /// it back to CUDA and signals `signal` (CUDA's next frame waits for it), in
+    /// one submission; the caller then presents the surface texture
+    /// (`interop.queue().present(surface_texture)`).
+    /// The surface must be configured with `COPY_DST` in its usage and the shared
+    /// texture's format (or its sRGB twin); the shared texture needs `COPY_SRC`.
+    /// The copy covers the extent both textures have (a window resized to another
+    /// size than the shared texture shows its top-left part, or is filled in part:
+    /// recreate the shared texture at the new size); a zero extent copies nothing
+    /// and still hands the texture over. For scaling or another format, sample the
+    /// texture in a render pass of your own between [`Interop::submit`]'s acquire
+    /// and release instead.
+    ///
+    /// Errors, with nothing submitted: `target` without `COPY_DST`, `shared`
+    /// without `COPY_SRC`, formats a copy cannot convert between, multisampled or
+    /// non-2D textures ([`Error::InvalidArgument`]); a target of another device
+    /// (wgpu's validation error, caught: [`Error::InvalidArgument`]); and
+    /// [`Interop::submit`]'s (CUDA does not hold `shared`, a signal value that does
+    /// not move forward, ...).
+    ///
+    /// ```no_run
+    /// use vkcuda_wgpu::{CuStream, Handoff, Interop, Shared, SharedSemaphore, SharedTexture};
+    ///
+    /// /// Frame `k` (1, 2, ...): CUDA draws into `shared` on `stream`, the window
+    /// /// shows it. Before frame 1 the texture went to CUDA with
+    /// /// `interop.submit([], &Handoff { release: &[(&shared).into()], signal:
+    /// /// Some((&timeline, 1)), ..Default::default() })`, and the surface was
+    /// /// configured with `usage: RENDER_ATTACHMENT | COPY_DST` and the shared
+    /// /// texture's format.
+    /// fn frame(
+    ///     interop: &Interop,
+    ///     surface: &wgpu::Surface<'_>,
+    ///     shared: &SharedTexture,
+    ///     timeline: &SharedSemaphore,
+    ///     stream: CuStream,
+    ///     k: u64,
+    /// ) -> Result<(), Box<dyn std::error::Error>> {
+    ///     timeline.cuda_wait(2 * k - 1, stream)?; // the previous copy is done
+    ///     // ... a kernel writes shared.cuda_array(0)? through a surface on `stream` ...
+    ///     timeline.cuda_signal(2 * k, stream)?;
+    ///     let (wait, signal) = (Some((timeline, 2 * k)), Some((timeline, 2 * k + 1)));
+    ///     match surface.get_current_texture() {
+    ///         wgpu::CurrentSurfaceTexture::Success(out) => {
+    ///             interop.present_copy(shared, &out.texture, wait, signal)?;
+    ///             interop.queue().present(out);
+    ///         }
+    ///         _ => {
+    ///             // Nothing to show (minimised, or reconfigure the surface): the
+    ///             // frame is still passed on, so CUDA's next wait is met.
+    ///             let t: [Shared; 1] = [shared.into()];
+    ///             let h = Handoff { acquire: &t, release: &t, wait, signal };
+    ///             interop.submit([], &h)?;
+    ///         }
+    ///     }
+    ///     Ok(())
+    /// }
+    /// ```
+    pub fn present_copy(
+        &self,
+        shared: &SharedTexture,
+        target: &wgpu::Texture,
+        wait: Option<(&SharedSemaphore, u64)>,
+        signal: Option<(&SharedSemaphore, u64)>,
+    ) -> Result<wgpu::SubmissionIndex> {
+        let src = &shared.wgpu;
+        let bad = |what: String| Err(Error::InvalidArgument(what));
+        if !src.usage().contains(wgpu::TextureUsages::COPY_SRC) {
+            return bad(format!(
+                "the shared texture's usage {:?} lacks COPY_SRC: it cannot be copied to the \
+                 surface",
+                src.usage()
+            ));
+        }
+        if !target.usage().contains(wgpu::TextureUsages::COPY_DST) {
+            return bad(format!(
+                "the target's usage {:?} lacks COPY_DST: configure the surface with \
+                 `usage: RENDER_ATTACHMENT | COPY_DST`",
+                target.usage()
+            ));
+        }
+        if src.format().remove_srgb_suffix() != target.format().remove_srgb_suffix() {
+            return bad(format!(
+                "the shared texture is {:?} and the target {:?}: a copy does not convert \
+                 formats (configure the surface with the shared texture's format, or create \
+                 the shared texture in the surface's)",
+                src.format(),
+                target.format()
+            ));
+        }
+        for (t, what) in [(src, "shared texture"), (target, "target")] {
+            if t.dimension() != wgpu::TextureDimension::D2 || t.sample_count() != 1 {
+                return bad(format!(
+                    "the {what} is {:?} with {} samples: only single-sampled 2D textures are \
+                     copied",
+                    t.dimension(),
+                    t.sample_count()
+                ));
+            }
+        }
+        let extent = wgpu::Extent3d {
+            width: src.width().min(target.width()),
+            height: src.height().min(target.height()),
+            depth_or_array_layers: 1,
+        };
+        let device = &self.inner.device;
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("vkcuda-wgpu: the shared texture to the surface"),
+        });
+        if extent.width > 0 && extent.height > 0 {
+            enc.copy_texture_to_texture(src.as_image_copy(), target.as_image_copy(), extent);
+        }
+        let copy = enc.finish();
+        if let Some(e) = ready(scope.pop()) {
+            return bad(format!(
+                "wgpu refused the copy to the target (a texture of another device?): {e}"
+            ));
+        }
+        let texture: [Shared; 1] = [shared.into()];
+        self.submit(
+            [copy],
+            &Handoff {
+                acquire: &texture,
+                release: &texture,
+                wait,
+                signal,
+            },
+        )
+    }
+
     /// A command buffer holding only the handoff barrier of `list` (wgpu 30 keeps
     /// raw commands out of encoders that hold wgpu commands).
     fn record(&self, list: &[Shared<'_>], release: bool) -> Result<wgpu::CommandBuffer> {
@@ -692,6 +824,19 @@ impl Interop {
             _ => Ok(()),
         }
     }
+}
+
+/// The value of a future that native wgpu resolves at once (an error scope's
+/// pop); `None` if it is still pending after a few polls.
+fn ready<T>(f: impl std::future::Future<Output = Option<T>>) -> Option<T> {
+    let mut f = std::pin::pin!(f);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    for _ in 0..16 {
+        if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+    }
+    None
 }
 
 /// The use (and its layout) a texture rests in while CUDA holds it: storage if it

@@ -532,3 +532,304 @@ fn gpu_cuda_reads_and_writes_what_wgpu_shares() {
         "wgpu's view of CUDA's writes",
     );
 }
+
+/// A 2D texture of the bridge's device (a stand-in for the surface texture wgpu
+/// hands out: BGRA8 with RENDER_ATTACHMENT | COPY_DST; COPY_SRC too, to read it).
+fn plain_texture(
+    b: &Interop,
+    format: wgpu::TextureFormat,
+    (w, h): (u32, u32),
+    usage: wgpu::TextureUsages,
+) -> wgpu::Texture {
+    b.device().create_texture(&wgpu::TextureDescriptor {
+        label: Some("surface stand-in"),
+        size: wgpu::Extent3d {
+            width: w,
+            height: h,
+            depth_or_array_layers: 1,
+        },
+        mip_level_count: 1,
+        sample_count: 1,
+        dimension: wgpu::TextureDimension::D2,
+        format,
+        usage,
+        view_formats: &[],
+    })
+}
+
+/// Reads a 4-byte-texel texture back, row by row, as words.
+fn texture_words(b: &Interop, t: &wgpu::Texture) -> Vec<u32> {
+    let (w, h) = (t.width(), t.height());
+    let row = (w * 4).next_multiple_of(256);
+    let (copy, staging) = read_back(b, row as u64 * h as u64, |enc, staging| {
+        enc.copy_texture_to_buffer(
+            t.as_image_copy(),
+            wgpu::TexelCopyBufferInfo {
+                buffer: staging,
+                layout: wgpu::TexelCopyBufferLayout {
+                    offset: 0,
+                    bytes_per_row: Some(row),
+                    rows_per_image: None,
+                },
+            },
+            t.size(),
+        )
+    });
+    b.queue().submit([copy]);
+    let got = words(b, &staging);
+    (0..w * h)
+        .map(|i| got[((i / w) * (row / 4) + i % w) as usize])
+        .collect()
+}
+
+/// The presenting path without a window: a shared BGRA8 texture that the
+/// producer (the host standing in for CUDA: a copy from a buffer between an
+/// acquire and a release) writes frame after frame is copied by
+/// `Interop::present_copy` into a texture made like a surface texture
+/// (BGRA8, RENDER_ATTACHMENT | COPY_DST) of the same size, a smaller one (a
+/// window made smaller) and a larger one (made larger: the rest stays as it
+/// was, zero), every texel read back; then every refusal, with nothing
+/// submitted (CUDA still holds the texture).
+#[test]
+fn a_shared_texture_is_copied_into_a_surface_texture() {
+    use wgpu::TextureUsages as U;
+    let b = bridge();
+    let (w, h) = (61u32, 37u32);
+    let bgra = wgpu::TextureFormat::Bgra8Unorm;
+    let tex = b
+        .create_texture(&wgpu::TextureDescriptor {
+            label: Some("shared frame"),
+            size: wgpu::Extent3d {
+                width: w,
+                height: h,
+                depth_or_array_layers: 1,
+            },
+            mip_level_count: 1,
+            sample_count: 1,
+            dimension: wgpu::TextureDimension::D2,
+            format: bgra,
+            usage: U::COPY_SRC | U::COPY_DST | U::TEXTURE_BINDING,
+            view_formats: &[],
+        })
+        .unwrap();
+    let surface = U::RENDER_ATTACHMENT | U::COPY_DST | U::COPY_SRC;
+    let targets = [(w, h), (w - 20, h - 9), (w + 13, h + 6)]
+        .map(|size| plain_texture(&b, bgra, size, surface));
+    let sem = timeline(&b, 0, "a_shared_texture_is_copied_into_a_surface_texture");
+    let shared: [Shared; 1] = [(&tex).into()];
+    // Before the first frame the texture goes to CUDA.
+    b.submit(
+        [],
+        &Handoff {
+            release: &shared,
+            signal: sem.as_ref().map(|s| (s, 1)),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let frame_word = |k: u32, i: u32| pattern(i ^ (k * 7919)) | 0xff00_0000;
+    let row = (w * 4).next_multiple_of(256);
+    let mut value = 1;
+    for (k, target) in (1u32..).zip(&targets) {
+        // The producer's turn: waits for the previous copy, writes frame k.
+        let bytes: Vec<u8> = (0..h)
+            .flat_map(|y| {
+                (0..row / 4).flat_map(move |x| frame_word(k, y * w + x.min(w - 1)).to_le_bytes())
+            })
+            .collect();
+        let upload = b.device().create_buffer(&wgpu::BufferDescriptor {
+            label: Some("frame"),
+            size: bytes.len() as u64,
+            usage: wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        b.queue().write_buffer(&upload, 0, &bytes);
+        let mut enc = b.device().create_command_encoder(&Default::default());
+        enc.copy_buffer_to_texture(
+            wgpu::TexelCopyBufferInfo {
+                buffer: &upload,
+                layout: wgpu::TexelCopyBufferLayout {
+                    offset: 0,
+                    bytes_per_row: Some(row),
+                    rows_per_image: None,
+                },
+            },
+            tex.wgpu().as_image_copy(),
+            tex.wgpu().size(),
+        );
+        b.submit(
+            [enc.finish()],
+            &Handoff {
+                acquire: &shared,
+                release: &shared,
+                wait: sem.as_ref().map(|s| (s, value)),
+                signal: sem.as_ref().map(|s| (s, value + 1)),
+            },
+        )
+        .unwrap();
+        value += 1;
+        // The engine's turn: the copy into the surface texture.
+        b.present_copy(
+            &tex,
+            target,
+            sem.as_ref().map(|s| (s, value)),
+            sem.as_ref().map(|s| (s, value + 1)),
+        )
+        .unwrap();
+        value += 1;
+        assert!(tex.with_cuda(), "handed back to CUDA");
+        let got = texture_words(&b, target);
+        let (tw, th) = (target.width(), target.height());
+        let want = |i: u32| {
+            let (x, y) = (i % tw, i / tw);
+            if x < w && y < h {
+                frame_word(k, y * w + x)
+            } else {
+                0
+            }
+        };
+        check_words(
+            &got,
+            want,
+            &format!("frame {k} in a {tw}x{th} surface texture"),
+        );
+    }
+    wait_idle(&b);
+    // Refusals: nothing submitted, CUDA still holds the texture.
+    let no_dst = plain_texture(&b, bgra, (w, h), U::RENDER_ATTACHMENT | U::COPY_SRC);
+    let rgba = plain_texture(&b, wgpu::TextureFormat::Rgba8Unorm, (w, h), surface);
+    let other = bridge();
+    let elsewhere = plain_texture(&other, bgra, (w, h), surface);
+    for (t, says) in [
+        (&no_dst, "COPY_DST"),
+        (&rgba, "does not convert formats"),
+        (&elsewhere, "wgpu refused the copy"),
+    ] {
+        match b.present_copy(&tex, t, None, None) {
+            Err(Error::InvalidArgument(m)) => assert!(m.contains(says), "{m}"),
+            other => panic!("{says}: {other:?}"),
+        }
+        assert!(tex.with_cuda());
+    }
+    if let Some(s) = &sem {
+        let e = b
+            .present_copy(&tex, &targets[0], None, Some((s, 1)))
+            .unwrap_err();
+        assert!(matches!(e, Error::InvalidState(_)), "{e:?}");
+    }
+    // Taken back once: a copy of a texture CUDA does not hold is out of turn.
+    b.submit(
+        [],
+        &Handoff {
+            acquire: &shared,
+            wait: sem.as_ref().map(|s| (s, value)),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let e = b.present_copy(&tex, &targets[0], None, None).unwrap_err();
+    assert!(matches!(e, Error::InvalidState(_)), "{e:?}");
+    wait_idle(&b);
+}
+
+/// `present_copy` with CUDA drawing: frames written into the shared BGRA8
+/// texture's CUDA array by `cuMemcpy2DAsync` on one stream (waiting for the
+/// previous copy on the timeline, signalling its frame), each copied into a
+/// surface-like texture and read back, every texel compared.
+#[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+fn gpu_present_copy_shows_what_cuda_drew() {
+    use cudarc::driver::sys;
+    use wgpu::TextureUsages as U;
+    let b = match Interop::request_device(&adapter(), &Default::default(), CudaChoice::Primary) {
+        Ok(b) => b,
+        Err(e) if std::env::var("VKCUDA_REQUIRE_GPU").as_deref() != Ok("1") => {
+            eprintln!("SKIPPED: gpu_present_copy_shows_what_cuda_drew: no CUDA GPU here ({e})");
+            return;
+        }
+        Err(e) => panic!("VKCUDA_REQUIRE_GPU=1 but no CUDA-paired wgpu device: {e}"),
+    };
+    let (w, h) = (1920u32, 1080u32);
+    let bgra = wgpu::TextureFormat::Bgra8Unorm;
+    let tex = b
+        .create_texture(&wgpu::TextureDescriptor {
+            label: Some("shared frame"),
+            size: wgpu::Extent3d {
+                width: w,
+                height: h,
+                depth_or_array_layers: 1,
+            },
+            mip_level_count: 1,
+            sample_count: 1,
+            dimension: wgpu::TextureDimension::D2,
+            format: bgra,
+            usage: U::COPY_SRC | U::TEXTURE_BINDING,
+            view_formats: &[],
+        })
+        .unwrap();
+    let target = plain_texture(
+        &b,
+        bgra,
+        (w, h),
+        U::RENDER_ATTACHMENT | U::COPY_DST | U::COPY_SRC,
+    );
+    let sem = b.create_semaphore(0).unwrap();
+    let shared: [Shared; 1] = [(&tex).into()];
+    b.submit(
+        [],
+        &Handoff {
+            release: &shared,
+            signal: Some((&sem, 1)),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let ctx = b.cuda().unwrap().context;
+    let array = tex.cuda_array(0).unwrap();
+    let frame_word = |k: u32, i: u32| pattern(i ^ (k * 7919)) | 0xff00_0000;
+    for k in 1..=4u32 {
+        let texels: Vec<u32> = (0..w * h).map(|i| frame_word(k, i)).collect();
+        // SAFETY: the driver is loaded (the bridge has CUDA); the copy covers the array.
+        unsafe {
+            assert_eq!(sys::cuCtxPushCurrent_v2(ctx), sys::CUresult::CUDA_SUCCESS);
+            let stream = std::ptr::null_mut();
+            sem.cuda_wait(2 * u64::from(k) - 1, stream).unwrap();
+            let copy = sys::CUDA_MEMCPY2D {
+                srcXInBytes: 0,
+                srcY: 0,
+                srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_HOST,
+                srcHost: texels.as_ptr().cast(),
+                srcDevice: 0,
+                srcArray: std::ptr::null_mut(),
+                srcPitch: (w * 4) as usize,
+                dstXInBytes: 0,
+                dstY: 0,
+                dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_ARRAY,
+                dstHost: std::ptr::null_mut(),
+                dstDevice: 0,
+                dstArray: array,
+                dstPitch: 0,
+                WidthInBytes: (w * 4) as usize,
+                Height: h as usize,
+            };
+            let r = sys::cuMemcpy2DAsync_v2(&copy, stream);
+            assert_eq!(r, sys::CUresult::CUDA_SUCCESS);
+            sem.cuda_signal(2 * u64::from(k), stream).unwrap();
+            assert_eq!(
+                sys::cuStreamSynchronize(stream),
+                sys::CUresult::CUDA_SUCCESS
+            );
+            let mut popped = std::ptr::null_mut();
+            sys::cuCtxPopCurrent_v2(&mut popped);
+        }
+        let v = 2 * u64::from(k);
+        b.present_copy(&tex, &target, Some((&sem, v)), Some((&sem, v + 1)))
+            .unwrap();
+        let got = texture_words(&b, &target);
+        check_words(
+            &got,
+            |i| frame_word(k, i),
+            &format!("frame {k} as the window shows it"),
+        );
+    }
+}
