@@ -6,13 +6,12 @@ use super::{deep, devices, loader};
 use crate::cuda;
 
 /// Below this soft open-file limit the doctor fails (`process.fd_limit`): the
-/// NVIDIA driver holds tens
-/// of descriptors per CUDA context and Vulkan device, each export makes one more
-/// until it is imported or closed, and a process that runs out fails its next
-/// export with an error that does not say why.
-pub(crate) const FD_LIMIT_FAIL: u64 = 256;
+/// NVIDIA driver holds tens of descriptors per CUDA context and Vulkan device,
+/// each export makes one more until it is imported or closed, and a process that
+/// runs out fails its next export with an error that does not say why.
+const FD_LIMIT_FAIL: u64 = 256;
 /// Below this one it warns (1024 is the usual default soft limit).
-pub(crate) const FD_LIMIT_WARN: u64 = 1024;
+const FD_LIMIT_WARN: u64 = 1024;
 
 /// Runs every check: the Vulkan loader and its ICDs, the CUDA driver, each
 /// device's interop support and CUDA twin, the process's limits, the container

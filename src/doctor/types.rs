@@ -110,7 +110,7 @@ impl Options {
     ///
     /// # Safety
     /// As for [`Context::from_engine`](crate::Context::from_engine): live handles
-    /// of the engine, valid during [`run`].
+    /// of the engine, valid during [`run`](super::run).
     pub unsafe fn with_engine(mut self, engine: EngineHandles) -> Options {
         self.engine = Some(engine);
         self

@@ -14,7 +14,8 @@
 //! - CUDA side: the driver API the library already loads: `cuMemcpyHtoD`/`DtoH`
 //!   for buffers, `cuMemcpy3D` for every level array of an image (layers and
 //!   slices included), `cuMemcpy2D` for each plane of a video frame at
-//!   [`Image::plane_pointer`]'s address and row pitch.
+//!   [`Image::plane_pointer`](crate::Image::plane_pointer)'s address and row
+//!   pitch.
 //!
 //! Each resource is one check (`deep.buffer.vulkan`, `deep.image.R8G8B8A8_UNORM.2D`,
 //! `deep.frame.NV12`, `deep.semaphore.timeline`, ...) that passes, or fails with the

@@ -1,6 +1,6 @@
 //! The deep self-test's cases, as data: [`BUFFERS`], [`IMAGES`], [`SEMAPHORES`]
-//! (and every `verified` row of [`crate::format::PLANAR`]), their sizes, and how long it
-//! waits.
+//! (and every `verified` row of [`crate::format::PLANAR`]), their sizes, and how
+//! long it waits.
 
 use std::time::Duration;
 
@@ -67,8 +67,8 @@ const fn image(format: vk::Format, shape: &'static str) -> ImageCase {
     }
 }
 
-/// One format of each class of [`format::TABLE`] (8/16/32-bit channels; 1, 2 and
-/// 4 channels; integer, float, sRGB, BGRA) as a 2D image, and every shape.
+/// One format of each class of [`crate::format::TABLE`] (8/16/32-bit channels; 1,
+/// 2 and 4 channels; integer, float, sRGB, BGRA) as a 2D image, and every shape.
 pub(crate) const IMAGES: &[ImageCase] = &[
     image(vk::Format::R8_UNORM, "2D"),
     image(vk::Format::R8G8_UINT, "2D"),

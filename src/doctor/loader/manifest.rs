@@ -226,10 +226,10 @@ fn is_json_name(p: &Path) -> bool {
 }
 
 /// The bytes of a manifest, or of any file the doctor reads under
-/// [`Options::root`]: a regular file, at most [`MANIFEST_SIZE_LIMIT`] bytes,
-/// opened without blocking (a FIFO put in its place after the check would
-/// otherwise wait for a writer). `/proc` files report size 0 and are read up to
-/// the limit.
+/// [`Options::root`](crate::doctor::Options::root): a regular file, at most
+/// [`MANIFEST_SIZE_LIMIT`] bytes, opened without blocking (a FIFO put in its place
+/// after the check would otherwise wait for a writer). `/proc` files report size 0
+/// and are read up to the limit.
 pub(crate) fn read_capped(path: &Path) -> std::result::Result<Vec<u8>, Problem> {
     let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => Problem::Missing,

@@ -1,5 +1,5 @@
 //! The Vulkan loader and its ICDs: whether `libvulkan.so.1` loads, which driver
-//! manifests its search finds (read in [`manifest`], found as [`search`] says),
+//! manifests its search finds (read in `manifest`, found as `search` says),
 //! and whether NVIDIA's is among those that work.
 
 pub(crate) mod manifest;
@@ -15,8 +15,6 @@ use search::Search;
 use super::types::{Report, Status};
 use crate::dynlib;
 use crate::vulkan::standalone;
-
-// --- Vulkan loader and ICDs ------------------------------------------------------
 
 pub(crate) fn check_loader(r: &mut Report, gap: Option<&str>) -> bool {
     let entry = match standalone::load_entry() {
