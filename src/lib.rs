@@ -172,7 +172,6 @@ pub mod image;
 pub mod ipc;
 pub mod pairing;
 pub mod present;
-mod selftest;
 pub mod semaphore;
 
 mod cuda;

@@ -153,15 +153,16 @@ fn every_cuda_call_is_a_required_symbol() {
     let required = &list[start..end];
     // The deep self-test's own copies: it checks its list (CUDA_SYMBOLS) before
     // the first call and skips its CUDA part, naming the symbol, when one is missing.
-    let selftest = std::fs::read_to_string(root.join("selftest.rs")).unwrap();
-    let start = selftest
-        .find("pub const CUDA_SYMBOLS")
+    let table = std::fs::read_to_string(root.join("doctor/deep/table.rs")).unwrap();
+    let start = table
+        .find("pub(crate) const CUDA_SYMBOLS")
         .expect("CUDA_SYMBOLS");
-    let own = &selftest[start..start + selftest[start..].find("];").unwrap()];
+    let own = &table[start..start + table[start..].find("];").unwrap()];
+    let deep = root.join("doctor/deep");
     let mut missing = Vec::new();
     for p in sources {
         let text = std::fs::read_to_string(&p).unwrap();
-        let checked_here = if p.ends_with("selftest.rs") { own } else { "" };
+        let checked_here = if p.starts_with(&deep) { own } else { "" };
         for (i, _) in text.match_indices("sys::cu") {
             let name: String = text[i + 5..]
                 .chars()

@@ -7,6 +7,7 @@ pub mod handoff;
 pub mod image;
 pub mod memory;
 pub mod semaphore;
+pub mod staging;
 pub mod standalone;
 pub mod support;
 
