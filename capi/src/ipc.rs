@@ -226,61 +226,32 @@ impl vkcuda_share_kind_raw {
     }
 }
 
-fn zero_image_info() -> vkcuda_image_create_info {
-    vkcuda_image_create_info {
-        flags: 0,
-        image_type: vkcuda_image_type_raw(0),
-        format: 0,
-        extent: vk::Extent3D::default(),
-        mip_levels: 0,
-        array_layers: 0,
-        usage: 0,
-    }
-}
-
 fn to_c(d: &Description) -> vkcuda_share_description {
-    let mut c = vkcuda_share_description {
-        flags: 0,
-        kind: vkcuda_share_kind_raw(d.kind().code() as i32),
-        device_uuid: d.device_uuid,
-        buffer: vkcuda_share_buffer_description {
-            allocator: vkcuda_allocator_raw(0),
-            dedicated: 0,
-            allocation_size: 0,
-            offset: 0,
-            size: 0,
-        },
-        semaphore: vkcuda_share_semaphore_description {
-            semaphore_type: vkcuda_semaphore_type_raw(0),
-            value: 0,
-        },
-        image: vkcuda_share_image_description {
-            description: zero_image_info(),
-            allocation_size: 0,
-            plane_allocation_sizes: [0; 3],
-        },
-    };
+    // Zeroed, then filled field by field: the struct has padding (after
+    // `semaphore.semaphore_type`, after `image.description`), and a struct literal
+    // would leave it uninitialised, copying stack bytes out to the caller.
+    // SAFETY: every field is an integer, an integer array or a struct of those.
+    let mut c: vkcuda_share_description = unsafe { std::mem::zeroed() };
+    c.kind = vkcuda_share_kind_raw(d.kind().code() as i32);
+    c.device_uuid = d.device_uuid;
     match &d.object {
         Object::Buffer(l) => {
-            c.buffer = vkcuda_share_buffer_description {
-                allocator: vkcuda_allocator_raw(match l.allocator {
-                    Allocator::Vulkan => 0,
-                    Allocator::Cuda => 1,
-                }),
-                dedicated: l.dedicated as u32,
-                allocation_size: l.allocation_size,
-                offset: l.offset,
-                size: l.size,
-            }
+            let b = &mut c.buffer;
+            b.allocator = vkcuda_allocator_raw(match l.allocator {
+                Allocator::Vulkan => 0,
+                Allocator::Cuda => 1,
+            });
+            b.dedicated = l.dedicated as u32;
+            b.allocation_size = l.allocation_size;
+            b.offset = l.offset;
+            b.size = l.size;
         }
         Object::Semaphore { kind, value } => {
-            c.semaphore = vkcuda_share_semaphore_description {
-                semaphore_type: vkcuda_semaphore_type_raw(match kind {
-                    semaphore::Kind::Timeline => 0,
-                    semaphore::Kind::Binary => 1,
-                }),
-                value: *value,
-            }
+            c.semaphore.semaphore_type = vkcuda_semaphore_type_raw(match kind {
+                semaphore::Kind::Timeline => 0,
+                semaphore::Kind::Binary => 1,
+            });
+            c.semaphore.value = *value;
         }
         // The colour does not fit the C struct (its layout is the ABI's): the
         // record carries it, this struct does not.
@@ -289,23 +260,23 @@ fn to_c(d: &Description) -> vkcuda_share_description {
             allocation_sizes,
             color: _,
         } => {
-            c.image = vkcuda_share_image_description {
-                description: vkcuda_image_create_info {
-                    flags: super::image::description_flags(desc),
-                    image_type: vkcuda_image_type_raw::of(desc.dimension),
-                    format: desc.format.as_raw(),
-                    extent: vk::Extent3D {
-                        width: desc.width,
-                        height: desc.height,
-                        depth: desc.depth,
-                    },
-                    mip_levels: desc.mip_levels,
-                    array_layers: desc.array_layers,
-                    usage: desc.usage.as_raw(),
+            let i = &mut c.image;
+            // No padding inside the create-info (nine 32-bit fields).
+            i.description = vkcuda_image_create_info {
+                flags: super::image::description_flags(desc),
+                image_type: vkcuda_image_type_raw::of(desc.dimension),
+                format: desc.format.as_raw(),
+                extent: vk::Extent3D {
+                    width: desc.width,
+                    height: desc.height,
+                    depth: desc.depth,
                 },
-                allocation_size: allocation_sizes[0],
-                plane_allocation_sizes: *allocation_sizes,
-            }
+                mip_levels: desc.mip_levels,
+                array_layers: desc.array_layers,
+                usage: desc.usage.as_raw(),
+            };
+            i.allocation_size = allocation_sizes[0];
+            i.plane_allocation_sizes = *allocation_sizes;
         }
     }
     c
@@ -1087,6 +1058,37 @@ mod tests {
             vkcuda_share_description_parse(bytes.as_ptr(), ipc::DESCRIPTION_SIZE, &mut c)
         };
         assert_eq!(r, vkcuda_result::VKCUDA_SUCCESS);
+    }
+
+    #[test]
+    fn descriptions_written_out_carry_no_stack_bytes_in_their_padding() {
+        let d = Description {
+            device_uuid: [3; 16],
+            object: Object::Semaphore {
+                kind: vkcuda::semaphore::Kind::Timeline,
+                value: 9,
+            },
+        };
+        let bytes = d.to_bytes().unwrap();
+        let size = std::mem::size_of::<vkcuda_share_description>();
+        let mut c = std::mem::MaybeUninit::<vkcuda_share_description>::uninit();
+        // SAFETY: `c` is `size` bytes; the parse writes the whole struct.
+        let raw = unsafe {
+            std::ptr::write_bytes(c.as_mut_ptr().cast::<u8>(), 0xAA, size);
+            let r = vkcuda_share_description_parse(bytes.as_ptr(), bytes.len(), c.as_mut_ptr());
+            assert_eq!(r, vkcuda_result::VKCUDA_SUCCESS);
+            std::slice::from_raw_parts(c.as_ptr().cast::<u8>(), size)
+        };
+        // After semaphore_type (4 bytes, then a u64) and after the image's
+        // create-info (nine u32, then a u64).
+        let holes = [
+            std::mem::offset_of!(vkcuda_share_description, semaphore) + 4,
+            std::mem::offset_of!(vkcuda_share_description, image)
+                + std::mem::size_of::<vkcuda_image_create_info>(),
+        ];
+        for at in holes {
+            assert_eq!(raw[at..at + 4], [0; 4], "padding at byte {at}");
+        }
     }
 
     #[test]
