@@ -1,17 +1,15 @@
 //! The test's own Vulkan work, with `ash` loaded from a context's
 //! `vkGetInstanceProcAddr`: `Vk` (submits, copies, barriers, host buffers),
 //! `layout_barrier`, `device_local_type`, and `EngineDevice` (an instance and a
-//! device made the way an engine makes them), `OneDevice` and `TwoDevices`
-//! (Vulkan-only contexts with their `Vk`, destroyed on drop).
+//! device made the way an engine makes them). The C door's constructors (`Vk::new`
+//! of a C context, `EngineDevice::create_info`, `OneDevice`, `TwoDevices`) are in
+//! capi/tests/support/door.rs.
 
 use std::ffi::CStr;
-use std::mem::ManuallyDrop;
-use std::ptr;
 
 use ash::vk;
-use vkcuda_c::*;
 
-use super::{ok, pattern};
+use super::checks::pattern;
 
 /// The test's own Vulkan work on a context's device.
 pub struct Vk {
@@ -24,20 +22,6 @@ pub struct Vk {
 }
 
 impl Vk {
-    /// Loads from a standalone context's handles (which include a queue).
-    pub fn new(ctx: *const vkcuda_context) -> Vk {
-        let mut h: vkcuda_vulkan_handles = unsafe { std::mem::zeroed() };
-        ok(unsafe { vkcuda_context_get_vulkan_handles(ctx, &mut h) });
-        assert_ne!(
-            h.queue,
-            vk::Queue::null(),
-            "a standalone context has a queue"
-        );
-        let gipa = h.get_instance_proc_addr.expect("gipa");
-        let (family, queue) = (h.queue_family_index, h.queue);
-        Vk::load(gipa, h.instance, h.physical_device, h.device, family, queue)
-    }
-
     /// Loads from a standalone context of the Rust API (`vkcuda::Context`), whose
     /// handles include a queue.
     pub fn of(ctx: &vkcuda::Context) -> Vk {
@@ -49,7 +33,7 @@ impl Vk {
 
     /// The functions of `instance` and `device` through `gipa`, and a command pool
     /// of `family`.
-    fn load(
+    pub fn load(
         gipa: vk::PFN_vkGetInstanceProcAddr,
         instance: vk::Instance,
         physical: vk::PhysicalDevice,
@@ -397,18 +381,6 @@ impl EngineDevice {
         }
         .is_none()
     }
-
-    pub fn create_info(&self, flags: u32) -> vkcuda_context_create_info {
-        vkcuda_context_create_info {
-            flags,
-            instance: self.instance.handle(),
-            physical_device: self.physical,
-            device: self.device.handle(),
-            get_instance_proc_addr: Some(self.entry.static_fn().get_instance_proc_addr),
-            get_device_proc_addr: None,
-            cuda_context: ptr::null_mut(),
-        }
-    }
 }
 
 impl Drop for EngineDevice {
@@ -431,68 +403,4 @@ pub fn device_local_type(v: &Vk, bits: u32) -> u32 {
                     .contains(vk::MemoryPropertyFlags::DEVICE_LOCAL)
         })
         .expect("a device-local memory type")
-}
-
-/// A Vulkan-only context and the test's Vulkan on it (`OneDevice` derefs to its
-/// `Vk`): both destroyed when dropped.
-pub struct OneDevice {
-    pub ctx: *mut vkcuda_context,
-    v: ManuallyDrop<Vk>,
-}
-
-impl OneDevice {
-    pub fn open() -> OneDevice {
-        let ctx = super::vulkan_only_context();
-        let v = ManuallyDrop::new(Vk::new(ctx));
-        OneDevice { ctx, v }
-    }
-}
-
-impl std::ops::Deref for OneDevice {
-    type Target = Vk;
-    fn deref(&self) -> &Vk {
-        &self.v
-    }
-}
-
-impl Drop for OneDevice {
-    fn drop(&mut self) {
-        unsafe {
-            ManuallyDrop::drop(&mut self.v);
-            vkcuda_context_destroy(self.ctx);
-        }
-    }
-}
-
-/// Two Vulkan-only contexts, two VkDevices as two processes have them, and the
-/// test's Vulkan on each (`va` on `a`, `vb` on `b`): all destroyed when dropped.
-pub struct TwoDevices {
-    pub a: *mut vkcuda_context,
-    pub b: *mut vkcuda_context,
-    pub va: ManuallyDrop<Vk>,
-    pub vb: ManuallyDrop<Vk>,
-}
-
-impl TwoDevices {
-    pub fn open() -> TwoDevices {
-        let (a, b) = (super::vulkan_only_context(), super::vulkan_only_context());
-        let (va, vb) = (Vk::new(a), Vk::new(b));
-        TwoDevices {
-            a,
-            b,
-            va: ManuallyDrop::new(va),
-            vb: ManuallyDrop::new(vb),
-        }
-    }
-}
-
-impl Drop for TwoDevices {
-    fn drop(&mut self) {
-        unsafe {
-            ManuallyDrop::drop(&mut self.va);
-            ManuallyDrop::drop(&mut self.vb);
-            vkcuda_context_destroy(self.a);
-            vkcuda_context_destroy(self.b);
-        }
-    }
 }
