@@ -7,7 +7,7 @@
 //! frame loop with CUDA and a DLPack tensor that outlives its buffer.
 
 mod support;
-use support::cuda::{check, Cuda};
+use support::cuda::Cuda;
 use support::{gpu_required, layout_barrier, pattern, EngineDevice, HostBuffer, Vk};
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -22,7 +22,6 @@ use vkcuda::dlpack::{DType, Spec, Tensor};
 use vkcuda::handoff::{self, Direction, Resource, Scope};
 use vkcuda::image::{Description, Dimension, VideoColor};
 use vkcuda::ipc::{self, Options, PeerPolicy};
-use vkcuda::semaphore::Kind;
 use vkcuda::{doctor, pairing, Buffer, Context, Error, ErrorKind, Image, Semaphore};
 
 fn none() -> vk::BufferUsageFlags {
@@ -856,52 +855,6 @@ fn image_refusals_and_queries() {
     }
 }
 
-#[test]
-fn semaphores_where_the_device_has_them() {
-    let ctx = vulkan_only();
-    let support = pairing::enumerate()
-        .unwrap()
-        .into_iter()
-        .flatten()
-        .find(|r| r.support.props.uuid == ctx_uuid(&ctx))
-        .expect("the context's device is listed");
-    if !support.support.external_semaphore_fd {
-        kind_of(
-            Semaphore::create(&ctx, Kind::Timeline, 0, None),
-            ErrorKind::ExtensionNotPresent,
-            "VK_KHR_external_semaphore_fd",
-        );
-        eprintln!("rust_api: no VK_KHR_external_semaphore_fd here: the refusal was checked");
-        return;
-    }
-    let sem = Semaphore::create(&ctx, Kind::Timeline, 5, None).unwrap();
-    assert_eq!(sem.kind(), Kind::Timeline);
-    assert_eq!(sem.value().unwrap(), 5);
-    let s = sem.next_stage().unwrap();
-    assert_eq!((s.wait, s.signal), (5, 6));
-    sem.host_signal(6).unwrap();
-    sem.host_wait(6, Duration::ZERO).unwrap();
-    kind_of(
-        sem.host_signal(6),
-        ErrorKind::InvalidArgument,
-        "strictly increase",
-    );
-    kind_of(
-        sem.host_wait(7, Duration::from_millis(5)),
-        ErrorKind::Timeout,
-        "did not reach 7",
-    );
-    let fd = sem.export_fd().unwrap();
-    let twin = Semaphore::import_fd(&ctx, fd.as_fd(), Kind::Timeline, None).unwrap();
-    sem.host_signal(9).unwrap();
-    assert_eq!(twin.value().unwrap(), 9, "one payload, two semaphores");
-    kind_of(
-        Semaphore::create(&ctx, Kind::Binary, 1, None),
-        ErrorKind::InvalidArgument,
-        "initial_value must be 0",
-    );
-}
-
 fn ctx_uuid(ctx: &Context) -> [u8; 16] {
     let h = ctx.vulkan_handles();
     // SAFETY: the context's own live instance and physical device.
@@ -1185,114 +1138,6 @@ fn rust_cuda_context_or_skip(test: &str) -> Option<Arc<Context>> {
 /// CUDA's view of a context through its info.
 fn cuda_of(ctx: &Context) -> Cuda {
     Cuda::of_context(ctx)
-}
-
-#[test]
-#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
-fn gpu_frame_loop_through_the_rust_api() {
-    let Some(ctx) = rust_cuda_context_or_skip("gpu_frame_loop_through_the_rust_api") else {
-        return;
-    };
-    use cudarc::driver::sys as cu;
-    let info = ctx.cuda_info().unwrap();
-    assert!(info.primary);
-    let v = vk_of(&ctx);
-    let cuda = cuda_of(&ctx);
-    let scope = Scope::new(v.family);
-    const N: usize = 1 << 20;
-    for allocator in [Allocator::Vulkan, Allocator::Cuda] {
-        let buf = Buffer::create(&ctx, N as u64, none(), allocator).unwrap();
-        let sem = Semaphore::create(&ctx, Kind::Timeline, 0, None).unwrap();
-        let ptr = buf.cuda_ptr().unwrap();
-        assert_ne!(ptr, 0);
-        let mut stream = std::ptr::null_mut();
-        cuda.within(|| {
-            check(unsafe { cu::cuStreamCreate(&mut stream, 0) });
-        });
-        ctx.check_stream(stream).unwrap();
-        let host = v.host_buffer(N as u64);
-        let mut back = vec![0u8; N];
-        for frame in 0..8u32 {
-            // Vulkan writes the frame's bytes and hands the buffer to CUDA.
-            let written = bytes(N, frame);
-            host.bytes().copy_from_slice(&written);
-            let vulkan = sem.next_stage().unwrap();
-            let cmd = v.command_buffer();
-            unsafe {
-                v.device.cmd_copy_buffer(
-                    cmd,
-                    host.buffer,
-                    buf.vk_buffer(),
-                    &[vk::BufferCopy::default().size(N as u64)],
-                );
-                buf.cmd_release_to_cuda(cmd, &scope).unwrap();
-                v.device.end_command_buffer(cmd).unwrap();
-            }
-            v.submit_timeline(
-                &[(sem.vk_semaphore(), vulkan.wait)],
-                &[(sem.vk_semaphore(), vulkan.signal)],
-                cmd,
-                vk::Fence::null(),
-            );
-            // CUDA waits, reads what Vulkan wrote, writes the next pattern, signals.
-            let c = sem.next_stage().unwrap();
-            sem.cuda_wait(c.wait, stream).unwrap();
-            let answer = bytes(N, frame + 1000);
-            cuda.within(|| unsafe {
-                check(cu::cuMemcpyDtoHAsync_v2(
-                    back.as_mut_ptr().cast(),
-                    ptr,
-                    N,
-                    stream,
-                ));
-                check(cu::cuMemcpyHtoDAsync_v2(
-                    ptr,
-                    answer.as_ptr().cast(),
-                    N,
-                    stream,
-                ));
-            });
-            sem.cuda_signal(c.signal, stream).unwrap();
-            // Vulkan takes it back and reads CUDA's bytes.
-            let cmd = v.command_buffer();
-            unsafe {
-                buf.cmd_acquire_from_cuda(cmd, &scope).unwrap();
-                v.device.cmd_copy_buffer(
-                    cmd,
-                    buf.vk_buffer(),
-                    host.buffer,
-                    &[vk::BufferCopy::default().size(N as u64)],
-                );
-                v.device.end_command_buffer(cmd).unwrap();
-            }
-            let next = sem.next_stage().unwrap();
-            v.submit_timeline(
-                &[(sem.vk_semaphore(), next.wait)],
-                &[(sem.vk_semaphore(), next.signal)],
-                cmd,
-                vk::Fence::null(),
-            );
-            sem.host_wait(next.signal, Duration::from_secs(10)).unwrap();
-            cuda.within(|| check(unsafe { cu::cuStreamSynchronize(stream) }));
-            assert_same(
-                &back,
-                &written,
-                &format!("{allocator:?} frame {frame}: CUDA read"),
-            );
-            assert_same(
-                host.bytes(),
-                &answer,
-                &format!("{allocator:?} frame {frame}: Vulkan read"),
-            );
-            unsafe {
-                v.device
-                    .reset_command_pool(v.pool, vk::CommandPoolResetFlags::empty())
-            }
-            .unwrap();
-        }
-        v.destroy_host_buffer(host);
-        cuda.within(|| check(unsafe { cu::cuStreamDestroy_v2(stream) }));
-    }
 }
 
 #[test]

@@ -93,3 +93,59 @@ pub fn cuda_context_or_skip(test: &str) -> Option<Arc<vkcuda::Context>> {
 pub fn vulkan_only_context() -> Arc<vkcuda::Context> {
     vkcuda::Context::standalone(None, vkcuda::CudaChoice::None).expect("a Vulkan-only context")
 }
+
+/// Asserts `r` failed with `want` and a message; returns the message.
+#[track_caller]
+pub fn fails<T: std::fmt::Debug>(r: vkcuda::Result<T>, want: vkcuda::ErrorKind) -> String {
+    let e = r.expect_err("a refusal");
+    assert_eq!(e.kind(), want, "message: {e}");
+    let msg = e.to_string();
+    assert!(!msg.is_empty(), "no message for {want:?}");
+    msg
+}
+
+/// `n` bytes of `pattern(i, seed)`.
+pub fn bytes(n: usize, seed: u32) -> Vec<u8> {
+    (0..n).map(|i| pattern(i, seed)).collect()
+}
+
+/// Equal bytes, or a panic naming the first differing byte.
+#[track_caller]
+pub fn assert_same(got: &[u8], want: &[u8], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    if let Some(i) = (0..want.len()).find(|&i| got[i] != want[i]) {
+        panic!(
+            "{what}: byte {i} of {} is {:#04x}, want {:#04x}",
+            want.len(),
+            got[i],
+            want[i]
+        );
+    }
+}
+
+/// Asserts `r` failed with `want` and that its message says `words`; returns the error.
+#[track_caller]
+pub fn refused<T: std::fmt::Debug>(
+    r: vkcuda::Result<T>,
+    want: vkcuda::ErrorKind,
+    words: &str,
+) -> vkcuda::Error {
+    let e = r.expect_err("the call must fail");
+    assert_eq!(e.kind(), want, "{e}");
+    assert!(
+        e.message().contains(words),
+        "the message says {words:?}: {e}"
+    );
+    e
+}
+
+/// The UUID of a context's Vulkan device, as `vkcuda::pairing` reports it.
+pub fn ctx_uuid(ctx: &vkcuda::Context) -> [u8; 16] {
+    let h = ctx.vulkan_handles();
+    // SAFETY: the context's own live instance and physical device.
+    unsafe { vkcuda::pairing::report(h.get_instance_proc_addr, h.instance, h.physical_device) }
+        .unwrap()
+        .support
+        .props
+        .uuid
+}

@@ -242,6 +242,24 @@ impl Vk {
         });
     }
 
+    /// Writes `data` into `buffer` through a host-visible staging buffer.
+    pub fn write(&self, buffer: vk::Buffer, data: &[u8]) {
+        let host = self.host_buffer(data.len() as u64);
+        host.bytes().copy_from_slice(data);
+        self.copy(host.buffer, buffer, data.len() as u64);
+        self.destroy_host_buffer(host);
+    }
+
+    /// The first `len` bytes of `buffer`, through a staging buffer.
+    pub fn read(&self, buffer: vk::Buffer, len: usize) -> Vec<u8> {
+        let host = self.host_buffer(len as u64);
+        host.bytes().fill(0);
+        self.copy(buffer, host.buffer, len as u64);
+        let out = host.bytes().to_vec();
+        self.destroy_host_buffer(host);
+        out
+    }
+
     /// Writes `pattern(i, seed)` at every byte `i` of `buffer` (`size` bytes).
     pub fn fill_pattern(&self, buffer: vk::Buffer, size: u64, seed: u32) {
         let stage = self.host_buffer(size);
