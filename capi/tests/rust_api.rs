@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ash::vk;
-use vkcuda::buffer::{Allocator, Layout, Wrap};
+use vkcuda::buffer::{Allocator, Wrap};
 use vkcuda::context::CudaChoice;
 use vkcuda::dlpack::{DType, Spec, Tensor};
 use vkcuda::handoff::{self, Direction, Resource, Scope};
@@ -228,130 +228,6 @@ fn a_vulkan_only_context_has_handles_and_no_cuda() {
         Context::standalone(Some(1 << 20), CudaChoice::None),
         ErrorKind::InvalidArgument,
         "physical device index 1048576 is out of range",
-    );
-}
-
-#[test]
-fn buffer_data_crosses_contexts_through_an_fd() {
-    let a = vulkan_only();
-    let b = vulkan_only();
-    let (va, vb) = (vk_of(&a), vk_of(&b));
-    let size = 256 * 1024 + 12;
-    let data = bytes(size, 7);
-    let shared = Buffer::create(&a, size as u64, none(), Allocator::Vulkan).unwrap();
-    vulkan_write(&va, shared.vk_buffer(), &data);
-    // A hands the memory out (VK_QUEUE_FAMILY_EXTERNAL), B takes it in.
-    va.run(|cmd| unsafe {
-        shared
-            .cmd_release_to_cuda(cmd, &Scope::new(va.family))
-            .unwrap()
-    });
-    let fd = shared.export_fd().unwrap();
-    let second_fd = shared.export_fd().unwrap();
-    let imported = Buffer::import_fd(&b, fd.as_fd(), shared.layout(), none()).unwrap();
-    vb.run(|cmd| unsafe {
-        imported
-            .cmd_acquire_from_cuda(cmd, &Scope::new(vb.family))
-            .unwrap()
-    });
-    // The fd stays the caller's: the drivers took duplicates.
-    drop(fd);
-    assert_eq!(imported.layout(), shared.layout());
-    assert_ne!(imported.vk_buffer(), vk::Buffer::null());
-    assert!(!imported.is_wrapped());
-    // Context A and its buffer go first: the import keeps the memory.
-    let layout = shared.layout();
-    drop(shared);
-    drop(va);
-    drop(a);
-    assert_same(
-        &vulkan_read(&vb, imported.vk_buffer(), size),
-        &data,
-        "read through context B's import",
-    );
-    // A second import of the same memory: what B writes through one, it reads
-    // through the other.
-    let third = Buffer::import_fd(&b, second_fd.as_fd(), layout, none()).unwrap();
-    let fresh = bytes(size, 99);
-    vulkan_write(&vb, third.vk_buffer(), &fresh);
-    assert_same(
-        &vulkan_read(&vb, imported.vk_buffer(), size),
-        &fresh,
-        "one memory, two imports",
-    );
-}
-
-#[test]
-fn buffer_refusals_say_why() {
-    let ctx = vulkan_only();
-    kind_of(
-        Buffer::create(&ctx, 0, none(), Allocator::Vulkan),
-        ErrorKind::InvalidArgument,
-        "size must not be 0",
-    );
-    kind_of(
-        Buffer::create(&ctx, 1 << 63, none(), Allocator::Vulkan),
-        ErrorKind::InvalidArgument,
-        "absurd",
-    );
-    kind_of(
-        Buffer::create(
-            &ctx,
-            64,
-            vk::BufferUsageFlags::from_raw(0x4000_0000),
-            Allocator::Vulkan,
-        ),
-        ErrorKind::InvalidArgument,
-        "not buffer usages the library accepts",
-    );
-    kind_of(
-        Buffer::create(
-            &ctx,
-            64,
-            vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS,
-            Allocator::Vulkan,
-        ),
-        ErrorKind::Unsupported,
-        "SHADER_DEVICE_ADDRESS",
-    );
-    kind_of(
-        Buffer::create(&ctx, 64, none(), Allocator::Cuda),
-        ErrorKind::CudaUnavailable,
-        "no CUDA side",
-    );
-    let buf = Buffer::create(&ctx, 4096, none(), Allocator::Vulkan).unwrap();
-    assert_eq!(buf.usage(), vkcuda::buffer::DEFAULT_USAGE);
-    kind_of(buf.cuda_ptr(), ErrorKind::CudaUnavailable, "no CUDA side");
-    // A pipe is not a memory handle: refused before any driver sees it.
-    let (r, _w) = pipe();
-    kind_of(
-        Buffer::import_fd(&ctx, r.as_fd(), buf.layout(), none()),
-        ErrorKind::InvalidArgument,
-        "not a memory handle",
-    );
-    // A layout larger than the memory object (where the kernel knows its size:
-    // lavapipe's memfds, not NVIDIA's opaque fds), and one that overflows.
-    let fd = buf.export_fd().unwrap();
-    if support::fd_knows_size(fd.as_raw_fd()) {
-        let big = Layout {
-            allocation_size: buf.layout().allocation_size * 4,
-            size: buf.layout().allocation_size * 4,
-            ..buf.layout()
-        };
-        kind_of(
-            Buffer::import_fd(&ctx, fd.as_fd(), big, none()),
-            ErrorKind::InvalidArgument,
-            "larger than the memory object's real size",
-        );
-    }
-    let overflow = Layout {
-        offset: u64::MAX - 8,
-        ..buf.layout()
-    };
-    kind_of(
-        Buffer::import_fd(&ctx, fd.as_fd(), overflow, none()),
-        ErrorKind::InvalidArgument,
-        "overflows",
     );
 }
 

@@ -149,3 +149,16 @@ pub fn ctx_uuid(ctx: &vkcuda::Context) -> [u8; 16] {
         .props
         .uuid
 }
+
+/// A pipe's two ends, close-on-exec (an fd that is no GPU handle).
+pub fn pipe() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    unsafe {
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    }
+}
