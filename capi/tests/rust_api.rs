@@ -8,7 +8,7 @@
 
 mod support;
 use support::cuda::Cuda;
-use support::{gpu_required, layout_barrier, pattern, EngineDevice, HostBuffer, Vk};
+use support::{gpu_required, layout_barrier, pattern, HostBuffer, Vk};
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
@@ -19,7 +19,7 @@ use ash::vk;
 use vkcuda::buffer::Allocator;
 use vkcuda::context::CudaChoice;
 use vkcuda::dlpack::{DType, Spec, Tensor};
-use vkcuda::handoff::{self, Direction, Resource, Scope};
+use vkcuda::handoff::Scope;
 use vkcuda::image::{Description, Dimension, VideoColor};
 use vkcuda::ipc::{self, Options, PeerPolicy};
 use vkcuda::{doctor, pairing, Buffer, Context, Error, ErrorKind, Image, Semaphore};
@@ -199,186 +199,6 @@ fn the_objects_are_send_and_sync() {
         assert_eq!(vk_buffer, buf.vk_buffer());
         assert_eq!(layout, buf.layout());
         assert!(fd_ok);
-    }
-}
-
-#[test]
-fn barriers_take_the_stages_the_context_knows_are_enabled() {
-    use vk::PipelineStageFlags as S;
-    let engine = EngineDevice::new(&[pairing::DEVICE_EXTENSIONS[0]], |_, _| true);
-    let handles = vkcuda::context::EngineHandles {
-        instance: engine.instance.handle(),
-        physical: engine.physical,
-        device: engine.device.handle(),
-        get_instance_proc_addr: engine.entry.static_fn().get_instance_proc_addr,
-        get_device_proc_addr: None,
-        synchronization2: false,
-    };
-    let mut told = vkcuda::context::EnabledFeatures::default();
-    told.geometry_shader = true;
-    // SAFETY: the engine's live handles, which outlive the contexts (dropped first).
-    // (EngineDevice enables no optional feature: the `told` context is only used to
-    // see the rules, its barrier is never submitted.)
-    let plain = unsafe { Context::from_engine(&handles, CudaChoice::None) }.unwrap();
-    assert_eq!(plain.enabled_features(), Default::default());
-    let standalone = vulkan_only();
-    assert!(!standalone.enabled_features().geometry_shader);
-    let v = Vk::for_engine(&engine.instance, &engine.device, engine.physical);
-    let buf = Buffer::create(&plain, 4096, none(), Allocator::Vulkan).unwrap();
-    let geometry = Scope::with_defaults(0, (S::GEOMETRY_SHADER | S::TRANSFER).as_raw(), 0);
-    let cmd = v.command_buffer();
-    // SAFETY: `cmd` is recording, on this device, used by this thread only.
-    let e = unsafe { buf.cmd_release_to_cuda(cmd, &geometry) }.unwrap_err();
-    assert_eq!(e.kind, ErrorKind::InvalidArgument);
-    assert!(
-        e.message.contains(
-            "VK_PIPELINE_STAGE_GEOMETRY_SHADER_BIT, which needs the geometryShader feature"
-        ),
-        "{}",
-        e.message
-    );
-    let scope = Scope::with_defaults(
-        0,
-        S::TRANSFER.as_raw(),
-        vk::AccessFlags::COLOR_ATTACHMENT_WRITE.as_raw(),
-    );
-    let e = unsafe {
-        handoff::batch(
-            cmd,
-            Direction::Acquire,
-            &scope,
-            [Ok(Resource::Buffer(&buf))],
-        )
-    }
-    .unwrap_err();
-    assert!(
-        e.message.contains("VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT"),
-        "{}",
-        e.message
-    );
-    unsafe {
-        v.device.end_command_buffer(cmd).unwrap();
-        v.device.free_command_buffers(v.pool, &[cmd]);
-    }
-    drop(buf);
-    let ctx =
-        unsafe { Context::from_engine_with_features(&handles, &told, CudaChoice::None) }.unwrap();
-    assert!(ctx.enabled_features().geometry_shader && !ctx.enabled_features().synchronization2);
-    drop((v, ctx, plain, standalone));
-}
-
-#[test]
-fn handoffs_keep_the_data() {
-    let ctx = vulkan_only();
-    let v = vk_of(&ctx);
-    let scope = Scope::new(v.family);
-    // A buffer: written, released to CUDA and acquired back, read.
-    let data = bytes(65536, 11);
-    let buf = Buffer::create(&ctx, 65536, none(), Allocator::Vulkan).unwrap();
-    vulkan_write(&v, buf.vk_buffer(), &data);
-    v.run(|cmd| unsafe {
-        buf.cmd_release_to_cuda(cmd, &scope).unwrap();
-        buf.cmd_acquire_from_cuda(cmd, &scope).unwrap();
-    });
-    assert_same(&vulkan_read(&v, buf.vk_buffer(), 65536), &data, "buffer");
-
-    // An image and a buffer in one batch each way.
-    let (w, h) = (40, 24);
-    let texels = bytes(w * h * 4, 12);
-    let im = Image::create(
-        &ctx,
-        &Description::new_2d(vk::Format::R8G8B8A8_UNORM, w as u32, h as u32),
-    )
-    .unwrap();
-    upload(&v, &im, &texels);
-    v.run(|cmd| unsafe {
-        let release = [
-            Resource::Image(&im, vk::ImageLayout::TRANSFER_DST_OPTIMAL),
-            Resource::Buffer(&buf),
-        ];
-        handoff::batch(cmd, Direction::Release, &scope, release.map(Ok)).unwrap();
-        let acquire = [
-            Resource::Buffer(&buf),
-            Resource::Image(&im, vk::ImageLayout::TRANSFER_SRC_OPTIMAL),
-        ];
-        handoff::batch(cmd, Direction::Acquire, &scope, acquire.map(Ok)).unwrap();
-    });
-    assert_same(
-        &download(&v, &im, texels.len(), vk::ImageLayout::TRANSFER_SRC_OPTIMAL),
-        &texels,
-        "image after a batched handoff",
-    );
-    assert_same(
-        &vulkan_read(&v, buf.vk_buffer(), 65536),
-        &data,
-        "buffer after a batched handoff",
-    );
-    // The single-image calls: from the layout the engine left, to GENERAL and back.
-    v.run(|cmd| unsafe {
-        im.cmd_release_to_cuda(cmd, &scope, vk::ImageLayout::TRANSFER_SRC_OPTIMAL)
-            .unwrap();
-        im.cmd_acquire_from_cuda(cmd, &scope, vk::ImageLayout::TRANSFER_SRC_OPTIMAL)
-            .unwrap();
-    });
-    assert_same(
-        &download(&v, &im, texels.len(), vk::ImageLayout::TRANSFER_SRC_OPTIMAL),
-        &texels,
-        "image after its own handoff",
-    );
-}
-
-#[test]
-fn handoff_refusals_name_the_entry() {
-    let a = vulkan_only();
-    let b = vulkan_only();
-    let v = vk_of(&a);
-    let buf_a = Buffer::create(&a, 1024, none(), Allocator::Vulkan).unwrap();
-    let buf_b = Buffer::create(&b, 1024, none(), Allocator::Vulkan).unwrap();
-    let im = Image::create(&a, &Description::new_2d(vk::Format::R8G8B8A8_UNORM, 8, 8)).unwrap();
-    let scope = Scope::new(v.family);
-    let cmd = v.command_buffer();
-    unsafe {
-        kind_of(
-            buf_a.cmd_release_to_cuda(cmd, &Scope::new(99)),
-            ErrorKind::InvalidArgument,
-            "queue_family_index is 99",
-        );
-        kind_of(
-            buf_a.cmd_release_to_cuda(cmd, &Scope::new(vk::QUEUE_FAMILY_EXTERNAL)),
-            ErrorKind::InvalidArgument,
-            "CUDA's side of the transfer",
-        );
-        let two_devices = [Resource::Buffer(&buf_a), Resource::Buffer(&buf_b)];
-        kind_of(
-            handoff::batch(cmd, Direction::Release, &scope, two_devices.map(Ok)),
-            ErrorKind::InvalidArgument,
-            "resources[1] belongs to another VkDevice",
-        );
-        kind_of(
-            im.cmd_acquire_from_cuda(cmd, &scope, vk::ImageLayout::UNDEFINED),
-            ErrorKind::InvalidArgument,
-            "new_layout",
-        );
-        let depth = [Ok(Resource::Image(
-            &im,
-            vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL,
-        ))];
-        kind_of(
-            handoff::batch(cmd, Direction::Release, &scope, depth),
-            ErrorKind::InvalidArgument,
-            "resources[0].layout",
-        );
-        // An entry the caller could not read comes back as it is.
-        let theirs = [
-            Ok(Resource::Buffer(&buf_a)),
-            Err(Error::new(ErrorKind::NullPointer, "my entry 1")),
-        ];
-        let e = handoff::batch(cmd, Direction::Release, &scope, theirs).unwrap_err();
-        assert_eq!(e, Error::new(ErrorKind::NullPointer, "my entry 1"));
-        // Nothing at all: nothing recorded, no error.
-        handoff::batch(cmd, Direction::Acquire, &scope, []).unwrap();
-        v.device.end_command_buffer(cmd).unwrap();
-        v.device.free_command_buffers(v.pool, &[cmd]);
     }
 }
 

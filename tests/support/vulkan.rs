@@ -260,6 +260,48 @@ impl Vk {
         out
     }
 
+    /// Uploads tightly packed `data` into level 0, layer 0 of a single-plane 2D
+    /// colour image of `width` x `height` and leaves it in TRANSFER_DST_OPTIMAL.
+    pub fn upload(&self, image: vk::Image, width: u32, height: u32, data: &[u8]) {
+        let host = self.host_buffer(data.len() as u64);
+        host.bytes().copy_from_slice(data);
+        let (from, to) = (
+            vk::ImageLayout::UNDEFINED,
+            vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+        );
+        self.run(|cmd| unsafe {
+            self.image_barrier(cmd, layout_barrier(image, color_range(), from, to));
+            let region = [color_region(width, height)];
+            self.device
+                .cmd_copy_buffer_to_image(cmd, host.buffer, image, to, &region);
+        });
+        self.destroy_host_buffer(host);
+    }
+
+    /// The first `len` bytes of level 0, layer 0 of a single-plane 2D colour image
+    /// that is in `layout` (left in TRANSFER_SRC_OPTIMAL).
+    pub fn download(
+        &self,
+        image: vk::Image,
+        width: u32,
+        height: u32,
+        layout: vk::ImageLayout,
+        len: usize,
+    ) -> Vec<u8> {
+        let host = self.host_buffer(len as u64);
+        host.bytes().fill(0);
+        let to = vk::ImageLayout::TRANSFER_SRC_OPTIMAL;
+        self.run(|cmd| unsafe {
+            self.image_barrier(cmd, layout_barrier(image, color_range(), layout, to));
+            let region = [color_region(width, height)];
+            self.device
+                .cmd_copy_image_to_buffer(cmd, image, to, host.buffer, &region);
+        });
+        let out = host.bytes().to_vec();
+        self.destroy_host_buffer(host);
+        out
+    }
+
     /// Writes `pattern(i, seed)` at every byte `i` of `buffer` (`size` bytes).
     pub fn fill_pattern(&self, buffer: vk::Buffer, size: u64, seed: u32) {
         let stage = self.host_buffer(size);
@@ -286,6 +328,30 @@ impl Drop for Vk {
     fn drop(&mut self) {
         unsafe { self.device.destroy_command_pool(self.pool, None) };
     }
+}
+
+/// Level 0, layer 0 of a colour image.
+pub fn color_range() -> vk::ImageSubresourceRange {
+    vk::ImageSubresourceRange::default()
+        .aspect_mask(vk::ImageAspectFlags::COLOR)
+        .level_count(1)
+        .layer_count(1)
+}
+
+/// A copy of level 0, layer 0 of a `width` x `height` colour image, tightly packed
+/// at offset 0 of the buffer.
+pub fn color_region(width: u32, height: u32) -> vk::BufferImageCopy {
+    vk::BufferImageCopy::default()
+        .image_subresource(
+            vk::ImageSubresourceLayers::default()
+                .aspect_mask(vk::ImageAspectFlags::COLOR)
+                .layer_count(1),
+        )
+        .image_extent(vk::Extent3D {
+            width,
+            height,
+            depth: 1,
+        })
 }
 
 /// A layout change of `range` of `image` (all memory writes before, all accesses
