@@ -2,8 +2,9 @@
 //! (tests/buffer.rs, tests/handoff.rs, tests/semaphore.rs, tests/graph.rs,
 //! tests/context.rs): the C door's argument checks are the misuse matrix's, and
 //! here each such export is called the way a C caller calls it, once, and does
-//! its work. On lavapipe: the barrier exports and the context told its device's
-//! create info; on a GPU (ignored without `--include-ignored`): the semaphore
+//! its work. On lavapipe: the barrier exports, the context told its device's
+//! create info, and the live-object counts (the floor counts through
+//! `vkcuda::live_objects`); on a GPU (ignored without `--include-ignored`): the semaphore
 //! exports, CUDA graph nodes included.
 
 mod support;
@@ -16,7 +17,7 @@ use cudarc::driver::sys as cu;
 use support::cuda::{check, Cuda};
 
 #[test]
-fn barrier_and_context_exports_succeed() {
+fn cpu_exports_succeed() {
     // A context over an engine's device, told what the device was created with.
     let engine = EngineDevice::new(&[ash::khr::external_memory_fd::NAME], |_, _| true);
     let exts = [ash::khr::external_memory_fd::NAME.as_ptr()];
@@ -58,6 +59,15 @@ fn barrier_and_context_exports_succeed() {
     v.copy(vk_buffer, host.buffer, 4096);
     assert!(host.bytes().iter().all(|&x| x == 0x5a));
     v.destroy_host_buffer(host);
+    // The C counts are the library's: this context and buffer among them.
+    let mut c: vkcuda_live_objects = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_live_objects_get(&mut c) });
+    let r = live_objects();
+    assert_eq!(
+        [c.contexts, c.vk_buffers, c.vk_memories, c.vk_semaphores],
+        [r.contexts, r.vk_buffers, r.vk_memories, r.vk_semaphores]
+    );
+    assert!(c.contexts >= 1 && c.vk_buffers >= 1);
     drop(v);
     unsafe {
         vkcuda_buffer_destroy(b);
