@@ -1,4 +1,4 @@
-//! Conventions of the test files themselves (see the top of capi/tests/support/mod.rs):
+//! Conventions of the test files themselves (see the top of tests/support/mod.rs):
 //! a test that needs a CUDA GPU from its first statement is `#[ignore]`d with the
 //! one reason below, so that a machine without a GPU reports it as ignored rather
 //! than passed; runs that require the GPU (VKCUDA_REQUIRE_GPU=1) must include the

@@ -245,7 +245,7 @@ fn sizes_at_the_device_limits() {
 /// On lavapipe the heap is maxMemoryAllocationSize (2 GiB both): nothing lies
 /// between, and the test says so; the rule itself is unit-tested with the
 /// H200's figures (`vulkan::memory::size_tests`) and run for real by
-/// `gpu_large_buffers_share_past_4_gib` (capi/tests/buffer.rs).
+/// `gpu_large_buffers_share_past_4_gib` (tests/buffer.rs).
 #[test]
 fn sizes_past_max_memory_allocation_size_are_attempted() {
     let _g = serial();

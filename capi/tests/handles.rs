@@ -188,3 +188,15 @@ fn a_destroyed_or_wrong_batch_is_refused() {
     assert_eq!(live_counts(), live_before);
     destroy(o);
 }
+
+/// The objects behind the handles are `Send + Sync` as Rust types, so the
+/// "may be called from any thread" documentation is what the compiler checks for
+/// the library's own state (the handles themselves are raw pointers in C).
+#[test]
+fn objects_are_send_and_sync() {
+    fn both<T: Send + Sync>() {}
+    both::<vkcuda_c::vkcuda_context>();
+    both::<vkcuda_c::vkcuda_buffer>();
+    both::<vkcuda_c::image::vkcuda_image>();
+    both::<vkcuda_c::vkcuda_semaphore>();
+}

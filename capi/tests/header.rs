@@ -185,3 +185,25 @@ fn every_declaration_is_in_a_group() {
         missing.join("\n")
     );
 }
+
+/// The Rust library's error codes are the header's `vkcuda_result` values.
+#[test]
+fn errors_carry_the_c_codes() {
+    use vkcuda::{Error, ErrorKind};
+    use vkcuda_c::vkcuda_result::*;
+    for (kind, code) in [
+        (ErrorKind::InvalidArgument, VKCUDA_ERROR_INVALID_ARGUMENT),
+        (ErrorKind::NullPointer, VKCUDA_ERROR_NULL_POINTER),
+        (ErrorKind::CudaUnavailable, VKCUDA_ERROR_CUDA_UNAVAILABLE),
+        (ErrorKind::Unsupported, VKCUDA_ERROR_UNSUPPORTED),
+        (ErrorKind::Timeout, VKCUDA_ERROR_TIMEOUT),
+        (ErrorKind::PermissionDenied, VKCUDA_ERROR_PERMISSION_DENIED),
+        (ErrorKind::DeviceLost, VKCUDA_ERROR_DEVICE_LOST),
+    ] {
+        assert_eq!(kind.code(), code as i32, "{kind:?}");
+    }
+    let e = Error::new(ErrorKind::Timeout, "late");
+    assert_eq!((e.to_string(), e.code()), ("late".to_string(), -11));
+    let dyn_error: Box<dyn std::error::Error + Send + Sync> = Box::new(e);
+    assert_eq!(dyn_error.to_string(), "late");
+}

@@ -43,7 +43,7 @@ fn opts(timeout_ns: u64) -> vkcuda_share_options {
     }
 }
 
-fn live_tuple(l: &vkcuda_live_objects) -> (i64, i64, i64, i64) {
+fn live_tuple(l: &vkcuda::LiveObjects) -> (i64, i64, i64, i64) {
     (l.contexts, l.vk_buffers, l.vk_memories, l.vk_semaphores)
 }
 

@@ -990,7 +990,7 @@ mod gpu {
             for (k, p) in ps.iter().enumerate() {
                 let row = (p.extent.width as u64 * p.texel) as usize;
                 let (h, a) = (host[p.offset as usize..].as_mut_ptr(), plane_array(im, k));
-                let (src, dst) = (Mem::Array(a), Mem::Host(h, row));
+                let (src, dst) = (Mem::Array(a.cast()), Mem::Host(h, row));
                 let (src, dst) = if to_array { (dst, src) } else { (src, dst) };
                 copy2d(src, dst, row, p.extent.height as usize);
             }

@@ -9,7 +9,7 @@
 #   tests.tar.xz          tests/<kind>-<name>, xz-compressed: every cargo test executable of the Rust library and the C door
 #                         (lib-vkcuda, lib-vkcuda_c, test-<suite>),
 #                         release, stripped: CTest's VKCUDA_RUST_TEST_DIR there
-#   tsan-threads          with VKCUDA_BUNDLE_TSAN=1: capi/tests/threads.rs under
+#   tsan-threads          with VKCUDA_BUNDLE_TSAN=1: tests/threads.rs under
 #                         ThreadSanitizer (std rebuilt: rust-src, RUSTC_BOOTSTRAP)
 #   include/              the Vulkan C headers, vk_video, stb_image_write.h, vk_mem_alloc.h,
 #                         ffnvcodec/ (FFmpeg's nv-codec-headers: the NVDEC/NVENC programs)
@@ -71,9 +71,9 @@ strip --strip-debug "$out/libvkcuda.so" "$out/bench-interop" "$out/bench-calls" 
 strip --strip-all "$out"/tests/*
 tar -cJf "$out/tests.tar.xz" -C "$out" tests
 if [ "${VKCUDA_BUNDLE_TSAN:-0}" = 1 ]; then
-    echo "== capi/tests/threads.rs with ThreadSanitizer"
+    echo "== tests/threads.rs with ThreadSanitizer"
     RUSTC_BOOTSTRAP=1 RUSTFLAGS=-Zsanitizer=thread CARGO_TARGET_DIR=target/tsan \
-        cargo test -Zbuild-std --target x86_64-unknown-linux-gnu --release -p vkcuda-c --test threads \
+        cargo test -Zbuild-std --target x86_64-unknown-linux-gnu --release -p vkcuda --test threads \
         --no-run --message-format=json > target/gpu-bundle-tsan.json
     executables target/gpu-bundle-tsan.json "$out/tsan-threads" threads
     strip --strip-debug "$out/tsan-threads"

@@ -322,3 +322,101 @@ pub fn cases(m: &mut Matrix) {
         Ran
     });
 }
+
+/// The C door's fd ownership: `vkcuda_buffer_import_fd` takes the fd only on
+/// success (the Rust API borrows it); each refusal leaves it open and the caller's.
+#[test]
+fn import_takes_the_fd_only_on_success() {
+    let _g = serial();
+    let a = vulkan_only_context();
+    let buf = create_buffer(a, 65536, 0);
+    let info = buffer_info(buf);
+    let mut fd = -1;
+    ok(unsafe { vkcuda_buffer_export_fd(buf, &mut fd) });
+
+    // Failures leave the fd open and the caller's (each field's refusal on its
+    // own, with a fresh fd: the misuse matrix; here one fd through several).
+    let mut out = 1usize as *mut vkcuda_buffer;
+    let mut bad = buffer_import_info(&info);
+    bad.size = info.allocation_size + 1;
+    fails(
+        unsafe { vkcuda_buffer_import_fd(a, &bad, fd, &mut out) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(out.is_null());
+    assert!(fd_is_open(fd));
+    if !fd_knows_size(fd) {
+        // NVIDIA's opaque fds do not tell their size (where they do, the library
+        // itself sees the lie: the misuse matrix); its Vulkan import refuses.
+        let mut bad = buffer_import_info(&info);
+        bad.allocation_size = info.allocation_size * 2;
+        bad.size = info.allocation_size * 2;
+        let r = unsafe { vkcuda_buffer_import_fd(a, &bad, fd, &mut out) };
+        assert_ne!(r, VKCUDA_SUCCESS, "an import twice the real size must fail");
+        println!(
+            "fd size unknown to the kernel; the import failed with {r:?}: {}",
+            last_error()
+        );
+    } else {
+        // Where the fd says its size, an import must state the allocation's size to
+        // the byte (VUID-VkMemoryAllocateInfo-allocationSize-01742): one byte or a
+        // page more (the size of lavapipe's header, which is not the allocation's)
+        // is refused, for a non-dedicated allocation too.
+        assert_eq!((info.allocation_size, info.dedicated), (65536, 0));
+        for claimed in [65536 + 1, 65536 + 4096] {
+            let mut bad = buffer_import_info(&info);
+            bad.allocation_size = claimed;
+            let msg = fails(
+                unsafe { vkcuda_buffer_import_fd(a, &bad, fd, &mut out) },
+                VKCUDA_ERROR_INVALID_ARGUMENT,
+            );
+            assert!(
+                msg.contains(&format!(
+                    "allocation_size {claimed} is larger than the memory object's real size 65536"
+                )),
+                "{msg}"
+            );
+        }
+    }
+    let mut bad = buffer_import_info(&info);
+    bad.allocator = vkcuda_allocator_raw(7);
+    fails(
+        unsafe { vkcuda_buffer_import_fd(a, &bad, fd, &mut out) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    // An fd that is not GPU memory.
+    let not_memory = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY) };
+    // Refused before the driver sees it (NVIDIA's import of /dev/null was followed
+    // by failing imports in the whole process).
+    let msg = fails(
+        unsafe { vkcuda_buffer_import_fd(a, &buffer_import_info(&info), not_memory, &mut out) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(
+        msg.contains("not a memory handle of this Vulkan driver"),
+        "{msg}"
+    );
+    assert!(fd_is_open(not_memory));
+    unsafe { libc::close(not_memory) };
+    assert!(fd_is_open(fd), "every failure left the fd alone");
+
+    // Success takes it. NVIDIA's driver: after a failed import the same open file
+    // description no longer imports (a duplicate shares it), so a new fd is exported
+    // for the successful import there; the failed fd is still the caller's to close.
+    let fd = if fd_knows_size(fd) {
+        fd
+    } else {
+        unsafe { libc::close(fd) };
+        let mut fresh = -1;
+        ok(unsafe { vkcuda_buffer_export_fd(buf, &mut fresh) });
+        fresh
+    };
+    ok(unsafe { vkcuda_buffer_import_fd(a, &buffer_import_info(&info), fd, &mut out) });
+    assert!(!out.is_null());
+    assert!(!fd_is_open(fd), "the library took the fd on success");
+    unsafe {
+        vkcuda_buffer_destroy(out);
+        vkcuda_buffer_destroy(buf);
+        vkcuda_context_destroy(a);
+    }
+}

@@ -139,7 +139,7 @@ fn create_cases(m: &mut Matrix, f: &'static str, create: Create) {
         if !old.hides_1_1_commands() {
             return Skipped(
                 "this driver resolves Vulkan 1.1 commands for an apiVersion 1.0 instance (NVIDIA's \
-                 does): nothing is missing, so nothing is refused (capi/tests/context.rs checks it works)",
+                 does): nothing is missing, so nothing is refused (tests/context.rs checks it works)",
             );
         }
         create_fails(c, &old.create_info(VULKAN_ONLY), &[I]);

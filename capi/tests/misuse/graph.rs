@@ -1,6 +1,6 @@
 //! CUDA-graph handoffs: wait and signal nodes of a semaphore in a graph, and their
 //! values set per launch of the instantiated graph. What needs a real graph (values
-//! checked against the timeline, nodes of another semaphore) is in capi/tests/graph.rs,
+//! checked against the timeline, nodes of another semaphore) is in tests/graph.rs,
 //! on the GPU; here the arguments every call checks before any CUDA call. A failed
 //! add sets `*node` to NULL, as every handle output.
 
@@ -81,7 +81,7 @@ pub fn cases(m: &mut Matrix) {
                 return Skipped("no shared semaphores on this device");
             };
             if c.env.cuda {
-                return Skipped("the context has CUDA (capi/tests/graph.rs adds real nodes)");
+                return Skipped("the context has CUDA (tests/graph.rs adds real nodes)");
             }
             c.refused_nulled(&[VKCUDA_ERROR_CUDA_UNAVAILABLE], |node| unsafe {
                 add(s, dangling(), ptr::null(), 0, 1, node)
@@ -95,7 +95,7 @@ pub fn cases(m: &mut Matrix) {
         m.any(
             f,
             "value",
-            "waits take any value; a signal's value is checked against the timeline (capi/tests/graph.rs)",
+            "waits take any value; a signal's value is checked against the timeline (tests/graph.rs)",
         );
     }
 
@@ -133,7 +133,7 @@ pub fn cases(m: &mut Matrix) {
         m.any(
             f,
             "value",
-            "waits take any value; a signal's value is checked against the timeline (capi/tests/graph.rs)",
+            "waits take any value; a signal's value is checked against the timeline (tests/graph.rs)",
         );
     }
 }

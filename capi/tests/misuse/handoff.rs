@@ -481,3 +481,111 @@ pub fn batch_cases(m: &mut Matrix) {
         });
     }
 }
+
+/// The C door's resource entries (`vkcuda_handoff_resource`: a buffer or an
+/// image, a layout for images only), refused with the entry named.
+#[test]
+fn a_bad_batch_is_refused_with_the_resource_named() {
+    let _g = serial();
+    let ctx = vulkan_only_context();
+    let other = vulkan_only_context();
+    let v = Vk::new(ctx);
+    let b = create_buffer(ctx, 4096, 0);
+    let far = create_buffer(other, 4096, 0);
+    let mut im = ptr::null_mut();
+    ok(unsafe {
+        vkcuda_image_create(
+            ctx,
+            &image_desc(0, vk::Format::R8G8B8A8_UNORM, 16, 16, 1),
+            &mut im,
+        )
+    });
+    let info = handoff_info(v.family);
+    let buf = |b: *mut vkcuda_buffer| vkcuda_handoff_resource {
+        buffer: b,
+        image: ptr::null(),
+        layout: 0,
+    };
+    let img = |layout: vk::ImageLayout| vkcuda_handoff_resource {
+        buffer: ptr::null(),
+        image: im,
+        layout: layout.as_raw(),
+    };
+    let cmd = v.command_buffer();
+    let release = |list: &[vkcuda_handoff_resource]| unsafe {
+        vkcuda_handoff_cmd_release_to_cuda(list.len() as u32, list.as_ptr(), cmd, &info)
+    };
+    let acquire = |list: &[vkcuda_handoff_resource]| unsafe {
+        vkcuda_handoff_cmd_acquire_from_cuda(list.len() as u32, list.as_ptr(), cmd, &info)
+    };
+    // Each message is read right after its call.
+    let check = |what: &str, got: vkcuda_result, want: vkcuda_result, says: &str| {
+        let msg = last_error();
+        assert_eq!(got, want, "{what}: {msg}");
+        assert!(msg.contains(says), "{what}: {msg}");
+    };
+    check(
+        "neither",
+        release(&[buf(b), buf(ptr::null_mut())]),
+        VKCUDA_ERROR_NULL_POINTER,
+        "resources[1].buffer and resources[1].image",
+    );
+    check(
+        "both",
+        release(&[vkcuda_handoff_resource {
+            buffer: b,
+            ..img(vk::ImageLayout::GENERAL)
+        }]),
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+        "resources[0] sets both",
+    );
+    check(
+        "buffer layout",
+        release(&[vkcuda_handoff_resource {
+            layout: 1,
+            ..buf(b)
+        }]),
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+        "buffers have no layout",
+    );
+    check(
+        "undefined acquire",
+        acquire(&[buf(b), img(vk::ImageLayout::UNDEFINED)]),
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+        "resources[1].layout (new layout) must not be VK_IMAGE_LAYOUT_UNDEFINED",
+    );
+    check(
+        "depth layout",
+        release(&[img(vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL)]),
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+        "VK_IMAGE_LAYOUT_DEPTH_STENCIL_ATTACHMENT_OPTIMAL",
+    );
+    check(
+        "two devices",
+        release(&[buf(b), buf(far)]),
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+        "resources[1] belongs to another VkDevice",
+    );
+    check(
+        "wrong kind",
+        release(&[vkcuda_handoff_resource {
+            buffer: im.cast(),
+            image: ptr::null(),
+            layout: 0,
+        }]),
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+        "resources[0].buffer is a vkcuda_image",
+    );
+    // An empty batch records nothing and succeeds.
+    ok(unsafe { vkcuda_handoff_cmd_release_to_cuda(0, ptr::null(), cmd, &info) });
+    unsafe {
+        v.device.end_command_buffer(cmd).unwrap();
+        v.device.free_command_buffers(v.pool, &[cmd]);
+        vkcuda_image_destroy(im);
+        vkcuda_buffer_destroy(b);
+        vkcuda_buffer_destroy(far);
+        vkcuda_context_destroy(other);
+    }
+    drop(v);
+    unsafe { vkcuda_context_destroy(ctx) };
+}

@@ -15,7 +15,8 @@
 //! that the thread's message names the function and says something (NULL rows also
 //! that it names the argument: `nulls.rs`), that outputs were not written (handle
 //! outputs set to NULL, other outputs byte for byte as they were), and, after each
-//! case, that the open fd count and `vkcuda_live_objects_get` are back where they
+//! case, that the open fd count and the live objects (`vkcuda::live_objects`, the
+//! counters `vkcuda_live_objects_get` reads) are back where they
 //! were. A panic inside the library
 //! would show as `VKCUDA_ERROR_PANIC` and fail the case; a crash fails the run.
 //!

@@ -203,8 +203,8 @@ pub fn cases(m: &mut Matrix) {
             if c.env.cuda {
                 // A stream pointer of another context cannot be made without the
                 // driver API here; gpu_timeline_semaphore_both_ways in
-                // capi/tests/semaphore.rs covers DEVICE_MISMATCH for streams.
-                return Skipped("covered by capi/tests/semaphore.rs");
+                // tests/semaphore.rs covers DEVICE_MISMATCH for streams.
+                return Skipped("covered by tests/semaphore.rs");
             }
             let s = match need(c.env, false) {
                 Ok(s) => s,

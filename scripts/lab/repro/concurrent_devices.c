@@ -2,7 +2,7 @@
  * Without vkcuda: N threads each creating and destroying a Vulkan instance and device
  * (with VK_KHR_external_memory_fd and timeline semaphores, as a standalone vkcuda
  * context has) and one exportable buffer per cycle, in raw Vulkan. It tells whether
- * the hang and crash that capi/tests/threads.rs contexts_from_eight_threads saw on NVIDIA's
+ * the hang and crash that tests/threads.rs contexts_from_eight_threads saw on NVIDIA's
  * driver need the library at all, and which variation avoids them:
  *
  *   concurrent_devices [--threads N] [--cycles N] [--timeout S]

@@ -38,9 +38,12 @@ pub fn fake_cuda_driver(name: &str, extra: &[&str]) -> PathBuf {
         return dir.clone();
     }
 
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join("tests/fake_cuda/libcuda.c");
+    // The repository's tests/ from either crate (the root's or capi/).
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .map(|d| d.join("tests/fake_cuda/libcuda.c"))
+        .find(|p| p.exists())
+        .expect("tests/fake_cuda/libcuda.c");
     let source = std::fs::read(&src).expect("tests/fake_cuda/libcuda.c");
     let mut h = std::collections::hash_map::DefaultHasher::new();
     (&source, &key).hash(&mut h);

@@ -1,17 +1,15 @@
 //! The test's own Vulkan work, with `ash` loaded from a context's
 //! `vkGetInstanceProcAddr`: `Vk` (submits, copies, barriers, host buffers),
 //! `layout_barrier`, `device_local_type`, and `EngineDevice` (an instance and a
-//! device made the way an engine makes them), `OneDevice` and `TwoDevices`
-//! (Vulkan-only contexts with their `Vk`, destroyed on drop).
+//! device made the way an engine makes them). The C door's constructors (`Vk::new`
+//! of a C context, `EngineDevice::create_info`, `OneDevice`, `TwoDevices`) are in
+//! capi/tests/support/door.rs.
 
 use std::ffi::CStr;
-use std::mem::ManuallyDrop;
-use std::ptr;
 
 use ash::vk;
-use vkcuda_c::*;
 
-use super::{ok, pattern};
+use super::checks::pattern;
 
 /// The test's own Vulkan work on a context's device.
 pub struct Vk {
@@ -24,20 +22,6 @@ pub struct Vk {
 }
 
 impl Vk {
-    /// Loads from a standalone context's handles (which include a queue).
-    pub fn new(ctx: *const vkcuda_context) -> Vk {
-        let mut h: vkcuda_vulkan_handles = unsafe { std::mem::zeroed() };
-        ok(unsafe { vkcuda_context_get_vulkan_handles(ctx, &mut h) });
-        assert_ne!(
-            h.queue,
-            vk::Queue::null(),
-            "a standalone context has a queue"
-        );
-        let gipa = h.get_instance_proc_addr.expect("gipa");
-        let (family, queue) = (h.queue_family_index, h.queue);
-        Vk::load(gipa, h.instance, h.physical_device, h.device, family, queue)
-    }
-
     /// Loads from a standalone context of the Rust API (`vkcuda::Context`), whose
     /// handles include a queue.
     pub fn of(ctx: &vkcuda::Context) -> Vk {
@@ -49,7 +33,7 @@ impl Vk {
 
     /// The functions of `instance` and `device` through `gipa`, and a command pool
     /// of `family`.
-    fn load(
+    pub fn load(
         gipa: vk::PFN_vkGetInstanceProcAddr,
         instance: vk::Instance,
         physical: vk::PhysicalDevice,
@@ -258,6 +242,66 @@ impl Vk {
         });
     }
 
+    /// Writes `data` into `buffer` through a host-visible staging buffer.
+    pub fn write(&self, buffer: vk::Buffer, data: &[u8]) {
+        let host = self.host_buffer(data.len() as u64);
+        host.bytes().copy_from_slice(data);
+        self.copy(host.buffer, buffer, data.len() as u64);
+        self.destroy_host_buffer(host);
+    }
+
+    /// The first `len` bytes of `buffer`, through a staging buffer.
+    pub fn read(&self, buffer: vk::Buffer, len: usize) -> Vec<u8> {
+        let host = self.host_buffer(len as u64);
+        host.bytes().fill(0);
+        self.copy(buffer, host.buffer, len as u64);
+        let out = host.bytes().to_vec();
+        self.destroy_host_buffer(host);
+        out
+    }
+
+    /// Uploads tightly packed `data` into level 0, layer 0 of a single-plane 2D
+    /// colour image of `width` x `height` and leaves it in TRANSFER_DST_OPTIMAL.
+    pub fn upload(&self, image: vk::Image, width: u32, height: u32, data: &[u8]) {
+        let host = self.host_buffer(data.len() as u64);
+        host.bytes().copy_from_slice(data);
+        let (from, to) = (
+            vk::ImageLayout::UNDEFINED,
+            vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+        );
+        self.run(|cmd| unsafe {
+            self.image_barrier(cmd, layout_barrier(image, color_range(), from, to));
+            let region = [color_region(width, height)];
+            self.device
+                .cmd_copy_buffer_to_image(cmd, host.buffer, image, to, &region);
+        });
+        self.destroy_host_buffer(host);
+    }
+
+    /// The first `len` bytes of level 0, layer 0 of a single-plane 2D colour image
+    /// that is in `layout` (left in TRANSFER_SRC_OPTIMAL).
+    pub fn download(
+        &self,
+        image: vk::Image,
+        width: u32,
+        height: u32,
+        layout: vk::ImageLayout,
+        len: usize,
+    ) -> Vec<u8> {
+        let host = self.host_buffer(len as u64);
+        host.bytes().fill(0);
+        let to = vk::ImageLayout::TRANSFER_SRC_OPTIMAL;
+        self.run(|cmd| unsafe {
+            self.image_barrier(cmd, layout_barrier(image, color_range(), layout, to));
+            let region = [color_region(width, height)];
+            self.device
+                .cmd_copy_image_to_buffer(cmd, image, to, host.buffer, &region);
+        });
+        let out = host.bytes().to_vec();
+        self.destroy_host_buffer(host);
+        out
+    }
+
     /// Writes `pattern(i, seed)` at every byte `i` of `buffer` (`size` bytes).
     pub fn fill_pattern(&self, buffer: vk::Buffer, size: u64, seed: u32) {
         let stage = self.host_buffer(size);
@@ -284,6 +328,30 @@ impl Drop for Vk {
     fn drop(&mut self) {
         unsafe { self.device.destroy_command_pool(self.pool, None) };
     }
+}
+
+/// Level 0, layer 0 of a colour image.
+pub fn color_range() -> vk::ImageSubresourceRange {
+    vk::ImageSubresourceRange::default()
+        .aspect_mask(vk::ImageAspectFlags::COLOR)
+        .level_count(1)
+        .layer_count(1)
+}
+
+/// A copy of level 0, layer 0 of a `width` x `height` colour image, tightly packed
+/// at offset 0 of the buffer.
+pub fn color_region(width: u32, height: u32) -> vk::BufferImageCopy {
+    vk::BufferImageCopy::default()
+        .image_subresource(
+            vk::ImageSubresourceLayers::default()
+                .aspect_mask(vk::ImageAspectFlags::COLOR)
+                .layer_count(1),
+        )
+        .image_extent(vk::Extent3D {
+            width,
+            height,
+            depth: 1,
+        })
 }
 
 /// A layout change of `range` of `image` (all memory writes before, all accesses
@@ -397,18 +465,6 @@ impl EngineDevice {
         }
         .is_none()
     }
-
-    pub fn create_info(&self, flags: u32) -> vkcuda_context_create_info {
-        vkcuda_context_create_info {
-            flags,
-            instance: self.instance.handle(),
-            physical_device: self.physical,
-            device: self.device.handle(),
-            get_instance_proc_addr: Some(self.entry.static_fn().get_instance_proc_addr),
-            get_device_proc_addr: None,
-            cuda_context: ptr::null_mut(),
-        }
-    }
 }
 
 impl Drop for EngineDevice {
@@ -431,68 +487,4 @@ pub fn device_local_type(v: &Vk, bits: u32) -> u32 {
                     .contains(vk::MemoryPropertyFlags::DEVICE_LOCAL)
         })
         .expect("a device-local memory type")
-}
-
-/// A Vulkan-only context and the test's Vulkan on it (`OneDevice` derefs to its
-/// `Vk`): both destroyed when dropped.
-pub struct OneDevice {
-    pub ctx: *mut vkcuda_context,
-    v: ManuallyDrop<Vk>,
-}
-
-impl OneDevice {
-    pub fn open() -> OneDevice {
-        let ctx = super::vulkan_only_context();
-        let v = ManuallyDrop::new(Vk::new(ctx));
-        OneDevice { ctx, v }
-    }
-}
-
-impl std::ops::Deref for OneDevice {
-    type Target = Vk;
-    fn deref(&self) -> &Vk {
-        &self.v
-    }
-}
-
-impl Drop for OneDevice {
-    fn drop(&mut self) {
-        unsafe {
-            ManuallyDrop::drop(&mut self.v);
-            vkcuda_context_destroy(self.ctx);
-        }
-    }
-}
-
-/// Two Vulkan-only contexts, two VkDevices as two processes have them, and the
-/// test's Vulkan on each (`va` on `a`, `vb` on `b`): all destroyed when dropped.
-pub struct TwoDevices {
-    pub a: *mut vkcuda_context,
-    pub b: *mut vkcuda_context,
-    pub va: ManuallyDrop<Vk>,
-    pub vb: ManuallyDrop<Vk>,
-}
-
-impl TwoDevices {
-    pub fn open() -> TwoDevices {
-        let (a, b) = (super::vulkan_only_context(), super::vulkan_only_context());
-        let (va, vb) = (Vk::new(a), Vk::new(b));
-        TwoDevices {
-            a,
-            b,
-            va: ManuallyDrop::new(va),
-            vb: ManuallyDrop::new(vb),
-        }
-    }
-}
-
-impl Drop for TwoDevices {
-    fn drop(&mut self) {
-        unsafe {
-            ManuallyDrop::drop(&mut self.va);
-            ManuallyDrop::drop(&mut self.vb);
-            vkcuda_context_destroy(self.a);
-            vkcuda_context_destroy(self.b);
-        }
-    }
 }

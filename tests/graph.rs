@@ -7,19 +7,24 @@
 //! setter refuses a stale value, a value set twice, and nodes that are not this
 //! semaphore's.
 //!
-//! Without a GPU these are ignored; `VKCUDA_REQUIRE_GPU=1 cargo test -p vkcuda-c --test graph
+//! Without a GPU these are ignored; `VKCUDA_REQUIRE_GPU=1 cargo test --test graph
 //! -- --include-ignored` makes a missing GPU a failure.
 
 mod support;
 
 use std::ffi::c_void;
 use std::ptr;
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use ash::vk;
 use cudarc::driver::sys as cu;
-use support::cuda::check;
+use support::cuda::{check, Cuda};
 use support::*;
+use vkcuda::buffer::Allocator;
+use vkcuda::handoff::Scope;
+use vkcuda::semaphore::{GraphOp, Kind, Stage};
+use vkcuda::{Buffer, Context, ErrorKind, Semaphore};
 
 /// w = 2w + 1 on `n` words.
 const PTX: &str = "
@@ -56,9 +61,9 @@ const SLOTS: usize = 3;
 
 struct Frame {
     v: Vk,
-    sem: *mut vkcuda_semaphore,
+    sem: Semaphore,
     vk_sem: vk::Semaphore,
-    buf: *mut vkcuda_buffer,
+    buf: Buffer,
     vk_buf: vk::Buffer,
     ptr: u64,
     stream: cu::CUstream,
@@ -72,22 +77,19 @@ struct Frame {
 }
 
 impl Frame {
-    fn new(ctx: *mut vkcuda_context) -> Frame {
-        let v = Vk::new(ctx);
-        let mut info: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
-        ok(unsafe { vkcuda_context_get_cuda_info(ctx, &mut info) });
-        check(unsafe { cu::cuCtxPushCurrent_v2(info.cuda_context.cast()) });
+    fn new(ctx: &Arc<Context>) -> Frame {
+        let v = Vk::of(ctx);
+        Cuda::of_context(ctx).enter();
         let mut stream = ptr::null_mut();
         check(unsafe { cu::cuStreamCreate(&mut stream, 1) });
         let mut module = ptr::null_mut();
         check(unsafe { cu::cuModuleLoadData(&mut module, PTX.as_ptr().cast()) });
         let mut kernel = ptr::null_mut();
         check(unsafe { cu::cuModuleGetFunction(&mut kernel, module, c"twice_plus_one".as_ptr()) });
-        let buf = create_buffer(ctx, WORDS as u64 * 4, 0);
-        let i = buffer_info(buf);
-        let sem = create_semaphore(ctx, 0, 0);
-        let mut vk_sem = vk::Semaphore::null();
-        ok(unsafe { vkcuda_semaphore_get_vk_semaphore(sem, &mut vk_sem) });
+        let usage = vk::BufferUsageFlags::empty();
+        let buf = Buffer::create(ctx, WORDS as u64 * 4, usage, Allocator::Vulkan).unwrap();
+        let sem = Semaphore::create(ctx, Kind::Timeline, 0, None).unwrap();
+        let (vk_sem, vk_buf, ptr) = (sem.vk_semaphore(), buf.vk_buffer(), buf.cuda_ptr().unwrap());
         let staging = v.host_buffer(WORDS as u64 * 4 * SLOTS as u64);
         let cmds = unsafe {
             v.device.allocate_command_buffers(
@@ -102,8 +104,8 @@ impl Frame {
             sem,
             vk_sem,
             buf,
-            vk_buf: i.buffer,
-            ptr: i.cuda_pointer,
+            vk_buf,
+            ptr,
             stream,
             kernel,
             staging,
@@ -114,13 +116,8 @@ impl Frame {
         }
     }
 
-    fn stage(&self) -> vkcuda_timeline_stage {
-        let mut s = vkcuda_timeline_stage {
-            wait_value: 0,
-            signal_value: 0,
-        };
-        ok(unsafe { vkcuda_semaphore_next_stage(self.sem, &mut s) });
-        s
+    fn stage(&self) -> Stage {
+        self.sem.next_stage().unwrap()
     }
 
     fn launch_kernel(&self) {
@@ -158,7 +155,8 @@ impl Frame {
         if self.slot_done[slot] == 0 {
             return;
         }
-        ok(unsafe { vkcuda_semaphore_host_wait(self.sem, self.slot_done[slot], 10_000_000_000) });
+        let done = self.slot_done[slot];
+        self.sem.host_wait(done, Duration::from_secs(10)).unwrap();
         let f = self.slot_frame[slot] as u32;
         let want = f.wrapping_mul(2).wrapping_add(1);
         let words = unsafe {
@@ -175,14 +173,13 @@ impl Frame {
 
     /// Records and submits stage A (Vulkan fills the buffer with `f`, releases it
     /// to CUDA) of frame `f` in `slot`.
-    fn vulkan_a(&mut self, slot: usize, f: u64, st: vkcuda_timeline_stage) {
+    fn vulkan_a(&mut self, slot: usize, f: u64, st: Stage) {
         let cmd = self.cmds[2 * slot];
         let d = &self.v.device;
-        let info = vkcuda_handoff_info {
-            flags: 0,
-            queue_family_index: self.v.family,
-            stage_mask: vk::PipelineStageFlags::TRANSFER.as_raw(),
-            access_mask: vk::AccessFlags::TRANSFER_WRITE.as_raw(),
+        let info = Scope {
+            queue_family: self.v.family,
+            stages: vk::PipelineStageFlags::TRANSFER,
+            access: vk::AccessFlags::TRANSFER_WRITE,
         };
         unsafe {
             d.reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty())
@@ -190,28 +187,27 @@ impl Frame {
             d.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())
                 .unwrap();
             d.cmd_fill_buffer(cmd, self.vk_buf, 0, WORDS as u64 * 4, f as u32);
-            ok(vkcuda_buffer_cmd_release_to_cuda(self.buf, cmd, &info));
+            self.buf.cmd_release_to_cuda(cmd, &info).unwrap();
             d.end_command_buffer(cmd).unwrap();
         }
-        self.submit(cmd, st.wait_value, st.signal_value);
+        self.submit(cmd, st.wait, st.signal);
     }
 
     /// Stage C: acquire from CUDA, copy the buffer into the slot's staging.
-    fn vulkan_c(&mut self, slot: usize, f: u64, st: vkcuda_timeline_stage) {
+    fn vulkan_c(&mut self, slot: usize, f: u64, st: Stage) {
         let cmd = self.cmds[2 * slot + 1];
         let d = &self.v.device;
-        let info = vkcuda_handoff_info {
-            flags: 0,
-            queue_family_index: self.v.family,
-            stage_mask: vk::PipelineStageFlags::TRANSFER.as_raw(),
-            access_mask: vk::AccessFlags::TRANSFER_READ.as_raw(),
+        let info = Scope {
+            queue_family: self.v.family,
+            stages: vk::PipelineStageFlags::TRANSFER,
+            access: vk::AccessFlags::TRANSFER_READ,
         };
         unsafe {
             d.reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty())
                 .unwrap();
             d.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())
                 .unwrap();
-            ok(vkcuda_buffer_cmd_acquire_from_cuda(self.buf, cmd, &info));
+            self.buf.cmd_acquire_from_cuda(cmd, &info).unwrap();
             d.cmd_copy_buffer(
                 cmd,
                 self.vk_buf,
@@ -234,8 +230,8 @@ impl Frame {
             );
             d.end_command_buffer(cmd).unwrap();
         }
-        self.submit(cmd, st.wait_value, st.signal_value);
-        self.slot_done[slot] = st.signal_value;
+        self.submit(cmd, st.wait, st.signal);
+        self.slot_done[slot] = st.signal;
         self.slot_frame[slot] = f;
     }
 
@@ -282,12 +278,8 @@ impl Drop for Frame {
             },
         );
         self.v.destroy_host_buffer(staging);
-        unsafe {
-            vkcuda_semaphore_destroy(self.sem);
-            vkcuda_buffer_destroy(self.buf);
-            let mut popped = ptr::null_mut();
-            cu::cuCtxPopCurrent_v2(&mut popped);
-        }
+        let mut popped = ptr::null_mut();
+        unsafe { cu::cuCtxPopCurrent_v2(&mut popped) };
     }
 }
 
@@ -306,7 +298,7 @@ fn a_captured_frame_graph_replays_on_one_timeline_with_vulkan() {
     else {
         return;
     };
-    let mut fr = Frame::new(ctx);
+    let mut fr = Frame::new(&ctx);
     let n = frames();
 
     // Capture the frame's CUDA work from the stream. A wait or signal on the
@@ -317,19 +309,9 @@ fn a_captured_frame_graph_replays_on_one_timeline_with_vulkan() {
             cu::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL,
         )
     });
-    let msg = fails(
-        unsafe { vkcuda_semaphore_cuda_signal(fr.sem, 1, fr.stream.cast()) },
-        VKCUDA_ERROR_INVALID_STATE,
-    );
-    assert!(msg.contains("capturing"), "{msg}");
-    let msg = fails(
-        unsafe { vkcuda_semaphore_cuda_wait(fr.sem, 1, fr.stream.cast()) },
-        VKCUDA_ERROR_INVALID_STATE,
-    );
-    assert!(
-        msg.contains("vkcuda_semaphore_cuda_graph_add_wait"),
-        "{msg}"
-    );
+    let capturing = ErrorKind::InvalidState;
+    refused(fr.sem.cuda_signal(1, fr.stream), capturing, "capturing");
+    refused(fr.sem.cuda_wait(1, fr.stream), capturing, "capturing");
     fr.launch_kernel();
     let mut graph = ptr::null_mut();
     check(unsafe { cu::cuStreamEndCapture(fr.stream, &mut graph) });
@@ -340,70 +322,52 @@ fn a_captured_frame_graph_replays_on_one_timeline_with_vulkan() {
 
     // The semaphore's nodes: wait -> kernel -> signal, with frame 0's values.
     let (a0, b0, c0) = (fr.stage(), fr.stage(), fr.stage());
-    let mut wait_node = ptr::null_mut();
-    ok(unsafe {
-        vkcuda_semaphore_cuda_graph_add_wait(
-            fr.sem,
-            graph.cast(),
-            ptr::null(),
-            0,
-            b0.wait_value,
-            &mut wait_node,
-        )
-    });
-    check(unsafe { cu::cuGraphAddDependencies(graph, &wait_node.cast(), &kernel_node, 1) });
-    let mut signal_node = ptr::null_mut();
-    let deps = [kernel_node.cast::<CUgraphNode_st>()];
-    ok(unsafe {
-        vkcuda_semaphore_cuda_graph_add_signal(
-            fr.sem,
-            graph.cast(),
-            deps.as_ptr(),
-            1,
-            b0.signal_value,
-            &mut signal_node,
-        )
-    });
+    // SAFETY: `graph` is a live graph of the context's CUDA context, `kernel_node`
+    // its node, used by this thread only.
+    let wait_node = unsafe { fr.sem.cuda_graph_add(GraphOp::Wait, graph, &[], b0.wait) }.unwrap();
+    check(unsafe { cu::cuGraphAddDependencies(graph, &wait_node, &kernel_node, 1) });
+    let deps = [kernel_node];
+    let signal_node = unsafe {
+        fr.sem
+            .cuda_graph_add(GraphOp::Signal, graph, &deps, b0.signal)
+    }
+    .unwrap();
     let mut exec = ptr::null_mut();
     check(unsafe { cu::cuGraphInstantiateWithFlags(&mut exec, graph, 0) });
+    // SAFETY: `exec` was instantiated from `graph`, used by this thread only.
+    let set = |s: &Semaphore, op: GraphOp, node: cu::CUgraphNode, value: u64| unsafe {
+        s.cuda_graph_exec_set(op, exec, node, value)
+    };
 
     // Nodes that are not this semaphore's, or not of that kind, are refused.
-    let other = create_semaphore(ctx, 0, 0);
-    let msg = fails(
-        unsafe {
-            vkcuda_semaphore_cuda_graph_exec_set_signal(other, exec.cast(), signal_node, 1_000)
-        },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
+    let other = Semaphore::create(&ctx, Kind::Timeline, 0, None).unwrap();
+    let invalid = ErrorKind::InvalidArgument;
+    refused(
+        set(&other, GraphOp::Signal, signal_node, 1_000),
+        invalid,
+        "not a node of this semaphore",
     );
-    assert!(msg.contains("not a node of this semaphore"), "{msg}");
-    let msg = fails(
-        unsafe { vkcuda_semaphore_cuda_graph_exec_set_wait(fr.sem, exec.cast(), signal_node, 1) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
+    let not_wait = "not an external semaphore wait node";
+    refused(
+        set(&fr.sem, GraphOp::Wait, signal_node, 1),
+        invalid,
+        not_wait,
     );
-    assert!(msg.contains("not an external semaphore wait node"), "{msg}");
-    let msg = fails(
-        unsafe {
-            vkcuda_semaphore_cuda_graph_exec_set_wait(fr.sem, exec.cast(), kernel_node.cast(), 1)
-        },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
+    refused(
+        set(&fr.sem, GraphOp::Wait, kernel_node, 1),
+        invalid,
+        not_wait,
     );
-    assert!(msg.contains("not an external semaphore wait node"), "{msg}");
     // Frame 0's signal value was recorded when the node was added: setting it
     // again is a second signal of one value.
-    let msg = fails(
-        unsafe {
-            vkcuda_semaphore_cuda_graph_exec_set_signal(
-                fr.sem,
-                exec.cast(),
-                signal_node,
-                b0.signal_value,
-            )
-        },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
+    let e = refused(
+        set(&fr.sem, GraphOp::Signal, signal_node, b0.signal),
+        invalid,
+        "",
     );
     assert!(
-        msg.contains("strictly increase") || msg.contains("already signalled"),
-        "{msg}"
+        e.message().contains("strictly increase") || e.message().contains("already signalled"),
+        "{e}"
     );
 
     // The frame loop: A (Vulkan) -> the graph -> C (Vulkan), one timeline, no
@@ -421,26 +385,12 @@ fn a_captured_frame_graph_replays_on_one_timeline_with_vulkan() {
         fr.vulkan_a(slot, f, a);
         let t = Instant::now();
         if f > 0 {
-            ok(unsafe {
-                vkcuda_semaphore_cuda_graph_exec_set_wait(
-                    fr.sem,
-                    exec.cast(),
-                    wait_node,
-                    b.wait_value,
-                )
-            });
-            ok(unsafe {
-                vkcuda_semaphore_cuda_graph_exec_set_signal(
-                    fr.sem,
-                    exec.cast(),
-                    signal_node,
-                    b.signal_value,
-                )
-            });
+            set(&fr.sem, GraphOp::Wait, wait_node, b.wait).unwrap();
+            set(&fr.sem, GraphOp::Signal, signal_node, b.signal).unwrap();
         }
         check(unsafe { cu::cuGraphLaunch(exec, fr.stream) });
         set_us.push(t.elapsed().as_secs_f64() * 1e6);
-        fr.let_the_layer_see(a.signal_value);
+        fr.let_the_layer_see(a.signal);
         fr.vulkan_c(slot, f, c);
     }
     fr.drain();
@@ -463,11 +413,11 @@ fn a_captured_frame_graph_replays_on_one_timeline_with_vulkan() {
         let (a, b, c) = (fr.stage(), fr.stage(), fr.stage());
         fr.vulkan_a(slot, f, a);
         let t = Instant::now();
-        ok(unsafe { vkcuda_semaphore_cuda_wait(fr.sem, b.wait_value, fr.stream.cast()) });
+        fr.sem.cuda_wait(b.wait, fr.stream).unwrap();
         fr.launch_kernel();
-        ok(unsafe { vkcuda_semaphore_cuda_signal(fr.sem, b.signal_value, fr.stream.cast()) });
+        fr.sem.cuda_signal(b.signal, fr.stream).unwrap();
         stream_us.push(t.elapsed().as_secs_f64() * 1e6);
-        fr.let_the_layer_see(a.signal_value);
+        fr.let_the_layer_see(a.signal);
         fr.vulkan_c(slot, f, c);
     }
     fr.drain();
@@ -479,8 +429,5 @@ fn a_captured_frame_graph_replays_on_one_timeline_with_vulkan() {
     unsafe {
         check(cu::cuGraphExecDestroy(exec));
         check(cu::cuGraphDestroy(graph));
-        vkcuda_semaphore_destroy(other);
     }
-    drop(fr);
-    unsafe { vkcuda_context_destroy(ctx) };
 }

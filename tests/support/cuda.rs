@@ -1,13 +1,11 @@
 //! The test's own CUDA work, through the driver API (`cudarc`'s bindings, loaded
 //! at run time like the library's): one guard of a context's CUcontext, one
-//! check of a CUresult, and one synchronous 2D copy (`copy2d`).
+//! check of a CUresult, and one synchronous 2D copy (`copy2d`). (`Cuda::of`, the
+//! CUcontext of a C context, is the C door's: capi/tests/support/door.rs.)
 
 use std::ptr;
 
 use cudarc::driver::sys as cu;
-use vkcuda_c::*;
-
-use super::ok;
 
 /// Panics unless `r` is CUDA_SUCCESS (at the caller's line).
 #[track_caller]
@@ -20,12 +18,6 @@ pub fn check(r: cu::CUresult) {
 pub struct Cuda(pub cu::CUcontext);
 
 impl Cuda {
-    pub fn of(ctx: *const vkcuda_context) -> Cuda {
-        let mut info: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
-        ok(unsafe { vkcuda_context_get_cuda_info(ctx, &mut info) });
-        Cuda(info.cuda_context.cast())
-    }
-
     /// The CUcontext of a Rust API context (`vkcuda::Context`) with CUDA.
     pub fn of_context(ctx: &vkcuda::Context) -> Cuda {
         Cuda(ctx.cuda_info().expect("a context with CUDA").context)
@@ -87,7 +79,7 @@ impl Cuda {
 pub enum Mem {
     Host(*mut u8, usize),
     Device(u64, usize),
-    Array(*mut CUarray_st),
+    Array(cu::CUarray),
 }
 
 /// A synchronous 2D copy of `rows` rows of `row` bytes (in the current context).

@@ -4,7 +4,8 @@
 //! exports, descriptions, barriers into their own command buffers), and the
 //! timeline value book-keeping is driven from 8 threads under its lock. On a
 //! device with shared semaphores (a GPU), the 8 threads also signal, wait and take
-//! frame stages on one shared timeline semaphore through the C API.
+//! frame stages on one shared timeline semaphore. All through the Rust API (the C
+//! handles' `Send + Sync`: capi/tests/handles.rs).
 //!
 //! No crash, no deadlock (a watchdog aborts the process after
 //! `VKCUDA_THREAD_WATCHDOG_S`, default 600 s, with what each thread was doing), no
@@ -17,13 +18,18 @@ mod support;
 use support::*;
 
 use std::collections::HashSet;
-use std::ptr;
+use std::os::fd::{AsFd, AsRawFd};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use ash::vk;
-use vkcuda::semaphore::Book;
+use vkcuda::buffer::Allocator;
+use vkcuda::dlpack::Tensor;
+use vkcuda::handoff::Scope;
+use vkcuda::image::Description;
+use vkcuda::semaphore::{Book, Kind};
+use vkcuda::{ipc, Buffer, Context, Error, ErrorKind, Image, Semaphore};
 
 const THREADS: usize = 8;
 
@@ -40,18 +46,6 @@ fn watchdog_s() -> u64 {
         .and_then(|v| v.parse().ok())
         .unwrap_or(600)
 }
-
-/// A raw handle that crosses threads: the library documents its objects as usable
-/// from any thread (see docs/RELIABILITY.md for each one).
-struct Shared<T>(*mut T);
-impl<T> Clone for Shared<T> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<T> Copy for Shared<T> {}
-unsafe impl<T> Send for Shared<T> {}
-unsafe impl<T> Sync for Shared<T> {}
 
 /// What each thread is doing, for the watchdog's report.
 struct Progress {
@@ -178,86 +172,80 @@ fn on_threads(
     t0.elapsed()
 }
 
+fn none() -> vk::BufferUsageFlags {
+    vk::BufferUsageFlags::empty()
+}
+
 /// A w x w R8G8B8A8_UNORM image with `levels` levels and one layer.
-fn square_image(w: u32, levels: u32) -> vkcuda_image_create_info {
-    vkcuda_image_create_info {
+fn square_image(ctx: &Arc<Context>, w: u32, levels: u32) -> Image {
+    let d = Description {
         mip_levels: levels,
-        array_layers: 1,
-        ..image_desc(0, vk::Format::R8G8B8A8_UNORM, w, w, 1)
-    }
+        ..Description::new_2d(vk::Format::R8G8B8A8_UNORM, w, w)
+    };
+    Image::create(ctx, &d).unwrap()
+}
+
+/// The objects every thread uses at once.
+struct Shared {
+    ctx: Arc<Context>,
+    buffer: Buffer,
+    image: Image,
+    semaphore: Option<Semaphore>,
 }
 
 /// One thread's cycles on the shared context.
-fn cycle_work(
-    t: usize,
-    ctx: Shared<vkcuda_context>,
-    buffer: Shared<vkcuda_buffer>,
-    image: Shared<vkcuda_image>,
-    semaphore: Option<Shared<vkcuda_semaphore>>,
-    progress: &Progress,
-) {
-    let ctx = ctx.0;
-    let vk = Vk::new(ctx);
+fn cycle_work(t: usize, s: &Shared, progress: &Progress) {
+    let ctx = &s.ctx;
+    let vk = Vk::of(ctx);
     let cmd = vk.command_buffer();
     let begin = || unsafe {
         vk.device
             .begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())
             .unwrap()
     };
-    let cuda = {
-        let mut c: vkcuda_cuda_info = unsafe { std::mem::zeroed() };
-        unsafe { vkcuda_context_get_cuda_info(ctx, &mut c) == VKCUDA_SUCCESS }
-    };
+    let cuda = ctx.cuda_info().is_ok();
     for i in 0..cycles() {
-        // A buffer of its own: create, look at, export, destroy.
+        // A buffer of its own: create, look at, export, drop.
         progress.at(t, 1, i);
         let size = 4096 * (1 + ((i * 7 + t) % 16) as u64);
-        let b = create_buffer(ctx, size, 0);
-        let info = buffer_info(b);
-        assert_eq!(info.size, size);
-        let mut fd = -1;
-        ok(unsafe { vkcuda_buffer_export_fd(b, &mut fd) });
-        assert!(fd >= 0);
+        let b = Buffer::create(ctx, size, none(), Allocator::Vulkan).unwrap();
+        assert_eq!(b.layout().size, size);
+        let fd = b.export_fd().unwrap();
+        assert!(fd.as_raw_fd() >= 0);
 
         // An image of its own.
         progress.at(t, 2, i);
-        let mut im = ptr::null_mut();
-        ok(unsafe { vkcuda_image_create(ctx, &square_image(8 + (i % 3) as u32 * 8, 0), &mut im) });
-        let mut ii: vkcuda_image_info = unsafe { std::mem::zeroed() };
-        ok(unsafe { vkcuda_image_get_info(im, &mut ii) });
-        let mut d: vkcuda_share_description = unsafe { std::mem::zeroed() };
-        ok(unsafe { vkcuda_image_describe(im, &mut d) });
+        let im = square_image(ctx, 8 + (i % 3) as u32 * 8, 1);
+        assert_eq!(im.description().mip_levels, 1);
+        let d = ipc::describe_image(&im);
+        assert_eq!(d.kind(), ipc::Kind::Image);
 
         // The shared objects, used by every thread at once.
         progress.at(t, 3, i);
-        let shared = buffer_info(buffer.0);
-        assert_eq!(shared.size, 65536);
-        let mut sfd = -1;
-        ok(unsafe { vkcuda_buffer_export_fd(buffer.0, &mut sfd) });
-        unsafe { libc::close(sfd) };
-        ok(unsafe { vkcuda_image_export_fd(image.0, &mut sfd) });
-        unsafe { libc::close(sfd) };
-        ok(unsafe { vkcuda_buffer_describe(buffer.0, &mut d) });
-        let mut si: vkcuda_image_info = unsafe { std::mem::zeroed() };
-        ok(unsafe { vkcuda_image_get_info(image.0, &mut si) });
-        let mut array = ptr::null_mut();
-        let r = unsafe { vkcuda_image_get_cuda_array(image.0, (i % 5) as u32, &mut array) };
+        assert_eq!(s.buffer.layout().size, 65536);
+        drop(s.buffer.export_fd().unwrap());
+        drop(s.image.export_fd().unwrap());
+        assert_eq!(ipc::describe_buffer(&s.buffer).kind(), ipc::Kind::Buffer);
+        assert_eq!(s.image.description().mip_levels, 5);
+        let level = (i % 5) as u32;
+        let array = s.image.level_array(0, level);
         if cuda {
-            ok(r);
-            let mut surface = 0;
-            ok(unsafe { vkcuda_image_get_surface_object(image.0, (i % 5) as u32, &mut surface) });
+            array.unwrap();
+            s.image.surface(0, level).unwrap();
         } else {
-            assert_eq!(r, VKCUDA_ERROR_CUDA_UNAVAILABLE);
+            assert_eq!(array.unwrap_err().kind(), ErrorKind::CudaUnavailable);
         }
 
         // Barriers on the shared image and buffer, into this thread's command buffer.
         progress.at(t, 4, i);
-        let h = handoff_info(0);
-        let general = vk::ImageLayout::GENERAL.as_raw();
-        ok(unsafe { vkcuda_image_cmd_release_to_cuda(image.0, cmd, &h, general) });
-        ok(unsafe { vkcuda_image_cmd_acquire_from_cuda(image.0, cmd, &h, general) });
-        ok(unsafe { vkcuda_buffer_cmd_release_to_cuda(buffer.0, cmd, &h) });
-        ok(unsafe { vkcuda_buffer_cmd_acquire_from_cuda(buffer.0, cmd, &h) });
+        let h = Scope::new(0);
+        let general = vk::ImageLayout::GENERAL;
+        unsafe {
+            s.image.cmd_release_to_cuda(cmd, &h, general).unwrap();
+            s.image.cmd_acquire_from_cuda(cmd, &h, general).unwrap();
+            s.buffer.cmd_release_to_cuda(cmd, &h).unwrap();
+            s.buffer.cmd_acquire_from_cuda(cmd, &h).unwrap();
+        }
         if i % 64 == 63 {
             unsafe {
                 vk.device.end_command_buffer(cmd).unwrap();
@@ -268,44 +256,29 @@ fn cycle_work(
             begin();
         }
 
-        // Every 8th cycle: import the own buffer's fd back (the import takes it).
+        // Every 8th cycle: import the own buffer's fd back.
         progress.at(t, 5, i);
         if i % 8 == 0 {
-            let import = buffer_import_info(&info);
-            let mut back = ptr::null_mut();
-            ok(unsafe { vkcuda_buffer_import_fd(ctx, &import, fd, &mut back) });
-            unsafe { vkcuda_buffer_destroy(back) };
-        } else {
-            unsafe { libc::close(fd) };
+            Buffer::import_fd(ctx, fd.as_fd(), b.layout(), none()).unwrap();
         }
-        unsafe {
-            vkcuda_image_destroy(im);
-            vkcuda_buffer_destroy(b);
-        }
+        drop((fd, im, b));
 
         // The shared timeline semaphore, where there is one.
         progress.at(t, 6, i);
-        if let Some(s) = semaphore {
-            let mut st = vkcuda_timeline_stage {
-                wait_value: 0,
-                signal_value: 0,
-            };
-            match unsafe { vkcuda_semaphore_next_stage(s.0, &mut st) } {
-                VKCUDA_SUCCESS => {
+        if let Some(sem) = &s.semaphore {
+            match sem.next_stage() {
+                Ok(st) => {
                     // Another thread may have signalled past this stage already.
-                    let r = unsafe { vkcuda_semaphore_host_signal(s.0, st.signal_value) };
-                    assert!(
-                        r == VKCUDA_SUCCESS || r == VKCUDA_ERROR_INVALID_ARGUMENT,
-                        "{r:?}: {}",
-                        last_error()
-                    );
-                    ok(unsafe { vkcuda_semaphore_host_wait(s.0, st.wait_value, 10_000_000_000) });
+                    if let Err(e) = sem.host_signal(st.signal) {
+                        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+                    }
+                    sem.host_wait(st.wait, Duration::from_secs(10)).unwrap();
                 }
-                VKCUDA_ERROR_INVALID_STATE => {} // too far ahead: others will catch up
-                r => panic!("next_stage: {r:?}: {}", last_error()),
+                // Too far ahead: others will catch up.
+                Err(e) if e.kind() == ErrorKind::InvalidState => {}
+                Err(e) => panic!("next_stage: {e}"),
             }
-            let mut v = 0;
-            ok(unsafe { vkcuda_semaphore_get_value(s.0, &mut v) });
+            sem.value().unwrap();
         }
     }
     unsafe {
@@ -314,48 +287,39 @@ fn cycle_work(
     }
 }
 
-fn stress(ctx: *mut vkcuda_context, what: &str) {
+fn stress(ctx: Arc<Context>, what: &str) {
     let (fds, objects) = (fd_count(), live_counts());
-    let buffer = create_buffer(ctx, 65536, 0);
-    let mut image = ptr::null_mut();
-    ok(unsafe { vkcuda_image_create(ctx, &square_image(16, 5), &mut image) });
-    let semaphore = {
-        let mut s = ptr::null_mut();
-        match unsafe { vkcuda_semaphore_create(ctx, &semaphore_create_info(0, 0), &mut s) } {
-            VKCUDA_SUCCESS => Some(Shared(s)),
-            VKCUDA_ERROR_EXTENSION_NOT_PRESENT => {
-                println!(
-                    "{what}: no shared semaphores on this device: the semaphore part is skipped"
-                );
-                None
-            }
-            r => panic!("vkcuda_semaphore_create: {r:?}: {}", last_error()),
+    let semaphore = match Semaphore::create(&ctx, Kind::Timeline, 0, None) {
+        Ok(s) => Some(s),
+        Err(e) if e.kind() == ErrorKind::ExtensionNotPresent => {
+            println!("{what}: no shared semaphores on this device: the semaphore part is skipped");
+            None
         }
+        Err(e) => panic!("Semaphore::create: {e}"),
     };
-    let progress = Progress::new();
-    let (c, b, i) = (Shared(ctx), Shared(buffer), Shared(image));
-    let p = progress.clone();
-    let took = on_threads(what, &progress, move |t| {
-        cycle_work(t, c, b, i, semaphore, &p)
+    let shared = Arc::new(Shared {
+        buffer: Buffer::create(&ctx, 65536, none(), Allocator::Vulkan).unwrap(),
+        image: square_image(&ctx, 16, 5),
+        semaphore,
+        ctx,
     });
+    let progress = Progress::new();
+    let (s, p) = (shared.clone(), progress.clone());
+    let took = on_threads(what, &progress, move |t| cycle_work(t, &s, &p));
     println!(
         "{what}: {THREADS} threads x {} cycles (a buffer, an image, an import every 8th cycle, \
          the shared objects, 4 barriers{}) in {:.1} s",
         cycles(),
-        if semaphore.is_some() {
+        if shared.semaphore.is_some() {
             ", a timeline stage"
         } else {
             ""
         },
         took.as_secs_f64()
     );
-    unsafe {
-        if let Some(s) = semaphore {
-            vkcuda_semaphore_destroy(s.0);
-        }
-        vkcuda_image_destroy(image);
-        vkcuda_buffer_destroy(buffer);
-    }
+    let shared = Arc::into_inner(shared).expect("the threads are done");
+    drop((shared.semaphore, shared.image, shared.buffer));
+    // The context is still held here, as it was when `objects` was counted.
     assert_eq!(live_counts(), objects, "{what}: live objects leaked");
     assert_eq!(fd_count(), fds, "{what}: fds leaked");
 }
@@ -363,9 +327,7 @@ fn stress(ctx: *mut vkcuda_context, what: &str) {
 #[test]
 fn eight_threads_on_one_vulkan_only_context() {
     let _g = serial();
-    let ctx = vulkan_only_context();
-    stress(ctx, "vulkan-only");
-    unsafe { vkcuda_context_destroy(ctx) };
+    stress(vulkan_only_context(), "vulkan-only");
     assert_eq!(live_counts(), [0; 8]);
 }
 
@@ -377,10 +339,9 @@ fn eight_threads_on_one_cuda_context() {
         return;
     };
     stress(ctx, "cuda");
-    unsafe { vkcuda_context_destroy(ctx) };
 }
 
-/// The value book-keeping behind its lock, as `vkcuda_semaphore` holds it, with 8
+/// The value book-keeping behind its lock, as `Semaphore` holds it, with 8
 /// threads taking stages, signalling them (sometimes out of order, sometimes
 /// twice) and a "GPU" advancing the value: every stage value is handed out once,
 /// accepted signals strictly increase, and no value is accepted twice.
@@ -468,16 +429,13 @@ fn contexts_from_eight_threads() {
             p.at(t, 7, i);
             let ctx = vulkan_only_context();
             p.at(t, 8, i);
-            let b = create_buffer(ctx, 4096, 0);
-            unsafe {
-                p.at(t, 9, i);
-                vkcuda_context_destroy(ctx);
-                // The buffer keeps the context alive.
-                let info = buffer_info(b);
-                assert_eq!(info.size, 4096);
-                p.at(t, 10, i);
-                vkcuda_buffer_destroy(b);
-            }
+            let b = Buffer::create(&ctx, 4096, none(), Allocator::Vulkan).unwrap();
+            p.at(t, 9, i);
+            drop(ctx);
+            // The buffer keeps the context alive.
+            assert_eq!(b.layout().size, 4096);
+            p.at(t, 10, i);
+            drop(b);
         }
     });
     println!(
@@ -492,18 +450,34 @@ fn contexts_from_eight_threads() {
     );
 }
 
-/// The objects behind the handles are `Send + Sync` as Rust types, so the
-/// "may be called from any thread" documentation is what the compiler checks for
-/// the library's own state (the handles themselves are raw pointers in C).
 #[test]
-fn objects_are_send_and_sync() {
+fn the_objects_are_send_and_sync() {
     fn both<T: Send + Sync>() {}
-    both::<vkcuda::context::Context>();
-    both::<vkcuda::buffer::Buffer>();
-    both::<vkcuda::image::Image>();
-    both::<vkcuda::semaphore::Semaphore>();
-    both::<vkcuda_c::vkcuda_context>();
-    both::<vkcuda_c::vkcuda_buffer>();
-    both::<vkcuda_c::image::vkcuda_image>();
-    both::<vkcuda_c::vkcuda_semaphore>();
+    both::<Context>();
+    both::<Buffer>();
+    both::<Image>();
+    both::<Semaphore>();
+    both::<Tensor>();
+    both::<Error>();
+    both::<vkcuda::context::BorrowedCudaContext>();
+    // And they are usable across threads for real: one buffer, four threads.
+    let ctx = vulkan_only_context();
+    let buf = Arc::new(
+        Buffer::create(&ctx, 4096, vk::BufferUsageFlags::empty(), Allocator::Vulkan).unwrap(),
+    );
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let b = buf.clone();
+            std::thread::spawn(move || {
+                let fd = b.export_fd().unwrap();
+                (b.vk_buffer(), b.layout(), fd.as_raw_fd() >= 0)
+            })
+        })
+        .collect();
+    for t in threads {
+        let (vk_buffer, layout, fd_ok) = t.join().unwrap();
+        assert_eq!(vk_buffer, buf.vk_buffer());
+        assert_eq!(layout, buf.layout());
+        assert!(fd_ok);
+    }
 }

@@ -1,37 +1,12 @@
-//! Results, skips and counts: what every suite asserts with.
+//! Skips and counts: what every suite asserts with, at either door (the C door's
+//! suites include this file too: capi/tests/support/mod.rs).
 //!
-//! `ok`/`fails`/`last_error` for results; `gpu_required` and
-//! `cuda_context_or_skip` for GPU-only tests (see the top of support/mod.rs);
-//! `serial` for tests that count per-process things; `fd_count`, `fd_is_open`,
-//! `fd_knows_size`, `live_objects`, `live_counts`, `image_counts`; `pattern`, the bytes tests write; `median` of timings.
+//! `gpu_required` for GPU-only tests (see the top of tests/support/mod.rs);
+//! `serial` for tests that count per-process things; `fd_count`, `fds_back_to`,
+//! `fd_is_open`, `fd_knows_size`, `live_objects`, `live_counts`, `image_counts`;
+//! `pattern`, the bytes tests write; `median` of timings.
 
-use std::ffi::CStr;
-use std::ptr;
 use std::sync::{Mutex, MutexGuard};
-
-use vkcuda_c::vkcuda_result::*;
-use vkcuda_c::*;
-
-pub fn last_error() -> String {
-    unsafe { CStr::from_ptr(vkcuda_last_error_message()) }
-        .to_string_lossy()
-        .into_owned()
-}
-
-/// Panics with the library's message unless `r` is success.
-#[track_caller]
-pub fn ok(r: vkcuda_result) {
-    assert_eq!(r, VKCUDA_SUCCESS, "{}", last_error());
-}
-
-/// Asserts `r` is `want` and that a message was set; returns the message.
-#[track_caller]
-pub fn fails(r: vkcuda_result, want: vkcuda_result) -> String {
-    let msg = last_error();
-    assert_eq!(r, want, "message: {msg}");
-    assert!(!msg.is_empty(), "no message for {want:?}");
-    msg
-}
 
 /// The VkImages, VkDeviceMemorys and CUDA external memories alive and the open fds:
 /// what making and destroying images leaves as it found.
@@ -52,10 +27,9 @@ pub fn serial() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-pub fn live_objects() -> vkcuda_live_objects {
-    let mut l: vkcuda_live_objects = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_live_objects_get(&mut l) });
-    l
+/// The library's live-object counts (`vkcuda::live_objects`).
+pub fn live_objects() -> vkcuda::LiveObjects {
+    vkcuda::live_objects()
 }
 
 /// The live-object counts as one comparable value: contexts, VkBuffers,
@@ -81,22 +55,6 @@ pub fn gpu_required() -> bool {
         .unwrap_or(false)
 }
 
-/// A standalone context paired with CUDA, or None (after printing why) when this
-/// machine has no CUDA GPU. With VKCUDA_REQUIRE_GPU=1 a missing GPU fails the test.
-pub fn cuda_context_or_skip(test: &str) -> Option<*mut vkcuda_context> {
-    let mut ctx = ptr::null_mut();
-    let r = unsafe { vkcuda_context_create_standalone(ptr::null(), &mut ctx) };
-    if r == VKCUDA_SUCCESS {
-        return Some(ctx);
-    }
-    let why = last_error();
-    if gpu_required() {
-        panic!("{test}: VKCUDA_REQUIRE_GPU=1 but no CUDA-paired device: {r:?}: {why}");
-    }
-    eprintln!("SKIPPED: {test}: no CUDA GPU here ({r:?}: {why}); set VKCUDA_REQUIRE_GPU=1 to make this a failure");
-    None
-}
-
 /// Open fds of this process. The first call makes and destroys one standalone
 /// context (its result ignored): on NVIDIA devices the library keeps one instance,
 /// with its fds, from the first standalone context until the process exits
@@ -105,14 +63,7 @@ pub fn cuda_context_or_skip(test: &str) -> Option<*mut vkcuda_context> {
 pub fn fd_count() -> usize {
     static WARMED: std::sync::Once = std::sync::Once::new();
     WARMED.call_once(|| {
-        let info = vkcuda_standalone_create_info {
-            flags: VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT,
-            physical_device_index: 0,
-        };
-        let mut ctx = ptr::null_mut();
-        if unsafe { vkcuda_context_create_standalone(&info, &mut ctx) } == VKCUDA_SUCCESS {
-            unsafe { vkcuda_context_destroy(ctx) };
-        }
+        drop(vkcuda::Context::standalone(None, vkcuda::CudaChoice::None));
     });
     std::fs::read_dir("/proc/self/fd").unwrap().count()
 }
