@@ -3,8 +3,8 @@
 //! it: no C function is called. On lavapipe (Vulkan-only contexts) data written
 //! through Vulkan is read back through another context's import, across the
 //! handoff barriers and across a socket, and every refusal is checked for its
-//! kind and its words. The GPU tests (`gpu_*`, ignored without a GPU) run a
-//! frame loop with CUDA and a DLPack tensor that outlives its buffer.
+//! kind and its words. The GPU test (`gpu_*`, ignored without a GPU) runs a
+//! frame loop with CUDA. DLPack tensors are tests/dlpack.rs's.
 
 mod support;
 use support::cuda::{check, Cuda};
@@ -18,7 +18,7 @@ use std::time::Duration;
 use ash::vk;
 use vkcuda::buffer::{Allocator, Layout, Wrap};
 use vkcuda::context::CudaChoice;
-use vkcuda::dlpack::{DType, Spec, Tensor};
+use vkcuda::dlpack::Tensor;
 use vkcuda::handoff::{self, Direction, Resource, Scope};
 use vkcuda::image::{Description, Dimension, VideoColor};
 use vkcuda::ipc::{self, Options, PeerPolicy};
@@ -986,56 +986,6 @@ fn a_buffer_crosses_a_socket() {
 }
 
 #[test]
-fn dlpack_checks_the_spec_before_it_needs_cuda() {
-    let ctx = vulkan_only();
-    let buf = Buffer::create(&ctx, 1024, none(), Allocator::Vulkan).unwrap();
-    let f32 = DType {
-        code: 2,
-        bits: 32,
-        lanes: 1,
-    };
-    kind_of(
-        buf.export_dlpack(&Spec {
-            dtype: f32,
-            shape: &[16, 17],
-            ..Spec::default()
-        }),
-        ErrorKind::InvalidArgument,
-        "past its end",
-    );
-    kind_of(
-        buf.export_dlpack(&Spec {
-            dtype: DType {
-                code: 99,
-                bits: 8,
-                lanes: 1,
-            },
-            ..Spec::default()
-        }),
-        ErrorKind::InvalidArgument,
-        "not a DLPack type code",
-    );
-    kind_of(
-        buf.export_dlpack(&Spec {
-            read_only: true,
-            legacy: true,
-            ..Spec::default()
-        }),
-        ErrorKind::InvalidArgument,
-        "cannot be marked read-only",
-    );
-    kind_of(
-        buf.export_dlpack(&Spec {
-            dtype: f32,
-            shape: &[16, 16],
-            ..Spec::default()
-        }),
-        ErrorKind::CudaUnavailable,
-        "needs the buffer's CUDA view",
-    );
-}
-
-#[test]
 fn the_doctor_reports_this_machine() {
     let root = support::empty_dir("rust-api-doctor");
     let mut opts = doctor::Options::default();
@@ -1293,55 +1243,4 @@ fn gpu_frame_loop_through_the_rust_api() {
         v.destroy_host_buffer(host);
         cuda.within(|| check(unsafe { cu::cuStreamDestroy_v2(stream) }));
     }
-}
-
-#[test]
-#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
-fn gpu_dlpack_tensor_outlives_its_buffer() {
-    let Some(ctx) = rust_cuda_context_or_skip("gpu_dlpack_tensor_outlives_its_buffer") else {
-        return;
-    };
-    let cuda = cuda_of(&ctx);
-    let ordinal = ctx.cuda_info().unwrap().ordinal;
-    let live = vkcuda::live_objects().dlpack_tensors;
-    let buf = Buffer::create(&ctx, 64 * 64 * 4, none(), Allocator::Vulkan).unwrap();
-    let data = bytes(64 * 64 * 4, 51);
-    cuda.write(buf.cuda_ptr().unwrap(), &data);
-    let t = buf
-        .export_dlpack(&Spec {
-            dtype: DType {
-                code: 2,
-                bits: 32,
-                lanes: 1,
-            },
-            shape: &[32, 64],
-            offset: 64 * 4 * 32,
-            read_only: true,
-            ..Spec::default()
-        })
-        .unwrap();
-    assert_eq!(t.data(), buf.cuda_ptr().unwrap() + 64 * 4 * 32);
-    assert_eq!(
-        (t.shape(), t.strides()),
-        (&[32i64, 64][..], &[64i64, 1][..])
-    );
-    assert_eq!(
-        (t.device_id(), t.is_legacy(), t.is_read_only()),
-        (ordinal, false, true)
-    );
-    assert_eq!(vkcuda::live_objects().dlpack_tensors, live + 1);
-    // The buffer and the context go; the tensor's memory stays.
-    let data_ptr = t.data();
-    drop(buf);
-    drop(ctx);
-    assert_same(
-        &cuda.read(data_ptr, 64 * 4 * 32),
-        &data[64 * 4 * 32..],
-        "the tensor's memory after the buffer was dropped",
-    );
-    // Handed over and taken back: one deleter call in all.
-    let raw = t.into_raw();
-    let t = unsafe { Tensor::from_raw(raw, false) }.unwrap();
-    drop(t);
-    assert_eq!(vkcuda::live_objects().dlpack_tensors, live);
 }

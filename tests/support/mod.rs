@@ -56,6 +56,7 @@
 pub mod checks;
 pub mod children;
 pub mod cuda;
+pub mod device;
 pub mod stand_in;
 pub mod vulkan;
 
