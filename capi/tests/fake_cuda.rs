@@ -513,7 +513,7 @@ fn child_sticky_error() {
     // Vulkan memory through its fd, which memfd-backed drivers (lavapipe) allow and
     // NVIDIA's opaque fds do not: on an NVIDIA device (the GPU machine, where this
     // binary runs too) there is nothing to map, so nothing to test here; the real
-    // driver's sticky fault is capi/tests/faults.rs's gpu_sticky_fault_loses_the_context.
+    // driver's sticky fault is tests/faults.rs's gpu_sticky_fault_loses_the_context.
     let mut a = ptr::null_mut();
     let r = unsafe { vkcuda_buffer_create(ctx, &buffer_create_info(65536, 0), &mut a) };
     if r == VKCUDA_ERROR_CUDA
