@@ -16,6 +16,7 @@
 
 mod support;
 use support::cuda::Cuda;
+use support::device::engine_handles;
 use support::*;
 
 use std::os::fd::AsFd;
@@ -316,21 +317,6 @@ fn context_destroyed_before_its_objects() {
     );
     drop((image_copy, copy, other, fd, ifd));
     assert_eq!((fd_count(), live_counts()), (fds, objects));
-}
-
-/// The handles of an engine's device for `Context::from_engine`.
-fn engine_handles(
-    e: &EngineDevice,
-    get_device_proc_addr: Option<vk::PFN_vkGetDeviceProcAddr>,
-) -> EngineHandles {
-    EngineHandles {
-        instance: e.instance.handle(),
-        physical: e.physical,
-        device: e.device.handle(),
-        get_instance_proc_addr: e.entry.static_fn().get_instance_proc_addr,
-        get_device_proc_addr,
-        synchronization2: false,
-    }
 }
 
 /// The same with an engine context: the engine's VkDevice stays the engine's, and

@@ -713,7 +713,7 @@ fn still_usable(ctx: *const vkcuda_context) {
 
 /// After every kind of failure the next call on the same thread works and clears
 /// the message; failures on one thread do not touch another thread's message.
-/// (Moved from capi/tests/faults.rs.)
+/// (Was in the C crate's faults suite.)
 #[test]
 fn usable_after_each_failure() {
     let _s = serial();

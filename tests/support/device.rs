@@ -57,3 +57,29 @@ pub fn fake_live() -> i32 {
         n
     }
 }
+
+/// The handles of an engine's device (`EngineDevice`) for
+/// `Context::from_engine`, with the engine's own `vkGetDeviceProcAddr` if given.
+pub fn engine_handles(
+    e: &super::EngineDevice,
+    get_device_proc_addr: Option<ash::vk::PFN_vkGetDeviceProcAddr>,
+) -> vkcuda::context::EngineHandles {
+    vkcuda::context::EngineHandles {
+        instance: e.instance.handle(),
+        physical: e.physical,
+        device: e.device.handle(),
+        get_instance_proc_addr: e.entry.static_fn().get_instance_proc_addr,
+        get_device_proc_addr,
+        synchronization2: false,
+    }
+}
+
+/// A context on an engine's device (`EngineDevice`), which must outlive it.
+pub fn engine_context(
+    e: &super::EngineDevice,
+    choice: vkcuda::CudaChoice,
+) -> vkcuda::Result<Arc<vkcuda::Context>> {
+    // SAFETY: the engine's live handles; the tests drop the context and its
+    // objects before the `EngineDevice`.
+    unsafe { vkcuda::Context::from_engine(&engine_handles(e, None), choice) }
+}
