@@ -11,7 +11,6 @@ use support::cuda::{check, Cuda};
 use support::{gpu_required, layout_barrier, pattern, EngineDevice, HostBuffer, Vk};
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,7 +20,7 @@ use vkcuda::context::CudaChoice;
 use vkcuda::dlpack::Tensor;
 use vkcuda::handoff::{self, Direction, Resource, Scope};
 use vkcuda::image::{Description, Dimension, VideoColor};
-use vkcuda::ipc::{self, Options, PeerPolicy};
+
 use vkcuda::semaphore::Kind;
 use vkcuda::{doctor, pairing, Buffer, Context, Error, ErrorKind, Image, Semaphore};
 
@@ -910,79 +909,6 @@ fn ctx_uuid(ctx: &Context) -> [u8; 16] {
         .support
         .props
         .uuid
-}
-
-#[test]
-fn a_buffer_crosses_a_socket() {
-    let a = vulkan_only();
-    let b = vulkan_only();
-    let (va, vb) = (vk_of(&a), vk_of(&b));
-    let data = bytes(100_000, 31);
-    let buf = Buffer::create(&a, data.len() as u64, none(), Allocator::Vulkan).unwrap();
-    vulkan_write(&va, buf.vk_buffer(), &data);
-    let (tx, rx) = UnixStream::pair().unwrap();
-    let opts = Options {
-        timeout: Some(Duration::from_secs(10)),
-        ..Options::default()
-    };
-    va.run(|cmd| unsafe {
-        buf.cmd_release_to_cuda(cmd, &Scope::new(va.family))
-            .unwrap()
-    });
-    ipc::send_buffer(&buf, tx.as_fd(), &opts).unwrap();
-    let got = ipc::receive_buffer(&b, rx.as_fd(), &opts, none()).unwrap();
-    assert_eq!(got.layout(), buf.layout());
-    vb.run(|cmd| unsafe {
-        got.cmd_acquire_from_cuda(cmd, &Scope::new(vb.family))
-            .unwrap()
-    });
-    assert_same(
-        &vulkan_read(&vb, got.vk_buffer(), data.len()),
-        &data,
-        "received buffer",
-    );
-
-    // The description and fds by hand: the record round-trips.
-    let d = ipc::describe_buffer(&buf);
-    assert_eq!(d.kind(), ipc::Kind::Buffer);
-    assert_eq!(ipc::Description::parse(&d.to_bytes().unwrap()).unwrap(), d);
-    let fd = buf.export_fd().unwrap();
-    ipc::send(tx.as_fd(), &d, &[fd.as_fd()], &opts).unwrap();
-    let (d2, fds) = ipc::receive(rx.as_fd(), &opts).unwrap();
-    assert_eq!((d2, fds.len()), (d, 1));
-    let third = ipc::import_buffer(&b, &d2, fds[0].as_fd(), none()).unwrap();
-    assert_same(
-        &vulkan_read(&vb, third.vk_buffer(), data.len()),
-        &data,
-        "imported from a received description",
-    );
-
-    // A peer check that says no: nothing is sent.
-    let never = |_: &ipc::Peer| false;
-    let strict = Options {
-        timeout: Some(Duration::from_secs(1)),
-        peer: PeerPolicy::Check(&never),
-    };
-    kind_of(
-        ipc::send_buffer(&buf, tx.as_fd(), &strict),
-        ErrorKind::PermissionDenied,
-        "",
-    );
-    // A pipe is not a socket; a closed peer is the end of the conversation.
-    let (r, _w) = pipe();
-    kind_of(
-        ipc::receive_buffer(&b, r.as_fd(), &opts, none()),
-        ErrorKind::InvalidArgument,
-        "",
-    );
-    drop(tx);
-    kind_of(ipc::receive(rx.as_fd(), &opts), ErrorKind::InvalidState, "");
-    // A description of the wrong kind is refused before the import.
-    kind_of(
-        ipc::import_image(&b, &d, &[fd.as_fd()]),
-        ErrorKind::InvalidArgument,
-        "not a image",
-    );
 }
 
 #[test]
