@@ -57,6 +57,7 @@ pub mod checks;
 pub mod children;
 pub mod cuda;
 pub mod device;
+pub mod images;
 pub mod stand_in;
 pub mod vulkan;
 

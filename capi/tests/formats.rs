@@ -1,0 +1,63 @@
+//! `vkcuda_format_query`, the C door's view of the format table: every row of
+//! `vkcuda::format::TABLE` read back through the C struct, and the refusals with
+//! their words. (Images themselves, through the Rust API: tests/image.rs; every
+//! argument of the image functions: the misuse matrix, capi/tests/misuse/image.rs.)
+
+mod support;
+use support::*;
+
+use ash::vk;
+
+#[test]
+fn format_query_answers_both_ways() {
+    let _g = serial();
+    for row in vkcuda::format::TABLE {
+        let mut q: vkcuda_format_info = unsafe { std::mem::zeroed() };
+        ok(unsafe { vkcuda_format_query(row.format.as_raw(), &mut q) });
+        assert_eq!(q.cuda_format, row.cuda as u32);
+        assert_eq!(q.channels, row.channels);
+        assert_eq!(q.bytes_per_texel, row.channels * row.bytes_per_channel);
+        assert_eq!(q.bgra == 1, row.order == vkcuda::format::Order::Bgra);
+    }
+    let mut q: vkcuda_format_info = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_format_query(vk::Format::B8G8R8A8_SRGB.as_raw(), &mut q) });
+    assert_eq!(
+        (q.cuda_format, q.channels, q.bytes_per_texel, q.bgra),
+        (0x01, 4, 4, 1)
+    );
+    assert_eq!(q.numeric, vkcuda_format_numeric::VKCUDA_FORMAT_NUMERIC_SRGB);
+    ok(unsafe { vkcuda_format_query(vk::Format::R16G16_SFLOAT.as_raw(), &mut q) });
+    assert_eq!((q.cuda_format, q.channels, q.bytes_per_texel), (0x10, 2, 4));
+    ok(unsafe { vkcuda_format_query(vk::Format::R32G32B32A32_SINT.as_raw(), &mut q) });
+    assert_eq!(
+        (q.cuda_format, q.channels, q.bytes_per_texel),
+        (0x0a, 4, 16)
+    );
+
+    let m = fails(
+        unsafe { vkcuda_format_query(vk::Format::R8G8B8_UNORM.as_raw(), &mut q) },
+        VKCUDA_ERROR_UNSUPPORTED,
+    );
+    assert_eq!(
+        m,
+        "vkcuda_format_query: VK_FORMAT_R8G8B8_UNORM has 3 channels, which CUDA arrays cannot \
+         hold; use VK_FORMAT_R8G8B8A8_UNORM"
+    );
+    for f in [
+        vk::Format::BC1_RGBA_UNORM_BLOCK,
+        vk::Format::D24_UNORM_S8_UINT,
+        vk::Format::G8B8G8R8_422_UNORM,
+        vk::Format::A2B10G10R10_UNORM_PACK32,
+        vk::Format::R64_SFLOAT,
+    ] {
+        let m = fails(
+            unsafe { vkcuda_format_query(f.as_raw(), &mut q) },
+            VKCUDA_ERROR_UNSUPPORTED,
+        );
+        assert!(m.contains("; use VK_FORMAT_"), "{m}");
+    }
+    fails(
+        unsafe { vkcuda_format_query(123_456_789, &mut q) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+}
