@@ -15,7 +15,7 @@
 //! missing GPU fails them): every planar format with optimal tiling refused in a
 //! CUDA context (on NVIDIA's driver the planes of a disjoint image read wrong once
 //! the data compresses, see `vkcuda::format::PLANAR`; linear frames are
-//! capi/tests/video.rs); the single-plane formats a frame can be shared with instead
+//! tests/video.rs); the single-plane formats a frame can be shared with instead
 //! (R8, R8G8, R16, R16G16, RGBA8) at several sizes, Vulkan -> CUDA and CUDA -> Vulkan
 //! through the arrays and through the pitched-copy helper, every texel compared,
 //! with compressible data (even seeds: a ramp) and with pseudo-random data (odd
@@ -800,7 +800,7 @@ mod gpu {
         let v = Vk::of(&ctx);
         let c = Cuda::of_context(&ctx);
         // With optimal tiling every planar format is refused in a CUDA context,
-        // saying why and naming the shared video frame (capi/tests/video.rs) as the fix.
+        // saying why and naming the shared video frame (tests/video.rs) as the fix.
         for p in PLANAR {
             let m = fails_with(
                 Image::create(&ctx, &d2(p.format, 64, 64)),

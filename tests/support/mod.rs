@@ -60,6 +60,7 @@ pub mod device;
 pub mod images;
 pub mod stand_in;
 pub mod vulkan;
+pub mod ycbcr;
 
 use std::sync::Arc;
 
