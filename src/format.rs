@@ -656,7 +656,7 @@ const fn planar(
 /// imported into CUDA with `CUDA_EXTERNAL_MEMORY_DEDICATED` and mapped whole
 /// (`cuExternalMemoryGetMappedBuffer`), each plane at its
 /// `vkGetImageSubresourceLayout(PLANE_i)` offset and row pitch. A format is
-/// `verified: true` after `capi/tests/video.rs`'s harness (`gpu_frames_read_back_both_ways`:
+/// `verified: true` after `tests/video.rs`'s harness (`gpu_frames_read_back_both_ways`:
 /// ramp and random bytes, CUDA to Vulkan and back, at 64x64, 1920x1080, 3840x2160
 /// and 1282x722) passed on the H200 (driver 580.159.04, CUDA 13.0); see
 /// docs/GUIDE.md, "Video frames", for the run.

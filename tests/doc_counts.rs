@@ -6,7 +6,7 @@
 //! function's doc lists checks followed by a bare list of codes that does not say
 //! which check gives which. The misuse case count is checked by the misuse binary
 //! itself (`documented_counts_are_the_matrix`), the one place that builds the
-//! matrix; the codes of the pitched copies' listed checks by `capi/tests/planar.rs`
+//! matrix; the codes of the pitched copies' listed checks by `capi/tests/planes.rs`
 //! (`pitched_copy_checks_give_the_documented_codes`). CPU only, no device.
 
 #[path = "doc_claims/mod.rs"]

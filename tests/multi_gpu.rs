@@ -6,7 +6,7 @@
 //!
 //!   VKCUDA_REQUIRE_GPU=1 VKCUDA_REQUIRE_GPUS=2 cargo test --test multi_gpu -- --include-ignored
 //!
-//! The same pairing rules run on CPU with the fake driver in capi/tests/fake_cuda.rs.
+//! The same pairing rules run on CPU with the fake driver in tests/fake_cuda.rs.
 
 mod support;
 use support::*;

@@ -9,7 +9,13 @@
 //! - cuda_array_flags is 0 where there is no CUDA view;
 //! - a failed import leaves the caller's fd as it was, its file offset included;
 //! - a memfd whose driver header is forged (data past the end of the file, a
-//!   mapping larger than the file, unsealed) is refused before the driver maps it.
+//!   mapping larger than the file, unsealed) is refused before the driver maps it;
+//! - after every kind of failure the next C call works and clears the thread's
+//!   message, and another thread's message is untouched (`usable_after_each_failure`);
+//! - every C call on an object of a lost device is refused at the door with
+//!   DEVICE_LOST naming the first error, outputs untouched
+//!   (`c_calls_on_a_lost_device_are_refused`; the loss itself through the Rust
+//!   API: tests/faults.rs).
 
 mod support;
 
@@ -674,4 +680,133 @@ fn child_memfd_race_receiver() {
     println!(
         "child: {imported} imports read to their end, {refused} refused by the pre-import check"
     );
+}
+
+// --- The C door after failures (the fault paths themselves: tests/faults.rs).
+
+fn try_buffer(ctx: *const vkcuda_context, size: u64, allocator: i32) -> vkcuda_result {
+    let mut b = ptr::null_mut();
+    let r = unsafe { vkcuda_buffer_create(ctx, &buffer_create_info(size, allocator), &mut b) };
+    if r == VKCUDA_SUCCESS {
+        unsafe { vkcuda_buffer_destroy(b) };
+    }
+    r
+}
+
+/// The C door works normally: a small buffer and image, made, exported, destroyed.
+#[track_caller]
+fn still_usable(ctx: *const vkcuda_context) {
+    let b = create_buffer(ctx, 4096, 0);
+    unsafe { libc::close(buffer_fd(b)) };
+    let info = vkcuda_image_create_info {
+        mip_levels: 1,
+        array_layers: 1,
+        ..image_desc(0, vk::Format::R32G32B32A32_SFLOAT, 16, 16, 1)
+    };
+    let mut im = ptr::null_mut();
+    ok(unsafe { vkcuda_image_create(ctx, &info, &mut im) });
+    unsafe {
+        vkcuda_image_destroy(im);
+        vkcuda_buffer_destroy(b);
+    }
+}
+
+/// After every kind of failure the next call on the same thread works and clears
+/// the message; failures on one thread do not touch another thread's message.
+/// (Was in the C crate's faults suite.)
+#[test]
+fn usable_after_each_failure() {
+    let _s = serial();
+    let ctx = vulkan_only_context();
+    let (fds, objects) = (fd_count(), live_counts());
+    let buffer = create_buffer(ctx, 65536, 0);
+    let info = buffer_info(buffer);
+    let import = |fd: i32, size: u64| {
+        let i = vkcuda_buffer_import_info {
+            allocator: vkcuda_allocator_raw(0),
+            offset: 0,
+            size,
+            ..buffer_import_info(&info)
+        };
+        let mut out = ptr::null_mut();
+        let r = unsafe { vkcuda_buffer_import_fd(ctx, &i, fd, &mut out) };
+        (r, out)
+    };
+    for round in 0..100 {
+        // A failed import (size past the allocation), then the same fd imports.
+        let fd = buffer_fd(buffer);
+        let (r, out) = import(fd, info.allocation_size + 1);
+        fails(r, VKCUDA_ERROR_INVALID_ARGUMENT);
+        assert!(out.is_null() && fd_is_open(fd));
+        let (r, out) = import(fd, info.size);
+        ok(r);
+        assert_eq!(last_error(), "");
+        unsafe { vkcuda_buffer_destroy(out) };
+        // A refused create, a CUDA call on a Vulkan-only context, a bad record.
+        fails(try_buffer(ctx, 0, 0), VKCUDA_ERROR_INVALID_ARGUMENT);
+        fails(try_buffer(ctx, 4096, 1), VKCUDA_ERROR_CUDA_UNAVAILABLE);
+        let junk = [round as u8; 128];
+        let mut d: vkcuda_share_description = unsafe { std::mem::zeroed() };
+        fails(
+            unsafe { vkcuda_share_description_parse(junk.as_ptr(), junk.len(), &mut d) },
+            VKCUDA_ERROR_INVALID_ARGUMENT,
+        );
+        let other = std::thread::spawn(last_error).join().unwrap();
+        assert_eq!(other, "", "another thread's message changed");
+        still_usable(ctx);
+    }
+    unsafe { vkcuda_buffer_destroy(buffer) };
+    assert_eq!((fd_count(), live_counts()), (fds, objects));
+    unsafe { vkcuda_context_destroy(ctx) };
+}
+
+/// A lost VkDevice (recorded with `vkcuda::fault_injection::device_lost`, as the
+/// library records VK_ERROR_DEVICE_LOST): every C call on the context and its
+/// objects returns VKCUDA_ERROR_DEVICE_LOST naming the first error, outputs are
+/// untouched, another device's context works, and destroy still releases.
+/// (The C half of `a_lost_vulkan_device_refuses_every_call_and_destroy_still_releases`,
+/// tests/faults.rs.)
+#[test]
+fn c_calls_on_a_lost_device_are_refused() {
+    let _s = serial();
+    let ctx = vulkan_only_context();
+    let other = vulkan_only_context();
+    let b = create_buffer(ctx, 4096, 0);
+    let mut h: vkcuda_vulkan_handles = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_context_get_vulkan_handles(ctx, &mut h) });
+    vkcuda::fault_injection::device_lost(
+        h.device,
+        "vkQueueSubmit (the test's stand-in for the driver)",
+    );
+    let mut info: vkcuda_buffer_info = unsafe { std::mem::zeroed() };
+    let mut nb = ptr::null_mut();
+    let mut fd = -1;
+    let later: [(&str, vkcuda_result); 4] = [
+        ("vkcuda_buffer_get_info", unsafe {
+            vkcuda_buffer_get_info(b, &mut info)
+        }),
+        ("vkcuda_buffer_export_fd", unsafe {
+            vkcuda_buffer_export_fd(b, &mut fd)
+        }),
+        ("vkcuda_buffer_create", unsafe {
+            vkcuda_buffer_create(ctx, &buffer_create_info(4096, 0), &mut nb)
+        }),
+        ("vkcuda_context_get_vulkan_handles", unsafe {
+            vkcuda_context_get_vulkan_handles(ctx, &mut h)
+        }),
+    ];
+    for (call, r) in later {
+        let msg = fails(r, VKCUDA_ERROR_DEVICE_LOST);
+        assert!(
+            msg.contains("VK_ERROR_DEVICE_LOST") && msg.contains("vkQueueSubmit"),
+            "{call}: {msg}"
+        );
+    }
+    assert!(nb.is_null() && fd == -1 && info.size == 0);
+    still_usable(other);
+    unsafe {
+        vkcuda_buffer_destroy(b);
+        vkcuda_context_destroy(ctx);
+        vkcuda_context_destroy(other);
+    }
 }

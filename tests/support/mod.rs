@@ -56,8 +56,11 @@
 pub mod checks;
 pub mod children;
 pub mod cuda;
+pub mod device;
+pub mod images;
 pub mod stand_in;
 pub mod vulkan;
+pub mod ycbcr;
 
 use std::sync::Arc;
 

@@ -333,7 +333,7 @@ pub fn cases(m: &mut Matrix) {
         });
         m.case(f, "foreign-stream:stream", move |c| {
             if c.env.cuda {
-                return Skipped("capi/tests/planar.rs covers DEVICE_MISMATCH for streams");
+                return Skipped("tests/planar.rs covers DEVICE_MISMATCH for streams");
             }
             let p = pitched(c.env);
             c.refused(
@@ -566,7 +566,7 @@ pub fn cases(m: &mut Matrix) {
     );
     m.case("vkcuda_image_export_fd", "multi-planar", |c| {
         // Without a multi-planar image on this device the refusal is checked in
-        // capi/tests/planar.rs; here: a single-plane image exports as before.
+        // tests/planar.rs; here: a single-plane image exports as before.
         let mut fd = -1;
         c.succeeded(unsafe { vkcuda_image_export_fd(c.env.image, &mut fd) });
         close(fd);

@@ -1,7 +1,8 @@
-//! Images through the C ABI and the test's own Vulkan work on them, shared by
-//! capi/tests/image.rs (levels and layers) and capi/tests/planar.rs (planes): creation, the
-//! two kinds of image a helper works on (`Side`), and writing a pattern into an
-//! image and reading it back with the handoff to and from the external side.
+//! Images through the C ABI and the test's own Vulkan work on them, for
+//! capi/tests/planes.rs and bench/ (the Rust API's twin is
+//! tests/support/images.rs, for tests/image.rs, tests/planar.rs and
+//! tests/video.rs): creation, the two kinds of image a helper works on (`Side`),
+//! and writing a pattern into an image and reading it back with the handoff to and from the external side.
 //! Each suite says how its texels are packed in a staging buffer (`Packing`);
 //! `sample_bits` says which bits of a 10- or 12-bit texel carry the sample.
 //! `EngineImage` is an engine's own image of a shared image's description (one

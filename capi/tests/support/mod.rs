@@ -30,10 +30,12 @@
 //!   - `stand_in`: `fake_cuda_driver`, the stand-in CUDA driver;
 //!   - `cuda` (not re-exported: `use support::cuda::{check, Cuda};`): the test's
 //!     own CUDA work, `Cuda` (`of` a C context, `of_context` a Rust one) and `check`;
-//!   - `ycbcr` (not re-exported): one pass that samples a multi-planar image
-//!     through a YCbCr conversion into RGBA8, for capi/tests/video.rs and bench/;
+//!   - `ycbcr` (tests/support/, not re-exported): one pass that samples a
+//!     multi-planar image through a YCbCr conversion into RGBA8, for tests/video.rs
+//!     and bench/;
 //!   - `images` (not re-exported): creation, `Side`, barriers and the pattern
-//!     written and read back through Vulkan, for capi/tests/image.rs and capi/tests/planar.rs.
+//!     written and read back through Vulkan, for capi/tests/planes.rs and bench/
+//!     (the Rust API's suites have tests/support/images.rs).
 //!
 //! # GPU-only tests: skipped is not passed
 //! As in the Rust library's suites (the top of tests/support/mod.rs says how): a
@@ -52,11 +54,12 @@ pub mod cuda;
 pub mod stand_in;
 #[path = "../../../tests/support/vulkan.rs"]
 pub mod vulkan;
+#[path = "../../../tests/support/ycbcr.rs"]
+pub mod ycbcr;
 // The C door's own.
 pub mod door;
 pub mod images;
 pub mod objects;
-pub mod ycbcr;
 
 // Not every suite uses every part.
 #[allow(unused_imports)]

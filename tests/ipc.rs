@@ -1,4 +1,4 @@
-//! Cross-process sharing through the C ABI, on lavapipe (Vulkan-only contexts).
+//! Cross-process sharing (`vkcuda::ipc`), on lavapipe (Vulkan-only contexts).
 //!
 //! Two processes (this test binary spawns itself to run one of the ignored
 //! `child_*` tests, with the socket path in an environment variable) share
@@ -13,34 +13,48 @@
 //! VK_KHR_external_semaphore_fd): their descriptions and the receive path are
 //! tested as far as they go. `gpu_*` does buffers and timelines across processes
 //! for real on a CUDA GPU (skipped without one unless VKCUDA_REQUIRE_GPU=1).
+//! (The C door's part: the options struct, NULL outputs, descriptor numbers that
+//! are not open, who owns an fd after `vkcuda_share_receive` and the imports, is
+//! the misuse matrix's (capi/tests/misuse/share.rs) and capi/tests/share.rs's.)
 
 mod support;
 use support::cuda::Cuda;
 use support::*;
 
-use std::ffi::{c_int, c_void};
+use std::cell::Cell;
+use std::ffi::c_int;
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::ptr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ash::vk;
+use vkcuda::buffer::{Allocator, Layout};
+use vkcuda::image::Description as ImageDescription;
+use vkcuda::ipc::{self, Description, Object, Options, PeerPolicy};
+use vkcuda::semaphore::Kind;
+use vkcuda::{Buffer, Context, ErrorKind, Image, Semaphore};
 
 const SOCKET_ENV: &str = "VKCUDA_IPC_TEST_SOCKET";
 const SIZE_ENV: &str = "VKCUDA_IPC_TEST_SIZE";
-const SECOND: u64 = 1_000_000_000;
 
-fn opts(timeout_ns: u64) -> vkcuda_share_options {
-    vkcuda_share_options {
-        flags: 0,
-        timeout_ns,
-        peer_check: None,
-        peer_check_user: ptr::null_mut(),
-        buffer_usage: 0,
+fn opts(timeout: Duration) -> Options<'static> {
+    Options {
+        timeout: Some(timeout),
+        ..Options::default()
     }
+}
+
+fn secs(s: u64) -> Options<'static> {
+    opts(Duration::from_secs(s))
+}
+
+fn none() -> vk::BufferUsageFlags {
+    vk::BufferUsageFlags::empty()
 }
 
 fn live_tuple(l: &vkcuda::LiveObjects) -> (i64, i64, i64, i64) {
@@ -57,49 +71,59 @@ fn pair(ty: c_int) -> (OwnedFd, OwnedFd) {
     unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
 }
 
-fn write_buffer(v: &Vk, b: *const vkcuda_buffer, seed: u32) {
-    let info = buffer_info(b);
-    v.fill_pattern(info.buffer, info.size, seed);
+/// A Vulkan-only context and the test's Vulkan on it (`Dev` derefs to its `Vk`,
+/// dropped before the context).
+struct Dev {
+    v: Vk,
+    ctx: Arc<Context>,
 }
 
-/// A new buffer of `ctx` (`v` on its device) of `size` bytes holding `seed`'s pattern.
-fn written(v: &Vk, ctx: *const vkcuda_context, size: u64, seed: u32) -> *mut vkcuda_buffer {
-    let b = create_buffer(ctx, size, 0);
-    write_buffer(v, b, seed);
-    b
+impl Dev {
+    fn open() -> Dev {
+        let ctx = vulkan_only_context();
+        Dev {
+            v: Vk::of(&ctx),
+            ctx,
+        }
+    }
+
+    /// A new buffer of `size` bytes holding `seed`'s pattern.
+    fn written(&self, size: u64, seed: u32) -> Buffer {
+        let b = Buffer::create(&self.ctx, size, none(), Allocator::Vulkan).unwrap();
+        self.v.fill_pattern(b.vk_buffer(), size, seed);
+        b
+    }
+
+    /// Copies the buffer out and counts the bytes that differ from the pattern.
+    fn mismatches(&self, b: &Buffer, seed: u32) -> usize {
+        self.v
+            .pattern_mismatches(b.vk_buffer(), b.layout().size, seed)
+    }
 }
 
-/// Copies the buffer out and counts the bytes that differ from the pattern.
-fn mismatches(v: &Vk, b: *const vkcuda_buffer, seed: u32) -> usize {
-    let info = buffer_info(b);
-    v.pattern_mismatches(info.buffer, info.size, seed)
+impl std::ops::Deref for Dev {
+    type Target = Vk;
+    fn deref(&self) -> &Vk {
+        &self.v
+    }
 }
 
-fn describe(b: *const vkcuda_buffer) -> vkcuda_share_description {
-    let mut d: vkcuda_share_description = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_buffer_describe(b, &mut d) });
-    d
+fn record(d: &Description) -> [u8; ipc::DESCRIPTION_SIZE] {
+    d.to_bytes().unwrap()
 }
 
-fn export(b: *const vkcuda_buffer) -> OwnedFd {
-    let mut fd = -1;
-    ok(unsafe { vkcuda_buffer_export_fd(b, &mut fd) });
-    unsafe { OwnedFd::from_raw_fd(fd) }
-}
-
-/// Receives into `ctx` expecting `want`; returns the message. The output is NULL.
+/// `r` failed with `kind`; returns the message.
 #[track_caller]
-fn receive_fails(
-    ctx: *const vkcuda_context,
-    sock: i32,
-    timeout_ns: u64,
-    want: vkcuda_result,
-) -> String {
-    let mut b = 1usize as *mut vkcuda_buffer;
-    let r = unsafe { vkcuda_buffer_receive(ctx, sock, &opts(timeout_ns), &mut b) };
-    let msg = fails(r, want);
-    assert!(b.is_null(), "the output is NULL on failure");
-    msg
+fn fails_with<T: std::fmt::Debug>(r: vkcuda::Result<T>, kind: ErrorKind) -> String {
+    let e = r.unwrap_err();
+    assert_eq!(e.kind(), kind, "{e}");
+    e.to_string()
+}
+
+/// Receives a buffer into `ctx` expecting `want`; returns the message.
+#[track_caller]
+fn receive_fails(ctx: &Arc<Context>, sock: &impl AsFd, o: &Options, want: ErrorKind) -> String {
+    fails_with(ipc::receive_buffer(ctx, sock.as_fd(), o, none()), want)
 }
 
 struct TempDir(PathBuf);
@@ -137,8 +161,7 @@ fn connect_retry(path: &Path) -> UnixStream {
     loop {
         match UnixStream::connect(path) {
             Ok(s) => return s,
-            Err(e) if start.elapsed() < Duration::from_secs(20) => {
-                let _ = e;
+            Err(_) if start.elapsed() < Duration::from_secs(20) => {
                 std::thread::sleep(Duration::from_millis(10));
             }
             Err(e) => panic!("connecting to {}: {e}", path.display()),
@@ -177,30 +200,24 @@ fn buffer_crosses_two_processes_through_a_socket_path() {
     let dir = TempDir::new("share");
     let path = dir.0.join("sock");
     let listener = UnixListener::bind(&path).unwrap();
-    let v = OneDevice::open();
-    let ctx = v.ctx;
+    let v = Dev::open();
     let child = spawn_child("child_buffer_peer", &path, &[(SIZE_ENV, size.to_string())]);
     let conn = accept(&listener, Duration::from_secs(30));
     let fds = fd_count();
 
-    let a = written(&v, ctx, size, 11);
-    ok(unsafe { vkcuda_buffer_send(a, conn.as_raw_fd(), &opts(30 * SECOND)) });
+    let a = v.written(size, 11);
+    ipc::send_buffer(&a, conn.as_fd(), &secs(30)).unwrap();
     // The child checks every byte, writes pattern 12 into the same memory, then
     // sends a buffer of its own with pattern 13.
-    let mut b = ptr::null_mut();
-    ok(unsafe { vkcuda_buffer_receive(ctx, conn.as_raw_fd(), &opts(60 * SECOND), &mut b) });
-    let bi = buffer_info(b);
-    assert_eq!(bi.size, size);
-    assert_eq!(mismatches(&v, b, 13), 0, "the child's buffer, read here");
+    let b = ipc::receive_buffer(&v.ctx, conn.as_fd(), &secs(60), none()).unwrap();
+    assert_eq!(b.layout().size, size);
+    assert_eq!(v.mismatches(&b, 13), 0, "the child's buffer, read here");
     assert_eq!(
-        mismatches(&v, a, 12),
+        v.mismatches(&a, 12),
         0,
         "the child's writes into the parent's buffer"
     );
-    unsafe {
-        vkcuda_buffer_destroy(b);
-        vkcuda_buffer_destroy(a);
-    }
+    drop((b, a));
     assert_eq!(fd_count(), fds, "open fds in the parent");
     drop(conn);
     finish_child("child_buffer_peer", child);
@@ -211,25 +228,19 @@ fn buffer_crosses_two_processes_through_a_socket_path() {
 fn child_buffer_peer() {
     let Some(path) = child_socket() else { return };
     let size: u64 = std::env::var(SIZE_ENV).unwrap().parse().unwrap();
-    let v = OneDevice::open();
-    let ctx = v.ctx;
+    let v = Dev::open();
     let conn = connect_retry(&path);
-    let mut a = ptr::null_mut();
-    ok(unsafe { vkcuda_buffer_receive(ctx, conn.as_raw_fd(), &opts(30 * SECOND), &mut a) });
-    let ai = buffer_info(a);
-    assert_eq!(ai.size, size);
-    assert_eq!(ai.allocator, vkcuda_allocator::VKCUDA_ALLOCATOR_VULKAN);
-    assert_eq!(mismatches(&v, a, 11), 0, "the parent's buffer, read here");
+    let a = ipc::receive_buffer(&v.ctx, conn.as_fd(), &secs(30), none()).unwrap();
+    assert_eq!(a.layout().size, size);
+    assert_eq!(a.layout().allocator, Allocator::Vulkan);
+    assert_eq!(v.mismatches(&a, 11), 0, "the parent's buffer, read here");
     println!("child: {size} bytes from the parent checked");
-    write_buffer(&v, a, 12);
-    let b = written(&v, ctx, size, 13);
-    ok(unsafe { vkcuda_buffer_send(b, conn.as_raw_fd(), &opts(30 * SECOND)) });
-    // Destroyed before the parent may have imported it: the fd in flight keeps the
+    v.fill_pattern(a.vk_buffer(), size, 12);
+    let b = v.written(size, 13);
+    ipc::send_buffer(&b, conn.as_fd(), &secs(30)).unwrap();
+    // Dropped before the parent may have imported it: the fd in flight keeps the
     // memory alive.
-    unsafe {
-        vkcuda_buffer_destroy(b);
-        vkcuda_buffer_destroy(a);
-    }
+    drop((b, a));
 }
 
 const CYCLES: usize = 1000;
@@ -240,15 +251,14 @@ fn thousand_cycles_leave_fd_counts_alone_in_both_processes() {
     let dir = TempDir::new("cycles");
     let path = dir.0.join("sock");
     let listener = UnixListener::bind(&path).unwrap();
-    let v = OneDevice::open();
-    let ctx = v.ctx;
+    let v = Dev::open();
     let child = spawn_child("child_thousand_cycles", &path, &[]);
     let mut conn = accept(&listener, Duration::from_secs(30));
     conn.set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
-    let a = written(&v, ctx, 65536, 21);
+    let a = v.written(65536, 21);
     let cycle = |conn: &mut UnixStream| {
-        ok(unsafe { vkcuda_buffer_send(a, conn.as_raw_fd(), &opts(30 * SECOND)) });
+        ipc::send_buffer(&a, conn.as_fd(), &secs(30)).unwrap();
         let mut ack = [0u8; 1];
         conn.read_exact(&mut ack).unwrap();
         assert_eq!(&ack, b"k");
@@ -268,25 +278,22 @@ fn thousand_cycles_leave_fd_counts_alone_in_both_processes() {
     assert_eq!(live_tuple(&objs), live_tuple(&objs2));
     drop(conn);
     finish_child("child_thousand_cycles", child);
-    unsafe { vkcuda_buffer_destroy(a) };
 }
 
 #[test]
 #[ignore = "run by thousand_cycles_leave_fd_counts_alone_in_both_processes in a child process"]
 fn child_thousand_cycles() {
     let Some(path) = child_socket() else { return };
-    let v = OneDevice::open();
-    let ctx = v.ctx;
+    let v = Dev::open();
     let mut conn = connect_retry(&path);
     let mut counts = None;
     let start = Instant::now();
     for i in 0..=CYCLES {
-        let mut b = ptr::null_mut();
-        ok(unsafe { vkcuda_buffer_receive(ctx, conn.as_raw_fd(), &opts(30 * SECOND), &mut b) });
+        let b = ipc::receive_buffer(&v.ctx, conn.as_fd(), &secs(30), none()).unwrap();
         if i == 0 || i == CYCLES {
-            assert_eq!(mismatches(&v, b, 21), 0, "cycle {i}");
+            assert_eq!(v.mismatches(&b, 21), 0, "cycle {i}");
         }
-        unsafe { vkcuda_buffer_destroy(b) };
+        drop(b);
         if i == 0 {
             counts = Some((fd_count(), live_objects()));
         }
@@ -353,10 +360,6 @@ fn as_nobody(open: &libc::sockaddr_un, private: &libc::sockaddr_un, rec: &[u8], 
     0
 }
 
-unsafe extern "C" fn accept_uid(_pid: i32, uid: u32, _gid: u32, user: *mut c_void) -> c_int {
-    (uid == *(user as *const u32)) as c_int
-}
-
 #[test]
 fn a_peer_of_another_user_is_refused() {
     let _s = serial();
@@ -373,11 +376,10 @@ fn a_peer_of_another_user_is_refused() {
     std::fs::set_permissions(&open_path, std::fs::Permissions::from_mode(0o777)).unwrap();
     std::fs::set_permissions(&private_path, std::fs::Permissions::from_mode(0o700)).unwrap();
 
-    let v = OneDevice::open();
-    let ctx = v.ctx;
-    let a = written(&v, ctx, 4096, 31);
-    let rec = record(&describe(a));
-    let fd = export(a);
+    let v = Dev::open();
+    let a = v.written(4096, 31);
+    let rec = record(&ipc::describe_buffer(&a));
+    let fd = a.export_fd().unwrap();
     let (oa, pa) = (sockaddr(&open_path), sockaddr(&private_path));
     let fds = fd_count();
     let pid = unsafe { libc::fork() };
@@ -390,24 +392,19 @@ fn a_peer_of_another_user_is_refused() {
 
     // The same-user default refuses the peer, before any fd is taken.
     let c1 = accept(&open, Duration::from_secs(10));
-    let msg = receive_fails(
-        ctx,
-        c1.as_raw_fd(),
-        10 * SECOND,
-        VKCUDA_ERROR_PERMISSION_DENIED,
-    );
+    let msg = receive_fails(&v.ctx, &c1, &secs(10), ErrorKind::PermissionDenied);
     assert!(msg.contains("uid 65534"), "{msg}");
     assert!(msg.contains("not the same user"), "{msg}");
     // A peer check that accepts that user lets it through.
     let c2 = accept(&open, Duration::from_secs(10));
-    let mut nobody: u32 = 65534;
-    let mut o = opts(10 * SECOND);
-    o.peer_check = Some(accept_uid);
-    o.peer_check_user = (&mut nobody as *mut u32).cast();
-    let mut b = ptr::null_mut();
-    ok(unsafe { vkcuda_buffer_receive(ctx, c2.as_raw_fd(), &o, &mut b) });
-    assert_eq!(mismatches(&v, b, 31), 0);
-    unsafe { vkcuda_buffer_destroy(b) };
+    let nobody = |p: &ipc::Peer| p.uid == 65534;
+    let o = Options {
+        timeout: Some(Duration::from_secs(10)),
+        peer: PeerPolicy::Check(&nobody),
+    };
+    let b = ipc::receive_buffer(&v.ctx, c2.as_fd(), &o, none()).unwrap();
+    assert_eq!(v.mismatches(&b, 31), 0);
+    drop(b);
 
     let mut status = 0;
     assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
@@ -423,7 +420,6 @@ fn a_peer_of_another_user_is_refused() {
         fds - 1,
         "only the parent's exported fd was closed"
     );
-    unsafe { vkcuda_buffer_destroy(a) };
 }
 
 // ---- one process, both socket types ----------------------------------------------
@@ -431,25 +427,23 @@ fn a_peer_of_another_user_is_refused() {
 #[test]
 fn stream_and_seqpacket_sockets_carry_buffers() {
     let _s = serial();
-    let two = TwoDevices::open();
-    let (a, b, va, vb) = (two.a, two.b, &*two.va, &*two.vb);
-    let buf = written(va, a, 100_003, 41);
+    let (da, db) = (Dev::open(), Dev::open());
+    let buf = da.written(100_003, 41);
     let base = fd_count();
     for ty in [libc::SOCK_STREAM, libc::SOCK_SEQPACKET] {
         let (s0, s1) = pair(ty);
         // Two messages back to back, then a byte of the caller's own: each receive
         // reads exactly one description.
-        ok(unsafe { vkcuda_buffer_send(buf, s0.as_raw_fd(), ptr::null()) });
-        ok(unsafe { vkcuda_buffer_send(buf, s0.as_raw_fd(), ptr::null()) });
+        ipc::send_buffer(&buf, s0.as_fd(), &Options::default()).unwrap();
+        ipc::send_buffer(&buf, s0.as_fd(), &Options::default()).unwrap();
         assert_eq!(
             unsafe { libc::write(s0.as_raw_fd(), b"!".as_ptr().cast(), 1) },
             1
         );
         for _ in 0..2 {
-            let mut r = ptr::null_mut();
-            ok(unsafe { vkcuda_buffer_receive(b, s1.as_raw_fd(), ptr::null(), &mut r) });
-            assert_eq!(mismatches(vb, r, 41), 0, "socket type {ty}");
-            unsafe { vkcuda_buffer_destroy(r) };
+            let r = ipc::receive_buffer(&db.ctx, s1.as_fd(), &Options::default(), none()).unwrap();
+            assert_eq!(r.layout(), buf.layout());
+            assert_eq!(db.mismatches(&r, 41), 0, "socket type {ty}");
         }
         let mut rest = [0u8; 4];
         assert_eq!(
@@ -466,17 +460,15 @@ fn stream_and_seqpacket_sockets_carry_buffers() {
         assert_eq!(rest[0], b'!', "the caller's byte is still there");
     }
     assert_eq!(fd_count(), base);
-    unsafe { vkcuda_buffer_destroy(buf) };
 }
 
 #[test]
 fn a_message_in_pieces_is_put_together() {
     let _s = serial();
-    let two = TwoDevices::open();
-    let buf = written(&two.va, two.a, 4096, 43);
-    let (b, vb) = (two.b, &*two.vb);
-    let rec = record(&describe(buf));
-    let fd = export(buf);
+    let (da, db) = (Dev::open(), Dev::open());
+    let buf = da.written(4096, 43);
+    let rec = record(&ipc::describe_buffer(&buf));
+    let fd = buf.export_fd().unwrap();
     let (s0, s1) = pair(libc::SOCK_STREAM);
     let base = fd_count();
     let sender = std::thread::spawn(move || {
@@ -490,18 +482,15 @@ fn a_message_in_pieces_is_put_together() {
         assert_eq!(send_with_fds(s0.as_raw_fd(), &rec[61..], &[]), 67);
         (s0, fd)
     });
-    let mut r = ptr::null_mut();
-    ok(unsafe { vkcuda_buffer_receive(b, s1.as_raw_fd(), &opts(10 * SECOND), &mut r) });
-    assert_eq!(mismatches(vb, r, 43), 0);
-    unsafe { vkcuda_buffer_destroy(r) };
-    let kept = sender.join().unwrap();
-    drop(kept);
+    let r = ipc::receive_buffer(&db.ctx, s1.as_fd(), &secs(10), none()).unwrap();
+    assert_eq!(db.mismatches(&r, 43), 0);
+    drop(r);
+    drop(sender.join().unwrap());
     assert_eq!(
         fd_count(),
         base - 2,
         "the sender's socket and fd closed, nothing else left"
     );
-    unsafe { vkcuda_buffer_destroy(buf) };
 }
 
 extern "C" fn on_signal(_: c_int) {}
@@ -509,9 +498,8 @@ extern "C" fn on_signal(_: c_int) {}
 #[test]
 fn signals_do_not_break_a_receive() {
     let _s = serial();
-    let v = OneDevice::open();
-    let ctx = v.ctx;
-    let buf = written(&v, ctx, 4096, 45);
+    let v = Dev::open();
+    let buf = v.written(4096, 45);
     unsafe {
         // No SA_RESTART: a blocked poll or recvmsg returns EINTR.
         let mut sa: libc::sigaction = std::mem::zeroed();
@@ -521,8 +509,8 @@ fn signals_do_not_break_a_receive() {
     }
     let (s0, s1) = pair(libc::SOCK_STREAM);
     let me = unsafe { libc::pthread_self() };
-    let rec = record(&describe(buf));
-    let fd = export(buf);
+    let rec = record(&ipc::describe_buffer(&buf));
+    let fd = buf.export_fd().unwrap();
     let t = std::thread::spawn(move || {
         for _ in 0..5 {
             std::thread::sleep(Duration::from_millis(40));
@@ -532,103 +520,67 @@ fn signals_do_not_break_a_receive() {
         (s0, fd)
     });
     let start = Instant::now();
-    let mut r = ptr::null_mut();
-    ok(unsafe { vkcuda_buffer_receive(ctx, s1.as_raw_fd(), &opts(10 * SECOND), &mut r) });
+    let r = ipc::receive_buffer(&v.ctx, s1.as_fd(), &secs(10), none()).unwrap();
     assert!(start.elapsed() >= Duration::from_millis(150));
-    assert_eq!(mismatches(&v, r, 45), 0);
+    assert_eq!(v.mismatches(&r, 45), 0);
     drop(t.join().unwrap());
-    unsafe {
-        vkcuda_buffer_destroy(r);
-        vkcuda_buffer_destroy(buf);
-    }
 }
 
+/// (Holds what was `a_buffer_crosses_a_socket` of the Rust API suite: the record
+/// round trip, the generic send and receive, an import of the received
+/// description.)
 #[test]
 fn generic_send_and_receive_hand_the_fd_to_the_caller() {
     let _s = serial();
-    let two = TwoDevices::open();
-    let buf = written(&two.va, two.a, 12345, 47);
-    let (b, vb) = (two.b, &*two.vb);
-    let d = describe(buf);
-    let info = buffer_info(buf);
-    assert_eq!(d.kind.0, vkcuda_share_kind::VKCUDA_SHARE_KIND_BUFFER as i32);
-    assert_eq!(d.buffer.size, info.size);
-    assert_eq!(d.buffer.allocation_size, info.allocation_size);
-    assert_eq!(d.buffer.offset, info.offset);
-    assert_eq!(d.buffer.dedicated, info.dedicated);
-    let fd = export(buf);
+    let (da, db) = (Dev::open(), Dev::open());
+    let buf = da.written(12345, 47);
+    let d = ipc::describe_buffer(&buf);
+    assert_eq!(d.kind(), ipc::Kind::Buffer);
+    assert_eq!(d.object, Object::Buffer(buf.layout()));
+    assert_eq!(d.fd_count(), 1);
+    assert_eq!(Description::parse(&record(&d)).unwrap(), d);
+    let fd = buf.export_fd().unwrap();
     let (s0, s1) = pair(libc::SOCK_SEQPACKET);
     let base = fd_count();
-    ok(unsafe { vkcuda_share_send(s0.as_raw_fd(), &d, fd.as_raw_fd(), ptr::null()) });
+    ipc::send(s0.as_fd(), &d, &[fd.as_fd()], &Options::default()).unwrap();
     assert!(fd_is_open(fd.as_raw_fd()), "the sender keeps its fd");
-    let mut got: vkcuda_share_description = unsafe { std::mem::zeroed() };
-    let mut gfd = -1;
-    ok(unsafe { vkcuda_share_receive(s1.as_raw_fd(), ptr::null(), &mut got, &mut gfd) });
+    let (got, fds) = ipc::receive(s1.as_fd(), &Options::default()).unwrap();
+    assert_eq!(fds.len(), 1);
     assert_eq!(fd_count(), base + 1, "the caller owns the received fd");
-    assert_eq!(record(&got), record(&d));
-    let flags = unsafe { libc::fcntl(gfd, libc::F_GETFD) };
+    assert_eq!(got, d);
+    let flags = unsafe { libc::fcntl(fds[0].as_raw_fd(), libc::F_GETFD) };
     assert_eq!(
         flags & libc::FD_CLOEXEC,
         libc::FD_CLOEXEC,
         "MSG_CMSG_CLOEXEC"
     );
 
-    // An import of another device's description fails and leaves the fd alone.
+    // An import of another device's description fails; the fd is the caller's.
     let mut other = got;
     other.device_uuid[0] ^= 0xff;
-    let mut r = 1usize as *mut vkcuda_buffer;
-    let msg = fails(
-        unsafe { vkcuda_buffer_import_description(b, &other, gfd, 0, &mut r) },
-        VKCUDA_ERROR_DEVICE_MISMATCH,
+    let msg = fails_with(
+        ipc::import_buffer(&db.ctx, &other, fds[0].as_fd(), none()),
+        ErrorKind::DeviceMismatch,
     );
     assert!(msg.contains("UUID"), "{msg}");
-    assert!(r.is_null());
-    assert!(fd_is_open(gfd));
-    // Success takes it.
-    ok(unsafe { vkcuda_buffer_import_description(b, &got, gfd, 0, &mut r) });
-    assert!(!fd_is_open(gfd), "the import took the fd");
+    // Success imports; the drivers got duplicates, the caller closes its own.
+    let r = ipc::import_buffer(&db.ctx, &got, fds[0].as_fd(), none()).unwrap();
+    drop(fds);
     assert_eq!(fd_count(), base);
-    assert_eq!(mismatches(vb, r, 47), 0);
-    unsafe {
-        vkcuda_buffer_destroy(r);
-        vkcuda_buffer_destroy(buf);
-    }
+    assert_eq!(db.mismatches(&r, 47), 0);
 }
 
 // ---- bad input ------------------------------------------------------------------------
-
-/// A Vulkan-only context with a 4096-byte buffer, both destroyed when dropped.
-struct OneBuffer {
-    ctx: *mut vkcuda_context,
-    buf: *mut vkcuda_buffer,
-}
-
-impl OneBuffer {
-    fn new() -> OneBuffer {
-        let ctx = vulkan_only_context();
-        let buf = create_buffer(ctx, 4096, 0);
-        OneBuffer { ctx, buf }
-    }
-}
-
-impl Drop for OneBuffer {
-    fn drop(&mut self) {
-        unsafe {
-            vkcuda_buffer_destroy(self.buf);
-            vkcuda_context_destroy(self.ctx);
-        }
-    }
-}
 
 /// Sends `bytes` with `fds` on a fresh pair of `ty` and receives a buffer,
 /// expecting `want`; checks no fd was left behind. Returns the message.
 #[track_caller]
 fn refused_message(
-    ctx: *const vkcuda_context,
+    ctx: &Arc<Context>,
     ty: c_int,
     bytes: &[u8],
     fds: &[i32],
-    want: vkcuda_result,
+    want: ErrorKind,
 ) -> String {
     let (s0, s1) = pair(ty);
     let base = fd_count();
@@ -636,7 +588,7 @@ fn refused_message(
         send_with_fds(s0.as_raw_fd(), bytes, fds),
         bytes.len() as isize
     );
-    let msg = receive_fails(ctx, s1.as_raw_fd(), SECOND, want);
+    let msg = receive_fails(ctx, &s1, &secs(1), want);
     assert_eq!(fd_count(), base, "every received fd was closed: {msg}");
     for &f in fds {
         assert!(fd_is_open(f), "the sender's fds are untouched");
@@ -644,14 +596,21 @@ fn refused_message(
     msg
 }
 
+/// A Vulkan-only context with a 4096-byte buffer.
+fn one_buffer() -> (Buffer, Arc<Context>) {
+    let ctx = vulkan_only_context();
+    let buf = Buffer::create(&ctx, 4096, none(), Allocator::Vulkan).unwrap();
+    (buf, ctx)
+}
+
 #[test]
 fn unknown_versions_magic_and_kinds_are_refused() {
     let _s = serial();
-    let one = OneBuffer::new();
-    let (ctx, buf) = (one.ctx, one.buf);
-    let rec = record(&describe(buf));
-    let fd = export(buf);
+    let (buf, ctx) = one_buffer();
+    let rec = record(&ipc::describe_buffer(&buf));
+    let fd = buf.export_fd().unwrap();
     let f = [fd.as_raw_fd()];
+    let invalid = ErrorKind::InvalidArgument;
     for ty in [libc::SOCK_STREAM, libc::SOCK_SEQPACKET] {
         // Version 1 (before multi-planar images), 2 (before video frames), 3
         // (before colour descriptions travelled) and a future version 5: both
@@ -659,7 +618,7 @@ fn unknown_versions_magic_and_kinds_are_refused() {
         for version in [1u8, 2, 3, 5] {
             let mut v = rec;
             v[8] = version;
-            let msg = refused_message(ctx, ty, &v, &f, VKCUDA_ERROR_INVALID_ARGUMENT);
+            let msg = refused_message(&ctx, ty, &v, &f, invalid);
             assert!(
                 msg.contains(&format!(
                     "unknown description format version {version}: this library reads version 4"
@@ -670,127 +629,111 @@ fn unknown_versions_magic_and_kinds_are_refused() {
         }
         let mut magic = rec;
         magic[..8].copy_from_slice(b"NOTVKCUD");
-        let msg = refused_message(ctx, ty, &magic, &f, VKCUDA_ERROR_INVALID_ARGUMENT);
+        let msg = refused_message(&ctx, ty, &magic, &f, invalid);
         assert!(msg.contains("magic"), "{msg}");
         let mut kind = rec;
         kind[12] = 9;
-        let msg = refused_message(ctx, ty, &kind, &f, VKCUDA_ERROR_INVALID_ARGUMENT);
+        let msg = refused_message(&ctx, ty, &kind, &f, invalid);
         assert!(msg.contains("unknown description kind 9"), "{msg}");
         let mut size = rec;
         size[64..72].copy_from_slice(&u64::MAX.to_le_bytes());
-        let msg = refused_message(ctx, ty, &size, &f, VKCUDA_ERROR_INVALID_ARGUMENT);
+        let msg = refused_message(&ctx, ty, &size, &f, invalid);
         assert!(msg.contains("impossible"), "{msg}");
     }
-    // The same checks on the C side of serialize and parse.
+    // The same checks in parse, and in to_bytes.
+    assert_eq!(ipc::DESCRIPTION_VERSION, 4);
     let mut bad = rec;
     bad[8] = 7;
-    let mut d: vkcuda_share_description = unsafe { std::mem::zeroed() };
-    let msg = fails(
-        unsafe { vkcuda_share_description_parse(bad.as_ptr(), bad.len(), &mut d) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
-    );
+    let msg = fails_with(Description::parse(&bad), invalid);
     assert!(msg.contains("version 7"), "{msg}");
+    let mut long = rec.to_vec();
+    long.push(0);
     for n in [0, 11, 12, 60, 127, 129] {
-        let mut long = rec.to_vec();
-        long.push(0);
-        let msg = fails(
-            unsafe { vkcuda_share_description_parse(long.as_ptr(), n, &mut d) },
-            VKCUDA_ERROR_INVALID_ARGUMENT,
-        );
+        let msg = fails_with(Description::parse(&long[..n]), invalid);
         assert!(
             msg.contains(if n < 128 { "truncated" } else { "129 bytes" }),
             "{n}: {msg}"
         );
     }
-    ok(unsafe { vkcuda_share_description_parse(rec.as_ptr(), 128, &mut d) });
-    let mut small = [0u8; 127];
-    fails(
-        unsafe { vkcuda_share_description_serialize(&d, small.as_mut_ptr(), small.len()) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
-    );
+    let d = Description::parse(&rec).unwrap();
     let mut wrong = d;
-    wrong.kind = vkcuda_share_kind_raw(0);
-    let msg = fails(
-        unsafe { vkcuda_share_description_serialize(&wrong, small.as_mut_ptr(), 128) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
-    );
-    assert!(msg.contains("vkcuda_share_kind"), "{msg}");
-    let mut wrong = d;
-    wrong.buffer.size = 0;
-    fails(
-        unsafe { vkcuda_share_description_serialize(&wrong, small.as_mut_ptr(), 128) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
-    );
-    let mut wrong = d;
-    wrong.buffer.dedicated = 2;
-    fails(
-        unsafe { vkcuda_share_description_serialize(&wrong, small.as_mut_ptr(), 128) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
-    );
+    wrong.object = Object::Buffer(Layout {
+        size: 0,
+        ..buf.layout()
+    });
+    fails_with(wrong.to_bytes(), invalid);
 }
 
 #[test]
 fn device_and_kind_mismatches_are_refused() {
     let _s = serial();
-    let one = OneBuffer::new();
-    let (ctx, buf) = (one.ctx, one.buf);
-    let d = describe(buf);
-    let fd = export(buf);
+    let (buf, ctx) = one_buffer();
+    let d = ipc::describe_buffer(&buf);
+    let fd = buf.export_fd().unwrap();
     let f = [fd.as_raw_fd()];
     let mut other = d;
     other.device_uuid = *b"another-gpu-uuid";
     let msg = refused_message(
-        ctx,
+        &ctx,
         libc::SOCK_STREAM,
         &record(&other),
         &f,
-        VKCUDA_ERROR_DEVICE_MISMATCH,
+        ErrorKind::DeviceMismatch,
     );
     assert!(
         msg.contains("616e6f74-6865-722d-6770-752d75756964"),
         "{msg}"
     );
     // A semaphore's description where a buffer is expected, and the other way.
-    let mut sem = d;
-    sem.kind = vkcuda_share_kind_raw(vkcuda_share_kind::VKCUDA_SHARE_KIND_SEMAPHORE as i32);
-    sem.semaphore.semaphore_type = vkcuda_semaphore_type_raw(0);
-    sem.semaphore.value = 3;
+    let sem = Description {
+        object: Object::Semaphore {
+            kind: Kind::Timeline,
+            value: 3,
+        },
+        ..d
+    };
     let msg = refused_message(
-        ctx,
+        &ctx,
         libc::SOCK_SEQPACKET,
         &record(&sem),
         &f,
-        VKCUDA_ERROR_INVALID_ARGUMENT,
+        ErrorKind::InvalidArgument,
     );
     assert!(msg.contains("of a semaphore, not a buffer"), "{msg}");
     let (s0, s1) = pair(libc::SOCK_STREAM);
     let base = fd_count();
-    ok(unsafe { vkcuda_buffer_send(buf, s0.as_raw_fd(), ptr::null()) });
-    let mut s = 1usize as *mut vkcuda_semaphore;
-    let msg = fails(
-        unsafe { vkcuda_semaphore_receive(ctx, s1.as_raw_fd(), ptr::null(), &mut s) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
+    ipc::send_buffer(&buf, s0.as_fd(), &Options::default()).unwrap();
+    let msg = fails_with(
+        ipc::receive_semaphore(&ctx, s1.as_fd(), &Options::default()),
+        ErrorKind::InvalidArgument,
     );
     assert!(msg.contains("of a buffer, not a semaphore"), "{msg}");
-    assert!(s.is_null());
     assert_eq!(fd_count(), base);
+    // And an image import of a buffer's description.
+    let msg = fails_with(
+        ipc::import_image(&ctx, &d, &[fd.as_fd()]),
+        ErrorKind::InvalidArgument,
+    );
+    assert!(
+        msg.contains("not a image") || msg.contains("not an image"),
+        "{msg}"
+    );
 }
 
 #[test]
 fn truncated_messages_and_disconnects_are_refused() {
     let _s = serial();
-    let one = OneBuffer::new();
-    let (ctx, buf) = (one.ctx, one.buf);
-    let rec = record(&describe(buf));
-    let fd = export(buf);
+    let (buf, ctx) = one_buffer();
+    let rec = record(&ipc::describe_buffer(&buf));
+    let fd = buf.export_fd().unwrap();
     let f = [fd.as_raw_fd()];
     // Seqpacket: a short record, and a long one.
     let msg = refused_message(
-        ctx,
+        &ctx,
         libc::SOCK_SEQPACKET,
         &rec[..60],
         &f,
-        VKCUDA_ERROR_INVALID_ARGUMENT,
+        ErrorKind::InvalidArgument,
     );
     assert!(
         msg.contains("truncated description: a record of 60 bytes"),
@@ -799,11 +742,11 @@ fn truncated_messages_and_disconnects_are_refused() {
     let mut long = rec.to_vec();
     long.resize(200, 0);
     let msg = refused_message(
-        ctx,
+        &ctx,
         libc::SOCK_SEQPACKET,
         &long,
         &f,
-        VKCUDA_ERROR_INVALID_ARGUMENT,
+        ErrorKind::InvalidArgument,
     );
     assert!(msg.contains("longer"), "{msg}");
 
@@ -814,7 +757,7 @@ fn truncated_messages_and_disconnects_are_refused() {
         let fds: &[i32] = if with_fd { &f } else { &[] };
         assert_eq!(send_with_fds(s0.as_raw_fd(), &rec[..60], fds), 60);
         drop(s0);
-        let msg = receive_fails(ctx, s1.as_raw_fd(), SECOND, VKCUDA_ERROR_INVALID_STATE);
+        let msg = receive_fails(&ctx, &s1, &secs(1), ErrorKind::InvalidState);
         assert!(
             msg.contains("in the middle of a description (60 of 128 bytes"),
             "{msg}"
@@ -824,14 +767,16 @@ fn truncated_messages_and_disconnects_are_refused() {
     // ... before sending anything.
     let (s0, s1) = pair(libc::SOCK_STREAM);
     drop(s0);
-    let msg = receive_fails(ctx, s1.as_raw_fd(), SECOND, VKCUDA_ERROR_INVALID_STATE);
+    let msg = receive_fails(&ctx, &s1, &secs(1), ErrorKind::InvalidState);
+    assert!(msg.contains("the peer closed the connection"), "{msg}");
+    let msg = fails_with(ipc::receive(s1.as_fd(), &secs(1)), ErrorKind::InvalidState);
     assert!(msg.contains("the peer closed the connection"), "{msg}");
     // A send to a closed peer is an error, not SIGPIPE.
     let (s0, s1) = pair(libc::SOCK_STREAM);
     drop(s1);
-    let msg = fails(
-        unsafe { vkcuda_buffer_send(buf, s0.as_raw_fd(), ptr::null()) },
-        VKCUDA_ERROR_INVALID_STATE,
+    let msg = fails_with(
+        ipc::send_buffer(&buf, s0.as_fd(), &Options::default()),
+        ErrorKind::InvalidState,
     );
     assert!(msg.contains("closed"), "{msg}");
 
@@ -844,7 +789,12 @@ fn truncated_messages_and_disconnects_are_refused() {
             assert_eq!(send_with_fds(s0.as_raw_fd(), &rec[..n], &f), n as isize);
         }
         let start = Instant::now();
-        let msg = receive_fails(ctx, s1.as_raw_fd(), 200_000_000, VKCUDA_ERROR_TIMEOUT);
+        let msg = receive_fails(
+            &ctx,
+            &s1,
+            &opts(Duration::from_millis(200)),
+            ErrorKind::Timeout,
+        );
         let took = start.elapsed();
         assert!(
             took >= Duration::from_millis(200) && took < Duration::from_secs(3),
@@ -862,21 +812,21 @@ fn truncated_messages_and_disconnects_are_refused() {
 #[test]
 fn wrong_fd_counts_are_refused() {
     let _s = serial();
-    let one = OneBuffer::new();
-    let (ctx, buf) = (one.ctx, one.buf);
-    let rec = record(&describe(buf));
-    let mine: Vec<OwnedFd> = (0..16).map(|_| export(buf)).collect();
+    let (buf, ctx) = one_buffer();
+    let rec = record(&ipc::describe_buffer(&buf));
+    let mine: Vec<OwnedFd> = (0..16).map(|_| buf.export_fd().unwrap()).collect();
     let raw: Vec<i32> = mine.iter().map(|f| f.as_raw_fd()).collect();
+    let invalid = ErrorKind::InvalidArgument;
     for ty in [libc::SOCK_STREAM, libc::SOCK_SEQPACKET] {
-        let msg = refused_message(ctx, ty, &rec, &[], VKCUDA_ERROR_INVALID_ARGUMENT);
+        let msg = refused_message(&ctx, ty, &rec, &[], invalid);
         assert!(msg.contains("sent 0 file descriptor(s)"), "{msg}");
-        let msg = refused_message(ctx, ty, &rec, &raw[..2], VKCUDA_ERROR_INVALID_ARGUMENT);
+        let msg = refused_message(&ctx, ty, &rec, &raw[..2], invalid);
         assert!(msg.contains("sent 2 file descriptor(s)"), "{msg}");
         assert!(msg.contains("all were closed"), "{msg}");
-        let msg = refused_message(ctx, ty, &rec, &raw[..4], VKCUDA_ERROR_INVALID_ARGUMENT);
+        let msg = refused_message(&ctx, ty, &rec, &raw[..4], invalid);
         assert!(msg.contains("sent 4"), "{msg}");
         // More than fit: the control data is truncated (MSG_CTRUNC).
-        let msg = refused_message(ctx, ty, &rec, &raw, VKCUDA_ERROR_INVALID_ARGUMENT);
+        let msg = refused_message(&ctx, ty, &rec, &raw, invalid);
         assert!(
             msg.contains("more file descriptors than a description carries"),
             "{msg}"
@@ -887,9 +837,9 @@ fn wrong_fd_counts_are_refused() {
 #[test]
 fn fds_that_are_not_gpu_memory_are_refused() {
     let _s = serial();
-    let one = OneBuffer::new();
-    let (ctx, buf) = (one.ctx, one.buf);
-    let rec = record(&describe(buf));
+    let (buf, ctx) = one_buffer();
+    let d = ipc::describe_buffer(&buf);
+    let rec = record(&d);
     let open = |path: &std::ffi::CStr, flags: c_int| {
         let f = unsafe { libc::open(path.as_ptr(), flags | libc::O_CLOEXEC) };
         assert!(f >= 0, "{path:?}");
@@ -929,24 +879,18 @@ fn fds_that_are_not_gpu_memory_are_refused() {
         (&timer, "an event descriptor (anon_inode:[timerfd])"),
     ] {
         for ty in [libc::SOCK_STREAM, libc::SOCK_SEQPACKET] {
-            let msg = refused_message(
-                ctx,
-                ty,
-                &rec,
-                &[f.as_raw_fd()],
-                VKCUDA_ERROR_INVALID_ARGUMENT,
-            );
+            let msg = refused_message(&ctx, ty, &rec, &[f.as_raw_fd()], ErrorKind::InvalidArgument);
             assert!(msg.contains(words), "{words}: {msg}");
             assert!(msg.contains("not a GPU handle"), "{msg}");
         }
     }
     // A file smaller than the allocation the description claims.
     let msg = refused_message(
-        ctx,
+        &ctx,
         libc::SOCK_STREAM,
         &rec,
         &[small.as_raw_fd()],
-        VKCUDA_ERROR_INVALID_ARGUMENT,
+        ErrorKind::InvalidArgument,
     );
     assert!(msg.contains("real size 100"), "{msg}");
     // The driver refuses the rest (lavapipe: /dev/null has no memfd header).
@@ -956,119 +900,91 @@ fn fds_that_are_not_gpu_memory_are_refused() {
         send_with_fds(s0.as_raw_fd(), &rec, &[null.as_raw_fd()]),
         128
     );
-    let mut b = 1usize as *mut vkcuda_buffer;
-    let r = unsafe { vkcuda_buffer_receive(ctx, s1.as_raw_fd(), &opts(SECOND), &mut b) };
-    let msg = last_error();
-    println!("/dev/null: {r:?}: {msg}");
-    assert_ne!(r, VKCUDA_SUCCESS, "/dev/null imported as GPU memory");
-    assert!(!msg.is_empty());
-    assert!(b.is_null());
+    let e = ipc::receive_buffer(&ctx, s1.as_fd(), &secs(1), none()).unwrap_err();
+    println!("/dev/null: {:?}: {e}", e.kind());
+    assert!(!e.to_string().is_empty());
     assert_eq!(fd_count(), base, "the received fd was closed (once)");
     assert!(fd_is_open(null.as_raw_fd()));
-    // The same checks when the caller imports a description itself; the fd stays its.
-    let d = describe(buf);
-    let mut r = 1usize as *mut vkcuda_buffer;
-    let msg = fails(
-        unsafe { vkcuda_buffer_import_description(ctx, &d, pipe[0].as_raw_fd(), 0, &mut r) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
+    // The same checks when the caller imports a description itself.
+    let msg = fails_with(
+        ipc::import_buffer(&ctx, &d, pipe[0].as_fd(), none()),
+        ErrorKind::InvalidArgument,
     );
     assert!(msg.contains("a pipe"), "{msg}");
-    assert!(r.is_null());
     assert!(fd_is_open(pipe[0].as_raw_fd()));
 }
 
 // ---- who may connect ---------------------------------------------------------------
 
-#[repr(C)]
-struct Seen {
-    calls: u32,
-    pid: i32,
-    uid: u32,
-    gid: u32,
-    answer: c_int,
-}
-
-unsafe extern "C" fn record_peer(pid: i32, uid: u32, gid: u32, user: *mut c_void) -> c_int {
-    let s = &mut *(user as *mut Seen);
-    s.calls += 1;
-    s.pid = pid;
-    s.uid = uid;
-    s.gid = gid;
-    s.answer
-}
-
 #[test]
 fn the_peer_check_decides_before_anything_is_read() {
     let _s = serial();
-    let v = OneDevice::open();
-    let ctx = v.ctx;
-    let buf = written(&v, ctx, 4096, 51);
+    let v = Dev::open();
+    let buf = v.written(4096, 51);
     let (s0, s1) = pair(libc::SOCK_STREAM);
-    let mut seen = Seen {
-        calls: 0,
-        pid: 0,
-        uid: 0,
-        gid: 0,
-        answer: 0,
+    let (calls, seen, answer) = (Cell::new(0), Cell::new(None), Cell::new(false));
+    let check = |p: &ipc::Peer| {
+        calls.set(calls.get() + 1);
+        seen.set(Some(*p));
+        answer.get()
     };
-    let mut o = opts(SECOND);
-    o.peer_check = Some(record_peer);
-    o.peer_check_user = (&mut seen as *mut Seen).cast();
+    let o = Options {
+        timeout: Some(Duration::from_secs(1)),
+        peer: PeerPolicy::Check(&check),
+    };
 
     // The sender's check refuses: nothing is sent.
-    let msg = fails(
-        unsafe { vkcuda_buffer_send(buf, s0.as_raw_fd(), &o) },
-        VKCUDA_ERROR_PERMISSION_DENIED,
+    let msg = fails_with(
+        ipc::send_buffer(&buf, s0.as_fd(), &o),
+        ErrorKind::PermissionDenied,
     );
-    assert!(msg.contains("peer_check callback refused"), "{msg}");
-    assert_eq!(seen.calls, 1);
-    let me = (
-        unsafe { libc::getpid() },
-        unsafe { libc::geteuid() },
-        unsafe { libc::getegid() },
-    );
+    assert!(msg.contains("refused"), "{msg}");
+    assert_eq!(calls.get(), 1);
+    let me = ipc::Peer {
+        pid: unsafe { libc::getpid() },
+        uid: unsafe { libc::geteuid() },
+        gid: unsafe { libc::getegid() },
+    };
     assert_eq!(
-        (seen.pid, seen.uid, seen.gid),
-        me,
+        seen.get(),
+        Some(me),
         "SO_PEERCRED of a socketpair: this process"
     );
     let base = fd_count();
-    receive_fails(ctx, s1.as_raw_fd(), 100_000_000, VKCUDA_ERROR_TIMEOUT);
+    receive_fails(
+        &v.ctx,
+        &s1,
+        &opts(Duration::from_millis(100)),
+        ErrorKind::Timeout,
+    );
 
     // Sent with the default check (same user); the receiver's check refuses and
     // leaves the message where it is.
-    ok(unsafe { vkcuda_buffer_send(buf, s0.as_raw_fd(), ptr::null()) });
+    ipc::send_buffer(&buf, s0.as_fd(), &Options::default()).unwrap();
     let after_send = fd_count();
-    let mut b = 1usize as *mut vkcuda_buffer;
-    let msg = fails(
-        unsafe { vkcuda_buffer_receive(ctx, s1.as_raw_fd(), &o, &mut b) },
-        VKCUDA_ERROR_PERMISSION_DENIED,
-    );
-    assert!(msg.contains(&format!("pid {}", me.0)), "{msg}");
-    assert!(b.is_null());
-    assert_eq!(seen.calls, 2);
+    let msg = receive_fails(&v.ctx, &s1, &o, ErrorKind::PermissionDenied);
+    assert!(msg.contains(&format!("pid {}", me.pid)), "{msg}");
+    assert_eq!(calls.get(), 2);
     assert_eq!(
         fd_count(),
         after_send,
         "no fd was taken from a refused peer"
     );
     // Accepted: the same message arrives.
-    seen.answer = 1;
-    ok(unsafe { vkcuda_buffer_receive(ctx, s1.as_raw_fd(), &o, &mut b) });
-    assert_eq!(seen.calls, 3);
-    assert_eq!(mismatches(&v, b, 51), 0);
-    unsafe { vkcuda_buffer_destroy(b) };
+    answer.set(true);
+    let b = ipc::receive_buffer(&v.ctx, s1.as_fd(), &o, none()).unwrap();
+    assert_eq!(calls.get(), 3);
+    assert_eq!(v.mismatches(&b, 51), 0);
+    drop(b);
     assert_eq!(fd_count(), base);
-    unsafe { vkcuda_buffer_destroy(buf) };
 }
 
 #[test]
 fn sockets_and_options_are_checked() {
     let _s = serial();
-    let one = OneBuffer::new();
-    let (ctx, buf) = (one.ctx, one.buf);
-    let d = describe(buf);
-    let fd = export(buf);
+    let (buf, ctx) = one_buffer();
+    let d = ipc::describe_buffer(&buf);
+    let fd = buf.export_fd().unwrap();
     let mut p = [-1; 2];
     assert_eq!(unsafe { libc::pipe2(p.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
     let pipe: Vec<OwnedFd> = p
@@ -1085,73 +1001,49 @@ fn sockets_and_options_are_checked() {
     let (dgram, _dgram_peer) = pair(libc::SOCK_DGRAM);
     let dir = TempDir::new("listen");
     let listener = UnixListener::bind(dir.0.join("sock")).unwrap();
-    let closed = {
-        let (x, _y) = pair(libc::SOCK_STREAM);
-        x.as_raw_fd()
-    };
-    let cases: [(i32, &str); 6] = [
-        (-1, "not valid"),
-        (closed, "not a usable socket"),
-        (pipe[0].as_raw_fd(), "not a usable socket"),
-        (udp.as_raw_fd(), "not a Unix domain socket"),
-        (dgram.as_raw_fd(), "SOCK_STREAM or SOCK_SEQPACKET"),
-        (listener.as_raw_fd(), "not connected"),
+    let cases: [(std::os::fd::BorrowedFd, &str); 4] = [
+        (pipe[0].as_fd(), "not a usable socket"),
+        (udp.as_fd(), "not a Unix domain socket"),
+        (dgram.as_fd(), "SOCK_STREAM or SOCK_SEQPACKET"),
+        (listener.as_fd(), "not connected"),
     ];
     let base = fd_count();
+    let invalid = ErrorKind::InvalidArgument;
     for (sock, words) in cases {
-        let msg = receive_fails(ctx, sock, SECOND, VKCUDA_ERROR_INVALID_ARGUMENT);
-        assert!(msg.contains(words), "receive on {sock}: {msg}");
-        let msg = fails(
-            unsafe { vkcuda_buffer_send(buf, sock, ptr::null()) },
-            VKCUDA_ERROR_INVALID_ARGUMENT,
+        let raw = sock.as_raw_fd();
+        let msg = receive_fails(&ctx, &sock, &secs(1), invalid);
+        assert!(msg.contains(words), "receive on {raw}: {msg}");
+        let msg = fails_with(ipc::send_buffer(&buf, sock, &Options::default()), invalid);
+        assert!(msg.contains(words), "send on {raw}: {msg}");
+        let msg = fails_with(
+            ipc::send(sock, &d, &[fd.as_fd()], &Options::default()),
+            invalid,
         );
-        assert!(msg.contains(words), "send on {sock}: {msg}");
-        let msg = fails(
-            unsafe { vkcuda_share_send(sock, &d, fd.as_raw_fd(), ptr::null()) },
-            VKCUDA_ERROR_INVALID_ARGUMENT,
-        );
-        assert!(msg.contains(words), "share_send on {sock}: {msg}");
+        assert!(msg.contains(words), "generic send on {raw}: {msg}");
+        let msg = fails_with(ipc::receive(sock, &secs(1)), invalid);
+        assert!(msg.contains(words), "generic receive on {raw}: {msg}");
     }
     assert_eq!(
         fd_count(),
         base,
         "the exported fds of the failed sends were closed"
     );
-
+    // A usage the library does not support for shared buffers is refused.
     let (s0, s1) = pair(libc::SOCK_STREAM);
-    let mut o = opts(SECOND);
-    o.flags = 1;
-    let mut b = 1usize as *mut vkcuda_buffer;
-    fails(
-        unsafe { vkcuda_buffer_receive(ctx, s1.as_raw_fd(), &o, &mut b) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
+    ipc::send_buffer(&buf, s0.as_fd(), &Options::default()).unwrap();
+    let e = ipc::receive_buffer(
+        &ctx,
+        s1.as_fd(),
+        &secs(1),
+        vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS,
     );
-    assert!(b.is_null());
-    fails(
-        unsafe { vkcuda_buffer_send(buf, s0.as_raw_fd(), &o) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
-    );
-    let mut o = opts(SECOND);
-    o.buffer_usage = 0x8000_0000;
-    fails(
-        unsafe { vkcuda_buffer_receive(ctx, s1.as_raw_fd(), &o, &mut b) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
-    );
-    fails(
-        unsafe { vkcuda_share_send(s0.as_raw_fd(), &d, -1, ptr::null()) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
-    );
-    let mut got: vkcuda_share_description = unsafe { std::mem::zeroed() };
-    let mut gfd = -7;
-    fails(
-        unsafe { vkcuda_share_receive(s1.as_raw_fd(), &opts(1_000_000), &mut got, &mut gfd) },
-        VKCUDA_ERROR_TIMEOUT,
-    );
-    assert_eq!(gfd, -7, "nothing written on failure");
-    let mut r = 1usize as *mut vkcuda_buffer;
-    fails(
-        unsafe { vkcuda_buffer_import_description(ctx, &d, -1, 0, &mut r) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
+    let msg = fails_with(e, ErrorKind::Unsupported);
+    assert!(msg.contains("SHADER_DEVICE_ADDRESS"), "{msg}");
+    // The generic receive times out on a quiet socket.
+    let (_s2, s3) = pair(libc::SOCK_STREAM);
+    fails_with(
+        ipc::receive(s3.as_fd(), &opts(Duration::from_millis(1))),
+        ErrorKind::Timeout,
     );
     assert!(fd_is_open(fd.as_raw_fd()));
 }
@@ -1161,29 +1053,29 @@ fn sockets_and_options_are_checked() {
 #[test]
 fn semaphores_go_as_far_as_lavapipe_allows() {
     let _s = serial();
-    let one = OneBuffer::new();
-    let (ctx, buf) = (one.ctx, one.buf);
-    let mut d = describe(buf);
-    d.kind = vkcuda_share_kind_raw(vkcuda_share_kind::VKCUDA_SHARE_KIND_SEMAPHORE as i32);
-    d.buffer = unsafe { std::mem::zeroed() };
-    d.semaphore.semaphore_type =
-        vkcuda_semaphore_type_raw(vkcuda_semaphore_type::VKCUDA_SEMAPHORE_TYPE_TIMELINE as i32);
-    d.semaphore.value = 5;
+    let (buf, ctx) = one_buffer();
+    let d = Description {
+        object: Object::Semaphore {
+            kind: Kind::Timeline,
+            value: 5,
+        },
+        ..ipc::describe_buffer(&buf)
+    };
+    assert_eq!(d.kind(), ipc::Kind::Semaphore);
     // The record round trip.
     let rec = record(&d);
     assert_eq!(&rec[12..16], &[2, 0, 0, 0]);
     assert_eq!(&rec[48..56], &5u64.to_le_bytes());
-    let mut back: vkcuda_share_description = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_share_description_parse(rec.as_ptr(), rec.len(), &mut back) });
-    assert_eq!(record(&back), rec);
-    assert_eq!(back.semaphore.value, 5);
-    let mut binary = d;
-    binary.semaphore.semaphore_type = vkcuda_semaphore_type_raw(1);
-    let mut scratch = [0u8; 128];
-    let msg = fails(
-        unsafe { vkcuda_share_description_serialize(&binary, scratch.as_mut_ptr(), 128) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
-    );
+    let back = Description::parse(&rec).unwrap();
+    assert_eq!(back, d);
+    let binary = Description {
+        object: Object::Semaphore {
+            kind: Kind::Binary,
+            value: 5,
+        },
+        ..d
+    };
+    let msg = fails_with(binary.to_bytes(), ErrorKind::InvalidArgument);
     assert!(msg.contains("binary"), "{msg}");
 
     // A stand-in payload: a regular file passes the checks that come before the
@@ -1191,50 +1083,44 @@ fn semaphores_go_as_far_as_lavapipe_allows() {
     let event =
         unsafe { OwnedFd::from_raw_fd(libc::memfd_create(c"payload".as_ptr(), libc::MFD_CLOEXEC)) };
     let not_a_semaphore = unsafe { OwnedFd::from_raw_fd(libc::eventfd(0, libc::EFD_CLOEXEC)) };
-    let mut s = 1usize as *mut vkcuda_semaphore;
-    let msg = fails(
-        unsafe {
-            vkcuda_semaphore_import_description(ctx, &d, not_a_semaphore.as_raw_fd(), &mut s)
-        },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
+    let msg = fails_with(
+        ipc::import_semaphore(&ctx, &d, not_a_semaphore.as_fd()),
+        ErrorKind::InvalidArgument,
     );
     assert!(msg.contains("eventfd"), "{msg}");
     // A regular file is never a semaphore payload: refused before any driver sees
-    // it (NVIDIA's import of one was followed by failing allocations); the fd stays
-    // the caller's.
-    let msg = fails(
-        unsafe { vkcuda_semaphore_import_description(ctx, &d, event.as_raw_fd(), &mut s) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
+    // it (NVIDIA's import of one was followed by failing allocations).
+    let msg = fails_with(
+        ipc::import_semaphore(&ctx, &d, event.as_fd()),
+        ErrorKind::InvalidArgument,
     );
     assert!(msg.contains("regular file"), "{msg}");
-    assert!(s.is_null());
     assert!(fd_is_open(event.as_raw_fd()));
     // Another device's semaphore is refused before that.
     let mut other = d;
     other.device_uuid[15] ^= 1;
-    fails(
-        unsafe { vkcuda_semaphore_import_description(ctx, &other, event.as_raw_fd(), &mut s) },
-        VKCUDA_ERROR_DEVICE_MISMATCH,
+    fails_with(
+        ipc::import_semaphore(&ctx, &other, event.as_fd()),
+        ErrorKind::DeviceMismatch,
     );
     // Over a socket, with the generic send: received, parsed, checked, the import
     // refused, and the received fd closed.
     for ty in [libc::SOCK_STREAM, libc::SOCK_SEQPACKET] {
         let (s0, s1) = pair(ty);
         let base = fd_count();
-        ok(unsafe { vkcuda_share_send(s0.as_raw_fd(), &d, event.as_raw_fd(), ptr::null()) });
-        let msg = fails(
-            unsafe { vkcuda_semaphore_receive(ctx, s1.as_raw_fd(), ptr::null(), &mut s) },
-            VKCUDA_ERROR_INVALID_ARGUMENT,
+        ipc::send(s0.as_fd(), &d, &[event.as_fd()], &Options::default()).unwrap();
+        let msg = fails_with(
+            ipc::receive_semaphore(&ctx, s1.as_fd(), &Options::default()),
+            ErrorKind::InvalidArgument,
         );
         assert!(msg.contains("regular file"), "{msg}");
-        assert!(s.is_null());
         assert_eq!(fd_count(), base);
         // A semaphore description with two fds: the count is checked first.
         let two = [event.as_raw_fd(), event.as_raw_fd()];
         assert_eq!(send_with_fds(s0.as_raw_fd(), &rec, &two), 128);
-        let msg = fails(
-            unsafe { vkcuda_semaphore_receive(ctx, s1.as_raw_fd(), &opts(SECOND), &mut s) },
-            VKCUDA_ERROR_INVALID_ARGUMENT,
+        let msg = fails_with(
+            ipc::receive_semaphore(&ctx, s1.as_fd(), &secs(1)),
+            ErrorKind::InvalidArgument,
         );
         assert!(
             msg.contains("sent 2 file descriptor(s) with a semaphore"),
@@ -1281,16 +1167,13 @@ fn level0_copy(w: u32, h: u32) -> vk::BufferImageCopy {
 #[test]
 fn images_are_described_sent_and_imported() {
     let _s = serial();
-    let two = TwoDevices::open();
-    let (a, b, va, vb) = (two.a, two.b, &*two.va, &*two.vb);
+    let (va, vb) = (Dev::open(), Dev::open());
     let (w, h) = (64u32, 32u32);
-    let info = vkcuda_image_create_info {
-        usage: (vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST).as_raw(),
-        ..image_desc(0, vk::Format::R8G8B8A8_UNORM, w, h, 0)
+    let desc = ImageDescription {
+        usage: vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST,
+        ..ImageDescription::new_2d(vk::Format::R8G8B8A8_UNORM, w, h)
     };
-    let mut im = ptr::null_mut();
-    ok(unsafe { vkcuda_image_create(a, &info, &mut im) });
-    let ii = image_info(im);
+    let im = Image::create(&va.ctx, &desc).unwrap();
     let bytes = (w * h * 4) as u64;
     // Device A writes a pattern.
     let stage = va.host_buffer(bytes);
@@ -1299,23 +1182,23 @@ fn images_are_described_sent_and_imported() {
     }
     va.run(|cmd| unsafe {
         image_barrier(
-            va,
+            &va,
             cmd,
-            ii.image,
+            im.vk_image(),
             vk::ImageLayout::UNDEFINED,
             vk::ImageLayout::TRANSFER_DST_OPTIMAL,
         );
         va.device.cmd_copy_buffer_to_image(
             cmd,
             stage.buffer,
-            ii.image,
+            im.vk_image(),
             vk::ImageLayout::TRANSFER_DST_OPTIMAL,
             &[level0_copy(w, h)],
         );
         image_barrier(
-            va,
+            &va,
             cmd,
-            ii.image,
+            im.vk_image(),
             vk::ImageLayout::TRANSFER_DST_OPTIMAL,
             vk::ImageLayout::GENERAL,
         );
@@ -1324,57 +1207,45 @@ fn images_are_described_sent_and_imported() {
 
     let (s0, s1) = pair(libc::SOCK_SEQPACKET);
     let base = fd_count();
-    ok(unsafe { vkcuda_image_send(im, s0.as_raw_fd(), ptr::null()) });
-    let mut d: vkcuda_share_description = unsafe { std::mem::zeroed() };
-    let mut fd = -1;
-    ok(unsafe { vkcuda_share_receive(s1.as_raw_fd(), ptr::null(), &mut d, &mut fd) });
-    assert_eq!(d.kind.0, vkcuda_share_kind::VKCUDA_SHARE_KIND_IMAGE as i32);
-    let di = d.image.description;
-    assert_eq!(d.image.allocation_size, ii.allocation_size);
+    ipc::send_image(&im, s0.as_fd(), &Options::default()).unwrap();
+    let (d, fds) = ipc::receive(s1.as_fd(), &Options::default()).unwrap();
+    assert_eq!(d.kind(), ipc::Kind::Image);
+    let Object::Image {
+        desc: got,
+        allocation_sizes,
+        color,
+    } = d.object
+    else {
+        panic!("{d:?}")
+    };
+    assert_eq!(allocation_sizes, [im.allocation_size(), 0, 0]);
+    assert_eq!(&got, im.description());
     assert_eq!(
-        (
-            di.format,
-            di.extent,
-            di.mip_levels,
-            di.array_layers,
-            di.usage
-        ),
-        (
-            ii.format,
-            ii.extent,
-            ii.mip_levels,
-            ii.array_layers,
-            ii.usage
-        )
+        (got.format, got.width, got.height, got.usage),
+        (desc.format, w, h, desc.usage)
     );
-    assert_eq!(di.image_type.0, ii.image_type as i32);
-    let mut mine: vkcuda_share_description = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_image_describe(im, &mut mine) });
-    assert_eq!(record(&mine), record(&d));
+    assert_eq!(color, None, "a single-plane image has no colour");
+    assert_eq!(d, ipc::describe_image(&im));
+    assert_eq!(d.fd_count(), 1);
 
     // Device B imports it from the description: a new VkImage on the fd's memory.
-    let mut imported = ptr::null_mut();
     let mut bad = d;
     bad.device_uuid[0] ^= 1;
-    fails(
-        unsafe { vkcuda_image_import_description(b, &bad, fd, &mut imported) },
-        VKCUDA_ERROR_DEVICE_MISMATCH,
+    let handles = [fds[0].as_fd()];
+    fails_with(
+        ipc::import_image(&vb.ctx, &bad, &handles),
+        ErrorKind::DeviceMismatch,
     );
-    assert!(
-        imported.is_null() && fd_is_open(fd),
-        "a refused import leaves the fd alone"
-    );
-    ok(unsafe { vkcuda_image_import_description(b, &d, fd, &mut imported) });
-    assert!(!fd_is_open(fd), "the import took the fd");
-    let bi = image_info(imported);
-    let image = bi.image;
-    assert_eq!(bi.allocation_size, ii.allocation_size);
+    let imported = ipc::import_image(&vb.ctx, &d, &handles).unwrap();
+    drop(fds);
+    let image = imported.vk_image();
+    assert_eq!(imported.allocation_size(), im.allocation_size());
 
     let out = vb.host_buffer(bytes);
     out.bytes().fill(0);
     vb.run(|cmd| unsafe {
         image_barrier(
-            vb,
+            &vb,
             cmd,
             image,
             vk::ImageLayout::GENERAL,
@@ -1399,17 +1270,14 @@ fn images_are_described_sent_and_imported() {
         "{bad} of {bytes} bytes differ in the engine's import"
     );
     vb.destroy_host_buffer(out);
-    unsafe { vkcuda_image_destroy(imported) };
+    drop(imported);
     assert_eq!(fd_count(), base, "the received fd went with the memory");
     // And over the socket in one call.
-    ok(unsafe { vkcuda_image_send(im, s0.as_raw_fd(), ptr::null()) });
-    let mut received = ptr::null_mut();
-    ok(unsafe { vkcuda_image_receive(b, s1.as_raw_fd(), ptr::null(), &mut received) });
-    let ri = image_info(received);
-    assert_eq!((ri.format, ri.extent), (ii.format, ii.extent));
-    unsafe { vkcuda_image_destroy(received) };
+    ipc::send_image(&im, s0.as_fd(), &Options::default()).unwrap();
+    let received = ipc::receive_image(&vb.ctx, s1.as_fd(), &Options::default()).unwrap();
+    assert_eq!(received.description(), im.description());
+    drop(received);
     assert_eq!(fd_count(), base);
-    unsafe { vkcuda_image_destroy(im) };
 }
 
 // ---- on a GPU: a CUDA-allocated buffer and a timeline across processes ----------------
@@ -1434,29 +1302,25 @@ fn gpu_buffer_and_timeline_cross_processes() {
     let Some(ctx) = cuda_context_or_skip("gpu_buffer_and_timeline_cross_processes") else {
         return;
     };
-    let cu = Cuda::of(ctx);
-    let buf = create_buffer(ctx, GPU_SIZE as u64, 1);
-    let ptr_a = buffer_info(buf).cuda_pointer;
+    let cu = Cuda::of_context(&ctx);
+    let buf = Buffer::create(&ctx, GPU_SIZE as u64, none(), Allocator::Cuda).unwrap();
+    let ptr_a = buf.cuda_ptr().unwrap();
     cu.write(ptr_a, &pattern_bytes(GPU_SIZE, 71));
-    let sem = create_semaphore(ctx, 0, 0);
-    let mut sd: vkcuda_share_description = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_semaphore_describe(sem, &mut sd) });
-    assert_eq!(
-        sd.kind.0,
-        vkcuda_share_kind::VKCUDA_SHARE_KIND_SEMAPHORE as i32
-    );
+    let sem = Semaphore::create(&ctx, Kind::Timeline, 0, None).unwrap();
+    let sd = ipc::describe_semaphore(&sem).unwrap();
+    assert_eq!(sd.kind(), ipc::Kind::Semaphore);
 
     let dir = TempDir::new("gpu");
     let path = dir.0.join("sock");
     let listener = UnixListener::bind(&path).unwrap();
     let child = spawn_child("child_gpu_peer", &path, &[]);
     let conn = accept(&listener, Duration::from_secs(60));
-    ok(unsafe { vkcuda_buffer_send(buf, conn.as_raw_fd(), &opts(60 * SECOND)) });
-    ok(unsafe { vkcuda_semaphore_send(sem, conn.as_raw_fd(), &opts(60 * SECOND)) });
+    ipc::send_buffer(&buf, conn.as_fd(), &secs(60)).unwrap();
+    ipc::send_semaphore(&sem, conn.as_fd(), &secs(60)).unwrap();
     // Value 1: the data is there. The child checks it with CUDA and Vulkan, writes
     // pattern 72 with CUDA and signals 2 on a CUDA stream.
-    ok(unsafe { vkcuda_semaphore_host_signal(sem, 1) });
-    ok(unsafe { vkcuda_semaphore_host_wait(sem, 2, 60 * SECOND) });
+    sem.host_signal(1).unwrap();
+    sem.host_wait(2, Duration::from_secs(60)).unwrap();
     let back = cu.read(ptr_a, GPU_SIZE);
     assert_eq!(
         count_bad(&back, 72),
@@ -1465,11 +1329,6 @@ fn gpu_buffer_and_timeline_cross_processes() {
     );
     drop(conn);
     finish_child("child_gpu_peer", child);
-    unsafe {
-        vkcuda_semaphore_destroy(sem);
-        vkcuda_buffer_destroy(buf);
-        vkcuda_context_destroy(ctx);
-    }
 }
 
 #[test]
@@ -1477,49 +1336,37 @@ fn gpu_buffer_and_timeline_cross_processes() {
 fn child_gpu_peer() {
     let Some(path) = child_socket() else { return };
     let ctx = cuda_context_or_skip("child_gpu_peer").expect("the parent has a GPU");
-    let v = Vk::new(ctx);
-    let cu = Cuda::of(ctx);
+    let v = Vk::of(&ctx);
+    let cu = Cuda::of_context(&ctx);
     let conn = connect_retry(&path);
-    let mut b = ptr::null_mut();
-    ok(unsafe { vkcuda_buffer_receive(ctx, conn.as_raw_fd(), &opts(60 * SECOND), &mut b) });
-    let mut s = ptr::null_mut();
-    ok(unsafe { vkcuda_semaphore_receive(ctx, conn.as_raw_fd(), &opts(60 * SECOND), &mut s) });
-    let bi = buffer_info(b);
-    assert_eq!(bi.allocator, vkcuda_allocator::VKCUDA_ALLOCATOR_CUDA);
-    assert_eq!(bi.size, GPU_SIZE as u64);
-    ok(unsafe { vkcuda_semaphore_host_wait(s, 1, 60 * SECOND) });
-    let seen = cu.read(bi.cuda_pointer, GPU_SIZE);
+    let b = ipc::receive_buffer(&ctx, conn.as_fd(), &secs(60), none()).unwrap();
+    let s = ipc::receive_semaphore(&ctx, conn.as_fd(), &secs(60)).unwrap();
+    assert_eq!(b.layout().allocator, Allocator::Cuda);
+    assert_eq!(b.layout().size, GPU_SIZE as u64);
+    s.host_wait(1, Duration::from_secs(60)).unwrap();
+    let p = b.cuda_ptr().unwrap();
+    let seen = cu.read(p, GPU_SIZE);
     assert_eq!(
         count_bad(&seen, 71),
         0,
         "the parent's data through CUDA here"
     );
     assert_eq!(
-        mismatches(&v, b, 71),
+        v.pattern_mismatches(b.vk_buffer(), GPU_SIZE as u64, 71),
         0,
         "the parent's data through Vulkan here"
     );
-    cu.write(bi.cuda_pointer, &pattern_bytes(GPU_SIZE, 72));
-    ok(unsafe { vkcuda_semaphore_cuda_signal(s, 2, ptr::null_mut()) });
+    cu.write(p, &pattern_bytes(GPU_SIZE, 72));
+    s.cuda_signal(2, ptr::null_mut()).unwrap();
     cu.synchronize();
     println!("child: checked {GPU_SIZE} bytes through CUDA and Vulkan, wrote and signalled 2");
-    unsafe {
-        vkcuda_semaphore_destroy(s);
-        vkcuda_buffer_destroy(b);
-    }
-    drop(v);
-    unsafe { vkcuda_context_destroy(ctx) };
+    drop((s, b, v));
 }
 
 /// Sends `d` serialized with `fd` on a fresh socket pair and receives an image,
 /// expecting `want`; no received fd is left open. Returns the message.
 #[track_caller]
-fn image_refused_message(
-    ctx: *const vkcuda_context,
-    d: &vkcuda_share_description,
-    fd: i32,
-    want: vkcuda_result,
-) -> String {
+fn image_refused_message(ctx: &Arc<Context>, d: &Description, fd: i32, want: ErrorKind) -> String {
     let (s0, s1) = pair(libc::SOCK_STREAM);
     let base = fd_count();
     let bytes = record(d);
@@ -1527,12 +1374,7 @@ fn image_refused_message(
         send_with_fds(s0.as_raw_fd(), &bytes, &[fd]),
         bytes.len() as isize
     );
-    let mut im = 1usize as *mut vkcuda_image;
-    let msg = fails(
-        unsafe { vkcuda_image_receive(ctx, s1.as_raw_fd(), &opts(SECOND), &mut im) },
-        want,
-    );
-    assert!(im.is_null());
+    let msg = fails_with(ipc::receive_image(ctx, s1.as_fd(), &secs(1)), want);
     assert_eq!(fd_count(), base, "every received fd was closed: {msg}");
     msg
 }
@@ -1551,44 +1393,41 @@ fn dedicated_imports_must_match_the_requirement() {
     let _s = serial();
     let ctx = vulkan_only_context();
     let (fds, objects) = (fd_count(), live_objects());
+    let invalid = ErrorKind::InvalidArgument;
 
     // Buffers. lavapipe does not make them dedicated: the import says it is.
-    let buf = create_buffer(ctx, 65536 + 3, 0);
-    let bi = buffer_info(buf);
-    // Not closed by unwinding: a regression would have the library own it.
-    let fd = std::mem::ManuallyDrop::new(export(buf));
-    let info = || vkcuda_buffer_import_info {
-        dedicated: 1,
-        ..buffer_import_info(&bi)
+    let buf = Buffer::create(&ctx, 65536 + 3, none(), Allocator::Vulkan).unwrap();
+    let bl = buf.layout();
+    let fd = buf.export_fd().unwrap();
+    let dedicated = Layout {
+        dedicated: true,
+        ..bl
     };
-    let mut out = 1usize as *mut vkcuda_buffer;
-    let mut d = describe(buf);
-    d.buffer.dedicated = 1;
-    for extra in [16u64, 4096] {
-        let wrong = bi.allocation_size + extra;
-        let mut bad = info();
-        bad.allocation_size = wrong;
-        let msg = fails(
-            unsafe { vkcuda_buffer_import_fd(ctx, &bad, fd.as_raw_fd(), &mut out) },
-            VKCUDA_ERROR_INVALID_ARGUMENT,
-        );
-        assert!(out.is_null() && fd_is_open(fd.as_raw_fd()));
-        assert!(msg.contains(&wrong.to_string()), "{msg}");
-        let mut bad = d;
-        bad.buffer.allocation_size = wrong;
-        let msg2 = fails(
-            unsafe { vkcuda_buffer_import_description(ctx, &bad, fd.as_raw_fd(), 0, &mut out) },
-            VKCUDA_ERROR_INVALID_ARGUMENT,
-        );
-        assert!(out.is_null() && fd_is_open(fd.as_raw_fd()));
+    let d = |l: Layout| Description {
+        object: Object::Buffer(l),
+        ..ipc::describe_buffer(&buf)
+    };
+    let all_paths = |l: Layout| {
+        let msg = fails_with(Buffer::import_fd(&ctx, fd.as_fd(), l, none()), invalid);
+        let msg2 = fails_with(ipc::import_buffer(&ctx, &d(l), fd.as_fd(), none()), invalid);
         let msg3 = refused_message(
-            ctx,
+            &ctx,
             libc::SOCK_STREAM,
-            &record(&bad),
+            &record(&d(l)),
             &[fd.as_raw_fd()],
-            VKCUDA_ERROR_INVALID_ARGUMENT,
+            invalid,
         );
-        for m in [&msg, &msg2, &msg3] {
+        assert!(fd_is_open(fd.as_raw_fd()));
+        [msg, msg2, msg3]
+    };
+    for extra in [16u64, 4096] {
+        let wrong = bl.allocation_size + extra;
+        let ms = all_paths(Layout {
+            allocation_size: wrong,
+            ..dedicated
+        });
+        assert!(ms[0].contains(&wrong.to_string()), "{}", ms[0]);
+        for m in &ms {
             assert!(
                 m.contains("VUID-VkMemoryDedicatedAllocateInfo-buffer-01435")
                     || m.contains("larger than the memory object's real size"),
@@ -1598,80 +1437,67 @@ fn dedicated_imports_must_match_the_requirement() {
     }
     // The allocation's size, but a 1-byte buffer: not what a dedicated allocation
     // of it would be.
-    {
-        let mut bad = info();
-        bad.size = 1;
-        let msg = fails(
-            unsafe { vkcuda_buffer_import_fd(ctx, &bad, fd.as_raw_fd(), &mut out) },
-            VKCUDA_ERROR_INVALID_ARGUMENT,
+    for m in all_paths(Layout {
+        size: 1,
+        ..dedicated
+    }) {
+        assert!(
+            m.contains(&format!(
+                "allocation_size {} differs from the ",
+                bl.allocation_size
+            )) && m.contains(" bytes a buffer of 1 bytes needs")
+                && m.contains("VUID-VkMemoryDedicatedAllocateInfo-buffer-01435"),
+            "{m}"
         );
-        assert!(out.is_null() && fd_is_open(fd.as_raw_fd()));
-        let mut bad_d = d;
-        bad_d.buffer.size = 1;
-        let msg2 = fails(
-            unsafe { vkcuda_buffer_import_description(ctx, &bad_d, fd.as_raw_fd(), 0, &mut out) },
-            VKCUDA_ERROR_INVALID_ARGUMENT,
-        );
-        let msg3 = refused_message(
-            ctx,
-            libc::SOCK_STREAM,
-            &record(&bad_d),
-            &[fd.as_raw_fd()],
-            VKCUDA_ERROR_INVALID_ARGUMENT,
-        );
-        for m in [&msg, &msg2, &msg3] {
-            assert!(
-                m.contains(&format!(
-                    "allocation_size {} differs from the ",
-                    bi.allocation_size
-                )) && m.contains(" bytes a buffer of 1 bytes needs")
-                    && m.contains("VUID-VkMemoryDedicatedAllocateInfo-buffer-01435"),
-                "{m}"
-            );
-        }
     }
     // Dedicated memory is bound at offset 0.
-    let mut bad = info();
-    bad.offset = 256;
-    bad.size = bi.size - 256;
-    let msg = fails(
-        unsafe { vkcuda_buffer_import_fd(ctx, &bad, fd.as_raw_fd(), &mut out) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
+    let msg = fails_with(
+        Buffer::import_fd(
+            &ctx,
+            fd.as_fd(),
+            Layout {
+                offset: 256,
+                size: bl.size - 256,
+                ..dedicated
+            },
+            none(),
+        ),
+        invalid,
     );
     assert!(msg.contains("offset 0"), "{msg}");
-    // The right size imports (and takes the fd).
-    let mut good = ptr::null_mut();
-    let fd2 = export(buf);
-    ok(unsafe { vkcuda_buffer_import_fd(ctx, &info(), fd2.as_raw_fd(), &mut good) });
-    std::mem::forget(fd2);
-    assert_eq!(buffer_info(good).dedicated, 1);
-    unsafe { vkcuda_buffer_destroy(good) };
-    drop(std::mem::ManuallyDrop::into_inner(fd));
-    unsafe { vkcuda_buffer_destroy(buf) };
+    // The right size imports.
+    let good = Buffer::import_fd(&ctx, fd.as_fd(), dedicated, none()).unwrap();
+    assert!(good.layout().dedicated);
+    drop((good, fd, buf));
 
     // Images: always one dedicated allocation.
-    let desc = image_desc(0, vk::Format::R8G8B8A8_UNORM, 64, 48, 1);
-    let mut im = ptr::null_mut();
-    ok(unsafe { vkcuda_image_create(ctx, &desc, &mut im) });
-    let ii = image_info(im);
-    let mut d: vkcuda_share_description = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_image_describe(im, &mut d) });
-    let mut raw = -1;
-    ok(unsafe { vkcuda_image_export_fd(im, &mut raw) });
-    let fd = std::mem::ManuallyDrop::new(unsafe { OwnedFd::from_raw_fd(raw) });
-    let mut out = 1usize as *mut vkcuda_image;
+    let desc = ImageDescription::new_2d(vk::Format::R8G8B8A8_UNORM, 64, 48);
+    let im = Image::create(&ctx, &desc).unwrap();
+    let d = ipc::describe_image(&im);
+    let fd = im.export_fd().unwrap();
+    let Object::Image {
+        desc: idesc,
+        allocation_sizes,
+        color,
+    } = d.object
+    else {
+        panic!("{d:?}")
+    };
+    let with = |desc: ImageDescription, size: u64| Description {
+        object: Object::Image {
+            desc,
+            allocation_sizes: [size, 0, 0],
+            color,
+        },
+        ..d
+    };
     for extra in [16u64, 4096] {
-        let wrong = ii.allocation_size + extra;
-        let mut bad = d;
-        bad.image.allocation_size = wrong;
-        bad.image.plane_allocation_sizes[0] = 0;
-        let msg = fails(
-            unsafe { vkcuda_image_import_description(ctx, &bad, fd.as_raw_fd(), &mut out) },
-            VKCUDA_ERROR_INVALID_ARGUMENT,
-        );
-        assert!(out.is_null() && fd_is_open(fd.as_raw_fd()));
+        let wrong = allocation_sizes[0] + extra;
+        let bad = with(idesc, wrong);
+        let msg = fails_with(ipc::import_image(&ctx, &bad, &[fd.as_fd()]), invalid);
+        assert!(fd_is_open(fd.as_raw_fd()));
         assert!(msg.contains(&wrong.to_string()), "{msg}");
-        let msg2 = image_refused_message(ctx, &bad, fd.as_raw_fd(), VKCUDA_ERROR_INVALID_ARGUMENT);
+        let msg2 = image_refused_message(&ctx, &bad, fd.as_raw_fd(), invalid);
         for m in [&msg, &msg2] {
             assert!(
                 m.contains("VUID-VkMemoryDedicatedAllocateInfo-image-01433")
@@ -1682,35 +1508,29 @@ fn dedicated_imports_must_match_the_requirement() {
     }
     // The allocation's size, but a 1x1 image.
     {
-        let mut bad = d;
-        bad.image.description.extent.width = 1;
-        bad.image.description.extent.height = 1;
-        bad.image.description.mip_levels = 1;
-        let msg = fails(
-            unsafe { vkcuda_image_import_description(ctx, &bad, fd.as_raw_fd(), &mut out) },
-            VKCUDA_ERROR_INVALID_ARGUMENT,
-        );
-        assert!(out.is_null() && fd_is_open(fd.as_raw_fd()));
-        let msg2 = image_refused_message(ctx, &bad, fd.as_raw_fd(), VKCUDA_ERROR_INVALID_ARGUMENT);
+        let one = ImageDescription {
+            width: 1,
+            height: 1,
+            mip_levels: 1,
+            ..idesc
+        };
+        let bad = with(one, allocation_sizes[0]);
+        let msg = fails_with(ipc::import_image(&ctx, &bad, &[fd.as_fd()]), invalid);
+        assert!(fd_is_open(fd.as_raw_fd()));
+        let msg2 = image_refused_message(&ctx, &bad, fd.as_raw_fd(), invalid);
         for m in [&msg, &msg2] {
             assert!(
                 m.contains(&format!(
                     "allocation_size {} differs from the ",
-                    ii.allocation_size
+                    allocation_sizes[0]
                 )) && m.contains("VUID-VkMemoryDedicatedAllocateInfo-image-01433"),
                 "{m}"
             );
         }
     }
-    let mut good = ptr::null_mut();
-    // Taken by the library on success.
-    ok(unsafe { vkcuda_image_import_description(ctx, &d, fd.as_raw_fd(), &mut good) });
-    assert_eq!(image_info(good).allocation_size, ii.allocation_size);
-    unsafe {
-        vkcuda_image_destroy(good);
-        vkcuda_image_destroy(im);
-    }
+    let good = ipc::import_image(&ctx, &d, &[fd.as_fd()]).unwrap();
+    assert_eq!(good.allocation_size(), allocation_sizes[0]);
+    drop((good, fd, im));
     assert_eq!(fd_count(), fds, "no fd leaked");
     assert_eq!(live_tuple(&live_objects()), live_tuple(&objects));
-    unsafe { vkcuda_context_destroy(ctx) };
 }

@@ -1,7 +1,7 @@
 //! One full-frame pass that samples a multi-planar image through a
 //! `VkSamplerYcbcrConversion` into RGBA8 (the compute shader of
 //! examples/video/shaders/ycbcr.comp, its SPIR-V read from the committed header):
-//! for capi/tests/video.rs (every pixel against the host's conversion) and
+//! for tests/video.rs (every pixel against the host's conversion) and
 //! bench/planar.rs (the cost of sampling a LINEAR frame vs an OPTIMAL image).
 
 use ash::vk;
@@ -10,7 +10,7 @@ use super::vulkan::{device_local_type, HostBuffer, Vk};
 
 /// The SPIR-V words of examples/video/shaders/ycbcr.comp.
 pub fn ycbcr_spirv() -> Vec<u32> {
-    let h = include_str!("../../../examples/video/spirv/ycbcr_comp_spv.h");
+    let h = include_str!("../../examples/video/spirv/ycbcr_comp_spv.h");
     let body = &h[h.find("ycbcr_comp_spv[] = {").unwrap()..];
     let body = &body[body.find('{').unwrap() + 1..body.find("};").unwrap()];
     body.split(',')

@@ -1,6 +1,6 @@
 //! Shared video frames (issue 28): multi-planar images with LINEAR tiling in one
 //! dedicated allocation, whose planes CUDA sees as pitched device memory
-//! (`vkcuda_image_get_plane_pointer`).
+//! (`Image::plane_pointer`).
 //!
 //! CPU (lavapipe): LINEAR on a single-plane format is refused; where the device
 //! offers a linear multi-planar format (Mesa 22.3's lavapipe offers none) a frame
@@ -17,78 +17,68 @@
 
 mod support;
 use support::cuda::{check, copy2d, Cuda, Mem};
-use support::images::{acquire, release, sample_bits, try_create};
+use support::images::{acquire, release, sample_bits};
 use support::*;
 
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::ptr;
+use std::sync::Arc;
 
 use ash::vk;
 use cudarc::driver::sys as cu;
 use vkcuda::format::{PlanarFormat, PLANAR};
+use vkcuda::image::{Description, PitchedPlane, PlaneMemory, PlanePointer, VideoColor};
+use vkcuda::ipc::{self, Object, Options};
+use vkcuda::{Context, ErrorKind, Image};
 
 const NV12: vk::Format = vk::Format::G8_B8R8_2PLANE_420_UNORM;
 
-fn frame_info(format: vk::Format, w: u32, h: u32) -> vkcuda_image_create_info {
-    vkcuda_image_create_info {
-        flags: VKCUDA_IMAGE_CREATE_LINEAR_BIT,
-        image_type: vkcuda_image_type_raw(0),
-        format: format.as_raw(),
-        extent: vk::Extent3D {
-            width: w,
-            height: h,
-            depth: 1,
-        },
-        mip_levels: 0,
-        array_layers: 0,
-        usage: 0,
+fn frame_desc(format: vk::Format, w: u32, h: u32) -> Description {
+    Description {
+        linear: true,
+        ..Description::new_2d(format, w, h)
     }
 }
 
-fn plane_pointers(im: *const vkcuda_image, n: usize) -> Vec<vkcuda_image_plane_pointer> {
-    (0..n)
-        .map(|p| {
-            let mut out: vkcuda_image_plane_pointer = unsafe { std::mem::zeroed() };
-            ok(unsafe { vkcuda_image_get_plane_pointer(im, p as u32, &mut out) });
-            out
-        })
-        .collect()
+/// `r` failed with `want`; returns the message.
+#[track_caller]
+fn fails_with<T: std::fmt::Debug>(r: vkcuda::Result<T>, want: ErrorKind) -> String {
+    let e = r.expect_err("the call must fail");
+    assert_eq!(e.kind(), want, "{e}");
+    e.to_string()
+}
+
+fn plane_pointers(im: &Image, n: usize) -> Vec<PlanePointer> {
+    (0..n).map(|p| im.plane_pointer(p).unwrap()).collect()
 }
 
 /// A new linear NV12 frame of `w` x `h` and its planes' pointers.
-fn nv12_frame(
-    ctx: *const vkcuda_context,
-    w: u32,
-    h: u32,
-) -> (*mut vkcuda_image, Vec<vkcuda_image_plane_pointer>) {
-    let im = try_create(ctx, &frame_info(NV12, w, h)).unwrap();
-    (im, plane_pointers(im, 2))
+fn nv12_frame(ctx: &Arc<Context>, w: u32, h: u32) -> (Image, Vec<PlanePointer>) {
+    let im = Image::create(ctx, &frame_desc(NV12, w, h)).unwrap();
+    let planes = plane_pointers(&im, 2);
+    (im, planes)
 }
 
 /// Checks what a frame says of its planes: each inside the one allocation, its
 /// row pitch at least a row, its extent the format's.
-fn check_planes(im: *const vkcuda_image, p: &PlanarFormat, w: u32, h: u32) {
-    let i = image_info(im);
-    assert_eq!(
-        i.flags & VKCUDA_IMAGE_CREATE_LINEAR_BIT,
-        VKCUDA_IMAGE_CREATE_LINEAR_BIT
-    );
-    assert_eq!(i.plane_count as usize, p.planes.len());
+fn check_planes(im: &Image, p: &PlanarFormat, w: u32, h: u32) {
+    assert!(im.description().linear && im.is_frame());
+    assert_eq!(im.plane_count(), p.planes.len());
     for (k, pp) in plane_pointers(im, p.planes.len()).iter().enumerate() {
         let (pw, ph) = p.planes[k].extent(w, h);
         assert_eq!((pp.width, pp.height), (pw, ph), "{} plane {k}", p.name);
         assert_eq!(pp.bytes_per_texel, p.planes[k].info.bytes_per_texel());
-        assert_eq!(pp.format, p.planes[k].info.format.as_raw());
-        assert!(pp.row_pitch >= pw as u64 * pp.bytes_per_texel as u64);
-        let end =
-            pp.offset + pp.row_pitch * (ph as u64 - 1) + pw as u64 * pp.bytes_per_texel as u64;
+        assert_eq!(pp.format, p.planes[k].info.format);
+        let l = pp.layout;
+        assert!(l.row_pitch >= pw as u64 * pp.bytes_per_texel as u64);
+        let end = l.offset + l.row_pitch * (ph as u64 - 1) + pw as u64 * pp.bytes_per_texel as u64;
         assert!(
-            end <= i.allocation_size,
+            end <= im.allocation_size(),
             "{} plane {k} ends at {end}",
             p.name
         );
         // Every plane names the frame's one allocation.
-        assert_eq!(i.planes[k].memory, i.memory);
+        assert_eq!(im.plane_memory(k).unwrap().memory, im.vk_memory());
     }
 }
 
@@ -96,17 +86,11 @@ fn check_planes(im: *const vkcuda_image, p: &PlanarFormat, w: u32, h: u32) {
 fn linear_is_refused_for_single_plane_formats() {
     let _g = serial();
     let ctx = vulkan_only_context();
-    let m = fails(
-        try_create(ctx, &frame_info(vk::Format::R8G8B8A8_UNORM, 64, 64))
-            .map(|_| VKCUDA_SUCCESS)
-            .unwrap_or_else(|(r, _)| r),
-        VKCUDA_ERROR_INVALID_ARGUMENT,
+    let m = fails_with(
+        Image::create(&ctx, &frame_desc(vk::Format::R8G8B8A8_UNORM, 64, 64)),
+        ErrorKind::InvalidArgument,
     );
-    assert!(
-        m.contains("VKCUDA_IMAGE_CREATE_LINEAR_BIT makes a shared video frame"),
-        "{m}"
-    );
-    unsafe { vkcuda_context_destroy(ctx) };
+    assert!(m.contains("makes a shared video frame"), "{m}");
 }
 
 /// GBR (H.273 matrix 0) is sampled with RGB_IDENTITY, which ignores the range:
@@ -117,43 +101,39 @@ fn linear_is_refused_for_single_plane_formats() {
 fn gbr_frames_get_the_rgb_identity_model() {
     let _g = serial();
     let ctx = vulkan_only_context();
-    let rgba = try_create(ctx, &image_desc(0, vk::Format::R8G8B8A8_UNORM, 64, 64, 1)).unwrap();
-    let narrow = vkcuda_video_color {
-        full_range: 0,
+    let rgba = Image::create(
+        &ctx,
+        &Description::new_2d(vk::Format::R8G8B8A8_UNORM, 64, 64),
+    )
+    .unwrap();
+    let narrow = VideoColor {
+        full_range: false,
         ..gbr()
     };
-    let m = fails(
-        unsafe { vkcuda_image_set_video_color(rgba, &narrow) },
-        VKCUDA_ERROR_UNSUPPORTED,
-    );
+    let m = fails_with(rgba.set_video_color(&narrow), ErrorKind::Unsupported);
     assert!(
         m.contains("matrix_coefficients 0 (identity: GBR) in narrow range"),
         "{m}"
     );
     assert!(m.contains("RGB_IDENTITY"), "{m}");
-    // Full-range GBR is a colour description; this image is single-plane.
-    let m = fails(
-        unsafe { vkcuda_image_set_video_color(rgba, &gbr()) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
+    assert!(narrow.model().is_err());
+    assert_eq!(
+        gbr().model().unwrap(),
+        vk::SamplerYcbcrModelConversion::RGB_IDENTITY
     );
+    // Full-range GBR is a colour description; this image is single-plane.
+    let m = fails_with(rgba.set_video_color(&gbr()), ErrorKind::InvalidArgument);
     assert!(m.contains("multi-planar"), "{m}");
-    unsafe { vkcuda_image_destroy(rgba) };
-    match try_create(ctx, &frame_info(NV12, 64, 64)) {
+    match Image::create(&ctx, &frame_desc(NV12, 64, 64)) {
         Ok(frame) => {
-            ok(unsafe { vkcuda_image_set_video_color(frame, &gbr()) });
-            let mut ci = vk::SamplerYcbcrConversionCreateInfo::default();
-            match unsafe { vkcuda_image_get_ycbcr_conversion_info(frame, &mut ci) } {
-                VKCUDA_SUCCESS => assert_eq!(
-                    ci.ycbcr_model,
-                    vk::SamplerYcbcrModelConversion::RGB_IDENTITY
-                ),
-                r => eprintln!("this device cannot sample LINEAR NV12 ({r:?}): model not read"),
+            frame.set_video_color(&gbr()).unwrap();
+            match frame.ycbcr_conversion() {
+                Ok(c) => assert_eq!(c.model, vk::SamplerYcbcrModelConversion::RGB_IDENTITY),
+                Err(e) => eprintln!("this device cannot sample LINEAR NV12 ({e}): model not read"),
             }
-            unsafe { vkcuda_image_destroy(frame) };
         }
-        Err((r, m)) => eprintln!("no LINEAR NV12 frames on this device ({r:?}: {m})"),
+        Err(e) => eprintln!("no LINEAR NV12 frames on this device ({e})"),
     }
-    unsafe { vkcuda_context_destroy(ctx) };
 }
 
 #[test]
@@ -162,39 +142,37 @@ fn frames_where_the_device_offers_them_lie_in_one_allocation_and_travel_as_one_f
     let ctx = vulkan_only_context();
     let mut made = 0;
     for p in PLANAR {
-        let im = match try_create(ctx, &frame_info(p.format, 64, 32)) {
+        let im = match Image::create(&ctx, &frame_desc(p.format, 64, 32)) {
             Ok(im) => im,
-            Err((r, m)) => {
+            Err(e) => {
                 // lavapipe of Debian 12 offers no multi-planar format.
-                assert_eq!(r, VKCUDA_ERROR_UNSUPPORTED, "{}: {m}", p.name);
+                assert_eq!(e.kind(), ErrorKind::Unsupported, "{}: {e}", p.name);
                 continue;
             }
         };
         made += 1;
-        check_planes(im, p, 64, 32);
-        for pp in plane_pointers(im, p.planes.len()) {
-            assert_eq!(pp.cuda_pointer, 0, "no CUDA in a Vulkan-only context");
+        check_planes(&im, p, 64, 32);
+        for pp in plane_pointers(&im, p.planes.len()) {
+            assert_eq!(pp.pointer, 0, "no CUDA in a Vulkan-only context");
         }
         // One fd, one allocation size in the description.
-        let mut d: vkcuda_share_description = unsafe { std::mem::zeroed() };
-        ok(unsafe { vkcuda_image_describe(im, &mut d) });
-        assert_ne!(
-            d.image.description.flags & VKCUDA_IMAGE_CREATE_LINEAR_BIT,
-            0
-        );
-        assert_eq!(d.image.plane_allocation_sizes[1], 0);
-        let mut fd = -1;
-        ok(unsafe { vkcuda_image_export_fd(im, &mut fd) });
-        let mut back = ptr::null_mut();
-        ok(unsafe { vkcuda_image_import_description_fds(ctx, &d, &fd, 1, &mut back) });
-        check_planes(back, p, 64, 32);
-        unsafe {
-            vkcuda_image_destroy(back);
-            vkcuda_image_destroy(im);
-        }
+        let d = ipc::describe_image(&im);
+        let Object::Image {
+            desc,
+            allocation_sizes,
+            ..
+        } = d.object
+        else {
+            panic!("{d:?}")
+        };
+        assert!(desc.linear);
+        assert_eq!(allocation_sizes[1], 0);
+        assert_eq!(d.fd_count(), 1);
+        let fd = im.export_fd().unwrap();
+        let back = ipc::import_image(&ctx, &d, &[fd.as_fd()]).unwrap();
+        check_planes(&back, p, 64, 32);
     }
     println!("{made} linear multi-planar formats offered here");
-    unsafe { vkcuda_context_destroy(ctx) };
 }
 
 // ---------------------------------------------------------------------------------
@@ -204,8 +182,8 @@ fn frames_where_the_device_offers_them_lie_in_one_allocation_and_travel_as_one_f
 struct Current(Cuda);
 
 impl Current {
-    fn of(ctx: *const vkcuda_context) -> Current {
-        let c = Cuda::of(ctx);
+    fn of(ctx: &Context) -> Current {
+        let c = Cuda::of_context(ctx);
         c.enter();
         Current(c)
     }
@@ -275,32 +253,13 @@ fn wrong_bytes(bits: u32, got: &[u8], want: &[u8]) -> (u64, Option<usize>) {
     (n, first)
 }
 
-/// One frame of `p` at `w` x `h`: CUDA writes (seed), Vulkan reads; Vulkan writes
-/// (seed + 1), CUDA reads. Returns the bytes compared each way, or what differed.
-fn both_ways(
-    ctx: *const vkcuda_context,
-    v: &Vk,
-    p: &PlanarFormat,
-    (w, h): (u32, u32),
-    seed: u32,
-) -> Result<u64, String> {
-    let im = try_create(ctx, &frame_info(p.format, w, h))
-        .map_err(|(r, m)| format!("create: {r:?}: {m}"))?;
-    check_planes(im, p, w, h);
-    let vk_image = image_info(im).image;
-    let planes = plane_pointers(im, p.planes.len());
-    let rows: Vec<(usize, usize)> = planes
-        .iter()
-        .map(|pp| ((pp.width * pp.bytes_per_texel) as usize, pp.height as usize))
-        .collect();
-    let total: usize = rows.iter().map(|(r, n)| r * n).sum();
-    let mut offsets = vec![0usize];
-    for (r, n) in &rows {
-        offsets.push(offsets.last().unwrap() + r * n);
-    }
-    let read = v.host_buffer(total as u64);
-    let write = v.host_buffer(total as u64);
-    let regions: Vec<vk::BufferImageCopy> = planes
+/// The copy regions of a frame's planes, packed one after the other at `offsets`.
+fn plane_regions(
+    im: &Image,
+    planes: &[PlanePointer],
+    offsets: &[usize],
+) -> Vec<vk::BufferImageCopy> {
+    planes
         .iter()
         .enumerate()
         .map(|(k, pp)| vk::BufferImageCopy {
@@ -308,7 +267,7 @@ fn both_ways(
             buffer_row_length: 0,
             buffer_image_height: 0,
             image_subresource: vk::ImageSubresourceLayers {
-                aspect_mask: vk::ImageAspectFlags::from_raw(pp.aspect),
+                aspect_mask: im.plane_aspect(k),
                 mip_level: 0,
                 base_array_layer: 0,
                 layer_count: 1,
@@ -320,15 +279,42 @@ fn both_ways(
                 depth: 1,
             },
         })
+        .collect()
+}
+
+/// One frame of `p` at `w` x `h`: CUDA writes (seed), Vulkan reads; Vulkan writes
+/// (seed + 1), CUDA reads. Returns the bytes compared each way, or what differed.
+fn both_ways(
+    ctx: &Arc<Context>,
+    v: &Vk,
+    p: &PlanarFormat,
+    (w, h): (u32, u32),
+    seed: u32,
+) -> Result<u64, String> {
+    let im = Image::create(ctx, &frame_desc(p.format, w, h)).map_err(|e| format!("create: {e}"))?;
+    check_planes(&im, p, w, h);
+    let vk_image = im.vk_image();
+    let planes = plane_pointers(&im, p.planes.len());
+    let rows: Vec<(usize, usize)> = planes
+        .iter()
+        .map(|pp| ((pp.width * pp.bytes_per_texel) as usize, pp.height as usize))
         .collect();
+    let total: usize = rows.iter().map(|(r, n)| r * n).sum();
+    let mut offsets = vec![0usize];
+    for (r, n) in &rows {
+        offsets.push(offsets.last().unwrap() + r * n);
+    }
+    let read = v.host_buffer(total as u64);
+    let write = v.host_buffer(total as u64);
+    let regions = plane_regions(&im, &planes, &offsets);
     // The frame starts as CUDA's.
-    v.run(|cmd| release(v, cmd, im, vk::ImageLayout::UNDEFINED));
+    v.run(|cmd| release(v, cmd, &im, vk::ImageLayout::UNDEFINED));
     // CUDA writes every plane.
     let sent: Vec<Vec<u8>> = (0..planes.len())
         .map(|k| plane_bytes(k, rows[k].0, rows[k].1, seed))
         .collect();
     for (k, pp) in planes.iter().enumerate() {
-        to_plane(&sent[k], pp.cuda_pointer, pp.row_pitch, rows[k].0);
+        to_plane(&sent[k], pp.pointer, pp.layout.row_pitch, rows[k].0);
     }
     // Vulkan acquires, reads every plane, writes new bytes, and releases.
     let back: Vec<Vec<u8>> = (0..planes.len())
@@ -345,7 +331,7 @@ fn both_ways(
         layer_count: 1,
     };
     v.run(|cmd| unsafe {
-        acquire(v, cmd, im, vk::ImageLayout::TRANSFER_SRC_OPTIMAL);
+        acquire(v, cmd, &im, vk::ImageLayout::TRANSFER_SRC_OPTIMAL);
         v.device.cmd_copy_image_to_buffer(
             cmd,
             vk_image,
@@ -369,7 +355,7 @@ fn both_ways(
             vk::ImageLayout::TRANSFER_DST_OPTIMAL,
             &regions,
         );
-        release(v, cmd, im, vk::ImageLayout::TRANSFER_DST_OPTIMAL);
+        release(v, cmd, &im, vk::ImageLayout::TRANSFER_DST_OPTIMAL);
     });
     let mut errors = Vec::new();
     for k in 0..planes.len() {
@@ -384,7 +370,7 @@ fn both_ways(
         }
         let mut got = vec![0u8; rows[k].0 * rows[k].1];
         let pp = &planes[k];
-        from_plane(&mut got, pp.cuda_pointer, pp.row_pitch, rows[k].0);
+        from_plane(&mut got, pp.pointer, pp.layout.row_pitch, rows[k].0);
         if let (n @ 1.., Some(i)) = wrong_bytes(p.bits, &got, &back[k]) {
             errors.push(format!(
                 "Vulkan -> CUDA plane {k}: {n} of {} bytes wrong, first at row {} byte {}",
@@ -396,7 +382,6 @@ fn both_ways(
     }
     v.destroy_host_buffer(read);
     v.destroy_host_buffer(write);
-    unsafe { vkcuda_image_destroy(im) };
     if errors.is_empty() {
         Ok(total as u64)
     } else {
@@ -413,14 +398,16 @@ fn gpu_frames_read_back_both_ways() {
     let Some(ctx) = cuda_context_or_skip("gpu_frames_read_back_both_ways") else {
         return;
     };
-    let v = Vk::new(ctx);
-    let _c = Current::of(ctx);
+    let v = Vk::of(&ctx);
+    let _c = Current::of(&ctx);
     let start = std::time::Instant::now();
     let mut failed = Vec::new();
     for p in PLANAR {
         if !p.verified {
-            let (r, m) = try_create(ctx, &frame_info(p.format, 64, 64)).unwrap_err();
-            assert_eq!(r, VKCUDA_ERROR_UNSUPPORTED, "{m}");
+            let m = fails_with(
+                Image::create(&ctx, &frame_desc(p.format, 64, 64)),
+                ErrorKind::Unsupported,
+            );
             println!("REFUSED {:<6} {m}", p.name);
             continue;
         }
@@ -428,7 +415,7 @@ fn gpu_frames_read_back_both_ways() {
         let mut ok_sizes = Vec::new();
         for size in [(64, 64), (1920, 1080), (3840, 2160), (1282, 722)] {
             for seed in [2, 7] {
-                match both_ways(ctx, &v, p, size, seed) {
+                match both_ways(&ctx, &v, p, size, seed) {
                     Ok(n) => bytes += n,
                     Err(e) => {
                         failed.push(format!("{} {}x{} seed {seed}: {e}", p.name, size.0, size.1))
@@ -457,8 +444,6 @@ fn gpu_frames_read_back_both_ways() {
         PLANAR.len(),
         start.elapsed().as_secs_f64()
     );
-    drop(v);
-    unsafe { vkcuda_context_destroy(ctx) };
     assert!(failed.is_empty(), "{}", failed.join("\n"));
 }
 
@@ -472,14 +457,15 @@ fn gpu_frame_pitched_copy_and_description() {
     let Some(ctx) = cuda_context_or_skip("gpu_frame_pitched_copy_and_description") else {
         return;
     };
-    let _c = Current::of(ctx);
-    let mut optimal = frame_info(NV12, 64, 64);
-    optimal.flags = 0;
-    let (r, m) = try_create(ctx, &optimal).unwrap_err();
-    assert_eq!(r, VKCUDA_ERROR_UNSUPPORTED);
+    let _c = Current::of(&ctx);
+    let optimal = Description {
+        linear: false,
+        ..frame_desc(NV12, 64, 64)
+    };
+    let m = fails_with(Image::create(&ctx, &optimal), ErrorKind::Unsupported);
     assert!(m.contains("VKCUDA_IMAGE_CREATE_LINEAR_BIT"), "{m}");
     let (w, h) = (1920u32, 1080u32);
-    let (im, planes) = nv12_frame(ctx, w, h);
+    let (im, planes) = nv12_frame(&ctx, w, h);
     // A decoder's frame: luma then chroma at pitch 2048 in one allocation.
     let pitch = 2048usize;
     let mut src = 0u64;
@@ -489,46 +475,34 @@ fn gpu_frame_pitched_copy_and_description() {
     to_plane(&luma, src, pitch as u64, w as usize);
     let src_chroma = src + (pitch * h as usize) as u64;
     to_plane(&chroma, src_chroma, pitch as u64, w as usize);
-    let pitched = vkcuda_pitched_planes {
-        flags: 0,
-        plane_count: 2,
-        planes: [
-            vkcuda_pitched_plane {
-                device_pointer: src,
-                pitch: pitch as u64,
-            },
-            vkcuda_pitched_plane {
-                device_pointer: src_chroma,
-                pitch: pitch as u64,
-            },
-            vkcuda_pitched_plane {
-                device_pointer: 0,
-                pitch: 0,
-            },
-        ],
-    };
-    ok(unsafe { vkcuda_image_cuda_copy_from_pitched(im, &pitched, ptr::null_mut()) });
+    let pitched = [
+        PitchedPlane {
+            pointer: src,
+            pitch: pitch as u64,
+        },
+        PitchedPlane {
+            pointer: src_chroma,
+            pitch: pitch as u64,
+        },
+    ];
+    // SAFETY: two cuMemAlloc'd planes with room for the frame's rows at `pitch`.
+    unsafe { im.copy_pitched(&pitched, true, ptr::null_mut()) }.unwrap();
     check(unsafe { cu::cuCtxSynchronize() });
     // The same memory, imported from the frame's description (one fd).
-    let mut d: vkcuda_share_description = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_image_describe(im, &mut d) });
-    let mut fd = -1;
-    ok(unsafe { vkcuda_image_export_fd(im, &mut fd) });
-    let owned = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
-    let raw = owned.as_raw_fd();
-    let mut twin = ptr::null_mut();
-    ok(unsafe { vkcuda_image_import_description_fds(ctx, &d, &raw, 1, &mut twin) });
-    std::mem::forget(owned); // the library took it
-    let twin_planes = plane_pointers(twin, 2);
+    let d = ipc::describe_image(&im);
+    let fd = im.export_fd().unwrap();
+    let twin = ipc::import_image(&ctx, &d, &[fd.as_fd()]).unwrap();
+    drop(fd);
+    let twin_planes = plane_pointers(&twin, 2);
     for (k, want) in [luma, chroma].iter().enumerate() {
-        assert_eq!(twin_planes[k].row_pitch, planes[k].row_pitch);
-        assert_eq!(twin_planes[k].offset, planes[k].offset);
+        assert_eq!(twin_planes[k].layout.row_pitch, planes[k].layout.row_pitch);
+        assert_eq!(twin_planes[k].layout.offset, planes[k].layout.offset);
         let row = w as usize;
         let mut got = vec![0u8; want.len()];
         from_plane(
             &mut got,
-            twin_planes[k].cuda_pointer,
-            twin_planes[k].row_pitch,
+            twin_planes[k].pointer,
+            twin_planes[k].layout.row_pitch,
             row,
         );
         assert_eq!(
@@ -540,14 +514,9 @@ fn gpu_frame_pitched_copy_and_description() {
     println!(
         "NV12 {w}x{h}: pitched copy into the frame, read back through the frame imported from its \
          description: 0 wrong (plane 1 at offset {}, row pitch {})",
-        planes[1].offset, planes[1].row_pitch
+        planes[1].layout.offset, planes[1].layout.row_pitch
     );
-    unsafe {
-        cu::cuMemFree_v2(src);
-        vkcuda_image_destroy(twin);
-        vkcuda_image_destroy(im);
-        vkcuda_context_destroy(ctx);
-    }
+    unsafe { cu::cuMemFree_v2(src) };
 }
 
 // ---------------------------------------------------------------------------------
@@ -595,37 +564,26 @@ fn chroma_at(
 }
 
 /// One frame of NV12 (8-bit) or P010 (10-bit), written by CUDA, sampled by Vulkan
-/// through the conversion `vkcuda_image_get_ycbcr_conversion_info` makes of the
-/// frame's colour description, every pixel compared with the host's conversion
-/// (`kr`, `kb`: the matrix's luma weights). Returns the largest difference (of 255).
+/// through the conversion `Image::ycbcr_conversion` makes of the frame's colour
+/// description, every pixel compared with the host's conversion (`kr`, `kb`: the
+/// matrix's luma weights). Returns the largest difference (of 255).
 fn sample_frame(
-    ctx: *const vkcuda_context,
+    ctx: &Arc<Context>,
     v: &Vk,
     format: vk::Format,
     bits: u32,
-    color: &vkcuda_video_color,
+    color: &VideoColor,
     (kr, kb): (f64, f64),
     (w, h): (u32, u32),
 ) -> u32 {
-    let im =
-        try_create(ctx, &frame_info(format, w, h)).unwrap_or_else(|(r, m)| panic!("{r:?}: {m}"));
-    ok(unsafe { vkcuda_image_set_video_color(im, color) });
-    let mut back: vkcuda_video_color = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_image_get_video_color(im, &mut back) });
+    let im = Image::create(ctx, &frame_desc(format, w, h)).unwrap_or_else(|e| panic!("{e}"));
+    im.set_video_color(color).unwrap();
+    let back = im.video_color().unwrap();
     assert_eq!(
-        (
-            back.matrix_coefficients,
-            back.transfer_characteristics,
-            back.colour_primaries
-        ),
-        (
-            color.matrix_coefficients,
-            color.transfer_characteristics,
-            color.colour_primaries
-        )
+        (back.matrix, back.transfer, back.primaries),
+        (color.matrix, color.transfer, color.primaries)
     );
-    let mut ci = vk::SamplerYcbcrConversionCreateInfo::default();
-    ok(unsafe { vkcuda_image_get_ycbcr_conversion_info(im, &mut ci) });
+    let ci = im.ycbcr_conversion().unwrap().create_info();
     assert_eq!(ci.format, format);
     let (wu, hu) = (w as usize, h as usize);
     let bytes = if bits > 8 { 2 } else { 1 };
@@ -657,38 +615,30 @@ fn sample_frame(
     };
     let y_bytes = to_bytes(&mut luma.iter().copied());
     let c_bytes = to_bytes(&mut cbcr.iter().flat_map(|p| p.iter().copied()));
-    let planes = plane_pointers(im, 2);
-    v.run(|cmd| release(v, cmd, im, vk::ImageLayout::UNDEFINED));
+    let planes = plane_pointers(&im, 2);
+    v.run(|cmd| release(v, cmd, &im, vk::ImageLayout::UNDEFINED));
     to_plane(
         &y_bytes,
-        planes[0].cuda_pointer,
-        planes[0].row_pitch,
+        planes[0].pointer,
+        planes[0].layout.row_pitch,
         wu * bytes,
     );
     to_plane(
         &c_bytes,
-        planes[1].cuda_pointer,
-        planes[1].row_pitch,
+        planes[1].pointer,
+        planes[1].layout.row_pitch,
         cw * 2 * bytes,
     );
     // Vulkan: the conversion, a sampler and a view with it, the shader.
-    let pass = support::ycbcr::YcbcrPass::new(v, image_info(im).image, &ci, (w, h), true);
-    let acquire = handoff_info(v.family);
+    let pass = support::ycbcr::YcbcrPass::new(v, im.vk_image(), &ci, (w, h), true);
     v.run(|cmd| {
-        ok(unsafe {
-            vkcuda_image_cmd_acquire_from_cuda(
-                im,
-                cmd,
-                &acquire,
-                vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL.as_raw(),
-            )
-        });
+        acquire(v, cmd, &im, vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL);
         pass.record(v, cmd);
     });
     // The host's conversion of the same samples.
     let s = (1u32 << (bits - 8)) as f64;
-    let x_cosited = color.x_chroma_offset == 0;
-    let y_cosited = color.y_chroma_offset == 0;
+    let x_cosited = color.x_chroma == vk::ChromaLocation::COSITED_EVEN;
+    let y_cosited = color.y_chroma == vk::ChromaLocation::COSITED_EVEN;
     let got = pass.out.bytes();
     let mut worst = 0u32;
     let mut first_bad = None;
@@ -719,7 +669,6 @@ fn sample_frame(
         }
     }
     pass.destroy(v);
-    unsafe { vkcuda_image_destroy(im) };
     if let Some((x, y, k, have, want)) = first_bad {
         panic!("{format:?}: pixel ({x}, {y}) channel {k} is {have}, the host's conversion gives {want}");
     }
@@ -736,15 +685,23 @@ fn gpu_frames_sample_as_their_colour_says() {
     let Some(ctx) = cuda_context_or_skip("gpu_frames_sample_as_their_colour_says") else {
         return;
     };
-    let v = Vk::new(ctx);
-    let _c = Current::of(ctx);
-    let bt709 = bt709();
-    let bt2020 = vkcuda_video_color {
-        matrix_coefficients: 9,
-        transfer_characteristics: 14,
-        colour_primaries: 9,
-        x_chroma_offset: 0,
-        y_chroma_offset: 0,
+    let v = Vk::of(&ctx);
+    let _c = Current::of(&ctx);
+    // BT.709 narrow, chroma co-sited horizontally and between the rows.
+    let bt709 = VideoColor {
+        matrix: 1,
+        transfer: 1,
+        primaries: 1,
+        full_range: false,
+        x_chroma: vk::ChromaLocation::COSITED_EVEN,
+        y_chroma: vk::ChromaLocation::MIDPOINT,
+    };
+    let bt2020 = VideoColor {
+        matrix: 9,
+        transfer: 14,
+        primaries: 9,
+        x_chroma: vk::ChromaLocation::COSITED_EVEN,
+        y_chroma: vk::ChromaLocation::COSITED_EVEN,
         ..bt709
     };
     let cases = [
@@ -765,27 +722,24 @@ fn gpu_frames_sample_as_their_colour_says() {
     ];
     for (what, format, bits, color, k) in cases {
         for size in [(1920, 1080), (1282, 722)] {
-            let worst = sample_frame(ctx, &v, format, bits, &color, k, size);
+            let worst = sample_frame(&ctx, &v, format, bits, &color, k, size);
             println!(
                 "SAMPLED {what} {}x{}: every pixel within {worst} of 255 of the host's conversion",
                 size.0, size.1
             );
         }
     }
-    drop(v);
-    unsafe { vkcuda_context_destroy(ctx) };
 }
 
 /// A GBR frame's colour description (H.273 matrix 0, full range, sRGB transfer).
-fn gbr() -> vkcuda_video_color {
-    vkcuda_video_color {
-        flags: 0,
-        matrix_coefficients: 0,
-        transfer_characteristics: 13,
-        colour_primaries: 1,
-        full_range: 1,
-        x_chroma_offset: 0,
-        y_chroma_offset: 0,
+fn gbr() -> VideoColor {
+    VideoColor {
+        matrix: 0,
+        transfer: 13,
+        primaries: 1,
+        full_range: true,
+        x_chroma: vk::ChromaLocation::COSITED_EVEN,
+        y_chroma: vk::ChromaLocation::COSITED_EVEN,
     }
 }
 
@@ -804,36 +758,35 @@ fn gbr_sample(plane: usize, x: usize, y: usize, w: usize, h: usize) -> u32 {
 
 /// One 8-bit frame of `format` holding GBR samples (plane 0 G; then B and R as
 /// two planes or interleaved in one), written by CUDA and sampled by Vulkan through
-/// the conversion `vkcuda_image_get_ycbcr_conversion_info` makes of a GBR colour
-/// description: the model must be RGB_IDENTITY and every pixel's R, G and B the
-/// planes' samples (within 1 of 255 for 4:4:4; for 4:2:0, chroma filtered as the
-/// host's `chroma_at`, within 2, as `sample_frame` allows). Returns the largest difference, or None where this device cannot
-/// make or sample such a frame.
+/// the conversion `Image::ycbcr_conversion` makes of a GBR colour description: the
+/// model must be RGB_IDENTITY and every pixel's R, G and B the planes' samples
+/// (within 1 of 255 for 4:4:4; for 4:2:0, chroma filtered as the host's
+/// `chroma_at`, within 2, as `sample_frame` allows). Returns the largest
+/// difference, or None where this device cannot make or sample such a frame.
 fn sample_gbr_frame(
-    ctx: *const vkcuda_context,
+    ctx: &Arc<Context>,
     v: &Vk,
     format: vk::Format,
     (w, h): (u32, u32),
 ) -> Option<u32> {
-    let im = match try_create(ctx, &frame_info(format, w, h)) {
+    let im = match Image::create(ctx, &frame_desc(format, w, h)) {
         Ok(im) => im,
-        Err((VKCUDA_ERROR_UNSUPPORTED, m)) => {
-            eprintln!("{format:?}: no frame here: {m}");
+        Err(e) if e.kind() == ErrorKind::Unsupported => {
+            eprintln!("{format:?}: no frame here: {e}");
             return None;
         }
-        Err((r, m)) => panic!("{format:?}: {r:?}: {m}"),
+        Err(e) => panic!("{format:?}: {e}"),
     };
-    ok(unsafe { vkcuda_image_set_video_color(im, &gbr()) });
-    let mut ci = vk::SamplerYcbcrConversionCreateInfo::default();
-    match unsafe { vkcuda_image_get_ycbcr_conversion_info(im, &mut ci) } {
-        VKCUDA_SUCCESS => {}
-        VKCUDA_ERROR_UNSUPPORTED => {
-            eprintln!("{format:?}: cannot be sampled here: {}", last_error());
-            unsafe { vkcuda_image_destroy(im) };
+    im.set_video_color(&gbr()).unwrap();
+    let conversion = match im.ycbcr_conversion() {
+        Ok(c) => c,
+        Err(e) if e.kind() == ErrorKind::Unsupported => {
+            eprintln!("{format:?}: cannot be sampled here: {e}");
             return None;
         }
-        r => panic!("{format:?}: {r:?}: {}", last_error()),
-    }
+        Err(e) => panic!("{format:?}: {e}"),
+    };
+    let ci = conversion.create_info();
     assert_eq!(
         ci.ycbcr_model,
         vk::SamplerYcbcrModelConversion::RGB_IDENTITY,
@@ -854,35 +807,32 @@ fn sample_gbr_frame(
             [gbr_sample(1, x, y, cw, ch), gbr_sample(2, x, y, cw, ch)]
         })
         .collect();
-    let planes = plane_pointers(im, p.planes.len());
-    v.run(|cmd| release(v, cmd, im, vk::ImageLayout::UNDEFINED));
+    let planes = plane_pointers(&im, p.planes.len());
+    v.run(|cmd| release(v, cmd, &im, vk::ImageLayout::UNDEFINED));
     let g_bytes: Vec<u8> = g.iter().map(|&s| s as u8).collect();
-    to_plane(&g_bytes, planes[0].cuda_pointer, planes[0].row_pitch, wu);
+    to_plane(&g_bytes, planes[0].pointer, planes[0].layout.row_pitch, wu);
     if p.planes.len() == 3 {
         for k in 0..2 {
             let bytes: Vec<u8> = br.iter().map(|s| s[k] as u8).collect();
             to_plane(
                 &bytes,
-                planes[k + 1].cuda_pointer,
-                planes[k + 1].row_pitch,
+                planes[k + 1].pointer,
+                planes[k + 1].layout.row_pitch,
                 cw,
             );
         }
     } else {
         let bytes: Vec<u8> = br.iter().flat_map(|s| [s[0] as u8, s[1] as u8]).collect();
-        to_plane(&bytes, planes[1].cuda_pointer, planes[1].row_pitch, cw * 2);
+        to_plane(
+            &bytes,
+            planes[1].pointer,
+            planes[1].layout.row_pitch,
+            cw * 2,
+        );
     }
-    let pass = support::ycbcr::YcbcrPass::new(v, image_info(im).image, &ci, (w, h), true);
-    let acquire = handoff_info(v.family);
+    let pass = support::ycbcr::YcbcrPass::new(v, im.vk_image(), &ci, (w, h), true);
     v.run(|cmd| {
-        ok(unsafe {
-            vkcuda_image_cmd_acquire_from_cuda(
-                im,
-                cmd,
-                &acquire,
-                vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL.as_raw(),
-            )
-        });
+        acquire(v, cmd, &im, vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL);
         pass.record(v, cmd);
     });
     let got = pass.out.bytes();
@@ -915,7 +865,6 @@ fn sample_gbr_frame(
         }
     }
     pass.destroy(v);
-    unsafe { vkcuda_image_destroy(im) };
     if let Some((x, y, k, have, want)) = first_bad {
         panic!("{format:?} GBR: pixel ({x}, {y}) channel {k} is {have}, the planes hold {want}");
     }
@@ -939,8 +888,8 @@ fn gpu_gbr_frames_sample_as_rgb() {
     let Some(ctx) = cuda_context_or_skip("gpu_gbr_frames_sample_as_rgb") else {
         return;
     };
-    let v = Vk::new(ctx);
-    let _c = Current::of(ctx);
+    let v = Vk::of(&ctx);
+    let _c = Current::of(&ctx);
     let mut sampled = Vec::new();
     for (name, format) in [
         ("I444", vk::Format::G8_B8_R8_3PLANE_444_UNORM),
@@ -948,7 +897,7 @@ fn gpu_gbr_frames_sample_as_rgb() {
         ("NV12", NV12),
     ] {
         for size in [(1920, 1080), (1282, 722)] {
-            match sample_gbr_frame(ctx, &v, format, size) {
+            match sample_gbr_frame(&ctx, &v, format, size) {
                 Some(worst) => {
                     println!(
                         "SAMPLED GBR {name} {}x{}: every pixel within {worst} of 255 of its planes",
@@ -964,8 +913,6 @@ fn gpu_gbr_frames_sample_as_rgb() {
         }
     }
     assert!(!sampled.is_empty(), "no GBR frame could be sampled");
-    drop(v);
-    unsafe { vkcuda_context_destroy(ctx) };
 }
 
 /// An engine's own LINEAR NV12 image (one dedicated exportable allocation, made
@@ -979,8 +926,8 @@ fn gpu_engine_frames_are_wrapped() {
     let Some(ctx) = cuda_context_or_skip("gpu_engine_frames_are_wrapped") else {
         return;
     };
-    let v = Vk::new(ctx);
-    let _c = Current::of(ctx);
+    let v = Vk::of(&ctx);
+    let _c = Current::of(&ctx);
     let (w, h) = (1282u32, 722u32);
     let usage = vk::ImageUsageFlags::TRANSFER_SRC
         | vk::ImageUsageFlags::TRANSFER_DST
@@ -1025,22 +972,28 @@ fn gpu_engine_frames_are_wrapped() {
     }
     .unwrap();
     unsafe { d.bind_image_memory(image, memory, 0) }.unwrap();
-    let description = vkcuda_image_create_info {
-        usage: usage.as_raw(),
-        ..frame_info(NV12, w, h)
+    let desc = Description {
+        usage,
+        ..frame_desc(NV12, w, h)
     };
-    let mut info = image_wrap_info(image, memory, req.size, description);
-    info.dedicated = 0;
-    let mut im = ptr::null_mut();
-    let m = fails(
-        unsafe { vkcuda_image_wrap(ctx, &info, &mut im) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
+    let opaque = vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD.as_raw();
+    let plane = |dedicated| PlaneMemory {
+        memory,
+        allocation_size: req.size,
+        offset: 0,
+        dedicated,
+    };
+    // SAFETY: the image and its memory made above, alive until destroyed below
+    // after the wrap is dropped.
+    let m = fails_with(
+        unsafe { Image::wrap(&ctx, image, &[plane(false)], opaque, &desc) },
+        ErrorKind::InvalidArgument,
     );
     assert!(m.contains("one dedicated allocation"), "{m}");
-    info.dedicated = 1;
-    ok(unsafe { vkcuda_image_wrap(ctx, &info, &mut im) });
-    check_planes(im, vkcuda::format::planar_row(NV12).unwrap(), w, h);
-    let planes = plane_pointers(im, 2);
+    // SAFETY: as above.
+    let im = unsafe { Image::wrap(&ctx, image, &[plane(true)], opaque, &desc) }.unwrap();
+    check_planes(&im, vkcuda::format::planar_row(NV12).unwrap(), w, h);
+    let planes = plane_pointers(&im, 2);
     // CUDA writes a ramp into both planes; the engine's copy reads them.
     let rows = [(w as usize, h as usize), (w as usize, h as usize / 2)];
     let sent: Vec<Vec<u8>> = (0..2)
@@ -1048,41 +1001,20 @@ fn gpu_engine_frames_are_wrapped() {
         .collect();
     let total = rows[0].0 * rows[0].1 + rows[1].0 * rows[1].1;
     let read = v.host_buffer(total as u64);
-    v.run(|cmd| release(&v, cmd, im, vk::ImageLayout::UNDEFINED));
+    v.run(|cmd| release(&v, cmd, &im, vk::ImageLayout::UNDEFINED));
     // CUDA writes, now that the frame is its own (released from UNDEFINED above).
     for k in 0..2 {
         to_plane(
             &sent[k],
-            planes[k].cuda_pointer,
-            planes[k].row_pitch,
+            planes[k].pointer,
+            planes[k].layout.row_pitch,
             rows[k].0,
         );
     }
+    let offsets = [0, rows[0].0 * rows[0].1];
+    let regions = plane_regions(&im, &planes, &offsets);
     v.run(|cmd| unsafe {
-        acquire(&v, cmd, im, vk::ImageLayout::TRANSFER_SRC_OPTIMAL);
-        let regions: Vec<vk::BufferImageCopy> = (0..2)
-            .map(|k| vk::BufferImageCopy {
-                buffer_offset: if k == 0 {
-                    0
-                } else {
-                    (rows[0].0 * rows[0].1) as u64
-                },
-                buffer_row_length: 0,
-                buffer_image_height: 0,
-                image_subresource: vk::ImageSubresourceLayers {
-                    aspect_mask: vk::ImageAspectFlags::from_raw(planes[k].aspect),
-                    mip_level: 0,
-                    base_array_layer: 0,
-                    layer_count: 1,
-                },
-                image_offset: vk::Offset3D::default(),
-                image_extent: vk::Extent3D {
-                    width: planes[k].width,
-                    height: planes[k].height,
-                    depth: 1,
-                },
-            })
-            .collect();
+        acquire(&v, cmd, &im, vk::ImageLayout::TRANSFER_SRC_OPTIMAL);
         d.cmd_copy_image_to_buffer(
             cmd,
             image,
@@ -1100,22 +1032,20 @@ fn gpu_engine_frames_are_wrapped() {
     );
     println!("engine's linear NV12 {w}x{h} wrapped: CUDA wrote, Vulkan read both planes, 0 wrong");
     v.destroy_host_buffer(read);
+    drop(im);
     unsafe {
-        vkcuda_image_destroy(im);
         d.destroy_image(image, None);
         d.free_memory(memory, None);
     }
-    drop(v);
-    unsafe { vkcuda_context_destroy(ctx) };
 }
 
 /// The environment variable that gives the child the socket's fd number.
 const FRAME_SOCKET: &str = "VKCUDA_TEST_FRAME_SOCKET";
 
 /// A shared video frame across processes: this process creates an NV12 frame,
-/// CUDA writes both planes, and sends it (`vkcuda_image_send`: the description,
+/// CUDA writes both planes, and sends it (`ipc::send_image`: the description,
 /// version 4 with the linear flag and the frame's BT.2020 colour, and one fd); a
-/// child process receives it (`vkcuda_image_receive`), finds the colour it was
+/// child process receives it (`ipc::receive_image`), finds the colour it was
 /// sent with, reads both planes through its own CUDA plane pointers and writes a
 /// new chroma plane, which this process then reads through its own.
 #[test]
@@ -1125,19 +1055,20 @@ fn gpu_frames_cross_processes() {
     let Some(ctx) = cuda_context_or_skip("gpu_frames_cross_processes") else {
         return;
     };
-    let _c = Current::of(ctx);
+    let _c = Current::of(&ctx);
     let (w, h) = (1920usize, 1080usize);
-    let (im, planes) = nv12_frame(ctx, w as u32, h as u32);
-    ok(unsafe { vkcuda_image_set_video_color(im, &sent_color()) });
+    let (im, planes) = nv12_frame(&ctx, w as u32, h as u32);
+    im.set_video_color(&sent_color()).unwrap();
     for (k, rows) in [(0usize, h), (1, h / 2)] {
         let data = plane_bytes(k, w, rows, 8);
-        to_plane(&data, planes[k].cuda_pointer, planes[k].row_pitch, w);
+        to_plane(&data, planes[k].pointer, planes[k].layout.row_pitch, w);
     }
     let mut fds = [0i32; 2];
     assert_eq!(
         unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, fds.as_mut_ptr()) },
         0
     );
+    let (mine, theirs) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
     // Only the child's end crosses exec.
     unsafe { libc::fcntl(fds[0], libc::F_SETFD, libc::FD_CLOEXEC) };
     let mut cmd = this_test("child_receives_a_frame", true);
@@ -1148,14 +1079,14 @@ fn gpu_frames_cross_processes() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    unsafe { libc::close(fds[1]) };
-    ok(unsafe { vkcuda_image_send(im, fds[0], ptr::null()) });
+    drop(theirs);
+    ipc::send_image(&im, mine.as_fd(), &Options::default()).unwrap();
     let out = child.wait_with_output().unwrap();
     child_passed("child_receives_a_frame", &out);
-    unsafe { libc::close(fds[0]) };
+    drop(mine);
     let want = plane_bytes(1, w, h / 2, 9);
     let mut got = vec![0u8; want.len()];
-    from_plane(&mut got, planes[1].cuda_pointer, planes[1].row_pitch, w);
+    from_plane(&mut got, planes[1].pointer, planes[1].layout.row_pitch, w);
     assert_eq!(
         wrong_bytes(8, &got, &want).0,
         0,
@@ -1164,23 +1095,18 @@ fn gpu_frames_cross_processes() {
     println!(
         "NV12 {w}x{h} frame across processes: both planes read there, chroma written back, 0 wrong"
     );
-    unsafe {
-        vkcuda_image_destroy(im);
-        vkcuda_context_destroy(ctx);
-    }
 }
 
 /// The colour `gpu_frames_cross_processes` sends its frame with: BT.2020 PQ, full
 /// range, chroma at the midpoint in x (none of it the default).
-fn sent_color() -> vkcuda_video_color {
-    vkcuda_video_color {
-        flags: 0,
-        matrix_coefficients: 9,
-        transfer_characteristics: 16,
-        colour_primaries: 9,
-        full_range: 1,
-        x_chroma_offset: 1,
-        y_chroma_offset: 0,
+fn sent_color() -> VideoColor {
+    VideoColor {
+        matrix: 9,
+        transfer: 16,
+        primaries: 9,
+        full_range: true,
+        x_chroma: vk::ChromaLocation::MIDPOINT,
+        y_chroma: vk::ChromaLocation::COSITED_EVEN,
     }
 }
 
@@ -1192,45 +1118,29 @@ fn child_receives_a_frame() {
         return;
     }
     let fd: i32 = std::env::var(FRAME_SOCKET).unwrap().parse().unwrap();
+    // SAFETY: the parent passed this end of its socket pair to this process.
+    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
     let ctx = cuda_context_or_skip("child_receives_a_frame").expect("a CUDA GPU in the child");
-    let _c = Current::of(ctx);
-    let mut im = ptr::null_mut();
-    ok(unsafe { vkcuda_image_receive(ctx, fd, ptr::null(), &mut im) });
+    let _c = Current::of(&ctx);
+    let im = ipc::receive_image(&ctx, sock.as_fd(), &Options::default()).unwrap();
     // The colour travelled with the frame (a new frame would be BT.709).
-    let mut color: vkcuda_video_color = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_image_get_video_color(im, &mut color) });
-    let want = sent_color();
     assert_eq!(
-        (
-            color.matrix_coefficients,
-            color.transfer_characteristics,
-            color.colour_primaries,
-            color.full_range,
-            color.x_chroma_offset,
-            color.y_chroma_offset
-        ),
-        (
-            want.matrix_coefficients,
-            want.transfer_characteristics,
-            want.colour_primaries,
-            want.full_range,
-            want.x_chroma_offset,
-            want.y_chroma_offset
-        ),
+        im.video_color().unwrap(),
+        sent_color(),
         "the received frame's colour"
     );
     let (w, h) = (1920usize, 1080usize);
     check_planes(
-        im,
+        &im,
         vkcuda::format::planar_row(NV12).unwrap(),
         w as u32,
         h as u32,
     );
-    let planes = plane_pointers(im, 2);
+    let planes = plane_pointers(&im, 2);
     for (k, rows) in [(0usize, h), (1, h / 2)] {
         let want = plane_bytes(k, w, rows, 8);
         let mut got = vec![0u8; want.len()];
-        from_plane(&mut got, planes[k].cuda_pointer, planes[k].row_pitch, w);
+        from_plane(&mut got, planes[k].pointer, planes[k].layout.row_pitch, w);
         assert_eq!(
             wrong_bytes(8, &got, &want).0,
             0,
@@ -1238,11 +1148,6 @@ fn child_receives_a_frame() {
         );
     }
     let chroma = plane_bytes(1, w, h / 2, 9);
-    to_plane(&chroma, planes[1].cuda_pointer, planes[1].row_pitch, w);
+    to_plane(&chroma, planes[1].pointer, planes[1].layout.row_pitch, w);
     println!("child: received an NV12 frame (one fd), both planes right, chroma rewritten");
-    unsafe {
-        libc::close(fd);
-        vkcuda_image_destroy(im);
-        vkcuda_context_destroy(ctx);
-    }
 }

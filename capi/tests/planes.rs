@@ -1,0 +1,300 @@
+//! Multi-planar images at the C door: the pitched-plane struct and the header's
+//! list of the pitched copies' checks with their codes (every listed check is a
+//! case below and gives the code the header names), and the multi-fd C calls
+//! (`vkcuda_share_send_fds`, `vkcuda_share_receive_fds`; the one-fd calls refuse a
+//! multi-planar description, naming the call to use). The images themselves,
+//! through the Rust API: tests/planar.rs; the format query's planes:
+//! capi/tests/formats.rs.
+
+#[path = "../../tests/doc_claims/mod.rs"]
+mod doc_claims;
+mod support;
+use support::images::{create, d2};
+use support::*;
+
+use std::ptr;
+
+use ash::vk;
+
+fn pitched(planes: &[(u64, u64)]) -> vkcuda_pitched_planes {
+    let mut p = vkcuda_pitched_planes {
+        flags: 0,
+        plane_count: planes.len() as u32,
+        planes: [vkcuda_pitched_plane {
+            device_pointer: 0,
+            pitch: 0,
+        }; 3],
+    };
+    for (k, &(device_pointer, pitch)) in planes.iter().enumerate() {
+        p.planes[k] = vkcuda_pitched_plane {
+            device_pointer,
+            pitch,
+        };
+    }
+    p
+}
+
+#[test]
+fn pitched_copy_checks_give_the_documented_codes() {
+    let _g = serial();
+    let doc = doc_claims::function_doc(
+        &doc_claims::header_text(),
+        "vkcuda_image_cuda_copy_from_pitched",
+    )
+    .expect("the doc of vkcuda_image_cuda_copy_from_pitched");
+    let listed = doc_claims::listed_checks(&doc, "Checked before anything is enqueued");
+    assert!(listed.len() >= 5, "the header lists {listed:?}");
+    let ctx = vulkan_only_context();
+    let r8 = create(ctx, &d2(vk::Format::R8_UNORM, 100, 30));
+    let mut three = d2(vk::Format::R8_UNORM, 16, 16);
+    three.image_type = vkcuda_image_type_raw(3);
+    three.extent.depth = 4;
+    let three = create(ctx, &three);
+    let good = pitched(&[(0x1000, 100)]);
+    let with = |f: &dyn Fn(&mut vkcuda_pitched_planes)| {
+        let mut p = good;
+        f(&mut p);
+        p
+    };
+    // (words of the listed check, its code, the calls that break only that rule:
+    // image and planes, or None where it needs CUDA).
+    type Case = (*const vkcuda_image, Option<vkcuda_pitched_planes>);
+    let cases: Vec<(&str, vkcuda_result, Option<Vec<Case>>)> = vec![
+        (
+            "`planes` or `image` NULL",
+            VKCUDA_ERROR_NULL_POINTER,
+            Some(vec![(ptr::null(), Some(good)), (r8, None)]),
+        ),
+        (
+            "`device_pointer` 0",
+            VKCUDA_ERROR_NULL_POINTER,
+            Some(vec![(r8, Some(pitched(&[(0, 100)])))]),
+        ),
+        (
+            "`planes->flags` not 0",
+            VKCUDA_ERROR_INVALID_ARGUMENT,
+            Some(vec![(r8, Some(with(&|p| p.flags = 1)))]),
+        ),
+        (
+            "`planes->plane_count` not the image's plane count",
+            VKCUDA_ERROR_INVALID_ARGUMENT,
+            Some(vec![
+                (r8, Some(pitched(&[(0x1000, 100), (0x2000, 100)]))),
+                (r8, Some(with(&|p| p.plane_count = 0))),
+                (r8, Some(with(&|p| p.plane_count = 4))),
+            ]),
+        ),
+        (
+            "a plane past `plane_count` not all zero",
+            VKCUDA_ERROR_INVALID_ARGUMENT,
+            Some(vec![(
+                r8,
+                Some(with(&|p| p.planes[1].device_pointer = 0x2000)),
+            )]),
+        ),
+        (
+            "a pitch less than the plane's row",
+            VKCUDA_ERROR_INVALID_ARGUMENT,
+            Some(vec![(r8, Some(pitched(&[(0x1000, 99)])))]),
+        ),
+        (
+            "overflows the address",
+            VKCUDA_ERROR_INVALID_ARGUMENT,
+            Some(vec![
+                (r8, Some(pitched(&[(u64::MAX - 10, 100)]))),
+                (r8, Some(pitched(&[(0x1000, u64::MAX / 8)]))),
+            ]),
+        ),
+        (
+            "a 3D image or one with several layers",
+            VKCUDA_ERROR_UNSUPPORTED,
+            Some(vec![(three, Some(pitched(&[(0x1000, 16)])))]),
+        ),
+        (
+            "a Vulkan-only context",
+            VKCUDA_ERROR_CUDA_UNAVAILABLE,
+            Some(vec![(r8, Some(good))]),
+        ),
+        (
+            "`stream` not of the image's CUDA context",
+            VKCUDA_ERROR_DEVICE_MISMATCH,
+            None,
+        ),
+        (
+            // The stand-in driver's case: fake_driver_pitched_copy_refuses_unknown_addresses.
+            "in no allocation CUDA knows",
+            VKCUDA_ERROR_INVALID_ARGUMENT,
+            None,
+        ),
+        (
+            "rows that end past the end of the CUDA allocation",
+            VKCUDA_ERROR_INVALID_ARGUMENT,
+            None,
+        ),
+    ];
+    let code_name = |r: vkcuda_result| format!("{r:?}");
+    for (bullet, code) in &listed {
+        assert!(
+            cases.iter().any(|(words, _, _)| bullet.contains(words)),
+            "the header lists a check this test does not know: \"{bullet}\" ({code}): add its case"
+        );
+    }
+    let mut ran = 0;
+    for (words, want, calls) in &cases {
+        let (bullet, code) = listed
+            .iter()
+            .find(|(b, _)| b.contains(words))
+            .unwrap_or_else(|| panic!("the header no longer lists \"{words}\": {listed:?}"));
+        assert_eq!(
+            *code,
+            code_name(*want),
+            "the header gives {code} for \"{bullet}\""
+        );
+        for (im, planes) in calls.iter().flatten() {
+            let p = planes.as_ref().map_or(ptr::null(), |p| p as *const _);
+            for (name, call) in [
+                (
+                    "copy_from_pitched",
+                    vkcuda_image_cuda_copy_from_pitched
+                        as unsafe extern "C" fn(_, _, _) -> vkcuda_result,
+                ),
+                ("copy_to_pitched", vkcuda_image_cuda_copy_to_pitched),
+            ] {
+                let m = fails(unsafe { call(*im, p, ptr::null_mut()) }, *want);
+                println!("{name}, {words}: {m}");
+                ran += 1;
+            }
+        }
+    }
+    assert_eq!(ran, 2 * 13, "every case ran, each through both copies");
+    unsafe {
+        vkcuda_image_destroy(three);
+        vkcuda_image_destroy(r8);
+        vkcuda_context_destroy(ctx);
+    }
+}
+
+/// An NV12 description (64x64) for the context's device.
+fn nv12_description(ctx: *const vkcuda_context) -> vkcuda_share_description {
+    let mut c: vkcuda_vulkan_handles = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_context_get_vulkan_handles(ctx, &mut c) });
+    let v = Vk::new(ctx);
+    let mut id = vk::PhysicalDeviceIDProperties::default();
+    let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut id);
+    unsafe {
+        v.instance
+            .get_physical_device_properties2(v.physical, &mut p2)
+    };
+    let mut d: vkcuda_share_description = unsafe { std::mem::zeroed() };
+    d.kind = vkcuda_share_kind_raw(3);
+    d.device_uuid = id.device_uuid;
+    d.image.description = d2(vk::Format::G8_B8R8_2PLANE_420_UNORM, 64, 64);
+    d.image.description.extent.depth = 1;
+    d.image.description.mip_levels = 1;
+    d.image.description.array_layers = 1;
+    d.image.description.usage =
+        (vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::SAMPLED).as_raw();
+    d.image.allocation_size = 65536;
+    d.image.plane_allocation_sizes = [65536, 65536, 0];
+    d
+}
+
+fn socketpair() -> (i32, i32) {
+    let mut p = [0; 2];
+    let r = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            p.as_mut_ptr(),
+        )
+    };
+    assert_eq!(r, 0);
+    (p[0], p[1])
+}
+
+#[test]
+fn multi_fd_descriptions_travel_over_a_socket_in_c() {
+    let _g = serial();
+    let ctx = vulkan_only_context();
+    let d = nv12_description(ctx);
+    // Two memory fds stand in for the planes' (the socket path does not import).
+    let buf = create_buffer(ctx, 65536, 0);
+    let export = || {
+        let mut fd = -1;
+        ok(unsafe { vkcuda_buffer_export_fd(buf, &mut fd) });
+        fd
+    };
+    let fds = [export(), export()];
+    let base = fd_count();
+    let opts = vkcuda_share_options {
+        flags: 0,
+        timeout_ns: 1_000_000_000,
+        peer_check: None,
+        peer_check_user: ptr::null_mut(),
+        buffer_usage: 0,
+    };
+    let (a, b) = socketpair();
+    // One fd is not enough for NV12; vkcuda_share_send takes one fd only.
+    let m = fails(
+        unsafe { vkcuda_share_send_fds(a, &d, fds.as_ptr(), 1, &opts) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(m.contains("comes with 2 fds"), "{m}");
+    let m = fails(
+        unsafe { vkcuda_share_send(a, &d, fds[0], &opts) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(m.contains("vkcuda_share_send_fds"), "{m}");
+    ok(unsafe { vkcuda_share_send_fds(a, &d, fds.as_ptr(), 2, &opts) });
+    let mut got: vkcuda_share_description = unsafe { std::mem::zeroed() };
+    let mut out = [-1i32; 3];
+    let mut n = 0u32;
+    ok(unsafe { vkcuda_share_receive_fds(b, &opts, &mut got, out.as_mut_ptr(), 3, &mut n) });
+    assert_eq!(n, 2);
+    assert_eq!(out[2], -1, "only the received fds are written");
+    assert_eq!(
+        record(&got),
+        record(&d),
+        "the description arrives as it was sent"
+    );
+    assert_eq!(got.image.plane_allocation_sizes, [65536, 65536, 0]);
+    for f in &out[..2] {
+        assert!(fd_is_open(*f));
+        unsafe { libc::close(*f) };
+    }
+    assert_eq!(fd_count(), base + 2, "the socket pair only");
+    // vkcuda_share_receive cannot return two fds: refused, both closed.
+    ok(unsafe { vkcuda_share_send_fds(a, &d, fds.as_ptr(), 2, &opts) });
+    let mut one = -1;
+    let m = fails(
+        unsafe { vkcuda_share_receive(b, &opts, &mut got, &mut one) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(m.contains("vkcuda_share_receive_fds"), "{m}");
+    assert_eq!(fd_count(), base + 2, "the two received fds were closed");
+    // Too little room: refused, both closed.
+    ok(unsafe { vkcuda_share_send_fds(a, &d, fds.as_ptr(), 2, &opts) });
+    fails(
+        unsafe { vkcuda_share_receive_fds(b, &opts, &mut got, out.as_mut_ptr(), 1, &mut n) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert_eq!(fd_count(), base + 2);
+    // The one-fd import of a multi-planar description names the call to use; the
+    // fd stays the caller's.
+    let mut im = 1usize as *mut vkcuda_image;
+    let m = fails(
+        unsafe { vkcuda_image_import_description(ctx, &d, fds[0], &mut im) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(m.contains("vkcuda_image_import_description_fds"), "{m}");
+    assert!(im.is_null() && fd_is_open(fds[0]));
+    unsafe {
+        libc::close(a);
+        libc::close(b);
+        libc::close(fds[0]);
+        libc::close(fds[1]);
+        vkcuda_buffer_destroy(buf);
+        vkcuda_context_destroy(ctx);
+    }
+}
