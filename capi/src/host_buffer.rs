@@ -23,9 +23,9 @@ use vkcuda::HostBuffer;
 pub struct vkcuda_host_buffer {
     h: Tagged<HostBuffer>,
 }
-handle_kind!(vkcuda_host_buffer, HostBuffer, handle::HOST_BUFFER, |b| Some(
-    b.context()
-));
+handle_kind!(vkcuda_host_buffer, HostBuffer, handle::HOST_BUFFER, |b| {
+    Some(b.context())
+});
 
 /// What `vkcuda_host_buffer_get_info` says about a staging buffer.
 ///

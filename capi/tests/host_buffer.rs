@@ -8,7 +8,10 @@ use support::*;
 
 use std::ptr;
 
-fn host_buffer(ctx: *const vkcuda_context, size: u64) -> (*mut vkcuda_host_buffer, vkcuda_host_buffer_info) {
+fn host_buffer(
+    ctx: *const vkcuda_context,
+    size: u64,
+) -> (*mut vkcuda_host_buffer, vkcuda_host_buffer_info) {
     let mut hb = ptr::null_mut();
     ok(unsafe { vkcuda_host_buffer_create(ctx, size, &mut hb) });
     let mut info: vkcuda_host_buffer_info = unsafe { std::mem::zeroed() };
@@ -65,7 +68,10 @@ fn host_buffers_upload_and_download_through_vulkan_copies() {
         .count();
     assert_eq!(bad, 0, "{bad} of {n} bytes differ after the download");
     // And the upload buffer still holds what the host wrote (the copy read it).
-    assert!(bytes(&up_info).iter().enumerate().all(|(i, &b)| b == pattern(i, 7)));
+    assert!(bytes(&up_info)
+        .iter()
+        .enumerate()
+        .all(|(i, &b)| b == pattern(i, 7)));
 
     unsafe {
         vkcuda_host_buffer_destroy(up);
@@ -102,7 +108,10 @@ fn host_buffer_sizes_are_checked() {
             VKCUDA_ERROR_INVALID_ARGUMENT,
         );
         assert!(hb.is_null());
-        assert!(msg.starts_with("vkcuda_host_buffer_create: ") && msg.contains(words), "{msg}");
+        assert!(
+            msg.starts_with("vkcuda_host_buffer_create: ") && msg.contains(words),
+            "{msg}"
+        );
     }
     assert_eq!(live_counts(), before);
     unsafe { vkcuda_context_destroy(ctx) };

@@ -13,7 +13,8 @@ use crate::error::{Error, Result};
 use crate::stats;
 
 const REQUIRED: vk::MemoryPropertyFlags = vk::MemoryPropertyFlags::from_raw(
-    vk::MemoryPropertyFlags::HOST_VISIBLE.as_raw() | vk::MemoryPropertyFlags::HOST_COHERENT.as_raw(),
+    vk::MemoryPropertyFlags::HOST_VISIBLE.as_raw()
+        | vk::MemoryPropertyFlags::HOST_COHERENT.as_raw(),
 );
 
 /// A `TRANSFER_SRC | TRANSFER_DST` buffer in host-visible, host-coherent memory
@@ -202,13 +203,25 @@ mod tests {
         assert_eq!(refused(1, 0), None);
         assert_eq!(refused(heap, 0), None);
         let (kind, msg) = refused(0, 0).unwrap();
-        assert_eq!((kind, msg.as_str()), (ErrorKind::InvalidArgument, "size must not be 0"));
+        assert_eq!(
+            (kind, msg.as_str()),
+            (ErrorKind::InvalidArgument, "size must not be 0")
+        );
         let (kind, msg) = refused(u64::MAX, 0).unwrap();
-        assert!(kind == ErrorKind::InvalidArgument && msg.contains("absurd"), "{msg}");
+        assert!(
+            kind == ErrorKind::InvalidArgument && msg.contains("absurd"),
+            "{msg}"
+        );
         let (kind, msg) = refused(heap + 1, 0).unwrap();
-        assert!(kind == ErrorKind::InvalidArgument && msg.contains("host-visible memory heap"), "{msg}");
+        assert!(
+            kind == ErrorKind::InvalidArgument && msg.contains("host-visible memory heap"),
+            "{msg}"
+        );
         let (kind, msg) = refused(4097, 4096).unwrap();
-        assert!(kind == ErrorKind::InvalidArgument && msg.contains("maxBufferSize 4096"), "{msg}");
+        assert!(
+            kind == ErrorKind::InvalidArgument && msg.contains("maxBufferSize 4096"),
+            "{msg}"
+        );
         let e = size_problem(16, 0, 0).unwrap();
         assert_eq!(e.kind, ErrorKind::Unsupported);
     }
