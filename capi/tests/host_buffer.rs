@@ -19,6 +19,9 @@ fn host_buffer(
     (hb, info)
 }
 
+/// The mapped bytes: the GPU's memory, not Rust's, so a shared view is handed out
+/// mutably (as the test floor's own staging buffers do).
+#[allow(clippy::mut_from_ref)]
 fn bytes(info: &vkcuda_host_buffer_info) -> &mut [u8] {
     unsafe { std::slice::from_raw_parts_mut(info.data.cast::<u8>(), info.size as usize) }
 }
