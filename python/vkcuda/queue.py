@@ -213,7 +213,8 @@ class Queue:
         return f"Queue(family {self.family}{'' if self._pool else ', closed'})"
 
     def host_buffer(self, size: int) -> HostBuffer:
-        """A mapped staging buffer of ``size`` bytes (``close()`` it)."""
+        """A mapped staging buffer of ``size`` bytes (``vkcuda_host_buffer``;
+        ``close()`` it, or use ``with``, once no submit uses it)."""
         return HostBuffer(self, size)
 
     def record(self, commands: Callable[[Recorder], None]) -> CommandBuffer:

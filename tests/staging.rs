@@ -3,7 +3,9 @@
 //! context's `vkGetInstanceProcAddr`) into a shared `Buffer` and back out, every
 //! byte compared; counted in `live_objects` and freed on drop; sizes refused with
 //! their reason. Self-contained: runs on any Vulkan device (lavapipe here; on a GPU
-//! machine the first device, whose host-visible memory types differ).
+//! machine the first device, whose host-visible memory types differ). (Named
+//! `staging`, not `host_buffer`: CTest names every suite `rust_<file>` whatever its
+//! crate, and capi/tests/host_buffer.rs is the C door's.)
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
