@@ -745,6 +745,22 @@ typedef struct vkcuda_context vkcuda_context;
 typedef struct vkcuda_doctor_report vkcuda_doctor_report;
 
 /**
+ * A host-visible staging buffer: a `VkBuffer` with TRANSFER_SRC | TRANSFER_DST
+ * usage in host-visible, host-coherent memory (host-cached where the device has
+ * such a type), mapped while it lives. Not shared with CUDA: the engine's (or a
+ * tool's) own command buffers copy between it and shared buffers or images to
+ * upload and download bytes. Counted in `vkcuda_live_objects` (one VkBuffer,
+ * one VkDeviceMemory). Released by `vkcuda_host_buffer_destroy`.
+ *
+ * Thread-safety: every function but destroy may be called from any thread at
+ * once; destroy must not overlap any other use. The caller orders host reads and
+ * writes of the mapped bytes against its own submits that use the buffer.
+ *
+ * @ingroup buffer
+ */
+typedef struct vkcuda_host_buffer vkcuda_host_buffer;
+
+/**
  * A `VkImage` with exportable memory and its CUDA view. A single-plane format
  * has one allocation, seen by CUDA as a mipmapped array (per level a `CUarray`,
  * on request surface and texture objects). A multi-planar (YCbCr) format shared
@@ -1654,6 +1670,28 @@ typedef struct vkcuda_handoff_resource {
    */
   VkImageLayout layout;
 } vkcuda_handoff_resource;
+
+/**
+ * What `vkcuda_host_buffer_get_info` says about a staging buffer.
+ *
+ * @ingroup buffer
+ */
+typedef struct vkcuda_host_buffer_info {
+  /**
+   * The `VkBuffer`, for the caller's copies. Owned by the vkcuda host buffer.
+   */
+  VkBuffer buffer;
+  /**
+   * The size in bytes, as created.
+   */
+  uint64_t size;
+  /**
+   * The mapped bytes (`size` of them), valid until the host buffer is destroyed.
+   * Host-coherent: what the host writes is seen by a submit made afterwards;
+   * what a submit wrote is seen once the host waited for it.
+   */
+  void *data;
+} vkcuda_host_buffer_info;
 
 /**
  * What CUDA sees of one plane of a format.
@@ -3448,6 +3486,46 @@ enum vkcuda_result vkcuda_handoff_cmd_acquire_from_cuda(uint32_t resource_count,
                                                         const struct vkcuda_handoff_resource *resources,
                                                         VkCommandBuffer command_buffer,
                                                         const struct vkcuda_handoff_info *info);
+
+/**
+ * Creates a staging buffer of `size` bytes on the context's device, mapped.
+ * Works in every context (a Vulkan-only one too). `size` 0, more than the address
+ * space, the device's `maxBufferSize` or its largest host-visible memory heap:
+ * `VKCUDA_ERROR_INVALID_ARGUMENT`, before any driver call. A device without
+ * host-visible coherent memory: `VKCUDA_ERROR_UNSUPPORTED`. `*host_buffer` is
+ * written on success, set to NULL on failure.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup buffer
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_host_buffer_create(const struct vkcuda_context *context,
+                                             uint64_t size,
+                                             struct vkcuda_host_buffer **host_buffer);
+
+/**
+ * Fills `*info` with the staging buffer's `VkBuffer`, size and mapped pointer.
+ *
+ * Thread-safety: may be called from any thread.
+ *
+ * @ingroup buffer
+ */
+VKCUDA_API
+VKCUDA_NODISCARD
+enum vkcuda_result vkcuda_host_buffer_get_info(const struct vkcuda_host_buffer *host_buffer,
+                                               struct vkcuda_host_buffer_info *info);
+
+/**
+ * Destroys the staging buffer and frees its memory (the mapping ends). The caller
+ * guarantees no GPU work still uses it. NULL does nothing.
+ *
+ * Thread-safety: must not overlap any other use of the host buffer.
+ *
+ * @ingroup buffer
+ */
+VKCUDA_API void vkcuda_host_buffer_destroy(struct vkcuda_host_buffer *host_buffer);
 
 /**
  * Says what CUDA sees of `format`: its `CUarray_format`, channel count and texel

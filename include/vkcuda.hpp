@@ -411,6 +411,11 @@ struct BufferTraits {
     /** `vkcuda_buffer_destroy`. */
     static void destroy(vkcuda_buffer* h) noexcept { vkcuda_buffer_destroy(h); }
 };
+/** Destroys host (staging) buffers. */
+struct HostBufferTraits {
+    /** `vkcuda_host_buffer_destroy`. */
+    static void destroy(vkcuda_host_buffer* h) noexcept { vkcuda_host_buffer_destroy(h); }
+};
 /** Destroys batches. */
 struct BatchTraits {
     /** `vkcuda_batch_destroy`. */
@@ -739,6 +744,31 @@ public:
         vkcuda_result r = vkcuda_buffer_import_description(context.get(), &description, fd.get(), usage, &b);
         if (r == VKCUDA_SUCCESS) static_cast<void>(fd.release());
         return detail::finish(r, Buffer(b));
+    }
+};
+
+/**
+ * A host-visible, coherent staging buffer, mapped while it lives
+ * (`vkcuda_host_buffer`): the engine's own copies move bytes between it and
+ * shared buffers or images. Not shared with CUDA. Getters may run on any thread
+ * at once; destroying must not overlap other uses, nor GPU work that uses it.
+ */
+class HostBuffer : public UniqueHandle<vkcuda_host_buffer, detail::HostBufferTraits> {
+public:
+    using UniqueHandle::UniqueHandle;
+
+    /** A mapped staging buffer of `size` bytes (`vkcuda_host_buffer_create`). */
+    [[nodiscard]] static Fallible<HostBuffer> create(const Context& context, std::uint64_t size) {
+        vkcuda_host_buffer* b = nullptr;
+        vkcuda_result r = vkcuda_host_buffer_create(context.get(), size, &b);
+        return detail::finish(r, HostBuffer(b));
+    }
+
+    /** The `VkBuffer`, size and mapped pointer (`vkcuda_host_buffer_get_info`). */
+    [[nodiscard]] Fallible<vkcuda_host_buffer_info> info() const {
+        vkcuda_host_buffer_info i{};
+        vkcuda_result r = vkcuda_host_buffer_get_info(get(), &i);
+        return detail::finish(r, i);
     }
 };
 

@@ -106,7 +106,9 @@
 //! [`Image::export_plane_dlpack`] make DLPack tensors (PyTorch, CuPy, JAX) of
 //! the CUDA view, zero-copy. [`present::Ring`] carries what CUDA draws onto an
 //! engine's swapchain (a ring of shared images, one blit per frame). [`doctor::run`]
-//! says whether interop will work on this machine, and why not.
+//! says whether interop will work on this machine, and why not. A [`HostBuffer`]
+//! is a mapped, host-visible staging buffer for the caller's own Vulkan copies
+//! (uploads and downloads without an allocator of one's own).
 //!
 //! # Rules
 //! - **Ownership.** Objects are RAII: dropping one releases its CUDA view, then
@@ -116,8 +118,8 @@
 //!   it is dropped (wait for its semaphore value or fence first). Handles the
 //!   engine lends ([`Context::from_engine`], [`Buffer::wrap`], [`Image::wrap`])
 //!   must outlive what is made from them.
-//! - **Threads.** [`Context`], [`Buffer`], [`Image`], [`Batch`], [`Semaphore`] and
-//!   [`dlpack::Tensor`] are `Send` and `Sync`: every method may be called from
+//! - **Threads.** [`Context`], [`Buffer`], [`Image`], [`Batch`], [`Semaphore`],
+//!   [`HostBuffer`] and [`dlpack::Tensor`] are `Send` and `Sync`: every method may be called from
 //!   any number of threads at once. A `VkCommandBuffer` passed to a `cmd_*` call
 //!   is externally synchronised, as in Vulkan.
 //! - **Safety.** Functions that take a raw handle the crate cannot check (an
@@ -155,6 +157,7 @@ mod dynlib;
 pub mod error;
 mod fd;
 pub mod format;
+mod host_buffer;
 mod lost;
 mod stats;
 
@@ -198,5 +201,6 @@ pub use buffer::Buffer;
 pub use context::Context;
 #[doc(no_inline)]
 pub use context::CudaChoice;
+pub use host_buffer::HostBuffer;
 pub use image::Image;
 pub use semaphore::Semaphore;

@@ -36,11 +36,12 @@ pub(crate) const SEMAPHORE: u64 = tag(b"vkcudaSM");
 pub(crate) const DOCTOR_REPORT: u64 = tag(b"vkcudaDR");
 pub(crate) const BATCH: u64 = tag(b"vkcudaBT");
 pub(crate) const PRESENT_RING: u64 = tag(b"vkcudaPR");
+pub(crate) const HOST_BUFFER: u64 = tag(b"vkcudaHB");
 /// What destroy leaves in the tag.
 const DESTROYED: u64 = tag(b"vkcuda--");
 
 /// The kinds the boundary can name in a message.
-const KINDS: [(u64, &str); 7] = [
+const KINDS: [(u64, &str); 8] = [
     (CONTEXT, "a vkcuda_context"),
     (BUFFER, "a vkcuda_buffer"),
     (IMAGE, "a vkcuda_image"),
@@ -48,6 +49,7 @@ const KINDS: [(u64, &str); 7] = [
     (DOCTOR_REPORT, "a vkcuda_doctor_report"),
     (BATCH, "a vkcuda_batch"),
     (PRESENT_RING, "a vkcuda_present_ring"),
+    (HOST_BUFFER, "a vkcuda_host_buffer"),
 ];
 
 /// A C handle type: a struct whose only field is a `Tagged<Inner>`.

@@ -34,7 +34,6 @@ HEADER = REPO / "include" / "vkcuda.h"
 #: Structs whose C name does not follow from the class name (see _c_name).
 C_NAMES: Dict[str, str] = {
     "vkcuda.queue._TimelineSubmitInfo": "VkTimelineSemaphoreSubmitInfo",
-    "vkcuda.queue._MemoryProperties": "VkPhysicalDeviceMemoryProperties",
 }
 #: Modules whose structs are not in vkcuda.h: the DLPack ABI (dlpack.h's), cuda.h's CUDA_MEMCPY3D.
 NOT_IN_HEADER = {"vkcuda._dlpack", "vkcuda._cuda"}

@@ -8,6 +8,7 @@ library's live-object counters back where they started."""
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import os
 import socket
@@ -610,6 +611,52 @@ def test_the_package_allocates_no_vulkan_memory_for_batches() -> None:
     source = Path(_batch.__file__).read_text()
     for call in ("vkAllocateMemory", "vkCreateBuffer", "vkBindBufferMemory", "vkGetDeviceProcAddr"):
         assert call not in source, call
+
+
+def test_the_queue_allocates_no_vulkan_memory() -> None:
+    """Staging buffers are the library's (vkcuda_host_buffer): queue.py makes no
+    allocation of its own (issues 35 and 36)."""
+    from vkcuda import queue
+
+    source = Path(queue.__file__).read_text()
+    for call in ("vkAllocateMemory", "vkCreateBuffer", "vkBindBufferMemory", "vkMapMemory",
+                 "vkGetPhysicalDeviceMemoryProperties"):
+        assert call not in source, call
+
+
+def test_host_buffer_is_the_librarys(vulkan_only: vkcuda.Context) -> None:
+    from vkcuda.queue import HostBuffer
+
+    before = vkcuda.live_objects()
+    data = bytes((i * 7 + 3) % 256 for i in range(4099))
+    with Queue(vulkan_only) as q, vulkan_only.buffer(4099) as b:
+        counted = vkcuda.live_objects()
+        with q.host_buffer(4099) as up:
+            assert isinstance(up, HostBuffer) and up.handle and not up.closed
+            assert up.size == len(up.data) == 4099 and up.address == ctypes.addressof(up.data)
+            assert isinstance(up.vk_buffer, int) and up.vk_buffer != 0 and up.vk_buffer != b.vk_buffer
+            held = vkcuda.live_objects()
+            assert (held["vk_buffers"], held["vk_memories"]) == (counted["vk_buffers"] + 1, counted["vk_memories"] + 1)
+            assert repr(up) == "HostBuffer(4099 bytes)"
+            ctypes.memmove(up.address, data, len(data))
+            q.run(lambda r: r.copy(up, b))
+        assert up.closed and repr(up) == "HostBuffer(4099 bytes, closed)"
+        up.close()  # a second close does nothing
+        assert vkcuda.live_objects() == counted
+        down = q.host_buffer(4099)
+        q.run(lambda r: r.copy(b, down))
+        assert bytes(down.data) == data
+        down.close()
+        assert q.download(b) == data
+        for bad in (0, 1 << 63):
+            with pytest.raises(vkcuda.Error) as e:
+                q.host_buffer(bad)
+            assert e.value.name == "VKCUDA_ERROR_INVALID_ARGUMENT" and "size" in e.value.message
+        with pytest.raises(ValueError):
+            q.host_buffer(-1)
+        with pytest.raises(TypeError):
+            q.host_buffer(4.0)  # type: ignore[arg-type]
+    assert vkcuda.live_objects() == before
 
 
 def test_image_batch_on_vulkan_only(vulkan_only: vkcuda.Context) -> None:

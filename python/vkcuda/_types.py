@@ -154,6 +154,10 @@ class BufferInfo(Structure):
     ]
 
 
+class HostBufferInfo(Structure):
+    _fields_ = [("buffer", c_uint64), ("size", c_uint64), ("data", c_void_p)]
+
+
 class BufferWrapInfo(Structure):
     _fields_ = [("flags", c_uint32), ("buffer", c_uint64), ("memory", c_uint64), ("allocation_size", c_uint64),
                 ("offset", c_uint64), ("size", c_uint64), ("dedicated", c_uint32), ("export_handle_types", c_uint32)]

@@ -1,11 +1,13 @@
 """A minimal Vulkan transfer queue for a standalone context (tools, tests and
 examples without an engine): fill and copy commands into and out of shared
 buffers, submitted with timeline-semaphore waits and signals, and host-visible
-staging buffers to upload and download bytes. An engine records the same
-commands (and ``vkcuda_buffer_cmd_release_to_cuda`` / ``_acquire_from_cuda``)
-into its own command buffers instead.
+staging buffers to upload and download bytes (the library's
+``vkcuda_host_buffer``: this module allocates no Vulkan memory of its own). An
+engine records the same commands (and ``vkcuda_buffer_cmd_release_to_cuda`` /
+``_acquire_from_cuda``) into its own command buffers instead.
 
-Vulkan is called through the context's ``vkGetInstanceProcAddr`` with ctypes.
+The command pool, command buffers and submits are Vulkan calls through the
+context's ``vkGetInstanceProcAddr`` with ctypes.
 
 Example (a standalone context; ``data`` is bytes)::
 
@@ -40,19 +42,15 @@ from ._buffer import Buffer
 from ._context import Context
 from ._native import Error
 from ._semaphore import Semaphore
-from ._types import HandoffInfo
+from ._types import Handle, HandoffInfo, HostBufferInfo
 
 __all__ = ["Queue", "HostBuffer", "Recorder", "CommandBuffer"]
 
 _SUBMIT_INFO = 4
-_MEMORY_ALLOCATE_INFO = 5
-_BUFFER_CREATE_INFO = 12
 _COMMAND_POOL_CREATE_INFO = 39
 _COMMAND_BUFFER_ALLOCATE_INFO = 40
 _COMMAND_BUFFER_BEGIN_INFO = 42
 _TIMELINE_SEMAPHORE_SUBMIT_INFO = 1000207003
-_HOST_VISIBLE_COHERENT = 0x2 | 0x4
-_TRANSFER_SRC_DST = 0x1 | 0x2
 _STAGE_TRANSFER = 0x1000
 _ACCESS_TRANSFER_WRITE = 0x1000
 _ACCESS_TRANSFER_READ = 0x800
@@ -89,33 +87,6 @@ class _SubmitInfo(Structure):
                 ("signalSemaphoreCount", c_uint32), ("pSignalSemaphores", POINTER(c_uint64))]
 
 
-class _BufferCreateInfo(Structure):
-    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("flags", c_uint32), ("size", c_uint64),
-                ("usage", c_uint32), ("sharingMode", c_int32), ("queueFamilyIndexCount", c_uint32),
-                ("pQueueFamilyIndices", c_void_p)]
-
-
-class _MemoryRequirements(Structure):
-    _fields_ = [("size", c_uint64), ("alignment", c_uint64), ("memoryTypeBits", c_uint32)]
-
-
-class _MemoryAllocateInfo(Structure):
-    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("allocationSize", c_uint64), ("memoryTypeIndex", c_uint32)]
-
-
-class _MemoryType(Structure):
-    _fields_ = [("propertyFlags", c_uint32), ("heapIndex", c_uint32)]
-
-
-class _MemoryHeap(Structure):
-    _fields_ = [("size", c_uint64), ("flags", c_uint32)]
-
-
-class _MemoryProperties(Structure):
-    _fields_ = [("memoryTypeCount", c_uint32), ("memoryTypes", _MemoryType * 32), ("memoryHeapCount", c_uint32),
-                ("memoryHeaps", _MemoryHeap * 16)]
-
-
 _P, _U64, _U32, _I32 = c_void_p, c_uint64, c_uint32, c_int32
 _DEVICE_FUNCTIONS: "dict[str, Tuple[Any, List[Any]]]" = {
     "vkCreateCommandPool": (_I32, [_P, _P, _P, POINTER(_U64)]),
@@ -127,13 +98,6 @@ _DEVICE_FUNCTIONS: "dict[str, Tuple[Any, List[Any]]]" = {
     "vkCmdFillBuffer": (None, [_P, _U64, _U64, _U64, _U32]),
     "vkQueueSubmit": (_I32, [_P, _U32, _P, _U64]),
     "vkQueueWaitIdle": (_I32, [_P]),
-    "vkCreateBuffer": (_I32, [_P, _P, _P, POINTER(_U64)]),
-    "vkDestroyBuffer": (None, [_P, _U64, _P]),
-    "vkGetBufferMemoryRequirements": (None, [_P, _U64, _P]),
-    "vkAllocateMemory": (_I32, [_P, _P, _P, POINTER(_U64)]),
-    "vkFreeMemory": (None, [_P, _U64, _P]),
-    "vkBindBufferMemory": (_I32, [_P, _U64, _U64, _U64]),
-    "vkMapMemory": (_I32, [_P, _U64, _U64, _U64, _U32, POINTER(_P)]),
 }
 
 _lib = _native.lib  # the handoff calls are declared by _buffer
@@ -144,42 +108,45 @@ def _vk(call: str, r: int) -> None:
         raise Error(_native.ERROR_VULKAN, f"{call} failed with VkResult {r}")
 
 
-class HostBuffer:
-    """A host-visible, coherent Vulkan buffer, mapped: ``data`` is its bytes."""
+_native.declare({
+    "vkcuda_host_buffer_create": (c_int32, [_P, c_uint64, POINTER(_P)]),
+    "vkcuda_host_buffer_get_info": (c_int32, [_P, POINTER(HostBufferInfo)]),
+    "vkcuda_host_buffer_destroy": (None, [_P]),
+})
+
+
+class HostBuffer(Handle):
+    """A host-visible, coherent staging buffer of the library
+    (``vkcuda_host_buffer``), mapped while it lives: ``vk_buffer`` is the int
+    ``VkBuffer``, ``address`` the mapped bytes' address and ``data`` those
+    ``size`` bytes as a ctypes array. ``close()`` it (or use ``with``) once no
+    submit uses it."""
+
+    _destroy = _lib.vkcuda_host_buffer_destroy
 
     def __init__(self, queue: "Queue", size: int) -> None:
-        self._q, self.size = queue, size
-        f, dev = queue._f, queue.device
-        info = _BufferCreateInfo(sType=_BUFFER_CREATE_INFO, size=size, usage=_TRANSFER_SRC_DST)
-        self.vk_buffer = _U64()
-        _vk("vkCreateBuffer", f["vkCreateBuffer"](dev, byref(info), None, byref(self.vk_buffer)))
-        req = _MemoryRequirements()
-        f["vkGetBufferMemoryRequirements"](dev, self.vk_buffer, byref(req))
-        index = queue._memory_type(req.memoryTypeBits, _HOST_VISIBLE_COHERENT)
-        alloc = _MemoryAllocateInfo(sType=_MEMORY_ALLOCATE_INFO, allocationSize=req.size, memoryTypeIndex=index)
-        self._memory = _U64()
-        _vk("vkAllocateMemory", f["vkAllocateMemory"](dev, byref(alloc), None, byref(self._memory)))
-        _vk("vkBindBufferMemory", f["vkBindBufferMemory"](dev, self.vk_buffer, self._memory, 0))
-        ptr = c_void_p()
-        _vk("vkMapMemory", f["vkMapMemory"](dev, self._memory, 0, size, 0, byref(ptr)))
-        self.address = ptr.value or 0
-        self.data = (ctypes.c_uint8 * size).from_address(self.address)
+        if isinstance(size, bool) or not isinstance(size, int):
+            raise TypeError(f"size must be an int, not {type(size).__name__}")
+        if not 0 <= size < 1 << 64:
+            raise ValueError(f"size {size} is not a uint64_t")
+        h = c_void_p()
+        _native.check(_lib.vkcuda_host_buffer_create(queue.context.handle, size, byref(h)))
+        super().__init__(h.value or 0)
+        info = HostBufferInfo()
+        _native.check(_lib.vkcuda_host_buffer_get_info(self._handle, byref(info)))
+        self._q, self.size, self.vk_buffer = queue, info.size, info.buffer
+        self.address = info.data or 0
+        self.data = (ctypes.c_uint8 * self.size).from_address(self.address)
 
     def __repr__(self) -> str:
-        return f"HostBuffer({self.size} bytes{'' if self._memory else ', closed'})"
-
-    def close(self) -> None:
-        if self._memory:
-            self._q._f["vkDestroyBuffer"](self._q.device, self.vk_buffer, None)
-            self._q._f["vkFreeMemory"](self._q.device, self._memory, None)
-            self._memory = _U64()
+        return f"HostBuffer({self.size} bytes{', closed' if self.closed else ''})"
 
 
 Target = Union[Buffer, HostBuffer]
 
 
 def _vk_buffer(b: Target) -> int:
-    return b.vk_buffer.value if isinstance(b, HostBuffer) else b.vk_buffer
+    return b.vk_buffer
 
 
 class Recorder:
@@ -237,10 +204,6 @@ class Queue:
             if not addr:
                 raise Error(_native.ERROR_VULKAN, f"{name} not found")
             self._f[name] = CFUNCTYPE(res, *args)(addr)
-        props_fn = CFUNCTYPE(None, c_void_p, POINTER(_MemoryProperties))(
-            gipa(h.instance, b"vkGetPhysicalDeviceMemoryProperties"))
-        self._props = _MemoryProperties()
-        props_fn(h.physical_device, byref(self._props))
         info = _CommandPoolCreateInfo(sType=_COMMAND_POOL_CREATE_INFO, flags=0x2, queueFamilyIndex=self.family)
         self._pool = _U64()
         _vk("vkCreateCommandPool", self._f["vkCreateCommandPool"](self.device, byref(info), None, byref(self._pool)))
@@ -249,14 +212,9 @@ class Queue:
     def __repr__(self) -> str:
         return f"Queue(family {self.family}{'' if self._pool else ', closed'})"
 
-    def _memory_type(self, bits: int, flags: int) -> int:
-        for i in range(self._props.memoryTypeCount):
-            if bits & (1 << i) and self._props.memoryTypes[i].propertyFlags & flags == flags:
-                return i
-        raise Error(_native.ERROR_UNSUPPORTED, "no host-visible coherent memory type")
-
     def host_buffer(self, size: int) -> HostBuffer:
-        """A mapped staging buffer of ``size`` bytes (``close()`` it)."""
+        """A mapped staging buffer of ``size`` bytes (``vkcuda_host_buffer``;
+        ``close()`` it, or use ``with``, once no submit uses it)."""
         return HostBuffer(self, size)
 
     def record(self, commands: Callable[[Recorder], None]) -> CommandBuffer:

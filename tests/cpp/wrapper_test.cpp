@@ -337,6 +337,35 @@ void test_buffers_and_errors() {
     EXPECT_ERROR(vkcuda::Buffer::create(ctx, cuda_alloc), VKCUDA_ERROR_CUDA_UNAVAILABLE, "");
 }
 
+void test_host_buffers() {
+    GET(ctx, vkcuda::Context::create_standalone(vulkan_only()));
+    GET(before, vkcuda::live_objects());
+    {
+        GET(hb, vkcuda::HostBuffer::create(ctx, 4096 + 3));
+        GET(info, hb.info());
+        CHECK(info.size == 4096 + 3 && info.buffer != VK_NULL_HANDLE && info.data != nullptr,
+              "host buffer info: size %" PRIu64, info.size);
+        GET(during, vkcuda::live_objects());
+        CHECK(during.vk_buffers == before.vk_buffers + 1 && during.vk_memories == before.vk_memories + 1,
+              "a HostBuffer is one VkBuffer and one VkDeviceMemory");
+        auto* bytes = static_cast<unsigned char*>(info.data);
+        for (std::uint64_t i = 0; i < info.size; ++i) bytes[i] = static_cast<unsigned char>(i * 7 + 1);
+        GET(again, hb.info());
+        bool same = again.data == info.data;
+        for (std::uint64_t i = 0; same && i < info.size; ++i)
+            same = static_cast<const unsigned char*>(again.data)[i] == static_cast<unsigned char>(i * 7 + 1);
+        CHECK(same, "the mapping does not keep what the host wrote");
+    }
+    GET(after, vkcuda::live_objects());
+    CHECK(after.vk_buffers == before.vk_buffers && after.vk_memories == before.vk_memories,
+          "the destructor does not free the host buffer");
+    EXPECT_ERROR(vkcuda::HostBuffer::create(ctx, 0), VKCUDA_ERROR_INVALID_ARGUMENT, "size must not be 0");
+    vkcuda::Context no_context;
+    EXPECT_ERROR(vkcuda::HostBuffer::create(no_context, 16), VKCUDA_ERROR_NULL_POINTER, "context");
+    vkcuda::HostBuffer empty;
+    EXPECT_ERROR(empty.info(), VKCUDA_ERROR_NULL_POINTER, "host_buffer");
+}
+
 void test_batches() {
     GET(ctx, vkcuda::Context::create_standalone(vulkan_only()));
     vkcuda_batch_create_info bi{};
@@ -884,6 +913,7 @@ int main() {
     harness::run_test("Error, Result, Fallible", test_error_types);
     harness::run_test("queries before a context, context handles", test_queries);
     harness::run_test("buffers; errors with code and message", test_buffers_and_errors);
+    harness::run_test("host (staging) buffers: info, mapping, counts, errors", test_host_buffers);
     harness::run_test("batches: info, elements, buffers, errors", test_batches);
     harness::run_test("moves, release, reset, swap; Fd", test_moves);
     harness::run_test("fd export/import between two contexts, data both ways", test_export_import);

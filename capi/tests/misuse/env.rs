@@ -28,6 +28,8 @@ pub struct Env {
     pub engine: EngineDevice,
     /// 64 KiB, Vulkan-allocated.
     pub buffer: *mut vkcuda_buffer,
+    /// A 4 KiB staging buffer.
+    pub host_buffer: *mut vkcuda_host_buffer,
     /// 16x16 R8G8B8A8_UNORM with 5 mip levels and the default usage (storage included).
     pub image: *mut vkcuda_image,
     /// 16x16 R8G8B8A8_UNORM, transfer and sampled only.
@@ -106,6 +108,8 @@ impl Env {
         let cmd = vk.command_buffer();
         let engine = EngineDevice::new(&[ash::khr::external_memory_fd::NAME], |_, _| true);
         let buffer = create_buffer(ctx, 65536, 0);
+        let mut host_buffer = ptr::null_mut();
+        ok(unsafe { vkcuda_host_buffer_create(ctx, 4096, &mut host_buffer) });
         let mut image = ptr::null_mut();
         ok(unsafe { vkcuda_image_create(ctx, &image_create_info(0, 5), &mut image) });
         let mut image_no_storage = ptr::null_mut();
@@ -151,6 +155,7 @@ impl Env {
             cmd,
             engine,
             buffer,
+            host_buffer,
             image,
             image_no_storage,
             batch,
@@ -280,6 +285,7 @@ impl Drop for Env {
             vkcuda_image_destroy(self.image_no_storage);
             vkcuda_image_destroy(self.image);
             vkcuda_buffer_destroy(self.buffer);
+            vkcuda_host_buffer_destroy(self.host_buffer);
         }
     }
 }

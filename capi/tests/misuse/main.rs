@@ -30,8 +30,8 @@
 //! # Layout
 //! One module per group of functions (the header's Doxygen groups), each with a
 //! `pub fn cases(m: &mut Matrix)` that registers its cases:
-//!   - `library`, `context`, `buffer`, `image`, `semaphore`, `handoff` (the barrier
-//!     functions), `share` (descriptions and sockets), `planar` (multi-planar images:
+//!   - `library`, `context`, `buffer`, `host_buffer` (staging buffers), `image`,
+//!     `semaphore`, `handoff` (the barrier functions), `share` (descriptions and sockets), `planar` (multi-planar images:
 //!     the plane getters, the pitched copies, the multi-fd sharing calls);
 //!   - `outputs`: every export with a handle output, made to fail, must leave NULL
 //!     there (`every_handle_output_is_null_after_a_failure`);
@@ -88,6 +88,7 @@ groups! {
     library,
     context,
     buffer,
+    host_buffer,
     batch,
     image,
     semaphore,

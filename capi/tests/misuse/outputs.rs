@@ -121,6 +121,12 @@ fn rows() -> Vec<Row> {
             let info = buffer_create_info(0, 0);
             with_out(|o| unsafe { vkcuda_buffer_create(e.ctx, &info, o) })
         }),
+        row("vkcuda_host_buffer_create", "early", |_| {
+            with_out(|o| unsafe { vkcuda_host_buffer_create(ptr::null(), 4096, o) })
+        }),
+        row("vkcuda_host_buffer_create", "late", |e| {
+            with_out(|o| unsafe { vkcuda_host_buffer_create(e.ctx, 0, o) })
+        }),
         row("vkcuda_buffer_wrap", "late", |e| {
             let info: vkcuda_buffer_wrap_info = zeroed();
             with_out(|o| unsafe { vkcuda_buffer_wrap(e.ctx, &info, o) })

@@ -101,10 +101,10 @@ impl Lab {
                 // SAFETY: the lab's device; no submit is pending (each one is waited for).
                 unsafe { old.destroy(&self.ctx.vk) };
             }
-            self.staging = Some(HostBuffer::create(&self.ctx.vk, size.max(16 << 20))?);
+            self.staging = Some(HostBuffer::create(&self.ctx.vk, size.max(16 << 20) as u64)?);
         }
         let s = self.staging.as_mut().expect("made above");
-        Ok((s.buffer(), &mut s.bytes()[..size]))
+        Ok((s.buffer(), &mut s.bytes_mut()[..size]))
     }
 
     /// Records with `record` (after a barrier that orders it after every earlier
