@@ -41,6 +41,9 @@ fn destroy(o: Objects) {
 
 #[test]
 fn a_handle_of_another_kind_is_refused_with_a_message() {
+    // One at a time: a destroyed handle is recognised by its freed memory, which
+    // another test's allocations on another thread could reuse meanwhile.
+    let _one = serial();
     let o = objects();
     // A buffer where an image is expected.
     let mut info = std::mem::MaybeUninit::<vkcuda_image_info>::uninit();
@@ -112,6 +115,9 @@ fn a_handle_of_another_kind_is_refused_with_a_message() {
 
 #[test]
 fn a_destroyed_handle_is_refused_and_a_second_destroy_does_nothing() {
+    // One at a time: a destroyed handle is recognised by its freed memory, which
+    // another test's allocations on another thread could reuse meanwhile.
+    let _one = serial();
     let o = objects();
     let stale = create_buffer(o.ctx, 256, 0);
     unsafe { vkcuda_buffer_destroy(stale) };
@@ -139,6 +145,9 @@ fn a_destroyed_handle_is_refused_and_a_second_destroy_does_nothing() {
 /// buffer is expected and the other way: refused with words, nothing leaked.
 #[test]
 fn a_destroyed_or_wrong_batch_is_refused() {
+    // One at a time: a destroyed handle is recognised by its freed memory, which
+    // another test's allocations on another thread could reuse meanwhile.
+    let _one = serial();
     let o = objects();
     let live_before = live_counts();
     let info = vkcuda_batch_create_info {
@@ -184,7 +193,13 @@ fn a_destroyed_or_wrong_batch_is_refused() {
     );
     assert!(t.is_null());
     unsafe { vkcuda_batch_destroy(batch) };
-    assert!(last_error().contains("already destroyed"));
+    // The mark lives in the freed block (best effort, docs/GUIDE.md "Errors"): the
+    // messages made since may have reused it, then the refusal says so instead.
+    let msg = last_error();
+    assert!(
+        msg.contains("already destroyed") || msg.contains("destroyed and its memory reused"),
+        "{msg}"
+    );
     assert_eq!(live_counts(), live_before);
     destroy(o);
 }
