@@ -33,9 +33,9 @@
 //!   - `ycbcr` (tests/support/, not re-exported): one pass that samples a
 //!     multi-planar image through a YCbCr conversion into RGBA8, for tests/video.rs
 //!     and bench/;
-//!   - `images` (not re-exported): creation, `Side`, barriers and the pattern
-//!     written and read back through Vulkan, for capi/tests/planes.rs and bench/
-//!     (the Rust API's suites have tests/support/images.rs).
+//!   - `images` (not re-exported): `d2` descriptions and `create`, for
+//!     capi/tests/planes.rs and bench/ (the Rust API's suites' Vulkan work on
+//!     images is tests/support/images.rs).
 //!
 //! # GPU-only tests: skipped is not passed
 //! As in the Rust library's suites (the top of tests/support/mod.rs says how): a
