@@ -670,14 +670,21 @@ fn warm_up(ctx: &Arc<Context>) {
     drop((im, s, c, b));
 }
 
-/// A watchdog: each stage of `stages` must end within 20 s (`stage.store(i)`
-/// moves on; `stages.len()` ends it).
-fn watchdog(stage: &'static std::sync::atomic::AtomicU32, stages: &'static [&'static str]) {
+/// The stage a fault child is in (one child a process): `stage(i)` moves on.
+static STAGE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+fn stage(i: u32) {
+    STAGE.store(i, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// A watchdog: each stage of `stages` must end within 20 s (`stage(i)` moves
+/// on; `stage(stages.len())` ends it).
+fn watchdog(stages: &'static [&'static str]) {
     use std::sync::atomic::Ordering;
     std::thread::spawn(move || loop {
-        let seen = stage.load(Ordering::SeqCst);
+        let seen = STAGE.load(Ordering::SeqCst);
         std::thread::sleep(std::time::Duration::from_secs(20));
-        let now = stage.load(Ordering::SeqCst);
+        let now = STAGE.load(Ordering::SeqCst);
         if now == seen && (now as usize) < stages.len() {
             eprintln!(
                 "watchdog: stage '{}' ran past 20 s: a hang",
@@ -686,6 +693,39 @@ fn watchdog(stage: &'static std::sync::atomic::AtomicU32, stages: &'static [&'st
             std::process::exit(3);
         }
     });
+}
+
+/// The start of a fault child: the watchdog over `stages` (the first is
+/// "setup"), a context on the primary CUDA context, warmed up, and the
+/// process's fd count then.
+fn fault_child_setup(stages: &'static [&'static str]) -> (Arc<Context>, usize) {
+    watchdog(stages);
+    let ctx = Context::standalone(None, CudaChoice::Primary).unwrap();
+    warm_up(&ctx);
+    (ctx, fd_count())
+}
+
+/// The end of a fault child (its last stage): dropping `objects` (`what`) of the
+/// lost context released what it could, no fd they held is left open (issue
+/// 39, item 3), and after the context every object is released.
+fn drop_after_fault<T>(ctx: Arc<Context>, objects: T, what: &str, fds: usize, stages: &[&str]) {
+    stage(stages.len() as u32 - 1);
+    let t = std::time::Instant::now();
+    drop(objects);
+    let after = fd_count();
+    println!("fds after dropping {what} of the lost context: {after} (before: {fds})");
+    assert!(after <= fds, "drop left {} fds open", after - fds);
+    drop(ctx);
+    println!(
+        "drop of {what} and the context after the fault: {:.1} ms",
+        t.elapsed().as_secs_f64() * 1e3
+    );
+    assert_eq!(
+        live_counts(),
+        [0; 8],
+        "every object released (the library's counters)"
+    );
+    stage(stages.len() as u32);
 }
 
 /// `r` is DeviceLost and its message names `code`; returns the message.
@@ -720,21 +760,16 @@ fn gpu_sticky_fault_met_in_a_destroy() {
 #[test]
 #[ignore = "runs in a child process of gpu_sticky_fault_met_in_a_destroy"]
 fn child_gpu_sticky_fault_in_a_destroy() {
-    use std::sync::atomic::{AtomicU32, Ordering};
     if !in_child("child_gpu_sticky_fault_in_a_destroy") {
         return;
     }
-    static STAGE: AtomicU32 = AtomicU32::new(0);
     static STAGES: [&str; 4] = [
         "setup",
         "the faulting kernel",
         "drop after the fault",
         "the rest",
     ];
-    watchdog(&STAGE, &STAGES);
-    let ctx = Context::standalone(None, CudaChoice::Primary).unwrap();
-    warm_up(&ctx);
-    let fds = fd_count();
+    let (ctx, fds) = fault_child_setup(&STAGES);
     let first = buffer(&ctx, 1 << 20, Allocator::Vulkan);
     let sibling = buffer(&ctx, 1 << 20, Allocator::Vulkan);
     let cuda_alloc = buffer(&ctx, 1 << 20, Allocator::Cuda);
@@ -745,10 +780,10 @@ fn child_gpu_sticky_fault_in_a_destroy() {
     );
     let cuda = Cuda::of_context(&ctx);
 
-    STAGE.store(1, Ordering::SeqCst);
+    stage(1);
     let code = fault(&cuda);
 
-    STAGE.store(2, Ordering::SeqCst);
+    stage(2);
     // The first library call after the fault: a drop.
     drop(first);
     let release_calls = [
@@ -767,18 +802,7 @@ fn child_gpu_sticky_fault_in_a_destroy() {
     );
     lost(ctx.check_lost(), &code, "the context");
 
-    STAGE.store(3, Ordering::SeqCst);
-    drop((im, cuda_alloc, sibling));
-    let after = fd_count();
-    println!("fds after dropping every object of the lost context: {after} (before: {fds})");
-    assert!(after <= fds, "drop left {} fds open", after - fds);
-    drop(ctx);
-    assert_eq!(
-        live_counts(),
-        [0; 8],
-        "every object released (the library's counters)"
-    );
-    STAGE.store(4, Ordering::SeqCst);
+    drop_after_fault(ctx, (im, cuda_alloc, sibling), "every object", fds, &STAGES);
 }
 
 #[test]
@@ -787,28 +811,22 @@ fn child_gpu_sticky_fault() {
     if !in_child("child_gpu_sticky_fault") {
         return;
     }
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static STAGE: AtomicU32 = AtomicU32::new(0);
     static STAGES: [&str; 4] = [
         "setup",
         "the faulting kernel",
         "calls after the fault",
         "drop",
     ];
-    watchdog(&STAGE, &STAGES);
-
-    let ctx = Context::standalone(None, CudaChoice::Primary).unwrap();
-    warm_up(&ctx);
-    let fds = fd_count();
+    let (ctx, fds) = fault_child_setup(&STAGES);
     let vk_alloc = buffer(&ctx, 1 << 20, Allocator::Vulkan);
     let cuda_alloc = buffer(&ctx, 1 << 20, Allocator::Cuda);
     let sem = Semaphore::create(&ctx, Kind::Timeline, 0, None).unwrap();
     let cuda = Cuda::of_context(&ctx);
 
-    STAGE.store(1, Ordering::SeqCst);
+    stage(1);
     let code = fault(&cuda);
 
-    STAGE.store(2, Ordering::SeqCst);
+    stage(2);
     // The first library call that calls CUDA sees the sticky error.
     let first = lost(sem.cuda_signal(1, ptr::null_mut()), &code, "cuda_signal");
     println!("first call after the fault, Semaphore::cuda_signal: {first}");
@@ -832,25 +850,13 @@ fn child_gpu_sticky_fault() {
     );
     println!("later: check_lost, Buffer::create, Semaphore::cuda_wait: DeviceLost");
 
-    STAGE.store(3, Ordering::SeqCst);
-    let t = std::time::Instant::now();
-    drop((sem, cuda_alloc, vk_alloc));
-    // Drop released what it could: no fd the objects held is left open
-    // (issue 39, item 3).
-    let after = fd_count();
-    println!("fds after dropping the objects of the lost context: {after} (before: {fds})");
-    assert!(after <= fds, "drop left {} fds open", after - fds);
-    drop(ctx);
-    println!(
-        "drop of 2 buffers, a semaphore and the context after the fault: {:.1} ms",
-        t.elapsed().as_secs_f64() * 1e3
+    drop_after_fault(
+        ctx,
+        (sem, cuda_alloc, vk_alloc),
+        "2 buffers and a semaphore",
+        fds,
+        &STAGES,
     );
-    assert_eq!(
-        live_counts(),
-        [0; 8],
-        "every object released (the library's counters)"
-    );
-    STAGE.store(4, Ordering::SeqCst);
 }
 
 /// VK_ERROR_DEVICE_LOST (issue 29, item 11). No driver here loses its device on
