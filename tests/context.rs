@@ -29,14 +29,7 @@ fn cuda_present() -> bool {
 
 /// The handles of an engine's device, for `Context::from_engine`.
 fn handles(e: &EngineDevice) -> EngineHandles {
-    EngineHandles {
-        instance: e.instance.handle(),
-        physical: e.physical,
-        device: e.device.handle(),
-        get_instance_proc_addr: e.entry.static_fn().get_instance_proc_addr,
-        get_device_proc_addr: None,
-        synchronization2: false,
-    }
+    support::device::engine_handles(e, None)
 }
 
 /// A context over the engine's device (which outlives it: the caller drops the
@@ -46,8 +39,9 @@ fn engine_context(h: &EngineHandles, choice: CudaChoice) -> vkcuda::Result<Arc<C
     unsafe { Context::from_engine(h, choice) }
 }
 
-#[test]
-fn device_extension_list() {
+/// `pairing::DEVICE_EXTENSIONS` by name, asserted to be the two the library
+/// needs.
+fn device_extensions() -> Vec<&'static str> {
     let names: Vec<&str> = pairing::DEVICE_EXTENSIONS
         .iter()
         .map(|n| n.to_str().unwrap())
@@ -56,6 +50,12 @@ fn device_extension_list() {
         names,
         ["VK_KHR_external_memory_fd", "VK_KHR_external_semaphore_fd"]
     );
+    names
+}
+
+#[test]
+fn device_extension_list() {
+    let names = device_extensions();
     let ptrs = pairing::device_extension_names();
     assert_eq!(ptrs.len(), names.len());
     for (p, n) in ptrs.iter().zip(&names) {
@@ -339,14 +339,7 @@ fn an_engine_device_is_paired_and_its_buffers_wrapped() {
 
 #[test]
 fn pairing_lists_what_an_engine_enables() {
-    let names: Vec<&str> = pairing::DEVICE_EXTENSIONS
-        .iter()
-        .map(|n| n.to_str().unwrap())
-        .collect();
-    assert_eq!(
-        names,
-        ["VK_KHR_external_memory_fd", "VK_KHR_external_semaphore_fd"]
-    );
+    device_extensions();
     let listed: Vec<_> = pairing::enumerate()
         .unwrap()
         .into_iter()

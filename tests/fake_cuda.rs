@@ -58,14 +58,6 @@ fn buffer(ctx: &Arc<Context>, size: u64) -> vkcuda::Result<Buffer> {
     Buffer::create(ctx, size, vk::BufferUsageFlags::empty(), Allocator::Vulkan)
 }
 
-/// `r` failed with `kind`; returns the message.
-#[track_caller]
-fn fails_with<T: std::fmt::Debug>(r: vkcuda::Result<T>, kind: ErrorKind) -> String {
-    let e = r.unwrap_err();
-    assert_eq!(e.kind(), kind, "{e}");
-    e.to_string()
-}
-
 #[test]
 fn fake_driver_device_mismatch() {
     run_fake_child(

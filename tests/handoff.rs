@@ -44,14 +44,7 @@ fn image(ctx: &Arc<Context>, usage: vk::ImageUsageFlags) -> Image {
 
 /// The handles of an engine's device, for `Context::from_engine`.
 fn handles(e: &EngineDevice) -> EngineHandles {
-    EngineHandles {
-        instance: e.instance.handle(),
-        physical: e.physical,
-        device: e.device.handle(),
-        get_instance_proc_addr: e.entry.static_fn().get_instance_proc_addr,
-        get_device_proc_addr: None,
-        synchronization2: false,
-    }
+    support::device::engine_handles(e, None)
 }
 
 /// A Vulkan-only context over the engine's device, told `features` when given
@@ -283,6 +276,12 @@ fn handoffs_keep_the_data() {
     )
     .unwrap();
     v.upload(im.vk_image(), w as u32, h as u32, &texels);
+    // The image read back in TRANSFER_SRC_OPTIMAL is the texels written.
+    let image_is = |what: &str| {
+        let layout = vk::ImageLayout::TRANSFER_SRC_OPTIMAL;
+        let back = v.download(im.vk_image(), w as u32, h as u32, layout, texels.len());
+        assert_same(&back, &texels, what);
+    };
     v.run(|cmd| unsafe {
         let release = [
             Resource::Image(&im, vk::ImageLayout::TRANSFER_DST_OPTIMAL),
@@ -295,17 +294,7 @@ fn handoffs_keep_the_data() {
         ];
         handoff::batch(cmd, Direction::Acquire, &scope, acquire.map(Ok)).unwrap();
     });
-    assert_same(
-        &v.download(
-            im.vk_image(),
-            w as u32,
-            h as u32,
-            vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
-            texels.len(),
-        ),
-        &texels,
-        "image after a batched handoff",
-    );
+    image_is("image after a batched handoff");
     assert_same(
         &v.read(buf.vk_buffer(), 65536),
         &data,
@@ -318,17 +307,7 @@ fn handoffs_keep_the_data() {
         im.cmd_acquire_from_cuda(cmd, &scope, vk::ImageLayout::TRANSFER_SRC_OPTIMAL)
             .unwrap();
     });
-    assert_same(
-        &v.download(
-            im.vk_image(),
-            w as u32,
-            h as u32,
-            vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
-            texels.len(),
-        ),
-        &texels,
-        "image after its own handoff",
-    );
+    image_is("image after its own handoff");
 }
 
 #[test]

@@ -15,7 +15,7 @@
 //! cubes, 1x1 and 16384x16384; surface and texture objects are made and kept.
 
 mod support;
-use support::images::{acquire, desc, release, EngineImage, Packing, Side, Texels};
+use support::images::{acquire, create, d2, desc, release, EngineImage, Packing, Side, Texels};
 use support::*;
 
 use std::os::fd::AsFd;
@@ -25,23 +25,6 @@ use ash::vk;
 use vkcuda::cuda_sys::CUaddress_mode;
 use vkcuda::image::{Description, Dimension, Sampler, VideoColor};
 use vkcuda::{Context, ErrorKind, Image};
-
-/// A 2D description with the defaults (one level and layer, the default usage).
-fn d2(format: vk::Format, w: u32, h: u32) -> Description {
-    Description::new_2d(format, w, h)
-}
-
-fn create(ctx: &Arc<Context>, d: &Description) -> Image {
-    Image::create(ctx, d).unwrap_or_else(|e| panic!("{d:?}: {e}"))
-}
-
-/// `r` failed with `want`; returns the message.
-#[track_caller]
-fn fails_with<T: std::fmt::Debug>(r: vkcuda::Result<T>, want: ErrorKind) -> String {
-    let e = r.expect_err("the call must fail");
-    assert_eq!(e.kind(), want, "{e}");
-    e.to_string()
-}
 
 /// Creation that must fail with `want`; returns the message.
 #[track_caller]

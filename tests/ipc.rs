@@ -61,6 +61,27 @@ fn live_tuple(l: &vkcuda::LiveObjects) -> (i64, i64, i64, i64) {
     (l.contexts, l.vk_buffers, l.vk_memories, l.vk_semaphores)
 }
 
+/// The process's open fds and the library's live contexts, buffers, memories
+/// and semaphores now.
+type Counts = (usize, (i64, i64, i64, i64));
+
+fn counts() -> Counts {
+    (fd_count(), live_tuple(&live_objects()))
+}
+
+/// After `CYCLES` of `what` in `who` since `start`: the open fds and live
+/// objects are those of `before`.
+fn same_counts(who: &str, what: &str, start: Instant, before: Counts) {
+    let (fds, objs) = before;
+    let (fds2, objs2) = counts();
+    println!(
+        "{who}: {CYCLES} {what} in {:?}: open fds {fds} -> {fds2}",
+        start.elapsed()
+    );
+    assert_eq!(fds, fds2, "open fds in the {who}");
+    assert_eq!(objs, objs2);
+}
+
 /// A pair of connected Unix sockets of `ty`, close-on-exec.
 fn pair(ty: c_int) -> (OwnedFd, OwnedFd) {
     let mut fds = [-1; 2];
@@ -110,14 +131,6 @@ impl std::ops::Deref for Dev {
 
 fn record(d: &Description) -> [u8; ipc::DESCRIPTION_SIZE] {
     d.to_bytes().unwrap()
-}
-
-/// `r` failed with `kind`; returns the message.
-#[track_caller]
-fn fails_with<T: std::fmt::Debug>(r: vkcuda::Result<T>, kind: ErrorKind) -> String {
-    let e = r.unwrap_err();
-    assert_eq!(e.kind(), kind, "{e}");
-    e.to_string()
 }
 
 /// Receives a buffer into `ctx` expecting `want`; returns the message.
@@ -264,18 +277,12 @@ fn thousand_cycles_leave_fd_counts_alone_in_both_processes() {
         assert_eq!(&ack, b"k");
     };
     cycle(&mut conn); // lazy driver state
-    let (fds, objs) = (fd_count(), live_objects());
+    let before = counts();
     let start = Instant::now();
     for _ in 0..CYCLES {
         cycle(&mut conn);
     }
-    let (fds2, objs2) = (fd_count(), live_objects());
-    println!(
-        "parent: {CYCLES} sends in {:?}: open fds {fds} -> {fds2}",
-        start.elapsed()
-    );
-    assert_eq!(fds, fds2, "open fds in the parent");
-    assert_eq!(live_tuple(&objs), live_tuple(&objs2));
+    same_counts("parent", "sends", start, before);
     drop(conn);
     finish_child("child_thousand_cycles", child);
 }
@@ -286,7 +293,7 @@ fn child_thousand_cycles() {
     let Some(path) = child_socket() else { return };
     let v = Dev::open();
     let mut conn = connect_retry(&path);
-    let mut counts = None;
+    let mut before = None;
     let start = Instant::now();
     for i in 0..=CYCLES {
         let b = ipc::receive_buffer(&v.ctx, conn.as_fd(), &secs(30), none()).unwrap();
@@ -295,18 +302,11 @@ fn child_thousand_cycles() {
         }
         drop(b);
         if i == 0 {
-            counts = Some((fd_count(), live_objects()));
+            before = Some(counts());
         }
         conn.write_all(b"k").unwrap();
     }
-    let (fds, objs) = counts.unwrap();
-    let (fds2, objs2) = (fd_count(), live_objects());
-    println!(
-        "child: {CYCLES} receives and imports in {:?}: open fds {fds} -> {fds2}",
-        start.elapsed()
-    );
-    assert_eq!(fds, fds2, "open fds in the child");
-    assert_eq!(live_tuple(&objs), live_tuple(&objs2));
+    same_counts("child", "receives and imports", start, before.unwrap());
 }
 
 // ---- a peer of another user -------------------------------------------------------

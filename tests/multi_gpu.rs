@@ -19,7 +19,7 @@ use ash::vk;
 use cudarc::driver::sys as cu;
 use support::cuda::{check, Cuda};
 use vkcuda::buffer::Allocator;
-use vkcuda::context::{BorrowedCudaContext, CudaChoice, EngineHandles};
+use vkcuda::context::{BorrowedCudaContext, CudaChoice};
 use vkcuda::semaphore::Kind;
 use vkcuda::{doctor, ipc, pairing, Buffer, Context, ErrorKind, Semaphore};
 
@@ -160,14 +160,7 @@ fn the_other_gpus_objects_are_refused() {
         id.device_uuid == uuid1
     });
     let ctx0 = Cuda(primary(cuda0));
-    let handles = EngineHandles {
-        instance: e.instance.handle(),
-        physical: e.physical,
-        device: e.device.handle(),
-        get_instance_proc_addr: e.entry.static_fn().get_instance_proc_addr,
-        get_device_proc_addr: None,
-        synchronization2: false,
-    };
+    let handles = support::device::engine_handles(&e, None);
     // SAFETY: GPU 0's primary context, retained until the end of the test, and
     // the engine's live handles (the refused call keeps neither).
     let borrowed = CudaChoice::Borrowed(unsafe { BorrowedCudaContext::from_raw(ctx0.0) });

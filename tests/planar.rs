@@ -23,7 +23,7 @@
 //! over on a timeline.
 
 mod support;
-use support::images::{sample_bits, EngineImage, Packing, Side, Texels};
+use support::images::{create, d2, sample_bits, EngineImage, Packing, Side, Texels};
 use support::*;
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -51,22 +51,6 @@ fn pattern(i: usize, seed: u32) -> u8 {
 
 fn name(f: vk::Format) -> String {
     vkcuda::format::display(f)
-}
-
-fn d2(format: vk::Format, w: u32, h: u32) -> Description {
-    Description::new_2d(format, w, h)
-}
-
-fn create(ctx: &Arc<Context>, d: &Description) -> Image {
-    Image::create(ctx, d).unwrap_or_else(|e| panic!("{d:?}: {e}"))
-}
-
-/// `r` failed with `want`; returns the message.
-#[track_caller]
-fn fails_with<T: std::fmt::Debug>(r: vkcuda::Result<T>, want: ErrorKind) -> String {
-    let e = r.expect_err("the call must fail");
-    assert_eq!(e.kind(), want, "{e}");
-    e.to_string()
 }
 
 /// Why the device cannot make shared images of `p` with one allocation per plane

@@ -40,14 +40,6 @@ fn frame_desc(format: vk::Format, w: u32, h: u32) -> Description {
     }
 }
 
-/// `r` failed with `want`; returns the message.
-#[track_caller]
-fn fails_with<T: std::fmt::Debug>(r: vkcuda::Result<T>, want: ErrorKind) -> String {
-    let e = r.expect_err("the call must fail");
-    assert_eq!(e.kind(), want, "{e}");
-    e.to_string()
-}
-
 fn plane_pointers(im: &Image, n: usize) -> Vec<PlanePointer> {
     (0..n).map(|p| im.plane_pointer(p).unwrap()).collect()
 }

@@ -15,8 +15,8 @@
 
 mod support;
 use support::{
-    child_passed, fake_cuda_driver, gpu_required, in_child, library_path_with, pattern, this_test,
-    uuid_hex, HostBuffer, Vk, CHILD_ENV,
+    assert_same, child_passed, fake_cuda_driver, gpu_required, in_child, library_path_with,
+    pattern, this_test, uuid_hex, HostBuffer, Vk, CHILD_ENV,
 };
 
 use std::os::fd::AsRawFd;
@@ -193,22 +193,6 @@ fn write_tensor_element(mem: &mut [u8], info: &batch::Info, texel: u32, i: u32, 
     for y in 0..info.height as usize {
         let at = start + y * info.row_pitch as usize;
         mem[at..at + row].copy_from_slice(&data[y * row..(y + 1) * row]);
-    }
-}
-
-#[track_caller]
-fn assert_same(got: &[u8], want: &[u8], what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    if got == want {
-        return;
-    }
-    if let Some(k) = (0..want.len()).find(|&k| got[k] != want[k]) {
-        panic!(
-            "{what}: byte {k} of {} is {:#04x}, want {:#04x}",
-            want.len(),
-            got[k],
-            want[k]
-        );
     }
 }
 

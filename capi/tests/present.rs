@@ -10,7 +10,7 @@
 //! CUDA surfaces.
 
 mod support;
-use support::{device_local_type, gpu_required, pattern, serial, HostBuffer, Vk};
+use support::{assert_same, device_local_type, gpu_required, pattern, serial, HostBuffer, Vk};
 
 use std::sync::Arc;
 
@@ -186,19 +186,6 @@ fn expected_bgra(src: &[u8], w: u32, h: u32, tw: u32, th: u32) -> Vec<u8> {
         }
     }
     out
-}
-
-#[track_caller]
-fn assert_same(got: &[u8], want: &[u8], what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    if let Some(i) = (0..want.len()).find(|&i| got[i] != want[i]) {
-        panic!(
-            "{what}: byte {i} of {} is {:#04x}, want {:#04x}",
-            want.len(),
-            got[i],
-            want[i]
-        );
-    }
 }
 
 /// Records and submits the ring's prepare, and waits for it.

@@ -4,7 +4,7 @@
 //! `gpu_required` for GPU-only tests (see the top of tests/support/mod.rs);
 //! `serial` for tests that count per-process things; `fd_count`, `fds_back_to`,
 //! `fd_is_open`, `fd_knows_size`, `live_objects`, `live_counts`, `image_counts`;
-//! `pattern`, the bytes tests write; `median` of timings.
+//! `pattern`, the bytes tests write; `assert_same` bytes; `median` of timings.
 
 use std::sync::{Mutex, MutexGuard};
 
@@ -121,4 +121,18 @@ pub fn pattern(i: usize, seed: u32) -> u8 {
 pub fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[v.len() / 2]
+}
+
+/// Equal bytes, or a panic naming the first differing byte.
+#[track_caller]
+pub fn assert_same(got: &[u8], want: &[u8], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    if let Some(i) = (0..want.len()).find(|&i| got[i] != want[i]) {
+        panic!(
+            "{what}: byte {i} of {} is {:#04x}, want {:#04x}",
+            want.len(),
+            got[i],
+            want[i]
+        );
+    }
 }

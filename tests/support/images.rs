@@ -16,6 +16,15 @@ use vkcuda::Image;
 use super::cuda::Cuda;
 use super::{device_local_type, layout_barrier, Vk};
 
+/// A 2D description with the defaults (one level and layer, the default usage).
+pub fn d2(format: vk::Format, w: u32, h: u32) -> Description {
+    Description::new_2d(format, w, h)
+}
+
+pub fn create(ctx: &std::sync::Arc<vkcuda::Context>, d: &Description) -> Image {
+    Image::create(ctx, d).unwrap_or_else(|e| panic!("{d:?}: {e}"))
+}
+
 /// A description with `dimension` and the defaults (one level and layer, the
 /// default usage).
 pub fn desc(dimension: Dimension, format: vk::Format, w: u32, h: u32, d: u32) -> Description {

@@ -112,18 +112,12 @@ pub fn bytes(n: usize, seed: u32) -> Vec<u8> {
     (0..n).map(|i| pattern(i, seed)).collect()
 }
 
-/// Equal bytes, or a panic naming the first differing byte.
+/// `r` failed with `want`; returns the message.
 #[track_caller]
-pub fn assert_same(got: &[u8], want: &[u8], what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    if let Some(i) = (0..want.len()).find(|&i| got[i] != want[i]) {
-        panic!(
-            "{what}: byte {i} of {} is {:#04x}, want {:#04x}",
-            want.len(),
-            got[i],
-            want[i]
-        );
-    }
+pub fn fails_with<T: std::fmt::Debug>(r: vkcuda::Result<T>, want: vkcuda::ErrorKind) -> String {
+    let e = r.expect_err("the call must fail");
+    assert_eq!(e.kind(), want, "{e}");
+    e.to_string()
 }
 
 /// Asserts `r` failed with `want` and that its message says `words`; returns the error.
