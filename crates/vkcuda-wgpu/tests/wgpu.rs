@@ -222,22 +222,14 @@ fn a_shared_texture_keeps_its_texels_across_a_handoff() {
     let b = bridge();
     let (w, h) = (67u32, 35u32);
     let tex = b
-        .create_texture(&wgpu::TextureDescriptor {
-            label: Some("shared texture"),
-            size: wgpu::Extent3d {
-                width: w,
-                height: h,
-                depth_or_array_layers: 1,
-            },
-            mip_level_count: 1,
-            sample_count: 1,
-            dimension: wgpu::TextureDimension::D2,
-            format: wgpu::TextureFormat::R32Uint,
-            usage: wgpu::TextureUsages::COPY_DST
+        .create_texture(&texture_desc(
+            "shared texture",
+            wgpu::TextureFormat::R32Uint,
+            (w, h),
+            wgpu::TextureUsages::COPY_DST
                 | wgpu::TextureUsages::COPY_SRC
                 | wgpu::TextureUsages::STORAGE_BINDING,
-            view_formats: &[],
-        })
+        ))
         .unwrap();
     assert_eq!(tex.resting_layout(), ash::vk::ImageLayout::GENERAL);
     let texels: Vec<u8> = (0..w * h).flat_map(|i| pattern(i).to_le_bytes()).collect();
@@ -432,18 +424,13 @@ fn descriptors_the_bridge_cannot_share_are_errors() {
     assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
     let e = b
         .create_texture(&wgpu::TextureDescriptor {
-            label: Some("multisampled"),
-            size: wgpu::Extent3d {
-                width: 16,
-                height: 16,
-                depth_or_array_layers: 1,
-            },
-            mip_level_count: 1,
             sample_count: 4,
-            dimension: wgpu::TextureDimension::D2,
-            format: wgpu::TextureFormat::Rgba8Unorm,
-            usage: wgpu::TextureUsages::RENDER_ATTACHMENT,
-            view_formats: &[],
+            ..texture_desc(
+                "multisampled",
+                wgpu::TextureFormat::Rgba8Unorm,
+                (16, 16),
+                wgpu::TextureUsages::RENDER_ATTACHMENT,
+            )
         })
         .err()
         .expect("a multisampled shared texture is refused");
@@ -533,16 +520,20 @@ fn gpu_cuda_reads_and_writes_what_wgpu_shares() {
     );
 }
 
-/// A 2D texture of the bridge's device (a stand-in for the surface texture wgpu
-/// hands out: BGRA8 with RENDER_ATTACHMENT | COPY_DST; COPY_SRC too, to read it).
-fn plain_texture(
-    b: &Interop,
+/// Texel `i` of frame `k` of the presenting tests (opaque BGRA8).
+fn frame_word(k: u32, i: u32) -> u32 {
+    pattern(i ^ (k * 7919)) | 0xff00_0000
+}
+
+/// A 2D texture of one level and sample, `w` by `h`.
+fn texture_desc(
+    label: &'static str,
     format: wgpu::TextureFormat,
     (w, h): (u32, u32),
     usage: wgpu::TextureUsages,
-) -> wgpu::Texture {
-    b.device().create_texture(&wgpu::TextureDescriptor {
-        label: Some("surface stand-in"),
+) -> wgpu::TextureDescriptor<'static> {
+    wgpu::TextureDescriptor {
+        label: Some(label),
         size: wgpu::Extent3d {
             width: w,
             height: h,
@@ -554,7 +545,19 @@ fn plain_texture(
         format,
         usage,
         view_formats: &[],
-    })
+    }
+}
+
+/// A 2D texture of the bridge's device (a stand-in for the surface texture wgpu
+/// hands out: BGRA8 with RENDER_ATTACHMENT | COPY_DST; COPY_SRC too, to read it).
+fn plain_texture(
+    b: &Interop,
+    format: wgpu::TextureFormat,
+    (w, h): (u32, u32),
+    usage: wgpu::TextureUsages,
+) -> wgpu::Texture {
+    b.device()
+        .create_texture(&texture_desc("surface stand-in", format, (w, h), usage))
 }
 
 /// Reads a 4-byte-texel texture back, row by row, as words.
@@ -597,20 +600,12 @@ fn a_shared_texture_is_copied_into_a_surface_texture() {
     let (w, h) = (61u32, 37u32);
     let bgra = wgpu::TextureFormat::Bgra8Unorm;
     let tex = b
-        .create_texture(&wgpu::TextureDescriptor {
-            label: Some("shared frame"),
-            size: wgpu::Extent3d {
-                width: w,
-                height: h,
-                depth_or_array_layers: 1,
-            },
-            mip_level_count: 1,
-            sample_count: 1,
-            dimension: wgpu::TextureDimension::D2,
-            format: bgra,
-            usage: U::COPY_SRC | U::COPY_DST | U::TEXTURE_BINDING,
-            view_formats: &[],
-        })
+        .create_texture(&texture_desc(
+            "shared frame",
+            bgra,
+            (w, h),
+            U::COPY_SRC | U::COPY_DST | U::TEXTURE_BINDING,
+        ))
         .unwrap();
     let surface = U::RENDER_ATTACHMENT | U::COPY_DST | U::COPY_SRC;
     let targets = [(w, h), (w - 20, h - 9), (w + 13, h + 6)]
@@ -627,7 +622,6 @@ fn a_shared_texture_is_copied_into_a_surface_texture() {
         },
     )
     .unwrap();
-    let frame_word = |k: u32, i: u32| pattern(i ^ (k * 7919)) | 0xff00_0000;
     let row = (w * 4).next_multiple_of(256);
     let mut value = 1;
     for (k, target) in (1u32..).zip(&targets) {
@@ -752,20 +746,12 @@ fn gpu_present_copy_shows_what_cuda_drew() {
     let (w, h) = (1920u32, 1080u32);
     let bgra = wgpu::TextureFormat::Bgra8Unorm;
     let tex = b
-        .create_texture(&wgpu::TextureDescriptor {
-            label: Some("shared frame"),
-            size: wgpu::Extent3d {
-                width: w,
-                height: h,
-                depth_or_array_layers: 1,
-            },
-            mip_level_count: 1,
-            sample_count: 1,
-            dimension: wgpu::TextureDimension::D2,
-            format: bgra,
-            usage: U::COPY_SRC | U::TEXTURE_BINDING,
-            view_formats: &[],
-        })
+        .create_texture(&texture_desc(
+            "shared frame",
+            bgra,
+            (w, h),
+            U::COPY_SRC | U::TEXTURE_BINDING,
+        ))
         .unwrap();
     let target = plain_texture(
         &b,
@@ -786,7 +772,6 @@ fn gpu_present_copy_shows_what_cuda_drew() {
     .unwrap();
     let ctx = b.cuda().unwrap().context;
     let array = tex.cuda_array(0).unwrap();
-    let frame_word = |k: u32, i: u32| pattern(i ^ (k * 7919)) | 0xff00_0000;
     for k in 1..=4u32 {
         let texels: Vec<u32> = (0..w * h).map(|i| frame_word(k, i)).collect();
         // SAFETY: the driver is loaded (the bridge has CUDA); the copy covers the array.
