@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 
 use ash::vk;
 use cudarc::driver::sys as cu;
-use support::{median, Vk};
+use support::{device_local_image, image_2d, median, Vk};
 use vkcuda::batch::{Batch, Description, Path};
 use vkcuda::buffer::Allocator;
 use vkcuda::context::CudaChoice;
@@ -143,18 +143,6 @@ fn frames(
     out
 }
 
-fn memory_type(v: &Vk, bits: u32) -> u32 {
-    let props = unsafe { v.instance.get_physical_device_memory_properties(v.physical) };
-    (0..props.memory_type_count)
-        .find(|&i| {
-            bits & (1 << i) != 0
-                && props.memory_types[i as usize]
-                    .property_flags
-                    .contains(vk::MemoryPropertyFlags::DEVICE_LOCAL)
-        })
-        .expect("a device-local memory type")
-}
-
 fn is_depth(format: vk::Format) -> bool {
     format == D32
 }
@@ -189,43 +177,15 @@ struct Raw {
 
 impl Raw {
     fn new(ctx: &Arc<Context>, v: &Vk, count: u32, w: u32, h: u32, format: vk::Format) -> Raw {
-        let d = &v.device;
         let usage = if is_depth(format) {
             vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT
         } else {
             vk::ImageUsageFlags::COLOR_ATTACHMENT
         } | vk::ImageUsageFlags::TRANSFER_SRC;
         let images = (0..count)
-            .map(|_| unsafe {
-                let image = d
-                    .create_image(
-                        &vk::ImageCreateInfo::default()
-                            .image_type(vk::ImageType::TYPE_2D)
-                            .format(format)
-                            .extent(vk::Extent3D {
-                                width: w,
-                                height: h,
-                                depth: 1,
-                            })
-                            .mip_levels(1)
-                            .array_layers(1)
-                            .samples(vk::SampleCountFlags::TYPE_1)
-                            .tiling(vk::ImageTiling::OPTIMAL)
-                            .usage(usage),
-                        None,
-                    )
-                    .unwrap();
-                let r = d.get_image_memory_requirements(image);
-                let memory = d
-                    .allocate_memory(
-                        &vk::MemoryAllocateInfo::default()
-                            .allocation_size(r.size)
-                            .memory_type_index(memory_type(v, r.memory_type_bits)),
-                        None,
-                    )
-                    .unwrap();
-                d.bind_image_memory(image, memory, 0).unwrap();
-                (image, memory)
+            .map(|_| {
+                let info = image_2d(format, (w, h), vk::ImageTiling::OPTIMAL, usage);
+                device_local_image(v, &info)
             })
             .collect();
         let size = u64::from(count) * u64::from(w) * u64::from(h) * 4;
@@ -571,13 +531,7 @@ impl Draw {
                         .image(b.element(i).unwrap().image)
                         .view_type(vk::ImageViewType::TYPE_2D)
                         .format(RGBA8)
-                        .subresource_range(vk::ImageSubresourceRange {
-                            aspect_mask: vk::ImageAspectFlags::COLOR,
-                            base_mip_level: 0,
-                            level_count: 1,
-                            base_array_layer: 0,
-                            layer_count: 1,
-                        }),
+                        .subresource_range(support::color_range()),
                     None,
                 )
             }

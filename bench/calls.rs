@@ -278,13 +278,7 @@ fn raw_release_image2(family: u32, image: vk::Image) -> vk::ImageMemoryBarrier2<
         .src_queue_family_index(family)
         .dst_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
         .image(image)
-        .subresource_range(vk::ImageSubresourceRange {
-            aspect_mask: vk::ImageAspectFlags::COLOR,
-            base_mip_level: 0,
-            level_count: 1,
-            base_array_layer: 0,
-            layer_count: 1,
-        })
+        .subresource_range(color_range())
 }
 
 /// Recording: single and batched barriers, and a getter through the boundary.

@@ -582,36 +582,9 @@ fn sampling(env: &Env, frame: &Linear, quick: bool) -> (f64, f64) {
     let d = &v.device;
     let nv12 = vk::Format::G8_B8R8_2PLANE_420_UNORM;
     // Vulkan's own optimal NV12 image.
-    let optimal = unsafe {
-        d.create_image(
-            &vk::ImageCreateInfo::default()
-                .image_type(vk::ImageType::TYPE_2D)
-                .format(nv12)
-                .extent(vk::Extent3D {
-                    width: W,
-                    height: H,
-                    depth: 1,
-                })
-                .mip_levels(1)
-                .array_layers(1)
-                .samples(vk::SampleCountFlags::TYPE_1)
-                .tiling(vk::ImageTiling::OPTIMAL)
-                .usage(vk::ImageUsageFlags::SAMPLED | vk::ImageUsageFlags::TRANSFER_DST),
-            None,
-        )
-    }
-    .unwrap();
-    let req = unsafe { d.get_image_memory_requirements(optimal) };
-    let memory = unsafe {
-        d.allocate_memory(
-            &vk::MemoryAllocateInfo::default()
-                .allocation_size(req.size)
-                .memory_type_index(device_local_type(v, req.memory_type_bits)),
-            None,
-        )
-    }
-    .unwrap();
-    unsafe { d.bind_image_memory(optimal, memory, 0) }.unwrap();
+    let usage = vk::ImageUsageFlags::SAMPLED | vk::ImageUsageFlags::TRANSFER_DST;
+    let info = image_2d(nv12, (W, H), vk::ImageTiling::OPTIMAL, usage);
+    let (optimal, memory) = device_local_image(v, &info);
     let frame_image = frame.image.vk_image();
     // The same ramp into both (luma then CbCr), through a staging buffer.
     let luma = (W * H) as usize;
@@ -646,13 +619,7 @@ fn sampling(env: &Env, frame: &Linear, quick: bool) -> (f64, f64) {
                 depth: 1,
             }),
     ];
-    let color = vk::ImageSubresourceRange {
-        aspect_mask: vk::ImageAspectFlags::COLOR,
-        base_mip_level: 0,
-        level_count: 1,
-        base_array_layer: 0,
-        layer_count: 1,
-    };
+    let color = color_range();
     // The frame is CUDA's after the ring: Vulkan acquires it for the copy.
     let scope = env.scope();
     v.run(|cmd| unsafe {

@@ -29,26 +29,14 @@ struct Stand {
 
 impl Stand {
     fn new(v: &Vk, width: u32, height: u32) -> Stand {
-        let info = vk::ImageCreateInfo::default()
-            .image_type(vk::ImageType::TYPE_2D)
-            .format(vk::Format::B8G8R8A8_UNORM)
-            .extent(vk::Extent3D {
-                width,
-                height,
-                depth: 1,
-            })
-            .mip_levels(1)
-            .array_layers(1)
-            .samples(vk::SampleCountFlags::TYPE_1)
-            .tiling(vk::ImageTiling::OPTIMAL)
-            .usage(vk::ImageUsageFlags::TRANSFER_DST | vk::ImageUsageFlags::TRANSFER_SRC);
-        let image = unsafe { v.device.create_image(&info, None) }.unwrap();
-        let req = unsafe { v.device.get_image_memory_requirements(image) };
-        let alloc = vk::MemoryAllocateInfo::default()
-            .allocation_size(req.size)
-            .memory_type_index(device_local_type(v, req.memory_type_bits));
-        let memory = unsafe { v.device.allocate_memory(&alloc, None) }.unwrap();
-        unsafe { v.device.bind_image_memory(image, memory, 0) }.unwrap();
+        let usage = vk::ImageUsageFlags::TRANSFER_DST | vk::ImageUsageFlags::TRANSFER_SRC;
+        let info = image_2d(
+            vk::Format::B8G8R8A8_UNORM,
+            (width, height),
+            vk::ImageTiling::OPTIMAL,
+            usage,
+        );
+        let (image, memory) = device_local_image(v, &info);
         Stand {
             image,
             memory,
@@ -114,7 +102,7 @@ impl Frames {
     }
 }
 
-/// Ends `cmd` and submits it waiting for `wait` on `sem` at TRANSFER and signalling
+/// Ends `cmd` and submits it waiting for `wait` on `sem` and signalling
 /// `signal`, `fence` at the end.
 fn submit(
     v: &Vk,
@@ -124,27 +112,8 @@ fn submit(
     signal: u64,
     fence: vk::Fence,
 ) {
-    let (ws, wv, st, ss, sv) = (
-        [sem],
-        [wait],
-        [vk::PipelineStageFlags::TRANSFER],
-        [sem],
-        [signal],
-    );
-    let mut tl = vk::TimelineSemaphoreSubmitInfo::default()
-        .wait_semaphore_values(&wv)
-        .signal_semaphore_values(&sv);
-    let cmds = [cmd];
-    let info = vk::SubmitInfo::default()
-        .command_buffers(&cmds)
-        .wait_semaphores(&ws)
-        .wait_dst_stage_mask(&st)
-        .signal_semaphores(&ss)
-        .push_next(&mut tl);
-    unsafe {
-        v.device.end_command_buffer(cmd).unwrap();
-        v.device.queue_submit(v.queue, &[info], fence).unwrap();
-    }
+    unsafe { v.device.end_command_buffer(cmd) }.unwrap();
+    v.submit_timeline(&[(sem, wait)], &[(sem, signal)], cmd, fence);
 }
 
 /// The fractal kernel at one iteration over a `w` x `h` surface.
@@ -292,13 +261,7 @@ fn raw_calls(
         .iter()
         .map(|im| (im.vk_image(), im.surface(0, 0).unwrap()))
         .collect();
-    let color = vk::ImageSubresourceRange {
-        aspect_mask: vk::ImageAspectFlags::COLOR,
-        base_mip_level: 0,
-        level_count: 1,
-        base_array_layer: 0,
-        layer_count: 1,
-    };
+    let color = color_range();
     let layers = vk::ImageSubresourceLayers {
         aspect_mask: vk::ImageAspectFlags::COLOR,
         mip_level: 0,

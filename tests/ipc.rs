@@ -1139,13 +1139,7 @@ fn image_barrier(
     from: vk::ImageLayout,
     to: vk::ImageLayout,
 ) {
-    let level0 = vk::ImageSubresourceRange {
-        aspect_mask: vk::ImageAspectFlags::COLOR,
-        base_mip_level: 0,
-        level_count: 1,
-        base_array_layer: 0,
-        layer_count: 1,
-    };
+    let level0 = color_range();
     v.image_barrier(cmd, layout_barrier(image, level0, from, to));
 }
 

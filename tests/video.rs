@@ -315,13 +315,7 @@ fn both_ways(
     for k in 0..planes.len() {
         write.bytes()[offsets[k]..offsets[k + 1]].copy_from_slice(&back[k]);
     }
-    let color = vk::ImageSubresourceRange {
-        aspect_mask: vk::ImageAspectFlags::COLOR,
-        base_mip_level: 0,
-        level_count: 1,
-        base_array_layer: 0,
-        layer_count: 1,
-    };
+    let color = color_range();
     v.run(|cmd| unsafe {
         acquire(v, cmd, &im, vk::ImageLayout::TRANSFER_SRC_OPTIMAL);
         v.device.cmd_copy_image_to_buffer(
@@ -929,19 +923,7 @@ fn gpu_engine_frames_are_wrapped() {
         .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
     let image = unsafe {
         d.create_image(
-            &vk::ImageCreateInfo::default()
-                .image_type(vk::ImageType::TYPE_2D)
-                .format(NV12)
-                .extent(vk::Extent3D {
-                    width: w,
-                    height: h,
-                    depth: 1,
-                })
-                .mip_levels(1)
-                .array_layers(1)
-                .samples(vk::SampleCountFlags::TYPE_1)
-                .tiling(vk::ImageTiling::LINEAR)
-                .usage(usage)
+            &image_2d(NV12, (w, h), vk::ImageTiling::LINEAR, usage)
                 .initial_layout(vk::ImageLayout::UNDEFINED)
                 .push_next(&mut ext),
             None,

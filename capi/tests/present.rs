@@ -10,7 +10,9 @@
 //! CUDA surfaces.
 
 mod support;
-use support::{assert_same, device_local_type, gpu_required, pattern, serial, HostBuffer, Vk};
+use support::{
+    assert_same, device_local_image, gpu_required, image_2d, pattern, serial, HostBuffer, Vk,
+};
 
 use std::sync::Arc;
 
@@ -52,26 +54,9 @@ struct TargetImage {
 
 impl TargetImage {
     fn new(v: &Vk, format: vk::Format, width: u32, height: u32) -> TargetImage {
-        let info = vk::ImageCreateInfo::default()
-            .image_type(vk::ImageType::TYPE_2D)
-            .format(format)
-            .extent(vk::Extent3D {
-                width,
-                height,
-                depth: 1,
-            })
-            .mip_levels(1)
-            .array_layers(1)
-            .samples(vk::SampleCountFlags::TYPE_1)
-            .tiling(vk::ImageTiling::OPTIMAL)
-            .usage(vk::ImageUsageFlags::TRANSFER_DST | vk::ImageUsageFlags::TRANSFER_SRC);
-        let image = unsafe { v.device.create_image(&info, None) }.unwrap();
-        let req = unsafe { v.device.get_image_memory_requirements(image) };
-        let alloc = vk::MemoryAllocateInfo::default()
-            .allocation_size(req.size)
-            .memory_type_index(device_local_type(v, req.memory_type_bits));
-        let memory = unsafe { v.device.allocate_memory(&alloc, None) }.unwrap();
-        unsafe { v.device.bind_image_memory(image, memory, 0) }.unwrap();
+        let usage = vk::ImageUsageFlags::TRANSFER_DST | vk::ImageUsageFlags::TRANSFER_SRC;
+        let info = image_2d(format, (width, height), vk::ImageTiling::OPTIMAL, usage);
+        let (image, memory) = device_local_image(v, &info);
         TargetImage {
             image,
             memory,

@@ -476,6 +476,45 @@ impl Drop for EngineDevice {
     }
 }
 
+/// A 2D image of one level, layer and sample.
+pub fn image_2d<'a>(
+    format: vk::Format,
+    (width, height): (u32, u32),
+    tiling: vk::ImageTiling,
+    usage: vk::ImageUsageFlags,
+) -> vk::ImageCreateInfo<'a> {
+    vk::ImageCreateInfo::default()
+        .image_type(vk::ImageType::TYPE_2D)
+        .format(format)
+        .extent(vk::Extent3D {
+            width,
+            height,
+            depth: 1,
+        })
+        .mip_levels(1)
+        .array_layers(1)
+        .samples(vk::SampleCountFlags::TYPE_1)
+        .tiling(tiling)
+        .usage(usage)
+}
+
+/// An image of `info` bound to its own device-local memory.
+pub fn device_local_image(v: &Vk, info: &vk::ImageCreateInfo) -> (vk::Image, vk::DeviceMemory) {
+    let image = unsafe { v.device.create_image(info, None) }.unwrap();
+    let req = unsafe { v.device.get_image_memory_requirements(image) };
+    let memory = device_local_memory(v, req);
+    unsafe { v.device.bind_image_memory(image, memory, 0) }.unwrap();
+    (image, memory)
+}
+
+/// Device-local memory for `req`, not bound.
+pub fn device_local_memory(v: &Vk, req: vk::MemoryRequirements) -> vk::DeviceMemory {
+    let info = vk::MemoryAllocateInfo::default()
+        .allocation_size(req.size)
+        .memory_type_index(device_local_type(v, req.memory_type_bits));
+    unsafe { v.device.allocate_memory(&info, None) }.unwrap()
+}
+
 /// A device-local memory type among `bits`.
 pub fn device_local_type(v: &Vk, bits: u32) -> u32 {
     let props = unsafe { v.instance.get_physical_device_memory_properties(v.physical) };

@@ -6,7 +6,7 @@
 
 use ash::vk;
 
-use super::vulkan::{device_local_type, HostBuffer, Vk};
+use super::vulkan::{color_range, device_local_memory, HostBuffer, Vk};
 
 /// The SPIR-V words of examples/video/shaders/ycbcr.comp.
 pub fn ycbcr_spirv() -> Vec<u32> {
@@ -70,13 +70,7 @@ impl YcbcrPass {
                     .image(image)
                     .view_type(vk::ImageViewType::TYPE_2D)
                     .format(ci.format)
-                    .subresource_range(vk::ImageSubresourceRange {
-                        aspect_mask: vk::ImageAspectFlags::COLOR,
-                        base_mip_level: 0,
-                        level_count: 1,
-                        base_array_layer: 0,
-                        layer_count: 1,
-                    })
+                    .subresource_range(color_range())
                     .push_next(&mut conv_info),
                 None,
             )
@@ -268,15 +262,7 @@ fn device_buffer(v: &Vk, size: u64) -> HostBuffer {
     }
     .unwrap();
     let req = unsafe { d.get_buffer_memory_requirements(buffer) };
-    let memory = unsafe {
-        d.allocate_memory(
-            &vk::MemoryAllocateInfo::default()
-                .allocation_size(req.size)
-                .memory_type_index(device_local_type(v, req.memory_type_bits)),
-            None,
-        )
-    }
-    .unwrap();
+    let memory = device_local_memory(v, req);
     unsafe { d.bind_buffer_memory(buffer, memory, 0) }.unwrap();
     HostBuffer {
         buffer,
