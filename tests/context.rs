@@ -218,14 +218,7 @@ fn an_engine_device_is_paired_and_its_buffers_wrapped() {
             .any(|e| e.extension_name_as_c_str() == Ok(pairing::DEVICE_EXTENSIONS[0]))
     };
     let engine = EngineDevice::new(&[pairing::DEVICE_EXTENSIONS[0]], has_memory_fd);
-    let handles = vkcuda::context::EngineHandles {
-        instance: engine.instance.handle(),
-        physical: engine.physical,
-        device: engine.device.handle(),
-        get_instance_proc_addr: engine.entry.static_fn().get_instance_proc_addr,
-        get_device_proc_addr: None,
-        synchronization2: false,
-    };
+    let handles = handles(&engine);
     // SAFETY: the engine's live handles, which outlive the context (dropped first).
     let ctx = unsafe { Context::from_engine(&handles, CudaChoice::None) }.unwrap();
     let h = ctx.vulkan_handles();

@@ -12,7 +12,7 @@
 //! real driver (reading and writing with cuMemcpy).
 
 mod support;
-use support::device::{fake_live, fake_paired_context, lavapipe_uuid};
+use support::device::{fake_paired_context, lavapipe_uuid};
 use support::*;
 
 use std::sync::Arc;

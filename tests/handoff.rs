@@ -191,14 +191,7 @@ fn batches_round_trip_with_the_vulkan_1_0_barrier() {
 fn barriers_take_the_stages_the_context_knows_are_enabled() {
     use vk::PipelineStageFlags as S;
     let engine = EngineDevice::new(&[pairing::DEVICE_EXTENSIONS[0]], |_, _| true);
-    let handles = vkcuda::context::EngineHandles {
-        instance: engine.instance.handle(),
-        physical: engine.physical,
-        device: engine.device.handle(),
-        get_instance_proc_addr: engine.entry.static_fn().get_instance_proc_addr,
-        get_device_proc_addr: None,
-        synchronization2: false,
-    };
+    let handles = handles(&engine);
     let mut told = vkcuda::context::EnabledFeatures::default();
     told.geometry_shader = true;
     // SAFETY: the engine's live handles, which outlive the contexts (dropped first).

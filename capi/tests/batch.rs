@@ -15,8 +15,8 @@
 
 mod support;
 use support::{
-    assert_same, child_passed, fake_cuda_driver, gpu_required, in_child, library_path_with,
-    pattern, this_test, uuid_hex, HostBuffer, Vk, CHILD_ENV,
+    assert_same, child_passed, fake_cuda_driver, fake_live, gpu_required, in_child,
+    library_path_with, pattern, this_test, uuid_hex, HostBuffer, Vk, CHILD_ENV,
 };
 
 use std::os::fd::AsRawFd;
@@ -761,20 +761,6 @@ fn lavapipe_uuid() -> Option<String> {
             .get_physical_device_properties2(v.physical, &mut p2)
     };
     Some(uuid_hex(&id.device_uuid))
-}
-
-/// What the fake driver still holds (imports, mappings, allocations, retains).
-fn fake_live() -> i32 {
-    unsafe {
-        let h = libc::dlopen(c"libcuda.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD);
-        assert!(!h.is_null(), "the fake driver is loaded");
-        let f = libc::dlsym(h, c"fake_cuda_live".as_ptr());
-        assert!(!f.is_null());
-        let f: extern "C" fn() -> i32 = std::mem::transmute(f);
-        let n = f();
-        libc::dlclose(h);
-        n
-    }
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! What a suite asks of a context's device and of the stand-in CUDA driver paired
 //! with it: `device_support` (the pairing report's `Support`), `lavapipe_uuid` (the
 //! device the stand-in driver can pair with, or a skip), and in a child process
-//! with the stand-in driver `fake_paired_context` and `fake_live`.
+//! with the stand-in driver `fake_paired_context` (`fake_live`: stand_in.rs).
 
 use std::sync::Arc;
 
@@ -39,23 +39,6 @@ pub fn fake_paired_context() -> Arc<vkcuda::Context> {
     let v = pairing::cuda_driver_version().expect("the CUDA driver's version");
     assert_eq!(v, 12080, "the fake driver is the one loaded");
     vkcuda::Context::standalone(None, vkcuda::CudaChoice::Primary).expect("a fake-paired context")
-}
-
-/// What the stand-in driver still holds (allocations, mappings, imports,
-/// retains); it must be loaded as `libcuda.so.1` (built with that soname).
-pub fn fake_live() -> i32 {
-    // SAFETY: dlopen with RTLD_NOLOAD of a loaded library, and its exported
-    // `int fake_cuda_live(void)`.
-    unsafe {
-        let h = libc::dlopen(c"libcuda.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD);
-        assert!(!h.is_null(), "the fake driver is loaded");
-        let f = libc::dlsym(h, c"fake_cuda_live".as_ptr());
-        assert!(!f.is_null());
-        let f: extern "C" fn() -> i32 = std::mem::transmute(f);
-        let n = f();
-        libc::dlclose(h);
-        n
-    }
 }
 
 /// The handles of an engine's device (`EngineDevice`) for

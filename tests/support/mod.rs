@@ -20,7 +20,8 @@
 //!   - `children`: this test executable run again (`this_test`, `child_passed`,
 //!     `run_child`, `in_child`, `CHILD_ENV`), `library_path_with`, `empty_dir`,
 //!     `uuid_hex`, `send_with_fds` (a peer's raw message with fds);
-//!   - `stand_in`: `fake_cuda_driver`, the stand-in CUDA driver;
+//!   - `stand_in`: `fake_cuda_driver`, the stand-in CUDA driver, and `fake_live`
+//!     (what it still holds);
 //!   - `cuda` (not re-exported: `use support::cuda::{check, Cuda};`): the test's
 //!     own CUDA work, `Cuda` (`of_context` a `vkcuda::Context`) and `check`.
 //!

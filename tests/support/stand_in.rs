@@ -89,3 +89,20 @@ pub fn fake_cuda_driver(name: &str, extra: &[&str]) -> PathBuf {
     built.insert(key, dir.clone());
     dir
 }
+
+/// What the stand-in driver still holds (allocations, mappings, imports,
+/// retains); it must be loaded as `libcuda.so.1` (built with that soname).
+pub fn fake_live() -> i32 {
+    // SAFETY: dlopen with RTLD_NOLOAD of a loaded library, and its exported
+    // `int fake_cuda_live(void)`.
+    unsafe {
+        let h = libc::dlopen(c"libcuda.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD);
+        assert!(!h.is_null(), "the fake driver is loaded");
+        let f = libc::dlsym(h, c"fake_cuda_live".as_ptr());
+        assert!(!f.is_null());
+        let f: extern "C" fn() -> i32 = std::mem::transmute(f);
+        let n = f();
+        libc::dlclose(h);
+        n
+    }
+}
