@@ -1143,21 +1143,6 @@ fn image_barrier(
     v.image_barrier(cmd, layout_barrier(image, level0, from, to));
 }
 
-fn level0_copy(w: u32, h: u32) -> vk::BufferImageCopy {
-    vk::BufferImageCopy::default()
-        .image_subresource(vk::ImageSubresourceLayers {
-            aspect_mask: vk::ImageAspectFlags::COLOR,
-            mip_level: 0,
-            base_array_layer: 0,
-            layer_count: 1,
-        })
-        .image_extent(vk::Extent3D {
-            width: w,
-            height: h,
-            depth: 1,
-        })
-}
-
 #[test]
 fn images_are_described_sent_and_imported() {
     let _s = serial();
@@ -1187,7 +1172,7 @@ fn images_are_described_sent_and_imported() {
             stage.buffer,
             im.vk_image(),
             vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-            &[level0_copy(w, h)],
+            &[color_region(w, h)],
         );
         image_barrier(
             &va,
@@ -1250,7 +1235,7 @@ fn images_are_described_sent_and_imported() {
             image,
             vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
             out.buffer,
-            &[level0_copy(w, h)],
+            &[color_region(w, h)],
         );
     });
     let bad = out

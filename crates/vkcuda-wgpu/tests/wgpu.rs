@@ -184,15 +184,12 @@ fn a_compute_pass_fills_a_shared_buffer_across_a_handoff() {
     );
     let shared: [Shared; 1] = [(&buf).into()];
     // wgpu writes, hands the buffer to "CUDA" and signals 1.
-    b.submit(
+    release_to_cuda(
+        &b,
         [fill(&b, buf.wgpu())],
-        &Handoff {
-            release: &shared,
-            signal: sem.as_ref().map(|s| (s, 1)),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+        &shared,
+        sem.as_ref().map(|s| (s, 1)),
+    );
     assert!(buf.with_cuda());
     // The host stands in for CUDA: it waits for wgpu's signal, then signals 2.
     host_turn(&b, sem.as_ref(), 1, 2);
@@ -245,15 +242,7 @@ fn a_shared_texture_keeps_its_texels_across_a_handoff() {
     );
     let sem = timeline(&b, 10, "a_shared_texture_keeps_its_texels_across_a_handoff");
     let shared: [Shared; 1] = [(&tex).into()];
-    b.submit(
-        [],
-        &Handoff {
-            release: &shared,
-            signal: sem.as_ref().map(|s| (s, 11)),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    release_to_cuda(&b, [], &shared, sem.as_ref().map(|s| (s, 11)));
     host_turn(&b, sem.as_ref(), 11, 12);
     let row = (w * 4).next_multiple_of(256); // bytes_per_row: a multiple of 256
     let (copy, staging) = read_back(&b, row as u64 * h as u64, |enc, staging| {
@@ -470,15 +459,7 @@ fn gpu_cuda_reads_and_writes_what_wgpu_shares() {
     let buf = storage_buffer(&b, bytes);
     let sem = b.create_semaphore(0).unwrap();
     let shared: [Shared; 1] = [(&buf).into()];
-    b.submit(
-        [fill(&b, buf.wgpu())],
-        &Handoff {
-            release: &shared,
-            signal: Some((&sem, 1)),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    release_to_cuda(&b, [fill(&b, buf.wgpu())], &shared, Some((&sem, 1)));
     let ctx = b.cuda().unwrap().context;
     let ptr = buf.cuda_ptr().unwrap();
     let mut seen = vec![0u32; N as usize];
@@ -518,6 +499,22 @@ fn gpu_cuda_reads_and_writes_what_wgpu_shares() {
         |i| !pattern(i),
         "wgpu's view of CUDA's writes",
     );
+}
+
+/// Submits `commands`, after them handing `shared` to CUDA and signalling
+/// `signal`.
+fn release_to_cuda<I: IntoIterator<Item = wgpu::CommandBuffer>>(
+    b: &Interop,
+    commands: I,
+    shared: &[Shared],
+    signal: Option<(&vkcuda_wgpu::SharedSemaphore, u64)>,
+) {
+    let h = Handoff {
+        release: shared,
+        signal,
+        ..Default::default()
+    };
+    b.submit(commands, &h).unwrap();
 }
 
 /// Texel `i` of frame `k` of the presenting tests (opaque BGRA8).
@@ -613,15 +610,7 @@ fn a_shared_texture_is_copied_into_a_surface_texture() {
     let sem = timeline(&b, 0, "a_shared_texture_is_copied_into_a_surface_texture");
     let shared: [Shared; 1] = [(&tex).into()];
     // Before the first frame the texture goes to CUDA.
-    b.submit(
-        [],
-        &Handoff {
-            release: &shared,
-            signal: sem.as_ref().map(|s| (s, 1)),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    release_to_cuda(&b, [], &shared, sem.as_ref().map(|s| (s, 1)));
     let row = (w * 4).next_multiple_of(256);
     let mut value = 1;
     for (k, target) in (1u32..).zip(&targets) {
@@ -761,15 +750,7 @@ fn gpu_present_copy_shows_what_cuda_drew() {
     );
     let sem = b.create_semaphore(0).unwrap();
     let shared: [Shared; 1] = [(&tex).into()];
-    b.submit(
-        [],
-        &Handoff {
-            release: &shared,
-            signal: Some((&sem, 1)),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    release_to_cuda(&b, [], &shared, Some((&sem, 1)));
     let ctx = b.cuda().unwrap().context;
     let array = tex.cuda_array(0).unwrap();
     for k in 1..=4u32 {
