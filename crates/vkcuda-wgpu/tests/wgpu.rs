@@ -42,6 +42,19 @@ fn bridge() -> Interop {
         .expect("a Vulkan-only bridge")
 }
 
+/// A bridge with CUDA (the primary context), or None after a skip line where
+/// there is no CUDA GPU (a failure with VKCUDA_REQUIRE_GPU=1).
+fn cuda_bridge_or_skip(test: &str) -> Option<Interop> {
+    match Interop::request_device(&adapter(), &Default::default(), CudaChoice::Primary) {
+        Ok(b) => Some(b),
+        Err(e) if std::env::var("VKCUDA_REQUIRE_GPU").as_deref() != Ok("1") => {
+            eprintln!("SKIPPED: {test}: no CUDA GPU here ({e})");
+            None
+        }
+        Err(e) => panic!("VKCUDA_REQUIRE_GPU=1 but no CUDA-paired wgpu device: {e}"),
+    }
+}
+
 /// The bridge's timeline, or None where the device has no
 /// VK_KHR_external_semaphore_fd (lavapipe of Debian 12): the test then orders the
 /// two submissions with a host wait on wgpu instead, and says so.
@@ -445,15 +458,8 @@ fn the_bridge_and_its_objects_cross_threads() {
 #[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn gpu_cuda_reads_and_writes_what_wgpu_shares() {
     use cudarc::driver::sys;
-    let b = match Interop::request_device(&adapter(), &Default::default(), CudaChoice::Primary) {
-        Ok(b) => b,
-        Err(e) if std::env::var("VKCUDA_REQUIRE_GPU").as_deref() != Ok("1") => {
-            eprintln!(
-                "SKIPPED: gpu_cuda_reads_and_writes_what_wgpu_shares: no CUDA GPU here ({e})"
-            );
-            return;
-        }
-        Err(e) => panic!("VKCUDA_REQUIRE_GPU=1 but no CUDA-paired wgpu device: {e}"),
+    let Some(b) = cuda_bridge_or_skip("gpu_cuda_reads_and_writes_what_wgpu_shares") else {
+        return;
     };
     let bytes = N as u64 * 4;
     let buf = storage_buffer(&b, bytes);
@@ -724,13 +730,8 @@ fn a_shared_texture_is_copied_into_a_surface_texture() {
 fn gpu_present_copy_shows_what_cuda_drew() {
     use cudarc::driver::sys;
     use wgpu::TextureUsages as U;
-    let b = match Interop::request_device(&adapter(), &Default::default(), CudaChoice::Primary) {
-        Ok(b) => b,
-        Err(e) if std::env::var("VKCUDA_REQUIRE_GPU").as_deref() != Ok("1") => {
-            eprintln!("SKIPPED: gpu_present_copy_shows_what_cuda_drew: no CUDA GPU here ({e})");
-            return;
-        }
-        Err(e) => panic!("VKCUDA_REQUIRE_GPU=1 but no CUDA-paired wgpu device: {e}"),
+    let Some(b) = cuda_bridge_or_skip("gpu_present_copy_shows_what_cuda_drew") else {
+        return;
     };
     let (w, h) = (1920u32, 1080u32);
     let bgra = wgpu::TextureFormat::Bgra8Unorm;
