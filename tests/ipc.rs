@@ -467,8 +467,7 @@ fn a_message_in_pieces_is_put_together() {
     let _s = serial();
     let (da, db) = (Dev::open(), Dev::open());
     let buf = da.written(4096, 43);
-    let rec = record(&ipc::describe_buffer(&buf));
-    let fd = buf.export_fd().unwrap();
+    let (rec, fd) = record_and_fd(&buf);
     let (s0, s1) = pair(libc::SOCK_STREAM);
     let base = fd_count();
     let sender = std::thread::spawn(move || {
@@ -509,8 +508,7 @@ fn signals_do_not_break_a_receive() {
     }
     let (s0, s1) = pair(libc::SOCK_STREAM);
     let me = unsafe { libc::pthread_self() };
-    let rec = record(&ipc::describe_buffer(&buf));
-    let fd = buf.export_fd().unwrap();
+    let (rec, fd) = record_and_fd(&buf);
     let t = std::thread::spawn(move || {
         for _ in 0..5 {
             std::thread::sleep(Duration::from_millis(40));
@@ -596,6 +594,11 @@ fn refused_message(
     msg
 }
 
+/// `buf`'s description's record and an fd of its memory: what a peer sends.
+fn record_and_fd(buf: &Buffer) -> ([u8; ipc::DESCRIPTION_SIZE], OwnedFd) {
+    (record(&ipc::describe_buffer(buf)), buf.export_fd().unwrap())
+}
+
 /// A Vulkan-only context with a 4096-byte buffer.
 fn one_buffer() -> (Buffer, Arc<Context>) {
     let ctx = vulkan_only_context();
@@ -607,8 +610,7 @@ fn one_buffer() -> (Buffer, Arc<Context>) {
 fn unknown_versions_magic_and_kinds_are_refused() {
     let _s = serial();
     let (buf, ctx) = one_buffer();
-    let rec = record(&ipc::describe_buffer(&buf));
-    let fd = buf.export_fd().unwrap();
+    let (rec, fd) = record_and_fd(&buf);
     let f = [fd.as_raw_fd()];
     let invalid = ErrorKind::InvalidArgument;
     for ty in [libc::SOCK_STREAM, libc::SOCK_SEQPACKET] {
@@ -724,8 +726,7 @@ fn device_and_kind_mismatches_are_refused() {
 fn truncated_messages_and_disconnects_are_refused() {
     let _s = serial();
     let (buf, ctx) = one_buffer();
-    let rec = record(&ipc::describe_buffer(&buf));
-    let fd = buf.export_fd().unwrap();
+    let (rec, fd) = record_and_fd(&buf);
     let f = [fd.as_raw_fd()];
     // Seqpacket: a short record, and a long one.
     let msg = refused_message(
