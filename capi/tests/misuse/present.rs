@@ -78,16 +78,11 @@ impl Drop for Ring {
     }
 }
 
-/// BT.709, narrow range: a valid colour description.
+/// BT.709, narrow range, chroma cosited: a valid colour description.
 fn video_color() -> vkcuda_video_color {
     vkcuda_video_color {
-        flags: 0,
-        matrix_coefficients: 1,
-        transfer_characteristics: 1,
-        colour_primaries: 1,
-        full_range: 0,
-        x_chroma_offset: 0,
         y_chroma_offset: 0,
+        ..bt709()
     }
 }
 
