@@ -522,7 +522,7 @@ fn gpu_cuda_context_destroyed_first() {
     let sampler = Sampler {
         level: Some(0),
         linear: false,
-        address: vkcuda::cuda_sys::CUaddress_mode::CU_TR_ADDRESS_MODE_WRAP,
+        address: vkcuda::cuda_sys::CUaddress_mode::CU_TR_ADDRESS_MODE_CLAMP,
         normalized_coordinates: false,
         normalized_float: false,
         border_color: [0.0; 4],

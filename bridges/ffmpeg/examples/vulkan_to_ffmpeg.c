@@ -9,9 +9,10 @@
  * FFmpeg has let go of it (its reference count is back to the pool's one).
  *
  * FFmpeg's NVENC registers data[0] alone and reads the chroma at data[0] + linesize * height: the
- * shared frame's plane 1 must lie right after plane 0 (checked; a frame laid out otherwise is a
- * FAIL, not something to encode wrong). Where NVENC cannot open a session (no NVENC, or a GPU
- * without an encoder engine, as the H200) it prints "SKIPPED: vulkan_to_ffmpeg: <why>" and exits 77,
+ * shared frame's plane 1 must lie right after plane 0 (checked once NVENC opened; a frame laid out
+ * otherwise is a FAIL, not something to encode wrong: NVIDIA's driver put a 1920x1080 frame's plane 1
+ * at 2 MiB on the H100, past 1920 x 1080). Where NVENC cannot open a session (no NVENC, or a GPU
+ * without an encoder engine, as the H100 and H200) it prints "SKIPPED: vulkan_to_ffmpeg: <why>" and exits 77,
  * as tests/gpu/nvenc_open.c does; without a CUDA GPU, SKIPPED and 77 (1 with VKCUDA_REQUIRE_GPU=1).
  */
 #include "example.h"
@@ -71,10 +72,6 @@ int main(int argc, char **argv) {
     }
     example_run(&ex, ex.cmd);
     for (int p = 0; p < 2; p++) CHECK(vkcuda_image_get_plane_pointer((vkcuda_image *)pool[0]->data, (uint32_t)p, &pp[p]));
-    if (pp[1].offset != pp[0].offset + pp[0].row_pitch * H || pp[1].row_pitch != pp[0].row_pitch)
-        return printf("vulkan_to_ffmpeg: FAIL: plane 1 at %llu, not right after plane 0 (pitch %llu x %d rows): "
-                      "FFmpeg's NVENC would read the chroma from the wrong place\n",
-                      (unsigned long long)pp[1].offset, (unsigned long long)pp[0].row_pitch, H), 1;
     /* 3. The encoder: h264_nvenc on the bridge's device, CUDA frames of the bridge's frames context. */
     AVFrame *frame = av_frame_alloc();
     BRIDGE(vkcuda_ffmpeg_frame_from_image(bridge, pool[0], frame));
@@ -89,6 +86,11 @@ int main(int argc, char **argv) {
         printf("SKIPPED: vulkan_to_ffmpeg: h264_nvenc cannot open a session on this GPU: %s\n", av_err2str(err));
         return 77;
     }
+    /* NVENC found: the chroma must follow the luma (NVIDIA's driver may align plane 1 further: seen on the H100). */
+    if (pp[1].offset != pp[0].offset + pp[0].row_pitch * H || pp[1].row_pitch != pp[0].row_pitch)
+        return printf("vulkan_to_ffmpeg: FAIL: plane 1 at %llu, not right after plane 0 (pitch %llu x %d rows): "
+                      "FFmpeg's NVENC would read the chroma from the wrong place\n",
+                      (unsigned long long)pp[1].offset, (unsigned long long)pp[0].row_pitch, H), 1;
     av_frame_unref(frame);
     /* 4. Each frame: Vulkan writes a pool frame FFmpeg no longer holds, then NVENC encodes it. */
     vk_owned_buffer staging = example_host_buffer(&ex, (VkDeviceSize)W * H * 3 / 2);

@@ -95,6 +95,26 @@ pub fn semaphore(ctx: *const vkcuda_context, ty: i32) -> Option<*mut vkcuda_sema
 }
 
 impl Env {
+    /// Starts the shared command buffer afresh, before each case: a case records
+    /// into an empty one, so the validation layer judges its commands alone, not
+    /// next to the layouts and accesses of the earlier cases' recordings (which
+    /// are never submitted).
+    pub fn fresh_commands(&self) {
+        unsafe {
+            // Ending fails on a buffer the layer or driver marked invalid; the reset
+            // below recovers it either way.
+            let _ = self.vk.device.end_command_buffer(self.cmd);
+            self.vk
+                .device
+                .reset_command_buffer(self.cmd, vk::CommandBufferResetFlags::empty())
+                .unwrap();
+            self.vk
+                .device
+                .begin_command_buffer(self.cmd, &vk::CommandBufferBeginInfo::default())
+                .unwrap();
+        }
+    }
+
     /// A value past maxTimelineSemaphoreValueDifference from `current`, if the
     /// device's limit leaves one.
     pub fn too_far_ahead(&self, current: u64) -> Option<u64> {

@@ -44,6 +44,7 @@ fn run_cases(env: &Env, m: &Matrix) -> Summary {
             if verbose() {
                 println!("  {name} [{}]", case.label);
             }
+            env.fresh_commands();
             let (fds, objects) = (fd_count(), live_counts());
             let call = Call {
                 env,
