@@ -85,6 +85,19 @@ fn drawn_layout(f: &FormatDesc) -> vk::ImageLayout {
     }
 }
 
+/// The layout the engine leaves a batch's images in after drawing: the
+/// attachment layout, or GENERAL for a batch made without attachment usage (a
+/// compute or transfer producer's).
+fn drawn_layout_of(f: &FormatDesc, b: &Batch) -> vk::ImageLayout {
+    let attachments =
+        vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT;
+    if vk::ImageUsageFlags::from_raw(b.info().usage).intersects(attachments) {
+        drawn_layout(f)
+    } else {
+        vk::ImageLayout::GENERAL
+    }
+}
+
 fn range(f: &FormatDesc) -> vk::ImageSubresourceRange {
     vk::ImageSubresourceRange {
         aspect_mask: aspect(f),
@@ -247,7 +260,7 @@ fn render(
                 image,
                 f,
                 vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-                drawn_layout(f),
+                drawn_layout_of(f, b),
             ),
         );
     }
@@ -265,7 +278,7 @@ fn round_trip_on_lavapipe(ctx: &Arc<Context>, v: &Vk, b: &Batch, f: &FormatDesc)
     let scope = Scope::new(v.family);
     v.run(|cmd| {
         render(v, b, f, 1, cmd, &stage);
-        unsafe { b.cmd_release_to_cuda(cmd, &scope, drawn_layout(f)) }.unwrap();
+        unsafe { b.cmd_release_to_cuda(cmd, &scope, drawn_layout_of(f, b)) }.unwrap();
     });
     let map = Mapping::of(b);
     let start = info.tensor_offset as usize;
@@ -385,6 +398,25 @@ fn formats_paths_and_data_on_lavapipe() {
             }
             round_trip_on_lavapipe(&ctx, &v, &b, f);
             drop(b);
+            assert_eq!(counts(), before, "{:?}: everything released", f.format);
+        }
+        // A compute or transfer producer's batch (no attachment usage), left in
+        // GENERAL: where the format has STORAGE.
+        if !f.depth {
+            let mut desc = Description::images(5, f.format, 37, 19);
+            if let Contents::Images { usage, .. } = &mut desc.contents {
+                *usage = vk::ImageUsageFlags::TRANSFER_SRC
+                    | vk::ImageUsageFlags::TRANSFER_DST
+                    | vk::ImageUsageFlags::STORAGE;
+            }
+            match Batch::create(&ctx, &desc) {
+                Ok(b) => {
+                    println!("{:?} usage STORAGE: {:?}", f.format, b.info().path);
+                    check_info(&b, f);
+                    round_trip_on_lavapipe(&ctx, &v, &b, f);
+                }
+                Err(e) => println!("{:?} usage STORAGE: not batched: {e}", f.format),
+            }
             assert_eq!(counts(), before, "{:?}: everything released", f.format);
         }
     }
@@ -957,19 +989,51 @@ mod gpu {
         let c = Cuda::of_context(&ctx);
         let before = counts();
         let (n, w, h) = (256u32, 640u32, 480u32);
+        // The default usage (a render target), the copy path forced, and a compute
+        // or transfer producer's usage (STORAGE): NVIDIA's LINEAR tiling has no
+        // COLOR_ATTACHMENT (the H100, driver 580), so only the last reaches the
+        // zero-copy path there.
+        let storage = vk::ImageUsageFlags::TRANSFER_SRC
+            | vk::ImageUsageFlags::TRANSFER_DST
+            | vk::ImageUsageFlags::STORAGE;
+        let mut zero_copy = 0;
         for f in FORMATS.iter() {
-            for force_copy in [false, true] {
-                let desc = Description {
+            let variants: &[(bool, vk::ImageUsageFlags)] = if f.depth {
+                &[
+                    (false, vk::ImageUsageFlags::empty()),
+                    (true, vk::ImageUsageFlags::empty()),
+                ]
+            } else {
+                &[
+                    (false, vk::ImageUsageFlags::empty()),
+                    (true, vk::ImageUsageFlags::empty()),
+                    (false, storage),
+                ]
+            };
+            for &(force_copy, usage) in variants {
+                let mut desc = Description {
                     force_copy,
                     ..Description::images(n, f.format, w, h)
                 };
+                if let Contents::Images { usage: u, .. } = &mut desc.contents {
+                    *u = usage;
+                }
                 let b = match Batch::create(&ctx, &desc) {
                     Ok(b) => b,
-                    Err(e) => panic!("{:?} force_copy {force_copy}: {e}", f.format),
+                    // Not every format has STORAGE (SRGB, for one): said, not failed.
+                    Err(e) if usage == storage => {
+                        println!("{:?} usage {usage:?}: not batched: {e}", f.format);
+                        continue;
+                    }
+                    Err(e) => panic!(
+                        "{:?} force_copy {force_copy} usage {usage:?}: {e}",
+                        f.format
+                    ),
                 };
                 let info = b.info().clone();
+                zero_copy += usize::from(info.path == Path::ZeroCopy);
                 println!(
-                    "{:?} force_copy {force_copy}: {:?}, element stride {}, row pitch {}, {} bytes{}",
+                    "{:?} force_copy {force_copy} usage {usage:?}: {:?}, element stride {}, row pitch {}, {} bytes{}",
                     f.format,
                     info.path,
                     info.element_stride,
@@ -987,7 +1051,7 @@ mod gpu {
                 let scope = Scope::new(v.family);
                 v.run(|cmd| {
                     render(&v, &b, f, 3, cmd, &stage);
-                    unsafe { b.cmd_release_to_cuda(cmd, &scope, drawn_layout(f)) }.unwrap();
+                    unsafe { b.cmd_release_to_cuda(cmd, &scope, drawn_layout_of(f, &b)) }.unwrap();
                 });
                 // Vulkan -> CUDA: the tensor, read by CUDA, element by element.
                 let t = b.export_dlpack(&TensorSpec::default()).unwrap();
@@ -1043,6 +1107,10 @@ mod gpu {
                 assert_eq!(counts(), before);
             }
         }
+        assert!(
+            zero_copy > 0,
+            "no batch took the zero-copy path on this device"
+        );
     }
 
     /// Past 4 GiB: 1,024 1920x1080 RGBA8 images (8.5 GB zero-copy, twice that
