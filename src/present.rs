@@ -892,13 +892,6 @@ impl Ring {
         video: Option<(&ycbcr::Sampling, usize)>,
     ) {
         let dev = &self.context().vk;
-        let color = vk::ImageSubresourceRange {
-            aspect_mask: vk::ImageAspectFlags::COLOR,
-            base_mip_level: 0,
-            level_count: 1,
-            base_array_layer: 0,
-            layer_count: 1,
-        };
         let new_layout = match t.new_layout {
             vk::ImageLayout::UNDEFINED => vk::ImageLayout::PRESENT_SRC_KHR,
             l => l,
@@ -911,15 +904,14 @@ impl Ring {
         let slot = self.range(src, slot_layout);
         let slot_acquire =
             barrier::image_barrier1(&barrier::image_barrier(Direction::Acquire, scope, &slot));
-        let target_acquire = vk::ImageMemoryBarrier::default()
-            .src_access_mask(vk::AccessFlags::empty())
-            .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-            .old_layout(t.old_layout)
-            .new_layout(vk::ImageLayout::TRANSFER_DST_OPTIMAL)
-            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .image(t.image)
-            .subresource_range(color);
+        let target_acquire = ycbcr::transition(
+            t.image,
+            (vk::AccessFlags::empty(), t.old_layout),
+            (
+                vk::AccessFlags::TRANSFER_WRITE,
+                vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+            ),
+        );
         // The source stage is the one the submit waits at (the timeline: TRANSFER,
         // or COMPUTE_SHADER for a video frame's pass; the acquired semaphore:
         // TRANSFER), so this barrier's layout transitions follow those waits.
@@ -1018,15 +1010,14 @@ impl Ring {
         };
         let release = [
             back,
-            vk::ImageMemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                .dst_access_mask(after_access)
-                .old_layout(vk::ImageLayout::TRANSFER_DST_OPTIMAL)
-                .new_layout(new_layout)
-                .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                .image(t.image)
-                .subresource_range(color),
+            ycbcr::transition(
+                t.image,
+                (
+                    vk::AccessFlags::TRANSFER_WRITE,
+                    vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+                ),
+                (after_access, new_layout),
+            ),
         ];
         dev.device.cmd_pipeline_barrier(
             cmd,

@@ -315,15 +315,11 @@ impl Sampling {
     /// a queue with compute, externally synchronised by the caller.
     pub(super) unsafe fn record(&self, cmd: vk::CommandBuffer, slot: usize) {
         let d = &self.ctx.vk.device;
-        let to_general = [vk::ImageMemoryBarrier::default()
-            .src_access_mask(vk::AccessFlags::empty())
-            .dst_access_mask(vk::AccessFlags::SHADER_WRITE)
-            .old_layout(vk::ImageLayout::UNDEFINED)
-            .new_layout(vk::ImageLayout::GENERAL)
-            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .image(self.rgb)
-            .subresource_range(color_range())];
+        let to_general = [transition(
+            self.rgb,
+            (vk::AccessFlags::empty(), vk::ImageLayout::UNDEFINED),
+            (vk::AccessFlags::SHADER_WRITE, vk::ImageLayout::GENERAL),
+        )];
         // The previous frame's blit read the image (TRANSFER): a write-after-read
         // needs only the execution dependency.
         d.cmd_pipeline_barrier(
@@ -354,15 +350,14 @@ impl Sampling {
             self.height.div_ceil(GROUP),
             1,
         );
-        let to_src = [vk::ImageMemoryBarrier::default()
-            .src_access_mask(vk::AccessFlags::SHADER_WRITE)
-            .dst_access_mask(vk::AccessFlags::TRANSFER_READ)
-            .old_layout(vk::ImageLayout::GENERAL)
-            .new_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL)
-            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .image(self.rgb)
-            .subresource_range(color_range())];
+        let to_src = [transition(
+            self.rgb,
+            (vk::AccessFlags::SHADER_WRITE, vk::ImageLayout::GENERAL),
+            (
+                vk::AccessFlags::TRANSFER_READ,
+                vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+            ),
+        )];
         d.cmd_pipeline_barrier(
             cmd,
             vk::PipelineStageFlags::COMPUTE_SHADER,
@@ -373,6 +368,24 @@ impl Sampling {
             &to_src,
         );
     }
+}
+
+/// A layout change of a one-level, one-layer colour image on one queue: `from`
+/// and `to` are (access, layout) before and after.
+pub(super) fn transition(
+    image: vk::Image,
+    from: (vk::AccessFlags, vk::ImageLayout),
+    to: (vk::AccessFlags, vk::ImageLayout),
+) -> vk::ImageMemoryBarrier<'static> {
+    vk::ImageMemoryBarrier::default()
+        .src_access_mask(from.0)
+        .dst_access_mask(to.0)
+        .old_layout(from.1)
+        .new_layout(to.1)
+        .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+        .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+        .image(image)
+        .subresource_range(color_range())
 }
 
 fn color_range() -> vk::ImageSubresourceRange {

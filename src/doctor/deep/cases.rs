@@ -7,7 +7,7 @@ use std::ptr;
 use ash::vk;
 use cudarc::driver::sys;
 
-use super::lab::Lab;
+use super::lab::{full_barrier, Lab};
 use super::pattern::{fill, first_difference, Pattern, DATA, PATTERNS};
 use super::subject::{packed_size, BufferSubject, Hand, ImageSubject, Region, Subject};
 use super::table::{ImageCase, BUFFER_BYTES, FRAME_EXTENT, WAIT};
@@ -249,36 +249,15 @@ fn fd_round_trip(lab: &mut Lab, b: &Buffer) -> std::result::Result<(), Outcome> 
     bytes.copy_from_slice(&want);
     let (src, dst) = (b.vk_buffer(), twin.vk_buffer());
     lab.run(&[], &[], |d, cmd| unsafe {
-        let all = vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE;
         d.cmd_copy_buffer(
             cmd,
             staging,
             src,
             &[vk::BufferCopy::default().size(n as u64)],
         );
-        d.cmd_pipeline_barrier(
-            cmd,
-            vk::PipelineStageFlags::ALL_COMMANDS,
-            vk::PipelineStageFlags::ALL_COMMANDS,
-            vk::DependencyFlags::empty(),
-            &[vk::MemoryBarrier::default()
-                .src_access_mask(all)
-                .dst_access_mask(all)],
-            &[],
-            &[],
-        );
+        full_barrier(d, cmd);
         d.cmd_fill_buffer(cmd, staging, 0, n as u64, 0);
-        d.cmd_pipeline_barrier(
-            cmd,
-            vk::PipelineStageFlags::ALL_COMMANDS,
-            vk::PipelineStageFlags::ALL_COMMANDS,
-            vk::DependencyFlags::empty(),
-            &[vk::MemoryBarrier::default()
-                .src_access_mask(all)
-                .dst_access_mask(all)],
-            &[],
-            &[],
-        );
+        full_barrier(d, cmd);
         d.cmd_copy_buffer(
             cmd,
             dst,

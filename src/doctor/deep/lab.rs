@@ -30,6 +30,26 @@ pub(crate) struct Lab {
     pub(crate) stuck: bool,
 }
 
+/// Every earlier command's memory accesses before every later one's: the lab's
+/// only barrier (its copies run one after the other; speed is not its point).
+///
+/// # Safety
+/// `cmd` is a command buffer of `d` in the recording state.
+pub(super) unsafe fn full_barrier(d: &ash::Device, cmd: vk::CommandBuffer) {
+    let all = vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE;
+    d.cmd_pipeline_barrier(
+        cmd,
+        vk::PipelineStageFlags::ALL_COMMANDS,
+        vk::PipelineStageFlags::ALL_COMMANDS,
+        vk::DependencyFlags::empty(),
+        &[vk::MemoryBarrier::default()
+            .src_access_mask(all)
+            .dst_access_mask(all)],
+        &[],
+        &[],
+    );
+}
+
 fn vkr<T>(call: &str, r: std::result::Result<T, vk::Result>) -> Result<T> {
     r.map_err(|e| Error::vk(call, e))
 }
@@ -137,18 +157,7 @@ impl Lab {
                         .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
                 ),
             )?;
-            let all = vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE;
-            d.cmd_pipeline_barrier(
-                cmd,
-                vk::PipelineStageFlags::ALL_COMMANDS,
-                vk::PipelineStageFlags::ALL_COMMANDS,
-                vk::DependencyFlags::empty(),
-                &[vk::MemoryBarrier::default()
-                    .src_access_mask(all)
-                    .dst_access_mask(all)],
-                &[],
-                &[],
-            );
+            full_barrier(d, cmd);
             record(d, cmd);
             vkr("vkEndCommandBuffer", d.end_command_buffer(cmd))?;
             let ws: Vec<_> = waits.iter().map(|w| w.0).collect();
