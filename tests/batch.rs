@@ -14,29 +14,22 @@
 //! driver allows per format.
 
 mod support;
+use support::device::{device_support, fake_paired_context, lavapipe_uuid};
 use support::{
-    assert_same, child_passed, fake_cuda_driver, fake_live, gpu_required, in_child,
-    library_path_with, pattern, this_test, uuid_hex, HostBuffer, Vk, CHILD_ENV,
+    assert_same, child_passed, cuda_context_or_skip, fake_cuda_driver, fake_live, in_child,
+    library_path_with, pattern, this_test, vulkan_only_context, HostBuffer, Vk, CHILD_ENV,
 };
 
 use std::os::fd::AsRawFd;
-use std::sync::Arc;
 
 use ash::vk;
 use vkcuda::batch::{self, Batch, Contents, Description, FormatDesc, Path, TensorSpec, FORMATS};
-use vkcuda::context::CudaChoice;
 use vkcuda::handoff::Scope;
 use vkcuda::{Context, ErrorKind};
 
-fn vulkan_only() -> Arc<Context> {
-    Context::standalone(None, CudaChoice::None).expect("a Vulkan-only standalone context")
-}
-
-fn device_name(v: &Vk) -> String {
-    let p = unsafe { v.instance.get_physical_device_properties(v.physical) };
-    unsafe { std::ffi::CStr::from_ptr(p.device_name.as_ptr()) }
-        .to_string_lossy()
-        .into_owned()
+/// Whether the context's device is lavapipe, whose memfds the CPU can map.
+fn on_lavapipe(ctx: &Context) -> bool {
+    device_support(ctx).props.name.contains("llvmpipe")
 }
 
 /// The library's live Vulkan and CUDA objects.
@@ -269,7 +262,7 @@ fn render(
 /// Both directions through the CPU mapping: the engine renders, the batch is
 /// released (the tensor must then hold every element), the "consumer" writes
 /// the tensor, the batch is acquired (every image must then hold it).
-fn round_trip_on_lavapipe(ctx: &Arc<Context>, v: &Vk, b: &Batch, f: &FormatDesc) {
+fn round_trip_on_lavapipe(v: &Vk, b: &Batch, f: &FormatDesc) {
     let info = b.info().clone();
     let (w, h, n) = (info.width, info.height, info.count);
     let elem = u64::from(w * h * f.texel);
@@ -333,17 +326,16 @@ fn round_trip_on_lavapipe(ctx: &Arc<Context>, v: &Vk, b: &Batch, f: &FormatDesc)
     }
     drop(map);
     v.destroy_host_buffer(stage);
-    let _ = ctx;
 }
 
 /// Which formats get LINEAR images here (printed), and both paths of every
 /// format, both directions, every byte of every element.
 #[test]
 fn formats_paths_and_data_on_lavapipe() {
-    let ctx = vulkan_only();
+    let ctx = vulkan_only_context();
     let v = Vk::of(&ctx);
-    let name = device_name(&v);
-    if !name.contains("llvmpipe") {
+    let name = device_support(&ctx).props.name;
+    if !on_lavapipe(&ctx) {
         println!("SKIPPED: the device is {name}: the CPU mapping of the memory needs lavapipe's memfds (the GPU tests cover this device)");
         return;
     }
@@ -396,7 +388,7 @@ fn formats_paths_and_data_on_lavapipe() {
             if info.path == Path::ZeroCopy {
                 zero_copy += 1;
             }
-            round_trip_on_lavapipe(&ctx, &v, &b, f);
+            round_trip_on_lavapipe(&v, &b, f);
             drop(b);
             assert_eq!(counts(), before, "{:?}: everything released", f.format);
         }
@@ -413,7 +405,7 @@ fn formats_paths_and_data_on_lavapipe() {
                 Ok(b) => {
                     println!("{:?} usage STORAGE: {:?}", f.format, b.info().path);
                     check_info(&b, f);
-                    round_trip_on_lavapipe(&ctx, &v, &b, f);
+                    round_trip_on_lavapipe(&v, &b, f);
                 }
                 Err(e) => println!("{:?} usage STORAGE: not batched: {e}", f.format),
             }
@@ -432,9 +424,9 @@ fn formats_paths_and_data_on_lavapipe() {
 /// renders again. Each frame's tensor holds that frame.
 #[test]
 fn camera_loop_on_both_paths() {
-    let ctx = vulkan_only();
+    let ctx = vulkan_only_context();
     let v = Vk::of(&ctx);
-    if !device_name(&v).contains("llvmpipe") {
+    if !on_lavapipe(&ctx) {
         println!("SKIPPED: the CPU mapping of the memory needs lavapipe's memfds");
         return;
     }
@@ -543,7 +535,7 @@ fn check_info(b: &Batch, f: &FormatDesc) {
 /// whole one and through the memory.
 #[test]
 fn buffer_batch_on_lavapipe() {
-    let ctx = vulkan_only();
+    let ctx = vulkan_only_context();
     let v = Vk::of(&ctx);
     let before = counts();
     let size = 1000u64;
@@ -573,7 +565,7 @@ fn buffer_batch_on_lavapipe() {
     }
     let scope = Scope::new(v.family);
     v.run(|cmd| unsafe { b.cmd_release_to_cuda(cmd, &scope, vk::ImageLayout::UNDEFINED) }.unwrap());
-    if device_name(&v).contains("llvmpipe") {
+    if on_lavapipe(&ctx) {
         let map = Mapping::of(&b);
         for k in 0..7u32 {
             let at = (u64::from(k) * i.element_stride) as usize;
@@ -606,7 +598,7 @@ fn buffer_batch_on_lavapipe() {
 /// Every refusal: a code and words, nothing made, nothing leaked.
 #[test]
 fn bad_input_is_refused_with_reasons() {
-    let ctx = vulkan_only();
+    let ctx = vulkan_only_context();
     let v = Vk::of(&ctx);
     let before = counts();
     let refused = |d: Description, kind: ErrorKind, words: &str| {
@@ -778,23 +770,6 @@ fn bad_input_is_refused_with_reasons() {
 // ---------------------------------------------------------------------------------
 // The stand-in CUDA driver paired with lavapipe, in a child process.
 
-fn lavapipe_uuid() -> Option<String> {
-    let ctx = vulkan_only();
-    let v = Vk::of(&ctx);
-    let name = device_name(&v);
-    if !name.contains("llvmpipe") {
-        println!("SKIPPED: the Vulkan device is {name}, not lavapipe: the fake driver maps only lavapipe's memfds");
-        return None;
-    }
-    let mut id = vk::PhysicalDeviceIDProperties::default();
-    let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut id);
-    unsafe {
-        v.instance
-            .get_physical_device_properties2(v.physical, &mut p2)
-    };
-    Some(uuid_hex(&id.device_uuid))
-}
-
 #[test]
 fn fake_driver_one_import_one_mapping_one_tensor() {
     let Some(uuid) = lavapipe_uuid() else { return };
@@ -820,7 +795,7 @@ fn child_one_import_one_mapping_one_tensor() {
     if !in_child("child_one_import_one_mapping_one_tensor") {
         return;
     }
-    let ctx = Context::standalone(None, CudaChoice::Primary).expect("paired with the fake driver");
+    let ctx = fake_paired_context();
     let v = Vk::of(&ctx);
     let before = (counts(), fake_live());
     let rgba = FORMATS[0];
@@ -927,18 +902,6 @@ fn child_one_import_one_mapping_one_tensor() {
 // ---------------------------------------------------------------------------------
 // The GPU.
 
-/// A context paired with CUDA, or None after saying why.
-fn cuda_context_or_skip(test: &str) -> Option<Arc<Context>> {
-    match Context::standalone(None, CudaChoice::Primary) {
-        Ok(c) => Some(c),
-        Err(e) if !gpu_required() => {
-            eprintln!("SKIPPED: {test}: no CUDA GPU here ({e}); set VKCUDA_REQUIRE_GPU=1 to make this a failure");
-            None
-        }
-        Err(e) => panic!("{test}: VKCUDA_REQUIRE_GPU=1 but no CUDA-paired device: {e}"),
-    }
-}
-
 /// What the driver allows, per format: prints it (for the notes).
 #[test]
 #[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
@@ -946,8 +909,7 @@ fn gpu_format_probe() {
     let Some(ctx) = cuda_context_or_skip("gpu_format_probe") else {
         return;
     };
-    let v = Vk::of(&ctx);
-    println!("device: {}", device_name(&v));
+    println!("device: {}", device_support(&ctx).props.name);
     for p in batch::probe(&ctx) {
         println!("{:?} (usage {:?}):", p.format, p.usage);
         println!("  linear features:  {:?}", p.linear_features);
@@ -972,10 +934,6 @@ mod gpu {
     use super::*;
     use cudarc::driver::sys as cu;
     use support::cuda::{check, Cuda};
-
-    fn read(c: &Cuda, ptr: u64, len: usize) -> Vec<u8> {
-        c.read(ptr, len)
-    }
 
     /// Every byte of every element of N = 256 640x480 images, for each dtype and
     /// both paths, both directions, against per-image Vulkan readbacks.
@@ -1055,7 +1013,7 @@ mod gpu {
                 });
                 // Vulkan -> CUDA: the tensor, read by CUDA, element by element.
                 let t = b.export_dlpack(&TensorSpec::default()).unwrap();
-                let all = read(&c, t.data(), info.mapped_size as usize);
+                let all = c.read(t.data(), info.mapped_size as usize);
                 for i in 0..n {
                     assert_same(
                         &tensor_element(&all, &info, f.texel, i),
@@ -1287,7 +1245,7 @@ mod gpu {
             c.enter();
             check(unsafe { cu::cuStreamSynchronize(stream) });
             c.leave();
-            let got = read(&c, scratch, info.mapped_size as usize);
+            let got = c.read(scratch, info.mapped_size as usize);
             for i in 0..n {
                 assert_same(
                     &tensor_element(&got, &info, f.texel, i),
