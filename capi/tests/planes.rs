@@ -1,10 +1,11 @@
 //! Multi-planar images at the C door: the pitched-plane struct and the header's
 //! list of the pitched copies' checks with their codes (every listed check is a
-//! case below and gives the code the header names), and the multi-fd C calls
+//! case below and gives the code the header names), the multi-fd C calls
 //! (`vkcuda_share_send_fds`, `vkcuda_share_receive_fds`; the one-fd calls refuse a
-//! multi-planar description, naming the call to use). The images themselves,
-//! through the Rust API: tests/planar.rs; the format query's planes:
-//! capi/tests/formats.rs.
+//! multi-planar description, naming the call to use), and a present ring of video
+//! frames plane by plane (`vkcuda_present_ring_get_plane_pointer`). The images
+//! and rings themselves, through the Rust API: tests/planar.rs, tests/present.rs;
+//! the format query's planes: capi/tests/formats.rs.
 
 #[path = "../../tests/doc_claims/mod.rs"]
 mod doc_claims;
@@ -297,4 +298,73 @@ fn multi_fd_descriptions_travel_over_a_socket_in_c() {
         vkcuda_buffer_destroy(buf);
         vkcuda_context_destroy(ctx);
     }
+}
+
+/// The C door of a ring of video frames: `vkcuda_present_ring_create` with NV12,
+/// each slot's planes (`vkcuda_present_ring_get_plane_pointer`: offset, pitch,
+/// extent and texel size as the frame's own `vkcuda_image_get_plane_pointer`
+/// would say, pointer 0 without CUDA), no CUDA surface for a video slot, the
+/// colour set before the prepare; a plane past the format's refused. Where the
+/// device makes no NV12 frame (Debian 12's lavapipe) the create is refused with
+/// `VKCUDA_ERROR_UNSUPPORTED` and the rest is left out, saying so.
+#[test]
+fn the_c_door_hands_out_a_video_ring_plane_by_plane() {
+    let _serial = serial();
+    let before = live_counts();
+    let ctx = vulkan_only_context();
+    let info = vkcuda_present_ring_create_info {
+        flags: 0,
+        format: vk::Format::G8_B8R8_2PLANE_420_UNORM.as_raw(),
+        width: 64,
+        height: 32,
+        image_count: 2,
+    };
+    let mut ring = std::ptr::null_mut();
+    let r = unsafe { vkcuda_present_ring_create(ctx, &info, &mut ring) };
+    // VKCUDA_EXPECT_VIDEO_FRAMES=1 (CTest rust_planes_video_frames, on a lavapipe
+    // with linear NV12): no leaving out.
+    let expect = std::env::var_os("VKCUDA_EXPECT_VIDEO_FRAMES").is_some_and(|v| v == "1");
+    if r == VKCUDA_ERROR_UNSUPPORTED && !expect {
+        assert!(ring.is_null());
+        eprintln!(
+            "the_c_door_hands_out_a_video_ring_plane_by_plane: no NV12 video frames on this \
+             device ({}); left out",
+            last_error()
+        );
+        unsafe { vkcuda_context_destroy(ctx) };
+        return;
+    }
+    ok(r);
+    for index in 0..2 {
+        for (plane, (w, h, texel)) in [(64u32, 32u32, 1u32), (32, 16, 2)].into_iter().enumerate() {
+            let mut p: vkcuda_image_plane_pointer = unsafe { std::mem::zeroed() };
+            ok(unsafe { vkcuda_present_ring_get_plane_pointer(ring, index, plane as u32, &mut p) });
+            assert_eq!((p.width, p.height, p.bytes_per_texel), (w, h, texel));
+            assert_eq!(p.cuda_pointer, 0, "no CUDA in a Vulkan-only context");
+            assert!(p.row_pitch >= u64::from(w * texel));
+            assert!(p.size >= p.row_pitch * u64::from(h - 1) + u64::from(w * texel));
+            if plane == 1 {
+                assert!(p.offset > 0, "plane 1 lies after plane 0");
+            }
+        }
+        let mut p: vkcuda_image_plane_pointer = unsafe { std::mem::zeroed() };
+        let r = unsafe { vkcuda_present_ring_get_plane_pointer(ring, index, 2, &mut p) };
+        assert_eq!(r, VKCUDA_ERROR_INVALID_ARGUMENT, "{}", last_error());
+        let mut s = 0u64;
+        let r = unsafe { vkcuda_present_ring_get_surface_object(ring, index, &mut s) };
+        assert_ne!(r, VKCUDA_SUCCESS, "a video slot has no CUDA surface");
+    }
+    let color = vkcuda_video_color {
+        flags: 0,
+        matrix_coefficients: 1,
+        transfer_characteristics: 1,
+        colour_primaries: 1,
+        full_range: 1,
+        x_chroma_offset: 0,
+        y_chroma_offset: 0,
+    };
+    ok(unsafe { vkcuda_present_ring_set_video_color(ring, &color) });
+    unsafe { vkcuda_present_ring_destroy(ring) };
+    unsafe { vkcuda_context_destroy(ctx) };
+    assert_eq!(live_counts(), before, "live objects after the C video ring");
 }

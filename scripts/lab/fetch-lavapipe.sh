@@ -5,8 +5,9 @@
 # transfers and sampling. Downloads mesa-vulkan-drivers and the libdrm it needs with a private
 # package list from the archive this machine's apt uses for its own release (as fetch-vvl.sh);
 # nothing is installed. Writes target/lavapipe/lvp.json (VK_DRIVER_FILES) and
-# target/lavapipe/lib (LD_LIBRARY_PATH). CMake then registers rust_present_video_frames (label cpu:
-# capi/tests/present.rs with its rings of video frames, which must run there) and ffmpeg_bridge_video_frames (label cpu):
+# target/lavapipe/lib (LD_LIBRARY_PATH). CMake then registers rust_present_video_frames and
+# rust_planes_video_frames (label cpu: tests/present.rs with its rings of video frames and
+# capi/tests/planes.rs with a ring's planes at the C door, which must run there) and ffmpeg_bridge_video_frames (label cpu):
 # the FFmpeg bridge's CPU test with its shared-video-frame part (bridges/ffmpeg/tests).
 #
 #   scripts/lab/fetch-lavapipe.sh [SUITE]      default SUITE: <release>-backports
@@ -37,4 +38,4 @@ lvp="$(cd "$multiarch" && pwd)/libvulkan_lvp.so"
 [ -f "$lvp" ] || { echo "fetch-lavapipe: the package has no libvulkan_lvp.so" >&2; exit 1; }
 sed "s|\"library_path\": *\"[^\"]*\"|\"library_path\": \"$lvp\"|" "$dest"/unpacked/usr/share/vulkan/icd.d/lvp_icd.json > "$dest/lvp.json"
 ls "$tmp"/*.deb | xargs -n1 basename > "$dest/PACKAGES"
-echo "fetch-lavapipe: $dest ($(tr '\n' ' ' < "$dest/PACKAGES")); re-run cmake to register ffmpeg_bridge_video_frames and rust_present_video_frames"
+echo "fetch-lavapipe: $dest ($(tr '\n' ' ' < "$dest/PACKAGES")); re-run cmake to register ffmpeg_bridge_video_frames, rust_present_video_frames and rust_planes_video_frames"

@@ -308,7 +308,7 @@ pub fn cases(m: &mut Matrix) {
     });
 
     // Video frames' calls on a ring of RGBA images (Debian 12's lavapipe makes no
-    // video frame; capi/tests/present.rs covers a video ring where the device does).
+    // video frame; capi/tests/planes.rs covers a video ring where the device does).
     m.case(PLANE, "past-end:image_index", |c| {
         let r = Ring::new(c.env);
         c.refused_untouched::<vkcuda_image_plane_pointer>(&[I], |o| unsafe {

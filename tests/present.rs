@@ -11,37 +11,18 @@
 
 mod support;
 use support::{
-    assert_same, device_local_image, gpu_required, image_2d, pattern, serial, HostBuffer, Vk,
+    assert_same, color_region, cuda_context_or_skip, device_local_image, image_2d, live_counts,
+    pattern, serial, vulkan_only_context, HostBuffer, Vk,
 };
 
 use std::sync::Arc;
 
 use ash::vk;
-use vkcuda::context::CudaChoice;
 use vkcuda::present::{Description, Ring, Submit, Target, Write};
 use vkcuda::{Context, ErrorKind};
 
 const RGBA8: vk::Format = vk::Format::R8G8B8A8_UNORM;
 const BGRA8: vk::Format = vk::Format::B8G8R8A8_UNORM;
-
-/// The library's live native objects (images, memories, semaphores, CUDA
-/// imports), for the leak checks: every test of this file holds `serial()`.
-fn live_counts() -> [i64; 6] {
-    let l = vkcuda::live_objects();
-    [
-        l.vk_images,
-        l.vk_memories,
-        l.vk_semaphores,
-        l.cuda_external_memories,
-        l.cuda_external_semaphores,
-        l.contexts,
-    ]
-}
-
-/// A Vulkan-only standalone context (lavapipe on a machine without a GPU).
-fn vulkan_only() -> Arc<Context> {
-    Context::standalone(None, CudaChoice::None).expect("a Vulkan-only standalone context")
-}
 
 /// The test's stand-in for a swapchain image: a device-local OPTIMAL image the
 /// blit writes and the test copies out.
@@ -84,20 +65,7 @@ impl TargetImage {
         let barrier = vk::MemoryBarrier::default()
             .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
             .dst_access_mask(vk::AccessFlags::TRANSFER_READ);
-        let region = vk::BufferImageCopy {
-            image_subresource: vk::ImageSubresourceLayers {
-                aspect_mask: vk::ImageAspectFlags::COLOR,
-                mip_level: 0,
-                base_array_layer: 0,
-                layer_count: 1,
-            },
-            image_extent: vk::Extent3D {
-                width: self.extent.width,
-                height: self.extent.height,
-                depth: 1,
-            },
-            ..Default::default()
-        };
+        let region = color_region(self.extent.width, self.extent.height);
         unsafe {
             v.device.cmd_pipeline_barrier(
                 cmd,
@@ -206,7 +174,7 @@ fn produce(v: &Vk, ring: &Ring, w: &Write, staging: &HostBuffer, bytes: &[u8]) {
 /// each present copied out into its own buffer and checked at the end (so frames
 /// are really in flight): every byte of every frame.
 fn frames_in_flight(count: u32, frames: u64) {
-    let ctx = vulkan_only();
+    let ctx = vulkan_only_context();
     let v = Vk::of(&ctx);
     let (w, h) = (40, 24);
     let ring = Ring::create(&ctx, &Description::new(RGBA8, w, h, count)).unwrap();
@@ -300,7 +268,7 @@ fn one_frame(
 #[test]
 fn a_resized_target_minimised_window_and_the_same_ring() {
     let _serial = serial();
-    let ctx = vulkan_only();
+    let ctx = vulkan_only_context();
     let v = Vk::of(&ctx);
     let (w, h) = (32, 20);
     let ring = Ring::create(&ctx, &Description::new(RGBA8, w, h, 2)).unwrap();
@@ -374,7 +342,7 @@ fn a_resized_target_minimised_window_and_the_same_ring() {
 #[test]
 fn rgba16f_and_bgra8_rings_copy_exactly() {
     let _serial = serial();
-    let ctx = vulkan_only();
+    let ctx = vulkan_only_context();
     let v = Vk::of(&ctx);
     let (w, h) = (16, 9);
     // RGBA16F into RGBA16F: the same bytes (finite half floats: the pattern's
@@ -428,7 +396,7 @@ fn rgba16f_and_bgra8_rings_copy_exactly() {
 #[test]
 fn bad_input_is_refused_with_nothing_recorded_and_nothing_leaked() {
     let _serial = serial();
-    let ctx = vulkan_only();
+    let ctx = vulkan_only_context();
     let v = Vk::of(&ctx);
     let before = live_counts();
     let desc = |format, count| Description::new(format, 16, 16, count);
@@ -497,7 +465,7 @@ fn bad_input_is_refused_with_nothing_recorded_and_nothing_leaked() {
     produce(&v, &ring, &wr, &staging, &bytes);
 
     // A swapchain image of another device: a second context's device.
-    let other = vulkan_only();
+    let other = vulkan_only_context();
     let mut t = target.target(&v, vk::Filter::NEAREST);
     t.device = other.vulkan_handles().device;
     let e = unsafe { ring.cmd_present(cmd, v.family, &t) }.unwrap_err();
@@ -599,7 +567,7 @@ fn the_ring_is_send_and_sync() {
 #[test]
 fn the_ring_is_full_until_a_frame_is_presented() {
     let _serial = serial();
-    let ctx = vulkan_only();
+    let ctx = vulkan_only_context();
     let v = Vk::of(&ctx);
     let ring = Ring::create(&ctx, &Description::new(RGBA8, 8, 8, 1)).unwrap();
     prepare(&v, &ring);
@@ -630,7 +598,7 @@ fn the_ring_is_full_until_a_frame_is_presented() {
 #[test]
 fn a_vulkan_upload_waits_for_the_previous_present_to_be_recorded() {
     let _serial = serial();
-    let ctx = vulkan_only();
+    let ctx = vulkan_only_context();
     let v = Vk::of(&ctx);
     let ring = Ring::create(&ctx, &Description::new(RGBA8, 8, 8, 3)).unwrap();
     prepare(&v, &ring);
@@ -708,22 +676,7 @@ mod fractal {
     }
 }
 
-const IMAGE_PTX: &str = include_str!("../../ptx/image_kernels.ptx");
-
-/// A standalone context paired with CUDA, or None (after saying why) on a
-/// machine without a CUDA GPU; VKCUDA_REQUIRE_GPU=1 fails instead.
-fn cuda_context_or_skip(test: &str) -> Option<Arc<Context>> {
-    match Context::standalone(None, CudaChoice::Primary) {
-        Ok(ctx) => Some(ctx),
-        Err(e) if gpu_required() => {
-            panic!("{test}: VKCUDA_REQUIRE_GPU=1 but no CUDA-paired device: {e}")
-        }
-        Err(e) => {
-            eprintln!("SKIPPED: {test}: no CUDA GPU here ({e}); set VKCUDA_REQUIRE_GPU=1 to make this a failure");
-            None
-        }
-    }
-}
+const IMAGE_PTX: &str = include_str!("../ptx/image_kernels.ptx");
 
 /// The ring with CUDA writing: the fractal kernel draws frame k (its view moves
 /// every frame) through the slot's surface between `cuda_begin` and `cuda_end`
@@ -1155,7 +1108,7 @@ fn a_ring_of_video_frames_is_sampled_through_its_conversion() {
     let _serial = serial();
     let before = live_counts();
     {
-        let ctx = vulkan_only();
+        let ctx = vulkan_only_context();
         let v = Vk::of(&ctx);
         let rgba = Ring::create(&ctx, &Description::new(RGBA8, 64, 32, 2)).unwrap();
         assert!(!rgba.is_video());
@@ -1211,81 +1164,6 @@ fn a_ring_of_video_frames_is_sampled_through_its_conversion() {
             .for_each(|b| v.destroy_host_buffer(b));
     }
     assert_eq!(live_counts(), before, "live objects after the video rings");
-}
-
-/// The C door of a ring of video frames: `vkcuda_present_ring_create` with NV12,
-/// each slot's planes (`vkcuda_present_ring_get_plane_pointer`: offset, pitch,
-/// extent and texel size as the frame's own `vkcuda_image_get_plane_pointer`
-/// would say, pointer 0 without CUDA), no CUDA surface for a video slot, the
-/// colour set before the prepare; a plane past the format's refused. Where the
-/// device makes no NV12 frame (Debian 12's lavapipe) the create is refused with
-/// `VKCUDA_ERROR_UNSUPPORTED` and the rest is left out, saying so.
-#[test]
-fn the_c_door_hands_out_a_video_ring_plane_by_plane() {
-    use vkcuda_c::vkcuda_result::*;
-    use vkcuda_c::*;
-    let _serial = serial();
-    let before = live_counts();
-    let ctx = support::vulkan_only_context();
-    let info = vkcuda_present_ring_create_info {
-        flags: 0,
-        format: video::NV12.as_raw(),
-        width: 64,
-        height: 32,
-        image_count: 2,
-    };
-    let mut ring = std::ptr::null_mut();
-    let r = unsafe { vkcuda_present_ring_create(ctx, &info, &mut ring) };
-    if r == VKCUDA_ERROR_UNSUPPORTED && !expect_video_frames() {
-        assert!(ring.is_null());
-        eprintln!(
-            "the_c_door_hands_out_a_video_ring_plane_by_plane: no NV12 video frames on this \
-             device ({}); left out",
-            support::last_error()
-        );
-        unsafe { vkcuda_context_destroy(ctx) };
-        return;
-    }
-    support::ok(r);
-    for index in 0..2 {
-        for (plane, (w, h, texel)) in [(64u32, 32u32, 1u32), (32, 16, 2)].into_iter().enumerate() {
-            let mut p: vkcuda_image_plane_pointer = unsafe { std::mem::zeroed() };
-            support::ok(unsafe {
-                vkcuda_present_ring_get_plane_pointer(ring, index, plane as u32, &mut p)
-            });
-            assert_eq!((p.width, p.height, p.bytes_per_texel), (w, h, texel));
-            assert_eq!(p.cuda_pointer, 0, "no CUDA in a Vulkan-only context");
-            assert!(p.row_pitch >= u64::from(w * texel));
-            assert!(p.size >= p.row_pitch * u64::from(h - 1) + u64::from(w * texel));
-            if plane == 1 {
-                assert!(p.offset > 0, "plane 1 lies after plane 0");
-            }
-        }
-        let mut p: vkcuda_image_plane_pointer = unsafe { std::mem::zeroed() };
-        let r = unsafe { vkcuda_present_ring_get_plane_pointer(ring, index, 2, &mut p) };
-        assert_eq!(
-            r,
-            VKCUDA_ERROR_INVALID_ARGUMENT,
-            "{}",
-            support::last_error()
-        );
-        let mut s = 0u64;
-        let r = unsafe { vkcuda_present_ring_get_surface_object(ring, index, &mut s) };
-        assert_ne!(r, VKCUDA_SUCCESS, "a video slot has no CUDA surface");
-    }
-    let color = vkcuda_video_color {
-        flags: 0,
-        matrix_coefficients: 1,
-        transfer_characteristics: 1,
-        colour_primaries: 1,
-        full_range: 1,
-        x_chroma_offset: 0,
-        y_chroma_offset: 0,
-    };
-    support::ok(unsafe { vkcuda_present_ring_set_video_color(ring, &color) });
-    unsafe { vkcuda_present_ring_destroy(ring) };
-    unsafe { vkcuda_context_destroy(ctx) };
-    assert_eq!(live_counts(), before, "live objects after the C video ring");
 }
 
 /// The CUDA producer of a video ring: `cuda_begin` on its stream, one
