@@ -1,15 +1,17 @@
 //! One success case per export whose behaviour is tested through the Rust API
 //! (tests/buffer.rs, tests/handoff.rs, tests/semaphore.rs, tests/graph.rs,
-//! tests/context.rs): the C door's argument checks are the misuse matrix's, and
-//! here each such export is called the way a C caller calls it, once, and does
-//! its work. On lavapipe: the barrier exports, the context told its device's
-//! create info, and the live-object counts (the floor counts through
-//! `vkcuda::live_objects`); on a GPU (ignored without `--include-ignored`): the semaphore
-//! exports, CUDA graph nodes included.
+//! tests/context.rs, tests/doctor.rs): the C door's argument checks are the misuse
+//! matrix's, and here each such export is called the way a C caller calls it, once,
+//! and does its work. On lavapipe: the barrier exports, the context told its
+//! device's create info, the live-object counts (the floor counts through
+//! `vkcuda::live_objects`), and the doctor's options, getters and JSON (the Rust
+//! API's report, handed out); on a GPU (ignored without `--include-ignored`): the
+//! semaphore exports, CUDA graph nodes included.
 
 mod support;
 use support::*;
 
+use std::ffi::{CStr, CString};
 use std::ptr;
 
 use ash::vk;
@@ -73,6 +75,99 @@ fn cpu_exports_succeed() {
         vkcuda_buffer_destroy(b);
         vkcuda_context_destroy(ctx);
     }
+}
+
+/// The doctor through its C exports, with a root and an engine's device in the
+/// options: the summary, every check, every pairing row and the JSON are what the
+/// Rust API's report with the same options says (`vkcuda::doctor::run`; the checks
+/// themselves: tests/doctor.rs), and an index one past the end is refused, named.
+#[test]
+fn doctor_exports_succeed() {
+    let root = empty_dir("exports-doctor-root");
+    let engine = EngineDevice::new(&[ash::khr::external_memory_fd::NAME], |_, _| true);
+    let info = engine.create_info(0);
+    let root_c = CString::new(root.to_str().unwrap()).unwrap();
+    let options = vkcuda_doctor_options {
+        flags: 0,
+        root: root_c.as_ptr(),
+        engine: &info,
+    };
+    let mut report = ptr::null_mut();
+    ok(unsafe { vkcuda_doctor_run(&options, &mut report) });
+    let mut rust = vkcuda::doctor::Options::default();
+    rust.root = root;
+    let handles = vkcuda::context::EngineHandles {
+        instance: engine.instance.handle(),
+        physical: engine.physical,
+        device: engine.device.handle(),
+        get_instance_proc_addr: engine.entry.static_fn().get_instance_proc_addr,
+        get_device_proc_addr: None,
+        synchronization2: false,
+    };
+    // SAFETY: the engine's live handles, which outlive the run.
+    let want = vkcuda::doctor::run(&unsafe { rust.with_engine(handles) });
+    assert!(
+        want.check("engine.device").is_some(),
+        "the engine was checked"
+    );
+    let text = |p: *const std::ffi::c_char| unsafe { CStr::from_ptr(p) }.to_str().unwrap();
+
+    let mut s: vkcuda_doctor_summary = unsafe { std::mem::zeroed() };
+    ok(unsafe { vkcuda_doctor_report_get_summary(report, &mut s) });
+    use vkcuda::doctor::Status;
+    let counts = [Status::Pass, Status::Warn, Status::Fail].map(|k| want.count(k) as u32);
+    assert_eq!(
+        [s.check_count, s.pass_count, s.warn_count, s.fail_count],
+        [want.checks.len() as u32, counts[0], counts[1], counts[2]]
+    );
+    assert_eq!(s.ready, u32::from(want.ready()));
+    assert!(s.check_count > 10, "{want:?}");
+    for (i, w) in want.checks.iter().enumerate() {
+        let mut c: vkcuda_doctor_check = unsafe { std::mem::zeroed() };
+        ok(unsafe { vkcuda_doctor_report_get_check(report, i as u32, &mut c) });
+        let status = match c.status {
+            vkcuda_doctor_status::VKCUDA_DOCTOR_STATUS_PASS => Status::Pass,
+            vkcuda_doctor_status::VKCUDA_DOCTOR_STATUS_WARN => Status::Warn,
+            _ => Status::Fail,
+        };
+        assert_eq!(status, w.status, "{w:?}");
+        assert_eq!(
+            (text(c.name), text(c.seen), text(c.fix)),
+            (&*w.name, &*w.seen, &*w.fix)
+        );
+    }
+    assert_eq!(s.device_pair_count as usize, want.pairs.len());
+    for (i, w) in want.pairs.iter().enumerate() {
+        let mut p: vkcuda_doctor_device_pair = unsafe { std::mem::zeroed() };
+        ok(unsafe { vkcuda_doctor_report_get_device_pair(report, i as u32, &mut p) });
+        let vulkan_index = w.vulkan_index.map_or(-1, |k| k as i32);
+        let indices = (vulkan_index, w.cuda_ordinal.unwrap_or(-1));
+        assert_eq!((p.vulkan_index, p.cuda_ordinal), indices, "{w:?}");
+        assert_eq!(
+            (text(p.vulkan_name), text(p.cuda_name)),
+            (&*w.vulkan_name, &*w.cuda_name)
+        );
+        assert_eq!(p.vulkan_uuid, w.vulkan_uuid.unwrap_or_default());
+        assert_eq!(p.cuda_uuid, w.cuda_uuid.unwrap_or_default());
+        assert_eq!(p.ready, u32::from(w.ready));
+    }
+    let mut json = ptr::null();
+    ok(unsafe { vkcuda_doctor_report_get_json(report, &mut json) });
+    assert_eq!(text(json), want.to_json());
+
+    let mut c: vkcuda_doctor_check = unsafe { std::mem::zeroed() };
+    let msg = fails(
+        unsafe { vkcuda_doctor_report_get_check(report, s.check_count, &mut c) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(msg.contains("out of range"), "{msg}");
+    let mut p: vkcuda_doctor_device_pair = unsafe { std::mem::zeroed() };
+    let msg = fails(
+        unsafe { vkcuda_doctor_report_get_device_pair(report, s.device_pair_count, &mut p) },
+        VKCUDA_ERROR_INVALID_ARGUMENT,
+    );
+    assert!(msg.contains("out of range"), "{msg}");
+    unsafe { vkcuda_doctor_report_destroy(report) };
 }
 
 #[test]

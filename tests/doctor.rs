@@ -1,127 +1,94 @@
-//! The doctor (`vkcuda_doctor_run`) on simulated machines: each failing check is
+//! The doctor (`vkcuda::doctor::run`) on simulated machines: each failing check is
 //! reproduced in a child process with the environment, the fake CUDA driver
 //! (tests/fake_cuda) and the files that cause it, and must come out with the
 //! expected status, what it saw and its fix. Where a check matches an error of the
-//! library, the doctor's words must be the error's words.
+//! library, the doctor's words must be the error's words. The report on this
+//! machine, its JSON, and the deep self-test (with stand-in drivers that corrupt
+//! data, and on the GPU). The C door's options struct, getters and JSON:
+//! capi/tests/exports.rs; its argument checks: the misuse matrix.
 
 mod support;
+use support::device::{device_support, engine_context, engine_handles};
 use support::*;
 
 use std::path::{Path, PathBuf};
-use std::ptr;
 
-#[derive(Debug, Clone)]
-struct Seen {
-    name: String,
-    status: vkcuda_doctor_status,
-    seen: String,
-    fix: String,
-}
+use ash::vk;
+use vkcuda::buffer::Allocator;
+use vkcuda::doctor::Status::{Fail as FAIL, Pass as PASS, Warn as WARN};
+use vkcuda::doctor::{self, Check, Options, Report, Status};
+use vkcuda::semaphore::Kind;
+use vkcuda::{pairing, Buffer, Context, CudaChoice, ErrorKind, Semaphore};
 
-struct Doctor {
-    checks: Vec<Seen>,
-    pairs: Vec<(i32, i32)>,
-    ready: bool,
-    json: serde_json::Value,
-}
-
-fn text(p: *const std::ffi::c_char) -> String {
-    unsafe { std::ffi::CStr::from_ptr(p) }
-        .to_string_lossy()
-        .into_owned()
-}
-
-fn doctor(root: Option<&Path>) -> Doctor {
-    doctor_with(root, ptr::null())
-}
-
-fn doctor_with(root: Option<&Path>, engine: *const vkcuda_context_create_info) -> Doctor {
-    doctor_flags(root, engine, 0)
-}
-
-fn doctor_flags(
-    root: Option<&Path>,
-    engine: *const vkcuda_context_create_info,
-    flags: u32,
-) -> Doctor {
-    let root_c = root.map(|r| std::ffi::CString::new(r.to_str().unwrap()).unwrap());
-    let options = vkcuda_doctor_options {
-        flags,
-        root: root_c.as_ref().map_or(ptr::null(), |c| c.as_ptr()),
-        engine,
-    };
-    let mut report = ptr::null_mut();
-    ok(unsafe { vkcuda_doctor_run(&options, &mut report) });
-    let mut s: vkcuda_doctor_summary = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_doctor_report_get_summary(report, &mut s) });
-    let checks: Vec<Seen> = (0..s.check_count)
-        .map(|i| {
-            let mut c: vkcuda_doctor_check = unsafe { std::mem::zeroed() };
-            ok(unsafe { vkcuda_doctor_report_get_check(report, i, &mut c) });
-            Seen {
-                name: text(c.name),
-                status: c.status,
-                seen: text(c.seen),
-                fix: text(c.fix),
-            }
-        })
-        .collect();
-    let pairs = (0..s.device_pair_count)
-        .map(|i| {
-            let mut p: vkcuda_doctor_device_pair = unsafe { std::mem::zeroed() };
-            ok(unsafe { vkcuda_doctor_report_get_device_pair(report, i, &mut p) });
-            (p.vulkan_index, p.cuda_ordinal)
-        })
-        .collect();
-    let mut j = ptr::null();
-    ok(unsafe { vkcuda_doctor_report_get_json(report, &mut j) });
-    let json: serde_json::Value = serde_json::from_str(&text(j)).expect("valid JSON");
-    unsafe { vkcuda_doctor_report_destroy(report) };
-    let fails = checks
-        .iter()
-        .filter(|c| c.status == vkcuda_doctor_status::VKCUDA_DOCTOR_STATUS_FAIL)
-        .count();
-    assert_eq!(s.fail_count as usize, fails);
-    assert_eq!(s.ready == 1, fails == 0);
-    // The JSON says the same as the getters.
-    assert_eq!(json["ready"], s.ready == 1);
-    assert_eq!(json["checks"].as_array().unwrap().len(), checks.len());
-    for (c, jc) in checks.iter().zip(json["checks"].as_array().unwrap()) {
+/// The doctor's report on the files under `root` (None: `/`), also checking the
+/// engine's device when given, with the deep self-test when `deep`; printed, and
+/// its JSON checked against it.
+fn doctor_with(root: Option<&Path>, engine: Option<&EngineDevice>, deep: bool) -> Report {
+    let mut options = Options::default();
+    if let Some(root) = root {
+        options.root = root.to_path_buf();
+    }
+    options.deep = deep;
+    if let Some(e) = engine {
+        // SAFETY: the engine's live handles, which outlive the run.
+        options = unsafe { options.with_engine(engine_handles(e, None)) };
+    }
+    let d = doctor::run(&options);
+    // The JSON says the same as the checks.
+    let json = d.json();
+    assert_eq!(json["ready"], d.ready());
+    assert_eq!(json["checks"].as_array().unwrap().len(), d.checks.len());
+    for (c, jc) in d.checks.iter().zip(json["checks"].as_array().unwrap()) {
         assert_eq!(jc["name"], c.name.as_str());
         assert_eq!(jc["seen"], c.seen.as_str());
         assert_eq!(jc["fix"], c.fix.as_str());
     }
-    for c in &checks {
+    for c in &d.checks {
         println!("[{:?}] {}: {} | {}", c.status, c.name, c.seen, c.fix);
     }
-    Doctor {
-        checks,
-        pairs,
-        ready: s.ready == 1,
-        json,
-    }
+    d
 }
 
-impl Doctor {
+fn doctor(root: Option<&Path>) -> Report {
+    doctor_with(root, None, false)
+}
+
+/// What the tests look up in a report.
+trait Found {
+    fn get(&self, name: &str) -> &Check;
+    /// The check of the ICD manifest at `path`.
+    fn icd(&self, path: &Path) -> &Check;
+    fn json(&self) -> serde_json::Value;
+}
+
+impl Found for Report {
     #[track_caller]
-    fn get(&self, name: &str) -> &Seen {
-        self.checks
-            .iter()
-            .find(|c| c.name == name)
+    fn get(&self, name: &str) -> &Check {
+        self.check(name)
             .unwrap_or_else(|| panic!("no check {name}"))
     }
 
-    /// The check of the ICD manifest at `path`.
     #[track_caller]
-    fn icd(&self, path: &Path) -> &Seen {
+    fn icd(&self, path: &Path) -> &Check {
         self.get(&format!("vulkan.icd[{}]", path.display()))
+    }
+
+    fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.to_json()).expect("valid JSON")
     }
 }
 
-impl Seen {
+/// What the tests assert of a check.
+trait Says {
     /// Asserts the status, and that `seen` and `fix` contain every part given.
+    fn says(&self, status: Status, seen: &[&str], fix: &[&str]) -> &Self;
+    /// `err`, the message of a failed call, says the doctor's words.
+    fn is_the_error(&self, err: &str);
+}
+
+impl Says for Check {
     #[track_caller]
-    fn says(&self, status: vkcuda_doctor_status, seen: &[&str], fix: &[&str]) -> &Self {
+    fn says(&self, status: Status, seen: &[&str], fix: &[&str]) -> &Self {
         assert_eq!(self.status, status, "{self:?}");
         for part in seen {
             assert!(self.seen.contains(part), "seen lacks {part:?}: {self:?}");
@@ -132,18 +99,12 @@ impl Seen {
         self
     }
 
-    /// `err`, the message of a failed call of `function`, says the doctor's words.
     #[track_caller]
-    fn is_the_error(&self, function: &str, err: &str) {
-        let words = format!("{function}: {}: {}", self.seen, self.fix);
+    fn is_the_error(&self, err: &str) {
+        let words = format!("{}: {}", self.seen, self.fix);
         assert_eq!(err, words, "the doctor and the failing call say the same");
     }
 }
-
-use vkcuda_doctor_status::{
-    VKCUDA_DOCTOR_STATUS_FAIL as FAIL, VKCUDA_DOCTOR_STATUS_PASS as PASS,
-    VKCUDA_DOCTOR_STATUS_WARN as WARN,
-};
 
 /// A scratch directory of this test.
 fn scratch(name: &str) -> PathBuf {
@@ -178,7 +139,7 @@ fn manifest(dir: &Path, name: &str, library: &str) -> PathBuf {
 /// The non-NVIDIA manifests of this machine whose library loads (lavapipe here),
 /// joined for VK_DRIVER_FILES.
 fn working_other_manifests() -> Vec<String> {
-    vkcuda::doctor::find_manifests()
+    doctor::find_manifests()
         .into_iter()
         .filter(|m| m.works() && !m.is_nvidia())
         .map(|m| m.path.display().to_string())
@@ -211,6 +172,55 @@ fn join(paths: &[String]) -> String {
 
 fn test_root() -> PathBuf {
     PathBuf::from(std::env::var("VKCUDA_TEST_DIR").unwrap())
+}
+
+// --- This machine ---------------------------------------------------------------------
+
+/// The report on this machine, as a Rust program reads it: every check named, a
+/// fix exactly where it did not pass, the counts and the verdict agreeing, the
+/// JSON saying the same, and the context's device in the pairing table under its
+/// name.
+#[test]
+fn the_doctor_reports_this_machine() {
+    let root = empty_dir("rust-api-doctor");
+    let report = doctor(Some(&root));
+    assert!(report.checks.len() >= 5, "{report:?}");
+    for c in &report.checks {
+        assert!(!c.name.is_empty());
+        assert_eq!(
+            c.fix.is_empty(),
+            c.status == PASS,
+            "a check has a fix exactly when it did not pass: {c:?}"
+        );
+    }
+    assert_eq!(
+        report.count(PASS) + report.count(WARN) + report.count(FAIL),
+        report.checks.len()
+    );
+    assert_eq!(
+        report.ready(),
+        report.count(FAIL) == 0,
+        "ready means nothing failed"
+    );
+    // The lavapipe device this suite runs on is in the pairing table.
+    let ctx = vulkan_only_context();
+    let uuid = ctx_uuid(&ctx);
+    let pair = report
+        .pairs
+        .iter()
+        .find(|p| p.vulkan_uuid == Some(uuid))
+        .expect("the context's device is in the pairing table");
+    let name = pairing::enumerate()
+        .unwrap()
+        .into_iter()
+        .flatten()
+        .find(|r| r.support.props.uuid == uuid)
+        .unwrap()
+        .support
+        .props
+        .name;
+    assert_eq!(pair.vulkan_name, name);
+    let _ = std::fs::remove_dir_all(root);
 }
 
 // --- ICD manifests ----------------------------------------------------------------
@@ -265,8 +275,8 @@ fn child_icd_missing_library() {
     assert_eq!(c.fix, "correct the path in VK_DRIVER_FILES or remove it");
     let nvidia_icd = d.get("vulkan.nvidia_icd");
     nvidia_icd.says(FAIL, &["is there but its library does not load"], &[]);
-    assert!(!d.ready);
-    assert_eq!(d.json["ready"], false);
+    assert!(!d.ready());
+    assert_eq!(d.json()["ready"], false);
 }
 
 #[test]
@@ -317,7 +327,7 @@ fn child_no_nvidia_icd() {
         !d.checks.iter().any(|c| c.name.contains("ignored_when")),
         "VK_ICD_FILENAMES must not be read"
     );
-    assert!(!d.ready);
+    assert!(!d.ready());
 }
 
 #[test]
@@ -356,7 +366,7 @@ fn child_icd_old_variable() {
 
 /// `doctor(None)` on another thread: fails the test unless it returns within
 /// `limit` (a doctor that blocks on a FIFO or reads /dev/zero for ever never would).
-fn doctor_within(limit: std::time::Duration) -> Doctor {
+fn doctor_within(limit: std::time::Duration) -> Report {
     let (tx, rx) = std::sync::mpsc::channel();
     let started = std::time::Instant::now();
     std::thread::spawn(move || {
@@ -551,7 +561,7 @@ fn child_icd_not_utf8() {
         "{c:?}"
     );
     // What the loader reads is what the bytes name, not the standard directories.
-    let icds: Vec<&Seen> = d
+    let icds: Vec<&Check> = d
         .checks
         .iter()
         .filter(|c| c.name.starts_with("vulkan.icd["))
@@ -665,22 +675,21 @@ fn child_cuda_absent() {
     if !in_child("child_cuda_absent") {
         return;
     }
-    let mut v = 0;
-    let r = unsafe { vkcuda_cuda_driver_get_version(&mut v) };
-    if r == VKCUDA_SUCCESS {
+    let r = pairing::cuda_driver_version();
+    if let Ok(v) = r {
         // This machine has a libcuda.so.1 of its own: absence cannot be simulated.
         eprintln!("SKIPPED: child_cuda_absent: the machine has a CUDA driver (version {v})");
         return;
     }
-    let err = fails(r, VKCUDA_ERROR_CUDA_UNAVAILABLE);
+    let err = fails(r, ErrorKind::CudaUnavailable);
     let d = doctor(None);
     let c = d.get("cuda.driver").says(FAIL, &[], &[]);
     assert_eq!(c.seen, "the CUDA driver library libcuda.so.1 was not found");
     assert!(c.fix.starts_with("install the NVIDIA driver"), "{c:?}");
-    c.is_the_error("vkcuda_cuda_driver_get_version", &err);
+    c.is_the_error(&err);
     let c = d.get("pairing").says(FAIL, &[], &[]);
     assert!(c.fix.starts_with("fix cuda.driver first"), "{c:?}");
-    assert!(!d.ready);
+    assert!(!d.ready());
 }
 
 #[test]
@@ -710,14 +719,12 @@ fn child_cuda_too_old() {
         c.fix.starts_with("install NVIDIA driver 525 or newer"),
         "{c:?}"
     );
-    c.is_the_error("vkcuda_cuda_driver_get_version", &err);
+    c.is_the_error(&err);
 }
 
-/// The message of `vkcuda_cuda_driver_get_version`, which must fail as CUDA_UNAVAILABLE.
+/// The message of `pairing::cuda_driver_version`, which must fail as CudaUnavailable.
 fn driver_version_error() -> String {
-    let mut v = 0;
-    let r = unsafe { vkcuda_cuda_driver_get_version(&mut v) };
-    fails(r, VKCUDA_ERROR_CUDA_UNAVAILABLE)
+    fails(pairing::cuda_driver_version(), ErrorKind::CudaUnavailable)
 }
 
 #[test]
@@ -769,7 +776,7 @@ fn child_cuda_visible_devices() {
     let unset = "unset CUDA_VISIBLE_DEVICES or set it to GPUs this machine has";
     assert!(c.fix.starts_with(unset), "{c:?}");
     assert!(!c.fix.contains("kernel module"), "{c:?}");
-    c.is_the_error("vkcuda_cuda_driver_get_version", &err);
+    c.is_the_error(&err);
 }
 
 #[test]
@@ -786,10 +793,9 @@ fn child_no_matching_uuid() {
     if !in_child("child_no_matching_uuid") {
         return;
     }
-    let mut ctx = ptr::null_mut();
     let err = fails(
-        unsafe { vkcuda_context_create_standalone(ptr::null(), &mut ctx) },
-        VKCUDA_ERROR_DEVICE_MISMATCH,
+        Context::standalone(None, CudaChoice::Primary),
+        ErrorKind::DeviceMismatch,
     );
     let d = doctor(None);
     // Says which driver it loaded: the path of the fake driver.
@@ -797,10 +803,9 @@ fn child_no_matching_uuid() {
     d.get("cuda.driver").says(PASS, &loaded, &[]);
     let uuid = "abababab-abab-abab-abab-abababababab";
     let c = d.get("vulkan_device[0].pairing").says(WARN, &[uuid], &[]);
-    // The error is "function: seen: fix"; the doctor's seen adds what kind of device it is.
+    // The error is "seen: fix"; the doctor's seen adds what kind of device it is.
     let err_seen = err
-        .strip_prefix("vkcuda_context_create_standalone: ")
-        .and_then(|e| e.strip_suffix(&format!(": {}", c.fix)))
+        .strip_suffix(&format!(": {}", c.fix))
         .unwrap_or_else(|| panic!("the error ends with the doctor's fix: {err} / {c:?}"));
     assert!(
         c.seen.starts_with(err_seen),
@@ -813,8 +818,13 @@ fn child_no_matching_uuid() {
     let no_twin = "has no Vulkan device with its UUID";
     d.get("cuda_device[0].pairing").says(WARN, &[no_twin], &[]);
     assert_eq!(d.get("pairing").status, FAIL);
-    assert_eq!(d.pairs, vec![(0, -1), (-1, 0)]);
-    assert_eq!(d.json["devices"][1]["cuda_name"], "vkcuda fake GPU");
+    let pairs: Vec<_> = d
+        .pairs
+        .iter()
+        .map(|p| (p.vulkan_index, p.cuda_ordinal))
+        .collect();
+    assert_eq!(pairs, [(Some(0), None), (None, Some(0))]);
+    assert_eq!(d.json()["devices"][1]["cuda_name"], "vkcuda fake GPU");
 }
 
 // --- The engine's own device ---------------------------------------------------------
@@ -833,8 +843,7 @@ fn child_engine_device() {
     // An engine that enabled neither fd extension (lavapipe has the memory one and
     // not the semaphore one; an NVIDIA GPU has both).
     let e = EngineDevice::new(&[], |_, _| true);
-    let info = e.create_info(0);
-    let d = doctor_with(None, &info);
+    let d = doctor_with(None, Some(&e), false);
     assert_eq!(d.get("engine.device").status, PASS);
     let mem = d.get("engine.external_memory_fd").says(FAIL, &[], &[]);
     let disabled =
@@ -843,27 +852,19 @@ fn child_engine_device() {
     let sem = d.get("engine.external_semaphore_fd");
     sem.says(FAIL, &["VK_KHR_external_semaphore_fd"], &[]);
     // The same words as the first calls of a context on that device that need them.
-    let vonly = e.create_info(VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT);
-    let mut ctx = ptr::null_mut();
-    ok(unsafe { vkcuda_context_create(&vonly, &mut ctx) });
-    let mut b = ptr::null_mut();
-    let bi = vkcuda_buffer_create_info {
-        size: 4096,
-        ..unsafe { std::mem::zeroed() }
-    };
+    let ctx = engine_context(&e, CudaChoice::None).unwrap();
+    let usage = vk::BufferUsageFlags::empty();
     let err = fails(
-        unsafe { vkcuda_buffer_create(ctx, &bi, &mut b) },
-        VKCUDA_ERROR_EXTENSION_NOT_PRESENT,
+        Buffer::create(&ctx, 4096, usage, Allocator::Vulkan),
+        ErrorKind::ExtensionNotPresent,
     );
-    mem.is_the_error("vkcuda_buffer_create", &err);
-    let mut s = ptr::null_mut();
-    let si: vkcuda_semaphore_create_info = unsafe { std::mem::zeroed() };
+    mem.is_the_error(&err);
     let err = fails(
-        unsafe { vkcuda_semaphore_create(ctx, &si, &mut s) },
-        VKCUDA_ERROR_EXTENSION_NOT_PRESENT,
+        Semaphore::create(&ctx, Kind::Timeline, 0, None),
+        ErrorKind::ExtensionNotPresent,
     );
-    sem.is_the_error("vkcuda_semaphore_create", &err);
-    unsafe { vkcuda_context_destroy(ctx) };
+    sem.is_the_error(&err);
+    drop(ctx);
     // Pairing: the fake driver's device is not this one; on a machine whose real
     // driver has this device's twin (an NVIDIA GPU), the pairing passes and the
     // missing extensions alone make the device unready.
@@ -874,18 +875,17 @@ fn child_engine_device() {
         assert!(c.seen.contains("= CUDA device"), "{c:?}");
     } else {
         assert_eq!(c.status, FAIL);
-        let mut ctx = ptr::null_mut();
         let err = fails(
-            unsafe { vkcuda_context_create(&info, &mut ctx) },
-            VKCUDA_ERROR_DEVICE_MISMATCH,
+            engine_context(&e, CudaChoice::Primary),
+            ErrorKind::DeviceMismatch,
         );
-        c.is_the_error("vkcuda_context_create", &err);
+        c.is_the_error(&err);
     }
-    assert!(!d.ready);
+    assert!(!d.ready());
     drop(e);
 
     // An engine instance of apiVersion 1.0, with the extensions a 1.0 engine enables
-    // for external memory: engine.device fails with vkcuda_context_create's words.
+    // for external memory: engine.device fails with the words of a context on it.
     let old = EngineDevice::with_version(
         ash::vk::API_VERSION_1_0,
         &[
@@ -899,8 +899,7 @@ fn child_engine_device() {
         ],
         |i, p| unsafe { i.get_physical_device_properties(p) }.api_version >= ash::vk::API_VERSION_1_2,
     );
-    let info = old.create_info(0);
-    let d = doctor_with(None, &info);
+    let d = doctor_with(None, Some(&old), false);
     let c = d.get("engine.device");
     if !old.hides_1_1_commands() {
         // NVIDIA's driver resolves the 1.1 commands for a 1.0 instance: nothing lacks.
@@ -908,14 +907,13 @@ fn child_engine_device() {
         return;
     }
     assert_eq!(c.status, FAIL);
-    let mut ctx = ptr::null_mut();
     let err = fails(
-        unsafe { vkcuda_context_create(&info, &mut ctx) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
+        engine_context(&old, CudaChoice::Primary),
+        ErrorKind::InvalidArgument,
     );
     assert!(c.seen.contains("apiVersion 1.0"), "{c:?}");
-    assert_eq!(err, format!("vkcuda_context_create: {}", c.seen));
-    assert!(!d.ready);
+    assert_eq!(err, c.seen);
+    assert!(!d.ready());
 }
 
 // --- Containers ---------------------------------------------------------------------
@@ -1153,7 +1151,7 @@ fn child_container_complete() {
     }
     let root = test_root();
     let d = doctor(Some(&root));
-    let container: Vec<&Seen> = d
+    let container: Vec<&Check> = d
         .checks
         .iter()
         .filter(|c| c.name.starts_with("container"))
@@ -1194,7 +1192,7 @@ fn child_not_in_a_container() {
     );
 }
 
-/// `vkcuda_doctor_run` reads the files under `options->root` as it reads the
+/// The doctor reads the files under `Options::root` as it reads the
 /// manifests: regular files only, at most 1 MiB. A FIFO at proc/1/cgroup (no
 /// writer: opening it would wait for ever) and /dev/zero linked there (it never
 /// ends) are not read, and the run returns.
@@ -1223,7 +1221,7 @@ fn child_root_not_regular() {
     });
     let d = rx
         .recv_timeout(limit)
-        .unwrap_or_else(|_| panic!("vkcuda_doctor_run did not return within {limit:?}"));
+        .unwrap_or_else(|_| panic!("the doctor did not return within {limit:?}"));
     let c = d.get("container").says(PASS, &[], &[]);
     assert!(c.seen.starts_with("not in a container"), "{c:?}");
 }
@@ -1261,7 +1259,7 @@ fn child_open_file_limit() {
             .starts_with("raise it to at least 1024: ulimit -n 4096"),
         "{c:?}"
     );
-    assert!(!d.ready);
+    assert!(!d.ready());
     set_soft_limit(512);
     let d = doctor(None);
     assert_eq!(d.get("process.open_files").status, WARN);
@@ -1270,45 +1268,10 @@ fn child_open_file_limit() {
     assert_eq!(d.get("process.open_files").says(PASS, &[], &[]).fix, "");
 }
 
-// --- The C surface ---------------------------------------------------------------------
-
-#[test]
-fn getters_refuse_bad_indices_and_options() {
-    let mut report = ptr::null_mut();
-    ok(unsafe { vkcuda_doctor_run(ptr::null(), &mut report) });
-    let mut s: vkcuda_doctor_summary = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_doctor_report_get_summary(report, &mut s) });
-    assert!(s.check_count > 10);
-    assert_eq!(s.pass_count + s.warn_count + s.fail_count, s.check_count);
-    let mut c: vkcuda_doctor_check = unsafe { std::mem::zeroed() };
-    let msg = fails(
-        unsafe { vkcuda_doctor_report_get_check(report, s.check_count, &mut c) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
-    );
-    assert!(msg.contains("out of range"), "{msg}");
-    let mut p: vkcuda_doctor_device_pair = unsafe { std::mem::zeroed() };
-    fails(
-        unsafe { vkcuda_doctor_report_get_device_pair(report, s.device_pair_count, &mut p) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
-    );
-    unsafe { vkcuda_doctor_report_destroy(report) };
-    let bad = vkcuda_doctor_options {
-        flags: 4,
-        root: ptr::null(),
-        engine: ptr::null(),
-    };
-    let mut report = 1usize as *mut vkcuda_doctor_report;
-    fails(
-        unsafe { vkcuda_doctor_run(&bad, &mut report) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
-    );
-    assert!(report.is_null(), "NULL on failure");
-}
-
 // --- The deep self-test ---------------------------------------------------------------
 
 /// The deep checks of a report, with the time each one's `seen` ends with.
-fn deep_checks(d: &Doctor) -> Vec<(&Seen, f64)> {
+fn deep_checks(d: &Report) -> Vec<(&Check, f64)> {
     d.checks
         .iter()
         .filter(|c| c.name.starts_with("deep."))
@@ -1325,7 +1288,7 @@ fn deep_checks(d: &Doctor) -> Vec<(&Seen, f64)> {
 }
 
 /// Prints the deep checks one line each, and the total.
-fn print_deep(d: &Doctor, started: std::time::Instant) {
+fn print_deep(d: &Report, started: std::time::Instant) {
     for (c, ms) in deep_checks(d) {
         println!(
             "DEEP {:?} {:<40} {ms:>9.1} ms  {}",
@@ -1407,7 +1370,7 @@ fn child_deep_vulkan_only() {
     let total = d.get("deep.total");
     total.says(total.status, &[" resources in ", " failed"], &[]);
     // The JSON carries the same checks.
-    let names: Vec<_> = d.json["checks"]
+    let names: Vec<_> = d.json()["checks"]
         .as_array()
         .unwrap()
         .iter()
@@ -1456,19 +1419,13 @@ fn deep_with_the_stand_in_driver() {
 /// The UUID of this machine's first Vulkan device (as the stand-in driver takes
 /// it) and its name.
 fn first_device() -> (String, String) {
-    let ctx = vulkan_only_context();
-    let s = device_support(ctx);
-    unsafe { vkcuda_context_destroy(ctx) };
-    let name = text(s.device_name.as_ptr());
-    (
-        s.device_uuid.iter().map(|b| format!("{b:02x}")).collect(),
-        name,
-    )
+    let props = device_support(&vulkan_only_context()).props;
+    (uuid_hex(&props.uuid), props.name)
 }
 
-fn deep_run() -> Doctor {
+fn deep_run() -> Report {
     let started = std::time::Instant::now();
-    let d = doctor_flags(None, ptr::null(), VKCUDA_DOCTOR_RUN_DEEP_BIT);
+    let d = doctor_with(None, None, true);
     print_deep(&d, started);
     d
 }
@@ -1513,7 +1470,7 @@ fn child_deep_stand_in_runs() {
     let c = d.get("deep.image.R8G8B8A8_UNORM.2D").says(FAIL, &[], &[]);
     assert!(c.seen.starts_with("vkcuda_image_create failed: "), "{c:?}");
     assert_eq!(d.get("deep.total").status, FAIL);
-    assert!(!d.ready);
+    assert!(!d.ready());
 }
 
 #[test]
@@ -1638,10 +1595,9 @@ mod gpu {
             return;
         };
         // Only to know there is a GPU: the deep doctor makes its own context.
-        unsafe { vkcuda_context_destroy(ctx) };
+        drop(ctx);
         let started = std::time::Instant::now();
-        let d = doctor_flags(None, ptr::null(), VKCUDA_DOCTOR_RUN_DEEP_BIT);
-        print_deep(&d, started);
+        let d = deep_run();
         let deep = deep_checks(&d);
         d.get("deep.cuda").says(PASS, &[], &[]); // the CUDA part runs
         let not_passed: Vec<_> = deep
