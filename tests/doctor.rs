@@ -364,13 +364,13 @@ fn child_icd_old_variable() {
     );
 }
 
-/// `doctor(None)` on another thread: fails the test unless it returns within
+/// `doctor(root)` on another thread: fails the test unless it returns within
 /// `limit` (a doctor that blocks on a FIFO or reads /dev/zero for ever never would).
-fn doctor_within(limit: std::time::Duration) -> Report {
+fn doctor_within(root: Option<PathBuf>, limit: std::time::Duration) -> Report {
     let (tx, rx) = std::sync::mpsc::channel();
     let started = std::time::Instant::now();
     std::thread::spawn(move || {
-        let _ = tx.send(doctor(None));
+        let _ = tx.send(doctor(root.as_deref()));
     });
     let d = rx
         .recv_timeout(limit)
@@ -436,7 +436,7 @@ fn child_icd_skipped() {
         return;
     }
     let dir = test_root();
-    let d = doctor_within(std::time::Duration::from_secs(20));
+    let d = doctor_within(None, std::time::Duration::from_secs(20));
     // The loader skips these: a warning each.
     let skipped: [(PathBuf, &str, &str); 6] = [
         (
@@ -1214,14 +1214,7 @@ fn child_root_not_regular() {
     if !in_child("child_root_not_regular") {
         return;
     }
-    let (tx, rx) = std::sync::mpsc::channel();
-    let limit = std::time::Duration::from_secs(60);
-    std::thread::spawn(move || {
-        let _ = tx.send(doctor(Some(&test_root())));
-    });
-    let d = rx
-        .recv_timeout(limit)
-        .unwrap_or_else(|_| panic!("the doctor did not return within {limit:?}"));
+    let d = doctor_within(Some(test_root()), std::time::Duration::from_secs(60));
     let c = d.get("container").says(PASS, &[], &[]);
     assert!(c.seen.starts_with("not in a container"), "{c:?}");
 }

@@ -46,7 +46,13 @@ impl TargetImage {
         }
     }
 
-    fn bytes(&self, texel: u64) -> u64 {
+    /// Its size in bytes (8 per texel of RGBA16F, 4 of the 8-bit formats).
+    fn bytes(&self) -> u64 {
+        let texel = if self.format == vk::Format::R16G16B16A16_SFLOAT {
+            8
+        } else {
+            4
+        };
         u64::from(self.extent.width) * u64::from(self.extent.height) * texel
     }
 
@@ -183,9 +189,7 @@ fn frames_in_flight(count: u32, frames: u64) {
     let staging: Vec<HostBuffer> = (0..count)
         .map(|_| v.host_buffer(u64::from(w * h * 4)))
         .collect();
-    let outs: Vec<HostBuffer> = (0..frames)
-        .map(|_| v.host_buffer(target.bytes(4)))
-        .collect();
+    let outs: Vec<HostBuffer> = (0..frames).map(|_| v.host_buffer(target.bytes())).collect();
     for k in 1..=frames {
         let wr = ring.begin_write().unwrap();
         assert_eq!(wr.frame, k);
@@ -252,14 +256,14 @@ fn one_frame(
     let staging = v.host_buffer(bytes.len() as u64);
     let wr = ring.begin_write().unwrap();
     produce(v, ring, &wr, &staging, bytes);
-    let out = v.host_buffer(target.bytes(4).max(8));
+    let out = v.host_buffer(target.bytes().max(8));
     let cmd = v.command_buffer();
     let s = unsafe { ring.cmd_present(cmd, v.family, &target.target(v, filter)) }.unwrap();
     target.record_copy_out(v, cmd, &out);
     end(v, cmd);
     submit(v, cmd, &s, vk::Fence::null());
     unsafe { v.device.queue_wait_idle(v.queue) }.unwrap();
-    let got = out.bytes()[..target.bytes(4) as usize].to_vec();
+    let got = out.bytes()[..target.bytes() as usize].to_vec();
     v.destroy_host_buffer(out);
     v.destroy_host_buffer(staging);
     got
@@ -363,23 +367,7 @@ fn rgba16f_and_bgra8_rings_copy_exactly() {
             }
         })
         .collect();
-    let got = {
-        let staging = v.host_buffer(bytes.len() as u64);
-        let wr = ring.begin_write().unwrap();
-        produce(&v, &ring, &wr, &staging, &bytes);
-        let out = v.host_buffer(target.bytes(8));
-        let cmd = v.command_buffer();
-        let s = unsafe { ring.cmd_present(cmd, v.family, &target.target(&v, vk::Filter::NEAREST)) }
-            .unwrap();
-        target.record_copy_out(&v, cmd, &out);
-        end(&v, cmd);
-        submit(&v, cmd, &s, vk::Fence::null());
-        unsafe { v.device.queue_wait_idle(v.queue) }.unwrap();
-        let got = out.bytes()[..bytes.len()].to_vec();
-        v.destroy_host_buffer(out);
-        v.destroy_host_buffer(staging);
-        got
-    };
+    let got = one_frame(&v, &ring, &target, &bytes, vk::Filter::NEAREST);
     assert_same(&got, &bytes, "RGBA16F");
     target.destroy(&v);
 
@@ -523,7 +511,7 @@ fn bad_input_is_refused_with_nothing_recorded_and_nothing_leaked() {
 
     // Every refusal recorded nothing and moved nothing: frame 1 is still the one
     // presented, byte for byte.
-    let out = v.host_buffer(target.bytes(4));
+    let out = v.host_buffer(target.bytes());
     let s = unsafe { ring.cmd_present(cmd, v.family, &t) }.unwrap();
     assert_eq!(s.frame, 1);
     target.record_copy_out(&v, cmd, &out);
@@ -719,7 +707,7 @@ fn gpu_ring_with_the_cuda_kernel_every_byte() {
         let same = TargetImage::new(&v, BGRA8, w, h);
         let twice = TargetImage::new(&v, BGRA8, 2 * w, 2 * h);
         let outs: Vec<(HostBuffer, HostBuffer)> = (0..frames)
-            .map(|_| (v.host_buffer(same.bytes(4)), v.host_buffer(twice.bytes(4))))
+            .map(|_| (v.host_buffer(same.bytes()), v.host_buffer(twice.bytes())))
             .collect();
         let mut written = 0;
         for k in 1..=frames {
@@ -1052,7 +1040,7 @@ fn video_ring(
     let same = TargetImage::new(v, BGRA8, w, h);
     let twice = TargetImage::new(v, BGRA8, 2 * w, 2 * h);
     let frames = 2 * u64::from(count) + 1;
-    let outs: Vec<HostBuffer> = (0..frames).map(|_| v.host_buffer(twice.bytes(4))).collect();
+    let outs: Vec<HostBuffer> = (0..frames).map(|_| v.host_buffer(twice.bytes())).collect();
     for k in 1..=frames {
         let wr = producer.write(&ring, &video::frame(k, w, h, bits));
         assert_eq!(wr.frame, k);
@@ -1070,7 +1058,7 @@ fn video_ring(
     producer.finish();
     for k in 1..=frames {
         let t = if k % 2 == 0 { &twice } else { &same };
-        let got = &outs[(k - 1) as usize].bytes()[..t.bytes(4) as usize];
+        let got = &outs[(k - 1) as usize].bytes()[..t.bytes() as usize];
         let what = format!("{name} {w}x{h} ring of {count} (full range: {full}), frame {k}");
         let checked = video::frame(k, w, h, bits).check(
             got,
