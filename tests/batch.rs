@@ -339,22 +339,7 @@ fn formats_paths_and_data_on_lavapipe() {
         println!("SKIPPED: the device is {name}: the CPU mapping of the memory needs lavapipe's memfds (the GPU tests cover this device)");
         return;
     }
-    println!("what {name} allows (640x480, default usage):");
-    for p in batch::probe(&ctx) {
-        println!(
-            "  {:?}: linear features {:?}; linear external {:?}, dedicated (requires, prefers) {:?}, \
-             row pitch {:?}; optimal external {:?}, dedicated {:?}; path {:?}; linear refusal: {}",
-            p.format,
-            p.linear_features,
-            p.linear_external,
-            p.linear_dedicated,
-            p.linear_row_pitch,
-            p.optimal_external,
-            p.optimal_dedicated,
-            p.path,
-            p.linear_refusal.as_deref().unwrap_or("none")
-        );
-    }
+    print_probe(&ctx);
     let before = counts();
     let mut zero_copy = 0;
     for f in FORMATS.iter() {
@@ -906,11 +891,16 @@ fn child_one_import_one_mapping_one_tensor() {
 #[test]
 #[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
 fn gpu_format_probe() {
-    let Some(ctx) = cuda_context_or_skip("gpu_format_probe") else {
-        return;
-    };
-    println!("device: {}", device_support(&ctx).props.name);
-    for p in batch::probe(&ctx) {
+    if let Some(ctx) = cuda_context_or_skip("gpu_format_probe") {
+        print_probe(&ctx);
+    }
+}
+
+/// What the context's device allows per batch format (`batch::probe`), printed.
+fn print_probe(ctx: &std::sync::Arc<Context>) {
+    let name = device_support(ctx).props.name;
+    println!("what {name} allows (640x480, default usage):");
+    for p in batch::probe(ctx) {
         println!("{:?} (usage {:?}):", p.format, p.usage);
         println!("  linear features:  {:?}", p.linear_features);
         println!("  optimal features: {:?}", p.optimal_features);
