@@ -16,7 +16,7 @@
 //!     test at a time per file), `fd_count`, `fds_back_to`, `fd_is_open`,
 //!     `fd_knows_size`, `live_objects` (`vkcuda::live_objects`), `live_counts`,
 //!     `image_counts`; `pattern`, the bytes tests write; `median` of timings;
-//!   - `objects`: `vulkan_only_context`, `device_support`, `buffer_create_info`,
+//!   - `objects`: `vulkan_only_context`, `buffer_create_info`,
 //!     `create_buffer`, `buffer_info`, `buffer_import_info`, `image_desc`,
 //!     `image_desc_of`, `image_info`, `image_wrap_info`, `bt709`, `texture_info`, `semaphore_create_info`,
 //!     `create_semaphore`, `handoff_info`, `record` (a description's bytes);

@@ -20,22 +20,6 @@ pub fn vulkan_only_context() -> *mut vkcuda_context {
     ctx
 }
 
-/// What `vkcuda_physical_device_query` says of a context's device.
-pub fn device_support(ctx: *const vkcuda_context) -> vkcuda_physical_device_support {
-    let mut h: vkcuda_vulkan_handles = unsafe { std::mem::zeroed() };
-    ok(unsafe { vkcuda_context_get_vulkan_handles(ctx, &mut h) });
-    let mut s: vkcuda_physical_device_support = unsafe { std::mem::zeroed() };
-    ok(unsafe {
-        vkcuda_physical_device_query(
-            h.instance,
-            h.physical_device,
-            h.get_instance_proc_addr,
-            &mut s,
-        )
-    });
-    s
-}
-
 pub fn buffer_info(b: *const vkcuda_buffer) -> vkcuda_buffer_info {
     let mut info: vkcuda_buffer_info = unsafe { std::mem::zeroed() };
     ok(unsafe { vkcuda_buffer_get_info(b, &mut info) });
