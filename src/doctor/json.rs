@@ -9,6 +9,8 @@ use crate::cuda;
 impl Report {
     /// The report as JSON: `{"vkcuda_version", "ready", "summary": {"pass", "warn",
     /// "fail"}, "checks": [{"name", "status", "seen", "fix"}], "devices": [...]}`.
+    /// `vkcuda_version` is this crate's version (the C library's report,
+    /// `vkcuda_doctor_report_get_json`, says the C library's there).
     pub fn to_json(&self) -> String {
         let uuid = |u: &Option<[u8; 16]>| u.as_ref().map(cuda::format_uuid);
         let checks: Vec<_> = self
