@@ -83,8 +83,14 @@ fn doctor_flags(
         .count();
     assert_eq!(s.fail_count as usize, fails);
     assert_eq!(s.ready == 1, fails == 0);
-    // The JSON says the same as the getters.
+    // The JSON says the same as the getters, and the C library's version (this
+    // crate's, which `vkcuda_version_string` says), not the Rust library's.
     assert_eq!(json["ready"], s.ready == 1);
+    assert_eq!(json["vkcuda_version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(
+        json["vkcuda_version"],
+        text(unsafe { vkcuda_version_string() }).as_str()
+    );
     assert_eq!(json["checks"].as_array().unwrap().len(), checks.len());
     for (c, jc) in checks.iter().zip(json["checks"].as_array().unwrap()) {
         assert_eq!(jc["name"], c.name.as_str());

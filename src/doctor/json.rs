@@ -67,5 +67,7 @@ mod tests {
         assert_eq!(v["summary"]["fail"], 1);
         assert_eq!(v["checks"][2]["seen"], "bad \"quoted\"");
         assert_eq!(v["checks"][1]["status"], "warn");
+        // This crate's version (the C door writes the C library's there).
+        assert_eq!(v["vkcuda_version"], env!("CARGO_PKG_VERSION"));
     }
 }
