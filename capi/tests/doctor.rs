@@ -89,7 +89,7 @@ fn doctor_flags(
     assert_eq!(json["vkcuda_version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(
         json["vkcuda_version"],
-        text(unsafe { vkcuda_version_string() }).as_str()
+        text(vkcuda_version_string()).as_str()
     );
     assert_eq!(json["checks"].as_array().unwrap().len(), checks.len());
     for (c, jc) in checks.iter().zip(json["checks"].as_array().unwrap()) {
