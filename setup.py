@@ -10,7 +10,8 @@ bindings or ship executables, none packages a bare cdylib.
 
 Only the cdylib is built (`cargo rustc --lib --crate-type cdylib`), stripped;
 CARGO_TARGET_DIR, CARGO (e.g. cargo-zigbuild) and CARGO_BUILD_TARGET are honoured,
-`pip -v` shows cargo's output. The version is Cargo.toml's.
+`pip -v` shows cargo's output. The version is the C library's, capi/Cargo.toml's
+(the crate vkcuda-c; the root Cargo.toml versions the Rust library).
 """
 
 import os
@@ -27,12 +28,13 @@ HERE = Path(__file__).resolve().parent
 
 
 def cargo_version() -> str:
-    """`version` of Cargo.toml's [package] table (the one place it is written)."""
-    text = (HERE / "Cargo.toml").read_text(encoding="utf-8")
+    """`version` of capi/Cargo.toml's [package] table: the C library's version (the
+    one place it is written), which the package carries."""
+    text = (HERE / "capi" / "Cargo.toml").read_text(encoding="utf-8")
     package = re.search(r"^\[package\]\s*$(.*?)(?=^\[)", text, re.M | re.S)
     version = package and re.search(r'^version\s*=\s*"([^"]+)"', package.group(1), re.M)
     if not version:
-        raise SystemExit("vkcuda: no version in the [package] table of Cargo.toml")
+        raise SystemExit("vkcuda: no version in the [package] table of capi/Cargo.toml")
     return version.group(1)
 
 

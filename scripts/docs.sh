@@ -14,7 +14,8 @@ mkdir -p "${1:-build/docs}"
 out="$(cd "${1:-build/docs}" && pwd)" html="$(cd "${1:-build/docs}" && pwd)/html"
 command -v doxygen >/dev/null 2>&1 ||
   { echo "docs.sh: doxygen is not installed (apt-get install doxygen, or scripts/install-deps.sh)" >&2; exit 1; }
-version="$(sed -n 's/^version *= *"\([0-9.]*\)".*/\1/p' Cargo.toml | head -n1)"
+# The C header's documentation: the C library's version (capi/Cargo.toml, vkcuda-c).
+version="$(sed -n 's/^version *= *"\([0-9.]*\)".*/\1/p' capi/Cargo.toml | head -n1)"
 rm -rf "$html"
 echo "docs.sh: doxygen $(doxygen --version) -> $html (vkcuda $version)"
 export VKCUDA_DOCS_OUT="$out" VKCUDA_VERSION="$version"

@@ -10,8 +10,8 @@
 # commit recorded in abi/rust-api.baseline (a clone without tags). The pinned
 # cargo-semver-checks is installed by scripts/install-deps.sh (cargo install
 # --locked); it builds the rustdoc JSON of both versions under target/semver-checks.
-# Items marked #[doc(hidden)] (the C ABI module `ffi` and the internals the tests
-# reach) are not API: cargo-semver-checks skips them, the C ABI has its own check
+# The version checked is the Rust crate's (the root Cargo.toml), not the C
+# library's (capi/Cargo.toml, the crate vkcuda-c), which has its own check
 # (scripts/abi-check.sh). Exit status: 0 the version fits the changes, 1 it does
 # not, 2 the check could not run.
 set -uo pipefail
@@ -55,5 +55,6 @@ rc=$?
 case $rc in
   0) echo "semver-check: PASSED: version $version fits the changes since $rev" ;;
   *) echo "semver-check: FAILED (cargo-semver-checks exit status $rc): a breaking change needs a new" \
-       "major version (0.x: minor) in Cargo.toml, listed in CHANGELOG.md; or undo it"; exit 1 ;;
+       "major version (0.x: minor) in the root Cargo.toml (the Rust crate's own; capi/Cargo.toml" \
+       "versions the C library), listed in CHANGELOG.md; or undo it"; exit 1 ;;
 esac

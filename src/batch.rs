@@ -222,6 +222,18 @@ pub const ALLOWED_IMAGE_USAGE: vk::ImageUsageFlags = vk::ImageUsageFlags::from_r
         | vk::ImageUsageFlags::INPUT_ATTACHMENT.as_raw(),
 );
 
+/// The usage a batch's images or buffers were made with ([`Info::usage`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Usage {
+    /// An image batch: the images' usage (the one asked for, or
+    /// [`default_image_usage`], with the transfer source and destination bits the
+    /// library adds).
+    Images(vk::ImageUsageFlags),
+    /// A buffer batch: the buffers' usage (the one asked for, or
+    /// [`crate::buffer::DEFAULT_USAGE`]).
+    Buffers(vk::BufferUsageFlags),
+}
+
 /// Everything about a batch.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Info {
@@ -239,8 +251,8 @@ pub struct Info {
     pub channels: u32,
     /// The tensor's element type (buffer batches: uint8).
     pub dtype: DType,
-    /// The usage the images or buffers were made with (raw flags).
-    pub usage: u32,
+    /// The usage the images or buffers were made with.
+    pub usage: Usage,
     /// The whole allocation's size.
     pub allocation_size: u64,
     /// Where the tensor starts in the allocation (the first element's first texel).
@@ -560,7 +572,7 @@ impl Batch {
             height,
             channels: f.channels,
             dtype: f.dtype,
-            usage: usage.as_raw(),
+            usage: Usage::Images(usage),
             allocation_size: mem.allocation_size,
             tensor_offset,
             element_stride,
@@ -600,7 +612,7 @@ impl Batch {
             height: 1,
             channels: 1,
             dtype: DType::UINT8,
-            usage: usage.as_raw(),
+            usage: Usage::Buffers(usage),
             allocation_size: mem.allocation_size,
             tensor_offset: 0,
             element_stride: g.stride,

@@ -154,8 +154,8 @@ pub struct Wrap {
     /// naming the buffer).
     pub dedicated: bool,
     /// `VkExportMemoryAllocateInfo::handleTypes` of `memory`, as the engine states
-    /// it (raw `VkExternalMemoryHandleTypeFlags`; must include `OPAQUE_FD`).
-    pub export_handle_types: u32,
+    /// it (must include `OPAQUE_FD`).
+    pub export_handle_types: vk::ExternalMemoryHandleTypeFlags,
 }
 
 /// The allocation and its two views, shared by the buffer's handle and the DLPack

@@ -20,7 +20,10 @@ use ash::vk;
 use cudarc::driver::sys::CUresult;
 
 /// The failure classes: each is one result code of the C API
-/// ([`code`](Self::code)). New classes may be added in a minor release.
+/// ([`code`](Self::code)). New classes may be added in a minor release. A panic is
+/// not one of them: the Rust API lets a panic unwind to the caller; the C door
+/// catches it and returns its own code (`VKCUDA_ERROR_PANIC`, -12), which no
+/// kind has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {
@@ -53,8 +56,6 @@ pub enum ErrorKind {
     Unsupported,
     /// A wait did not complete within its timeout.
     Timeout,
-    /// An internal error was caught at the C boundary (the C API only).
-    Panic,
     /// The call is not valid in the object's current state (a binary semaphore
     /// waited on twice, a timeline chain too far ahead), or a socket's peer closed
     /// the connection.
@@ -69,7 +70,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// The C API's result code of this class (`VKCUDA_ERROR_*`, always
-    /// negative).
+    /// negative; -12 is the C door's panic code, no kind's).
     pub fn code(self) -> i32 {
         match self {
             ErrorKind::InvalidArgument => -1,
@@ -83,7 +84,6 @@ impl ErrorKind {
             ErrorKind::DeviceMismatch => -9,
             ErrorKind::Unsupported => -10,
             ErrorKind::Timeout => -11,
-            ErrorKind::Panic => -12,
             ErrorKind::InvalidState => -13,
             ErrorKind::PermissionDenied => -14,
             ErrorKind::DeviceLost => -15,

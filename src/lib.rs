@@ -129,15 +129,18 @@
 //!   [`OwnedFd`](std::os::fd::OwnedFd) when the caller receives one and
 //!   [`BorrowedFd`](std::os::fd::BorrowedFd) when the library only reads one (the
 //!   drivers get duplicates).
-//! - **Types at the boundary** are `ash`'s (re-exported as [`ash`]) and the
-//!   CUDA driver API's ([`cuda_sys`]).
+//! - **Types at the boundary** are `ash`'s (re-exported as [`ash`]): handles,
+//!   formats, layouts and masks (`vk::BufferUsageFlags`, `vk::PipelineStageFlags`,
+//!   `vk::ExternalMemoryHandleTypeFlags`, never a raw `u32`); and the CUDA driver
+//!   API's ([`cuda_sys`]).
 //! - **Errors** are an [`Error`]: an [`ErrorKind`] (the C API's result code,
 //!   [`Error::code`]) and a message that names the failing native call and
 //!   result, or, for problems of the machine, the fix.
 //! - **Versions.** This API follows semver (checked by `cargo-semver-checks`
-//!   against the last release); the C ABI follows its own policy (README.md "ABI
-//!   policy"). The C ABI is the `vkcuda-c` crate (`capi/`), a thin door over
-//!   this API: Rust programs that depend on this crate link no C symbols.
+//!   against the last release) with this crate's version; the C ABI follows its
+//!   own policy (README.md "ABI policy") with its own version. The C ABI is the
+//!   `vkcuda-c` crate (`capi/`), a thin door over this API: Rust programs that
+//!   depend on this crate link no C symbols.
 #![deny(missing_docs)]
 
 /// The `ash` crate the API takes and returns Vulkan types of (`ash::vk::Buffer`,

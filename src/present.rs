@@ -679,8 +679,8 @@ impl Ring {
         }
         let scope = Scope::with_defaults(
             queue_family,
-            vk::PipelineStageFlags::TRANSFER.as_raw(),
-            vk::AccessFlags::TRANSFER_WRITE.as_raw(),
+            vk::PipelineStageFlags::TRANSFER,
+            vk::AccessFlags::TRANSFER_WRITE,
         );
         check_scope(&scope, dev, Direction::Acquire)?;
         let im = &self.images[((write.frame - 1) % u64::from(self.desc.count)) as usize];
@@ -789,7 +789,7 @@ impl Ring {
             null_command_buffer(cmd)?;
             self.check_target(target)?;
             let (stage, access) = self.slot_use();
-            let scope = Scope::with_defaults(queue_family, stage.as_raw(), access.as_raw());
+            let scope = Scope::with_defaults(queue_family, stage, access);
             check_scope(&scope, dev, Direction::Acquire)?;
             let slot = &self.images[index as usize];
             let pass = self.sampling.lock().unwrap_or_else(|p| p.into_inner());

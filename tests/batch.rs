@@ -84,7 +84,7 @@ fn drawn_layout(f: &FormatDesc) -> vk::ImageLayout {
 fn drawn_layout_of(f: &FormatDesc, b: &Batch) -> vk::ImageLayout {
     let attachments =
         vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT;
-    if vk::ImageUsageFlags::from_raw(b.info().usage).intersects(attachments) {
+    if matches!(b.info().usage, batch::Usage::Images(u) if u.intersects(attachments)) {
         drawn_layout(f)
     } else {
         vk::ImageLayout::GENERAL

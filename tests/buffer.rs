@@ -253,7 +253,7 @@ impl<'a> EngineMemory<'a> {
             offset,
             size,
             dedicated: false,
-            export_handle_types: vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD.as_raw(),
+            export_handle_types: vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD,
         }
     }
 }
@@ -314,14 +314,14 @@ fn wrap_checks_sizes_before_anything_else() {
     // Memory the engine says it allocated without OPAQUE_FD export info is refused
     // before any driver call (exporting it would be undefined behaviour).
     let mut w = m.wrap(65536, 0, 16384);
-    w.export_handle_types = 0;
+    w.export_handle_types = vk::ExternalMemoryHandleTypeFlags::empty();
     let e = refused(wrap(w), invalid, "export_handle_types is 0");
     assert!(
         e.message().contains("VkExportMemoryAllocateInfo")
             && e.message().contains("pMemoryAllocateNext"),
         "names the missing export info and the VMA fix: {e}"
     );
-    w.export_handle_types = vk::ExternalMemoryHandleTypeFlags::DMA_BUF_EXT.as_raw();
+    w.export_handle_types = vk::ExternalMemoryHandleTypeFlags::DMA_BUF_EXT;
     refused(
         wrap(w),
         invalid,
@@ -528,7 +528,7 @@ impl EngineAllocation<'_> {
             offset: self.offset,
             size,
             dedicated: false,
-            export_handle_types: vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD.as_raw(),
+            export_handle_types: vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD,
         };
         // SAFETY: the engine's live buffer bound to its memory, outliving the wrap.
         unsafe { Buffer::wrap(ctx, &w) }

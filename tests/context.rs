@@ -267,7 +267,7 @@ fn an_engine_device_is_paired_and_its_buffers_wrapped() {
         offset: 0,
         size: 8192,
         dedicated: false,
-        export_handle_types: vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD.as_raw(),
+        export_handle_types: vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD,
     };
     {
         // SAFETY: `own` is bound to `memory`, allocated exportable; both outlive it.
@@ -286,7 +286,7 @@ fn an_engine_device_is_paired_and_its_buffers_wrapped() {
                 Buffer::wrap(
                     &ctx,
                     &Wrap {
-                        export_handle_types: 0,
+                        export_handle_types: vk::ExternalMemoryHandleTypeFlags::empty(),
                         ..wrap
                     },
                 )

@@ -366,7 +366,7 @@ fn wrapped_buffer_tensor(ctx: &Arc<Context>, io: &dyn Io) {
         offset: l.offset,
         size: l.size,
         dedicated: l.dedicated,
-        export_handle_types: vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD.as_raw(),
+        export_handle_types: vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD,
     };
     // SAFETY: `owner`'s buffer and memory, alive until the wrap is dropped.
     let w = unsafe { Buffer::wrap(ctx, &wrap) }.unwrap();

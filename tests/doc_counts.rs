@@ -341,10 +341,17 @@ fn cited_vkcuda_names_exist() {
 }
 
 /// No comment of the C or C++ header quotes a version string ("x.y.z") other than
-/// this release's (`vkcuda_version_string`'s example once read "0.1.0" at 0.3.0).
+/// the C library's (`vkcuda_version_string`'s example once read "0.1.0" at 0.3.0).
+/// The C library's version is the `vkcuda-c` crate's (capi/Cargo.toml), not this
+/// Rust crate's.
 #[test]
 fn headers_quote_no_stale_version() {
-    let version = env!("CARGO_PKG_VERSION");
+    let manifest = std::fs::read_to_string(root().join("capi/Cargo.toml")).unwrap();
+    let version = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("version = \""))
+        .and_then(|v| v.strip_suffix('"'))
+        .expect("capi/Cargo.toml has a `version = \"x.y.z\"` line");
     let mut bad = Vec::new();
     for file in ["include/vkcuda.h", "include/vkcuda.hpp"] {
         let h = std::fs::read_to_string(root().join(file)).unwrap();

@@ -37,6 +37,8 @@ fn doctor_with(root: Option<&Path>, engine: Option<&EngineDevice>, deep: bool) -
     // The JSON says the same as the checks.
     let json = d.json();
     assert_eq!(json["ready"], d.ready());
+    // The Rust library's version (the C door writes the C library's).
+    assert_eq!(json["vkcuda_version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(json["checks"].as_array().unwrap().len(), d.checks.len());
     for (c, jc) in d.checks.iter().zip(json["checks"].as_array().unwrap()) {
         assert_eq!(jc["name"], c.name.as_str());

@@ -203,7 +203,11 @@ fn barriers_take_the_stages_the_context_knows_are_enabled() {
     assert!(!standalone.enabled_features().geometry_shader);
     let v = Vk::for_engine(&engine.instance, &engine.device, engine.physical);
     let buf = Buffer::create(&plain, 4096, none(), Allocator::Vulkan).unwrap();
-    let geometry = Scope::with_defaults(0, (S::GEOMETRY_SHADER | S::TRANSFER).as_raw(), 0);
+    let geometry = Scope::with_defaults(
+        0,
+        S::GEOMETRY_SHADER | S::TRANSFER,
+        vk::AccessFlags::empty(),
+    );
     let cmd = v.command_buffer();
     // SAFETY: `cmd` is recording, on this device, used by this thread only.
     let e = unsafe { buf.cmd_release_to_cuda(cmd, &geometry) }.unwrap_err();
@@ -215,11 +219,7 @@ fn barriers_take_the_stages_the_context_knows_are_enabled() {
         "{}",
         e.message
     );
-    let scope = Scope::with_defaults(
-        0,
-        S::TRANSFER.as_raw(),
-        vk::AccessFlags::COLOR_ATTACHMENT_WRITE.as_raw(),
-    );
+    let scope = Scope::with_defaults(0, S::TRANSFER, vk::AccessFlags::COLOR_ATTACHMENT_WRITE);
     let e = unsafe {
         handoff::batch(
             cmd,
@@ -371,7 +371,8 @@ fn forwarded_values_are_checked_for_both_barrier_calls() {
     let sync2 = vulkan_only_context();
     let v1 = Vk::for_engine(&engine.instance, &engine.device, engine.physical);
     let v2 = Vk::of(&sync2);
-    let video_decode = vk::PipelineStageFlags2::VIDEO_DECODE_KHR.as_raw() as u32;
+    let video_decode =
+        vk::PipelineStageFlags::from_raw(vk::PipelineStageFlags2::VIDEO_DECODE_KHR.as_raw() as u32);
     for (ctx, v, has_sync2) in [(&sync1, &v1, false), (&sync2, &v2, true)] {
         let families = unsafe {
             v.instance
@@ -403,7 +404,7 @@ fn forwarded_values_are_checked_for_both_barrier_calls() {
             }
             // A stage of synchronization2 only: not a stage of vkCmdPipelineBarrier; of
             // vkCmdPipelineBarrier2, but not one lavapipe's universal queue runs.
-            let h = Scope::with_defaults(v.family, video_decode, 0);
+            let h = Scope::with_defaults(v.family, video_decode, vk::AccessFlags::empty());
             no(
                 b.cmd_acquire_from_cuda(cmd, &h),
                 if has_sync2 {
@@ -412,7 +413,11 @@ fn forwarded_values_are_checked_for_both_barrier_calls() {
                     "not VkPipelineStageFlagBits, which vkCmdPipelineBarrier takes"
                 },
             );
-            let h = Scope::with_defaults(v.family, 0, 1 << 31);
+            let h = Scope::with_defaults(
+                v.family,
+                vk::PipelineStageFlags::empty(),
+                vk::AccessFlags::from_raw(1 << 31),
+            );
             no(
                 b.cmd_acquire_from_cuda(cmd, &h),
                 "access_mask 0x80000000 has bits 0x80000000",

@@ -950,7 +950,7 @@ fn gpu_engine_frames_are_wrapped() {
         usage,
         ..frame_desc(NV12, w, h)
     };
-    let opaque = vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD.as_raw();
+    let opaque = vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD;
     let plane = |dedicated| PlaneMemory {
         memory,
         allocation_size: req.size,

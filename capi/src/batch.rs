@@ -14,7 +14,7 @@ use super::image::{VkFormat, VkImage, VkImageLayout, VkImageUsageFlags};
 use super::semaphore::vkcuda_semaphore;
 use super::types::*;
 use super::{arg, boundary, check_flags, out, quiet, vkcuda_result, write_handle};
-use vkcuda::batch::{Batch, Contents, Description, Path, TensorSpec};
+use vkcuda::batch::{Batch, Contents, Description, Path, TensorSpec, Usage};
 use vkcuda::error::{Error, Result};
 use vkcuda::semaphore::Semaphore;
 
@@ -302,7 +302,10 @@ pub unsafe extern "C" fn vkcuda_batch_get_info(
                 bits: i.dtype.bits,
                 lanes: i.dtype.lanes,
             },
-            usage: i.usage,
+            usage: match i.usage {
+                Usage::Images(u) => u.as_raw(),
+                Usage::Buffers(u) => u.as_raw(),
+            },
             memory: b.vk_memory(),
             whole_buffer: b.vk_whole_buffer(),
             allocation_size: i.allocation_size,

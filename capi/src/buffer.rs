@@ -201,7 +201,9 @@ pub unsafe extern "C" fn vkcuda_buffer_wrap(
             let info = arg(info, "info")?;
             check_flags(info.flags, 0, "info->flags")?;
             let dedicated = check_bool(info.dedicated, "info->dedicated")?;
-            check_export_types(info.export_handle_types, "info->export_handle_types")?;
+            let export_handle_types =
+                vk::ExternalMemoryHandleTypeFlags::from_raw(info.export_handle_types);
+            check_export_types(export_handle_types, "info->export_handle_types")?;
             let inner = Buffer::wrap(
                 ctx,
                 &vkcuda::buffer::Wrap {
@@ -211,7 +213,7 @@ pub unsafe extern "C" fn vkcuda_buffer_wrap(
                     offset: info.offset,
                     size: info.size,
                     dedicated,
-                    export_handle_types: info.export_handle_types,
+                    export_handle_types,
                 },
             )?;
             Ok(handle::boxed::<vkcuda_buffer>(inner))

@@ -150,6 +150,20 @@ fn c_string(s: &str) -> CString {
     CString::new(s.replace('\0', " ")).unwrap_or_default()
 }
 
+/// The report's JSON as C callers get it: the Rust library writes its own
+/// version as `vkcuda_version`, and C (and Python) callers are told the version of
+/// the C library (this crate's, `vkcuda_version_string`'s).
+fn c_json(report: &Report) -> String {
+    let json = report.to_json();
+    match serde_json::from_str::<serde_json::Value>(&json) {
+        Ok(mut v) if v.get("vkcuda_version").is_some() => {
+            v["vkcuda_version"] = env!("CARGO_PKG_VERSION").into();
+            serde_json::to_string_pretty(&v).unwrap_or(json)
+        }
+        _ => json,
+    }
+}
+
 impl DoctorReport {
     fn new(report: Report) -> DoctorReport {
         let checks = report
@@ -166,7 +180,7 @@ impl DoctorReport {
             .iter()
             .map(|p| (c_string(&p.vulkan_name), c_string(&p.cuda_name)))
             .collect();
-        let json = c_string(&report.to_json());
+        let json = c_string(&c_json(&report));
         DoctorReport {
             report,
             checks,

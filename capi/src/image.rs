@@ -820,7 +820,8 @@ pub unsafe extern "C" fn vkcuda_image_wrap(
             check_flags(info.flags, 0, "info->flags")?;
             let desc = description(&info.description, "info->description.")?;
             let planes = wrap_planes(info)?;
-            let inner = Image::wrap(ctx, info.image, &planes, info.export_handle_types, &desc)?;
+            let types = vk::ExternalMemoryHandleTypeFlags::from_raw(info.export_handle_types);
+            let inner = Image::wrap(ctx, info.image, &planes, types, &desc)?;
             Ok(handle::boxed::<vkcuda_image>(inner))
         })();
         write_handle(image, made)

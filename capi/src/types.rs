@@ -197,8 +197,8 @@ pub(crate) fn scope_arg(info: *const vkcuda_handoff_info) -> Result<Scope> {
     check_flags(info.flags, 0, "info->flags")?;
     Ok(Scope::with_defaults(
         info.queue_family_index,
-        info.stage_mask,
-        info.access_mask,
+        vk::PipelineStageFlags::from_raw(info.stage_mask),
+        vk::AccessFlags::from_raw(info.access_mask),
     ))
 }
 

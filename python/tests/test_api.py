@@ -16,7 +16,7 @@ from conftest import REPO, fd_count
 
 
 def test_version_and_library() -> None:
-    cargo = (REPO / "Cargo.toml").read_text()
+    cargo = (REPO / "capi" / "Cargo.toml").read_text()  # the C library's version
     want = re.search(r'^\[package\][^[]*?^version = "([^"]+)"', cargo, re.M | re.S)
     assert want and vkcuda.version() == want.group(1) == vkcuda.__version__
     assert vkcuda.library_path.name.startswith("libvkcuda.so")

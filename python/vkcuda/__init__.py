@@ -55,5 +55,5 @@ __all__ += _handoff.__all__
 __all__ += _batch.__all__
 __all__ += _share.__all__
 
-#: The library's version, which is Cargo.toml's (the package is versioned with it).
+#: The C library's version, capi/Cargo.toml's (the package is versioned with it).
 __version__: str = _native.version()

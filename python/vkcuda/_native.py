@@ -187,7 +187,7 @@ def check(result: int) -> None:
 
 
 def version() -> str:
-    """The library's version, "major.minor.patch" (Cargo.toml's)."""
+    """The C library's version, "major.minor.patch" (capi/Cargo.toml's)."""
     return (lib.vkcuda_version_string() or b"").decode()
 
 

@@ -9,6 +9,8 @@ use crate::cuda;
 impl Report {
     /// The report as JSON: `{"vkcuda_version", "ready", "summary": {"pass", "warn",
     /// "fail"}, "checks": [{"name", "status", "seen", "fix"}], "devices": [...]}`.
+    /// `vkcuda_version` is this crate's version (the C library's report,
+    /// `vkcuda_doctor_report_get_json`, says the C library's there).
     pub fn to_json(&self) -> String {
         let uuid = |u: &Option<[u8; 16]>| u.as_ref().map(cuda::format_uuid);
         let checks: Vec<_> = self
@@ -65,5 +67,7 @@ mod tests {
         assert_eq!(v["summary"]["fail"], 1);
         assert_eq!(v["checks"][2]["seen"], "bad \"quoted\"");
         assert_eq!(v["checks"][1]["status"], "warn");
+        // This crate's version (the C door writes the C library's there).
+        assert_eq!(v["vkcuda_version"], env!("CARGO_PKG_VERSION"));
     }
 }

@@ -249,7 +249,7 @@ impl Image {
         ctx: &Arc<Context>,
         image: vk::Image,
         planes: &[PlaneMemory],
-        export_handle_types: u32,
+        export_handle_types: vk::ExternalMemoryHandleTypeFlags,
         desc: &Description,
     ) -> Result<Image> {
         if image == vk::Image::null() {

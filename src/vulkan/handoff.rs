@@ -41,22 +41,35 @@ impl Scope {
     /// The engine's queue family with the library's defaults: every command
     /// (`ALL_COMMANDS`), every memory read and write.
     pub fn new(queue_family: u32) -> Scope {
-        Scope::with_defaults(queue_family, 0, 0)
+        Scope::with_defaults(
+            queue_family,
+            vk::PipelineStageFlags::empty(),
+            vk::AccessFlags::empty(),
+        )
     }
 
-    /// A scope from raw masks (`VkPipelineStageFlags`, `VkAccessFlags`; with
-    /// synchronization2, the 32-bit part of the `*2` flags), with the library's
-    /// defaults for zero masks: every command, every memory read and write.
-    pub fn with_defaults(queue_family: u32, stages: u32, access: u32) -> Scope {
+    /// A scope with the library's defaults for empty masks: every command
+    /// (`ALL_COMMANDS`) for empty `stages`, every memory read and write for empty
+    /// `access`. With synchronization2 the barrier is `vkCmdPipelineBarrier2`, and
+    /// the synchronization2 stages whose bits fit 32 bits (`VIDEO_DECODE_KHR`, ...)
+    /// are given as the same bit here
+    /// (`vk::PipelineStageFlags::from_raw(vk::PipelineStageFlags2::VIDEO_DECODE_KHR.as_raw() as u32)`).
+    pub fn with_defaults(
+        queue_family: u32,
+        stages: vk::PipelineStageFlags,
+        access: vk::AccessFlags,
+    ) -> Scope {
         Scope {
             queue_family,
-            stages: match stages {
-                0 => vk::PipelineStageFlags::ALL_COMMANDS,
-                s => vk::PipelineStageFlags::from_raw(s),
+            stages: if stages.is_empty() {
+                vk::PipelineStageFlags::ALL_COMMANDS
+            } else {
+                stages
             },
-            access: match access {
-                0 => vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE,
-                a => vk::AccessFlags::from_raw(a),
+            access: if access.is_empty() {
+                vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE
+            } else {
+                access
             },
         }
     }
@@ -1470,7 +1483,7 @@ mod tests {
 
     #[test]
     fn barriers_transfer_ownership_both_ways() {
-        let scope = Scope::with_defaults(3, 0, 0);
+        let scope = Scope::new(3);
         let memory = vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE;
         let memory2 = vk::AccessFlags2::MEMORY_READ | vk::AccessFlags2::MEMORY_WRITE;
         let b = BufferRange {

@@ -576,12 +576,13 @@ pub fn check_importable(dev: &VulkanDevice, fd: BorrowedFd<'_>, needed: u64) -> 
 /// `vkGetMemoryFdKHR` on memory allocated without `OPAQUE_FD` in its export info is
 /// invalid usage (VUID-VkMemoryGetFdInfoKHR-handleType-00671), undefined behaviour
 /// rather than an error: so the engine states it, and a statement without
-/// `OPAQUE_FD` is refused here.
-pub fn check_export_types(types: u32, what: &str) -> Result<()> {
+/// `OPAQUE_FD` is refused here. `what` names the value in the message (the
+/// field or parameter the caller took it from).
+pub fn check_export_types(types: vk::ExternalMemoryHandleTypeFlags, what: &str) -> Result<()> {
     let how = "allocate the memory with VkExportMemoryAllocateInfo::handleTypes including \
                VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT (with VMA: a custom pool whose \
                VmaPoolCreateInfo::pMemoryAllocateNext points to that VkExportMemoryAllocateInfo) and set";
-    if types == 0 {
+    if types.is_empty() {
         return Err(Error::invalid(format!(
             "{what} is 0: the memory must have been allocated with export info (VkExportMemoryAllocateInfo), \
              and the library cannot see whether it was (vkGetMemoryFdKHR on memory without it is invalid \
@@ -589,7 +590,8 @@ pub fn check_export_types(types: u32, what: &str) -> Result<()> {
              handle types"
         )));
     }
-    if types & HANDLE_TYPE.as_raw() == 0 {
+    if !types.contains(HANDLE_TYPE) {
+        let types = types.as_raw();
         return Err(Error::invalid(format!(
             "{what} is {types:#x}, without VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT (0x1): the memory's \
              export info (VkExportMemoryAllocateInfo) does not allow the OPAQUE_FD export CUDA imports: {how} \

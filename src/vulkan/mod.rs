@@ -383,7 +383,7 @@ pub fn load_barrier2(
         .map(|p| unsafe { std::mem::transmute::<*const c_void, vk::PFN_vkCmdPipelineBarrier2>(p) })
 }
 
-/// A static C string list for the C API (names live for the whole program).
+/// [`DEVICE_EXTENSIONS`] as pointers to their static names.
 pub fn extension_name_ptrs() -> [*const c_char; 2] {
     DEVICE_EXTENSIONS.map(|n| n.as_ptr())
 }

@@ -57,7 +57,7 @@ consumer_c() {
   echo "consumer: checking the vkcuda installed in $prefix (libdir $libdir), work dir $work"
 
   # The soname carries the ABI version: 0.MINOR while the version is 0.x, else MAJOR.
-  version="$(sed -n 's/^version *= *"\([0-9.]*\)".*/\1/p' "$src_root/Cargo.toml" | head -n1)"
+  version="$(sed -n 's/^version *= *"\([0-9.]*\)".*/\1/p' "$src_root/capi/Cargo.toml" | head -n1)"
   case "$version" in
     0.*) abi_soname="libvkcuda.so.0.$(echo "$version" | cut -d. -f2)" ;;
     *) abi_soname="libvkcuda.so.$(echo "$version" | cut -d. -f1)" ;;

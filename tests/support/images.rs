@@ -221,7 +221,7 @@ impl EngineImage {
         planes: &[PlaneMemory],
         desc: &Description,
     ) -> vkcuda::Result<Image> {
-        let opaque = vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD.as_raw();
+        let opaque = vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD;
         // SAFETY: this image and its memory, alive until `destroy`; the tests drop
         // the wrap first. (The checks under test refuse wrong claims before any
         // driver call.)

@@ -6,7 +6,7 @@
 #   tests/two_copies/run.sh     (CTest: rust_two_copies; uses target/ for the deps)
 #
 # The second copy is this tree's src/ as version 0.2.99 (semver-incompatible with
-# 0.3); a program depends on both under two names and calls into each.
+# this tree's, 0.4); a program depends on both under two names and calls into each.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 [ ! -d "$HOME/.cargo/bin" ] || PATH="$HOME/.cargo/bin:$PATH"

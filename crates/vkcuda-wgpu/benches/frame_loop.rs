@@ -314,7 +314,7 @@ impl Raw {
         signal: Option<(&SharedSemaphore, u64)>,
     ) -> Fallible<()> {
         let (pool, cmd) = self.pools[slot];
-        let scope = Scope::with_defaults(self.family, 0, 0);
+        let scope = Scope::new(self.family);
         let d = &self.device;
         // SAFETY: the slot's previous frame is done (bounded by the caller), so its
         // pool may be reset; everything recorded is this device's.

@@ -789,7 +789,7 @@ impl Interop {
                     } else {
                         Direction::Acquire
                     },
-                    &Scope::with_defaults(family, 0, 0),
+                    &Scope::new(family),
                     items.iter().map(|r| Ok(*r)),
                 )
                 .map_err(Error::from),

@@ -111,7 +111,7 @@ impl Lab {
     }
 
     pub(crate) fn scope(&self) -> Scope {
-        Scope::with_defaults(self.family, 0, 0)
+        Scope::new(self.family)
     }
 
     /// The staging buffer's first `size` bytes (grown as needed).
