@@ -915,6 +915,51 @@ pub fn layout(format: vk::Format) -> Result<Layout> {
     lookup(format).map(Layout::Single)
 }
 
+/// Packed 32-bit formats a LINEAR single-plane image (a shared frame: pitched
+/// device memory, no CUDA array) may have: CUDA sees each texel as one 32-bit
+/// word (the word's bits as Vulkan's format names them, from the low bit:
+/// `A2B10G10R10` is R in bits 0-9, G 10-19, B 20-29, A 30-31). CUDA arrays
+/// cannot hold them ([`lookup`] refuses them), so optimal images of them are
+/// refused.
+pub const LINEAR_ONLY: &[FormatInfo] = &[
+    row(
+        vk::Format::A2B10G10R10_UNORM_PACK32,
+        CU_AD_FORMAT_UNSIGNED_INT32,
+        1,
+        4,
+        Unorm,
+        Rgba,
+    ),
+    row(
+        vk::Format::A2R10G10B10_UNORM_PACK32,
+        CU_AD_FORMAT_UNSIGNED_INT32,
+        1,
+        4,
+        Unorm,
+        Bgra,
+    ),
+];
+
+/// [`layout`] for an image of `linear` tiling: a LINEAR single-plane image may
+/// also have a packed format of [`LINEAR_ONLY`] (pitched memory holds any
+/// bytes); with optimal tiling such a format is refused as [`lookup`] refuses
+/// it, with a note that a linear frame takes it.
+pub fn layout_of(format: vk::Format, linear: bool) -> Result<Layout> {
+    if let Some(row) = LINEAR_ONLY.iter().find(|r| r.format == format) {
+        if linear {
+            return Ok(Layout::Single(*row));
+        }
+        return lookup(format).map(Layout::Single).map_err(|e| {
+            Error::unsupported(format!(
+                "{} (images of it are CUDA arrays unless linear: a LINEAR single-plane image, \
+                 VKCUDA_IMAGE_CREATE_LINEAR_BIT, takes it as pitched 32-bit texels)",
+                e.message
+            ))
+        });
+    }
+    layout(format)
+}
+
 /// The row of a multi-planar format.
 pub fn planar_row(format: vk::Format) -> Option<&'static PlanarFormat> {
     PLANAR.iter().find(|p| p.format == format)
