@@ -609,6 +609,11 @@ static enum vkcuda_result frames_ctx(struct vkcuda_ffmpeg *b, enum AVPixelFormat
     int err = av_hwframe_ctx_init(ref);
     if (err < 0) {
         av_buffer_unref(&ref);
+        if (err == AVERROR(ENOSYS)) /* hwcontext_cuda's list of formats lacks it */
+            return fail(VKCUDA_ERROR_UNSUPPORTED,
+                        "av_hwframe_ctx_init(CUDA): this FFmpeg's CUDA frames contexts do not take sw_format %s "
+                        "(FFmpeg 7.1's take no X2RGB10/X2BGR10): copy the frame into FFmpeg instead",
+                        pix_fmt_name(sw));
         return fail_av(err, "av_hwframe_ctx_init(CUDA)");
     }
     pthread_mutex_lock(&b->lock);

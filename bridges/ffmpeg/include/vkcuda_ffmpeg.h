@@ -215,7 +215,9 @@ VKCUDA_FFMPEG_API enum vkcuda_result vkcuda_ffmpeg_image_ref_create(struct vkcud
  * unspecified). The sw_format is the first of vkcuda_ffmpeg_format_from_av's formats
  * for the image's VkFormat: an R8G8B8A8_UNORM image is RGB0, B8G8R8A8_UNORM BGR0.
  * The image's format must be one of vkcuda_ffmpeg_format_from_av's
- * (`VKCUDA_ERROR_UNSUPPORTED`); a frame with data is refused
+ * (`VKCUDA_ERROR_UNSUPPORTED`), and one FFmpeg's CUDA frames contexts take
+ * (`VKCUDA_ERROR_UNSUPPORTED` otherwise: FFmpeg 7.1's take no X2RGB10/X2BGR10, so
+ * 10-bit RGB images go into FFmpeg only by a copy); a frame with data is refused
  * (`VKCUDA_ERROR_INVALID_ARGUMENT`) and left as it was.
  *
  * For NVENC: a one-plane RGB frame is read as it is; a video frame's planes are read

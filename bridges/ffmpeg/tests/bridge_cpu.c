@@ -359,6 +359,7 @@ static void rgb_frames(struct vkcuda_context *ctx, struct vkcuda_ffmpeg *b, AVBu
         }
     }
     printf("  RGB formats: %d mapped, byte order checked against FFmpeg's pixel format descriptors\n", RGB_KINDS);
+    /* (each software frame below goes in, and its image comes out as a CUDA frame) */
 
     /* Software frames of each, into a linear frame made for them and compared. */
     for (int i = 0; i < RGB_KINDS; i++) {
@@ -375,7 +376,29 @@ static void rgb_frames(struct vkcuda_context *ctx, struct vkcuda_ffmpeg *b, AVBu
         char what[64];
         snprintf(what, sizeof what, "software %s", av_get_pix_fmt_name(rgb_kinds[i].fmt));
         roundtrip(b, f, image, 1, what);
-        vkcuda_image_destroy(image);
+        /* Out again as a CUDA frame: the first pixel format of its VkFormat (RGB0, BGR0, X2...). */
+        const int first = i == 0 || rgb_kinds[i - 1].vk != rgb_kinds[i].vk;
+        AVBufferRef *ref = NULL;
+        OK(vkcuda_ffmpeg_image_ref_create(image, &ref)); /* owns the image now */
+        AVFrame *out = av_frame_alloc();
+        const enum AVPixelFormat want = first ? rgb_kinds[i].fmt : rgb_kinds[i - 1].fmt;
+        enum vkcuda_result r = vkcuda_ffmpeg_frame_from_image(b, ref, out);
+        if (r == VKCUDA_SUCCESS) {
+            CHECK(((const AVHWFramesContext *)out->hw_frames_ctx->data)->sw_format == want &&
+                      (uintptr_t)out->data[0] != 0 && out->linesize[0] > 0,
+                  "%s: the image out as a %s CUDA frame", what, av_get_pix_fmt_name(want));
+        } else {
+            /* FFmpeg 7.1's CUDA frames contexts take no 10-bit RGB: refused, saying so. */
+            CHECK(r == VKCUDA_ERROR_UNSUPPORTED && rgb_kinds[i].depth == 10 &&
+                      strstr(vkcuda_ffmpeg_last_error_message(), av_get_pix_fmt_name(want)) && !out->buf[0] &&
+                      !out->hw_frames_ctx,
+                  "%s out as a CUDA frame: %d: %s", what, r, vkcuda_ffmpeg_last_error_message());
+            printf("  refused, %s out as a CUDA frame: %s\n", what, vkcuda_ffmpeg_last_error_message());
+        }
+        long wrong = compare(image, (const uint8_t *const *)f->data, f->linesize);
+        CHECK(wrong == 0, "%s: %ld bytes differ", what, wrong);
+        av_frame_free(&out);
+        av_buffer_unref(&ref);
         av_frame_free(&f);
     }
     /* A CUDA RGB0 frame of FFmpeg's pool, and the compressible pattern of a rendered frame. */
