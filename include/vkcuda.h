@@ -266,18 +266,30 @@
 #define VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT 1
 
 /**
- * A shared video frame: a multi-planar (YCbCr) format with LINEAR tiling, not
- * disjoint, in one dedicated exportable allocation that CUDA imports and maps
- * whole as device memory. Each plane is pitched device memory at its
- * `vkGetImageSubresourceLayout(VK_IMAGE_ASPECT_PLANE_i_BIT)` offset and row
+ * A shared frame: LINEAR tiling, not disjoint, in one dedicated exportable
+ * allocation that CUDA imports and maps whole as device memory. Each plane is
+ * pitched device memory at its `vkGetImageSubresourceLayout` offset and row
  * pitch (`vkcuda_image_get_plane_pointer`): what NVDEC writes, NVENC and NPP
- * read and `cuMemcpy2D` copies. Vulkan samples it through a
+ * read and `cuMemcpy2D` copies. 2D, one level, one layer; the usage is checked
+ * against the format's linear-tiling features (`VKCUDA_ERROR_UNSUPPORTED`
+ * naming the format and the missing feature).
+ *
+ * A multi-planar (YCbCr) format makes a shared video frame (planes at
+ * `VK_IMAGE_ASPECT_PLANE_i_BIT`'s layout). Vulkan samples it through a
  * `VkSamplerYcbcrConversion` (`vkcuda_image_get_ycbcr_conversion_info`) where the
  * format's linear-tiling features have `SAMPLED_IMAGE` (on NVIDIA's driver, H200:
  * BT.709 NV12 and BT.2020 P010 frames were sampled, every pixel compared)
- * and copies its planes. 2D, one level, one layer; the usage is checked against
- * the linear-tiling features (no storage or attachment usage for NV12 on NVIDIA).
- * Refused for single-plane formats (`VKCUDA_ERROR_INVALID_ARGUMENT`).
+ * and copies its planes (no storage or attachment usage for NV12 on NVIDIA).
+ *
+ * A single-plane colour format (R8G8B8A8, B8G8R8A8, R8, R8G8, R16,
+ * R16G16B16A16_SFLOAT, ... of the format table, and the packed
+ * `VK_FORMAT_A2B10G10R10_UNORM_PACK32` and `VK_FORMAT_A2R10G10B10_UNORM_PACK32`,
+ * which only linear images take) makes a one-plane frame: plane 0 at the COLOR
+ * aspect's layout, the input NVENC takes as an ABGR/ARGB CUDA frame. It has no
+ * CUDA array, surface or texture and no YCbCr conversion. NVIDIA's driver gives
+ * linear tiling no `COLOR_ATTACHMENT` feature in any format (measured on the
+ * H100), so Vulkan writes such a frame by copy, or as a storage image where the
+ * format's linear features have `STORAGE_IMAGE`.
  *
  * @ingroup image
  */
@@ -1800,9 +1812,10 @@ typedef struct vkcuda_format_info {
  *
  * The image has exclusive sharing and starts in `VK_IMAGE_LAYOUT_UNDEFINED`. Its
  * tiling and memory: a single-plane image has optimal tiling and one dedicated,
- * exportable (`OPAQUE_FD`) allocation; a shared video frame
- * (`VKCUDA_IMAGE_CREATE_LINEAR_BIT`) has linear tiling and one dedicated,
- * exportable allocation for all its planes; a multi-planar image without that bit
+ * exportable (`OPAQUE_FD`) allocation; a shared frame
+ * (`VKCUDA_IMAGE_CREATE_LINEAR_BIT`: a video frame, or a single-plane image seen
+ * by CUDA as pitched memory) has linear tiling and one dedicated, exportable
+ * allocation for all its planes; a multi-planar image without that bit
  * (Vulkan-only contexts only) has optimal tiling, `VK_IMAGE_CREATE_DISJOINT_BIT`
  * and one exportable allocation per plane, not dedicated (Vulkan allows no
  * dedicated allocation for a disjoint image; `vkcuda_image_export_plane_fd`).
@@ -1829,8 +1842,10 @@ typedef struct vkcuda_image_create_info {
    * video frame (`VKCUDA_IMAGE_CREATE_LINEAR_BIT`); with optimal tiling it is
    * refused (`VKCUDA_ERROR_UNSUPPORTED`: on NVIDIA's driver CUDA arrays of its
    * planes read wrong once the data compresses) and made in a Vulkan-only context
-   * only. Others are refused with `VKCUDA_ERROR_UNSUPPORTED` and a message naming a
-   * supported neighbour.
+   * only. With `VKCUDA_IMAGE_CREATE_LINEAR_BIT` a single-plane format may also be
+   * `VK_FORMAT_A2B10G10R10_UNORM_PACK32` or `VK_FORMAT_A2R10G10B10_UNORM_PACK32`
+   * (pitched 32-bit texels; no CUDA array holds them). Others are refused with
+   * `VKCUDA_ERROR_UNSUPPORTED` and a message naming a supported neighbour.
    */
   VkFormat format;
   /**
@@ -1854,7 +1869,7 @@ typedef struct vkcuda_image_create_info {
    * (`vkcuda_image_get_info` says what was chosen). STORAGE is what lets CUDA
    * make surface objects. Transfer, sampled, storage and attachment usages are
    * accepted; each is checked against the format's optimal-tiling features
-   * (linear-tiling for a video frame).
+   * (linear-tiling for a shared frame).
    */
   VkImageUsageFlags usage;
 } vkcuda_image_create_info;
@@ -2114,7 +2129,8 @@ typedef struct vkcuda_texture_info {
 } vkcuda_texture_info;
 
 /**
- * One plane of a shared video frame as CUDA sees it: pitched device memory
+ * One plane of a shared frame (a video frame's plane, or a linear single-plane
+ * image's only one) as CUDA sees it: pitched device memory
  * (`vkcuda_image_get_plane_pointer`). `cuda_pointer`, `row_pitch`, `width` x
  * `height` and `bytes_per_texel` are what `cuMemcpy2D`, NPP, NVDEC's output and
  * NVENC's input take.
@@ -2129,7 +2145,8 @@ typedef struct vkcuda_image_plane_pointer {
   uint64_t cuda_pointer;
   /**
    * Where the plane starts in the image's allocation
-   * (`VkSubresourceLayout::offset` of `VK_IMAGE_ASPECT_PLANE_i_BIT`).
+   * (`VkSubresourceLayout::offset` of `VK_IMAGE_ASPECT_PLANE_i_BIT`, of
+   * `VK_IMAGE_ASPECT_COLOR_BIT` for a single-plane image).
    */
   uint64_t offset;
   /**
@@ -2153,16 +2170,19 @@ typedef struct vkcuda_image_plane_pointer {
   uint32_t height;
   /**
    * 1 (8-bit luma or Cb/Cr), 2 (interleaved 8-bit CbCr, or a 10/12/16-bit
-   * sample in a 16-bit word: the high bits), or 4 (interleaved 16-bit CbCr).
+   * sample in a 16-bit word: the high bits), or 4 (interleaved 16-bit CbCr);
+   * for a single-plane image its texel size (4 for RGBA8, 8 for RGBA16F, ...).
    */
   uint32_t bytes_per_texel;
   /**
    * The plane's single-plane `VkFormat` (`VK_FORMAT_R8_UNORM`,
-   * `VK_FORMAT_R8G8_UNORM`, `VK_FORMAT_R10X6_UNORM_PACK16`, ...).
+   * `VK_FORMAT_R8G8_UNORM`, `VK_FORMAT_R10X6_UNORM_PACK16`, ...; the image's
+   * own format for a single-plane image).
    */
   VkFormat format;
   /**
-   * The plane's aspect in Vulkan copies (`VK_IMAGE_ASPECT_PLANE_0_BIT` << plane).
+   * The plane's aspect in Vulkan copies (`VK_IMAGE_ASPECT_PLANE_0_BIT` << plane;
+   * `VK_IMAGE_ASPECT_COLOR_BIT` for a single-plane image).
    */
   uint32_t aspect;
 } vkcuda_image_plane_pointer;
@@ -3313,19 +3333,21 @@ enum vkcuda_result vkcuda_buffer_export_dlpack(const struct vkcuda_buffer *buffe
                                                void **tensor);
 
 /**
- * Exports plane `plane` of a shared video frame (an image made with
+ * Exports plane `plane` of a shared frame (an image made with
  * `VKCUDA_IMAGE_CREATE_LINEAR_BIT`) as a DLPack tensor on the context's CUDA device
  * without copying: `*tensor` is a `DLManagedTensorVersioned *` (a
  * `DLManagedTensor *` with `VKCUDA_DLPACK_LEGACY_BIT` in `flags`) of unsigned
  * samples — uint8 for 8-bit formats, uint16 for 10/12/16-bit ones (10- and 12-bit
  * samples in the high bits) — shape (height, width) for a plane of one channel
  * (luma, or Cb or Cr of a 3-plane format) and (height, width, 2) for interleaved
- * CbCr, strides in elements from the plane's row pitch (which is padded: the
+ * CbCr; a linear single-plane image is (height, width) for one channel or
+ * (height, width, channels) of its channel type (uint; int for SNORM/SINT; float
+ * for SFLOAT; uint32 words for a packed 10-bit format); strides in elements from the plane's row pitch (which is padded: the
  * tensor is not contiguous), `data` the plane's CUDA pointer. Ownership and
  * lifetime as for `vkcuda_buffer_export_dlpack`: the caller owns the tensor, which
  * keeps CUDA's mapping of the frame valid until its deleter runs, even after
  * `vkcuda_image_destroy`. `VKCUDA_ERROR_INVALID_ARGUMENT` for an image that is not
- * a video frame, a plane out of range or unknown flags; `_CUDA_UNAVAILABLE` in a
+ * a shared frame, a plane out of range or unknown flags; `_CUDA_UNAVAILABLE` in a
  * Vulkan-only context. `*tensor` is NULL on failure.
  *
  * Synchronisation: none in the tensor; hand the frame over with the semaphores
@@ -3555,7 +3577,8 @@ enum vkcuda_result vkcuda_format_query(VkFormat format,
  * mipmapped array of the same shape. A multi-planar format with
  * `VKCUDA_IMAGE_CREATE_LINEAR_BIT` makes a shared video frame: linear tiling, not
  * disjoint, one dedicated allocation that CUDA maps whole, each plane pitched
- * device memory (`vkcuda_image_get_plane_pointer`). A multi-planar format without
+ * device memory (`vkcuda_image_get_plane_pointer`); a single-plane format with it
+ * makes a one-plane frame the same way (2D, one level, one layer; no CUDA array). A multi-planar format without
  * it (OPTIMAL tiling) is refused in a context with CUDA
  * (`VKCUDA_ERROR_UNSUPPORTED`: its planes read wrong as CUDA arrays once the data
  * compresses); in a Vulkan-only context it makes a disjoint image
@@ -3809,13 +3832,14 @@ enum vkcuda_result vkcuda_image_export_plane_fd(const struct vkcuda_image *image
                                                 int32_t *fd);
 
 /**
- * Fills `*pointer` with plane `plane` of a shared video frame (an image created,
- * wrapped or imported with `VKCUDA_IMAGE_CREATE_LINEAR_BIT`): its CUDA device
- * pointer (0 in a Vulkan-only context), offset, row pitch, extent and texel size.
+ * Fills `*pointer` with plane `plane` of a shared frame (an image created,
+ * wrapped or imported with `VKCUDA_IMAGE_CREATE_LINEAR_BIT`: a video frame's
+ * plane, or plane 0 of a linear single-plane image): its CUDA device pointer (0
+ * in a Vulkan-only context), offset, row pitch, extent and texel size.
  * `VKCUDA_ERROR_INVALID_ARGUMENT` for a plane past the format's planes and for
- * an image that is not a video frame (a single-plane image's CUDA view is arrays:
- * `vkcuda_image_get_cuda_array`; an OPTIMAL multi-planar image, Vulkan-only, has
- * no CUDA view). `*pointer` is untouched on failure.
+ * an image that is not a shared frame (an optimal single-plane image's CUDA view
+ * is arrays: `vkcuda_image_get_cuda_array`; an OPTIMAL multi-planar image,
+ * Vulkan-only, has no CUDA view). `*pointer` is untouched on failure.
  *
  * Thread-safety: may be called from any thread.
  *

@@ -857,7 +857,8 @@ public:
  * array (per level a `CUarray`, surface and texture objects). A multi-planar
  * (YCbCr) format shared with CUDA is a shared video frame
  * (`VKCUDA_IMAGE_CREATE_LINEAR_BIT`): one dedicated allocation, each plane pitched
- * device memory (`plane_pointer`), no arrays, surfaces or textures. An OPTIMAL
+ * device memory (`plane_pointer`), no arrays, surfaces or textures; a single-plane
+ * format with that flag is a one-plane frame the same way (e.g. RGBA8 for NVENC). An OPTIMAL
  * multi-planar image is refused with CUDA and made only in a Vulkan-only context,
  * where it has no CUDA view. The functions without a plane work on plane 0.
  * Everything but destroying may run on any thread at once.
@@ -973,7 +974,8 @@ public:
     }
 
     /**
-     * Plane `plane` of a shared video frame (`VKCUDA_IMAGE_CREATE_LINEAR_BIT`) as
+     * Plane `plane` of a shared frame (`VKCUDA_IMAGE_CREATE_LINEAR_BIT`: a video frame's
+     * plane, or a linear single-plane image's plane 0) as
      * CUDA sees it: pitched device pointer (0 when Vulkan-only), offset, row pitch,
      * extent and texel size (`vkcuda_image_get_plane_pointer`). The pointer is owned
      * by the image.

@@ -13,7 +13,9 @@
 //!
 //! Everything else (3 channels, packed, 64-bit, scaled, block-compressed,
 //! depth/stencil, packed 4:2:2 YCbCr) is refused with `Unsupported` and a message
-//! that names the format and a supported neighbour.
+//! that names the format and a supported neighbour; a linear single-plane image
+//! (pitched memory, no CUDA array) also takes the packed 10-bit formats of
+//! [`LINEAR_ONLY`] ([`layout_of`]).
 //!
 //! Multi-planar (YCbCr) formats are a second table, [`PLANAR`]: each plane is a
 //! 1- or 2-channel plane of 8- or 16-bit samples. With CUDA they are shared as
@@ -841,10 +843,11 @@ pub const PLANAR: &[PlanarFormat] = &[
 pub const MAX_PLANES: usize = 3;
 
 /// How the memory of a shared image is laid out in planes: one (every format of
-/// [`TABLE`]) or 2-3 (a format of [`PLANAR`]).
+/// [`TABLE`], and for a linear image those of [`LINEAR_ONLY`]) or 2-3 (a format
+/// of [`PLANAR`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Layout {
-    /// One plane of a format of [`TABLE`].
+    /// One plane of a format of [`TABLE`] (or [`LINEAR_ONLY`]: [`layout_of`]).
     Single(FormatInfo),
     /// Two or three planes of a format of [`PLANAR`].
     Planar(&'static PlanarFormat),
@@ -913,6 +916,51 @@ pub fn layout(format: vk::Format) -> Result<Layout> {
         return Ok(Layout::Planar(p));
     }
     lookup(format).map(Layout::Single)
+}
+
+/// Packed 32-bit formats a LINEAR single-plane image (a shared frame: pitched
+/// device memory, no CUDA array) may have: CUDA sees each texel as one 32-bit
+/// word (the word's bits as Vulkan's format names them, from the low bit:
+/// `A2B10G10R10` is R in bits 0-9, G 10-19, B 20-29, A 30-31). CUDA arrays
+/// cannot hold them ([`lookup`] refuses them), so optimal images of them are
+/// refused.
+pub const LINEAR_ONLY: &[FormatInfo] = &[
+    row(
+        vk::Format::A2B10G10R10_UNORM_PACK32,
+        CU_AD_FORMAT_UNSIGNED_INT32,
+        1,
+        4,
+        Unorm,
+        Rgba,
+    ),
+    row(
+        vk::Format::A2R10G10B10_UNORM_PACK32,
+        CU_AD_FORMAT_UNSIGNED_INT32,
+        1,
+        4,
+        Unorm,
+        Bgra,
+    ),
+];
+
+/// [`layout`] for an image of `linear` tiling: a LINEAR single-plane image may
+/// also have a packed format of [`LINEAR_ONLY`] (pitched memory holds any
+/// bytes); with optimal tiling such a format is refused as [`lookup`] refuses
+/// it, with a note that a linear frame takes it.
+pub fn layout_of(format: vk::Format, linear: bool) -> Result<Layout> {
+    if let Some(row) = LINEAR_ONLY.iter().find(|r| r.format == format) {
+        if linear {
+            return Ok(Layout::Single(*row));
+        }
+        return lookup(format).map(Layout::Single).map_err(|e| {
+            Error::unsupported(format!(
+                "{} (images of it are CUDA arrays unless linear: a LINEAR single-plane image, \
+                 VKCUDA_IMAGE_CREATE_LINEAR_BIT, takes it as pitched 32-bit texels)",
+                e.message
+            ))
+        });
+    }
+    layout(format)
 }
 
 /// The row of a multi-planar format.
@@ -1289,6 +1337,39 @@ fn same_bytes_as_packed(short: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn packed_10_bit_formats_are_linear_only() {
+        for (f, order) in [
+            (vk::Format::A2B10G10R10_UNORM_PACK32, Order::Rgba),
+            (vk::Format::A2R10G10B10_UNORM_PACK32, Order::Bgra),
+        ] {
+            let Layout::Single(info) = layout_of(f, true).unwrap() else {
+                panic!("{f:?} is one plane")
+            };
+            assert_eq!(
+                (info.bytes_per_texel(), info.channels, info.order),
+                (4, 1, order)
+            );
+            assert!(lookup(f).is_err(), "no CUDA array holds {f:?}");
+            let e = layout_of(f, false).unwrap_err();
+            assert_eq!(e.kind, crate::ErrorKind::Unsupported);
+            assert!(
+                e.message.contains("VKCUDA_IMAGE_CREATE_LINEAR_BIT"),
+                "{}",
+                e.message
+            );
+        }
+        // Everything else is layout's, linear or not.
+        for f in [
+            vk::Format::R8G8B8A8_UNORM,
+            vk::Format::G8_B8R8_2PLANE_420_UNORM,
+        ] {
+            assert_eq!(layout_of(f, true).unwrap(), layout(f).unwrap());
+            assert_eq!(layout_of(f, false).unwrap(), layout(f).unwrap());
+        }
+        assert!(layout_of(vk::Format::R8G8B8_UNORM, true).is_err());
+    }
     use crate::error::ErrorKind;
 
     /// Every value ash names as a format: the core range and the extension ranges.

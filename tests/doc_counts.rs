@@ -311,11 +311,12 @@ fn cited_vkcuda_names_exist() {
                 }
             } else if w.starts_with("vkcuda_ffmpeg") {
                 // The FFmpeg bridge's own header (bridges/ffmpeg), and its name.
-                let bridge = std::fs::read_to_string(root().join("bridges/ffmpeg/vkcuda_ffmpeg.h"))
-                    .unwrap_or_default();
+                let bridge =
+                    std::fs::read_to_string(root().join("bridges/ffmpeg/include/vkcuda_ffmpeg.h"))
+                        .expect("bridges/ffmpeg/include/vkcuda_ffmpeg.h");
                 if !bridge.contains(w) && w != "vkcuda_ffmpeg" {
                     bad.push(format!(
-                        "{file}:{line}: `{w}` is not declared in bridges/ffmpeg/vkcuda_ffmpeg.h"
+                        "{file}:{line}: `{w}` is not declared in bridges/ffmpeg/include/vkcuda_ffmpeg.h"
                     ));
                 }
             } else if w.starts_with("vkcuda_") {

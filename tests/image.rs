@@ -554,11 +554,11 @@ fn create_checks_its_arguments() {
     let m = fails_with(im.plane_vk_format(1), invalid);
     assert!(m.contains("plane 1 is out of range"), "{m}");
     let m = fails_with(im.plane_pointer(0), invalid);
-    assert!(m.contains("not a shared video frame"), "{m}");
+    assert!(m.contains("not a shared frame"), "{m}");
     let m = fails_with(im.video_color(), invalid);
     assert!(m.contains("multi-planar"), "{m}");
     let m = fails_with(im.export_plane_dlpack(0, false, false), invalid);
-    assert!(m.contains("not a shared video frame"), "{m}");
+    assert!(m.contains("not a shared frame"), "{m}");
     // A shared video frame where the device can make one (not Debian 12's lavapipe).
     let nv12 = Description {
         linear: true,

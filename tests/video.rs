@@ -2,10 +2,14 @@
 //! dedicated allocation, whose planes CUDA sees as pitched device memory
 //! (`Image::plane_pointer`).
 //!
-//! CPU (lavapipe): LINEAR on a single-plane format is refused; where the device
-//! offers a linear multi-planar format (Mesa 22.3's lavapipe offers none) a frame
-//! is made, its planes lie inside its allocation, and it travels through a share
-//! description as one fd.
+//! CPU (lavapipe): single-plane frames (issue 37: LINEAR on a colour format, one
+//! plane at the COLOR aspect's layout) of every format whose linear-tiling
+//! features allow them, refused naming the format and feature otherwise; with
+//! the stand-in CUDA driver their plane read and written both ways, the pitched
+//! copy in and out and the DLPack tensor. Where the device offers a linear
+//! multi-planar format (Mesa 22.3's lavapipe offers none) a frame is made, its
+//! planes lie inside its allocation, and it travels through a share description
+//! as one fd.
 //!
 //! GPU (`gpu_*`, ignored without `--include-ignored`; with VKCUDA_REQUIRE_GPU=1 a
 //! missing GPU fails them): every format of `vkcuda::format::PLANAR` at 64x64,
@@ -13,7 +17,8 @@
 //! CUDA -> Vulkan and Vulkan -> CUDA, every byte compared (the sample bits of 10-
 //! and 12-bit formats); the pitched-copy helper into a frame; a frame imported
 //! from its share description (and its colour description with it); GBR frames
-//! (H.273 identity) sampled with RGB_IDENTITY.
+//! (H.273 identity) sampled with RGB_IDENTITY; single-plane frames (RGBA8 and
+//! the others the linear features allow) both ways through the plane pointer.
 
 mod support;
 use support::cuda::{check, copy2d, Cuda, Mem};
@@ -72,17 +77,6 @@ fn check_planes(im: &Image, p: &PlanarFormat, w: u32, h: u32) {
         // Every plane names the frame's one allocation.
         assert_eq!(im.plane_memory(k).unwrap().memory, im.vk_memory());
     }
-}
-
-#[test]
-fn linear_is_refused_for_single_plane_formats() {
-    let _g = serial();
-    let ctx = vulkan_only_context();
-    let m = fails_with(
-        Image::create(&ctx, &frame_desc(vk::Format::R8G8B8A8_UNORM, 64, 64)),
-        ErrorKind::InvalidArgument,
-    );
-    assert!(m.contains("makes a shared video frame"), "{m}");
 }
 
 /// GBR (H.273 matrix 0) is sampled with RGB_IDENTITY, which ignores the range:
@@ -285,8 +279,15 @@ fn both_ways(
 ) -> Result<u64, String> {
     let im = Image::create(ctx, &frame_desc(p.format, w, h)).map_err(|e| format!("create: {e}"))?;
     check_planes(&im, p, w, h);
+    frame_both_ways(v, &im, p.bits, seed)
+}
+
+/// A frame made (`im`, samples of `bits` bits): CUDA writes every plane (seed),
+/// Vulkan reads; Vulkan writes (seed + 1), CUDA reads. Returns the bytes compared
+/// each way, or what differed.
+fn frame_both_ways(v: &Vk, im: &Image, bits: u32, seed: u32) -> Result<u64, String> {
     let vk_image = im.vk_image();
-    let planes = plane_pointers(&im, p.planes.len());
+    let planes = plane_pointers(im, im.plane_count());
     let rows: Vec<(usize, usize)> = planes
         .iter()
         .map(|pp| ((pp.width * pp.bytes_per_texel) as usize, pp.height as usize))
@@ -298,9 +299,9 @@ fn both_ways(
     }
     let read = v.host_buffer(total as u64);
     let write = v.host_buffer(total as u64);
-    let regions = plane_regions(&im, &planes, &offsets);
+    let regions = plane_regions(im, &planes, &offsets);
     // The frame starts as CUDA's.
-    v.run(|cmd| release(v, cmd, &im, vk::ImageLayout::UNDEFINED));
+    v.run(|cmd| release(v, cmd, im, vk::ImageLayout::UNDEFINED));
     // CUDA writes every plane.
     let sent: Vec<Vec<u8>> = (0..planes.len())
         .map(|k| plane_bytes(k, rows[k].0, rows[k].1, seed))
@@ -317,7 +318,7 @@ fn both_ways(
     }
     let color = color_range();
     v.run(|cmd| unsafe {
-        acquire(v, cmd, &im, vk::ImageLayout::TRANSFER_SRC_OPTIMAL);
+        acquire(v, cmd, im, vk::ImageLayout::TRANSFER_SRC_OPTIMAL);
         v.device.cmd_copy_image_to_buffer(
             cmd,
             vk_image,
@@ -341,12 +342,12 @@ fn both_ways(
             vk::ImageLayout::TRANSFER_DST_OPTIMAL,
             &regions,
         );
-        release(v, cmd, &im, vk::ImageLayout::TRANSFER_DST_OPTIMAL);
+        release(v, cmd, im, vk::ImageLayout::TRANSFER_DST_OPTIMAL);
     });
     let mut errors = Vec::new();
     for k in 0..planes.len() {
         let got = &read.bytes()[offsets[k]..offsets[k + 1]];
-        if let (n @ 1.., Some(i)) = wrong_bytes(p.bits, got, &sent[k]) {
+        if let (n @ 1.., Some(i)) = wrong_bytes(bits, got, &sent[k]) {
             errors.push(format!(
                 "CUDA -> Vulkan plane {k}: {n} of {} bytes wrong, first at row {} byte {}",
                 got.len(),
@@ -357,7 +358,7 @@ fn both_ways(
         let mut got = vec![0u8; rows[k].0 * rows[k].1];
         let pp = &planes[k];
         from_plane(&mut got, pp.pointer, pp.layout.row_pitch, rows[k].0);
-        if let (n @ 1.., Some(i)) = wrong_bytes(p.bits, &got, &back[k]) {
+        if let (n @ 1.., Some(i)) = wrong_bytes(bits, &got, &back[k]) {
             errors.push(format!(
                 "Vulkan -> CUDA plane {k}: {n} of {} bytes wrong, first at row {} byte {}",
                 got.len(),
@@ -1124,4 +1125,497 @@ fn child_receives_a_frame() {
     let chroma = plane_bytes(1, w, h / 2, 9);
     to_plane(&chroma, planes[1].pointer, planes[1].layout.row_pitch, w);
     println!("child: received an NV12 frame (one fd), both planes right, chroma rewritten");
+}
+
+// ---------------------------------------------------------------------------------
+// Single-plane frames (issue 37): LINEAR tiling on a colour format, one plane of
+// pitched memory at the COLOR aspect's layout (what NVENC takes as RGB input).
+
+/// The single-plane formats the tests make linear frames of: NVENC's RGB inputs
+/// and the common one-, two- and four-channel ones.
+const SINGLE: [vk::Format; 10] = [
+    vk::Format::R8G8B8A8_UNORM,
+    vk::Format::R8G8B8A8_SRGB,
+    vk::Format::B8G8R8A8_UNORM,
+    vk::Format::B8G8R8A8_SRGB,
+    vk::Format::A2B10G10R10_UNORM_PACK32,
+    vk::Format::A2R10G10B10_UNORM_PACK32,
+    vk::Format::R8_UNORM,
+    vk::Format::R8G8_UNORM,
+    vk::Format::R16_UNORM,
+    vk::Format::R16G16B16A16_SFLOAT,
+];
+
+/// Bytes per texel of a format of [`SINGLE`] (the test's own table).
+fn texel_bytes(f: vk::Format) -> u32 {
+    match f {
+        vk::Format::R8_UNORM => 1,
+        vk::Format::R8G8_UNORM | vk::Format::R16_UNORM => 2,
+        vk::Format::R16G16B16A16_SFLOAT => 8,
+        _ => 4,
+    }
+}
+
+/// The device's linear-tiling features of `f`, asked by the test itself.
+fn linear_features(v: &Vk, f: vk::Format) -> vk::FormatFeatureFlags {
+    // SAFETY: the context's live instance and physical device.
+    unsafe {
+        v.instance
+            .get_physical_device_format_properties(v.physical, f)
+    }
+    .linear_tiling_features
+}
+
+/// `vkGetImageSubresourceLayout` of the COLOR aspect, asked by the test itself.
+fn color_layout(v: &Vk, image: vk::Image) -> vk::SubresourceLayout {
+    let sub = vk::ImageSubresource {
+        aspect_mask: vk::ImageAspectFlags::COLOR,
+        mip_level: 0,
+        array_layer: 0,
+    };
+    // SAFETY: a live LINEAR image of the device.
+    unsafe { v.device.get_image_subresource_layout(image, sub) }
+}
+
+const TRANSFERS: vk::FormatFeatureFlags = vk::FormatFeatureFlags::from_raw(
+    vk::FormatFeatureFlags::TRANSFER_SRC.as_raw() | vk::FormatFeatureFlags::TRANSFER_DST.as_raw(),
+);
+
+/// What a single-plane frame says of its plane: one, at the COLOR aspect's
+/// layout as the test asks it, inside the one allocation.
+fn check_single(v: &Vk, im: &Image, f: vk::Format, w: u32, h: u32) -> PlanePointer {
+    let name = format!("{f:?}");
+    assert!(im.is_frame() && im.description().linear, "{name}");
+    assert_eq!((im.plane_count(), im.allocation_count()), (1, 1), "{name}");
+    assert_eq!(im.plane_aspect(0), vk::ImageAspectFlags::COLOR);
+    let pp = im.plane_pointer(0).unwrap();
+    let l = color_layout(v, im.vk_image());
+    assert_eq!(
+        (pp.layout.offset, pp.layout.row_pitch, pp.layout.size),
+        (l.offset, l.row_pitch, l.size),
+        "{name}: the plane is where vkGetImageSubresourceLayout says"
+    );
+    assert_eq!(
+        (pp.width, pp.height, pp.bytes_per_texel, pp.format),
+        (w, h, texel_bytes(f), f),
+        "{name}"
+    );
+    let row = (w * texel_bytes(f)) as u64;
+    assert!(pp.layout.row_pitch >= row, "{name}");
+    assert!(
+        pp.layout.offset + pp.layout.row_pitch * (h as u64 - 1) + row <= im.allocation_size(),
+        "{name}: the plane fits the allocation"
+    );
+    pp
+}
+
+/// Every format of [`SINGLE`] whose linear-tiling features have the transfers
+/// makes a frame (default usage: what the features allow), with its plane where
+/// the device says; one without them, and a usage whose feature the linear tiling
+/// lacks, are refused naming the format and the feature. A frame has 2D, one
+/// level and one layer; no arrays, surfaces, textures or YCbCr conversion; it
+/// travels through a share description as one fd; nothing leaks.
+#[test]
+fn single_plane_frames_follow_the_linear_features() {
+    let _g = serial();
+    let ctx = vulkan_only_context();
+    let v = Vk::of(&ctx);
+    let before = image_counts();
+    let (w, h) = (67u32, 35u32);
+    let mut made = Vec::new();
+    for f in SINGLE {
+        let name = format!("{f:?}");
+        let features = linear_features(&v, f);
+        let r = Image::create(&ctx, &frame_desc(f, w, h));
+        if !features.contains(TRANSFERS) {
+            let e = refused(r, ErrorKind::Unsupported, &name);
+            assert!(e.message().contains("linear-tiling"), "{e}");
+            println!("no linear {name} here: {e}");
+            continue;
+        }
+        let im = r.unwrap_or_else(|e| panic!("{name}: {e}"));
+        let pp = check_single(&v, &im, f, w, h);
+        assert_eq!(pp.pointer, 0, "no CUDA in a Vulkan-only context");
+        // The default usage: the transfers, sampled and storage as the features allow.
+        let usage = im.description().usage;
+        assert!(
+            usage.contains(vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST)
+        );
+        for (u, feature) in [
+            (
+                vk::ImageUsageFlags::SAMPLED,
+                vk::FormatFeatureFlags::SAMPLED_IMAGE,
+            ),
+            (
+                vk::ImageUsageFlags::STORAGE,
+                vk::FormatFeatureFlags::STORAGE_IMAGE,
+            ),
+            (
+                vk::ImageUsageFlags::COLOR_ATTACHMENT,
+                vk::FormatFeatureFlags::COLOR_ATTACHMENT,
+            ),
+        ] {
+            if usage.contains(u) {
+                assert!(
+                    features.contains(feature),
+                    "{name}: {u:?} without {feature:?}"
+                );
+            }
+            let asked = Description {
+                usage: vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST | u,
+                ..frame_desc(f, w, h)
+            };
+            let r = Image::create(&ctx, &asked);
+            if features.contains(feature) {
+                // The features allow it; the device may still refuse to export it.
+                if let Err(e) = r {
+                    assert_eq!(e.kind(), ErrorKind::Unsupported, "{name} {u:?}: {e}");
+                }
+            } else {
+                let e = refused(r, ErrorKind::Unsupported, &name);
+                let want = format!("{feature:?}");
+                assert!(
+                    e.message().contains(&want),
+                    "{name} {u:?}: names {want}: {e}"
+                );
+                assert!(e.message().contains("linear-tiling"), "{e}");
+            }
+        }
+        // Pitched memory only: no arrays, no colour description.
+        let m = fails_with(im.level_array(0, 0), ErrorKind::InvalidArgument);
+        assert!(m.contains("is a shared frame"), "{m}");
+        let m = fails_with(im.mipmapped_array(0), ErrorKind::InvalidArgument);
+        assert!(m.contains("vkcuda_image_get_plane_pointer"), "{m}");
+        let m = fails_with(im.ycbcr_conversion(), ErrorKind::InvalidArgument);
+        assert!(m.contains("multi-planar"), "{m}");
+        let m = fails_with(im.plane_pointer(1), ErrorKind::InvalidArgument);
+        assert!(m.contains("plane 1 is out of range"), "{m}");
+        fails_with(
+            im.export_plane_dlpack(0, false, false),
+            ErrorKind::CudaUnavailable,
+        );
+        // One fd in the share description; the import lies where the original does.
+        let d = ipc::describe_image(&im);
+        assert_eq!(d.fd_count(), 1);
+        let fd = im.export_fd().unwrap();
+        let back = ipc::import_image(&ctx, &d, &[fd.as_fd()]).unwrap();
+        let twin = check_single(&v, &back, f, w, h);
+        assert_eq!(twin.layout, pp.layout, "{name}");
+        made.push(name);
+    }
+    assert!(
+        made.iter().any(|n| n == "R8G8B8A8_UNORM")
+            || !linear_features(&v, SINGLE[0]).contains(TRANSFERS),
+        "RGBA8 frames where the features allow them"
+    );
+
+    // The shape of a frame: 2D, one level, one layer, not a cube.
+    let rgba = vk::Format::R8G8B8A8_UNORM;
+    for (d, words) in [
+        (
+            Description {
+                mip_levels: 2,
+                ..frame_desc(rgba, 64, 64)
+            },
+            "1 mip level, not 2",
+        ),
+        (
+            Description {
+                array_layers: 2,
+                ..frame_desc(rgba, 64, 64)
+            },
+            "1 array layer",
+        ),
+        (
+            Description {
+                dimension: vkcuda::image::Dimension::D1,
+                height: 1,
+                ..frame_desc(rgba, 64, 64)
+            },
+            "are 2D, not 1D",
+        ),
+    ] {
+        let e = refused(Image::create(&ctx, &d), ErrorKind::InvalidArgument, words);
+        assert!(
+            e.message().contains("VKCUDA_IMAGE_CREATE_LINEAR_BIT"),
+            "{e}"
+        );
+    }
+    // A usage no colour format's linear tiling has, refused naming both.
+    let depth = Description {
+        usage: vk::ImageUsageFlags::TRANSFER_DST | vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT,
+        ..frame_desc(rgba, 64, 64)
+    };
+    let e = refused(
+        Image::create(&ctx, &depth),
+        ErrorKind::Unsupported,
+        "VK_FORMAT_R8G8B8A8_UNORM does not support VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT",
+    );
+    assert!(e.message().contains("linear-tiling format features"), "{e}");
+    assert!(e.message().contains("lack DEPTH_STENCIL_ATTACHMENT"), "{e}");
+    // Packed 10-bit formats: linear frames only (no CUDA array holds them).
+    let packed = vk::Format::A2B10G10R10_UNORM_PACK32;
+    let e = refused(
+        Image::create(&ctx, &Description::new_2d(packed, 64, 64)),
+        ErrorKind::Unsupported,
+        "A2B10G10R10_UNORM_PACK32",
+    );
+    assert!(
+        e.message().contains("VKCUDA_IMAGE_CREATE_LINEAR_BIT"),
+        "{e}"
+    );
+    assert_eq!(image_counts(), before, "no image, memory or fd leaked");
+    println!("linear single-plane frames here: {}", made.join(" "));
+}
+
+/// The bytes of a frame's plane as CUDA sees them: `rows` rows of `row` bytes,
+/// `pitch` apart, from `pointer` (the stand-in's device pointers are host
+/// addresses).
+fn host_rows(pointer: u64, pitch: u64, row: usize, rows: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(row * rows);
+    for y in 0..rows {
+        // SAFETY: the stand-in maps the frame's memory at `pointer`; the rows lie
+        // inside it (check_single).
+        let r =
+            unsafe { std::slice::from_raw_parts((pointer + y as u64 * pitch) as *const u8, row) };
+        out.extend_from_slice(r);
+    }
+    out
+}
+
+/// Writes `data` (rows of `row` bytes) at `pointer`, rows `pitch` apart.
+fn host_write_rows(pointer: u64, pitch: u64, row: usize, data: &[u8]) {
+    for (y, r) in data.chunks(row).enumerate() {
+        // SAFETY: as in host_rows.
+        unsafe {
+            std::ptr::copy_nonoverlapping(r.as_ptr(), (pointer + y as u64 * pitch) as *mut u8, row)
+        };
+    }
+}
+
+#[test]
+fn fake_driver_single_plane_frames() {
+    let Some(uuid) = support::device::lavapipe_uuid() else {
+        return;
+    };
+    let case = "child_single_plane_frames";
+    let dir = fake_cuda_driver("fake-cuda-frames", &["-Wl,-soname,libcuda.so.1"]);
+    let out = this_test(case, true)
+        .env(CHILD_ENV, "1")
+        .env("LD_LIBRARY_PATH", library_path_with(&dir))
+        .env("FAKE_CUDA_UUID", uuid)
+        .env_remove(vkcuda::pairing::CUDA_DISABLE_ENV)
+        .output()
+        .unwrap();
+    child_passed(case, &out);
+}
+
+/// With the stand-in CUDA driver paired to lavapipe (a CUDA pointer is the host
+/// address of the memory Vulkan uses): each single-plane frame lavapipe makes, at
+/// an odd width, Vulkan -> CUDA and CUDA -> Vulkan through the plane pointer, and
+/// the pitched copy in and out (through buffers CUDA knows, at other pitches),
+/// for a ramp that compresses and random bytes, every byte compared; the plane's
+/// DLPack tensor is (H, W, C) of the channel type with the row pitch as stride.
+#[test]
+#[ignore = "runs in a child process of fake_driver_single_plane_frames"]
+fn child_single_plane_frames() {
+    if !in_child("child_single_plane_frames") {
+        return;
+    }
+    let ctx = support::device::fake_paired_context();
+    let v = Vk::of(&ctx);
+    let (w, h) = (67u32, 35u32);
+    let mut done = Vec::new();
+    for f in SINGLE {
+        if !linear_features(&v, f).contains(TRANSFERS) {
+            continue;
+        }
+        let name = format!("{f:?}");
+        let im = Image::create(&ctx, &frame_desc(f, w, h)).unwrap();
+        let pp = check_single(&v, &im, f, w, h);
+        assert_ne!(pp.pointer, 0, "{name}: CUDA's pointer");
+        let (row, rows, pitch) = (
+            (w * pp.bytes_per_texel) as usize,
+            h as usize,
+            pp.layout.row_pitch,
+        );
+        // Buffers CUDA knows (mapped by the stand-in), at pitches of their own.
+        let (pitch_in, pitch_out) = (row + 13, row + 64);
+        let src = vkcuda::Buffer::create(
+            &ctx,
+            (pitch_in * rows) as u64,
+            vk::BufferUsageFlags::empty(),
+            vkcuda::buffer::Allocator::Vulkan,
+        )
+        .unwrap();
+        let dst = vkcuda::Buffer::create(
+            &ctx,
+            (pitch_out * rows) as u64,
+            vk::BufferUsageFlags::empty(),
+            vkcuda::buffer::Allocator::Vulkan,
+        )
+        .unwrap();
+        for seed in [2u32, 7] {
+            // Vulkan writes (a staging copy), CUDA reads through the plane pointer.
+            let sent = plane_bytes(0, row, rows, seed);
+            v.upload(im.vk_image(), w, h, &sent);
+            assert_same(
+                &host_rows(pp.pointer, pitch, row, rows),
+                &sent,
+                &format!("{name} Vulkan -> CUDA"),
+            );
+            // CUDA writes through the pointer, Vulkan reads.
+            let back = plane_bytes(0, row, rows, seed + 1);
+            host_write_rows(pp.pointer, pitch, row, &back);
+            let got = v.download(
+                im.vk_image(),
+                w,
+                h,
+                vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+                row * rows,
+            );
+            assert_same(&got, &back, &format!("{name} CUDA -> Vulkan"));
+            // The pitched copy in, read by Vulkan, and out again.
+            let data = plane_bytes(0, row, rows, seed + 2);
+            host_write_rows(src.cuda_ptr().unwrap(), pitch_in as u64, row, &data);
+            let plane = |b: &vkcuda::Buffer, p: usize| PitchedPlane {
+                pointer: b.cuda_ptr().unwrap(),
+                pitch: p as u64,
+            };
+            // SAFETY: buffers CUDA knows with room for the rows at their pitches.
+            unsafe { im.copy_pitched(&[plane(&src, pitch_in)], true, ptr::null_mut()) }.unwrap();
+            let got = v.download(
+                im.vk_image(),
+                w,
+                h,
+                vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+                row * rows,
+            );
+            assert_same(&got, &data, &format!("{name} pitched copy in"));
+            // SAFETY: as above.
+            unsafe { im.copy_pitched(&[plane(&dst, pitch_out)], false, ptr::null_mut()) }.unwrap();
+            let out = host_rows(dst.cuda_ptr().unwrap(), pitch_out as u64, row, rows);
+            assert_same(&out, &data, &format!("{name} pitched copy out"));
+        }
+        // The DLPack tensor of the plane.
+        let t = im.export_plane_dlpack(0, false, false).unwrap();
+        let info = vkcuda::format::layout_of(f, true).unwrap().plane(0).info;
+        let (c, bytes) = (info.channels as i64, info.bytes_per_channel as i64);
+        let (shape, strides): (Vec<i64>, Vec<i64>) = if c == 1 {
+            (vec![h as i64, w as i64], vec![pitch as i64 / bytes, 1])
+        } else {
+            (
+                vec![h as i64, w as i64, c],
+                vec![pitch as i64 / bytes, c, 1],
+            )
+        };
+        assert_eq!(
+            (t.shape(), t.strides()),
+            (&shape[..], &strides[..]),
+            "{name}"
+        );
+        let code = if f == vk::Format::R16G16B16A16_SFLOAT {
+            2
+        } else {
+            1
+        };
+        assert_eq!(
+            (t.dtype().code, t.dtype().bits),
+            (code, 8 * bytes as u8),
+            "{name}"
+        );
+        assert_eq!(t.data(), pp.pointer, "{name}: the tensor is the plane");
+        done.push(format!("{name} (row pitch {pitch})"));
+    }
+    assert!(!done.is_empty(), "lavapipe makes linear RGBA8 frames");
+    println!(
+        "single-plane frames {w}x{h} through the stand-in CUDA: {}",
+        done.join(", ")
+    );
+}
+
+/// On the GPU: an RGBA8 (and every other single-plane format the device's linear
+/// features allow) frame at 1920x1080 and an odd 1282x722, Vulkan writes it from
+/// a staging buffer and CUDA reads it through the plane pointer (cuMemcpy2D to
+/// host), and CUDA writes and Vulkan reads, a ramp and random bytes, every byte
+/// compared; then the pitched copy from cuMemAlloc'd memory into an RGBA8 frame
+/// read back through the plane pointer.
+#[test]
+#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
+fn gpu_single_plane_frames_read_back_both_ways() {
+    let _g = serial();
+    let Some(ctx) = cuda_context_or_skip("gpu_single_plane_frames_read_back_both_ways") else {
+        return;
+    };
+    let v = Vk::of(&ctx);
+    let _c = Current::of(&ctx);
+    let mut failed = Vec::new();
+    for f in SINGLE {
+        let features = linear_features(&v, f);
+        if !features.contains(TRANSFERS) {
+            assert_ne!(
+                f,
+                vk::Format::R8G8B8A8_UNORM,
+                "linear RGBA8 has transfers on NVIDIA"
+            );
+            let e = refused(
+                Image::create(&ctx, &frame_desc(f, 64, 64)),
+                ErrorKind::Unsupported,
+                &format!("{f:?}"),
+            );
+            println!("REFUSED {f:?}: {e}");
+            continue;
+        }
+        let mut bytes = 0;
+        for (w, h) in [(1920u32, 1080u32), (1282, 722)] {
+            let im = Image::create(&ctx, &frame_desc(f, w, h)).unwrap();
+            let pp = check_single(&v, &im, f, w, h);
+            for seed in [2, 7] {
+                match frame_both_ways(&v, &im, 8, seed) {
+                    Ok(n) => bytes += n,
+                    Err(e) => failed.push(format!("{f:?} {w}x{h} seed {seed}: {e}")),
+                }
+            }
+            if w == 1920 {
+                println!(
+                    "FRAME {f:?} {w}x{h}: row pitch {}, size {}, features {features:?}, usage {:?}",
+                    pp.layout.row_pitch,
+                    pp.layout.size,
+                    im.description().usage
+                );
+            }
+        }
+        println!("FRAME {f:?}: {bytes} bytes each way (ramp and random)");
+    }
+    // The pitched copy into an RGBA8 frame (a CUDA producer's pitched RGBA).
+    let (w, h) = (1920u32, 1080u32);
+    let im = Image::create(&ctx, &frame_desc(vk::Format::R8G8B8A8_UNORM, w, h)).unwrap();
+    let pp = im.plane_pointer(0).unwrap();
+    let (row, pitch) = (w as usize * 4, 8192usize);
+    let mut src = 0u64;
+    check(unsafe { cu::cuMemAlloc_v2(&mut src, pitch * h as usize) });
+    let data = plane_bytes(0, row, h as usize, 9);
+    to_plane(&data, src, pitch as u64, row);
+    let plane = PitchedPlane {
+        pointer: src,
+        pitch: pitch as u64,
+    };
+    // SAFETY: a cuMemAlloc'd block with room for the frame's rows at `pitch`.
+    unsafe { im.copy_pitched(&[plane], true, ptr::null_mut()) }.unwrap();
+    check(unsafe { cu::cuCtxSynchronize() });
+    let mut got = vec![0u8; data.len()];
+    from_plane(&mut got, pp.pointer, pp.layout.row_pitch, row);
+    unsafe { cu::cuMemFree_v2(src) };
+    if got != data {
+        failed.push(format!(
+            "pitched copy into RGBA8: {} bytes wrong",
+            wrong_bytes(8, &got, &data).0
+        ));
+    }
+    let t = im.export_plane_dlpack(0, true, false).unwrap();
+    let stride = pp.layout.row_pitch as i64;
+    assert_eq!(t.shape(), &[h as i64, w as i64, 4][..]);
+    assert_eq!(t.strides(), &[stride, 4, 1][..]);
+    assert_eq!(t.data(), pp.pointer);
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
 }

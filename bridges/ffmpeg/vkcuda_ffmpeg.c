@@ -13,6 +13,7 @@
 
 #include "vkcuda_ffmpeg.h"
 
+#include <libavutil/common.h>
 #include <libavutil/error.h>
 #include <libavutil/hwcontext.h>
 #include <libavutil/pixdesc.h>
@@ -132,6 +133,18 @@ static const struct {
     {AV_PIX_FMT_P016, VK_FORMAT_G16_B16R16_2PLANE_420_UNORM},
     {AV_PIX_FMT_YUV444P, VK_FORMAT_G8_B8_R8_3PLANE_444_UNORM},
     {AV_PIX_FMT_YUV444P16, VK_FORMAT_G16_B16_R16_3PLANE_444_UNORM},
+    /* NVENC's RGB inputs (ff_nvenc_pix_fmts), as one-plane linear frames. Byte order in
+     * memory: RGB0/RGBA are R,G,B,X (NVENC's ABGR), BGR0/BGRA B,G,R,X (ARGB); the 10-bit
+     * ones are little-endian 32-bit words, X2RGB10 with R in bits 20-29 and B in 0-9
+     * (VK_FORMAT_A2R10G10B10_UNORM_PACK32's), X2BGR10 the other way round. The first of
+     * two formats of one VkFormat is what a frame of that image is (the X ones: NVENC
+     * ignores alpha). */
+    {AV_PIX_FMT_RGB0, VK_FORMAT_R8G8B8A8_UNORM},
+    {AV_PIX_FMT_RGBA, VK_FORMAT_R8G8B8A8_UNORM},
+    {AV_PIX_FMT_BGR0, VK_FORMAT_B8G8R8A8_UNORM},
+    {AV_PIX_FMT_BGRA, VK_FORMAT_B8G8R8A8_UNORM},
+    {AV_PIX_FMT_X2RGB10LE, VK_FORMAT_A2R10G10B10_UNORM_PACK32},
+    {AV_PIX_FMT_X2BGR10LE, VK_FORMAT_A2B10G10R10_UNORM_PACK32},
 };
 #define FORMAT_COUNT (sizeof formats / sizeof formats[0])
 
@@ -149,7 +162,8 @@ enum vkcuda_result vkcuda_ffmpeg_format_from_av(int pix_fmt, VkFormat *format) {
         }
     }
     return fail(VKCUDA_ERROR_UNSUPPORTED,
-                "pixel format %d (%s) is not one the bridge maps (nv12, p010le, p016le, yuv444p, yuv444p16le)",
+                "pixel format %d (%s) is not one the bridge maps (nv12, p010le, p016le, yuv444p, yuv444p16le, rgb0, "
+                "rgba, bgr0, bgra, x2rgb10le, x2bgr10le)",
                 pix_fmt, pix_fmt_name(pix_fmt));
 }
 
@@ -424,14 +438,16 @@ enum vkcuda_result vkcuda_ffmpeg_frame_to_image(struct vkcuda_ffmpeg *b, const A
     struct vkcuda_video_color color;
     if ((r = frame_sw_format(b, frame, &hw, &sw)) != VKCUDA_SUCCESS) return r;
     if ((r = vkcuda_ffmpeg_format_from_av(sw, &format)) != VKCUDA_SUCCESS) return r;
-    if ((r = vkcuda_ffmpeg_color_from_frame(frame, &color)) != VKCUDA_SUCCESS) return r;
+    /* RGB frames (one plane) carry no YCbCr colour description. */
+    const int rgb = (av_pix_fmt_desc_get(sw)->flags & AV_PIX_FMT_FLAG_RGB) != 0;
+    if (!rgb && (r = vkcuda_ffmpeg_color_from_frame(frame, &color)) != VKCUDA_SUCCESS) return r;
     struct vkcuda_image_info info;
     if ((r = vkcuda_image_get_info(image, &info)) != VKCUDA_SUCCESS)
         return fail_vkcuda(r, "vkcuda_ffmpeg_frame_to_image: the image");
-    if (info.plane_count < 2 || !(info.flags & VKCUDA_IMAGE_CREATE_LINEAR_BIT))
+    if (!(info.flags & VKCUDA_IMAGE_CREATE_LINEAR_BIT))
         return fail(VKCUDA_ERROR_INVALID_ARGUMENT,
-                    "vkcuda_ffmpeg_frame_to_image: the image (VkFormat %d) is not a shared video frame (a multi-planar "
-                    "image made with VKCUDA_IMAGE_CREATE_LINEAR_BIT)",
+                    "vkcuda_ffmpeg_frame_to_image: the image (VkFormat %d) is not a shared frame (an image made "
+                    "with VKCUDA_IMAGE_CREATE_LINEAR_BIT)",
                     (int)info.format);
     if (format != info.format)
         return fail(VKCUDA_ERROR_UNSUPPORTED,
@@ -481,11 +497,11 @@ enum vkcuda_result vkcuda_ffmpeg_frame_to_image(struct vkcuda_ffmpeg *b, const A
     }
     /* Checked (and refused) before anything is enqueued: the colour takes effect with
      * the copy, and is put back if the copy cannot be enqueued. */
-    if ((r = vkcuda_image_get_video_color(image, &before)) != VKCUDA_SUCCESS) {
+    if (!rgb && (r = vkcuda_image_get_video_color(image, &before)) != VKCUDA_SUCCESS) {
         r = fail_vkcuda(r, "vkcuda_ffmpeg_frame_to_image: the image's colour");
         goto refused;
     }
-    if ((r = vkcuda_image_set_video_color(image, &color)) != VKCUDA_SUCCESS) {
+    if (!rgb && (r = vkcuda_image_set_video_color(image, &color)) != VKCUDA_SUCCESS) {
         r = fail_vkcuda(r, "vkcuda_ffmpeg_frame_to_image: the frame's colour description");
         goto refused;
     }
@@ -495,7 +511,7 @@ enum vkcuda_result vkcuda_ffmpeg_frame_to_image(struct vkcuda_ffmpeg *b, const A
     if (cr != 0) {
         av_frame_free(&e->frame);
         free(e);
-        (void)vkcuda_image_set_video_color(image, &before);
+        if (!rgb) (void)vkcuda_image_set_video_color(image, &before);
         return fail_cuda(cr, "vkcuda_ffmpeg_frame_to_image: cuCtxPushCurrent");
     }
     uint32_t enqueued = 0;
@@ -535,7 +551,7 @@ enum vkcuda_result vkcuda_ffmpeg_frame_to_image(struct vkcuda_ffmpeg *b, const A
     } else {
         av_frame_free(&e->frame);
         free(e);
-        (void)vkcuda_image_set_video_color(image, &before);
+        if (!rgb) (void)vkcuda_image_set_video_color(image, &before);
     }
     (void)cu.ctx_pop(&popped);
     return r;
@@ -562,7 +578,7 @@ enum vkcuda_result vkcuda_ffmpeg_image_ref_create(struct vkcuda_image *image, AV
     struct vkcuda_image_plane_pointer plane;
     enum vkcuda_result r = vkcuda_image_get_plane_pointer(image, 0, &plane);
     if (r != VKCUDA_SUCCESS)
-        return fail_vkcuda(r, "vkcuda_ffmpeg_image_ref_create: not a shared video frame");
+        return fail_vkcuda(r, "vkcuda_ffmpeg_image_ref_create: not a shared frame");
     /* The buffer's size is nominal: its data is the handle, never read as bytes. */
     *ref = av_buffer_create((uint8_t *)(void *)image, 1, image_free, (void *)&image_ref_tag, AV_BUFFER_FLAG_READONLY);
     return *ref ? VKCUDA_SUCCESS : fail(VKCUDA_ERROR_OUT_OF_MEMORY, "vkcuda_ffmpeg_image_ref_create: av_buffer_create failed");
@@ -593,6 +609,11 @@ static enum vkcuda_result frames_ctx(struct vkcuda_ffmpeg *b, enum AVPixelFormat
     int err = av_hwframe_ctx_init(ref);
     if (err < 0) {
         av_buffer_unref(&ref);
+        if (err == AVERROR(ENOSYS)) /* hwcontext_cuda's list of formats lacks it */
+            return fail(VKCUDA_ERROR_UNSUPPORTED,
+                        "av_hwframe_ctx_init(CUDA): this FFmpeg's CUDA frames contexts do not take sw_format %s "
+                        "(FFmpeg 7.1's take no X2RGB10/X2BGR10): copy the frame into FFmpeg instead",
+                        pix_fmt_name(sw));
         return fail_av(err, "av_hwframe_ctx_init(CUDA)");
     }
     pthread_mutex_lock(&b->lock);
@@ -631,8 +652,9 @@ enum vkcuda_result vkcuda_ffmpeg_frame_from_image(struct vkcuda_ffmpeg *b, AVBuf
             return fail(VKCUDA_ERROR_UNSUPPORTED,
                         "vkcuda_ffmpeg_frame_from_image: plane %u has no CUDA pointer or a pitch past INT_MAX", p);
     }
+    /* A YCbCr frame's colour description; RGB (one plane) has none. */
     struct vkcuda_video_color color;
-    if ((r = vkcuda_image_get_video_color(image, &color)) != VKCUDA_SUCCESS)
+    if (info.plane_count > 1 && (r = vkcuda_image_get_video_color(image, &color)) != VKCUDA_SUCCESS)
         return fail_vkcuda(r, "vkcuda_ffmpeg_frame_from_image: the image's colour");
 
     AVBufferRef *frames = NULL, *buf = av_buffer_ref(image_ref);
@@ -650,6 +672,58 @@ enum vkcuda_result vkcuda_ffmpeg_frame_from_image(struct vkcuda_ffmpeg *b, AVBuf
     }
     frame->buf[0] = buf;
     frame->hw_frames_ctx = frames;
-    color_to_frame(&color, frame);
+    if (info.plane_count > 1) {
+        color_to_frame(&color, frame);
+    } else {
+        frame->colorspace = AVCOL_SPC_RGB;
+        frame->color_range = AVCOL_RANGE_JPEG;
+    }
+    return VKCUDA_SUCCESS;
+}
+
+/* ---- NVENC's reading of a frame ------------------------------------------------------ */
+
+enum vkcuda_result vkcuda_ffmpeg_check_nvenc_layout(const AVFrame *frame) {
+    if (!frame) return fail(VKCUDA_ERROR_NULL_POINTER, "vkcuda_ffmpeg_check_nvenc_layout: frame is NULL");
+    enum AVPixelFormat sw = (enum AVPixelFormat)frame->format;
+    if (sw == AV_PIX_FMT_CUDA) {
+        if (!frame->hw_frames_ctx)
+            return fail(VKCUDA_ERROR_INVALID_ARGUMENT,
+                        "vkcuda_ffmpeg_check_nvenc_layout: the AV_PIX_FMT_CUDA frame has no hw_frames_ctx");
+        sw = ((const AVHWFramesContext *)frame->hw_frames_ctx->data)->sw_format;
+    }
+    const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(sw);
+    if (!d || (d->flags & AV_PIX_FMT_FLAG_HWACCEL))
+        return fail(VKCUDA_ERROR_INVALID_ARGUMENT, "vkcuda_ffmpeg_check_nvenc_layout: %s is not a pixel format of samples",
+                    pix_fmt_name(sw));
+    if (!frame->data[0] || frame->linesize[0] <= 0 || frame->height <= 0)
+        return fail(VKCUDA_ERROR_INVALID_ARGUMENT,
+                    "vkcuda_ffmpeg_check_nvenc_layout: the frame has no data (data[0] %p, linesize %d, height %d)",
+                    (void *)frame->data[0], frame->linesize[0], frame->height);
+    /* NVENC registers data[0] with pitch linesize[0] alone: the planes after it must follow
+     * it, each at the pitch NVENC derives (linesize[0] for interleaved chroma and 4:4:4,
+     * linesize[0] >> chroma shift for 4:2:0 and 4:2:2 planar chroma). */
+    const int planes = av_pix_fmt_count_planes(sw);
+    const int interleaved = d->nb_components >= 3 && d->comp[1].plane == d->comp[2].plane;
+    const uint64_t base = (uint64_t)(uintptr_t)frame->data[0];
+    uint64_t want = 0;
+    for (int p = 1; p < planes; p++) {
+        const int q = p - 1; /* the plane before */
+        const uint64_t rows = q == 0 ? (uint64_t)frame->height : (uint64_t)AV_CEIL_RSHIFT(frame->height, d->log2_chroma_h);
+        const uint64_t pitch_q = q == 0 || interleaved ? (uint64_t)frame->linesize[0]
+                                                       : (uint64_t)frame->linesize[0] >> d->log2_chroma_w;
+        want += pitch_q * rows;
+        const uint64_t pitch = interleaved ? (uint64_t)frame->linesize[0] : (uint64_t)frame->linesize[0] >> d->log2_chroma_w;
+        const uint64_t at = (uint64_t)(uintptr_t)frame->data[p];
+        if (!frame->data[p] || at < base || at - base != want || (uint64_t)frame->linesize[p] != pitch)
+            return fail(VKCUDA_ERROR_UNSUPPORTED,
+                        "FFmpeg's NVENC reads a %s CUDA frame from data[0] and linesize[0] alone: plane %d at data[0] + "
+                        "%llu with linesize %llu, but this frame's plane %d is at data[0] %c %llu with linesize %d "
+                        "(a shared video frame's planes lie where the Vulkan driver puts them): give NVENC a "
+                        "single-plane RGB frame (AV_PIX_FMT_RGB0/BGR0 sw_format) or copy into FFmpeg's own frame",
+                        pix_fmt_name(sw), p, (unsigned long long)want, (unsigned long long)pitch, p,
+                        at >= base ? '+' : '-', (unsigned long long)(at >= base ? at - base : base - at),
+                        frame->linesize[p]);
+    }
     return VKCUDA_SUCCESS;
 }

@@ -158,19 +158,21 @@ pub unsafe extern "C" fn vkcuda_buffer_export_dlpack(
     })
 }
 
-/// Exports plane `plane` of a shared video frame (an image made with
+/// Exports plane `plane` of a shared frame (an image made with
 /// `VKCUDA_IMAGE_CREATE_LINEAR_BIT`) as a DLPack tensor on the context's CUDA device
 /// without copying: `*tensor` is a `DLManagedTensorVersioned *` (a
 /// `DLManagedTensor *` with `VKCUDA_DLPACK_LEGACY_BIT` in `flags`) of unsigned
 /// samples — uint8 for 8-bit formats, uint16 for 10/12/16-bit ones (10- and 12-bit
 /// samples in the high bits) — shape (height, width) for a plane of one channel
 /// (luma, or Cb or Cr of a 3-plane format) and (height, width, 2) for interleaved
-/// CbCr, strides in elements from the plane's row pitch (which is padded: the
+/// CbCr; a linear single-plane image is (height, width) for one channel or
+/// (height, width, channels) of its channel type (uint; int for SNORM/SINT; float
+/// for SFLOAT; uint32 words for a packed 10-bit format); strides in elements from the plane's row pitch (which is padded: the
 /// tensor is not contiguous), `data` the plane's CUDA pointer. Ownership and
 /// lifetime as for `vkcuda_buffer_export_dlpack`: the caller owns the tensor, which
 /// keeps CUDA's mapping of the frame valid until its deleter runs, even after
 /// `vkcuda_image_destroy`. `VKCUDA_ERROR_INVALID_ARGUMENT` for an image that is not
-/// a video frame, a plane out of range or unknown flags; `_CUDA_UNAVAILABLE` in a
+/// a shared frame, a plane out of range or unknown flags; `_CUDA_UNAVAILABLE` in a
 /// Vulkan-only context. `*tensor` is NULL on failure.
 ///
 /// Synchronisation: none in the tensor; hand the frame over with the semaphores

@@ -69,18 +69,30 @@ handle_kind!(vkcuda_image, Image, handle::IMAGE, |i| Some(i.context()));
 /// @ingroup image
 pub const VKCUDA_IMAGE_CREATE_CUBE_COMPATIBLE_BIT: u32 = 0x1;
 
-/// A shared video frame: a multi-planar (YCbCr) format with LINEAR tiling, not
-/// disjoint, in one dedicated exportable allocation that CUDA imports and maps
-/// whole as device memory. Each plane is pitched device memory at its
-/// `vkGetImageSubresourceLayout(VK_IMAGE_ASPECT_PLANE_i_BIT)` offset and row
+/// A shared frame: LINEAR tiling, not disjoint, in one dedicated exportable
+/// allocation that CUDA imports and maps whole as device memory. Each plane is
+/// pitched device memory at its `vkGetImageSubresourceLayout` offset and row
 /// pitch (`vkcuda_image_get_plane_pointer`): what NVDEC writes, NVENC and NPP
-/// read and `cuMemcpy2D` copies. Vulkan samples it through a
+/// read and `cuMemcpy2D` copies. 2D, one level, one layer; the usage is checked
+/// against the format's linear-tiling features (`VKCUDA_ERROR_UNSUPPORTED`
+/// naming the format and the missing feature).
+///
+/// A multi-planar (YCbCr) format makes a shared video frame (planes at
+/// `VK_IMAGE_ASPECT_PLANE_i_BIT`'s layout). Vulkan samples it through a
 /// `VkSamplerYcbcrConversion` (`vkcuda_image_get_ycbcr_conversion_info`) where the
 /// format's linear-tiling features have `SAMPLED_IMAGE` (on NVIDIA's driver, H200:
 /// BT.709 NV12 and BT.2020 P010 frames were sampled, every pixel compared)
-/// and copies its planes. 2D, one level, one layer; the usage is checked against
-/// the linear-tiling features (no storage or attachment usage for NV12 on NVIDIA).
-/// Refused for single-plane formats (`VKCUDA_ERROR_INVALID_ARGUMENT`).
+/// and copies its planes (no storage or attachment usage for NV12 on NVIDIA).
+///
+/// A single-plane colour format (R8G8B8A8, B8G8R8A8, R8, R8G8, R16,
+/// R16G16B16A16_SFLOAT, ... of the format table, and the packed
+/// `VK_FORMAT_A2B10G10R10_UNORM_PACK32` and `VK_FORMAT_A2R10G10B10_UNORM_PACK32`,
+/// which only linear images take) makes a one-plane frame: plane 0 at the COLOR
+/// aspect's layout, the input NVENC takes as an ABGR/ARGB CUDA frame. It has no
+/// CUDA array, surface or texture and no YCbCr conversion. NVIDIA's driver gives
+/// linear tiling no `COLOR_ATTACHMENT` feature in any format (measured on the
+/// H100), so Vulkan writes such a frame by copy, or as a storage image where the
+/// format's linear features have `STORAGE_IMAGE`.
 ///
 /// @ingroup image
 pub const VKCUDA_IMAGE_CREATE_LINEAR_BIT: u32 = 0x2;
@@ -272,9 +284,10 @@ impl vkcuda_read_mode_raw {
 ///
 /// The image has exclusive sharing and starts in `VK_IMAGE_LAYOUT_UNDEFINED`. Its
 /// tiling and memory: a single-plane image has optimal tiling and one dedicated,
-/// exportable (`OPAQUE_FD`) allocation; a shared video frame
-/// (`VKCUDA_IMAGE_CREATE_LINEAR_BIT`) has linear tiling and one dedicated,
-/// exportable allocation for all its planes; a multi-planar image without that bit
+/// exportable (`OPAQUE_FD`) allocation; a shared frame
+/// (`VKCUDA_IMAGE_CREATE_LINEAR_BIT`: a video frame, or a single-plane image seen
+/// by CUDA as pitched memory) has linear tiling and one dedicated, exportable
+/// allocation for all its planes; a multi-planar image without that bit
 /// (Vulkan-only contexts only) has optimal tiling, `VK_IMAGE_CREATE_DISJOINT_BIT`
 /// and one exportable allocation per plane, not dedicated (Vulkan allows no
 /// dedicated allocation for a disjoint image; `vkcuda_image_export_plane_fd`).
@@ -297,8 +310,10 @@ pub struct vkcuda_image_create_info {
     /// video frame (`VKCUDA_IMAGE_CREATE_LINEAR_BIT`); with optimal tiling it is
     /// refused (`VKCUDA_ERROR_UNSUPPORTED`: on NVIDIA's driver CUDA arrays of its
     /// planes read wrong once the data compresses) and made in a Vulkan-only context
-    /// only. Others are refused with `VKCUDA_ERROR_UNSUPPORTED` and a message naming a
-    /// supported neighbour.
+    /// only. With `VKCUDA_IMAGE_CREATE_LINEAR_BIT` a single-plane format may also be
+    /// `VK_FORMAT_A2B10G10R10_UNORM_PACK32` or `VK_FORMAT_A2R10G10B10_UNORM_PACK32`
+    /// (pitched 32-bit texels; no CUDA array holds them). Others are refused with
+    /// `VKCUDA_ERROR_UNSUPPORTED` and a message naming a supported neighbour.
     pub format: VkFormat,
     /// Width (at least 1); height (1D: 0 or 1); depth (1D and 2D: 0 or 1).
     pub extent: VkExtent3D,
@@ -314,7 +329,7 @@ pub struct vkcuda_image_create_info {
     /// (`vkcuda_image_get_info` says what was chosen). STORAGE is what lets CUDA
     /// make surface objects. Transfer, sampled, storage and attachment usages are
     /// accepted; each is checked against the format's optimal-tiling features
-    /// (linear-tiling for a video frame).
+    /// (linear-tiling for a shared frame).
     pub usage: VkImageUsageFlags,
 }
 
@@ -622,13 +637,10 @@ fn format_to_c(layout: &Layout) -> vkcuda_format_info {
 /// The plane memories of a wrap info: `planes`, with `memory`/`allocation_size`
 /// standing for plane 0 (see `vkcuda_image_wrap_info::planes`).
 fn wrap_planes(info: &vkcuda_image_wrap_info) -> Result<Vec<PlaneMemory>> {
-    let layout = format::layout(vk::Format::from_raw(info.description.format))?;
-    // A video frame is one allocation: `memory` alone.
-    let n = if info.description.flags & VKCUDA_IMAGE_CREATE_LINEAR_BIT != 0 {
-        1
-    } else {
-        layout.plane_count()
-    };
+    let linear = info.description.flags & VKCUDA_IMAGE_CREATE_LINEAR_BIT != 0;
+    let layout = format::layout_of(vk::Format::from_raw(info.description.format), linear)?;
+    // A shared frame is one allocation: `memory` alone.
+    let n = if linear { 1 } else { layout.plane_count() };
     let top = PlaneMemory {
         memory: info.memory,
         allocation_size: info.allocation_size,
@@ -748,7 +760,8 @@ pub unsafe extern "C" fn vkcuda_format_query(
 /// mipmapped array of the same shape. A multi-planar format with
 /// `VKCUDA_IMAGE_CREATE_LINEAR_BIT` makes a shared video frame: linear tiling, not
 /// disjoint, one dedicated allocation that CUDA maps whole, each plane pitched
-/// device memory (`vkcuda_image_get_plane_pointer`). A multi-planar format without
+/// device memory (`vkcuda_image_get_plane_pointer`); a single-plane format with it
+/// makes a one-plane frame the same way (2D, one level, one layer; no CUDA array). A multi-planar format without
 /// it (OPTIMAL tiling) is refused in a context with CUDA
 /// (`VKCUDA_ERROR_UNSUPPORTED`: its planes read wrong as CUDA arrays once the data
 /// compresses); in a Vulkan-only context it makes a disjoint image
@@ -1187,7 +1200,8 @@ pub unsafe extern "C" fn vkcuda_image_export_plane_fd(
     })
 }
 
-/// One plane of a shared video frame as CUDA sees it: pitched device memory
+/// One plane of a shared frame (a video frame's plane, or a linear single-plane
+/// image's only one) as CUDA sees it: pitched device memory
 /// (`vkcuda_image_get_plane_pointer`). `cuda_pointer`, `row_pitch`, `width` x
 /// `height` and `bytes_per_texel` are what `cuMemcpy2D`, NPP, NVDEC's output and
 /// NVENC's input take.
@@ -1200,7 +1214,8 @@ pub struct vkcuda_image_plane_pointer {
     /// Vulkan-only context. Owned by the image: valid until `vkcuda_image_destroy`.
     pub cuda_pointer: u64,
     /// Where the plane starts in the image's allocation
-    /// (`VkSubresourceLayout::offset` of `VK_IMAGE_ASPECT_PLANE_i_BIT`).
+    /// (`VkSubresourceLayout::offset` of `VK_IMAGE_ASPECT_PLANE_i_BIT`, of
+    /// `VK_IMAGE_ASPECT_COLOR_BIT` for a single-plane image).
     pub offset: u64,
     /// Bytes from one row to the next (`VkSubresourceLayout::rowPitch`; at least
     /// `width` x `bytes_per_texel`, often padded: never assume it).
@@ -1214,22 +1229,26 @@ pub struct vkcuda_image_plane_pointer {
     /// 4:2:0 formats).
     pub height: u32,
     /// 1 (8-bit luma or Cb/Cr), 2 (interleaved 8-bit CbCr, or a 10/12/16-bit
-    /// sample in a 16-bit word: the high bits), or 4 (interleaved 16-bit CbCr).
+    /// sample in a 16-bit word: the high bits), or 4 (interleaved 16-bit CbCr);
+    /// for a single-plane image its texel size (4 for RGBA8, 8 for RGBA16F, ...).
     pub bytes_per_texel: u32,
     /// The plane's single-plane `VkFormat` (`VK_FORMAT_R8_UNORM`,
-    /// `VK_FORMAT_R8G8_UNORM`, `VK_FORMAT_R10X6_UNORM_PACK16`, ...).
+    /// `VK_FORMAT_R8G8_UNORM`, `VK_FORMAT_R10X6_UNORM_PACK16`, ...; the image's
+    /// own format for a single-plane image).
     pub format: VkFormat,
-    /// The plane's aspect in Vulkan copies (`VK_IMAGE_ASPECT_PLANE_0_BIT` << plane).
+    /// The plane's aspect in Vulkan copies (`VK_IMAGE_ASPECT_PLANE_0_BIT` << plane;
+    /// `VK_IMAGE_ASPECT_COLOR_BIT` for a single-plane image).
     pub aspect: u32,
 }
 
-/// Fills `*pointer` with plane `plane` of a shared video frame (an image created,
-/// wrapped or imported with `VKCUDA_IMAGE_CREATE_LINEAR_BIT`): its CUDA device
-/// pointer (0 in a Vulkan-only context), offset, row pitch, extent and texel size.
+/// Fills `*pointer` with plane `plane` of a shared frame (an image created,
+/// wrapped or imported with `VKCUDA_IMAGE_CREATE_LINEAR_BIT`: a video frame's
+/// plane, or plane 0 of a linear single-plane image): its CUDA device pointer (0
+/// in a Vulkan-only context), offset, row pitch, extent and texel size.
 /// `VKCUDA_ERROR_INVALID_ARGUMENT` for a plane past the format's planes and for
-/// an image that is not a video frame (a single-plane image's CUDA view is arrays:
-/// `vkcuda_image_get_cuda_array`; an OPTIMAL multi-planar image, Vulkan-only, has
-/// no CUDA view). `*pointer` is untouched on failure.
+/// an image that is not a shared frame (an optimal single-plane image's CUDA view
+/// is arrays: `vkcuda_image_get_cuda_array`; an OPTIMAL multi-planar image,
+/// Vulkan-only, has no CUDA view). `*pointer` is untouched on failure.
 ///
 /// Thread-safety: may be called from any thread.
 ///

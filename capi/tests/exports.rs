@@ -155,11 +155,14 @@ fn doctor_exports_succeed() {
     ok(unsafe { vkcuda_doctor_report_get_json(report, &mut json) });
     // The Rust report's JSON, except that C callers are told the C library's version
     // (this crate's, `vkcuda_version_string`'s), not the Rust library's.
-    let got: serde_json::Value = serde_json::from_str(&text(json)).unwrap();
+    let got: serde_json::Value = serde_json::from_str(text(json)).unwrap();
     let mut expected: serde_json::Value = serde_json::from_str(&want.to_json()).unwrap();
     expected["vkcuda_version"] = env!("CARGO_PKG_VERSION").into();
     assert_eq!(got, expected);
-    assert_eq!(got["vkcuda_version"], text(vkcuda_version_string()).as_str());
+    assert_eq!(
+        got["vkcuda_version"],
+        text(vkcuda_version_string()).to_string()
+    );
 
     let mut c: vkcuda_doctor_check = unsafe { std::mem::zeroed() };
     let msg = fails(

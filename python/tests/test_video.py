@@ -1,6 +1,6 @@
 """Shared video frames from Python: each plane a zero-copy DLPack tensor, lifetime
 safe. On the CPU machine (lavapipe offers no multi-planar format) a frame is refused
-with the library's message; on a GPU, torch and CuPy read and write the planes of
+with the library's message, and a one-plane RGBA frame is made; on a GPU, torch and CuPy read and write the planes of
 NV12 and P010 frames in place, the tensor's pointer is the plane's, strides follow
 the row pitch, and a tensor outlives its frame."""
 
@@ -32,6 +32,19 @@ def test_frames_are_checked_by_the_library(vulkan_only: vkcuda.Context) -> None:
             frame.plane(2)
         with pytest.raises(vkcuda.Error):
             frame.plane(0).__dlpack_device__()
+
+
+def test_rgba_frames_have_one_plane(vulkan_only: vkcuda.Context) -> None:
+    # Linear single-plane frames (issue 37): lavapipe makes them.
+    with vulkan_only.video_frame(67, 35, "rgba") as frame:
+        assert frame.plane_count == 1
+        p = frame.pointer(0)
+        assert p.cuda_pointer == 0 and p.width == 67 and p.height == 35
+        assert p.bytes_per_texel == 4 and p.row_pitch >= 67 * 4
+        with pytest.raises(vkcuda.Error, match="out of range"):
+            frame.plane(1)
+        with pytest.raises(vkcuda.Error, match="multi-planar"):
+            frame.color
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,11 @@ DLPack tensor, zero-copy: ``torch.from_dlpack(frame.plane(0))`` is the luma as
 (height, width), ``frame.plane(1)`` NV12's interleaved CbCr as
 (height / 2, width / 2, 2); uint8 for 8-bit formats, uint16 for P010/P012/P016
 (10/12-bit samples in the high bits). Strides follow the row pitch, which is
-padded: the tensors are not contiguous."""
+padded: the tensors are not contiguous.
+
+"rgba" and "bgra" are one-plane frames (linear ``R8G8B8A8_UNORM`` and
+``B8G8R8A8_UNORM``: what NVENC takes as RGB input): ``frame.plane(0)`` is
+(height, width, 4) uint8; they have no colour description."""
 
 from __future__ import annotations
 
@@ -38,7 +42,12 @@ FORMATS = {
     "p010": 1000156013,  # VK_FORMAT_G10X6_B10X6R10X6_2PLANE_420_UNORM_3PACK16
     "p012": 1000156023,  # VK_FORMAT_G12X4_B12X4R12X4_2PLANE_420_UNORM_3PACK16
     "p016": 1000156030,  # VK_FORMAT_G16_B16R16_2PLANE_420_UNORM
+    "rgba": 37,  # VK_FORMAT_R8G8B8A8_UNORM, one plane
+    "bgra": 44,  # VK_FORMAT_B8G8R8A8_UNORM, one plane
 }
+
+#: Planes per format (2 unless listed).
+_PLANES = {"i420": 3, "i444": 3, "rgba": 1, "bgra": 1}
 
 _P = c_void_p
 _signatures = {
@@ -92,7 +101,7 @@ class VideoFrame(Handle):
         super().__init__(h.value or 0)
         self.format = format
         self.width, self.height = width, height
-        self.plane_count = 3 if format in ("i420", "i444") else 2
+        self.plane_count = _PLANES.get(format, 2)
         cuda = CudaInfo()
         paired = lib.vkcuda_context_get_cuda_info(context.handle, ctypes.byref(cuda)) == SUCCESS
         self._ordinal: Optional[int] = cuda.device_ordinal if paired else None

@@ -47,7 +47,8 @@ pub struct Description {
     pub cube: bool,
     /// The usage ([`ALLOWED_USAGE`] bits; empty: the default).
     pub usage: vk::ImageUsageFlags,
-    /// LINEAR tiling: a shared video frame (multi-planar formats only; not
+    /// LINEAR tiling: a shared frame (a video frame of a multi-planar format, or
+    /// one plane of a single-plane colour format; 2D, one level, one layer, not
     /// disjoint, one dedicated allocation, planes as pitched CUDA memory).
     pub linear: bool,
 }
@@ -70,7 +71,7 @@ impl Description {
         }
     }
 
-    /// OPTIMAL, or LINEAR for a video frame.
+    /// OPTIMAL, or LINEAR for a shared frame.
     pub fn tiling(&self) -> vk::ImageTiling {
         if self.linear {
             vk::ImageTiling::LINEAR
@@ -249,23 +250,22 @@ fn check_shape(d: &Description) -> Result<Description> {
 }
 
 /// What a multi-planar format allows (Vulkan: 2D, one level, one layer, not a
-/// cube), and the extent its chroma subsampling divides.
+/// cube), and the extent its chroma subsampling divides; a linear single-plane
+/// image (a shared frame) has the same shape.
 pub(crate) fn check_planar_shape(d: &Description, layout: &Layout) -> Result<()> {
-    if layout.planar().is_none() {
-        if d.linear {
-            return Err(Error::invalid(format!(
-                "VKCUDA_IMAGE_CREATE_LINEAR_BIT makes a shared video frame of a multi-planar \
-                 format; {} has one plane: its images are CUDA arrays (optimal tiling), and \
-                 pitched data of one plane is a shared buffer",
-                layout.display()
-            )));
-        }
+    if layout.planar().is_none() && !d.linear {
         return Ok(());
     }
     let name = layout.display();
+    // A linear single-plane image (a shared frame) has the shape of a video frame.
+    let kind = if layout.planar().is_some() {
+        format!("{name} is multi-planar: images of it")
+    } else {
+        format!("a linear {name} image (VKCUDA_IMAGE_CREATE_LINEAR_BIT: a shared frame)")
+    };
     if d.dimension != Dimension::D2 {
         return Err(Error::invalid(format!(
-            "{name} is multi-planar: images of it are 2D, not {}",
+            "{kind} are 2D, not {}",
             match d.dimension {
                 Dimension::D1 => "1D",
                 _ => "3D",
@@ -274,14 +274,14 @@ pub(crate) fn check_planar_shape(d: &Description, layout: &Layout) -> Result<()>
     }
     if d.mip_levels != 1 {
         return Err(Error::invalid(format!(
-            "{name} is multi-planar: images of it have 1 mip level, not {}",
+            "{kind} have 1 mip level, not {}",
             d.mip_levels
         )));
     }
     if d.array_layers != 1 || d.cube {
         return Err(Error::invalid(format!(
-            "{name} is multi-planar: images of it have 1 array layer and are not cube \
-             compatible (asked: {} layers{}); use one image per layer",
+            "{kind} have 1 array layer and are not cube compatible (asked: {} layers{}); \
+             use one image per layer",
             d.array_layers,
             if d.cube { ", cube" } else { "" }
         )));
@@ -410,7 +410,7 @@ const DEFAULT_CANDIDATES: [vk::ImageUsageFlags; 3] = [
 /// asked once, for a [`FormatSupport`] snapshot of the format with the
 /// description's tiling and the usages the image may get; every check reads it.
 pub(crate) fn resolve(ctx: &Context, desc: &Description, explicit_usage: bool) -> Result<Resolved> {
-    let layout = format::layout(desc.format)?;
+    let layout = format::layout_of(desc.format, desc.linear)?;
     if ctx.cuda.is_some() {
         format::check_cuda_view(&layout, desc.linear)?;
     }

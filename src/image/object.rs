@@ -35,7 +35,8 @@ pub struct Image {
     /// The allocations: one per plane of a disjoint (OPTIMAL multi-planar) image,
     /// else one.
     planes: Vec<Plane>,
-    /// Set for a shared video frame (LINEAR multi-planar).
+    /// Set for a shared frame (LINEAR: a multi-planar video frame or a
+    /// single-plane image).
     frame: Option<Frame>,
     /// A multi-planar image's colour description.
     color: std::sync::Mutex<VideoColor>,
@@ -256,15 +257,12 @@ impl Image {
             return Err(Error::null("image"));
         }
         memory::check_export_types(export_handle_types, "export_handle_types")?;
-        let layout = format::layout(desc.format)?;
+        let layout = format::layout_of(desc.format, desc.linear)?;
         check_plane_count(&layout, desc.linear, planes.len(), "memory allocations")?;
         let n = planes.len();
-        if desc.linear
-            && layout.planar().is_some()
-            && !(planes[0].dedicated && planes[0].offset == 0)
-        {
+        if desc.linear && !(planes[0].dedicated && planes[0].offset == 0) {
             return Err(Error::invalid(
-                "a shared video frame (VKCUDA_IMAGE_CREATE_LINEAR_BIT) is one dedicated allocation: \
+                "a shared frame (VKCUDA_IMAGE_CREATE_LINEAR_BIT) is one dedicated allocation: \
                  allocate the image's memory with VkMemoryDedicatedAllocateInfo naming it, bind it at \
                  offset 0 and set dedicated to VK_TRUE (CUDA imports it with \
                  CUDA_EXTERNAL_MEMORY_DEDICATED; memory shared with other resources cannot be)",
@@ -392,8 +390,9 @@ impl Image {
         self.resolved.layout.plane_count()
     }
 
-    /// Whether the image is a shared video frame (LINEAR multi-planar, one
-    /// dedicated allocation, planes as pitched CUDA memory).
+    /// Whether the image is a shared frame (LINEAR: a multi-planar video frame
+    /// or a single-plane image; one dedicated allocation, planes as pitched CUDA
+    /// memory).
     pub fn is_frame(&self) -> bool {
         self.frame.is_some()
     }
@@ -447,15 +446,17 @@ impl Image {
         }
     }
 
-    /// Plane `p` of a shared video frame as pitched device memory: CUDA's pointer
-    /// (0 in a Vulkan-only context), the offset and row pitch, the extent and the
-    /// texel size. Refused for other images (their planes are CUDA arrays).
+    /// Plane `p` of a shared frame (LINEAR: a video frame's plane, or a
+    /// single-plane image's plane 0, `vkGetImageSubresourceLayout` of the COLOR
+    /// aspect) as pitched device memory: CUDA's pointer (0 in a Vulkan-only
+    /// context), the offset and row pitch, the extent and the texel size. Refused
+    /// for other images (their planes are CUDA arrays).
     pub fn plane_pointer(&self, p: usize) -> Result<PlanePointer> {
         self.check_plane(p)?;
         let Some(frame) = &self.frame else {
             return Err(Error::invalid(format!(
-                "this {} image is not a shared video frame: its CUDA view is arrays \
-                 (vkcuda_image_get_plane_cuda_array); a multi-planar image created with \
+                "this {} image is not a shared frame: its CUDA view is arrays \
+                 (vkcuda_image_get_plane_cuda_array); an image created with \
                  VKCUDA_IMAGE_CREATE_LINEAR_BIT has pitched planes",
                 self.resolved.layout.display()
             )));
@@ -499,10 +500,13 @@ impl Image {
         Conversion::of(&c, d, &self.resolved.layout.display(), features)
     }
 
-    /// Plane `p` of a shared video frame as a DLPack tensor on the context's CUDA
+    /// Plane `p` of a shared frame as a DLPack tensor on the context's CUDA
     /// device, zero-copy: uint8 or uint16 samples (10/12-bit in the high bits),
     /// shape (height, width) for one channel, (height, width, 2) for interleaved
-    /// CbCr, strides in elements from the row pitch. The tensor keeps CUDA's mapping
+    /// CbCr, strides in elements from the row pitch. A linear single-plane image
+    /// is (height, width) or (height, width, channels) of its channel type
+    /// (uint, int for SNORM/SINT, float for SFLOAT; a packed 32-bit format is
+    /// uint32 words). The tensor keeps CUDA's mapping
     /// of the frame alive until its deleter runs (see [`Buffer::export_dlpack`](crate::Buffer::export_dlpack)).
     pub fn export_plane_dlpack(
         &self,
@@ -512,7 +516,7 @@ impl Image {
     ) -> Result<crate::dlpack::Tensor> {
         let plane = self.plane_pointer(p)?;
         let Some(frame) = &self.frame else {
-            return Err(Error::invalid("this image is not a shared video frame"));
+            return Err(Error::invalid("this image is not a shared frame"));
         };
         let f = self.resolved.layout.plane(p).info;
         frame.export_plane_dlpack(&self.ctx, p, plane, f, read_only, legacy)
@@ -655,8 +659,9 @@ impl Image {
     fn mapped(&self, p: usize) -> Result<&MappedImage> {
         if self.frame.is_some() {
             return Err(Error::invalid(format!(
-                "this {} image is a shared video frame: CUDA sees its planes as pitched device \
-                 memory (vkcuda_image_get_plane_pointer), not as arrays, surfaces or textures",
+                "this {} image is a shared frame (linear): CUDA sees its planes as pitched \
+                 device memory (vkcuda_image_get_plane_pointer), not as arrays, surfaces or \
+                 textures",
                 self.resolved.layout.display()
             )));
         }

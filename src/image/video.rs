@@ -1,5 +1,6 @@
-//! Shared video frames (LINEAR multi-planar images: one dedicated allocation,
-//! each plane pitched memory at its `vkGetImageSubresourceLayout` offset) and the
+//! Shared frames (LINEAR images: video frames of multi-planar formats, or one
+//! plane of a single-plane colour format; one dedicated allocation, each plane
+//! pitched memory at its `vkGetImageSubresourceLayout` offset) and the
 //! colour of multi-planar images ([`VideoColor`], and the
 //! `VkSamplerYcbcrConversion` it makes: [`Conversion`]).
 
@@ -13,11 +14,11 @@ use crate::context::Context;
 use crate::cuda::external::ExternalMemory;
 use crate::cuda::CudaContext;
 use crate::error::{Error, Result};
-use crate::format::{FormatInfo, PlaneFormat};
+use crate::format::{FormatInfo, Numeric, PlaneFormat};
 use crate::vulkan::image::{self as vkimage, PlaneMemory};
 use crate::vulkan::VulkanDevice;
 
-/// Where one plane of a shared video frame lies in its allocation
+/// Where one plane of a shared frame lies in its allocation
 /// (`vkGetImageSubresourceLayout` of the plane's aspect).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PlaneLayout {
@@ -29,7 +30,8 @@ pub struct PlaneLayout {
     pub size: u64,
 }
 
-/// One plane of a shared video frame as CUDA sees it: pitched device memory.
+/// One plane of a shared frame (a video frame's plane, or a linear single-plane
+/// image's only one) as CUDA sees it: pitched device memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PlanePointer {
     /// The plane's first row (the mapped allocation + `layout.offset`); 0 in a
@@ -42,9 +44,11 @@ pub struct PlanePointer {
     pub width: u32,
     /// The plane's height in texels.
     pub height: u32,
-    /// 1 or 2 (one sample), 2 or 4 (interleaved CbCr).
+    /// 1 or 2 (one sample), 2 or 4 (interleaved CbCr); a linear single-plane
+    /// image's texel size (4 for RGBA8, 8 for RGBA16F, ...).
     pub bytes_per_texel: u32,
-    /// The plane's single-plane format (R8, R8G8, R10X6, ...).
+    /// The plane's single-plane format (R8, R8G8, R10X6, ...; the image's own
+    /// format for a linear single-plane image).
     pub format: vk::Format,
 }
 
@@ -268,7 +272,12 @@ impl Frame {
     ) -> Result<Frame> {
         let mut planes = Vec::new();
         for p in 0..r.layout.plane_count() {
-            let l = vkimage::subresource_layout(dev, image, vkimage::plane_aspect(p));
+            let aspect = if r.layout.planar().is_some() {
+                vkimage::plane_aspect(p)
+            } else {
+                vk::ImageAspectFlags::COLOR
+            };
+            let l = vkimage::subresource_layout(dev, image, aspect);
             let f = r.layout.plane(p);
             let (w, h) = f.extent(r.desc.width, r.desc.height);
             let row = w as u64 * f.info.bytes_per_texel() as u64;
@@ -348,6 +357,12 @@ impl Frame {
             return Err(Error::invalid("the frame has no CUDA view"));
         };
         let bytes = f.bytes_per_channel as u64;
+        // kDLInt, kDLUInt, kDLFloat.
+        let code = match f.numeric {
+            Numeric::Sfloat => 2,
+            Numeric::Snorm | Numeric::Sint => 0,
+            _ => 1,
+        };
         if plane.layout.row_pitch % bytes != 0 {
             return Err(Error::unsupported(format!(
                 "plane {p}'s row pitch {} is not a whole number of {bytes}-byte samples: DLPack \
@@ -364,7 +379,7 @@ impl Frame {
         };
         let spec = crate::dlpack::Spec {
             dtype: crate::dlpack::DType {
-                code: 1, // kDLUInt
+                code,
                 bits: (8 * bytes) as u8,
                 lanes: 1,
             },

@@ -206,7 +206,7 @@ fn check_image(
 ) -> Result<()> {
     // The library never describes an image of a format outside its tables, so such a
     // record is malformed, not a request for an unsupported feature.
-    let layout = format::layout(d.format)
+    let layout = format::layout_of(d.format, d.linear)
         .map_err(|e| Error::invalid(format!("impossible image format: {}", e.message)))?;
     if d.width == 0 || d.height == 0 || d.depth == 0 {
         return Err(Error::invalid(format!(

@@ -1,19 +1,21 @@
 /*
  * vulkan_to_ffmpeg [--frames N] [--out FILE.h264]: Vulkan to FFmpeg's NVENC encoder without a copy,
- * through the FFmpeg bridge. Vulkan writes each frame into a shared LINEAR NV12 frame (a moving
- * gradient, copied per plane from a staging buffer: where a renderer's YCbCr output pass would
- * write) and hands it to CUDA; vkcuda_ffmpeg_frame_from_image makes it an AV_PIX_FMT_CUDA AVFrame
- * whose planes are the shared frame's (no copy) and whose buffers keep it alive; h264_nvenc encodes
- * it on the bridge's device (the Vulkan device's GPU) and stream; the packets go to FILE (raw H.264,
- * default vulkan_to_ffmpeg.h264). Four shared frames in a pool: a frame is written again only when
- * FFmpeg has let go of it (its reference count is back to the pool's one).
+ * through the FFmpeg bridge. Vulkan writes each frame into a shared LINEAR RGBA frame (one plane of
+ * VK_FORMAT_R8G8B8A8_UNORM: a moving gradient copied from a staging buffer, where a renderer's last
+ * pass would write; NVIDIA's linear tiling has no colour-attachment feature, so a copy or a storage
+ * write) and hands it to CUDA; vkcuda_ffmpeg_frame_from_image makes it an AV_PIX_FMT_CUDA AVFrame of
+ * sw_format RGB0 whose plane is the shared frame's (no copy) and whose buffers keep it alive;
+ * h264_nvenc takes it as its ABGR input (converting to YUV itself) on the bridge's device (the
+ * Vulkan device's GPU) and stream; the packets go to FILE (raw H.264, default vulkan_to_ffmpeg.h264).
+ * Four shared frames in a pool: a frame is written again only when FFmpeg has let go of it (its
+ * reference count is back to the pool's one).
  *
- * FFmpeg's NVENC registers data[0] alone and reads the chroma at data[0] + linesize * height: the
- * shared frame's plane 1 must lie right after plane 0 (checked once NVENC opened; a frame laid out
- * otherwise is a FAIL, not something to encode wrong: NVIDIA's driver put a 1920x1080 frame's plane 1
- * at 2 MiB on the H100, past 1920 x 1080). Where NVENC cannot open a session (no NVENC, or a GPU
- * without an encoder engine, as the H100 and H200) it prints "SKIPPED: vulkan_to_ffmpeg: <why>" and exits 77,
- * as tests/gpu/nvenc_open.c does; without a CUDA GPU, SKIPPED and 77 (1 with VKCUDA_REQUIRE_GPU=1).
+ * Why RGB and not NV12 (issue 37): FFmpeg's NVENC registers data[0] alone and reads the chroma at
+ * data[0] + linesize * height, but NVIDIA's driver puts a LINEAR 1920x1080 NV12 frame's plane 1 at
+ * 2 MiB; one plane has no such question (vkcuda_ffmpeg_check_nvenc_layout says so). Where NVENC
+ * cannot open a session (no NVENC, or a GPU without an encoder engine, as the H100 and H200) it prints
+ * "SKIPPED: vulkan_to_ffmpeg: <why>" and exits 77, as tests/gpu/nvenc_open.c does; without a CUDA
+ * GPU, SKIPPED and 77 (1 with VKCUDA_REQUIRE_GPU=1).
  */
 #include "example.h"
 #include "vkcuda_ffmpeg.h"
@@ -57,12 +59,11 @@ int main(int argc, char **argv) {
     example_open(&ex, "vulkan_to_ffmpeg", 0);
     vkcuda_ffmpeg *bridge = NULL;
     BRIDGE(vkcuda_ffmpeg_create(ex.ctx, ex.stream, &bridge));
-    /* 2. The pool of shared NV12 frames, each owned by a reference FFmpeg's frames will share. */
+    /* 2. The pool of shared RGBA frames, each owned by a reference FFmpeg's frames will share. */
     AVBufferRef *pool[POOL];
-    vkcuda_image_create_info ci = {.flags = VKCUDA_IMAGE_CREATE_LINEAR_BIT, .format = VK_FORMAT_G8_B8R8_2PLANE_420_UNORM,
+    vkcuda_image_create_info ci = {.flags = VKCUDA_IMAGE_CREATE_LINEAR_BIT, .format = VK_FORMAT_R8G8B8A8_UNORM,
                                    .extent = {W, H, 1}, .usage = VK_IMAGE_USAGE_TRANSFER_DST_BIT};
     vkcuda_handoff_info to_cuda = example_handoff(&ex, 0, 0);
-    vkcuda_image_plane_pointer pp[2];
     example_record(ex.cmd);
     for (int i = 0; i < POOL; i++) {
         vkcuda_image *image = NULL;
@@ -71,10 +72,10 @@ int main(int argc, char **argv) {
         BRIDGE(vkcuda_ffmpeg_image_ref_create(image, &pool[i])); /* the reference owns the image now */
     }
     example_run(&ex, ex.cmd);
-    for (int p = 0; p < 2; p++) CHECK(vkcuda_image_get_plane_pointer((vkcuda_image *)pool[0]->data, (uint32_t)p, &pp[p]));
-    /* 3. The encoder: h264_nvenc on the bridge's device, CUDA frames of the bridge's frames context. */
+    /* 3. The encoder: h264_nvenc on the bridge's device, CUDA RGB0 frames of the bridge's frames context. */
     AVFrame *frame = av_frame_alloc();
     BRIDGE(vkcuda_ffmpeg_frame_from_image(bridge, pool[0], frame));
+    BRIDGE(vkcuda_ffmpeg_check_nvenc_layout(frame)); /* one plane: NVENC reads it where it is */
     const AVCodec *codec = avcodec_find_encoder_by_name("h264_nvenc");
     if (!codec) return printf("SKIPPED: vulkan_to_ffmpeg: this FFmpeg has no h264_nvenc\n"), 77;
     AVCodecContext *enc = avcodec_alloc_context3(codec);
@@ -86,14 +87,9 @@ int main(int argc, char **argv) {
         printf("SKIPPED: vulkan_to_ffmpeg: h264_nvenc cannot open a session on this GPU: %s\n", av_err2str(err));
         return 77;
     }
-    /* NVENC found: the chroma must follow the luma (NVIDIA's driver may align plane 1 further: seen on the H100). */
-    if (pp[1].offset != pp[0].offset + pp[0].row_pitch * H || pp[1].row_pitch != pp[0].row_pitch)
-        return printf("vulkan_to_ffmpeg: FAIL: plane 1 at %llu, not right after plane 0 (pitch %llu x %d rows): "
-                      "FFmpeg's NVENC would read the chroma from the wrong place\n",
-                      (unsigned long long)pp[1].offset, (unsigned long long)pp[0].row_pitch, H), 1;
     av_frame_unref(frame);
     /* 4. Each frame: Vulkan writes a pool frame FFmpeg no longer holds, then NVENC encodes it. */
-    vk_owned_buffer staging = example_host_buffer(&ex, (VkDeviceSize)W * H * 3 / 2);
+    vk_owned_buffer staging = example_host_buffer(&ex, (VkDeviceSize)W * H * 4);
     vkcuda_handoff_info xfer = example_handoff(&ex, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
     AVPacket *pkt = av_packet_alloc();
     FILE *out = fopen(path, "wb");
@@ -111,22 +107,23 @@ int main(int argc, char **argv) {
             }
         }
         vkcuda_image *image = (vkcuda_image *)pool[slot]->data;
-        uint8_t *px = staging.mapped; /* luma: a gradient moving one pixel a frame; chroma: grey */
+        uint8_t *px = staging.mapped; /* R, G, B, X: gradients moving one pixel a frame */
         for (int y = 0; y < H; y++)
-            for (int x = 0; x < W; x++) px[(size_t)y * W + x] = (uint8_t)(16 + (x + y + n) % 220);
-        memset(px + (size_t)W * H, 128, (size_t)W * H / 2);
+            for (int x = 0; x < W; x++) {
+                uint8_t *t = px + ((size_t)y * W + x) * 4;
+                t[0] = (uint8_t)((x + n) % W * 255 / W), t[1] = (uint8_t)(y * 255 / H);
+                t[2] = (uint8_t)((x + y + n) / 12), t[3] = 255;
+            }
         CHECK_VK(vk_owned_buffer_flush(&ex.vk, &staging));
-        VkBufferImageCopy copy[2] = {
-            {0, 0, 0, {VK_IMAGE_ASPECT_PLANE_0_BIT, 0, 0, 1}, {0, 0, 0}, {W, H, 1}},
-            {(VkDeviceSize)W * H, 0, 0, {VK_IMAGE_ASPECT_PLANE_1_BIT, 0, 0, 1}, {0, 0, 0}, {W / 2, H / 2, 1}}};
+        VkBufferImageCopy copy = {0, 0, 0, {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1}, {0, 0, 0}, {W, H, 1}};
         vkcuda_image_info fi;
         CHECK(vkcuda_image_get_info(image, &fi));
         example_record(ex.cmd);
         CHECK(vkcuda_image_cmd_acquire_from_cuda(image, ex.cmd, &xfer, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL));
-        vkCmdCopyBufferToImage(ex.cmd, staging.buffer, fi.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 2, copy);
+        vkCmdCopyBufferToImage(ex.cmd, staging.buffer, fi.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 1, &copy);
         CHECK(vkcuda_image_cmd_release_to_cuda(image, ex.cmd, &xfer, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL));
         example_run(&ex, ex.cmd); /* written and handed to CUDA (the GPU ran it) */
-        BRIDGE(vkcuda_ffmpeg_frame_from_image(bridge, pool[slot], frame)); /* no copy: the planes are the frame's */
+        BRIDGE(vkcuda_ffmpeg_frame_from_image(bridge, pool[slot], frame)); /* no copy: the plane is the frame's */
         frame->pts = n;
         if ((err = avcodec_send_frame(enc, frame)) < 0)
             return printf("vulkan_to_ffmpeg: FAIL: avcodec_send_frame: %s\n", av_err2str(err)), 1;

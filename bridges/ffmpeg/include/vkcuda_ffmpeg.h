@@ -1,5 +1,6 @@
 /*
- * vkcuda_ffmpeg.h: FFmpeg frames in and out of vkcuda shared video frames.
+ * vkcuda_ffmpeg.h: FFmpeg frames in and out of vkcuda shared frames (video frames, and
+ * one-plane RGB frames).
  *
  * A small C library beside libvkcuda (libvkcuda_ffmpeg, CMake target vkcuda::ffmpeg,
  * pkg-config module vkcuda-ffmpeg), built only where FFmpeg's libavutil and libavcodec
@@ -13,16 +14,28 @@
  *   to a decoder (AVCodecContext.hw_device_ctx), NVENC or a CUDA filter and they run
  *   on the Vulkan engine's GPU, on that stream.
  * - vkcuda_ffmpeg_frame_to_image: an AVFrame (AV_PIX_FMT_CUDA, or a software frame in
- *   system memory) copied into a shared video frame, one stream-ordered copy per
- *   plane, with the frame's colour description. The AVFrame stays referenced until
+ *   system memory) copied into a shared frame, one stream-ordered copy per plane, with
+ *   the frame's colour description (YCbCr formats). The AVFrame stays referenced until
  *   the copies have run on the stream (no host wait): a decoder's surface
  *   (AV_HWACCEL_FLAG_UNSAFE_OUTPUT) is not handed back before the copy read it.
- * - vkcuda_ffmpeg_frame_from_image: a shared video frame as an AV_PIX_FMT_CUDA
- *   AVFrame, no copy: its data and linesize are the frame's plane pointers and row
- *   pitches, its buffers keep the shared frame alive.
+ * - vkcuda_ffmpeg_frame_from_image: a shared frame as an AV_PIX_FMT_CUDA AVFrame, no
+ *   copy: its data and linesize are the frame's plane pointers and row pitches, its
+ *   buffers keep the shared frame alive.
  *
  * Formats: NV12, P010, P016, YUV444P and YUV444P16 (what NVDEC outputs), as the
- * multi-planar VkFormats of vkcuda_ffmpeg_format_from_av.
+ * multi-planar VkFormats of vkcuda_ffmpeg_format_from_av (shared video frames); and
+ * RGB0, RGBA, BGR0, BGRA, X2RGB10LE and X2BGR10LE (NVENC's RGB inputs) as one-plane
+ * linear frames of R8G8B8A8, B8G8R8A8, A2R10G10B10 and A2B10G10R10
+ * (VKCUDA_IMAGE_CREATE_LINEAR_BIT on a single-plane format).
+ *
+ * NVENC: FFmpeg's h264_nvenc/hevc_nvenc/av1_nvenc (libavcodec/nvenc.c,
+ * nvenc_register_frame) register an AV_PIX_FMT_CUDA frame's data[0] with pitch
+ * linesize[0] alone and read an NV12/P010 frame's chroma at data[0] + linesize[0] *
+ * height (the other planes likewise after it). The Vulkan driver puts a shared video
+ * frame's planes where it likes (NVIDIA's: a LINEAR 1920x1080 NV12 frame has plane 1
+ * at 2 MiB), so such a frame handed to NVENC without a copy encodes wrong chroma:
+ * vkcuda_ffmpeg_check_nvenc_layout tells. A one-plane RGB frame has no such question:
+ * give NVENC an RGB0 or BGR0 frame (NVENC converts it to YUV itself).
  *
  * Errors: every function checks its arguments and returns a vkcuda_result; on
  * failure vkcuda_ffmpeg_last_error_message() (per thread) says what was wrong,
@@ -97,11 +110,15 @@ VKCUDA_FFMPEG_API enum vkcuda_result vkcuda_ffmpeg_device_ref(const struct vkcud
                                                               AVBufferRef **device);
 
 /**
- * The VkFormat of a shared video frame holding frames of `pix_fmt` (an
- * AVPixelFormat): NV12 -> VK_FORMAT_G8_B8R8_2PLANE_420_UNORM, P010 ->
+ * The VkFormat of a shared frame holding frames of `pix_fmt` (an AVPixelFormat): NV12
+ * -> VK_FORMAT_G8_B8R8_2PLANE_420_UNORM, P010 ->
  * VK_FORMAT_G10X6_B10X6R10X6_2PLANE_420_UNORM_3PACK16, P016 ->
  * VK_FORMAT_G16_B16R16_2PLANE_420_UNORM, YUV444P -> VK_FORMAT_G8_B8_R8_3PLANE_444_UNORM,
- * YUV444P16 -> VK_FORMAT_G16_B16_R16_3PLANE_444_UNORM. `VKCUDA_ERROR_UNSUPPORTED`
+ * YUV444P16 -> VK_FORMAT_G16_B16_R16_3PLANE_444_UNORM; RGB0 and RGBA (bytes R, G, B,
+ * X/A) -> VK_FORMAT_R8G8B8A8_UNORM, BGR0 and BGRA (B, G, R, X/A) ->
+ * VK_FORMAT_B8G8R8A8_UNORM, X2RGB10LE (a little-endian word, R in bits 20-29) ->
+ * VK_FORMAT_A2R10G10B10_UNORM_PACK32, X2BGR10LE (R in bits 0-9) ->
+ * VK_FORMAT_A2B10G10R10_UNORM_PACK32 (one-plane linear frames). `VKCUDA_ERROR_UNSUPPORTED`
  * for any other format (AV_PIX_FMT_CUDA included: pass the frames context's
  * sw_format).
  *
@@ -124,7 +141,7 @@ VKCUDA_FFMPEG_API enum vkcuda_result vkcuda_ffmpeg_color_from_frame(const AVFram
                                                                     struct vkcuda_video_color *color);
 
 /**
- * Creates a shared video frame (vkcuda_image_create, VKCUDA_IMAGE_CREATE_LINEAR_BIT,
+ * Creates a shared frame (vkcuda_image_create, VKCUDA_IMAGE_CREATE_LINEAR_BIT,
  * default usage) that `frame` can be copied into: its size, and the format of its
  * pixel format (its frames context's sw_format for an AV_PIX_FMT_CUDA frame). The
  * caller owns `*image` (vkcuda_image_destroy, or vkcuda_ffmpeg_image_ref_create).
@@ -136,9 +153,10 @@ VKCUDA_FFMPEG_API enum vkcuda_result vkcuda_ffmpeg_image_create_for_frame(const 
                                                                           struct vkcuda_image **image);
 
 /**
- * Enqueues on the bridge's stream the copy of `frame` into the shared video frame
- * `image`, one 2D copy per plane, and sets the image's colour description from the
- * frame (vkcuda_ffmpeg_color_from_frame). `frame` is an AV_PIX_FMT_CUDA frame of a
+ * Enqueues on the bridge's stream the copy of `frame` into the shared frame `image`,
+ * one 2D copy per plane, and for a YCbCr format sets the image's colour description
+ * from the frame (vkcuda_ffmpeg_color_from_frame; an RGB frame's colour fields are
+ * not read). `frame` is an AV_PIX_FMT_CUDA frame of a
  * frames context on the bridge's CUDA context (device to device,
  * vkcuda_image_cuda_copy_from_pitched), or a software frame in system memory (no
  * hw_frames_ctx; host to device). The frame's format must be that of the image
@@ -154,7 +172,8 @@ VKCUDA_FFMPEG_API enum vkcuda_result vkcuda_ffmpeg_image_create_for_frame(const 
  * chroma siting or colour matrix Vulkan cannot express (`VKCUDA_ERROR_UNSUPPORTED`); a
  * frame of another CUDA context (`VKCUDA_ERROR_DEVICE_MISMATCH`); another size, a CUDA
  * frame without a frames context, a plane without data or with a linesize under its
- * row, an image that is not a shared video frame, a destroyed image
+ * row, an image that is not a shared frame (made with VKCUDA_IMAGE_CREATE_LINEAR_BIT), a
+ * destroyed image
  * (`VKCUDA_ERROR_INVALID_ARGUMENT`); the image keeps its colour description.
  *
  * Thread-safety: may be called from any thread.
@@ -174,7 +193,7 @@ VKCUDA_FFMPEG_API enum vkcuda_result vkcuda_ffmpeg_frame_to_image(struct vkcuda_
 VKCUDA_FFMPEG_API enum vkcuda_result vkcuda_ffmpeg_collect(struct vkcuda_ffmpeg *bridge, uint32_t *pending);
 
 /**
- * Makes `*ref`, a reference-counted owner of the shared video frame `image`: when
+ * Makes `*ref`, a reference-counted owner of the shared frame `image`: when
  * its last reference is released (av_buffer_unref, and the AVFrames of
  * vkcuda_ffmpeg_frame_from_image), the image is destroyed (vkcuda_image_destroy).
  * `ref->data` is the image. The caller gives up `image`: it must not destroy it
@@ -187,20 +206,46 @@ VKCUDA_FFMPEG_API enum vkcuda_result vkcuda_ffmpeg_image_ref_create(struct vkcud
 
 /**
  * Fills the empty `frame` (av_frame_alloc'd or av_frame_unref'd) with the shared
- * video frame of `image_ref` (vkcuda_ffmpeg_image_ref_create), without a copy:
- * format AV_PIX_FMT_CUDA, the image's size, data[i] and linesize[i] the CUDA
- * pointer and row pitch of plane i, buf[0] a new reference to `image_ref` (the
- * image lives while the frame does), hw_frames_ctx a CUDA frames context on the
- * bridge's device with the image's sw_format and size, and the colour fields from
- * the image's colour description. The image's format must be one of
- * vkcuda_ffmpeg_format_from_av's (`VKCUDA_ERROR_UNSUPPORTED`); a frame with data
- * is refused (`VKCUDA_ERROR_INVALID_ARGUMENT`) and left as it was.
+ * frame of `image_ref` (vkcuda_ffmpeg_image_ref_create), without a copy: format
+ * AV_PIX_FMT_CUDA, the image's size, data[i] and linesize[i] the CUDA pointer and row
+ * pitch of plane i, buf[0] a new reference to `image_ref` (the image lives while the
+ * frame does), hw_frames_ctx a CUDA frames context on the bridge's device with the
+ * image's sw_format and size, and the colour fields from the image's colour
+ * description (a one-plane RGB image: AVCOL_SPC_RGB, AVCOL_RANGE_JPEG, the rest
+ * unspecified). The sw_format is the first of vkcuda_ffmpeg_format_from_av's formats
+ * for the image's VkFormat: an R8G8B8A8_UNORM image is RGB0, B8G8R8A8_UNORM BGR0.
+ * The image's format must be one of vkcuda_ffmpeg_format_from_av's
+ * (`VKCUDA_ERROR_UNSUPPORTED`), and one FFmpeg's CUDA frames contexts take
+ * (`VKCUDA_ERROR_UNSUPPORTED` otherwise: FFmpeg 7.1's take no X2RGB10/X2BGR10, so
+ * 10-bit RGB images go into FFmpeg only by a copy); a frame with data is refused
+ * (`VKCUDA_ERROR_INVALID_ARGUMENT`) and left as it was.
+ *
+ * For NVENC: a one-plane RGB frame is read as it is; a video frame's planes are read
+ * from data[0] and linesize[0] alone (see the top of this header): check with
+ * vkcuda_ffmpeg_check_nvenc_layout before encoding one without a copy.
  *
  * Thread-safety: may be called from any thread.
  */
 VKCUDA_FFMPEG_API enum vkcuda_result vkcuda_ffmpeg_frame_from_image(struct vkcuda_ffmpeg *bridge,
                                                                     AVBufferRef *image_ref,
                                                                     AVFrame *frame);
+
+/**
+ * Whether FFmpeg's NVENC reads `frame` (an AV_PIX_FMT_CUDA frame, or a software
+ * frame) where its planes are: NVENC registers data[0] with pitch linesize[0] alone,
+ * so plane p must lie right after the planes before it (NV12/P010: data[1] ==
+ * data[0] + linesize[0] * height) at the pitch NVENC derives (linesize[0] for
+ * interleaved chroma and 4:4:4, linesize[0] >> the chroma shift for planar 4:2:0 and
+ * 4:2:2 chroma). `VKCUDA_SUCCESS` when it does (always for one-plane formats such as
+ * RGB0 and BGR0); `VKCUDA_ERROR_UNSUPPORTED` with a message naming the plane, where
+ * NVENC would read it and where it is, when it does not (a shared video frame on
+ * NVIDIA's driver: its chroma lies where the driver puts it);
+ * `VKCUDA_ERROR_INVALID_ARGUMENT` for a frame without data or a CUDA frame without
+ * its frames context.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+VKCUDA_FFMPEG_API enum vkcuda_result vkcuda_ffmpeg_check_nvenc_layout(const AVFrame *frame);
 
 /**
  * The message of the last failed vkcuda_ffmpeg_* call on this thread ("" when none).

@@ -5,7 +5,9 @@
  * shared frames (every byte compared through the planes' CUDA pointers, which are the
  * Vulkan memory; one copy per plane, counted), the frame held until the stream ran
  * them; shared frames come out as AVFrames (pointers, pitches, frames context, colour,
- * references); the refusals copy nothing and hold nothing; at the end the library's
+ * references); one-plane RGB frames (NVENC's input) both ways, their byte order against
+ * FFmpeg's descriptors, and the check of where NVENC reads a frame's planes; the
+ * refusals copy nothing and hold nothing; at the end the library's
  * live objects, the driver's allocations and FFmpeg's references are back to zero.
  */
 #define _GNU_SOURCE
@@ -315,6 +317,153 @@ static void video_frames(struct vkcuda_context *ctx, struct vkcuda_ffmpeg **bp, 
     vkcuda_image_destroy(nv12);
 }
 
+/* NVENC's RGB inputs (one-plane linear frames) and the byte order each VkFormat has in
+ * memory, checked against FFmpeg's own pixel format descriptors: the offset (8-bit) or
+ * the shift in a little-endian word (10-bit) of R, G and B. */
+static const struct {
+    enum AVPixelFormat fmt;
+    VkFormat vk;
+    int depth, r, g, b; /* byte offsets (depth 8) or bit positions in the word (depth 10) */
+} rgb_kinds[] = {
+    {AV_PIX_FMT_RGB0, VK_FORMAT_R8G8B8A8_UNORM, 8, 0, 1, 2},
+    {AV_PIX_FMT_RGBA, VK_FORMAT_R8G8B8A8_UNORM, 8, 0, 1, 2},
+    {AV_PIX_FMT_BGR0, VK_FORMAT_B8G8R8A8_UNORM, 8, 2, 1, 0},
+    {AV_PIX_FMT_BGRA, VK_FORMAT_B8G8R8A8_UNORM, 8, 2, 1, 0},
+    {AV_PIX_FMT_X2RGB10LE, VK_FORMAT_A2R10G10B10_UNORM_PACK32, 10, 20, 10, 0},
+    {AV_PIX_FMT_X2BGR10LE, VK_FORMAT_A2B10G10R10_UNORM_PACK32, 10, 0, 10, 20},
+};
+#define RGB_KINDS (int)(sizeof rgb_kinds / sizeof rgb_kinds[0])
+
+/* One-plane RGB frames (issue 37: NVENC's input without a copy): the mapping and its
+ * byte order; software and CUDA RGB frames into linear RGBA/BGRA/10-bit frames and back
+ * (every byte compared through the plane pointer); an RGBA frame as an RGB0 AVFrame that
+ * NVENC reads as it is; vkcuda_ffmpeg_check_nvenc_layout on an NV12 frame laid out as
+ * NVENC reads it and on one whose chroma lies elsewhere. */
+static void rgb_frames(struct vkcuda_context *ctx, struct vkcuda_ffmpeg *b, AVBufferRef *device) {
+    for (int i = 0; i < RGB_KINDS; i++) {
+        const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(rgb_kinds[i].fmt);
+        VkFormat f = VK_FORMAT_UNDEFINED;
+        OK(vkcuda_ffmpeg_format_from_av(rgb_kinds[i].fmt, &f));
+        CHECK(f == rgb_kinds[i].vk, "%s -> VkFormat %d", d->name, (int)f);
+        CHECK((d->flags & AV_PIX_FMT_FLAG_RGB) && !(d->flags & AV_PIX_FMT_FLAG_BE) &&
+                  av_pix_fmt_count_planes(rgb_kinds[i].fmt) == 1,
+              "%s: one plane of RGB, little-endian", d->name);
+        for (int c = 0; c < 3; c++) {
+            const AVComponentDescriptor *k = &d->comp[c];
+            const int want = c == 0 ? rgb_kinds[i].r : c == 1 ? rgb_kinds[i].g : rgb_kinds[i].b;
+            /* The bit position in the little-endian word: offset bytes plus shift bits. */
+            const int got = rgb_kinds[i].depth == 8 ? (k->shift == 0 ? k->offset : -1) : k->offset * 8 + k->shift;
+            CHECK(k->step == 4 && k->depth == rgb_kinds[i].depth && got == want,
+                  "%s component %d: step %d depth %d offset %d shift %d, want %d", d->name, c, k->step, k->depth,
+                  k->offset, k->shift, want);
+        }
+    }
+    printf("  RGB formats: %d mapped, byte order checked against FFmpeg's pixel format descriptors\n", RGB_KINDS);
+    /* (each software frame below goes in, and its image comes out as a CUDA frame) */
+
+    /* Software frames of each, into a linear frame made for them and compared. */
+    for (int i = 0; i < RGB_KINDS; i++) {
+        AVFrame *f = sw_frame(rgb_kinds[i].fmt, W - 1, H);
+        int rb[3] = {(W - 1) * 4, 0, 0}, rows[3] = {H, 0, 0};
+        fill(f, 1, rb, rows, 0);
+        f->chroma_location = AVCHROMA_LOC_BOTTOM; /* not read for RGB */
+        struct vkcuda_image *image = NULL;
+        OK(vkcuda_ffmpeg_image_create_for_frame(b, f, &image));
+        struct vkcuda_image_info info;
+        OK(vkcuda_image_get_info(image, &info));
+        CHECK(info.format == rgb_kinds[i].vk && info.plane_count == 1 && (info.flags & VKCUDA_IMAGE_CREATE_LINEAR_BIT),
+              "%s: a one-plane linear frame of VkFormat %d", av_get_pix_fmt_name(rgb_kinds[i].fmt), (int)info.format);
+        char what[64];
+        snprintf(what, sizeof what, "software %s", av_get_pix_fmt_name(rgb_kinds[i].fmt));
+        roundtrip(b, f, image, 1, what);
+        /* Out again as a CUDA frame: the first pixel format of its VkFormat (RGB0, BGR0, X2...). */
+        const int first = i == 0 || rgb_kinds[i - 1].vk != rgb_kinds[i].vk;
+        AVBufferRef *ref = NULL;
+        OK(vkcuda_ffmpeg_image_ref_create(image, &ref)); /* owns the image now */
+        AVFrame *out = av_frame_alloc();
+        const enum AVPixelFormat want = first ? rgb_kinds[i].fmt : rgb_kinds[i - 1].fmt;
+        enum vkcuda_result r = vkcuda_ffmpeg_frame_from_image(b, ref, out);
+        if (r == VKCUDA_SUCCESS) {
+            CHECK(((const AVHWFramesContext *)out->hw_frames_ctx->data)->sw_format == want &&
+                      (uintptr_t)out->data[0] != 0 && out->linesize[0] > 0,
+                  "%s: the image out as a %s CUDA frame", what, av_get_pix_fmt_name(want));
+        } else {
+            /* FFmpeg 7.1's CUDA frames contexts take no 10-bit RGB: refused, saying so. */
+            CHECK(r == VKCUDA_ERROR_UNSUPPORTED && rgb_kinds[i].depth == 10 &&
+                      strstr(vkcuda_ffmpeg_last_error_message(), av_get_pix_fmt_name(want)) && !out->buf[0] &&
+                      !out->hw_frames_ctx,
+                  "%s out as a CUDA frame: %d: %s", what, r, vkcuda_ffmpeg_last_error_message());
+            printf("  refused, %s out as a CUDA frame: %s\n", what, vkcuda_ffmpeg_last_error_message());
+        }
+        long wrong = compare(image, (const uint8_t *const *)f->data, f->linesize);
+        CHECK(wrong == 0, "%s: %ld bytes differ", what, wrong);
+        av_frame_free(&out);
+        av_buffer_unref(&ref);
+        av_frame_free(&f);
+    }
+    /* A CUDA RGB0 frame of FFmpeg's pool, and the compressible pattern of a rendered frame. */
+    {
+        AVFrame *f = cuda_frame(device, AV_PIX_FMT_RGB0, W, H, 1, 4, 0);
+        for (int y = 0; y < H / 2; y++)
+            for (int x = 0; x < W * 4; x++) f->data[0][(size_t)y * f->linesize[0] + x] = (uint8_t)(x / 16 + y);
+        struct vkcuda_image *image = NULL;
+        OK(vkcuda_ffmpeg_image_create_for_frame(b, f, &image));
+        roundtrip(b, f, image, 1, "CUDA rgb0 (half ramp, half random)");
+        vkcuda_image_destroy(image);
+        av_frame_free(&f);
+    }
+    /* A linear RGBA frame as an AVFrame: RGB0, plane 0 its only one, read by NVENC as it is. */
+    {
+        struct vkcuda_image_create_info ii = {0};
+        ii.flags = VKCUDA_IMAGE_CREATE_LINEAR_BIT, ii.format = VK_FORMAT_R8G8B8A8_UNORM;
+        ii.extent.width = W, ii.extent.height = H, ii.extent.depth = 1;
+        struct vkcuda_image *image = NULL, *copy = NULL;
+        OK(vkcuda_image_create(ctx, &ii, &image));
+        OK(vkcuda_image_create(ctx, &ii, &copy));
+        AVBufferRef *ref = NULL;
+        OK(vkcuda_ffmpeg_image_ref_create(image, &ref));
+        AVFrame *f = av_frame_alloc();
+        OK(vkcuda_ffmpeg_frame_from_image(b, ref, f));
+        struct vkcuda_image_plane_pointer pp;
+        OK(vkcuda_image_get_plane_pointer(image, 0, &pp));
+        const AVHWFramesContext *fc = (const AVHWFramesContext *)f->hw_frames_ctx->data;
+        CHECK(f->format == AV_PIX_FMT_CUDA && fc->sw_format == AV_PIX_FMT_RGB0 && f->width == W && f->height == H,
+              "an RGBA frame is an RGB0 CUDA frame");
+        CHECK((uintptr_t)f->data[0] == pp.cuda_pointer && (uint64_t)f->linesize[0] == pp.row_pitch && !f->data[1],
+              "one plane: the image's pointer and row pitch");
+        CHECK(f->colorspace == AVCOL_SPC_RGB && f->color_range == AVCOL_RANGE_JPEG, "RGB colour fields");
+        OK(vkcuda_ffmpeg_check_nvenc_layout(f));
+        int rb[3] = {W * 4, 0, 0}, rows[3] = {H, 0, 0};
+        fill(f, 1, rb, rows, 0);
+        roundtrip(b, f, copy, 1, "linear RGBA frame as AVFrame, into another");
+        av_frame_free(&f);
+        av_buffer_unref(&ref);
+        vkcuda_image_destroy(copy);
+        printf("  linear RGBA frame -> AVFrame: RGB0, one plane, NVENC reads it as it is\n");
+    }
+    /* NV12 as NVENC reads it: chroma right after the luma rows, or refused saying where. */
+    {
+        uint8_t *mem = calloc(1, (size_t)W * H * 3 / 2 + 4096);
+        AVFrame *f = av_frame_alloc();
+        f->format = AV_PIX_FMT_NV12, f->width = W, f->height = H;
+        f->data[0] = mem, f->data[1] = mem + (size_t)W * H, f->linesize[0] = f->linesize[1] = W;
+        OK(vkcuda_ffmpeg_check_nvenc_layout(f));
+        f->data[1] = mem + 4096;
+        CHECK(vkcuda_ffmpeg_check_nvenc_layout(f) == VKCUDA_ERROR_UNSUPPORTED &&
+                  strstr(vkcuda_ffmpeg_last_error_message(), "plane 1 at data[0] + 2508") &&
+                  strstr(vkcuda_ffmpeg_last_error_message(), "data[0] + 4096"),
+              "chroma elsewhere is refused: %s", vkcuda_ffmpeg_last_error_message());
+        printf("  refused, NV12 chroma where NVENC does not read it: %s\n", vkcuda_ffmpeg_last_error_message());
+        f->data[1] = mem + (size_t)W * H, f->linesize[1] = W + 2;
+        CHECK(vkcuda_ffmpeg_check_nvenc_layout(f) == VKCUDA_ERROR_UNSUPPORTED, "another chroma pitch is refused");
+        f->data[0] = NULL;
+        CHECK(vkcuda_ffmpeg_check_nvenc_layout(f) == VKCUDA_ERROR_INVALID_ARGUMENT, "no data");
+        CHECK(vkcuda_ffmpeg_check_nvenc_layout(NULL) == VKCUDA_ERROR_NULL_POINTER, "NULL");
+        av_frame_free(&f);
+        free(mem);
+    }
+}
+
 int main(void) {
     void *lib = dlopen("libcuda.so.1", RTLD_NOW);
     if (!lib || !(*(void **)&fake.stream = dlsym(lib, "fake_cuda_stream")) ||
@@ -427,6 +576,7 @@ int main(void) {
     /* Refusals of the frame itself (an R8 image of the Vulkan-only context as the target:
      * the frame is refused before the image is looked at). */
     if (!b) OK(vkcuda_ffmpeg_create(ctx, stream, &b));
+    rgb_frames(ctx, b, device);
     {
         struct vkcuda_image_create_info ii = {0};
         ii.format = VK_FORMAT_R8_UNORM, ii.extent.width = W, ii.extent.height = H, ii.extent.depth = 1;
@@ -439,7 +589,7 @@ int main(void) {
         good->chroma_location = AVCHROMA_LOC_BOTTOM;
         refused(b, good, r8, VKCUDA_ERROR_UNSUPPORTED, "bottom", "bottom chroma siting");
         good->chroma_location = AVCHROMA_LOC_LEFT;
-        refused(b, good, r8, VKCUDA_ERROR_INVALID_ARGUMENT, "not a shared video frame", "an image that is not a video frame");
+        refused(b, good, r8, VKCUDA_ERROR_INVALID_ARGUMENT, "not a shared frame", "an image that is not a shared frame");
         refused(b, good, gone, VKCUDA_ERROR_INVALID_ARGUMENT, "already destroyed", "a destroyed shared frame");
         refused(b, good, NULL, VKCUDA_ERROR_NULL_POINTER, "NULL", "no shared frame");
         /* A CUDA frame of another CUDA context (another device's, as FFmpeg picks by index). */
@@ -459,7 +609,10 @@ int main(void) {
         refused(b, foreign, r8, VKCUDA_ERROR_DEVICE_MISMATCH, "CUDA context", "a frame of another CUDA context");
         /* A CUDA frame of ours whose frames context was released. */
         AVFrame *orphan = cuda_frame(device, AV_PIX_FMT_NV12, W, H, 2, 1, 1);
-        av_buffer_unref(&orphan->hw_frames_ctx);
+        /* The test keeps the frames context: the pool's buffer frees itself through it when
+         * the frame goes (freeing it first was a use after free, a SIGBUS in about half the runs). */
+        AVBufferRef *orphan_frames = orphan->hw_frames_ctx;
+        orphan->hw_frames_ctx = NULL;
         refused(b, orphan, r8, VKCUDA_ERROR_INVALID_ARGUMENT, "hw_frames_ctx", "a CUDA frame without its frames context");
         /* Shared frame -> AVFrame of what is not a shared video frame. */
         AVBufferRef *ref = (AVBufferRef *)&n;
@@ -472,6 +625,7 @@ int main(void) {
         printf("  refused, image_ref_create of an R8 image; frame_from_image of another buffer\n");
         av_frame_free(&empty);
         av_frame_free(&orphan);
+        av_buffer_unref(&orphan_frames);
         av_frame_free(&foreign);
         av_buffer_unref(&oframes);
         av_buffer_unref(&other);

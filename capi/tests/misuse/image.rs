@@ -284,7 +284,12 @@ pub fn image_info_mutations<T: 'static>(
 ) -> Vec<Mutation<T>> {
     type F = fn(&mut vkcuda_image_create_info);
     let mut list: Vec<(&str, &str, &[vkcuda_result], F)> = vec![
-        ("unknown-bits", "flags", &[I], |i| i.flags = 0x2),
+        ("unknown-bits", "flags", &[I], |i| i.flags = 0x4),
+        // A linear (single-plane) frame has one mip level.
+        ("linear-with-levels", "flags", &[I], |i| {
+            i.flags = 0x2;
+            i.mip_levels = 2;
+        }),
         ("all-bits", "flags", &[I], |i| i.flags = u32::MAX),
         ("cube-not-square", "flags", &[I], |i| {
             i.flags = 1;
