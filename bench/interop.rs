@@ -8,7 +8,8 @@
 //!
 //! `cargo bench --bench interop` (on a GPU machine: the bundle's `interop` binary).
 //! `--quick` runs a few iterations of what works without a GPU (the smoke test CI
-//! runs on lavapipe). `--csv FILE` also writes every figure as CSV.
+//! runs on lavapipe). `--csv FILE` also writes every figure as CSV. `--only present`
+//! or `--only planar` runs that section alone (a minute, not the whole run's minutes).
 //!
 //! Timing: host clocks around GPU work whose completion is observed through
 //! semaphore values (spinning on vkGetSemaphoreCounterValue) or fences; every
@@ -833,13 +834,18 @@ fn rust_cuda_context_or_skip(what: &str) -> Option<Arc<Context>> {
     }
 }
 
-fn gpu(quick: bool, rep: &mut Report) {
+fn gpu(quick: bool, only: Option<&str>, rep: &mut Report) {
     let Some(ctx) = rust_cuda_context_or_skip("bench interop") else {
         return;
     };
     let env = Env::new(ctx);
     let n = |full: usize| if quick { full / 20 + 30 } else { full };
     let lib = LibTimeline::new(&env);
+    match only {
+        Some("present") => return present::ring_vs_raw(&env, rep, quick),
+        Some("planar") => return planar::nv12_4k(&env, &lib, rep, quick),
+        _ => {}
+    }
     let raw = RawTimeline::new(&env);
 
     println!("\n[ping-pong] strict alternation, work on both sides, device-side waits only");
@@ -1076,13 +1082,26 @@ fn main() {
         .iter()
         .position(|a| a == "--csv")
         .and_then(|i| args.get(i + 1).cloned());
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1).cloned());
+    if let Some(s) = only
+        .as_deref()
+        .filter(|s| !["present", "planar"].contains(s))
+    {
+        eprintln!("bench interop: --only takes present or planar, not {s}");
+        std::process::exit(2);
+    }
     let mut rep = Report::default();
     println!(
         "vkcuda benchmarks ({}), library vs raw API in the same run",
         if quick { "quick" } else { "full" }
     );
-    vulkan_only(quick, &mut rep);
-    gpu(quick, &mut rep);
+    if only.is_none() {
+        vulkan_only(quick, &mut rep);
+    }
+    gpu(quick, only.as_deref(), &mut rep);
 
     println!("\nSummary (medians)");
     let rows = [
