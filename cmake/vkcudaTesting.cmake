@@ -125,9 +125,11 @@ function(vkcuda_add_test name kind)
   endif()
 endfunction()
 
-# vkcuda_add_sanitizer_tests(<name> COMMAND <cmd> <arg>...): <name>_racecheck and
+# vkcuda_add_sanitizer_tests(<name> [ALONE] COMMAND <cmd> <arg>...): <name>_racecheck and
 # <name>_memcheck (label sanitizer): the command under compute-sanitizer's racecheck
 # and memcheck (--leak-check full), every child process instrumented; any error fails.
+# ALONE: both run with nothing beside them (RUN_SERIAL), for programs seen to hang
+# when several compute-sanitizer processes share the GPU (see its callers).
 find_program(VKCUDA_COMPUTE_SANITIZER compute-sanitizer HINTS /usr/local/cuda/bin
   DOC "compute-sanitizer (CUDA toolkit), for the tests labelled sanitizer")
 mark_as_advanced(VKCUDA_COMPUTE_SANITIZER)
@@ -136,13 +138,17 @@ if(NOT VKCUDA_SANITIZER)
   set(VKCUDA_SANITIZER compute-sanitizer) # not here: the test fails saying so
 endif()
 function(vkcuda_add_sanitizer_tests name)
-  cmake_parse_arguments(PARSE_ARGV 1 S "" "" "COMMAND")
+  cmake_parse_arguments(PARSE_ARGV 1 S "ALONE" "" "COMMAND")
+  set(alone "")
+  if(S_ALONE)
+    set(alone ALONE)
+  endif()
   foreach(tool racecheck memcheck)
     set(extra "")
     if(tool STREQUAL memcheck)
       set(extra --leak-check full)
     endif()
-    vkcuda_add_test(${name}_${tool} sanitizer TIMEOUT 150
+    vkcuda_add_test(${name}_${tool} sanitizer TIMEOUT 150 ${alone}
       COMMAND "${VKCUDA_SANITIZER}" --tool ${tool} ${extra} --target-processes all
               --error-exitcode 1 ${S_COMMAND})
   endforeach()

@@ -176,9 +176,13 @@ pub fn handoff_cases(
             Ran
         },
     );
-    // What the environment's device has: every valid pair recorded.
+    // What the environment's device has: every valid pair recorded, each into a
+    // fresh command buffer (a batch's copy path leaves its images in
+    // TRANSFER_SRC_OPTIMAL, so a second release recorded after it is judged
+    // against that layout by the validation layer).
     m.case(f, "valid-pairs:info->access_mask", move |c| {
         for (stages, access) in valid_pairs() {
+            c.env.fresh_commands();
             let h = vkcuda_handoff_info {
                 stage_mask: stages.as_raw(),
                 access_mask: access.as_raw(),
