@@ -2,7 +2,7 @@
 torch and CuPy tensors with one cuMemcpy3DAsync each (packed and padded rows,
 one layer and all layers), the levels' CUDA arrays, surface and texture
 objects; buffer batches as one (N, ...) tensor and N views in torch, CuPy and
-JAX, zero-copy; __cuda_array_interface__ in CuPy (and Numba when installed) on
+JAX, zero-copy; image batches as one (N, H, W, C) tensor in the three; __cuda_array_interface__ in CuPy (and Numba when installed) on
 buffers and frame planes; ready_on making a torch stream wait on the GPU; the
 semaphore's CUDA-graph nodes launched twice. Skipped without a GPU; with
 VKCUDA_REQUIRE_GPU=1 a missing GPU or framework fails."""
@@ -345,4 +345,44 @@ def test_image_batch_in_torch(gpu: Tuple[vkcuda.Context, Queue], force_copy: boo
         assert means == [float(i + 1) for i in range(n)], means
         sem.host_wait(2)
         del t, seen, cmd
+        gc.collect()
+
+
+@pytest.mark.parametrize("framework", ["cupy", "jax"])
+def test_image_batch_in_cupy_and_jax(gpu: Tuple[vkcuda.Context, Queue], framework: str) -> None:
+    """The image batch's (N, H, W, C) tensor in CuPy and JAX (torch: above), on the
+    copy path (the one NVIDIA gives images a renderer draws into): element 0's CUDA
+    pointer, the batch's strides, and values that went through the images: CuPy
+    writes one value per camera, the acquire copies them into the images, the
+    tensor is cleared, the release copies the images out again, and the framework
+    reads each camera's value back."""
+    cp = need("cupy")
+    need(framework)
+    ctx, q = gpu
+    n, w, h = 8, 64, 48
+    with ctx.image_batch(n, 37, (w, h), force_copy=True) as batch:
+        base = batch.element(0)["cuda_pointer"]
+        q.run(lambda r: batch.cmd_release_to_cuda(r.cmd, q.family, 0))
+        a = cp.from_dlpack(batch)
+        assert a.shape == (n, h, w, 4) and a.dtype == cp.uint8 and a.data.ptr == base
+        assert a.strides == (batch.element_stride, batch.row_pitch, 4, 1)
+        for i in range(n):
+            a[i] = i + 1
+        cp.cuda.runtime.deviceSynchronize()
+        q.run(lambda r: batch.cmd_acquire_from_cuda(r.cmd, q.family, 6))  # TRANSFER_SRC_OPTIMAL
+        a.fill(0)
+        cp.cuda.runtime.deviceSynchronize()
+        q.run(lambda r: batch.cmd_release_to_cuda(r.cmd, q.family, 6))
+        if framework == "cupy":
+            means = a.astype(cp.float32).mean(axis=(1, 2, 3)).tolist()
+        else:
+            import jax.dlpack
+            import numpy as np
+
+            x = jax.dlpack.from_dlpack(batch)
+            assert x.shape == (n, h, w, 4) and x.unsafe_buffer_pointer() == base
+            means = np.asarray(x, dtype=np.float32).mean(axis=(1, 2, 3)).tolist()
+            del x
+        assert means == [float(i + 1) for i in range(n)], means
+        del a
         gc.collect()
