@@ -17,7 +17,7 @@ mod support;
 use support::device::{device_support, fake_paired_context, lavapipe_uuid};
 use support::{
     assert_same, child_passed, cuda_context_or_skip, fake_cuda_driver, fake_live, in_child,
-    library_path_with, pattern, this_test, vulkan_only_context, HostBuffer, Vk, CHILD_ENV,
+    library_path_with, pattern, serial, this_test, vulkan_only_context, HostBuffer, Vk, CHILD_ENV,
 };
 
 use std::os::fd::AsRawFd;
@@ -332,6 +332,7 @@ fn round_trip_on_lavapipe(v: &Vk, b: &Batch, f: &FormatDesc) {
 /// format, both directions, every byte of every element.
 #[test]
 fn formats_paths_and_data_on_lavapipe() {
+    let _g = serial();
     let ctx = vulkan_only_context();
     let v = Vk::of(&ctx);
     let name = device_support(&ctx).props.name;
@@ -409,6 +410,7 @@ fn formats_paths_and_data_on_lavapipe() {
 /// renders again. Each frame's tensor holds that frame.
 #[test]
 fn camera_loop_on_both_paths() {
+    let _g = serial();
     let ctx = vulkan_only_context();
     let v = Vk::of(&ctx);
     if !on_lavapipe(&ctx) {
@@ -520,6 +522,7 @@ fn check_info(b: &Batch, f: &FormatDesc) {
 /// whole one and through the memory.
 #[test]
 fn buffer_batch_on_lavapipe() {
+    let _g = serial();
     let ctx = vulkan_only_context();
     let v = Vk::of(&ctx);
     let before = counts();
@@ -583,6 +586,7 @@ fn buffer_batch_on_lavapipe() {
 /// Every refusal: a code and words, nothing made, nothing leaked.
 #[test]
 fn bad_input_is_refused_with_reasons() {
+    let _g = serial();
     let ctx = vulkan_only_context();
     let v = Vk::of(&ctx);
     let before = counts();
@@ -930,6 +934,7 @@ mod gpu {
     #[test]
     #[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
     fn gpu_every_element_both_paths_both_directions() {
+        let _g = serial();
         let Some(ctx) = cuda_context_or_skip("gpu_every_element_both_paths_both_directions") else {
             return;
         };
@@ -1068,6 +1073,7 @@ mod gpu {
     #[test]
     #[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
     fn gpu_past_4_gib() {
+        let _g = serial();
         let Some(ctx) = cuda_context_or_skip("gpu_past_4_gib") else {
             return;
         };
@@ -1183,6 +1189,7 @@ mod gpu {
     #[test]
     #[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
     fn gpu_consumer_stream_waits_on_the_timeline() {
+        let _g = serial();
         use vkcuda::semaphore::Kind;
         use vkcuda::Semaphore;
         let Some(ctx) = cuda_context_or_skip("gpu_consumer_stream_waits_on_the_timeline") else {
