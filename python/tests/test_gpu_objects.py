@@ -2,8 +2,9 @@
 torch and CuPy tensors with one cuMemcpy3DAsync each (packed and padded rows,
 one layer and all layers), the levels' CUDA arrays, surface and texture
 objects; buffer batches as one (N, ...) tensor and N views in torch, CuPy and
-JAX, zero-copy; image batches as one (N, H, W, C) tensor in the three; __cuda_array_interface__ in CuPy (and Numba when installed) on
-buffers and frame planes; ready_on making a torch stream wait on the GPU; the
+JAX, zero-copy; image batches as one (N, H, W, C) tensor in the three;
+__cuda_array_interface__ in CuPy (and Numba when installed) on buffers and
+frame planes; ready_on making a torch stream wait on the GPU; the
 semaphore's CUDA-graph nodes launched twice. Skipped without a GPU; with
 VKCUDA_REQUIRE_GPU=1 a missing GPU or framework fails."""
 
