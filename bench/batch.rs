@@ -5,6 +5,12 @@
 //!    256, 1024}, 128x128 and 640x480:
 //!    - `zero-copy`: a LINEAR image batch (`vkcuda::batch`, where the device allows
 //!      it): each frame records the batch's acquire and release (one barrier each);
+//!    - `zero STORAGE`: the same for a compute renderer's batch (usage STORAGE |
+//!      TRANSFER_SRC | TRANSFER_DST, images in GENERAL: Madrona's and Genesis's
+//!      batch renderers write their views from compute or ray-tracing shaders),
+//!      zero-copy where the device has LINEAR storage images (NVIDIA's LINEAR tiling
+//!      has no colour attachment, so a rendered batch there takes the copy path);
+//!      "n/a" for the depth format;
 //!    - `copy`: the same batch forced onto the copy path: the readout region's
 //!      acquire, then the release (a barrier, one `vkCmdCopyImageToBuffer` per image,
 //!      a barrier);
@@ -379,10 +385,14 @@ impl Drop for Reshape {
 }
 
 /// A batch's frames: acquire (after the first), release.
-fn batch_frames(v: &Vk, sync: &mut Sync, b: &Batch, n: usize) -> Vec<f64> {
+fn batch_frames(v: &Vk, sync: &mut Sync, b: &Batch, n: usize, storage: bool) -> Vec<f64> {
     let scope = Scope::new(v.family);
     let copy = b.info().path == Path::Copy;
-    let attachment = attachment_layout(b.info().format);
+    let attachment = if storage {
+        vk::ImageLayout::GENERAL
+    } else {
+        attachment_layout(b.info().format)
+    };
     frames(v, sync, n, None, |cmd, frame| unsafe {
         let layout = match (frame, copy) {
             (0, _) => vk::ImageLayout::UNDEFINED,
@@ -628,6 +638,17 @@ fn images(n: u32, format: vk::Format, w: u32, h: u32, force_copy: bool) -> Descr
     }
 }
 
+/// A compute renderer's batch: STORAGE images (and transfers), written in GENERAL.
+fn storage_images(n: u32, format: vk::Format, w: u32, h: u32) -> Description {
+    let mut d = images(n, format, w, h, false);
+    if let vkcuda::batch::Contents::Images { usage, .. } = &mut d.contents {
+        *usage = vk::ImageUsageFlags::STORAGE
+            | vk::ImageUsageFlags::TRANSFER_SRC
+            | vk::ImageUsageFlags::TRANSFER_DST;
+    }
+    d
+}
+
 fn format_name(format: vk::Format) -> &'static str {
     if is_depth(format) {
         "D32"
@@ -706,15 +727,17 @@ fn main() {
     println!("1. Handoff of N cameras to CUDA as one tensor, per frame (us, medians of {n_frames} frames;");
     println!("   zero/raw and copy/raw: against the cheaper of raw N copies and tiled+reshape)");
     println!(
-        "{:>6} {:>8} {:>5} {:>10} {:>10} {:>13} {:>14} {:>9} {:>9}",
+        "{:>6} {:>8} {:>5} {:>10} {:>12} {:>10} {:>13} {:>14} {:>9} {:>12} {:>9}",
         "format",
         "size",
         "N",
         "zero-copy",
+        "zero STORAGE",
         "copy",
         "raw N copies",
         "tiled+reshape",
         "zero/raw",
+        "STORAGE/raw",
         "copy/raw"
     );
     for format in [RGBA8, D32] {
@@ -722,11 +745,22 @@ fn main() {
             for &n in counts {
                 let zero = Batch::create(&ctx, &images(n, format, w, h, false)).unwrap();
                 let zinfo = zero.info().clone();
-                let mut z = batch_frames(&v, &mut sync, &zero, n_frames);
+                let mut z = batch_frames(&v, &mut sync, &zero, n_frames, false);
                 drop(zero);
+                // The compute renderer's batch: colour formats only.
+                let storage = (!is_depth(format))
+                    .then(|| Batch::create(&ctx, &storage_images(n, format, w, h)).ok())
+                    .flatten()
+                    .map(|b| {
+                        let path = b.info().path;
+                        (
+                            median(&mut batch_frames(&v, &mut sync, &b, n_frames, true)),
+                            path,
+                        )
+                    });
                 let forced = Batch::create(&ctx, &images(n, format, w, h, true)).unwrap();
                 let cinfo = forced.info().clone();
-                let mut c = batch_frames(&v, &mut sync, &forced, n_frames);
+                let mut c = batch_frames(&v, &mut sync, &forced, n_frames, false);
                 drop(forced);
                 let raw = Raw::new(&ctx, &v, n, w, h, format);
                 let mut r = frames(&v, &mut sync, n_frames, None, |cmd, frame| {
@@ -754,12 +788,20 @@ fn main() {
                 });
                 let (z, c, r) = (median(&mut z), median(&mut c), median(&mut r));
                 let best = tiled.map_or(r, |t| t.min(r));
+                let storage_cell = |f: &dyn Fn(f64, Path) -> String| {
+                    storage.map_or("n/a".to_string(), |(t, path)| f(t, path))
+                };
                 println!(
-                    "{:>6} {:>8} {n:>5} {z:>10.1} {c:>10.1} {r:>13.1} {:>14} {:>9.3} {:>9.3}{}",
+                    "{:>6} {:>8} {n:>5} {z:>10.1} {:>12} {c:>10.1} {r:>13.1} {:>14} {:>9.3} {:>12} {:>9.3}{}",
                     format_name(format),
                     format!("{w}x{h}"),
+                    storage_cell(&|t, path| match path {
+                        Path::ZeroCopy => format!("{t:.1}"),
+                        _ => format!("{t:.1} (copy)"),
+                    }),
                     tiled.map_or("n/a".to_string(), |t| format!("{t:.1}")),
                     z / best,
+                    storage_cell(&|t, _| format!("{:.3}", t / best)),
                     c / best,
                     match (zinfo.path, &zinfo.linear_refusal) {
                         (Path::ZeroCopy, _) => String::new(),
