@@ -95,7 +95,7 @@ impl Call<'_> {
     #[track_caller]
     pub fn refused_with(&self, r: vkcuda_result, want: &[vkcuda_result], msg: &str) {
         if verbose() {
-            println!("    {r:?}: {msg}");
+            println!("    {r:?} (expected one of {want:?}, saying {:?}): {msg}", self.says);
         }
         assert!(
             r != VKCUDA_SUCCESS && want.contains(&r),
