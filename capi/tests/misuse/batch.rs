@@ -103,9 +103,8 @@ pub fn cases(m: &mut Matrix) {
         |e| e.batch,
         vkcuda_batch_export_fd,
     );
-    m.case("vkcuda_batch_destroy", "null-ok:batch", |_| {
+    m.ran("vkcuda_batch_destroy", "null-ok:batch", |_| {
         unsafe { vkcuda_batch_destroy(ptr::null_mut()) };
-        Ran
     });
 
     // -- vkcuda_batch_create
@@ -190,7 +189,7 @@ pub fn cases(m: &mut Matrix) {
     });
 
     // -- the element getters: an index past the last.
-    m.case(ELEMENT, "past-count:index", |c| {
+    m.ran(ELEMENT, "past-count:index", |c| {
         let mut p = Poison::<vkcuda_batch_element>::new();
         let r = unsafe { vkcuda_batch_get_element(c.env.batch, 3, p.ptr()) };
         Call {
@@ -199,19 +198,16 @@ pub fn cases(m: &mut Matrix) {
         }
         .refused(r, &[I]);
         p.untouched();
-        Ran
     });
-    m.case(BUFFER, "past-count:index", |c| {
+    m.ran(BUFFER, "past-count:index", |c| {
         let mut b = poisoned();
         let r = unsafe { vkcuda_batch_get_buffer(c.env.buffer_batch, 3, &mut b) };
         c.refused_made(r, &[I], b, vkcuda_buffer_destroy);
-        Ran
     });
-    m.case(BUFFER, "image-batch:index", |c| {
+    m.ran(BUFFER, "image-batch:index", |c| {
         let mut b = poisoned();
         let r = unsafe { vkcuda_batch_get_buffer(c.env.batch, 0, &mut b) };
         c.refused_made(r, &[UNSUP], b, vkcuda_buffer_destroy);
-        Ran
     });
 
     // -- the handoffs
@@ -243,10 +239,7 @@ pub fn cases(m: &mut Matrix) {
             bad.push(("undefined", vk::ImageLayout::UNDEFINED.as_raw()));
         }
         for (what, l) in bad {
-            m.case(f, &format!("{what}:{layout}"), move |c| {
-                c.refused(unsafe { call(c.env.batch, c.env.cmd, &handoff_info(0), l) }, &[I]);
-                Ran
-            });
+            m.ran(f, &format!("{what}:{layout}"), move |c| c.refused(unsafe { call(c.env.batch, c.env.cmd, &handoff_info(0), l) }, &[I]));
         }
     }
 
@@ -266,42 +259,30 @@ pub fn cases(m: &mut Matrix) {
     handoff_cases(m, READOUT, |c, h| unsafe {
         vkcuda_batch_cmd_acquire_readout_from_cuda(c.env.copy_batch, c.env.cmd, h)
     });
-    m.case(READOUT, "zero-copy-or-buffers:batch", |c| {
+    m.ran(READOUT, "zero-copy-or-buffers:batch", |c| {
         let r = unsafe { vkcuda_batch_cmd_acquire_readout_from_cuda(c.env.buffer_batch, c.env.cmd, &handoff_info(0)) };
         Call {
             says: Some("has no readout region"),
             ..*c
         }
         .refused(r, &[I]);
-        Ran
     });
 
     // -- the tensor
-    m.case(DLPACK, "null:batch", |c| {
-        dlpack_refused(c, ptr::null(), &dlpack_info(), &[N]);
-        Ran
-    });
-    m.case(DLPACK, "null:tensor", |c| {
+    m.ran(DLPACK, "null:batch", |c| dlpack_refused(c, ptr::null(), &dlpack_info(), &[N]));
+    m.ran(DLPACK, "null:tensor", |c| {
         let r = unsafe { vkcuda_batch_export_dlpack(c.env.batch, &dlpack_info(), ptr::null_mut()) };
         c.refused(r, &[N]);
-        Ran
     });
-    m.case(DLPACK, "null-ok:info", |c| {
-        dlpack_valid(c, ptr::null());
-        Ran
-    });
-    m.case(DLPACK, "null-ok:info->wait_semaphore", |c| {
-        dlpack_valid(c, &dlpack_info());
-        Ran
-    });
-    m.case(DLPACK, "null-ok:info->stream", |c| {
+    m.ran(DLPACK, "null-ok:info", |c| dlpack_valid(c, ptr::null()));
+    m.ran(DLPACK, "null-ok:info->wait_semaphore", |c| dlpack_valid(c, &dlpack_info()));
+    m.ran(DLPACK, "null-ok:info->stream", |c| {
         let i = vkcuda_batch_dlpack_info {
             flags: VKCUDA_BATCH_DLPACK_ELEMENT_BIT | VKCUDA_DLPACK_READ_ONLY_BIT,
             index: 2,
             ..dlpack_info()
         };
         dlpack_valid(c, &i);
-        Ran
     });
     m.any(
         DLPACK,

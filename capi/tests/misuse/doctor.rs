@@ -92,12 +92,11 @@ pub fn cases(m: &mut Matrix) {
         }),
     ]);
 
-    m.case(RUN, "null-ok:options", |c| {
+    m.ran(RUN, "null-ok:options", |c| {
         let mut r = poisoned();
         c.succeeded(unsafe { vkcuda_doctor_run(ptr::null(), &mut r) });
         assert!(!r.is_null());
         unsafe { vkcuda_doctor_report_destroy(r) };
-        Ran
     });
     // Every bit but VKCUDA_DOCTOR_RUN_DEEP_BIT; and a known bit does not let an
     // unknown one through (nothing is run).
@@ -113,7 +112,7 @@ pub fn cases(m: &mut Matrix) {
         );
         run_with(c, &o, &[I])
     });
-    m.case(RUN, "deep-ok:options->flags", |c| {
+    m.ran(RUN, "deep-ok:options->flags", |c| {
         // The deep self-test: deep.* checks, whatever this machine can run.
         let o = options(VKCUDA_DOCTOR_RUN_DEEP_BIT, ptr::null(), ptr::null());
         let mut r = poisoned();
@@ -123,7 +122,6 @@ pub fn cases(m: &mut Matrix) {
         let json = unsafe { CStr::from_ptr(j) }.to_string_lossy().into_owned();
         unsafe { vkcuda_doctor_report_destroy(r) };
         assert!(json.contains("\"deep.total\""), "{json}");
-        Ran
     });
     m.case(RUN, "null-ok:options->root", |c| {
         run_with(c, &options(0, ptr::null(), ptr::null()), &[])
@@ -140,14 +138,13 @@ pub fn cases(m: &mut Matrix) {
         run_with(c, &options(0, ptr::null(), &info), &[])
     });
 
-    m.case(SUMMARY, "wrong-kind:report", |c| {
+    m.ran(SUMMARY, "wrong-kind:report", |c| {
         let mut s = Poison::<vkcuda_doctor_summary>::new();
         let res = unsafe { vkcuda_doctor_report_get_summary(c.env.ctx.cast(), s.ptr()) };
         c.refused(res, &[I]);
         s.untouched();
-        Ran
     });
-    m.case(CHECK, "out-of-range:index", |c| {
+    m.ran(CHECK, "out-of-range:index", |c| {
         let r = doctor_report();
         let mut k = Poison::<vkcuda_doctor_check>::new();
         let a = unsafe { vkcuda_doctor_report_get_check(r, u32::MAX, k.ptr()) };
@@ -158,19 +155,16 @@ pub fn cases(m: &mut Matrix) {
         assert_eq!(a, I);
         c.refused(b, &[I]);
         k.untouched();
-        Ran
     });
-    m.case(PAIR, "out-of-range:index", |c| {
+    m.ran(PAIR, "out-of-range:index", |c| {
         let mut p = Poison::<vkcuda_doctor_device_pair>::new();
         let out = p.ptr();
         let res = on_report(|r| unsafe { vkcuda_doctor_report_get_device_pair(r, u32::MAX, out) });
         c.refused(res, &[I]);
         p.untouched();
-        Ran
     });
     const DESTROY: &str = "vkcuda_doctor_report_destroy";
-    m.case(DESTROY, "null-ok:report", |_| {
+    m.ran(DESTROY, "null-ok:report", |_| {
         unsafe { vkcuda_doctor_report_destroy(ptr::null_mut()) };
-        Ran
     });
 }

@@ -176,7 +176,7 @@ pub fn cases(m: &mut Matrix) {
             })
         });
     }
-    m.case(MIP, "plane-0", |c| {
+    m.ran(MIP, "plane-0", |c| {
         let mut a = Poison::<*mut CUmipmappedArray_st>::new();
         let r = unsafe { vkcuda_image_get_plane_cuda_mipmapped_array(c.env.image, 0, a.ptr()) };
         if c.env.cuda {
@@ -188,7 +188,6 @@ pub fn cases(m: &mut Matrix) {
             c.refused(r, &[U]);
             a.nulled();
         }
-        Ran
     });
     for (label, plane, level) in BAD_PLANE_LEVEL {
         m.case(ARRAY, label, move |c| {
@@ -206,14 +205,13 @@ pub fn cases(m: &mut Matrix) {
         })
     });
     for (label, plane, level) in BAD_PLANE_LEVEL {
-        m.case(SURF, label, move |c| {
+        m.ran(SURF, label, move |c| {
             let mut s = Poison::<u64>::new();
             let r = unsafe {
                 vkcuda_image_get_plane_surface_object(c.env.image, plane, level, s.ptr())
             };
             c.refused(r, &[I]);
             s.untouched();
-            Ran
         });
     }
     m.case(SURF, "no-storage-usage", |c| {
@@ -267,10 +265,9 @@ pub fn cases(m: &mut Matrix) {
     );
     m.getter(GET_COLOR, ["image", "color"], |e| e.image, vkcuda_image_get_video_color);
     m.getter(CONVERSION, ["image", "info"], |e| e.image, vkcuda_image_get_ycbcr_conversion_info);
-    m.case(SET_COLOR, "single-plane:image", |c| {
+    m.ran(SET_COLOR, "single-plane:image", |c| {
         let r = unsafe { vkcuda_image_set_video_color(c.env.image, &bt709()) };
         c.refused(r, &[I]);
-        Ran
     });
     m.case(GET_COLOR, "single-plane:image", |c| {
         c.refused_untouched(&[I], |out| unsafe { vkcuda_image_get_video_color(c.env.image, out) })
@@ -319,7 +316,7 @@ pub fn cases(m: &mut Matrix) {
         ),
     ];
     for (f, copy) in copies {
-        m.case(f, "null-ok:stream", move |c| {
+        m.ran(f, "null-ok:stream", move |c| {
             // NULL is the legacy default stream: a real copy with CUDA.
             let p = pitched(c.env);
             let r = unsafe { copy(c.env.image, &p, ptr::null_mut()) };
@@ -329,7 +326,6 @@ pub fn cases(m: &mut Matrix) {
             } else {
                 c.refused(r, &[U]);
             }
-            Ran
         });
         m.case(f, "foreign-stream:stream", move |c| {
             if c.env.cuda {
@@ -412,7 +408,7 @@ pub fn cases(m: &mut Matrix) {
         }),
     ];
     crate::image::wrap_cases(m, muts);
-    m.case("vkcuda_image_wrap", "same-as-memory:info->planes", |c| {
+    m.ran("vkcuda_image_wrap", "same-as-memory:info->planes", |c| {
         // planes[0] equal to memory/allocation_size is plane 0 given twice: fine.
         let mut i = c.env.image_wrap_info();
         i.planes[0] = vkcuda_image_plane_memory {
@@ -422,53 +418,47 @@ pub fn cases(m: &mut Matrix) {
         let mut im = ptr::null_mut();
         c.succeeded(unsafe { vkcuda_image_wrap(c.env.ctx, &i, &mut im) });
         unsafe { vkcuda_image_destroy(im) };
-        Ran
     });
 
     // -- multi-fd sharing
     for (label, count) in BAD_FD_COUNTS {
-        m.case(SEND, label, move |c| {
+        m.ran(SEND, label, move |c| {
             let (a, b) = socketpair();
             let d = c.env.describe(Kind::Buffer);
             let fds = [c.env.buffer_fd(), c.env.buffer_fd()];
             let r = unsafe { vkcuda_share_send_fds(a, &d, fds.as_ptr(), count, &options()) };
             c.refused(r, &[I]);
             [a, b, fds[0], fds[1]].into_iter().for_each(close);
-            Ran
         });
     }
-    m.case(SEND, "closed:fds", |c| {
+    m.ran(SEND, "closed:fds", |c| {
         let (a, b) = socketpair();
         let d = c.env.describe(Kind::Buffer);
         let fd = closed_fd();
         let r = unsafe { vkcuda_share_send_fds(a, &d, &fd, 1, &options()) };
         c.refused(r, &[I]);
         [a, b].into_iter().for_each(close);
-        Ran
     });
     send_cases(m, SEND, |s, d, fd, o| unsafe { vkcuda_share_send_fds(s, d, &fd, 1, o) });
-    m.case("vkcuda_share_send", "multi-fd-description", |c| {
+    m.ran("vkcuda_share_send", "multi-fd-description", |c| {
         // A description that comes with 2 fds: vkcuda_share_send takes one.
         let (a, b) = socketpair();
         let d = nv12_description(c.env);
         let fd = c.env.buffer_fd();
         c.refused(unsafe { vkcuda_share_send(a, &d, fd, &options()) }, &[I]);
         [a, b, fd].into_iter().for_each(close);
-        Ran
     });
-    m.case(RECV, "zero:fd_capacity", |c| {
+    m.ran(RECV, "zero:fd_capacity", |c| {
         let (a, b) = socketpair();
         receive_fds_refused(c, a, &options(), 0, &[I]);
         [a, b].into_iter().for_each(close);
-        Ran
     });
-    m.case(RECV, "too-small:fd_capacity", |c| {
+    m.ran(RECV, "too-small:fd_capacity", |c| {
         // A 2-fd description to a caller with room for 1: both fds closed.
         let (a, b) = socketpair();
         send_nv12(c.env, b);
         receive_fds_refused(c, a, &options(), 1, &[I]);
         [a, b].into_iter().for_each(close);
-        Ran
     });
     m.case("vkcuda_share_receive", "multi-fd-description", |c| {
         // vkcuda_share_receive returns one fd: a 2-fd description is refused, both closed.
@@ -492,7 +482,7 @@ pub fn cases(m: &mut Matrix) {
         c.refused_made(r, want, out, vkcuda_image_destroy);
     };
     for (label, count) in BAD_FD_COUNTS {
-        m.case(IMPORT, label, move |c| {
+        m.ran(IMPORT, label, move |c| {
             let d = c.env.describe(Kind::Image);
             let fds = [c.env.image_fd(), c.env.image_fd()];
             import_fails(c, c.env.ctx, &d, fds.as_ptr(), count, &[I]);
@@ -500,41 +490,36 @@ pub fn cases(m: &mut Matrix) {
                 assert!(fd_is_open(f), "a refused import leaves the fds alone");
                 close(f);
             }
-            Ran
         });
     }
-    m.case(IMPORT, "same-fd-twice:fds", move |c| {
+    m.ran(IMPORT, "same-fd-twice:fds", move |c| {
         let d = nv12_description(c.env);
         let fd = c.env.image_fd();
         let fds = [fd, fd];
         import_fails(c, c.env.ctx, &d, fds.as_ptr(), 2, &[I]);
         assert!(fd_is_open(fd));
         close(fd);
-        Ran
     });
-    m.case(IMPORT, "pipe:fds", move |c| {
+    m.ran(IMPORT, "pipe:fds", move |c| {
         let d = c.env.describe(Kind::Image);
         let (r, w) = pipe();
         import_fails(c, c.env.ctx, &d, &r, 1, &[I, VKCUDA_ERROR_VULKAN]);
         assert!(fd_is_open(r));
         [r, w].into_iter().for_each(close);
-        Ran
     });
-    m.case(IMPORT, "other-device:description->device_uuid", move |c| {
+    m.ran(IMPORT, "other-device:description->device_uuid", move |c| {
         let mut d = c.env.describe(Kind::Image);
         d.device_uuid[0] ^= 0xFF;
         let fd = c.env.image_fd();
         import_fails(c, c.env.ctx, &d, &fd, 1, &[MISMATCH]);
         assert!(fd_is_open(fd));
         close(fd);
-        Ran
     });
-    m.case(IMPORT, "wrong-kind:description->kind", move |c| {
+    m.ran(IMPORT, "wrong-kind:description->kind", move |c| {
         let d = c.env.describe(Kind::Buffer);
         let fd = c.env.buffer_fd();
         import_fails(c, c.env.ctx, &d, &fd, 1, &[I]);
         close(fd);
-        Ran
     });
     description_cases(m, IMPORT, move |c, d, want| {
         let fd = c.env.image_fd();
@@ -564,13 +549,12 @@ pub fn cases(m: &mut Matrix) {
             Ran
         },
     );
-    m.case("vkcuda_image_export_fd", "multi-planar", |c| {
+    m.ran("vkcuda_image_export_fd", "multi-planar", |c| {
         // Without a multi-planar image on this device the refusal is checked in
         // tests/planar.rs; here: a single-plane image exports as before.
         let mut fd = -1;
         c.succeeded(unsafe { vkcuda_image_export_fd(c.env.image, &mut fd) });
         close(fd);
-        Ran
     });
 }
 

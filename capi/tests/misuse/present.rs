@@ -246,9 +246,8 @@ pub fn cases(m: &mut Matrix) {
             unsafe { vkcuda_present_ring_cmd_present(r.0, e.cmd, e.vk.family, &t, o.plain()) }
         }),
     ]);
-    m.case("vkcuda_present_ring_destroy", "null-ok:ring", |_| {
+    m.ran("vkcuda_present_ring_destroy", "null-ok:ring", |_| {
         unsafe { vkcuda_present_ring_destroy(ptr::null_mut()) };
-        Ran
     });
 
     // Create: every field of the info.
@@ -282,7 +281,7 @@ pub fn cases(m: &mut Matrix) {
         c.refused_made(res, want, r, vkcuda_present_ring_destroy);
         Ran
     });
-    m.case(CREATE, "too-large:info->width", |c| {
+    m.ran(CREATE, "too-large:info->width", |c| {
         let i = CI {
             width: 1 << 30,
             ..create_info()
@@ -290,7 +289,6 @@ pub fn cases(m: &mut Matrix) {
         let mut r = poisoned();
         let res = unsafe { vkcuda_present_ring_create(c.env.ctx, &i, &mut r) };
         c.refused_made(res, &[I, UNSUP], r, vkcuda_present_ring_destroy);
-        Ran
     });
 
     // Slots past the end.
@@ -357,13 +355,12 @@ pub fn cases(m: &mut Matrix) {
         c.refused(unsafe { vkcuda_present_ring_set_video_color(r.0, color) }, want);
         Ran
     });
-    m.case(COLOR, "not-video:ring", |c| {
+    m.ran(COLOR, "not-video:ring", |c| {
         let r = Ring::new(c.env);
         c.refused(
             unsafe { vkcuda_present_ring_set_video_color(r.0, &video_color()) },
             &[I],
         );
-        Ran
     });
 
     // Queue families the device has not.
@@ -388,21 +385,19 @@ pub fn cases(m: &mut Matrix) {
             vkcuda_present_ring_cuda_begin(r.0, ptr::null_mut(), o)
         })
     });
-    m.case(CUDA_END, "not-begun:frame", |c| {
+    m.ran(CUDA_END, "not-begun:frame", |c| {
         let r = Ring::new(c.env);
         c.refused(
             unsafe { vkcuda_present_ring_cuda_end(r.0, 1, ptr::null_mut()) },
             &[U, STATE],
         );
-        Ran
     });
-    m.case(CUDA_END, "null-ok:stream", |c| {
+    m.ran(CUDA_END, "null-ok:stream", |c| {
         let (r, w) = Ring::with_frame(c.env, true);
         c.refused(
             unsafe { vkcuda_present_ring_cuda_end(r.0, w.frame, ptr::null_mut()) },
             &[U, STATE],
         );
-        Ran
     });
 
     // The producer's book-keeping.
@@ -418,24 +413,22 @@ pub fn cases(m: &mut Matrix) {
             vkcuda_present_ring_begin_write(r.0, o)
         })
     });
-    m.case(END, "other:frame", |c| {
+    m.ran(END, "other:frame", |c| {
         let (r, w) = Ring::with_frame(c.env, false);
         c.refused(
             unsafe { vkcuda_present_ring_end_write(r.0, w.frame + 1) },
             &[STATE],
         );
-        Ran
     });
 
     // Upload: the write must be the one begin_write handed out.
-    m.case(UPLOAD, "bad:queue_family_index", |c| {
+    m.ran(UPLOAD, "bad:queue_family_index", |c| {
         let (r, w) = Ring::with_frame(c.env, false);
         let b = buffer_info(c.env.buffer).buffer;
         c.refused(
             unsafe { vkcuda_present_ring_cmd_upload(r.0, c.env.cmd, 99, &w, b, 0) },
             &[I],
         );
-        Ran
     });
     type W = vkcuda_present_write;
     let fields: [(&str, Change<W>, vkcuda_result); 6] = [
@@ -447,7 +440,7 @@ pub fn cases(m: &mut Matrix) {
         ("other:write->signal_value", |w| w.signal_value += 2, I),
     ];
     for (label, change, want) in fields {
-        m.case(UPLOAD, label, move |c| {
+        m.ran(UPLOAD, label, move |c| {
             let (r, mut w) = Ring::with_frame(c.env, false);
             change(&mut w);
             let b = buffer_info(c.env.buffer).buffer;
@@ -455,7 +448,6 @@ pub fn cases(m: &mut Matrix) {
                 unsafe { vkcuda_present_ring_cmd_upload(r.0, c.env.cmd, c.env.vk.family, &w, b, 0) },
                 &[want],
             );
-            Ran
         });
     }
     m.any(
@@ -524,7 +516,7 @@ pub fn cases(m: &mut Matrix) {
         ("zero-records-nothing:target->height", |t| t.height = 0),
     ];
     for (label, change) in dims {
-        m.case(PRESENT, label, move |c| {
+        m.ran(PRESENT, label, move |c| {
             let (r, _) = Ring::with_frame(c.env, true);
             let mut t = target(c.env);
             change(&mut t);
@@ -533,7 +525,6 @@ pub fn cases(m: &mut Matrix) {
                 unsafe { vkcuda_present_ring_cmd_present(r.0, c.env.cmd, c.env.vk.family, &t, s.ptr()) };
             c.succeeded(res);
             assert_eq!(unsafe { (*s.ptr()).recorded }, 0, "{label}: a zero extent records nothing");
-            Ran
         });
     }
     for (path, why) in [

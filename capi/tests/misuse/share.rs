@@ -415,12 +415,11 @@ pub fn description_cases(
     let call = Rc::new(call);
     for (kind, mu) in description_mutations() {
         let call = call.clone();
-        m.case(f, &mu.label, move |c| {
+        m.ran(f, &mu.label, move |c| {
             let mut d = c.env.describe(kind);
             (mu.apply)(c.env, &mut d);
             let want = if mu.record_ok { &[][..] } else { &mu.want[..] };
             call(c, &d, want);
-            Ran
         });
     }
 }
@@ -493,14 +492,13 @@ pub fn cases(m: &mut Matrix) {
             })
         });
     }
-    m.case(SER, "larger:size", |c| {
+    m.ran(SER, "larger:size", |c| {
         // Room for more: exactly one record is written, the rest is left alone.
         let d = c.env.describe(Kind::Buffer);
         let mut b = [0xA5u8; 2 * SIZE];
         c.succeeded(unsafe { vkcuda_share_description_serialize(&d, b.as_mut_ptr(), b.len()) });
         assert_eq!(&b[..8], b"VKCUDASH");
         assert!(b[SIZE..].iter().all(|&x| x == 0xA5));
-        Ran
     });
     m.any(
         SER,
@@ -586,7 +584,7 @@ pub fn cases(m: &mut Matrix) {
             ("absurd:fd", i32::MAX),
             ("closed:fd", -2),
         ] {
-            m.case(f, label, move |c| {
+            m.ran(f, label, move |c| {
                 let d = c.env.describe(kind);
                 let fd = if bad == -2 { closed_fd() } else { bad };
                 let want: &[vkcuda_result] = if kind == Kind::Semaphore && c.env.timeline.is_none()
@@ -596,10 +594,9 @@ pub fn cases(m: &mut Matrix) {
                     &[I]
                 };
                 fails(c, &d, fd, want);
-                Ran
             });
         }
-        m.case(f, "pipe:fd", move |c| {
+        m.ran(f, "pipe:fd", move |c| {
             let d = c.env.describe(kind);
             let (r, w) = pipe();
             let want: &[vkcuda_result] = if kind == Kind::Semaphore && c.env.timeline.is_none() {
@@ -611,16 +608,14 @@ pub fn cases(m: &mut Matrix) {
             assert!(fd_is_open(r));
             close(r);
             close(w);
-            Ran
         });
-        m.case(f, "other-device:description->device_uuid", move |c| {
+        m.ran(f, "other-device:description->device_uuid", move |c| {
             let mut d = c.env.describe(kind);
             d.device_uuid[0] ^= 0xFF;
             let fd = c.env.memory_fd(kind);
             fails(c, &d, fd, &[MISMATCH]);
             assert!(fd_is_open(fd));
             close(fd);
-            Ran
         });
         for other in [Kind::Buffer, Kind::Semaphore, Kind::Image] {
             if other == kind {
@@ -663,7 +658,7 @@ pub fn cases(m: &mut Matrix) {
             UNSUP,
         ),
     ] {
-        m.case("vkcuda_buffer_import_description", label, move |c| {
+        m.ran("vkcuda_buffer_import_description", label, move |c| {
             let d = c.env.describe(Kind::Buffer);
             let fd = c.env.buffer_fd();
             let mut b = poisoned();
@@ -671,7 +666,6 @@ pub fn cases(m: &mut Matrix) {
             c.refused_made(r, &[want], b, vkcuda_buffer_destroy);
             assert!(fd_is_open(fd));
             close(fd);
-            Ran
         });
     }
     import_cases::<vkcuda_semaphore>(
@@ -695,18 +689,17 @@ pub fn cases(m: &mut Matrix) {
         ("closed:fd", -2),
         ("absurd:fd", i32::MAX),
     ] {
-        m.case(SEND, label, move |c| {
+        m.ran(SEND, label, move |c| {
             let (a, b) = socketpair();
             let d = c.env.describe(Kind::Buffer);
             let fd = if bad == -2 { closed_fd() } else { bad };
             c.refused(unsafe { vkcuda_share_send(a, &d, fd, &options()) }, &[I]);
             [a, b].into_iter().for_each(close);
-            Ran
         });
     }
     send_cases(m, SEND, |s, d, fd, o| unsafe { vkcuda_share_send(s, d, fd, o) });
 
-    m.case(RECV, "garbage-record", |c| {
+    m.ran(RECV, "garbage-record", |c| {
         // The peer sends 128 bytes that are not a record, with an fd: refused, fd closed.
         let (a, b) = socketpair();
         let junk = [0x5Au8; SIZE];
@@ -716,7 +709,6 @@ pub fn cases(m: &mut Matrix) {
         );
         receive_refused(c, a, &options(), &[I]);
         [a, b].into_iter().for_each(close);
-        Ran
     });
     socket_cases(m, RECV, true, |_| None, receive_refused);
 
@@ -772,14 +764,13 @@ pub fn cases(m: &mut Matrix) {
                 with_socket(|s| unsafe { receive(e.ctx, s, &options(), ptr::null_mut()) })
             }),
         ]);
-        m.case(f, "peer-closed", move |c| {
+        m.ran(f, "peer-closed", move |c| {
             let (a, b) = socketpair();
             close(b);
             let mut out = poisoned();
             let r = unsafe { receive(c.env.ctx, a, &options(), &mut out) };
             c.refused_made(r, &[VKCUDA_ERROR_INVALID_STATE], out, destroy);
             close(a);
-            Ran
         });
         socket_cases(
             m,
@@ -825,7 +816,7 @@ pub fn cases(m: &mut Matrix) {
             UNSUP,
         ),
     ] {
-        m.case("vkcuda_buffer_receive", label, move |c| {
+        m.ran("vkcuda_buffer_receive", label, move |c| {
             let (a, b) = socketpair();
             let mut o = options();
             o.buffer_usage = usage;
@@ -833,7 +824,6 @@ pub fn cases(m: &mut Matrix) {
             let r = unsafe { vkcuda_buffer_receive(c.env.ctx, a, &o, &mut out) };
             c.refused_made(r, &[want], out, vkcuda_buffer_destroy);
             [a, b].into_iter().for_each(close);
-            Ran
         });
     }
 }
