@@ -9,7 +9,6 @@ use ash::vk;
 use crate::support::*;
 use crate::env::{Driver, Env};
 use crate::matrix::*;
-use crate::nulls::null;
 
 const VULKAN_ONLY: u32 = VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT;
 
@@ -67,18 +66,10 @@ fn create_cases(m: &mut Matrix, f: &'static str, create: Create) {
         c.refused_made(r, want, ctx, vkcuda_context_destroy);
     };
     type CI = vkcuda_context_create_info;
-    let muts: Vec<Mutation<CI>> = vec![
-        mutation("unknown-bits:info->flags", &[I], |_, i: &mut CI| {
-            i.flags |= 0x8000_0000
-        }),
-        mutation("standalone-bit:info->flags", &[I], |_, i: &mut CI| {
-            i.flags |= VKCUDA_CONTEXT_CREATE_PHYSICAL_DEVICE_INDEX_BIT
-        }),
-        mutation(
-            "with-vulkan-only:info->cuda_context",
-            &[I],
-            |_, i: &mut CI| i.cuda_context = 0x1000 as *mut CUctx_st,
-        ),
+    let muts: Vec<Mutation<CI>> = muts![CI;
+        "unknown-bits:info->flags" [I] => |_, i| i.flags |= 0x8000_0000;
+        "standalone-bit:info->flags" [I] => |_, i| i.flags |= VKCUDA_CONTEXT_CREATE_PHYSICAL_DEVICE_INDEX_BIT;
+        "with-vulkan-only:info->cuda_context" [I] => |_, i| i.cuda_context = 0x1000 as *mut CUctx_st;
     ];
     mutations(
         m,
@@ -185,68 +176,60 @@ pub fn cases(m: &mut Matrix) {
     const HANDLES: &str = "vkcuda_context_get_vulkan_handles";
     const CUDA_INFO: &str = "vkcuda_context_get_cuda_info";
     const DRIVER: &str = "vkcuda_cuda_driver_get_version";
-    m.nulls(vec![
-        null(EXTS, "count", |_, o| unsafe {
+    m.nulls(nulls![
+        EXTS, "count" => |_, o| unsafe {
             vkcuda_device_extensions_enumerate(
                 ptr::null_mut(),
                 o.plain::<[*const c_char; 8]>().cast(),
             )
-        }),
-        null(QUERY, "instance", |e, o| unsafe {
+        };
+        QUERY, "instance" => |e, o| unsafe {
             vkcuda_physical_device_query(
                 vk::Instance::null(),
                 e.engine.physical,
                 gipa(e),
                 o.plain(),
             )
-        }),
-        null(QUERY, "physical_device", |e, o| unsafe {
+        };
+        QUERY, "physical_device" => |e, o| unsafe {
             let instance = e.engine.instance.handle();
             vkcuda_physical_device_query(instance, vk::PhysicalDevice::null(), gipa(e), o.plain())
-        }),
-        null(QUERY, "get_instance_proc_addr", |e, o| unsafe {
+        };
+        QUERY, "get_instance_proc_addr" => |e, o| unsafe {
             let instance = e.engine.instance.handle();
             vkcuda_physical_device_query(instance, e.engine.physical, None, o.plain())
-        }),
-        null(QUERY, "support", |e, _| unsafe {
+        };
+        QUERY, "support" => |e, _| unsafe {
             let instance = e.engine.instance.handle();
             vkcuda_physical_device_query(instance, e.engine.physical, gipa(e), ptr::null_mut())
-        }),
-        null(ENUM, "count", |_, o| unsafe {
+        };
+        ENUM, "count" => |_, o| unsafe {
             let supports = o.plain::<[vkcuda_physical_device_support; 1]>();
             vkcuda_physical_devices_enumerate(ptr::null_mut(), supports.cast())
-        }),
-        null(STANDALONE, "context", |_, _| unsafe {
-            vkcuda_context_create_standalone(ptr::null(), ptr::null_mut())
-        }),
-        null(DRIVER, "version", |_, _| unsafe {
-            vkcuda_cuda_driver_get_version(ptr::null_mut())
-        }),
+        };
+        STANDALONE, "context" => |_, _| unsafe { vkcuda_context_create_standalone(ptr::null(), ptr::null_mut()) };
+        DRIVER, "version" => |_, _| unsafe { vkcuda_cuda_driver_get_version(ptr::null_mut()) };
     ]);
     for (f, create) in CREATES {
-        m.nulls(vec![
-            null(f, "info", move |_, o| unsafe {
-                create(ptr::null(), o.handle(vkcuda_context_destroy))
-            }),
-            null(f, "context", move |e, _| unsafe {
-                create(&create_info(e, |_| ()), ptr::null_mut())
-            }),
-            null(f, "info->instance", move |e, o| unsafe {
+        m.nulls(nulls![
+            f, "info" => |_, o| unsafe { create(ptr::null(), o.handle(vkcuda_context_destroy)) };
+            f, "context" => |e, _| unsafe { create(&create_info(e, |_| ()), ptr::null_mut()) };
+            f, "info->instance" => |e, o| unsafe {
                 let i = create_info(e, |i| i.instance = vk::Instance::null());
                 create(&i, o.handle(vkcuda_context_destroy))
-            }),
-            null(f, "info->physical_device", move |e, o| unsafe {
+            };
+            f, "info->physical_device" => |e, o| unsafe {
                 let i = create_info(e, |i| i.physical_device = vk::PhysicalDevice::null());
                 create(&i, o.handle(vkcuda_context_destroy))
-            }),
-            null(f, "info->device", move |e, o| unsafe {
+            };
+            f, "info->device" => |e, o| unsafe {
                 let i = create_info(e, |i| i.device = vk::Device::null());
                 create(&i, o.handle(vkcuda_context_destroy))
-            }),
-            null(f, "info->get_instance_proc_addr", move |e, o| unsafe {
+            };
+            f, "info->get_instance_proc_addr" => |e, o| unsafe {
                 let i = create_info(e, |i| i.get_instance_proc_addr = None);
                 create(&i, o.handle(vkcuda_context_destroy))
-            }),
+            };
         ]);
     }
     m.getter(HANDLES, ["context", "handles"], |e| e.ctx, vkcuda_context_get_vulkan_handles);

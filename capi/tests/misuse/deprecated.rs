@@ -11,7 +11,6 @@ use ash::vk;
 
 use crate::env::{Driver, Env};
 use crate::matrix::*;
-use crate::nulls::null;
 use crate::support::*;
 
 /// The bytes of an output (for structs without padding).
@@ -31,38 +30,34 @@ pub fn cases(m: &mut Matrix) {
     const CUDA: &str = "vkcuda_context_get_cuda";
     const DRIVER: &str = "vkcuda_cuda_driver_version";
     const LIVE: &str = "vkcuda_get_live_objects";
-    m.nulls(vec![
-        null(QUERY, "instance", |e, o| unsafe {
+    m.nulls(nulls![
+        QUERY, "instance" => |e, o| unsafe {
             vkcuda_query_physical_device(vk::Instance::null(), e.engine.physical, gipa(e), o.plain())
-        }),
-        null(QUERY, "physical_device", |e, o| unsafe {
+        };
+        QUERY, "physical_device" => |e, o| unsafe {
             let instance = e.engine.instance.handle();
             vkcuda_query_physical_device(instance, vk::PhysicalDevice::null(), gipa(e), o.plain())
-        }),
-        null(QUERY, "get_instance_proc_addr", |e, o| unsafe {
+        };
+        QUERY, "get_instance_proc_addr" => |e, o| unsafe {
             let instance = e.engine.instance.handle();
             vkcuda_query_physical_device(instance, e.engine.physical, None, o.plain())
-        }),
-        null(QUERY, "support", |e, _| unsafe {
+        };
+        QUERY, "support" => |e, _| unsafe {
             let instance = e.engine.instance.handle();
             vkcuda_query_physical_device(instance, e.engine.physical, gipa(e), ptr::null_mut())
-        }),
-        null(ENUM, "count", |_, o| unsafe {
+        };
+        ENUM, "count" => |_, o| unsafe {
             let supports = o.plain::<[vkcuda_physical_device_support; 1]>();
             vkcuda_enumerate_physical_devices(ptr::null_mut(), supports.cast())
-        }),
-        null(EXTS, "count", |_, o| unsafe {
+        };
+        EXTS, "count" => |_, o| unsafe {
             vkcuda_enumerate_device_extensions(
                 ptr::null_mut(),
                 o.plain::<[*const c_char; 8]>().cast(),
             )
-        }),
-        null(DRIVER, "version", |_, _| unsafe {
-            vkcuda_cuda_driver_version(ptr::null_mut())
-        }),
-        null(LIVE, "counts", |_, _| unsafe {
-            vkcuda_get_live_objects(ptr::null_mut())
-        }),
+        };
+        DRIVER, "version" => |_, _| unsafe { vkcuda_cuda_driver_version(ptr::null_mut()) };
+        LIVE, "counts" => |_, _| unsafe { vkcuda_get_live_objects(ptr::null_mut()) };
     ]);
     m.getter(VULKAN, ["context", "handles"], |e| e.ctx, vkcuda_context_get_vulkan);
     m.getter(CUDA, ["context", "cuda_info"], |e| e.ctx, vkcuda_context_get_cuda);

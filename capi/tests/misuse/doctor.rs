@@ -6,7 +6,6 @@ use std::ptr;
 use ash::vk;
 
 use crate::matrix::*;
-use crate::nulls::null;
 use crate::support::*;
 
 fn doctor_report() -> *mut vkcuda_doctor_report {
@@ -57,39 +56,25 @@ pub fn cases(m: &mut Matrix) {
     const PAIR: &str = "vkcuda_doctor_report_get_device_pair";
     const JSON: &str = "vkcuda_doctor_report_get_json";
     let out = vkcuda_doctor_report_destroy;
-    m.nulls(vec![
-        null(RUN, "report", |_, _| unsafe {
-            vkcuda_doctor_run(ptr::null(), ptr::null_mut())
-        }),
-        null(RUN, "options->engine->instance", move |e, o| {
+    m.nulls(nulls![
+        RUN, "report" => |_, _| unsafe { vkcuda_doctor_run(ptr::null(), ptr::null_mut()) };
+        RUN, "options->engine->instance" => |e, o| {
             let mut info = e.engine.create_info(0);
             info.instance = vk::Instance::null();
             unsafe { vkcuda_doctor_run(&options(0, ptr::null(), &info), o.handle(out)) }
-        }),
-        null(SUMMARY, "report", |_, o| unsafe {
-            vkcuda_doctor_report_get_summary(ptr::null(), o.plain())
-        }),
-        null(SUMMARY, "summary", |_, _| {
+        };
+        SUMMARY, "report" => |_, o| unsafe { vkcuda_doctor_report_get_summary(ptr::null(), o.plain()) };
+        SUMMARY, "summary" => |_, _| {
             on_report(|r| unsafe { vkcuda_doctor_report_get_summary(r, ptr::null_mut()) })
-        }),
-        null(CHECK, "report", |_, o| unsafe {
-            vkcuda_doctor_report_get_check(ptr::null(), 0, o.plain())
-        }),
-        null(CHECK, "check", |_, _| {
-            on_report(|r| unsafe { vkcuda_doctor_report_get_check(r, 0, ptr::null_mut()) })
-        }),
-        null(PAIR, "report", |_, o| unsafe {
-            vkcuda_doctor_report_get_device_pair(ptr::null(), 0, o.plain())
-        }),
-        null(PAIR, "pair", |_, _| {
+        };
+        CHECK, "report" => |_, o| unsafe { vkcuda_doctor_report_get_check(ptr::null(), 0, o.plain()) };
+        CHECK, "check" => |_, _| on_report(|r| unsafe { vkcuda_doctor_report_get_check(r, 0, ptr::null_mut()) });
+        PAIR, "report" => |_, o| unsafe { vkcuda_doctor_report_get_device_pair(ptr::null(), 0, o.plain()) };
+        PAIR, "pair" => |_, _| {
             on_report(|r| unsafe { vkcuda_doctor_report_get_device_pair(r, 0, ptr::null_mut()) })
-        }),
-        null(JSON, "report", |_, o| unsafe {
-            vkcuda_doctor_report_get_json(ptr::null(), o.plain())
-        }),
-        null(JSON, "json", |_, _| {
-            on_report(|r| unsafe { vkcuda_doctor_report_get_json(r, ptr::null_mut()) })
-        }),
+        };
+        JSON, "report" => |_, o| unsafe { vkcuda_doctor_report_get_json(ptr::null(), o.plain()) };
+        JSON, "json" => |_, _| on_report(|r| unsafe { vkcuda_doctor_report_get_json(r, ptr::null_mut()) });
     ]);
 
     m.ran(RUN, "null-ok:options", |c| {

@@ -7,7 +7,6 @@ use ash::vk;
 
 use crate::support::*;
 use crate::matrix::*;
-use crate::nulls::null;
 
 type BufferBarrier = unsafe extern "C" fn(
     *const vkcuda_buffer,
@@ -34,16 +33,10 @@ pub fn cases(m: &mut Matrix) {
         ),
     ];
     for (f, call) in buffers {
-        m.nulls(vec![
-            null(f, "buffer", move |e, _| unsafe {
-                call(ptr::null(), e.cmd, &handoff_info(0))
-            }),
-            null(f, "command_buffer", move |e, _| unsafe {
-                call(e.buffer, vk::CommandBuffer::null(), &handoff_info(0))
-            }),
-            null(f, "info", move |e, _| unsafe {
-                call(e.buffer, e.cmd, ptr::null())
-            }),
+        m.nulls(nulls![
+            f, "buffer" => |e, _| unsafe { call(ptr::null(), e.cmd, &handoff_info(0)) };
+            f, "command_buffer" => |e, _| unsafe { call(e.buffer, vk::CommandBuffer::null(), &handoff_info(0)) };
+            f, "info" => |e, _| unsafe { call(e.buffer, e.cmd, ptr::null()) };
         ]);
         handoff_cases(m, f, move |c, h| unsafe { call(c.env.buffer, c.env.cmd, h) });
     }
@@ -64,21 +57,17 @@ pub fn cases(m: &mut Matrix) {
         ),
     ];
     for (f, call, layout, release) in images {
-        m.nulls(vec![
-            null(f, "image", move |e, _| unsafe {
-                call(ptr::null(), e.cmd, &handoff_info(0), general)
-            }),
-            null(f, "command_buffer", move |e, _| unsafe {
+        m.nulls(nulls![
+            f, "image" => |e, _| unsafe { call(ptr::null(), e.cmd, &handoff_info(0), general) };
+            f, "command_buffer" => |e, _| unsafe {
                 call(
                     e.image,
                     vk::CommandBuffer::null(),
                     &handoff_info(0),
                     general,
                 )
-            }),
-            null(f, "info", move |e, _| unsafe {
-                call(e.image, e.cmd, ptr::null(), general)
-            }),
+            };
+            f, "info" => |e, _| unsafe { call(e.image, e.cmd, ptr::null(), general) };
         ]);
         handoff_cases(m, f, move |c, h| unsafe {
             call(c.env.image, c.env.cmd, h, general)
@@ -374,14 +363,10 @@ pub fn batch_cases(m: &mut Matrix) {
             image: ptr::null(),
             layout: 0,
         };
-        m.nulls(vec![
-            null(f, "resources", move |e, _| unsafe {
-                call(1, ptr::null(), e.cmd, &handoff_info(0))
-            }),
-            null(f, "command_buffer", move |e, _| unsafe {
-                call(1, &one(e), vk::CommandBuffer::null(), &handoff_info(0))
-            }),
-            null(f, "info", move |e, _| unsafe { call(1, &one(e), e.cmd, ptr::null()) }),
+        m.nulls(nulls![
+            f, "resources" => |e, _| unsafe { call(1, ptr::null(), e.cmd, &handoff_info(0)) };
+            f, "command_buffer" => |e, _| unsafe { call(1, &one(e), vk::CommandBuffer::null(), &handoff_info(0)) };
+            f, "info" => |e, _| unsafe { call(1, &one(e), e.cmd, ptr::null()) };
         ]);
         handoff_cases(m, f, move |c, h| unsafe { call(1, &one(c.env), c.env.cmd, h) });
         m.ran(f, "zero:resource_count", move |c| c.succeeded(unsafe { call(0, ptr::null(), c.env.cmd, &handoff_info(0)) }));

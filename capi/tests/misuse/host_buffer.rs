@@ -3,7 +3,6 @@
 use std::ptr;
 
 use crate::matrix::*;
-use crate::nulls::null;
 use crate::support::*;
 
 const CREATE: &str = "vkcuda_host_buffer_create";
@@ -19,13 +18,9 @@ fn create_fails(c: &Call, size: u64, want: &[vkcuda_result]) -> Outcome {
 
 pub fn cases(m: &mut Matrix) {
     let out = vkcuda_host_buffer_destroy;
-    m.nulls(vec![
-        null(CREATE, "context", move |_, o| unsafe {
-            vkcuda_host_buffer_create(ptr::null(), 4096, o.handle(out))
-        }),
-        null(CREATE, "host_buffer", |e, _| unsafe {
-            vkcuda_host_buffer_create(e.ctx, 4096, ptr::null_mut())
-        }),
+    m.nulls(nulls![
+        CREATE, "context" => |_, o| unsafe { vkcuda_host_buffer_create(ptr::null(), 4096, o.handle(out)) };
+        CREATE, "host_buffer" => |e, _| unsafe { vkcuda_host_buffer_create(e.ctx, 4096, ptr::null_mut()) };
     ]);
     m.getter(
         INFO,

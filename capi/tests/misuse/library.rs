@@ -7,14 +7,11 @@ use ash::vk;
 
 use crate::support::*;
 use crate::matrix::*;
-use crate::nulls::null;
 
 pub fn cases(m: &mut Matrix) {
-    m.nulls(vec![null(
-        "vkcuda_live_objects_get",
-        "counts",
-        |_, _| unsafe { vkcuda_live_objects_get(ptr::null_mut()) },
-    )]);
+    m.nulls(nulls![
+        "vkcuda_live_objects_get", "counts" => |_, _| unsafe { vkcuda_live_objects_get(ptr::null_mut()) };
+    ]);
 
     m.ran("vkcuda_version", "call", |_| {
         let v = vkcuda_version();

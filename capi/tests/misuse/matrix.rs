@@ -371,10 +371,11 @@ macro_rules! muts {
 }
 pub(crate) use muts;
 
-/// NULL rows (`nulls::null`), one a line: `FUNCTION, "ARG" => |ENV, OUT| CALL;`.
+/// NULL rows (`nulls::null`), one a line: `FUNCTION, "ARG" => |ENV, OUT| CALL;`
+/// (`@needs(SKIP)` before the `=>`: `NullRow::needs`).
 macro_rules! nulls {
-    ($($f:expr, $arg:literal => |$e:tt, $o:tt| $call:expr;)*) => {
-        vec![$(crate::nulls::null($f, $arg, move |$e, $o| $call)),*]
+    ($($f:expr, $arg:tt $(@needs($needs:expr))? => |$e:tt, $o:tt| $call:expr;)*) => {
+        vec![$(crate::nulls::null($f, $arg, move |$e, $o| $call)$(.needs($needs))?),*]
     };
 }
 pub(crate) use nulls;

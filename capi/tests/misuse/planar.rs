@@ -10,7 +10,7 @@ use ash::vk;
 use crate::support::*;
 use crate::env::{Env, Kind};
 use crate::matrix::*;
-use crate::nulls::{get0, get00, null, Out};
+use crate::nulls::{get0, get00, Out};
 use crate::share::{description_cases, options, receive_refused, send_cases, socket_cases};
 
 const MIP: &str = "vkcuda_image_get_plane_cuda_mipmapped_array";
@@ -76,65 +76,51 @@ pub fn cases(m: &mut Matrix) {
     let image_out = vkcuda_image_destroy;
     let copy_from = vkcuda_image_cuda_copy_from_pitched;
     let copy_to = vkcuda_image_cuda_copy_to_pitched;
-    m.nulls(vec![
-        null(TEX, "image", |_, o| unsafe {
+    m.nulls(nulls![
+        TEX, "image" => |_, o| unsafe {
             vkcuda_image_create_plane_texture_object(ptr::null(), 0, &texture_info(), o.plain())
-        }),
-        null(TEX, "info", |e, o| unsafe {
-            vkcuda_image_create_plane_texture_object(e.image, 0, ptr::null(), o.plain())
-        }),
-        null(TEX, "texture", |e, _| unsafe {
+        };
+        TEX, "info" => |e, o| unsafe { vkcuda_image_create_plane_texture_object(e.image, 0, ptr::null(), o.plain()) };
+        TEX, "texture" => |e, _| unsafe {
             vkcuda_image_create_plane_texture_object(e.image, 0, &texture_info(), ptr::null_mut())
-        }),
-        null(SET_COLOR, "image", |_, _| unsafe {
-            vkcuda_image_set_video_color(ptr::null(), &bt709())
-        }),
-        null(SET_COLOR, "color", |e, _| unsafe {
-            vkcuda_image_set_video_color(e.image, ptr::null())
-        }),
-        null(COPY_FROM, "image", move |e, _| unsafe {
-            copy_from(ptr::null(), &pitched(e), ptr::null_mut())
-        }),
-        null(COPY_FROM, "planes", move |e, _| unsafe {
-            copy_from(e.image, ptr::null(), ptr::null_mut())
-        }),
-        null(COPY_TO, "image", move |e, _| unsafe {
-            copy_to(ptr::null(), &pitched(e), ptr::null_mut())
-        }),
-        null(COPY_TO, "planes", move |e, _| unsafe {
-            copy_to(e.image, ptr::null(), ptr::null_mut())
-        }),
-        null(SEND, "description", |e, _| {
+        };
+        SET_COLOR, "image" => |_, _| unsafe { vkcuda_image_set_video_color(ptr::null(), &bt709()) };
+        SET_COLOR, "color" => |e, _| unsafe { vkcuda_image_set_video_color(e.image, ptr::null()) };
+        COPY_FROM, "image" => |e, _| unsafe { copy_from(ptr::null(), &pitched(e), ptr::null_mut()) };
+        COPY_FROM, "planes" => |e, _| unsafe { copy_from(e.image, ptr::null(), ptr::null_mut()) };
+        COPY_TO, "image" => |e, _| unsafe { copy_to(ptr::null(), &pitched(e), ptr::null_mut()) };
+        COPY_TO, "planes" => |e, _| unsafe { copy_to(e.image, ptr::null(), ptr::null_mut()) };
+        SEND, "description" => |e, _| {
             let fd = e.buffer_fd();
             let r = with_socket(|s| unsafe {
                 vkcuda_share_send_fds(s, ptr::null(), &fd, 1, &options())
             });
             close(fd);
             r
-        }),
-        null(SEND, "fds", |e, _| {
+        };
+        SEND, "fds" => |e, _| {
             let d = e.describe(Kind::Buffer);
             with_socket(|s| unsafe { vkcuda_share_send_fds(s, &d, ptr::null(), 1, &options()) })
-        }),
-        null(RECV, "description", |_, o| {
+        };
+        RECV, "description" => |_, o| {
             let (fds, n) = (o.plain::<[i32; 3]>(), o.plain());
             with_socket(|s| unsafe {
                 vkcuda_share_receive_fds(s, &options(), ptr::null_mut(), fds.cast(), 3, n)
             })
-        }),
-        null(RECV, "fds", |_, o| {
+        };
+        RECV, "fds" => |_, o| {
             let (d, n) = (o.plain(), o.plain());
             with_socket(|s| unsafe {
                 vkcuda_share_receive_fds(s, &options(), d, ptr::null_mut(), 3, n)
             })
-        }),
-        null(RECV, "fd_count", |_, o| {
+        };
+        RECV, "fd_count" => |_, o| {
             let (d, fds) = (o.plain(), o.plain::<[i32; 3]>());
             with_socket(|s| unsafe {
                 vkcuda_share_receive_fds(s, &options(), d, fds.cast(), 3, ptr::null_mut())
             })
-        }),
-        null(IMPORT, "context", move |e, o| {
+        };
+        IMPORT, "context" => |e, o| {
             let d = e.describe(Kind::Image);
             let fd = e.image_fd();
             let r = unsafe {
@@ -142,26 +128,26 @@ pub fn cases(m: &mut Matrix) {
             };
             close(fd);
             r
-        }),
-        null(IMPORT, "description", move |e, o| {
+        };
+        IMPORT, "description" => |e, o| {
             let fd = e.image_fd();
             let r = unsafe {
                 vkcuda_image_import_description_fds(e.ctx, ptr::null(), &fd, 1, o.handle(image_out))
             };
             close(fd);
             r
-        }),
-        null(IMPORT, "fds", move |e, o| unsafe {
+        };
+        IMPORT, "fds" => |e, o| unsafe {
             let d = e.describe(Kind::Image);
             vkcuda_image_import_description_fds(e.ctx, &d, ptr::null(), 1, o.handle(image_out))
-        }),
-        null(IMPORT, "image", |e, _| {
+        };
+        IMPORT, "image" => |e, _| {
             let d = e.describe(Kind::Image);
             let fd = e.image_fd();
             let r = unsafe { vkcuda_image_import_description_fds(e.ctx, &d, &fd, 1, ptr::null_mut()) };
             close(fd);
             r
-        }),
+        };
     ]);
     m.image_getter(MIP, "array", Out::lent, get0(vkcuda_image_get_plane_cuda_mipmapped_array));
     m.image_getter(ARRAY, "array", Out::lent, get00(vkcuda_image_get_plane_cuda_array));
@@ -234,23 +220,15 @@ pub fn cases(m: &mut Matrix) {
     // image is looked at (the environment's image is single-plane, which the last
     // rows check: colour is for multi-planar images).
     type C = vkcuda_video_color;
-    let color_muts: Vec<Mutation<C>> = vec![
-        mutation("unknown-bits:color->flags", &[I], |_, c: &mut C| c.flags = 1),
-        mutation("no-vulkan-model:color->matrix_coefficients", &[UNSUP], |_, c: &mut C| {
-            c.matrix_coefficients = 10
-        }),
-        mutation("past-255:color->matrix_coefficients", &[I], |_, c: &mut C| {
-            c.matrix_coefficients = 256
-        }),
-        mutation("past-255:color->transfer_characteristics", &[I], |_, c: &mut C| {
-            c.transfer_characteristics = 300
-        }),
-        mutation("past-255:color->colour_primaries", &[I], |_, c: &mut C| {
-            c.colour_primaries = u32::MAX
-        }),
-        mutation("not-bool:color->full_range", &[I], |_, c: &mut C| c.full_range = 2),
-        mutation("enum-2:color->x_chroma_offset", &[I], |_, c: &mut C| c.x_chroma_offset = 2),
-        mutation("negative:color->y_chroma_offset", &[I], |_, c: &mut C| c.y_chroma_offset = -1),
+    let color_muts: Vec<Mutation<C>> = muts![C;
+        "unknown-bits:color->flags" [I] => |_, c| c.flags = 1;
+        "no-vulkan-model:color->matrix_coefficients" [UNSUP] => |_, c| c.matrix_coefficients = 10;
+        "past-255:color->matrix_coefficients" [I] => |_, c| c.matrix_coefficients = 256;
+        "past-255:color->transfer_characteristics" [I] => |_, c| c.transfer_characteristics = 300;
+        "past-255:color->colour_primaries" [I] => |_, c| c.colour_primaries = u32::MAX;
+        "not-bool:color->full_range" [I] => |_, c| c.full_range = 2;
+        "enum-2:color->x_chroma_offset" [I] => |_, c| c.x_chroma_offset = 2;
+        "negative:color->y_chroma_offset" [I] => |_, c| c.y_chroma_offset = -1;
     ];
     mutations(
         m,
@@ -349,41 +327,17 @@ pub fn cases(m: &mut Matrix) {
             Ran
         });
         type P = vkcuda_pitched_planes;
-        let muts: Vec<Mutation<P>> = vec![
-            mutation("unknown-bits:planes->flags", &[I], |_, p: &mut P| {
-                p.flags = 1
-            }),
-            mutation("all-bits:planes->flags", &[I], |_, p: &mut P| {
-                p.flags = u32::MAX
-            }),
-            mutation("zero:planes->plane_count", &[I], |_, p: &mut P| {
-                p.plane_count = 0
-            }),
-            mutation("two-for-one:planes->plane_count", &[I], |_, p: &mut P| {
-                p.plane_count = 2;
-                p.planes[1] = p.planes[0];
-            }),
-            mutation("absurd:planes->plane_count", &[I], |_, p: &mut P| {
-                p.plane_count = u32::MAX
-            }),
-            says(
-                "device pointer of pitched plane 0",
-                mutation("null-pointer:planes->planes", &[N], |_, p: &mut P| {
-                    p.planes[0].device_pointer = 0
-                }),
-            ),
-            mutation("short-pitch:planes->planes", &[I], |_, p: &mut P| {
-                p.planes[0].pitch = 63
-            }),
-            mutation("zero-pitch:planes->planes", &[I], |_, p: &mut P| {
-                p.planes[0].pitch = 0
-            }),
-            mutation("overflow:planes->planes", &[I], |_, p: &mut P| {
-                p.planes[0].pitch = u64::MAX / 4
-            }),
-            mutation("unused-set:planes->planes", &[I], |_, p: &mut P| {
-                p.planes[2].pitch = 64
-            }),
+        let muts: Vec<Mutation<P>> = muts![P;
+            "unknown-bits:planes->flags" [I] => |_, p| p.flags = 1;
+            "all-bits:planes->flags" [I] => |_, p| p.flags = u32::MAX;
+            "zero:planes->plane_count" [I] => |_, p| p.plane_count = 0;
+            "two-for-one:planes->plane_count" [I] => |_, p| { p.plane_count = 2; p.planes[1] = p.planes[0]; };
+            "absurd:planes->plane_count" [I] => |_, p| p.plane_count = u32::MAX;
+            "null-pointer:planes->planes" [N] says "device pointer of pitched plane 0" => |_, p| p.planes[0].device_pointer = 0;
+            "short-pitch:planes->planes" [I] => |_, p| p.planes[0].pitch = 63;
+            "zero-pitch:planes->planes" [I] => |_, p| p.planes[0].pitch = 0;
+            "overflow:planes->planes" [I] => |_, p| p.planes[0].pitch = u64::MAX / 4;
+            "unused-set:planes->planes" [I] => |_, p| p.planes[2].pitch = 64;
         ];
         mutations(m, f, muts, pitched, move |c, p, want| {
             c.refused(unsafe { copy(c.env.image, p, ptr::null_mut()) }, want);
@@ -393,19 +347,9 @@ pub fn cases(m: &mut Matrix) {
 
     // -- the wrap info's planes
     type IW = vkcuda_image_wrap_info;
-    let muts: Vec<Mutation<IW>> = vec![
-        mutation("second-plane:info->planes", &[I], |_, i: &mut IW| {
-            i.planes[1] = vkcuda_image_plane_memory {
-                memory: i.memory,
-                allocation_size: i.allocation_size, offset: 0,
-            }
-        }),
-        mutation("not-memory:info->planes", &[I], |_, i: &mut IW| {
-            i.planes[0] = vkcuda_image_plane_memory {
-                memory: i.memory,
-                allocation_size: i.allocation_size + 1, offset: 0,
-            }
-        }),
+    let muts: Vec<Mutation<IW>> = muts![IW;
+        "second-plane:info->planes" [I] => |_, i| i.planes[1] = vkcuda_image_plane_memory { memory: i.memory, allocation_size: i.allocation_size, offset: 0 };
+        "not-memory:info->planes" [I] => |_, i| i.planes[0] = vkcuda_image_plane_memory { memory: i.memory, allocation_size: i.allocation_size + 1, offset: 0 };
     ];
     crate::image::wrap_cases(m, muts);
     m.ran("vkcuda_image_wrap", "same-as-memory:info->planes", |c| {

@@ -7,7 +7,6 @@ use std::ptr;
 use crate::support::*;
 use crate::env::Env;
 use crate::matrix::*;
-use crate::nulls::null;
 
 const CREATE: &str = "vkcuda_semaphore_create";
 const SIGNAL: &str = "vkcuda_semaphore_host_signal";
@@ -25,38 +24,24 @@ pub fn cases(m: &mut Matrix) {
     const VK_SEMAPHORE: &str = "vkcuda_semaphore_get_vk_semaphore";
     const EXPORT: &str = "vkcuda_semaphore_export_fd";
     let out = vkcuda_semaphore_destroy;
-    m.nulls(vec![
-        null(CREATE, "context", move |_, o| unsafe {
+    m.nulls(nulls![
+        CREATE, "context" => |_, o| unsafe {
             vkcuda_semaphore_create(ptr::null(), &semaphore_create_info(0, 0), o.handle(out))
-        }),
-        null(CREATE, "info", move |e, o| unsafe {
-            vkcuda_semaphore_create(e.ctx, ptr::null(), o.handle(out))
-        }),
-        null(CREATE, "semaphore", |e, _| unsafe {
+        };
+        CREATE, "info" => |e, o| unsafe { vkcuda_semaphore_create(e.ctx, ptr::null(), o.handle(out)) };
+        CREATE, "semaphore" => |e, _| unsafe {
             vkcuda_semaphore_create(e.ctx, &semaphore_create_info(0, 0), ptr::null_mut())
-        }),
-        null("vkcuda_semaphore_cuda_signal", "semaphore", |_, _| unsafe {
+        };
+        "vkcuda_semaphore_cuda_signal", "semaphore" => |_, _| unsafe {
             vkcuda_semaphore_cuda_signal(ptr::null(), 1, ptr::null_mut())
-        }),
-        null("vkcuda_semaphore_cuda_wait", "semaphore", |_, _| unsafe {
+        };
+        "vkcuda_semaphore_cuda_wait", "semaphore" => |_, _| unsafe {
             vkcuda_semaphore_cuda_wait(ptr::null(), 1, ptr::null_mut())
-        }),
-        null(
-            "vkcuda_semaphore_note_vulkan_signal",
-            "semaphore",
-            |_, _| unsafe { vkcuda_semaphore_note_vulkan_signal(ptr::null()) },
-        ),
-        null(
-            "vkcuda_semaphore_note_vulkan_wait",
-            "semaphore",
-            |_, _| unsafe { vkcuda_semaphore_note_vulkan_wait(ptr::null()) },
-        ),
-        null(SIGNAL, "semaphore", |_, _| unsafe {
-            vkcuda_semaphore_host_signal(ptr::null(), 1)
-        }),
-        null(WAIT, "semaphore", |_, _| unsafe {
-            vkcuda_semaphore_host_wait(ptr::null(), 1, 0)
-        }),
+        };
+        "vkcuda_semaphore_note_vulkan_signal", "semaphore" => |_, _| unsafe { vkcuda_semaphore_note_vulkan_signal(ptr::null()) };
+        "vkcuda_semaphore_note_vulkan_wait", "semaphore" => |_, _| unsafe { vkcuda_semaphore_note_vulkan_wait(ptr::null()) };
+        SIGNAL, "semaphore" => |_, _| unsafe { vkcuda_semaphore_host_signal(ptr::null(), 1) };
+        WAIT, "semaphore" => |_, _| unsafe { vkcuda_semaphore_host_wait(ptr::null(), 1, 0) };
     ]);
     m.timeline_getter(
         VK_SEMAPHORE,

@@ -11,7 +11,6 @@ use crate::support::*;
 use crate::env::{no_timeline, Env, Kind};
 use crate::image::{image_info_mutations, Zeros};
 use crate::matrix::*;
-use crate::nulls::null;
 
 const SER: &str = "vkcuda_share_description_serialize";
 const PARSE: &str = "vkcuda_share_description_parse";
@@ -177,16 +176,10 @@ fn description_mutations() -> Vec<(Kind, Mutation<vkcuda_share_description>)> {
 /// runs on a connected socket pair.
 fn options_mutations(receive: bool) -> Vec<Mutation<vkcuda_share_options>> {
     type O = vkcuda_share_options;
-    let mut v = vec![
-        mutation("unknown-bits:options->flags", &[I], |_, o: &mut O| {
-            o.flags = 1
-        }),
-        mutation("all-bits:options->flags", &[I], |_, o: &mut O| {
-            o.flags = u32::MAX
-        }),
-        mutation("refuses:options->peer_check", &[DENIED], |_, o: &mut O| {
-            o.peer_check = Some(refuse_peer)
-        }),
+    let mut v = muts![O;
+        "unknown-bits:options->flags" [I] => |_, o| o.flags = 1;
+        "all-bits:options->flags" [I] => |_, o| o.flags = u32::MAX;
+        "refuses:options->peer_check" [DENIED] => |_, o| o.peer_check = Some(refuse_peer);
     ];
     if receive {
         // Nothing is sent: the receive times out (send: the socket buffer takes it).
@@ -430,45 +423,43 @@ fn buffer_record(e: &Env) -> [u8; SIZE] {
 }
 
 pub fn cases(m: &mut Matrix) {
-    m.nulls(vec![
-        null(SER, "description", |_, o| unsafe {
+    m.nulls(nulls![
+        SER, "description" => |_, o| unsafe {
             vkcuda_share_description_serialize(ptr::null(), o.plain::<[u8; SIZE]>().cast(), SIZE)
-        }),
-        null(SER, "bytes", |e, _| unsafe {
+        };
+        SER, "bytes" => |e, _| unsafe {
             let d = e.describe(Kind::Buffer);
             vkcuda_share_description_serialize(&d, ptr::null_mut(), SIZE)
-        }),
-        null(PARSE, "bytes", |_, o| unsafe {
-            vkcuda_share_description_parse(ptr::null(), SIZE, o.plain())
-        }),
-        null(PARSE, "description", |e, _| unsafe {
+        };
+        PARSE, "bytes" => |_, o| unsafe { vkcuda_share_description_parse(ptr::null(), SIZE, o.plain()) };
+        PARSE, "description" => |e, _| unsafe {
             let b = buffer_record(e);
             vkcuda_share_description_parse(b.as_ptr(), SIZE, ptr::null_mut())
-        }),
-        null(SEND, "description", |e, _| {
+        };
+        SEND, "description" => |e, _| {
             e.with_fd(Kind::Buffer, |fd| {
                 with_socket(|s| unsafe { vkcuda_share_send(s, ptr::null(), fd, &options()) })
             })
-        }),
-        null(RECV, "description", |_, o| {
+        };
+        RECV, "description" => |_, o| {
             with_socket(|s| unsafe {
                 vkcuda_share_receive(s, &options(), ptr::null_mut(), o.plain())
             })
-        }),
-        null(RECV, "fd", |_, o| {
+        };
+        RECV, "fd" => |_, o| {
             with_socket(|s| unsafe {
                 vkcuda_share_receive(s, &options(), o.plain(), ptr::null_mut())
             })
-        }),
-        null("vkcuda_buffer_send", "buffer", |_, _| {
+        };
+        "vkcuda_buffer_send", "buffer" => |_, _| {
             with_socket(|s| unsafe { vkcuda_buffer_send(ptr::null(), s, &options()) })
-        }),
-        null("vkcuda_image_send", "image", |_, _| {
+        };
+        "vkcuda_image_send", "image" => |_, _| {
             with_socket(|s| unsafe { vkcuda_image_send(ptr::null(), s, &options()) })
-        }),
-        null("vkcuda_semaphore_send", "semaphore", |_, _| {
+        };
+        "vkcuda_semaphore_send", "semaphore" => |_, _| {
             with_socket(|s| unsafe { vkcuda_semaphore_send(ptr::null(), s, &options()) })
-        }),
+        };
     ]);
     m.getter(
         "vkcuda_buffer_describe",
@@ -566,18 +557,16 @@ pub fn cases(m: &mut Matrix) {
             Kind::Semaphore => "semaphore",
             Kind::Image => "image",
         };
-        m.nulls(vec![
-            null(f, "context", move |e, o| {
+        m.nulls(nulls![
+            f, "context" => |e, o| {
                 let d = e.describe(kind);
                 e.with_fd(kind, |fd| import(ptr::null(), &d, fd, o.handle(destroy)))
-            }),
-            null(f, "description", move |e, o| {
-                e.with_fd(kind, |fd| import(e.ctx, ptr::null(), fd, o.handle(destroy)))
-            }),
-            null(f, out_name, move |e, _| {
+            };
+            f, "description" => |e, o| e.with_fd(kind, |fd| import(e.ctx, ptr::null(), fd, o.handle(destroy)));
+            f, out_name => |e, _| {
                 let d = e.describe(kind);
                 e.with_fd(kind, |fd| import(e.ctx, &d, fd, ptr::null_mut()))
-            }),
+            };
         ]);
         for (label, bad) in [
             ("negative:fd", -1),
@@ -756,13 +745,11 @@ pub fn cases(m: &mut Matrix) {
         receive: Receive<T>,
         destroy: unsafe extern "C" fn(*mut T),
     ) {
-        m.nulls(vec![
-            null(f, "context", move |_, o| {
+        m.nulls(nulls![
+            f, "context" => |_, o| {
                 with_socket(|s| unsafe { receive(ptr::null(), s, &options(), o.handle(destroy)) })
-            }),
-            null(f, out_name, move |e, _| {
-                with_socket(|s| unsafe { receive(e.ctx, s, &options(), ptr::null_mut()) })
-            }),
+            };
+            f, out_name => |e, _| with_socket(|s| unsafe { receive(e.ctx, s, &options(), ptr::null_mut()) });
         ]);
         m.ran(f, "peer-closed", move |c| {
             let (a, b) = socketpair();
