@@ -14,6 +14,24 @@ const WAIT: &str = "vkcuda_semaphore_host_wait";
 const VALUE: &str = "vkcuda_semaphore_get_value";
 const STAGE: &str = "vkcuda_semaphore_next_stage";
 
+/// A case on the environment's binary (or timeline) semaphore, skipped where the
+/// device makes none.
+fn on(
+    m: &mut Matrix,
+    f: &'static str,
+    label: &str,
+    binary: bool,
+    run: impl Fn(&Call, *mut vkcuda_semaphore) + 'static,
+) {
+    m.case(f, label, move |c| match need(c.env, binary) {
+        Ok(s) => {
+            run(c, s);
+            Ran
+        }
+        Err(o) => o,
+    });
+}
+
 /// The environment's timeline (or binary) semaphore, or the case is skipped.
 fn need(e: &Env, binary: bool) -> Result<*mut vkcuda_semaphore, Outcome> {
     let s = if binary { e.binary } else { e.timeline };
@@ -121,11 +139,7 @@ pub fn cases(m: &mut Matrix) {
         ),
     ];
     for (f, call, signal) in cuda {
-        m.case(f, "null-ok:stream", move |c| {
-            let s = match need(c.env, false) {
-                Ok(s) => s,
-                Err(o) => return o,
-            };
+        on(m, f, "null-ok:stream", false, move |c, s| {
             // NULL is the legacy default stream: not a NULL_POINTER error.
             let mut v = 0;
             ok(unsafe { vkcuda_semaphore_get_value(s, &mut v) });
@@ -141,23 +155,13 @@ pub fn cases(m: &mut Matrix) {
             } else {
                 c.refused(r, &[U]);
             }
-            Ran
         });
-        m.case(f, "binary-nonzero:value", move |c| {
-            let s = match need(c.env, true) {
-                Ok(s) => s,
-                Err(o) => return o,
-            };
+        on(m, f, "binary-nonzero:value", true, move |c, s| {
             let want = if c.env.cuda { I } else { U };
             c.refused(unsafe { call(s, 1, ptr::null_mut()) }, &[want]);
-            Ran
         });
         if signal {
-            m.case(f, "backwards:value", move |c| {
-                let s = match need(c.env, false) {
-                    Ok(s) => s,
-                    Err(o) => return o,
-                };
+            on(m, f, "backwards:value", false, move |c, s| {
                 let mut v = 0;
                 ok(unsafe { vkcuda_semaphore_get_value(s, &mut v) });
                 let want = if c.env.cuda { I } else { U };
@@ -166,14 +170,9 @@ pub fn cases(m: &mut Matrix) {
                 if let Some(far) = c.env.too_far_ahead(v) {
                     c.refused(unsafe { call(s, far, ptr::null_mut()) }, &[want]);
                 }
-                Ran
             });
         } else {
-            m.case(f, "binary-twice", move |c| {
-                let s = match need(c.env, true) {
-                    Ok(s) => s,
-                    Err(o) => return o,
-                };
+            on(m, f, "binary-twice", true, move |c, s| {
                 // No signal pending: a wait has nothing to consume.
                 let want = if c.env.cuda {
                     VKCUDA_ERROR_INVALID_STATE
@@ -181,7 +180,6 @@ pub fn cases(m: &mut Matrix) {
                     U
                 };
                 c.refused(unsafe { call(s, 0, ptr::null_mut()) }, &[want]);
-                Ran
             });
         }
         m.case(f, "foreign-stream:stream", move |c| {
@@ -215,47 +213,24 @@ pub fn cases(m: &mut Matrix) {
         ),
     ];
     for (f, call) in notes {
-        m.case(f, "on-timeline", move |c| {
-            let s = match need(c.env, false) {
-                Ok(s) => s,
-                Err(o) => return o,
-            };
+        on(m, f, "on-timeline", false, move |c, s| {
             c.refused(unsafe { call(s) }, &[I]);
-            Ran
         });
     }
-    m.case(
-        "vkcuda_semaphore_note_vulkan_wait",
-        "no-signal-pending",
-        |c| {
-            let s = match need(c.env, true) {
-                Ok(s) => s,
-                Err(o) => return o,
-            };
+    on(m, "vkcuda_semaphore_note_vulkan_wait", "no-signal-pending", true, |c, s| {
             c.refused(
                 unsafe { vkcuda_semaphore_note_vulkan_wait(s) },
                 &[VKCUDA_ERROR_INVALID_STATE],
             );
-            Ran
-        },
-    );
-    m.case("vkcuda_semaphore_note_vulkan_signal", "twice", |c| {
-        let s = match need(c.env, true) {
-            Ok(s) => s,
-            Err(o) => return o,
-        };
+    });
+    on(m, "vkcuda_semaphore_note_vulkan_signal", "twice", true, |c, s| {
         ok(unsafe { vkcuda_semaphore_note_vulkan_signal(s) });
         let r = unsafe { vkcuda_semaphore_note_vulkan_signal(s) };
         c.refused(r, &[VKCUDA_ERROR_INVALID_STATE]);
         ok(unsafe { vkcuda_semaphore_note_vulkan_wait(s) });
-        Ran
     });
 
-    m.case(SIGNAL, "backwards:value", |c| {
-        let s = match need(c.env, false) {
-            Ok(s) => s,
-            Err(o) => return o,
-        };
+    on(m, SIGNAL, "backwards:value", false, |c, s| {
         let mut v = 0;
         ok(unsafe { vkcuda_semaphore_get_value(s, &mut v) });
         c.refused(unsafe { vkcuda_semaphore_host_signal(s, v) }, &[I]);
@@ -269,59 +244,33 @@ pub fn cases(m: &mut Matrix) {
         let mut after = 0;
         ok(unsafe { vkcuda_semaphore_get_value(s, &mut after) });
         assert_eq!(after, v, "a refused signal changed the value");
-        Ran
     });
-    m.case(SIGNAL, "on-binary", |c| {
-        let s = match need(c.env, true) {
-            Ok(s) => s,
-            Err(o) => return o,
-        };
+    on(m, SIGNAL, "on-binary", true, |c, s| {
         c.refused(unsafe { vkcuda_semaphore_host_signal(s, 1) }, &[I]);
-        Ran
     });
-    m.case(WAIT, "never:value", |c| {
-        let s = match need(c.env, false) {
-            Ok(s) => s,
-            Err(o) => return o,
-        };
+    on(m, WAIT, "never:value", false, |c, s| {
         for t in [0, 1, 1_000_000] {
             let r = unsafe { vkcuda_semaphore_host_wait(s, u64::MAX, t) };
             c.refused(r, &[VKCUDA_ERROR_TIMEOUT]);
         }
-        Ran
     });
     m.any(
         WAIT,
         "timeout_ns",
         "every timeout is valid: 0 polls once, UINT64_MAX waits for ever",
     );
-    m.case(WAIT, "on-binary", |c| {
-        let s = match need(c.env, true) {
-            Ok(s) => s,
-            Err(o) => return o,
-        };
+    on(m, WAIT, "on-binary", true, |c, s| {
         c.refused(unsafe { vkcuda_semaphore_host_wait(s, 1, 0) }, &[I]);
-        Ran
     });
-    m.case(VALUE, "on-binary", |c| {
-        let s = match need(c.env, true) {
-            Ok(s) => s,
-            Err(o) => return o,
-        };
+    on(m, VALUE, "on-binary", true, |c, s| {
         let mut v = Poison::<u64>::new();
         c.refused(unsafe { vkcuda_semaphore_get_value(s, v.ptr()) }, &[I]);
         v.untouched();
-        Ran
     });
-    m.case(STAGE, "on-binary", |c| {
-        let s = match need(c.env, true) {
-            Ok(s) => s,
-            Err(o) => return o,
-        };
+    on(m, STAGE, "on-binary", true, |c, s| {
         let mut st = Poison::<vkcuda_timeline_stage>::new();
         c.refused(unsafe { vkcuda_semaphore_next_stage(s, st.ptr()) }, &[I]);
         st.untouched();
-        Ran
     });
     m.ran("vkcuda_semaphore_destroy", "null-ok:semaphore", |_| {
         unsafe { vkcuda_semaphore_destroy(ptr::null_mut()) };

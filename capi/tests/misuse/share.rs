@@ -39,121 +39,45 @@ pub fn options() -> vkcuda_share_options {
 /// INVALID_ARGUMENT.
 fn description_mutations() -> Vec<(Kind, Mutation<vkcuda_share_description>)> {
     type D = vkcuda_share_description;
-    let m = |label: &str, want: &[vkcuda_result], f: fn(&mut D)| {
-        mutation(label, want, move |_, d: &mut D| f(d))
-    };
-    let mut v = vec![
-        (
-            Kind::Buffer,
-            m("unknown-bits:description->flags", &[I], |d| d.flags = 1),
-        ),
-        (
-            Kind::Buffer,
-            m("enum-0:description->kind", &[I], |d| {
-                d.kind = vkcuda_share_kind_raw(0)
-            }),
-        ),
-        (
-            Kind::Buffer,
-            m("enum-4:description->kind", &[I], |d| {
-                d.kind = vkcuda_share_kind_raw(4)
-            }),
-        ),
-        (
-            Kind::Buffer,
-            m("enum-negative:description->kind", &[I], |d| {
-                d.kind = vkcuda_share_kind_raw(-1)
-            }),
-        ),
-        (
-            Kind::Buffer,
-            m("enum-2:description->buffer.allocator", &[I], |d| {
-                d.buffer.allocator = vkcuda_allocator_raw(2)
-            }),
-        ),
-        (
-            Kind::Buffer,
-            m("bool-2:description->buffer.dedicated", &[I], |d| {
-                d.buffer.dedicated = 2
-            }),
-        ),
-        (
-            Kind::Buffer,
-            m("absurd:description->buffer.allocation_size", &[I], |d| {
-                d.buffer.allocation_size = u64::MAX
-            }),
-        ),
-        (
-            Kind::Buffer,
-            m("zero:description->buffer.allocation_size", &[I], |d| {
-                d.buffer.allocation_size = 0
-            }),
-        ),
-        (
-            Kind::Buffer,
-            m("past-end:description->buffer.offset", &[I], |d| {
-                d.buffer.offset = d.buffer.allocation_size
-            }),
-        ),
-        (
-            Kind::Buffer,
-            m("overflow:description->buffer.offset", &[I], |d| {
-                d.buffer.offset = u64::MAX
-            }),
-        ),
-        (
-            Kind::Buffer,
-            m("zero:description->buffer.size", &[I], |d| d.buffer.size = 0),
-        ),
-        (
-            Kind::Buffer,
-            m("absurd:description->buffer.size", &[I], |d| {
-                d.buffer.size = u64::MAX
-            }),
-        ),
-        (
-            Kind::Semaphore,
-            m("enum-2:description->semaphore.semaphore_type", &[I], |d| {
-                d.semaphore.semaphore_type = vkcuda_semaphore_type_raw(2)
-            }),
-        ),
-        (
-            Kind::Semaphore,
-            m("binary-nonzero:description->semaphore.value", &[I], |d| {
-                d.semaphore.semaphore_type = vkcuda_semaphore_type_raw(1);
-                d.semaphore.value = 1;
-            }),
-        ),
-        (
-            Kind::Image,
-            m("zero:description->image.allocation_size", &[I], |d| {
-                d.image.allocation_size = 0
-            }),
-        ),
-        (
-            Kind::Image,
-            m("absurd:description->image.allocation_size", &[I], |d| {
-                d.image.allocation_size = u64::MAX
-            }),
-        ),
-        // Multi-planar images (capi/tests/misuse/planar.rs has the rest).
-        (
-            Kind::Image,
-            m(
-                "not-allocation-size:description->image.plane_allocation_sizes",
-                &[I],
-                |d| d.image.plane_allocation_sizes[0] = d.image.allocation_size + 4096,
-            ),
-        ),
-        (
-            Kind::Image,
-            m(
-                "extra-plane:description->image.plane_allocation_sizes",
-                &[I],
-                |d| d.image.plane_allocation_sizes[1] = 65536,
-            ),
-        ),
+    let of = |kind: Kind, muts: Vec<Mutation<D>>| muts.into_iter().map(move |mu| (kind, mu));
+    let buffer = muts![D;
+        "unknown-bits:description->flags" [I] => |_, d| d.flags = 1;
+        "enum-0:description->kind" [I] => |_, d| d.kind = vkcuda_share_kind_raw(0);
+        "enum-4:description->kind" [I] => |_, d| d.kind = vkcuda_share_kind_raw(4);
+        "enum-negative:description->kind" [I] => |_, d| d.kind = vkcuda_share_kind_raw(-1);
+        "enum-2:description->buffer.allocator" [I] => |_, d| d.buffer.allocator = vkcuda_allocator_raw(2);
+        "bool-2:description->buffer.dedicated" [I] => |_, d| d.buffer.dedicated = 2;
+        "absurd:description->buffer.allocation_size" [I] => |_, d| d.buffer.allocation_size = u64::MAX;
+        "zero:description->buffer.allocation_size" [I] => |_, d| d.buffer.allocation_size = 0;
+        "past-end:description->buffer.offset" [I] => |_, d| d.buffer.offset = d.buffer.allocation_size;
+        "overflow:description->buffer.offset" [I] => |_, d| d.buffer.offset = u64::MAX;
+        "zero:description->buffer.size" [I] => |_, d| d.buffer.size = 0;
+        "absurd:description->buffer.size" [I] => |_, d| d.buffer.size = u64::MAX;
     ];
+    let semaphore = muts![D;
+        "enum-2:description->semaphore.semaphore_type" [I] => |_, d| {
+            d.semaphore.semaphore_type = vkcuda_semaphore_type_raw(2)
+        };
+        "binary-nonzero:description->semaphore.value" [I] => |_, d| {
+            d.semaphore.semaphore_type = vkcuda_semaphore_type_raw(1);
+            d.semaphore.value = 1;
+        };
+    ];
+    let image = muts![D;
+        "zero:description->image.allocation_size" [I] => |_, d| d.image.allocation_size = 0;
+        "absurd:description->image.allocation_size" [I] => |_, d| d.image.allocation_size = u64::MAX;
+        // Multi-planar images (capi/tests/misuse/planar.rs has the rest).
+        "not-allocation-size:description->image.plane_allocation_sizes" [I] => |_, d| {
+            d.image.plane_allocation_sizes[0] = d.image.allocation_size + 4096
+        };
+        "extra-plane:description->image.plane_allocation_sizes" [I] => |_, d| {
+            d.image.plane_allocation_sizes[1] = 65536
+        };
+    ];
+    let mut v: Vec<_> = of(Kind::Buffer, buffer)
+        .chain(of(Kind::Semaphore, semaphore))
+        .chain(of(Kind::Image, image))
+        .collect();
     for mu in image_info_mutations::<D>(
         "description->image.description.",
         |d| &mut d.image.description,
