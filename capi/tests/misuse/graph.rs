@@ -94,15 +94,9 @@ pub fn cases(m: &mut Matrix) {
         );
     }
 
-    let sets: [(&'static str, Set); 2] = [
-        (
-            "vkcuda_semaphore_cuda_graph_exec_set_wait",
-            vkcuda_semaphore_cuda_graph_exec_set_wait,
-        ),
-        (
-            "vkcuda_semaphore_cuda_graph_exec_set_signal",
-            vkcuda_semaphore_cuda_graph_exec_set_signal,
-        ),
+    let sets: [(&'static str, Set); 2] = named![
+        vkcuda_semaphore_cuda_graph_exec_set_wait;
+        vkcuda_semaphore_cuda_graph_exec_set_signal;
     ];
     for (f, set) in sets {
         m.nulls(nulls![

@@ -22,15 +22,9 @@ type ImageBarrier = unsafe extern "C" fn(
 ) -> vkcuda_result;
 
 pub fn cases(m: &mut Matrix) {
-    let buffers: [(&'static str, BufferBarrier); 2] = [
-        (
-            "vkcuda_buffer_cmd_release_to_cuda",
-            vkcuda_buffer_cmd_release_to_cuda,
-        ),
-        (
-            "vkcuda_buffer_cmd_acquire_from_cuda",
-            vkcuda_buffer_cmd_acquire_from_cuda,
-        ),
+    let buffers: [(&'static str, BufferBarrier); 2] = named![
+        vkcuda_buffer_cmd_release_to_cuda;
+        vkcuda_buffer_cmd_acquire_from_cuda;
     ];
     for (f, call) in buffers {
         m.nulls(nulls![
@@ -42,19 +36,9 @@ pub fn cases(m: &mut Matrix) {
     }
 
     let general = vk::ImageLayout::GENERAL.as_raw();
-    let images: [(&'static str, ImageBarrier, &'static str, bool); 2] = [
-        (
-            "vkcuda_image_cmd_release_to_cuda",
-            vkcuda_image_cmd_release_to_cuda,
-            "old_layout",
-            true,
-        ),
-        (
-            "vkcuda_image_cmd_acquire_from_cuda",
-            vkcuda_image_cmd_acquire_from_cuda,
-            "new_layout",
-            false,
-        ),
+    let images: [(&'static str, ImageBarrier, &'static str, bool); 2] = named![
+        vkcuda_image_cmd_release_to_cuda, "old_layout", true;
+        vkcuda_image_cmd_acquire_from_cuda, "new_layout", false;
     ];
     for (f, call, layout, release) in images {
         m.nulls(nulls![
@@ -344,17 +328,9 @@ type Batch = unsafe extern "C" fn(
 
 /// The batched barriers: one resource list, one barrier.
 pub fn batch_cases(m: &mut Matrix) {
-    let batches: [(&'static str, Batch, bool); 2] = [
-        (
-            "vkcuda_handoff_cmd_release_to_cuda",
-            vkcuda_handoff_cmd_release_to_cuda,
-            true,
-        ),
-        (
-            "vkcuda_handoff_cmd_acquire_from_cuda",
-            vkcuda_handoff_cmd_acquire_from_cuda,
-            false,
-        ),
+    let batches: [(&'static str, Batch, bool); 2] = named![
+        vkcuda_handoff_cmd_release_to_cuda, true;
+        vkcuda_handoff_cmd_acquire_from_cuda, false;
     ];
     let general = vk::ImageLayout::GENERAL.as_raw();
     for (f, call, release) in batches {

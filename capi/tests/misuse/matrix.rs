@@ -379,3 +379,12 @@ macro_rules! nulls {
     };
 }
 pub(crate) use nulls;
+
+/// An array of functions with their names, one a line: `FUNCTION, MORE...;` makes
+/// `("FUNCTION", FUNCTION, MORE...)` (the array's type says the function type).
+macro_rules! named {
+    ($($f:ident $(, $x:expr)*;)*) => {
+        [$((stringify!($f), $f as _ $(, $x)*)),*]
+    };
+}
+pub(crate) use named;

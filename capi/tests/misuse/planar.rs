@@ -283,15 +283,9 @@ pub fn cases(m: &mut Matrix) {
         *const vkcuda_pitched_planes,
         *mut CUstream_st,
     ) -> vkcuda_result;
-    let copies: [(&'static str, Copy); 2] = [
-        (
-            "vkcuda_image_cuda_copy_from_pitched",
-            vkcuda_image_cuda_copy_from_pitched,
-        ),
-        (
-            "vkcuda_image_cuda_copy_to_pitched",
-            vkcuda_image_cuda_copy_to_pitched,
-        ),
+    let copies: [(&'static str, Copy); 2] = named![
+        vkcuda_image_cuda_copy_from_pitched;
+        vkcuda_image_cuda_copy_to_pitched;
     ];
     for (f, copy) in copies {
         m.ran(f, "null-ok:stream", move |c| {

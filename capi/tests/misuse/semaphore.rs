@@ -126,17 +126,9 @@ pub fn cases(m: &mut Matrix) {
     // Every function on a semaphore: NULL first, then misuse of a real one.
     type Cuda =
         unsafe extern "C" fn(*const vkcuda_semaphore, u64, *mut CUstream_st) -> vkcuda_result;
-    let cuda: [(&'static str, Cuda, bool); 2] = [
-        (
-            "vkcuda_semaphore_cuda_signal",
-            vkcuda_semaphore_cuda_signal,
-            true,
-        ),
-        (
-            "vkcuda_semaphore_cuda_wait",
-            vkcuda_semaphore_cuda_wait,
-            false,
-        ),
+    let cuda: [(&'static str, Cuda, bool); 2] = named![
+        vkcuda_semaphore_cuda_signal, true;
+        vkcuda_semaphore_cuda_wait, false;
     ];
     for (f, call, signal) in cuda {
         on(m, f, "null-ok:stream", false, move |c, s| {
@@ -202,15 +194,9 @@ pub fn cases(m: &mut Matrix) {
         });
     }
     type Note = unsafe extern "C" fn(*const vkcuda_semaphore) -> vkcuda_result;
-    let notes: [(&'static str, Note); 2] = [
-        (
-            "vkcuda_semaphore_note_vulkan_signal",
-            vkcuda_semaphore_note_vulkan_signal,
-        ),
-        (
-            "vkcuda_semaphore_note_vulkan_wait",
-            vkcuda_semaphore_note_vulkan_wait,
-        ),
+    let notes: [(&'static str, Note); 2] = named![
+        vkcuda_semaphore_note_vulkan_signal;
+        vkcuda_semaphore_note_vulkan_wait;
     ];
     for (f, call) in notes {
         on(m, f, "on-timeline", false, move |c, s| {
