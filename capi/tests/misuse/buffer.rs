@@ -72,10 +72,7 @@ pub fn cases(m: &mut Matrix) {
             Ran
         },
     );
-    m.case(CREATE, "cuda-on-vulkan-only:info->allocator", |c| {
-        if c.env.cuda {
-            return Skipped("the context has CUDA");
-        }
+    m.vulkan_only(CREATE, "cuda-on-vulkan-only:info->allocator", |c| {
         let mut i = buffer_create_info(4096, 0);
         i.allocator = vkcuda_allocator_raw(1);
         let mut b = poisoned();
@@ -89,10 +86,7 @@ pub fn cases(m: &mut Matrix) {
     });
 
     // -- vkcuda_buffer_wrap: the shared buffer's own VkBuffer and memory, borrowed.
-    m.case(WRAP, "valid-on-vulkan-only", |c| {
-        if c.env.cuda {
-            return Skipped("the context has CUDA");
-        }
+    m.vulkan_only(WRAP, "valid-on-vulkan-only", |c| {
         // Vulkan-only: the checks pass and no CUDA view is made.
         let mut b = poisoned();
         let r = unsafe { vkcuda_buffer_wrap(c.env.ctx, &c.env.wrap_info(), &mut b) };
@@ -203,12 +197,7 @@ pub fn cases(m: &mut Matrix) {
     });
 
     // -- getters
-    m.case(POINTER, "vulkan-only", |c| {
-        if c.env.cuda {
-            return Skipped("the context has CUDA");
-        }
-        c.refused_untouched(&[U], |p| unsafe { vkcuda_buffer_get_cuda_pointer(c.env.buffer, p) })
-    });
+    m.vulkan_only(POINTER, "vulkan-only", |c| c.refused_untouched(&[U], |p| unsafe { vkcuda_buffer_get_cuda_pointer(c.env.buffer, p) }));
     m.ran("vkcuda_buffer_destroy", "null-ok:buffer", |_| {
         unsafe { vkcuda_buffer_destroy(ptr::null_mut()) };
     });

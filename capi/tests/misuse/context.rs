@@ -331,12 +331,7 @@ pub fn cases(m: &mut Matrix) {
     }
 
     // -- getters and the rest
-    m.case(CUDA_INFO, "vulkan-only", |c| {
-        if c.env.cuda {
-            return Skipped("the context has CUDA");
-        }
-        c.refused_untouched(&[U], |h| unsafe { vkcuda_context_get_cuda_info(c.env.ctx, h) })
-    });
+    m.vulkan_only(CUDA_INFO, "vulkan-only", |c| c.refused_untouched(&[U], |h| unsafe { vkcuda_context_get_cuda_info(c.env.ctx, h) }));
     m.case(DRIVER, "no-driver", |c| {
         if c.env.driver != Driver::None {
             return Skipped("a CUDA driver is loaded");

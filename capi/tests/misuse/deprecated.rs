@@ -106,10 +106,7 @@ pub fn cases(m: &mut Matrix) {
         assert_eq!(o.queue_family_index, n.queue_family_index);
         assert_eq!(o.queue, n.queue);
     });
-    m.case(CUDA, "vulkan-only:cuda_info", |c| {
-        if c.env.cuda {
-            return Skipped("the context has CUDA");
-        }
+    m.vulkan_only(CUDA, "vulkan-only:cuda_info", |c| {
         let mut h = Poison::<vkcuda_cuda_info>::new();
         c.refused(unsafe { vkcuda_context_get_cuda(c.env.ctx, h.ptr()) }, &[U]);
         h.untouched();

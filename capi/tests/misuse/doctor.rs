@@ -108,15 +108,9 @@ pub fn cases(m: &mut Matrix) {
         unsafe { vkcuda_doctor_report_destroy(r) };
         assert!(json.contains("\"deep.total\""), "{json}");
     });
-    m.case(RUN, "null-ok:options->root", |c| {
-        run_with(c, &options(0, ptr::null(), ptr::null()), &[])
-    });
-    m.case(RUN, "empty:options->root", |c| {
-        run_with(c, &options(0, c"".as_ptr(), ptr::null()), &[I])
-    });
-    m.case(RUN, "not-utf8:options->root", |c| {
-        run_with(c, &options(0, c"/tmp/\xff".as_ptr(), ptr::null()), &[I])
-    });
+    m.case(RUN, "null-ok:options->root", |c| run_with(c, &options(0, ptr::null(), ptr::null()), &[]));
+    m.case(RUN, "empty:options->root", |c| run_with(c, &options(0, c"".as_ptr(), ptr::null()), &[I]));
+    m.case(RUN, "not-utf8:options->root", |c| run_with(c, &options(0, c"/tmp/\xff".as_ptr(), ptr::null()), &[I]));
     m.case(RUN, "null-ok:options->engine", |c| {
         // With the engine's handles the doctor checks that device too.
         let info = c.env.engine.create_info(0);

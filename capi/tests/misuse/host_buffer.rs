@@ -30,21 +30,17 @@ pub fn cases(m: &mut Matrix) {
     );
 
     // -- vkcuda_host_buffer_create: every size refused before the driver.
-    m.case(CREATE, "zero:size", |c| {
-        create_fails(
+    m.case(CREATE, "zero:size", |c| create_fails(
             &Call {
                 says: Some("size must not be 0"),
                 ..*c
             },
             0,
             &[I],
-        )
-    });
+        ));
     m.case(CREATE, "absurd:size", |c| create_fails(c, u64::MAX, &[I]));
     m.case(CREATE, "2^63:size", |c| create_fails(c, 1 << 63, &[I]));
-    m.case(CREATE, "over-heap:size", |c| {
-        create_fails(c, c.env.largest_heap() + 1, &[I])
-    });
+    m.case(CREATE, "over-heap:size", |c| create_fails(c, c.env.largest_heap() + 1, &[I]));
     m.ran(CREATE, "wrong-kind:context", |c| {
         let mut b = poisoned();
         let r = unsafe { vkcuda_host_buffer_create(c.env.buffer.cast(), 4096, &mut b) };

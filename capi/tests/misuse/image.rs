@@ -132,41 +132,22 @@ pub fn cases(m: &mut Matrix) {
     wrap_cases(m, muts);
 
     // -- getters
-    m.case(MIP, "vulkan-only", |c| {
-        if c.env.cuda {
-            return Skipped("the context has CUDA");
-        }
-        c.refused_nulled(&[U], |a| unsafe { vkcuda_image_get_cuda_mipmapped_array(c.env.image, a) })
-    });
+    m.vulkan_only(MIP, "vulkan-only", |c| c.refused_nulled(&[U], |a| unsafe { vkcuda_image_get_cuda_mipmapped_array(c.env.image, a) }));
     for (label, level) in [("past-last:level", 5), ("absurd:level", u32::MAX)] {
-        m.case(ARRAY, label, move |c| {
-            c.refused_nulled(&[I], |a| unsafe {
+        m.case(ARRAY, label, move |c| c.refused_nulled(&[I], |a| unsafe {
                 vkcuda_image_get_cuda_array(c.env.image, level, a)
-            })
-        });
+            }));
     }
-    m.case(ARRAY, "vulkan-only", |c| {
-        if c.env.cuda {
-            return Skipped("the context has CUDA");
-        }
-        c.refused_nulled(&[U], |a| unsafe { vkcuda_image_get_cuda_array(c.env.image, 4, a) })
-    });
+    m.vulkan_only(ARRAY, "vulkan-only", |c| c.refused_nulled(&[U], |a| unsafe { vkcuda_image_get_cuda_array(c.env.image, 4, a) }));
     for (label, level) in [("past-last:level", 5), ("absurd:level", u32::MAX)] {
-        m.case(SURF, label, move |c| {
-            c.refused_untouched(&[I], |s| unsafe {
+        m.case(SURF, label, move |c| c.refused_untouched(&[I], |s| unsafe {
                 vkcuda_image_get_surface_object(c.env.image, level, s)
-            })
-        });
+            }));
     }
-    m.case(SURF, "no-storage-usage", |c| {
-        c.refused_untouched(&[UNSUP], |s| unsafe {
+    m.case(SURF, "no-storage-usage", |c| c.refused_untouched(&[UNSUP], |s| unsafe {
             vkcuda_image_get_surface_object(c.env.image_no_storage, 0, s)
-        })
-    });
-    m.case(SURF, "vulkan-only", |c| {
-        if c.env.cuda {
-            return Skipped("the context has CUDA");
-        }
+        }));
+    m.vulkan_only(SURF, "vulkan-only", |c| {
         if image_info(c.env.image).usage & vk::ImageUsageFlags::STORAGE.as_raw() == 0 {
             return Skipped("the device cannot make storage images of R8G8B8A8_UNORM");
         }
@@ -177,10 +158,7 @@ pub fn cases(m: &mut Matrix) {
     texture_cases(m, TEX, |im, t, out| unsafe {
         vkcuda_image_create_texture_object(im, t, out)
     });
-    m.case(TEX, "vulkan-only", |c| {
-        if c.env.cuda {
-            return Skipped("the context has CUDA");
-        }
+    m.vulkan_only(TEX, "vulkan-only", |c| {
         let mut t = texture_info();
         t.flags = VKCUDA_TEXTURE_ALL_LEVELS_BIT;
         t.level = u32::MAX; // ignored with ALL_LEVELS

@@ -267,6 +267,21 @@ impl Matrix {
         });
     }
 
+    /// A case for a Vulkan-only context, skipped on a CUDA-paired one.
+    pub fn vulkan_only(
+        &mut self,
+        f: &'static str,
+        label: &str,
+        run: impl Fn(&Call) -> Outcome + 'static,
+    ) {
+        self.case(f, label, move |c| {
+            if c.env.cuda {
+                return Skipped("the context has CUDA");
+            }
+            run(c)
+        });
+    }
+
     pub fn any(&mut self, f: &'static str, path: &str, why: &'static str) {
         self.entries
             .entry(f)

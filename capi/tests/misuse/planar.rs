@@ -156,11 +156,9 @@ pub fn cases(m: &mut Matrix) {
     m.image_getter(EXPORT, "fd", Out::plain, get0(vkcuda_image_export_plane_fd));
     // -- plane getters
     for (label, plane) in [("past-last:plane", 1), ("absurd:plane", u32::MAX)] {
-        m.case(MIP, label, move |c| {
-            c.refused_nulled(&[I], |a| unsafe {
+        m.case(MIP, label, move |c| c.refused_nulled(&[I], |a| unsafe {
                 vkcuda_image_get_plane_cuda_mipmapped_array(c.env.image, plane, a)
-            })
-        });
+            }));
     }
     m.ran(MIP, "plane-0", |c| {
         let mut a = Poison::<*mut CUmipmappedArray_st>::new();
@@ -176,20 +174,13 @@ pub fn cases(m: &mut Matrix) {
         }
     });
     for (label, plane, level) in BAD_PLANE_LEVEL {
-        m.case(ARRAY, label, move |c| {
-            c.refused_nulled(&[I], |a| unsafe {
+        m.case(ARRAY, label, move |c| c.refused_nulled(&[I], |a| unsafe {
                 vkcuda_image_get_plane_cuda_array(c.env.image, plane, level, a)
-            })
-        });
+            }));
     }
-    m.case(ARRAY, "vulkan-only", |c| {
-        if c.env.cuda {
-            return Skipped("the context has CUDA");
-        }
-        c.refused_nulled(&[U], |a| unsafe {
+    m.vulkan_only(ARRAY, "vulkan-only", |c| c.refused_nulled(&[U], |a| unsafe {
             vkcuda_image_get_plane_cuda_array(c.env.image, 0, 4, a)
-        })
-    });
+        }));
     for (label, plane, level) in BAD_PLANE_LEVEL {
         m.ran(SURF, label, move |c| {
             let mut s = Poison::<u64>::new();
@@ -200,17 +191,13 @@ pub fn cases(m: &mut Matrix) {
             s.untouched();
         });
     }
-    m.case(SURF, "no-storage-usage", |c| {
-        c.refused_untouched(&[UNSUP], |s| unsafe {
+    m.case(SURF, "no-storage-usage", |c| c.refused_untouched(&[UNSUP], |s| unsafe {
             vkcuda_image_get_plane_surface_object(c.env.image_no_storage, 0, 0, s)
-        })
-    });
+        }));
     for (label, plane) in [("past-last:plane", 1), ("absurd:plane", u32::MAX)] {
-        m.case(TEX, label, move |c| {
-            c.refused_untouched(&[I], |t| unsafe {
+        m.case(TEX, label, move |c| c.refused_untouched(&[I], |t| unsafe {
                 vkcuda_image_create_plane_texture_object(c.env.image, plane, &texture_info(), t)
-            })
-        });
+            }));
     }
     // The same bad descriptions as the whole image's texture object.
     crate::image::texture_cases(m, TEX, |im, t, out| unsafe {
@@ -247,14 +234,10 @@ pub fn cases(m: &mut Matrix) {
         let r = unsafe { vkcuda_image_set_video_color(c.env.image, &bt709()) };
         c.refused(r, &[I]);
     });
-    m.case(GET_COLOR, "single-plane:image", |c| {
-        c.refused_untouched(&[I], |out| unsafe { vkcuda_image_get_video_color(c.env.image, out) })
-    });
-    m.case(CONVERSION, "single-plane:image", |c| {
-        c.refused_untouched(&[I], |out| unsafe {
+    m.case(GET_COLOR, "single-plane:image", |c| c.refused_untouched(&[I], |out| unsafe { vkcuda_image_get_video_color(c.env.image, out) }));
+    m.case(CONVERSION, "single-plane:image", |c| c.refused_untouched(&[I], |out| unsafe {
             vkcuda_image_get_ycbcr_conversion_info(c.env.image, out)
-        })
-    });
+        }));
 
     // The environment's image is single-plane and optimal: not a video frame, so
     // even plane 0 has no pitched pointer (its CUDA view is an array).
@@ -263,18 +246,14 @@ pub fn cases(m: &mut Matrix) {
         ("past-last:plane", 1),
         ("absurd:plane", u32::MAX),
     ] {
-        m.case(POINTER, label, move |c| {
-            c.refused_untouched(&[I], |p| unsafe {
+        m.case(POINTER, label, move |c| c.refused_untouched(&[I], |p| unsafe {
                 vkcuda_image_get_plane_pointer(c.env.image, plane, p)
-            })
-        });
+            }));
     }
     for (label, plane) in [("past-last:plane", 1), ("absurd:plane", u32::MAX)] {
-        m.case(EXPORT, label, move |c| {
-            c.refused_untouched(&[I], |fd| unsafe {
+        m.case(EXPORT, label, move |c| c.refused_untouched(&[I], |fd| unsafe {
                 vkcuda_image_export_plane_fd(c.env.image, plane, fd)
-            })
-        });
+            }));
     }
 
     // -- pitched copies
