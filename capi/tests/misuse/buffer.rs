@@ -24,13 +24,9 @@ pub fn cases(m: &mut Matrix) {
     const VK_BUFFER: &str = "vkcuda_buffer_get_vk_buffer";
     const EXPORT: &str = "vkcuda_buffer_export_fd";
     let out = vkcuda_buffer_destroy;
+    m.constructor(CREATE, "buffer", |_| buffer_create_info(4096, 0), vkcuda_buffer_create, out);
+    m.constructor(WRAP, "buffer", |e| e.wrap_info(), vkcuda_buffer_wrap, out);
     m.nulls(nulls![
-        CREATE, "context" => |_, o| unsafe { vkcuda_buffer_create(ptr::null(), &buffer_create_info(4096, 0), o.handle(out)) };
-        CREATE, "info" => |e, o| unsafe { vkcuda_buffer_create(e.ctx, ptr::null(), o.handle(out)) };
-        CREATE, "buffer" => |e, _| unsafe { vkcuda_buffer_create(e.ctx, &buffer_create_info(4096, 0), ptr::null_mut()) };
-        WRAP, "context" => |e, o| unsafe { vkcuda_buffer_wrap(ptr::null(), &e.wrap_info(), o.handle(out)) };
-        WRAP, "info" => |e, o| unsafe { vkcuda_buffer_wrap(e.ctx, ptr::null(), o.handle(out)) };
-        WRAP, "buffer" => |e, _| unsafe { vkcuda_buffer_wrap(e.ctx, &e.wrap_info(), ptr::null_mut()) };
         WRAP, "info->buffer" => |e, o| unsafe {
             vkcuda_buffer_wrap(e.ctx, &vkcuda_buffer_wrap_info { buffer: vk::Buffer::null(), ..e.wrap_info() }, o.handle(out))
         };

@@ -24,16 +24,10 @@ pub fn cases(m: &mut Matrix) {
     const VK_IMAGE: &str = "vkcuda_image_get_vk_image";
     const EXPORT: &str = "vkcuda_image_export_fd";
     let out = vkcuda_image_destroy;
+    m.constructor(CREATE, "image", |_| image_create_info(0, 1), vkcuda_image_create, out);
+    m.constructor(WRAP, "image", |e| e.image_wrap_info(), vkcuda_image_wrap, out);
     m.nulls(nulls![
         FORMAT, "info" => |_, _| unsafe { vkcuda_format_query(vk::Format::R8_UNORM.as_raw(), ptr::null_mut()) };
-        CREATE, "context" => |_, o| unsafe {
-            vkcuda_image_create(ptr::null(), &image_create_info(0, 1), o.handle(out))
-        };
-        CREATE, "info" => |e, o| unsafe { vkcuda_image_create(e.ctx, ptr::null(), o.handle(out)) };
-        CREATE, "image" => |e, _| unsafe { vkcuda_image_create(e.ctx, &image_create_info(0, 1), ptr::null_mut()) };
-        WRAP, "context" => |e, o| unsafe { vkcuda_image_wrap(ptr::null(), &e.image_wrap_info(), o.handle(out)) };
-        WRAP, "info" => |e, o| unsafe { vkcuda_image_wrap(e.ctx, ptr::null(), o.handle(out)) };
-        WRAP, "image" => |e, _| unsafe { vkcuda_image_wrap(e.ctx, &e.image_wrap_info(), ptr::null_mut()) };
         WRAP, "info->image" => |e, o| unsafe {
             let mut i = e.image_wrap_info();
             i.image = vk::Image::null();

@@ -206,17 +206,7 @@ pub fn cases(m: &mut Matrix) {
     // -- colour descriptions: every field's bad values are refused before the
     // image is looked at (the environment's image is single-plane, which the last
     // rows check: colour is for multi-planar images).
-    type C = vkcuda_video_color;
-    let color_muts: Vec<Mutation<C>> = muts![C;
-        "unknown-bits:color->flags" [I] => |_, c| c.flags = 1;
-        "no-vulkan-model:color->matrix_coefficients" [UNSUP] => |_, c| c.matrix_coefficients = 10;
-        "past-255:color->matrix_coefficients" [I] => |_, c| c.matrix_coefficients = 256;
-        "past-255:color->transfer_characteristics" [I] => |_, c| c.transfer_characteristics = 300;
-        "past-255:color->colour_primaries" [I] => |_, c| c.colour_primaries = u32::MAX;
-        "not-bool:color->full_range" [I] => |_, c| c.full_range = 2;
-        "enum-2:color->x_chroma_offset" [I] => |_, c| c.x_chroma_offset = 2;
-        "negative:color->y_chroma_offset" [I] => |_, c| c.y_chroma_offset = -1;
-    ];
+    let color_muts = color_mutations();
     mutations(
         m,
         SET_COLOR,
@@ -522,4 +512,19 @@ fn send_nv12(e: &Env, socket: i32) {
     let fds = [e.buffer_fd(), e.buffer_fd()];
     assert_eq!(send_with_fds(socket, &record(&nv12_description(e)), &fds), 128);
     fds.into_iter().for_each(close);
+}
+
+/// Every field of a colour description with a bad value.
+pub fn color_mutations() -> Vec<Mutation<vkcuda_video_color>> {
+    type C = vkcuda_video_color;
+    muts![C;
+        "unknown-bits:color->flags" [I] => |_, c| c.flags = 1;
+        "no-vulkan-model:color->matrix_coefficients" [UNSUP] => |_, c| c.matrix_coefficients = 10;
+        "past-255:color->matrix_coefficients" [I] => |_, c| c.matrix_coefficients = 256;
+        "past-255:color->transfer_characteristics" [I] => |_, c| c.transfer_characteristics = 300;
+        "past-255:color->colour_primaries" [I] => |_, c| c.colour_primaries = u32::MAX;
+        "not-bool:color->full_range" [I] => |_, c| c.full_range = 2;
+        "enum-2:color->x_chroma_offset" [I] => |_, c| c.x_chroma_offset = 2;
+        "negative:color->y_chroma_offset" [I] => |_, c| c.y_chroma_offset = -1;
+    ]
 }

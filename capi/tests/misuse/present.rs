@@ -290,17 +290,7 @@ pub fn cases(m: &mut Matrix) {
     );
     // A colour description is checked before the ring is looked at: every bad
     // field is refused on a ring of RGBA images too.
-    type VC = vkcuda_video_color;
-    let color_muts: Vec<Mutation<VC>> = muts![VC;
-        "unknown-bits:color->flags" [I] => |_, c| c.flags = 1;
-        "no-vulkan-model:color->matrix_coefficients" [UNSUP] => |_, c| c.matrix_coefficients = 10;
-        "past-255:color->matrix_coefficients" [I] => |_, c| c.matrix_coefficients = 256;
-        "past-255:color->transfer_characteristics" [I] => |_, c| c.transfer_characteristics = 300;
-        "past-255:color->colour_primaries" [I] => |_, c| c.colour_primaries = u32::MAX;
-        "not-bool:color->full_range" [I] => |_, c| c.full_range = 2;
-        "enum-2:color->x_chroma_offset" [I] => |_, c| c.x_chroma_offset = 2;
-        "negative:color->y_chroma_offset" [I] => |_, c| c.y_chroma_offset = -1;
-    ];
+    let color_muts = crate::planar::color_mutations();
     mutations(m, COLOR, color_muts, |_| video_color(), |c, color, want| {
         let r = Ring::new(c.env);
         c.refused(unsafe { vkcuda_present_ring_set_video_color(r.0, color) }, want);

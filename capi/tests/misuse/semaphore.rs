@@ -42,14 +42,8 @@ pub fn cases(m: &mut Matrix) {
     const VK_SEMAPHORE: &str = "vkcuda_semaphore_get_vk_semaphore";
     const EXPORT: &str = "vkcuda_semaphore_export_fd";
     let out = vkcuda_semaphore_destroy;
+    m.constructor(CREATE, "semaphore", |_| semaphore_create_info(0, 0), vkcuda_semaphore_create, out);
     m.nulls(nulls![
-        CREATE, "context" => |_, o| unsafe {
-            vkcuda_semaphore_create(ptr::null(), &semaphore_create_info(0, 0), o.handle(out))
-        };
-        CREATE, "info" => |e, o| unsafe { vkcuda_semaphore_create(e.ctx, ptr::null(), o.handle(out)) };
-        CREATE, "semaphore" => |e, _| unsafe {
-            vkcuda_semaphore_create(e.ctx, &semaphore_create_info(0, 0), ptr::null_mut())
-        };
         "vkcuda_semaphore_cuda_signal", "semaphore" => |_, _| unsafe {
             vkcuda_semaphore_cuda_signal(ptr::null(), 1, ptr::null_mut())
         };
