@@ -7,10 +7,9 @@ use std::ptr;
 
 use ash::vk;
 
-use crate::env::{batch_create_info, Env};
+use crate::env::batch_create_info;
 use crate::handoff::handoff_cases;
 use crate::matrix::*;
-use crate::nulls::null;
 use crate::support::*;
 
 const CREATE: &str = "vkcuda_batch_create";
@@ -68,28 +67,14 @@ fn dlpack_info() -> vkcuda_batch_dlpack_info {
 
 pub fn cases(m: &mut Matrix) {
     let out = vkcuda_batch_destroy;
-    m.nulls(vec![
-        null(CREATE, "context", move |_, o| unsafe {
-            vkcuda_batch_create(ptr::null(), &images(), o.handle(out))
-        }),
-        null(CREATE, "info", move |e, o| unsafe {
-            vkcuda_batch_create(e.ctx, ptr::null(), o.handle(out))
-        }),
-        null(CREATE, "batch", |e, _| unsafe {
-            vkcuda_batch_create(e.ctx, &images(), ptr::null_mut())
-        }),
-        null(ELEMENT, "batch", |_, o| unsafe {
-            vkcuda_batch_get_element(ptr::null(), 0, o.plain())
-        }),
-        null(ELEMENT, "element", |e, _| unsafe {
-            vkcuda_batch_get_element(e.batch, 0, ptr::null_mut())
-        }),
-        null(BUFFER, "batch", |_, o| unsafe {
-            vkcuda_batch_get_buffer(ptr::null(), 0, o.handle(vkcuda_buffer_destroy))
-        }),
-        null(BUFFER, "buffer", |e, _| unsafe {
-            vkcuda_batch_get_buffer(e.buffer_batch, 0, ptr::null_mut())
-        }),
+    m.nulls(nulls![
+        CREATE, "context" => |_, o| unsafe { vkcuda_batch_create(ptr::null(), &images(), o.handle(out)) };
+        CREATE, "info" => |e, o| unsafe { vkcuda_batch_create(e.ctx, ptr::null(), o.handle(out)) };
+        CREATE, "batch" => |e, _| unsafe { vkcuda_batch_create(e.ctx, &images(), ptr::null_mut()) };
+        ELEMENT, "batch" => |_, o| unsafe { vkcuda_batch_get_element(ptr::null(), 0, o.plain()) };
+        ELEMENT, "element" => |e, _| unsafe { vkcuda_batch_get_element(e.batch, 0, ptr::null_mut()) };
+        BUFFER, "batch" => |_, o| unsafe { vkcuda_batch_get_buffer(ptr::null(), 0, o.handle(vkcuda_buffer_destroy)) };
+        BUFFER, "buffer" => |e, _| unsafe { vkcuda_batch_get_buffer(e.buffer_batch, 0, ptr::null_mut()) };
     ]);
     m.getter(
         "vkcuda_batch_get_info",
@@ -103,84 +88,31 @@ pub fn cases(m: &mut Matrix) {
         |e| e.batch,
         vkcuda_batch_export_fd,
     );
-    m.case("vkcuda_batch_destroy", "null-ok:batch", |_| {
+    m.ran("vkcuda_batch_destroy", "null-ok:batch", |_| {
         unsafe { vkcuda_batch_destroy(ptr::null_mut()) };
-        Ran
     });
 
     // -- vkcuda_batch_create
     type BC = vkcuda_batch_create_info;
-    let muts: Vec<Mutation<BC>> = vec![
-        mutation("unknown-bits:info->flags", &[I], |_, i: &mut BC| i.flags = 0x2),
-        mutation("enum-2:info->kind", &[I], |_, i: &mut BC| i.kind = 2),
-        mutation("max:info->kind", &[I], |_, i: &mut BC| i.kind = u32::MAX),
-        says("count must not be 0", mutation("zero:info->count", &[I], |_, i: &mut BC| i.count = 0)),
-        says(
-            "more than a batch may hold",
-            mutation("past-max:info->count", &[I], |_, i: &mut BC| i.count = u32::MAX),
-        ),
-        says(
-            "overflows 64 bits",
-            mutation("overflow:info->count", &[I], |_, i: &mut BC| {
-                i.count = 1 << 16;
-                i.width = u32::MAX;
-                i.height = u32::MAX;
-            }),
-        ),
-        says(
-            "is not a format a batch can hold",
-            mutation("rgb8:info->format", &[UNSUP], |_, i: &mut BC| {
-                i.format = vk::Format::R8G8B8_UNORM.as_raw()
-            }),
-        ),
-        mutation("undefined:info->format", &[UNSUP], |_, i: &mut BC| i.format = 0),
-        mutation("negative:info->format", &[UNSUP], |_, i: &mut BC| i.format = -1),
-        says("must not be 0", mutation("zero:info->width", &[I], |_, i: &mut BC| i.width = 0)),
-        says("must not be 0", mutation("zero:info->height", &[I], |_, i: &mut BC| i.height = 0)),
-        says(
-            "largest memory heap",
-            mutation("over-heap:info->width", &[I], |_, i: &mut BC| {
-                i.count = 1024;
-                i.format = vk::Format::R32G32B32A32_SFLOAT.as_raw();
-                i.width = 8192;
-                i.height = 8192;
-            }),
-        ),
-        mutation("unknown-bits:info->image_usage", &[I], |_, i: &mut BC| {
-            i.image_usage = 0x8000_0000
-        }),
-        says(
-            "colour format",
-            mutation("depth-on-colour:info->image_usage", &[UNSUP], |_, i: &mut BC| {
-                i.image_usage = vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT.as_raw()
-            }),
-        ),
-        mutation("unknown-bits:info->buffer_usage", &[I], |_, i: &mut BC| {
-            i.kind = VKCUDA_BATCH_KIND_BUFFERS;
-            i.buffer_usage = 0x4000_0000
-        }),
-        says(
-            "size must not be 0",
-            mutation("zero:info->size", &[I], |_, i: &mut BC| {
-                i.kind = VKCUDA_BATCH_KIND_BUFFERS;
-                i.size = 0
-            }),
-        ),
-        says(
-            "overflows 64 bits",
-            mutation("overflow:info->size", &[I], |_, i: &mut BC| {
-                i.kind = VKCUDA_BATCH_KIND_BUFFERS;
-                i.count = 1 << 16;
-                i.size = 1 << 50;
-            }),
-        ),
-        says(
-            "largest memory heap",
-            mutation("over-heap:info->size", &[I], |e: &Env, i: &mut BC| {
-                i.kind = VKCUDA_BATCH_KIND_BUFFERS;
-                i.size = e.largest_heap() + 1;
-            }),
-        ),
+    let muts: Vec<Mutation<BC>> = muts![BC;
+        "unknown-bits:info->flags" [I] => |_, i| i.flags = 0x2;
+        "enum-2:info->kind" [I] => |_, i| i.kind = 2;
+        "max:info->kind" [I] => |_, i| i.kind = u32::MAX;
+        "zero:info->count" [I] says "count must not be 0" => |_, i| i.count = 0;
+        "past-max:info->count" [I] says "more than a batch may hold" => |_, i| i.count = u32::MAX;
+        "overflow:info->count" [I] says "overflows 64 bits" => |_, i| { i.count = 1 << 16; i.width = u32::MAX; i.height = u32::MAX; };
+        "rgb8:info->format" [UNSUP] says "is not a format a batch can hold" => |_, i| i.format = vk::Format::R8G8B8_UNORM.as_raw();
+        "undefined:info->format" [UNSUP] => |_, i| i.format = 0;
+        "negative:info->format" [UNSUP] => |_, i| i.format = -1;
+        "zero:info->width" [I] says "must not be 0" => |_, i| i.width = 0;
+        "zero:info->height" [I] says "must not be 0" => |_, i| i.height = 0;
+        "over-heap:info->width" [I] says "largest memory heap" => |_, i| { i.count = 1024; i.format = vk::Format::R32G32B32A32_SFLOAT.as_raw(); i.width = 8192; i.height = 8192; };
+        "unknown-bits:info->image_usage" [I] => |_, i| i.image_usage = 0x8000_0000;
+        "depth-on-colour:info->image_usage" [UNSUP] says "colour format" => |_, i| i.image_usage = vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT.as_raw();
+        "unknown-bits:info->buffer_usage" [I] => |_, i| { i.kind = VKCUDA_BATCH_KIND_BUFFERS; i.buffer_usage = 0x4000_0000 };
+        "zero:info->size" [I] says "size must not be 0" => |_, i| { i.kind = VKCUDA_BATCH_KIND_BUFFERS; i.size = 0 };
+        "overflow:info->size" [I] says "overflows 64 bits" => |_, i| { i.kind = VKCUDA_BATCH_KIND_BUFFERS; i.count = 1 << 16; i.size = 1 << 50; };
+        "over-heap:info->size" [I] says "largest memory heap" => |e, i| { i.kind = VKCUDA_BATCH_KIND_BUFFERS; i.size = e.largest_heap() + 1; };
     ];
     mutations(m, CREATE, muts, |_| images(), |c, i, want| {
         let mut b = poisoned();
@@ -190,7 +122,7 @@ pub fn cases(m: &mut Matrix) {
     });
 
     // -- the element getters: an index past the last.
-    m.case(ELEMENT, "past-count:index", |c| {
+    m.ran(ELEMENT, "past-count:index", |c| {
         let mut p = Poison::<vkcuda_batch_element>::new();
         let r = unsafe { vkcuda_batch_get_element(c.env.batch, 3, p.ptr()) };
         Call {
@@ -199,19 +131,16 @@ pub fn cases(m: &mut Matrix) {
         }
         .refused(r, &[I]);
         p.untouched();
-        Ran
     });
-    m.case(BUFFER, "past-count:index", |c| {
+    m.ran(BUFFER, "past-count:index", |c| {
         let mut b = poisoned();
         let r = unsafe { vkcuda_batch_get_buffer(c.env.buffer_batch, 3, &mut b) };
         c.refused_made(r, &[I], b, vkcuda_buffer_destroy);
-        Ran
     });
-    m.case(BUFFER, "image-batch:index", |c| {
+    m.ran(BUFFER, "image-batch:index", |c| {
         let mut b = poisoned();
         let r = unsafe { vkcuda_batch_get_buffer(c.env.batch, 0, &mut b) };
         c.refused_made(r, &[UNSUP], b, vkcuda_buffer_destroy);
-        Ran
     });
 
     // -- the handoffs
@@ -221,14 +150,12 @@ pub fn cases(m: &mut Matrix) {
     ];
     let general = vk::ImageLayout::GENERAL.as_raw();
     for (f, call, layout, release) in calls {
-        m.nulls(vec![
-            null(f, "batch", move |e, _| unsafe {
-                call(ptr::null(), e.cmd, &handoff_info(0), general)
-            }),
-            null(f, "command_buffer", move |e, _| unsafe {
+        m.nulls(nulls![
+            f, "batch" => |e, _| unsafe { call(ptr::null(), e.cmd, &handoff_info(0), general) };
+            f, "command_buffer" => |e, _| unsafe {
                 call(e.batch, vk::CommandBuffer::null(), &handoff_info(0), general)
-            }),
-            null(f, "info", move |e, _| unsafe { call(e.batch, e.cmd, ptr::null(), general) }),
+            };
+            f, "info" => |e, _| unsafe { call(e.batch, e.cmd, ptr::null(), general) };
         ]);
         handoff_cases(m, f, move |c, h| unsafe { call(c.env.batch, c.env.cmd, h, general) });
         let mut bad = vec![
@@ -243,65 +170,50 @@ pub fn cases(m: &mut Matrix) {
             bad.push(("undefined", vk::ImageLayout::UNDEFINED.as_raw()));
         }
         for (what, l) in bad {
-            m.case(f, &format!("{what}:{layout}"), move |c| {
-                c.refused(unsafe { call(c.env.batch, c.env.cmd, &handoff_info(0), l) }, &[I]);
-                Ran
-            });
+            m.ran(f, &format!("{what}:{layout}"), move |c| c.refused(unsafe { call(c.env.batch, c.env.cmd, &handoff_info(0), l) }, &[I]));
         }
     }
 
     // -- the readout acquire (the copy path only)
     const READOUT: &str = "vkcuda_batch_cmd_acquire_readout_from_cuda";
-    m.nulls(vec![
-        null(READOUT, "batch", |e, _| unsafe {
+    m.nulls(nulls![
+        READOUT, "batch" => |e, _| unsafe {
             vkcuda_batch_cmd_acquire_readout_from_cuda(ptr::null(), e.cmd, &handoff_info(0))
-        }),
-        null(READOUT, "command_buffer", |e, _| unsafe {
+        };
+        READOUT, "command_buffer" => |e, _| unsafe {
             vkcuda_batch_cmd_acquire_readout_from_cuda(e.copy_batch, vk::CommandBuffer::null(), &handoff_info(0))
-        }),
-        null(READOUT, "info", |e, _| unsafe {
+        };
+        READOUT, "info" => |e, _| unsafe {
             vkcuda_batch_cmd_acquire_readout_from_cuda(e.copy_batch, e.cmd, ptr::null())
-        }),
+        };
     ]);
     handoff_cases(m, READOUT, |c, h| unsafe {
         vkcuda_batch_cmd_acquire_readout_from_cuda(c.env.copy_batch, c.env.cmd, h)
     });
-    m.case(READOUT, "zero-copy-or-buffers:batch", |c| {
+    m.ran(READOUT, "zero-copy-or-buffers:batch", |c| {
         let r = unsafe { vkcuda_batch_cmd_acquire_readout_from_cuda(c.env.buffer_batch, c.env.cmd, &handoff_info(0)) };
         Call {
             says: Some("has no readout region"),
             ..*c
         }
         .refused(r, &[I]);
-        Ran
     });
 
     // -- the tensor
-    m.case(DLPACK, "null:batch", |c| {
-        dlpack_refused(c, ptr::null(), &dlpack_info(), &[N]);
-        Ran
-    });
-    m.case(DLPACK, "null:tensor", |c| {
+    m.ran(DLPACK, "null:batch", |c| dlpack_refused(c, ptr::null(), &dlpack_info(), &[N]));
+    m.ran(DLPACK, "null:tensor", |c| {
         let r = unsafe { vkcuda_batch_export_dlpack(c.env.batch, &dlpack_info(), ptr::null_mut()) };
         c.refused(r, &[N]);
-        Ran
     });
-    m.case(DLPACK, "null-ok:info", |c| {
-        dlpack_valid(c, ptr::null());
-        Ran
-    });
-    m.case(DLPACK, "null-ok:info->wait_semaphore", |c| {
-        dlpack_valid(c, &dlpack_info());
-        Ran
-    });
-    m.case(DLPACK, "null-ok:info->stream", |c| {
+    m.ran(DLPACK, "null-ok:info", |c| dlpack_valid(c, ptr::null()));
+    m.ran(DLPACK, "null-ok:info->wait_semaphore", |c| dlpack_valid(c, &dlpack_info()));
+    m.ran(DLPACK, "null-ok:info->stream", |c| {
         let i = vkcuda_batch_dlpack_info {
             flags: VKCUDA_BATCH_DLPACK_ELEMENT_BIT | VKCUDA_DLPACK_READ_ONLY_BIT,
             index: 2,
             ..dlpack_info()
         };
         dlpack_valid(c, &i);
-        Ran
     });
     m.any(
         DLPACK,
@@ -309,21 +221,11 @@ pub fn cases(m: &mut Matrix) {
         "any timeline value may be waited for (a value never signalled makes the consumer's stream wait)",
     );
     type DI = vkcuda_batch_dlpack_info;
-    let muts: Vec<Mutation<DI>> = vec![
-        mutation("unknown-bits:info->flags", &[I], |_, i: &mut DI| i.flags = 0x8),
-        mutation("read-only-legacy:info->flags", &[I], |_, i: &mut DI| {
-            i.flags = VKCUDA_DLPACK_READ_ONLY_BIT | VKCUDA_DLPACK_LEGACY_BIT
-        }),
-        says(
-            "index 3 is out of range",
-            mutation("past-count:info->index", &[I], |_, i: &mut DI| {
-                i.flags = VKCUDA_BATCH_DLPACK_ELEMENT_BIT;
-                i.index = 3
-            }),
-        ),
-        mutation("not-a-semaphore:info->wait_semaphore", &[I], |e, i: &mut DI| {
-            i.wait_semaphore = e.buffer.cast_const().cast()
-        }),
+    let muts: Vec<Mutation<DI>> = muts![DI;
+        "unknown-bits:info->flags" [I] => |_, i| i.flags = 0x8;
+        "read-only-legacy:info->flags" [I] => |_, i| i.flags = VKCUDA_DLPACK_READ_ONLY_BIT | VKCUDA_DLPACK_LEGACY_BIT;
+        "past-count:info->index" [I] says "index 3 is out of range" => |_, i| { i.flags = VKCUDA_BATCH_DLPACK_ELEMENT_BIT; i.index = 3 };
+        "not-a-semaphore:info->wait_semaphore" [I] => |e, i| i.wait_semaphore = e.buffer.cast_const().cast();
     ];
     mutations(m, DLPACK, muts, |_| dlpack_info(), |c, i, want| {
         dlpack_refused(c, c.env.batch, i, want);

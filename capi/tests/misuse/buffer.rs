@@ -7,7 +7,6 @@ use ash::vk;
 use crate::support::*;
 use crate::env::Kind;
 use crate::matrix::*;
-use crate::nulls::null;
 
 const CREATE: &str = "vkcuda_buffer_create";
 const WRAP: &str = "vkcuda_buffer_wrap";
@@ -25,50 +24,18 @@ pub fn cases(m: &mut Matrix) {
     const VK_BUFFER: &str = "vkcuda_buffer_get_vk_buffer";
     const EXPORT: &str = "vkcuda_buffer_export_fd";
     let out = vkcuda_buffer_destroy;
-    m.nulls(vec![
-        null(CREATE, "context", move |_, o| unsafe {
-            vkcuda_buffer_create(ptr::null(), &buffer_create_info(4096, 0), o.handle(out))
-        }),
-        null(CREATE, "info", move |e, o| unsafe {
-            vkcuda_buffer_create(e.ctx, ptr::null(), o.handle(out))
-        }),
-        null(CREATE, "buffer", |e, _| unsafe {
-            vkcuda_buffer_create(e.ctx, &buffer_create_info(4096, 0), ptr::null_mut())
-        }),
-        null(WRAP, "context", move |e, o| unsafe {
-            vkcuda_buffer_wrap(ptr::null(), &e.wrap_info(), o.handle(out))
-        }),
-        null(WRAP, "info", move |e, o| unsafe {
-            vkcuda_buffer_wrap(e.ctx, ptr::null(), o.handle(out))
-        }),
-        null(WRAP, "buffer", |e, _| unsafe {
-            vkcuda_buffer_wrap(e.ctx, &e.wrap_info(), ptr::null_mut())
-        }),
-        null(WRAP, "info->buffer", move |e, o| unsafe {
-            let mut i = e.wrap_info();
-            i.buffer = vk::Buffer::null();
-            vkcuda_buffer_wrap(e.ctx, &i, o.handle(out))
-        }),
-        null(WRAP, "info->memory", move |e, o| unsafe {
-            let mut i = e.wrap_info();
-            i.memory = vk::DeviceMemory::null();
-            vkcuda_buffer_wrap(e.ctx, &i, o.handle(out))
-        }),
-        null(IMPORT, "context", move |e, o| {
-            e.with_fd(Kind::Buffer, |fd| unsafe {
-                vkcuda_buffer_import_fd(ptr::null(), &e.import_info(), fd, o.handle(out))
-            })
-        }),
-        null(IMPORT, "info", move |e, o| {
-            e.with_fd(Kind::Buffer, |fd| unsafe {
-                vkcuda_buffer_import_fd(e.ctx, ptr::null(), fd, o.handle(out))
-            })
-        }),
-        null(IMPORT, "buffer", |e, _| {
-            e.with_fd(Kind::Buffer, |fd| unsafe {
-                vkcuda_buffer_import_fd(e.ctx, &e.import_info(), fd, ptr::null_mut())
-            })
-        }),
+    m.constructor(CREATE, "buffer", |_| buffer_create_info(4096, 0), vkcuda_buffer_create, out);
+    m.constructor(WRAP, "buffer", |e| e.wrap_info(), vkcuda_buffer_wrap, out);
+    m.nulls(nulls![
+        WRAP, "info->buffer" => |e, o| unsafe {
+            vkcuda_buffer_wrap(e.ctx, &vkcuda_buffer_wrap_info { buffer: vk::Buffer::null(), ..e.wrap_info() }, o.handle(out))
+        };
+        WRAP, "info->memory" => |e, o| unsafe {
+            vkcuda_buffer_wrap(e.ctx, &vkcuda_buffer_wrap_info { memory: vk::DeviceMemory::null(), ..e.wrap_info() }, o.handle(out))
+        };
+        IMPORT, "context" => |e, o| e.with_fd(Kind::Buffer, |fd| unsafe { vkcuda_buffer_import_fd(ptr::null(), &e.import_info(), fd, o.handle(out)) });
+        IMPORT, "info" => |e, o| e.with_fd(Kind::Buffer, |fd| unsafe { vkcuda_buffer_import_fd(e.ctx, ptr::null(), fd, o.handle(out)) });
+        IMPORT, "buffer" => |e, _| e.with_fd(Kind::Buffer, |fd| unsafe { vkcuda_buffer_import_fd(e.ctx, &e.import_info(), fd, ptr::null_mut()) });
     ]);
     m.getter(INFO, ["buffer", "info"], |e| e.buffer, vkcuda_buffer_get_info);
     m.getter(POINTER, ["buffer", "pointer"], |e| e.buffer, vkcuda_buffer_get_cuda_pointer);
@@ -77,31 +44,17 @@ pub fn cases(m: &mut Matrix) {
 
     // -- vkcuda_buffer_create
     type BC = vkcuda_buffer_create_info;
-    let muts: Vec<Mutation<BC>> = vec![
-        mutation("unknown-bits:info->flags", &[I], |_, i: &mut BC| {
-            i.flags = 1
-        }),
-        mutation("enum-2:info->allocator", &[I], |_, i: &mut BC| {
-            i.allocator = vkcuda_allocator_raw(2)
-        }),
-        mutation("enum-negative:info->allocator", &[I], |_, i: &mut BC| {
-            i.allocator = vkcuda_allocator_raw(-1)
-        }),
-        mutation("enum-max:info->allocator", &[I], |_, i: &mut BC| {
-            i.allocator = vkcuda_allocator_raw(0x7FFF_FFFF)
-        }),
-        says("size", mutation("zero:info->size", &[I], |_, i: &mut BC| i.size = 0)),
-        mutation("absurd:info->size", &[I], |_, i: &mut BC| i.size = u64::MAX),
-        mutation("2^63:info->size", &[I], |_, i: &mut BC| i.size = 1 << 63),
-        mutation("over-heap:info->size", &[I], |e, i: &mut BC| {
-            i.size = e.largest_heap() + 1
-        }),
-        mutation("unknown-bits:info->usage", &[I], |_, i: &mut BC| {
-            i.usage = 0x4000_0000
-        }),
-        mutation("device-address:info->usage", &[UNSUP], |_, i: &mut BC| {
-            i.usage = vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS.as_raw()
-        }),
+    let muts = muts![BC;
+        "unknown-bits:info->flags" [I] => |_, i| i.flags = 1;
+        "enum-2:info->allocator" [I] => |_, i| i.allocator = vkcuda_allocator_raw(2);
+        "enum-negative:info->allocator" [I] => |_, i| i.allocator = vkcuda_allocator_raw(-1);
+        "enum-max:info->allocator" [I] => |_, i| i.allocator = vkcuda_allocator_raw(0x7FFF_FFFF);
+        "zero:info->size" [I] says "size" => |_, i| i.size = 0;
+        "absurd:info->size" [I] => |_, i| i.size = u64::MAX;
+        "2^63:info->size" [I] => |_, i| i.size = 1 << 63;
+        "over-heap:info->size" [I] => |e, i| i.size = e.largest_heap() + 1;
+        "unknown-bits:info->usage" [I] => |_, i| i.usage = 0x4000_0000;
+        "device-address:info->usage" [UNSUP] => |_, i| i.usage = vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS.as_raw();
     ];
     mutations(
         m,
@@ -115,10 +68,7 @@ pub fn cases(m: &mut Matrix) {
             Ran
         },
     );
-    m.case(CREATE, "cuda-on-vulkan-only:info->allocator", |c| {
-        if c.env.cuda {
-            return Skipped("the context has CUDA");
-        }
+    m.vulkan_only(CREATE, "cuda-on-vulkan-only:info->allocator", |c| {
         let mut i = buffer_create_info(4096, 0);
         i.allocator = vkcuda_allocator_raw(1);
         let mut b = poisoned();
@@ -132,10 +82,7 @@ pub fn cases(m: &mut Matrix) {
     });
 
     // -- vkcuda_buffer_wrap: the shared buffer's own VkBuffer and memory, borrowed.
-    m.case(WRAP, "valid-on-vulkan-only", |c| {
-        if c.env.cuda {
-            return Skipped("the context has CUDA");
-        }
+    m.vulkan_only(WRAP, "valid-on-vulkan-only", |c| {
         // Vulkan-only: the checks pass and no CUDA view is made.
         let mut b = poisoned();
         let r = unsafe { vkcuda_buffer_wrap(c.env.ctx, &c.env.wrap_info(), &mut b) };
@@ -145,44 +92,21 @@ pub fn cases(m: &mut Matrix) {
         Ran
     });
     type BW = vkcuda_buffer_wrap_info;
-    let muts: Vec<Mutation<BW>> = vec![
-        mutation("unknown-bits:info->flags", &[I], |_, i: &mut BW| {
-            i.flags = 1
-        }),
-        mutation("zero:info->allocation_size", &[I], |_, i: &mut BW| {
-            i.allocation_size = 0
-        }),
-        mutation("too-small:info->allocation_size", &[I], |_, i: &mut BW| {
-            i.allocation_size = i.size - 1
-        }),
-        mutation("past-end:info->offset", &[I], |_, i: &mut BW| {
-            i.offset = i.allocation_size
-        }),
-        mutation("misaligned:info->offset", &[I], |_, i: &mut BW| {
-            i.offset = 1;
-            i.size -= 1;
-        }),
-        mutation("overflow:info->offset", &[I], |_, i: &mut BW| {
-            i.offset = u64::MAX
-        }),
-        mutation("zero:info->size", &[I], |_, i: &mut BW| i.size = 0),
-        mutation("absurd:info->size", &[I], |_, i: &mut BW| i.size = u64::MAX),
-        mutation("bool-2:info->dedicated", &[I], |_, i: &mut BW| {
-            i.dedicated = 2
-        }),
-        mutation("bool-max:info->dedicated", &[I], |_, i: &mut BW| {
-            i.dedicated = u32::MAX
-        }),
-        mutation("zero:info->export_handle_types", &[I], |_, i: &mut BW| {
-            i.export_handle_types = 0
-        }),
-        mutation(
-            "no-opaque-fd:info->export_handle_types",
-            &[I],
-            |_, i: &mut BW| {
-                i.export_handle_types = vk::ExternalMemoryHandleTypeFlags::DMA_BUF_EXT.as_raw()
-            },
-        ),
+    let muts = muts![BW;
+        "unknown-bits:info->flags" [I] => |_, i| i.flags = 1;
+        "zero:info->allocation_size" [I] => |_, i| i.allocation_size = 0;
+        "too-small:info->allocation_size" [I] => |_, i| i.allocation_size = i.size - 1;
+        "past-end:info->offset" [I] => |_, i| i.offset = i.allocation_size;
+        "misaligned:info->offset" [I] => |_, i| { i.offset = 1; i.size -= 1 };
+        "overflow:info->offset" [I] => |_, i| i.offset = u64::MAX;
+        "zero:info->size" [I] => |_, i| i.size = 0;
+        "absurd:info->size" [I] => |_, i| i.size = u64::MAX;
+        "bool-2:info->dedicated" [I] => |_, i| i.dedicated = 2;
+        "bool-max:info->dedicated" [I] => |_, i| i.dedicated = u32::MAX;
+        "zero:info->export_handle_types" [I] => |_, i| i.export_handle_types = 0;
+        "no-opaque-fd:info->export_handle_types" [I] => |_, i| {
+            i.export_handle_types = vk::ExternalMemoryHandleTypeFlags::DMA_BUF_EXT.as_raw()
+        };
     ];
     mutations(
         m,
@@ -199,57 +123,26 @@ pub fn cases(m: &mut Matrix) {
 
     // -- vkcuda_buffer_import_fd: fresh fds; on failure the fd stays the caller's.
     type BI = vkcuda_buffer_import_info;
-    let muts: Vec<Mutation<BI>> = vec![
-        mutation("unknown-bits:info->flags", &[I], |_, i: &mut BI| {
-            i.flags = 1
-        }),
-        mutation("enum-2:info->allocator", &[I], |_, i: &mut BI| {
-            i.allocator = vkcuda_allocator_raw(2)
-        }),
-        mutation("enum-negative:info->allocator", &[I], |_, i: &mut BI| {
-            i.allocator = vkcuda_allocator_raw(-1)
-        }),
-        mutation("zero:info->allocation_size", &[I], |_, i: &mut BI| {
-            i.allocation_size = 0
-        }),
+    let muts = muts![BI;
+        "unknown-bits:info->flags" [I] => |_, i| i.flags = 1;
+        "enum-2:info->allocator" [I] => |_, i| i.allocator = vkcuda_allocator_raw(2);
+        "enum-negative:info->allocator" [I] => |_, i| i.allocator = vkcuda_allocator_raw(-1);
+        "zero:info->allocation_size" [I] => |_, i| i.allocation_size = 0;
         // Where the fd tells its size, the library itself sees the lie.
-        fd_size(says(
-            "real size",
-            mutation(
-                "larger-than-fd:info->allocation_size",
-                &[I],
-                |_, i: &mut BI| {
-                    i.allocation_size *= 2;
-                    i.size = i.allocation_size;
-                },
-            ),
-        )),
-        mutation(
-            "absurd:info->allocation_size",
-            &[I, VKCUDA_ERROR_VULKAN, VKCUDA_ERROR_OUT_OF_MEMORY],
-            |_, i: &mut BI| i.allocation_size = u64::MAX,
-        ),
-        mutation("past-end:info->offset", &[I], |_, i: &mut BI| {
-            i.offset = i.allocation_size
-        }),
-        says(
-            "alignment",
-            mutation("misaligned:info->offset", &[I], |_, i: &mut BI| {
-                i.offset = 3;
-                i.size -= 3;
-            }),
-        ),
-        mutation("overflow:info->offset", &[I], |_, i: &mut BI| {
-            i.offset = u64::MAX
-        }),
-        mutation("zero:info->size", &[I], |_, i: &mut BI| i.size = 0),
-        mutation("absurd:info->size", &[I], |_, i: &mut BI| i.size = u64::MAX),
-        mutation("bool-2:info->dedicated", &[I], |_, i: &mut BI| {
-            i.dedicated = 2
-        }),
-        mutation("unknown-bits:info->usage", &[I], |_, i: &mut BI| {
-            i.usage = 0x4000_0000
-        }),
+        "larger-than-fd:info->allocation_size" [I] says "real size" @fd_size => |_, i| {
+            i.allocation_size *= 2;
+            i.size = i.allocation_size;
+        };
+        "absurd:info->allocation_size" [I, VKCUDA_ERROR_VULKAN, VKCUDA_ERROR_OUT_OF_MEMORY] => |_, i| {
+            i.allocation_size = u64::MAX
+        };
+        "past-end:info->offset" [I] => |_, i| i.offset = i.allocation_size;
+        "misaligned:info->offset" [I] says "alignment" => |_, i| { i.offset = 3; i.size -= 3 };
+        "overflow:info->offset" [I] => |_, i| i.offset = u64::MAX;
+        "zero:info->size" [I] => |_, i| i.size = 0;
+        "absurd:info->size" [I] => |_, i| i.size = u64::MAX;
+        "bool-2:info->dedicated" [I] => |_, i| i.dedicated = 2;
+        "unknown-bits:info->usage" [I] => |_, i| i.usage = 0x4000_0000;
     ];
     mutations(
         m,
@@ -264,28 +157,18 @@ pub fn cases(m: &mut Matrix) {
             Ran
         },
     );
-    m.case(IMPORT, "negative:fd", |c| {
-        import_fails(c, &c.env.import_info(), -1, &[I]);
-        Ran
-    });
-    m.case(IMPORT, "closed:fd", |c| {
-        import_fails(c, &c.env.import_info(), closed_fd(), &[I]);
-        Ran
-    });
-    m.case(IMPORT, "absurd:fd", |c| {
-        import_fails(c, &c.env.import_info(), i32::MAX, &[I]);
-        Ran
-    });
-    m.case(IMPORT, "pipe:fd", |c| {
+    m.ran(IMPORT, "negative:fd", |c| import_fails(c, &c.env.import_info(), -1, &[I]));
+    m.ran(IMPORT, "closed:fd", |c| import_fails(c, &c.env.import_info(), closed_fd(), &[I]));
+    m.ran(IMPORT, "absurd:fd", |c| import_fails(c, &c.env.import_info(), i32::MAX, &[I]));
+    m.ran(IMPORT, "pipe:fd", |c| {
         // Not memory at all.
         let (r, w) = pipe();
         import_fails(c, &c.env.import_info(), r, &[I, VKCUDA_ERROR_VULKAN]);
         assert!(fd_is_open(r));
         close(r);
         close(w);
-        Ran
     });
-    m.case(IMPORT, "small-memfd:fd", |c| {
+    m.ran(IMPORT, "small-memfd:fd", |c| {
         // Memory, but smaller than the import says (another kind of fd).
         let fd = unsafe { libc::memfd_create(c"vkcuda-misuse".as_ptr(), libc::MFD_CLOEXEC) };
         assert!(fd >= 0);
@@ -293,7 +176,6 @@ pub fn cases(m: &mut Matrix) {
         import_fails(c, &c.env.import_info(), fd, &[I, VKCUDA_ERROR_VULKAN]);
         assert!(fd_is_open(fd));
         close(fd);
-        Ran
     });
     m.case(IMPORT, "image-fd:fd", |c| {
         // An image's memory fd with a buffer's description that claims more than it has.
@@ -311,15 +193,9 @@ pub fn cases(m: &mut Matrix) {
     });
 
     // -- getters
-    m.case(POINTER, "vulkan-only", |c| {
-        if c.env.cuda {
-            return Skipped("the context has CUDA");
-        }
-        c.refused_untouched(&[U], |p| unsafe { vkcuda_buffer_get_cuda_pointer(c.env.buffer, p) })
-    });
-    m.case("vkcuda_buffer_destroy", "null-ok:buffer", |_| {
+    m.vulkan_only(POINTER, "vulkan-only", |c| c.refused_untouched(&[U], |p| unsafe { vkcuda_buffer_get_cuda_pointer(c.env.buffer, p) }));
+    m.ran("vkcuda_buffer_destroy", "null-ok:buffer", |_| {
         unsafe { vkcuda_buffer_destroy(ptr::null_mut()) };
-        Ran
     });
 }
 

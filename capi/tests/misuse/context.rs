@@ -9,7 +9,6 @@ use ash::vk;
 use crate::support::*;
 use crate::env::{Driver, Env};
 use crate::matrix::*;
-use crate::nulls::null;
 
 const VULKAN_ONLY: u32 = VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT;
 
@@ -67,18 +66,10 @@ fn create_cases(m: &mut Matrix, f: &'static str, create: Create) {
         c.refused_made(r, want, ctx, vkcuda_context_destroy);
     };
     type CI = vkcuda_context_create_info;
-    let muts: Vec<Mutation<CI>> = vec![
-        mutation("unknown-bits:info->flags", &[I], |_, i: &mut CI| {
-            i.flags |= 0x8000_0000
-        }),
-        mutation("standalone-bit:info->flags", &[I], |_, i: &mut CI| {
-            i.flags |= VKCUDA_CONTEXT_CREATE_PHYSICAL_DEVICE_INDEX_BIT
-        }),
-        mutation(
-            "with-vulkan-only:info->cuda_context",
-            &[I],
-            |_, i: &mut CI| i.cuda_context = 0x1000 as *mut CUctx_st,
-        ),
+    let muts: Vec<Mutation<CI>> = muts![CI;
+        "unknown-bits:info->flags" [I] => |_, i| i.flags |= 0x8000_0000;
+        "standalone-bit:info->flags" [I] => |_, i| i.flags |= VKCUDA_CONTEXT_CREATE_PHYSICAL_DEVICE_INDEX_BIT;
+        "with-vulkan-only:info->cuda_context" [I] => |_, i| i.cuda_context = 0x1000 as *mut CUctx_st;
     ];
     mutations(
         m,
@@ -90,24 +81,22 @@ fn create_cases(m: &mut Matrix, f: &'static str, create: Create) {
             Ran
         },
     );
-    m.case(f, "null-ok:info->get_device_proc_addr", move |c| {
+    m.ran(f, "null-ok:info->get_device_proc_addr", move |c| {
         // Valid: loaded from the instance. NULL cuda_context: the primary context.
         let info = c.env.engine.create_info(VULKAN_ONLY);
         assert!(info.get_device_proc_addr.is_none());
         let mut ctx = ptr::null_mut();
         c.succeeded(unsafe { create(&info, &mut ctx) });
         unsafe { vkcuda_context_destroy(ctx) };
-        Ran
     });
-    m.case(f, "null-ok:info->cuda_context", move |c| {
+    m.ran(f, "null-ok:info->cuda_context", move |c| {
         // The primary context of the matching CUDA device.
         let info = c.env.engine.create_info(0);
         let mut ctx = poisoned();
         let r = unsafe { create(&info, &mut ctx) };
         paired_or_refused(c, r, ctx);
-        Ran
     });
-    m.case(f, "wrong-gdpa:info->get_device_proc_addr", move |c| {
+    m.ran(f, "wrong-gdpa:info->get_device_proc_addr", move |c| {
         unsafe extern "system" fn nothing(
             _: vk::Device,
             _: *const std::ffi::c_char,
@@ -117,7 +106,6 @@ fn create_cases(m: &mut Matrix, f: &'static str, create: Create) {
         let mut info = c.env.engine.create_info(VULKAN_ONLY);
         info.get_device_proc_addr = Some(nothing);
         create_fails(c, &info, &[I]);
-        Ran
     });
 
     m.case(f, "vulkan-1.0:info->instance", move |c| {
@@ -152,14 +140,13 @@ fn create_cases(m: &mut Matrix, f: &'static str, create: Create) {
 /// another type and NULL extension names with a count are refused.
 fn device_info_cases(m: &mut Matrix) {
     const F: &str = "vkcuda_context_create_with_device_info";
-    m.case(F, "null-ok:device_create_info", |c| {
+    m.ran(F, "null-ok:device_create_info", |c| {
         let info = c.env.engine.create_info(VULKAN_ONLY);
         let mut ctx = poisoned();
         c.succeeded(unsafe { vkcuda_context_create_with_device_info(&info, ptr::null(), &mut ctx) });
         unsafe { vkcuda_context_destroy(ctx) };
-        Ran
     });
-    m.case(F, "wrong-stype:device_create_info", |c| {
+    m.ran(F, "wrong-stype:device_create_info", |c| {
         let info = c.env.engine.create_info(VULKAN_ONLY);
         let d = vk::DeviceCreateInfo {
             s_type: vk::StructureType::INSTANCE_CREATE_INFO,
@@ -168,9 +155,8 @@ fn device_info_cases(m: &mut Matrix) {
         let mut ctx = poisoned();
         let r = unsafe { vkcuda_context_create_with_device_info(&info, &d, &mut ctx) };
         c.refused_made(r, &[I], ctx, vkcuda_context_destroy);
-        Ran
     });
-    m.case(F, "null-names:device_create_info", |c| {
+    m.ran(F, "null-names:device_create_info", |c| {
         let info = c.env.engine.create_info(VULKAN_ONLY);
         let d = vk::DeviceCreateInfo {
             enabled_extension_count: 1,
@@ -179,7 +165,6 @@ fn device_info_cases(m: &mut Matrix) {
         let mut ctx = poisoned();
         let r = unsafe { vkcuda_context_create_with_device_info(&info, &d, &mut ctx) };
         c.refused_made(r, &[N], ctx, vkcuda_context_destroy);
-        Ran
     });
 }
 
@@ -191,81 +176,72 @@ pub fn cases(m: &mut Matrix) {
     const HANDLES: &str = "vkcuda_context_get_vulkan_handles";
     const CUDA_INFO: &str = "vkcuda_context_get_cuda_info";
     const DRIVER: &str = "vkcuda_cuda_driver_get_version";
-    m.nulls(vec![
-        null(EXTS, "count", |_, o| unsafe {
+    m.nulls(nulls![
+        EXTS, "count" => |_, o| unsafe {
             vkcuda_device_extensions_enumerate(
                 ptr::null_mut(),
                 o.plain::<[*const c_char; 8]>().cast(),
             )
-        }),
-        null(QUERY, "instance", |e, o| unsafe {
+        };
+        QUERY, "instance" => |e, o| unsafe {
             vkcuda_physical_device_query(
                 vk::Instance::null(),
                 e.engine.physical,
                 gipa(e),
                 o.plain(),
             )
-        }),
-        null(QUERY, "physical_device", |e, o| unsafe {
+        };
+        QUERY, "physical_device" => |e, o| unsafe {
             let instance = e.engine.instance.handle();
             vkcuda_physical_device_query(instance, vk::PhysicalDevice::null(), gipa(e), o.plain())
-        }),
-        null(QUERY, "get_instance_proc_addr", |e, o| unsafe {
+        };
+        QUERY, "get_instance_proc_addr" => |e, o| unsafe {
             let instance = e.engine.instance.handle();
             vkcuda_physical_device_query(instance, e.engine.physical, None, o.plain())
-        }),
-        null(QUERY, "support", |e, _| unsafe {
+        };
+        QUERY, "support" => |e, _| unsafe {
             let instance = e.engine.instance.handle();
             vkcuda_physical_device_query(instance, e.engine.physical, gipa(e), ptr::null_mut())
-        }),
-        null(ENUM, "count", |_, o| unsafe {
+        };
+        ENUM, "count" => |_, o| unsafe {
             let supports = o.plain::<[vkcuda_physical_device_support; 1]>();
             vkcuda_physical_devices_enumerate(ptr::null_mut(), supports.cast())
-        }),
-        null(STANDALONE, "context", |_, _| unsafe {
-            vkcuda_context_create_standalone(ptr::null(), ptr::null_mut())
-        }),
-        null(DRIVER, "version", |_, _| unsafe {
-            vkcuda_cuda_driver_get_version(ptr::null_mut())
-        }),
+        };
+        STANDALONE, "context" => |_, _| unsafe { vkcuda_context_create_standalone(ptr::null(), ptr::null_mut()) };
+        DRIVER, "version" => |_, _| unsafe { vkcuda_cuda_driver_get_version(ptr::null_mut()) };
     ]);
     for (f, create) in CREATES {
-        m.nulls(vec![
-            null(f, "info", move |_, o| unsafe {
-                create(ptr::null(), o.handle(vkcuda_context_destroy))
-            }),
-            null(f, "context", move |e, _| unsafe {
-                create(&create_info(e, |_| ()), ptr::null_mut())
-            }),
-            null(f, "info->instance", move |e, o| unsafe {
+        m.nulls(nulls![
+            f, "info" => |_, o| unsafe { create(ptr::null(), o.handle(vkcuda_context_destroy)) };
+            f, "context" => |e, _| unsafe { create(&create_info(e, |_| ()), ptr::null_mut()) };
+            f, "info->instance" => |e, o| unsafe {
                 let i = create_info(e, |i| i.instance = vk::Instance::null());
                 create(&i, o.handle(vkcuda_context_destroy))
-            }),
-            null(f, "info->physical_device", move |e, o| unsafe {
+            };
+            f, "info->physical_device" => |e, o| unsafe {
                 let i = create_info(e, |i| i.physical_device = vk::PhysicalDevice::null());
                 create(&i, o.handle(vkcuda_context_destroy))
-            }),
-            null(f, "info->device", move |e, o| unsafe {
+            };
+            f, "info->device" => |e, o| unsafe {
                 let i = create_info(e, |i| i.device = vk::Device::null());
                 create(&i, o.handle(vkcuda_context_destroy))
-            }),
-            null(f, "info->get_instance_proc_addr", move |e, o| unsafe {
+            };
+            f, "info->get_instance_proc_addr" => |e, o| unsafe {
                 let i = create_info(e, |i| i.get_instance_proc_addr = None);
                 create(&i, o.handle(vkcuda_context_destroy))
-            }),
+            };
         ]);
     }
     m.getter(HANDLES, ["context", "handles"], |e| e.ctx, vkcuda_context_get_vulkan_handles);
     m.getter(CUDA_INFO, ["context", "cuda_info"], |e| e.ctx, vkcuda_context_get_cuda_info);
 
     // -- vkcuda_device_extensions_enumerate
-    m.case(EXTS, "null-ok:names", |c| {
+    m.ran(EXTS, "null-ok:names", |c| {
         let mut n = 0;
         c.succeeded(unsafe { vkcuda_device_extensions_enumerate(&mut n, ptr::null_mut()) });
         assert!(n >= 2);
-        Ran
     });
-    m.case(EXTS, "too-small:count", |c| {
+    m.ran(EXTS, "too-small:count", |c| {
         // Vulkan-style: the first *count names are written, *count says how many.
         let mut names = [ptr::null(); 8];
         let mut n = 1;
@@ -277,14 +253,12 @@ pub fn cases(m: &mut Matrix) {
         let r = unsafe { vkcuda_device_extensions_enumerate(&mut n, names.as_mut_ptr()) };
         c.refused(r, &[I]);
         assert_eq!(n, 0);
-        Ran
     });
-    m.case(EXTS, "absurd:count", |c| {
+    m.ran(EXTS, "absurd:count", |c| {
         let mut names = [ptr::null(); 8];
         let mut n = u32::MAX;
         c.succeeded(unsafe { vkcuda_device_extensions_enumerate(&mut n, names.as_mut_ptr()) });
         assert!(n >= 2 && (n as usize) < names.len());
-        Ran
     });
 
     // -- vkcuda_physical_device_query
@@ -300,7 +274,7 @@ pub fn cases(m: &mut Matrix) {
         c.refused(r, want);
         s.untouched();
     }
-    m.case(QUERY, "fake-gipa:get_instance_proc_addr", |c| {
+    m.ran(QUERY, "fake-gipa:get_instance_proc_addr", |c| {
         // An entry point that knows nothing: the instance is not usable through it.
         unsafe extern "system" fn nothing(
             _: vk::Instance,
@@ -310,23 +284,20 @@ pub fn cases(m: &mut Matrix) {
         }
         let e = &c.env.engine;
         query(c, e.instance.handle(), e.physical, Some(nothing), &[I]);
-        Ran
     });
 
     // -- vkcuda_physical_devices_enumerate
-    m.case(ENUM, "null-ok:supports", |c| {
+    m.ran(ENUM, "null-ok:supports", |c| {
         let mut n = 0;
         c.succeeded(unsafe { vkcuda_physical_devices_enumerate(&mut n, ptr::null_mut()) });
         assert!(n >= 1);
-        Ran
     });
-    m.case(ENUM, "zero:count", |c| {
+    m.ran(ENUM, "zero:count", |c| {
         let mut s = Poison::<[vkcuda_physical_device_support; 1]>::new();
         let mut n = 0;
         c.succeeded(unsafe { vkcuda_physical_devices_enumerate(&mut n, s.ptr().cast()) });
         assert_eq!(n, 0);
         s.untouched();
-        Ran
     });
 
     // -- vkcuda_context_create and vkcuda_context_create_with_device_info, on the
@@ -337,11 +308,10 @@ pub fn cases(m: &mut Matrix) {
     device_info_cases(m);
 
     // -- vkcuda_context_create_standalone
-    m.case(STANDALONE, "null-ok:info", |c| {
+    m.ran(STANDALONE, "null-ok:info", |c| {
         let mut ctx = poisoned();
         let r = unsafe { vkcuda_context_create_standalone(ptr::null(), &mut ctx) };
         paired_or_refused(c, r, ctx);
-        Ran
     });
     for (label, flags, index) in [
         ("unknown-bits:info->flags", 0x4, 0),
@@ -349,7 +319,7 @@ pub fn cases(m: &mut Matrix) {
         ("absurd:info->physical_device_index", 0x3, u32::MAX),
         ("past-last:info->physical_device_index", 0x3, 64),
     ] {
-        m.case(STANDALONE, label, move |c| {
+        m.ran(STANDALONE, label, move |c| {
             let info = vkcuda_standalone_create_info {
                 flags,
                 physical_device_index: index,
@@ -357,17 +327,11 @@ pub fn cases(m: &mut Matrix) {
             let mut ctx = poisoned();
             let r = unsafe { vkcuda_context_create_standalone(&info, &mut ctx) };
             c.refused_made(r, &[I], ctx, vkcuda_context_destroy);
-            Ran
         });
     }
 
     // -- getters and the rest
-    m.case(CUDA_INFO, "vulkan-only", |c| {
-        if c.env.cuda {
-            return Skipped("the context has CUDA");
-        }
-        c.refused_untouched(&[U], |h| unsafe { vkcuda_context_get_cuda_info(c.env.ctx, h) })
-    });
+    m.vulkan_only(CUDA_INFO, "vulkan-only", |c| c.refused_untouched(&[U], |h| unsafe { vkcuda_context_get_cuda_info(c.env.ctx, h) }));
     m.case(DRIVER, "no-driver", |c| {
         if c.env.driver != Driver::None {
             return Skipped("a CUDA driver is loaded");
@@ -377,8 +341,7 @@ pub fn cases(m: &mut Matrix) {
         v.untouched();
         Ran
     });
-    m.case("vkcuda_context_destroy", "null-ok:context", |_| {
+    m.ran("vkcuda_context_destroy", "null-ok:context", |_| {
         unsafe { vkcuda_context_destroy(ptr::null_mut()) };
-        Ran
     });
 }

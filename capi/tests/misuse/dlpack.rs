@@ -52,52 +52,38 @@ pub fn cases(m: &mut Matrix) {
         c.refused(r, want);
         assert!(t.is_null(), "the tensor output was not set to NULL");
     }
-    m.case(F, "null:buffer", |c| {
+    m.ran(F, "null:buffer", |c| {
         let mut t: *mut c_void = poisoned();
         let r = unsafe { vkcuda_buffer_export_dlpack(ptr::null(), &base(), &mut t) };
         c.refused(r, &[N]);
         assert!(t.is_null());
-        Ran
     });
-    m.case(F, "wrong-kind:buffer", |c| {
+    m.ran(F, "wrong-kind:buffer", |c| {
         let mut t: *mut c_void = poisoned();
         let r = unsafe { vkcuda_buffer_export_dlpack(c.env.image.cast(), &base(), &mut t) };
         c.refused(r, &[I]);
         assert!(t.is_null());
-        Ran
     });
-    m.case(F, "null:info", |c| {
+    m.ran(F, "null:info", |c| {
         let mut t: *mut c_void = poisoned();
         let r = unsafe { vkcuda_buffer_export_dlpack(c.env.buffer, ptr::null(), &mut t) };
         c.refused(r, &[N]);
         assert!(t.is_null());
-        Ran
     });
-    m.case(F, "null:tensor", |c| {
+    m.ran(F, "null:tensor", |c| {
         let r = unsafe { vkcuda_buffer_export_dlpack(c.env.buffer, &base(), ptr::null_mut()) };
         c.refused(r, &[N]);
-        Ran
     });
-    m.case(F, "valid", |c| {
-        valid(c, c.env.buffer, &base());
-        Ran
-    });
-    m.case(F, "all-zero:info->flags", |c| {
-        valid(c, c.env.buffer, &unsafe { std::mem::zeroed() });
-        Ran
-    });
-    m.case(F, "null-ok:info->strides", |c| {
-        valid(c, c.env.buffer, &base());
-        Ran
-    });
+    m.ran(F, "valid", |c| valid(c, c.env.buffer, &base()));
+    m.ran(F, "all-zero:info->flags", |c| valid(c, c.env.buffer, &unsafe { std::mem::zeroed() }));
+    m.ran(F, "null-ok:info->strides", |c| valid(c, c.env.buffer, &base()));
     static GOOD_STRIDES: [i64; 2] = [1, 128];
     static NEGATIVE_STRIDES: [i64; 2] = [128, -1];
     static WIDE_STRIDES: [i64; 2] = [129, 1];
-    m.case(F, "transposed:info->strides", |c| {
+    m.ran(F, "transposed:info->strides", |c| {
         let mut i = base();
         i.strides = GOOD_STRIDES.as_ptr();
         valid(c, c.env.buffer, &i);
-        Ran
     });
     type Change = fn(&mut vkcuda_dlpack_info);
     let changes: [(&str, Change, vkcuda_result); 17] = [
@@ -148,58 +134,50 @@ pub fn cases(m: &mut Matrix) {
         ),
     ];
     for (label, change, want) in changes {
-        m.case(F, label, move |c| {
+        m.ran(F, label, move |c| {
             let mut i = base();
             change(&mut i);
             refused(c, &i, &[want]);
-            Ran
         });
     }
-    m.case(F, "negative:info->strides", |c| {
+    m.ran(F, "negative:info->strides", |c| {
         let mut i = base();
         i.strides = NEGATIVE_STRIDES.as_ptr();
         refused(c, &i, &[I]);
-        Ran
     });
-    m.case(F, "too-wide:info->strides", |c| {
+    m.ran(F, "too-wide:info->strides", |c| {
         let mut i = base();
         i.strides = WIDE_STRIDES.as_ptr();
         refused(c, &i, &[I]);
-        Ran
     });
-    m.case(F, "without-shape:info->strides", |c| {
+    m.ran(F, "without-shape:info->strides", |c| {
         let mut i: vkcuda_dlpack_info = unsafe { std::mem::zeroed() };
         i.strides = GOOD_STRIDES.as_ptr();
         refused(c, &i, &[I]);
-        Ran
     });
-    m.case(F, "too-far:info->offset", |c| {
+    m.ran(F, "too-far:info->offset", |c| {
         let mut i = base();
         i.offset = 4;
         refused(c, &i, &[I]);
-        Ran
     });
     // -- the planes of shared video frames. The environment's image is optimal and
     // single-plane: not a frame, so every valid-looking call is refused as such.
     const P: &str = "vkcuda_image_export_plane_dlpack";
-    m.case(P, "null:image", |c| {
+    m.ran(P, "null:image", |c| {
         let mut t: *mut c_void = poisoned();
         let r = unsafe { vkcuda_image_export_plane_dlpack(ptr::null(), 0, 0, &mut t) };
         c.refused(r, &[N]);
         assert!(t.is_null());
-        Ran
     });
-    m.case(P, "wrong-kind:image", |c| {
+    m.ran(P, "wrong-kind:image", |c| {
         let mut t: *mut c_void = poisoned();
         let r = unsafe { vkcuda_image_export_plane_dlpack(c.env.buffer.cast(), 0, 0, &mut t) };
         c.refused(r, &[I]);
         assert!(t.is_null());
-        Ran
     });
-    m.case(P, "null:tensor", |c| {
+    m.ran(P, "null:tensor", |c| {
         let r = unsafe { vkcuda_image_export_plane_dlpack(c.env.image, 0, 0, ptr::null_mut()) };
         c.refused(r, &[N]);
-        Ran
     });
     for (label, plane, flags) in [
         ("not-a-frame:image", 0u32, 0u32),
@@ -208,12 +186,11 @@ pub fn cases(m: &mut Matrix) {
         ("unknown-bits:flags", 0, 0x10),
         ("read-only-legacy:flags", 0, VKCUDA_DLPACK_READ_ONLY_BIT | VKCUDA_DLPACK_LEGACY_BIT),
     ] {
-        m.case(P, label, move |c| {
+        m.ran(P, label, move |c| {
             let mut t: *mut c_void = poisoned();
             let r = unsafe { vkcuda_image_export_plane_dlpack(c.env.image, plane, flags, &mut t) };
             c.refused(r, &[I]);
             assert!(t.is_null(), "the tensor output was not set to NULL");
-            Ran
         });
     }
 }

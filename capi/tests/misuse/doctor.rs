@@ -6,7 +6,6 @@ use std::ptr;
 use ash::vk;
 
 use crate::matrix::*;
-use crate::nulls::null;
 use crate::support::*;
 
 fn doctor_report() -> *mut vkcuda_doctor_report {
@@ -57,47 +56,32 @@ pub fn cases(m: &mut Matrix) {
     const PAIR: &str = "vkcuda_doctor_report_get_device_pair";
     const JSON: &str = "vkcuda_doctor_report_get_json";
     let out = vkcuda_doctor_report_destroy;
-    m.nulls(vec![
-        null(RUN, "report", |_, _| unsafe {
-            vkcuda_doctor_run(ptr::null(), ptr::null_mut())
-        }),
-        null(RUN, "options->engine->instance", move |e, o| {
+    m.nulls(nulls![
+        RUN, "report" => |_, _| unsafe { vkcuda_doctor_run(ptr::null(), ptr::null_mut()) };
+        RUN, "options->engine->instance" => |e, o| {
             let mut info = e.engine.create_info(0);
             info.instance = vk::Instance::null();
             unsafe { vkcuda_doctor_run(&options(0, ptr::null(), &info), o.handle(out)) }
-        }),
-        null(SUMMARY, "report", |_, o| unsafe {
-            vkcuda_doctor_report_get_summary(ptr::null(), o.plain())
-        }),
-        null(SUMMARY, "summary", |_, _| {
+        };
+        SUMMARY, "report" => |_, o| unsafe { vkcuda_doctor_report_get_summary(ptr::null(), o.plain()) };
+        SUMMARY, "summary" => |_, _| {
             on_report(|r| unsafe { vkcuda_doctor_report_get_summary(r, ptr::null_mut()) })
-        }),
-        null(CHECK, "report", |_, o| unsafe {
-            vkcuda_doctor_report_get_check(ptr::null(), 0, o.plain())
-        }),
-        null(CHECK, "check", |_, _| {
-            on_report(|r| unsafe { vkcuda_doctor_report_get_check(r, 0, ptr::null_mut()) })
-        }),
-        null(PAIR, "report", |_, o| unsafe {
-            vkcuda_doctor_report_get_device_pair(ptr::null(), 0, o.plain())
-        }),
-        null(PAIR, "pair", |_, _| {
+        };
+        CHECK, "report" => |_, o| unsafe { vkcuda_doctor_report_get_check(ptr::null(), 0, o.plain()) };
+        CHECK, "check" => |_, _| on_report(|r| unsafe { vkcuda_doctor_report_get_check(r, 0, ptr::null_mut()) });
+        PAIR, "report" => |_, o| unsafe { vkcuda_doctor_report_get_device_pair(ptr::null(), 0, o.plain()) };
+        PAIR, "pair" => |_, _| {
             on_report(|r| unsafe { vkcuda_doctor_report_get_device_pair(r, 0, ptr::null_mut()) })
-        }),
-        null(JSON, "report", |_, o| unsafe {
-            vkcuda_doctor_report_get_json(ptr::null(), o.plain())
-        }),
-        null(JSON, "json", |_, _| {
-            on_report(|r| unsafe { vkcuda_doctor_report_get_json(r, ptr::null_mut()) })
-        }),
+        };
+        JSON, "report" => |_, o| unsafe { vkcuda_doctor_report_get_json(ptr::null(), o.plain()) };
+        JSON, "json" => |_, _| on_report(|r| unsafe { vkcuda_doctor_report_get_json(r, ptr::null_mut()) });
     ]);
 
-    m.case(RUN, "null-ok:options", |c| {
+    m.ran(RUN, "null-ok:options", |c| {
         let mut r = poisoned();
         c.succeeded(unsafe { vkcuda_doctor_run(ptr::null(), &mut r) });
         assert!(!r.is_null());
         unsafe { vkcuda_doctor_report_destroy(r) };
-        Ran
     });
     // Every bit but VKCUDA_DOCTOR_RUN_DEEP_BIT; and a known bit does not let an
     // unknown one through (nothing is run).
@@ -113,7 +97,7 @@ pub fn cases(m: &mut Matrix) {
         );
         run_with(c, &o, &[I])
     });
-    m.case(RUN, "deep-ok:options->flags", |c| {
+    m.ran(RUN, "deep-ok:options->flags", |c| {
         // The deep self-test: deep.* checks, whatever this machine can run.
         let o = options(VKCUDA_DOCTOR_RUN_DEEP_BIT, ptr::null(), ptr::null());
         let mut r = poisoned();
@@ -123,31 +107,23 @@ pub fn cases(m: &mut Matrix) {
         let json = unsafe { CStr::from_ptr(j) }.to_string_lossy().into_owned();
         unsafe { vkcuda_doctor_report_destroy(r) };
         assert!(json.contains("\"deep.total\""), "{json}");
-        Ran
     });
-    m.case(RUN, "null-ok:options->root", |c| {
-        run_with(c, &options(0, ptr::null(), ptr::null()), &[])
-    });
-    m.case(RUN, "empty:options->root", |c| {
-        run_with(c, &options(0, c"".as_ptr(), ptr::null()), &[I])
-    });
-    m.case(RUN, "not-utf8:options->root", |c| {
-        run_with(c, &options(0, c"/tmp/\xff".as_ptr(), ptr::null()), &[I])
-    });
+    m.case(RUN, "null-ok:options->root", |c| run_with(c, &options(0, ptr::null(), ptr::null()), &[]));
+    m.case(RUN, "empty:options->root", |c| run_with(c, &options(0, c"".as_ptr(), ptr::null()), &[I]));
+    m.case(RUN, "not-utf8:options->root", |c| run_with(c, &options(0, c"/tmp/\xff".as_ptr(), ptr::null()), &[I]));
     m.case(RUN, "null-ok:options->engine", |c| {
         // With the engine's handles the doctor checks that device too.
         let info = c.env.engine.create_info(0);
         run_with(c, &options(0, ptr::null(), &info), &[])
     });
 
-    m.case(SUMMARY, "wrong-kind:report", |c| {
+    m.ran(SUMMARY, "wrong-kind:report", |c| {
         let mut s = Poison::<vkcuda_doctor_summary>::new();
         let res = unsafe { vkcuda_doctor_report_get_summary(c.env.ctx.cast(), s.ptr()) };
         c.refused(res, &[I]);
         s.untouched();
-        Ran
     });
-    m.case(CHECK, "out-of-range:index", |c| {
+    m.ran(CHECK, "out-of-range:index", |c| {
         let r = doctor_report();
         let mut k = Poison::<vkcuda_doctor_check>::new();
         let a = unsafe { vkcuda_doctor_report_get_check(r, u32::MAX, k.ptr()) };
@@ -158,19 +134,16 @@ pub fn cases(m: &mut Matrix) {
         assert_eq!(a, I);
         c.refused(b, &[I]);
         k.untouched();
-        Ran
     });
-    m.case(PAIR, "out-of-range:index", |c| {
+    m.ran(PAIR, "out-of-range:index", |c| {
         let mut p = Poison::<vkcuda_doctor_device_pair>::new();
         let out = p.ptr();
         let res = on_report(|r| unsafe { vkcuda_doctor_report_get_device_pair(r, u32::MAX, out) });
         c.refused(res, &[I]);
         p.untouched();
-        Ran
     });
     const DESTROY: &str = "vkcuda_doctor_report_destroy";
-    m.case(DESTROY, "null-ok:report", |_| {
+    m.ran(DESTROY, "null-ok:report", |_| {
         unsafe { vkcuda_doctor_report_destroy(ptr::null_mut()) };
-        Ran
     });
 }

@@ -9,7 +9,7 @@ use std::ptr;
 use crate::support::*;
 use crate::env::{no_timeline, Env};
 use crate::matrix::*;
-use crate::nulls::{not_ours, null};
+use crate::nulls::not_ours;
 
 /// A semaphore's graph node add: wait or signal.
 pub type Add = unsafe extern "C" fn(
@@ -46,22 +46,17 @@ fn timeline(e: &Env) -> *const vkcuda_semaphore {
 
 pub fn cases(m: &mut Matrix) {
     for (f, add) in ADDS {
-        m.nulls(vec![
-            null(f, "semaphore", move |_, o| unsafe {
-                add(ptr::null(), dangling(), ptr::null(), 0, 1, o.handle(not_ours))
-            }),
-            null(f, "graph", move |e, o| unsafe {
+        m.nulls(nulls![
+            f, "semaphore" => |_, o| unsafe { add(ptr::null(), dangling(), ptr::null(), 0, 1, o.handle(not_ours)) };
+            f, "graph" @needs(no_timeline) => |e, o| unsafe {
                 add(timeline(e), ptr::null_mut(), ptr::null(), 0, 1, o.handle(not_ours))
-            })
-            .needs(no_timeline),
-            null(f, "dependencies", move |e, o| unsafe {
+            };
+            f, "dependencies" @needs(no_timeline) => |e, o| unsafe {
                 add(timeline(e), dangling(), ptr::null(), 2, 1, o.handle(not_ours))
-            })
-            .needs(no_timeline),
-            null(f, "node", move |e, _| unsafe {
+            };
+            f, "node" @needs(no_timeline) => |e, _| unsafe {
                 add(timeline(e), dangling(), ptr::null(), 0, 1, ptr::null_mut())
-            })
-            .needs(no_timeline),
+            };
         ]);
         m.case(f, "null-element:dependencies", move |c| {
             let Some(s) = c.env.timeline else {
@@ -99,29 +94,15 @@ pub fn cases(m: &mut Matrix) {
         );
     }
 
-    let sets: [(&'static str, Set); 2] = [
-        (
-            "vkcuda_semaphore_cuda_graph_exec_set_wait",
-            vkcuda_semaphore_cuda_graph_exec_set_wait,
-        ),
-        (
-            "vkcuda_semaphore_cuda_graph_exec_set_signal",
-            vkcuda_semaphore_cuda_graph_exec_set_signal,
-        ),
+    let sets: [(&'static str, Set); 2] = named![
+        vkcuda_semaphore_cuda_graph_exec_set_wait;
+        vkcuda_semaphore_cuda_graph_exec_set_signal;
     ];
     for (f, set) in sets {
-        m.nulls(vec![
-            null(f, "semaphore", move |_, _| unsafe {
-                set(ptr::null(), dangling(), dangling(), 1)
-            }),
-            null(f, "exec", move |e, _| unsafe {
-                set(timeline(e), ptr::null_mut(), dangling(), 1)
-            })
-            .needs(no_timeline),
-            null(f, "node", move |e, _| unsafe {
-                set(timeline(e), dangling(), ptr::null_mut(), 1)
-            })
-            .needs(no_timeline),
+        m.nulls(nulls![
+            f, "semaphore" => |_, _| unsafe { set(ptr::null(), dangling(), dangling(), 1) };
+            f, "exec" @needs(no_timeline) => |e, _| unsafe { set(timeline(e), ptr::null_mut(), dangling(), 1) };
+            f, "node" @needs(no_timeline) => |e, _| unsafe { set(timeline(e), dangling(), ptr::null_mut(), 1) };
         ]);
         m.case(f, "binary:semaphore", move |c| {
             let Some(s) = c.env.binary else {

@@ -7,7 +7,6 @@ use ash::vk;
 
 use crate::support::*;
 use crate::matrix::*;
-use crate::nulls::null;
 
 type BufferBarrier = unsafe extern "C" fn(
     *const vkcuda_buffer,
@@ -23,62 +22,36 @@ type ImageBarrier = unsafe extern "C" fn(
 ) -> vkcuda_result;
 
 pub fn cases(m: &mut Matrix) {
-    let buffers: [(&'static str, BufferBarrier); 2] = [
-        (
-            "vkcuda_buffer_cmd_release_to_cuda",
-            vkcuda_buffer_cmd_release_to_cuda,
-        ),
-        (
-            "vkcuda_buffer_cmd_acquire_from_cuda",
-            vkcuda_buffer_cmd_acquire_from_cuda,
-        ),
+    let buffers: [(&'static str, BufferBarrier); 2] = named![
+        vkcuda_buffer_cmd_release_to_cuda;
+        vkcuda_buffer_cmd_acquire_from_cuda;
     ];
     for (f, call) in buffers {
-        m.nulls(vec![
-            null(f, "buffer", move |e, _| unsafe {
-                call(ptr::null(), e.cmd, &handoff_info(0))
-            }),
-            null(f, "command_buffer", move |e, _| unsafe {
-                call(e.buffer, vk::CommandBuffer::null(), &handoff_info(0))
-            }),
-            null(f, "info", move |e, _| unsafe {
-                call(e.buffer, e.cmd, ptr::null())
-            }),
+        m.nulls(nulls![
+            f, "buffer" => |e, _| unsafe { call(ptr::null(), e.cmd, &handoff_info(0)) };
+            f, "command_buffer" => |e, _| unsafe { call(e.buffer, vk::CommandBuffer::null(), &handoff_info(0)) };
+            f, "info" => |e, _| unsafe { call(e.buffer, e.cmd, ptr::null()) };
         ]);
         handoff_cases(m, f, move |c, h| unsafe { call(c.env.buffer, c.env.cmd, h) });
     }
 
     let general = vk::ImageLayout::GENERAL.as_raw();
-    let images: [(&'static str, ImageBarrier, &'static str, bool); 2] = [
-        (
-            "vkcuda_image_cmd_release_to_cuda",
-            vkcuda_image_cmd_release_to_cuda,
-            "old_layout",
-            true,
-        ),
-        (
-            "vkcuda_image_cmd_acquire_from_cuda",
-            vkcuda_image_cmd_acquire_from_cuda,
-            "new_layout",
-            false,
-        ),
+    let images: [(&'static str, ImageBarrier, &'static str, bool); 2] = named![
+        vkcuda_image_cmd_release_to_cuda, "old_layout", true;
+        vkcuda_image_cmd_acquire_from_cuda, "new_layout", false;
     ];
     for (f, call, layout, release) in images {
-        m.nulls(vec![
-            null(f, "image", move |e, _| unsafe {
-                call(ptr::null(), e.cmd, &handoff_info(0), general)
-            }),
-            null(f, "command_buffer", move |e, _| unsafe {
+        m.nulls(nulls![
+            f, "image" => |e, _| unsafe { call(ptr::null(), e.cmd, &handoff_info(0), general) };
+            f, "command_buffer" => |e, _| unsafe {
                 call(
                     e.image,
                     vk::CommandBuffer::null(),
                     &handoff_info(0),
                     general,
                 )
-            }),
-            null(f, "info", move |e, _| unsafe {
-                call(e.image, e.cmd, ptr::null(), general)
-            }),
+            };
+            f, "info" => |e, _| unsafe { call(e.image, e.cmd, ptr::null(), general) };
         ]);
         handoff_cases(m, f, move |c, h| unsafe {
             call(c.env.image, c.env.cmd, h, general)
@@ -106,13 +79,10 @@ pub fn cases(m: &mut Matrix) {
         };
         usage_cases(m, f, layout, call_with);
         for (what, l) in bad {
-            m.case(f, &format!("{what}:{layout}"), move |c| {
-                c.refused(
+            m.ran(f, &format!("{what}:{layout}"), move |c| c.refused(
                     unsafe { call(c.env.image, c.env.cmd, &handoff_info(0), l) },
                     &[I],
-                );
-                Ran
-            });
+                ));
         }
     }
     batch_cases(m);
@@ -180,7 +150,7 @@ pub fn handoff_cases(
     // fresh command buffer (a batch's copy path leaves its images in
     // TRANSFER_SRC_OPTIMAL, so a second release recorded after it is judged
     // against that layout by the validation layer).
-    m.case(f, "valid-pairs:info->access_mask", move |c| {
+    m.ran(f, "valid-pairs:info->access_mask", move |c| {
         for (stages, access) in valid_pairs() {
             c.env.fresh_commands();
             let h = vkcuda_handoff_info {
@@ -190,7 +160,6 @@ pub fn handoff_cases(
             };
             c.succeeded(call(c, &h));
         }
-        Ran
     });
 }
 
@@ -323,7 +292,7 @@ fn usage_cases(m: &mut Matrix, f: &'static str, path: &str, call: ImageCall) {
         ),
     ];
     for (kind, usage, layouts) in cases {
-        m.case(f, &format!("{kind}:{path}"), move |c| {
+        m.ran(f, &format!("{kind}:{path}"), move |c| {
             let mut im = ptr::null_mut();
             ok(unsafe {
                 vkcuda_image_create(
@@ -346,7 +315,6 @@ fn usage_cases(m: &mut Matrix, f: &'static str, path: &str, call: ImageCall) {
                 }
             }
             unsafe { vkcuda_image_destroy(im) };
-            Ran
         });
     }
 }
@@ -360,17 +328,9 @@ type Batch = unsafe extern "C" fn(
 
 /// The batched barriers: one resource list, one barrier.
 pub fn batch_cases(m: &mut Matrix) {
-    let batches: [(&'static str, Batch, bool); 2] = [
-        (
-            "vkcuda_handoff_cmd_release_to_cuda",
-            vkcuda_handoff_cmd_release_to_cuda,
-            true,
-        ),
-        (
-            "vkcuda_handoff_cmd_acquire_from_cuda",
-            vkcuda_handoff_cmd_acquire_from_cuda,
-            false,
-        ),
+    let batches: [(&'static str, Batch, bool); 2] = named![
+        vkcuda_handoff_cmd_release_to_cuda, true;
+        vkcuda_handoff_cmd_acquire_from_cuda, false;
     ];
     let general = vk::ImageLayout::GENERAL.as_raw();
     for (f, call, release) in batches {
@@ -379,20 +339,13 @@ pub fn batch_cases(m: &mut Matrix) {
             image: ptr::null(),
             layout: 0,
         };
-        m.nulls(vec![
-            null(f, "resources", move |e, _| unsafe {
-                call(1, ptr::null(), e.cmd, &handoff_info(0))
-            }),
-            null(f, "command_buffer", move |e, _| unsafe {
-                call(1, &one(e), vk::CommandBuffer::null(), &handoff_info(0))
-            }),
-            null(f, "info", move |e, _| unsafe { call(1, &one(e), e.cmd, ptr::null()) }),
+        m.nulls(nulls![
+            f, "resources" => |e, _| unsafe { call(1, ptr::null(), e.cmd, &handoff_info(0)) };
+            f, "command_buffer" => |e, _| unsafe { call(1, &one(e), vk::CommandBuffer::null(), &handoff_info(0)) };
+            f, "info" => |e, _| unsafe { call(1, &one(e), e.cmd, ptr::null()) };
         ]);
         handoff_cases(m, f, move |c, h| unsafe { call(1, &one(c.env), c.env.cmd, h) });
-        m.case(f, "zero:resource_count", move |c| {
-            c.succeeded(unsafe { call(0, ptr::null(), c.env.cmd, &handoff_info(0)) });
-            Ran
-        });
+        m.ran(f, "zero:resource_count", move |c| c.succeeded(unsafe { call(0, ptr::null(), c.env.cmd, &handoff_info(0)) }));
         type R = vkcuda_handoff_resource;
         type Make = fn(&crate::env::Env) -> R;
         let bad: Vec<(&str, vkcuda_result, Make)> = vec![
@@ -423,21 +376,19 @@ pub fn batch_cases(m: &mut Matrix) {
             }),
         ];
         for (label, want, make) in bad {
-            m.case(f, label, move |c| {
+            m.ran(f, label, move |c| {
                 let r = make(c.env);
                 c.refused(unsafe { call(1, &r, c.env.cmd, &handoff_info(0)) }, &[want]);
-                Ran
             });
         }
         if !release {
-            m.case(f, "undefined:resources->layout", move |c| {
+            m.ran(f, "undefined:resources->layout", move |c| {
                 let r = R {
                     buffer: ptr::null(),
                     image: c.env.image,
                     layout: vk::ImageLayout::UNDEFINED.as_raw(),
                 };
                 c.refused(unsafe { call(1, &r, c.env.cmd, &handoff_info(0)) }, &[I]);
-                Ran
             });
         }
         let call_with: ImageCall = if release {
@@ -469,19 +420,17 @@ pub fn batch_cases(m: &mut Matrix) {
         };
         usage_cases(m, f, "resources->layout", call_with);
         // NULL is valid for one of the two when the other is set.
-        m.case(f, "null-ok:resources->buffer", move |c| {
+        m.ran(f, "null-ok:resources->buffer", move |c| {
             let r = R {
                 buffer: ptr::null(),
                 image: c.env.image,
                 layout: general,
             };
             c.succeeded(unsafe { call(1, &r, c.env.cmd, &handoff_info(0)) });
-            Ran
         });
-        m.case(f, "null-ok:resources->image", move |c| {
+        m.ran(f, "null-ok:resources->image", move |c| {
             let list = [one(c.env), one(c.env)];
             c.succeeded(unsafe { call(2, list.as_ptr(), c.env.cmd, &handoff_info(0)) });
-            Ran
         });
     }
 }

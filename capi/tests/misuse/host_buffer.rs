@@ -3,7 +3,6 @@
 use std::ptr;
 
 use crate::matrix::*;
-use crate::nulls::null;
 use crate::support::*;
 
 const CREATE: &str = "vkcuda_host_buffer_create";
@@ -19,13 +18,9 @@ fn create_fails(c: &Call, size: u64, want: &[vkcuda_result]) -> Outcome {
 
 pub fn cases(m: &mut Matrix) {
     let out = vkcuda_host_buffer_destroy;
-    m.nulls(vec![
-        null(CREATE, "context", move |_, o| unsafe {
-            vkcuda_host_buffer_create(ptr::null(), 4096, o.handle(out))
-        }),
-        null(CREATE, "host_buffer", |e, _| unsafe {
-            vkcuda_host_buffer_create(e.ctx, 4096, ptr::null_mut())
-        }),
+    m.nulls(nulls![
+        CREATE, "context" => |_, o| unsafe { vkcuda_host_buffer_create(ptr::null(), 4096, o.handle(out)) };
+        CREATE, "host_buffer" => |e, _| unsafe { vkcuda_host_buffer_create(e.ctx, 4096, ptr::null_mut()) };
     ]);
     m.getter(
         INFO,
@@ -35,26 +30,21 @@ pub fn cases(m: &mut Matrix) {
     );
 
     // -- vkcuda_host_buffer_create: every size refused before the driver.
-    m.case(CREATE, "zero:size", |c| {
-        create_fails(
+    m.case(CREATE, "zero:size", |c| create_fails(
             &Call {
                 says: Some("size must not be 0"),
                 ..*c
             },
             0,
             &[I],
-        )
-    });
+        ));
     m.case(CREATE, "absurd:size", |c| create_fails(c, u64::MAX, &[I]));
     m.case(CREATE, "2^63:size", |c| create_fails(c, 1 << 63, &[I]));
-    m.case(CREATE, "over-heap:size", |c| {
-        create_fails(c, c.env.largest_heap() + 1, &[I])
-    });
-    m.case(CREATE, "wrong-kind:context", |c| {
+    m.case(CREATE, "over-heap:size", |c| create_fails(c, c.env.largest_heap() + 1, &[I]));
+    m.ran(CREATE, "wrong-kind:context", |c| {
         let mut b = poisoned();
         let r = unsafe { vkcuda_host_buffer_create(c.env.buffer.cast(), 4096, &mut b) };
         c.refused_made(r, &[I], b, vkcuda_host_buffer_destroy);
-        Ran
     });
 
     // -- vkcuda_host_buffer_get_info
@@ -67,8 +57,7 @@ pub fn cases(m: &mut Matrix) {
             vkcuda_host_buffer_get_info(c.env.buffer.cast(), p)
         })
     });
-    m.case("vkcuda_host_buffer_destroy", "null-ok:host_buffer", |_| {
+    m.ran("vkcuda_host_buffer_destroy", "null-ok:host_buffer", |_| {
         unsafe { vkcuda_host_buffer_destroy(ptr::null_mut()) };
-        Ran
     });
 }

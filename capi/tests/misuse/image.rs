@@ -9,7 +9,7 @@ use ash::vk;
 use crate::support::*;
 use crate::env::image_create_info;
 use crate::matrix::*;
-use crate::nulls::{get, get0, null, Out};
+use crate::nulls::{get, get0, Out};
 
 const CREATE: &str = "vkcuda_image_create";
 const WRAP: &str = "vkcuda_image_wrap";
@@ -24,47 +24,25 @@ pub fn cases(m: &mut Matrix) {
     const VK_IMAGE: &str = "vkcuda_image_get_vk_image";
     const EXPORT: &str = "vkcuda_image_export_fd";
     let out = vkcuda_image_destroy;
-    m.nulls(vec![
-        null(FORMAT, "info", |_, _| unsafe {
-            vkcuda_format_query(vk::Format::R8_UNORM.as_raw(), ptr::null_mut())
-        }),
-        null(CREATE, "context", move |_, o| unsafe {
-            vkcuda_image_create(ptr::null(), &image_create_info(0, 1), o.handle(out))
-        }),
-        null(CREATE, "info", move |e, o| unsafe {
-            vkcuda_image_create(e.ctx, ptr::null(), o.handle(out))
-        }),
-        null(CREATE, "image", |e, _| unsafe {
-            vkcuda_image_create(e.ctx, &image_create_info(0, 1), ptr::null_mut())
-        }),
-        null(WRAP, "context", move |e, o| unsafe {
-            vkcuda_image_wrap(ptr::null(), &e.image_wrap_info(), o.handle(out))
-        }),
-        null(WRAP, "info", move |e, o| unsafe {
-            vkcuda_image_wrap(e.ctx, ptr::null(), o.handle(out))
-        }),
-        null(WRAP, "image", |e, _| unsafe {
-            vkcuda_image_wrap(e.ctx, &e.image_wrap_info(), ptr::null_mut())
-        }),
-        null(WRAP, "info->image", move |e, o| unsafe {
+    m.constructor(CREATE, "image", |_| image_create_info(0, 1), vkcuda_image_create, out);
+    m.constructor(WRAP, "image", |e| e.image_wrap_info(), vkcuda_image_wrap, out);
+    m.nulls(nulls![
+        FORMAT, "info" => |_, _| unsafe { vkcuda_format_query(vk::Format::R8_UNORM.as_raw(), ptr::null_mut()) };
+        WRAP, "info->image" => |e, o| unsafe {
             let mut i = e.image_wrap_info();
             i.image = vk::Image::null();
             vkcuda_image_wrap(e.ctx, &i, o.handle(out))
-        }),
-        null(WRAP, "info->memory", move |e, o| unsafe {
+        };
+        WRAP, "info->memory" => |e, o| unsafe {
             let mut i = e.image_wrap_info();
             i.memory = vk::DeviceMemory::null();
             vkcuda_image_wrap(e.ctx, &i, o.handle(out))
-        }),
-        null(TEX, "image", |_, o| unsafe {
-            vkcuda_image_create_texture_object(ptr::null(), &texture_info(), o.plain())
-        }),
-        null(TEX, "info", |e, o| unsafe {
-            vkcuda_image_create_texture_object(e.image, ptr::null(), o.plain())
-        }),
-        null(TEX, "texture", |e, _| unsafe {
+        };
+        TEX, "image" => |_, o| unsafe { vkcuda_image_create_texture_object(ptr::null(), &texture_info(), o.plain()) };
+        TEX, "info" => |e, o| unsafe { vkcuda_image_create_texture_object(e.image, ptr::null(), o.plain()) };
+        TEX, "texture" => |e, _| unsafe {
             vkcuda_image_create_texture_object(e.image, &texture_info(), ptr::null_mut())
-        }),
+        };
     ]);
     m.image_getter(MIP, "array", Out::lent, get(vkcuda_image_get_cuda_mipmapped_array));
     m.image_getter(ARRAY, "array", Out::lent, get0(vkcuda_image_get_cuda_array));
@@ -101,13 +79,12 @@ pub fn cases(m: &mut Matrix) {
             UNSUP,
         ),
     ] {
-        m.case(FORMAT, label, move |c| {
+        m.ran(FORMAT, label, move |c| {
             let mut i = Poison::<vkcuda_format_info>::new();
             let r = unsafe { vkcuda_format_query(format, i.ptr()) };
             c.refused(r, &[want, I, UNSUP]);
             assert_eq!(r, want, "{format}");
             i.untouched();
-            Ran
         });
     }
 
@@ -128,50 +105,18 @@ pub fn cases(m: &mut Matrix) {
 
     // -- vkcuda_image_wrap: the shared image's own VkImage and memory, borrowed.
     type IW = vkcuda_image_wrap_info;
-    let mut muts: Vec<Mutation<IW>> = vec![
-        mutation("unknown-bits:info->flags", &[I], |_, i: &mut IW| {
-            i.flags = 1
-        }),
-        mutation("zero:info->allocation_size", &[I], |_, i: &mut IW| {
-            i.allocation_size = 0
-        }),
-        mutation("too-small:info->allocation_size", &[I], |_, i: &mut IW| {
-            i.allocation_size -= 1
-        }),
-        fd_size(mutation(
-            "larger-than-memory:info->allocation_size",
-            &[I],
-            |_, i: &mut IW| i.allocation_size *= 4,
-        )),
-        mutation("zero:info->export_handle_types", &[I], |_, i: &mut IW| {
-            i.export_handle_types = 0
-        }),
-        mutation(
-            "no-opaque-fd:info->export_handle_types",
-            &[I],
-            |_, i: &mut IW| {
-                i.export_handle_types = vk::ExternalMemoryHandleTypeFlags::DMA_BUF_EXT.as_raw()
-            },
-        ),
-        mutation("dedicated-nonzero:info->offset", &[I], |_, i: &mut IW| {
-            i.offset = 65536
-        }),
-        mutation("past-end:info->offset", &[I], |_, i: &mut IW| {
-            i.dedicated = 0;
-            i.offset = i.allocation_size;
-        }),
-        mutation("misaligned:info->offset", &[I], |_, i: &mut IW| {
-            i.dedicated = 0;
-            i.allocation_size += 1;
-            i.offset = 1;
-        }),
-        mutation("overflow:info->offset", &[I], |_, i: &mut IW| {
-            i.dedicated = 0;
-            i.offset = u64::MAX - 1;
-        }),
-        mutation("bool-2:info->dedicated", &[I], |_, i: &mut IW| {
-            i.dedicated = 2
-        }),
+    let mut muts: Vec<Mutation<IW>> = muts![IW;
+        "unknown-bits:info->flags" [I] => |_, i| i.flags = 1;
+        "zero:info->allocation_size" [I] => |_, i| i.allocation_size = 0;
+        "too-small:info->allocation_size" [I] => |_, i| i.allocation_size -= 1;
+        "larger-than-memory:info->allocation_size" [I] @fd_size => |_, i| i.allocation_size *= 4;
+        "zero:info->export_handle_types" [I] => |_, i| i.export_handle_types = 0;
+        "no-opaque-fd:info->export_handle_types" [I] => |_, i| i.export_handle_types = vk::ExternalMemoryHandleTypeFlags::DMA_BUF_EXT.as_raw();
+        "dedicated-nonzero:info->offset" [I] => |_, i| i.offset = 65536;
+        "past-end:info->offset" [I] => |_, i| { i.dedicated = 0; i.offset = i.allocation_size; };
+        "misaligned:info->offset" [I] => |_, i| { i.dedicated = 0; i.allocation_size += 1; i.offset = 1; };
+        "overflow:info->offset" [I] => |_, i| { i.dedicated = 0; i.offset = u64::MAX - 1; };
+        "bool-2:info->dedicated" [I] => |_, i| i.dedicated = 2;
     ];
     muts.extend(image_info_mutations::<IW>(
         "info->description.",
@@ -181,41 +126,22 @@ pub fn cases(m: &mut Matrix) {
     wrap_cases(m, muts);
 
     // -- getters
-    m.case(MIP, "vulkan-only", |c| {
-        if c.env.cuda {
-            return Skipped("the context has CUDA");
-        }
-        c.refused_nulled(&[U], |a| unsafe { vkcuda_image_get_cuda_mipmapped_array(c.env.image, a) })
-    });
+    m.vulkan_only(MIP, "vulkan-only", |c| c.refused_nulled(&[U], |a| unsafe { vkcuda_image_get_cuda_mipmapped_array(c.env.image, a) }));
     for (label, level) in [("past-last:level", 5), ("absurd:level", u32::MAX)] {
-        m.case(ARRAY, label, move |c| {
-            c.refused_nulled(&[I], |a| unsafe {
+        m.case(ARRAY, label, move |c| c.refused_nulled(&[I], |a| unsafe {
                 vkcuda_image_get_cuda_array(c.env.image, level, a)
-            })
-        });
+            }));
     }
-    m.case(ARRAY, "vulkan-only", |c| {
-        if c.env.cuda {
-            return Skipped("the context has CUDA");
-        }
-        c.refused_nulled(&[U], |a| unsafe { vkcuda_image_get_cuda_array(c.env.image, 4, a) })
-    });
+    m.vulkan_only(ARRAY, "vulkan-only", |c| c.refused_nulled(&[U], |a| unsafe { vkcuda_image_get_cuda_array(c.env.image, 4, a) }));
     for (label, level) in [("past-last:level", 5), ("absurd:level", u32::MAX)] {
-        m.case(SURF, label, move |c| {
-            c.refused_untouched(&[I], |s| unsafe {
+        m.case(SURF, label, move |c| c.refused_untouched(&[I], |s| unsafe {
                 vkcuda_image_get_surface_object(c.env.image, level, s)
-            })
-        });
+            }));
     }
-    m.case(SURF, "no-storage-usage", |c| {
-        c.refused_untouched(&[UNSUP], |s| unsafe {
+    m.case(SURF, "no-storage-usage", |c| c.refused_untouched(&[UNSUP], |s| unsafe {
             vkcuda_image_get_surface_object(c.env.image_no_storage, 0, s)
-        })
-    });
-    m.case(SURF, "vulkan-only", |c| {
-        if c.env.cuda {
-            return Skipped("the context has CUDA");
-        }
+        }));
+    m.vulkan_only(SURF, "vulkan-only", |c| {
         if image_info(c.env.image).usage & vk::ImageUsageFlags::STORAGE.as_raw() == 0 {
             return Skipped("the device cannot make storage images of R8G8B8A8_UNORM");
         }
@@ -226,10 +152,7 @@ pub fn cases(m: &mut Matrix) {
     texture_cases(m, TEX, |im, t, out| unsafe {
         vkcuda_image_create_texture_object(im, t, out)
     });
-    m.case(TEX, "vulkan-only", |c| {
-        if c.env.cuda {
-            return Skipped("the context has CUDA");
-        }
+    m.vulkan_only(TEX, "vulkan-only", |c| {
         let mut t = texture_info();
         t.flags = VKCUDA_TEXTURE_ALL_LEVELS_BIT;
         t.level = u32::MAX; // ignored with ALL_LEVELS
@@ -238,9 +161,8 @@ pub fn cases(m: &mut Matrix) {
         })
     });
 
-    m.case("vkcuda_image_destroy", "null-ok:image", |_| {
+    m.ran("vkcuda_image_destroy", "null-ok:image", |_| {
         unsafe { vkcuda_image_destroy(ptr::null_mut()) };
-        Ran
     });
 }
 
@@ -382,40 +304,17 @@ pub fn texture_cases(
 /// Bad texture descriptions: every field (the border colour aside: any float).
 fn texture_mutations() -> Vec<Mutation<vkcuda_texture_info>> {
     type T = vkcuda_texture_info;
-    vec![
-        mutation("unknown-bits:info->flags", &[I], |_, t: &mut T| t.flags = 4),
-        mutation("all-bits:info->flags", &[I], |_, t: &mut T| {
-            t.flags = u32::MAX
-        }),
-        mutation("past-last:info->level", &[I], |_, t: &mut T| t.level = 5),
-        mutation("absurd:info->level", &[I], |_, t: &mut T| {
-            t.level = u32::MAX
-        }),
-        mutation("enum-2:info->filter", &[I], |_, t: &mut T| {
-            t.filter = vkcuda_filter_raw(2)
-        }),
-        mutation("enum-negative:info->filter", &[I], |_, t: &mut T| {
-            t.filter = vkcuda_filter_raw(-1)
-        }),
-        says(
-            "linear filtering needs float results",
-            mutation("linear-integers:info->filter", &[I], |_, t: &mut T| {
-                t.filter = vkcuda_filter_raw(1)
-            }),
-        ),
-        mutation("enum-4:info->address_mode", &[I], |_, t: &mut T| {
-            t.address_mode = vkcuda_address_mode_raw(4)
-        }),
-        mutation(
-            "wrap-unnormalized:info->address_mode",
-            &[I],
-            |_, t: &mut T| t.address_mode = vkcuda_address_mode_raw(1),
-        ),
-        mutation("enum-2:info->read_mode", &[I], |_, t: &mut T| {
-            t.read_mode = vkcuda_read_mode_raw(2)
-        }),
-        mutation("enum-max:info->read_mode", &[I], |_, t: &mut T| {
-            t.read_mode = vkcuda_read_mode_raw(0x7FFF_FFFF)
-        }),
+    muts![T;
+        "unknown-bits:info->flags" [I] => |_, t| t.flags = 4;
+        "all-bits:info->flags" [I] => |_, t| t.flags = u32::MAX;
+        "past-last:info->level" [I] => |_, t| t.level = 5;
+        "absurd:info->level" [I] => |_, t| t.level = u32::MAX;
+        "enum-2:info->filter" [I] => |_, t| t.filter = vkcuda_filter_raw(2);
+        "enum-negative:info->filter" [I] => |_, t| t.filter = vkcuda_filter_raw(-1);
+        "linear-integers:info->filter" [I] says "linear filtering needs float results" => |_, t| t.filter = vkcuda_filter_raw(1);
+        "enum-4:info->address_mode" [I] => |_, t| t.address_mode = vkcuda_address_mode_raw(4);
+        "wrap-unnormalized:info->address_mode" [I] => |_, t| t.address_mode = vkcuda_address_mode_raw(1);
+        "enum-2:info->read_mode" [I] => |_, t| t.read_mode = vkcuda_read_mode_raw(2);
+        "enum-max:info->read_mode" [I] => |_, t| t.read_mode = vkcuda_read_mode_raw(0x7FFF_FFFF);
     ]
 }

@@ -95,7 +95,10 @@ impl Call<'_> {
     #[track_caller]
     pub fn refused_with(&self, r: vkcuda_result, want: &[vkcuda_result], msg: &str) {
         if verbose() {
-            println!("    {r:?}: {msg}");
+            println!(
+                "    {r:?} (expected one of {want:?}, saying {:?}): {msg}",
+                self.says
+            );
         }
         assert!(
             r != VKCUDA_SUCCESS && want.contains(&r),
@@ -256,6 +259,29 @@ impl Matrix {
         });
     }
 
+    /// A case that always runs: `run` checks and returns nothing.
+    pub fn ran(&mut self, f: &'static str, label: &str, run: impl Fn(&Call) + 'static) {
+        self.case(f, label, move |c| {
+            run(c);
+            Ran
+        });
+    }
+
+    /// A case for a Vulkan-only context, skipped on a CUDA-paired one.
+    pub fn vulkan_only(
+        &mut self,
+        f: &'static str,
+        label: &str,
+        run: impl Fn(&Call) -> Outcome + 'static,
+    ) {
+        self.case(f, label, move |c| {
+            if c.env.cuda {
+                return Skipped("the context has CUDA");
+            }
+            run(c)
+        });
+    }
+
     pub fn any(&mut self, f: &'static str, path: &str, why: &'static str) {
         self.entries
             .entry(f)
@@ -340,3 +366,40 @@ pub fn mutations<T: 'static>(
         });
     }
 }
+
+/// A table of mutations of `T`, one a line: `"KIND:PATH" [CODES] => |ENV, VALUE|
+/// CHANGE;`, with `says "WORDS"` (the refusal's message must contain them) and/or
+/// `@fd_size` (skipped where fds do not tell their size) before the `=>`.
+macro_rules! muts {
+    ($t:ty; $($label:literal [$($want:expr),+] $(says $words:literal)? $(@$fd:ident)?
+        => |$e:tt, $x:ident| $change:expr;)*) => {
+        vec![$({
+            #[allow(unused_mut)]
+            let mut mu = crate::matrix::mutation::<$t>($label, &[$($want),+], |$e, $x: &mut $t| {
+                $change;
+            });
+            $(mu.says = Some($words);)?
+            $(mu = crate::matrix::$fd(mu);)?
+            mu
+        }),*]
+    };
+}
+pub(crate) use muts;
+
+/// NULL rows (`nulls::null`), one a line: `FUNCTION, "ARG" => |ENV, OUT| CALL;`
+/// (`@needs(SKIP)` before the `=>`: `NullRow::needs`).
+macro_rules! nulls {
+    ($($f:expr, $arg:tt $(@needs($needs:expr))? => |$e:tt, $o:tt| $call:expr;)*) => {
+        vec![$(crate::nulls::null($f, $arg, move |$e, $o| $call)$(.needs($needs))?),*]
+    };
+}
+pub(crate) use nulls;
+
+/// An array of functions with their names, one a line: `FUNCTION, MORE...;` makes
+/// `("FUNCTION", FUNCTION, MORE...)` (the array's type says the function type).
+macro_rules! named {
+    ($($f:ident $(, $x:expr)*;)*) => {
+        [$((stringify!($f), $f as _ $(, $x)*)),*]
+    };
+}
+pub(crate) use named;

@@ -238,6 +238,30 @@ impl Matrix {
         ]);
     }
 
+    /// The three NULL rows of a constructor `call(context, info, output)` (`output`
+    /// names its handle output, `destroy` frees one made anyway), with the valid
+    /// info `info(env)`.
+    pub fn constructor<I: 'static, T: 'static>(
+        &mut self,
+        f: &'static str,
+        output: &'static str,
+        info: fn(&Env) -> I,
+        call: unsafe extern "C" fn(*const vkcuda_context, *const I, *mut *mut T) -> vkcuda_result,
+        destroy: unsafe extern "C" fn(*mut T),
+    ) {
+        self.nulls(vec![
+            null(f, "context", move |e, o| unsafe {
+                call(ptr::null(), &info(e), o.handle(destroy))
+            }),
+            null(f, "info", move |e, o| unsafe {
+                call(e.ctx, ptr::null(), o.handle(destroy))
+            }),
+            null(f, output, move |e, _| unsafe {
+                call(e.ctx, &info(e), ptr::null_mut())
+            }),
+        ]);
+    }
+
     /// `getter_with` of the environment's image (the argument `image`).
     pub fn image_getter<T: 'static>(
         &mut self,

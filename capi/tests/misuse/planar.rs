@@ -10,7 +10,7 @@ use ash::vk;
 use crate::support::*;
 use crate::env::{Env, Kind};
 use crate::matrix::*;
-use crate::nulls::{get0, get00, null, Out};
+use crate::nulls::{get0, get00, Out};
 use crate::share::{description_cases, options, receive_refused, send_cases, socket_cases};
 
 const MIP: &str = "vkcuda_image_get_plane_cuda_mipmapped_array";
@@ -76,65 +76,51 @@ pub fn cases(m: &mut Matrix) {
     let image_out = vkcuda_image_destroy;
     let copy_from = vkcuda_image_cuda_copy_from_pitched;
     let copy_to = vkcuda_image_cuda_copy_to_pitched;
-    m.nulls(vec![
-        null(TEX, "image", |_, o| unsafe {
+    m.nulls(nulls![
+        TEX, "image" => |_, o| unsafe {
             vkcuda_image_create_plane_texture_object(ptr::null(), 0, &texture_info(), o.plain())
-        }),
-        null(TEX, "info", |e, o| unsafe {
-            vkcuda_image_create_plane_texture_object(e.image, 0, ptr::null(), o.plain())
-        }),
-        null(TEX, "texture", |e, _| unsafe {
+        };
+        TEX, "info" => |e, o| unsafe { vkcuda_image_create_plane_texture_object(e.image, 0, ptr::null(), o.plain()) };
+        TEX, "texture" => |e, _| unsafe {
             vkcuda_image_create_plane_texture_object(e.image, 0, &texture_info(), ptr::null_mut())
-        }),
-        null(SET_COLOR, "image", |_, _| unsafe {
-            vkcuda_image_set_video_color(ptr::null(), &bt709())
-        }),
-        null(SET_COLOR, "color", |e, _| unsafe {
-            vkcuda_image_set_video_color(e.image, ptr::null())
-        }),
-        null(COPY_FROM, "image", move |e, _| unsafe {
-            copy_from(ptr::null(), &pitched(e), ptr::null_mut())
-        }),
-        null(COPY_FROM, "planes", move |e, _| unsafe {
-            copy_from(e.image, ptr::null(), ptr::null_mut())
-        }),
-        null(COPY_TO, "image", move |e, _| unsafe {
-            copy_to(ptr::null(), &pitched(e), ptr::null_mut())
-        }),
-        null(COPY_TO, "planes", move |e, _| unsafe {
-            copy_to(e.image, ptr::null(), ptr::null_mut())
-        }),
-        null(SEND, "description", |e, _| {
+        };
+        SET_COLOR, "image" => |_, _| unsafe { vkcuda_image_set_video_color(ptr::null(), &bt709()) };
+        SET_COLOR, "color" => |e, _| unsafe { vkcuda_image_set_video_color(e.image, ptr::null()) };
+        COPY_FROM, "image" => |e, _| unsafe { copy_from(ptr::null(), &pitched(e), ptr::null_mut()) };
+        COPY_FROM, "planes" => |e, _| unsafe { copy_from(e.image, ptr::null(), ptr::null_mut()) };
+        COPY_TO, "image" => |e, _| unsafe { copy_to(ptr::null(), &pitched(e), ptr::null_mut()) };
+        COPY_TO, "planes" => |e, _| unsafe { copy_to(e.image, ptr::null(), ptr::null_mut()) };
+        SEND, "description" => |e, _| {
             let fd = e.buffer_fd();
             let r = with_socket(|s| unsafe {
                 vkcuda_share_send_fds(s, ptr::null(), &fd, 1, &options())
             });
             close(fd);
             r
-        }),
-        null(SEND, "fds", |e, _| {
+        };
+        SEND, "fds" => |e, _| {
             let d = e.describe(Kind::Buffer);
             with_socket(|s| unsafe { vkcuda_share_send_fds(s, &d, ptr::null(), 1, &options()) })
-        }),
-        null(RECV, "description", |_, o| {
+        };
+        RECV, "description" => |_, o| {
             let (fds, n) = (o.plain::<[i32; 3]>(), o.plain());
             with_socket(|s| unsafe {
                 vkcuda_share_receive_fds(s, &options(), ptr::null_mut(), fds.cast(), 3, n)
             })
-        }),
-        null(RECV, "fds", |_, o| {
+        };
+        RECV, "fds" => |_, o| {
             let (d, n) = (o.plain(), o.plain());
             with_socket(|s| unsafe {
                 vkcuda_share_receive_fds(s, &options(), d, ptr::null_mut(), 3, n)
             })
-        }),
-        null(RECV, "fd_count", |_, o| {
+        };
+        RECV, "fd_count" => |_, o| {
             let (d, fds) = (o.plain(), o.plain::<[i32; 3]>());
             with_socket(|s| unsafe {
                 vkcuda_share_receive_fds(s, &options(), d, fds.cast(), 3, ptr::null_mut())
             })
-        }),
-        null(IMPORT, "context", move |e, o| {
+        };
+        IMPORT, "context" => |e, o| {
             let d = e.describe(Kind::Image);
             let fd = e.image_fd();
             let r = unsafe {
@@ -142,26 +128,26 @@ pub fn cases(m: &mut Matrix) {
             };
             close(fd);
             r
-        }),
-        null(IMPORT, "description", move |e, o| {
+        };
+        IMPORT, "description" => |e, o| {
             let fd = e.image_fd();
             let r = unsafe {
                 vkcuda_image_import_description_fds(e.ctx, ptr::null(), &fd, 1, o.handle(image_out))
             };
             close(fd);
             r
-        }),
-        null(IMPORT, "fds", move |e, o| unsafe {
+        };
+        IMPORT, "fds" => |e, o| unsafe {
             let d = e.describe(Kind::Image);
             vkcuda_image_import_description_fds(e.ctx, &d, ptr::null(), 1, o.handle(image_out))
-        }),
-        null(IMPORT, "image", |e, _| {
+        };
+        IMPORT, "image" => |e, _| {
             let d = e.describe(Kind::Image);
             let fd = e.image_fd();
             let r = unsafe { vkcuda_image_import_description_fds(e.ctx, &d, &fd, 1, ptr::null_mut()) };
             close(fd);
             r
-        }),
+        };
     ]);
     m.image_getter(MIP, "array", Out::lent, get0(vkcuda_image_get_plane_cuda_mipmapped_array));
     m.image_getter(ARRAY, "array", Out::lent, get00(vkcuda_image_get_plane_cuda_array));
@@ -170,13 +156,11 @@ pub fn cases(m: &mut Matrix) {
     m.image_getter(EXPORT, "fd", Out::plain, get0(vkcuda_image_export_plane_fd));
     // -- plane getters
     for (label, plane) in [("past-last:plane", 1), ("absurd:plane", u32::MAX)] {
-        m.case(MIP, label, move |c| {
-            c.refused_nulled(&[I], |a| unsafe {
+        m.case(MIP, label, move |c| c.refused_nulled(&[I], |a| unsafe {
                 vkcuda_image_get_plane_cuda_mipmapped_array(c.env.image, plane, a)
-            })
-        });
+            }));
     }
-    m.case(MIP, "plane-0", |c| {
+    m.ran(MIP, "plane-0", |c| {
         let mut a = Poison::<*mut CUmipmappedArray_st>::new();
         let r = unsafe { vkcuda_image_get_plane_cuda_mipmapped_array(c.env.image, 0, a.ptr()) };
         if c.env.cuda {
@@ -188,45 +172,32 @@ pub fn cases(m: &mut Matrix) {
             c.refused(r, &[U]);
             a.nulled();
         }
-        Ran
     });
     for (label, plane, level) in BAD_PLANE_LEVEL {
-        m.case(ARRAY, label, move |c| {
-            c.refused_nulled(&[I], |a| unsafe {
+        m.case(ARRAY, label, move |c| c.refused_nulled(&[I], |a| unsafe {
                 vkcuda_image_get_plane_cuda_array(c.env.image, plane, level, a)
-            })
-        });
+            }));
     }
-    m.case(ARRAY, "vulkan-only", |c| {
-        if c.env.cuda {
-            return Skipped("the context has CUDA");
-        }
-        c.refused_nulled(&[U], |a| unsafe {
+    m.vulkan_only(ARRAY, "vulkan-only", |c| c.refused_nulled(&[U], |a| unsafe {
             vkcuda_image_get_plane_cuda_array(c.env.image, 0, 4, a)
-        })
-    });
+        }));
     for (label, plane, level) in BAD_PLANE_LEVEL {
-        m.case(SURF, label, move |c| {
+        m.ran(SURF, label, move |c| {
             let mut s = Poison::<u64>::new();
             let r = unsafe {
                 vkcuda_image_get_plane_surface_object(c.env.image, plane, level, s.ptr())
             };
             c.refused(r, &[I]);
             s.untouched();
-            Ran
         });
     }
-    m.case(SURF, "no-storage-usage", |c| {
-        c.refused_untouched(&[UNSUP], |s| unsafe {
+    m.case(SURF, "no-storage-usage", |c| c.refused_untouched(&[UNSUP], |s| unsafe {
             vkcuda_image_get_plane_surface_object(c.env.image_no_storage, 0, 0, s)
-        })
-    });
+        }));
     for (label, plane) in [("past-last:plane", 1), ("absurd:plane", u32::MAX)] {
-        m.case(TEX, label, move |c| {
-            c.refused_untouched(&[I], |t| unsafe {
+        m.case(TEX, label, move |c| c.refused_untouched(&[I], |t| unsafe {
                 vkcuda_image_create_plane_texture_object(c.env.image, plane, &texture_info(), t)
-            })
-        });
+            }));
     }
     // The same bad descriptions as the whole image's texture object.
     crate::image::texture_cases(m, TEX, |im, t, out| unsafe {
@@ -235,25 +206,7 @@ pub fn cases(m: &mut Matrix) {
     // -- colour descriptions: every field's bad values are refused before the
     // image is looked at (the environment's image is single-plane, which the last
     // rows check: colour is for multi-planar images).
-    type C = vkcuda_video_color;
-    let color_muts: Vec<Mutation<C>> = vec![
-        mutation("unknown-bits:color->flags", &[I], |_, c: &mut C| c.flags = 1),
-        mutation("no-vulkan-model:color->matrix_coefficients", &[UNSUP], |_, c: &mut C| {
-            c.matrix_coefficients = 10
-        }),
-        mutation("past-255:color->matrix_coefficients", &[I], |_, c: &mut C| {
-            c.matrix_coefficients = 256
-        }),
-        mutation("past-255:color->transfer_characteristics", &[I], |_, c: &mut C| {
-            c.transfer_characteristics = 300
-        }),
-        mutation("past-255:color->colour_primaries", &[I], |_, c: &mut C| {
-            c.colour_primaries = u32::MAX
-        }),
-        mutation("not-bool:color->full_range", &[I], |_, c: &mut C| c.full_range = 2),
-        mutation("enum-2:color->x_chroma_offset", &[I], |_, c: &mut C| c.x_chroma_offset = 2),
-        mutation("negative:color->y_chroma_offset", &[I], |_, c: &mut C| c.y_chroma_offset = -1),
-    ];
+    let color_muts = color_mutations();
     mutations(
         m,
         SET_COLOR,
@@ -267,19 +220,14 @@ pub fn cases(m: &mut Matrix) {
     );
     m.getter(GET_COLOR, ["image", "color"], |e| e.image, vkcuda_image_get_video_color);
     m.getter(CONVERSION, ["image", "info"], |e| e.image, vkcuda_image_get_ycbcr_conversion_info);
-    m.case(SET_COLOR, "single-plane:image", |c| {
+    m.ran(SET_COLOR, "single-plane:image", |c| {
         let r = unsafe { vkcuda_image_set_video_color(c.env.image, &bt709()) };
         c.refused(r, &[I]);
-        Ran
     });
-    m.case(GET_COLOR, "single-plane:image", |c| {
-        c.refused_untouched(&[I], |out| unsafe { vkcuda_image_get_video_color(c.env.image, out) })
-    });
-    m.case(CONVERSION, "single-plane:image", |c| {
-        c.refused_untouched(&[I], |out| unsafe {
+    m.case(GET_COLOR, "single-plane:image", |c| c.refused_untouched(&[I], |out| unsafe { vkcuda_image_get_video_color(c.env.image, out) }));
+    m.case(CONVERSION, "single-plane:image", |c| c.refused_untouched(&[I], |out| unsafe {
             vkcuda_image_get_ycbcr_conversion_info(c.env.image, out)
-        })
-    });
+        }));
 
     // The environment's image is single-plane and optimal: not a video frame, so
     // even plane 0 has no pitched pointer (its CUDA view is an array).
@@ -288,18 +236,14 @@ pub fn cases(m: &mut Matrix) {
         ("past-last:plane", 1),
         ("absurd:plane", u32::MAX),
     ] {
-        m.case(POINTER, label, move |c| {
-            c.refused_untouched(&[I], |p| unsafe {
+        m.case(POINTER, label, move |c| c.refused_untouched(&[I], |p| unsafe {
                 vkcuda_image_get_plane_pointer(c.env.image, plane, p)
-            })
-        });
+            }));
     }
     for (label, plane) in [("past-last:plane", 1), ("absurd:plane", u32::MAX)] {
-        m.case(EXPORT, label, move |c| {
-            c.refused_untouched(&[I], |fd| unsafe {
+        m.case(EXPORT, label, move |c| c.refused_untouched(&[I], |fd| unsafe {
                 vkcuda_image_export_plane_fd(c.env.image, plane, fd)
-            })
-        });
+            }));
     }
 
     // -- pitched copies
@@ -308,18 +252,12 @@ pub fn cases(m: &mut Matrix) {
         *const vkcuda_pitched_planes,
         *mut CUstream_st,
     ) -> vkcuda_result;
-    let copies: [(&'static str, Copy); 2] = [
-        (
-            "vkcuda_image_cuda_copy_from_pitched",
-            vkcuda_image_cuda_copy_from_pitched,
-        ),
-        (
-            "vkcuda_image_cuda_copy_to_pitched",
-            vkcuda_image_cuda_copy_to_pitched,
-        ),
+    let copies: [(&'static str, Copy); 2] = named![
+        vkcuda_image_cuda_copy_from_pitched;
+        vkcuda_image_cuda_copy_to_pitched;
     ];
     for (f, copy) in copies {
-        m.case(f, "null-ok:stream", move |c| {
+        m.ran(f, "null-ok:stream", move |c| {
             // NULL is the legacy default stream: a real copy with CUDA.
             let p = pitched(c.env);
             let r = unsafe { copy(c.env.image, &p, ptr::null_mut()) };
@@ -329,7 +267,6 @@ pub fn cases(m: &mut Matrix) {
             } else {
                 c.refused(r, &[U]);
             }
-            Ran
         });
         m.case(f, "foreign-stream:stream", move |c| {
             if c.env.cuda {
@@ -353,41 +290,17 @@ pub fn cases(m: &mut Matrix) {
             Ran
         });
         type P = vkcuda_pitched_planes;
-        let muts: Vec<Mutation<P>> = vec![
-            mutation("unknown-bits:planes->flags", &[I], |_, p: &mut P| {
-                p.flags = 1
-            }),
-            mutation("all-bits:planes->flags", &[I], |_, p: &mut P| {
-                p.flags = u32::MAX
-            }),
-            mutation("zero:planes->plane_count", &[I], |_, p: &mut P| {
-                p.plane_count = 0
-            }),
-            mutation("two-for-one:planes->plane_count", &[I], |_, p: &mut P| {
-                p.plane_count = 2;
-                p.planes[1] = p.planes[0];
-            }),
-            mutation("absurd:planes->plane_count", &[I], |_, p: &mut P| {
-                p.plane_count = u32::MAX
-            }),
-            says(
-                "device pointer of pitched plane 0",
-                mutation("null-pointer:planes->planes", &[N], |_, p: &mut P| {
-                    p.planes[0].device_pointer = 0
-                }),
-            ),
-            mutation("short-pitch:planes->planes", &[I], |_, p: &mut P| {
-                p.planes[0].pitch = 63
-            }),
-            mutation("zero-pitch:planes->planes", &[I], |_, p: &mut P| {
-                p.planes[0].pitch = 0
-            }),
-            mutation("overflow:planes->planes", &[I], |_, p: &mut P| {
-                p.planes[0].pitch = u64::MAX / 4
-            }),
-            mutation("unused-set:planes->planes", &[I], |_, p: &mut P| {
-                p.planes[2].pitch = 64
-            }),
+        let muts: Vec<Mutation<P>> = muts![P;
+            "unknown-bits:planes->flags" [I] => |_, p| p.flags = 1;
+            "all-bits:planes->flags" [I] => |_, p| p.flags = u32::MAX;
+            "zero:planes->plane_count" [I] => |_, p| p.plane_count = 0;
+            "two-for-one:planes->plane_count" [I] => |_, p| { p.plane_count = 2; p.planes[1] = p.planes[0]; };
+            "absurd:planes->plane_count" [I] => |_, p| p.plane_count = u32::MAX;
+            "null-pointer:planes->planes" [N] says "device pointer of pitched plane 0" => |_, p| p.planes[0].device_pointer = 0;
+            "short-pitch:planes->planes" [I] => |_, p| p.planes[0].pitch = 63;
+            "zero-pitch:planes->planes" [I] => |_, p| p.planes[0].pitch = 0;
+            "overflow:planes->planes" [I] => |_, p| p.planes[0].pitch = u64::MAX / 4;
+            "unused-set:planes->planes" [I] => |_, p| p.planes[2].pitch = 64;
         ];
         mutations(m, f, muts, pitched, move |c, p, want| {
             c.refused(unsafe { copy(c.env.image, p, ptr::null_mut()) }, want);
@@ -397,22 +310,12 @@ pub fn cases(m: &mut Matrix) {
 
     // -- the wrap info's planes
     type IW = vkcuda_image_wrap_info;
-    let muts: Vec<Mutation<IW>> = vec![
-        mutation("second-plane:info->planes", &[I], |_, i: &mut IW| {
-            i.planes[1] = vkcuda_image_plane_memory {
-                memory: i.memory,
-                allocation_size: i.allocation_size, offset: 0,
-            }
-        }),
-        mutation("not-memory:info->planes", &[I], |_, i: &mut IW| {
-            i.planes[0] = vkcuda_image_plane_memory {
-                memory: i.memory,
-                allocation_size: i.allocation_size + 1, offset: 0,
-            }
-        }),
+    let muts: Vec<Mutation<IW>> = muts![IW;
+        "second-plane:info->planes" [I] => |_, i| i.planes[1] = vkcuda_image_plane_memory { memory: i.memory, allocation_size: i.allocation_size, offset: 0 };
+        "not-memory:info->planes" [I] => |_, i| i.planes[0] = vkcuda_image_plane_memory { memory: i.memory, allocation_size: i.allocation_size + 1, offset: 0 };
     ];
     crate::image::wrap_cases(m, muts);
-    m.case("vkcuda_image_wrap", "same-as-memory:info->planes", |c| {
+    m.ran("vkcuda_image_wrap", "same-as-memory:info->planes", |c| {
         // planes[0] equal to memory/allocation_size is plane 0 given twice: fine.
         let mut i = c.env.image_wrap_info();
         i.planes[0] = vkcuda_image_plane_memory {
@@ -422,53 +325,47 @@ pub fn cases(m: &mut Matrix) {
         let mut im = ptr::null_mut();
         c.succeeded(unsafe { vkcuda_image_wrap(c.env.ctx, &i, &mut im) });
         unsafe { vkcuda_image_destroy(im) };
-        Ran
     });
 
     // -- multi-fd sharing
     for (label, count) in BAD_FD_COUNTS {
-        m.case(SEND, label, move |c| {
+        m.ran(SEND, label, move |c| {
             let (a, b) = socketpair();
             let d = c.env.describe(Kind::Buffer);
             let fds = [c.env.buffer_fd(), c.env.buffer_fd()];
             let r = unsafe { vkcuda_share_send_fds(a, &d, fds.as_ptr(), count, &options()) };
             c.refused(r, &[I]);
             [a, b, fds[0], fds[1]].into_iter().for_each(close);
-            Ran
         });
     }
-    m.case(SEND, "closed:fds", |c| {
+    m.ran(SEND, "closed:fds", |c| {
         let (a, b) = socketpair();
         let d = c.env.describe(Kind::Buffer);
         let fd = closed_fd();
         let r = unsafe { vkcuda_share_send_fds(a, &d, &fd, 1, &options()) };
         c.refused(r, &[I]);
         [a, b].into_iter().for_each(close);
-        Ran
     });
     send_cases(m, SEND, |s, d, fd, o| unsafe { vkcuda_share_send_fds(s, d, &fd, 1, o) });
-    m.case("vkcuda_share_send", "multi-fd-description", |c| {
+    m.ran("vkcuda_share_send", "multi-fd-description", |c| {
         // A description that comes with 2 fds: vkcuda_share_send takes one.
         let (a, b) = socketpair();
         let d = nv12_description(c.env);
         let fd = c.env.buffer_fd();
         c.refused(unsafe { vkcuda_share_send(a, &d, fd, &options()) }, &[I]);
         [a, b, fd].into_iter().for_each(close);
-        Ran
     });
-    m.case(RECV, "zero:fd_capacity", |c| {
+    m.ran(RECV, "zero:fd_capacity", |c| {
         let (a, b) = socketpair();
         receive_fds_refused(c, a, &options(), 0, &[I]);
         [a, b].into_iter().for_each(close);
-        Ran
     });
-    m.case(RECV, "too-small:fd_capacity", |c| {
+    m.ran(RECV, "too-small:fd_capacity", |c| {
         // A 2-fd description to a caller with room for 1: both fds closed.
         let (a, b) = socketpair();
         send_nv12(c.env, b);
         receive_fds_refused(c, a, &options(), 1, &[I]);
         [a, b].into_iter().for_each(close);
-        Ran
     });
     m.case("vkcuda_share_receive", "multi-fd-description", |c| {
         // vkcuda_share_receive returns one fd: a 2-fd description is refused, both closed.
@@ -492,7 +389,7 @@ pub fn cases(m: &mut Matrix) {
         c.refused_made(r, want, out, vkcuda_image_destroy);
     };
     for (label, count) in BAD_FD_COUNTS {
-        m.case(IMPORT, label, move |c| {
+        m.ran(IMPORT, label, move |c| {
             let d = c.env.describe(Kind::Image);
             let fds = [c.env.image_fd(), c.env.image_fd()];
             import_fails(c, c.env.ctx, &d, fds.as_ptr(), count, &[I]);
@@ -500,41 +397,36 @@ pub fn cases(m: &mut Matrix) {
                 assert!(fd_is_open(f), "a refused import leaves the fds alone");
                 close(f);
             }
-            Ran
         });
     }
-    m.case(IMPORT, "same-fd-twice:fds", move |c| {
+    m.ran(IMPORT, "same-fd-twice:fds", move |c| {
         let d = nv12_description(c.env);
         let fd = c.env.image_fd();
         let fds = [fd, fd];
         import_fails(c, c.env.ctx, &d, fds.as_ptr(), 2, &[I]);
         assert!(fd_is_open(fd));
         close(fd);
-        Ran
     });
-    m.case(IMPORT, "pipe:fds", move |c| {
+    m.ran(IMPORT, "pipe:fds", move |c| {
         let d = c.env.describe(Kind::Image);
         let (r, w) = pipe();
         import_fails(c, c.env.ctx, &d, &r, 1, &[I, VKCUDA_ERROR_VULKAN]);
         assert!(fd_is_open(r));
         [r, w].into_iter().for_each(close);
-        Ran
     });
-    m.case(IMPORT, "other-device:description->device_uuid", move |c| {
+    m.ran(IMPORT, "other-device:description->device_uuid", move |c| {
         let mut d = c.env.describe(Kind::Image);
         d.device_uuid[0] ^= 0xFF;
         let fd = c.env.image_fd();
         import_fails(c, c.env.ctx, &d, &fd, 1, &[MISMATCH]);
         assert!(fd_is_open(fd));
         close(fd);
-        Ran
     });
-    m.case(IMPORT, "wrong-kind:description->kind", move |c| {
+    m.ran(IMPORT, "wrong-kind:description->kind", move |c| {
         let d = c.env.describe(Kind::Buffer);
         let fd = c.env.buffer_fd();
         import_fails(c, c.env.ctx, &d, &fd, 1, &[I]);
         close(fd);
-        Ran
     });
     description_cases(m, IMPORT, move |c, d, want| {
         let fd = c.env.image_fd();
@@ -564,13 +456,12 @@ pub fn cases(m: &mut Matrix) {
             Ran
         },
     );
-    m.case("vkcuda_image_export_fd", "multi-planar", |c| {
+    m.ran("vkcuda_image_export_fd", "multi-planar", |c| {
         // Without a multi-planar image on this device the refusal is checked in
         // tests/planar.rs; here: a single-plane image exports as before.
         let mut fd = -1;
         c.succeeded(unsafe { vkcuda_image_export_fd(c.env.image, &mut fd) });
         close(fd);
-        Ran
     });
 }
 
@@ -621,4 +512,19 @@ fn send_nv12(e: &Env, socket: i32) {
     let fds = [e.buffer_fd(), e.buffer_fd()];
     assert_eq!(send_with_fds(socket, &record(&nv12_description(e)), &fds), 128);
     fds.into_iter().for_each(close);
+}
+
+/// Every field of a colour description with a bad value.
+pub fn color_mutations() -> Vec<Mutation<vkcuda_video_color>> {
+    type C = vkcuda_video_color;
+    muts![C;
+        "unknown-bits:color->flags" [I] => |_, c| c.flags = 1;
+        "no-vulkan-model:color->matrix_coefficients" [UNSUP] => |_, c| c.matrix_coefficients = 10;
+        "past-255:color->matrix_coefficients" [I] => |_, c| c.matrix_coefficients = 256;
+        "past-255:color->transfer_characteristics" [I] => |_, c| c.transfer_characteristics = 300;
+        "past-255:color->colour_primaries" [I] => |_, c| c.colour_primaries = u32::MAX;
+        "not-bool:color->full_range" [I] => |_, c| c.full_range = 2;
+        "enum-2:color->x_chroma_offset" [I] => |_, c| c.x_chroma_offset = 2;
+        "negative:color->y_chroma_offset" [I] => |_, c| c.y_chroma_offset = -1;
+    ]
 }

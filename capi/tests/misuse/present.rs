@@ -11,7 +11,6 @@ use ash::vk;
 
 use crate::env::Env;
 use crate::matrix::*;
-use crate::nulls::null;
 use crate::support::*;
 
 const CREATE: &str = "vkcuda_present_ring_create";
@@ -107,174 +106,137 @@ fn target(e: &Env) -> vkcuda_present_target {
 
 pub fn cases(m: &mut Matrix) {
     let out = vkcuda_present_ring_destroy;
-    m.nulls(vec![
-        null(CREATE, "context", move |_, o| unsafe {
-            vkcuda_present_ring_create(ptr::null(), &create_info(), o.handle(out))
-        }),
-        null(CREATE, "info", move |e, o| unsafe {
-            vkcuda_present_ring_create(e.ctx, ptr::null(), o.handle(out))
-        }),
-        null(CREATE, "ring", |e, _| unsafe {
-            vkcuda_present_ring_create(e.ctx, &create_info(), ptr::null_mut())
-        }),
-        null(TIMELINE, "ring", |_, o| unsafe {
-            vkcuda_present_ring_get_vk_timeline(ptr::null(), o.plain())
-        }),
-        null(TIMELINE, "timeline", |e, _| {
+    m.nulls(nulls![
+        CREATE, "context" => |_, o| unsafe { vkcuda_present_ring_create(ptr::null(), &create_info(), o.handle(out)) };
+        CREATE, "info" => |e, o| unsafe { vkcuda_present_ring_create(e.ctx, ptr::null(), o.handle(out)) };
+        CREATE, "ring" => |e, _| unsafe { vkcuda_present_ring_create(e.ctx, &create_info(), ptr::null_mut()) };
+        TIMELINE, "ring" => |_, o| unsafe { vkcuda_present_ring_get_vk_timeline(ptr::null(), o.plain()) };
+        TIMELINE, "timeline" => |e, _| {
             let r = Ring::new(e);
             unsafe { vkcuda_present_ring_get_vk_timeline(r.0, ptr::null_mut()) }
-        }),
-        null(IMAGE, "ring", |_, o| unsafe {
-            vkcuda_present_ring_get_vk_image(ptr::null(), 0, o.plain())
-        }),
-        null(IMAGE, "image", |e, _| {
+        };
+        IMAGE, "ring" => |_, o| unsafe { vkcuda_present_ring_get_vk_image(ptr::null(), 0, o.plain()) };
+        IMAGE, "image" => |e, _| {
             let r = Ring::new(e);
             unsafe { vkcuda_present_ring_get_vk_image(r.0, 0, ptr::null_mut()) }
-        }),
-        null(SURFACE, "ring", |_, o| unsafe {
-            vkcuda_present_ring_get_surface_object(ptr::null(), 0, o.plain())
-        }),
-        null(SURFACE, "surface", |e, _| {
+        };
+        SURFACE, "ring" => |_, o| unsafe { vkcuda_present_ring_get_surface_object(ptr::null(), 0, o.plain()) };
+        SURFACE, "surface" => |e, _| {
             let r = Ring::new(e);
             unsafe { vkcuda_present_ring_get_surface_object(r.0, 0, ptr::null_mut()) }
-        }),
-        null(PLANE, "ring", |_, o| unsafe {
-            vkcuda_present_ring_get_plane_pointer(ptr::null(), 0, 0, o.plain())
-        }),
-        null(PLANE, "pointer", |e, _| {
+        };
+        PLANE, "ring" => |_, o| unsafe { vkcuda_present_ring_get_plane_pointer(ptr::null(), 0, 0, o.plain()) };
+        PLANE, "pointer" => |e, _| {
             let r = Ring::new(e);
             unsafe { vkcuda_present_ring_get_plane_pointer(r.0, 0, 0, ptr::null_mut()) }
-        }),
-        null(COLOR, "ring", |_, _| unsafe {
-            vkcuda_present_ring_set_video_color(ptr::null(), &video_color())
-        }),
-        null(COLOR, "color", |e, _| {
+        };
+        COLOR, "ring" => |_, _| unsafe { vkcuda_present_ring_set_video_color(ptr::null(), &video_color()) };
+        COLOR, "color" => |e, _| {
             let r = Ring::new(e);
             unsafe { vkcuda_present_ring_set_video_color(r.0, ptr::null()) }
-        }),
-        null(PREPARE, "ring", |e, o| unsafe {
+        };
+        PREPARE, "ring" => |e, o| unsafe {
             vkcuda_present_ring_cmd_prepare(ptr::null(), e.cmd, e.vk.family, o.plain())
-        }),
-        null(PREPARE, "command_buffer", |e, o| {
+        };
+        PREPARE, "command_buffer" => |e, o| {
             let r = Ring::new(e);
             unsafe {
                 vkcuda_present_ring_cmd_prepare(r.0, vk::CommandBuffer::null(), e.vk.family, o.plain())
             }
-        }),
-        null(PREPARE, "submit", |e, _| {
+        };
+        PREPARE, "submit" => |e, _| {
             let r = Ring::new(e);
             unsafe { vkcuda_present_ring_cmd_prepare(r.0, e.cmd, e.vk.family, ptr::null_mut()) }
-        }),
-        null(CUDA_BEGIN, "ring", |_, o| unsafe {
+        };
+        CUDA_BEGIN, "ring" => |_, o| unsafe {
             vkcuda_present_ring_cuda_begin(ptr::null(), ptr::null_mut(), o.plain())
-        }),
-        null(CUDA_BEGIN, "write", |e, _| {
+        };
+        CUDA_BEGIN, "write" => |e, _| {
             let r = Ring::new(e);
             unsafe { vkcuda_present_ring_cuda_begin(r.0, ptr::null_mut(), ptr::null_mut()) }
-        }),
-        null(CUDA_END, "ring", |_, _| unsafe {
-            vkcuda_present_ring_cuda_end(ptr::null(), 1, ptr::null_mut())
-        }),
-        null(BEGIN, "ring", |_, o| unsafe {
-            vkcuda_present_ring_begin_write(ptr::null(), o.plain())
-        }),
-        null(BEGIN, "write", |e, _| {
+        };
+        CUDA_END, "ring" => |_, _| unsafe { vkcuda_present_ring_cuda_end(ptr::null(), 1, ptr::null_mut()) };
+        BEGIN, "ring" => |_, o| unsafe { vkcuda_present_ring_begin_write(ptr::null(), o.plain()) };
+        BEGIN, "write" => |e, _| {
             let (r, _) = Ring::with_frame(e, true);
             unsafe { vkcuda_present_ring_begin_write(r.0, ptr::null_mut()) }
-        }),
-        null(END, "ring", |_, _| unsafe {
-            vkcuda_present_ring_end_write(ptr::null(), 1)
-        }),
-        null(UPLOAD, "ring", |e, _| unsafe {
+        };
+        END, "ring" => |_, _| unsafe { vkcuda_present_ring_end_write(ptr::null(), 1) };
+        UPLOAD, "ring" => |e, _| unsafe {
             let w = vkcuda_present_write::default();
             vkcuda_present_ring_cmd_upload(ptr::null(), e.cmd, e.vk.family, &w, vk::Buffer::null(), 0)
-        }),
-        null(UPLOAD, "command_buffer", |e, _| {
+        };
+        UPLOAD, "command_buffer" => |e, _| {
             let (r, w) = Ring::with_frame(e, false);
             let b = buffer_info(e.buffer).buffer;
             unsafe {
                 vkcuda_present_ring_cmd_upload(r.0, vk::CommandBuffer::null(), e.vk.family, &w, b, 0)
             }
-        }),
-        null(UPLOAD, "write", |e, _| {
+        };
+        UPLOAD, "write" => |e, _| {
             let (r, _) = Ring::with_frame(e, false);
             let b = buffer_info(e.buffer).buffer;
             unsafe { vkcuda_present_ring_cmd_upload(r.0, e.cmd, e.vk.family, ptr::null(), b, 0) }
-        }),
-        null(UPLOAD, "buffer", |e, _| {
+        };
+        UPLOAD, "buffer" => |e, _| {
             let (r, w) = Ring::with_frame(e, false);
             unsafe {
                 vkcuda_present_ring_cmd_upload(r.0, e.cmd, e.vk.family, &w, vk::Buffer::null(), 0)
             }
-        }),
-        null(PRESENT, "ring", |e, o| unsafe {
+        };
+        PRESENT, "ring" => |e, o| unsafe {
             vkcuda_present_ring_cmd_present(ptr::null(), e.cmd, e.vk.family, &target(e), o.plain())
-        }),
-        null(PRESENT, "command_buffer", |e, o| {
+        };
+        PRESENT, "command_buffer" => |e, o| {
             let (r, _) = Ring::with_frame(e, true);
             let t = target(e);
             let cmd = vk::CommandBuffer::null();
             unsafe { vkcuda_present_ring_cmd_present(r.0, cmd, e.vk.family, &t, o.plain()) }
-        }),
-        null(PRESENT, "target", |e, o| {
+        };
+        PRESENT, "target" => |e, o| {
             let (r, _) = Ring::with_frame(e, true);
             unsafe {
                 vkcuda_present_ring_cmd_present(r.0, e.cmd, e.vk.family, ptr::null(), o.plain())
             }
-        }),
-        null(PRESENT, "submit", |e, _| {
+        };
+        PRESENT, "submit" => |e, _| {
             let (r, _) = Ring::with_frame(e, true);
             let t = target(e);
             unsafe {
                 vkcuda_present_ring_cmd_present(r.0, e.cmd, e.vk.family, &t, ptr::null_mut())
             }
-        }),
-        null(PRESENT, "target->device", |e, o| {
+        };
+        PRESENT, "target->device" => |e, o| {
             let (r, _) = Ring::with_frame(e, true);
             let t = vkcuda_present_target {
                 device: vk::Device::null(),
                 ..target(e)
             };
             unsafe { vkcuda_present_ring_cmd_present(r.0, e.cmd, e.vk.family, &t, o.plain()) }
-        }),
-        null(PRESENT, "target->image", |e, o| {
+        };
+        PRESENT, "target->image" => |e, o| {
             let (r, _) = Ring::with_frame(e, true);
             let t = vkcuda_present_target {
                 image: vk::Image::null(),
                 ..target(e)
             };
             unsafe { vkcuda_present_ring_cmd_present(r.0, e.cmd, e.vk.family, &t, o.plain()) }
-        }),
+        };
     ]);
-    m.case("vkcuda_present_ring_destroy", "null-ok:ring", |_| {
+    m.ran("vkcuda_present_ring_destroy", "null-ok:ring", |_| {
         unsafe { vkcuda_present_ring_destroy(ptr::null_mut()) };
-        Ran
     });
 
     // Create: every field of the info.
     type CI = vkcuda_present_ring_create_info;
-    let muts: Vec<Mutation<CI>> = vec![
-        mutation("unknown-bits:info->flags", &[I], |_, i: &mut CI| i.flags = 1),
-        says(
-            "cannot be presented",
-            mutation("integer:info->format", &[UNSUP], |_, i: &mut CI| {
-                i.format = vk::Format::R32_UINT.as_raw()
-            }),
-        ),
-        mutation("not-a-format:info->format", &[UNSUP], |_, i: &mut CI| {
-            i.format = -7
-        }),
-        mutation("zero:info->width", &[I], |_, i: &mut CI| i.width = 0),
-        mutation("zero:info->height", &[I], |_, i: &mut CI| i.height = 0),
-        says(
-            "1 to 16 images, not 0",
-            mutation("zero:info->image_count", &[I], |_, i: &mut CI| {
-                i.image_count = 0
-            }),
-        ),
-        mutation("17:info->image_count", &[I], |_, i: &mut CI| {
-            i.image_count = 17
-        }),
+    let muts: Vec<Mutation<CI>> = muts![CI;
+        "unknown-bits:info->flags" [I] => |_, i| i.flags = 1;
+        "integer:info->format" [UNSUP] says "cannot be presented" => |_, i| i.format = vk::Format::R32_UINT.as_raw();
+        "not-a-format:info->format" [UNSUP] => |_, i| i.format = -7;
+        "zero:info->width" [I] => |_, i| i.width = 0;
+        "zero:info->height" [I] => |_, i| i.height = 0;
+        "zero:info->image_count" [I] says "1 to 16 images, not 0" => |_, i| i.image_count = 0;
+        "17:info->image_count" [I] => |_, i| i.image_count = 17;
     ];
     mutations(m, CREATE, muts, |_| create_info(), |c, i, want| {
         let mut r = poisoned();
@@ -282,7 +244,7 @@ pub fn cases(m: &mut Matrix) {
         c.refused_made(res, want, r, vkcuda_present_ring_destroy);
         Ran
     });
-    m.case(CREATE, "too-large:info->width", |c| {
+    m.ran(CREATE, "too-large:info->width", |c| {
         let i = CI {
             width: 1 << 30,
             ..create_info()
@@ -290,7 +252,6 @@ pub fn cases(m: &mut Matrix) {
         let mut r = poisoned();
         let res = unsafe { vkcuda_present_ring_create(c.env.ctx, &i, &mut r) };
         c.refused_made(res, &[I, UNSUP], r, vkcuda_present_ring_destroy);
-        Ran
     });
 
     // Slots past the end.
@@ -329,41 +290,18 @@ pub fn cases(m: &mut Matrix) {
     );
     // A colour description is checked before the ring is looked at: every bad
     // field is refused on a ring of RGBA images too.
-    type VC = vkcuda_video_color;
-    let color_muts: Vec<Mutation<VC>> = vec![
-        mutation("unknown-bits:color->flags", &[I], |_, c: &mut VC| c.flags = 1),
-        mutation("no-vulkan-model:color->matrix_coefficients", &[UNSUP], |_, c: &mut VC| {
-            c.matrix_coefficients = 10
-        }),
-        mutation("past-255:color->matrix_coefficients", &[I], |_, c: &mut VC| {
-            c.matrix_coefficients = 256
-        }),
-        mutation("past-255:color->transfer_characteristics", &[I], |_, c: &mut VC| {
-            c.transfer_characteristics = 300
-        }),
-        mutation("past-255:color->colour_primaries", &[I], |_, c: &mut VC| {
-            c.colour_primaries = u32::MAX
-        }),
-        mutation("not-bool:color->full_range", &[I], |_, c: &mut VC| c.full_range = 2),
-        mutation("enum-2:color->x_chroma_offset", &[I], |_, c: &mut VC| {
-            c.x_chroma_offset = 2
-        }),
-        mutation("negative:color->y_chroma_offset", &[I], |_, c: &mut VC| {
-            c.y_chroma_offset = -1
-        }),
-    ];
+    let color_muts = crate::planar::color_mutations();
     mutations(m, COLOR, color_muts, |_| video_color(), |c, color, want| {
         let r = Ring::new(c.env);
         c.refused(unsafe { vkcuda_present_ring_set_video_color(r.0, color) }, want);
         Ran
     });
-    m.case(COLOR, "not-video:ring", |c| {
+    m.ran(COLOR, "not-video:ring", |c| {
         let r = Ring::new(c.env);
         c.refused(
             unsafe { vkcuda_present_ring_set_video_color(r.0, &video_color()) },
             &[I],
         );
-        Ran
     });
 
     // Queue families the device has not.
@@ -388,21 +326,19 @@ pub fn cases(m: &mut Matrix) {
             vkcuda_present_ring_cuda_begin(r.0, ptr::null_mut(), o)
         })
     });
-    m.case(CUDA_END, "not-begun:frame", |c| {
+    m.ran(CUDA_END, "not-begun:frame", |c| {
         let r = Ring::new(c.env);
         c.refused(
             unsafe { vkcuda_present_ring_cuda_end(r.0, 1, ptr::null_mut()) },
             &[U, STATE],
         );
-        Ran
     });
-    m.case(CUDA_END, "null-ok:stream", |c| {
+    m.ran(CUDA_END, "null-ok:stream", |c| {
         let (r, w) = Ring::with_frame(c.env, true);
         c.refused(
             unsafe { vkcuda_present_ring_cuda_end(r.0, w.frame, ptr::null_mut()) },
             &[U, STATE],
         );
-        Ran
     });
 
     // The producer's book-keeping.
@@ -418,24 +354,22 @@ pub fn cases(m: &mut Matrix) {
             vkcuda_present_ring_begin_write(r.0, o)
         })
     });
-    m.case(END, "other:frame", |c| {
+    m.ran(END, "other:frame", |c| {
         let (r, w) = Ring::with_frame(c.env, false);
         c.refused(
             unsafe { vkcuda_present_ring_end_write(r.0, w.frame + 1) },
             &[STATE],
         );
-        Ran
     });
 
     // Upload: the write must be the one begin_write handed out.
-    m.case(UPLOAD, "bad:queue_family_index", |c| {
+    m.ran(UPLOAD, "bad:queue_family_index", |c| {
         let (r, w) = Ring::with_frame(c.env, false);
         let b = buffer_info(c.env.buffer).buffer;
         c.refused(
             unsafe { vkcuda_present_ring_cmd_upload(r.0, c.env.cmd, 99, &w, b, 0) },
             &[I],
         );
-        Ran
     });
     type W = vkcuda_present_write;
     let fields: [(&str, Change<W>, vkcuda_result); 6] = [
@@ -447,7 +381,7 @@ pub fn cases(m: &mut Matrix) {
         ("other:write->signal_value", |w| w.signal_value += 2, I),
     ];
     for (label, change, want) in fields {
-        m.case(UPLOAD, label, move |c| {
+        m.ran(UPLOAD, label, move |c| {
             let (r, mut w) = Ring::with_frame(c.env, false);
             change(&mut w);
             let b = buffer_info(c.env.buffer).buffer;
@@ -455,7 +389,6 @@ pub fn cases(m: &mut Matrix) {
                 unsafe { vkcuda_present_ring_cmd_upload(r.0, c.env.cmd, c.env.vk.family, &w, b, 0) },
                 &[want],
             );
-            Ran
         });
     }
     m.any(
@@ -481,37 +414,15 @@ pub fn cases(m: &mut Matrix) {
         })
     });
     type T = vkcuda_present_target;
-    let muts: Vec<Mutation<T>> = vec![
-        says(
-            "belongs to VkDevice",
-            mutation("other-device:target->device", &[MISMATCH], |e, t: &mut T| {
-                t.device = e.engine.device.handle()
-            }),
-        ),
-        says(
-            "cannot be blitted into a VK_FORMAT_R8G8B8A8_UINT image",
-            mutation("integer:target->format", &[UNSUP], |_, t: &mut T| {
-                t.format = vk::Format::R8G8B8A8_UINT.as_raw()
-            }),
-        ),
-        mutation("depth:target->format", &[UNSUP], |_, t: &mut T| {
-            t.format = vk::Format::D32_SFLOAT.as_raw()
-        }),
-        mutation("not-a-format:target->format", &[UNSUP], |_, t: &mut T| {
-            t.format = -3
-        }),
-        mutation("depth:target->old_layout", &[I], |_, t: &mut T| {
-            t.old_layout = vk::ImageLayout::DEPTH_ATTACHMENT_OPTIMAL.as_raw()
-        }),
-        mutation("not-a-layout:target->new_layout", &[I], |_, t: &mut T| {
-            t.new_layout = 12345
-        }),
-        mutation("preinitialized:target->new_layout", &[I], |_, t: &mut T| {
-            t.new_layout = vk::ImageLayout::PREINITIALIZED.as_raw()
-        }),
-        mutation("cubic:target->filter", &[I], |_, t: &mut T| {
-            t.filter = vk::Filter::CUBIC_EXT.as_raw()
-        }),
+    let muts: Vec<Mutation<T>> = muts![T;
+        "other-device:target->device" [MISMATCH] says "belongs to VkDevice" => |e, t| t.device = e.engine.device.handle();
+        "integer:target->format" [UNSUP] says "cannot be blitted into a VK_FORMAT_R8G8B8A8_UINT image" => |_, t| t.format = vk::Format::R8G8B8A8_UINT.as_raw();
+        "depth:target->format" [UNSUP] => |_, t| t.format = vk::Format::D32_SFLOAT.as_raw();
+        "not-a-format:target->format" [UNSUP] => |_, t| t.format = -3;
+        "depth:target->old_layout" [I] => |_, t| t.old_layout = vk::ImageLayout::DEPTH_ATTACHMENT_OPTIMAL.as_raw();
+        "not-a-layout:target->new_layout" [I] => |_, t| t.new_layout = 12345;
+        "preinitialized:target->new_layout" [I] => |_, t| t.new_layout = vk::ImageLayout::PREINITIALIZED.as_raw();
+        "cubic:target->filter" [I] => |_, t| t.filter = vk::Filter::CUBIC_EXT.as_raw();
     ];
     mutations(m, PRESENT, muts, target, |c, t, want| {
         let (r, _) = Ring::with_frame(c.env, true);
@@ -524,7 +435,7 @@ pub fn cases(m: &mut Matrix) {
         ("zero-records-nothing:target->height", |t| t.height = 0),
     ];
     for (label, change) in dims {
-        m.case(PRESENT, label, move |c| {
+        m.ran(PRESENT, label, move |c| {
             let (r, _) = Ring::with_frame(c.env, true);
             let mut t = target(c.env);
             change(&mut t);
@@ -533,7 +444,6 @@ pub fn cases(m: &mut Matrix) {
                 unsafe { vkcuda_present_ring_cmd_present(r.0, c.env.cmd, c.env.vk.family, &t, s.ptr()) };
             c.succeeded(res);
             assert_eq!(unsafe { (*s.ptr()).recorded }, 0, "{label}: a zero extent records nothing");
-            Ran
         });
     }
     for (path, why) in [

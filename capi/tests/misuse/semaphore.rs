@@ -7,13 +7,30 @@ use std::ptr;
 use crate::support::*;
 use crate::env::Env;
 use crate::matrix::*;
-use crate::nulls::null;
 
 const CREATE: &str = "vkcuda_semaphore_create";
 const SIGNAL: &str = "vkcuda_semaphore_host_signal";
 const WAIT: &str = "vkcuda_semaphore_host_wait";
 const VALUE: &str = "vkcuda_semaphore_get_value";
 const STAGE: &str = "vkcuda_semaphore_next_stage";
+
+/// A case on the environment's binary (or timeline) semaphore, skipped where the
+/// device makes none.
+fn on(
+    m: &mut Matrix,
+    f: &'static str,
+    label: &str,
+    binary: bool,
+    run: impl Fn(&Call, *mut vkcuda_semaphore) + 'static,
+) {
+    m.case(f, label, move |c| match need(c.env, binary) {
+        Ok(s) => {
+            run(c, s);
+            Ran
+        }
+        Err(o) => o,
+    });
+}
 
 /// The environment's timeline (or binary) semaphore, or the case is skipped.
 fn need(e: &Env, binary: bool) -> Result<*mut vkcuda_semaphore, Outcome> {
@@ -25,38 +42,18 @@ pub fn cases(m: &mut Matrix) {
     const VK_SEMAPHORE: &str = "vkcuda_semaphore_get_vk_semaphore";
     const EXPORT: &str = "vkcuda_semaphore_export_fd";
     let out = vkcuda_semaphore_destroy;
-    m.nulls(vec![
-        null(CREATE, "context", move |_, o| unsafe {
-            vkcuda_semaphore_create(ptr::null(), &semaphore_create_info(0, 0), o.handle(out))
-        }),
-        null(CREATE, "info", move |e, o| unsafe {
-            vkcuda_semaphore_create(e.ctx, ptr::null(), o.handle(out))
-        }),
-        null(CREATE, "semaphore", |e, _| unsafe {
-            vkcuda_semaphore_create(e.ctx, &semaphore_create_info(0, 0), ptr::null_mut())
-        }),
-        null("vkcuda_semaphore_cuda_signal", "semaphore", |_, _| unsafe {
+    m.constructor(CREATE, "semaphore", |_| semaphore_create_info(0, 0), vkcuda_semaphore_create, out);
+    m.nulls(nulls![
+        "vkcuda_semaphore_cuda_signal", "semaphore" => |_, _| unsafe {
             vkcuda_semaphore_cuda_signal(ptr::null(), 1, ptr::null_mut())
-        }),
-        null("vkcuda_semaphore_cuda_wait", "semaphore", |_, _| unsafe {
+        };
+        "vkcuda_semaphore_cuda_wait", "semaphore" => |_, _| unsafe {
             vkcuda_semaphore_cuda_wait(ptr::null(), 1, ptr::null_mut())
-        }),
-        null(
-            "vkcuda_semaphore_note_vulkan_signal",
-            "semaphore",
-            |_, _| unsafe { vkcuda_semaphore_note_vulkan_signal(ptr::null()) },
-        ),
-        null(
-            "vkcuda_semaphore_note_vulkan_wait",
-            "semaphore",
-            |_, _| unsafe { vkcuda_semaphore_note_vulkan_wait(ptr::null()) },
-        ),
-        null(SIGNAL, "semaphore", |_, _| unsafe {
-            vkcuda_semaphore_host_signal(ptr::null(), 1)
-        }),
-        null(WAIT, "semaphore", |_, _| unsafe {
-            vkcuda_semaphore_host_wait(ptr::null(), 1, 0)
-        }),
+        };
+        "vkcuda_semaphore_note_vulkan_signal", "semaphore" => |_, _| unsafe { vkcuda_semaphore_note_vulkan_signal(ptr::null()) };
+        "vkcuda_semaphore_note_vulkan_wait", "semaphore" => |_, _| unsafe { vkcuda_semaphore_note_vulkan_wait(ptr::null()) };
+        SIGNAL, "semaphore" => |_, _| unsafe { vkcuda_semaphore_host_signal(ptr::null(), 1) };
+        WAIT, "semaphore" => |_, _| unsafe { vkcuda_semaphore_host_wait(ptr::null(), 1, 0) };
     ]);
     m.timeline_getter(
         VK_SEMAPHORE,
@@ -123,24 +120,12 @@ pub fn cases(m: &mut Matrix) {
     // Every function on a semaphore: NULL first, then misuse of a real one.
     type Cuda =
         unsafe extern "C" fn(*const vkcuda_semaphore, u64, *mut CUstream_st) -> vkcuda_result;
-    let cuda: [(&'static str, Cuda, bool); 2] = [
-        (
-            "vkcuda_semaphore_cuda_signal",
-            vkcuda_semaphore_cuda_signal,
-            true,
-        ),
-        (
-            "vkcuda_semaphore_cuda_wait",
-            vkcuda_semaphore_cuda_wait,
-            false,
-        ),
+    let cuda: [(&'static str, Cuda, bool); 2] = named![
+        vkcuda_semaphore_cuda_signal, true;
+        vkcuda_semaphore_cuda_wait, false;
     ];
     for (f, call, signal) in cuda {
-        m.case(f, "null-ok:stream", move |c| {
-            let s = match need(c.env, false) {
-                Ok(s) => s,
-                Err(o) => return o,
-            };
+        on(m, f, "null-ok:stream", false, move |c, s| {
             // NULL is the legacy default stream: not a NULL_POINTER error.
             let mut v = 0;
             ok(unsafe { vkcuda_semaphore_get_value(s, &mut v) });
@@ -156,23 +141,13 @@ pub fn cases(m: &mut Matrix) {
             } else {
                 c.refused(r, &[U]);
             }
-            Ran
         });
-        m.case(f, "binary-nonzero:value", move |c| {
-            let s = match need(c.env, true) {
-                Ok(s) => s,
-                Err(o) => return o,
-            };
+        on(m, f, "binary-nonzero:value", true, move |c, s| {
             let want = if c.env.cuda { I } else { U };
             c.refused(unsafe { call(s, 1, ptr::null_mut()) }, &[want]);
-            Ran
         });
         if signal {
-            m.case(f, "backwards:value", move |c| {
-                let s = match need(c.env, false) {
-                    Ok(s) => s,
-                    Err(o) => return o,
-                };
+            on(m, f, "backwards:value", false, move |c, s| {
                 let mut v = 0;
                 ok(unsafe { vkcuda_semaphore_get_value(s, &mut v) });
                 let want = if c.env.cuda { I } else { U };
@@ -181,14 +156,9 @@ pub fn cases(m: &mut Matrix) {
                 if let Some(far) = c.env.too_far_ahead(v) {
                     c.refused(unsafe { call(s, far, ptr::null_mut()) }, &[want]);
                 }
-                Ran
             });
         } else {
-            m.case(f, "binary-twice", move |c| {
-                let s = match need(c.env, true) {
-                    Ok(s) => s,
-                    Err(o) => return o,
-                };
+            on(m, f, "binary-twice", true, move |c, s| {
                 // No signal pending: a wait has nothing to consume.
                 let want = if c.env.cuda {
                     VKCUDA_ERROR_INVALID_STATE
@@ -196,7 +166,6 @@ pub fn cases(m: &mut Matrix) {
                     U
                 };
                 c.refused(unsafe { call(s, 0, ptr::null_mut()) }, &[want]);
-                Ran
             });
         }
         m.case(f, "foreign-stream:stream", move |c| {
@@ -219,58 +188,29 @@ pub fn cases(m: &mut Matrix) {
         });
     }
     type Note = unsafe extern "C" fn(*const vkcuda_semaphore) -> vkcuda_result;
-    let notes: [(&'static str, Note); 2] = [
-        (
-            "vkcuda_semaphore_note_vulkan_signal",
-            vkcuda_semaphore_note_vulkan_signal,
-        ),
-        (
-            "vkcuda_semaphore_note_vulkan_wait",
-            vkcuda_semaphore_note_vulkan_wait,
-        ),
+    let notes: [(&'static str, Note); 2] = named![
+        vkcuda_semaphore_note_vulkan_signal;
+        vkcuda_semaphore_note_vulkan_wait;
     ];
     for (f, call) in notes {
-        m.case(f, "on-timeline", move |c| {
-            let s = match need(c.env, false) {
-                Ok(s) => s,
-                Err(o) => return o,
-            };
+        on(m, f, "on-timeline", false, move |c, s| {
             c.refused(unsafe { call(s) }, &[I]);
-            Ran
         });
     }
-    m.case(
-        "vkcuda_semaphore_note_vulkan_wait",
-        "no-signal-pending",
-        |c| {
-            let s = match need(c.env, true) {
-                Ok(s) => s,
-                Err(o) => return o,
-            };
+    on(m, "vkcuda_semaphore_note_vulkan_wait", "no-signal-pending", true, |c, s| {
             c.refused(
                 unsafe { vkcuda_semaphore_note_vulkan_wait(s) },
                 &[VKCUDA_ERROR_INVALID_STATE],
             );
-            Ran
-        },
-    );
-    m.case("vkcuda_semaphore_note_vulkan_signal", "twice", |c| {
-        let s = match need(c.env, true) {
-            Ok(s) => s,
-            Err(o) => return o,
-        };
+    });
+    on(m, "vkcuda_semaphore_note_vulkan_signal", "twice", true, |c, s| {
         ok(unsafe { vkcuda_semaphore_note_vulkan_signal(s) });
         let r = unsafe { vkcuda_semaphore_note_vulkan_signal(s) };
         c.refused(r, &[VKCUDA_ERROR_INVALID_STATE]);
         ok(unsafe { vkcuda_semaphore_note_vulkan_wait(s) });
-        Ran
     });
 
-    m.case(SIGNAL, "backwards:value", |c| {
-        let s = match need(c.env, false) {
-            Ok(s) => s,
-            Err(o) => return o,
-        };
+    on(m, SIGNAL, "backwards:value", false, |c, s| {
         let mut v = 0;
         ok(unsafe { vkcuda_semaphore_get_value(s, &mut v) });
         c.refused(unsafe { vkcuda_semaphore_host_signal(s, v) }, &[I]);
@@ -284,62 +224,35 @@ pub fn cases(m: &mut Matrix) {
         let mut after = 0;
         ok(unsafe { vkcuda_semaphore_get_value(s, &mut after) });
         assert_eq!(after, v, "a refused signal changed the value");
-        Ran
     });
-    m.case(SIGNAL, "on-binary", |c| {
-        let s = match need(c.env, true) {
-            Ok(s) => s,
-            Err(o) => return o,
-        };
+    on(m, SIGNAL, "on-binary", true, |c, s| {
         c.refused(unsafe { vkcuda_semaphore_host_signal(s, 1) }, &[I]);
-        Ran
     });
-    m.case(WAIT, "never:value", |c| {
-        let s = match need(c.env, false) {
-            Ok(s) => s,
-            Err(o) => return o,
-        };
+    on(m, WAIT, "never:value", false, |c, s| {
         for t in [0, 1, 1_000_000] {
             let r = unsafe { vkcuda_semaphore_host_wait(s, u64::MAX, t) };
             c.refused(r, &[VKCUDA_ERROR_TIMEOUT]);
         }
-        Ran
     });
     m.any(
         WAIT,
         "timeout_ns",
         "every timeout is valid: 0 polls once, UINT64_MAX waits for ever",
     );
-    m.case(WAIT, "on-binary", |c| {
-        let s = match need(c.env, true) {
-            Ok(s) => s,
-            Err(o) => return o,
-        };
+    on(m, WAIT, "on-binary", true, |c, s| {
         c.refused(unsafe { vkcuda_semaphore_host_wait(s, 1, 0) }, &[I]);
-        Ran
     });
-    m.case(VALUE, "on-binary", |c| {
-        let s = match need(c.env, true) {
-            Ok(s) => s,
-            Err(o) => return o,
-        };
+    on(m, VALUE, "on-binary", true, |c, s| {
         let mut v = Poison::<u64>::new();
         c.refused(unsafe { vkcuda_semaphore_get_value(s, v.ptr()) }, &[I]);
         v.untouched();
-        Ran
     });
-    m.case(STAGE, "on-binary", |c| {
-        let s = match need(c.env, true) {
-            Ok(s) => s,
-            Err(o) => return o,
-        };
+    on(m, STAGE, "on-binary", true, |c, s| {
         let mut st = Poison::<vkcuda_timeline_stage>::new();
         c.refused(unsafe { vkcuda_semaphore_next_stage(s, st.ptr()) }, &[I]);
         st.untouched();
-        Ran
     });
-    m.case("vkcuda_semaphore_destroy", "null-ok:semaphore", |_| {
+    m.ran("vkcuda_semaphore_destroy", "null-ok:semaphore", |_| {
         unsafe { vkcuda_semaphore_destroy(ptr::null_mut()) };
-        Ran
     });
 }

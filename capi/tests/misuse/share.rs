@@ -11,7 +11,6 @@ use crate::support::*;
 use crate::env::{no_timeline, Env, Kind};
 use crate::image::{image_info_mutations, Zeros};
 use crate::matrix::*;
-use crate::nulls::null;
 
 const SER: &str = "vkcuda_share_description_serialize";
 const PARSE: &str = "vkcuda_share_description_parse";
@@ -40,121 +39,45 @@ pub fn options() -> vkcuda_share_options {
 /// INVALID_ARGUMENT.
 fn description_mutations() -> Vec<(Kind, Mutation<vkcuda_share_description>)> {
     type D = vkcuda_share_description;
-    let m = |label: &str, want: &[vkcuda_result], f: fn(&mut D)| {
-        mutation(label, want, move |_, d: &mut D| f(d))
-    };
-    let mut v = vec![
-        (
-            Kind::Buffer,
-            m("unknown-bits:description->flags", &[I], |d| d.flags = 1),
-        ),
-        (
-            Kind::Buffer,
-            m("enum-0:description->kind", &[I], |d| {
-                d.kind = vkcuda_share_kind_raw(0)
-            }),
-        ),
-        (
-            Kind::Buffer,
-            m("enum-4:description->kind", &[I], |d| {
-                d.kind = vkcuda_share_kind_raw(4)
-            }),
-        ),
-        (
-            Kind::Buffer,
-            m("enum-negative:description->kind", &[I], |d| {
-                d.kind = vkcuda_share_kind_raw(-1)
-            }),
-        ),
-        (
-            Kind::Buffer,
-            m("enum-2:description->buffer.allocator", &[I], |d| {
-                d.buffer.allocator = vkcuda_allocator_raw(2)
-            }),
-        ),
-        (
-            Kind::Buffer,
-            m("bool-2:description->buffer.dedicated", &[I], |d| {
-                d.buffer.dedicated = 2
-            }),
-        ),
-        (
-            Kind::Buffer,
-            m("absurd:description->buffer.allocation_size", &[I], |d| {
-                d.buffer.allocation_size = u64::MAX
-            }),
-        ),
-        (
-            Kind::Buffer,
-            m("zero:description->buffer.allocation_size", &[I], |d| {
-                d.buffer.allocation_size = 0
-            }),
-        ),
-        (
-            Kind::Buffer,
-            m("past-end:description->buffer.offset", &[I], |d| {
-                d.buffer.offset = d.buffer.allocation_size
-            }),
-        ),
-        (
-            Kind::Buffer,
-            m("overflow:description->buffer.offset", &[I], |d| {
-                d.buffer.offset = u64::MAX
-            }),
-        ),
-        (
-            Kind::Buffer,
-            m("zero:description->buffer.size", &[I], |d| d.buffer.size = 0),
-        ),
-        (
-            Kind::Buffer,
-            m("absurd:description->buffer.size", &[I], |d| {
-                d.buffer.size = u64::MAX
-            }),
-        ),
-        (
-            Kind::Semaphore,
-            m("enum-2:description->semaphore.semaphore_type", &[I], |d| {
-                d.semaphore.semaphore_type = vkcuda_semaphore_type_raw(2)
-            }),
-        ),
-        (
-            Kind::Semaphore,
-            m("binary-nonzero:description->semaphore.value", &[I], |d| {
-                d.semaphore.semaphore_type = vkcuda_semaphore_type_raw(1);
-                d.semaphore.value = 1;
-            }),
-        ),
-        (
-            Kind::Image,
-            m("zero:description->image.allocation_size", &[I], |d| {
-                d.image.allocation_size = 0
-            }),
-        ),
-        (
-            Kind::Image,
-            m("absurd:description->image.allocation_size", &[I], |d| {
-                d.image.allocation_size = u64::MAX
-            }),
-        ),
-        // Multi-planar images (capi/tests/misuse/planar.rs has the rest).
-        (
-            Kind::Image,
-            m(
-                "not-allocation-size:description->image.plane_allocation_sizes",
-                &[I],
-                |d| d.image.plane_allocation_sizes[0] = d.image.allocation_size + 4096,
-            ),
-        ),
-        (
-            Kind::Image,
-            m(
-                "extra-plane:description->image.plane_allocation_sizes",
-                &[I],
-                |d| d.image.plane_allocation_sizes[1] = 65536,
-            ),
-        ),
+    let of = |kind: Kind, muts: Vec<Mutation<D>>| muts.into_iter().map(move |mu| (kind, mu));
+    let buffer = muts![D;
+        "unknown-bits:description->flags" [I] => |_, d| d.flags = 1;
+        "enum-0:description->kind" [I] => |_, d| d.kind = vkcuda_share_kind_raw(0);
+        "enum-4:description->kind" [I] => |_, d| d.kind = vkcuda_share_kind_raw(4);
+        "enum-negative:description->kind" [I] => |_, d| d.kind = vkcuda_share_kind_raw(-1);
+        "enum-2:description->buffer.allocator" [I] => |_, d| d.buffer.allocator = vkcuda_allocator_raw(2);
+        "bool-2:description->buffer.dedicated" [I] => |_, d| d.buffer.dedicated = 2;
+        "absurd:description->buffer.allocation_size" [I] => |_, d| d.buffer.allocation_size = u64::MAX;
+        "zero:description->buffer.allocation_size" [I] => |_, d| d.buffer.allocation_size = 0;
+        "past-end:description->buffer.offset" [I] => |_, d| d.buffer.offset = d.buffer.allocation_size;
+        "overflow:description->buffer.offset" [I] => |_, d| d.buffer.offset = u64::MAX;
+        "zero:description->buffer.size" [I] => |_, d| d.buffer.size = 0;
+        "absurd:description->buffer.size" [I] => |_, d| d.buffer.size = u64::MAX;
     ];
+    let semaphore = muts![D;
+        "enum-2:description->semaphore.semaphore_type" [I] => |_, d| {
+            d.semaphore.semaphore_type = vkcuda_semaphore_type_raw(2)
+        };
+        "binary-nonzero:description->semaphore.value" [I] => |_, d| {
+            d.semaphore.semaphore_type = vkcuda_semaphore_type_raw(1);
+            d.semaphore.value = 1;
+        };
+    ];
+    let image = muts![D;
+        "zero:description->image.allocation_size" [I] => |_, d| d.image.allocation_size = 0;
+        "absurd:description->image.allocation_size" [I] => |_, d| d.image.allocation_size = u64::MAX;
+        // Multi-planar images (capi/tests/misuse/planar.rs has the rest).
+        "not-allocation-size:description->image.plane_allocation_sizes" [I] => |_, d| {
+            d.image.plane_allocation_sizes[0] = d.image.allocation_size + 4096
+        };
+        "extra-plane:description->image.plane_allocation_sizes" [I] => |_, d| {
+            d.image.plane_allocation_sizes[1] = 65536
+        };
+    ];
+    let mut v: Vec<_> = of(Kind::Buffer, buffer)
+        .chain(of(Kind::Semaphore, semaphore))
+        .chain(of(Kind::Image, image))
+        .collect();
     for mu in image_info_mutations::<D>(
         "description->image.description.",
         |d| &mut d.image.description,
@@ -177,16 +100,10 @@ fn description_mutations() -> Vec<(Kind, Mutation<vkcuda_share_description>)> {
 /// runs on a connected socket pair.
 fn options_mutations(receive: bool) -> Vec<Mutation<vkcuda_share_options>> {
     type O = vkcuda_share_options;
-    let mut v = vec![
-        mutation("unknown-bits:options->flags", &[I], |_, o: &mut O| {
-            o.flags = 1
-        }),
-        mutation("all-bits:options->flags", &[I], |_, o: &mut O| {
-            o.flags = u32::MAX
-        }),
-        mutation("refuses:options->peer_check", &[DENIED], |_, o: &mut O| {
-            o.peer_check = Some(refuse_peer)
-        }),
+    let mut v = muts![O;
+        "unknown-bits:options->flags" [I] => |_, o| o.flags = 1;
+        "all-bits:options->flags" [I] => |_, o| o.flags = u32::MAX;
+        "refuses:options->peer_check" [DENIED] => |_, o| o.peer_check = Some(refuse_peer);
     ];
     if receive {
         // Nothing is sent: the receive times out (send: the socket buffer takes it).
@@ -415,12 +332,11 @@ pub fn description_cases(
     let call = Rc::new(call);
     for (kind, mu) in description_mutations() {
         let call = call.clone();
-        m.case(f, &mu.label, move |c| {
+        m.ran(f, &mu.label, move |c| {
             let mut d = c.env.describe(kind);
             (mu.apply)(c.env, &mut d);
             let want = if mu.record_ok { &[][..] } else { &mu.want[..] };
             call(c, &d, want);
-            Ran
         });
     }
 }
@@ -431,45 +347,43 @@ fn buffer_record(e: &Env) -> [u8; SIZE] {
 }
 
 pub fn cases(m: &mut Matrix) {
-    m.nulls(vec![
-        null(SER, "description", |_, o| unsafe {
+    m.nulls(nulls![
+        SER, "description" => |_, o| unsafe {
             vkcuda_share_description_serialize(ptr::null(), o.plain::<[u8; SIZE]>().cast(), SIZE)
-        }),
-        null(SER, "bytes", |e, _| unsafe {
+        };
+        SER, "bytes" => |e, _| unsafe {
             let d = e.describe(Kind::Buffer);
             vkcuda_share_description_serialize(&d, ptr::null_mut(), SIZE)
-        }),
-        null(PARSE, "bytes", |_, o| unsafe {
-            vkcuda_share_description_parse(ptr::null(), SIZE, o.plain())
-        }),
-        null(PARSE, "description", |e, _| unsafe {
+        };
+        PARSE, "bytes" => |_, o| unsafe { vkcuda_share_description_parse(ptr::null(), SIZE, o.plain()) };
+        PARSE, "description" => |e, _| unsafe {
             let b = buffer_record(e);
             vkcuda_share_description_parse(b.as_ptr(), SIZE, ptr::null_mut())
-        }),
-        null(SEND, "description", |e, _| {
+        };
+        SEND, "description" => |e, _| {
             e.with_fd(Kind::Buffer, |fd| {
                 with_socket(|s| unsafe { vkcuda_share_send(s, ptr::null(), fd, &options()) })
             })
-        }),
-        null(RECV, "description", |_, o| {
+        };
+        RECV, "description" => |_, o| {
             with_socket(|s| unsafe {
                 vkcuda_share_receive(s, &options(), ptr::null_mut(), o.plain())
             })
-        }),
-        null(RECV, "fd", |_, o| {
+        };
+        RECV, "fd" => |_, o| {
             with_socket(|s| unsafe {
                 vkcuda_share_receive(s, &options(), o.plain(), ptr::null_mut())
             })
-        }),
-        null("vkcuda_buffer_send", "buffer", |_, _| {
+        };
+        "vkcuda_buffer_send", "buffer" => |_, _| {
             with_socket(|s| unsafe { vkcuda_buffer_send(ptr::null(), s, &options()) })
-        }),
-        null("vkcuda_image_send", "image", |_, _| {
+        };
+        "vkcuda_image_send", "image" => |_, _| {
             with_socket(|s| unsafe { vkcuda_image_send(ptr::null(), s, &options()) })
-        }),
-        null("vkcuda_semaphore_send", "semaphore", |_, _| {
+        };
+        "vkcuda_semaphore_send", "semaphore" => |_, _| {
             with_socket(|s| unsafe { vkcuda_semaphore_send(ptr::null(), s, &options()) })
-        }),
+        };
     ]);
     m.getter(
         "vkcuda_buffer_describe",
@@ -493,14 +407,13 @@ pub fn cases(m: &mut Matrix) {
             })
         });
     }
-    m.case(SER, "larger:size", |c| {
+    m.ran(SER, "larger:size", |c| {
         // Room for more: exactly one record is written, the rest is left alone.
         let d = c.env.describe(Kind::Buffer);
         let mut b = [0xA5u8; 2 * SIZE];
         c.succeeded(unsafe { vkcuda_share_description_serialize(&d, b.as_mut_ptr(), b.len()) });
         assert_eq!(&b[..8], b"VKCUDASH");
         assert!(b[SIZE..].iter().all(|&x| x == 0xA5));
-        Ran
     });
     m.any(
         SER,
@@ -568,25 +481,23 @@ pub fn cases(m: &mut Matrix) {
             Kind::Semaphore => "semaphore",
             Kind::Image => "image",
         };
-        m.nulls(vec![
-            null(f, "context", move |e, o| {
+        m.nulls(nulls![
+            f, "context" => |e, o| {
                 let d = e.describe(kind);
                 e.with_fd(kind, |fd| import(ptr::null(), &d, fd, o.handle(destroy)))
-            }),
-            null(f, "description", move |e, o| {
-                e.with_fd(kind, |fd| import(e.ctx, ptr::null(), fd, o.handle(destroy)))
-            }),
-            null(f, out_name, move |e, _| {
+            };
+            f, "description" => |e, o| e.with_fd(kind, |fd| import(e.ctx, ptr::null(), fd, o.handle(destroy)));
+            f, out_name => |e, _| {
                 let d = e.describe(kind);
                 e.with_fd(kind, |fd| import(e.ctx, &d, fd, ptr::null_mut()))
-            }),
+            };
         ]);
         for (label, bad) in [
             ("negative:fd", -1),
             ("absurd:fd", i32::MAX),
             ("closed:fd", -2),
         ] {
-            m.case(f, label, move |c| {
+            m.ran(f, label, move |c| {
                 let d = c.env.describe(kind);
                 let fd = if bad == -2 { closed_fd() } else { bad };
                 let want: &[vkcuda_result] = if kind == Kind::Semaphore && c.env.timeline.is_none()
@@ -596,10 +507,9 @@ pub fn cases(m: &mut Matrix) {
                     &[I]
                 };
                 fails(c, &d, fd, want);
-                Ran
             });
         }
-        m.case(f, "pipe:fd", move |c| {
+        m.ran(f, "pipe:fd", move |c| {
             let d = c.env.describe(kind);
             let (r, w) = pipe();
             let want: &[vkcuda_result] = if kind == Kind::Semaphore && c.env.timeline.is_none() {
@@ -611,16 +521,14 @@ pub fn cases(m: &mut Matrix) {
             assert!(fd_is_open(r));
             close(r);
             close(w);
-            Ran
         });
-        m.case(f, "other-device:description->device_uuid", move |c| {
+        m.ran(f, "other-device:description->device_uuid", move |c| {
             let mut d = c.env.describe(kind);
             d.device_uuid[0] ^= 0xFF;
             let fd = c.env.memory_fd(kind);
             fails(c, &d, fd, &[MISMATCH]);
             assert!(fd_is_open(fd));
             close(fd);
-            Ran
         });
         for other in [Kind::Buffer, Kind::Semaphore, Kind::Image] {
             if other == kind {
@@ -663,7 +571,7 @@ pub fn cases(m: &mut Matrix) {
             UNSUP,
         ),
     ] {
-        m.case("vkcuda_buffer_import_description", label, move |c| {
+        m.ran("vkcuda_buffer_import_description", label, move |c| {
             let d = c.env.describe(Kind::Buffer);
             let fd = c.env.buffer_fd();
             let mut b = poisoned();
@@ -671,7 +579,6 @@ pub fn cases(m: &mut Matrix) {
             c.refused_made(r, &[want], b, vkcuda_buffer_destroy);
             assert!(fd_is_open(fd));
             close(fd);
-            Ran
         });
     }
     import_cases::<vkcuda_semaphore>(
@@ -695,18 +602,17 @@ pub fn cases(m: &mut Matrix) {
         ("closed:fd", -2),
         ("absurd:fd", i32::MAX),
     ] {
-        m.case(SEND, label, move |c| {
+        m.ran(SEND, label, move |c| {
             let (a, b) = socketpair();
             let d = c.env.describe(Kind::Buffer);
             let fd = if bad == -2 { closed_fd() } else { bad };
             c.refused(unsafe { vkcuda_share_send(a, &d, fd, &options()) }, &[I]);
             [a, b].into_iter().for_each(close);
-            Ran
         });
     }
     send_cases(m, SEND, |s, d, fd, o| unsafe { vkcuda_share_send(s, d, fd, o) });
 
-    m.case(RECV, "garbage-record", |c| {
+    m.ran(RECV, "garbage-record", |c| {
         // The peer sends 128 bytes that are not a record, with an fd: refused, fd closed.
         let (a, b) = socketpair();
         let junk = [0x5Au8; SIZE];
@@ -716,7 +622,6 @@ pub fn cases(m: &mut Matrix) {
         );
         receive_refused(c, a, &options(), &[I]);
         [a, b].into_iter().for_each(close);
-        Ran
     });
     socket_cases(m, RECV, true, |_| None, receive_refused);
 
@@ -764,22 +669,19 @@ pub fn cases(m: &mut Matrix) {
         receive: Receive<T>,
         destroy: unsafe extern "C" fn(*mut T),
     ) {
-        m.nulls(vec![
-            null(f, "context", move |_, o| {
+        m.nulls(nulls![
+            f, "context" => |_, o| {
                 with_socket(|s| unsafe { receive(ptr::null(), s, &options(), o.handle(destroy)) })
-            }),
-            null(f, out_name, move |e, _| {
-                with_socket(|s| unsafe { receive(e.ctx, s, &options(), ptr::null_mut()) })
-            }),
+            };
+            f, out_name => |e, _| with_socket(|s| unsafe { receive(e.ctx, s, &options(), ptr::null_mut()) });
         ]);
-        m.case(f, "peer-closed", move |c| {
+        m.ran(f, "peer-closed", move |c| {
             let (a, b) = socketpair();
             close(b);
             let mut out = poisoned();
             let r = unsafe { receive(c.env.ctx, a, &options(), &mut out) };
             c.refused_made(r, &[VKCUDA_ERROR_INVALID_STATE], out, destroy);
             close(a);
-            Ran
         });
         socket_cases(
             m,
@@ -825,7 +727,7 @@ pub fn cases(m: &mut Matrix) {
             UNSUP,
         ),
     ] {
-        m.case("vkcuda_buffer_receive", label, move |c| {
+        m.ran("vkcuda_buffer_receive", label, move |c| {
             let (a, b) = socketpair();
             let mut o = options();
             o.buffer_usage = usage;
@@ -833,7 +735,6 @@ pub fn cases(m: &mut Matrix) {
             let r = unsafe { vkcuda_buffer_receive(c.env.ctx, a, &o, &mut out) };
             c.refused_made(r, &[want], out, vkcuda_buffer_destroy);
             [a, b].into_iter().for_each(close);
-            Ran
         });
     }
 }
