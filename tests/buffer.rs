@@ -922,9 +922,7 @@ fn gpu_large_buffer_48_gib() {
 #[test]
 #[ignore = "runs in a child process of the gpu_large_buffer_* tests"]
 fn child_large_buffer_peer() {
-    if !in_child("child_large_buffer_peer") {
-        return;
-    }
+    child_only!("child_large_buffer_peer");
     let fd: i32 = std::env::var(LARGE_FD_ENV).unwrap().parse().unwrap();
     // SAFETY: the parent left this fd open for this process, and nothing else owns it.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };

@@ -159,7 +159,7 @@ fn a_vulkan_only_context_has_handles_and_no_cuda() {
     );
     ctx.check_lost().unwrap();
     let debug = format!("{ctx:?}");
-    assert!(debug.contains("standalone: true"), "{debug}");
+    has(&debug, &["standalone: true"]);
     // A device index past the end is refused with the reason.
     refused(
         Context::standalone(Some(1 << 20), CudaChoice::None),

@@ -12,7 +12,7 @@
 //! real driver (reading and writing with cuMemcpy).
 
 mod support;
-use support::device::{fake_paired_context, lavapipe_uuid};
+use support::device::{fake_paired_context, run_lavapipe_child};
 use support::*;
 
 use std::sync::Arc;
@@ -405,17 +405,7 @@ fn ten_thousand_cycles(ctx: &Arc<Context>) {
 // The fake driver paired with lavapipe, in a child process.
 
 fn run_child(case: &str) {
-    let Some(uuid) = lavapipe_uuid() else { return };
-    // The soname lets the child find the loaded driver again (`fake_live`).
-    let dir = fake_cuda_driver("fake-cuda-dlpack", &["-Wl,-soname,libcuda.so.1"]);
-    let out = this_test(case, true)
-        .env(CHILD_ENV, "1")
-        .env("LD_LIBRARY_PATH", library_path_with(&dir))
-        .env("FAKE_CUDA_UUID", uuid)
-        .env_remove(vkcuda::pairing::CUDA_DISABLE_ENV)
-        .output()
-        .unwrap();
-    child_passed(case, &out);
+    run_lavapipe_child(case, "fake-cuda-dlpack");
 }
 
 #[test]
@@ -441,18 +431,14 @@ fn fake_driver_ten_thousand_cycles() {
 #[test]
 #[ignore = "runs in a child process of fake_driver_tensor_fields_and_data"]
 fn child_tensor_fields_and_data() {
-    if !in_child("child_tensor_fields_and_data") {
-        return;
-    }
+    child_only!("child_tensor_fields_and_data");
     tensor_fields_and_data(&fake_paired_context(), &HostIo);
 }
 
 #[test]
 #[ignore = "runs in a child process of fake_driver_tensor_outlives_handle_and_context"]
 fn child_tensor_outlives_handle_and_context() {
-    if !in_child("child_tensor_outlives_handle_and_context") {
-        return;
-    }
+    child_only!("child_tensor_outlives_handle_and_context");
     // One context first: the baseline then includes what the driver keeps.
     drop(fake_paired_context());
     let fake_before = fake_live();
@@ -467,9 +453,7 @@ fn child_tensor_outlives_handle_and_context() {
 #[test]
 #[ignore = "runs in a child process of fake_driver_wrapped_buffer"]
 fn child_wrapped_buffer() {
-    if !in_child("child_wrapped_buffer") {
-        return;
-    }
+    child_only!("child_wrapped_buffer");
     let ctx = fake_paired_context();
     let before = (live_counts(), fake_live());
     wrapped_buffer_tensor(&ctx, &HostIo);
@@ -479,9 +463,7 @@ fn child_wrapped_buffer() {
 #[test]
 #[ignore = "runs in a child process of fake_driver_ten_thousand_cycles"]
 fn child_ten_thousand_cycles() {
-    if !in_child("child_ten_thousand_cycles") {
-        return;
-    }
+    child_only!("child_ten_thousand_cycles");
     let ctx = fake_paired_context();
     let before = fake_live();
     ten_thousand_cycles(&ctx);

@@ -84,6 +84,10 @@ impl Found for Report {
 trait Says {
     /// Asserts the status, and that `seen` and `fix` contain every part given.
     fn says(&self, status: Status, seen: &[&str], fix: &[&str]) -> &Self;
+    /// `seen` starts with `prefix`.
+    fn seen_starts(&self, prefix: &str) -> &Self;
+    /// `fix` starts with `prefix`.
+    fn fix_starts(&self, prefix: &str) -> &Self;
     /// `err`, the message of a failed call, says the doctor's words.
     fn is_the_error(&self, err: &str);
 }
@@ -98,6 +102,18 @@ impl Says for Check {
         for part in fix {
             assert!(self.fix.contains(part), "fix lacks {part:?}: {self:?}");
         }
+        self
+    }
+
+    #[track_caller]
+    fn seen_starts(&self, prefix: &str) -> &Self {
+        assert!(self.seen.starts_with(prefix), "{prefix:?}: {self:?}");
+        self
+    }
+
+    #[track_caller]
+    fn fix_starts(&self, prefix: &str) -> &Self {
+        assert!(self.fix.starts_with(prefix), "{prefix:?}: {self:?}");
         self
     }
 
@@ -244,9 +260,7 @@ fn icd_manifest_names_a_missing_library() {
 #[test]
 #[ignore = "runs in a child process of icd_manifest_names_a_missing_library"]
 fn child_icd_missing_library() {
-    if !in_child("child_icd_missing_library") {
-        return;
-    }
+    child_only!("child_icd_missing_library");
     let dir = test_root();
     let d = doctor(None);
     let nvidia = dir.join("nvidia_icd.json");
@@ -307,9 +321,7 @@ fn icd_none_from_nvidia() {
 #[test]
 #[ignore = "runs in a child process of icd_none_from_nvidia"]
 fn child_no_nvidia_icd() {
-    if !in_child("child_no_nvidia_icd") {
-        return;
-    }
+    child_only!("child_no_nvidia_icd");
     let d = doctor(None);
     let c = d.get("vulkan.nvidia_icd").says(
         FAIL,
@@ -323,7 +335,7 @@ fn child_no_nvidia_icd() {
     // Inside a container without graphics (this machine may be one) the seen goes on
     // to say so.
     let none = "no NVIDIA Vulkan driver manifest (nvidia_icd.json) among the ones the loader reads";
-    assert!(c.seen.starts_with(none), "{c:?}");
+    c.seen_starts(none);
     // VK_ICD_FILENAMES is ignored while VK_DRIVER_FILES is set, as the loader does.
     assert!(
         !d.checks.iter().any(|c| c.name.contains("ignored_when")),
@@ -349,9 +361,7 @@ fn icd_older_variable_is_read() {
 #[test]
 #[ignore = "runs in a child process of icd_older_variable_is_read"]
 fn child_icd_old_variable() {
-    if !in_child("child_icd_old_variable") {
-        return;
-    }
+    child_only!("child_icd_old_variable");
     let d = doctor(None);
     let nvidia = test_root().join("nvidia_icd.json");
     d.icd(&nvidia).says(FAIL, &["(from VK_ICD_FILENAMES)"], &[]);
@@ -434,9 +444,7 @@ fn icd_entries_that_are_not_manifests_are_skipped() {
 #[test]
 #[ignore = "runs in a child process of icd_entries_that_are_not_manifests_are_skipped"]
 fn child_icd_skipped() {
-    if !in_child("child_icd_skipped") {
-        return;
-    }
+    child_only!("child_icd_skipped");
     let dir = test_root();
     let d = doctor_within(None, std::time::Duration::from_secs(20));
     // The loader skips these: a warning each.
@@ -476,7 +484,7 @@ fn child_icd_skipped() {
         let c = d
             .icd(&path)
             .says(WARN, &[&format!("was skipped: {why}")], &[fix]);
-        assert!(c.seen.starts_with(&path.display().to_string()), "{c:?}");
+        c.seen_starts(&path.display().to_string());
     }
     // The loader opens these as manifests and never finishes: each fails, and no
     // instance is made (the doctor's own would hang too).
@@ -515,7 +523,7 @@ fn child_icd_skipped() {
     let never_past: Vec<&str> = never_past.iter().map(String::as_str).collect();
     let c = d.get("vulkan.devices").says(FAIL, &never_past, &[]);
     let not_checked = "not checked: the Vulkan loader would never get past";
-    assert!(c.seen.starts_with(not_checked), "{c:?}");
+    c.seen_starts(not_checked);
     // fifolib_icd.json is a manifest the loader takes (its library is the
     // problem), so manifests are found; the entries that gave none have their own
     // checks above. (On the H200, with no other manifest named, 2 were counted.)
@@ -549,19 +557,14 @@ fn icd_variable_that_is_not_utf8() {
 #[test]
 #[ignore = "runs in a child process of icd_variable_that_is_not_utf8"]
 fn child_icd_not_utf8() {
-    if !in_child("child_icd_not_utf8") {
-        return;
-    }
+    child_only!("child_icd_not_utf8");
     assert!(std::env::var("VK_DRIVER_FILES").is_err(), "not UTF-8");
     let d = doctor(None);
     // No manifest it names works.
     let undecodable = ["\\xFF_icd.json", "cannot be decoded as UTF-8"];
     let c = d.get("vulkan.icd_variables").says(FAIL, &undecodable, &[]);
-    assert!(c.seen.starts_with("VK_DRIVER_FILES=\""), "{c:?}");
-    assert!(
-        c.fix.starts_with("set VK_DRIVER_FILES to UTF-8 paths"),
-        "{c:?}"
-    );
+    c.seen_starts("VK_DRIVER_FILES=\"");
+    c.fix_starts("set VK_DRIVER_FILES to UTF-8 paths");
     // What the loader reads is what the bytes name, not the standard directories.
     let icds: Vec<&Check> = d
         .checks
@@ -593,9 +596,7 @@ fn icd_nvidia_manifest_missing() {
 #[test]
 #[ignore = "runs in a child process of icd_nvidia_manifest_missing"]
 fn child_nvidia_manifest_missing() {
-    if !in_child("child_nvidia_manifest_missing") {
-        return;
-    }
+    child_only!("child_nvidia_manifest_missing");
     let nvidia = test_root().join("nvidia_icd.json");
     let d = doctor(None);
     let correct = "correct the path in VK_DRIVER_FILES or remove it";
@@ -604,7 +605,7 @@ fn child_nvidia_manifest_missing() {
         "NVIDIA's manifest {} (from VK_DRIVER_FILES) does not exist",
         nvidia.display()
     );
-    assert!(c.seen.starts_with(&missing), "{c:?}");
+    c.seen_starts(&missing);
     assert!(!c.seen.contains("is there"), "{c:?}");
     let c = d.icd(&nvidia).says(FAIL, &[], &[]);
     assert!(c.seen.ends_with("does not exist"), "{c:?}");
@@ -625,9 +626,7 @@ fn icd_nvidia_manifest_not_json() {
 #[test]
 #[ignore = "runs in a child process of icd_nvidia_manifest_not_json"]
 fn child_nvidia_manifest_not_json() {
-    if !in_child("child_nvidia_manifest_not_json") {
-        return;
-    }
+    child_only!("child_nvidia_manifest_not_json");
     let nvidia = test_root().join("nvidia_icd.json");
     let path = nvidia.display().to_string();
     let d = doctor(None);
@@ -640,11 +639,7 @@ fn child_nvidia_manifest_not_json() {
             .ends_with("is not valid JSON: trailing comma at line 4, column 1"),
         "{c:?}"
     );
-    assert!(
-        c.fix
-            .starts_with(&format!("correct the JSON at line 4, column 1 of {path}")),
-        "{c:?}"
-    );
+    c.fix_starts(&format!("correct the JSON at line 4, column 1 of {path}"));
     assert!(!c.fix.contains("correct the path"), "{c:?}");
     let c = d
         .get("vulkan.nvidia_icd")
@@ -655,10 +650,7 @@ fn child_nvidia_manifest_not_json() {
     let c = d.get("vulkan.devices");
     if c.seen.contains("VK_ERROR_OUT_OF_HOST_MEMORY") {
         c.says(FAIL, &["not for lack of memory", &path], &[]);
-        assert!(
-            c.fix.starts_with(&format!("correct or remove {path}")),
-            "{c:?}"
-        );
+        c.fix_starts(&format!("correct or remove {path}"));
     } else {
         println!("this loader skips a manifest that is not JSON: {c:?}");
     }
@@ -674,9 +666,7 @@ fn cuda_driver_absent() {
 #[test]
 #[ignore = "runs in a child process of cuda_driver_absent"]
 fn child_cuda_absent() {
-    if !in_child("child_cuda_absent") {
-        return;
-    }
+    child_only!("child_cuda_absent");
     let r = pairing::cuda_driver_version();
     if let Ok(v) = r {
         // This machine has a libcuda.so.1 of its own: absence cannot be simulated.
@@ -687,10 +677,10 @@ fn child_cuda_absent() {
     let d = doctor(None);
     let c = d.get("cuda.driver").says(FAIL, &[], &[]);
     assert_eq!(c.seen, "the CUDA driver library libcuda.so.1 was not found");
-    assert!(c.fix.starts_with("install the NVIDIA driver"), "{c:?}");
+    c.fix_starts("install the NVIDIA driver");
     c.is_the_error(&err);
     let c = d.get("pairing").says(FAIL, &[], &[]);
-    assert!(c.fix.starts_with("fix cuda.driver first"), "{c:?}");
+    c.fix_starts("fix cuda.driver first");
     assert!(!d.ready());
 }
 
@@ -705,9 +695,7 @@ fn cuda_driver_too_old() {
 #[test]
 #[ignore = "runs in a child process of cuda_driver_too_old"]
 fn child_cuda_too_old() {
-    if !in_child("child_cuda_too_old") {
-        return;
-    }
+    child_only!("child_cuda_too_old");
     let err = driver_version_error();
     let d = doctor(None);
     let too_old = [
@@ -717,10 +705,7 @@ fn child_cuda_too_old() {
         "TIMELINE_SEMAPHORE_FD",
     ];
     let c = d.get("cuda.driver").says(FAIL, &too_old, &[]);
-    assert!(
-        c.fix.starts_with("install NVIDIA driver 525 or newer"),
-        "{c:?}"
-    );
+    c.fix_starts("install NVIDIA driver 525 or newer");
     c.is_the_error(&err);
 }
 
@@ -754,9 +739,7 @@ fn cuda_visible_devices_names_no_gpu() {
 #[test]
 #[ignore = "runs in a child process of cuda_visible_devices_empty and _names_no_gpu"]
 fn child_cuda_visible_devices() {
-    if !in_child("child_cuda_visible_devices") {
-        return;
-    }
+    child_only!("child_cuda_visible_devices");
     // The stand-in driver, as the real one: no visible device is CUDA_ERROR_NO_DEVICE.
     let visible = std::env::var("CUDA_VISIBLE_DEVICES").unwrap();
     let err = driver_version_error();
@@ -766,7 +749,7 @@ fn child_cuda_visible_devices() {
     // Names the variable and its value.
     let no_device =
         format!("cuInit failed with CUDA_ERROR_NO_DEVICE and CUDA_VISIBLE_DEVICES=\"{visible}\": ");
-    assert!(c.seen.starts_with(&no_device), "{c:?}");
+    c.seen_starts(&no_device);
     if visible.is_empty() {
         assert!(
             c.seen.ends_with("empty, which hides every GPU from CUDA"),
@@ -776,7 +759,7 @@ fn child_cuda_visible_devices() {
         assert!(c.seen.contains("it names no GPU this driver has"), "{c:?}");
     }
     let unset = "unset CUDA_VISIBLE_DEVICES or set it to GPUs this machine has";
-    assert!(c.fix.starts_with(unset), "{c:?}");
+    c.fix_starts(unset);
     assert!(!c.fix.contains("kernel module"), "{c:?}");
     c.is_the_error(&err);
 }
@@ -792,9 +775,7 @@ fn cuda_driver_without_a_matching_uuid() {
 #[test]
 #[ignore = "runs in a child process of cuda_driver_without_a_matching_uuid"]
 fn child_no_matching_uuid() {
-    if !in_child("child_no_matching_uuid") {
-        return;
-    }
+    child_only!("child_no_matching_uuid");
     let err = fails(
         Context::standalone(None, CudaChoice::Primary),
         ErrorKind::DeviceMismatch,
@@ -962,9 +943,7 @@ fn container_without_graphics() {
 #[test]
 #[ignore = "runs in a child process of container_without_graphics"]
 fn child_container_without_graphics() {
-    if !in_child("child_container_without_graphics") {
-        return;
-    }
+    child_only!("child_container_without_graphics");
     let d = doctor(Some(&test_root()));
     let c = d.get("container").says(PASS, &[], &[]);
     assert_eq!(c.seen, "in a container: /.dockerenv exists (Docker)");
@@ -972,7 +951,7 @@ fn child_container_without_graphics() {
     let c = d.get("container.driver_capabilities");
     c.says(FAIL, &["libnvidia-glvkspirv"], &[]);
     let missing = "NVIDIA_DRIVER_CAPABILITIES=compute,utility: graphics missing";
-    assert!(c.seen.starts_with(missing), "{c:?}");
+    c.seen_starts(missing);
     assert_eq!(
         c.fix,
         "set NVIDIA_DRIVER_CAPABILITIES=compute,utility,graphics (or all) in the image (ENV) or on docker run -e, \
@@ -988,7 +967,7 @@ fn child_container_without_graphics() {
             .get(&format!("container.library[{lib}]"))
             .says(FAIL, &[], &[]);
         let add = format!("add {cap} to NVIDIA_DRIVER_CAPABILITIES so the toolkit mounts it");
-        assert!(c.fix.starts_with(&add), "{c:?}");
+        c.fix_starts(&add);
     }
     let add = "add graphics to NVIDIA_DRIVER_CAPABILITIES";
     d.get("container.nvidia_icd_json").says(FAIL, &[], &[add]);
@@ -1018,9 +997,7 @@ fn container_without_graphics_and_no_manifest() {
 #[test]
 #[ignore = "runs in a child process of container_without_graphics_and_no_manifest"]
 fn child_container_without_graphics_first_failure() {
-    if !in_child("child_container_without_graphics_first_failure") {
-        return;
-    }
+    child_only!("child_container_without_graphics_first_failure");
     let d = doctor(Some(&test_root()));
     let first = d
         .checks
@@ -1039,11 +1016,7 @@ fn child_container_without_graphics_first_failure() {
     assert!(first.fix.starts_with(add), "{first:?}");
     for name in ["vulkan.icd_manifests", "vulkan.nvidia_icd"] {
         let c = d.get(name).says(FAIL, &[], &[]);
-        assert!(
-            c.fix
-                .starts_with("add graphics to NVIDIA_DRIVER_CAPABILITIES"),
-            "{c:?}"
-        );
+        c.fix_starts("add graphics to NVIDIA_DRIVER_CAPABILITIES");
     }
 }
 
@@ -1063,9 +1036,7 @@ fn container_defaults_lack_graphics() {
 #[test]
 #[ignore = "runs in a child process of container_defaults_lack_graphics"]
 fn child_container_default_caps() {
-    if !in_child("child_container_default_caps") {
-        return;
-    }
+    child_only!("child_container_default_caps");
     let d = doctor(Some(&test_root()));
     assert_eq!(
         d.get("container").seen,
@@ -1075,7 +1046,7 @@ fn child_container_default_caps() {
         .says(WARN, &[], &["docker run --gpus all"]);
     let c = d.get("container.driver_capabilities").says(FAIL, &[], &[]);
     let unset = "NVIDIA_DRIVER_CAPABILITIES is not set (the toolkit's default: utility,compute): graphics missing";
-    assert!(c.seen.starts_with(unset), "{c:?}");
+    c.seen_starts(unset);
 }
 
 #[test]
@@ -1095,9 +1066,7 @@ fn container_with_no_gpu() {
 #[test]
 #[ignore = "runs in a child process of container_with_no_gpu"]
 fn child_container_void() {
-    if !in_child("child_container_void") {
-        return;
-    }
+    child_only!("child_container_void");
     let d = doctor(Some(&test_root()));
     assert_eq!(
         d.get("container").seen,
@@ -1148,9 +1117,7 @@ fn container_set_up_right() {
 #[test]
 #[ignore = "runs in a child process of container_set_up_right"]
 fn child_container_complete() {
-    if !in_child("child_container_complete") {
-        return;
-    }
+    child_only!("child_container_complete");
     let root = test_root();
     let d = doctor(Some(&root));
     let container: Vec<&Check> = d
@@ -1182,12 +1149,10 @@ fn not_in_a_container() {
 #[test]
 #[ignore = "runs in a child process of not_in_a_container"]
 fn child_not_in_a_container() {
-    if !in_child("child_not_in_a_container") {
-        return;
-    }
+    child_only!("child_not_in_a_container");
     let d = doctor(Some(&test_root()));
     let c = d.get("container").says(PASS, &[], &[]);
-    assert!(c.seen.starts_with("not in a container"), "{c:?}");
+    c.seen_starts("not in a container");
     assert!(
         !d.checks.iter().any(|c| c.name.starts_with("container.")),
         "no toolkit checks outside a container"
@@ -1213,12 +1178,10 @@ fn files_under_the_root_that_are_not_regular_are_not_read() {
 #[test]
 #[ignore = "runs in a child process of files_under_the_root_that_are_not_regular_are_not_read"]
 fn child_root_not_regular() {
-    if !in_child("child_root_not_regular") {
-        return;
-    }
+    child_only!("child_root_not_regular");
     let d = doctor_within(Some(test_root()), std::time::Duration::from_secs(60));
     let c = d.get("container").says(PASS, &[], &[]);
-    assert!(c.seen.starts_with("not in a container"), "{c:?}");
+    c.seen_starts("not in a container");
 }
 
 // --- The open-file limit -------------------------------------------------------------
@@ -1241,19 +1204,13 @@ fn set_soft_limit(n: u64) {
 #[test]
 #[ignore = "runs in a child process of open_file_limit"]
 fn child_open_file_limit() {
-    if !in_child("child_open_file_limit") {
-        return;
-    }
+    child_only!("child_open_file_limit");
     set_soft_limit(64);
     let d = doctor(None);
     let raise = ["LimitNOFILE=", "--ulimit nofile=4096:4096"];
     let c = d.get("process.open_files").says(FAIL, &[], &raise);
-    assert!(c.seen.starts_with("open-file limit 64 (hard "), "{c:?}");
-    assert!(
-        c.fix
-            .starts_with("raise it to at least 1024: ulimit -n 4096"),
-        "{c:?}"
-    );
+    c.seen_starts("open-file limit 64 (hard ");
+    c.fix_starts("raise it to at least 1024: ulimit -n 4096");
     assert!(!d.ready());
     set_soft_limit(512);
     let d = doctor(None);
@@ -1311,13 +1268,11 @@ fn deep_vulkan_only() {
 #[test]
 #[ignore = "runs in a child process of deep_vulkan_only"]
 fn child_deep_vulkan_only() {
-    if !in_child("child_deep_vulkan_only") {
-        return;
-    }
+    child_only!("child_deep_vulkan_only");
     let d = deep_run();
     // Says why the CUDA part is skipped.
     let c = d.get("deep.cuda").says(WARN, &["VKCUDA_DISABLE_CUDA"], &[]);
-    assert!(c.seen.starts_with("skipped: the CUDA part ("), "{c:?}");
+    c.seen_starts("skipped: the CUDA part (");
     // A CUDA-allocated buffer needs CUDA.
     d.get("deep.buffer.cuda").says(WARN, &[], &[]);
     for name in [
@@ -1428,12 +1383,10 @@ fn deep_run() -> Report {
 #[test]
 #[ignore = "runs in a child process of deep_with_the_stand_in_driver"]
 fn child_deep_stand_in_skips() {
-    if !in_child("child_deep_stand_in_skips") {
-        return;
-    }
+    child_only!("child_deep_stand_in_skips");
     let d = deep_run();
     let c = d.get("deep.cuda").says(WARN, &[], &[]);
-    assert!(c.seen.starts_with("skipped: the CUDA part ("), "{c:?}");
+    c.seen_starts("skipped: the CUDA part (");
     assert!(
         c.seen.contains("the CUDA driver has no cuMemcpyHtoD_v2")
             || c.seen.contains("no context with CUDA: "),
@@ -1448,9 +1401,7 @@ fn child_deep_stand_in_skips() {
 #[test]
 #[ignore = "runs in a child process of deep_with_the_stand_in_driver"]
 fn child_deep_stand_in_runs() {
-    if !in_child("child_deep_stand_in_runs") {
-        return;
-    }
+    child_only!("child_deep_stand_in_runs");
     let d = deep_run();
     d.get("deep.cuda").says(PASS, &[], &[]);
     let both_ways = "Vulkan -> CUDA and CUDA -> Vulkan";
@@ -1463,7 +1414,7 @@ fn child_deep_stand_in_runs() {
         "{c:?}"
     );
     let c = d.get("deep.image.R8G8B8A8_UNORM.2D").says(FAIL, &[], &[]);
-    assert!(c.seen.starts_with("vkcuda_image_create failed: "), "{c:?}");
+    c.seen_starts("vkcuda_image_create failed: ");
     assert_eq!(d.get("deep.total").status, FAIL);
     assert!(!d.ready());
 }
@@ -1471,24 +1422,16 @@ fn child_deep_stand_in_runs() {
 #[test]
 #[ignore = "runs in a child process of deep_with_the_stand_in_driver"]
 fn child_deep_stand_in_wrong_byte() {
-    if !in_child("child_deep_stand_in_wrong_byte") {
-        return;
-    }
+    child_only!("child_deep_stand_in_wrong_byte");
     let d = deep_run();
     let c = d.get("deep.buffer.vulkan").says(FAIL, &[], &[]);
     // The ramp first: byte 123457 of a ramp seeded 0x11 is (123457 + 0x11) mod 256.
     let want = ((123457u64 + 0x11) % 256) as u8;
-    assert!(
-        c.seen.starts_with(&format!(
+    c.seen_starts(&format!(
             "Vulkan wrote a ramp, CUDA read: first wrong byte at offset 123457: expected {want:#04x}, got {:#04x} (1 of 4194304 bytes wrong)",
             want ^ 0xff
-        )),
-        "{c:?}"
-    );
-    assert!(
-        c.fix.starts_with("do not share this kind of resource"),
-        "{c:?}"
-    );
+        ));
+    c.fix_starts("do not share this kind of resource");
 }
 
 /// The self-test is itself tested: stand-in drivers that corrupt one kind of data
@@ -1527,9 +1470,7 @@ fn deep_catches_every_corrupting_driver() {
 #[test]
 #[ignore = "runs in a child process of deep_catches_every_corrupting_driver"]
 fn child_deep_stand_in_corrupts() {
-    if !in_child("child_deep_stand_in_corrupts") {
-        return;
-    }
+    child_only!("child_deep_stand_in_corrupts");
     let kind = std::env::var("FAKE_CUDA_CORRUPT").unwrap();
     let dir = std::env::var("FAKE_CUDA_CORRUPT_DIR").unwrap();
     let d = deep_run();
@@ -1572,10 +1513,7 @@ fn child_deep_stand_in_corrupts() {
         ),
         "{kind} {dir}"
     );
-    assert!(
-        c.fix.starts_with("do not share this kind of resource"),
-        "{c:?}"
-    );
+    c.fix_starts("do not share this kind of resource");
     assert_eq!(d.get("deep.total").status, FAIL);
     println!("CAUGHT {kind} {dir}: {}", c.seen);
 }

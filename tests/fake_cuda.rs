@@ -28,30 +28,11 @@ use vkcuda::image::{Description, PitchedPlane};
 use vkcuda::pairing::{self, format_uuid};
 use vkcuda::{ipc, Buffer, Context, CudaChoice, ErrorKind, Image};
 
-/// Set in the child processes: the `child_*` tests do nothing without it (run with
-/// `--include-ignored`, they would otherwise test whatever driver this machine has).
-const FAKE_CHILD_ENV: &str = "VKCUDA_FAKE_CUDA_CHILD";
-
-/// Whether this process is a child of one of the first tests; prints why not.
-fn in_fake_child(case: &str) -> bool {
-    let child = std::env::var_os(FAKE_CHILD_ENV).is_some();
-    if !child {
-        println!("{case}: not started by its parent test (no {FAKE_CHILD_ENV}): nothing to do");
-    }
-    child
-}
-
 /// Runs the ignored test `case` in a child process that loads the fake driver of
 /// `lib_dir` (and no other library from LD_LIBRARY_PATH).
 fn run_fake_child(case: &str, lib_dir: &Path, env: &[(&str, &str)]) {
-    let out = this_test(case, true)
-        .env(FAKE_CHILD_ENV, "1")
-        .env("LD_LIBRARY_PATH", lib_dir)
-        .envs(env.iter().copied())
-        .env_remove(pairing::CUDA_DISABLE_ENV)
-        .output()
-        .unwrap();
-    child_passed(case, &out);
+    let env: Vec<_> = env.iter().map(|&(k, v)| (k, Some(v))).collect();
+    run_child(case, lib_dir, &env);
 }
 
 fn buffer(ctx: &Arc<Context>, size: u64) -> vkcuda::Result<Buffer> {
@@ -99,9 +80,7 @@ fn fake_driver_init_fails() {
 #[test]
 #[ignore = "runs in a child process of fake_driver_device_mismatch"]
 fn child_device_mismatch() {
-    if !in_fake_child("child_device_mismatch") {
-        return;
-    }
+    child_only!("child_device_mismatch");
     let v = pairing::cuda_driver_version().unwrap();
     assert_eq!(v, 12080, "the fake driver is the one loaded");
     let fds = fd_count();
@@ -148,7 +127,7 @@ fn child_device_mismatch() {
 /// In a child: the library's message for a driver it cannot use (asking for the
 /// driver's version fails with CudaUnavailable). None when not in a child.
 fn driver_refused(case: &str) -> Option<String> {
-    if !in_fake_child(case) {
+    if !in_child(case) {
         return None;
     }
     Some(fails_with(
@@ -317,9 +296,7 @@ fn doctor_pairs() -> Vec<(i32, i32)> {
 #[test]
 #[ignore = "runs in a child process of fake_driver_two_devices_pair_by_uuid"]
 fn child_two_devices() {
-    if !in_child("child_two_devices") {
-        return;
-    }
+    child_only!("child_two_devices");
     let vk_uuid = test_vk_uuid();
     let fake0 = format_uuid(&FAKE0);
     let vk_text = format_uuid(&vk_uuid);
@@ -413,9 +390,7 @@ fn child_two_devices() {
 #[test]
 #[ignore = "runs in a child process of fake_driver_visible_devices_twin_only"]
 fn child_visible_twin() {
-    if !in_child("child_visible_twin") {
-        return;
-    }
+    child_only!("child_visible_twin");
     let ctx = Context::standalone(None, CudaChoice::Primary).unwrap();
     let info = ctx.cuda_info().unwrap();
     assert_eq!(info.ordinal, 0, "the only CUDA device is the twin");
@@ -427,9 +402,7 @@ fn child_visible_twin() {
 #[test]
 #[ignore = "runs in a child process of fake_driver_visible_devices_no_twin"]
 fn child_visible_no_twin() {
-    if !in_child("child_visible_no_twin") {
-        return;
-    }
+    child_only!("child_visible_no_twin");
     let vk_text = format_uuid(&test_vk_uuid());
     let msg = fails_with(
         Context::standalone(None, CudaChoice::Primary),
@@ -503,9 +476,7 @@ fn paired_with_a_buffer(case: &str, e: &EngineDevice) -> Option<(Arc<Context>, B
 #[test]
 #[ignore = "runs in a child process of fake_driver_sticky_error_loses_the_context"]
 fn child_sticky_error() {
-    if !in_child("child_sticky_error") {
-        return;
-    }
+    child_only!("child_sticky_error");
     let name = std::env::var("VKCUDA_TEST_STICKY_NAME").unwrap();
     let e = EngineDevice::new(&[ash::khr::external_memory_fd::NAME], |_, _| true);
     // The first mapping works; the second raises the sticky error. The stand-in maps
@@ -604,9 +575,7 @@ fn fake_driver_sticky_error_in_a_destroy_is_recorded() {
 #[test]
 #[ignore = "runs in a child process of fake_driver_sticky_error_in_a_destroy_is_recorded"]
 fn child_sticky_error_in_a_destroy() {
-    if !in_child("child_sticky_error_in_a_destroy") {
-        return;
-    }
+    child_only!("child_sticky_error_in_a_destroy");
     let call = std::env::var("VKCUDA_TEST_STICKY_CALL").unwrap();
     let e = EngineDevice::new(&[ash::khr::external_memory_fd::NAME], |_, _| true);
     let fds = fd_count();
@@ -654,9 +623,7 @@ fn fake_driver_lost_context_destroy_closes_the_fds() {
 #[ignore = "runs in a child process of fake_driver_lost_context_destroy_closes_the_fds"]
 fn child_lost_context_destroy_closes_the_fds() {
     let case = "child_lost_context_destroy_closes_the_fds";
-    if !in_child(case) {
-        return;
-    }
+    child_only!(case);
     let e = EngineDevice::new(&[ash::khr::external_memory_fd::NAME], |_, _| true);
     let fds = fd_count();
     let Some((ctx, a)) = paired_with_a_buffer(case, &e) else {
@@ -790,9 +757,7 @@ fn copy(im: &Image, pointer: u64, pitch: usize, to_image: bool) -> vkcuda::Resul
 #[ignore = "runs in a child process of fake_driver_pitched_copy_refuses_unknown_addresses"]
 fn child_pitched_copy_unknown_addresses() {
     let case = "child_pitched_copy_unknown_addresses";
-    if !in_child(case) {
-        return;
-    }
+    child_only!(case);
     let e = EngineDevice::new(&[ash::khr::external_memory_fd::NAME], |_, _| true);
     let Some((ctx, probe)) = paired_with_a_buffer(case, &e) else {
         return;

@@ -760,9 +760,7 @@ fn gpu_sticky_fault_met_in_a_destroy() {
 #[test]
 #[ignore = "runs in a child process of gpu_sticky_fault_met_in_a_destroy"]
 fn child_gpu_sticky_fault_in_a_destroy() {
-    if !in_child("child_gpu_sticky_fault_in_a_destroy") {
-        return;
-    }
+    child_only!("child_gpu_sticky_fault_in_a_destroy");
     static STAGES: [&str; 4] = [
         "setup",
         "the faulting kernel",
@@ -808,9 +806,7 @@ fn child_gpu_sticky_fault_in_a_destroy() {
 #[test]
 #[ignore = "runs in a child process of gpu_sticky_fault_loses_the_context"]
 fn child_gpu_sticky_fault() {
-    if !in_child("child_gpu_sticky_fault") {
-        return;
-    }
+    child_only!("child_gpu_sticky_fault");
     static STAGES: [&str; 4] = [
         "setup",
         "the faulting kernel",

@@ -40,6 +40,9 @@ use vkcuda::semaphore::Kind;
 use vkcuda::{Buffer, Context, ErrorKind, Image, Semaphore};
 
 const SOCKET_ENV: &str = "VKCUDA_IPC_TEST_SOCKET";
+const STREAM: c_int = libc::SOCK_STREAM;
+const SEQPACKET: c_int = libc::SOCK_SEQPACKET;
+const INVALID: ErrorKind = ErrorKind::InvalidArgument;
 const SIZE_ENV: &str = "VKCUDA_IPC_TEST_SIZE";
 
 fn opts(timeout: Duration) -> Options<'static> {
@@ -393,8 +396,7 @@ fn a_peer_of_another_user_is_refused() {
     // The same-user default refuses the peer, before any fd is taken.
     let c1 = accept(&open, Duration::from_secs(10));
     let msg = receive_fails(&v.ctx, &c1, &secs(10), ErrorKind::PermissionDenied);
-    assert!(msg.contains("uid 65534"), "{msg}");
-    assert!(msg.contains("not the same user"), "{msg}");
+    has(&msg, &["uid 65534", "not the same user"]);
     // A peer check that accepts that user lets it through.
     let c2 = accept(&open, Duration::from_secs(10));
     let nobody = |p: &ipc::Peer| p.uid == 65534;
@@ -560,7 +562,7 @@ fn generic_send_and_receive_hand_the_fd_to_the_caller() {
         ipc::import_buffer(&db.ctx, &other, fds[0].as_fd(), none()),
         ErrorKind::DeviceMismatch,
     );
-    assert!(msg.contains("UUID"), "{msg}");
+    has(&msg, &["UUID"]);
     // Success imports; the drivers got duplicates, the caller closes its own.
     let r = ipc::import_buffer(&db.ctx, &got, fds[0].as_fd(), none()).unwrap();
     drop(fds);
@@ -627,27 +629,27 @@ fn unknown_versions_magic_and_kinds_are_refused() {
                 )) && msg.contains("different vkcuda versions"),
                 "{msg}"
             );
-            assert!(msg.contains("were closed"), "{msg}");
+            has(&msg, &["were closed"]);
         }
         let mut magic = rec;
         magic[..8].copy_from_slice(b"NOTVKCUD");
         let msg = refused_message(&ctx, ty, &magic, &f, invalid);
-        assert!(msg.contains("magic"), "{msg}");
+        has(&msg, &["magic"]);
         let mut kind = rec;
         kind[12] = 9;
         let msg = refused_message(&ctx, ty, &kind, &f, invalid);
-        assert!(msg.contains("unknown description kind 9"), "{msg}");
+        has(&msg, &["unknown description kind 9"]);
         let mut size = rec;
         size[64..72].copy_from_slice(&u64::MAX.to_le_bytes());
         let msg = refused_message(&ctx, ty, &size, &f, invalid);
-        assert!(msg.contains("impossible"), "{msg}");
+        has(&msg, &["impossible"]);
     }
     // The same checks in parse, and in to_bytes.
     assert_eq!(ipc::DESCRIPTION_VERSION, 4);
     let mut bad = rec;
     bad[8] = 7;
     let msg = fails_with(Description::parse(&bad), invalid);
-    assert!(msg.contains("version 7"), "{msg}");
+    has(&msg, &["version 7"]);
     let mut long = rec.to_vec();
     long.push(0);
     for n in [0, 11, 12, 60, 127, 129] {
@@ -675,17 +677,8 @@ fn device_and_kind_mismatches_are_refused() {
     let f = [fd.as_raw_fd()];
     let mut other = d;
     other.device_uuid = *b"another-gpu-uuid";
-    let msg = refused_message(
-        &ctx,
-        libc::SOCK_STREAM,
-        &record(&other),
-        &f,
-        ErrorKind::DeviceMismatch,
-    );
-    assert!(
-        msg.contains("616e6f74-6865-722d-6770-752d75756964"),
-        "{msg}"
-    );
+    let msg = refused_message(&ctx, STREAM, &record(&other), &f, ErrorKind::DeviceMismatch);
+    has(&msg, &["616e6f74-6865-722d-6770-752d75756964"]);
     // A semaphore's description where a buffer is expected, and the other way.
     let sem = Description {
         object: Object::Semaphore {
@@ -694,14 +687,8 @@ fn device_and_kind_mismatches_are_refused() {
         },
         ..d
     };
-    let msg = refused_message(
-        &ctx,
-        libc::SOCK_SEQPACKET,
-        &record(&sem),
-        &f,
-        ErrorKind::InvalidArgument,
-    );
-    assert!(msg.contains("of a semaphore, not a buffer"), "{msg}");
+    let msg = refused_message(&ctx, SEQPACKET, &record(&sem), &f, INVALID);
+    has(&msg, &["of a semaphore, not a buffer"]);
     let (s0, s1) = pair(libc::SOCK_STREAM);
     let base = fd_count();
     ipc::send_buffer(&buf, s0.as_fd(), &Options::default()).unwrap();
@@ -709,7 +696,7 @@ fn device_and_kind_mismatches_are_refused() {
         ipc::receive_semaphore(&ctx, s1.as_fd(), &Options::default()),
         ErrorKind::InvalidArgument,
     );
-    assert!(msg.contains("of a buffer, not a semaphore"), "{msg}");
+    has(&msg, &["of a buffer, not a semaphore"]);
     assert_eq!(fd_count(), base);
     // And an image import of a buffer's description.
     let msg = fails_with(
@@ -729,27 +716,12 @@ fn truncated_messages_and_disconnects_are_refused() {
     let (rec, fd) = record_and_fd(&buf);
     let f = [fd.as_raw_fd()];
     // Seqpacket: a short record, and a long one.
-    let msg = refused_message(
-        &ctx,
-        libc::SOCK_SEQPACKET,
-        &rec[..60],
-        &f,
-        ErrorKind::InvalidArgument,
-    );
-    assert!(
-        msg.contains("truncated description: a record of 60 bytes"),
-        "{msg}"
-    );
+    let msg = refused_message(&ctx, SEQPACKET, &rec[..60], &f, INVALID);
+    has(&msg, &["truncated description: a record of 60 bytes"]);
     let mut long = rec.to_vec();
     long.resize(200, 0);
-    let msg = refused_message(
-        &ctx,
-        libc::SOCK_SEQPACKET,
-        &long,
-        &f,
-        ErrorKind::InvalidArgument,
-    );
-    assert!(msg.contains("longer"), "{msg}");
+    let msg = refused_message(&ctx, SEQPACKET, &long, &f, INVALID);
+    has(&msg, &["longer"]);
 
     // Stream: the peer disconnects in the middle of a message (with its fd sent).
     for with_fd in [true, false] {
@@ -759,19 +731,16 @@ fn truncated_messages_and_disconnects_are_refused() {
         assert_eq!(send_with_fds(s0.as_raw_fd(), &rec[..60], fds), 60);
         drop(s0);
         let msg = receive_fails(&ctx, &s1, &secs(1), ErrorKind::InvalidState);
-        assert!(
-            msg.contains("in the middle of a description (60 of 128 bytes"),
-            "{msg}"
-        );
+        has(&msg, &["in the middle of a description (60 of 128 bytes"]);
         assert_eq!(fd_count(), base - 1, "only the sender's socket went");
     }
     // ... before sending anything.
     let (s0, s1) = pair(libc::SOCK_STREAM);
     drop(s0);
     let msg = receive_fails(&ctx, &s1, &secs(1), ErrorKind::InvalidState);
-    assert!(msg.contains("the peer closed the connection"), "{msg}");
+    has(&msg, &["the peer closed the connection"]);
     let msg = fails_with(ipc::receive(s1.as_fd(), &secs(1)), ErrorKind::InvalidState);
-    assert!(msg.contains("the peer closed the connection"), "{msg}");
+    has(&msg, &["the peer closed the connection"]);
     // A send to a closed peer is an error, not SIGPIPE.
     let (s0, s1) = pair(libc::SOCK_STREAM);
     drop(s1);
@@ -779,7 +748,7 @@ fn truncated_messages_and_disconnects_are_refused() {
         ipc::send_buffer(&buf, s0.as_fd(), &Options::default()),
         ErrorKind::InvalidState,
     );
-    assert!(msg.contains("closed"), "{msg}");
+    has(&msg, &["closed"]);
 
     // A peer that stops in the middle (or never starts) and stays connected: the
     // timeout ends the wait.
@@ -801,10 +770,7 @@ fn truncated_messages_and_disconnects_are_refused() {
             took >= Duration::from_millis(200) && took < Duration::from_secs(3),
             "{took:?}"
         );
-        assert!(
-            msg.contains(if n > 0 { "60 of 128" } else { "no description" }),
-            "{msg}"
-        );
+        has(&msg, &[if n > 0 { "60 of 128" } else { "no description" }]);
         assert_eq!(fd_count(), base, "the fd that came was closed");
         drop(s0);
     }
@@ -820,18 +786,14 @@ fn wrong_fd_counts_are_refused() {
     let invalid = ErrorKind::InvalidArgument;
     for ty in [libc::SOCK_STREAM, libc::SOCK_SEQPACKET] {
         let msg = refused_message(&ctx, ty, &rec, &[], invalid);
-        assert!(msg.contains("sent 0 file descriptor(s)"), "{msg}");
+        has(&msg, &["sent 0 file descriptor(s)"]);
         let msg = refused_message(&ctx, ty, &rec, &raw[..2], invalid);
-        assert!(msg.contains("sent 2 file descriptor(s)"), "{msg}");
-        assert!(msg.contains("all were closed"), "{msg}");
+        has(&msg, &["sent 2 file descriptor(s)", "all were closed"]);
         let msg = refused_message(&ctx, ty, &rec, &raw[..4], invalid);
-        assert!(msg.contains("sent 4"), "{msg}");
+        has(&msg, &["sent 4"]);
         // More than fit: the control data is truncated (MSG_CTRUNC).
         let msg = refused_message(&ctx, ty, &rec, &raw, invalid);
-        assert!(
-            msg.contains("more file descriptors than a description carries"),
-            "{msg}"
-        );
+        has(&msg, &["more file descriptors than a description carries"]);
     }
 }
 
@@ -882,18 +844,12 @@ fn fds_that_are_not_gpu_memory_are_refused() {
         for ty in [libc::SOCK_STREAM, libc::SOCK_SEQPACKET] {
             let msg = refused_message(&ctx, ty, &rec, &[f.as_raw_fd()], ErrorKind::InvalidArgument);
             assert!(msg.contains(words), "{words}: {msg}");
-            assert!(msg.contains("not a GPU handle"), "{msg}");
+            has(&msg, &["not a GPU handle"]);
         }
     }
     // A file smaller than the allocation the description claims.
-    let msg = refused_message(
-        &ctx,
-        libc::SOCK_STREAM,
-        &rec,
-        &[small.as_raw_fd()],
-        ErrorKind::InvalidArgument,
-    );
-    assert!(msg.contains("real size 100"), "{msg}");
+    let msg = refused_message(&ctx, STREAM, &rec, &[small.as_raw_fd()], INVALID);
+    has(&msg, &["real size 100"]);
     // The driver refuses the rest (lavapipe: /dev/null has no memfd header).
     let (s0, s1) = pair(libc::SOCK_STREAM);
     let base = fd_count();
@@ -911,7 +867,7 @@ fn fds_that_are_not_gpu_memory_are_refused() {
         ipc::import_buffer(&ctx, &d, pipe[0].as_fd(), none()),
         ErrorKind::InvalidArgument,
     );
-    assert!(msg.contains("a pipe"), "{msg}");
+    has(&msg, &["a pipe"]);
     assert!(fd_is_open(pipe[0].as_raw_fd()));
 }
 
@@ -939,7 +895,7 @@ fn the_peer_check_decides_before_anything_is_read() {
         ipc::send_buffer(&buf, s0.as_fd(), &o),
         ErrorKind::PermissionDenied,
     );
-    assert!(msg.contains("refused"), "{msg}");
+    has(&msg, &["refused"]);
     assert_eq!(calls.get(), 1);
     let me = ipc::Peer {
         pid: unsafe { libc::getpid() },
@@ -964,7 +920,7 @@ fn the_peer_check_decides_before_anything_is_read() {
     ipc::send_buffer(&buf, s0.as_fd(), &Options::default()).unwrap();
     let after_send = fd_count();
     let msg = receive_fails(&v.ctx, &s1, &o, ErrorKind::PermissionDenied);
-    assert!(msg.contains(&format!("pid {}", me.pid)), "{msg}");
+    has(&msg, &[&format!("pid {}", me.pid)]);
     assert_eq!(calls.get(), 2);
     assert_eq!(
         fd_count(),
@@ -1039,7 +995,7 @@ fn sockets_and_options_are_checked() {
         vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS,
     );
     let msg = fails_with(e, ErrorKind::Unsupported);
-    assert!(msg.contains("SHADER_DEVICE_ADDRESS"), "{msg}");
+    has(&msg, &["SHADER_DEVICE_ADDRESS"]);
     // The generic receive times out on a quiet socket.
     let (_s2, s3) = pair(libc::SOCK_STREAM);
     fails_with(
@@ -1077,7 +1033,7 @@ fn semaphores_go_as_far_as_lavapipe_allows() {
         ..d
     };
     let msg = fails_with(binary.to_bytes(), ErrorKind::InvalidArgument);
-    assert!(msg.contains("binary"), "{msg}");
+    has(&msg, &["binary"]);
 
     // A stand-in payload: a regular file passes the checks that come before the
     // driver's import.
@@ -1088,14 +1044,14 @@ fn semaphores_go_as_far_as_lavapipe_allows() {
         ipc::import_semaphore(&ctx, &d, not_a_semaphore.as_fd()),
         ErrorKind::InvalidArgument,
     );
-    assert!(msg.contains("eventfd"), "{msg}");
+    has(&msg, &["eventfd"]);
     // A regular file is never a semaphore payload: refused before any driver sees
     // it (NVIDIA's import of one was followed by failing allocations).
     let msg = fails_with(
         ipc::import_semaphore(&ctx, &d, event.as_fd()),
         ErrorKind::InvalidArgument,
     );
-    assert!(msg.contains("regular file"), "{msg}");
+    has(&msg, &["regular file"]);
     assert!(fd_is_open(event.as_raw_fd()));
     // Another device's semaphore is refused before that.
     let mut other = d;
@@ -1114,7 +1070,7 @@ fn semaphores_go_as_far_as_lavapipe_allows() {
             ipc::receive_semaphore(&ctx, s1.as_fd(), &Options::default()),
             ErrorKind::InvalidArgument,
         );
-        assert!(msg.contains("regular file"), "{msg}");
+        has(&msg, &["regular file"]);
         assert_eq!(fd_count(), base);
         // A semaphore description with two fds: the count is checked first.
         let two = [event.as_raw_fd(), event.as_raw_fd()];
@@ -1123,10 +1079,7 @@ fn semaphores_go_as_far_as_lavapipe_allows() {
             ipc::receive_semaphore(&ctx, s1.as_fd(), &secs(1)),
             ErrorKind::InvalidArgument,
         );
-        assert!(
-            msg.contains("sent 2 file descriptor(s) with a semaphore"),
-            "{msg}"
-        );
+        has(&msg, &["sent 2 file descriptor(s) with a semaphore"]);
         assert_eq!(fd_count(), base);
     }
 }
@@ -1390,13 +1343,7 @@ fn dedicated_imports_must_match_the_requirement() {
     let all_paths = |l: Layout| {
         let msg = fails_with(Buffer::import_fd(&ctx, fd.as_fd(), l, none()), invalid);
         let msg2 = fails_with(ipc::import_buffer(&ctx, &d(l), fd.as_fd(), none()), invalid);
-        let msg3 = refused_message(
-            &ctx,
-            libc::SOCK_STREAM,
-            &record(&d(l)),
-            &[fd.as_raw_fd()],
-            invalid,
-        );
+        let msg3 = refused_message(&ctx, STREAM, &record(&d(l)), &[fd.as_raw_fd()], invalid);
         assert!(fd_is_open(fd.as_raw_fd()));
         [msg, msg2, msg3]
     };
@@ -1444,7 +1391,7 @@ fn dedicated_imports_must_match_the_requirement() {
         ),
         invalid,
     );
-    assert!(msg.contains("offset 0"), "{msg}");
+    has(&msg, &["offset 0"]);
     // The right size imports.
     let good = Buffer::import_fd(&ctx, fd.as_fd(), dedicated, none()).unwrap();
     assert!(good.layout().dedicated);
@@ -1476,7 +1423,7 @@ fn dedicated_imports_must_match_the_requirement() {
         let bad = with(idesc, wrong);
         let msg = fails_with(ipc::import_image(&ctx, &bad, &[fd.as_fd()]), invalid);
         assert!(fd_is_open(fd.as_raw_fd()));
-        assert!(msg.contains(&wrong.to_string()), "{msg}");
+        has(&msg, &[&wrong.to_string()]);
         let msg2 = image_refused_message(&ctx, &bad, fd.as_raw_fd(), invalid);
         for m in [&msg, &msg2] {
             assert!(

@@ -1089,9 +1089,7 @@ fn sent_color() -> VideoColor {
 #[test]
 #[ignore = "runs in a child process of gpu_frames_cross_processes"]
 fn child_receives_a_frame() {
-    if !in_child("child_receives_a_frame") {
-        return;
-    }
+    child_only!("child_receives_a_frame");
     let fd: i32 = std::env::var(FRAME_SOCKET).unwrap().parse().unwrap();
     // SAFETY: the parent passed this end of its socket pair to this process.
     let sock = unsafe { OwnedFd::from_raw_fd(fd) };
@@ -1395,19 +1393,7 @@ fn host_write_rows(pointer: u64, pitch: u64, row: usize, data: &[u8]) {
 
 #[test]
 fn fake_driver_single_plane_frames() {
-    let Some(uuid) = support::device::lavapipe_uuid() else {
-        return;
-    };
-    let case = "child_single_plane_frames";
-    let dir = fake_cuda_driver("fake-cuda-frames", &["-Wl,-soname,libcuda.so.1"]);
-    let out = this_test(case, true)
-        .env(CHILD_ENV, "1")
-        .env("LD_LIBRARY_PATH", library_path_with(&dir))
-        .env("FAKE_CUDA_UUID", uuid)
-        .env_remove(vkcuda::pairing::CUDA_DISABLE_ENV)
-        .output()
-        .unwrap();
-    child_passed(case, &out);
+    support::device::run_lavapipe_child("child_single_plane_frames", "fake-cuda-frames");
 }
 
 /// With the stand-in CUDA driver paired to lavapipe (a CUDA pointer is the host
@@ -1419,9 +1405,7 @@ fn fake_driver_single_plane_frames() {
 #[test]
 #[ignore = "runs in a child process of fake_driver_single_plane_frames"]
 fn child_single_plane_frames() {
-    if !in_child("child_single_plane_frames") {
-        return;
-    }
+    child_only!("child_single_plane_frames");
     let ctx = support::device::fake_paired_context();
     let v = Vk::of(&ctx);
     let (w, h) = (67u32, 35u32);

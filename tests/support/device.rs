@@ -1,7 +1,8 @@
 //! What a suite asks of a context's device and of the stand-in CUDA driver paired
 //! with it: `device_support` (the pairing report's `Support`), `lavapipe_uuid` (the
-//! device the stand-in driver can pair with, or a skip), and in a child process
-//! with the stand-in driver `fake_paired_context` (`fake_live`: stand_in.rs).
+//! device the stand-in driver can pair with, or a skip), `run_lavapipe_child` (a
+//! child process with the stand-in driver paired with it), and in that child
+//! `fake_paired_context` (`fake_live`: stand_in.rs).
 
 use std::sync::Arc;
 
@@ -30,6 +31,23 @@ pub fn lavapipe_uuid() -> Option<String> {
         return None;
     }
     Some(super::uuid_hex(&props.uuid))
+}
+
+/// Runs the ignored test `case` in a child process with the stand-in driver built
+/// in `dir` first on LD_LIBRARY_PATH and paired with lavapipe (FAKE_CUDA_UUID); its
+/// soname lets the child find the loaded driver again (`fake_live`). Nothing (a
+/// skip) without lavapipe.
+pub fn run_lavapipe_child(case: &str, dir: &str) {
+    let Some(uuid) = lavapipe_uuid() else { return };
+    let dir = super::fake_cuda_driver(dir, &["-Wl,-soname,libcuda.so.1"]);
+    let out = super::this_test(case, true)
+        .env(super::CHILD_ENV, "1")
+        .env("LD_LIBRARY_PATH", super::library_path_with(&dir))
+        .env("FAKE_CUDA_UUID", uuid)
+        .env_remove(pairing::CUDA_DISABLE_ENV)
+        .output()
+        .unwrap();
+    super::child_passed(case, &out);
 }
 
 /// In a child process with the stand-in driver first on LD_LIBRARY_PATH and

@@ -92,6 +92,26 @@ pub fn cuda_context_or_skip(test: &str) -> Option<Arc<vkcuda::Context>> {
     }
 }
 
+/// Returns at once from a `child_*` test that runs without its parent (`in_child`).
+#[allow(unused_macros)]
+macro_rules! child_only {
+    ($name:expr) => {
+        if !$crate::support::in_child($name) {
+            return;
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use child_only;
+
+/// Asserts that `text` contains every one of `parts`.
+#[track_caller]
+pub fn has(text: &str, parts: &[&str]) {
+    for p in parts {
+        assert!(text.contains(p), "lacks {p:?}: {text}");
+    }
+}
+
 /// A standalone Vulkan-only context (no CUDA) on the first device with the
 /// interop extensions: lavapipe here.
 pub fn vulkan_only_context() -> Arc<vkcuda::Context> {
