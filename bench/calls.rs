@@ -1229,45 +1229,6 @@ fn pitched_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
                 l / r
             ),
         );
-        // The source's planes are back to back (chroma rows right after the luma
-        // rows, one pitch); where the frame's are too, the library copies the
-        // frame in one call: against that one raw copy of all the rows as well.
-        let back_to_back = planes[1].row_pitch == planes[0].row_pitch
-            && planes[1].cuda_pointer == planes[0].cuda_pointer + planes[0].row_pitch * h as u64;
-        println!(
-            "  the frame's planes: offsets {} and {}, row pitch {} and {}: {}",
-            planes[0].offset,
-            planes[1].offset,
-            planes[0].row_pitch,
-            planes[1].row_pitch,
-            if back_to_back {
-                "back to back (the library makes one copy)"
-            } else {
-                "not back to back (the library makes one copy per plane)"
-            }
-        );
-        if back_to_back {
-            let dst = (
-                planes[0].cuda_pointer,
-                planes[0].row_pitch as usize,
-                ptr::null_mut(),
-            );
-            let (l, r) = compare(
-                rounds / 4,
-                |_| ok(unsafe { vkcuda_image_cuda_copy_from_pitched(frame, &two, stream.cast()) }),
-                |_| raw2d(src, dst, w as usize, (h + h / 2) as usize),
-                sync,
-            );
-            t.pair(
-                "vkcuda_image_cuda_copy_from_pitched (NV12, 1 copy)",
-                l,
-                r,
-                &format!(
-                    "raw: 1 x cuMemcpy2DAsync of all the rows; library/raw {:.3}",
-                    l / r
-                ),
-            );
-        }
         unsafe { vkcuda_image_destroy(frame) };
     } else {
         println!("SKIPPED: the NV12 frame's pitched copy: {}", last_error());

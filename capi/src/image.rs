@@ -1496,10 +1496,8 @@ unsafe fn pitched_copy(
 }
 
 /// Enqueues on `stream` the copy from pitch-linear device memory into level 0 of
-/// every plane of the image, one `cuMemcpy2DAsync` per plane, device to device
-/// (one for the whole frame where both sides hold the planes back to back: each
-/// plane's rows right after the previous plane's, at one pitch, rows of one
-/// width, the caller's in one allocation): what a video decoder hands over. One call copies a whole frame: for NV12 from
+/// every plane of the image, one `cuMemcpy2DAsync` per plane, device to device:
+/// what a video decoder hands over. One call copies a whole frame: for NV12 from
 /// NVDEC's `cuvidMapVideoFrame` (a device pointer and a pitch), `plane_count` 2,
 /// plane 0 the luma at the pointer and plane 1 the CbCr rows, which start
 /// `pitch * height` bytes after it, both at that pitch. A single-plane image takes
@@ -1560,8 +1558,7 @@ pub unsafe extern "C" fn vkcuda_image_cuda_copy_from_pitched(
 }
 
 /// Enqueues on `stream` the copy from level 0 of every plane of the image into
-/// pitch-linear device memory (one `cuMemcpy2DAsync` per plane, or one for
-/// planes back to back as for the copy in): the input of a
+/// pitch-linear device memory (one `cuMemcpy2DAsync` per plane): the input of a
 /// video encoder that takes pitched frames (NVENC's registered CUDA device
 /// pointers). The same checks and handoff as
 /// `vkcuda_image_cuda_copy_from_pitched`.

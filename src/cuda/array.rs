@@ -193,11 +193,10 @@ impl MappedImage {
 
 /// Enqueues on `stream`, for each plane, the copy of `pitched.rows` rows of
 /// `pitched.row_bytes` bytes between pitch-linear memory and the image side
-/// (`to_target`: into `targets`), one `cuMemcpy2DAsync` each, or one for all
-/// planes where both sides hold them back to back in one allocation
-/// ([`back_to_back`]). The caller checked the sizes against the image; here, with
-/// `ctx` current, the stream is checked to belong to `ctx` and each range to lie
-/// inside an allocation CUDA knows, all before the first copy is enqueued.
+/// (`to_target`: into `targets`), one `cuMemcpy2DAsync` each. The caller checked
+/// the sizes against the image; here, with `ctx` current, the stream is checked
+/// to belong to `ctx` and each range to lie inside an allocation CUDA knows, all
+/// before the first copy is enqueued.
 #[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn copy_pitched(
     ctx: &CudaContext,
@@ -211,17 +210,6 @@ pub fn copy_pitched(
     for (i, p) in pitched.iter().enumerate() {
         check_range(ctx, p).map_err(|e| e.context(&format!("plane {i}")))?;
     }
-    // One copy for the whole frame where the planes follow each other on both
-    // sides and the caller's rows lie in one allocation (the ranges just checked
-    // are remembered: no driver call); the frame side is one mapping.
-    let whole = back_to_back(targets, pitched).filter(|(_, p)| {
-        p.span()
-            .is_some_and(|s| ctx.known_range(p.pointer, p.pointer as u128 + s as u128))
-    });
-    let (targets, pitched) = match &whole {
-        Some((t, p)) => (std::slice::from_ref(t), std::slice::from_ref(p)),
-        None => (targets, pitched),
-    };
     for (target, p) in targets.iter().zip(pitched) {
         let copy = memcpy2d(*target, p, to_target);
         cu_check("cuMemcpy2DAsync_v2", unsafe {
@@ -231,50 +219,6 @@ pub fn copy_pitched(
         .inspect_err(|_| ctx.forget_stream(stream))?;
     }
     Ok(())
-}
-
-/// The planes of `targets` and `pitched` as one copy, where they lie back to back
-/// on both sides: each plane's rows start where the previous plane's rows end
-/// (`pitch` times its rows after its start), at one pitch on each side, with rows
-/// of one width. A decoder's NV12 or P010 surface (luma rows, then the CbCr rows
-/// at the same pitch) copied into a shared frame whose planes follow each other
-/// is one `cuMemcpy2DAsync` of all the rows: the same bytes, one call. Only
-/// device-memory targets (a video frame's planes, one mapping) are merged; None
-/// for one plane, arrays, or any gap, pitch or width that differs.
-pub fn back_to_back(targets: &[Target], pitched: &[Pitched]) -> Option<(Target, Pitched)> {
-    let (
-        &Target::Device {
-            pointer: start,
-            pitch,
-        },
-        first,
-    ) = (targets.first()?, pitched.first()?)
-    else {
-        return None;
-    };
-    if targets.len() < 2 || targets.len() != pitched.len() {
-        return None;
-    }
-    let mut rows = 0usize;
-    for (t, p) in targets.iter().zip(pitched) {
-        let &Target::Device { pointer, pitch: tp } = t else {
-            return None;
-        };
-        let here = start.checked_add((pitch as u64).checked_mul(rows as u64)?)?;
-        let theirs = first
-            .pointer
-            .checked_add((first.pitch as u64).checked_mul(rows as u64)?)?;
-        if tp != pitch
-            || p.pitch != first.pitch
-            || p.row_bytes != first.row_bytes
-            || pointer != here
-            || p.pointer != theirs
-        {
-            return None;
-        }
-        rows = rows.checked_add(p.rows)?;
-    }
-    Some((targets[0], Pitched { rows, ..*first }))
 }
 
 /// Pitch-linear device memory: `rows` rows of `row_bytes` bytes, `pitch` bytes
@@ -613,81 +557,5 @@ mod tests {
             ..p
         };
         assert_eq!(huge.span(), None);
-    }
-
-    #[test]
-    fn planes_back_to_back_are_one_copy() {
-        // An NV12 1920x1080 surface (pitch 2048) into a frame of row pitch 2304.
-        let luma = Pitched {
-            pointer: 0x10_0000,
-            pitch: 2048,
-            row_bytes: 1920,
-            rows: 1080,
-        };
-        let chroma = Pitched {
-            pointer: luma.pointer + 2048 * 1080,
-            rows: 540,
-            ..luma
-        };
-        let dev = |pointer, pitch| Target::Device { pointer, pitch };
-        let frame = [dev(0x90_0000, 2304), dev(0x90_0000 + 2304 * 1080, 2304)];
-        let (t, p) = back_to_back(&frame, &[luma, chroma]).expect("back to back");
-        assert!(matches!(
-            t,
-            Target::Device {
-                pointer: 0x90_0000,
-                pitch: 2304
-            }
-        ));
-        assert_eq!(p, Pitched { rows: 1620, ..luma });
-        // Three planes of one width (I420 has two widths: not merged).
-        let third = Pitched {
-            pointer: chroma.pointer + 2048 * 540,
-            rows: 540,
-            ..luma
-        };
-        let three = [frame[0], frame[1], dev(0x90_0000 + 2304 * 1620, 2304)];
-        let (_, p) = back_to_back(&three, &[luma, chroma, third]).unwrap();
-        assert_eq!(p.rows, 2160);
-        // Anything that differs is copied plane by plane.
-        let gap = [frame[0], dev(0x90_0000 + 2304 * 1080 + 256, 2304)];
-        assert!(
-            back_to_back(&gap, &[luma, chroma]).is_none(),
-            "a gap in the frame"
-        );
-        let moved = Pitched {
-            pointer: chroma.pointer + 64,
-            ..chroma
-        };
-        assert!(
-            back_to_back(&frame, &[luma, moved]).is_none(),
-            "a gap in the source"
-        );
-        let pitch = [frame[0], dev(0x90_0000 + 2304 * 1080, 2560)];
-        assert!(
-            back_to_back(&pitch, &[luma, chroma]).is_none(),
-            "another frame pitch"
-        );
-        let narrow = Pitched {
-            row_bytes: 960,
-            ..chroma
-        };
-        assert!(
-            back_to_back(&frame, &[luma, narrow]).is_none(),
-            "another width"
-        );
-        let wide = Pitched {
-            pitch: 4096,
-            ..chroma
-        };
-        assert!(
-            back_to_back(&frame, &[luma, wide]).is_none(),
-            "another source pitch"
-        );
-        assert!(back_to_back(&frame[..1], &[luma]).is_none(), "one plane");
-        let arrays = [Target::Array(0x77 as sys::CUarray), frame[1]];
-        assert!(back_to_back(&arrays, &[luma, chroma]).is_none(), "an array");
-        let far = [dev(u64::MAX - 16, 2304), frame[1]];
-        assert!(back_to_back(&far, &[luma, chroma]).is_none(), "no overflow");
     }
 }

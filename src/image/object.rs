@@ -842,11 +842,7 @@ impl Image {
 
     /// Enqueues on `stream` the copy between pitch-linear device memory (one
     /// [`PitchedPlane`] per plane) and level 0 of every plane (`to_image`: into
-    /// the image), one `cuMemcpy2DAsync` per plane, or one for the whole frame
-    /// where both sides hold the planes back to back (each plane's rows right
-    /// after the previous plane's, at one pitch, rows of one width; the caller's
-    /// planes in one allocation: a decoder's NV12 surface into a shared frame
-    /// laid out the same way). The image must be CUDA's at
+    /// the image), one `cuMemcpy2DAsync` per plane. The image must be CUDA's at
     /// that point of the stream (handed over as for any other CUDA access).
     /// `stream` is checked as for [`Semaphore::cuda_signal`](crate::Semaphore::cuda_signal).
     ///
