@@ -1185,6 +1185,36 @@ fn pitched_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
             l / r
         ),
     );
+    // The same, against the raw copy preceded by the two driver calls the library
+    // makes on every CUDA-side call (the liveness lookup on another allocation, as
+    // the library's is on its sentinel, and the current-context check): what is
+    // left is the library's own code.
+    let mut other: cu::CUdeviceptr = 0;
+    check(unsafe { cu::cuMemAlloc_v2(&mut other, 256) });
+    let (l, r) = compare(
+        rounds / 4,
+        |_| ok(unsafe { vkcuda_image_cuda_copy_from_pitched(image, &one, stream.cast()) }),
+        |_| {
+            let (mut id, mut c) = (0u64, ptr::null_mut());
+            unsafe {
+                cu::cuPointerGetAttribute(
+                    (&mut id as *mut u64).cast(),
+                    cu::CUpointer_attribute::CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                    other,
+                );
+                cu::cuCtxGetCurrent(&mut c);
+            }
+            raw2d(src, (0, 0, array), w as usize, h as usize)
+        },
+        sync,
+    );
+    t.pair(
+        "copy_from_pitched (R8) vs raw + 2 driver checks",
+        l,
+        r,
+        "raw: cuPointerGetAttribute(BUFFER_ID) + cuCtxGetCurrent + cuMemcpy2DAsync: the rest is the library's own code",
+    );
+    unsafe { cu::cuMemFree_v2(other) };
 
     // A shared NV12 video frame: one call for both planes.
     let info = vkcuda_image_create_info {
