@@ -988,6 +988,7 @@ fn video_ring(
     count: u32,
     full: bool,
 ) -> vkcuda::Result<()> {
+    let at_start = vkcuda::live_objects().vk_images;
     let ring = Ring::create(ctx, &Description::new(format, w, h, count))?;
     let name = vkcuda::format::display(format);
     assert!(ring.is_video());
@@ -1037,6 +1038,12 @@ fn video_ring(
     }
     let e = ring.set_video_color(&default).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidState, "{e}");
+    // Prepared: the frames and the sampling pass's RGB image are live objects.
+    assert_eq!(
+        vkcuda::live_objects().vk_images - at_start,
+        i64::from(count) + 1,
+        "{name}: the ring's {count} frames and its RGB image"
+    );
     let same = TargetImage::new(v, BGRA8, w, h);
     let twice = TargetImage::new(v, BGRA8, 2 * w, 2 * h);
     let frames = 2 * u64::from(count) + 1;

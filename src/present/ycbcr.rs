@@ -265,6 +265,7 @@ impl Sampling {
             )
         }
         .map_err(|r| dev.error("vkCreateImage (the ring's RGB image)", r))?;
+        crate::stats::VK_IMAGES.add();
         let req = unsafe { d.get_image_memory_requirements(self.rgb) };
         let type_index = find_memory_type(
             &dev.props.memory,
@@ -284,6 +285,7 @@ impl Sampling {
             )
         }
         .map_err(|r| dev.error("vkAllocateMemory (the ring's RGB image)", r))?;
+        crate::stats::VK_MEMORIES.add();
         unsafe { d.bind_image_memory(self.rgb, self.rgb_memory, 0) }
             .map_err(|r| dev.error("vkBindImageMemory (the ring's RGB image)", r))?;
         self.rgb_view = unsafe {
@@ -415,6 +417,12 @@ impl Drop for Sampling {
             d.destroy_image_view(self.rgb_view, None);
             d.destroy_image(self.rgb, None);
             d.free_memory(self.rgb_memory, None);
+            if self.rgb != vk::Image::null() {
+                crate::stats::VK_IMAGES.sub();
+            }
+            if self.rgb_memory != vk::DeviceMemory::null() {
+                crate::stats::VK_MEMORIES.sub();
+            }
             d.destroy_sampler(self.sampler, None);
             d.destroy_sampler_ycbcr_conversion(self.conversion, None);
         }
