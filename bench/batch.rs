@@ -17,6 +17,10 @@
 //!    - `raw N copies`: SAPIEN's pattern written with raw Vulkan calls: N OPTIMAL
 //!      images of their own memory and one buffer shared with CUDA; each frame the
 //!      buffer's acquire, a barrier, N copies into the buffer, its release;
+//!    - `raw layered`: the N views as the N layers of ONE OPTIMAL 2D-array image
+//!      (what Madrona's batch renderer draws into), one copy of all layers into the
+//!      buffer shared with CUDA: the layers land as the [N, H, W, C] tensor, no
+//!      reshape; the device's `maxImageArrayLayers` bounds N;
 //!    - `tiled+reshape`: Isaac Lab's pattern (TiledCamera): the N views as tiles of ONE
 //!      OPTIMAL image (as square a grid as the device's largest image allows; "n/a"
 //!      where none fits), one copy of it into a buffer shared with CUDA, then a CUDA
@@ -175,6 +179,8 @@ fn attachment_layout(format: vk::Format) -> vk::ImageLayout {
 /// buffer shared with CUDA (the library's, imported into CUDA once).
 struct Raw {
     images: Vec<(vk::Image, vk::DeviceMemory)>,
+    /// The layers of the one image (`Raw::layered`), else 1 per image.
+    layers: u32,
     buffer: Buffer,
     format: vk::Format,
     w: u32,
@@ -183,14 +189,33 @@ struct Raw {
 
 impl Raw {
     fn new(ctx: &Arc<Context>, v: &Vk, count: u32, w: u32, h: u32, format: vk::Format) -> Raw {
+        Raw::with_layers(ctx, v, count, 1, w, h, format)
+    }
+
+    /// One image of `count` layers.
+    fn layered(ctx: &Arc<Context>, v: &Vk, count: u32, w: u32, h: u32, format: vk::Format) -> Raw {
+        Raw::with_layers(ctx, v, 1, count, w, h, format)
+    }
+
+    fn with_layers(
+        ctx: &Arc<Context>,
+        v: &Vk,
+        images: u32,
+        layers: u32,
+        w: u32,
+        h: u32,
+        format: vk::Format,
+    ) -> Raw {
         let usage = if is_depth(format) {
             vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT
         } else {
             vk::ImageUsageFlags::COLOR_ATTACHMENT
         } | vk::ImageUsageFlags::TRANSFER_SRC;
-        let images = (0..count)
+        let count = images * layers;
+        let images = (0..images)
             .map(|_| {
-                let info = image_2d(format, (w, h), vk::ImageTiling::OPTIMAL, usage);
+                let info =
+                    image_2d(format, (w, h), vk::ImageTiling::OPTIMAL, usage).array_layers(layers);
                 device_local_image(v, &info)
             })
             .collect();
@@ -199,6 +224,7 @@ impl Raw {
         let buffer = Buffer::create(ctx, size, usage, Allocator::Vulkan).unwrap();
         Raw {
             images,
+            layers,
             buffer,
             format,
             w,
@@ -215,7 +241,7 @@ impl Raw {
             base_mip_level: 0,
             level_count: 1,
             base_array_layer: 0,
-            layer_count: 1,
+            layer_count: self.layers,
         };
         let old = if frame == 0 {
             vk::ImageLayout::UNDEFINED
@@ -275,7 +301,7 @@ impl Raw {
                 if frame == 0 { &[] } else { &acquire },
                 &images,
             );
-            let elem = u64::from(self.w) * u64::from(self.h) * 4;
+            let elem = u64::from(self.w) * u64::from(self.h) * 4 * u64::from(self.layers);
             for (i, &(image, _)) in self.images.iter().enumerate() {
                 d.cmd_copy_image_to_buffer(
                     cmd,
@@ -288,7 +314,7 @@ impl Raw {
                             aspect_mask: aspect(self.format),
                             mip_level: 0,
                             base_array_layer: 0,
-                            layer_count: 1,
+                            layer_count: self.layers,
                         })
                         .image_extent(vk::Extent3D {
                             width: self.w,
@@ -723,11 +749,14 @@ fn main() {
         p.max_extent.width.min(p.max_extent.height)
     };
     let mut memory = Vec::new();
+    let max_layers = unsafe { v.instance.get_physical_device_properties(v.physical) }
+        .limits
+        .max_image_array_layers;
 
     println!("1. Handoff of N cameras to CUDA as one tensor, per frame (us, medians of {n_frames} frames;");
     println!("   zero/raw and copy/raw: against the cheaper of raw N copies and tiled+reshape)");
     println!(
-        "{:>6} {:>8} {:>5} {:>10} {:>12} {:>10} {:>13} {:>14} {:>9} {:>12} {:>9}",
+        "{:>6} {:>8} {:>5} {:>10} {:>12} {:>10} {:>13} {:>12} {:>14} {:>9} {:>12} {:>9}",
         "format",
         "size",
         "N",
@@ -735,6 +764,7 @@ fn main() {
         "zero STORAGE",
         "copy",
         "raw N copies",
+        "raw layered",
         "tiled+reshape",
         "zero/raw",
         "STORAGE/raw",
@@ -767,6 +797,14 @@ fn main() {
                     raw.record(&v, cmd, frame)
                 });
                 raw.destroy(&v);
+                let layered = (n <= max_layers).then(|| {
+                    let raw = Raw::layered(&ctx, &v, n, w, h, format);
+                    let mut t = frames(&v, &mut sync, n_frames, None, |cmd, frame| {
+                        raw.record(&v, cmd, frame)
+                    });
+                    raw.destroy(&v);
+                    median(&mut t)
+                });
                 let tiled = tile_grid(n, w, h, max_dim(format)).map(|(cols, rows)| {
                     let raw = Raw::new(&ctx, &v, 1, cols * w, rows * h, format);
                     let reshape = module.map(|m| Reshape::new(m, n, w, h));
@@ -787,18 +825,21 @@ fn main() {
                     median(&mut t)
                 });
                 let (z, c, r) = (median(&mut z), median(&mut c), median(&mut r));
+                // The cheaper of the two patterns simulators use today (the layered
+                // copy is the library's candidate, not one of them: printed beside).
                 let best = tiled.map_or(r, |t| t.min(r));
                 let storage_cell = |f: &dyn Fn(f64, Path) -> String| {
                     storage.map_or("n/a".to_string(), |(t, path)| f(t, path))
                 };
                 println!(
-                    "{:>6} {:>8} {n:>5} {z:>10.1} {:>12} {c:>10.1} {r:>13.1} {:>14} {:>9.3} {:>12} {:>9.3}{}",
+                    "{:>6} {:>8} {n:>5} {z:>10.1} {:>12} {c:>10.1} {r:>13.1} {:>12} {:>14} {:>9.3} {:>12} {:>9.3}{}",
                     format_name(format),
                     format!("{w}x{h}"),
                     storage_cell(&|t, path| match path {
                         Path::ZeroCopy => format!("{t:.1}"),
                         _ => format!("{t:.1} (copy)"),
                     }),
+                    layered.map_or("n/a".to_string(), |t| format!("{t:.1}")),
                     tiled.map_or("n/a".to_string(), |t| format!("{t:.1}")),
                     z / best,
                     storage_cell(&|t, _| format!("{:.3}", t / best)),
