@@ -1,5 +1,5 @@
 // The CUDA kernel of the image examples: the fractal that c_examples/image_to_png.c
-// draws (and tests/gpu/image_fractal.c checks pixel by pixel). This is the reference
+// draws and checks pixel by pixel. This is the reference
 // source: ptx/image_kernels.ptx is its PTX, made with
 //
 //   scripts/gen-ptx.sh --src c_examples/image_kernels.cu
@@ -17,7 +17,7 @@
 
 // The colour of an escape count: a gradient through five key colours, cycled every
 // 64 iterations; points that never escape are black. Integer arithmetic only, so the
-// host reference (image_fractal.c, fractal_colour) is exact.
+// host reference (fractal.h, fractal_colour) is exact.
 __device__ __forceinline__ uint32_t fractal_colour(uint32_t iter, uint32_t max_iter) {
     const uint32_t keys[5][3] = {
         {0, 7, 100}, {32, 107, 203}, {237, 255, 255}, {255, 170, 0}, {100, 2, 0}};

@@ -371,12 +371,27 @@ fn leak_cycles(ctx: &Arc<Context>, cuda: bool, what: &str) {
             let c = buffer(ctx, size, Allocator::Cuda);
             assert_ne!(c.cuda_ptr().unwrap(), 0);
         }
-        let im = try_image(ctx, 64).unwrap();
+        // Four levels: the texture of level 1 too; the image's fd exported; a refused
+        // create (3-channel formats are not shareable) leaves nothing behind.
+        let d = Description {
+            mip_levels: 4,
+            ..Description::new_2d(vk::Format::R32G32B32A32_SFLOAT, 64, 64)
+        };
+        let im = Image::create(ctx, &d).unwrap();
+        drop(im.export_fd().unwrap());
         if cuda {
             im.surface(0, 0).unwrap();
             im.texture(0, &sampler).unwrap();
+            let level_1 = Sampler {
+                level: Some(1),
+                ..sampler
+            };
+            im.texture(0, &level_1).unwrap();
         }
         drop((im, b));
+        let rgb = Description::new_2d(vk::Format::R8G8B8_UNORM, 64, 64);
+        let e = Image::create(ctx, &rgb).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
         let kind = [Kind::Binary, Kind::Timeline][i % 2];
         match Semaphore::create(ctx, kind, 0, None) {
             Ok(_) => {}

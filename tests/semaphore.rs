@@ -29,11 +29,14 @@ fn semaphores_where_the_device_has_them() {
         .find(|r| r.support.props.uuid == ctx_uuid(&ctx))
         .expect("the context's device is listed");
     if !support.support.external_semaphore_fd {
-        refused(
+        // The device lacks it: the message says so, not "add it to" (no advice to
+        // enable what the device cannot do).
+        let e = refused(
             Semaphore::create(&ctx, Kind::Timeline, 0, None),
             ErrorKind::ExtensionNotPresent,
-            "VK_KHR_external_semaphore_fd",
+            "does not support VK_KHR_external_semaphore_fd",
         );
+        assert!(!e.message().contains("add it to"), "{e}");
         eprintln!("no VK_KHR_external_semaphore_fd here: the refusal was checked");
         return;
     }
@@ -254,31 +257,6 @@ fn gpu_binary_semaphore() {
     unsafe { v.device.wait_for_fences(&[fence], true, 5_000_000_000) }.unwrap();
     unsafe { v.device.destroy_fence(fence, None) };
     println!("binary semaphore: CUDA->Vulkan and Vulkan->CUDA, second wait refused");
-}
-
-#[test]
-#[ignore = "needs an NVIDIA GPU (run with VKCUDA_REQUIRE_GPU=1 -- --include-ignored)"]
-fn gpu_semaphore_cycles_do_not_grow() {
-    let Some(ctx) = cuda_context_or_skip("gpu_semaphore_cycles_do_not_grow") else {
-        return;
-    };
-    let kinds = [Kind::Timeline, Kind::Binary];
-    drop(Semaphore::create(&ctx, Kind::Timeline, 0, None).unwrap());
-    let (fds, objs) = (fd_count(), live_objects());
-    for i in 0..1000 {
-        drop(Semaphore::create(&ctx, kinds[i % 2], 0, None).unwrap());
-    }
-    let (fds2, objs2) = (fd_count(), live_objects());
-    println!(
-        "1000 semaphore create/destroy: fds {fds} -> {fds2}, vk semaphores {} -> {}, cuda imports {} -> {}",
-        objs.vk_semaphores, objs2.vk_semaphores, objs.cuda_external_semaphores, objs2.cuda_external_semaphores
-    );
-    assert_eq!(fds, fds2);
-    assert_eq!(objs.vk_semaphores, objs2.vk_semaphores);
-    assert_eq!(
-        objs.cuda_external_semaphores,
-        objs2.cuda_external_semaphores
-    );
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! Cross-process sharing at the C door: who owns a descriptor number after each C
 //! call (`vkcuda_share_send` leaves it to the caller, `vkcuda_share_receive` hands
 //! one to the caller, close-on-exec; an import from a description takes it on
-//! success and leaves it on failure), and the C struct's own checks in
+//! success and leaves it on failure), and one success of
 //! `vkcuda_share_description_parse` and `_serialize`. The behaviour behind them
 //! (sockets, peers, records, refusals) is tests/ipc.rs's, through the Rust API;
 //! every argument of every share function is the misuse matrix's
@@ -110,9 +110,10 @@ fn share_send_and_receive_in_c_hand_the_fd_to_the_caller() {
     unsafe { vkcuda_image_destroy(im) };
 }
 
-/// The C struct's checks: parse names the version and the length; serialize
-/// refuses a short output, a kind outside the enum, a zero size and a
-/// `dedicated` that is not 0 or 1.
+/// The one success case of serialize and parse: a record parses back into the
+/// same description. (Their refusals: misuse/share.rs, the `serialize`/`parse`
+/// rows and the description mutations; the words: tests/ipc.rs
+/// `unknown_versions_magic_and_kinds_are_refused` and src/ipc/description.rs.)
 #[test]
 fn share_description_parse_and_serialize_in_c() {
     let _s = serial();
@@ -121,52 +122,9 @@ fn share_description_parse_and_serialize_in_c() {
     let mut d: vkcuda_share_description = unsafe { std::mem::zeroed() };
     ok(unsafe { vkcuda_buffer_describe(b, &mut d) });
     let rec = record(&d);
-    let mut bad = rec;
-    bad[8] = 7;
     let mut back: vkcuda_share_description = unsafe { std::mem::zeroed() };
-    let msg = fails(
-        unsafe { vkcuda_share_description_parse(bad.as_ptr(), bad.len(), &mut back) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
-    );
-    assert!(msg.contains("version 7"), "{msg}");
-    let mut long = rec.to_vec();
-    long.push(0);
-    for n in [0, 127, 129] {
-        let msg = fails(
-            unsafe { vkcuda_share_description_parse(long.as_ptr(), n, &mut back) },
-            VKCUDA_ERROR_INVALID_ARGUMENT,
-        );
-        assert!(
-            msg.contains(if n < 128 { "truncated" } else { "129 bytes" }),
-            "{n}: {msg}"
-        );
-    }
     ok(unsafe { vkcuda_share_description_parse(rec.as_ptr(), 128, &mut back) });
     assert_eq!(record(&back), rec);
-    let mut small = [0u8; 128];
-    fails(
-        unsafe { vkcuda_share_description_serialize(&d, small.as_mut_ptr(), 127) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
-    );
-    let mut wrong = d;
-    wrong.kind = vkcuda_share_kind_raw(0);
-    let msg = fails(
-        unsafe { vkcuda_share_description_serialize(&wrong, small.as_mut_ptr(), 128) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
-    );
-    assert!(msg.contains("vkcuda_share_kind"), "{msg}");
-    let mut wrong = d;
-    wrong.buffer.size = 0;
-    fails(
-        unsafe { vkcuda_share_description_serialize(&wrong, small.as_mut_ptr(), 128) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
-    );
-    let mut wrong = d;
-    wrong.buffer.dedicated = 2;
-    fails(
-        unsafe { vkcuda_share_description_serialize(&wrong, small.as_mut_ptr(), 128) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
-    );
     unsafe {
         vkcuda_buffer_destroy(b);
         vkcuda_context_destroy(ctx);

@@ -1,8 +1,9 @@
 /*
  * api_basics: the C ABI as a C caller sees it, on any machine (lavapipe is enough):
- * versions, result names, NULL arguments, destroy(NULL), and a buffer exported
- * from one Vulkan-only context and imported into another, without leaking an fd.
- * Also run under valgrind (CTest label "valgrind").
+ * versions, result names, and a buffer exported from one Vulkan-only context and
+ * imported into another, without leaking an fd. Also run under valgrind (CTest label
+ * "valgrind"). NULL arguments and destroy(NULL) are the misuse matrix's
+ * (capi/tests/misuse/nulls.rs, outputs.rs, the null-ok rows).
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
@@ -119,100 +120,6 @@ static void test_result_names(void)
     }
 }
 
-static void test_null_arguments(void)
-{
-    vkcuda_context_create_info cinfo;
-    vkcuda_buffer_create_info binfo;
-    vkcuda_semaphore_create_info sinfo;
-    vkcuda_buffer_import_info iinfo;
-    vkcuda_buffer_info info;
-    vkcuda_vulkan_handles handles;
-    VkBuffer vk_buffer = VK_NULL_HANDLE;
-    vkcuda_context *ctx;
-    vkcuda_buffer *buf;
-    vkcuda_semaphore *sem;
-    int32_t fd = -1;
-
-    memset(&cinfo, 0, sizeof cinfo);
-    memset(&binfo, 0, sizeof binfo);
-    memset(&sinfo, 0, sizeof sinfo);
-    memset(&iinfo, 0, sizeof iinfo);
-    binfo.size = 4096;
-    iinfo.size = 4096;
-    iinfo.allocation_size = 4096;
-
-    ctx = NOT_NULL_HANDLE(vkcuda_context);
-    CHECK_RESULT(vkcuda_context_create(NULL, &ctx), VKCUDA_ERROR_NULL_POINTER);
-    CHECK_MESSAGE();
-    CHECK(ctx == NULL, "vkcuda_context_create(NULL info) did not set *context to NULL");
-
-    ctx = NOT_NULL_HANDLE(vkcuda_context);
-    CHECK_RESULT(vkcuda_context_create(&cinfo, &ctx), VKCUDA_ERROR_NULL_POINTER);
-    CHECK_MESSAGE();
-    CHECK(ctx == NULL, "vkcuda_context_create(NULL instance) did not set *context to NULL");
-
-    CHECK_RESULT(vkcuda_context_create(&cinfo, NULL), VKCUDA_ERROR_NULL_POINTER);
-    CHECK_MESSAGE();
-    CHECK_RESULT(vkcuda_context_create_standalone(NULL, NULL), VKCUDA_ERROR_NULL_POINTER);
-    CHECK_MESSAGE();
-
-    buf = NOT_NULL_HANDLE(vkcuda_buffer);
-    CHECK_RESULT(vkcuda_buffer_create(NULL, &binfo, &buf), VKCUDA_ERROR_NULL_POINTER);
-    CHECK_MESSAGE();
-    CHECK(buf == NULL, "vkcuda_buffer_create(NULL context) did not set *buffer to NULL");
-
-    buf = NOT_NULL_HANDLE(vkcuda_buffer);
-    CHECK_RESULT(vkcuda_buffer_import_fd(NULL, &iinfo, -1, &buf), VKCUDA_ERROR_NULL_POINTER);
-    CHECK_MESSAGE();
-    CHECK(buf == NULL, "vkcuda_buffer_import_fd(NULL context) did not set *buffer to NULL");
-
-    sem = NOT_NULL_HANDLE(vkcuda_semaphore);
-    CHECK_RESULT(vkcuda_semaphore_create(NULL, &sinfo, &sem), VKCUDA_ERROR_NULL_POINTER);
-    CHECK_MESSAGE();
-    CHECK(sem == NULL, "vkcuda_semaphore_create(NULL context) did not set *semaphore to NULL");
-
-    CHECK_RESULT(vkcuda_buffer_get_info(NULL, &info), VKCUDA_ERROR_NULL_POINTER);
-    CHECK_MESSAGE();
-    CHECK_RESULT(vkcuda_buffer_export_fd(NULL, &fd), VKCUDA_ERROR_NULL_POINTER);
-    CHECK_MESSAGE();
-    CHECK(fd == -1, "vkcuda_buffer_export_fd(NULL) wrote an fd");
-    CHECK_RESULT(vkcuda_buffer_get_vk_buffer(NULL, &vk_buffer), VKCUDA_ERROR_NULL_POINTER);
-    CHECK_MESSAGE();
-    CHECK_RESULT(vkcuda_context_get_vulkan_handles(NULL, &handles), VKCUDA_ERROR_NULL_POINTER);
-    CHECK_MESSAGE();
-    CHECK_RESULT(vkcuda_cuda_driver_get_version(NULL), VKCUDA_ERROR_NULL_POINTER);
-    CHECK_MESSAGE();
-
-    /* destroy(NULL) does nothing. */
-    vkcuda_context_destroy(NULL);
-    vkcuda_buffer_destroy(NULL);
-    vkcuda_semaphore_destroy(NULL);
-    g_checks++;
-}
-
-/* NULL arguments next to a real context. */
-static void test_null_arguments_with_context(const vkcuda_context *ctx)
-{
-    vkcuda_buffer_create_info binfo;
-    vkcuda_buffer *buf;
-    vkcuda_semaphore *sem;
-
-    memset(&binfo, 0, sizeof binfo);
-    binfo.size = 4096;
-
-    buf = NOT_NULL_HANDLE(vkcuda_buffer);
-    CHECK_RESULT(vkcuda_buffer_create(ctx, NULL, &buf), VKCUDA_ERROR_NULL_POINTER);
-    CHECK_MESSAGE();
-    CHECK(buf == NULL, "vkcuda_buffer_create(NULL info) did not set *buffer to NULL");
-    CHECK_RESULT(vkcuda_buffer_create(ctx, &binfo, NULL), VKCUDA_ERROR_NULL_POINTER);
-    CHECK_MESSAGE();
-
-    sem = NOT_NULL_HANDLE(vkcuda_semaphore);
-    CHECK_RESULT(vkcuda_semaphore_create(ctx, NULL, &sem), VKCUDA_ERROR_NULL_POINTER);
-    CHECK_MESSAGE();
-    CHECK(sem == NULL, "vkcuda_semaphore_create(NULL info) did not set *semaphore to NULL");
-}
-
 static vkcuda_result make_vulkan_only_context(vkcuda_context **ctx)
 {
     vkcuda_standalone_create_info info;
@@ -246,7 +153,6 @@ static void test_export_import(void)
         vkcuda_context_destroy(b);
         return;
     }
-    test_null_arguments_with_context(a);
     CHECK_RESULT(vkcuda_context_get_cuda_info(a, &cuda), VKCUDA_ERROR_CUDA_UNAVAILABLE);
     CHECK_MESSAGE();
 
@@ -355,7 +261,6 @@ int main(void)
 
     test_versions();
     test_result_names();
-    test_null_arguments();
 
     /* The first context loads the Vulkan loader and driver, which may keep files
      * open for the life of the process; count after that. */
