@@ -779,7 +779,15 @@ fn main() {
                 drop(zero);
                 // The compute renderer's batch: colour formats only.
                 let storage = (!is_depth(format))
-                    .then(|| Batch::create(&ctx, &storage_images(n, format, w, h)).ok())
+                    .then(
+                        || match Batch::create(&ctx, &storage_images(n, format, w, h)) {
+                            Ok(b) => Some(b),
+                            Err(e) => {
+                                println!("  (no STORAGE batch of {n} x {w}x{h}: {e})");
+                                None
+                            }
+                        },
+                    )
                     .flatten()
                     .map(|b| {
                         let path = b.info().path;
