@@ -131,20 +131,11 @@ fn buffer_data_crosses_contexts_through_an_fd() {
     );
 }
 
+/// (Sizes past the heap or maxBufferSize: tests/faults.rs `sizes_at_the_device_limits`.)
 #[test]
 fn buffer_refusals_say_why() {
     let _g = serial();
     let ctx = vulkan_only_context();
-    let msg = refused(
-        Buffer::create(&ctx, 1 << 40, none(), Allocator::Vulkan),
-        ErrorKind::InvalidArgument,
-        "",
-    )
-    .to_string();
-    assert!(
-        msg.contains("maxBufferSize") || msg.contains("heap"),
-        "{msg}"
-    );
     refused(
         Buffer::create(&ctx, 0, none(), Allocator::Vulkan),
         ErrorKind::InvalidArgument,

@@ -2,8 +2,9 @@
 //! items 6-8), on lavapipe with Vulkan-only contexts:
 //! - a receive in a process with no free descriptor says so (OUT_OF_MEMORY, the
 //!   code of EMFILE), instead of blaming the peer;
-//! - a description with an image format outside the table is INVALID_ARGUMENT, the
-//!   code the header documents, in parse and serialize;
+//! - a record with an image format outside the table is INVALID_ARGUMENT in
+//!   parse, the code the header documents (serialize: misuse/share.rs's
+//!   `.format` description mutations, INVALID_ARGUMENT too);
 //! - cuda_array_flags is 0 where there is no CUDA view;
 //! - a failed import leaves the caller's fd as it was, its file offset included;
 //! - a memfd whose driver header is forged (data past the end of the file, a
@@ -144,17 +145,10 @@ fn a_description_with_a_format_outside_the_table_is_an_invalid_argument() {
     let size = VKCUDA_SHARE_DESCRIPTION_SIZE as usize;
     let mut bytes = vec![0u8; size];
     ok(unsafe { vkcuda_share_description_serialize(&d, bytes.as_mut_ptr(), size) });
-    // A 3-channel format: no CUDA array holds it, so the library never shares it.
+    // A 3-channel format (no CUDA array holds it, so the library never shares it)
+    // patched into a valid record (image fields start at byte 40: the type, then
+    // the VkFormat).
     let rgb = vk::Format::R8G8B8_UNORM.as_raw();
-    let mut bad = d;
-    bad.image.description.format = rgb;
-    let msg = fails(
-        unsafe { vkcuda_share_description_serialize(&bad, bytes.as_mut_ptr(), size) },
-        VKCUDA_ERROR_INVALID_ARGUMENT,
-    );
-    assert!(msg.contains("impossible image format"), "{msg}");
-    // The same format patched into a valid record (image fields start at byte 40:
-    // the type, then the VkFormat).
     bytes[44..48].copy_from_slice(&(rgb as u32).to_le_bytes());
     let mut out: vkcuda_share_description = unsafe { std::mem::zeroed() };
     let msg = fails(
