@@ -138,8 +138,10 @@ int main(int argc, char **argv) {
     }
     if (bad == 0) printf("wrote %s\n", out);
 
-    if (!vulkan_only) CHECK_CU(cuModuleUnload(module));
-    if (vulkan_only) vk_owned_buffer_destroy(&ex.vk, &staging);
+    if (vulkan_only)
+        vk_owned_buffer_destroy(&ex.vk, &staging);
+    else
+        CHECK_CU(cuModuleUnload(module));
     vk_owned_buffer_destroy(&ex.vk, &host);
     vkcuda_image_destroy(image); /* the surface object and CUDA array, then the VkImage */
     example_close(&ex);
