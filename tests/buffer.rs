@@ -326,7 +326,7 @@ fn thousand_cycles_leak_no_fds() {
     let (a, b) = (vulkan_only_context(), vulkan_only_context());
     // Warm up once so lazily opened driver files are not counted.
     drop(create(&a, 4096, Allocator::Vulkan));
-    let before = fd_count();
+    let (before, objects) = (fd_count(), live_counts());
     for i in 0..1000u64 {
         let buf = create(&a, 4096 + i, Allocator::Vulkan);
         let fd = buf.export_fd().unwrap();
@@ -337,6 +337,7 @@ fn thousand_cycles_leak_no_fds() {
         before,
         "open fds after 1000 export/import/destroy cycles"
     );
+    assert_eq!(live_counts(), objects, "the library's live objects");
 }
 
 #[test]

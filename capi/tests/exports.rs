@@ -211,9 +211,15 @@ fn gpu_semaphore_exports_succeed() {
     unsafe { v.device.queue_wait_idle(v.queue) }.unwrap();
     unsafe { vkcuda_semaphore_destroy(s) };
 
-    // A timeline: a stage, and a CUDA graph of a wait node and a signal node whose
-    // values are set for the launch.
-    let t = create_semaphore(ctx, 0, 0);
+    // A timeline that never spins in its host waits (the flag's timeouts:
+    // tests/semaphore.rs): a stage, and a CUDA graph of a wait node and a signal
+    // node whose values are set for the launch.
+    let mut t = ptr::null_mut();
+    let info = vkcuda_semaphore_create_info {
+        flags: VKCUDA_SEMAPHORE_CREATE_NO_SPIN_BIT,
+        ..semaphore_create_info(0, 0)
+    };
+    ok(unsafe { vkcuda_semaphore_create(ctx, &info, &mut t) });
     let mut st = vkcuda_timeline_stage {
         wait_value: 9,
         signal_value: 9,

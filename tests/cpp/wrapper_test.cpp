@@ -3,14 +3,17 @@
 //   - the error types (Error, Result, Fallible) and the error mode this file was built in
 //   - handles are move-only; moves leave the source empty; release/reset; Fd
 //   - buffers: create, info, errors as vkcuda::Error / Result with code and message
-//   - fd export/import between two contexts, with data written in one and read in the
-//     other by Vulkan copies (the Vulkan loader, linked; staging buffers from
-//     c_examples/vk_util.c)
+//   - fd export/import between two contexts: who owns the fd (vkcuda::Fd) after a
+//     failed and a successful import
 //   - images: create, info, unsupported formats, the handoff barriers recorded and run
+//     (the Vulkan loader, linked)
 //   - semaphores: EXTENSION_NOT_PRESENT where the device lacks VK_KHR_external_semaphore_fd
 //   - destroy order: a context destroyed before its objects
 //   - cross-process descriptions and a buffer sent over a socketpair (when vkcuda.h has them)
 //   - nothing leaked: live objects and open fds back to their start
+// What the data paths carry (buffer and image round trips) is tested once, in the Rust
+// suites (tests/buffer.rs, tests/handoff.rs) and the C examples; here each wrapper class
+// has one success case and its error mapping.
 // The same file is built with exceptions (C++17 and C++20) and with -fno-exceptions;
 // it is linked with second_tu.cpp (the header in a second translation unit) and
 // no_exceptions_tu.cpp (the header in the other error mode in the same program).
@@ -107,14 +110,6 @@ vkcuda_standalone_create_info vulkan_only() {
     return si;
 }
 
-std::uint32_t pattern(std::uint64_t i, std::uint32_t seed) {
-    std::uint32_t x = static_cast<std::uint32_t>(i) * 0x9e3779b1u ^ seed;
-    x ^= x >> 15;
-    x *= 0x2c1b3c6du;
-    x ^= x >> 12;
-    return x;
-}
-
 // The Vulkan side of a context for the tests: its functions, a command buffer, a fence.
 class Gpu {
 public:
@@ -178,35 +173,6 @@ public:
     VkCommandBuffer cmd = VK_NULL_HANDLE;
     VkFence fence = VK_NULL_HANDLE;
 };
-
-// A host-visible staging buffer of one Gpu, destroyed with it.
-class Staging {
-public:
-    Staging(const Gpu& gpu, VkDeviceSize size) : gpu_(gpu) {
-        result = vk_owned_buffer_create(&gpu.vk, size, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-                                        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, 0,
-                                        &b);
-    }
-    Staging(const Staging&) = delete;
-    Staging& operator=(const Staging&) = delete;
-    ~Staging() { vk_owned_buffer_destroy(&gpu_.vk, &b); }
-    std::uint32_t* words() const { return static_cast<std::uint32_t*>(b.mapped); }
-
-    vk_owned_buffer b{};
-    VkResult result = VK_ERROR_UNKNOWN;
-
-private:
-    const Gpu& gpu_;
-};
-
-void copy_buffer(VkCommandBuffer cmd, VkBuffer from, VkBuffer to, VkDeviceSize size) {
-    VkBufferCopy c{};
-    c.size = size;
-    vkCmdCopyBuffer(cmd, from, to, 1, &c);
-    vk_cmd_barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
-                   VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                   VK_ACCESS_HOST_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT);
-}
 
 // ---- the tests ------------------------------------------------------------------------
 
@@ -348,13 +314,8 @@ void test_host_buffers() {
         GET(during, vkcuda::live_objects());
         CHECK(during.vk_buffers == before.vk_buffers + 1 && during.vk_memories == before.vk_memories + 1,
               "a HostBuffer is one VkBuffer and one VkDeviceMemory");
-        auto* bytes = static_cast<unsigned char*>(info.data);
-        for (std::uint64_t i = 0; i < info.size; ++i) bytes[i] = static_cast<unsigned char>(i * 7 + 1);
         GET(again, hb.info());
-        bool same = again.data == info.data;
-        for (std::uint64_t i = 0; same && i < info.size; ++i)
-            same = static_cast<const unsigned char*>(again.data)[i] == static_cast<unsigned char>(i * 7 + 1);
-        CHECK(same, "the mapping does not keep what the host wrote");
+        CHECK(again.data == info.data, "the mapping moved between two info() calls");  // its bytes: tests/staging.rs
     }
     GET(after, vkcuda::live_objects());
     CHECK(after.vk_buffers == before.vk_buffers && after.vk_memories == before.vk_memories,
@@ -472,32 +433,16 @@ void test_moves() {
     CHECK(!fd_is_open(p[0]), "Fd::reset did not close");
 }
 
-// A buffer in context A, written there, exported, imported into context B, read and
-// written there, read back in A.
+// A buffer of context A exported and imported into context B: the Fd stays the
+// caller's after a failed import and is taken by a successful one.
 void test_export_import() {
     GET(ctx_a, vkcuda::Context::create_standalone(vulkan_only()));
     GET(ctx_b, vkcuda::Context::create_standalone(vulkan_only()));
-    GET(ha, ctx_a.vulkan_handles());
-    GET(hb, ctx_b.vulkan_handles());
-    Gpu a, b;
-    std::string why = a.init(ha);
-    REQUIRE(why.empty(), "Vulkan functions of context A: %s", why.c_str());
-    why = b.init(hb);
-    REQUIRE(why.empty(), "Vulkan functions of context B: %s", why.c_str());
-
     const std::uint64_t size = (1u << 20) + 16;
-    const std::uint64_t words = size / 4;
     vkcuda_buffer_create_info bi{};
     bi.size = size;
     GET(src, vkcuda::Buffer::create(ctx_a, bi));
     GET(sinfo, src.info());
-    Staging sa(a, size), sb(b, size);
-    REQUIRE(sa.result == VK_SUCCESS && sb.result == VK_SUCCESS, "staging buffers: %s %s", vk_result_name(sa.result),
-            vk_result_name(sb.result));
-
-    for (std::uint64_t i = 0; i < words; i++) sa.words()[i] = pattern(i, 1);
-    VkResult vr = a.run([&](VkCommandBuffer cmd) { copy_buffer(cmd, sa.b.buffer, src.vk_buffer(), size); });
-    REQUIRE(vr == VK_SUCCESS, "upload in A: %s", vk_result_name(vr));
 
     int fds_before = open_fd_count();
     GET(fd, src.export_fd());
@@ -519,24 +464,8 @@ void test_export_import() {
     GET(dst, vkcuda::Buffer::import_fd(ctx_b, ii, std::move(fd)));
     CHECK(!fd && fd.get() == -1, "a successful import left the fd in the Fd");
     GET(dinfo, dst.info());
-    CHECK(dinfo.size == size && dinfo.allocation_size == sinfo.allocation_size, "imported sizes");
-
-    vr = b.run([&](VkCommandBuffer cmd) { copy_buffer(cmd, dst.vk_buffer(), sb.b.buffer, size); });
-    REQUIRE(vr == VK_SUCCESS, "readback in B: %s", vk_result_name(vr));
-    std::uint64_t bad_words = 0;
-    for (std::uint64_t i = 0; i < words; i++) bad_words += sb.words()[i] != pattern(i, 1);
-    CHECK(bad_words == 0, "B read %" PRIu64 " of %" PRIu64 " words wrong", bad_words, words);
-
-    // And the other way: B writes, A reads.
-    for (std::uint64_t i = 0; i < words; i++) sb.words()[i] = pattern(i, 2);
-    vr = b.run([&](VkCommandBuffer cmd) { copy_buffer(cmd, sb.b.buffer, dst.vk_buffer(), size); });
-    REQUIRE(vr == VK_SUCCESS, "upload in B: %s", vk_result_name(vr));
-    vr = a.run([&](VkCommandBuffer cmd) { copy_buffer(cmd, src.vk_buffer(), sa.b.buffer, size); });
-    REQUIRE(vr == VK_SUCCESS, "readback in A: %s", vk_result_name(vr));
-    bad_words = 0;
-    for (std::uint64_t i = 0; i < words; i++) bad_words += sa.words()[i] != pattern(i, 2);
-    CHECK(bad_words == 0, "A read %" PRIu64 " of %" PRIu64 " words wrong", bad_words, words);
-    std::printf("    %" PRIu64 " words A -> B and B -> A through one exported fd\n", words);
+    CHECK(dinfo.size == size && dinfo.allocation_size == sinfo.allocation_size && dinfo.buffer != VK_NULL_HANDLE,
+          "imported sizes");
 }
 
 void test_images() {
@@ -585,48 +514,19 @@ void test_images() {
     no_width.extent.width = 0;
     EXPECT_ERROR(vkcuda::Image::create(ctx, no_width), VKCUDA_ERROR_INVALID_ARGUMENT, "width");
 
-    // The handoff barriers, recorded and run: clear, release to "CUDA", acquire back,
-    // copy out; the cleared value survives the GENERAL round trip.
-    Staging out(gpu, 64 * 32 * 4);
-    REQUIRE(out.result == VK_SUCCESS, "staging: %s", vk_result_name(out.result));
+    // The handoff barriers, recorded and run: the new image released to "CUDA" and
+    // acquired back into GENERAL (what the texels do meanwhile: tests/handoff.rs).
     Recording rec;
     VkResult vr = gpu.run([&](VkCommandBuffer cmd) {
-        VkImageMemoryBarrier to_dst{};
-        to_dst.sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER;
-        to_dst.dstAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-        to_dst.oldLayout = VK_IMAGE_LAYOUT_UNDEFINED;
-        to_dst.newLayout = VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL;
-        to_dst.srcQueueFamilyIndex = to_dst.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
-        to_dst.image = img.vk_image();
-        to_dst.subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
-        vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0,
-                             nullptr, 0, nullptr, 1, &to_dst);
-        VkClearColorValue colour{};
-        colour.uint32[0] = 12;
-        colour.uint32[1] = 34;
-        colour.uint32[2] = 56;
-        colour.uint32[3] = 78;
-        VkImageSubresourceRange range{VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
-        vkCmdClearColorImage(cmd, img.vk_image(), VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, &colour, 1, &range);
         vkcuda_handoff_info release{0, h.queue_family_index, VK_PIPELINE_STAGE_TRANSFER_BIT,
                                     VK_ACCESS_TRANSFER_WRITE_BIT};
-        NOTE(rec, img.cmd_release_to_cuda(cmd, release, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL));
+        NOTE(rec, img.cmd_release_to_cuda(cmd, release, VK_IMAGE_LAYOUT_UNDEFINED));
         vkcuda_handoff_info acquire{0, h.queue_family_index, VK_PIPELINE_STAGE_TRANSFER_BIT,
                                     VK_ACCESS_TRANSFER_READ_BIT};
-        NOTE(rec, img.cmd_acquire_from_cuda(cmd, acquire, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL));
-        VkBufferImageCopy region{};
-        region.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1};
-        region.imageExtent = {64, 32, 1};
-        vkCmdCopyImageToBuffer(cmd, img.vk_image(), VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, out.b.buffer, 1, &region);
-        vk_cmd_barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
-                       VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+        NOTE(rec, img.cmd_acquire_from_cuda(cmd, acquire, VK_IMAGE_LAYOUT_GENERAL));
     });
     REQUIRE(rec.ok, "recording the handoff barriers: %s", rec.error.c_str());
-    REQUIRE(vr == VK_SUCCESS, "clear/handoff/copy: %s", vk_result_name(vr));
-    const std::uint32_t want = 12u | 34u << 8 | 56u << 16 | 78u << 24;
-    int wrong = 0;
-    for (int i = 0; i < 64 * 32; i++) wrong += out.words()[i] != want;
-    CHECK(wrong == 0, "%d of %d texels wrong after the handoff round trip", wrong, 64 * 32);
+    REQUIRE(vr == VK_SUCCESS, "handoff: %s", vk_result_name(vr));
 
     // Handoff errors: a NULL command buffer.
     vkcuda_handoff_info hi{0, h.queue_family_index, 0, 0};
@@ -916,7 +816,7 @@ int main() {
     harness::run_test("host (staging) buffers: info, mapping, counts, errors", test_host_buffers);
     harness::run_test("batches: info, elements, buffers, errors", test_batches);
     harness::run_test("moves, release, reset, swap; Fd", test_moves);
-    harness::run_test("fd export/import between two contexts, data both ways", test_export_import);
+    harness::run_test("fd export/import between two contexts, Fd ownership", test_export_import);
     harness::run_test("images; handoff barriers", test_images);
     harness::run_test("semaphores", test_semaphores);
     harness::run_test("present rings", test_present_ring);

@@ -15,20 +15,15 @@
  * checks every word of its readback. Stages are enqueued frame by frame, so CUDA
  * is never more than the ring ahead of Vulkan.
  *
- * Then the edge cases: a host wait on a value never signalled times out after
- * about its timeout (measured), timeout 0 polls; a signal value not greater than
- * the last is refused; a binary semaphore takes one wait per signal; a stream of
- * another CUcontext is refused. And host-wait latency in the alternating pattern
- * (Vulkan queue work, then CUDA work, host waits for the CUDA-signalled value):
- * the library's host wait vs vkWaitSemaphores vs spinning on
- * vkGetSemaphoreCounterValue.
+ * The semaphore's edge cases (timeouts, refused signals, binary semaphores, a stream
+ * of another CUcontext) are tests/semaphore.rs's, the host-wait latency is
+ * bench/interop.rs's ([host wait]).
  *
- *   frame_loop [--frames N] [--in-flight K] [--size BYTES] [--latency-rounds R]
- *              [--vulkan-only]
+ *   frame_loop [--frames N] [--in-flight K] [--size BYTES] [--vulkan-only]
  *
  * --vulkan-only (a test of the program on machines without CUDA, e.g. lavapipe):
  * a Vulkan-only context, a plain Vulkan timeline semaphore, and stage 2 done by a
- * Vulkan submit that writes what the kernel would; no edge cases, no latency.
+ * Vulkan submit that writes what the kernel would.
  *
  * Without a CUDA driver it says why and exits 77 (skipped), or 1 when VKCUDA_REQUIRE_GPU=1.
  */
@@ -36,7 +31,6 @@
 #include <vkcuda.h>
 
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,7 +55,6 @@ typedef struct slot {
 } slot;
 
 static struct {
-    vkcuda_cuda_info ci;
     vkcuda_semaphore *sem;  /* NULL in --vulkan-only mode */
     VkSemaphore vk_sem;     /* the timeline's VkSemaphore */
     uint64_t emulated_next; /* --vulkan-only: the next stage's wait value */
@@ -310,48 +303,6 @@ done:
     return ok;
 }
 
-/* ---- edge cases ----------------------------------------------------------------------- */
-
-static vkcuda_semaphore *make_semaphore(vkcuda_semaphore_type type, uint32_t flags) {
-    vkcuda_semaphore_create_info si;
-    vkcuda_semaphore *s = NULL;
-    vkcuda_result r;
-    memset(&si, 0, sizeof si);
-    si.semaphore_type = type;
-    si.flags = flags;
-    r = vkcuda_semaphore_create(E.ctx, &si, &s);
-    if (r != VKCUDA_SUCCESS) {
-        const char *m = gpu_test_message();
-        printf("  FAIL: vkcuda_semaphore_create -> %s: %s\n", vkcuda_result_to_string(r), m);
-        return NULL;
-    }
-    return s;
-}
-
-static int test_timeouts(uint32_t flags) {
-    vkcuda_semaphore *s = make_semaphore(VKCUDA_SEMAPHORE_TYPE_TIMELINE, flags);
-    const uint64_t timeout = 100 * MS;
-    uint64_t t0, t;
-    int ok = 0;
-    if (s == NULL) return 0;
-    t0 = now_ns();
-    EXPECT_VKCUDA(vkcuda_semaphore_host_wait(s, 1000, timeout), VKCUDA_ERROR_TIMEOUT);
-    t = now_ns() - t0;
-    printf("  host_wait(never signalled, timeout 100 ms) returned after %.3f ms\n", (double)t / 1e6);
-    CHECK(t >= timeout, "it returned %.3f ms early", (double)(timeout - t) / 1e6);
-    CHECK(t < timeout + 50 * MS, "it returned %.3f ms late (allowed: 50 ms)", (double)(t - timeout) / 1e6);
-    t0 = now_ns();
-    EXPECT_VKCUDA(vkcuda_semaphore_host_wait(s, 1000, 0), VKCUDA_ERROR_TIMEOUT);
-    t = now_ns() - t0;
-    printf("  host_wait(never signalled, timeout 0) returned after %.1f us\n", (double)t / 1e3);
-    CHECK(t < 5 * MS, "timeout 0 took %.3f ms: it should poll once", (double)t / 1e6);
-    EXPECT_VKCUDA(vkcuda_semaphore_host_wait(s, 0, 0), VKCUDA_SUCCESS);
-    ok = 1;
-done:
-    vkcuda_semaphore_destroy(s);
-    return ok;
-}
-
 /* Waits for the stream with a deadline instead of cuStreamSynchronize, so a wait
  * that never completes is reported, not hung on. */
 static CUresult stream_wait(CUstream stream, uint64_t timeout_ns) {
@@ -363,299 +314,11 @@ static CUresult stream_wait(CUstream stream, uint64_t timeout_ns) {
     }
 }
 
-static int test_refused_signals(void) {
-    vkcuda_semaphore *s = make_semaphore(VKCUDA_SEMAPHORE_TYPE_TIMELINE, 0);
-    uint64_t v = 0;
-    int ok = 0;
-    if (s == NULL) return 0;
-    CHECK_VKCUDA(vkcuda_semaphore_host_signal(s, 5));
-    EXPECT_VKCUDA(vkcuda_semaphore_host_signal(s, 5), VKCUDA_ERROR_INVALID_ARGUMENT);
-    EXPECT_VKCUDA(vkcuda_semaphore_host_signal(s, 4), VKCUDA_ERROR_INVALID_ARGUMENT);
-    EXPECT_VKCUDA(vkcuda_semaphore_cuda_signal(s, 5, E.stream), VKCUDA_ERROR_INVALID_ARGUMENT);
-    EXPECT_VKCUDA(vkcuda_semaphore_cuda_signal(s, 3, E.stream), VKCUDA_ERROR_INVALID_ARGUMENT);
-    CHECK_VKCUDA(vkcuda_semaphore_cuda_signal(s, 6, E.stream));
-    CHECK_VKCUDA(vkcuda_semaphore_host_wait(s, 6, 5000 * MS));
-    CHECK_VKCUDA(vkcuda_semaphore_get_value(s, &v));
-    CHECK(v == 6, "the value is %" PRIu64 ", expected 6", v);
-    ok = 1;
-done:
-    if (E.stream) stream_wait(E.stream, 5000 * MS);
-    vkcuda_semaphore_destroy(s);
-    return ok;
-}
-
-static int test_binary(void) {
-    vkcuda_semaphore *s = make_semaphore(VKCUDA_SEMAPHORE_TYPE_BINARY, 0);
-    int ok = 0;
-    if (s == NULL) return 0;
-    EXPECT_VKCUDA(vkcuda_semaphore_cuda_wait(s, 0, E.stream), VKCUDA_ERROR_INVALID_STATE);
-    CHECK_VKCUDA(vkcuda_semaphore_cuda_signal(s, 0, E.stream));
-    EXPECT_VKCUDA(vkcuda_semaphore_cuda_signal(s, 0, E.stream), VKCUDA_ERROR_INVALID_STATE);
-    CHECK_VKCUDA(vkcuda_semaphore_cuda_wait(s, 0, E.stream));
-    EXPECT_VKCUDA(vkcuda_semaphore_cuda_wait(s, 0, E.stream), VKCUDA_ERROR_INVALID_STATE);
-    EXPECT_VKCUDA(vkcuda_semaphore_cuda_signal(s, 1, E.stream), VKCUDA_ERROR_INVALID_ARGUMENT);
-    EXPECT_VKCUDA(vkcuda_semaphore_host_wait(s, 0, 0), VKCUDA_ERROR_INVALID_ARGUMENT);
-    CHECK_CU(stream_wait(E.stream, 5000 * MS));
-    ok = 1;
-done:
-    if (!ok && E.stream) stream_wait(E.stream, 5000 * MS);
-    vkcuda_semaphore_destroy(s);
-    return ok;
-}
-
-static int test_other_context_stream(void) {
-    vkcuda_semaphore *s = make_semaphore(VKCUDA_SEMAPHORE_TYPE_TIMELINE, 0);
-    CUcontext other = NULL, popped = NULL;
-    CUstream other_stream = NULL;
-    int ok = 0;
-    if (s == NULL) return 0;
-    CHECK_CU(cuCtxCreate(&other, NULL, 0, A.ci.cuda_device)); /* now current */
-    CHECK_CU(cuStreamCreate(&other_stream, CU_STREAM_NON_BLOCKING));
-    CHECK_CU(cuCtxPopCurrent(&popped));
-    CHECK(popped == other, "popped another context than the one created");
-    EXPECT_VKCUDA(vkcuda_semaphore_cuda_signal(s, 1, other_stream), VKCUDA_ERROR_DEVICE_MISMATCH);
-    EXPECT_VKCUDA(vkcuda_semaphore_cuda_wait(s, 1, other_stream), VKCUDA_ERROR_DEVICE_MISMATCH);
-    /* The refused signal did not use up the value. */
-    CHECK_VKCUDA(vkcuda_semaphore_cuda_signal(s, 1, E.stream));
-    CHECK_VKCUDA(vkcuda_semaphore_host_wait(s, 1, 5000 * MS));
-    ok = 1;
-done:
-    if (other != NULL) {
-        if (other_stream != NULL && cuCtxPushCurrent(other) == CUDA_SUCCESS) {
-            cuStreamDestroy(other_stream);
-            cuCtxPopCurrent(&popped);
-        }
-        cuCtxDestroy(other);
-    }
-    if (E.stream) stream_wait(E.stream, 5000 * MS);
-    vkcuda_semaphore_destroy(s);
-    return ok;
-}
-
-/* ---- host-wait latency in the alternating pattern ------------------------------------- */
-
-typedef enum wait_method { WAIT_LIBRARY, WAIT_VK_WAIT_SEMAPHORES, WAIT_SPIN, WAIT_METHODS } wait_method;
-static const char *const method_names[] = {"vkcuda_semaphore_host_wait", "vkWaitSemaphores",
-                                           "spin vkGetSemaphoreCounterValue"};
-
-/* The reference observer: a thread spinning on the counter for `target`. */
-static struct {
-    VkSemaphore sem;
-    uint64_t target;   /* the value to watch for; 0: none */
-    uint64_t seen_for; /* the target whose time is in seen_ns */
-    uint64_t seen_ns;
-    int stop;
-} spinner;
-
-static void *spinner_main(void *unused) {
-    (void)unused;
-    while (!__atomic_load_n(&spinner.stop, __ATOMIC_ACQUIRE)) {
-        uint64_t target = __atomic_load_n(&spinner.target, __ATOMIC_ACQUIRE), v = 0;
-        if (target == 0) { /* idle: no driver calls, little CPU */
-            struct timespec ts = {0, 20000};
-            nanosleep(&ts, NULL);
-            continue;
-        }
-        if (__atomic_load_n(&spinner.seen_for, __ATOMIC_ACQUIRE) == target) continue;
-        if (vkGetSemaphoreCounterValue(E.vh.device, spinner.sem, &v) == VK_SUCCESS && v >= target) {
-            __atomic_store_n(&spinner.seen_ns, now_ns(), __ATOMIC_RELAXED);
-            __atomic_store_n(&spinner.seen_for, target, __ATOMIC_RELEASE);
-        }
-    }
-    return NULL;
-}
-
-/* Runs on CUDA's callback thread when the stream reaches it: right after the
- * kernel, right before the signal. */
-static void hostfn_stamp(void *p) {
-    __atomic_store_n((uint64_t *)p, now_ns(), __ATOMIC_RELEASE);
-}
-
-static int cmp_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double pct_us(int64_t *v, unsigned n, double p) {
-    unsigned i;
-    qsort(v, n, sizeof *v, cmp_i64);
-    i = (unsigned)(p * (double)n + 0.999999);
-    if (i < 1) i = 1;
-    if (i > n) i = n;
-    return (double)v[i - 1] / 1e3;
-}
-
-static int wait_by(wait_method m, vkcuda_semaphore *s, VkSemaphore vs, uint64_t value) {
-    const uint64_t timeout = 2000 * MS;
-    int ok = 0;
-    if (m == WAIT_LIBRARY) {
-        CHECK_VKCUDA(vkcuda_semaphore_host_wait(s, value, timeout));
-    } else if (m == WAIT_VK_WAIT_SEMAPHORES) {
-        VkSemaphoreWaitInfo wi;
-        memset(&wi, 0, sizeof wi);
-        wi.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO;
-        wi.semaphoreCount = 1;
-        wi.pSemaphores = &vs;
-        wi.pValues = &value;
-        CHECK_VK(vkWaitSemaphores(E.vh.device, &wi, timeout));
-    } else {
-        uint64_t v = 0, deadline = now_ns() + timeout;
-        for (;;) {
-            CHECK_VK(vkGetSemaphoreCounterValue(E.vh.device, vs, &v));
-            if (v >= value) break;
-            CHECK(now_ns() < deadline, "spinning: value %" PRIu64 " not reached in 2 s (at %" PRIu64 ")", value, v);
-        }
-    }
-    ok = 1;
-done:
-    return ok;
-}
-
-static int test_latency(unsigned rounds) {
-    vkcuda_semaphore *s = make_semaphore(VKCUDA_SEMAPHORE_TYPE_TIMELINE, 0);
-    vkcuda_buffer *buf = NULL;
-    VkBuffer vb = VK_NULL_HANDLE;
-    vkcuda_buffer_create_info bi;
-    VkCommandBuffer cmds[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE};
-    VkFence fences[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE}; /* signalled by each one's last submit */
-    int submitted[2] = {0, 0};                             /* its fence is still to be waited for */
-    VkSemaphore vs = VK_NULL_HANDLE;
-    vkcuda_handoff_info acquire = example_handoff(&E, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
-    vkcuda_handoff_info release = example_handoff(&E, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
-    int64_t *vs_hostfn = NULL, *vs_spinner = NULL, *round_ns = NULL;
-    double table[WAIT_METHODS][5];
-    uint64_t ptr = 0, hostfn_ns = 0;
-    const uint64_t size = 64 * 1024;
-    pthread_t thread;
-    int thread_started = 0, ok = 0, m;
-    unsigned r, pass, warmup = 3, total = rounds + warmup;
-
-    if (s == NULL) return 0;
-    memset(table, 0, sizeof table);
-    CHECK_VKCUDA(vkcuda_semaphore_get_vk_semaphore(s, &vs));
-    memset(&bi, 0, sizeof bi);
-    bi.size = size;
-    CHECK_VKCUDA(vkcuda_buffer_create(E.ctx, &bi, &buf));
-    CHECK_VKCUDA(vkcuda_buffer_get_cuda_pointer(buf, &ptr));
-    CHECK_VK(rig_command_buffers(E.vh.device, E.pool, 2, cmds));
-    CHECK_VK(rig_fence(E.vh.device, &fences[0]));
-    CHECK_VK(rig_fence(E.vh.device, &fences[1]));
-    vs_hostfn = (int64_t *)calloc(rounds, sizeof *vs_hostfn);
-    vs_spinner = (int64_t *)calloc(rounds, sizeof *vs_spinner);
-    round_ns = (int64_t *)calloc(rounds, sizeof *round_ns);
-    CHECK(vs_hostfn && vs_spinner && round_ns, "out of memory");
-
-    memset(&spinner, 0, sizeof spinner);
-    spinner.sem = vs;
-    CHECK(pthread_create(&thread, NULL, spinner_main, NULL) == 0, "pthread_create failed");
-    thread_started = 1;
-
-    /* Per method two passes: without the observer thread (reference A, round time:
-     * nothing else touches the semaphore), then with it (reference B). */
-    for (m = 0; m < WAIT_METHODS; m++) {
-        for (pass = 0; pass < 2; pass++) {
-            for (r = 0; r < total; r++) {
-                vkcuda_timeline_stage st1, st2;
-                VkCommandBuffer cmd = cmds[r % 2];
-                uint64_t t_start, t_seen, t_hostfn, deadline;
-
-                /* The command buffer's last submit is complete: its signal is below the
-                 * CUDA-signalled value seen last round. Its fence (signalled already: the
-                 * wait returns at once) is what an engine checks before reusing a command
-                 * buffer, and what lets the validation layer see the submit complete: the
-                 * layer does not tie a timeline value that CUDA signalled, nor a
-                 * vkWaitSemaphores for a value below it, to the completion of earlier
-                 * queue work. */
-                if (submitted[r % 2]) {
-                    CHECK_VK(vkWaitForFences(E.vh.device, 1, &fences[r % 2], VK_TRUE, 2000 * MS));
-                    CHECK_VK(vkResetFences(E.vh.device, 1, &fences[r % 2]));
-                    submitted[r % 2] = 0;
-                }
-                t_start = now_ns();
-
-                /* Vulkan queue work: acquire the buffer back from CUDA, fill it, release it. */
-                CHECK_VKCUDA(vkcuda_semaphore_next_stage(s, &st1));
-                CHECK_VK(rig_begin(cmd, RIG_ONCE));
-                if (m > 0 || pass > 0 || r > 0) /* from the second round on, CUDA had it last */
-                    CHECK_VKCUDA(vkcuda_buffer_cmd_acquire_from_cuda(buf, cmd, &acquire));
-                CHECK_VKCUDA(vkcuda_buffer_get_vk_buffer(buf, &vb));
-                vkCmdFillBuffer(cmd, vb, 0, size, r);
-                CHECK_VKCUDA(vkcuda_buffer_cmd_release_to_cuda(buf, cmd, &release));
-                CHECK_VK(vkEndCommandBuffer(cmd));
-                CHECK_VKCUDA(vkcuda_semaphore_next_stage(s, &st2));
-                __atomic_store_n(&spinner.target, pass == 1 ? st2.signal_value : 0, __ATOMIC_RELEASE);
-                __atomic_store_n(&hostfn_ns, 0, __ATOMIC_RELEASE);
-                CHECK_VK(submit_timeline(vs, cmd, st1.wait_value, st1.signal_value, fences[r % 2]));
-                submitted[r % 2] = 1;
-
-                /* CUDA work, then the signal the host waits for. */
-                CHECK_VKCUDA(vkcuda_semaphore_cuda_wait(s, st2.wait_value, E.stream));
-                CHECK_CU(cuda_transform(&E.kernels, E.stream, ptr, size, 3, 1));
-                CHECK_CU(cuLaunchHostFunc(E.stream, hostfn_stamp, &hostfn_ns));
-                CHECK_VKCUDA(vkcuda_semaphore_cuda_signal(s, st2.signal_value, E.stream));
-
-                if (!wait_by((wait_method)m, s, vs, st2.signal_value)) goto done;
-                t_seen = now_ns();
-                t_hostfn = __atomic_load_n(&hostfn_ns, __ATOMIC_ACQUIRE);
-                CHECK(t_hostfn != 0, "the CUDA host function did not run before the value was seen");
-                if (pass == 1) {
-                    deadline = t_seen + 2000 * MS;
-                    while (__atomic_load_n(&spinner.seen_for, __ATOMIC_ACQUIRE) != st2.signal_value)
-                        CHECK(now_ns() < deadline, "the spinning observer did not see %" PRIu64, st2.signal_value);
-                }
-                if (r < warmup) continue;
-                if (pass == 0) {
-                    vs_hostfn[r - warmup] = (int64_t)(t_seen - t_hostfn);
-                    round_ns[r - warmup] = (int64_t)(t_seen - t_start);
-                } else {
-                    vs_spinner[r - warmup] =
-                        (int64_t)t_seen - (int64_t)__atomic_load_n(&spinner.seen_ns, __ATOMIC_RELAXED);
-                }
-            }
-        }
-        table[m][0] = pct_us(vs_hostfn, rounds, 0.5);
-        table[m][1] = pct_us(vs_hostfn, rounds, 0.99);
-        table[m][2] = pct_us(vs_spinner, rounds, 0.5);
-        table[m][3] = pct_us(vs_spinner, rounds, 0.99);
-        table[m][4] = pct_us(round_ns, rounds, 0.5);
-    }
-    printf("  host wait for a CUDA-signalled value, Vulkan queue work and CUDA work alternating; %u rounds per\n"
-           "  method and pass (+%u warm-up), the time the waiting thread saw the value minus:\n",
-           rounds, warmup);
-    printf("  A = a CUDA host function's time stamp (cuLaunchHostFunc after the kernel, before the signal: the\n"
-           "      CUDA work is done then; the signal itself is still to run), pass without an observer thread\n");
-    printf("  B = the time a second thread spinning on vkGetSemaphoreCounterValue saw it (pass with that thread;\n"
-           "      negative: the waiter saw it first)\n");
-    printf("  | %-31s | seen-A median | seen-A p99 | seen-B median | seen-B p99 | round median |\n", "method");
-    printf("  |---------------------------------|---------------|------------|---------------|------------|--------------|\n");
-    for (m = 0; m < WAIT_METHODS; m++)
-        printf("  | %-31s | %10.1f us | %7.1f us | %10.1f us | %7.1f us | %9.1f us |\n", method_names[m], table[m][0],
-               table[m][1], table[m][2], table[m][3], table[m][4]);
-    ok = 1;
-done:
-    if (!ok && vs != VK_NULL_HANDLE) unblock(s, vs);
-    if (thread_started) {
-        __atomic_store_n(&spinner.stop, 1, __ATOMIC_RELEASE);
-        pthread_join(thread, NULL);
-    }
-    if (E.stream) stream_wait(E.stream, 5000 * MS);
-    if (E.vh.queue != VK_NULL_HANDLE) vkQueueWaitIdle(E.vh.queue);
-    if (cmds[0] != VK_NULL_HANDLE) vkFreeCommandBuffers(E.vh.device, E.pool, 2, cmds);
-    for (r = 0; r < 2; r++)
-        if (fences[r] != VK_NULL_HANDLE) vkDestroyFence(E.vh.device, fences[r], NULL);
-    free(vs_hostfn);
-    free(vs_spinner);
-    free(round_ns);
-    vkcuda_buffer_destroy(buf);
-    vkcuda_semaphore_destroy(s);
-    return ok;
-}
-
 /* ---- setup ------------------------------------------------------------------------------ */
 
 static int setup(int vulkan_only) {
     int ok = 0;
-    rig_open(&E, "frame_loop", vulkan_only, &A.ci);
+    rig_open(&E, "frame_loop", vulkan_only, NULL);
     if (E.cuda) {
         vkcuda_semaphore_create_info sci;
         memset(&sci, 0, sizeof sci);
@@ -689,14 +352,13 @@ static void teardown(void) {
 }
 
 static void usage(void) {
-    printf("usage: frame_loop [--frames N] [--in-flight K] [--size BYTES] [--latency-rounds R] [--vulkan-only]\n"
-           "  defaults: 10000 frames, 3 in flight (at most %d), 1048576 bytes (a multiple of 4), 200 rounds\n",
+    printf("usage: frame_loop [--frames N] [--in-flight K] [--size BYTES] [--vulkan-only]\n"
+           "  defaults: 10000 frames, 3 in flight (at most %d), 1048576 bytes (a multiple of 4)\n",
            MAX_SLOTS);
 }
 
 int main(int argc, char **argv) {
     uint64_t frames = 10000;
-    unsigned latency_rounds = 200;
     int vulkan_only = 0, i, ok;
     double t0, start = now_s();
     char name[160];
@@ -716,9 +378,6 @@ int main(int argc, char **argv) {
             i++;
         } else if (strcmp(a, "--size") == 0 && v) {
             A.size = strtoull(v, NULL, 10);
-            i++;
-        } else if (strcmp(a, "--latency-rounds") == 0 && v) {
-            latency_rounds = (unsigned)strtoul(v, NULL, 10);
             i++;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage();
@@ -741,30 +400,12 @@ int main(int argc, char **argv) {
         return 1;
     }
 
-    if (E.cuda) {
-        t0 = now_s();
-        rig_record(&A.checks, "host_wait timeouts (spinning first)", test_timeouts(0), now_s() - t0);
-        t0 = now_s();
-        rig_record(&A.checks, "host_wait timeouts (VKCUDA_SEMAPHORE_CREATE_NO_SPIN_BIT)",
-                     test_timeouts(VKCUDA_SEMAPHORE_CREATE_NO_SPIN_BIT), now_s() - t0);
-        t0 = now_s();
-        rig_record(&A.checks, "signal values must increase", test_refused_signals(), now_s() - t0);
-        t0 = now_s();
-        rig_record(&A.checks, "binary semaphore: one wait per signal", test_binary(), now_s() - t0);
-        t0 = now_s();
-        rig_record(&A.checks, "a stream of another CUcontext is refused", test_other_context_stream(), now_s() - t0);
-    }
-
     t0 = now_s();
     ok = create_slots() && run_frames(frames);
     snprintf(name, sizeof name, "frame loop: %" PRIu64 " frames, %u in flight, %" PRIu64 " B a frame", frames,
              A.nslots, A.size);
     rig_record(&A.checks, name, ok, now_s() - t0);
 
-    if (E.cuda && latency_rounds > 0 && ok) {
-        t0 = now_s();
-        rig_record(&A.checks, "host-wait latency (alternating pattern)", test_latency(latency_rounds), now_s() - t0);
-    }
     teardown();
     t0 = now_s();
     rig_record(&A.checks, "nothing left alive after destroying everything", rig_nothing_alive(), now_s() - t0);

@@ -116,15 +116,6 @@ VkResult rig_submit_and_wait(example *e, VkCommandBuffer cmd) {
     return r;
 }
 
-VkResult rig_staging(example *e, VkDeviceSize size, vk_owned_buffer *b) {
-    VkResult r = vk_owned_buffer_create(
-        &e->vk, size, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT,
-        VK_MEMORY_PROPERTY_HOST_CACHED_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, b);
-    if (r == VK_SUCCESS) memset(b->mapped, 0xa5, (size_t)size); /* not a test pattern */
-    return r;
-}
-
 CUresult rig_load_ptx(const char *ptx, const char *what, CUmodule *module) {
     static char info_log[8192], error_log[8192];
     CUjit_option options[4] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,

@@ -22,7 +22,6 @@
  *                               `cmd`; with a timeline (not VK_NULL_HANDLE) it waits for
  *                               `wait` at `stage` and signals `signal`
  *   rig_submit_and_wait(e, cmd) ends, submits with e->fence, waits, resets the fence
- *   rig_staging(e, size, b)     a host-visible TRANSFER_SRC|DST buffer, filled with 0xa5
  *   rig_load_ptx(ptx, what, m)  a module from embedded PTX; prints the JIT error log
  *   rig_skip(name, why)         prints "SKIPPED: <name>: <why>"; returns the exit status
  *                               (77, or 1 with a FAIL line when VKCUDA_REQUIRE_GPU=1)
@@ -86,7 +85,6 @@ VkResult rig_submit(VkQueue queue, VkCommandBuffer cmd, VkSemaphore timeline, ui
                     VkPipelineStageFlags wait_stage, VkFence fence);
 VkResult rig_submit_and_wait(example *e, VkCommandBuffer cmd);
 void rig_close_module(example *e, CUmodule module);
-VkResult rig_staging(example *e, VkDeviceSize size, vk_owned_buffer *b);
 int rig_skip(const char *name, const char *why);
 CUresult rig_load_ptx(const char *ptx, const char *what, CUmodule *module);
 
