@@ -10,12 +10,17 @@
  *   2k+1  the producer's kernel has written frame k into the buffer
  *   2k+2  the consumer has copied frame k out
  * so one buffer is enough: each side waits on the GPU for the other's value.
+ *
+ * With --vulkan-only (no CUDA; lavapipe, which cannot export a semaphore either) the
+ * producer sends a Vulkan-allocated buffer and no timeline, writes each frame with a
+ * Vulkan copy, and the two processes take turns by one byte on the socket instead.
  */
 #ifndef VKCUDA_EXAMPLES_CROSS_PROCESS_H
 #define VKCUDA_EXAMPLES_CROSS_PROCESS_H
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -48,6 +53,23 @@ static inline int cross_process_socket(const char *path, int listen_on_it) {
         return -1;
     }
     return s;
+}
+
+/* --vulkan-only: tells the peer it is its turn (the frame is written, or copied out). */
+static inline void cross_process_pass_turn(int conn) {
+    if (write(conn, "k", 1) != 1) {
+        perror("cross_process: write");
+        exit(1);
+    }
+}
+
+/* --vulkan-only: waits until the peer passes the turn; exits when it has gone. */
+static inline void cross_process_wait_turn(int conn) {
+    char turn;
+    if (read(conn, &turn, 1) != 1) {
+        printf("cross_process: FAIL: the peer closed the socket\n");
+        exit(1);
+    }
 }
 
 #endif /* VKCUDA_EXAMPLES_CROSS_PROCESS_H */

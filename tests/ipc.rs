@@ -12,7 +12,11 @@
 //! sockets. Semaphores cannot be created on lavapipe (no
 //! VK_KHR_external_semaphore_fd): their descriptions and the receive path are
 //! tested as far as they go. `gpu_*` does buffers and timelines across processes
-//! for real on a CUDA GPU (skipped without one unless VKCUDA_REQUIRE_GPU=1).
+//! for real on a CUDA GPU, every byte through CUDA and Vulkan, and leaves no live
+//! object in either process (skipped without one unless VKCUDA_REQUIRE_GPU=1).
+//! (A frame loop across two processes, one buffer and one timeline taking turns, is
+//! the example pair's: c_examples/cross_process_producer.c, on a GPU and, with
+//! `--vulkan-only`, on lavapipe.)
 //! (The C door's part: the options struct, NULL outputs, descriptor numbers that
 //! are not open, who owns an fd after `vkcuda_share_receive` and the imports, is
 //! the misuse matrix's (capi/tests/misuse/share.rs) and capi/tests/share.rs's.)
@@ -1217,6 +1221,7 @@ fn gpu_buffer_and_timeline_cross_processes() {
     let Some(ctx) = cuda_context_or_skip("gpu_buffer_and_timeline_cross_processes") else {
         return;
     };
+    let live = live_counts();
     let cu = Cuda::of_context(&ctx);
     let buf = Buffer::create(&ctx, GPU_SIZE as u64, none(), Allocator::Cuda).unwrap();
     let ptr_a = buf.cuda_ptr().unwrap();
@@ -1244,6 +1249,8 @@ fn gpu_buffer_and_timeline_cross_processes() {
     );
     drop(conn);
     finish_child("child_gpu_peer", child);
+    drop((sem, buf));
+    assert_eq!(live_counts(), live, "the parent's objects, dropped");
 }
 
 #[test]
@@ -1251,6 +1258,7 @@ fn gpu_buffer_and_timeline_cross_processes() {
 fn child_gpu_peer() {
     let Some(path) = child_socket() else { return };
     let ctx = cuda_context_or_skip("child_gpu_peer").expect("the parent has a GPU");
+    let live = live_counts();
     let v = Vk::of(&ctx);
     let cu = Cuda::of_context(&ctx);
     let conn = connect_retry(&path);
@@ -1276,6 +1284,8 @@ fn child_gpu_peer() {
     cu.synchronize();
     println!("child: checked {GPU_SIZE} bytes through CUDA and Vulkan, wrote and signalled 2");
     drop((s, b, v));
+    // The imports (Vulkan and CUDA views of the memory, the semaphore's) are gone.
+    assert_eq!(live_counts(), live, "the child's imports, dropped");
 }
 
 /// Sends `d` serialized with `fd` on a fresh socket pair and receives an image,

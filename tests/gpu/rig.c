@@ -3,26 +3,6 @@
 
 #include <inttypes.h>
 
-/* The question example_open asks before it skips, asked without exiting: a context
- * made and destroyed (so the answer costs one more context; the library finds the
- * CUDA driver or says why not). Other failures are rig_open's to report. */
-int rig_available(int vulkan_only, char *why, size_t why_size) {
-    vkcuda_standalone_create_info si;
-    vkcuda_context *ctx = NULL;
-    vkcuda_result r;
-    memset(&si, 0, sizeof si);
-    si.flags = vulkan_only ? VKCUDA_CONTEXT_CREATE_VULKAN_ONLY_BIT : 0;
-    r = vkcuda_context_create_standalone(&si, &ctx);
-    if (r == VKCUDA_ERROR_CUDA_UNAVAILABLE || r == VKCUDA_ERROR_VULKAN_UNAVAILABLE ||
-        r == VKCUDA_ERROR_DEVICE_MISMATCH || r == VKCUDA_ERROR_EXTENSION_NOT_PRESENT) {
-        snprintf(why, why_size, "vkcuda_context_create_standalone -> %s: %.800s", vkcuda_result_to_string(r),
-                 gpu_test_message());
-        return 0;
-    }
-    vkcuda_context_destroy(ctx);
-    return 1;
-}
-
 void rig_open(example *e, const char *name, int vulkan_only, vkcuda_cuda_info *ci) {
     vkcuda_cuda_info own;
     int driver_version = 0;

@@ -9,8 +9,6 @@
  *                               a command pool, `cmd` and `fence`);
  *                               no usable GPU: the skip line and exit 77 (1 with
  *                               VKCUDA_REQUIRE_GPU=1); the context's CUDA device in *ci
- *   rig_available(vulkan_only, why, n)  0 (with why) where rig_open would skip: for a
- *                               process that must tell its peer before it goes (ipc_*)
  *   rig_close(e)                waits for the GPU and destroys what rig_open made
  *   rig_close_module(e, m)      the same, unloading the program's module m first
  *   rig_begin(cmd, flags)       resets and begins a command buffer (RIG_ONCE: one-time)
@@ -29,8 +27,7 @@
  *   rig_nothing_alive()         1 when the library holds no object (else prints them)
  *
  * Result checks (inline here). A failed check prints "  FAIL at FILE:LINE: what" and
- * jumps to the enclosing function's `done:` label; the first failure's text is kept
- * for a final summary line (gpu_test_first_failure()).
+ * jumps to the enclosing function's `done:` label.
  *
  *   FAILF(fmt, ...)             fail with a message
  *   CHECK(cond, fmt, ...)       fail unless cond
@@ -71,7 +68,6 @@ extern "C" {
 
 #define RIG_FENCE_TIMEOUT_NS (120ull * 1000 * 1000 * 1000)
 
-int rig_available(int vulkan_only, char *why, size_t why_size);
 void rig_open(example *e, const char *name, int vulkan_only, vkcuda_cuda_info *ci);
 void rig_close(example *e);
 /* flags: RIG_ONCE (VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT), or 0 for a command
@@ -94,12 +90,6 @@ typedef struct rig_counts {
 void rig_record(rig_counts *c, const char *name, int ok, double seconds);
 int rig_nothing_alive(void);
 
-/* The text of the first failure, "" while nothing has failed. */
-static inline char *gpu_test_first_failure(void) {
-    static char text[1024];
-    return text;
-}
-
 static inline void gpu_test_fail_at(const char *file, int line, const char *fmt, ...) {
     char msg[900];
     va_list ap;
@@ -107,7 +97,6 @@ static inline void gpu_test_fail_at(const char *file, int line, const char *fmt,
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     printf("  FAIL at %s:%d: %s\n", file, line, msg);
-    if (gpu_test_first_failure()[0] == '\0') snprintf(gpu_test_first_failure(), 1024, "%s", msg);
     fflush(stdout);
 }
 
