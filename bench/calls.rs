@@ -2,7 +2,9 @@
 //! one run (issue 20 item 3): next_stage, cuda_wait, cuda_signal, host_signal, the
 //! graph value setter, the release/acquire recording of a buffer and an image, the
 //! batched barrier for N = 1, 8, 64 (also against N single calls), the pitched
-//! copy of a decoded frame (issue 39 item 14: an image and an NV12 frame), and a getter
+//! copy of a decoded frame (issue 39 item 14: an image and an NV12 frame; beside it,
+//! where its cost over the raw copy goes: the Rust API's call, the two driver calls
+//! every CUDA-side call makes, and `cuCtxGetId` as a cheaper liveness lookup), and a getter
 //! through the C boundary (panic boundary, handle tag check). Each figure is the
 //! median over batches of 64 calls (at least 100,000 calls in all, library and raw
 //! batches alternating), in nanoseconds per call; the goal is library <= raw +
@@ -1215,6 +1217,84 @@ fn pitched_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
         "raw: cuPointerGetAttribute(BUFFER_ID) + cuCtxGetCurrent + cuMemcpy2DAsync: the rest is the library's own code",
     );
     unsafe { cu::cuMemFree_v2(other) };
+
+    // Where the rest goes: the same copy through the Rust API (an R8 image of a
+    // Rust context over the same device and primary context) against the C door,
+    // and against the raw copy; and what a cheaper liveness lookup would cost
+    // (`cuCtxGetId`, beside the `cuPointerGetAttribute` the library makes).
+    let rctx = rust_context_over(ctx, true, false);
+    let rimg = Image::create(&rctx, &Description::new_2d(vk::Format::R8_UNORM, w, h)).unwrap();
+    let rplane = [vkcuda::image::PitchedPlane {
+        pointer: src,
+        pitch: pitch as u64,
+    }];
+    // SAFETY: `src` is a cuMemAllocPitch block with room for every row.
+    let rust_copy = || unsafe { rimg.copy_pitched(&rplane, true, stream.cast()) }.unwrap();
+    let (rust, c) = compare(
+        rounds / 4,
+        |_| rust_copy(),
+        |_| ok(unsafe { vkcuda_image_cuda_copy_from_pitched(image, &one, stream.cast()) }),
+        sync,
+    );
+    t.rust_vs_c(
+        "vkcuda_image_cuda_copy_from_pitched / Image::copy_pitched (R8)",
+        rust,
+        c,
+    );
+    let (l, r) = compare(
+        rounds / 4,
+        |_| rust_copy(),
+        |_| raw2d(src, (0, 0, array), w as usize, h as usize),
+        sync,
+    );
+    t.pair(
+        "Image::copy_pitched (R8, Rust API)",
+        l,
+        r,
+        &format!(
+            "raw: cuMemcpy2DAsync into the level array; Rust/raw {:.3}",
+            l / r
+        ),
+    );
+    let (mut id, mut attr) = (0u64, 0u64);
+    let cctx: cu::CUcontext = cinfo.cuda_context.cast();
+    // cuCtxGetId is CUDA 12.0's: asked for only where the loaded driver has it.
+    // SAFETY: looks up a symbol of the already loaded driver library.
+    let has_id = unsafe {
+        let h = libc::dlopen(c"libcuda.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD);
+        let found = !h.is_null() && !libc::dlsym(h, c"cuCtxGetId".as_ptr()).is_null();
+        if !h.is_null() {
+            libc::dlclose(h);
+        }
+        found
+    };
+    if has_id {
+        let (l, r) = compare(
+            rounds / 4,
+            |_| unsafe {
+                cu::cuCtxGetId(cctx, &mut id);
+            },
+            |_| unsafe {
+                cu::cuPointerGetAttribute(
+                    (&mut attr as *mut u64).cast(),
+                    cu::CUpointer_attribute::CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                    src,
+                );
+            },
+            || (),
+        );
+        t.pair(
+            "cuCtxGetId (a cheaper liveness lookup?)",
+            l,
+            r,
+            "raw: cuPointerGetAttribute(BUFFER_ID), the library's liveness lookup",
+        );
+    } else {
+        println!("SKIPPED: cuCtxGetId: the loaded CUDA driver has none (CUDA 12.0's)");
+    }
+    sync();
+    drop(rimg);
+    drop(rctx);
 
     // A shared NV12 video frame: one call for both planes.
     let info = vkcuda_image_create_info {
