@@ -3,8 +3,8 @@
 //! graph value setter, the release/acquire recording of a buffer and an image, the
 //! batched barrier for N = 1, 8, 64 (also against N single calls), the pitched
 //! copy of a decoded frame (issue 39 item 14: an image and an NV12 frame; beside it,
-//! where its cost over the raw copy goes: the Rust API's call, the two driver calls
-//! every CUDA-side call makes, and `cuCtxGetId` as a cheaper liveness lookup), and a getter
+//! where its cost over the raw copy goes: the two driver calls every CUDA-side call
+//! makes, and the same copy through the Rust API), and a getter
 //! through the C boundary (panic boundary, handle tag check). Each figure is the
 //! median over batches of 64 calls (at least 100,000 calls in all, library and raw
 //! batches alternating), in nanoseconds per call; the goal is library <= raw +
@@ -1220,8 +1220,7 @@ fn pitched_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
 
     // Where the rest goes: the same copy through the Rust API (an R8 image of a
     // Rust context over the same device and primary context) against the C door,
-    // and against the raw copy; and what a cheaper liveness lookup would cost
-    // (`cuCtxGetId`, beside the `cuPointerGetAttribute` the library makes).
+    // and against the raw copy.
     let rctx = rust_context_over(ctx, true, false);
     let rimg = Image::create(&rctx, &Description::new_2d(vk::Format::R8_UNORM, w, h)).unwrap();
     let rplane = [vkcuda::image::PitchedPlane {
@@ -1256,42 +1255,6 @@ fn pitched_calls(ctx: *mut vkcuda_context, rounds: usize, t: &mut Table) {
             l / r
         ),
     );
-    let (mut id, mut attr) = (0u64, 0u64);
-    let cctx: cu::CUcontext = cinfo.cuda_context.cast();
-    // cuCtxGetId is CUDA 12.0's: asked for only where the loaded driver has it.
-    // SAFETY: looks up a symbol of the already loaded driver library.
-    let has_id = unsafe {
-        let h = libc::dlopen(c"libcuda.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD);
-        let found = !h.is_null() && !libc::dlsym(h, c"cuCtxGetId".as_ptr()).is_null();
-        if !h.is_null() {
-            libc::dlclose(h);
-        }
-        found
-    };
-    if has_id {
-        let (l, r) = compare(
-            rounds / 4,
-            |_| unsafe {
-                cu::cuCtxGetId(cctx, &mut id);
-            },
-            |_| unsafe {
-                cu::cuPointerGetAttribute(
-                    (&mut attr as *mut u64).cast(),
-                    cu::CUpointer_attribute::CU_POINTER_ATTRIBUTE_BUFFER_ID,
-                    src,
-                );
-            },
-            || (),
-        );
-        t.pair(
-            "cuCtxGetId (a cheaper liveness lookup?)",
-            l,
-            r,
-            "raw: cuPointerGetAttribute(BUFFER_ID), the library's liveness lookup",
-        );
-    } else {
-        println!("SKIPPED: cuCtxGetId: the loaded CUDA driver has none (CUDA 12.0's)");
-    }
     sync();
     drop(rimg);
     drop(rctx);
