@@ -62,22 +62,13 @@ fn roundtrip(size: u64, seed: u32) {
     assert_eq!(va.pattern_mismatches(buf.vk_buffer(), size, seed + 1), 0);
 }
 
+/// 4 bytes, 1 MiB + 1 and 16 MiB.
 #[test]
-fn fd_roundtrip_between_two_devices_4_bytes() {
+fn fd_roundtrip_between_two_devices() {
     let _g = serial();
-    roundtrip(4, 1);
-}
-
-#[test]
-fn fd_roundtrip_between_two_devices_1mib_plus_1() {
-    let _g = serial();
-    roundtrip((1 << 20) + 1, 2);
-}
-
-#[test]
-fn fd_roundtrip_between_two_devices_16mib() {
-    let _g = serial();
-    roundtrip(16 << 20, 3);
+    for (size, seed) in [(4, 1), ((1 << 20) + 1, 2), (16 << 20, 3)] {
+        roundtrip(size, seed);
+    }
 }
 
 #[test]

@@ -404,41 +404,19 @@ fn ten_thousand_cycles(ctx: &Arc<Context>) {
 // ---------------------------------------------------------------------------------
 // The fake driver paired with lavapipe, in a child process.
 
-fn run_child(case: &str) {
-    run_lavapipe_child(case, "fake-cuda-dlpack");
+/// The four behaviours above with the stand-in driver, in one child process
+/// (one build of the driver, one paired context per behaviour).
+#[test]
+fn fake_driver_tensors() {
+    run_lavapipe_child("child_tensors", "fake-cuda-dlpack");
 }
 
 #[test]
-fn fake_driver_tensor_fields_and_data() {
-    run_child("child_tensor_fields_and_data");
-}
-
-#[test]
-fn fake_driver_tensor_outlives_handle_and_context() {
-    run_child("child_tensor_outlives_handle_and_context");
-}
-
-#[test]
-fn fake_driver_wrapped_buffer() {
-    run_child("child_wrapped_buffer");
-}
-
-#[test]
-fn fake_driver_ten_thousand_cycles() {
-    run_child("child_ten_thousand_cycles");
-}
-
-#[test]
-#[ignore = "runs in a child process of fake_driver_tensor_fields_and_data"]
-fn child_tensor_fields_and_data() {
-    child_only!("child_tensor_fields_and_data");
+#[ignore = "runs in a child process of fake_driver_tensors"]
+fn child_tensors() {
+    child_only!("child_tensors");
     tensor_fields_and_data(&fake_paired_context(), &HostIo);
-}
 
-#[test]
-#[ignore = "runs in a child process of fake_driver_tensor_outlives_handle_and_context"]
-fn child_tensor_outlives_handle_and_context() {
-    child_only!("child_tensor_outlives_handle_and_context");
     // One context first: the baseline then includes what the driver keeps.
     drop(fake_paired_context());
     let fake_before = fake_live();
@@ -448,23 +426,12 @@ fn child_tensor_outlives_handle_and_context() {
         fake_before,
         "the fake driver holds nothing more"
     );
-}
 
-#[test]
-#[ignore = "runs in a child process of fake_driver_wrapped_buffer"]
-fn child_wrapped_buffer() {
-    child_only!("child_wrapped_buffer");
     let ctx = fake_paired_context();
     let before = (live_counts(), fake_live());
     wrapped_buffer_tensor(&ctx, &HostIo);
     assert_eq!((live_counts(), fake_live()), before);
-}
 
-#[test]
-#[ignore = "runs in a child process of fake_driver_ten_thousand_cycles"]
-fn child_ten_thousand_cycles() {
-    child_only!("child_ten_thousand_cycles");
-    let ctx = fake_paired_context();
     let before = fake_live();
     ten_thousand_cycles(&ctx);
     assert_eq!(fake_live(), before);

@@ -707,6 +707,12 @@ fn child_cuda_too_old() {
     let c = d.get("cuda.driver").says(FAIL, &too_old, &[]);
     c.fix_starts("install NVIDIA driver 525 or newer");
     c.is_the_error(&err);
+    // A context is refused for the same reason.
+    let again = fails(
+        Context::standalone(None, CudaChoice::Primary),
+        ErrorKind::CudaUnavailable,
+    );
+    assert!(again.contains("CUDA 11.1 (11010)"), "{again}");
 }
 
 /// The message of `pairing::cuda_driver_version`, which must fail as CudaUnavailable.

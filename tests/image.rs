@@ -278,47 +278,38 @@ fn shapes_are_described_back() {
     }
 }
 
+/// 2D with levels and layers, 1D layered, 3D, a cube, sRGB BGRA, and 1x1.
 #[test]
-fn texels_cross_devices_2d_levels_and_layers() {
+fn texels_cross_devices() {
     let _g = serial();
-    cross_device(&Description {
-        mip_levels: 6,
-        array_layers: 3,
-        ..d2(vk::Format::R8G8B8A8_UNORM, 37, 19)
-    });
-}
-
-#[test]
-fn texels_cross_devices_1d_layered() {
-    let _g = serial();
-    cross_device(&Description {
-        mip_levels: 7,
-        array_layers: 3,
-        ..desc(Dimension::D1, vk::Format::R16_SFLOAT, 100, 0, 0)
-    });
-}
-
-#[test]
-fn texels_cross_devices_3d() {
-    let _g = serial();
-    cross_device(&Description {
-        mip_levels: 4,
-        ..desc(Dimension::D3, vk::Format::R32G32B32A32_UINT, 9, 7, 5)
-    });
-}
-
-#[test]
-fn texels_cross_devices_cube_srgb_bgra_and_tiny() {
-    let _g = serial();
-    cross_device(&Description {
-        cube: true,
-        array_layers: 6,
-        mip_levels: 4,
-        ..d2(vk::Format::R32_SFLOAT, 8, 8)
-    });
-    cross_device(&d2(vk::Format::B8G8R8A8_SRGB, 64, 3));
-    cross_device(&d2(vk::Format::R16G16_SINT, 300, 200));
-    cross_device(&d2(vk::Format::R8_UNORM, 1, 1));
+    let cases = [
+        Description {
+            mip_levels: 6,
+            array_layers: 3,
+            ..d2(vk::Format::R8G8B8A8_UNORM, 37, 19)
+        },
+        Description {
+            mip_levels: 7,
+            array_layers: 3,
+            ..desc(Dimension::D1, vk::Format::R16_SFLOAT, 100, 0, 0)
+        },
+        Description {
+            mip_levels: 4,
+            ..desc(Dimension::D3, vk::Format::R32G32B32A32_UINT, 9, 7, 5)
+        },
+        Description {
+            cube: true,
+            array_layers: 6,
+            mip_levels: 4,
+            ..d2(vk::Format::R32_SFLOAT, 8, 8)
+        },
+        d2(vk::Format::B8G8R8A8_SRGB, 64, 3),
+        d2(vk::Format::R16G16_SINT, 300, 200),
+        d2(vk::Format::R8_UNORM, 1, 1),
+    ];
+    for d in &cases {
+        cross_device(d);
+    }
 }
 
 /// (Moved from the Rust API suite.) An image's memory imported into another

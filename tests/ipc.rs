@@ -639,18 +639,16 @@ fn unknown_versions_magic_and_kinds_are_refused() {
             );
             has(&msg, &["were closed"]);
         }
-        let mut magic = rec;
-        magic[..8].copy_from_slice(b"NOTVKCUD");
-        let msg = refused_message(&ctx, ty, &magic, &f, invalid);
-        has(&msg, &["magic"]);
-        let mut kind = rec;
-        kind[12] = 9;
-        let msg = refused_message(&ctx, ty, &kind, &f, invalid);
-        has(&msg, &["unknown description kind 9"]);
-        let mut size = rec;
-        size[64..72].copy_from_slice(&u64::MAX.to_le_bytes());
-        let msg = refused_message(&ctx, ty, &size, &f, invalid);
-        has(&msg, &["impossible"]);
+        // A bad magic, an unknown kind, an impossible size.
+        for (at, bytes, want) in [
+            (0, &b"NOTVKCUD"[..], "magic"),
+            (12, &[9], "unknown description kind 9"),
+            (64, &u64::MAX.to_le_bytes(), "impossible"),
+        ] {
+            let mut bad = rec;
+            bad[at..at + bytes.len()].copy_from_slice(bytes);
+            has(&refused_message(&ctx, ty, &bad, &f, invalid), &[want]);
+        }
     }
 }
 
@@ -771,15 +769,15 @@ fn wrong_fd_counts_are_refused() {
     let raw: Vec<i32> = mine.iter().map(|f| f.as_raw_fd()).collect();
     let invalid = ErrorKind::InvalidArgument;
     for ty in [libc::SOCK_STREAM, libc::SOCK_SEQPACKET] {
-        let msg = refused_message(&ctx, ty, &rec, &[], invalid);
-        has(&msg, &["sent 0 file descriptor(s)"]);
-        let msg = refused_message(&ctx, ty, &rec, &raw[..2], invalid);
-        has(&msg, &["sent 2 file descriptor(s)", "all were closed"]);
-        let msg = refused_message(&ctx, ty, &rec, &raw[..4], invalid);
-        has(&msg, &["sent 4"]);
-        // More than fit: the control data is truncated (MSG_CTRUNC).
-        let msg = refused_message(&ctx, ty, &rec, &raw, invalid);
-        has(&msg, &["more file descriptors than a description carries"]);
+        // Sixteen are more than fit: the control data is truncated (MSG_CTRUNC).
+        for (n, want) in [
+            (0, &["sent 0 file descriptor(s)"][..]),
+            (2, &["sent 2 file descriptor(s)", "all were closed"]),
+            (4, &["sent 4"]),
+            (16, &["more file descriptors than a description carries"]),
+        ] {
+            has(&refused_message(&ctx, ty, &rec, &raw[..n], invalid), want);
+        }
     }
 }
 

@@ -544,14 +544,6 @@ fn bad_input_is_refused_with_nothing_recorded_and_nothing_leaked() {
     );
 }
 
-/// The ring may be shared between threads, as the other objects: a compile-time
-/// check (this does not build otherwise).
-#[allow(dead_code)]
-fn the_ring_is_send_and_sync() {
-    fn both<T: Send + Sync>() {}
-    both::<Ring>();
-}
-
 #[test]
 fn the_ring_is_full_until_a_frame_is_presented() {
     let _serial = serial();

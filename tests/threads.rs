@@ -460,6 +460,7 @@ fn the_objects_are_send_and_sync() {
     both::<Tensor>();
     both::<Error>();
     both::<vkcuda::context::BorrowedCudaContext>();
+    both::<vkcuda::present::Ring>();
     // And they are usable across threads for real: one buffer, four threads.
     let ctx = vulkan_only_context();
     let buf = Arc::new(

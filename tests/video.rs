@@ -1425,20 +1425,12 @@ fn child_single_plane_frames() {
         );
         // Buffers CUDA knows (mapped by the stand-in), at pitches of their own.
         let (pitch_in, pitch_out) = (row + 13, row + 64);
-        let src = vkcuda::Buffer::create(
-            &ctx,
-            (pitch_in * rows) as u64,
-            vk::BufferUsageFlags::empty(),
-            vkcuda::buffer::Allocator::Vulkan,
-        )
-        .unwrap();
-        let dst = vkcuda::Buffer::create(
-            &ctx,
-            (pitch_out * rows) as u64,
-            vk::BufferUsageFlags::empty(),
-            vkcuda::buffer::Allocator::Vulkan,
-        )
-        .unwrap();
+        let buffer = |pitch: usize| {
+            let usage = vk::BufferUsageFlags::empty();
+            let size = (pitch * rows) as u64;
+            vkcuda::Buffer::create(&ctx, size, usage, vkcuda::buffer::Allocator::Vulkan).unwrap()
+        };
+        let (src, dst) = (buffer(pitch_in), buffer(pitch_out));
         for seed in [2u32, 7] {
             // Vulkan writes (a staging copy), CUDA reads through the plane pointer.
             let sent = plane_bytes(0, row, rows, seed);
