@@ -90,6 +90,12 @@ function(vkcuda_add_test name kind)
   set(env ${T_ENV})
   if(NOT kind STREQUAL cpu)
     list(APPEND env VKCUDA_REQUIRE_GPU=1)
+    # A Rust test process still running 15 s before the limit prints where each of
+    # its threads is and aborts (tests/support/watchdog.rs), instead of a bare Timeout.
+    if(T_TIMEOUT GREATER 30)
+      math(EXPR _watchdog "${T_TIMEOUT} - 15")
+      list(APPEND env VKCUDA_TEST_WATCHDOG_S=${_watchdog})
+    endif()
   endif()
   set(wd "")
   if(T_WORKING_DIRECTORY)

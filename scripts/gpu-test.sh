@@ -19,7 +19,9 @@
 # configures with the prebuilt library and test executables (tests/CMakeLists.txt),
 # builds the C/C++ programs and runs ctest; no test starts after
 # $VKCUDA_GPU_TEST_BUDGET_S s (default 450). PNGs, CSVs, doctor.json and CTest's
-# LastTest.log go to $OUT (default gpu-out/).
+# LastTest.log go to $OUT (default gpu-out/). A Rust test process still running 15 s
+# before its CTest TIMEOUT prints where each of its threads is (system call, frames as
+# library+offset, kernel stack) and aborts: VKCUDA_TEST_WATCHDOG_S, tests/support/watchdog.rs.
 # Elsewhere: VKCUDA_GPU_TEST_ROOT=DIR unpacks the loader into DIR instead of /,
 # VKCUDA_GPU_TEST_ICD=FILE uses that Vulkan ICD json.
 set -uo pipefail

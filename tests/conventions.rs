@@ -4,9 +4,13 @@
 //! than passed; runs that require the GPU (VKCUDA_REQUIRE_GPU=1) must include the
 //! ignored tests (`--include-ignored`). And two conventions of the library's
 //! sources: every CUDA call is a required symbol, and no message string carries
-//! a run of spaces (`message_strings_have_no_runs_of_spaces`).
+//! a run of spaces (`message_strings_have_no_runs_of_spaces`). Last, the GPU runs'
+//! watchdog (tests/support/watchdog.rs) says where a hung test process is.
 
 use std::path::{Path, PathBuf};
+
+#[path = "support/watchdog.rs"]
+mod watchdog;
 
 /// The reason every GPU-only test gives, word for word.
 const NEEDS_GPU: &str =
@@ -376,4 +380,64 @@ fn bad_spacing(text: &str) -> bool {
         rest.replace_range(at..end, "\\n");
     }
     rest.contains("  ") || rest.contains("\n ") || rest.contains("\n\t")
+}
+
+/// A test process still running when `VKCUDA_TEST_WATCHDOG_S` has passed prints
+/// each of its threads, by name, with the system call it is blocked in and the
+/// library its PC is in, then aborts: the child below sleeps in a thread of its
+/// own, and the watchdog (at 1 s) finds it in libc's sleep.
+#[test]
+fn a_hung_test_process_says_where_its_threads_are() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "child_hangs", "--nocapture"])
+        .env("VKCUDA_TEST_WATCHDOG_S", "1")
+        .env("VKCUDA_TEST_CHILD", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    println!("{text}");
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(libc::SIGABRT), "{:?}", out.status);
+    assert!(
+        text.contains("(VKCUDA_TEST_WATCHDOG_S); its threads:"),
+        "{text}"
+    );
+    assert!(text.contains("WATCHDOG: aborting"), "{text}");
+    let sleeper = text
+        .lines()
+        .find(|l| l.contains("'hung-sleeper'"))
+        .unwrap_or_else(|| panic!("the sleeping thread is listed: {text}"));
+    assert!(sleeper.contains("nanosleep"), "{sleeper}");
+    assert!(sleeper.contains("libc"), "the mapping of its PC: {sleeper}");
+    // Its frames: from the handler down through libc's sleep into this executable.
+    let exe = std::env::current_exe().unwrap();
+    let frames: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.contains("'hung-sleeper'"))
+        .skip(1)
+        .take_while(|l| l.trim_start().starts_with('#'))
+        .collect();
+    assert!(frames.len() >= 4, "{text}");
+    assert!(frames.iter().any(|f| f.contains("libc")), "{frames:?}");
+    assert!(
+        frames.iter().any(|f| f.contains(exe.to_str().unwrap())),
+        "a frame in {exe:?}: {frames:?}"
+    );
+    assert!(text.contains("'test-watchdog' state R"), "{text}");
+}
+
+#[test]
+#[ignore = "runs in a child process of a_hung_test_process_says_where_its_threads_are"]
+fn child_hangs() {
+    if std::env::var_os("VKCUDA_TEST_CHILD").is_none() {
+        println!("child_hangs: not started by its parent test: nothing to do");
+        return;
+    }
+    watchdog::arm();
+    std::thread::Builder::new()
+        .name("hung-sleeper".into())
+        .spawn(|| std::thread::sleep(std::time::Duration::from_secs(60)))
+        .unwrap()
+        .join()
+        .unwrap();
 }

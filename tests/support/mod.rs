@@ -3,7 +3,7 @@
 //! driver API only for their own work (staging buffers, copies), loaded from the
 //! context's `vkGetInstanceProcAddr` and at run time. The C door's suites
 //! (capi/tests/) stand on the same files, with their C parts beside them
-//! (capi/tests/support/mod.rs includes `checks`, `children`, `cuda`, `stand_in` and
+//! (capi/tests/support/mod.rs includes `checks`, `children`, `cuda`, `stand_in`, `watchdog` and
 //! `vulkan` from here).
 //!
 //! A suite starts with `mod support; use support::*;` (a directory suite:
@@ -22,6 +22,8 @@
 //!     `uuid_hex`, `send_with_fds` (a peer's raw message with fds);
 //!   - `stand_in`: `fake_cuda_driver`, the stand-in CUDA driver, and `fake_live`
 //!     (what it still holds);
+//!   - `watchdog` (not re-exported): `arm`, which `cuda_context_or_skip` calls:
+//!     with `VKCUDA_TEST_WATCHDOG_S` a hung GPU test prints where its threads are;
 //!   - `cuda` (not re-exported: `use support::cuda::{check, Cuda};`): the test's
 //!     own CUDA work, `Cuda` (`of_context` a `vkcuda::Context`) and `check`.
 //!
@@ -61,6 +63,7 @@ pub mod device;
 pub mod images;
 pub mod stand_in;
 pub mod vulkan;
+pub mod watchdog;
 pub mod ycbcr;
 
 use std::sync::Arc;
@@ -79,6 +82,7 @@ pub use vulkan::*;
 /// printing why) when this machine has no CUDA GPU. With VKCUDA_REQUIRE_GPU=1 a
 /// missing GPU fails the test.
 pub fn cuda_context_or_skip(test: &str) -> Option<Arc<vkcuda::Context>> {
+    watchdog::arm();
     match vkcuda::Context::standalone(None, vkcuda::CudaChoice::Primary) {
         Ok(ctx) => Some(ctx),
         Err(e) => {

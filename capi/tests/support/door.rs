@@ -40,6 +40,7 @@ pub fn fails(r: vkcuda_result, want: vkcuda_result) -> String {
 /// A standalone context paired with CUDA, or None (after printing why) when this
 /// machine has no CUDA GPU. With VKCUDA_REQUIRE_GPU=1 a missing GPU fails the test.
 pub fn cuda_context_or_skip(test: &str) -> Option<*mut vkcuda_context> {
+    super::watchdog::arm();
     let mut ctx = ptr::null_mut();
     let r = unsafe { vkcuda_context_create_standalone(ptr::null(), &mut ctx) };
     if r == VKCUDA_SUCCESS {

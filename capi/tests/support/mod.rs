@@ -4,7 +4,7 @@
 //! the context's `vkGetInstanceProcAddr` and at run time.
 //!
 //! The parts that are not about the C door are the Rust library's tests' floor
-//! (tests/support/: `checks`, `children`, `cuda`, `stand_in`, `vulkan`, included
+//! (tests/support/: `checks`, `children`, `cuda`, `stand_in`, `vulkan`, `watchdog`, included
 //! here by `#[path]`); `door` adds the C constructors of their types.
 //!
 //! A suite starts with `mod support; use support::*;` (a directory suite or a
@@ -55,6 +55,8 @@ pub mod cuda;
 pub mod stand_in;
 #[path = "../../../tests/support/vulkan.rs"]
 pub mod vulkan;
+#[path = "../../../tests/support/watchdog.rs"]
+pub mod watchdog;
 #[path = "../../../tests/support/ycbcr.rs"]
 pub mod ycbcr;
 // The C door's own.
