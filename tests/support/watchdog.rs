@@ -43,10 +43,12 @@ pub fn arm() {
                 std::thread::sleep(limit.saturating_sub(process_age()));
                 eprintln!(
                     "WATCHDOG: pid {} still running after {secs} s (VKCUDA_TEST_WATCHDOG_S); \
-                     its threads:\n{}WATCHDOG: aborting",
-                    std::process::id(),
-                    threads_report()
+                     its threads:",
+                    std::process::id()
                 );
+                // Thread by thread: what is printed survives a kill before the end.
+                report_threads(|paragraph| eprint!("{paragraph}"));
+                eprintln!("WATCHDOG: aborting");
                 std::process::abort();
             })
             .expect("the watchdog thread");
@@ -71,8 +73,9 @@ fn process_age() -> Duration {
     }
 }
 
-/// One paragraph per thread of this process, from /proc/self/task.
-pub fn threads_report() -> String {
+/// One paragraph per thread of this process, from /proc/self/task, each handed
+/// to `emit` as soon as it is written.
+pub fn report_threads(mut emit: impl FnMut(&str)) {
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
     let mut tids: Vec<u64> = std::fs::read_dir("/proc/self/task")
         .map(|d| {
@@ -81,8 +84,8 @@ pub fn threads_report() -> String {
         })
         .unwrap_or_default();
     tids.sort_unstable();
-    let mut out = String::new();
     for tid in tids {
+        let mut out = String::new();
         let read = |what: &str| {
             std::fs::read_to_string(format!("/proc/self/task/{tid}/{what}"))
                 .map(|s| s.trim().to_string())
@@ -117,8 +120,8 @@ pub fn threads_report() -> String {
                 let _ = writeln!(out, "      {line}");
             }
         }
+        emit(&out);
     }
-    out
 }
 
 extern "C" {
@@ -149,7 +152,7 @@ extern "C" fn on_frames_signal(_: libc::c_int) {
 
 /// Thread `tid`'s user-space frames (its signal handler's two first), each as
 /// "#i library+offset", or why there are none: a thread that does not run its
-/// handler within 1 s (signals blocked, or asleep in the kernel uninterruptibly).
+/// handler within 0.5 s (signals blocked, or asleep in the kernel uninterruptibly).
 fn user_frames(tid: u64, maps: &str) -> Vec<String> {
     FRAMES_DONE.store(false, Ordering::Release);
     // SAFETY: signals a thread of this process with the handler `arm` installed.
@@ -167,10 +170,10 @@ fn user_frames(tid: u64, maps: &str) -> Vec<String> {
             std::io::Error::last_os_error()
         )];
     }
-    let deadline = Instant::now() + Duration::from_secs(1);
+    let deadline = Instant::now() + Duration::from_millis(500);
     while !FRAMES_DONE.load(Ordering::Acquire) {
         if Instant::now() > deadline {
-            return vec!["(no frames: the thread did not take the signal within 1 s)".into()];
+            return vec!["(no frames: the thread did not take the signal within 0.5 s)".into()];
         }
         std::thread::sleep(Duration::from_millis(5));
     }
