@@ -25,22 +25,25 @@ pub fn arm() {
         return;
     };
     ARMED.call_once(|| {
-        // backtrace() loads libgcc's unwinder on its first call: not in a handler.
-        let mut warm = [std::ptr::null_mut(); 4];
-        // SAFETY: a buffer of 4 entries.
-        unsafe { backtrace(warm.as_mut_ptr(), 4) };
-        // SAFETY: installs `on_frames_signal`, which only calls backtrace() and stores atomics.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_frames_signal as extern "C" fn(libc::c_int) as usize;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(frames_signal(), &sa, std::ptr::null_mut());
-        }
         std::thread::Builder::new()
             .name("test-watchdog".into())
             .spawn(move || {
                 let limit = Duration::from_secs(secs);
                 std::thread::sleep(limit.saturating_sub(process_age()));
+                // Only now, with the process about to end, is a signal handler installed:
+                // until then the tests and the drivers run as they would without it.
+                // backtrace() loads libgcc's unwinder on its first call: not in a handler.
+                let mut warm = [std::ptr::null_mut(); 4];
+                // SAFETY: a buffer of 4 entries.
+                unsafe { backtrace(warm.as_mut_ptr(), 4) };
+                // SAFETY: installs `on_frames_signal`, which only calls backtrace() and
+                // stores atomics.
+                unsafe {
+                    let mut sa: libc::sigaction = std::mem::zeroed();
+                    sa.sa_sigaction = on_frames_signal as extern "C" fn(libc::c_int) as usize;
+                    libc::sigemptyset(&mut sa.sa_mask);
+                    libc::sigaction(frames_signal(), &sa, std::ptr::null_mut());
+                }
                 eprintln!(
                     "WATCHDOG: pid {} still running after {secs} s (VKCUDA_TEST_WATCHDOG_S); \
                      its threads:",
