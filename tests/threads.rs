@@ -321,7 +321,13 @@ fn stress(ctx: Arc<Context>, what: &str) {
     drop((shared.semaphore, shared.image, shared.buffer));
     // The context is still held here, as it was when `objects` was counted.
     assert_eq!(live_counts(), objects, "{what}: live objects leaked");
-    assert_eq!(fd_count(), fds, "{what}: fds leaked");
+    // Not equal: lavapipe's threads may close a file of an earlier test meanwhile
+    // (CI at 36dbba0: 8 before, 7 after; `fds_back_to` says more).
+    let after = fds_back_to(fds);
+    assert!(
+        after <= fds,
+        "{what}: {after} fds open after, {fds} before: a leak"
+    );
 }
 
 #[test]
