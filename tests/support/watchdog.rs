@@ -136,6 +136,9 @@ const FRAMES: usize = 48;
 static FRAME: [AtomicUsize; FRAMES] = [const { AtomicUsize::new(0) }; FRAMES];
 static FRAME_COUNT: AtomicUsize = AtomicUsize::new(0);
 static FRAMES_DONE: AtomicBool = AtomicBool::new(false);
+/// The thread the frames are of: a thread that took an earlier signal late is not
+/// reported as the one asked now.
+static FRAMES_TID: AtomicUsize = AtomicUsize::new(0);
 
 fn frames_signal() -> libc::c_int {
     libc::SIGRTMIN() + 5
@@ -150,6 +153,8 @@ extern "C" fn on_frames_signal(_: libc::c_int) {
         slot.store(*pc as usize, Ordering::Relaxed);
     }
     FRAME_COUNT.store(n, Ordering::Relaxed);
+    // SAFETY: gettid has no preconditions.
+    FRAMES_TID.store(unsafe { libc::gettid() } as usize, Ordering::Relaxed);
     FRAMES_DONE.store(true, Ordering::Release);
 }
 
@@ -174,7 +179,9 @@ fn user_frames(tid: u64, maps: &str) -> Vec<String> {
         )];
     }
     let deadline = Instant::now() + Duration::from_millis(500);
-    while !FRAMES_DONE.load(Ordering::Acquire) {
+    while !(FRAMES_DONE.load(Ordering::Acquire)
+        && FRAMES_TID.load(Ordering::Relaxed) == tid as usize)
+    {
         if Instant::now() > deadline {
             return vec!["(no frames: the thread did not take the signal within 0.5 s)".into()];
         }
