@@ -75,6 +75,19 @@ function(_vkcuda_test_properties name labels env timeout pass fail setup needs l
   endif()
 endfunction()
 
+# vkcuda_watchdog_env(<out> <timeout>): in <out>, VKCUDA_TEST_WATCHDOG_S=<timeout - 15>
+# for a GPU test's environment (nothing for a limit of 30 s or less): a Rust test process
+# still running then prints where each of its threads is and aborts
+# (tests/support/watchdog.rs), instead of a bare Timeout.
+function(vkcuda_watchdog_env out timeout)
+  set(v "")
+  if(timeout GREATER 30)
+    math(EXPR s "${timeout} - 15")
+    set(v VKCUDA_TEST_WATCHDOG_S=${s})
+  endif()
+  set(${out} "${v}" PARENT_SCOPE)
+endfunction()
+
 function(vkcuda_add_test name kind)
   cmake_parse_arguments(PARSE_ARGV 2 T "VVL;ALONE" "TIMEOUT;PASS;FAIL;SETUP;WORKING_DIRECTORY;VVL_FAIL"
     "COMMAND;LABELS;ENV;NEEDS;LOCK;VVL_COMMAND")
@@ -90,12 +103,8 @@ function(vkcuda_add_test name kind)
   set(env ${T_ENV})
   if(NOT kind STREQUAL cpu)
     list(APPEND env VKCUDA_REQUIRE_GPU=1)
-    # A Rust test process still running 15 s before the limit prints where each of
-    # its threads is and aborts (tests/support/watchdog.rs), instead of a bare Timeout.
-    if(T_TIMEOUT GREATER 30)
-      math(EXPR _watchdog "${T_TIMEOUT} - 15")
-      list(APPEND env VKCUDA_TEST_WATCHDOG_S=${_watchdog})
-    endif()
+    vkcuda_watchdog_env(_watchdog ${T_TIMEOUT})
+    list(APPEND env ${_watchdog})
   endif()
   set(wd "")
   if(T_WORKING_DIRECTORY)

@@ -9,6 +9,9 @@
 
 use std::path::{Path, PathBuf};
 
+#[path = "support/children.rs"]
+#[allow(dead_code)]
+mod children;
 #[path = "support/watchdog.rs"]
 mod watchdog;
 
@@ -388,10 +391,9 @@ fn bad_spacing(text: &str) -> bool {
 /// own, and the watchdog (at 1 s) finds it in libc's sleep.
 #[test]
 fn a_hung_test_process_says_where_its_threads_are() {
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "child_hangs", "--nocapture"])
+    let out = children::this_test("child_hangs", true)
         .env("VKCUDA_TEST_WATCHDOG_S", "1")
-        .env("VKCUDA_TEST_CHILD", "1")
+        .env(children::CHILD_ENV, "1")
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stderr);
@@ -429,8 +431,7 @@ fn a_hung_test_process_says_where_its_threads_are() {
 #[test]
 #[ignore = "runs in a child process of a_hung_test_process_says_where_its_threads_are"]
 fn child_hangs() {
-    if std::env::var_os("VKCUDA_TEST_CHILD").is_none() {
-        println!("child_hangs: not started by its parent test: nothing to do");
+    if !children::in_child("child_hangs") {
         return;
     }
     watchdog::arm();
