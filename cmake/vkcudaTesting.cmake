@@ -21,7 +21,8 @@
 #   VVL_FAIL). It needs the fixture vvl_layer: the canary test that proves the
 #   layer is loaded and reports a deliberate hazard (tests/CMakeLists.txt).
 #   ALONE (and every bench test): RUN_SERIAL, so `ctest -j N` runs nothing beside
-#   it. For tests that read device-wide figures another process on the GPU moves:
+#   it, and the label `alone` (`ctest -L gpu -L alone` runs only these: one call for
+#   them, another for the rest with `-LE alone -j 4`). For tests that read device-wide figures another process on the GPU moves:
 #   cuMemGetInfo's free memory before and after (leak checks) and timings. (Seen on
 #   the H200 under `ctest -j 4`: free memory +57 MB and -64 KiB mid-check, from the
 #   other tests' processes.)
@@ -88,6 +89,12 @@ function(vkcuda_watchdog_env out timeout)
   set(${out} "${v}" PARENT_SCOPE)
 endfunction()
 
+# vkcuda_run_alone(<test>): nothing runs beside <test> (RUN_SERIAL); labelled `alone`.
+function(vkcuda_run_alone name)
+  set_tests_properties(${name} PROPERTIES RUN_SERIAL TRUE)
+  set_property(TEST ${name} APPEND PROPERTY LABELS alone)
+endfunction()
+
 function(vkcuda_add_test name kind)
   cmake_parse_arguments(PARSE_ARGV 2 T "VVL;ALONE" "TIMEOUT;PASS;FAIL;SETUP;WORKING_DIRECTORY;VVL_FAIL"
     "COMMAND;LABELS;ENV;NEEDS;LOCK;VVL_COMMAND")
@@ -117,7 +124,7 @@ function(vkcuda_add_test name kind)
     set(T_ALONE TRUE)
   endif()
   if(T_ALONE)
-    set_tests_properties(${name} PROPERTIES RUN_SERIAL TRUE)
+    vkcuda_run_alone(${name})
   endif()
   if(T_VVL OR T_VVL_COMMAND)
     if(NOT T_VVL_COMMAND)
@@ -135,7 +142,7 @@ function(vkcuda_add_test name kind)
       ${T_TIMEOUT} "${T_PASS}" "${T_VVL_FAIL}" "" "vvl_layer;${T_NEEDS}" "${T_LOCK}"
       "${VKCUDA_VVL_ENV_MODIFICATION}")
     if(T_ALONE)
-      set_tests_properties(${name}_vvl PROPERTIES RUN_SERIAL TRUE)
+      vkcuda_run_alone(${name}_vvl)
     endif()
   endif()
 endfunction()
