@@ -428,13 +428,15 @@ impl Buffer {
     /// process) with the exporter's [`Layout`], as both views. `handle` stays the
     /// caller's: the drivers get duplicates (close it when you like). An fd that
     /// is not a memory handle of the device's driver, or whose size is smaller
-    /// than the layout says, is refused before the import.
+    /// than the layout says, is refused before the import. Its file offset is left
+    /// where it was (a driver may read through the duplicates, which share it).
     pub fn import_fd(
         ctx: &Arc<Context>,
         handle: BorrowedFd<'_>,
         layout: Layout,
         usage: vk::BufferUsageFlags,
     ) -> Result<Buffer> {
+        let _offset = fd::OffsetGuard::new(handle.as_raw_fd());
         check_size(layout.size)?;
         let usage = check_usage(usage)?;
         let end = layout

@@ -103,9 +103,10 @@ pub fn known_size(fd: impl AsFd) -> Option<u64> {
 /// Puts a descriptor's file offset back where it was when dropped. Duplicates of a
 /// descriptor share its open file description, offset included, so a driver that
 /// reads through the duplicate the library gave it (lavapipe reads a memfd's header)
-/// moves the caller's offset too; a caller whose import failed gets its fd back
-/// untouched. Descriptors without an offset (NVIDIA's opaque fds, sockets) are left
-/// alone.
+/// moves the caller's offset too: the borrowing imports (`Buffer::import_fd`,
+/// `Image::import_fd`, `Semaphore::import_fd`) hold one, so the caller's fd comes
+/// back as it was, whether the import succeeded or failed. Descriptors without an
+/// offset (NVIDIA's opaque fds, sockets) are left alone.
 pub struct OffsetGuard {
     fd: RawFd,
     offset: Option<libc::off_t>,

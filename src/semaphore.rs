@@ -271,7 +271,8 @@ impl Semaphore {
     /// or another: a new `VkSemaphore` of `kind` (exportable where the device allows)
     /// whose payload is permanently replaced by the fd's (`vkImportSemaphoreFdKHR`),
     /// and, unless the context is Vulkan-only, a CUDA import. `handle` stays the
-    /// caller's: the drivers get duplicates. The value book-keeping starts at the
+    /// caller's: the drivers get duplicates (its file offset, where it has one, is
+    /// left where it was). The value book-keeping starts at the
     /// imported timeline's current value (binary: no pending signal); it is this
     /// process's, not shared with the exporter's.
     pub fn import_fd(
@@ -280,6 +281,7 @@ impl Semaphore {
         kind: Kind,
         spin: Option<Duration>,
     ) -> Result<Semaphore> {
+        let _offset = fd::OffsetGuard::new(handle.as_raw_fd());
         let sem = vksem::create_importable(&ctx.vk, kind.vk())?;
         // From here on `out` drops (and destroys what was made) on any error.
         let mut out = Semaphore {

@@ -89,13 +89,16 @@ fn buffer_data_crosses_contexts_through_an_fd() {
     });
     let fd = shared.export_fd().unwrap();
     let second_fd = shared.export_fd().unwrap();
+    let at = file_offset(fd.as_raw_fd(), Some(100));
     let imported = Buffer::import_fd(&b, fd.as_fd(), shared.layout(), none()).unwrap();
     vb.run(|cmd| unsafe {
         imported
             .cmd_acquire_from_cuda(cmd, &Scope::new(vb.family))
             .unwrap()
     });
-    // The fd stays the caller's: the drivers took duplicates.
+    // The fd stays the caller's: the drivers took duplicates, and its file offset
+    // (lavapipe's memfds have one; the driver reads their header) is where it was.
+    assert_eq!(file_offset(fd.as_raw_fd(), None), at);
     drop(fd);
     assert_eq!(imported.layout(), shared.layout());
     assert_ne!(imported.vk_buffer(), vk::Buffer::null());

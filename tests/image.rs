@@ -18,7 +18,7 @@ mod support;
 use support::images::{acquire, create, d2, desc, release, EngineImage, Packing, Side, Texels};
 use support::*;
 
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::sync::Arc;
 
 use ash::vk;
@@ -331,7 +331,13 @@ fn image_data_crosses_contexts_through_an_fd() {
     // takes it in.
     TEXELS.write(&two.va, Side::Shared(&im), vk::ImageLayout::UNDEFINED, 21);
     let fd = im.export_fd().unwrap();
+    let at = file_offset(fd.as_raw_fd(), Some(100));
     let twin = Image::import_fd(&two.b, &[fd.as_fd()], &d, &[im.allocation_size()]).unwrap();
+    assert_eq!(
+        file_offset(fd.as_raw_fd(), None),
+        at,
+        "the fd's file offset moved"
+    );
     drop(fd);
     assert_eq!(twin.description(), &d);
     let (bad, all) = texel_mismatches(&twin, &TEXELS.read(&two.vb, Side::Shared(&twin)), 21);

@@ -3,7 +3,7 @@
 //! description and an fd.
 
 use std::ffi::{c_int, c_void};
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::BorrowedFd;
 use std::time::Duration;
 
 use ash::vk;
@@ -384,20 +384,12 @@ unsafe fn with_options<T>(
 }
 
 /// The same as `import_taking` for several fds: all are closed when `import`
-/// succeeded, none otherwise (their file offsets put back, `fd::OffsetGuard`).
+/// succeeded, none otherwise (their file offsets as they were).
 unsafe fn import_taking_all<T>(
     fds: &[i32],
     import: impl FnOnce(&[BorrowedFd<'_>]) -> Result<T>,
 ) -> Result<T> {
-    let probes = fds
-        .iter()
-        .map(|&fd| fd::dup_borrowed(fd))
-        .collect::<Result<Vec<_>>>()?;
-    let offsets: Vec<_> = fds.iter().map(|&fd| fd::OffsetGuard::new(fd)).collect();
-    let borrowed: Vec<BorrowedFd> = probes.iter().map(|p| p.as_fd()).collect();
-    let made = import(&borrowed)?;
-    offsets.into_iter().for_each(fd::OffsetGuard::disarm);
-    drop(probes);
+    let made = import(&fd::open_all(fds)?)?;
     for &fd in fds {
         libc::close(fd);
     }

@@ -236,19 +236,14 @@ pub(crate) unsafe fn write_native<T>(p: *mut *mut T, made: Result<*mut T>) -> Re
     }
 }
 
-/// Imports through the caller's fd, which the drivers get duplicates of: on success
-/// the caller's fd is closed (the library has taken it); on failure it is left as
-/// it was, its file offset too (`fd::OffsetGuard`).
+/// Imports through the caller's fd, which the Rust import borrows (the drivers get
+/// duplicates): on success the caller's fd is closed (the library has taken it); on
+/// failure it is left as it was, its file offset too (the Rust import puts it back).
 pub(crate) unsafe fn import_taking<T>(
     fd: i32,
     import: impl FnOnce(std::os::fd::BorrowedFd<'_>) -> Result<T>,
 ) -> Result<T> {
-    use std::os::fd::AsFd;
-    let probe = fd::dup_borrowed(fd)?;
-    let offset = fd::OffsetGuard::new(fd);
-    let made = import(probe.as_fd())?;
-    offset.disarm();
-    drop(probe);
+    let made = import(fd::borrow_open(fd, "fd")?)?;
     libc::close(fd);
     Ok(made)
 }

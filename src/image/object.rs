@@ -177,13 +177,18 @@ impl Image {
     /// (here or in another process): a new `VkImage` of `desc` on the imported
     /// memory, one fd and allocation size per plane, and, unless the context is
     /// Vulkan-only, each plane's CUDA mipmapped array. `handles` stay the
-    /// caller's: the drivers get duplicates.
+    /// caller's: the drivers get duplicates; the handles' file offsets are left
+    /// where they were.
     pub fn import_fd(
         ctx: &Arc<Context>,
         handles: &[BorrowedFd<'_>],
         desc: &Description,
         allocation_sizes: &[u64],
     ) -> Result<Image> {
+        let _offsets: Vec<_> = handles
+            .iter()
+            .map(|h| fd::OffsetGuard::new(h.as_raw_fd()))
+            .collect();
         ctx.vk.memory_fd()?;
         let resolved = resolve(ctx, desc, true)?;
         let linear = resolved.desc.linear;

@@ -91,6 +91,15 @@ pub fn fds_back_to(baseline: usize) -> usize {
     }
 }
 
+/// Moves `fd`'s file offset to `at` (`Some`) and returns where it is: -1 for a
+/// descriptor without one (NVIDIA's opaque fds).
+pub fn file_offset(fd: i32, at: Option<i64>) -> i64 {
+    match at {
+        Some(at) => unsafe { libc::lseek(fd, at, libc::SEEK_SET) },
+        None => unsafe { libc::lseek(fd, 0, libc::SEEK_CUR) },
+    }
+}
+
 pub fn fd_is_open(fd: i32) -> bool {
     unsafe { libc::fcntl(fd, libc::F_GETFD) >= 0 }
 }
