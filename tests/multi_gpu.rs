@@ -207,26 +207,13 @@ fn cuda_visible_devices_hides_one_gpu() {
         return;
     };
     // CUDA sees only the second GPU, Vulkan both: run in a child process.
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            "child_visible_second_gpu",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+    let out = this_test("child_visible_second_gpu", true)
         .env("CUDA_VISIBLE_DEVICES", gpus[1].1.to_string())
         .env("VKCUDA_TEST_VK0", gpus[0].0.to_string())
         .env("VKCUDA_TEST_VK1", gpus[1].0.to_string())
         .output()
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    println!("{text}");
-    assert!(out.status.success() && text.contains("1 passed"), "{text}");
+    child_passed("child_visible_second_gpu", &out);
 }
 
 #[test]
