@@ -259,13 +259,43 @@ fn render(
     }
 }
 
+/// The acquire (into TRANSFER_SRC_OPTIMAL), then every image copied into `stage`
+/// and compared with what the consumer wrote (`element_bytes` of `seed`).
+fn images_after_the_acquire(v: &Vk, b: &Batch, f: &FormatDesc, stage: &HostBuffer, seed: u32) {
+    let info = b.info();
+    let (w, h, n) = (info.width, info.height, info.count);
+    let stride = stage_stride(w, h, f);
+    let scope = Scope::new(v.family);
+    stage.bytes().fill(0);
+    v.run(|cmd| {
+        unsafe { b.cmd_acquire_from_cuda(cmd, &scope, vk::ImageLayout::TRANSFER_SRC_OPTIMAL) }
+            .unwrap();
+        for i in 0..n {
+            unsafe {
+                v.device.cmd_copy_image_to_buffer(
+                    cmd,
+                    b.element(i).unwrap().image,
+                    vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+                    stage.buffer,
+                    &[region(f, w, h, u64::from(i) * stride)],
+                )
+            };
+        }
+    });
+    for i in 0..n {
+        let want = element_bytes(f, w, h, i, seed);
+        let at = (u64::from(i) * stride) as usize;
+        let what = format!("{:?} {:?} image {i} after the acquire", f.format, info.path);
+        assert_same(&stage.bytes()[at..at + want.len()], &want, &what);
+    }
+}
+
 /// Both directions through the CPU mapping: the engine renders, the batch is
 /// released (the tensor must then hold every element), the "consumer" writes
 /// the tensor, the batch is acquired (every image must then hold it).
 fn round_trip_on_lavapipe(v: &Vk, b: &Batch, f: &FormatDesc) {
     let info = b.info().clone();
     let (w, h, n) = (info.width, info.height, info.count);
-    let elem = u64::from(w * h * f.texel);
     let stride = stage_stride(w, h, f);
     let stage = v.host_buffer(stride * u64::from(n));
     let scope = Scope::new(v.family);
@@ -299,31 +329,7 @@ fn round_trip_on_lavapipe(v: &Vk, b: &Batch, f: &FormatDesc) {
             &element_bytes(f, w, h, i, 2),
         );
     }
-    stage.bytes().fill(0);
-    v.run(|cmd| {
-        unsafe { b.cmd_acquire_from_cuda(cmd, &scope, vk::ImageLayout::TRANSFER_SRC_OPTIMAL) }
-            .unwrap();
-        for i in 0..n {
-            unsafe {
-                v.device.cmd_copy_image_to_buffer(
-                    cmd,
-                    b.element(i).unwrap().image,
-                    vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
-                    stage.buffer,
-                    &[region(f, w, h, u64::from(i) * stride)],
-                )
-            };
-        }
-    });
-    for i in 0..n {
-        let at = (u64::from(i) * stride) as usize;
-        let what = format!("{:?} {:?} image {i} after the acquire", f.format, info.path);
-        assert_same(
-            &stage.bytes()[at..at + elem as usize],
-            &element_bytes(f, w, h, i, 2),
-            &what,
-        );
-    }
+    images_after_the_acquire(v, b, f, &stage, 2);
     drop(map);
     v.destroy_host_buffer(stage);
 }
@@ -998,7 +1004,6 @@ mod gpu {
                         .unwrap_or_default()
                 );
                 check_info(&b, f);
-                let elem = info.element_size;
                 let stride = stage_stride(w, h, f);
                 let stage = v.host_buffer(stride * u64::from(n));
                 let scope = Scope::new(v.family);
@@ -1029,32 +1034,7 @@ mod gpu {
                     );
                 }
                 c.write(t.data(), &img);
-                stage.bytes().fill(0);
-                v.run(|cmd| {
-                    unsafe {
-                        b.cmd_acquire_from_cuda(cmd, &scope, vk::ImageLayout::TRANSFER_SRC_OPTIMAL)
-                    }
-                    .unwrap();
-                    for i in 0..n {
-                        unsafe {
-                            v.device.cmd_copy_image_to_buffer(
-                                cmd,
-                                b.element(i).unwrap().image,
-                                vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
-                                stage.buffer,
-                                &[region(f, w, h, u64::from(i) * stride)],
-                            )
-                        };
-                    }
-                });
-                for i in 0..n {
-                    let at = (u64::from(i) * stride) as usize;
-                    assert_same(
-                        &stage.bytes()[at..at + elem as usize],
-                        &element_bytes(f, w, h, i, 4),
-                        &format!("{:?} {:?} image {i} after the acquire", f.format, info.path),
-                    );
-                }
+                images_after_the_acquire(&v, &b, f, &stage, 4);
                 v.destroy_host_buffer(stage);
                 drop((t, b));
                 assert_eq!(counts(), before);
