@@ -626,7 +626,7 @@ int cuMipmappedArrayDestroy(void *mipmap) {
     return sticky_ ? sticky_ : m ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 #endif
-#ifndef WITH_STREAMS /* WITH_STREAMS has copies of its own, queued on its streams */
+/* cuMemcpy2DAsync's descriptor, as the driver API lays it out. */
 typedef struct {
     size_t srcXInBytes, srcY;
     int srcMemoryType;
@@ -642,6 +642,7 @@ typedef struct {
     size_t dstPitch;
     size_t WidthInBytes, Height;
 } CUDA_MEMCPY2D;
+#ifndef WITH_STREAMS /* WITH_STREAMS has copies of its own, queued on its streams */
 
 static int copies;
 
@@ -806,21 +807,6 @@ int cuCtxSynchronize(void) { return depth ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CO
 #error "WITH_STREAMS and WITH_COPIES are separate variants"
 #endif
 #define CUDA_ERROR_NOT_READY 600
-typedef struct {
-    size_t srcXInBytes, srcY;
-    int srcMemoryType;
-    const void *srcHost;
-    CUdeviceptr srcDevice;
-    void *srcArray;
-    size_t srcPitch;
-    size_t dstXInBytes, dstY;
-    int dstMemoryType;
-    void *dstHost;
-    CUdeviceptr dstDevice;
-    void *dstArray;
-    size_t dstPitch;
-    size_t WidthInBytes, Height;
-} CUDA_MEMCPY2D;
 struct work {
     int is_copy;
     CUDA_MEMCPY2D copy;
