@@ -7,23 +7,19 @@ use std::os::fd::{BorrowedFd, RawFd};
 
 use vkcuda::error::{Error, Result};
 
-/// Whether `fd` names an open descriptor (`F_GETFD`).
-fn is_open(fd: RawFd) -> bool {
-    // SAFETY: fcntl only reads the descriptor number; a closed one gives EBADF.
-    fd >= 0 && unsafe { libc::fcntl(fd, libc::F_GETFD) } >= 0
-}
-
 /// A C caller's descriptor `what`, checked to be open (a negative or closed one
-/// is `VKCUDA_ERROR_INVALID_ARGUMENT`), as the Rust API takes it. The borrow lasts
-/// for the call that received `fd`, during which the C caller keeps it open (the
-/// header's contract).
+/// is `VKCUDA_ERROR_INVALID_ARGUMENT`, with the system's words), as the Rust API
+/// takes it. The borrow lasts for the call that received `fd`, during which the C
+/// caller keeps it open (the header's contract).
 pub(crate) fn borrow_open<'a>(fd: RawFd, what: &str) -> Result<BorrowedFd<'a>> {
     if fd < 0 {
         return Err(Error::invalid(format!("{what} {fd} is not valid")));
     }
-    if !is_open(fd) {
+    // SAFETY: fcntl only reads the descriptor number; a closed one gives EBADF.
+    if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+        let err = std::io::Error::last_os_error();
         return Err(Error::invalid(format!(
-            "{what} {fd} is not an open file descriptor"
+            "{what} {fd} is not an open file descriptor: {err}"
         )));
     }
     // SAFETY: open (checked above) and kept open by the caller for this call.
