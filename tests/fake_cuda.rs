@@ -22,7 +22,7 @@ use std::sync::Arc;
 use ash::vk;
 use vkcuda::buffer::Allocator;
 use vkcuda::context::BorrowedCudaContext;
-use vkcuda::cuda_sys::CUcontext;
+use vkcuda::cuda_sys::{CUcontext, CUstream};
 use vkcuda::image::{Description, PitchedPlane};
 use vkcuda::pairing::{self, format_uuid};
 use vkcuda::{ipc, Buffer, Context, CudaChoice, ErrorKind, Image};
@@ -640,6 +640,8 @@ type PopFn = unsafe extern "C" fn(*mut CUcontext) -> i32;
 type AllocFn = unsafe extern "C" fn(*mut u64, usize) -> i32;
 type FreeFn = unsafe extern "C" fn(u64) -> i32;
 type CountFn = unsafe extern "C" fn() -> i32;
+type CallsFn = unsafe extern "C" fn(*const std::ffi::c_char) -> i32;
+type StreamFn = unsafe extern "C" fn(i32) -> CUstream;
 
 /// The stand-in's functions the pitched-copy child calls itself.
 struct FakeMemory {
@@ -649,7 +651,8 @@ struct FakeMemory {
     alloc: AllocFn,
     free: FreeFn,
     copies: CountFn,
-    range_queries: CountFn,
+    calls: CallsFn,
+    stream: StreamFn,
 }
 
 impl FakeMemory {
@@ -664,9 +667,8 @@ impl FakeMemory {
                 alloc: std::mem::transmute::<P, AllocFn>(fake_fn(c"cuMemAlloc_v2")),
                 free: std::mem::transmute::<P, FreeFn>(fake_fn(c"cuMemFree_v2")),
                 copies: std::mem::transmute::<P, CountFn>(fake_fn(c"fake_cuda_copies")),
-                range_queries: std::mem::transmute::<P, CountFn>(fake_fn(
-                    c"fake_cuda_range_queries",
-                )),
+                calls: std::mem::transmute::<P, CallsFn>(fake_fn(c"fake_cuda_calls")),
+                stream: std::mem::transmute::<P, StreamFn>(fake_fn(c"fake_cuda_stream")),
             }
         }
     }
@@ -695,9 +697,23 @@ impl FakeMemory {
         unsafe { (self.copies)() }
     }
 
+    /// How many times the stand-in's `name` was called (one of the calls a
+    /// per-frame call may make: `counted` in tests/fake_cuda/libcuda.c).
+    fn calls(&self, name: &str) -> i32 {
+        let c = std::ffi::CString::new(name).unwrap();
+        let n = unsafe { (self.calls)(c.as_ptr()) };
+        assert!(n >= 0, "the stand-in does not count {name}");
+        n
+    }
+
     /// How many times the library asked cuMemGetAddressRange.
     fn range_queries(&self) -> i32 {
-        unsafe { (self.range_queries)() }
+        self.calls("cuMemGetAddressRange_v2")
+    }
+
+    /// A stream of device `ordinal`'s primary context.
+    fn stream(&self, ordinal: i32) -> CUstream {
+        unsafe { (self.stream)(ordinal) }
     }
 }
 
@@ -786,6 +802,46 @@ fn child_pitched_copy_unknown_addresses() {
     // Both planes lie in one allocation: looked up once for six calls, then
     // remembered (the per-frame cost, issue 39 item 14).
     assert_eq!(m.range_queries(), queries + 1, "range lookups for 6 calls");
+    // A decoder's frames: its thread has the context current and copies on a
+    // stream of it from surfaces already looked up. Each call asks the driver for
+    // the context's liveness and the current context, then copies: no push or
+    // pop, and the stream's context once for four calls (each driver call costs
+    // 36 to 76 ns on the H100: docs/PERFORMANCE.md).
+    let stream = m.stream(ctx.cuda_info().unwrap().ordinal);
+    let counted = [
+        "cuCtxPushCurrent_v2",
+        "cuCtxPopCurrent_v2",
+        "cuCtxGetCurrent",
+        "cuStreamGetCtx",
+        "cuPointerGetAttribute",
+        "cuMemGetAddressRange_v2",
+        "cuMemcpy2DAsync_v2",
+    ];
+    let made = m.within(|| {
+        let before = counted.map(|n| m.calls(n));
+        let plane = [PitchedPlane {
+            pointer: src,
+            pitch: pitch as u64,
+        }];
+        for _ in 0..4 {
+            // SAFETY: as in `copy`.
+            unsafe { luma.copy_pitched(&plane, true, stream) }.unwrap();
+        }
+        let after = counted.map(|n| m.calls(n));
+        after
+            .iter()
+            .zip(before)
+            .map(|(a, b)| a - b)
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(
+        counted.iter().zip(made).collect::<Vec<_>>(),
+        counted
+            .iter()
+            .zip([0, 0, 4, 1, 4, 0, 4])
+            .collect::<Vec<_>>(),
+        "the driver calls of four per-frame copies"
+    );
     let out_pitch = 96usize;
     let dst = m.alloc(out_pitch * rows);
     unsafe { std::ptr::write_bytes(dst as *mut u8, 0xEE, out_pitch * rows) };

@@ -35,8 +35,7 @@
  * mappings of imported memory (CUDA_ERROR_INVALID_VALUE for any other address);
  * cuMemcpy2DAsync (but WITH_STREAMS's, below) copies between device pointers
  * (host memory here) at once and
- * counts the copies (fake_cuda_copies; fake_cuda_range_queries counts the
- * lookups); a copy that touches an address outside
+ * counts the copies (fake_cuda_copies); a copy that touches an address outside
  * every block and mapping "faults" as on a GPU: it returns CUDA_SUCCESS (the
  * fault comes later on a GPU) and raises the sticky error.
  * Building with -DWITH_ARRAYS adds mipmapped arrays of imported memory
@@ -297,6 +296,23 @@ int cuDeviceGetName(char *name, int len, int d) {
 
 static __thread const void *stack[16];
 static __thread int depth;
+
+/* How often the calls a per-frame call of the library may make were made, for
+ * tests (fake_cuda_calls("cuCtxGetCurrent")): what one pitched copy asks. */
+static const char *const counted[] = {
+    "cuCtxPushCurrent_v2", "cuCtxPopCurrent_v2", "cuCtxGetCurrent", "cuStreamGetCtx",
+    "cuPointerGetAttribute", "cuMemGetAddressRange_v2", "cuMemcpy2DAsync_v2",
+};
+enum { PUSH, POP, CURRENT, STREAM_CTX, POINTER_ATTR, RANGE, COPY_2D, COUNTED };
+static int calls[COUNTED];
+#define COUNT(c) __atomic_fetch_add(&calls[c], 1, __ATOMIC_RELAXED)
+
+/* The calls of `name` so far; -1 for a function not counted. */
+int fake_cuda_calls(const char *name) {
+    for (int i = 0; i < COUNTED; i++)
+        if (!strcmp(name, counted[i])) return __atomic_load_n(&calls[i], __ATOMIC_RELAXED);
+    return -1;
+}
 static int primary_retains;
 
 int cuDevicePrimaryCtxRetain(void **ctx, int d) {
@@ -315,6 +331,7 @@ int cuDevicePrimaryCtxRelease_v2(int d) {
     return r;
 }
 int cuCtxPushCurrent_v2(void *ctx) {
+    COUNT(PUSH);
     int sticky_ = sticky_everywhere();
     if (sticky_) return sticky_;
     if (ctx_device(ctx) < 0) return CUDA_ERROR_INVALID_CONTEXT;
@@ -323,12 +340,14 @@ int cuCtxPushCurrent_v2(void *ctx) {
     return CUDA_SUCCESS;
 }
 int cuCtxPopCurrent_v2(void **ctx) {
+    COUNT(POP);
     if (depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
     depth--;
     if (ctx) *ctx = (void *)stack[depth];
     return CUDA_SUCCESS;
 }
 int cuCtxGetCurrent(void **ctx) {
+    COUNT(CURRENT);
     *ctx = depth ? (void *)stack[depth - 1] : NULL;
     return CUDA_SUCCESS;
 }
@@ -346,6 +365,7 @@ void *fake_cuda_stream(int d) {
 }
 int cuStreamGetCtx(void *stream, void **ctx) {
     int i;
+    COUNT(STREAM_CTX);
     STICKY();
     for (i = 0; i < count; i++) {
         if (stream == (void *)&streams[i]) {
@@ -439,6 +459,7 @@ int cuMemFree_v2(CUdeviceptr ptr) {
 }
 
 int cuPointerGetAttribute(void *data, int attribute, CUdeviceptr ptr) {
+    COUNT(POINTER_ATTR);
     int sticky_ = sticky_everywhere();
     if (sticky_) return sticky_;
     if (attribute != CU_POINTER_ATTRIBUTE_BUFFER_ID) return CUDA_ERROR_UNKNOWN;
@@ -525,21 +546,11 @@ static struct object *containing(CUdeviceptr ptr) {
     return NULL;
 }
 
-static int range_queries;
-
-/* How many cuMemGetAddressRange calls were made (for tests). */
-int fake_cuda_range_queries(void) {
-    pthread_mutex_lock(&lock);
-    int n = range_queries;
-    pthread_mutex_unlock(&lock);
-    return n;
-}
-
 int cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr ptr) {
     STICKY();
     if (depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
+    COUNT(RANGE);
     pthread_mutex_lock(&lock);
-    range_queries++;
     struct object *o = containing(ptr);
     if (o) {
         if (base) *base = o->ptr;
@@ -664,6 +675,7 @@ static int rows_inside(CUdeviceptr ptr, size_t pitch, size_t width, size_t rows)
 
 int cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *c, void *stream) {
     (void)stream;
+    COUNT(COPY_2D);
     STICKY();
     if (depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
     /* Each side as a device pointer and pitch; an array side is its host store. */
@@ -874,6 +886,7 @@ int fake_cuda_copies(void) {
 }
 
 int cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *c, void *stream) {
+    COUNT(COPY_2D);
     if (depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
     if (!known_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
     if (!c || (c->srcMemoryType != 1 && c->srcMemoryType != 2) || (c->dstMemoryType != 1 && c->dstMemoryType != 2) ||
