@@ -401,7 +401,7 @@ fn a_hung_test_process_says_where_its_threads_are() {
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(out.status.signal(), Some(libc::SIGABRT), "{:?}", out.status);
     assert!(
-        text.contains("(VKCUDA_TEST_WATCHDOG_S); its threads:"),
+        text.contains("(VKCUDA_TEST_WATCHDOG_S); its last note: sleeping; its threads:"),
         "{text}"
     );
     assert!(text.contains("WATCHDOG: aborting"), "{text}");
@@ -435,6 +435,7 @@ fn child_hangs() {
         return;
     }
     watchdog::arm();
+    watchdog::note("sleeping".into());
     std::thread::Builder::new()
         .name("hung-sleeper".into())
         .spawn(|| std::thread::sleep(std::time::Duration::from_secs(60)))

@@ -23,7 +23,8 @@
 //!   - `stand_in`: `fake_cuda_driver`, the stand-in CUDA driver, and `fake_live`
 //!     (what it still holds);
 //!   - `watchdog` (not re-exported): `arm`, which `cuda_context_or_skip` calls:
-//!     with `VKCUDA_TEST_WATCHDOG_S` a hung GPU test prints where its threads are;
+//!     with `VKCUDA_TEST_WATCHDOG_S` a hung GPU test prints where its threads are,
+//!     after the step it last named with `note` (the misuse matrix: its case);
 //!   - `cuda` (not re-exported: `use support::cuda::{check, Cuda};`): the test's
 //!     own CUDA work, `Cuda` (`of_context` a `vkcuda::Context`) and `check`.
 //!

@@ -7,12 +7,22 @@
 //! blocked in, the kernel's wait channel, its user-space frames as library and
 //! offset, for addr2line, and, where readable, its kernel stack) and aborts. A time-limit kill
 //! says only "Timeout"; this says which test and which driver call. Without the
-//! variable `arm` does nothing. `cuda_context_or_skip` arms it at both doors.
+//! variable `arm` does nothing. `cuda_context_or_skip` arms it at both doors. A
+//! test that runs many steps in one test names the current one with `note` (the
+//! misuse matrix: each case), which the watchdog prints first.
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Once;
+use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
+
+/// The test's last word on what it is doing (`note`).
+static NOTE: Mutex<String> = Mutex::new(String::new());
+
+/// Records the step the test is at (a case's name), for the watchdog to print.
+pub fn note(what: String) {
+    *NOTE.lock().unwrap_or_else(|p| p.into_inner()) = what;
+}
 
 /// Starts the watchdog once per process, if `VKCUDA_TEST_WATCHDOG_S` says when.
 pub fn arm() {
@@ -44,9 +54,13 @@ pub fn arm() {
                     libc::sigemptyset(&mut sa.sa_mask);
                     libc::sigaction(frames_signal(), &sa, std::ptr::null_mut());
                 }
+                let note = NOTE
+                    .try_lock()
+                    .map(|n| n.clone())
+                    .unwrap_or_else(|_| "(being written)".into());
                 eprintln!(
                     "WATCHDOG: pid {} still running after {secs} s (VKCUDA_TEST_WATCHDOG_S); \
-                     its threads:",
+                     its last note: {note}; its threads:",
                     std::process::id()
                 );
                 // Thread by thread: what is printed survives a kill before the end.

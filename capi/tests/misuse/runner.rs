@@ -7,6 +7,7 @@ use std::sync::Mutex;
 
 use crate::env::Env;
 use crate::matrix::*;
+use crate::support::watchdog;
 use crate::support::*;
 
 struct Summary {
@@ -44,6 +45,11 @@ fn run_cases(env: &Env, m: &Matrix) -> Summary {
             if verbose() {
                 println!("  {name} [{}]", case.label);
             }
+            watchdog::note(format!(
+                "misuse case {name} [{}] on a {}",
+                case.label,
+                env.name()
+            ));
             env.fresh_commands();
             let (fds, objects) = (fd_count(), live_counts());
             let call = Call {
