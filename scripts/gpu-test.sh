@@ -25,8 +25,8 @@
 # before its CTest TIMEOUT prints where each of its threads is (system call, frames as
 # library+offset, kernel stack) and aborts: VKCUDA_TEST_WATCHDOG_S, tests/support/watchdog.rs.
 # The test executables travel stripped: read their offsets on the Rust machine with
-# `addr2line -f -C -e EXE OFFSET`, EXE the unstripped build the bundle was made from (its
-# path is in target/gpu-bundle-tests.json, until the next cargo build replaces it).
+# `addr2line -f -C -e target/gpu-bundle-symbols/NAME OFFSET` (the unstripped copies that
+# scripts/lab/gpu-bundle.sh keeps, NAME as in .dev/gpu/tests, and libvkcuda.so).
 # Elsewhere: VKCUDA_GPU_TEST_ROOT=DIR unpacks the loader into DIR instead of /,
 # VKCUDA_GPU_TEST_ICD=FILE uses that Vulkan ICD json.
 set -uo pipefail
