@@ -421,9 +421,23 @@ fn a_hung_test_process_says_where_its_threads_are() {
         .collect();
     assert!(frames.len() >= 4, "{text}");
     assert!(frames.iter().any(|f| f.contains("libc")), "{frames:?}");
+    // The first frame is the watchdog's signal handler, in this executable: its
+    // address is the one addr2line (binutils, beside the C compiler) reads back.
+    let ours = format!("{}+", exe.to_str().unwrap());
+    let first = frames[0].split_whitespace().nth(1).unwrap_or_default();
+    let address = first
+        .strip_prefix(&ours)
+        .unwrap_or_else(|| panic!("frame #0 is not in {exe:?}: {frames:?}"));
+    let named = std::process::Command::new("addr2line")
+        .args(["-f", "-e"])
+        .arg(&exe)
+        .arg(address)
+        .output()
+        .expect("addr2line (binutils)");
+    let named = String::from_utf8_lossy(&named.stdout);
     assert!(
-        frames.iter().any(|f| f.contains(exe.to_str().unwrap())),
-        "a frame in {exe:?}: {frames:?}"
+        named.contains("on_frames_signal"),
+        "addr2line {address}: {named}"
     );
     assert!(text.contains("'test-watchdog' state R"), "{text}");
 }

@@ -5,7 +5,7 @@
 //! the process has run N s, prints every thread of the process
 //! (its name, which libtest sets to the test's, state, the system call it is
 //! blocked in, the kernel's wait channel, its user-space frames as library and
-//! offset, for addr2line, and, where readable, its kernel stack) and aborts. A time-limit kill
+//! address, for addr2line, and, where readable, its kernel stack) and aborts. A time-limit kill
 //! says only "Timeout"; this says which test and which driver call. Without the
 //! variable `arm` does nothing. `cuda_context_or_skip` arms it at both doors. A
 //! test that runs many steps in one test names the current one with `note` (the
@@ -255,27 +255,35 @@ fn pc_of(line: &str) -> Option<u64> {
     u64::from_str_radix(pc.strip_prefix("0x")?, 16).ok()
 }
 
-/// "path+0xoffset" of the mapping `pc` lies in (the offset in the file, for addr2line).
+/// "path+0xaddress" of the object `pc` lies in: its address from the object's load
+/// base (the start of its mapping at file offset 0), which is the address addr2line
+/// takes for a shared library or a position-independent executable.
 fn where_is(maps: &str, pc: u64) -> String {
-    for l in maps.lines() {
-        let mut f = l.split_whitespace();
-        let (Some(range), Some(_perms), Some(offset)) = (f.next(), f.next(), f.next()) else {
-            continue;
-        };
-        let Some((a, b)) = range.split_once('-') else {
-            continue;
-        };
-        let (Ok(a), Ok(b), Ok(o)) = (
-            u64::from_str_radix(a, 16),
-            u64::from_str_radix(b, 16),
-            u64::from_str_radix(offset, 16),
-        ) else {
-            continue;
-        };
-        if (a..b).contains(&pc) {
-            let path = f.nth(2).unwrap_or("[anonymous]");
-            return format!("{path}+{:#x}", pc - a + o);
-        }
+    // (start, end, file offset, path) of each mapping.
+    let mappings: Vec<(u64, u64, u64, &str)> = maps
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (a, b) = f.next()?.split_once('-')?;
+            let offset = f.nth(1)?;
+            Some((
+                u64::from_str_radix(a, 16).ok()?,
+                u64::from_str_radix(b, 16).ok()?,
+                u64::from_str_radix(offset, 16).ok()?,
+                f.nth(2).unwrap_or("[anonymous]"),
+            ))
+        })
+        .collect();
+    let Some(&(_, _, _, path)) = mappings.iter().find(|m| (m.0..m.1).contains(&pc)) else {
+        return format!("{pc:#x} (in no mapping)");
+    };
+    let base = mappings
+        .iter()
+        .filter(|m| m.3 == path && m.2 == 0 && m.0 <= pc)
+        .map(|m| m.0)
+        .max();
+    match base {
+        Some(base) => format!("{path}+{:#x}", pc - base),
+        None => format!("{path} at {pc:#x}"),
     }
-    format!("{pc:#x} (in no mapping)")
 }
