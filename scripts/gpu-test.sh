@@ -23,9 +23,9 @@
 # $VKCUDA_GPU_TEST_BUDGET_S s (default 450). PNGs, CSVs, doctor.json and CTest's
 # LastTest.log go to $OUT (default gpu-out/). A Rust test process still running 15 s
 # before its CTest TIMEOUT prints where each of its threads is (system call, frames as
-# library+offset, kernel stack) and aborts: VKCUDA_TEST_WATCHDOG_S, tests/support/watchdog.rs.
+# library+address, kernel stack) and aborts: VKCUDA_TEST_WATCHDOG_S, tests/support/watchdog.rs.
 # The test executables travel stripped: read their offsets on the Rust machine with
-# `addr2line -f -C -e target/gpu-bundle-symbols/NAME OFFSET` (the unstripped copies that
+# `addr2line -f -C -e target/gpu-bundle-symbols/NAME ADDRESS` (the unstripped copies that
 # scripts/lab/gpu-bundle.sh keeps, NAME as in .dev/gpu/tests, and libvkcuda.so).
 # Elsewhere: VKCUDA_GPU_TEST_ROOT=DIR unpacks the loader into DIR instead of /,
 # VKCUDA_GPU_TEST_ICD=FILE uses that Vulkan ICD json.

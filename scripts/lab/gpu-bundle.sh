@@ -65,7 +65,7 @@ executables target/gpu-bundle-bench.json "$out/bench-batch" batch
 executables target/gpu-bundle-tests.json "$out/tests"
 cp target/release/libvkcuda_c.so "$out/libvkcuda.so" # the C door's library, by its C name
 # Unstripped copies stay here, in target/gpu-bundle-symbols (not carried), for addr2line
-# on the library+offset frames a hung test's watchdog prints (scripts/gpu-test.sh).
+# on the library+address frames a hung test's watchdog prints (scripts/gpu-test.sh).
 syms=target/gpu-bundle-symbols
 rm -rf "$syms" && mkdir -p "$syms" && cp "$out/libvkcuda.so" "$out"/tests/* "$syms/"
 strip --strip-debug "$out/libvkcuda.so" "$out/bench-interop" "$out/bench-calls" "$out/bench-batch"

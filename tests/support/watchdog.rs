@@ -173,7 +173,7 @@ extern "C" fn on_frames_signal(_: libc::c_int) {
 }
 
 /// Thread `tid`'s user-space frames (its signal handler's two first), each as
-/// "#i library+offset", or why there are none: a thread that does not run its
+/// "#i library+address", or why there are none: a thread that does not run its
 /// handler within 0.5 s (signals blocked, or asleep in the kernel uninterruptibly).
 fn user_frames(tid: u64, maps: &str) -> Vec<String> {
     FRAMES_DONE.store(false, Ordering::Release);
