@@ -21,8 +21,8 @@
 #   VVL_FAIL). It needs the fixture vvl_layer: the canary test that proves the
 #   layer is loaded and reports a deliberate hazard (tests/CMakeLists.txt).
 #   ALONE (and every bench test): RUN_SERIAL, so `ctest -j N` runs nothing beside
-#   it, and the label `alone` (`ctest -L gpu -L alone` runs only these: one call for
-#   them, another for the rest with `-LE alone -j 4`). For tests that read device-wide figures another process on the GPU moves:
+#   it, and the label `alone` (`ctest -L '^gpu$' -L '^alone$'` runs only these: one call
+#   for them, another for the rest with `-LE '^alone$' -j 4`). For tests that read device-wide figures another process on the GPU moves:
 #   cuMemGetInfo's free memory before and after (leak checks) and timings. (Seen on
 #   the H200 under `ctest -j 4`: free memory +57 MB and -64 KiB mid-check, from the
 #   other tests' processes.)

@@ -9,8 +9,9 @@
 #   scripts/gpu-test.sh -L gpu -LE vvl     the GPU tests without the validation-layer runs
 #   scripts/gpu-test.sh -L gpu -j 4        in parallel: the tests that read device-wide
 #                                          figures (free memory, timings) still run alone
-#   scripts/gpu-test.sh -L gpu -L alone    only those (label alone); -L gpu -LE alone -j 4
-#                                          the rest: the suite in two calls
+#   scripts/gpu-test.sh -L '^gpu$' -L '^alone$'     only those (label alone), and
+#   scripts/gpu-test.sh -L '^gpu$' -LE '^alone$' -j 4   the rest: the suite in two calls
+#                                          (anchored: `-L gpu` also matches the label wgpu)
 #   scripts/gpu-test.sh -L bench           the benchmarks: bench/c/nvdec_throughput.c (NVDEC
 #                                          throughput), bridges/ffmpeg/bench/ffmpeg_throughput.c
 #                                          (FFmpeg + bridge, where .dev/ffmpeg is carried), then
